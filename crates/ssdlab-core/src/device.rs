@@ -1,0 +1,158 @@
+//! The device interface: submit and reap, shaped like io_uring, with the device's own clock.
+//!
+//! Every target ssdlab measures (a block device, a file, the null device, later the virtual SSD, a cache and an
+//! NBD export) implements [`Device`]. The caller prepares a fixed number of *slots*; each slot owns one aligned
+//! buffer and can carry one operation at a time. The caller fills a slot's buffer, submits operations naming
+//! their slots, and reaps completions that carry the submit and completion times measured on the device's clock.
+//!
+//! The clock is real (monotonic nanoseconds) or virtual (a simulator's event time). Waiting is a device
+//! operation ([`Device::wait_until`]) so a simulator always knows when the host is idle; on a real device it
+//! sleeps.
+
+use serde::{Deserialize, Serialize};
+
+/// What an operation does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    Read,
+    Write,
+    /// Discard (TRIM/UNMAP) the byte range: BLKDISCARD on a block device, a punched hole in a file.
+    Discard,
+    /// Make every completed write durable (fdatasync / FLUSH).
+    Flush,
+}
+
+/// One operation. `slot` names the buffer (for reads and writes) and the in-flight entry; a slot may carry
+/// only one operation at a time. `tag` is the caller's, returned unchanged in the completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Io {
+    pub op: Op,
+    pub offset: u64,
+    pub len: u64,
+    pub slot: u32,
+    pub tag: u64,
+}
+
+/// The outcome of one operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    pub slot: u32,
+    pub tag: u64,
+    pub op: Op,
+    /// Bytes transferred, or a negative errno.
+    pub result: i64,
+    /// The device clock when the operation was handed to the device.
+    pub submitted_ns: u64,
+    /// The device clock when its completion was observed.
+    pub completed_ns: u64,
+}
+
+impl Completion {
+    /// The errno of a failed operation, if it failed.
+    pub fn errno(&self) -> Option<i32> {
+        (self.result < 0).then(|| (-self.result) as i32)
+    }
+}
+
+/// Whether the device's clock is the host's or a simulator's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClockKind {
+    /// CLOCK_MONOTONIC nanoseconds since the device was opened.
+    Real,
+    /// Simulated nanoseconds since the device was created.
+    Virtual,
+}
+
+/// What kind of target a device is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    BlockDevice,
+    File,
+    Null,
+    Sim,
+}
+
+/// What a device is and what it can do. Everything here is known when the device is opened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// The target as the user wrote it.
+    pub target: String,
+    pub kind: TargetKind,
+    /// Vendor and model (from sysfs), or a description for files, null and sim.
+    pub model: String,
+    pub capacity_bytes: u64,
+    /// Offsets and lengths must be multiples of this.
+    pub logical_block_bytes: u32,
+    pub physical_block_bytes: u32,
+    /// Buffers must be aligned to this in memory.
+    pub memory_align_bytes: u32,
+    /// The largest single transfer the device accepts (larger requests are split by the kernel).
+    pub max_transfer_bytes: u64,
+    pub discard_supported: bool,
+    /// 0 when discard is unsupported.
+    pub discard_max_bytes: u64,
+    pub rotational: bool,
+    pub clock: ClockKind,
+    /// How I/O is issued, e.g. "io_uring (registered buffers and file)" or "pread/pwrite".
+    pub backend: String,
+    /// Whether the page cache is bypassed (O_DIRECT).
+    pub direct_io: bool,
+    /// Things the user should know about how this device is driven (fallbacks taken and why).
+    pub notes: Vec<String>,
+}
+
+/// Why a device operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    #[error("{what}: {source}")]
+    Os {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0} is not supported by this device")]
+    Unsupported(&'static str),
+}
+
+impl DeviceError {
+    pub fn os(what: impl Into<String>, source: std::io::Error) -> Self {
+        DeviceError::Os { what: what.into(), source }
+    }
+}
+
+pub type DeviceResult<T> = Result<T, DeviceError>;
+
+/// A block device in the io_uring shape. See the module documentation.
+pub trait Device {
+    fn info(&self) -> &DeviceInfo;
+
+    /// Prepares `slots` in-flight slots, each with a buffer of `buffer_bytes` aligned to
+    /// `info().memory_align_bytes`. Any earlier slots are released; nothing may be in flight.
+    fn prepare(&mut self, slots: u32, buffer_bytes: usize) -> DeviceResult<()>;
+
+    /// The buffer of a slot that is not in flight, to fill before a write or read after a read.
+    fn buffer(&self, slot: u32) -> &[u8];
+    fn buffer_mut(&mut self, slot: u32) -> &mut [u8];
+
+    /// Queues and submits operations; returns how many were accepted (the rest may be retried after a reap).
+    fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize>;
+
+    /// Waits until at least `min` completions are available (or nothing is in flight), then appends every
+    /// available completion to `out`, returning how many were appended.
+    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> DeviceResult<usize>;
+
+    /// The device's clock in nanoseconds.
+    fn now_ns(&self) -> u64;
+
+    /// Keeps the host idle until the device clock reads `t_ns` (sleeps on a real device; advances virtual time
+    /// and lets background work happen on a simulated one).
+    fn wait_until(&mut self, t_ns: u64);
+
+    /// Operations submitted and not yet reaped.
+    fn in_flight(&self) -> usize;
+}

@@ -1,0 +1,154 @@
+//! The result schema: what `--json` streams and `result.json` holds (schema "ssdlab/1").
+//!
+//! Field names carry their units as suffixes. The report crate renders only from these types, so any old
+//! result directory can be redrawn. Changing a field's meaning needs a new schema version; adding optional
+//! fields does not. The prose description lives in `docs/result-schema.md`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::device::DeviceInfo;
+use crate::histogram::SparseHistogram;
+
+/// The schema identifier written into every result.
+pub const SCHEMA: &str = "ssdlab/1";
+
+/// Latency percentiles and moments in nanoseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyNs {
+    pub min: u64,
+    pub mean: f64,
+    pub max: u64,
+    pub p25: u64,
+    pub p50: u64,
+    pub p75: u64,
+    pub p95: u64,
+    pub p99: u64,
+    pub p999: u64,
+}
+
+impl LatencyNs {
+    pub fn from_histogram(h: &crate::Histogram) -> Self {
+        LatencyNs {
+            min: h.min(),
+            mean: h.mean(),
+            max: h.max(),
+            p25: h.percentile(25.0),
+            p50: h.percentile(50.0),
+            p75: h.percentile(75.0),
+            p95: h.percentile(95.0),
+            p99: h.percentile(99.0),
+            p999: h.percentile(99.9),
+        }
+    }
+}
+
+/// Totals for one direction (read, write or discard).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirectionSummary {
+    pub ios: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    pub bytes_per_s: f64,
+    pub latency_ns: LatencyNs,
+}
+
+/// The summary of a phase or a whole run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub ios: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub iops: f64,
+    pub bytes_per_s: f64,
+    pub latency_ns: LatencyNs,
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    /// Mean number of operations in flight, time-weighted: whether the requested depth was reached.
+    pub qd_mean: f64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub read: Option<DirectionSummary>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub write: Option<DirectionSummary>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub discard: Option<DirectionSummary>,
+    /// Operations the device failed (negative result).
+    pub io_errors: u64,
+    /// Blocks whose content did not match the verify pattern.
+    pub verify_errors: u64,
+    /// The whole-phase latency histogram, for re-analysis.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub latency_histogram: Option<SparseHistogram>,
+}
+
+/// One second of a run (the last window may be shorter; `seconds` says how long it was).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Seconds since the phase started at the end of this window.
+    pub t_s: f64,
+    pub seconds: f64,
+    pub ios: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    pub bytes_per_s: f64,
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub latency_ns_mean: f64,
+    pub latency_ns_p50: u64,
+    pub latency_ns_p99: u64,
+    pub latency_ns_max: u64,
+    pub qd_mean: f64,
+}
+
+/// One phase of a method (a plain `run` has a single phase named "run").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseResult {
+    pub name: String,
+    pub samples: Vec<Sample>,
+    pub summary: Summary,
+    /// False when the phase was interrupted (Ctrl-C) before its end condition.
+    pub complete: bool,
+}
+
+/// The host the run was made on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub kernel: String,
+    pub cpus: u32,
+}
+
+/// Pass or fail, and why.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub passed: bool,
+    pub reasons: Vec<String>,
+}
+
+/// A whole `result.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub schema: String,
+    /// "run", or the method name ("consistency", ...).
+    pub kind: String,
+    pub ssdlab_version: String,
+    /// RFC 3339 UTC.
+    pub started_at: String,
+    pub host: HostInfo,
+    pub target: DeviceInfo,
+    /// Every option as given or defaulted, so the run can be repeated.
+    pub options: serde_json::Value,
+    pub phases: Vec<PhaseResult>,
+    pub verdict: Verdict,
+    pub complete: bool,
+}
+
+/// One line of `--json` output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data", rename_all = "snake_case")]
+pub enum Event {
+    Begin { kind: String, target: DeviceInfo, options: serde_json::Value, started_at: String },
+    Phase { name: String },
+    Sample { phase: String, sample: Sample },
+    Summary { phase: String, summary: Summary, complete: bool },
+    Verdict(Verdict),
+}

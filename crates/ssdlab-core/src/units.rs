@@ -1,0 +1,224 @@
+//! Units and their parsing: byte sizes, durations and rates as a storage engineer types them.
+//!
+//! Sizes use binary multiples, as fio does by default: `4k` = `4KiB` = 4096 bytes, `1g` = 2^30 bytes. Plain
+//! numbers are bytes. Durations take `ns`, `us`, `ms`, `s`, `m`, `h`, `d`, `w`, `mo` (30.44 days) and `y`
+//! (365.25 days); a plain number is seconds. Every parser returns a [`ParseError`] whose text says what was
+//! expected, so the binary can name the flag and the fix.
+
+use std::fmt;
+
+/// Why a size, duration or rate could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{input}' is not {expected}")]
+pub struct ParseError {
+    pub input: String,
+    pub expected: &'static str,
+}
+
+fn err(input: &str, expected: &'static str) -> ParseError {
+    ParseError { input: input.to_string(), expected }
+}
+
+const SIZE_EXPECTED: &str = "a size such as 4k, 128KiB, 64m, 2g or 1t (binary multiples; plain numbers are bytes)";
+
+/// Splits "12.5kib" into (12.5, "kib").
+fn split_number(s: &str) -> Option<(f64, &str)> {
+    let end = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    if end == 0 {
+        return None;
+    }
+    let number: f64 = s[..end].parse().ok()?;
+    Some((number, s[end..].trim()))
+}
+
+fn size_multiplier(suffix: &str) -> Option<u64> {
+    let lower = suffix.to_ascii_lowercase();
+    let unit = lower.trim_end_matches('b').trim_end_matches('i');
+    Some(match (unit, lower.as_str()) {
+        (_, "") | (_, "b") => 1,
+        ("k", _) => 1 << 10,
+        ("m", _) => 1 << 20,
+        ("g", _) => 1 << 30,
+        ("t", _) => 1 << 40,
+        ("p", _) => 1 << 50,
+        _ => return None,
+    })
+}
+
+/// Parses a byte size: `512`, `4k`, `4KiB`, `1.5g`. Fractions are allowed when the result is a whole number of
+/// bytes.
+pub fn parse_size(input: &str) -> Result<u64, ParseError> {
+    let s = input.trim();
+    let (number, suffix) = split_number(s).ok_or_else(|| err(input, SIZE_EXPECTED))?;
+    let multiplier = size_multiplier(suffix).ok_or_else(|| err(input, SIZE_EXPECTED))?;
+    let bytes = number * multiplier as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 || bytes.fract() != 0.0 {
+        return Err(err(input, SIZE_EXPECTED));
+    }
+    Ok(bytes as u64)
+}
+
+const DURATION_EXPECTED: &str =
+    "a duration such as 500ms, 10s, 5m, 2h, 90d, 7mo or 1y (plain numbers are seconds)";
+
+/// Parses a duration into nanoseconds: `10s`, `500ms`, `2000` (seconds), `90d`, `7mo`.
+pub fn parse_duration_ns(input: &str) -> Result<u64, ParseError> {
+    let s = input.trim();
+    let (number, suffix) = split_number(s).ok_or_else(|| err(input, DURATION_EXPECTED))?;
+    const S: f64 = 1e9;
+    let unit_ns = match suffix.to_ascii_lowercase().as_str() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "" | "s" | "sec" | "secs" => S,
+        "m" | "min" | "mins" => 60.0 * S,
+        "h" | "hr" | "hours" => 3600.0 * S,
+        "d" | "day" | "days" => 86_400.0 * S,
+        "w" | "week" | "weeks" => 7.0 * 86_400.0 * S,
+        "mo" | "month" | "months" => MONTH_S * S,
+        "y" | "year" | "years" => 365.25 * 86_400.0 * S,
+        _ => return Err(err(input, DURATION_EXPECTED)),
+    };
+    let ns = number * unit_ns;
+    if !ns.is_finite() || ns > u64::MAX as f64 {
+        return Err(err(input, DURATION_EXPECTED));
+    }
+    Ok(ns.round() as u64)
+}
+
+/// The length of the average month in seconds (365.25 / 12 days), used for data ages.
+pub const MONTH_S: f64 = 365.25 / 12.0 * 86_400.0;
+
+/// An open-loop rate limit.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rate {
+    /// Operations per second.
+    Iops(f64),
+    /// Bytes per second.
+    BytesPerS(f64),
+}
+
+const RATE_EXPECTED: &str =
+    "a rate: bytes per second such as 200m or 1g (like fio's rate=), or operations per second such as 50kiops";
+
+/// Parses a rate: a value ending in `iops` is operations per second (`50kiops`, `2000iops`, with decimal
+/// `k`/`m` multiples); anything else is a byte size per second (`200m` = 200 MiB/s, optionally written `200m/s`).
+pub fn parse_rate(input: &str) -> Result<Rate, ParseError> {
+    let s = input.trim();
+    let lower = s.to_ascii_lowercase();
+    let rate = if let Some(count) = lower.strip_suffix("iops") {
+        let (number, suffix) = split_number(count.trim()).ok_or_else(|| err(input, RATE_EXPECTED))?;
+        let multiplier = match suffix {
+            "" => 1.0,
+            "k" => 1e3,
+            "m" => 1e6,
+            _ => return Err(err(input, RATE_EXPECTED)),
+        };
+        Rate::Iops(number * multiplier)
+    } else {
+        let bytes = parse_size(lower.strip_suffix("/s").unwrap_or(&lower)).map_err(|_| err(input, RATE_EXPECTED))?;
+        Rate::BytesPerS(bytes as f64)
+    };
+    match rate {
+        Rate::Iops(v) | Rate::BytesPerS(v) if v > 0.0 && v.is_finite() => Ok(rate),
+        _ => Err(err(input, "a rate above zero")),
+    }
+}
+
+/// Formats bytes with binary multiples: `4 KiB`, `1.50 GiB`.
+pub struct BinaryBytes(pub u64);
+
+impl fmt::Display for BinaryBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+        let mut value = self.0 as f64;
+        let mut unit = 0;
+        while value >= 1024.0 && unit < UNITS.len() - 1 {
+            value /= 1024.0;
+            unit += 1;
+        }
+        if unit == 0 || value.fract() == 0.0 {
+            write!(f, "{} {}", value as u64, UNITS[unit])
+        } else {
+            write!(f, "{value:.2} {}", UNITS[unit])
+        }
+    }
+}
+
+/// Formats a latency given in nanoseconds with a unit that keeps three significant digits: `812 ns`,
+/// `43.5 us`, `1.20 ms`, `2.31 s`.
+pub struct Nanos(pub f64);
+
+impl fmt::Display for Nanos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self.0;
+        let (value, unit) = if ns < 1e3 {
+            (ns, "ns")
+        } else if ns < 1e6 {
+            (ns / 1e3, "us")
+        } else if ns < 1e9 {
+            (ns / 1e6, "ms")
+        } else {
+            (ns / 1e9, "s")
+        };
+        if value >= 100.0 || unit == "ns" {
+            write!(f, "{value:.0} {unit}")
+        } else if value >= 10.0 {
+            write!(f, "{value:.1} {unit}")
+        } else {
+            write!(f, "{value:.2} {unit}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_use_binary_multiples() {
+        assert_eq!(parse_size("512").unwrap(), 512);
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("4K").unwrap(), 4096);
+        assert_eq!(parse_size("4KiB").unwrap(), 4096);
+        assert_eq!(parse_size("64m").unwrap(), 64 << 20);
+        assert_eq!(parse_size("1.5g").unwrap(), 3 << 29);
+        assert_eq!(parse_size("2T").unwrap(), 2 << 40);
+        assert!(parse_size("").is_err());
+        assert!(parse_size("4x").is_err());
+        assert!(parse_size("-4k").is_err());
+        assert!(parse_size("0.3").is_err());
+    }
+
+    #[test]
+    fn durations_cover_seconds_to_years() {
+        assert_eq!(parse_duration_ns("10s").unwrap(), 10_000_000_000);
+        assert_eq!(parse_duration_ns("2000").unwrap(), 2_000_000_000_000);
+        assert_eq!(parse_duration_ns("500ms").unwrap(), 500_000_000);
+        assert_eq!(parse_duration_ns("5m").unwrap(), 300_000_000_000);
+        assert_eq!(parse_duration_ns("90d").unwrap(), 90 * 86_400 * 1_000_000_000);
+        assert!(parse_duration_ns("7mo").unwrap() > 7 * 30 * 86_400 * 1_000_000_000);
+        assert!(parse_duration_ns("3 fortnights").is_err());
+    }
+
+    #[test]
+    fn rates_are_bytes_unless_iops() {
+        assert_eq!(parse_rate("200m").unwrap(), Rate::BytesPerS((200u64 << 20) as f64));
+        assert_eq!(parse_rate("200m/s").unwrap(), Rate::BytesPerS((200u64 << 20) as f64));
+        assert_eq!(parse_rate("50kiops").unwrap(), Rate::Iops(50_000.0));
+        assert_eq!(parse_rate("1500IOPS").unwrap(), Rate::Iops(1500.0));
+        assert!(parse_rate("0").is_err());
+        assert!(parse_rate("0iops").is_err());
+        assert!(parse_rate("fast").is_err());
+    }
+
+    #[test]
+    fn formatting_is_readable() {
+        assert_eq!(BinaryBytes(4096).to_string(), "4 KiB");
+        assert_eq!(BinaryBytes(3 << 29).to_string(), "1.50 GiB");
+        assert_eq!(Nanos(812.0).to_string(), "812 ns");
+        assert_eq!(Nanos(43_500.0).to_string(), "43.5 us");
+        assert_eq!(Nanos(1_204_000.0).to_string(), "1.20 ms");
+    }
+}
