@@ -121,7 +121,10 @@ pub enum DeviceError {
 
 impl DeviceError {
     pub fn os(what: impl Into<String>, source: std::io::Error) -> Self {
-        DeviceError::Os { what: what.into(), source }
+        DeviceError::Os {
+            what: what.into(),
+            source,
+        }
     }
 }
 
@@ -142,9 +145,15 @@ pub trait Device {
     /// Queues and submits operations; returns how many were accepted (the rest may be retried after a reap).
     fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize>;
 
-    /// Waits until at least `min` completions are available (or nothing is in flight), then appends every
-    /// available completion to `out`, returning how many were appended.
-    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> DeviceResult<usize>;
+    /// Waits until at least `min` completions are available, nothing is left in flight, or the device clock
+    /// reaches `deadline_ns`; then appends every available completion to `out` and returns how many it appended.
+    /// Submitted operations are guaranteed to be on their way to the device once this returns.
+    fn reap(
+        &mut self,
+        min: usize,
+        deadline_ns: Option<u64>,
+        out: &mut Vec<Completion>,
+    ) -> DeviceResult<usize>;
 
     /// The device's clock in nanoseconds.
     fn now_ns(&self) -> u64;

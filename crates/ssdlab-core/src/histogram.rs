@@ -75,7 +75,13 @@ impl std::fmt::Debug for Histogram {
 
 impl Histogram {
     pub fn new() -> Self {
-        Histogram { counts: vec![0; BUCKETS].into_boxed_slice(), count: 0, sum: 0, min: u64::MAX, max: 0 }
+        Histogram {
+            counts: vec![0; BUCKETS].into_boxed_slice(),
+            count: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+        }
     }
 
     #[inline(always)]
@@ -107,7 +113,11 @@ impl Histogram {
 
     /// The exact mean of the recorded values.
     pub fn mean(&self) -> f64 {
-        if self.count == 0 { 0.0 } else { self.sum as f64 / self.count as f64 }
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
     }
 
     /// The nearest-rank percentile `q` in [0, 100], to within [`RELATIVE_ERROR`].
@@ -175,7 +185,13 @@ impl Histogram {
                 .map(|(i, c)| (i as u32, *c))
                 .collect()
         };
-        SparseHistogram { count: self.count, sum_ns: self.sum, min_ns: self.min(), max_ns: self.max, buckets }
+        SparseHistogram {
+            count: self.count,
+            sum_ns: self.sum,
+            min_ns: self.min(),
+            max_ns: self.max,
+            buckets,
+        }
     }
 }
 
@@ -213,7 +229,11 @@ impl SparseHistogram {
     }
 
     pub fn mean(&self) -> f64 {
-        if self.count == 0 { 0.0 } else { self.sum_ns as f64 / self.count as f64 }
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum_ns as f64 / self.count as f64
+        }
     }
 }
 
@@ -255,7 +275,12 @@ mod tests {
 
     fn samples() -> impl Strategy<Value = Vec<u64>> {
         prop::collection::vec(
-            prop_oneof![0u64..1_000, 1_000u64..10_000_000, 10_000_000u64..100_000_000_000, any::<u64>()],
+            prop_oneof![
+                0u64..1_000,
+                1_000u64..10_000_000,
+                10_000_000u64..100_000_000_000,
+                any::<u64>()
+            ],
             1..2_000,
         )
     }

@@ -13,6 +13,7 @@ pub mod histogram;
 pub mod rng;
 pub mod schema;
 pub mod stats;
+pub mod target;
 pub mod units;
 
 pub use device::{Completion, Device, DeviceError, DeviceInfo, Io, Op};

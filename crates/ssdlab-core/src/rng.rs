@@ -32,7 +32,9 @@ impl Rng {
 
     /// An independent stream derived from this seed and a stream number (e.g. one per pass or per job).
     pub fn stream(seed: u64, stream: u64) -> Self {
-        Rng::new(splitmix64(seed ^ splitmix64(stream.wrapping_add(0xA076_1D64_78BD_642F))))
+        Rng::new(splitmix64(
+            seed ^ splitmix64(stream.wrapping_add(0xA076_1D64_78BD_642F)),
+        ))
     }
 
     #[inline]
@@ -96,8 +98,20 @@ impl Permutation {
         let bits = (64 - (n - 1).leading_zeros()).max(2);
         let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
         let mut rng = Rng::new(seed);
-        let keys = [rng.next_u64() | 1, rng.next_u64(), rng.next_u64() | 1, rng.next_u64()];
-        Permutation { n, bits, mask, keys, counter: 0, emitted: 0 }
+        let keys = [
+            rng.next_u64() | 1,
+            rng.next_u64(),
+            rng.next_u64() | 1,
+            rng.next_u64(),
+        ];
+        Permutation {
+            n,
+            bits,
+            mask,
+            keys,
+            counter: 0,
+            emitted: 0,
+        }
     }
 
     /// The image of `x` under the bijection on `0..2^bits`.
@@ -175,7 +189,10 @@ mod tests {
                     assert!(!seen[v as usize], "n={n} seed={seed}: {v} twice");
                     seen[v as usize] = true;
                 }
-                assert!(seen.iter().all(|&s| s), "n={n} seed={seed}: a value was never produced");
+                assert!(
+                    seen.iter().all(|&s| s),
+                    "n={n} seed={seed}: a value was never produced"
+                );
             }
         }
     }
@@ -187,6 +204,9 @@ mod tests {
         let ascending = first.windows(2).filter(|w| w[1] == w[0] + 1).count();
         assert!(ascending < 4, "too many sequential neighbours: {first:?}");
         let mean = first.iter().sum::<u64>() as f64 / 64.0;
-        assert!((mean / (1u64 << 20) as f64 - 0.5).abs() < 0.15, "mean {mean} far from the middle");
+        assert!(
+            (mean / (1u64 << 20) as f64 - 0.5).abs() < 0.15,
+            "mean {mean} far from the middle"
+        );
     }
 }

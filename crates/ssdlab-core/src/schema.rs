@@ -143,12 +143,28 @@ pub struct RunResult {
 }
 
 /// One line of `--json` output.
+// Events are built about once per second, so the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "data", rename_all = "snake_case")]
 pub enum Event {
-    Begin { kind: String, target: DeviceInfo, options: serde_json::Value, started_at: String },
-    Phase { name: String },
-    Sample { phase: String, sample: Sample },
-    Summary { phase: String, summary: Summary, complete: bool },
+    Begin {
+        kind: String,
+        target: DeviceInfo,
+        options: serde_json::Value,
+        started_at: String,
+    },
+    Phase {
+        name: String,
+    },
+    Sample {
+        phase: String,
+        sample: Sample,
+    },
+    Summary {
+        phase: String,
+        summary: Summary,
+        complete: bool,
+    },
     Verdict(Verdict),
 }

@@ -4,7 +4,11 @@
 
 /// The arithmetic mean (0 for an empty series).
 pub fn mean(values: &[f64]) -> f64 {
-    if values.is_empty() { 0.0 } else { values.iter().sum::<f64>() / values.len() as f64 }
+    if values.is_empty() {
+        0.0
+    } else {
+        values.iter().sum::<f64>() / values.len() as f64
+    }
 }
 
 /// The population standard deviation (0 for fewer than two values).
@@ -33,7 +37,10 @@ pub fn least_squares(xs: &[f64], ys: &[f64]) -> Option<Line> {
     }
     let sxy: f64 = xs.iter().zip(ys).map(|(x, y)| (x - mx) * (y - my)).sum();
     let slope = sxy / sxx;
-    Some(Line { slope, intercept: my - slope * mx })
+    Some(Line {
+        slope,
+        intercept: my - slope * mx,
+    })
 }
 
 #[cfg(test)]

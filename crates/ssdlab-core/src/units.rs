@@ -16,14 +16,20 @@ pub struct ParseError {
 }
 
 fn err(input: &str, expected: &'static str) -> ParseError {
-    ParseError { input: input.to_string(), expected }
+    ParseError {
+        input: input.to_string(),
+        expected,
+    }
 }
 
-const SIZE_EXPECTED: &str = "a size such as 4k, 128KiB, 64m, 2g or 1t (binary multiples; plain numbers are bytes)";
+const SIZE_EXPECTED: &str =
+    "a size such as 4k, 128KiB, 64m, 2g or 1t (binary multiples; plain numbers are bytes)";
 
 /// Splits "12.5kib" into (12.5, "kib").
 fn split_number(s: &str) -> Option<(f64, &str)> {
-    let end = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
     if end == 0 {
         return None;
     }
@@ -99,8 +105,7 @@ pub enum Rate {
     BytesPerS(f64),
 }
 
-const RATE_EXPECTED: &str =
-    "a rate: bytes per second such as 200m or 1g (like fio's rate=), or operations per second such as 50kiops";
+const RATE_EXPECTED: &str = "a rate: bytes per second such as 200m or 1g (like fio's rate=), or operations per second such as 50kiops";
 
 /// Parses a rate: a value ending in `iops` is operations per second (`50kiops`, `2000iops`, with decimal
 /// `k`/`m` multiples); anything else is a byte size per second (`200m` = 200 MiB/s, optionally written `200m/s`).
@@ -117,7 +122,8 @@ pub fn parse_rate(input: &str) -> Result<Rate, ParseError> {
         };
         Rate::Iops(number * multiplier)
     } else {
-        let bytes = parse_size(lower.strip_suffix("/s").unwrap_or(&lower)).map_err(|_| err(input, RATE_EXPECTED))?;
+        let bytes =
+            parse_size(lower.strip_suffix("/s").unwrap_or(&lower)).map_err(|_| err(input, RATE_EXPECTED))?;
         Rate::BytesPerS(bytes as f64)
     };
     match rate {
@@ -204,8 +210,14 @@ mod tests {
 
     #[test]
     fn rates_are_bytes_unless_iops() {
-        assert_eq!(parse_rate("200m").unwrap(), Rate::BytesPerS((200u64 << 20) as f64));
-        assert_eq!(parse_rate("200m/s").unwrap(), Rate::BytesPerS((200u64 << 20) as f64));
+        assert_eq!(
+            parse_rate("200m").unwrap(),
+            Rate::BytesPerS((200u64 << 20) as f64)
+        );
+        assert_eq!(
+            parse_rate("200m/s").unwrap(),
+            Rate::BytesPerS((200u64 << 20) as f64)
+        );
         assert_eq!(parse_rate("50kiops").unwrap(), Rate::Iops(50_000.0));
         assert_eq!(parse_rate("1500IOPS").unwrap(), Rate::Iops(1500.0));
         assert!(parse_rate("0").is_err());

@@ -1,14 +1,20 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! ssdlab-engine: runs a workload on any [`ssdlab_core::Device`] and measures it.
+//!
+//! This crate owns the workload description ([`workload`]), the offset generators ([`access`]), the data written
+//! and its verification ([`data`]), the runner that keeps the queue full ([`runner`]) and the per-second
+//! accounting ([`accounting`]). It is generic over devices, so the same code drives a real drive, a file, the
+//! null device or the virtual SSD. It never opens files, never prints and never reads the wall clock: time is
+//! the device's clock.
+#![forbid(unsafe_code)]
+
+pub mod access;
+pub mod accounting;
+pub mod data;
+pub mod runner;
+pub mod workload;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod testdev;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use runner::{Observer, PhaseOutcome, run_phase};
+pub use workload::{Pattern, RwMode, Span, StopAt, Workload};

@@ -1,14 +1,18 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! ssdlab-io: everything that touches Linux devices and files.
+//!
+//! This crate owns the real [`ssdlab_core::Device`] backends (io_uring, pread/pwrite, null), opening targets
+//! (`/dev/NAME`, `file:PATH[:SIZE]`, `null[:SIZE]`), sysfs queue limits, BLKGETSIZE64/BLKDISCARD, the
+//! destructive-operation guards (mounts, swap, holders, signatures) and small OS helpers (CPU times, host
+//! facts). It is the only crate allowed `unsafe`; every unsafe block says why it is sound, and every unsafe fn
+//! has a `# Safety` section. It never prints: diagnostics go back to the caller as values.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod buffers;
+pub mod common;
+pub mod guard;
+pub mod null;
+pub mod open;
+pub mod psync;
+pub mod sys;
+pub mod uring;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use open::{Engine, OpenError, OpenRequest, RealDevice, open_target};

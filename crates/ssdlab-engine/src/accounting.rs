@@ -1,0 +1,283 @@
+//! Per-second accounting: latency histograms, operation and byte counts, and time-weighted queue depth.
+//!
+//! Completions are binned by their completion time on the device clock into one-second windows from the phase
+//! start. A window with no completions is still a sample (a stall shows as zero IOPS, not as a gap). Each
+//! closed window keeps its sparse histogram, so percentiles of any window of seconds are exact to the
+//! histogram's resolution. A final partial window shorter than half a second is folded into the one before it,
+//! so a 10-second run yields 10 samples whose counts still add up to the summary's.
+
+use ssdlab_core::device::Op;
+use ssdlab_core::histogram::{Histogram, SparseHistogram};
+use ssdlab_core::schema::{DirectionSummary, LatencyNs, Sample, Summary};
+
+const NS_PER_S: u64 = 1_000_000_000;
+const DIRECTIONS: usize = 3;
+
+#[inline]
+fn direction(op: Op) -> usize {
+    match op {
+        Op::Read => 0,
+        Op::Write | Op::Flush => 1,
+        Op::Discard => 2,
+    }
+}
+
+/// One closed window.
+#[derive(Debug, Clone, Default)]
+struct Window {
+    start_ns: u64,
+    len_ns: u64,
+    ios: [u64; DIRECTIONS],
+    bytes: [u64; DIRECTIONS],
+    qd_area: f64,
+    histogram: SparseHistogram,
+}
+
+/// Records completions of one phase and produces its samples and summary.
+pub struct Accounting {
+    start_ns: u64,
+    /// Index of the open window.
+    second: u64,
+    current: [Histogram; DIRECTIONS],
+    ios: [u64; DIRECTIONS],
+    bytes: [u64; DIRECTIONS],
+    qd_area: f64,
+    totals: [Histogram; DIRECTIONS],
+    total_bytes: [u64; DIRECTIONS],
+    total_qd_area: f64,
+    last_event_ns: u64,
+    windows: Vec<Window>,
+    scratch: Histogram,
+}
+
+impl Accounting {
+    pub fn new(start_ns: u64) -> Self {
+        Accounting {
+            start_ns,
+            second: 0,
+            current: Default::default(),
+            ios: [0; DIRECTIONS],
+            bytes: [0; DIRECTIONS],
+            qd_area: 0.0,
+            totals: Default::default(),
+            total_bytes: [0; DIRECTIONS],
+            total_qd_area: 0.0,
+            last_event_ns: start_ns,
+            windows: Vec::new(),
+            scratch: Histogram::new(),
+        }
+    }
+
+    /// Notes that `in_flight` operations were outstanding from the previous event until `now_ns`, splitting
+    /// the area at window boundaries so each second gets its own share.
+    #[inline]
+    pub fn queue_depth(&mut self, now_ns: u64, in_flight: usize) {
+        while now_ns > self.last_event_ns {
+            let boundary = self.start_ns + (self.second + 1) * NS_PER_S;
+            let until = now_ns.min(boundary);
+            let area = in_flight as f64 * (until - self.last_event_ns) as f64;
+            self.qd_area += area;
+            self.total_qd_area += area;
+            self.last_event_ns = until;
+            if until == boundary {
+                self.close_window(NS_PER_S);
+            }
+        }
+    }
+
+    /// Records one completed operation.
+    #[inline]
+    pub fn record(&mut self, op: Op, bytes: u64, latency_ns: u64, completed_ns: u64) {
+        self.advance_to(completed_ns);
+        let d = direction(op);
+        self.current[d].record(latency_ns);
+        self.ios[d] += 1;
+        self.bytes[d] += bytes;
+    }
+
+    /// Closes every window that ends at or before `t_ns`.
+    #[inline]
+    fn advance_to(&mut self, t_ns: u64) {
+        let second = t_ns.saturating_sub(self.start_ns) / NS_PER_S;
+        while self.second < second {
+            self.close_window(NS_PER_S);
+        }
+    }
+
+    fn close_window(&mut self, len_ns: u64) {
+        self.scratch.clear();
+        for d in 0..DIRECTIONS {
+            self.scratch.merge(&self.current[d]);
+            self.totals[d].merge(&self.current[d]);
+            self.total_bytes[d] += self.bytes[d];
+            self.current[d].clear();
+        }
+        self.windows.push(Window {
+            start_ns: self.start_ns + self.second * NS_PER_S,
+            len_ns,
+            ios: self.ios,
+            bytes: self.bytes,
+            qd_area: self.qd_area,
+            histogram: self.scratch.to_sparse(),
+        });
+        self.ios = [0; DIRECTIONS];
+        self.bytes = [0; DIRECTIONS];
+        self.qd_area = 0.0;
+        self.second += 1;
+    }
+
+    /// Samples closed so far (for streaming), starting at `from`.
+    pub fn samples_since(&self, from: usize) -> impl Iterator<Item = Sample> + '_ {
+        self.windows[from.min(self.windows.len())..]
+            .iter()
+            .map(|w| self.sample_of(w))
+    }
+
+    pub fn windows_closed(&self) -> usize {
+        self.windows.len()
+    }
+
+    fn sample_of(&self, w: &Window) -> Sample {
+        let seconds = w.len_ns as f64 / 1e9;
+        let ios: u64 = w.ios.iter().sum();
+        let bytes: u64 = w.bytes.iter().sum();
+        Sample {
+            t_s: (w.start_ns - self.start_ns + w.len_ns) as f64 / 1e9,
+            seconds,
+            ios,
+            bytes,
+            iops: ios as f64 / seconds,
+            bytes_per_s: bytes as f64 / seconds,
+            read_ios: w.ios[0],
+            write_ios: w.ios[1],
+            latency_ns_mean: w.histogram.mean(),
+            latency_ns_p50: w.histogram.percentile(50.0),
+            latency_ns_p99: w.histogram.percentile(99.0),
+            latency_ns_max: w.histogram.max_ns,
+            qd_mean: w.qd_area / w.len_ns.max(1) as f64,
+        }
+    }
+
+    /// Closes the final window at `end_ns` and returns every sample, every window's histogram and the summary.
+    /// CPU fields of the summary are left for the caller, who measures them around the run.
+    pub fn finish(mut self, end_ns: u64) -> Finished {
+        self.queue_depth(end_ns, 0);
+        self.advance_to(end_ns);
+        let tail_ns = end_ns.saturating_sub(self.start_ns + self.second * NS_PER_S);
+        let has_tail = tail_ns > 0 || self.ios.iter().any(|&n| n > 0);
+        if has_tail {
+            self.close_window(tail_ns.max(1));
+            if tail_ns < NS_PER_S / 2 && self.windows.len() >= 2 {
+                let tail = self.windows.pop().expect("just pushed");
+                let last = self.windows.last_mut().expect("two windows");
+                let mut merged = Histogram::new();
+                merged.merge_sparse(&last.histogram);
+                merged.merge_sparse(&tail.histogram);
+                last.histogram = merged.to_sparse();
+                last.len_ns += tail.len_ns;
+                last.qd_area += tail.qd_area;
+                for d in 0..DIRECTIONS {
+                    last.ios[d] += tail.ios[d];
+                    last.bytes[d] += tail.bytes[d];
+                }
+            }
+        }
+        let seconds = end_ns.saturating_sub(self.start_ns) as f64 / 1e9;
+        let samples: Vec<Sample> = self.windows.iter().map(|w| self.sample_of(w)).collect();
+        let mut all = Histogram::new();
+        for h in &self.totals {
+            all.merge(h);
+        }
+        let direction_summary = |d: usize| {
+            let h = &self.totals[d];
+            (h.count() > 0).then(|| DirectionSummary {
+                ios: h.count(),
+                bytes: self.total_bytes[d],
+                iops: h.count() as f64 / seconds.max(1e-9),
+                bytes_per_s: self.total_bytes[d] as f64 / seconds.max(1e-9),
+                latency_ns: LatencyNs::from_histogram(h),
+            })
+        };
+        let bytes: u64 = self.total_bytes.iter().sum();
+        let summary = Summary {
+            ios: all.count(),
+            bytes,
+            seconds,
+            iops: all.count() as f64 / seconds.max(1e-9),
+            bytes_per_s: bytes as f64 / seconds.max(1e-9),
+            latency_ns: LatencyNs::from_histogram(&all),
+            qd_mean: self.total_qd_area / (seconds * 1e9).max(1.0),
+            read: direction_summary(0),
+            write: direction_summary(1),
+            discard: direction_summary(2),
+            latency_histogram: Some(all.to_sparse()),
+            ..Summary::default()
+        };
+        Finished {
+            samples,
+            histograms: self.windows.into_iter().map(|w| w.histogram).collect(),
+            summary,
+        }
+    }
+}
+
+/// What a finished phase's accounting yields.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub samples: Vec<Sample>,
+    /// One sparse histogram per sample, for exact percentiles over any window.
+    pub histograms: Vec<SparseHistogram>,
+    pub summary: Summary,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = NS_PER_S;
+
+    #[test]
+    fn windows_count_and_fold_the_tail() {
+        let mut acc = Accounting::new(100);
+        for i in 0..10u64 {
+            // Two completions per second, the second with a larger latency.
+            acc.record(Op::Write, 4096, 1000, 100 + i * S + 1);
+            acc.record(Op::Write, 4096, 3000, 100 + i * S + S / 2);
+        }
+        acc.record(Op::Read, 4096, 500, 100 + 10 * S + 10);
+        let done = acc.finish(100 + 10 * S + 20);
+        assert_eq!(
+            done.samples.len(),
+            10,
+            "the 20 ns tail folds into the tenth second"
+        );
+        assert_eq!(done.samples.iter().map(|s| s.ios).sum::<u64>(), 21);
+        assert_eq!(done.summary.ios, 21);
+        assert_eq!(done.summary.bytes, 21 * 4096);
+        assert_eq!(done.samples[9].ios, 3);
+        assert_eq!(done.samples[9].read_ios, 1);
+        assert_eq!(done.samples[0].latency_ns_max, 3000);
+        assert_eq!(done.summary.read.as_ref().unwrap().ios, 1);
+        assert_eq!(done.summary.write.as_ref().unwrap().ios, 20);
+    }
+
+    #[test]
+    fn stalls_are_zero_samples_not_gaps() {
+        let mut acc = Accounting::new(0);
+        acc.record(Op::Read, 512, 10, 10);
+        acc.record(Op::Read, 512, 10, 3 * S + 10);
+        let done = acc.finish(4 * S);
+        let ios: Vec<u64> = done.samples.iter().map(|s| s.ios).collect();
+        assert_eq!(ios, [1, 0, 0, 1]);
+    }
+
+    #[test]
+    fn queue_depth_is_time_weighted() {
+        let mut acc = Accounting::new(0);
+        acc.queue_depth(S / 2, 0);
+        acc.queue_depth(S, 4); // 4 in flight for the second half of the first second
+        let done = acc.finish(S);
+        assert!((done.samples[0].qd_mean - 2.0).abs() < 1e-9);
+        assert!((done.summary.qd_mean - 2.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,582 @@
+//! The runner: keeps up to the queue depth of operations outstanding on a device until the workload's stop
+//! condition, and accounts every completion.
+//!
+//! The hot loop allocates nothing: slots, the submission batch and the completion vector are sized once. Each
+//! turn reads the device clock once, issues every operation that is due, and reaps at least one completion.
+//! Under a rate limit each operation has an intended issue time on a fixed schedule; latency is measured from
+//! that time, not from when a free slot finally let it go, so a stalled device cannot hide its stall by
+//! slowing the schedule (no coordinated omission).
+
+use ssdlab_core::device::{Completion, Device, DeviceError, Io, Op};
+use ssdlab_core::histogram::SparseHistogram;
+use ssdlab_core::rng::Rng;
+use ssdlab_core::schema::{Sample, Summary};
+
+use crate::access::Access;
+use crate::accounting::Accounting;
+use crate::data;
+use crate::workload::Workload;
+
+/// What the caller wants to see while a phase runs. Every method has a do-nothing default.
+pub trait Observer {
+    /// A one-second sample has closed.
+    fn sample(&mut self, _sample: &Sample) {}
+    /// Progress through the phase, 0.0 to 1.0, called about once per second of device time.
+    fn progress(&mut self, _fraction: f64) {}
+    /// Polled every turn of the loop: true stops issuing, drains what is in flight, and ends the phase as
+    /// incomplete.
+    fn stop_requested(&self) -> bool {
+        false
+    }
+}
+
+/// An observer that watches nothing.
+pub struct Quiet;
+impl Observer for Quiet {}
+
+/// A block whose data did not verify.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyFailure {
+    pub offset: u64,
+    pub found_offset: u64,
+    pub bad_sectors: u32,
+}
+
+/// An operation the device failed or cut short.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoFailure {
+    pub op: Op,
+    pub offset: u64,
+    pub len: u64,
+    /// Negative errno, or the short byte count.
+    pub result: i64,
+}
+
+impl std::fmt::Display for IoFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let op = format!("{:?}", self.op).to_lowercase();
+        if self.result < 0 {
+            let err = std::io::Error::from_raw_os_error((-self.result) as i32);
+            write!(
+                f,
+                "{op} of {} bytes at offset {} failed: {err}",
+                self.len, self.offset
+            )
+        } else {
+            write!(
+                f,
+                "{op} at offset {} transferred {} of {} bytes",
+                self.offset, self.result, self.len
+            )
+        }
+    }
+}
+
+/// Everything a phase produced.
+#[derive(Debug, Clone)]
+pub struct PhaseOutcome {
+    pub samples: Vec<Sample>,
+    /// One histogram per sample.
+    pub histograms: Vec<SparseHistogram>,
+    pub summary: Summary,
+    /// False when the observer stopped the phase or an I/O failed.
+    pub complete: bool,
+    /// The first few verify failures (the summary counts them all).
+    pub verify_failures: Vec<VerifyFailure>,
+    /// The first I/O failure; the phase stops at it.
+    pub io_failure: Option<IoFailure>,
+    /// Passes completed over the span.
+    pub passes: u64,
+}
+
+/// How many verify failures are kept in detail.
+const VERIFY_DETAIL: usize = 16;
+
+/// Per-slot facts the completion does not carry.
+#[derive(Debug, Clone, Copy, Default)]
+struct SlotState {
+    offset: u64,
+    len: u64,
+    intended_ns: u64,
+}
+
+/// Runs one phase of `workload` on `device`. The workload must have been validated against the device.
+pub fn run_phase<D: Device, O: Observer>(
+    device: &mut D,
+    workload: &Workload,
+    observer: &mut O,
+) -> Result<PhaseOutcome, DeviceError> {
+    let qd = workload.queue_depth;
+    let bs = workload.block_bytes;
+    device.prepare(qd, bs as usize)?;
+    let mut rng = Rng::stream(workload.seed, 0xDA7A);
+    for slot in 0..qd {
+        rng.fill(device.buffer_mut(slot));
+    }
+
+    let mut access = Access::new(workload);
+    let blocks = workload.blocks();
+    let read_percent = workload.rw.read_percent(workload.mix_read_percent) as u64;
+    let modifying_op = workload.rw.modifying_op();
+    let block_limit = {
+        let by_bytes = workload.stop.bytes.map(|b| b.div_ceil(bs));
+        let by_passes = workload.stop.passes.map(|p| p.saturating_mul(blocks));
+        match (by_bytes, by_passes, workload.stop.runtime_ns) {
+            (None, None, None) => Some(blocks),
+            (a, b, _) => a.into_iter().chain(b).min(),
+        }
+    };
+    let interval_ns = workload.issue_interval_ns();
+    // Which blocks this run wrote with the verify pattern: reads check only those, and a final pass reads
+    // every one of them back.
+    let mut written = (workload.verify && modifying_op == Op::Write && read_percent < 100)
+        .then(|| vec![0u64; blocks.div_ceil(64) as usize]);
+
+    let mut slots = vec![SlotState::default(); qd as usize];
+    let mut free: Vec<u32> = (0..qd).rev().collect();
+    let mut batch: Vec<Io> = Vec::with_capacity(qd as usize);
+    let mut completions: Vec<Completion> = Vec::with_capacity(2 * qd as usize);
+
+    let start_ns = device.now_ns();
+    let deadline_ns = workload.stop.runtime_ns.map(|r| start_ns.saturating_add(r));
+    let mut accounting = Accounting::new(start_ns);
+    let mut issued: u64 = 0;
+    let mut next_intended = start_ns as f64;
+    let mut verify_failures = Vec::new();
+    let mut verify_errors: u64 = 0;
+    let mut io_errors: u64 = 0;
+    let mut io_failure: Option<IoFailure> = None;
+    let mut stopped_early = false;
+    let mut streamed = 0usize;
+    let mut last_progress_s = 0u64;
+
+    loop {
+        let now = device.now_ns();
+        let mut issuing = io_failure.is_none();
+        if deadline_ns.is_some_and(|d| now >= d) || block_limit.is_some_and(|l| issued >= l) {
+            issuing = false;
+        } else if issuing && observer.stop_requested() {
+            stopped_early = true;
+            issuing = false;
+        }
+
+        batch.clear();
+        while issuing && !free.is_empty() && block_limit.is_none_or(|l| issued < l) {
+            let intended_ns = match interval_ns {
+                Some(interval) => {
+                    if next_intended > now as f64 {
+                        break;
+                    }
+                    let t = next_intended as u64;
+                    next_intended += interval;
+                    t
+                }
+                None => now,
+            };
+            let slot = free.pop().expect("checked non-empty");
+            let block = access.next_block();
+            let offset = workload.span.offset_bytes + block * bs;
+            let op = if read_percent == 100 || (read_percent > 0 && rng.below(100) < read_percent) {
+                Op::Read
+            } else {
+                modifying_op
+            };
+            if op == Op::Write {
+                let buf = device.buffer_mut(slot);
+                if workload.verify {
+                    data::write_pattern(buf, offset, workload.seed);
+                    if let Some(bits) = written.as_mut() {
+                        bits[(block / 64) as usize] |= 1 << (block % 64);
+                    }
+                } else {
+                    data::stamp(buf, &mut rng);
+                }
+            }
+            slots[slot as usize] = SlotState {
+                offset,
+                len: bs,
+                intended_ns,
+            };
+            batch.push(Io {
+                op,
+                offset,
+                len: bs,
+                slot,
+                tag: block,
+            });
+            issued += 1;
+        }
+
+        accounting.queue_depth(now, device.in_flight());
+        if !batch.is_empty() {
+            let accepted = device.submit(&batch)?;
+            assert_eq!(
+                accepted,
+                batch.len(),
+                "devices accept up to their prepared slot count"
+            );
+        }
+
+        if device.in_flight() == 0 {
+            if !issuing || block_limit.is_some_and(|l| issued >= l) {
+                break;
+            }
+            if interval_ns.is_some() {
+                // Idle until the next operation is due; the device learns the host is idle.
+                let due = (next_intended as u64).min(deadline_ns.unwrap_or(u64::MAX));
+                device.wait_until(due);
+            }
+            continue;
+        }
+
+        let reap_deadline =
+            (interval_ns.is_some() && issuing && !free.is_empty()).then_some(next_intended as u64);
+        completions.clear();
+        device.reap(1, reap_deadline, &mut completions)?;
+        let last_completed = completions
+            .iter()
+            .map(|c| c.completed_ns)
+            .max()
+            .unwrap_or(now)
+            .max(now);
+        accounting.queue_depth(last_completed, device.in_flight() + completions.len());
+        for c in &completions {
+            let state = slots[c.slot as usize];
+            free.push(c.slot);
+            let began_ns = if interval_ns.is_some() {
+                state.intended_ns
+            } else {
+                c.submitted_ns
+            };
+            let latency_ns = c.completed_ns.saturating_sub(began_ns);
+            let expected = if c.op == Op::Flush { 0 } else { state.len as i64 };
+            if c.result != expected && !(c.op == Op::Flush && c.result >= 0) {
+                io_errors += 1;
+                io_failure.get_or_insert(IoFailure {
+                    op: c.op,
+                    offset: state.offset,
+                    len: state.len,
+                    result: c.result,
+                });
+                continue;
+            }
+            accounting.record(c.op, state.len, latency_ns, c.completed_ns);
+            if c.op == Op::Read && workload.verify {
+                let block = c.tag;
+                let check = written
+                    .as_ref()
+                    .is_none_or(|bits| bits[(block / 64) as usize] & (1 << (block % 64)) != 0);
+                if check {
+                    let mut failures = Failures {
+                        detail: &mut verify_failures,
+                        count: &mut verify_errors,
+                    };
+                    failures.check(device.buffer(c.slot), state.offset, workload.seed);
+                }
+            }
+        }
+
+        if accounting.windows_closed() > streamed {
+            for sample in accounting.samples_since(streamed) {
+                observer.sample(&sample);
+            }
+            streamed = accounting.windows_closed();
+        }
+        let elapsed_s = (last_completed - start_ns) / 1_000_000_000;
+        if elapsed_s > last_progress_s {
+            last_progress_s = elapsed_s;
+            observer.progress(progress(workload, issued, block_limit, now - start_ns));
+        }
+    }
+
+    let end_ns = device.now_ns();
+    let mut finished = accounting.finish(end_ns);
+    for sample in finished.samples.iter().skip(streamed) {
+        observer.sample(sample);
+    }
+    observer.progress(1.0);
+    if let Some(bits) = &written
+        && io_failure.is_none()
+    {
+        let mut failures = Failures {
+            detail: &mut verify_failures,
+            count: &mut verify_errors,
+        };
+        verify_pass(device, workload, bits, &mut slots, &mut failures)?;
+    }
+    finished.summary.io_errors = io_errors;
+    finished.summary.verify_errors = verify_errors;
+    Ok(PhaseOutcome {
+        samples: finished.samples,
+        histograms: finished.histograms,
+        summary: finished.summary,
+        complete: !stopped_early && io_failure.is_none(),
+        verify_failures,
+        io_failure,
+        passes: access.passes_completed(),
+    })
+}
+
+/// Where verify failures are counted and the first few kept.
+struct Failures<'a> {
+    detail: &'a mut Vec<VerifyFailure>,
+    count: &'a mut u64,
+}
+
+impl Failures<'_> {
+    fn check(&mut self, buf: &[u8], offset: u64, seed: u64) {
+        if let Err(m) = data::check_pattern(buf, offset, seed) {
+            *self.count += 1;
+            if self.detail.len() < VERIFY_DETAIL {
+                self.detail.push(VerifyFailure {
+                    offset: m.offset,
+                    found_offset: m.found_offset,
+                    bad_sectors: m.bad_sectors,
+                });
+            }
+        }
+    }
+}
+
+/// Reads back every block marked in `written`, in order at the workload's queue depth, and checks it. This is
+/// verification, not measurement: it is not part of the phase's statistics.
+fn verify_pass<D: Device>(
+    device: &mut D,
+    workload: &Workload,
+    written: &[u64],
+    slots: &mut [SlotState],
+    failures: &mut Failures<'_>,
+) -> Result<(), DeviceError> {
+    let bs = workload.block_bytes;
+    let mut blocks = (0..workload.blocks()).filter(|b| written[(b / 64) as usize] & (1 << (b % 64)) != 0);
+    let mut free: Vec<u32> = (0..workload.queue_depth).rev().collect();
+    let mut batch = Vec::with_capacity(free.len());
+    let mut completions = Vec::with_capacity(2 * free.len());
+    let mut exhausted = false;
+    loop {
+        batch.clear();
+        while !exhausted && !free.is_empty() {
+            let Some(block) = blocks.next() else {
+                exhausted = true;
+                break;
+            };
+            let slot = free.pop().expect("checked non-empty");
+            let offset = workload.span.offset_bytes + block * bs;
+            slots[slot as usize] = SlotState {
+                offset,
+                len: bs,
+                intended_ns: 0,
+            };
+            batch.push(Io {
+                op: Op::Read,
+                offset,
+                len: bs,
+                slot,
+                tag: block,
+            });
+        }
+        if !batch.is_empty() {
+            device.submit(&batch)?;
+        }
+        if device.in_flight() == 0 {
+            return Ok(());
+        }
+        completions.clear();
+        device.reap(1, None, &mut completions)?;
+        for c in &completions {
+            free.push(c.slot);
+            let offset = slots[c.slot as usize].offset;
+            if c.result != bs as i64 {
+                *failures.count += 1;
+                continue;
+            }
+            failures.check(device.buffer(c.slot), offset, workload.seed);
+        }
+    }
+}
+
+/// The fraction of the phase done, by whichever limit is closest to ending it.
+fn progress(workload: &Workload, issued: u64, block_limit: Option<u64>, elapsed_ns: u64) -> f64 {
+    let by_blocks = block_limit.map(|l| issued as f64 / l.max(1) as f64);
+    let by_time = workload
+        .stop
+        .runtime_ns
+        .map(|r| elapsed_ns as f64 / r.max(1) as f64);
+    by_blocks.into_iter().chain(by_time).fold(0.0, f64::max).min(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdev::MemDevice;
+    use crate::workload::{Pattern, RwMode, Span, StopAt};
+    use ssdlab_core::units::Rate;
+
+    fn workload(rw: RwMode, span_bytes: u64) -> Workload {
+        Workload {
+            rw,
+            mix_read_percent: 50,
+            pattern: if rw.is_random() {
+                Pattern::Random { random_map: true }
+            } else {
+                Pattern::Sequential
+            },
+            block_bytes: 4096,
+            queue_depth: 8,
+            span: Span {
+                offset_bytes: 0,
+                len_bytes: span_bytes,
+            },
+            stop: StopAt::default(),
+            rate: None,
+            seed: 5,
+            verify: false,
+        }
+    }
+
+    #[test]
+    fn one_pass_touches_every_block_once() {
+        let mut dev = MemDevice::new(1 << 20, 100_000);
+        let out = run_phase(&mut dev, &workload(RwMode::RandWrite, 1 << 20), &mut Quiet).unwrap();
+        assert_eq!(out.summary.ios, 256);
+        assert_eq!(out.summary.bytes, 1 << 20);
+        assert_eq!(out.passes, 1);
+        let mut offsets: Vec<u64> = dev.log.iter().map(|&(_, offset, _)| offset).collect();
+        offsets.sort_unstable();
+        assert_eq!(offsets, (0..256).map(|b| b * 4096).collect::<Vec<_>>());
+        assert!(out.complete);
+        assert!(
+            (out.summary.qd_mean - 8.0).abs() < 0.5,
+            "qd_mean {}",
+            out.summary.qd_mean
+        );
+    }
+
+    #[test]
+    fn byte_and_pass_limits_are_exact() {
+        let mut dev = MemDevice::new(1 << 20, 1000);
+        let w = Workload {
+            stop: StopAt {
+                bytes: Some(100 << 10),
+                ..StopAt::default()
+            },
+            ..workload(RwMode::Read, 1 << 20)
+        };
+        let out = run_phase(&mut dev, &w, &mut Quiet).unwrap();
+        assert_eq!(out.summary.ios, 25);
+        let w = Workload {
+            stop: StopAt {
+                passes: Some(3),
+                ..StopAt::default()
+            },
+            ..workload(RwMode::RandRw, 64 << 10)
+        };
+        let out = run_phase(&mut dev, &w, &mut Quiet).unwrap();
+        assert_eq!(out.summary.ios, 48);
+        assert_eq!(out.passes, 3);
+        let reads = out.summary.read.map_or(0, |d| d.ios);
+        assert!((10..=38).contains(&reads), "a 50% mix gave {reads} reads of 48");
+    }
+
+    #[test]
+    fn runtime_runs_on_the_device_clock() {
+        let mut dev = MemDevice::new(1 << 30, 100_000);
+        let w = Workload {
+            stop: StopAt {
+                runtime_ns: Some(2_000_000_000),
+                ..StopAt::default()
+            },
+            ..workload(RwMode::RandRead, 1 << 30)
+        };
+        let out = run_phase(&mut dev, &w, &mut Quiet).unwrap();
+        // 8 slots, 100 us each: 80,000 IOPS for two virtual seconds.
+        assert_eq!(out.summary.ios, 160_000);
+        assert_eq!(out.samples.len(), 2);
+        // Completions at exactly t = 1 s belong to the second window.
+        assert_eq!(out.samples[0].ios, 79_992);
+        assert_eq!(out.summary.latency_ns.p50, 100_000);
+    }
+
+    #[test]
+    fn verify_catches_a_corrupted_block() {
+        let mut dev = MemDevice::new(1 << 20, 1000);
+        let w = Workload {
+            verify: true,
+            ..workload(RwMode::RandWrite, 1 << 20)
+        };
+        let out = run_phase(&mut dev, &w, &mut Quiet).unwrap();
+        assert_eq!(
+            out.summary.verify_errors, 0,
+            "the write pass reads its own blocks back"
+        );
+        let read = Workload {
+            verify: true,
+            ..workload(RwMode::Read, 1 << 20)
+        };
+        assert_eq!(
+            run_phase(&mut dev, &read, &mut Quiet)
+                .unwrap()
+                .summary
+                .verify_errors,
+            0
+        );
+        dev.data[40_000] ^= 0x10;
+        let out = run_phase(&mut dev, &read, &mut Quiet).unwrap();
+        assert_eq!(out.summary.verify_errors, 1);
+        assert_eq!(out.verify_failures[0].offset, 40_000 / 512 * 512);
+        dev.data[70_000] ^= 0x10;
+        let out = run_phase(&mut dev, &w, &mut Quiet).unwrap();
+        assert_eq!(out.summary.verify_errors, 0, "a rewrite heals the block");
+    }
+
+    #[test]
+    fn rate_limit_measures_from_the_intended_time() {
+        // A device that takes 5 ms per operation at QD1 cannot keep up with 1000 IOPS: operations queue up
+        // behind it and their latency, measured from when they were due, grows far beyond 5 ms.
+        let mut dev = MemDevice::new(1 << 30, 5_000_000);
+        let w = Workload {
+            queue_depth: 1,
+            rate: Some(Rate::Iops(1000.0)),
+            stop: StopAt {
+                runtime_ns: Some(1_000_000_000),
+                ..StopAt::default()
+            },
+            ..workload(RwMode::RandRead, 1 << 30)
+        };
+        let out = run_phase(&mut dev, &w, &mut Quiet).unwrap();
+        assert!(
+            out.summary.latency_ns.p99 > 500_000_000,
+            "p99 {}",
+            out.summary.latency_ns.p99
+        );
+        // A fast device meets the schedule: about 1000 operations, each 10 us.
+        let mut dev = MemDevice::new(1 << 30, 10_000);
+        let out = run_phase(&mut dev, &w, &mut Quiet).unwrap();
+        assert!((999..=1001).contains(&out.summary.ios), "{} ios", out.summary.ios);
+        assert_eq!(out.summary.latency_ns.max, 10_000);
+    }
+
+    #[test]
+    fn stop_request_ends_the_phase_incomplete() {
+        struct StopAfterFirst(bool);
+        impl Observer for StopAfterFirst {
+            fn sample(&mut self, _: &Sample) {
+                self.0 = true;
+            }
+            fn stop_requested(&self) -> bool {
+                self.0
+            }
+        }
+        let mut dev = MemDevice::new(1 << 30, 100_000);
+        let w = Workload {
+            stop: StopAt {
+                runtime_ns: Some(10_000_000_000),
+                ..StopAt::default()
+            },
+            ..workload(RwMode::RandRead, 1 << 30)
+        };
+        let out = run_phase(&mut dev, &w, &mut StopAfterFirst(false)).unwrap();
+        assert!(!out.complete);
+        assert!(out.samples.len() <= 2);
+    }
+}

@@ -1,0 +1,194 @@
+//! Pieces every real backend shares: the monotonic clock, slot bookkeeping and the opened file behind a device.
+
+use std::fs::File;
+use std::time::{Duration, Instant};
+
+use ssdlab_core::device::{Completion, DeviceError, DeviceResult, Io, Op};
+
+use crate::sys;
+
+/// CLOCK_MONOTONIC nanoseconds since the device was opened.
+#[derive(Debug, Clone, Copy)]
+pub struct RealClock {
+    origin: Instant,
+}
+
+impl RealClock {
+    pub fn new() -> Self {
+        RealClock {
+            origin: Instant::now(),
+        }
+    }
+
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        self.origin.elapsed().as_nanos() as u64
+    }
+
+    /// Sleeps until the clock reads `t_ns` (returns at once if it already does).
+    pub fn sleep_until(&self, t_ns: u64) {
+        let now = self.now_ns();
+        if t_ns > now {
+            std::thread::sleep(Duration::from_nanos(t_ns - now));
+        }
+    }
+}
+
+impl Default for RealClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Per-slot state: which slots are in flight, with the caller's tag and the submit time.
+#[derive(Debug, Default)]
+pub struct Slots {
+    busy: Vec<bool>,
+    tag: Vec<u64>,
+    op: Vec<Op>,
+    submitted_ns: Vec<u64>,
+    in_flight: usize,
+}
+
+impl Slots {
+    pub fn new(count: u32) -> Self {
+        let n = count as usize;
+        Slots {
+            busy: vec![false; n],
+            tag: vec![0; n],
+            op: vec![Op::Read; n],
+            submitted_ns: vec![0; n],
+            in_flight: 0,
+        }
+    }
+
+    pub fn count(&self) -> u32 {
+        self.busy.len() as u32
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Checks that `io` may start: its slot exists and is free, its length fits the slot's buffer.
+    #[inline]
+    pub fn check(&self, io: &Io, buffer_len: usize) -> DeviceResult<()> {
+        let slot = io.slot as usize;
+        if slot >= self.busy.len() {
+            return Err(DeviceError::Invalid(format!(
+                "slot {} does not exist ({} prepared)",
+                io.slot,
+                self.busy.len()
+            )));
+        }
+        if self.busy[slot] {
+            return Err(DeviceError::Invalid(format!(
+                "slot {} is already in flight",
+                io.slot
+            )));
+        }
+        if matches!(io.op, Op::Read | Op::Write) && io.len as usize > buffer_len {
+            return Err(DeviceError::Invalid(format!(
+                "a {}-byte transfer does not fit the {buffer_len}-byte slot buffer",
+                io.len
+            )));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    pub fn start(&mut self, io: &Io, now_ns: u64) {
+        let slot = io.slot as usize;
+        self.busy[slot] = true;
+        self.tag[slot] = io.tag;
+        self.op[slot] = io.op;
+        self.submitted_ns[slot] = now_ns;
+        self.in_flight += 1;
+    }
+
+    #[inline]
+    pub fn finish(&mut self, slot: u32, result: i64, completed_ns: u64) -> Completion {
+        let s = slot as usize;
+        assert!(
+            self.busy[s],
+            "completion for slot {slot}, which was not in flight"
+        );
+        self.busy[s] = false;
+        self.in_flight -= 1;
+        Completion {
+            slot,
+            tag: self.tag[s],
+            op: self.op[s],
+            result,
+            submitted_ns: self.submitted_ns[s],
+            completed_ns,
+        }
+    }
+
+    /// Panics if a slot's buffer is touched while the kernel may be using it.
+    #[inline]
+    pub fn assert_idle(&self, slot: u32) {
+        assert!(
+            !self.busy[slot as usize],
+            "slot {slot} buffer touched while in flight"
+        );
+    }
+}
+
+/// An operation that finished inside `submit`, waiting to be reaped.
+#[derive(Debug, Clone, Copy)]
+pub struct Done {
+    pub slot: u32,
+    pub result: i64,
+    pub completed_ns: u64,
+}
+
+/// The kind of file behind a real device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackingKind {
+    BlockDevice,
+    RegularFile,
+}
+
+/// The open file behind a real device, with what the backends need to know about it.
+#[derive(Debug)]
+pub struct Backing {
+    pub file: File,
+    pub kind: BackingKind,
+    /// True when O_DIRECT could not be used and the page cache must be dropped after each transfer.
+    pub buffered: bool,
+}
+
+impl Backing {
+    /// Discards a byte range, synchronously: BLKDISCARD on a block device, a punched hole in a file.
+    pub fn discard(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        match self.kind {
+            BackingKind::BlockDevice => sys::block_discard(&self.file, offset, len),
+            BackingKind::RegularFile => sys::punch_hole(&self.file, offset, len),
+        }
+    }
+
+    /// After a buffered transfer, drops the range from the page cache so later reads reach the medium.
+    /// Dirty pages are written back first (fdatasync), since DONTNEED leaves dirty pages in place.
+    pub fn after_buffered_transfer(&self, op: Op, offset: u64, len: u64) {
+        if self.buffered {
+            if op == Op::Write {
+                let _ = self.file.sync_data();
+            }
+            let _ = sys::drop_cache(&self.file, offset, len);
+        }
+    }
+}
+
+/// Runs a discard or flush synchronously and returns its result in the completion's convention.
+pub fn run_sync_op(backing: &Backing, io: &Io) -> i64 {
+    let outcome = match io.op {
+        Op::Discard => backing.discard(io.offset, io.len),
+        Op::Flush => backing.file.sync_data(),
+        Op::Read | Op::Write => unreachable!("transfers are not synchronous operations"),
+    };
+    match outcome {
+        Ok(()) => io.len as i64,
+        Err(e) => -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
+    }
+}

@@ -1,0 +1,387 @@
+//! Opening real targets: block devices and regular files (O_DIRECT, alignment from the kernel) and null.
+//!
+//! This module decides how a target is driven (io_uring or pread/pwrite, direct or buffered) and describes it in
+//! a [`DeviceInfo`]. It never decides whether a write is allowed: that is the caller's safety check (see
+//! [`crate::guard`]) made before opening for writing.
+
+use std::fs::OpenOptions;
+use std::io;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use ssdlab_core::device::{ClockKind, Device, DeviceInfo, TargetKind};
+use ssdlab_core::target::TargetSpec;
+
+use crate::common::{Backing, BackingKind};
+use crate::null::NullDevice;
+use crate::psync::PsyncDevice;
+use crate::sys;
+use crate::uring::{self, UringDevice};
+
+/// Which I/O engine drives a real target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Engine {
+    /// io_uring when the kernel allows it, else pread/pwrite (and say so).
+    #[default]
+    Auto,
+    IoUring,
+    Psync,
+}
+
+/// How to open a target.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenRequest {
+    pub write: bool,
+    pub engine: Engine,
+    /// Open a block device with O_EXCL, so the kernel refuses one that is mounted or claimed by md/dm.
+    pub exclusive: bool,
+}
+
+/// Why a target could not be opened. Each message names the target and says how to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("{0}")]
+    Refused(String),
+    #[error("{what}: {source}")]
+    Os {
+        what: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn os(what: String, source: io::Error) -> OpenError {
+    OpenError::Os { what, source }
+}
+
+/// An opened real target. Opened once per run, so the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+pub enum RealDevice {
+    Uring(UringDevice),
+    Psync(PsyncDevice),
+    Null(NullDevice),
+}
+
+impl RealDevice {
+    pub fn info(&self) -> &DeviceInfo {
+        match self {
+            RealDevice::Uring(d) => d.info(),
+            RealDevice::Psync(d) => d.info(),
+            RealDevice::Null(d) => d.info(),
+        }
+    }
+}
+
+/// Opens `/dev/NAME`, `file:PATH[:SIZE]` or `null[:SIZE]`. `target` is the string the user gave.
+pub fn open_target(target: &str, spec: &TargetSpec, request: OpenRequest) -> Result<RealDevice, OpenError> {
+    let (info, backing) = match spec {
+        TargetSpec::Null { size } => return Ok(RealDevice::Null(NullDevice::new(target, *size))),
+        TargetSpec::Block { path } => open_block(target, path, request)?,
+        TargetSpec::File { path, size } => open_file(target, path, *size, request)?,
+        TargetSpec::Sim { .. } => {
+            return Err(OpenError::Refused(format!(
+                "{target} is a virtual device, not a real one"
+            )));
+        }
+    };
+    with_engine(info, backing, request.engine)
+}
+
+fn with_engine(mut info: DeviceInfo, backing: Backing, engine: Engine) -> Result<RealDevice, OpenError> {
+    if engine == Engine::Psync {
+        info.backend = "pread/pwrite (chosen with --engine psync)".into();
+        return Ok(RealDevice::Psync(PsyncDevice::new(info, backing)));
+    }
+    let (failure, info, backing) = match uring::probe() {
+        Ok(()) => match UringDevice::new(info, backing) {
+            Ok(device) => return Ok(RealDevice::Uring(device)),
+            Err(refused) => {
+                let r = *refused;
+                (r.reason, r.info, r.backing)
+            }
+        },
+        Err(e) => (e.to_string(), info, backing),
+    };
+    if engine == Engine::IoUring {
+        return Err(OpenError::Refused(format!(
+            "--engine io_uring: io_uring is unavailable here ({failure}); use --engine psync or auto"
+        )));
+    }
+    let mut info = info;
+    info.backend = "pread/pwrite (one I/O at a time)".into();
+    info.notes.push(format!(
+        "io_uring is unavailable ({failure}); fell back to pread/pwrite, so queue depth is 1"
+    ));
+    Ok(RealDevice::Psync(PsyncDevice::new(info, backing)))
+}
+
+/// The sysfs directory of a block device's request queue (a partition's queue is its disk's).
+fn sysfs_dir(rdev: u64) -> PathBuf {
+    let (major, minor) = (libc::major(rdev), libc::minor(rdev));
+    let dir = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    if dir.join("partition").exists() {
+        dir.join("..")
+    } else {
+        dir
+    }
+}
+
+fn read_trimmed(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+fn read_number(path: &Path) -> Option<u64> {
+    read_trimmed(path)?.parse().ok()
+}
+
+fn block_model(disk: &Path) -> String {
+    let vendor = read_trimmed(&disk.join("device/vendor"));
+    let model = read_trimmed(&disk.join("device/model"));
+    if let Some(backing) = read_trimmed(&disk.join("loop/backing_file")) {
+        return format!("loop device backed by {backing}");
+    }
+    match (vendor, model) {
+        (Some(v), Some(m)) if !m.starts_with(&v) => format!("{v} {m}"),
+        (_, Some(m)) => m,
+        (Some(v), None) => v,
+        (None, None) => disk
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "block device".into()),
+    }
+}
+
+fn permission_hint(e: &io::Error) -> &'static str {
+    if e.kind() == io::ErrorKind::PermissionDenied {
+        " (run as root or join the disk group)"
+    } else {
+        ""
+    }
+}
+
+fn open_block(target: &str, path: &Path, request: OpenRequest) -> Result<(DeviceInfo, Backing), OpenError> {
+    let meta =
+        std::fs::symlink_metadata(path).map_err(|e| os(format!("--target {target}: cannot stat"), e))?;
+    if meta.file_type().is_symlink() && request.write {
+        let real = path
+            .canonicalize()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| "?".into());
+        return Err(OpenError::Refused(format!(
+            "--target {target} is a symbolic link (to {real}); ssdlab never follows a link into a write: \
+             give the device's own path"
+        )));
+    }
+    let meta = std::fs::metadata(path).map_err(|e| os(format!("--target {target}: cannot stat"), e))?;
+    if !meta.file_type().is_block_device() {
+        return Err(OpenError::Refused(format!(
+            "--target {target} is not a block device; for a regular file write file:{}",
+            path.display()
+        )));
+    }
+    let mut flags = libc::O_DIRECT;
+    if request.write && request.exclusive {
+        flags |= libc::O_EXCL;
+    }
+    let file = OpenOptions::new().read(true).write(request.write).custom_flags(flags).open(path).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EBUSY) {
+            OpenError::Refused(format!(
+                "--target {target} is in use (the kernel refused exclusive access: mounted, or claimed by md/dm); \
+                 unmount or release it first"
+            ))
+        } else {
+            let hint = permission_hint(&e);
+            os(format!("--target {target}: cannot open{hint}"), e)
+        }
+    })?;
+    let disk = sysfs_dir(meta.rdev());
+    let logical = read_number(&disk.join("queue/logical_block_size")).unwrap_or(512) as u32;
+    let physical = read_number(&disk.join("queue/physical_block_size")).unwrap_or(logical as u64) as u32;
+    let max_transfer = read_number(&disk.join("queue/max_sectors_kb"))
+        .map(|kb| kb * 1024)
+        .unwrap_or(u64::MAX);
+    let discard_max = read_number(&disk.join("queue/discard_max_bytes")).unwrap_or(0);
+    let capacity =
+        sys::block_device_size(&file).map_err(|e| os(format!("--target {target}: BLKGETSIZE64"), e))?;
+    let info = DeviceInfo {
+        target: target.to_string(),
+        kind: TargetKind::BlockDevice,
+        model: block_model(&disk),
+        capacity_bytes: capacity,
+        logical_block_bytes: logical,
+        physical_block_bytes: physical,
+        memory_align_bytes: logical.max(512),
+        max_transfer_bytes: max_transfer,
+        discard_supported: discard_max > 0,
+        discard_max_bytes: discard_max,
+        rotational: read_number(&disk.join("queue/rotational")) == Some(1),
+        clock: ClockKind::Real,
+        backend: String::new(),
+        direct_io: true,
+        notes: Vec::new(),
+    };
+    Ok((
+        info,
+        Backing {
+            file,
+            kind: BackingKind::BlockDevice,
+            buffered: false,
+        },
+    ))
+}
+
+fn open_file(
+    target: &str,
+    path: &Path,
+    size: Option<u64>,
+    request: OpenRequest,
+) -> Result<(DeviceInfo, Backing), OpenError> {
+    let mut notes = Vec::new();
+    let existing = match std::fs::symlink_metadata(path) {
+        Ok(meta) => Some(meta),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(os(
+                format!("--target {target}: cannot stat {}", path.display()),
+                e,
+            ));
+        }
+    };
+    if let Some(meta) = &existing {
+        let kind = meta.file_type();
+        if kind.is_symlink() {
+            return Err(OpenError::Refused(format!(
+                "--target {target}: {} is a symbolic link; ssdlab never follows links: give the real file",
+                path.display()
+            )));
+        }
+        if kind.is_dir() {
+            return Err(OpenError::Refused(format!(
+                "--target {target}: {} is a directory; name a file inside it, e.g. file:{}/ssdlab.img:1g",
+                path.display(),
+                path.display().to_string().trim_end_matches('/')
+            )));
+        }
+        if kind.is_block_device() {
+            return Err(OpenError::Refused(format!(
+                "--target {target}: {} is a block device; write --target {} instead",
+                path.display(),
+                path.display()
+            )));
+        }
+        if !kind.is_file() {
+            return Err(OpenError::Refused(format!(
+                "--target {target}: {} is not a regular file",
+                path.display()
+            )));
+        }
+    } else if size.is_none() {
+        return Err(OpenError::Refused(format!(
+            "--target {target}: {} does not exist; give a size to create it, e.g. file:{}:1g",
+            path.display(),
+            path.display()
+        )));
+    } else if !request.write {
+        notes.push(
+            "the file was created for this run and holds no data yet: reads measure unwritten extents".into(),
+        );
+    }
+    let create = existing.is_none();
+    let open = |direct: bool| {
+        let mut flags = libc::O_NOFOLLOW;
+        if direct {
+            flags |= libc::O_DIRECT;
+        }
+        let mut options = OpenOptions::new();
+        options
+            .read(true)
+            .write(request.write || create)
+            .custom_flags(flags)
+            .mode(0o644);
+        if create {
+            options.create_new(true);
+        }
+        options.open(path)
+    };
+    let (file, buffered) = match open(true) {
+        Ok(file) => (file, false),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            notes.push(format!(
+                "O_DIRECT is not supported on the filesystem holding {}; using buffered I/O with \
+                 posix_fadvise(DONTNEED) after each transfer",
+                path.display()
+            ));
+            let file = open(false).map_err(|e| os(format!("--target {target}: cannot open"), e))?;
+            (file, true)
+        }
+        Err(e) => {
+            let hint = permission_hint(&e);
+            return Err(os(
+                format!("--target {target}: cannot open {}{hint}", path.display()),
+                e,
+            ));
+        }
+    };
+    let current = file
+        .metadata()
+        .map_err(|e| os(format!("--target {target}: cannot stat"), e))?
+        .len();
+    let capacity = match size {
+        Some(size) if size > current => {
+            // Reserve the space so a write test neither allocates as it goes nor runs out of room midway.
+            if sys::allocate(&file, size).is_err() {
+                file.set_len(size)
+                    .map_err(|e| os(format!("--target {target}: cannot extend to {size} bytes"), e))?;
+            }
+            size
+        }
+        // Never shrink a user's file: a smaller size only limits the region tested.
+        Some(size) => size,
+        None => current,
+    };
+    if capacity == 0 {
+        return Err(OpenError::Refused(format!(
+            "--target {target}: {} is empty; give a size to extend it, e.g. file:{}:1g",
+            path.display(),
+            path.display()
+        )));
+    }
+    let fs_block = file.metadata().map(|m| m.blksize()).unwrap_or(4096);
+    let (memory_align, offset_align) = sys::direct_io_alignment(path).unwrap_or_else(|| {
+        let meta = file.metadata().ok();
+        let logical = meta
+            .and_then(|m| read_number(&sysfs_dir(m.dev()).join("queue/logical_block_size")))
+            .unwrap_or(512) as u32;
+        (logical, logical)
+    });
+    let offset_align = if buffered { 512 } else { offset_align };
+    let info = DeviceInfo {
+        target: target.to_string(),
+        kind: TargetKind::File,
+        model: format!("regular file {}", path.display()),
+        capacity_bytes: capacity,
+        logical_block_bytes: offset_align,
+        physical_block_bytes: (fs_block as u32).max(offset_align),
+        memory_align_bytes: memory_align.max(offset_align),
+        max_transfer_bytes: u64::MAX,
+        discard_supported: true,
+        discard_max_bytes: u64::MAX,
+        rotational: false,
+        clock: ClockKind::Real,
+        backend: String::new(),
+        direct_io: !buffered,
+        notes,
+    };
+    Ok((
+        info,
+        Backing {
+            file,
+            kind: BackingKind::RegularFile,
+            buffered,
+        },
+    ))
+}

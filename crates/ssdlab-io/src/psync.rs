@@ -1,0 +1,136 @@
+//! The pread/pwrite backend: every operation runs to completion inside `submit`, one at a time.
+//!
+//! It is the fallback when io_uring is unavailable (old kernels, seccomp, `io_uring_disabled`), and can be
+//! chosen with `--engine psync`. Whatever queue depth is asked for, the device only ever sees one operation,
+//! which the summary's `qd_mean` makes visible.
+
+use std::os::unix::fs::FileExt;
+
+use ssdlab_core::device::{Completion, Device, DeviceInfo, DeviceResult, Io, Op};
+
+use crate::buffers::BufferPool;
+use crate::common::{Backing, Done, RealClock, Slots, run_sync_op};
+
+pub struct PsyncDevice {
+    info: DeviceInfo,
+    backing: Backing,
+    clock: RealClock,
+    pool: BufferPool,
+    slots: Slots,
+    ready: Vec<Done>,
+}
+
+impl PsyncDevice {
+    pub fn new(info: DeviceInfo, backing: Backing) -> Self {
+        let align = info.memory_align_bytes as usize;
+        PsyncDevice {
+            info,
+            backing,
+            clock: RealClock::new(),
+            pool: BufferPool::new(1, align, align),
+            slots: Slots::new(0),
+            ready: Vec::new(),
+        }
+    }
+
+    fn transfer(&mut self, io: &Io) -> i64 {
+        let len = io.len as usize;
+        let outcome = match io.op {
+            Op::Read => read_full(
+                &self.backing.file,
+                &mut self.pool.slot_mut(io.slot)[..len],
+                io.offset,
+            ),
+            Op::Write => write_full(&self.backing.file, &self.pool.slot(io.slot)[..len], io.offset),
+            Op::Discard | Op::Flush => return run_sync_op(&self.backing, io),
+        };
+        self.backing.after_buffered_transfer(io.op, io.offset, io.len);
+        match outcome {
+            Ok(n) => n as i64,
+            Err(e) => -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
+        }
+    }
+}
+
+/// Reads until the buffer is full or end of file; returns the bytes read.
+fn read_full(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+fn write_full(file: &std::fs::File, buf: &[u8], offset: u64) -> std::io::Result<usize> {
+    file.write_all_at(buf, offset)?;
+    Ok(buf.len())
+}
+
+impl Device for PsyncDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn prepare(&mut self, slots: u32, buffer_bytes: usize) -> DeviceResult<()> {
+        assert_eq!(self.slots.in_flight(), 0, "prepare with operations in flight");
+        self.pool = BufferPool::new(slots, buffer_bytes, self.info.memory_align_bytes as usize);
+        self.slots = Slots::new(slots);
+        self.ready.clear();
+        Ok(())
+    }
+
+    fn buffer(&self, slot: u32) -> &[u8] {
+        self.slots.assert_idle(slot);
+        self.pool.slot(slot)
+    }
+
+    fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
+        self.slots.assert_idle(slot);
+        self.pool.slot_mut(slot)
+    }
+
+    fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize> {
+        for io in ios {
+            self.slots.check(io, self.pool.buffer_len())?;
+            // The slot stays in flight until reaped, as on an asynchronous device.
+            self.slots.start(io, self.clock.now_ns());
+            let result = self.transfer(io);
+            self.ready.push(Done {
+                slot: io.slot,
+                result,
+                completed_ns: self.clock.now_ns(),
+            });
+        }
+        Ok(ios.len())
+    }
+
+    fn reap(
+        &mut self,
+        _min: usize,
+        _deadline_ns: Option<u64>,
+        out: &mut Vec<Completion>,
+    ) -> DeviceResult<usize> {
+        let n = self.ready.len();
+        for done in self.ready.drain(..) {
+            out.push(self.slots.finish(done.slot, done.result, done.completed_ns));
+        }
+        Ok(n)
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.clock.now_ns()
+    }
+
+    fn wait_until(&mut self, t_ns: u64) {
+        self.clock.sleep_until(t_ns);
+    }
+
+    fn in_flight(&self) -> usize {
+        self.slots.in_flight()
+    }
+}

@@ -1,0 +1,142 @@
+//! Thin, safe wrappers around the Linux calls ssdlab needs that std does not offer.
+//!
+//! Each wrapper owns exactly one system call and turns its failure into `std::io::Error`. Nothing here keeps
+//! state or decides policy.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+// Block-device ioctl numbers from <linux/fs.h>; libc does not export them.
+const BLKGETSIZE64: libc::c_ulong = 0x8008_1272; // _IOR(0x12, 114, size_t)
+const BLKDISCARD: libc::c_ulong = 0x1277; // _IO(0x12, 119)
+
+fn check(ret: libc::c_int) -> io::Result<()> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// The size in bytes of an open block device (BLKGETSIZE64).
+pub fn block_device_size(file: &File) -> io::Result<u64> {
+    let mut size: u64 = 0;
+    // SAFETY: BLKGETSIZE64 writes one u64 through the pointer, which points to a live local.
+    check(unsafe { libc::ioctl(file.as_raw_fd(), BLKGETSIZE64, &mut size as *mut u64) })?;
+    Ok(size)
+}
+
+/// Discards `len` bytes at `offset` on an open block device (BLKDISCARD).
+pub fn block_discard(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    let range: [u64; 2] = [offset, len];
+    // SAFETY: BLKDISCARD reads two u64 through the pointer, which points to a live local array.
+    check(unsafe { libc::ioctl(file.as_raw_fd(), BLKDISCARD, range.as_ptr()) })
+}
+
+/// Deallocates a byte range of a regular file, keeping its size (a punched hole reads back as zeroes).
+pub fn punch_hole(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    // SAFETY: fallocate takes plain integers and a descriptor we own for the duration of the call.
+    check(unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            offset as libc::off_t,
+            len as libc::off_t,
+        )
+    })
+}
+
+/// Reserves space for `len` bytes from offset 0 so writes later do not allocate (or fail with ENOSPC).
+pub fn allocate(file: &File, len: u64) -> io::Result<()> {
+    // SAFETY: plain integers and a descriptor we own.
+    check(unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len as libc::off_t) })
+}
+
+/// Drops clean cached pages of a byte range (posix_fadvise DONTNEED).
+pub fn drop_cache(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    // SAFETY: plain integers and a descriptor we own. posix_fadvise returns the error instead of setting errno.
+    let ret = unsafe {
+        libc::posix_fadvise(
+            file.as_raw_fd(),
+            offset as libc::off_t,
+            len as libc::off_t,
+            libc::POSIX_FADV_DONTNEED,
+        )
+    };
+    if ret != 0 {
+        Err(io::Error::from_raw_os_error(ret))
+    } else {
+        Ok(())
+    }
+}
+
+/// Direct-I/O alignment of a file as the kernel reports it (statx STATX_DIOALIGN, Linux 6.1+):
+/// `(memory alignment, offset alignment)`, or None when the filesystem does not say.
+pub fn direct_io_alignment(path: &Path) -> Option<(u32, u32)> {
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statx is plain old data; zeroed is a valid value.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: the path is NUL-terminated and outlives the call; stx points to a live local.
+    let ret = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_DIOALIGN,
+            &mut stx,
+        )
+    };
+    if ret != 0 || stx.stx_mask & libc::STATX_DIOALIGN == 0 || stx.stx_dio_offset_align == 0 {
+        return None;
+    }
+    Some((stx.stx_dio_mem_align, stx.stx_dio_offset_align))
+}
+
+/// User and system CPU seconds used by this process so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CpuTimes {
+    pub user_s: f64,
+    pub sys_s: f64,
+}
+
+impl CpuTimes {
+    pub fn since(self, earlier: CpuTimes) -> CpuTimes {
+        CpuTimes {
+            user_s: self.user_s - earlier.user_s,
+            sys_s: self.sys_s - earlier.sys_s,
+        }
+    }
+}
+
+/// This process's CPU times (getrusage RUSAGE_SELF: every thread, including the kernel's work on our behalf
+/// in system time).
+pub fn cpu_times() -> CpuTimes {
+    // SAFETY: rusage is plain old data; zeroed is valid, and getrusage fills the live local.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF cannot fail with a valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let seconds = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    CpuTimes {
+        user_s: seconds(usage.ru_utime),
+        sys_s: seconds(usage.ru_stime),
+    }
+}
+
+/// The host's name, kernel release and CPU count, read from /proc.
+pub fn host_info() -> ssdlab_core::schema::HostInfo {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    ssdlab_core::schema::HostInfo {
+        hostname: read("/proc/sys/kernel/hostname"),
+        kernel: format!("Linux {}", read("/proc/sys/kernel/osrelease")),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1),
+    }
+}

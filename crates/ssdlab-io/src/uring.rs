@@ -1,0 +1,303 @@
+//! The io_uring backend: registered file and buffers, batched submission and reaping, no allocation per I/O.
+//!
+//! Submission only queues entries; the next `reap` enters the kernel once to submit them and wait for
+//! completions (the `io_uring_submit_and_wait` idiom), so a steady state costs one system call per batch.
+//! Timestamps are taken once per batch: the submit time when entries are queued, the completion time when a
+//! batch of completions is harvested. Reaping waits for a single completion at a time, so no completion is held
+//! back behind slower ones. Discards run synchronously (BLKDISCARD and hole punching have no io_uring
+//! opcode on the kernels we support); flushes go through the ring as fdatasync.
+//!
+//! The device must never free or reuse a buffer the kernel may still be using: `prepare` and `drop` first
+//! wait for everything in flight.
+
+use std::io;
+use std::os::fd::AsRawFd;
+
+use io_uring::{IoUring, opcode, squeue, types};
+use ssdlab_core::device::{Completion, Device, DeviceError, DeviceInfo, DeviceResult, Io, Op};
+
+use crate::buffers::BufferPool;
+use crate::common::{Backing, Done, RealClock, Slots, run_sync_op};
+
+pub struct UringDevice {
+    info: DeviceInfo,
+    backing: Backing,
+    clock: RealClock,
+    ring: IoUring,
+    pool: BufferPool,
+    slots: Slots,
+    /// Buffers registered with the ring (READ_FIXED/WRITE_FIXED); otherwise plain READ/WRITE.
+    fixed_buffers: bool,
+    /// Entries queued in the submission ring but not yet handed to the kernel.
+    unsubmitted: usize,
+    /// Operations completed synchronously inside `submit` (discards).
+    ready: Vec<Done>,
+}
+
+/// Whether this kernel lets us create an io_uring at all (it may be compiled out, disabled by
+/// `kernel.io_uring_disabled`, or blocked by seccomp).
+pub fn probe() -> io::Result<()> {
+    IoUring::new(2).map(drop)
+}
+
+fn new_ring(entries: u32) -> io::Result<IoUring> {
+    // Single issuer and cooperative task running cut kernel overhead; older kernels reject the flags.
+    IoUring::builder()
+        .setup_single_issuer()
+        .setup_coop_taskrun()
+        .build(entries)
+        .or_else(|_| IoUring::new(entries))
+}
+
+fn os_error(what: &str, e: io::Error) -> DeviceError {
+    DeviceError::os(what, e)
+}
+
+/// A device that could not be set up, handed back so the caller can fall back to another backend.
+pub struct Refused {
+    pub reason: String,
+    pub info: DeviceInfo,
+    pub backing: Backing,
+}
+
+impl UringDevice {
+    pub fn new(mut info: DeviceInfo, backing: Backing) -> Result<Self, Box<Refused>> {
+        let ring = match new_ring(8).and_then(|ring| {
+            ring.submitter()
+                .register_files(&[backing.file.as_raw_fd()])
+                .map(|()| ring)
+        }) {
+            Ok(ring) => ring,
+            Err(e) => {
+                return Err(Box::new(Refused {
+                    reason: e.to_string(),
+                    info,
+                    backing,
+                }));
+            }
+        };
+        info.backend = "io_uring (registered file and buffers)".into();
+        let align = info.memory_align_bytes as usize;
+        Ok(UringDevice {
+            info,
+            backing,
+            clock: RealClock::new(),
+            ring,
+            pool: BufferPool::new(1, align, align),
+            slots: Slots::new(0),
+            fixed_buffers: false,
+            unsubmitted: 0,
+            ready: Vec::new(),
+        })
+    }
+
+    /// Waits for everything in flight, discarding the completions (used before buffers are released).
+    fn drain(&mut self) {
+        let mut sink = Vec::new();
+        while self.slots.in_flight() > 0 {
+            if self.reap(1, None, &mut sink).is_err() {
+                break;
+            }
+            sink.clear();
+        }
+    }
+
+    fn queue(&mut self, io: &Io) -> Result<(), ()> {
+        let file = types::Fixed(0);
+        let ptr = self.pool.ptr(io.slot);
+        let len = io.len as u32;
+        let entry = match (io.op, self.fixed_buffers) {
+            (Op::Read, true) => opcode::ReadFixed::new(file, ptr, len, io.slot as u16)
+                .offset(io.offset)
+                .build(),
+            (Op::Write, true) => opcode::WriteFixed::new(file, ptr, len, io.slot as u16)
+                .offset(io.offset)
+                .build(),
+            (Op::Read, false) => opcode::Read::new(file, ptr, len).offset(io.offset).build(),
+            (Op::Write, false) => opcode::Write::new(file, ptr, len).offset(io.offset).build(),
+            (Op::Flush, _) => opcode::Fsync::new(file)
+                .flags(types::FsyncFlags::DATASYNC)
+                .build(),
+            (Op::Discard, _) => unreachable!("discards run synchronously"),
+        };
+        let entry: squeue::Entry = entry.user_data(io.slot as u64);
+        // SAFETY: the entry points into the slot's buffer, which the pool keeps alive and which nothing else
+        // touches until the slot's completion is reaped (Slots marks it busy; buffer access asserts idle;
+        // prepare and drop drain the ring first).
+        unsafe { self.ring.submission().push(&entry) }.map_err(|_| ())
+    }
+
+    /// Moves every completion in the completion ring to `out`.
+    fn harvest(&mut self, out: &mut Vec<Completion>) -> usize {
+        let mut n = 0;
+        let mut now = None;
+        for done in self.ready.drain(..) {
+            out.push(self.slots.finish(done.slot, done.result, done.completed_ns));
+            n += 1;
+        }
+        let mut cq = self.ring.completion();
+        cq.sync();
+        for cqe in &mut cq {
+            let completed_ns = *now.get_or_insert_with(|| self.clock.now_ns());
+            let completion = self
+                .slots
+                .finish(cqe.user_data() as u32, cqe.result() as i64, completed_ns);
+            if self.backing.buffered && matches!(completion.op, Op::Read | Op::Write) {
+                // Rare path (no O_DIRECT): drop the page cache so later reads reach the medium.
+                self.backing.after_buffered_transfer(completion.op, 0, 0);
+            }
+            out.push(completion);
+            n += 1;
+        }
+        n
+    }
+}
+
+impl Device for UringDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn prepare(&mut self, slots: u32, buffer_bytes: usize) -> DeviceResult<()> {
+        self.drain();
+        if self.fixed_buffers {
+            let _ = self.ring.submitter().unregister_buffers();
+            self.fixed_buffers = false;
+        }
+        let entries = slots.max(2).next_power_of_two();
+        if self.ring.params().sq_entries() < entries {
+            self.ring = new_ring(entries).map_err(|e| os_error("io_uring setup", e))?;
+            self.ring
+                .submitter()
+                .register_files(&[self.backing.file.as_raw_fd()])
+                .map_err(|e| os_error("io_uring file registration", e))?;
+        }
+        self.pool = BufferPool::new(slots, buffer_bytes, self.info.memory_align_bytes as usize);
+        self.slots = Slots::new(slots);
+        let iovecs = self.pool.iovecs();
+        // SAFETY: the iovecs describe the pool's live allocation, which stays alive and in place until the
+        // buffers are unregistered (next prepare) or the ring is dropped (drop drains first; the ring field is
+        // dropped before the pool field).
+        match unsafe { self.ring.submitter().register_buffers(&iovecs) } {
+            Ok(()) => {
+                self.fixed_buffers = true;
+                self.info.backend = "io_uring (registered file and buffers)".into();
+            }
+            Err(e) => {
+                self.info.backend = "io_uring (registered file)".into();
+                let note = format!("io_uring buffer registration failed ({e}); using unregistered buffers");
+                if !self.info.notes.contains(&note) {
+                    self.info.notes.push(note);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn buffer(&self, slot: u32) -> &[u8] {
+        self.slots.assert_idle(slot);
+        self.pool.slot(slot)
+    }
+
+    fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
+        self.slots.assert_idle(slot);
+        self.pool.slot_mut(slot)
+    }
+
+    fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize> {
+        let now = self.clock.now_ns();
+        for (accepted, io) in ios.iter().enumerate() {
+            self.slots.check(io, self.pool.buffer_len())?;
+            if io.op == Op::Discard {
+                self.slots.start(io, self.clock.now_ns());
+                let result = run_sync_op(&self.backing, io);
+                self.ready.push(Done {
+                    slot: io.slot,
+                    result,
+                    completed_ns: self.clock.now_ns(),
+                });
+                continue;
+            }
+            if self.queue(io).is_err() {
+                // The submission ring is full: hand what is queued to the kernel and try once more.
+                self.ring.submit().map_err(|e| os_error("io_uring submit", e))?;
+                self.unsubmitted = 0;
+                if self.queue(io).is_err() {
+                    return Ok(accepted);
+                }
+            }
+            self.slots.start(io, now);
+            self.unsubmitted += 1;
+        }
+        Ok(ios.len())
+    }
+
+    fn reap(
+        &mut self,
+        min: usize,
+        deadline_ns: Option<u64>,
+        out: &mut Vec<Completion>,
+    ) -> DeviceResult<usize> {
+        let mut got = self.harvest(out);
+        loop {
+            let want = if got >= min {
+                0
+            } else {
+                (min - got).min(self.slots.in_flight() - self.ready.len())
+            };
+            if want == 0 && self.unsubmitted == 0 {
+                return Ok(got);
+            }
+            let entered = match deadline_ns {
+                Some(deadline) if want > 0 => {
+                    let now = self.clock.now_ns();
+                    if now >= deadline {
+                        return Ok(got);
+                    }
+                    let left = deadline - now;
+                    let ts = types::Timespec::new()
+                        .sec(left / 1_000_000_000)
+                        .nsec((left % 1_000_000_000) as u32);
+                    let args = types::SubmitArgs::new().timespec(&ts);
+                    self.ring.submitter().submit_with_args(want, &args)
+                }
+                _ => self.ring.submit_and_wait(want),
+            };
+            match entered {
+                Ok(_) => self.unsubmitted = 0,
+                Err(e) if e.raw_os_error() == Some(libc::ETIME) => {
+                    self.unsubmitted = 0;
+                    return Ok(got + self.harvest(out));
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) || e.raw_os_error() == Some(libc::EBUSY) => {}
+                Err(e) => return Err(os_error("io_uring enter", e)),
+            }
+            got += self.harvest(out);
+            if want == 0 {
+                return Ok(got);
+            }
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.clock.now_ns()
+    }
+
+    fn wait_until(&mut self, t_ns: u64) {
+        if self.unsubmitted > 0 && self.ring.submit().is_ok() {
+            self.unsubmitted = 0;
+        }
+        self.clock.sleep_until(t_ns);
+    }
+
+    fn in_flight(&self) -> usize {
+        self.slots.in_flight()
+    }
+}
+
+impl Drop for UringDevice {
+    fn drop(&mut self) {
+        // The kernel may still be transferring into our buffers; they must outlive every in-flight operation.
+        self.drain();
+    }
+}
