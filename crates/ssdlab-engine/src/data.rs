@@ -41,15 +41,53 @@ fn fill_sector(sector: &mut [u8], sector_offset: u64, seed: u64) {
     }
 }
 
+/// What a bad sector held instead of its pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// All zeroes: never written with this pattern, or discarded.
+    Zeroes,
+    /// A pattern sector of this seed that belongs at another offset (a misdirected write or read).
+    Misplaced { from_offset: u64 },
+    /// Anything else: corrupted data, or data from another seed or program.
+    Foreign,
+}
+
+impl std::fmt::Display for Found {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Found::Zeroes => write!(
+                f,
+                "it reads as zeroes (never written with this seed, or discarded)"
+            ),
+            Found::Misplaced { from_offset } => write!(f, "it holds the data written for byte {from_offset}"),
+            Found::Foreign => write!(f, "it holds corrupted data or data from another seed"),
+        }
+    }
+}
+
 /// A sector whose content is not the pattern expected at its offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Mismatch {
     /// Byte offset of the first bad sector.
     pub offset: u64,
-    /// The offset recorded in that sector's header (where the data really came from, if it is ours at all).
-    pub found_offset: u64,
+    /// What the first bad sector held.
+    pub found: Found,
     /// Bad sectors in the buffer.
     pub bad_sectors: u32,
+}
+
+fn classify(sector: &[u8], seed: u64) -> Found {
+    if sector.iter().all(|&b| b == 0) {
+        return Found::Zeroes;
+    }
+    let from_offset = u64::from_le_bytes(sector[..8].try_into().expect("8 bytes"));
+    let mut expected = [0u8; SECTOR_BYTES];
+    fill_sector(&mut expected, from_offset, seed);
+    if sector == expected {
+        Found::Misplaced { from_offset }
+    } else {
+        Found::Foreign
+    }
 }
 
 /// Checks a buffer read from byte `offset` against the pattern of `seed`.
@@ -60,10 +98,9 @@ pub fn check_pattern(buf: &[u8], offset: u64, seed: u64) -> Result<(), Mismatch>
         let sector_offset = offset + (i * SECTOR_BYTES) as u64;
         fill_sector(&mut expected, sector_offset, seed);
         if sector != expected {
-            let found_offset = u64::from_le_bytes(sector[..8].try_into().expect("8 bytes"));
-            let m = first.get_or_insert(Mismatch {
+            let m = first.get_or_insert_with(|| Mismatch {
                 offset: sector_offset,
-                found_offset,
+                found: classify(sector, seed),
                 bad_sectors: 0,
             });
             m.bad_sectors += 1;
@@ -87,14 +124,17 @@ mod tests {
         );
         let moved = check_pattern(&buf, 0, 42).unwrap_err();
         assert_eq!(
-            (moved.offset, moved.found_offset),
-            (0, 1 << 20),
-            "misplaced data names its origin"
+            (moved.offset, moved.found),
+            (0, Found::Misplaced { from_offset: 1 << 20 })
         );
         buf[5000] ^= 1;
         let e = check_pattern(&buf, 1 << 20, 42).unwrap_err();
-        assert_eq!(e.offset, (1 << 20) + 4608);
-        assert_eq!(e.bad_sectors, 1);
+        assert_eq!(
+            (e.offset, e.found, e.bad_sectors),
+            ((1 << 20) + 4608, Found::Foreign, 1)
+        );
+        let zeroes = check_pattern(&[0u8; 1024], 0, 42).unwrap_err();
+        assert_eq!((zeroes.found, zeroes.bad_sectors), (Found::Zeroes, 2));
     }
 
     #[test]

@@ -38,7 +38,7 @@ impl Observer for Quiet {}
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifyFailure {
     pub offset: u64,
-    pub found_offset: u64,
+    pub found: data::Found,
     pub bad_sectors: u32,
 }
 
@@ -330,7 +330,7 @@ impl Failures<'_> {
             if self.detail.len() < VERIFY_DETAIL {
                 self.detail.push(VerifyFailure {
                     offset: m.offset,
-                    found_offset: m.found_offset,
+                    found: m.found,
                     bad_sectors: m.bad_sectors,
                 });
             }

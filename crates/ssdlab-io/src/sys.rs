@@ -140,3 +140,30 @@ pub fn host_info() -> ssdlab_core::schema::HostInfo {
             .unwrap_or(1),
     }
 }
+
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_signal: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Installs a SIGINT/SIGTERM handler that sets a flag instead of killing the process, so a long run can stop
+/// cleanly and still write what it measured. The handler resets itself: a second signal kills as usual.
+pub fn interrupt_flag() -> &'static std::sync::atomic::AtomicBool {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        for signal in [libc::SIGINT, libc::SIGTERM] {
+            // SAFETY: sigaction is plain old data; the handler only performs an atomic store, which is
+            // async-signal-safe, and lives for the whole program.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_interrupt as *const () as libc::sighandler_t;
+                action.sa_flags = libc::SA_RESETHAND | libc::SA_RESTART;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+    });
+    &INTERRUPTED
+}

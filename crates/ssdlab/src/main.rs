@@ -1,3 +1,42 @@
-fn main() {
-    println!("Hello, world!");
+//! ssdlab: a storage lab in one binary.
+//!
+//! The table of contents: parse the command line (`cli`), turn flags into a validated plan (`plan`), run the
+//! command (`commands`), and report through `output`. Exit codes: 0 ran and passed, 1 ran and a criterion
+//! failed, 2 bad input or refusal, 130 interrupted; a closed stdout pipe exits 0.
+
+mod cli;
+mod commands;
+mod output;
+mod plan;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::commands::Outcome;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Run(args) => commands::run::run(args),
+    };
+    match result {
+        Ok(Outcome::Passed) | Ok(Outcome::PipeClosed) => ExitCode::SUCCESS,
+        Ok(Outcome::Failed) => ExitCode::from(1),
+        Ok(Outcome::Interrupted) => ExitCode::from(130),
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("ssdlab: error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

@@ -1,0 +1,101 @@
+//! The command line, as clap types. Only shapes and help text live here; checking values against each other and
+//! against the device is the plan's job.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ssdlab",
+    version,
+    about = "A storage lab in one binary: measure SSDs the way careful reviewers do."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one workload on a target and measure it (like a single fio job).
+    Run(RunArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// io_uring when the kernel allows it, otherwise pread/pwrite.
+    Auto,
+    #[value(name = "io_uring")]
+    IoUring,
+    /// pread/pwrite, one operation at a time.
+    Psync,
+}
+
+/// Flags every command that opens a target shares.
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    /// /dev/NAME, file:PATH[:SIZE], null[:SIZE] (or sim:PROFILE once the simulator lands).
+    #[arg(long, value_name = "T")]
+    pub target: String,
+    /// Allow writes and discards to a block device (they destroy its data). Files and null need no permission.
+    #[arg(long)]
+    pub allow_destroy: bool,
+    /// With --allow-destroy: write even to a device that looks in use (mounted, swap, md/dm member, or carrying a
+    /// filesystem or partition-table signature).
+    #[arg(long)]
+    pub force: bool,
+    /// How I/O is issued.
+    #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
+    pub engine: EngineArg,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// read, write, randread, randwrite, randrw, trim or randtrim.
+    #[arg(long, default_value = "randread")]
+    pub rw: String,
+    /// For randrw: reads as a percentage of operations.
+    #[arg(long, default_value_t = 70)]
+    pub mix: u8,
+    /// Block size, 512 B to 64 MiB, a multiple of the device's logical block size.
+    #[arg(long, default_value = "4k")]
+    pub bs: String,
+    /// Operations kept in flight, 1 to 1024.
+    #[arg(long, default_value_t = 32)]
+    pub qd: u32,
+    /// The region to use: a percentage of the target (100%) or OFFSET:LEN (e.g. 1g:8g).
+    #[arg(long, default_value = "100%")]
+    pub span: String,
+    /// Stop after this long (e.g. 10s, 2m). The default when no limit is given is 10s.
+    #[arg(long)]
+    pub runtime: Option<String>,
+    /// Stop after transferring this many bytes (e.g. 1g).
+    #[arg(long)]
+    pub bytes: Option<String>,
+    /// Stop after touching every block of the span this many times.
+    #[arg(long)]
+    pub passes: Option<u64>,
+    /// Open-loop rate limit: bytes per second (200m) or operations per second (50kiops). Latency is measured
+    /// from each operation's scheduled time.
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// Seed for offsets and data; the same seed repeats the same run.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Random offsets drawn independently (blocks may repeat or be missed) instead of each block once per pass.
+    #[arg(long)]
+    pub norandommap: bool,
+    /// Write a checkable pattern (offset + seed) and check every block read; a write run reads everything it
+    /// wrote back at the end.
+    #[arg(long)]
+    pub verify: bool,
+    /// Stream JSON Lines (begin, one sample per second, summary, verdict) to stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write result.json and samples.csv into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}

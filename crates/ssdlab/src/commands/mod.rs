@@ -1,0 +1,17 @@
+//! One module per subcommand. Each returns how the run ended; errors (bad input, refusals, device failures)
+//! propagate as `anyhow` errors and become exit code 2 in `main`.
+
+pub mod run;
+
+/// How a command that ran ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Ran, and every criterion passed: exit 0.
+    Passed,
+    /// Ran, and a criterion failed (I/O error, verify mismatch, ...): exit 1.
+    Failed,
+    /// Stopped by Ctrl-C or SIGTERM after writing what was measured: exit 130.
+    Interrupted,
+    /// stdout's reader went away (e.g. `| head`): exit 0, as a broken pipe is not an error.
+    PipeClosed,
+}

@@ -1,0 +1,170 @@
+//! `ssdlab run`: one workload on one target, measured.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Result, anyhow, bail};
+use ssdlab_core::Device;
+use ssdlab_core::schema::{Event, PhaseResult, RunResult, SCHEMA, Verdict};
+use ssdlab_core::target::TargetSpec;
+use ssdlab_core::units::{BinaryBytes, Nanos, rfc3339_utc};
+use ssdlab_engine::{Workload, run_phase};
+use ssdlab_io::RealDevice;
+
+use super::Outcome;
+use crate::cli::RunArgs;
+use crate::output::{self, Reporter};
+use crate::plan::{self, RunFlags};
+
+pub fn run(args: &RunArgs) -> Result<Outcome> {
+    let flags = plan::run_flags(args)?;
+    let spec = TargetSpec::parse(&args.target.target).map_err(|e| anyhow!("--target {e}"))?;
+    if let TargetSpec::Sim { .. } = spec {
+        bail!(
+            "--target {}: the virtual SSD (sim:) is not available in this build yet",
+            args.target.target
+        );
+    }
+    if let Some(dir) = &args.out
+        && dir.exists()
+        && !dir.is_dir()
+    {
+        bail!(
+            "--out {}: exists and is not a directory; name a directory",
+            dir.display()
+        );
+    }
+    match plan::open_real(&args.target, &spec, flags.rw.modifies())? {
+        RealDevice::Uring(device) => run_on(device, args, &flags),
+        RealDevice::Psync(device) => run_on(device, args, &flags),
+        RealDevice::Null(device) => run_on(device, args, &flags),
+    }
+}
+
+fn describe(w: &Workload) -> String {
+    let limits: Vec<String> = [
+        w.stop
+            .runtime_ns
+            .map(|ns| format!("runtime {}", Nanos(ns as f64))),
+        w.stop.bytes.map(|b| format!("bytes {}", BinaryBytes(b))),
+        w.stop.passes.map(|p| format!("passes {p}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mix = if w.rw == ssdlab_engine::RwMode::RandRw {
+        format!(" ({}% reads)", w.mix_read_percent)
+    } else {
+        String::new()
+    };
+    format!(
+        "{}{mix}  bs {}  qd {}  span {}+{}  {}  seed {}{}",
+        format!("{:?}", w.rw).to_lowercase(),
+        BinaryBytes(w.block_bytes),
+        w.queue_depth,
+        w.span.offset_bytes,
+        BinaryBytes(w.span.len_bytes),
+        limits.join(", "),
+        w.seed,
+        if w.verify { "  verify" } else { "" }
+    )
+}
+
+fn run_on<D: Device>(mut device: D, args: &RunArgs, flags: &RunFlags) -> Result<Outcome> {
+    let workload = plan::run_workload(args, flags, device.info())?;
+    let options = serde_json::json!({
+        "target": args.target.target,
+        "engine": format!("{:?}", args.target.engine).to_lowercase(),
+        "allow_destroy": args.target.allow_destroy,
+        "force": args.target.force,
+        "workload": workload,
+    });
+    let unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let started_at = rfc3339_utc(unix_s);
+    let info = device.info().clone();
+
+    let mut reporter = Reporter::new(args.json);
+    eprintln!("ssdlab    run {}", describe(&workload));
+    output::print_target(&info);
+    reporter.emit(&Event::Begin {
+        kind: "run".into(),
+        target: info.clone(),
+        options: options.clone(),
+        started_at: started_at.clone(),
+    })?;
+    reporter.begin_phase("run")?;
+    let cpu_before = ssdlab_io::sys::cpu_times();
+    let outcome = run_phase(&mut device, &workload, &mut reporter)?;
+    let cpu = ssdlab_io::sys::cpu_times().since(cpu_before);
+    reporter.end_phase();
+
+    let mut summary = outcome.summary;
+    summary.cpu_user_s = cpu.user_s;
+    summary.cpu_sys_s = cpu.sys_s;
+    let mut reasons = Vec::new();
+    if let Some(failure) = &outcome.io_failure {
+        reasons.push(format!("I/O failed: {failure}"));
+    }
+    if summary.verify_errors > 0 {
+        let first = outcome.verify_failures.first().map_or(String::new(), |f| {
+            format!(
+                "; first at byte {}: {} bad sectors, {}",
+                f.offset, f.bad_sectors, f.found
+            )
+        });
+        reasons.push(format!(
+            "{} blocks failed verification{first}",
+            summary.verify_errors
+        ));
+    }
+    if !outcome.complete && outcome.io_failure.is_none() {
+        reasons.push("interrupted before the end condition; results cover what was measured".into());
+    }
+    let verdict = Verdict {
+        passed: reasons.is_empty(),
+        reasons,
+    };
+    reporter.emit(&Event::Summary {
+        phase: "run".into(),
+        summary: summary.clone(),
+        complete: outcome.complete,
+    })?;
+    reporter.emit(&Event::Verdict(verdict.clone()))?;
+
+    output::print_summary(&summary, workload.queue_depth);
+    for reason in &verdict.reasons {
+        eprintln!("verdict   {reason}");
+    }
+    if let Some(dir) = &args.out {
+        let result = RunResult {
+            schema: SCHEMA.into(),
+            kind: "run".into(),
+            ssdlab_version: env!("CARGO_PKG_VERSION").into(),
+            started_at,
+            host: ssdlab_io::sys::host_info(),
+            target: info,
+            options,
+            phases: vec![PhaseResult {
+                name: "run".into(),
+                samples: outcome.samples,
+                summary,
+                complete: outcome.complete,
+            }],
+            verdict: verdict.clone(),
+            complete: outcome.complete,
+        };
+        output::write_result_dir(dir, &result)?;
+        eprintln!("results   {}", dir.display());
+    }
+    Ok(if reporter.pipe_closed() {
+        Outcome::PipeClosed
+    } else if reporter.interrupted() {
+        Outcome::Interrupted
+    } else if verdict.passed {
+        Outcome::Passed
+    } else {
+        Outcome::Failed
+    })
+}

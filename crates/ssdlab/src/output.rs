@@ -1,0 +1,269 @@
+//! Every channel a result leaves by: the human table and progress on stderr, JSON Lines on stdout, and the
+//! result directory (result.json, samples.csv). Human text never goes to stdout, so `--json` output stays
+//! machine-readable.
+
+use std::io::{self, IsTerminal, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use ssdlab_core::DeviceInfo;
+use ssdlab_core::schema::{DirectionSummary, Event, LatencyNs, RunResult, Sample, Summary};
+use ssdlab_core::units::{BinaryBytes, Nanos};
+use ssdlab_engine::Observer;
+
+/// Streams events to stdout as JSON Lines, shows progress on stderr, and relays Ctrl-C to the runner.
+pub struct Reporter {
+    json: bool,
+    /// Set when stdout's reader went away: stop writing and stop the run (a broken pipe is not an error).
+    pipe_closed: bool,
+    progress: Option<ProgressBar>,
+    phase: String,
+    interrupted: &'static AtomicBool,
+}
+
+impl Reporter {
+    pub fn new(json: bool) -> Self {
+        Reporter {
+            json,
+            pipe_closed: false,
+            progress: None,
+            phase: String::new(),
+            interrupted: ssdlab_io::sys::interrupt_flag(),
+        }
+    }
+
+    /// Writes one event to stdout when `--json` is on.
+    pub fn emit(&mut self, event: &Event) -> Result<()> {
+        if !self.json || self.pipe_closed {
+            return Ok(());
+        }
+        let mut out = io::stdout().lock();
+        let written = serde_json::to_writer(&mut out, event)
+            .map_err(io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| out.flush());
+        match written {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                self.pipe_closed = true;
+                Ok(())
+            }
+            Err(e) => Err(e).context("writing JSON to stdout"),
+        }
+    }
+
+    pub fn pipe_closed(&self) -> bool {
+        self.pipe_closed
+    }
+
+    pub fn interrupted(&self) -> bool {
+        self.interrupted.load(Ordering::Relaxed)
+    }
+
+    /// Starts a phase: a progress bar with the phase name and ETA when stderr is a terminal.
+    pub fn begin_phase(&mut self, name: &str) -> Result<()> {
+        self.phase = name.to_string();
+        self.emit(&Event::Phase {
+            name: name.to_string(),
+        })?;
+        if io::stderr().is_terminal() {
+            let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template("{prefix:>12} [{bar:30}] {percent:>3}% ETA {eta:>4} {msg}")
+                    .expect("static template")
+                    .progress_chars("=> "),
+            );
+            bar.set_prefix(name.to_string());
+            self.progress = Some(bar);
+        }
+        Ok(())
+    }
+
+    pub fn end_phase(&mut self) {
+        if let Some(bar) = self.progress.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Observer for Reporter {
+    fn sample(&mut self, sample: &Sample) {
+        if let Some(bar) = &self.progress {
+            bar.set_message(format!(
+                "{:.0} IOPS  {:.1} MB/s  p99 {}",
+                sample.iops,
+                sample.bytes_per_s / 1e6,
+                Nanos(sample.latency_ns_p99 as f64)
+            ));
+        }
+        let event = Event::Sample {
+            phase: self.phase.clone(),
+            sample: sample.clone(),
+        };
+        // A failed stdout write other than a closed pipe cannot be reported from here; the final summary write
+        // reports it.
+        let _ = self.emit(&event);
+    }
+
+    fn progress(&mut self, fraction: f64) {
+        if let Some(bar) = &self.progress {
+            bar.set_position((fraction * 1000.0) as u64);
+        }
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.pipe_closed || self.interrupted.load(Ordering::Relaxed)
+    }
+}
+
+/// One line describing the target, and its notes.
+pub fn print_target(info: &DeviceInfo) {
+    let direct = if info.direct_io { "O_DIRECT" } else { "buffered" };
+    eprintln!(
+        "target    {}: {}, {} ({} bytes), logical block {} B, {}, {}",
+        info.target,
+        info.model,
+        BinaryBytes(info.capacity_bytes),
+        info.capacity_bytes,
+        info.logical_block_bytes,
+        info.backend,
+        direct
+    );
+    for note in &info.notes {
+        eprintln!("note      {note}");
+    }
+}
+
+fn latency_cells(l: &LatencyNs) -> String {
+    [
+        l.min as f64,
+        l.mean,
+        l.p25 as f64,
+        l.p50 as f64,
+        l.p75 as f64,
+        l.p95 as f64,
+        l.p99 as f64,
+        l.p999 as f64,
+        l.max as f64,
+    ]
+    .iter()
+    .map(|&ns| format!("{:>9}", Nanos(ns).to_string()))
+    .collect::<Vec<_>>()
+    .join("")
+}
+
+fn direction_row(name: &str, d: &DirectionSummary) -> String {
+    format!(
+        "{name:<8}{:>12}{:>12.0}{:>10.1}{}",
+        d.ios,
+        d.iops,
+        d.bytes_per_s / 1e6,
+        latency_cells(&d.latency_ns)
+    )
+}
+
+/// The human summary table: IOPS, MB/s (decimal), latency percentiles, CPU and achieved queue depth.
+pub fn print_summary(summary: &Summary, queue_depth: u32) {
+    eprintln!(
+        "{:<8}{:>12}{:>12}{:>10}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}",
+        "", "ios", "IOPS", "MB/s", "min", "mean", "p25", "p50", "p75", "p95", "p99", "p99.9", "max"
+    );
+    let directions = [
+        ("read", &summary.read),
+        ("write", &summary.write),
+        ("discard", &summary.discard),
+    ];
+    let present: Vec<_> = directions
+        .iter()
+        .filter_map(|(n, d)| d.as_ref().map(|d| (*n, d)))
+        .collect();
+    for (name, d) in &present {
+        eprintln!("{}", direction_row(name, d));
+    }
+    if present.len() != 1 {
+        let total = DirectionSummary {
+            ios: summary.ios,
+            bytes: summary.bytes,
+            iops: summary.iops,
+            bytes_per_s: summary.bytes_per_s,
+            latency_ns: summary.latency_ns.clone(),
+        };
+        eprintln!("{}", direction_row("total", &total));
+    }
+    let seconds = summary.seconds.max(1e-9);
+    eprintln!(
+        "{} in {:.2} s   CPU user {:.1}% sys {:.1}% of one core   QD achieved {:.1} of {}",
+        BinaryBytes(summary.bytes),
+        summary.seconds,
+        100.0 * summary.cpu_user_s / seconds,
+        100.0 * summary.cpu_sys_s / seconds,
+        summary.qd_mean,
+        queue_depth
+    );
+    if summary.io_errors > 0 {
+        eprintln!("I/O errors: {}", summary.io_errors);
+    }
+    if summary.verify_errors > 0 {
+        eprintln!(
+            "verify errors: {} blocks did not hold the expected pattern",
+            summary.verify_errors
+        );
+    }
+}
+
+/// Writes a file atomically: to a temporary name in the same directory, then renamed over the target, so a
+/// reader never sees a half-written file and an interrupted write loses nothing that was there.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("tmp-ssdlab");
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} into place", tmp.display()))
+}
+
+/// Writes `result.json` and one `PHASE.csv` of per-second samples per phase (`samples.csv` for a lone phase).
+pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
+    let json = serde_json::to_vec_pretty(result).context("serializing result.json")?;
+    write_atomically(&dir.join("result.json"), &json)?;
+    for phase in &result.phases {
+        let name = if result.phases.len() == 1 {
+            "samples".to_string()
+        } else {
+            phase.name.clone()
+        };
+        write_atomically(
+            &dir.join(format!("{name}.csv")),
+            samples_csv(&phase.samples).as_bytes(),
+        )?;
+    }
+    Ok(())
+}
+
+/// Per-second samples as CSV, one row per second, columns named like the JSON fields.
+pub fn samples_csv(samples: &[Sample]) -> String {
+    let mut csv = String::from(
+        "t_s,seconds,ios,bytes,iops,bytes_per_s,read_ios,write_ios,latency_ns_mean,latency_ns_p50,\
+         latency_ns_p99,latency_ns_max,qd_mean\n",
+    );
+    for s in samples {
+        csv.push_str(&format!(
+            "{:.3},{:.3},{},{},{:.1},{:.1},{},{},{:.1},{},{},{},{:.2}\n",
+            s.t_s,
+            s.seconds,
+            s.ios,
+            s.bytes,
+            s.iops,
+            s.bytes_per_s,
+            s.read_ios,
+            s.write_ios,
+            s.latency_ns_mean,
+            s.latency_ns_p50,
+            s.latency_ns_p99,
+            s.latency_ns_max,
+            s.qd_mean
+        ));
+    }
+    csv
+}
