@@ -45,7 +45,6 @@ pub struct Accounting {
     totals: [Histogram; DIRECTIONS],
     total_bytes: [u64; DIRECTIONS],
     total_qd_area: f64,
-    last_event_ns: u64,
     windows: Vec<Window>,
     scratch: Histogram,
 }
@@ -62,33 +61,20 @@ impl Accounting {
             totals: Default::default(),
             total_bytes: [0; DIRECTIONS],
             total_qd_area: 0.0,
-            last_event_ns: start_ns,
             windows: Vec::new(),
             scratch: Histogram::new(),
         }
     }
 
-    /// Notes that `in_flight` operations were outstanding from the previous event until `now_ns`, splitting
-    /// the area at window boundaries so each second gets its own share.
+    /// Records one completed operation. Its time on the device (submit to completion) adds to the queue-depth
+    /// integral of the window it completed in, so the mean queue depth is exact over the phase and close per
+    /// second (an operation longer than a second lends all its time to its completion's window).
     #[inline]
-    pub fn queue_depth(&mut self, now_ns: u64, in_flight: usize) {
-        while now_ns > self.last_event_ns {
-            let boundary = self.start_ns + (self.second + 1) * NS_PER_S;
-            let until = now_ns.min(boundary);
-            let area = in_flight as f64 * (until - self.last_event_ns) as f64;
-            self.qd_area += area;
-            self.total_qd_area += area;
-            self.last_event_ns = until;
-            if until == boundary {
-                self.close_window(NS_PER_S);
-            }
-        }
-    }
-
-    /// Records one completed operation.
-    #[inline]
-    pub fn record(&mut self, op: Op, bytes: u64, latency_ns: u64, completed_ns: u64) {
+    pub fn record(&mut self, op: Op, bytes: u64, latency_ns: u64, submitted_ns: u64, completed_ns: u64) {
         self.advance_to(completed_ns);
+        let busy = completed_ns.saturating_sub(submitted_ns) as f64;
+        self.qd_area += busy;
+        self.total_qd_area += busy;
         let d = direction(op);
         self.current[d].record(latency_ns);
         self.ios[d] += 1;
@@ -161,7 +147,6 @@ impl Accounting {
     /// Closes the final window at `end_ns` and returns every sample, every window's histogram and the summary.
     /// CPU fields of the summary are left for the caller, who measures them around the run.
     pub fn finish(mut self, end_ns: u64) -> Finished {
-        self.queue_depth(end_ns, 0);
         self.advance_to(end_ns);
         let tail_ns = end_ns.saturating_sub(self.start_ns + self.second * NS_PER_S);
         let has_tail = tail_ns > 0 || self.ios.iter().any(|&n| n > 0);
@@ -241,10 +226,10 @@ mod tests {
         let mut acc = Accounting::new(100);
         for i in 0..10u64 {
             // Two completions per second, the second with a larger latency.
-            acc.record(Op::Write, 4096, 1000, 100 + i * S + 1);
-            acc.record(Op::Write, 4096, 3000, 100 + i * S + S / 2);
+            acc.record(Op::Write, 4096, 1000, 100 + i * S, 100 + i * S + 1);
+            acc.record(Op::Write, 4096, 3000, 100 + i * S, 100 + i * S + S / 2);
         }
-        acc.record(Op::Read, 4096, 500, 100 + 10 * S + 10);
+        acc.record(Op::Read, 4096, 500, 100 + 10 * S, 100 + 10 * S + 10);
         let done = acc.finish(100 + 10 * S + 20);
         assert_eq!(
             done.samples.len(),
@@ -264,8 +249,8 @@ mod tests {
     #[test]
     fn stalls_are_zero_samples_not_gaps() {
         let mut acc = Accounting::new(0);
-        acc.record(Op::Read, 512, 10, 10);
-        acc.record(Op::Read, 512, 10, 3 * S + 10);
+        acc.record(Op::Read, 512, 10, 0, 10);
+        acc.record(Op::Read, 512, 10, 3 * S, 3 * S + 10);
         let done = acc.finish(4 * S);
         let ios: Vec<u64> = done.samples.iter().map(|s| s.ios).collect();
         assert_eq!(ios, [1, 0, 0, 1]);
@@ -274,10 +259,16 @@ mod tests {
     #[test]
     fn queue_depth_is_time_weighted() {
         let mut acc = Accounting::new(0);
-        acc.queue_depth(S / 2, 0);
-        acc.queue_depth(S, 4); // 4 in flight for the second half of the first second
+        // Four operations each in flight for the second half of the first second.
+        for _ in 0..4 {
+            acc.record(Op::Read, 512, S / 2, S / 2, S - 1);
+        }
         let done = acc.finish(S);
-        assert!((done.samples[0].qd_mean - 2.0).abs() < 1e-9);
-        assert!((done.summary.qd_mean - 2.0).abs() < 1e-9);
+        assert!(
+            (done.samples[0].qd_mean - 2.0).abs() < 1e-6,
+            "{}",
+            done.samples[0].qd_mean
+        );
+        assert!((done.summary.qd_mean - 2.0).abs() < 1e-6);
     }
 }

@@ -19,6 +19,8 @@ use crate::workload::Workload;
 
 /// What the caller wants to see while a phase runs. Every method has a do-nothing default.
 pub trait Observer {
+    /// The phase is about to issue its first operation (buffers are prepared).
+    fn started(&mut self) {}
     /// A one-second sample has closed.
     fn sample(&mut self, _sample: &Sample) {}
     /// Progress through the phase, 0.0 to 1.0, called about once per second of device time.
@@ -110,14 +112,17 @@ pub fn run_phase<D: Device, O: Observer>(
     let bs = workload.block_bytes;
     device.prepare(qd, bs as usize)?;
     let mut rng = Rng::stream(workload.seed, 0xDA7A);
-    for slot in 0..qd {
-        rng.fill(device.buffer_mut(slot));
+    let read_percent = workload.rw.read_percent(workload.mix_read_percent) as u64;
+    let modifying_op = workload.rw.modifying_op();
+    if modifying_op == Op::Write && read_percent < 100 && !workload.verify {
+        // Incompressible content once per buffer; each write then only stamps it unique.
+        for slot in 0..qd {
+            rng.fill(device.buffer_mut(slot));
+        }
     }
 
     let mut access = Access::new(workload);
     let blocks = workload.blocks();
-    let read_percent = workload.rw.read_percent(workload.mix_read_percent) as u64;
-    let modifying_op = workload.rw.modifying_op();
     let block_limit = {
         let by_bytes = workload.stop.bytes.map(|b| b.div_ceil(bs));
         let by_passes = workload.stop.passes.map(|p| p.saturating_mul(blocks));
@@ -137,6 +142,7 @@ pub fn run_phase<D: Device, O: Observer>(
     let mut batch: Vec<Io> = Vec::with_capacity(qd as usize);
     let mut completions: Vec<Completion> = Vec::with_capacity(2 * qd as usize);
 
+    observer.started();
     let start_ns = device.now_ns();
     let deadline_ns = workload.stop.runtime_ns.map(|r| start_ns.saturating_add(r));
     let mut accounting = Accounting::new(start_ns);
@@ -207,7 +213,6 @@ pub fn run_phase<D: Device, O: Observer>(
             issued += 1;
         }
 
-        accounting.queue_depth(now, device.in_flight());
         if !batch.is_empty() {
             let accepted = device.submit(&batch)?;
             assert_eq!(
@@ -239,7 +244,6 @@ pub fn run_phase<D: Device, O: Observer>(
             .max()
             .unwrap_or(now)
             .max(now);
-        accounting.queue_depth(last_completed, device.in_flight() + completions.len());
         for c in &completions {
             let state = slots[c.slot as usize];
             free.push(c.slot);
@@ -260,7 +264,7 @@ pub fn run_phase<D: Device, O: Observer>(
                 });
                 continue;
             }
-            accounting.record(c.op, state.len, latency_ns, c.completed_ns);
+            accounting.record(c.op, state.len, latency_ns, c.submitted_ns, c.completed_ns);
             if c.op == Op::Read && workload.verify {
                 let block = c.tag;
                 let check = written

@@ -516,16 +516,26 @@ fn real_block_dev_of(path: &Path) -> Option<(u32, u32)> {
 ///
 /// It first tries a read-only exclusive open (O_EXCL without O_CREAT), which on a block device fails with
 /// EBUSY when the kernel or another program has claimed it; it then falls back to a plain read-only open,
-/// which always works on a claimed device.
+/// which always works on a claimed device. A claim can outlive its holder by a few milliseconds (the kernel
+/// releases io_uring's registered files and udev's probes asynchronously), so EBUSY is retried briefly before
+/// it counts as a finding.
 fn read_device_head(path: &Path) -> io::Result<Head> {
-    let (file, busy) = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_EXCL)
-        .open(path)
-    {
-        Ok(file) => (file, false),
-        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => (File::open(path)?, true),
-        Err(e) => return Err(e),
+    const ATTEMPTS: u32 = 10;
+    let mut attempt = 0;
+    let (file, busy) = loop {
+        attempt += 1;
+        match OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_EXCL)
+            .open(path)
+        {
+            Ok(file) => break (file, false),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && attempt < ATTEMPTS => {
+                std::thread::sleep(std::time::Duration::from_millis(30));
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => break (File::open(path)?, true),
+            Err(e) => return Err(e),
+        }
     };
     let mut bytes = Vec::new();
     file.take(HEAD_LEN).read_to_end(&mut bytes)?;

@@ -299,5 +299,9 @@ impl Drop for UringDevice {
     fn drop(&mut self) {
         // The kernel may still be transferring into our buffers; they must outlive every in-flight operation.
         self.drain();
+        // Release the registered file now: left to the ring's teardown, the kernel closes it asynchronously,
+        // and an exclusive claim on a block device would outlive this process for a moment.
+        let _ = self.ring.submitter().unregister_files();
+        let _ = self.ring.submitter().unregister_buffers();
     }
 }

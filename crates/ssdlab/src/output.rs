@@ -21,6 +21,8 @@ pub struct Reporter {
     progress: Option<ProgressBar>,
     phase: String,
     interrupted: &'static AtomicBool,
+    /// Process CPU times when the current phase started issuing (after buffers were prepared).
+    cpu_at_start: ssdlab_io::sys::CpuTimes,
 }
 
 impl Reporter {
@@ -31,7 +33,13 @@ impl Reporter {
             progress: None,
             phase: String::new(),
             interrupted: ssdlab_io::sys::interrupt_flag(),
+            cpu_at_start: ssdlab_io::sys::cpu_times(),
         }
+    }
+
+    /// CPU time used since the current phase started issuing.
+    pub fn phase_cpu(&self) -> ssdlab_io::sys::CpuTimes {
+        ssdlab_io::sys::cpu_times().since(self.cpu_at_start)
     }
 
     /// Writes one event to stdout when `--json` is on.
@@ -89,6 +97,10 @@ impl Reporter {
 }
 
 impl Observer for Reporter {
+    fn started(&mut self) {
+        self.cpu_at_start = ssdlab_io::sys::cpu_times();
+    }
+
     fn sample(&mut self, sample: &Sample) {
         if let Some(bar) = &self.progress {
             bar.set_message(format!(

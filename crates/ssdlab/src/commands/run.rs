@@ -95,9 +95,8 @@ fn run_on<D: Device>(mut device: D, args: &RunArgs, flags: &RunFlags) -> Result<
         started_at: started_at.clone(),
     })?;
     reporter.begin_phase("run")?;
-    let cpu_before = ssdlab_io::sys::cpu_times();
     let outcome = run_phase(&mut device, &workload, &mut reporter)?;
-    let cpu = ssdlab_io::sys::cpu_times().since(cpu_before);
+    let cpu = reporter.phase_cpu();
     reporter.end_phase();
 
     let mut summary = outcome.summary;
