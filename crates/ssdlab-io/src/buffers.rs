@@ -22,7 +22,8 @@ unsafe impl Send for BufferPool {}
 impl BufferPool {
     /// Allocates zeroed buffers (the pages are only touched when first used).
     pub fn new(slots: u32, len: usize, align: usize) -> Self {
-        let align = align.max(64).next_power_of_two();
+        // Page alignment at least: a buffer straddling pages costs the kernel an extra segment per transfer.
+        let align = align.max(4096).next_power_of_two();
         let stride = len.max(1).next_multiple_of(align);
         let total = stride
             .checked_mul(slots.max(1) as usize)
