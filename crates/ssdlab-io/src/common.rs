@@ -25,11 +25,17 @@ impl RealClock {
         self.origin.elapsed().as_nanos() as u64
     }
 
-    /// Sleeps until the clock reads `t_ns` (returns at once if it already does).
+    /// Waits until the clock reads `t_ns` (returns at once if it already does). It sleeps until shortly before
+    /// and spins the rest, because a sleep overshoots by tens of microseconds (more on a VM), and a rate-limited
+    /// run measures latency from the scheduled time: lateness here would be charged to the device.
     pub fn sleep_until(&self, t_ns: u64) {
+        const SPIN_NS: u64 = 100_000;
         let now = self.now_ns();
-        if t_ns > now {
-            std::thread::sleep(Duration::from_nanos(t_ns - now));
+        if t_ns > now + 2 * SPIN_NS {
+            std::thread::sleep(Duration::from_nanos(t_ns - now - SPIN_NS));
+        }
+        while self.now_ns() < t_ns {
+            std::hint::spin_loop();
         }
     }
 }

@@ -167,3 +167,10 @@ pub fn interrupt_flag() -> &'static std::sync::atomic::AtomicBool {
     });
     &INTERRUPTED
 }
+
+/// Lowers this thread's timer slack to 1 us (the default is 50 us), so the short sleeps of a rate-limited run wake
+/// close to the scheduled issue time instead of up to 50 us late.
+pub fn tighten_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only the calling thread.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
+}

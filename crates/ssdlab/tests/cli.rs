@@ -335,6 +335,50 @@ fn result_directory_holds_json_and_csv() {
 }
 
 #[test]
+fn interrupt_stops_cleanly_and_keeps_what_was_measured() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("result");
+    let mut child = ssdlab()
+        .args([
+            "run",
+            "--target",
+            "null",
+            "--runtime",
+            "60s",
+            "--json",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first sample, then send SIGINT as Ctrl-C would.
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    while let Some(line) = lines.next() {
+        if line.unwrap().contains("\"type\":\"sample\"") {
+            break;
+        }
+    }
+    sh("kill", &["-INT", &child.id().to_string()]);
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let summary = rest
+        .iter()
+        .find(|l| l.contains("\"type\":\"summary\""))
+        .expect("a summary after the interrupt");
+    assert!(summary.contains("\"complete\":false"));
+    let result: Value = serde_json::from_slice(&std::fs::read(out_dir.join("result.json")).unwrap()).unwrap();
+    assert_eq!(result["complete"], false);
+    assert!(
+        result["phases"][0]["summary"]["ios"].as_u64().unwrap() > 0,
+        "what was measured is kept"
+    );
+    assert!(result["phases"][0]["samples"].as_array().unwrap().len() < 30);
+}
+
+#[test]
 fn closed_stdout_pipe_exits_zero_promptly() {
     let mut child = ssdlab()
         .args(["run", "--target", "null", "--runtime", "30s", "--json"])
