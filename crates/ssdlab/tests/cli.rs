@@ -355,7 +355,7 @@ fn interrupt_stops_cleanly_and_keeps_what_was_measured() {
         .unwrap();
     // Wait for the first sample, then send SIGINT as Ctrl-C would.
     let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
-    while let Some(line) = lines.next() {
+    for line in lines.by_ref() {
         if line.unwrap().contains("\"type\":\"sample\"") {
             break;
         }
