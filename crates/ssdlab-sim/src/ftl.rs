@@ -1,0 +1,671 @@
+//! The flash translation layer: a page-mapped FTL with greedy (or cost-benefit) garbage collection.
+//!
+//! Logical mapping units (4 KiB) map to physical units; a physical unit lives in an erase block of
+//! `units_per_block` units on one die. Each die keeps its own free-block list, one open write frontier (host
+//! writes and relocated data share it, as in the analytic models this FTL is checked against) and its closed
+//! blocks bucketed by valid-unit count, so the greedy victim (fewest valid units) is found without scanning.
+//! When taking a free block would leave fewer than `reserve_blocks_per_die` free, the die collects garbage until
+//! the reserve is restored.
+//!
+//! Capacity convention: the blocks that can hold data are `blocks_per_die - reserve_blocks_per_die - 1` per die
+//! (the reserve and the open frontier come on top), and over-provisioning is (data-holding physical units -
+//! logical units) / logical units.
+//!
+//! This module owns mapping state only: no time, no I/O. The invariants (map and reverse map agree, valid counts
+//! match, a block is in exactly one of free/open/closed) are asserted in release builds where it is cheap and
+//! fully by [`Ftl::check_invariants`].
+
+use serde::{Deserialize, Serialize};
+
+/// A logical or physical unit that is not mapped.
+pub const UNMAPPED: u32 = u32::MAX;
+const NIL: u32 = u32::MAX;
+
+/// How the victim block is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GcPolicy {
+    /// The block with the fewest valid units.
+    Greedy,
+    /// The block with the best (1 - u) / (2u) x age (Kawaguchi et al.): prefers old, mostly-invalid blocks.
+    CostBenefit,
+}
+
+/// The shape of the FTL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FtlConfig {
+    pub logical_units: u32,
+    pub dies: u32,
+    /// Every block of a die: data-holding blocks + the free-block reserve + one open frontier.
+    pub blocks_per_die: u32,
+    pub reserve_blocks_per_die: u32,
+    pub units_per_block: u32,
+    pub policy: GcPolicy,
+    /// Keep a 64-bit fingerprint per physical unit (for verification and model-equivalence tests).
+    pub fingerprints: bool,
+}
+
+impl FtlConfig {
+    /// A configuration whose data-holding capacity gives over-provisioning `op` (0.25 = 25%) over
+    /// `logical_units`, rounded up to whole blocks per die.
+    pub fn with_op(logical_units: u32, op: f64, dies: u32, units_per_block: u32, reserve: u32) -> Self {
+        let physical_units = (logical_units as f64 * (1.0 + op)).ceil() as u64;
+        let data_blocks_per_die = physical_units.div_ceil(units_per_block as u64 * dies as u64) as u32;
+        FtlConfig {
+            logical_units,
+            dies,
+            blocks_per_die: data_blocks_per_die + reserve + 1,
+            reserve_blocks_per_die: reserve,
+            units_per_block,
+            policy: GcPolicy::Greedy,
+            fingerprints: false,
+        }
+    }
+
+    /// Physical units that can hold data (excluding the reserve and the frontiers).
+    pub fn data_units(&self) -> u64 {
+        (self.blocks_per_die - self.reserve_blocks_per_die - 1) as u64
+            * self.dies as u64
+            * self.units_per_block as u64
+    }
+
+    /// Over-provisioning, industry convention: (physical - logical) / logical.
+    pub fn op(&self) -> f64 {
+        (self.data_units() as f64 - self.logical_units as f64) / self.logical_units as f64
+    }
+
+    /// Spare factor: (physical - logical) / physical.
+    pub fn spare_factor(&self) -> f64 {
+        (self.data_units() as f64 - self.logical_units as f64) / self.data_units() as f64
+    }
+
+    pub fn total_blocks(&self) -> u32 {
+        self.dies * self.blocks_per_die
+    }
+
+    /// Why this configuration cannot work, if it cannot.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.logical_units == 0 || self.dies == 0 || self.units_per_block < 2 {
+            return Err("the FTL needs logical units, dies and at least 2 units per block".into());
+        }
+        if self.reserve_blocks_per_die < 2 {
+            return Err("the free-block reserve must be at least 2 blocks per die".into());
+        }
+        let physical = self.total_blocks() as u64 * self.units_per_block as u64;
+        if physical >= UNMAPPED as u64 {
+            return Err(format!("{physical} physical units exceed the 32-bit map"));
+        }
+        if self.data_units() <= self.logical_units as u64 {
+            return Err(format!(
+                "no over-provisioning: {} data-holding units for {} logical units",
+                self.data_units(),
+                self.logical_units
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BlockState {
+    Free,
+    Open,
+    Closed,
+}
+
+/// Garbage collection done while serving one write, for the timing model to charge to the die.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GcWork {
+    /// Valid units copied out of victim blocks.
+    pub relocated_units: u32,
+    pub erased_blocks: u32,
+}
+
+/// Where a write landed and what it cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    pub die: u32,
+    pub physical_unit: u32,
+    pub gc: GcWork,
+}
+
+/// Counters like SMART's, in mapping units.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FtlCounters {
+    pub host_units_written: u64,
+    pub nand_units_written: u64,
+    pub relocated_units: u64,
+    pub erases: u64,
+    pub trimmed_units: u64,
+    pub gc_runs: u64,
+}
+
+impl FtlCounters {
+    /// NAND writes over host writes (1.0 before any write).
+    pub fn write_amplification(&self) -> f64 {
+        if self.host_units_written == 0 {
+            1.0
+        } else {
+            self.nand_units_written as f64 / self.host_units_written as f64
+        }
+    }
+}
+
+/// The page-mapped FTL.
+pub struct Ftl {
+    config: FtlConfig,
+    l2p: Vec<u32>,
+    p2l: Vec<u32>,
+    fingerprints: Vec<u64>,
+    valid: Vec<u32>,
+    written: Vec<u32>,
+    state: Vec<BlockState>,
+    erase_count: Vec<u32>,
+    /// Time stamp of the block's last program, in the caller's time units (for cost-benefit and retention).
+    programmed_at: Vec<u64>,
+    /// Doubly linked bucket lists of closed blocks by valid count, per die.
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    heads: Vec<u32>,
+    free: Vec<Vec<u32>>,
+    frontier: Vec<u32>,
+    next_die: u32,
+    in_gc: bool,
+    now: u64,
+    counters: FtlCounters,
+    pending_gc: GcWork,
+}
+
+impl Ftl {
+    /// A fresh (erased) FTL. Panics on an invalid configuration; call [`FtlConfig::validate`] first to get the
+    /// reason as a value.
+    pub fn new(config: FtlConfig) -> Self {
+        if let Err(reason) = config.validate() {
+            panic!("invalid FTL configuration: {reason}");
+        }
+        let blocks = config.total_blocks() as usize;
+        let physical = blocks * config.units_per_block as usize;
+        let buckets = config.dies as usize * (config.units_per_block as usize + 1);
+        let free = (0..config.dies)
+            .map(|die| {
+                (0..config.blocks_per_die)
+                    .rev()
+                    .map(|i| die * config.blocks_per_die + i)
+                    .collect()
+            })
+            .collect();
+        Ftl {
+            config,
+            l2p: vec![UNMAPPED; config.logical_units as usize],
+            p2l: vec![UNMAPPED; physical],
+            fingerprints: if config.fingerprints {
+                vec![0; physical]
+            } else {
+                Vec::new()
+            },
+            valid: vec![0; blocks],
+            written: vec![0; blocks],
+            state: vec![BlockState::Free; blocks],
+            erase_count: vec![0; blocks],
+            programmed_at: vec![0; blocks],
+            next: vec![NIL; blocks],
+            prev: vec![NIL; blocks],
+            heads: vec![NIL; buckets],
+            free,
+            frontier: vec![NIL; config.dies as usize],
+            next_die: 0,
+            in_gc: false,
+            now: 0,
+            counters: FtlCounters::default(),
+            pending_gc: GcWork::default(),
+        }
+    }
+
+    pub fn config(&self) -> &FtlConfig {
+        &self.config
+    }
+
+    pub fn counters(&self) -> FtlCounters {
+        self.counters
+    }
+
+    /// Sets the time stamp given to blocks programmed from now on.
+    pub fn set_time(&mut self, now: u64) {
+        self.now = now;
+    }
+
+    #[inline]
+    fn block_of(&self, physical: u32) -> u32 {
+        physical / self.config.units_per_block
+    }
+
+    #[inline]
+    fn die_of_block(&self, block: u32) -> u32 {
+        block / self.config.blocks_per_die
+    }
+
+    #[inline]
+    fn bucket(&self, die: u32, valid: u32) -> usize {
+        (die * (self.config.units_per_block + 1) + valid) as usize
+    }
+
+    fn link(&mut self, block: u32) {
+        let head = self.bucket(self.die_of_block(block), self.valid[block as usize]);
+        let first = self.heads[head];
+        self.next[block as usize] = first;
+        self.prev[block as usize] = NIL;
+        if first != NIL {
+            self.prev[first as usize] = block;
+        }
+        self.heads[head] = block;
+    }
+
+    fn unlink(&mut self, block: u32) {
+        let (p, n) = (self.prev[block as usize], self.next[block as usize]);
+        if p != NIL {
+            self.next[p as usize] = n;
+        } else {
+            let head = self.bucket(self.die_of_block(block), self.valid[block as usize]);
+            debug_assert_eq!(self.heads[head], block);
+            self.heads[head] = n;
+        }
+        if n != NIL {
+            self.prev[n as usize] = p;
+        }
+    }
+
+    /// Marks a physical unit invalid (its data was overwritten, trimmed or relocated).
+    fn invalidate(&mut self, physical: u32) {
+        let block = self.block_of(physical);
+        let closed = self.state[block as usize] == BlockState::Closed;
+        if closed {
+            self.unlink(block);
+        }
+        assert!(
+            self.valid[block as usize] > 0,
+            "invalidating a unit of block {block}, which holds no valid data"
+        );
+        self.valid[block as usize] -= 1;
+        self.p2l[physical as usize] = UNMAPPED;
+        if closed {
+            self.link(block);
+        }
+    }
+
+    /// Closes `die`'s frontier, if it has one.
+    fn close_frontier(&mut self, die: u32) {
+        let old = self.frontier[die as usize];
+        if old != NIL {
+            self.state[old as usize] = BlockState::Closed;
+            self.link(old);
+            self.frontier[die as usize] = NIL;
+        }
+    }
+
+    /// Replaces `die`'s full frontier, collecting garbage first if the free-block reserve would be breached.
+    fn open_block(&mut self, die: u32) {
+        self.close_frontier(die);
+        if !self.in_gc {
+            self.in_gc = true;
+            while self.free[die as usize].len() as u32 <= self.config.reserve_blocks_per_die
+                && self.collect(die)
+            {}
+            self.in_gc = false;
+            // Collection relocates into a frontier of its own; keep filling it while it has room.
+            let current = self.frontier[die as usize];
+            if current != NIL {
+                if self.written[current as usize] < self.config.units_per_block {
+                    return;
+                }
+                self.close_frontier(die);
+            }
+        }
+        let block = self.free[die as usize].pop().unwrap_or_else(|| {
+            panic!("die {die} ran out of free blocks: the reserve is too small for its frontier")
+        });
+        assert_eq!(self.written[block as usize], 0, "a free block must be erased");
+        self.state[block as usize] = BlockState::Open;
+        self.frontier[die as usize] = block;
+    }
+
+    /// Allocates the next unit of `die`'s frontier.
+    fn allocate(&mut self, die: u32) -> u32 {
+        let mut block = self.frontier[die as usize];
+        if block == NIL || self.written[block as usize] == self.config.units_per_block {
+            self.open_block(die);
+            block = self.frontier[die as usize];
+        }
+        let offset = self.written[block as usize];
+        self.written[block as usize] += 1;
+        self.programmed_at[block as usize] = self.now;
+        block * self.config.units_per_block + offset
+    }
+
+    /// Chooses the victim block of `die`, if any closed block holds invalid data.
+    fn victim(&self, die: u32) -> Option<u32> {
+        match self.config.policy {
+            GcPolicy::Greedy => (0..self.config.units_per_block)
+                .map(|valid| self.heads[self.bucket(die, valid)])
+                .find(|&head| head != NIL),
+            GcPolicy::CostBenefit => {
+                let first = die * self.config.blocks_per_die;
+                (first..first + self.config.blocks_per_die)
+                    .filter(|&b| {
+                        self.state[b as usize] == BlockState::Closed
+                            && self.valid[b as usize] < self.config.units_per_block
+                    })
+                    .max_by(|&a, &b| self.benefit(a).total_cmp(&self.benefit(b)))
+            }
+        }
+    }
+
+    fn benefit(&self, block: u32) -> f64 {
+        let u = self.valid[block as usize] as f64 / self.config.units_per_block as f64;
+        let age = self.now.saturating_sub(self.programmed_at[block as usize]) as f64 + 1.0;
+        if u == 0.0 {
+            f64::INFINITY
+        } else {
+            (1.0 - u) / (2.0 * u) * age
+        }
+    }
+
+    /// Collects one victim on `die`: relocates its valid units into the frontier and erases it. Returns false
+    /// when there is nothing to collect.
+    fn collect(&mut self, die: u32) -> bool {
+        let Some(victim) = self.victim(die) else {
+            return false;
+        };
+        self.unlink(victim);
+        self.state[victim as usize] = BlockState::Free; // not linked anywhere while being emptied
+        let np = self.config.units_per_block;
+        let mut relocated = 0;
+        for offset in 0..self.written[victim as usize] {
+            let physical = victim * np + offset;
+            let logical = self.p2l[physical as usize];
+            if logical == UNMAPPED {
+                continue;
+            }
+            let target = self.allocate(die);
+            self.p2l[target as usize] = logical;
+            self.l2p[logical as usize] = target;
+            if self.config.fingerprints {
+                self.fingerprints[target as usize] = self.fingerprints[physical as usize];
+            }
+            let target_block = self.block_of(target);
+            self.valid[target_block as usize] += 1;
+            self.p2l[physical as usize] = UNMAPPED;
+            relocated += 1;
+        }
+        assert_eq!(
+            relocated, self.valid[victim as usize],
+            "victim {victim}: relocated units must equal its valid count"
+        );
+        self.valid[victim as usize] = 0;
+        self.written[victim as usize] = 0;
+        self.erase_count[victim as usize] += 1;
+        self.free[die as usize].push(victim);
+        self.counters.relocated_units += relocated as u64;
+        self.counters.nand_units_written += relocated as u64;
+        self.counters.erases += 1;
+        self.counters.gc_runs += 1;
+        self.pending_gc.relocated_units += relocated;
+        self.pending_gc.erased_blocks += 1;
+        true
+    }
+
+    /// Writes logical unit `logical` (with an optional content fingerprint) to the next die in turn.
+    pub fn write(&mut self, logical: u32, fingerprint: u64) -> Placement {
+        let die = self.next_die;
+        self.next_die = (self.next_die + 1) % self.config.dies;
+        self.write_to(logical, fingerprint, die)
+    }
+
+    /// Writes logical unit `logical` to `die`.
+    pub fn write_to(&mut self, logical: u32, fingerprint: u64, die: u32) -> Placement {
+        assert!(
+            logical < self.config.logical_units,
+            "logical unit {logical} beyond the device"
+        );
+        let old = self.l2p[logical as usize];
+        if old != UNMAPPED {
+            self.invalidate(old);
+        }
+        self.pending_gc = GcWork::default();
+        let physical = self.allocate(die);
+        self.p2l[physical as usize] = logical;
+        self.l2p[logical as usize] = physical;
+        let block = self.block_of(physical);
+        self.valid[block as usize] += 1;
+        if self.config.fingerprints {
+            self.fingerprints[physical as usize] = fingerprint;
+        }
+        self.counters.host_units_written += 1;
+        self.counters.nand_units_written += 1;
+        Placement {
+            die,
+            physical_unit: physical,
+            gc: self.pending_gc,
+        }
+    }
+
+    /// Unmaps a logical unit (TRIM). Returns whether it was mapped.
+    pub fn trim(&mut self, logical: u32) -> bool {
+        let old = self.l2p[logical as usize];
+        if old == UNMAPPED {
+            return false;
+        }
+        self.invalidate(old);
+        self.l2p[logical as usize] = UNMAPPED;
+        self.counters.trimmed_units += 1;
+        true
+    }
+
+    /// The physical unit holding a logical unit, if mapped.
+    pub fn lookup(&self, logical: u32) -> Option<u32> {
+        let physical = self.l2p[logical as usize];
+        (physical != UNMAPPED).then_some(physical)
+    }
+
+    /// The fingerprint stored with a logical unit (None when unmapped or fingerprints are off).
+    pub fn fingerprint(&self, logical: u32) -> Option<u64> {
+        let physical = self.lookup(logical)?;
+        self.config
+            .fingerprints
+            .then(|| self.fingerprints[physical as usize])
+    }
+
+    /// The die and block of a physical unit, and when that block was last programmed.
+    pub fn locate(&self, physical: u32) -> (u32, u32, u64) {
+        let block = self.block_of(physical);
+        (
+            self.die_of_block(block),
+            block,
+            self.programmed_at[block as usize],
+        )
+    }
+
+    /// (min, mean, max) erase count over all blocks.
+    pub fn erase_counts(&self) -> (u32, f64, u32) {
+        let min = self.erase_count.iter().copied().min().unwrap_or(0);
+        let max = self.erase_count.iter().copied().max().unwrap_or(0);
+        let mean =
+            self.erase_count.iter().map(|&c| c as f64).sum::<f64>() / self.erase_count.len().max(1) as f64;
+        (min, mean, max)
+    }
+
+    /// Free blocks on a die.
+    pub fn free_blocks(&self, die: u32) -> u32 {
+        self.free[die as usize].len() as u32
+    }
+
+    /// Logical units currently mapped.
+    pub fn mapped_units(&self) -> u64 {
+        self.l2p.iter().filter(|&&p| p != UNMAPPED).count() as u64
+    }
+
+    /// Checks every invariant by brute force (tests and `--paranoid` runs); panics with the first violation.
+    pub fn check_invariants(&self) {
+        let np = self.config.units_per_block;
+        for (logical, &physical) in self.l2p.iter().enumerate() {
+            if physical != UNMAPPED {
+                assert_eq!(
+                    self.p2l[physical as usize], logical as u32,
+                    "l2p and p2l disagree at logical {logical}"
+                );
+            }
+        }
+        for block in 0..self.config.total_blocks() {
+            let units = block * np..(block + 1) * np;
+            let valid = units
+                .clone()
+                .filter(|&p| self.p2l[p as usize] != UNMAPPED)
+                .count() as u32;
+            assert_eq!(self.valid[block as usize], valid, "block {block}: valid count");
+            for p in units {
+                let logical = self.p2l[p as usize];
+                if logical != UNMAPPED {
+                    assert_eq!(
+                        self.l2p[logical as usize], p,
+                        "p2l points at a stale mapping in block {block}"
+                    );
+                    assert!(
+                        p % np < self.written[block as usize],
+                        "valid data beyond the write pointer"
+                    );
+                }
+            }
+        }
+        for die in 0..self.config.dies {
+            let in_free = self.free[die as usize].len() as u32;
+            let mut closed = 0;
+            for valid in 0..=np {
+                let mut b = self.heads[self.bucket(die, valid)];
+                while b != NIL {
+                    assert_eq!(self.state[b as usize], BlockState::Closed);
+                    assert_eq!(self.valid[b as usize], valid, "block {b} in the wrong bucket");
+                    closed += 1;
+                    b = self.next[b as usize];
+                }
+            }
+            let open = u32::from(self.frontier[die as usize] != NIL);
+            assert_eq!(
+                in_free + closed + open,
+                self.config.blocks_per_die,
+                "die {die}: blocks lost or double-counted"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use ssdlab_core::rng::Rng;
+    use std::collections::HashMap;
+
+    fn small(op: f64, fingerprints: bool) -> Ftl {
+        let mut config = FtlConfig::with_op(2048, op, 2, 16, 2);
+        config.fingerprints = fingerprints;
+        Ftl::new(config)
+    }
+
+    #[test]
+    fn op_and_spare_factor_follow_the_conventions() {
+        let c = FtlConfig::with_op(1 << 16, 0.25, 4, 64, 2);
+        assert!((c.op() - 0.25).abs() < 0.01, "op {}", c.op());
+        assert!(
+            (c.spare_factor() - 0.2).abs() < 0.01,
+            "spare factor {}",
+            c.spare_factor()
+        );
+    }
+
+    #[test]
+    fn overwrites_trigger_gc_and_keep_the_map_right() {
+        let mut ftl = small(0.2, true);
+        let mut rng = Rng::new(1);
+        for l in 0..2048 {
+            ftl.write(l, l as u64);
+        }
+        for i in 0..20_000u64 {
+            let l = rng.below(2048) as u32;
+            ftl.write(l, i << 16 | l as u64);
+        }
+        ftl.check_invariants();
+        let c = ftl.counters();
+        assert!(c.gc_runs > 0 && c.write_amplification() > 1.0, "{c:?}");
+        assert_eq!(ftl.mapped_units(), 2048);
+        let (min, _, max) = ftl.erase_counts();
+        assert!(max >= min);
+    }
+
+    #[test]
+    fn trim_unmaps_and_frees_space() {
+        let mut ftl = small(0.1, false);
+        for l in 0..2048 {
+            ftl.write(l, 0);
+        }
+        for l in 0..2048 {
+            assert!(ftl.trim(l));
+        }
+        assert!(!ftl.trim(5));
+        assert_eq!(ftl.mapped_units(), 0);
+        // With everything trimmed, rewriting the whole device needs no relocation at all.
+        let before = ftl.counters().relocated_units;
+        for l in 0..2048 {
+            ftl.write(l, 0);
+        }
+        assert_eq!(ftl.counters().relocated_units, before);
+        ftl.check_invariants();
+    }
+
+    #[derive(Debug, Clone)]
+    enum Action {
+        Write(u32),
+        Trim(u32),
+        Read(u32),
+    }
+
+    fn actions() -> impl Strategy<Value = Vec<Action>> {
+        prop::collection::vec(
+            prop_oneof![
+                6 => (0u32..512).prop_map(Action::Write),
+                1 => (0u32..512).prop_map(Action::Trim),
+                2 => (0u32..512).prop_map(Action::Read),
+            ],
+            1..3000,
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// The FTL behaves like a plain map: every read returns the last version written, trimmed data reads as
+        /// unmapped, through any amount of garbage collection, with either policy.
+        #[test]
+        fn ftl_equals_a_plain_map(actions in actions(), cost_benefit in any::<bool>(), op in 0.07f64..0.5) {
+            let mut config = FtlConfig::with_op(512, op, 2, 8, 2);
+            config.fingerprints = true;
+            config.policy = if cost_benefit { GcPolicy::CostBenefit } else { GcPolicy::Greedy };
+            let mut ftl = Ftl::new(config);
+            let mut oracle: HashMap<u32, u64> = HashMap::new();
+            for (version, action) in actions.iter().enumerate() {
+                ftl.set_time(version as u64);
+                match *action {
+                    Action::Write(l) => {
+                        ftl.write(l, version as u64);
+                        oracle.insert(l, version as u64);
+                    }
+                    Action::Trim(l) => {
+                        prop_assert_eq!(ftl.trim(l), oracle.remove(&l).is_some());
+                    }
+                    Action::Read(l) => prop_assert_eq!(ftl.fingerprint(l), oracle.get(&l).copied()),
+                }
+            }
+            ftl.check_invariants();
+            for l in 0..512 {
+                prop_assert_eq!(ftl.fingerprint(l), oracle.get(&l).copied());
+            }
+        }
+    }
+}

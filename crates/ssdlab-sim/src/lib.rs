@@ -1,0 +1,10 @@
+//! ssdlab-sim: a virtual SSD that runs in virtual time.
+//!
+//! This crate owns the flash translation layer ([`ftl`]: page mapping, greedy garbage collection with a
+//! free-block reserve, TRIM, erase counts) and the analytic write-amplification model it is checked against
+//! ([`wa`]). It never reads the wall clock, never opens a file and never spawns a thread: the same inputs and
+//! seed give bit-identical results.
+#![forbid(unsafe_code)]
+
+pub mod ftl;
+pub mod wa;
