@@ -20,6 +20,49 @@ pub struct Cli {
 pub enum Command {
     /// Run one workload on a target and measure it (like a single fio job).
     Run(RunArgs),
+    /// The virtual SSD: write-amplification model checks (and, as they land, profiles).
+    #[command(subcommand)]
+    Sim(SimCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SimCommand {
+    /// Measure greedy-GC write amplification under uniform random 4 KiB overwrites after a full fill, next to
+    /// the closed-form model (Desnoyers).
+    Wa(SimWaArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SimWaArgs {
+    /// Over-provisioning in percent: (physical - logical) / logical.
+    #[arg(long)]
+    pub op: f64,
+    /// 4 KiB mapping units per erase block (the unit garbage collection reclaims).
+    #[arg(long, default_value_t = 64)]
+    pub pages_per_block: u32,
+    /// Logical capacity in 4 KiB units.
+    #[arg(long, default_value_t = 1 << 18)]
+    pub logical_units: u32,
+    /// Victim selection.
+    #[arg(long, value_enum, default_value_t = GcPolicyArg::Greedy)]
+    pub gc: GcPolicyArg,
+    /// Host writes before measuring, in multiples of the logical capacity.
+    #[arg(long, default_value_t = 10)]
+    pub warmup: u32,
+    /// Host writes measured, in multiples of the logical capacity.
+    #[arg(long, default_value_t = 10)]
+    pub measure: u32,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print the result as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GcPolicyArg {
+    Greedy,
+    CostBenefit,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

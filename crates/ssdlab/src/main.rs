@@ -20,6 +20,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Run(args) => commands::run::run(args),
+        Command::Sim(command) => commands::sim::run(command),
     };
     match result {
         Ok(Outcome::Passed) | Ok(Outcome::PipeClosed) => ExitCode::SUCCESS,

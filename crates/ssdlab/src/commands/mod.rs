@@ -2,6 +2,7 @@
 //! propagate as `anyhow` errors and become exit code 2 in `main`.
 
 pub mod run;
+pub mod sim;
 
 /// How a command that ran ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
