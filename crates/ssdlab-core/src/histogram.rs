@@ -195,10 +195,13 @@ impl Histogram {
     }
 }
 
-/// The 1-based rank of percentile `q` among `count` values (nearest-rank definition).
+/// The 1-based rank of percentile `q` among `count` values (nearest-rank definition: ceil(q/100 x count)).
+/// Computed in integer parts per billion so that e.g. p99.9 of 1000 values is rank 999, not 1000 as floating
+/// point rounding would make it.
 fn rank_for(q: f64, count: u64) -> u64 {
-    let q = q.clamp(0.0, 100.0);
-    ((q / 100.0 * count as f64).ceil() as u64).clamp(1, count)
+    let ppb = (q.clamp(0.0, 100.0) * 1e7).round() as u128; // q percent in parts per billion
+    let rank = (ppb * count as u128).div_ceil(1_000_000_000);
+    (rank as u64).clamp(1, count)
 }
 
 /// A histogram holding only its non-empty buckets, in ascending bucket order.
@@ -259,6 +262,25 @@ mod tests {
         }
         assert_eq!(expected_low, 0, "the last bucket ends at u64::MAX");
         assert_eq!(bucket_of(u64::MAX), BUCKETS - 1);
+    }
+
+    #[test]
+    fn ranks_are_exact_at_round_counts() {
+        assert_eq!(rank_for(99.9, 1000), 999);
+        assert_eq!(rank_for(99.0, 100), 99);
+        assert_eq!(rank_for(50.0, 3), 2);
+        assert_eq!(rank_for(0.0, 10), 1);
+        assert_eq!(rank_for(100.0, 10), 10);
+        let mut h = Histogram::new();
+        for _ in 0..999 {
+            h.record(100);
+        }
+        h.record(200);
+        assert_eq!(
+            h.percentile(99.9),
+            100,
+            "p99.9 of 1000 values is the 999th, not the maximum"
+        );
     }
 
     #[test]

@@ -57,6 +57,13 @@ pub fn parse_size(input: &str) -> Result<u64, ParseError> {
     let s = input.trim();
     let (number, suffix) = split_number(s).ok_or_else(|| err(input, SIZE_EXPECTED))?;
     let multiplier = size_multiplier(suffix).ok_or_else(|| err(input, SIZE_EXPECTED))?;
+    // Whole numbers are computed exactly (floating point would round above 2^53).
+    let digits = &s[..s.len() - suffix.len()].trim();
+    if let Ok(whole) = digits.parse::<u64>() {
+        return whole
+            .checked_mul(multiplier)
+            .ok_or_else(|| err(input, SIZE_EXPECTED));
+    }
     let bytes = number * multiplier as f64;
     if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 || bytes.fract() != 0.0 {
         return Err(err(input, SIZE_EXPECTED));
@@ -195,6 +202,12 @@ mod tests {
         assert!(parse_size("4x").is_err());
         assert!(parse_size("-4k").is_err());
         assert!(parse_size("0.3").is_err());
+        assert_eq!(
+            parse_size("9007199254740993").unwrap(),
+            9_007_199_254_740_993,
+            "exact above 2^53"
+        );
+        assert!(parse_size("16777216t").is_err(), "2^64 bytes overflows");
     }
 
     #[test]

@@ -21,6 +21,8 @@ use crate::workload::Workload;
 pub trait Observer {
     /// The phase is about to issue its first operation (buffers are prepared).
     fn started(&mut self) {}
+    /// The measured part of the phase is over; a verify read-back (not measured) may follow.
+    fn measured(&mut self) {}
     /// A one-second sample has closed.
     fn sample(&mut self, _sample: &Sample) {}
     /// Progress through the phase, 0.0 to 1.0, called about once per second of device time.
@@ -100,6 +102,8 @@ struct SlotState {
     offset: u64,
     len: u64,
     intended_ns: u64,
+    /// For a verify-mode read: whether the block held its pattern (a completed write) when the read was issued.
+    check: bool,
 }
 
 /// Runs one phase of `workload` on `device`. The workload must have been validated against the device.
@@ -191,17 +195,19 @@ pub fn run_phase<D: Device, O: Observer>(
                 let buf = device.buffer_mut(slot);
                 if workload.verify {
                     data::write_pattern(buf, offset, workload.seed);
-                    if let Some(bits) = written.as_mut() {
-                        bits[(block / 64) as usize] |= 1 << (block % 64);
-                    }
                 } else {
                     data::stamp(buf, &mut rng);
                 }
             }
+            // A read is checked only if the block's pattern was on the device when it was issued: a write still in
+            // flight may or may not be seen by a concurrent read.
+            let check =
+                op == Op::Read && workload.verify && written.as_ref().is_none_or(|bits| bit(bits, block));
             slots[slot as usize] = SlotState {
                 offset,
                 len: bs,
                 intended_ns,
+                check,
             };
             batch.push(Io {
                 op,
@@ -265,26 +271,27 @@ pub fn run_phase<D: Device, O: Observer>(
                 continue;
             }
             accounting.record(c.op, state.len, latency_ns, c.submitted_ns, c.completed_ns);
-            if c.op == Op::Read && workload.verify {
-                let block = c.tag;
-                let check = written
-                    .as_ref()
-                    .is_none_or(|bits| bits[(block / 64) as usize] & (1 << (block % 64)) != 0);
-                if check {
-                    let mut failures = Failures {
-                        detail: &mut verify_failures,
-                        count: &mut verify_errors,
-                    };
-                    failures.check(device.buffer(c.slot), state.offset, workload.seed);
-                }
+            if c.op == Op::Write
+                && let Some(bits) = written.as_mut()
+            {
+                bits[(c.tag / 64) as usize] |= 1 << (c.tag % 64);
+            }
+            if state.check {
+                let mut failures = Failures {
+                    detail: &mut verify_failures,
+                    count: &mut verify_errors,
+                };
+                failures.check(device.buffer(c.slot), state.offset, workload.seed);
             }
         }
 
-        if accounting.windows_closed() > streamed {
-            for sample in accounting.samples_since(streamed) {
+        // The newest closed window is held back: the phase's short tail may still be folded into it.
+        let streamable = accounting.windows_closed().saturating_sub(1);
+        if streamable > streamed {
+            for sample in accounting.samples_since(streamed).take(streamable - streamed) {
                 observer.sample(&sample);
             }
-            streamed = accounting.windows_closed();
+            streamed = streamable;
         }
         let elapsed_s = (last_completed - start_ns) / 1_000_000_000;
         if elapsed_s > last_progress_s {
@@ -299,14 +306,18 @@ pub fn run_phase<D: Device, O: Observer>(
         observer.sample(sample);
     }
     observer.progress(1.0);
+    observer.measured();
     if let Some(bits) = &written
         && io_failure.is_none()
+        && !stopped_early
     {
         let mut failures = Failures {
             detail: &mut verify_failures,
             count: &mut verify_errors,
         };
-        verify_pass(device, workload, bits, &mut slots, &mut failures)?;
+        if !verify_pass(device, workload, bits, &mut slots, &mut failures, observer)? {
+            stopped_early = true;
+        }
     }
     finished.summary.io_errors = io_errors;
     finished.summary.verify_errors = verify_errors;
@@ -343,22 +354,29 @@ impl Failures<'_> {
 }
 
 /// Reads back every block marked in `written`, in order at the workload's queue depth, and checks it. This is
-/// verification, not measurement: it is not part of the phase's statistics.
-fn verify_pass<D: Device>(
+/// verification, not measurement: it is not part of the phase's statistics. Returns false when the observer
+/// stopped it.
+fn verify_pass<D: Device, O: Observer>(
     device: &mut D,
     workload: &Workload,
     written: &[u64],
     slots: &mut [SlotState],
     failures: &mut Failures<'_>,
-) -> Result<(), DeviceError> {
+    observer: &O,
+) -> Result<bool, DeviceError> {
     let bs = workload.block_bytes;
-    let mut blocks = (0..workload.blocks()).filter(|b| written[(b / 64) as usize] & (1 << (b % 64)) != 0);
+    let mut blocks = (0..workload.blocks()).filter(|&b| bit(written, b));
     let mut free: Vec<u32> = (0..workload.queue_depth).rev().collect();
     let mut batch = Vec::with_capacity(free.len());
     let mut completions = Vec::with_capacity(2 * free.len());
     let mut exhausted = false;
+    let mut stopped = false;
     loop {
         batch.clear();
+        if !exhausted && observer.stop_requested() {
+            exhausted = true;
+            stopped = true;
+        }
         while !exhausted && !free.is_empty() {
             let Some(block) = blocks.next() else {
                 exhausted = true;
@@ -370,6 +388,7 @@ fn verify_pass<D: Device>(
                 offset,
                 len: bs,
                 intended_ns: 0,
+                check: true,
             };
             batch.push(Io {
                 op: Op::Read,
@@ -383,7 +402,7 @@ fn verify_pass<D: Device>(
             device.submit(&batch)?;
         }
         if device.in_flight() == 0 {
-            return Ok(());
+            return Ok(!stopped);
         }
         completions.clear();
         device.reap(1, None, &mut completions)?;
@@ -397,6 +416,12 @@ fn verify_pass<D: Device>(
             failures.check(device.buffer(c.slot), offset, workload.seed);
         }
     }
+}
+
+/// Whether bit `index` is set.
+#[inline]
+fn bit(bits: &[u64], index: u64) -> bool {
+    bits[(index / 64) as usize] & (1 << (index % 64)) != 0
 }
 
 /// The fraction of the phase done, by whichever limit is closest to ending it.

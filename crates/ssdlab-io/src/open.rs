@@ -184,6 +184,10 @@ fn open_block(target: &str, path: &Path, request: OpenRequest) -> Result<(Device
         )));
     }
     let mut flags = libc::O_DIRECT;
+    if request.write {
+        // The symlink check above and this open must agree: never follow a link into a write.
+        flags |= libc::O_NOFOLLOW;
+    }
     if request.write && request.exclusive {
         flags |= libc::O_EXCL;
     }
@@ -198,6 +202,15 @@ fn open_block(target: &str, path: &Path, request: OpenRequest) -> Result<(Device
             os(format!("--target {target}: cannot open{hint}"), e)
         }
     })?;
+    // Describe what was opened, not what the path named a moment earlier.
+    let meta = file
+        .metadata()
+        .map_err(|e| os(format!("--target {target}: cannot stat"), e))?;
+    if !meta.file_type().is_block_device() {
+        return Err(OpenError::Refused(format!(
+            "--target {target} is no longer a block device"
+        )));
+    }
     let disk = sysfs_dir(meta.rdev());
     let logical = read_number(&disk.join("queue/logical_block_size")).unwrap_or(512) as u32;
     let physical = read_number(&disk.join("queue/physical_block_size")).unwrap_or(logical as u64) as u32;
@@ -291,21 +304,33 @@ fn open_file(
         );
     }
     let create = existing.is_none();
+    if create {
+        // Create it plainly first: an O_DIRECT create on a filesystem without O_DIRECT would make the file and
+        // then fail, leaving the retry below to trip over it.
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .map_err(|e| {
+                let hint = permission_hint(&e);
+                os(
+                    format!("--target {target}: cannot create {}{hint}", path.display()),
+                    e,
+                )
+            })?;
+    }
     let open = |direct: bool| {
         let mut flags = libc::O_NOFOLLOW;
         if direct {
             flags |= libc::O_DIRECT;
         }
-        let mut options = OpenOptions::new();
-        options
+        OpenOptions::new()
             .read(true)
             .write(request.write || create)
             .custom_flags(flags)
-            .mode(0o644);
-        if create {
-            options.create_new(true);
-        }
-        options.open(path)
+            .open(path)
     };
     let (file, buffered) = match open(true) {
         Ok(file) => (file, false),

@@ -91,15 +91,26 @@ impl UringDevice {
         })
     }
 
-    /// Waits for everything in flight, discarding the completions (used before buffers are released).
-    fn drain(&mut self) {
+    /// Waits for everything in flight, discarding the completions (used before buffers are released). Returns
+    /// false if the ring failed with operations still in flight: their buffers must then never be freed.
+    fn drain(&mut self) -> bool {
         let mut sink = Vec::new();
         while self.slots.in_flight() > 0 {
             if self.reap(1, None, &mut sink).is_err() {
-                break;
+                return false;
             }
             sink.clear();
         }
+        true
+    }
+
+    /// Gives up on the buffers the kernel may still write into: leaking them is the only sound choice.
+    fn abandon_buffers(&mut self) {
+        let align = self.info.memory_align_bytes as usize;
+        std::mem::forget(std::mem::replace(
+            &mut self.pool,
+            BufferPool::new(1, align, align),
+        ));
     }
 
     fn queue(&mut self, io: &Io) -> Result<(), ()> {
@@ -159,7 +170,12 @@ impl Device for UringDevice {
     }
 
     fn prepare(&mut self, slots: u32, buffer_bytes: usize) -> DeviceResult<()> {
-        self.drain();
+        if !self.drain() {
+            self.abandon_buffers();
+            return Err(DeviceError::Invalid(
+                "the io_uring failed with operations in flight".into(),
+            ));
+        }
         if self.fixed_buffers {
             let _ = self.ring.submitter().unregister_buffers();
             self.fixed_buffers = false;
@@ -252,7 +268,22 @@ impl Device for UringDevice {
                 Some(deadline) if want > 0 => {
                     let now = self.clock.now_ns();
                     if now >= deadline {
-                        return Ok(got);
+                        // Past the deadline: still hand queued entries to the kernel, without waiting.
+                        if self.unsubmitted > 0 {
+                            self.ring.submit().map_err(|e| os_error("io_uring submit", e))?;
+                            self.unsubmitted = 0;
+                        }
+                        return Ok(got + self.harvest(out));
+                    }
+                    if !self.ring.params().is_feature_ext_arg() {
+                        // Kernels before 5.11 cannot wait with a timeout: poll briefly instead.
+                        self.ring.submit().map_err(|e| os_error("io_uring submit", e))?;
+                        self.unsubmitted = 0;
+                        got += self.harvest(out);
+                        if got < min {
+                            self.clock.sleep_until(deadline.min(now + 20_000));
+                        }
+                        continue;
                     }
                     let left = deadline - now;
                     let ts = types::Timespec::new()
@@ -298,7 +329,9 @@ impl Device for UringDevice {
 impl Drop for UringDevice {
     fn drop(&mut self) {
         // The kernel may still be transferring into our buffers; they must outlive every in-flight operation.
-        self.drain();
+        if !self.drain() {
+            self.abandon_buffers();
+        }
         // Release the registered file now: left to the ring's teardown, the kernel closes it asynchronously,
         // and an exclusive claim on a block device would outlive this process for a moment.
         let _ = self.ring.submitter().unregister_files();

@@ -21,8 +21,10 @@ pub struct Reporter {
     progress: Option<ProgressBar>,
     phase: String,
     interrupted: &'static AtomicBool,
-    /// Process CPU times when the current phase started issuing (after buffers were prepared).
+    /// Process CPU times when the current phase started issuing (after buffers were prepared) and when its
+    /// measured part ended (before any verify read-back).
     cpu_at_start: ssdlab_io::sys::CpuTimes,
+    cpu_at_end: Option<ssdlab_io::sys::CpuTimes>,
 }
 
 impl Reporter {
@@ -34,12 +36,15 @@ impl Reporter {
             phase: String::new(),
             interrupted: ssdlab_io::sys::interrupt_flag(),
             cpu_at_start: ssdlab_io::sys::cpu_times(),
+            cpu_at_end: None,
         }
     }
 
-    /// CPU time used since the current phase started issuing.
+    /// CPU time used by the measured part of the current phase.
     pub fn phase_cpu(&self) -> ssdlab_io::sys::CpuTimes {
-        ssdlab_io::sys::cpu_times().since(self.cpu_at_start)
+        self.cpu_at_end
+            .unwrap_or_else(ssdlab_io::sys::cpu_times)
+            .since(self.cpu_at_start)
     }
 
     /// Writes one event to stdout when `--json` is on.
@@ -99,6 +104,11 @@ impl Reporter {
 impl Observer for Reporter {
     fn started(&mut self) {
         self.cpu_at_start = ssdlab_io::sys::cpu_times();
+        self.cpu_at_end = None;
+    }
+
+    fn measured(&mut self) {
+        self.cpu_at_end = Some(ssdlab_io::sys::cpu_times());
     }
 
     fn sample(&mut self, sample: &Sample) {

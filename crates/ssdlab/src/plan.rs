@@ -121,6 +121,49 @@ fn engine(arg: EngineArg) -> Engine {
     }
 }
 
+/// What a `file:` target looked like before ssdlab opened it (which may create or extend it).
+pub struct FileSnapshot {
+    path: Option<std::path::PathBuf>,
+    /// None when the file did not exist.
+    len: Option<u64>,
+}
+
+impl FileSnapshot {
+    pub fn take(spec: &TargetSpec) -> Self {
+        match spec {
+            TargetSpec::File { path, .. } => FileSnapshot {
+                path: Some(path.clone()),
+                len: std::fs::symlink_metadata(path)
+                    .ok()
+                    .filter(|m| m.is_file())
+                    .map(|m| m.len()),
+            },
+            _ => FileSnapshot {
+                path: None,
+                len: None,
+            },
+        }
+    }
+
+    /// Removes the file if ssdlab created it, or truncates it back if ssdlab extended it. Only for use before
+    /// any I/O was issued.
+    pub fn restore(&self) {
+        let Some(path) = &self.path else { return };
+        match self.len {
+            None => {
+                let _ = std::fs::remove_file(path);
+            }
+            Some(len) => {
+                if let Ok(file) = std::fs::OpenOptions::new().write(true).open(path)
+                    && file.metadata().is_ok_and(|m| m.len() > len)
+                {
+                    let _ = file.set_len(len);
+                }
+            }
+        }
+    }
+}
+
 /// Opens a real target, applying DESIGN's destructive-safety rules when `modifies` is set:
 /// a block device needs `--allow-destroy`, is never reached through a symlink, and is refused when it looks in
 /// use unless `--force` is also given. The check happens before the device is opened for writing.

@@ -271,6 +271,39 @@ fn random_map_writes_every_block_exactly_once_and_verify_proves_it() {
 }
 
 #[test]
+fn verify_under_a_random_mix_with_repeats_has_no_false_alarms() {
+    // Reads race writes to the same blocks (no random map, 256 blocks, QD32): a read is checked only when its
+    // block's pattern was already on the device.
+    let dir = tempdir();
+    let target = file_target(&dir.path().join("mix.img"), Some("1m"));
+    let out = run(&[
+        "run",
+        "--target",
+        &target,
+        "--rw",
+        "randrw",
+        "--norandommap",
+        "--verify",
+        "--runtime",
+        "2s",
+        "--json",
+    ]);
+    expect_code(&out, 0);
+    let events = json_lines(&out);
+    assert_eq!(summary(&events)["verify_errors"], 0);
+    let sampled: u64 = events
+        .iter()
+        .filter(|e| e["type"] == "sample")
+        .map(|e| e["data"]["sample"]["ios"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        sampled,
+        summary(&events)["ios"].as_u64().unwrap(),
+        "the streamed samples add up to the summary"
+    );
+}
+
+#[test]
 fn psync_engine_counts_the_same_and_reports_queue_depth_one() {
     let dir = tempdir();
     let target = file_target(&dir.path().join("p.img"), Some("2m"));
@@ -732,6 +765,19 @@ fn bad_file_targets_are_explained_and_left_alone() {
 
     let out = run(&["run", "--target", &file_target(dir.path(), None)]);
     expect_usage_error(&out, "is a directory");
+
+    // Refused after opening (the block size is checked against the device): the file made for it is removed,
+    // and an existing file that was extended for it is cut back.
+    let fresh = dir.path().join("fresh.img");
+    let out = run(&[
+        "run",
+        "--target",
+        &file_target(&fresh, Some("8m")),
+        "--bs",
+        "1000",
+    ]);
+    expect_usage_error(&out, "--bs");
+    assert!(!fresh.exists(), "the file created for a refused run is removed");
 
     let small = dir.path().join("small.img");
     std::fs::write(&small, vec![7u8; 1 << 20]).unwrap();

@@ -33,10 +33,11 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             dir.display()
         );
     }
+    let before = plan::FileSnapshot::take(&spec);
     match plan::open_real(&args.target, &spec, flags.rw.modifies())? {
-        RealDevice::Uring(device) => run_on(device, args, &flags),
-        RealDevice::Psync(device) => run_on(device, args, &flags),
-        RealDevice::Null(device) => run_on(device, args, &flags),
+        RealDevice::Uring(device) => run_on(device, args, &flags, before),
+        RealDevice::Psync(device) => run_on(device, args, &flags, before),
+        RealDevice::Null(device) => run_on(device, args, &flags, before),
     }
 }
 
@@ -69,8 +70,21 @@ fn describe(w: &Workload) -> String {
     )
 }
 
-fn run_on<D: Device>(mut device: D, args: &RunArgs, flags: &RunFlags) -> Result<Outcome> {
-    let workload = plan::run_workload(args, flags, device.info())?;
+fn run_on<D: Device>(
+    mut device: D,
+    args: &RunArgs,
+    flags: &RunFlags,
+    before: plan::FileSnapshot,
+) -> Result<Outcome> {
+    let workload = match plan::run_workload(args, flags, device.info()) {
+        Ok(workload) => workload,
+        Err(e) => {
+            // Refused before any I/O: undo the file's creation or extension, so bad input leaves nothing behind.
+            drop(device);
+            before.restore();
+            return Err(e);
+        }
+    };
     let options = serde_json::json!({
         "target": args.target.target,
         "engine": format!("{:?}", args.target.engine).to_lowercase(),
