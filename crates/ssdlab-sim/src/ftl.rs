@@ -43,6 +43,12 @@ pub struct FtlConfig {
     pub policy: GcPolicy,
     /// Keep a 64-bit fingerprint per physical unit (for verification and model-equivalence tests).
     pub fingerprints: bool,
+    /// Blocks per die run in SLC mode as a write cache (TurboWrite); on top of everything above.
+    #[serde(default)]
+    pub slc_blocks_per_die: u32,
+    /// Mapping units an SLC-mode block holds (a third of a TLC block's).
+    #[serde(default)]
+    pub slc_units_per_block: u32,
 }
 
 impl FtlConfig {
@@ -59,6 +65,8 @@ impl FtlConfig {
             units_per_block,
             policy: GcPolicy::Greedy,
             fingerprints: false,
+            slc_blocks_per_die: 0,
+            slc_units_per_block: 0,
         }
     }
 
@@ -79,8 +87,14 @@ impl FtlConfig {
         (self.data_units() as f64 - self.logical_units as f64) / self.data_units() as f64
     }
 
+    /// Blocks in the main (GC-managed) pool, all dies.
     pub fn total_blocks(&self) -> u32 {
         self.dies * self.blocks_per_die
+    }
+
+    /// Blocks in the main pool and the SLC cache, all dies.
+    pub fn all_blocks(&self) -> u32 {
+        self.dies * (self.blocks_per_die + self.slc_blocks_per_die)
     }
 
     /// Why this configuration cannot work, if it cannot.
@@ -91,7 +105,10 @@ impl FtlConfig {
         if self.reserve_blocks_per_die < 2 {
             return Err("the free-block reserve must be at least 2 blocks per die".into());
         }
-        let physical = self.total_blocks() as u64 * self.units_per_block as u64;
+        if self.slc_blocks_per_die > 0 && !(1..=self.units_per_block).contains(&self.slc_units_per_block) {
+            return Err("an SLC block must hold between 1 and units_per_block units".into());
+        }
+        let physical = self.all_blocks() as u64 * self.units_per_block as u64;
         if physical >= UNMAPPED as u64 {
             return Err(format!("{physical} physical units exceed the 32-bit map"));
         }
@@ -138,6 +155,12 @@ pub struct FtlCounters {
     pub erases: u64,
     pub trimmed_units: u64,
     pub gc_runs: u64,
+    /// Host writes absorbed by the SLC cache.
+    #[serde(default)]
+    pub slc_units_written: u64,
+    /// Units moved from the SLC cache to the main pool.
+    #[serde(default)]
+    pub slc_drained_units: u64,
 }
 
 impl FtlCounters {
@@ -169,6 +192,10 @@ pub struct Ftl {
     heads: Vec<u32>,
     free: Vec<Vec<u32>>,
     frontier: Vec<u32>,
+    slc_free: Vec<Vec<u32>>,
+    slc_frontier: Vec<u32>,
+    /// Full SLC blocks per die, oldest first: the order the cache drains in.
+    slc_closed: Vec<std::collections::VecDeque<u32>>,
     next_die: u32,
     in_gc: bool,
     now: u64,
@@ -183,7 +210,7 @@ impl Ftl {
         if let Err(reason) = config.validate() {
             panic!("invalid FTL configuration: {reason}");
         }
-        let blocks = config.total_blocks() as usize;
+        let blocks = config.all_blocks() as usize;
         let physical = blocks * config.units_per_block as usize;
         let buckets = config.dies as usize * (config.units_per_block as usize + 1);
         let free = (0..config.dies)
@@ -191,6 +218,15 @@ impl Ftl {
                 (0..config.blocks_per_die)
                     .rev()
                     .map(|i| die * config.blocks_per_die + i)
+                    .collect()
+            })
+            .collect();
+        let first_slc = config.total_blocks();
+        let slc_free = (0..config.dies)
+            .map(|die| {
+                (0..config.slc_blocks_per_die)
+                    .rev()
+                    .map(|i| first_slc + die * config.slc_blocks_per_die + i)
                     .collect()
             })
             .collect();
@@ -213,6 +249,9 @@ impl Ftl {
             heads: vec![NIL; buckets],
             free,
             frontier: vec![NIL; config.dies as usize],
+            slc_free,
+            slc_frontier: vec![NIL; config.dies as usize],
+            slc_closed: vec![Default::default(); config.dies as usize],
             next_die: 0,
             in_gc: false,
             now: 0,
@@ -241,7 +280,18 @@ impl Ftl {
 
     #[inline]
     fn die_of_block(&self, block: u32) -> u32 {
-        block / self.config.blocks_per_die
+        let first_slc = self.config.total_blocks();
+        if block < first_slc {
+            block / self.config.blocks_per_die
+        } else {
+            (block - first_slc) / self.config.slc_blocks_per_die
+        }
+    }
+
+    /// Whether a block belongs to the SLC cache.
+    #[inline]
+    pub fn is_slc(&self, block: u32) -> bool {
+        block >= self.config.total_blocks()
     }
 
     #[inline]
@@ -277,7 +327,7 @@ impl Ftl {
     /// Marks a physical unit invalid (its data was overwritten, trimmed or relocated).
     fn invalidate(&mut self, physical: u32) {
         let block = self.block_of(physical);
-        let closed = self.state[block as usize] == BlockState::Closed;
+        let closed = self.state[block as usize] == BlockState::Closed && !self.is_slc(block);
         if closed {
             self.unlink(block);
         }
@@ -420,18 +470,34 @@ impl Ftl {
         self.write_to(logical, fingerprint, die)
     }
 
-    /// Writes logical unit `logical` to `die`.
+    /// Writes logical unit `logical` to `die`'s main pool.
     pub fn write_to(&mut self, logical: u32, fingerprint: u64, die: u32) -> Placement {
-        assert!(
-            logical < self.config.logical_units,
-            "logical unit {logical} beyond the device"
-        );
+        self.place(logical, fingerprint, die, false)
+    }
+
+    /// Whether `die`'s SLC cache can take another unit.
+    pub fn slc_has_room(&self, die: u32) -> bool {
+        let frontier = self.slc_frontier[die as usize];
+        (frontier != NIL && self.written[frontier as usize] < self.config.slc_units_per_block)
+            || !self.slc_free[die as usize].is_empty()
+    }
+
+    /// Writes logical unit `logical` into `die`'s SLC cache; the caller checks [`Ftl::slc_has_room`] first.
+    pub fn write_slc(&mut self, logical: u32, fingerprint: u64, die: u32) -> Placement {
+        assert!(self.slc_has_room(die), "die {die}: the SLC cache is full");
+        let placement = self.place(logical, fingerprint, die, true);
+        self.counters.slc_units_written += 1;
+        placement
+    }
+
+    fn place(&mut self, logical: u32, fingerprint: u64, die: u32, slc: bool) -> Placement {
+        assert!(logical < self.config.logical_units, "logical unit {logical} beyond the device");
         let old = self.l2p[logical as usize];
         if old != UNMAPPED {
             self.invalidate(old);
         }
         self.pending_gc = GcWork::default();
-        let physical = self.allocate(die);
+        let physical = if slc { self.allocate_slc(die) } else { self.allocate(die) };
         self.p2l[physical as usize] = logical;
         self.l2p[logical as usize] = physical;
         let block = self.block_of(physical);
@@ -441,11 +507,79 @@ impl Ftl {
         }
         self.counters.host_units_written += 1;
         self.counters.nand_units_written += 1;
-        Placement {
-            die,
-            physical_unit: physical,
-            gc: self.pending_gc,
+        Placement { die, physical_unit: physical, gc: self.pending_gc }
+    }
+
+    fn allocate_slc(&mut self, die: u32) -> u32 {
+        let mut block = self.slc_frontier[die as usize];
+        if block == NIL || self.written[block as usize] == self.config.slc_units_per_block {
+            if block != NIL {
+                self.state[block as usize] = BlockState::Closed;
+                self.slc_closed[die as usize].push_back(block);
+            }
+            block = self.slc_free[die as usize].pop().expect("checked by slc_has_room");
+            self.state[block as usize] = BlockState::Open;
+            self.slc_frontier[die as usize] = block;
         }
+        let offset = self.written[block as usize];
+        self.written[block as usize] += 1;
+        self.programmed_at[block as usize] = self.now;
+        block * self.config.units_per_block + offset
+    }
+
+    /// Units held in `die`'s SLC cache (valid or not) that a drain would process.
+    pub fn slc_used_blocks(&self, die: u32) -> u32 {
+        self.slc_closed[die as usize].len() as u32 + u32::from(self.slc_frontier[die as usize] != NIL)
+    }
+
+    /// Drains one SLC block of `die` into the main pool (oldest first; the open one last): its valid units are
+    /// rewritten in the main pool and the block is erased. Returns the work done, or None when the cache is
+    /// empty.
+    pub fn drain_slc(&mut self, die: u32) -> Option<GcWork> {
+        let block = match self.slc_closed[die as usize].pop_front() {
+            Some(block) => block,
+            None => {
+                let open = self.slc_frontier[die as usize];
+                if open == NIL {
+                    return None;
+                }
+                self.slc_frontier[die as usize] = NIL;
+                open
+            }
+        };
+        self.pending_gc = GcWork::default();
+        let np = self.config.units_per_block;
+        let mut moved = 0;
+        for offset in 0..self.written[block as usize] {
+            let physical = block * np + offset;
+            let logical = self.p2l[physical as usize];
+            if logical == UNMAPPED {
+                continue;
+            }
+            let target = self.allocate(die);
+            self.p2l[target as usize] = logical;
+            self.l2p[logical as usize] = target;
+            if self.config.fingerprints {
+                self.fingerprints[target as usize] = self.fingerprints[physical as usize];
+            }
+            let target_block = self.block_of(target);
+            self.valid[target_block as usize] += 1;
+            self.p2l[physical as usize] = UNMAPPED;
+            moved += 1;
+        }
+        assert_eq!(moved, self.valid[block as usize], "SLC block {block}: moved units must equal its valid count");
+        self.valid[block as usize] = 0;
+        self.written[block as usize] = 0;
+        self.erase_count[block as usize] += 1;
+        self.state[block as usize] = BlockState::Free;
+        self.slc_free[die as usize].push(block);
+        self.counters.nand_units_written += moved as u64;
+        self.counters.slc_drained_units += moved as u64;
+        self.counters.erases += 1;
+        let mut work = self.pending_gc;
+        work.relocated_units += moved;
+        work.erased_blocks += 1;
+        Some(work)
     }
 
     /// Unmaps a logical unit (TRIM). Returns whether it was mapped.
@@ -514,7 +648,7 @@ impl Ftl {
                 );
             }
         }
-        for block in 0..self.config.total_blocks() {
+        for block in 0..self.config.all_blocks() {
             let units = block * np..(block + 1) * np;
             let valid = units
                 .clone()
@@ -547,6 +681,10 @@ impl Ftl {
                     b = self.next[b as usize];
                 }
             }
+            let slc_total = self.slc_free[die as usize].len() as u32
+                + self.slc_closed[die as usize].len() as u32
+                + u32::from(self.slc_frontier[die as usize] != NIL);
+            assert_eq!(slc_total, self.config.slc_blocks_per_die, "die {die}: SLC blocks lost or double-counted");
             let open = u32::from(self.frontier[die as usize] != NIL);
             assert_eq!(
                 in_free + closed + open,
@@ -623,6 +761,8 @@ mod tests {
     #[derive(Debug, Clone)]
     enum Action {
         Write(u32),
+        WriteSlc(u32),
+        Drain(u32),
         Trim(u32),
         Read(u32),
     }
@@ -631,6 +771,8 @@ mod tests {
         prop::collection::vec(
             prop_oneof![
                 6 => (0u32..512).prop_map(Action::Write),
+                3 => (0u32..512).prop_map(Action::WriteSlc),
+                1 => (0u32..2).prop_map(Action::Drain),
                 1 => (0u32..512).prop_map(Action::Trim),
                 2 => (0u32..512).prop_map(Action::Read),
             ],
@@ -647,6 +789,8 @@ mod tests {
             let mut config = FtlConfig::with_op(512, op, 2, 8, 2);
             config.fingerprints = true;
             config.policy = if cost_benefit { GcPolicy::CostBenefit } else { GcPolicy::Greedy };
+            config.slc_blocks_per_die = 3;
+            config.slc_units_per_block = 3;
             let mut ftl = Ftl::new(config);
             let mut oracle: HashMap<u32, u64> = HashMap::new();
             for (version, action) in actions.iter().enumerate() {
@@ -655,6 +799,18 @@ mod tests {
                     Action::Write(l) => {
                         ftl.write(l, version as u64);
                         oracle.insert(l, version as u64);
+                    }
+                    Action::WriteSlc(l) => {
+                        let die = l % 2;
+                        if ftl.slc_has_room(die) {
+                            ftl.write_slc(l, version as u64, die);
+                        } else {
+                            ftl.write_to(l, version as u64, die);
+                        }
+                        oracle.insert(l, version as u64);
+                    }
+                    Action::Drain(die) => {
+                        ftl.drain_slc(die);
                     }
                     Action::Trim(l) => {
                         prop_assert_eq!(ftl.trim(l), oracle.remove(&l).is_some());
