@@ -491,13 +491,20 @@ impl Ftl {
     }
 
     fn place(&mut self, logical: u32, fingerprint: u64, die: u32, slc: bool) -> Placement {
-        assert!(logical < self.config.logical_units, "logical unit {logical} beyond the device");
+        assert!(
+            logical < self.config.logical_units,
+            "logical unit {logical} beyond the device"
+        );
         let old = self.l2p[logical as usize];
         if old != UNMAPPED {
             self.invalidate(old);
         }
         self.pending_gc = GcWork::default();
-        let physical = if slc { self.allocate_slc(die) } else { self.allocate(die) };
+        let physical = if slc {
+            self.allocate_slc(die)
+        } else {
+            self.allocate(die)
+        };
         self.p2l[physical as usize] = logical;
         self.l2p[logical as usize] = physical;
         let block = self.block_of(physical);
@@ -507,7 +514,11 @@ impl Ftl {
         }
         self.counters.host_units_written += 1;
         self.counters.nand_units_written += 1;
-        Placement { die, physical_unit: physical, gc: self.pending_gc }
+        Placement {
+            die,
+            physical_unit: physical,
+            gc: self.pending_gc,
+        }
     }
 
     fn allocate_slc(&mut self, die: u32) -> u32 {
@@ -517,7 +528,9 @@ impl Ftl {
                 self.state[block as usize] = BlockState::Closed;
                 self.slc_closed[die as usize].push_back(block);
             }
-            block = self.slc_free[die as usize].pop().expect("checked by slc_has_room");
+            block = self.slc_free[die as usize]
+                .pop()
+                .expect("checked by slc_has_room");
             self.state[block as usize] = BlockState::Open;
             self.slc_frontier[die as usize] = block;
         }
@@ -567,7 +580,10 @@ impl Ftl {
             self.p2l[physical as usize] = UNMAPPED;
             moved += 1;
         }
-        assert_eq!(moved, self.valid[block as usize], "SLC block {block}: moved units must equal its valid count");
+        assert_eq!(
+            moved, self.valid[block as usize],
+            "SLC block {block}: moved units must equal its valid count"
+        );
         self.valid[block as usize] = 0;
         self.written[block as usize] = 0;
         self.erase_count[block as usize] += 1;
@@ -684,7 +700,10 @@ impl Ftl {
             let slc_total = self.slc_free[die as usize].len() as u32
                 + self.slc_closed[die as usize].len() as u32
                 + u32::from(self.slc_frontier[die as usize] != NIL);
-            assert_eq!(slc_total, self.config.slc_blocks_per_die, "die {die}: SLC blocks lost or double-counted");
+            assert_eq!(
+                slc_total, self.config.slc_blocks_per_die,
+                "die {die}: SLC blocks lost or double-counted"
+            );
             let open = u32::from(self.frontier[die as usize] != NIL);
             assert_eq!(
                 in_free + closed + open,

@@ -7,4 +7,6 @@
 #![forbid(unsafe_code)]
 
 pub mod ftl;
+pub mod profile;
+pub mod spec;
 pub mod wa;

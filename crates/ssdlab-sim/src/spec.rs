@@ -1,0 +1,145 @@
+//! Parsing `sim:PROFILE[?key=value&...]` target parameters.
+
+use ssdlab_core::units::{MONTH_S, parse_duration_ns};
+
+use crate::ftl::GcPolicy;
+use crate::profile::{Profile, profile, profiles};
+
+/// A parsed `sim:` target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimSpec {
+    pub profile: Profile,
+    /// Capacity divisor (`scale=1/64` gives 64).
+    pub scale: u32,
+    /// Over-provisioning override as a fraction (`op=25` gives 0.25).
+    pub op: Option<f64>,
+    pub seed: u64,
+    pub policy: GcPolicy,
+    /// Fill this fraction of the LBAs sequentially when the device is created (`fill=100%`).
+    pub fill: f64,
+    /// Then let the device sit idle this long (`age=7mo`).
+    pub age_ns: u64,
+    /// Firmware refresh: rewrite blocks older than this when idle (`refresh=3mo`).
+    pub refresh_after_ns: Option<u64>,
+}
+
+/// Why a `sim:` target was not understood.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SpecError(pub String);
+
+const KEYS: &str =
+    "op=PCT, scale=1/N, seed=N, gc=greedy|cost-benefit, fill=PCT%, age=DURATION, refresh=DURATION";
+
+impl SimSpec {
+    pub fn parse(spec: &str) -> Result<Self, SpecError> {
+        let (name, query) = spec.split_once('?').unwrap_or((spec, ""));
+        let profile = profile(name).ok_or_else(|| {
+            let names: Vec<&str> = profiles().iter().map(|p| p.name).collect();
+            SpecError(format!(
+                "unknown profile '{name}': use one of {} (see ssdlab sim profiles)",
+                names.join(", ")
+            ))
+        })?;
+        let mut parsed = SimSpec {
+            profile,
+            scale: 1,
+            op: None,
+            seed: 1,
+            policy: GcPolicy::Greedy,
+            fill: 0.0,
+            age_ns: 0,
+            refresh_after_ns: None,
+        };
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| SpecError(format!("'{pair}' is not key=value; keys: {KEYS}")))?;
+            let bad = |what: &str| SpecError(format!("{key}={value}: {what}"));
+            match key {
+                "op" => {
+                    let pct: f64 = value
+                        .trim_end_matches('%')
+                        .parse()
+                        .map_err(|_| bad("write a percentage, e.g. op=25"))?;
+                    if !(pct > 0.0 && pct <= 400.0) {
+                        return Err(bad("over-provisioning must be above 0 and at most 400 percent"));
+                    }
+                    parsed.op = Some(pct / 100.0);
+                }
+                "scale" => {
+                    let n = value.strip_prefix("1/").unwrap_or(value);
+                    parsed.scale = n
+                        .parse()
+                        .ok()
+                        .filter(|&n| n >= 1)
+                        .ok_or_else(|| bad("write scale=1/N, e.g. scale=1/64"))?;
+                }
+                "seed" => parsed.seed = value.parse().map_err(|_| bad("write a whole number"))?,
+                "gc" => {
+                    parsed.policy = match value {
+                        "greedy" => GcPolicy::Greedy,
+                        "cost-benefit" => GcPolicy::CostBenefit,
+                        _ => return Err(bad("use greedy or cost-benefit")),
+                    }
+                }
+                "fill" => {
+                    let pct: f64 = value
+                        .trim_end_matches('%')
+                        .parse()
+                        .map_err(|_| bad("write a percentage, e.g. fill=100%"))?;
+                    if !(0.0..=100.0).contains(&pct) {
+                        return Err(bad("between 0% and 100%"));
+                    }
+                    parsed.fill = pct / 100.0;
+                }
+                "age" => parsed.age_ns = parse_duration_ns(value).map_err(|e| bad(&e.to_string()))?,
+                "refresh" => {
+                    parsed.refresh_after_ns = Some(parse_duration_ns(value).map_err(|e| bad(&e.to_string()))?)
+                }
+                _ => return Err(SpecError(format!("unknown key '{key}'; keys: {KEYS}"))),
+            }
+        }
+        Ok(parsed)
+    }
+
+    /// The data age in months that `age` gives.
+    pub fn age_months(&self) -> f64 {
+        self.age_ns as f64 / 1e9 / MONTH_S
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_key() {
+        let s = SimSpec::parse(
+            "840evo-250g?op=25&scale=1/64&seed=7&gc=cost-benefit&fill=100%&age=7mo&refresh=3mo",
+        )
+        .unwrap();
+        assert_eq!(s.profile.name, "840evo-250g");
+        assert_eq!(
+            (s.scale, s.op, s.seed, s.policy, s.fill),
+            (64, Some(0.25), 7, GcPolicy::CostBenefit, 1.0)
+        );
+        assert!((s.age_months() - 7.0).abs() < 1e-9);
+        assert!(s.refresh_after_ns.is_some());
+        assert_eq!(SimSpec::parse("840evo-1t").unwrap().scale, 1);
+    }
+
+    #[test]
+    fn errors_say_what_is_accepted() {
+        assert!(SimSpec::parse("850pro").unwrap_err().0.contains("840evo-250g"));
+        assert!(
+            SimSpec::parse("840evo-250g?size=1")
+                .unwrap_err()
+                .0
+                .contains("scale=1/N")
+        );
+        assert!(SimSpec::parse("840evo-250g?scale=0").is_err());
+        assert!(SimSpec::parse("840evo-250g?op=-5").is_err());
+        assert!(SimSpec::parse("840evo-250g?op").is_err());
+    }
+}
