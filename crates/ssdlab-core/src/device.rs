@@ -164,4 +164,9 @@ pub trait Device {
 
     /// Operations submitted and not yet reaped.
     fn in_flight(&self) -> usize;
+
+    /// NAND-level counters, cumulative since the device was opened, if the device knows them.
+    fn counters(&self) -> Option<crate::schema::DeviceCounters> {
+        None
+    }
 }

@@ -52,6 +52,42 @@ pub struct DirectionSummary {
     pub latency_ns: LatencyNs,
 }
 
+/// What a device knows about its own NAND, like SMART counters (the virtual SSD reports them; real devices may
+/// later through SMART). In a phase summary the byte counts cover that phase; erase counts are as of its end.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceCounters {
+    pub host_bytes_written: u64,
+    pub nand_bytes_written: u64,
+    /// NAND bytes written over host bytes written.
+    pub write_amplification: f64,
+    pub erase_count_min: u32,
+    pub erase_count_mean: f64,
+    pub erase_count_max: u32,
+    /// Host bytes absorbed by the SLC cache.
+    pub slc_hit_bytes: u64,
+    /// Bytes garbage collection copied.
+    pub gc_relocated_bytes: u64,
+    /// Bytes rewritten by the firmware's own refresh policy.
+    pub refreshed_bytes: u64,
+}
+
+impl DeviceCounters {
+    /// The counters accumulated between `earlier` and `self`.
+    pub fn since(&self, earlier: &DeviceCounters) -> DeviceCounters {
+        let host = self.host_bytes_written - earlier.host_bytes_written;
+        let nand = self.nand_bytes_written - earlier.nand_bytes_written;
+        DeviceCounters {
+            host_bytes_written: host,
+            nand_bytes_written: nand,
+            write_amplification: if host == 0 { 0.0 } else { nand as f64 / host as f64 },
+            slc_hit_bytes: self.slc_hit_bytes - earlier.slc_hit_bytes,
+            gc_relocated_bytes: self.gc_relocated_bytes - earlier.gc_relocated_bytes,
+            refreshed_bytes: self.refreshed_bytes - earlier.refreshed_bytes,
+            ..*self
+        }
+    }
+}
+
 /// The summary of a phase or a whole run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -75,6 +111,9 @@ pub struct Summary {
     pub io_errors: u64,
     /// Blocks whose content did not match the verify pattern.
     pub verify_errors: u64,
+    /// NAND-level counters over the phase, from devices that know them (the virtual SSD).
+    #[serde(flatten, default)]
+    pub device: Option<DeviceCounters>,
     /// The whole-phase latency histogram, for re-analysis.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub latency_histogram: Option<SparseHistogram>,

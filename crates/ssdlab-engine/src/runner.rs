@@ -147,6 +147,7 @@ pub fn run_phase<D: Device, O: Observer>(
     let mut completions: Vec<Completion> = Vec::with_capacity(2 * qd as usize);
 
     observer.started();
+    let counters_before = device.counters();
     let start_ns = device.now_ns();
     let deadline_ns = workload.stop.runtime_ns.map(|r| start_ns.saturating_add(r));
     let mut accounting = Accounting::new(start_ns);
@@ -302,6 +303,10 @@ pub fn run_phase<D: Device, O: Observer>(
 
     let end_ns = device.now_ns();
     let mut finished = accounting.finish(end_ns);
+    finished.summary.device = device
+        .counters()
+        .zip(counters_before)
+        .map(|(after, before)| after.since(&before));
     for sample in finished.samples.iter().skip(streamed) {
         observer.sample(sample);
     }

@@ -616,6 +616,12 @@ impl Ftl {
         (physical != UNMAPPED).then_some(physical)
     }
 
+    /// The logical unit stored at a physical unit, if it holds valid data.
+    pub fn reverse(&self, physical: u32) -> Option<u32> {
+        let logical = self.p2l[physical as usize];
+        (logical != UNMAPPED).then_some(logical)
+    }
+
     /// The fingerprint stored with a logical unit (None when unmapped or fingerprints are off).
     pub fn fingerprint(&self, logical: u32) -> Option<u64> {
         let physical = self.lookup(logical)?;

@@ -6,6 +6,7 @@
 //! seed give bit-identical results.
 #![forbid(unsafe_code)]
 
+pub mod device;
 pub mod ftl;
 pub mod profile;
 pub mod spec;

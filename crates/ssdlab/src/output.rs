@@ -224,6 +224,20 @@ pub fn print_summary(summary: &Summary, queue_depth: u32) {
         summary.qd_mean,
         queue_depth
     );
+    if let Some(d) = &summary.device {
+        eprintln!(
+            "NAND      host writes {}, NAND writes {}, write amplification {:.2}, SLC hits {}, GC copied {}, \
+             erase count min/mean/max {}/{:.1}/{}",
+            BinaryBytes(d.host_bytes_written),
+            BinaryBytes(d.nand_bytes_written),
+            d.write_amplification,
+            BinaryBytes(d.slc_hit_bytes),
+            BinaryBytes(d.gc_relocated_bytes),
+            d.erase_count_min,
+            d.erase_count_mean,
+            d.erase_count_max
+        );
+    }
     if summary.io_errors > 0 {
         eprintln!("I/O errors: {}", summary.io_errors);
     }

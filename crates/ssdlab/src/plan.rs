@@ -121,6 +121,12 @@ fn engine(arg: EngineArg) -> Engine {
     }
 }
 
+/// Builds the virtual SSD a `sim:` target names.
+pub fn open_sim(target: &str, spec: &str) -> Result<ssdlab_sim::device::SimDevice> {
+    let parsed = ssdlab_sim::spec::SimSpec::parse(spec).map_err(|e| anyhow!("--target {target}: {e}"))?;
+    ssdlab_sim::device::SimDevice::new(target, &parsed).map_err(|e| anyhow!("--target {target}: {e}"))
+}
+
 /// What a `file:` target looked like before ssdlab opened it (which may create or extend it).
 pub struct FileSnapshot {
     path: Option<std::path::PathBuf>,
@@ -129,6 +135,14 @@ pub struct FileSnapshot {
 }
 
 impl FileSnapshot {
+    /// For targets that are not files.
+    pub fn none() -> Self {
+        FileSnapshot {
+            path: None,
+            len: None,
+        }
+    }
+
     pub fn take(spec: &TargetSpec) -> Self {
         match spec {
             TargetSpec::File { path, .. } => FileSnapshot {

@@ -18,11 +18,12 @@ use crate::plan::{self, RunFlags};
 pub fn run(args: &RunArgs) -> Result<Outcome> {
     let flags = plan::run_flags(args)?;
     let spec = TargetSpec::parse(&args.target.target).map_err(|e| anyhow!("--target {e}"))?;
-    if let TargetSpec::Sim { .. } = spec {
-        bail!(
-            "--target {}: the virtual SSD (sim:) is not available in this build yet",
-            args.target.target
-        );
+    if let TargetSpec::Sim { spec } = &spec {
+        if args.verify {
+            bail!("--verify: the virtual SSD stores no data, so there is nothing to verify; drop --verify");
+        }
+        let device = plan::open_sim(&args.target.target, spec)?;
+        return run_on(device, args, &flags, plan::FileSnapshot::none());
     }
     if let Some(dir) = &args.out
         && dir.exists()

@@ -1,0 +1,581 @@
+//! The virtual SSD as a [`Device`]: the FTL plus a timing model, in virtual time.
+//!
+//! Timing is computed by reservation when an operation is submitted: the controller, the host link, each NAND
+//! channel and each die is a resource with a "free at" time, and an operation's completion time follows from
+//! the resources it needs. Writes are acknowledged once their data sits in the DRAM write buffer; the buffer
+//! drains into NAND programs (SLC while the TurboWrite cache has room, else native mode), and when it is full a
+//! write waits for a program to finish. Garbage collection runs in the foreground on the die that needs a free
+//! block, so it delays that die's programs and, through the buffer, the host. Reads cost a page read per die
+//! page touched (longer for old data: read retries), a channel transfer and the link transfer.
+//!
+//! Completions wait in a queue ordered by time; reaping advances the clock to the next completion. Time passes
+//! with nothing in flight only through [`Device::wait_until`], and that idle time drains the SLC cache and runs
+//! the firmware refresh, as a drive does when the host is quiet.
+//!
+//! The device stores no data: reads return zeroes. It never reads the wall clock.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use ssdlab_core::device::{
+    ClockKind, Completion, Device, DeviceError, DeviceInfo, DeviceResult, Io, Op, TargetKind,
+};
+use ssdlab_core::schema::DeviceCounters;
+use ssdlab_core::units::MONTH_S;
+
+use crate::ftl::{Ftl, FtlConfig, GcWork};
+use crate::profile::{Geometry, Profile, UNIT_BYTES};
+use crate::spec::SimSpec;
+
+/// A pending completion: when, and for which slot.
+type Due = Reverse<(u64, u32)>;
+
+pub struct SimDevice {
+    info: DeviceInfo,
+    profile: Profile,
+    geometry: Geometry,
+    ftl: Ftl,
+    now_ns: u64,
+    controller_free_ns: u64,
+    link_free_ns: u64,
+    channel_free_ns: Vec<u64>,
+    die_free_ns: Vec<u64>,
+    /// Units waiting on each die to fill a program, per pool (0 native, 1 SLC), and when the last arrived.
+    pending_units: Vec<[u32; 2]>,
+    pending_ready_ns: Vec<[u64; 2]>,
+    /// Programs in flight: (completion time, units) — the write buffer's contents on their way to NAND.
+    programs: BinaryHeap<Reverse<(u64, u32)>>,
+    buffered_units: u32,
+    buffer_capacity_units: u32,
+    next_die: u32,
+    refresh_after_ns: Option<u64>,
+    last_refresh_scan_ns: u64,
+    host_bytes_read: u64,
+    refreshed_units: u64,
+    /// Slot buffers (contents are not stored on the device) and the slot table.
+    buffers: Vec<Vec<u8>>,
+    slots: Vec<Option<Completion>>,
+    due: BinaryHeap<Due>,
+    in_flight: usize,
+}
+
+const NATIVE: usize = 0;
+const SLC: usize = 1;
+
+/// How long the host must be quiet before background work (SLC drain, refresh) starts.
+pub const IDLE_DELAY_NS: u64 = 50_000_000;
+
+impl SimDevice {
+    /// Builds the device a `sim:` target describes; `target` is the string the user wrote.
+    pub fn new(target: &str, spec: &SimSpec) -> Result<Self, DeviceError> {
+        let profile = spec.profile.clone();
+        let geometry = profile.geometry(spec.scale, spec.op);
+        let config = FtlConfig {
+            logical_units: geometry.logical_units,
+            dies: geometry.dies,
+            blocks_per_die: geometry.data_blocks_per_die + geometry.reserve_blocks_per_die + 1,
+            reserve_blocks_per_die: geometry.reserve_blocks_per_die,
+            units_per_block: geometry.units_per_block,
+            policy: spec.policy,
+            fingerprints: false,
+            slc_blocks_per_die: geometry.slc_blocks_per_die,
+            slc_units_per_block: geometry.slc_units_per_block,
+        };
+        config
+            .validate()
+            .map_err(|e| DeviceError::Invalid(format!("{target}: {e}")))?;
+        let units_per_program = (profile.program_bytes as u64 / UNIT_BYTES) as u32;
+        let capacity_bytes = geometry.logical_units as u64 * UNIT_BYTES;
+        let info = DeviceInfo {
+            target: target.to_string(),
+            kind: TargetKind::Sim,
+            model: format!(
+                "virtual {} ({}), scale 1/{}, OP {:.1}% (spare factor {:.1}%)",
+                profile.name,
+                profile.description,
+                spec.scale,
+                100.0 * geometry.op(),
+                100.0 * geometry.spare_factor()
+            ),
+            capacity_bytes,
+            logical_block_bytes: 512,
+            physical_block_bytes: UNIT_BYTES as u32,
+            memory_align_bytes: 512,
+            max_transfer_bytes: 32 << 20,
+            discard_supported: true,
+            discard_max_bytes: capacity_bytes,
+            rotational: false,
+            clock: ClockKind::Virtual,
+            backend: "simulator (virtual time)".into(),
+            direct_io: true,
+            notes: vec!["the virtual drive stores no data: reads return zeroes".into()],
+        };
+        let dies = geometry.dies as usize;
+        let mut device = SimDevice {
+            info,
+            buffer_capacity_units: profile
+                .write_buffer_units
+                .max(4 * geometry.dies * units_per_program),
+            profile,
+            geometry,
+            ftl: Ftl::new(config),
+            now_ns: 0,
+            controller_free_ns: 0,
+            link_free_ns: 0,
+            channel_free_ns: vec![0; spec.profile.channels as usize],
+            die_free_ns: vec![0; dies],
+            pending_units: vec![[0; 2]; dies],
+            pending_ready_ns: vec![[0; 2]; dies],
+            programs: BinaryHeap::new(),
+            buffered_units: 0,
+            next_die: 0,
+            refresh_after_ns: spec.refresh_after_ns,
+            last_refresh_scan_ns: 0,
+            host_bytes_read: 0,
+            refreshed_units: 0,
+            buffers: Vec::new(),
+            slots: Vec::new(),
+            due: BinaryHeap::new(),
+            in_flight: 0,
+        };
+        if spec.fill > 0.0 {
+            device.prefill(spec.fill);
+        }
+        if spec.age_ns > 0 {
+            let until = device.now_ns + spec.age_ns;
+            device.wait_until(until);
+        }
+        Ok(device)
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// SMART-like counters, cumulative.
+    pub fn device_counters(&self) -> DeviceCounters {
+        let c = self.ftl.counters();
+        let (min, mean, max) = self.ftl.erase_counts();
+        DeviceCounters {
+            host_bytes_written: c.host_units_written * UNIT_BYTES,
+            nand_bytes_written: c.nand_units_written * UNIT_BYTES,
+            write_amplification: c.write_amplification(),
+            erase_count_min: min,
+            erase_count_mean: mean,
+            erase_count_max: max,
+            slc_hit_bytes: c.slc_units_written * UNIT_BYTES,
+            gc_relocated_bytes: c.relocated_units * UNIT_BYTES,
+            refreshed_bytes: self.refreshed_units * UNIT_BYTES,
+        }
+    }
+
+    /// Host bytes read so far.
+    pub fn host_bytes_read(&self) -> u64 {
+        self.host_bytes_read
+    }
+
+    /// Writes the first `fraction` of the logical units sequentially, instantly (a factory-filled drive),
+    /// straight into the native pool, as of the current time.
+    pub fn prefill(&mut self, fraction: f64) {
+        let units = (self.geometry.logical_units as f64 * fraction) as u32;
+        self.ftl.set_time(self.now_ns);
+        for logical in 0..units {
+            let die = self.next_die();
+            self.ftl.write_to(logical, 0, die);
+        }
+    }
+
+    /// Lets the drive sit powered and idle for `ns` (the API behind `?age=`): background work runs, then the
+    /// clock moves on.
+    pub fn age(&mut self, ns: u64) {
+        let until = self.now_ns + ns;
+        self.wait_until(until);
+    }
+
+    fn next_die(&mut self) -> u32 {
+        let die = self.next_die;
+        self.next_die = (self.next_die + 1) % self.geometry.dies;
+        die
+    }
+
+    fn channel_of(&self, die: u32) -> usize {
+        die as usize % self.channel_free_ns.len()
+    }
+
+    fn transfer_ns(bytes: u64, bytes_per_s: f64) -> u64 {
+        (bytes as f64 / bytes_per_s * 1e9) as u64
+    }
+
+    /// Mapping units one program (or page read) covers: a page on every plane, in either mode.
+    fn units_per_program(&self) -> u32 {
+        (self.profile.program_bytes as u64 / UNIT_BYTES).max(1) as u32
+    }
+
+    /// Charges garbage collection (or an SLC drain) to a die: page reads of the moved units in `from_slc` mode,
+    /// native programs and erases. Data moves inside the die (copyback), so no channel time.
+    fn charge_moves(&mut self, die: u32, work: GcWork, from_slc: bool, at_ns: u64) {
+        if work.relocated_units == 0 && work.erased_blocks == 0 {
+            return;
+        }
+        let per_program = self.units_per_program() as u64;
+        let reads = (work.relocated_units as u64).div_ceil(per_program);
+        let read_ns = if from_slc {
+            self.profile.slc.read_ns
+        } else {
+            self.profile.native.read_ns
+        };
+        let programs = (work.relocated_units as u64).div_ceil(per_program);
+        let busy = reads * read_ns
+            + programs * self.profile.native.program_ns
+            + work.erased_blocks as u64 * self.profile.native.erase_ns;
+        let start = self.die_free_ns[die as usize].max(at_ns);
+        self.die_free_ns[die as usize] = start + busy;
+    }
+
+    /// Schedules the pending units of a die's pool as one program.
+    fn program(&mut self, die: u32, pool: usize) {
+        let units = self.pending_units[die as usize][pool];
+        if units == 0 {
+            return;
+        }
+        let ready = self.pending_ready_ns[die as usize][pool];
+        let channel = self.channel_of(die);
+        let bytes = units as u64 * UNIT_BYTES;
+        let transfer_start = self.channel_free_ns[channel].max(ready);
+        self.channel_free_ns[channel] =
+            transfer_start + Self::transfer_ns(bytes, self.profile.channel_bytes_per_s);
+        let program_ns = if pool == SLC {
+            self.profile.slc.program_ns
+        } else {
+            self.profile.native.program_ns
+        };
+        let start = self.die_free_ns[die as usize].max(self.channel_free_ns[channel]);
+        let done = start + program_ns;
+        self.die_free_ns[die as usize] = done;
+        self.programs.push(Reverse((done, units)));
+        self.pending_units[die as usize][pool] = 0;
+    }
+
+    /// Frees buffer space whose programs have finished by `t_ns`.
+    fn retire_programs(&mut self, t_ns: u64) {
+        while let Some(&Reverse((done, units))) = self.programs.peek() {
+            if done > t_ns {
+                break;
+            }
+            self.programs.pop();
+            self.buffered_units -= units;
+        }
+    }
+
+    /// Logical unit range touched by a byte range (a partial unit counts as a whole one).
+    fn unit_range(&self, offset: u64, len: u64) -> std::ops::Range<u32> {
+        let first = (offset / UNIT_BYTES) as u32;
+        let end = (offset + len).div_ceil(UNIT_BYTES) as u32;
+        first..end.min(self.geometry.logical_units)
+    }
+
+    fn write(&mut self, t_ns: u64, offset: u64, len: u64) -> u64 {
+        let start = self.controller_free_ns.max(t_ns);
+        self.controller_free_ns = start + self.profile.controller_write_ns;
+        let link_start = self.link_free_ns.max(start);
+        self.link_free_ns = link_start + Self::transfer_ns(len, self.profile.link_bytes_per_s);
+        let data_in = self.link_free_ns;
+        let mut ack = data_in + self.profile.write_latency_ns;
+        self.ftl.set_time(data_in);
+        self.retire_programs(data_in);
+        let partial = offset % UNIT_BYTES != 0 || len % UNIT_BYTES != 0;
+        for logical in self.unit_range(offset, len) {
+            if partial && self.ftl.lookup(logical).is_some() {
+                // A partial unit is read, merged and rewritten.
+                let (die, _, _) = self.ftl.locate(self.ftl.lookup(logical).expect("checked"));
+                let read_start = self.die_free_ns[die as usize].max(data_in);
+                self.die_free_ns[die as usize] = read_start + self.profile.native.read_ns;
+            }
+            let die = self.next_die();
+            let (placement, pool) = if self.ftl.slc_has_room(die) {
+                (self.ftl.write_slc(logical, 0, die), SLC)
+            } else {
+                (self.ftl.write_to(logical, 0, die), NATIVE)
+            };
+            self.charge_moves(die, placement.gc, false, data_in);
+            let d = die as usize;
+            self.pending_units[d][pool] += 1;
+            self.pending_ready_ns[d][pool] = data_in;
+            self.buffered_units += 1;
+            if self.pending_units[d][pool] == self.units_per_program() {
+                self.program(die, pool);
+            }
+            // A full buffer holds the acknowledgement until programs make room.
+            while self.buffered_units > self.buffer_capacity_units {
+                if self.programs.is_empty() {
+                    for die in 0..self.geometry.dies {
+                        self.program(die, NATIVE);
+                        self.program(die, SLC);
+                    }
+                }
+                let Reverse((done, units)) = self.programs.pop().expect("programs were just scheduled");
+                self.buffered_units -= units;
+                ack = ack.max(done);
+            }
+        }
+        ack
+    }
+
+    fn read(&mut self, t_ns: u64, offset: u64, len: u64) -> u64 {
+        let start = self.controller_free_ns.max(t_ns);
+        self.controller_free_ns = start + self.profile.controller_read_ns;
+        let mut ready = start;
+        let units_per_page = self.units_per_program();
+        let mut last_page = (u32::MAX, u32::MAX);
+        for logical in self.unit_range(offset, len) {
+            let Some(physical) = self.ftl.lookup(logical) else {
+                continue; // unmapped: the controller answers zeroes without touching NAND
+            };
+            let (die, block, programmed_ns) = self.ftl.locate(physical);
+            let page = physical / units_per_page;
+            let channel = self.channel_of(die);
+            if (die, page) != last_page {
+                last_page = (die, page);
+                let slc = self.ftl.is_slc(block);
+                let base_ns = if slc {
+                    self.profile.slc.read_ns
+                } else {
+                    self.profile.native.read_ns
+                };
+                let age_months = start.saturating_sub(programmed_ns) as f64 / 1e9 / MONTH_S;
+                let cost = if slc {
+                    1.0
+                } else {
+                    self.profile.read_cost_multiplier(age_months)
+                };
+                let read_start = self.die_free_ns[die as usize].max(start);
+                self.die_free_ns[die as usize] = read_start + (base_ns as f64 * cost) as u64;
+            }
+            let transfer_start = self.channel_free_ns[channel].max(self.die_free_ns[die as usize]);
+            self.channel_free_ns[channel] =
+                transfer_start + Self::transfer_ns(UNIT_BYTES, self.profile.channel_bytes_per_s);
+            ready = ready.max(self.channel_free_ns[channel]);
+        }
+        let link_start = self.link_free_ns.max(ready);
+        self.link_free_ns = link_start + Self::transfer_ns(len, self.profile.link_bytes_per_s);
+        self.host_bytes_read += len;
+        self.link_free_ns
+    }
+
+    fn discard(&mut self, t_ns: u64, offset: u64, len: u64) -> u64 {
+        let start = self.controller_free_ns.max(t_ns);
+        // Unmapping is a table update: about a microsecond plus a little per unit.
+        let units = self.unit_range(offset, len);
+        let count = units.len() as u64;
+        // Only whole units are unmapped; partial units at the edges keep their data.
+        let first_whole = offset.div_ceil(UNIT_BYTES) as u32;
+        let end_whole = ((offset + len) / UNIT_BYTES) as u32;
+        for logical in first_whole..end_whole.min(self.geometry.logical_units) {
+            self.ftl.trim(logical);
+        }
+        self.controller_free_ns = start + 1_000 + count * 2;
+        self.controller_free_ns
+    }
+
+    fn flush(&mut self, t_ns: u64) -> u64 {
+        for die in 0..self.geometry.dies {
+            self.program(die, NATIVE);
+            self.program(die, SLC);
+        }
+        let last_program = self
+            .programs
+            .iter()
+            .map(|Reverse((done, _))| *done)
+            .max()
+            .unwrap_or(0);
+        t_ns.max(last_program)
+    }
+
+    /// Background work while the host is idle from `from_ns` to `until_ns`: drain the SLC cache, then
+    /// refresh old data if the firmware policy is on. Like a drive's firmware, it waits for the host to have
+    /// been quiet for [`IDLE_DELAY_NS`] first, and only starts work on a die that is free before `until_ns`.
+    fn idle_work(&mut self, idle_since_ns: u64, until_ns: u64) {
+        for die in 0..self.geometry.dies {
+            self.program(die, NATIVE);
+            self.program(die, SLC);
+        }
+        let from_ns = idle_since_ns + IDLE_DELAY_NS;
+        if from_ns >= until_ns {
+            return;
+        }
+        for die in 0..self.geometry.dies {
+            while self.die_free_ns[die as usize].max(from_ns) < until_ns {
+                let at = self.die_free_ns[die as usize].max(from_ns);
+                self.ftl.set_time(at);
+                let Some(work) = self.ftl.drain_slc(die) else {
+                    break;
+                };
+                self.charge_moves(die, work, true, at);
+            }
+        }
+        if let Some(refresh_after) = self.refresh_after_ns
+            && until_ns - self.last_refresh_scan_ns.min(until_ns) >= 1_000_000_000
+        {
+            // A scan of the block table at most once per second of idle time.
+            self.last_refresh_scan_ns = until_ns;
+            self.refresh_old_blocks(from_ns, until_ns, refresh_after);
+        }
+    }
+
+    /// The firmware refresh: rewrites native blocks whose data is older than `older_than_ns`, while idle.
+    fn refresh_old_blocks(&mut self, from_ns: u64, until_ns: u64, older_than_ns: u64) {
+        let units_per_block = self.geometry.units_per_block;
+        for die in 0..self.geometry.dies {
+            let blocks = self.ftl.config().blocks_per_die;
+            for i in 0..blocks {
+                let at = self.die_free_ns[die as usize].max(from_ns);
+                if at >= until_ns {
+                    break;
+                }
+                let block = die * blocks + i;
+                let first = block * units_per_block;
+                let (_, _, programmed) = self.ftl.locate(first);
+                if at.saturating_sub(programmed) < older_than_ns {
+                    continue;
+                }
+                // Rewrite every logical unit still mapped into this block.
+                let logicals: Vec<u32> = (first..first + units_per_block)
+                    .filter_map(|p| self.ftl.reverse(p))
+                    .collect();
+                if logicals.is_empty() {
+                    continue;
+                }
+                self.ftl.set_time(at);
+                let mut work = GcWork::default();
+                for logical in &logicals {
+                    let placement = self.ftl.write_to(*logical, 0, die);
+                    work.relocated_units += 1 + placement.gc.relocated_units;
+                    work.erased_blocks += placement.gc.erased_blocks;
+                }
+                self.refreshed_units += logicals.len() as u64;
+                self.charge_moves(die, work, false, at);
+            }
+        }
+    }
+}
+
+impl Device for SimDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn prepare(&mut self, slots: u32, buffer_bytes: usize) -> DeviceResult<()> {
+        assert_eq!(self.in_flight, 0, "prepare with operations in flight");
+        self.buffers = vec![vec![0; buffer_bytes]; slots as usize];
+        self.slots = vec![None; slots as usize];
+        Ok(())
+    }
+
+    fn buffer(&self, slot: u32) -> &[u8] {
+        &self.buffers[slot as usize]
+    }
+
+    fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
+        &mut self.buffers[slot as usize]
+    }
+
+    fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize> {
+        for io in ios {
+            let slot = io.slot as usize;
+            if slot >= self.slots.len() || self.slots[slot].is_some() {
+                return Err(DeviceError::Invalid(format!("slot {} is not free", io.slot)));
+            }
+            if io.offset + io.len > self.info.capacity_bytes {
+                return Err(DeviceError::Invalid(format!(
+                    "I/O at {} + {} beyond the device",
+                    io.offset, io.len
+                )));
+            }
+            let t = self.now_ns;
+            let (completed_ns, result) = match io.op {
+                Op::Write => (self.write(t, io.offset, io.len), io.len as i64),
+                Op::Read => {
+                    self.buffers[slot][..io.len as usize].fill(0);
+                    (self.read(t, io.offset, io.len), io.len as i64)
+                }
+                Op::Discard => (self.discard(t, io.offset, io.len), io.len as i64),
+                Op::Flush => (self.flush(t), 0),
+            };
+            self.slots[slot] = Some(Completion {
+                slot: io.slot,
+                tag: io.tag,
+                op: io.op,
+                result,
+                submitted_ns: t,
+                completed_ns,
+            });
+            self.due.push(Reverse((completed_ns, io.slot)));
+            self.in_flight += 1;
+        }
+        Ok(ios.len())
+    }
+
+    fn reap(
+        &mut self,
+        min: usize,
+        deadline_ns: Option<u64>,
+        out: &mut Vec<Completion>,
+    ) -> DeviceResult<usize> {
+        let mut got = 0;
+        loop {
+            while let Some(&Reverse((at, slot))) = self.due.peek() {
+                if at > self.now_ns {
+                    break;
+                }
+                self.due.pop();
+                out.push(
+                    self.slots[slot as usize]
+                        .take()
+                        .expect("a due slot holds its completion"),
+                );
+                self.in_flight -= 1;
+                got += 1;
+            }
+            let Some(&Reverse((next, _))) = self.due.peek() else {
+                return Ok(got);
+            };
+            if got >= min {
+                return Ok(got);
+            }
+            if let Some(deadline) = deadline_ns
+                && deadline < next
+            {
+                self.now_ns = self.now_ns.max(deadline);
+                return Ok(got);
+            }
+            // The host waits for the device: time jumps to the next completion.
+            self.now_ns = next;
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+
+    fn wait_until(&mut self, t_ns: u64) {
+        if t_ns <= self.now_ns {
+            return;
+        }
+        if self.in_flight == 0 {
+            self.idle_work(self.now_ns, t_ns);
+        }
+        self.now_ns = t_ns;
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    fn counters(&self) -> Option<DeviceCounters> {
+        Some(self.device_counters())
+    }
+}
