@@ -27,9 +27,22 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum SimCommand {
+    /// List the built-in drive profiles.
+    Profiles,
+    /// Show a profile's geometry, timings, over-provisioning and memory at a scale.
+    Info(SimInfoArgs),
     /// Measure greedy-GC write amplification under uniform random 4 KiB overwrites after a full fill, next to
     /// the closed-form model (Desnoyers).
     Wa(SimWaArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SimInfoArgs {
+    /// A profile name, optionally with parameters: 840evo-250g?scale=1/64&op=25.
+    pub profile: String,
+    /// Print the description as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -818,3 +818,172 @@ fn a_block_size_that_is_not_a_multiple_of_the_logical_block_is_refused() {
         stderr(&out)
     );
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// The virtual SSD
+
+/// Per-second IOPS and the summary of a `--json` run.
+fn iops_series(out: &Output) -> (Vec<f64>, Value) {
+    let events = json_lines(out);
+    let iops = events
+        .iter()
+        .filter(|e| e["type"] == "sample")
+        .map(|e| e["data"]["sample"]["iops"].as_f64().unwrap())
+        .collect();
+    (iops, summary(&events).clone())
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+#[test]
+fn sim_runs_are_bit_identical_for_the_same_seed() {
+    let args = [
+        "run",
+        "--target",
+        "sim:840evo-250g?scale=1/256&fill=100%",
+        "--rw",
+        "randrw",
+        "--norandommap",
+        "--runtime",
+        "30s",
+        "--seed",
+        "9",
+        "--json",
+    ];
+    let strip = |out: &Output| -> Vec<Value> {
+        json_lines(out)
+            .into_iter()
+            .filter(|e| e["type"] == "sample" || e["type"] == "summary")
+            .map(|mut e| {
+                // CPU time is the host's, not the simulation's.
+                if let Some(s) = e["data"]["summary"].as_object_mut() {
+                    s.remove("cpu_user_s");
+                    s.remove("cpu_sys_s");
+                }
+                e
+            })
+            .collect()
+    };
+    let (a, b) = (run(&args), run(&args));
+    expect_code(&a, 0);
+    assert_eq!(
+        strip(&a),
+        strip(&b),
+        "same profile, workload and seed must give identical results"
+    );
+    let mut other = args.to_vec();
+    other[9] = "10";
+    assert_ne!(strip(&a), strip(&run(&other)), "another seed gives another run");
+}
+
+#[test]
+fn sim_consistency_shape_matches_the_840_evo() {
+    // Purged and filled, then 4 KiB random writes at QD32 (uniform, like IOmeter) for 2000 virtual seconds.
+    let target = "sim:840evo-250g?scale=1/64&fill=100%";
+    let out = run(&[
+        "run",
+        "--target",
+        target,
+        "--rw",
+        "randwrite",
+        "--norandommap",
+        "--runtime",
+        "2000s",
+        "--json",
+    ]);
+    expect_code(&out, 0);
+    let (iops, s) = iops_series(&out);
+    assert_eq!(iops.len(), 2000);
+    // An initial plateau near the datasheet's 66K IOPS...
+    assert!(iops[0] > 0.8 * 66_000.0, "plateau {}", iops[0]);
+    // ...a cliff after roughly the spare area's worth of writes (6.9% OP of 3.64 GiB, about 0.25 GiB)...
+    let cliff = iops
+        .iter()
+        .position(|&v| v < 0.5 * iops[0])
+        .expect("a write cliff");
+    let written_gib = iops[..cliff].iter().sum::<f64>() * 4096.0 / (1u64 << 30) as f64;
+    assert!(
+        (0.05..1.0).contains(&written_gib),
+        "cliff after {written_gib:.2} GiB"
+    );
+    // ...and a steady state in the low thousands.
+    let steady = mean(&iops[1600..]);
+    assert!(
+        (1500.0..9000.0).contains(&steady),
+        "steady state {steady:.0} IOPS"
+    );
+    assert!(s["write_amplification"].as_f64().unwrap() > 3.0, "{s}");
+
+    // More spare area raises steady state several-fold.
+    let out = run(&[
+        "run",
+        "--target",
+        "sim:840evo-250g?scale=1/64&fill=100%&op=25",
+        "--rw",
+        "randwrite",
+        "--norandommap",
+        "--runtime",
+        "2000s",
+        "--json",
+    ]);
+    let (iops25, _) = iops_series(&out);
+    let steady25 = mean(&iops25[1600..]);
+    assert!(
+        steady25 > 2.5 * steady,
+        "25% OP: {steady25:.0} vs {steady:.0} IOPS"
+    );
+}
+
+#[test]
+fn sim_wa_mode_matches_the_model() {
+    let out = run(&[
+        "sim",
+        "wa",
+        "--op",
+        "25",
+        "--pages-per-block",
+        "64",
+        "--logical-units",
+        "65536",
+        "--json",
+    ]);
+    expect_code(&out, 0);
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (measured, model) = (
+        r["write_amplification"].as_f64().unwrap(),
+        r["model_write_amplification"].as_f64().unwrap(),
+    );
+    assert!((measured / model - 1.0).abs() < 0.03, "{measured} vs {model}");
+}
+
+#[test]
+fn sim_targets_are_validated() {
+    for (target, says) in [
+        ("sim:850pro", "840evo-250g"),
+        ("sim:840evo-250g?scale=0", "scale"),
+        ("sim:840evo-250g?colour=red", "unknown key"),
+    ] {
+        let out = run(&["run", "--target", target]);
+        expect_usage_error(&out, says);
+        assert!(stderr(&out).contains("--target"));
+    }
+    let out = run(&[
+        "run",
+        "--target",
+        "sim:840evo-120g?scale=1/64",
+        "--rw",
+        "write",
+        "--verify",
+    ]);
+    expect_usage_error(&out, "--verify");
+    expect_code(&run(&["sim", "info", "enterprise-mlc-400g?scale=1/16"]), 0);
+    assert!(
+        String::from_utf8(run(&["sim", "profiles"]).stdout)
+            .unwrap()
+            .lines()
+            .count()
+            >= 7
+    );
+}

@@ -1,16 +1,127 @@
 //! `ssdlab sim`: the virtual SSD's own commands.
 
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow, bail};
+use ssdlab_core::units::BinaryBytes;
 use ssdlab_sim::ftl::GcPolicy;
+use ssdlab_sim::profile::{UNIT_BYTES, profiles};
+use ssdlab_sim::spec::SimSpec;
 use ssdlab_sim::wa::{self, WaRun};
 
 use super::Outcome;
-use crate::cli::{GcPolicyArg, SimCommand, SimWaArgs};
+use crate::cli::{GcPolicyArg, SimCommand, SimInfoArgs, SimWaArgs};
 
 pub fn run(command: &SimCommand) -> Result<Outcome> {
     match command {
+        SimCommand::Profiles => list_profiles(),
+        SimCommand::Info(args) => info(args),
         SimCommand::Wa(args) => write_amplification(args),
     }
+}
+
+fn list_profiles() -> Result<Outcome> {
+    // The list is the command's output, so it goes to stdout.
+    for p in profiles() {
+        println!(
+            "{:<20} {:>5} GB user / {:>4} GiB raw, {:>2} dies, SLC cache {:>2} GB  {}",
+            p.name,
+            p.user_bytes / 1_000_000_000,
+            p.raw_nand_bytes >> 30,
+            p.dies,
+            p.slc_cache_bytes / 1_000_000_000,
+            p.description
+        );
+    }
+    Ok(Outcome::Passed)
+}
+
+fn info(args: &SimInfoArgs) -> Result<Outcome> {
+    let spec = SimSpec::parse(&args.profile).map_err(|e| anyhow!("PROFILE {}: {e}", args.profile))?;
+    let p = &spec.profile;
+    let g = p.geometry(spec.scale, spec.op);
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let us = |ns: u64| ns as f64 / 1e3;
+    let lines = [
+        format!("profile          {} — {}", p.name, p.description),
+        format!("scale            1/{}", spec.scale),
+        format!(
+            "capacity         {} logical ({} x 4 KiB units); raw NAND {} at full scale",
+            BinaryBytes(g.logical_units as u64 * UNIT_BYTES),
+            g.logical_units,
+            BinaryBytes(p.raw_nand_bytes)
+        ),
+        format!(
+            "over-provision   OP {:.2}% = (physical - logical) / logical; spare factor {:.2}% = (physical - logical) / physical",
+            100.0 * g.op(),
+            100.0 * g.spare_factor()
+        ),
+        "                 physical counts data-holding blocks only; GC reserve, open frontier and SLC cache are extra".into(),
+        format!(
+            "geometry         {} dies on {} channels; per die {} data + {} reserve + 1 frontier blocks of {} units ({}), {} SLC blocks of {} units",
+            g.dies,
+            p.channels,
+            g.data_blocks_per_die,
+            g.reserve_blocks_per_die,
+            g.units_per_block,
+            BinaryBytes(g.units_per_block as u64 * UNIT_BYTES),
+            g.slc_blocks_per_die,
+            g.slc_units_per_block
+        ),
+        format!(
+            "NAND {:?}         tR {:.0} us, tPROG {:.2} ms, tBERS {:.1} ms per {} page (all planes)",
+            p.cell,
+            us(p.native.read_ns),
+            ms(p.native.program_ns),
+            ms(p.native.erase_ns),
+            BinaryBytes(p.program_bytes as u64)
+        ),
+        format!(
+            "NAND SLC mode    tR {:.0} us, tPROG {:.2} ms, tBERS {:.1} ms; SLC cache {} at full scale",
+            us(p.slc.read_ns),
+            ms(p.slc.program_ns),
+            ms(p.slc.erase_ns),
+            BinaryBytes(p.slc_cache_bytes)
+        ),
+        format!(
+            "interfaces       channel {:.0} MB/s, host link {:.0} MB/s, controller {:.0}K read / {:.0}K write commands per s, DRAM write buffer {}",
+            p.channel_bytes_per_s / 1e6,
+            p.link_bytes_per_s / 1e6,
+            1e6 / p.controller_read_ns as f64,
+            1e6 / p.controller_write_ns as f64,
+            BinaryBytes(p.write_buffer_units as u64 * UNIT_BYTES)
+        ),
+        format!(
+            "datasheet        4K QD32 random read {}K / write {}K IOPS, sequential read {:.0} / write {:.0} MB/s",
+            p.spec_random_read_iops / 1000,
+            p.spec_random_write_iops / 1000,
+            p.spec_seq_read_bytes_per_s / 1e6,
+            p.spec_seq_write_bytes_per_s / 1e6
+        ),
+        format!(
+            "retention        page-read cost x{:.1} at 1 month, x{:.1} at 3, x{:.1} at 7 (bulk-read slowdown {:.2} / {:.2} / {:.2})",
+            p.read_cost_multiplier(1.0),
+            p.read_cost_multiplier(3.0),
+            p.read_cost_multiplier(7.0),
+            p.retention.slowdown(1.0),
+            p.retention.slowdown(3.0),
+            p.retention.slowdown(7.0)
+        ),
+        format!("memory           about {} for the maps", BinaryBytes(g.map_bytes())),
+    ];
+    for line in &lines {
+        eprintln!("{line}");
+    }
+    if args.json {
+        let json = serde_json::json!({
+            "profile": p,
+            "scale": spec.scale,
+            "geometry": g,
+            "op": g.op(),
+            "spare_factor": g.spare_factor(),
+            "map_bytes": g.map_bytes(),
+        });
+        println!("{json}");
+    }
+    Ok(Outcome::Passed)
 }
 
 fn write_amplification(args: &SimWaArgs) -> Result<Outcome> {
