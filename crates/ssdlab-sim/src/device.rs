@@ -287,7 +287,7 @@ impl SimDevice {
         let mut ack = data_in + self.profile.write_latency_ns;
         self.ftl.set_time(data_in);
         self.retire_programs(data_in);
-        let partial = offset % UNIT_BYTES != 0 || len % UNIT_BYTES != 0;
+        let partial = !offset.is_multiple_of(UNIT_BYTES) || !len.is_multiple_of(UNIT_BYTES);
         for logical in self.unit_range(offset, len) {
             if partial && self.ftl.lookup(logical).is_some() {
                 // A partial unit is read, merged and rewritten.
