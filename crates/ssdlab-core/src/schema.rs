@@ -177,6 +177,9 @@ pub struct RunResult {
     /// Every option as given or defaulted, so the run can be repeated.
     pub options: serde_json::Value,
     pub phases: Vec<PhaseResult>,
+    /// The method's analysis (its shape depends on `kind`; see docs/result-schema.md).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub analysis: serde_json::Value,
     pub verdict: Verdict,
     pub complete: bool,
 }
@@ -205,5 +208,6 @@ pub enum Event {
         summary: Summary,
         complete: bool,
     },
+    Analysis(serde_json::Value),
     Verdict(Verdict),
 }

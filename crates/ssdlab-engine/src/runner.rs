@@ -107,7 +107,7 @@ struct SlotState {
 }
 
 /// Runs one phase of `workload` on `device`. The workload must have been validated against the device.
-pub fn run_phase<D: Device, O: Observer>(
+pub fn run_phase<D: Device + ?Sized, O: Observer + ?Sized>(
     device: &mut D,
     workload: &Workload,
     observer: &mut O,
@@ -361,7 +361,7 @@ impl Failures<'_> {
 /// Reads back every block marked in `written`, in order at the workload's queue depth, and checks it. This is
 /// verification, not measurement: it is not part of the phase's statistics. Returns false when the observer
 /// stopped it.
-fn verify_pass<D: Device, O: Observer>(
+fn verify_pass<D: Device + ?Sized, O: Observer + ?Sized>(
     device: &mut D,
     workload: &Workload,
     written: &[u64],

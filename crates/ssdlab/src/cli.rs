@@ -20,9 +20,107 @@ pub struct Cli {
 pub enum Command {
     /// Run one workload on a target and measure it (like a single fio job).
     Run(RunArgs),
-    /// The virtual SSD: write-amplification model checks (and, as they land, profiles).
+    /// The reviewers' methodologies as one-command tests.
+    #[command(subcommand)]
+    Test(TestCommand),
+    /// Redraw result directories (their result.json) into one HTML report, side by side when several.
+    Report(ReportArgs),
+    /// The virtual SSD: profiles, their geometry, and write-amplification model checks.
     #[command(subcommand)]
     Sim(SimCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Result directories (or result.json files).
+    #[arg(required = true, value_name = "RESULT_DIR")]
+    pub results: Vec<PathBuf>,
+    /// Where to write the page.
+    #[arg(long, default_value = "report.html")]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TestCommand {
+    /// Performance consistency: purge, sequential fill, then 4 KiB random writes at QD32 with IOPS every second,
+    /// through the write cliff to steady state (SNIA PTS rules).
+    Consistency(ConsistencyArgs),
+    /// TRIM validation: sequential write speed clean, after a random-write torture, and after discarding.
+    Trim(TrimArgs),
+    /// Transfer-size sweep (ATTO-like): sequential write and read MB/s for every power of two.
+    Sweep(SweepArgs),
+    /// QD1 latency (IOmeter-like): 4 KiB random writes at queue depth 1 with percentile columns.
+    Latency(LatencyArgs),
+}
+
+/// Flags every test shares.
+#[derive(Debug, Args)]
+pub struct TestCommon {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Write result.json, CSV series and report.html into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Stream JSON Lines (begin, phases, samples, summaries, analysis, verdict) to stdout.
+    #[arg(long)]
+    pub json: bool,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ConsistencyArgs {
+    #[command(flatten)]
+    pub common: TestCommon,
+    /// How long the 4 KiB random writes run.
+    #[arg(long, default_value = "2000s")]
+    pub runtime: String,
+    /// Extra over-provisioning in percent, simulated by testing only the first (100 - OP)% of the LBAs.
+    #[arg(long, default_value_t = 0)]
+    pub op: u32,
+    /// Sequential fill passes before the random writes.
+    #[arg(long, default_value_t = 1)]
+    pub fill_passes: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct TrimArgs {
+    #[command(flatten)]
+    pub common: TestCommon,
+    /// How long the 4 KiB random-write torture runs.
+    #[arg(long, default_value = "40m")]
+    pub torture: String,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub common: TestCommon,
+    /// The region written and read at each size (clamped to the device).
+    #[arg(long, default_value = "2g")]
+    pub test_size: String,
+    #[arg(long, default_value_t = 4)]
+    pub qd: u32,
+    /// Smallest transfer size.
+    #[arg(long, default_value = "512")]
+    pub from: String,
+    /// Largest transfer size (at most 64m).
+    #[arg(long, default_value = "64m")]
+    pub to: String,
+    /// Each size and direction stops after one pass over the region or this long, whichever is first.
+    #[arg(long, default_value = "10s")]
+    pub size_runtime: String,
+}
+
+#[derive(Debug, Args)]
+pub struct LatencyArgs {
+    #[command(flatten)]
+    pub common: TestCommon,
+    /// The region the random writes land in (clamped to the device).
+    #[arg(long, default_value = "8g")]
+    pub span: String,
+    #[arg(long, default_value = "60s")]
+    pub runtime: String,
 }
 
 #[derive(Debug, Subcommand)]

@@ -20,6 +20,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Run(args) => commands::run::run(args),
+        Command::Test(command) => commands::test::run(command),
+        Command::Report(args) => commands::report::run(args),
         Command::Sim(command) => commands::sim::run(command),
     };
     match result {

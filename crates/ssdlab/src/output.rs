@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ssdlab_core::DeviceInfo;
-use ssdlab_core::schema::{DirectionSummary, Event, LatencyNs, RunResult, Sample, Summary};
+use ssdlab_core::schema::{DirectionSummary, Event, LatencyNs, PhaseResult, RunResult, Sample, Summary};
 use ssdlab_core::units::{BinaryBytes, Nanos};
 use ssdlab_engine::Observer;
 
@@ -76,7 +76,7 @@ impl Reporter {
     }
 
     /// Starts a phase: a progress bar with the phase name and ETA when stderr is a terminal.
-    pub fn begin_phase(&mut self, name: &str) -> Result<()> {
+    pub fn start_phase(&mut self, name: &str) -> Result<()> {
         self.phase = name.to_string();
         self.emit(&Event::Phase {
             name: name.to_string(),
@@ -94,7 +94,7 @@ impl Reporter {
         Ok(())
     }
 
-    pub fn end_phase(&mut self) {
+    pub fn finish_phase(&mut self) {
         if let Some(bar) = self.progress.take() {
             bar.finish_and_clear();
         }
@@ -137,6 +137,41 @@ impl Observer for Reporter {
 
     fn stop_requested(&self) -> bool {
         self.pipe_closed || self.interrupted.load(Ordering::Relaxed)
+    }
+}
+
+impl ssdlab_methods::MethodObserver for Reporter {
+    fn begin_phase(&mut self, name: &str) {
+        if self.progress.is_none() && !io::stderr().is_terminal() {
+            eprintln!("phase     {name} started");
+        }
+        // A stdout failure other than a closed pipe surfaces at the final events.
+        let _ = self.start_phase(name);
+    }
+
+    fn end_phase(&mut self, phase: &PhaseResult) {
+        self.finish_phase();
+        let s = &phase.summary;
+        eprintln!(
+            "phase     {:<16} {:>10.0} IOPS {:>9.1} MB/s  {} in {:.1} s  p99 {}{}",
+            phase.name,
+            s.iops,
+            s.bytes_per_s / 1e6,
+            BinaryBytes(s.bytes),
+            s.seconds,
+            Nanos(s.latency_ns.p99 as f64),
+            if phase.complete { "" } else { "  (interrupted)" }
+        );
+        let _ = self.emit(&Event::Summary {
+            phase: phase.name.clone(),
+            summary: s.clone(),
+            complete: phase.complete,
+        });
+    }
+
+    fn phase_cpu(&self) -> (f64, f64) {
+        let cpu = Reporter::phase_cpu(self);
+        (cpu.user_s, cpu.sys_s)
     }
 }
 
@@ -255,6 +290,11 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension("tmp-ssdlab");
     std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("renaming {} into place", tmp.display()))
+}
+
+/// Renders results into a report page and writes it atomically.
+pub fn write_report(path: &Path, results: &[RunResult]) -> Result<()> {
+    write_atomically(path, ssdlab_report::render(results).as_bytes())
 }
 
 /// Writes `result.json` and one `PHASE.csv` of per-second samples per phase (`samples.csv` for a lone phase).

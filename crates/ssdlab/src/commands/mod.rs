@@ -1,8 +1,10 @@
 //! One module per subcommand. Each returns how the run ended; errors (bad input, refusals, device failures)
 //! propagate as `anyhow` errors and become exit code 2 in `main`.
 
+pub mod report;
 pub mod run;
 pub mod sim;
+pub mod test;
 
 /// How a command that ran ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -109,10 +109,10 @@ fn run_on<D: Device>(
         options: options.clone(),
         started_at: started_at.clone(),
     })?;
-    reporter.begin_phase("run")?;
+    reporter.start_phase("run")?;
     let outcome = run_phase(&mut device, &workload, &mut reporter)?;
     let cpu = reporter.phase_cpu();
-    reporter.end_phase();
+    reporter.finish_phase();
 
     let mut summary = outcome.summary;
     summary.cpu_user_s = cpu.user_s;
@@ -166,6 +166,7 @@ fn run_on<D: Device>(
                 summary,
                 complete: outcome.complete,
             }],
+            analysis: serde_json::Value::Null,
             verdict: verdict.clone(),
             complete: outcome.complete,
         };

@@ -1,0 +1,221 @@
+//! Analysis of per-second series: plateau, write cliff, steady-state statistics, SNIA PTS steady state and the
+//! field report's percentile columns. Pure functions; no I/O.
+
+use serde::{Deserialize, Serialize};
+use ssdlab_core::stats::{least_squares, mean, std_dev};
+
+/// SNIA PTS steady state over a window of rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SniaSteadyState {
+    /// Seconds per round (the series is averaged into rounds of this length).
+    pub round_s: u32,
+    pub rounds: u32,
+    /// Whether the last five rounds meet both criteria.
+    pub achieved: bool,
+    /// The first window of five rounds that met both criteria (0-based index of its first round), if any.
+    pub first_window_start_round: Option<u32>,
+    /// Figures of the last window.
+    pub window_mean: f64,
+    /// (max - min) / mean; the criterion is <= 0.20.
+    pub range_excursion: f64,
+    /// |slope| x (window width - 1 rounds) / mean; the criterion is <= 0.10.
+    pub slope_excursion: f64,
+}
+
+/// The PTS window: 5 rounds, data excursion within 20% of the mean, slope excursion within 10%.
+pub const SNIA_WINDOW_ROUNDS: usize = 5;
+pub const SNIA_RANGE_LIMIT: f64 = 0.20;
+pub const SNIA_SLOPE_LIMIT: f64 = 0.10;
+
+/// (range excursion, slope excursion, mean) of a window of round values.
+pub fn snia_window(values: &[f64]) -> (f64, f64, f64) {
+    let m = mean(values);
+    if m <= 0.0 {
+        return (f64::INFINITY, f64::INFINITY, m);
+    }
+    let max = values.iter().copied().fold(f64::MIN, f64::max);
+    let min = values.iter().copied().fold(f64::MAX, f64::min);
+    let xs: Vec<f64> = (0..values.len()).map(|i| i as f64).collect();
+    let slope = least_squares(&xs, values).map_or(0.0, |line| line.slope);
+    ((max - min) / m, slope.abs() * (values.len() - 1) as f64 / m, m)
+}
+
+/// Whether a window meets both PTS criteria.
+pub fn snia_window_passes(values: &[f64]) -> bool {
+    let (range, slope, _) = snia_window(values);
+    range <= SNIA_RANGE_LIMIT && slope <= SNIA_SLOPE_LIMIT
+}
+
+/// Averages a per-second series into rounds of `round_s` seconds (a trailing partial round is dropped) and
+/// applies the PTS steady-state test.
+pub fn snia_steady_state(per_second: &[f64], round_s: u32) -> SniaSteadyState {
+    let rounds: Vec<f64> = per_second
+        .chunks_exact(round_s.max(1) as usize)
+        .map(mean)
+        .collect();
+    let window = SNIA_WINDOW_ROUNDS;
+    let first_window_start_round = (window <= rounds.len())
+        .then(|| (0..=rounds.len() - window).find(|&i| snia_window_passes(&rounds[i..i + window])))
+        .flatten();
+    let (achieved, range, slope, m) = if rounds.len() >= window {
+        let last = &rounds[rounds.len() - window..];
+        let (range, slope, m) = snia_window(last);
+        (
+            range <= SNIA_RANGE_LIMIT && slope <= SNIA_SLOPE_LIMIT,
+            range,
+            slope,
+            m,
+        )
+    } else {
+        (false, f64::NAN, f64::NAN, mean(&rounds))
+    };
+    SniaSteadyState {
+        round_s,
+        rounds: rounds.len() as u32,
+        achieved,
+        first_window_start_round: first_window_start_round.map(|i| i as u32),
+        window_mean: m,
+        range_excursion: range,
+        slope_excursion: slope,
+    }
+}
+
+/// Where the write cliff falls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cliff {
+    /// Seconds from the start of the series.
+    pub t_s: f64,
+    /// Bytes written before it.
+    pub bytes_written: u64,
+}
+
+/// The first second below half the initial rate (the first sample) that also starts two 5-second windows whose
+/// medians are below it, or None when there is no such drop (say so honestly: a drive with ample spare area, or
+/// one whose first second is already past its cliff, shows none).
+pub fn find_cliff(values: &[f64], bytes_per_second: &[u64]) -> Option<Cliff> {
+    let initial = *values.first()?;
+    if initial <= 0.0 || values.len() < 11 {
+        return None;
+    }
+    let half = 0.5 * initial;
+    let rolling = |i: usize| median(&values[i..(i + 5).min(values.len())]);
+    (1..values.len() - 10)
+        .find(|&i| values[i] < half && rolling(i) < half && rolling(i + 5) < half)
+        .map(|i| Cliff {
+            t_s: i as f64,
+            bytes_written: bytes_per_second[..i].iter().sum(),
+        })
+}
+
+/// The initial plateau: the mean rate before the cliff (the whole series when there is none).
+pub fn plateau(values: &[f64], cliff: Option<&Cliff>) -> f64 {
+    let end = cliff.map_or(values.len(), |c| (c.t_s as usize).max(1));
+    mean(&values[..end.min(values.len())])
+}
+
+/// The median (of a copy).
+pub fn median(values: &[f64]) -> f64 {
+    percentile(values, 50.0)
+}
+
+/// The nearest-rank percentile of a series (0 for an empty one).
+pub fn percentile(values: &[f64], q: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((q / 100.0 * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// The field report's columns: 25th, 50th, 75th and 95th percentiles and the mean.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PercentileColumns {
+    pub p25: f64,
+    pub p50: f64,
+    pub p75: f64,
+    pub p95: f64,
+    pub mean: f64,
+}
+
+impl PercentileColumns {
+    pub fn of(values: &[f64]) -> Self {
+        PercentileColumns {
+            p25: percentile(values, 25.0),
+            p50: percentile(values, 50.0),
+            p75: percentile(values, 75.0),
+            p95: percentile(values, 95.0),
+            mean: mean(values),
+        }
+    }
+}
+
+/// Mean and standard deviation of the last `window` values (all of them when shorter).
+pub fn tail_stats(values: &[f64], window: usize) -> (f64, f64) {
+    let tail = &values[values.len().saturating_sub(window)..];
+    (mean(tail), std_dev(tail))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snia_flat_passes_ramp_fails_noise_fails() {
+        let flat = vec![5000.0; 600];
+        let s = snia_steady_state(&flat, 60);
+        assert!(s.achieved && s.range_excursion == 0.0 && s.first_window_start_round == Some(0));
+
+        // A ramp of 5% per round: each round's range is small but the slope is large.
+        let ramp: Vec<f64> = (0..600)
+            .map(|t| 1000.0 * (1.0 + 0.05 * (t / 60) as f64))
+            .collect();
+        let s = snia_steady_state(&ramp, 60);
+        assert!(!s.achieved, "a ramp is not steady: {s:?}");
+        assert!(
+            s.slope_excursion > SNIA_SLOPE_LIMIT && s.range_excursion <= SNIA_RANGE_LIMIT,
+            "{s:?}"
+        );
+
+        // Alternating rounds 30% apart: no trend, but the range fails.
+        let noisy: Vec<f64> = (0..600)
+            .map(|t| if (t / 60) % 2 == 0 { 1000.0 } else { 1300.0 })
+            .collect();
+        let s = snia_steady_state(&noisy, 60);
+        assert!(!s.achieved && s.range_excursion > SNIA_RANGE_LIMIT, "{s:?}");
+        assert!(s.slope_excursion <= SNIA_SLOPE_LIMIT, "{s:?}");
+
+        assert!(
+            !snia_steady_state(&flat[..200], 60).achieved,
+            "fewer than five rounds cannot be steady"
+        );
+    }
+
+    #[test]
+    fn cliff_is_found_on_a_plateau_then_drop() {
+        let mut series = vec![60_000.0; 100];
+        series.extend(vec![4_000.0; 300]);
+        let bytes: Vec<u64> = series.iter().map(|&v| (v * 4096.0) as u64).collect();
+        let cliff = find_cliff(&series, &bytes).expect("a cliff");
+        assert_eq!(plateau(&series, Some(&cliff)), 60_000.0);
+        assert_eq!(cliff.t_s, 100.0);
+        assert_eq!(cliff.bytes_written, 100 * 60_000 * 4096);
+        // A dip that recovers is not a cliff, and neither is a flat line.
+        let mut dip = vec![60_000.0; 100];
+        dip[50] = 1.0;
+        assert!(find_cliff(&dip, &bytes[..100]).is_none());
+        assert!(find_cliff(&[5000.0; 100], &bytes[..100]).is_none());
+    }
+
+    #[test]
+    fn percentile_columns_on_known_data() {
+        let values: Vec<f64> = (1..=100).map(f64::from).collect();
+        let c = PercentileColumns::of(&values);
+        assert_eq!(
+            (c.p25, c.p50, c.p75, c.p95, c.mean),
+            (25.0, 50.0, 75.0, 95.0, 50.5)
+        );
+        assert_eq!(tail_stats(&values, 10), (95.5, std_dev(&values[90..])));
+    }
+}

@@ -1,0 +1,199 @@
+//! A method's session: runs named phases on one device, collects their results, and stops cleanly when the
+//! caller asks (Ctrl-C), so what was measured is kept and marked incomplete.
+
+use ssdlab_core::device::{Completion, Device, DeviceError, Io, Op};
+use ssdlab_core::schema::{PhaseResult, Verdict};
+use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload, WorkloadError};
+use ssdlab_engine::{Observer, run_phase};
+
+/// What a method's caller sees: the engine's observer plus phase boundaries and CPU accounting.
+pub trait MethodObserver: Observer {
+    /// A phase starts.
+    fn begin_phase(&mut self, name: &str);
+    /// A phase ended with this result.
+    fn end_phase(&mut self, phase: &PhaseResult);
+    /// User and system CPU seconds used by the measured part of the phase that just ended.
+    fn phase_cpu(&self) -> (f64, f64) {
+        (0.0, 0.0)
+    }
+}
+
+/// Why a method could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum MethodError {
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Everything a method produced.
+#[derive(Debug, Clone)]
+pub struct MethodOutcome {
+    pub phases: Vec<PhaseResult>,
+    pub analysis: serde_json::Value,
+    pub verdict: Verdict,
+    /// False when interrupted before the last phase finished.
+    pub complete: bool,
+}
+
+/// One device, one observer, the phases run so far.
+pub struct Session<'a> {
+    pub device: &'a mut dyn Device,
+    pub observer: &'a mut dyn MethodObserver,
+    pub phases: Vec<PhaseResult>,
+    /// Set when a phase was interrupted or failed: later phases are skipped.
+    pub stopped: bool,
+    /// Notes for the analysis (e.g. "the device does not support discard").
+    pub notes: Vec<String>,
+    pub seed: u64,
+}
+
+impl<'a> Session<'a> {
+    pub fn new(device: &'a mut dyn Device, observer: &'a mut dyn MethodObserver, seed: u64) -> Self {
+        Session {
+            device,
+            observer,
+            phases: Vec::new(),
+            stopped: false,
+            notes: Vec::new(),
+            seed,
+        }
+    }
+
+    /// Runs one phase unless the session has stopped; returns its index in `phases`.
+    pub fn phase(&mut self, name: &str, workload: &Workload) -> Result<Option<usize>, MethodError> {
+        if self.stopped {
+            return Ok(None);
+        }
+        workload.validate(self.device.info())?;
+        self.observer.begin_phase(name);
+        let outcome = run_phase(self.device, workload, self.observer)?;
+        let mut summary = outcome.summary;
+        let (user, sys) = self.observer.phase_cpu();
+        summary.cpu_user_s = user;
+        summary.cpu_sys_s = sys;
+        if let Some(failure) = &outcome.io_failure {
+            self.notes.push(format!("phase {name}: {failure}"));
+        }
+        let phase = PhaseResult {
+            name: name.to_string(),
+            samples: outcome.samples,
+            summary,
+            complete: outcome.complete,
+        };
+        self.observer.end_phase(&phase);
+        if !phase.complete {
+            self.stopped = true;
+        }
+        self.phases.push(phase);
+        Ok(Some(self.phases.len() - 1))
+    }
+
+    /// The whole device rounded down to `align` bytes.
+    pub fn whole_device(&self, align: u64) -> Span {
+        let capacity = self.device.info().capacity_bytes;
+        Span {
+            offset_bytes: 0,
+            len_bytes: capacity / align * align,
+        }
+    }
+
+    /// Discards `span` (a purge: BLKDISCARD on a device, hole punching on a file, unmapping on the virtual SSD).
+    /// Returns false, with a note, when the device cannot discard.
+    pub fn purge(&mut self, span: Span) -> Result<bool, MethodError> {
+        let info = self.device.info();
+        if !info.discard_supported {
+            self.notes.push(format!(
+                "{} does not support discard: it was not purged, so results depend on its prior state",
+                info.target
+            ));
+            return Ok(false);
+        }
+        let logical = info.logical_block_bytes as u64;
+        let chunk = (64u64 << 20).min(info.discard_max_bytes.max(logical)) / logical * logical;
+        let span = Span {
+            offset_bytes: span.offset_bytes,
+            len_bytes: span.len_bytes / chunk * chunk,
+        };
+        if span.len_bytes == 0 {
+            return Ok(true);
+        }
+        let workload = Workload {
+            rw: RwMode::Trim,
+            block_bytes: chunk,
+            queue_depth: 4,
+            span,
+            stop: StopAt {
+                passes: Some(1),
+                ..StopAt::default()
+            },
+            ..self.workload_base()
+        };
+        Ok(self.phase("purge", &workload)?.is_some())
+    }
+
+    /// A workload with this session's seed and neutral settings, to be filled in with struct update syntax.
+    pub fn workload_base(&self) -> Workload {
+        Workload {
+            rw: RwMode::Write,
+            mix_read_percent: 0,
+            pattern: Pattern::Sequential,
+            block_bytes: 128 << 10,
+            queue_depth: 32,
+            span: Span {
+                offset_bytes: 0,
+                len_bytes: 0,
+            },
+            stop: StopAt::default(),
+            rate: None,
+            seed: self.seed,
+            verify: false,
+        }
+    }
+
+    /// Reads `len` bytes at `offset` directly and says whether they are all zero (e.g. after a discard).
+    pub fn reads_as_zero(&mut self, offset: u64, len: u64) -> Result<bool, MethodError> {
+        self.device.prepare(1, len as usize)?;
+        self.device.submit(&[Io {
+            op: Op::Read,
+            offset,
+            len,
+            slot: 0,
+            tag: 0,
+        }])?;
+        let mut done: Vec<Completion> = Vec::new();
+        while done.is_empty() {
+            self.device.reap(1, None, &mut done)?;
+        }
+        if done[0].result != len as i64 {
+            return Err(MethodError::Invalid(format!(
+                "reading {len} bytes at {offset} returned {}",
+                done[0].result
+            )));
+        }
+        Ok(self.device.buffer(0).iter().all(|&b| b == 0))
+    }
+
+    /// Lets the device sit idle for `ns` (a real device sleeps; the virtual one does its background work).
+    pub fn idle(&mut self, ns: u64) {
+        let until = self.device.now_ns() + ns;
+        self.device.wait_until(until);
+    }
+
+    /// Finishes the session into an outcome.
+    pub fn finish(self, mut analysis: serde_json::Value, verdict: Verdict) -> MethodOutcome {
+        if let Some(object) = analysis.as_object_mut() {
+            object.insert("notes".into(), serde_json::json!(self.notes));
+        }
+        let complete = !self.stopped;
+        MethodOutcome {
+            phases: self.phases,
+            analysis,
+            verdict,
+            complete,
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! The transfer-size sweep (seed 001, ATTO): sequential write then read MB/s for every power of two from
+//! `from_bytes` to `to_bytes` over a test region at a fixed queue depth. Counters are 64-bit throughout (ATTO's
+//! 32-bit counters overflowed on fast drives).
+
+use serde::{Deserialize, Serialize};
+use ssdlab_core::schema::Verdict;
+use ssdlab_engine::workload::{RwMode, Span, StopAt, Workload};
+
+use crate::session::{MethodError, MethodOutcome, Session};
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SweepOptions {
+    pub test_bytes: u64,
+    pub queue_depth: u32,
+    pub from_bytes: u64,
+    pub to_bytes: u64,
+    /// Each direction at each size stops after one pass over the region or this long, whichever comes first.
+    pub size_runtime_ns: u64,
+}
+
+impl Default for SweepOptions {
+    fn default() -> Self {
+        SweepOptions {
+            test_bytes: 2 << 30,
+            queue_depth: 4,
+            from_bytes: 512,
+            to_bytes: 64 << 20,
+            size_runtime_ns: 10_000_000_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepRow {
+    pub transfer_bytes: u64,
+    pub write_bytes: u64,
+    pub write_bytes_per_s: f64,
+    pub write_iops: f64,
+    pub read_bytes: u64,
+    pub read_bytes_per_s: f64,
+    pub read_iops: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepAnalysis {
+    pub region_bytes: u64,
+    pub queue_depth: u32,
+    pub rows: Vec<SweepRow>,
+    /// Sizes not run, and why.
+    pub skipped: Vec<String>,
+}
+
+/// The transfer sizes of a sweep: powers of two from `from` to `to` (both rounded to powers of two).
+pub fn sizes(from: u64, to: u64) -> Vec<u64> {
+    let mut size = from.max(1).next_power_of_two();
+    let mut out = Vec::new();
+    while size <= to {
+        out.push(size);
+        size *= 2;
+    }
+    out
+}
+
+pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodOutcome, MethodError> {
+    if options.from_bytes > options.to_bytes {
+        return Err(MethodError::Invalid(format!(
+            "--from {} is above --to {}: give the smaller size first",
+            options.from_bytes, options.to_bytes
+        )));
+    }
+    let info = session.device.info().clone();
+    let largest = options.to_bytes.next_power_of_two().min(64 << 20);
+    let region = options.test_bytes.min(info.capacity_bytes) / largest.max(4096) * largest.max(4096);
+    let region = if region == 0 {
+        info.capacity_bytes / 4096 * 4096
+    } else {
+        region
+    };
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    for size in sizes(options.from_bytes, options.to_bytes) {
+        if size < info.logical_block_bytes as u64 {
+            skipped.push(format!(
+                "{size} B: below the logical block size ({} B)",
+                info.logical_block_bytes
+            ));
+            continue;
+        }
+        if size > region || size > 64 << 20 {
+            skipped.push(format!(
+                "{size} B: larger than the {region}-byte test region or 64 MiB"
+            ));
+            continue;
+        }
+        let base = Workload {
+            block_bytes: size,
+            queue_depth: options.queue_depth,
+            span: Span {
+                offset_bytes: 0,
+                len_bytes: region / size * size,
+            },
+            stop: StopAt {
+                passes: Some(1),
+                runtime_ns: Some(options.size_runtime_ns),
+                bytes: None,
+            },
+            ..session.workload_base()
+        };
+        let write = session.phase(
+            &format!("write-{size}"),
+            &Workload {
+                rw: RwMode::Write,
+                ..base.clone()
+            },
+        )?;
+        let read = session.phase(
+            &format!("read-{size}"),
+            &Workload {
+                rw: RwMode::Read,
+                ..base
+            },
+        )?;
+        let (Some(write), Some(read)) = (write, read) else {
+            break;
+        };
+        let (w, r) = (&session.phases[write].summary, &session.phases[read].summary);
+        rows.push(SweepRow {
+            transfer_bytes: size,
+            write_bytes: w.bytes,
+            write_bytes_per_s: w.bytes_per_s,
+            write_iops: w.iops,
+            read_bytes: r.bytes,
+            read_bytes_per_s: r.bytes_per_s,
+            read_iops: r.iops,
+        });
+        if session.stopped {
+            break;
+        }
+    }
+    let mut reasons = Vec::new();
+    if session.stopped {
+        reasons.push("interrupted before every transfer size ran".into());
+    }
+    let analysis = SweepAnalysis {
+        region_bytes: region,
+        queue_depth: options.queue_depth,
+        rows,
+        skipped,
+    };
+    let verdict = Verdict {
+        passed: reasons.is_empty(),
+        reasons,
+    };
+    Ok(session.finish(
+        serde_json::to_value(&analysis).expect("analysis serializes"),
+        verdict,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sizes_are_powers_of_two() {
+        assert_eq!(super::sizes(512, 4096), vec![512, 1024, 2048, 4096]);
+        assert_eq!(super::sizes(512, 64 << 20).len(), 18);
+        assert_eq!(super::sizes(3000, 5000), vec![4096]);
+    }
+}

@@ -1,0 +1,137 @@
+//! TRIM validation (seeds 002/003): how fast sequential writes are on a clean drive, after a 4 KiB random-write
+//! torture, and after the whole span is discarded. A drive that honours TRIM gets most of its clean speed back.
+//!
+//! Phases: purge; "clean" (sequential 128 KiB writes at QD32 over the span: also the fill); "torture" (4 KiB
+//! random writes at QD32, uniform, for `torture_ns`); "dirty" (the same sequential pass); discard of the span
+//! (and a check that discarded blocks read back as zeroes); "after-trim" (the sequential pass once more).
+
+use serde::{Deserialize, Serialize};
+use ssdlab_core::schema::Verdict;
+use ssdlab_engine::workload::{Pattern, RwMode, StopAt, Workload};
+
+use crate::session::{MethodError, MethodOutcome, Session};
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TrimOptions {
+    pub torture_ns: u64,
+    /// Pass when after-TRIM speed is at least this fraction of clean speed.
+    pub restore_threshold: f64,
+}
+
+impl Default for TrimOptions {
+    fn default() -> Self {
+        TrimOptions {
+            torture_ns: 40 * 60 * 1_000_000_000,
+            restore_threshold: 0.9,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrimAnalysis {
+    pub span_bytes: u64,
+    pub clean_bytes_per_s: f64,
+    pub dirty_bytes_per_s: f64,
+    pub after_trim_bytes_per_s: f64,
+    /// After-TRIM speed over clean speed.
+    pub restored_fraction: f64,
+    pub discard_supported: bool,
+    pub discard_max_bytes: u64,
+    /// Whether discarded blocks read back as zeroes (None when it could not be checked).
+    pub trimmed_reads_zero: Option<bool>,
+}
+
+pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOutcome, MethodError> {
+    let span = session.whole_device(128 << 10);
+    if span.len_bytes == 0 {
+        return Err(MethodError::Invalid(
+            "the target is smaller than one 128 KiB block".into(),
+        ));
+    }
+    let info = session.device.info().clone();
+    if !info.discard_supported {
+        let verdict = Verdict {
+            passed: false,
+            reasons: vec![format!(
+                "{} does not advertise discard (discard_max_bytes is 0): TRIM cannot be tested",
+                info.target
+            )],
+        };
+        let analysis = serde_json::json!({ "discard_supported": false, "discard_max_bytes": 0 });
+        return Ok(session.finish(analysis, verdict));
+    }
+    let sequential = Workload {
+        rw: RwMode::Write,
+        block_bytes: 128 << 10,
+        queue_depth: 32,
+        span,
+        stop: StopAt {
+            passes: Some(1),
+            ..StopAt::default()
+        },
+        ..session.workload_base()
+    };
+    let torture = Workload {
+        rw: RwMode::RandWrite,
+        pattern: Pattern::Random { random_map: false },
+        block_bytes: 4096,
+        queue_depth: 32,
+        span,
+        stop: StopAt {
+            runtime_ns: Some(options.torture_ns),
+            ..StopAt::default()
+        },
+        ..session.workload_base()
+    };
+    session.purge(span)?;
+    let clean = session.phase("clean", &sequential)?;
+    session.phase("torture", &torture)?;
+    let dirty = session.phase("dirty", &sequential)?;
+    let mut trimmed_reads_zero = None;
+    if !session.stopped && session.purge(span)? {
+        // Check the start, the middle and the end of the span.
+        let probe = 64 << 10;
+        let mut zero = true;
+        for offset in [0, span.len_bytes / 2 / probe * probe, span.len_bytes - probe] {
+            zero &= session.reads_as_zero(offset, probe)?;
+        }
+        trimmed_reads_zero = Some(zero);
+    }
+    let after = session.phase("after-trim", &sequential)?;
+    let speed = |index: Option<usize>, session: &Session<'_>| {
+        index.map_or(0.0, |i| session.phases[i].summary.bytes_per_s)
+    };
+    let (clean, dirty, after) = (
+        speed(clean, &session),
+        speed(dirty, &session),
+        speed(after, &session),
+    );
+    let analysis = TrimAnalysis {
+        span_bytes: span.len_bytes,
+        clean_bytes_per_s: clean,
+        dirty_bytes_per_s: dirty,
+        after_trim_bytes_per_s: after,
+        restored_fraction: if clean > 0.0 { after / clean } else { 0.0 },
+        discard_supported: true,
+        discard_max_bytes: info.discard_max_bytes,
+        trimmed_reads_zero,
+    };
+    let mut reasons = Vec::new();
+    if session.stopped {
+        reasons.push("interrupted before all phases ran".into());
+    } else if analysis.restored_fraction < options.restore_threshold {
+        reasons.push(format!(
+            "TRIM restored {:.0}% of clean sequential write speed, below the {:.0}% threshold",
+            100.0 * analysis.restored_fraction,
+            100.0 * options.restore_threshold
+        ));
+    }
+    let verdict = Verdict {
+        passed: reasons.is_empty(),
+        reasons,
+    };
+    Ok(session.finish(
+        serde_json::to_value(&analysis).expect("analysis serializes"),
+        verdict,
+    ))
+}

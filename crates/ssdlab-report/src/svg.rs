@@ -1,0 +1,412 @@
+//! Inline SVG charts: scatter and line series on linear or logarithmic axes, with ticks, grid, labels and a
+//! legend. Pure string building; every chart is self-contained markup.
+
+use std::fmt::Write;
+
+/// Series colours (colour-blind-safe palette).
+const COLOURS: [&str; 6] = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    Linear,
+    Log10,
+    Log2,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    Dots,
+    Line,
+    LineWithDots,
+}
+
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    pub mark: Mark,
+}
+
+#[derive(Debug, Clone)]
+pub struct Axis {
+    pub label: String,
+    pub scale: Scale,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    /// Formats tick values; defaults to a compact number.
+    pub format: fn(f64) -> String,
+}
+
+impl Axis {
+    pub fn new(label: &str, scale: Scale) -> Self {
+        Axis {
+            label: label.to_string(),
+            scale,
+            min: None,
+            max: None,
+            format: compact,
+        }
+    }
+
+    pub fn range(mut self, min: Option<f64>, max: Option<f64>) -> Self {
+        self.min = min;
+        self.max = max;
+        self
+    }
+
+    pub fn format(mut self, format: fn(f64) -> String) -> Self {
+        self.format = format;
+        self
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Chart {
+    pub title: String,
+    pub x: Axis,
+    pub y: Axis,
+    pub series: Vec<Series>,
+}
+
+/// 12,345 -> "12.3K"; 0.5 -> "0.5".
+pub fn compact(v: f64) -> String {
+    let a = v.abs();
+    let (value, suffix) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e3 {
+        (v / 1e3, "K")
+    } else {
+        (v, "")
+    };
+    let text = if value.fract() == 0.0 || value.abs() >= 10.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.1}")
+    };
+    format!("{text}{suffix}")
+}
+
+/// Bytes as binary units: 512 -> "512", 4096 -> "4K", 1 MiB -> "1M".
+pub fn binary_size(v: f64) -> String {
+    let v = v as u64;
+    if v >= 1 << 30 && v.is_multiple_of(1 << 30) {
+        format!("{}G", v >> 30)
+    } else if v >= 1 << 20 && v.is_multiple_of(1 << 20) {
+        format!("{}M", v >> 20)
+    } else if v >= 1 << 10 && v.is_multiple_of(1 << 10) {
+        format!("{}K", v >> 10)
+    } else {
+        v.to_string()
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+struct Mapping {
+    scale: Scale,
+    lo: f64,
+    hi: f64,
+    from: f64,
+    to: f64,
+}
+
+impl Mapping {
+    fn transform(scale: Scale, v: f64) -> f64 {
+        match scale {
+            Scale::Linear => v,
+            Scale::Log10 => v.log10(),
+            Scale::Log2 => v.log2(),
+        }
+    }
+
+    fn map(&self, v: f64) -> f64 {
+        let t = Self::transform(self.scale, v);
+        let (lo, hi) = (
+            Self::transform(self.scale, self.lo),
+            Self::transform(self.scale, self.hi),
+        );
+        let f = if hi > lo { (t - lo) / (hi - lo) } else { 0.5 };
+        self.from + f * (self.to - self.from)
+    }
+}
+
+/// Data bounds of an axis: explicit limits win; log axes drop non-positive values.
+fn bounds(axis: &Axis, values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let mut lo = f64::INFINITY;
+    let mut hi = f64::NEG_INFINITY;
+    for v in values.filter(|v| v.is_finite() && (axis.scale == Scale::Linear || *v > 0.0)) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        (lo, hi) = (1.0, 10.0);
+    }
+    match axis.scale {
+        Scale::Linear => {
+            let lo = axis.min.unwrap_or(lo.min(0.0));
+            let hi = axis.max.unwrap_or(if hi > lo { hi * 1.05 } else { lo + 1.0 });
+            (lo, hi)
+        }
+        Scale::Log10 => {
+            let lo = axis.min.unwrap_or(10f64.powf(lo.log10().floor()));
+            let hi = axis
+                .max
+                .unwrap_or(10f64.powf(hi.log10().ceil().max(lo.log10() + 1.0)));
+            (lo, hi)
+        }
+        Scale::Log2 => {
+            let lo = axis.min.unwrap_or(2f64.powf(lo.log2().floor()));
+            let hi = axis
+                .max
+                .unwrap_or(2f64.powf(hi.log2().ceil().max(lo.log2() + 1.0)));
+            (lo, hi)
+        }
+    }
+}
+
+/// Tick positions: 1-2-5 steps on linear axes, powers of ten (or two) on log axes.
+fn ticks(scale: Scale, lo: f64, hi: f64) -> Vec<f64> {
+    match scale {
+        Scale::Linear => {
+            let span = (hi - lo).max(1e-12);
+            let raw = span / 6.0;
+            let magnitude = 10f64.powf(raw.log10().floor());
+            let step = [1.0, 2.0, 5.0, 10.0]
+                .iter()
+                .map(|m| m * magnitude)
+                .find(|s| span / s <= 7.0)
+                .unwrap_or(magnitude * 10.0);
+            let mut t = (lo / step).ceil() * step;
+            let mut out = Vec::new();
+            while t <= hi + step * 1e-9 {
+                out.push(if t.abs() < step * 1e-9 { 0.0 } else { t });
+                t += step;
+            }
+            out
+        }
+        Scale::Log10 | Scale::Log2 => {
+            let base: f64 = if scale == Scale::Log10 { 10.0 } else { 2.0 };
+            let (a, b) = (lo.log(base).ceil() as i32, hi.log(base).floor() as i32);
+            let every = ((b - a) / 10 + 1).max(1);
+            (a..=b)
+                .filter(|e| (e - a) % every == 0)
+                .map(|e| base.powi(e))
+                .collect()
+        }
+    }
+}
+
+/// Renders a chart as an SVG element (800 x 360 user units, scaled by CSS). `id` makes the element ids unique
+/// within a page.
+pub fn render(chart: &Chart, id: usize) -> String {
+    let (width, height) = (800.0, 360.0);
+    let (left, right, top, bottom) = (72.0, 20.0, 34.0, 52.0);
+    let all = || chart.series.iter().flat_map(|s| s.points.iter());
+    let (x_lo, x_hi) = bounds(&chart.x, all().map(|p| p.0));
+    let (y_lo, y_hi) = bounds(&chart.y, all().map(|p| p.1));
+    let x = Mapping {
+        scale: chart.x.scale,
+        lo: x_lo,
+        hi: x_hi,
+        from: left,
+        to: width - right,
+    };
+    let y = Mapping {
+        scale: chart.y.scale,
+        lo: y_lo,
+        hi: y_hi,
+        from: height - bottom,
+        to: top,
+    };
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{title}" xmlns="http://www.w3.org/2000/svg">"#,
+        title = escape(&chart.title)
+    );
+    let _ = write!(
+        svg,
+        r#"<text class="title" x="{left}" y="20">{}</text>"#,
+        escape(&chart.title)
+    );
+    // Grid and ticks.
+    let _ = write!(svg, r#"<g class="axis x-axis">"#);
+    for t in ticks(chart.x.scale, x_lo, x_hi) {
+        let px = x.map(t);
+        let _ = write!(
+            svg,
+            r#"<line class="grid" x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{yb:.1}"/><text class="tick" x="{px:.1}" y="{ty:.1}" text-anchor="middle">{label}</text>"#,
+            yb = height - bottom,
+            ty = height - bottom + 16.0,
+            label = escape(&(chart.x.format)(t))
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<line class="frame" x1="{left}" y1="{yb}" x2="{xr}" y2="{yb}"/><text class="label" x="{cx:.1}" y="{ly:.1}" text-anchor="middle">{}</text></g>"#,
+        escape(&chart.x.label),
+        yb = height - bottom,
+        xr = width - right,
+        cx = (left + width - right) / 2.0,
+        ly = height - 10.0
+    );
+    let _ = write!(svg, r#"<g class="axis y-axis">"#);
+    for t in ticks(chart.y.scale, y_lo, y_hi) {
+        let py = y.map(t);
+        let _ = write!(
+            svg,
+            r#"<line class="grid" x1="{left}" y1="{py:.1}" x2="{xr}" y2="{py:.1}"/><text class="tick" x="{tx:.1}" y="{ty:.1}" text-anchor="end">{label}</text>"#,
+            xr = width - right,
+            tx = left - 6.0,
+            ty = py + 4.0,
+            label = escape(&(chart.y.format)(t))
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<line class="frame" x1="{left}" y1="{top}" x2="{left}" y2="{yb}"/><text class="label" transform="translate(16 {cy:.1}) rotate(-90)" text-anchor="middle">{}</text></g>"#,
+        escape(&chart.y.label),
+        yb = height - bottom,
+        cy = (top + height - bottom) / 2.0
+    );
+    // Data, clipped to the plot area.
+    let _ = write!(
+        svg,
+        r#"<clipPath id="clip{id}"><rect x="{left}" y="{top}" width="{w}" height="{h}"/></clipPath><g clip-path="url(#clip{id})">"#,
+        w = width - left - right,
+        h = height - top - bottom
+    );
+    for (i, series) in chart.series.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let visible: Vec<(f64, f64)> = series
+            .points
+            .iter()
+            .filter(|(px, py)| px.is_finite() && py.is_finite())
+            .filter(|(px, py)| {
+                (chart.x.scale == Scale::Linear || *px > 0.0) && (chart.y.scale == Scale::Linear || *py > 0.0)
+            })
+            .map(|&(px, py)| (x.map(px), y.map(py)))
+            .collect();
+        let _ = write!(
+            svg,
+            r#"<g class="series" data-name="{}" data-points="{}">"#,
+            escape(&series.name),
+            visible.len()
+        );
+        if matches!(series.mark, Mark::Line | Mark::LineWithDots) && visible.len() > 1 {
+            let path: Vec<String> = visible.iter().map(|(a, b)| format!("{a:.1},{b:.1}")).collect();
+            let _ = write!(
+                svg,
+                r#"<polyline fill="none" stroke="{colour}" stroke-width="1.8" points="{}"/>"#,
+                path.join(" ")
+            );
+        }
+        if matches!(series.mark, Mark::Dots | Mark::LineWithDots) {
+            let r = if series.mark == Mark::Dots { 1.6 } else { 3.0 };
+            for (a, b) in &visible {
+                let _ = write!(
+                    svg,
+                    r#"<circle class="point" cx="{a:.1}" cy="{b:.1}" r="{r}" fill="{colour}"/>"#
+                );
+            }
+        }
+        svg.push_str("</g>");
+    }
+    svg.push_str("</g>");
+    // Legend.
+    if chart.series.len() > 1 || chart.series.first().is_some_and(|s| !s.name.is_empty()) {
+        let mut lx = left + 8.0;
+        for (i, series) in chart.series.iter().enumerate() {
+            let colour = COLOURS[i % COLOURS.len()];
+            let _ = write!(
+                svg,
+                r#"<g class="legend"><rect x="{lx:.1}" y="{ly}" width="10" height="10" fill="{colour}"/><text x="{tx:.1}" y="{ty}">{}</text></g>"#,
+                escape(&series.name),
+                ly = top + 6.0,
+                tx = lx + 14.0,
+                ty = top + 15.0
+            );
+            lx += 26.0 + 7.2 * series.name.chars().count() as f64;
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_chart() -> Chart {
+        Chart {
+            title: "IOPS <vs> time".into(),
+            x: Axis::new("seconds", Scale::Linear),
+            y: Axis::new("IOPS", Scale::Log10),
+            series: vec![
+                Series {
+                    name: "a".into(),
+                    points: vec![(0.0, 60_000.0), (1.0, 5_000.0), (2.0, 0.0)],
+                    mark: Mark::Dots,
+                },
+                Series {
+                    name: "b".into(),
+                    points: vec![(0.0, 100.0), (2.0, 200.0)],
+                    mark: Mark::Line,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn svg_snapshot() {
+        // A fixed input renders to fixed markup: any change to chart drawing shows up here.
+        let svg = render(&sample_chart(), 0);
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        assert!(svg.contains("IOPS &lt;vs&gt; time"), "titles are escaped");
+        assert!(
+            svg.contains(r#"data-name="a" data-points="2""#),
+            "the zero is dropped on a log axis"
+        );
+        assert!(svg.contains(r#"data-name="b" data-points="2""#));
+        assert_eq!(svg.matches("<circle").count(), 2);
+        assert_eq!(svg.matches("<polyline").count(), 1);
+        assert!(
+            svg.contains(">10K<") && svg.contains(">100<"),
+            "log ticks at powers of ten"
+        );
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots/sample-chart.svg");
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+            std::fs::write(path, &svg).unwrap();
+        }
+        let expected = std::fs::read_to_string(path).expect("snapshot exists (UPDATE_SNAPSHOTS=1 writes it)");
+        assert_eq!(
+            svg, expected,
+            "chart markup changed; if intended, rerun with UPDATE_SNAPSHOTS=1 and review the diff"
+        );
+    }
+
+    #[test]
+    fn ticks_are_round() {
+        assert_eq!(
+            ticks(Scale::Linear, 0.0, 40_000.0),
+            vec![0.0, 10_000.0, 20_000.0, 30_000.0, 40_000.0]
+        );
+        assert_eq!(
+            ticks(Scale::Log10, 100.0, 100_000.0),
+            vec![100.0, 1000.0, 10_000.0, 100_000.0]
+        );
+        assert_eq!(
+            ticks(Scale::Log2, 512.0, 4096.0),
+            vec![512.0, 1024.0, 2048.0, 4096.0]
+        );
+        assert_eq!(binary_size(65536.0), "64K");
+        assert_eq!(compact(66_000.0), "66K");
+    }
+}

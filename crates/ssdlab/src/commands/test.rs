@@ -1,0 +1,330 @@
+//! `ssdlab test consistency|trim|sweep|latency`: the methodologies, with tables on stderr, JSON Lines on
+//! stdout and a result directory with report.html.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, anyhow, bail};
+use ssdlab_core::schema::{Event, RunResult, SCHEMA};
+use ssdlab_core::units::{BinaryBytes, Nanos, rfc3339_utc};
+use ssdlab_methods::consistency::{self, ConsistencyAnalysis, ConsistencyOptions};
+use ssdlab_methods::latency::{self, LatencyAnalysis, LatencyOptions};
+use ssdlab_methods::sweep::{self, SweepAnalysis, SweepOptions};
+use ssdlab_methods::trim::{self, TrimAnalysis, TrimOptions};
+use ssdlab_methods::{MethodError, MethodOutcome, Session};
+
+use super::Outcome;
+use crate::cli::{TestCommand, TestCommon};
+use crate::output::{self, Reporter};
+use crate::plan::{self, duration_flag, size_flag};
+
+pub fn run(command: &TestCommand) -> Result<Outcome> {
+    match command {
+        TestCommand::Consistency(args) => {
+            let options = ConsistencyOptions {
+                runtime_ns: duration_flag("runtime", &args.runtime)?,
+                op_percent: args.op,
+                fill_passes: args.fill_passes,
+                ..ConsistencyOptions::default()
+            };
+            if options.runtime_ns < 1_000_000_000 {
+                bail!(
+                    "--runtime {}: run the random writes for at least 1s",
+                    args.runtime
+                );
+            }
+            if args.op >= 100 {
+                bail!(
+                    "--op {}: the extra over-provisioning must be below 100 (percent of the LBAs left untested)",
+                    args.op
+                );
+            }
+            if args.fill_passes == 0 {
+                bail!("--fill-passes 0: fill at least once");
+            }
+            execute(&args.common, "consistency", serde_json::json!(options), |s| {
+                consistency::consistency(s, &options)
+            })
+        }
+        TestCommand::Trim(args) => {
+            let options = TrimOptions {
+                torture_ns: duration_flag("torture", &args.torture)?,
+                ..TrimOptions::default()
+            };
+            if options.torture_ns == 0 {
+                bail!("--torture 0: torture for at least a moment, e.g. --torture 30s");
+            }
+            execute(&args.common, "trim", serde_json::json!(options), |s| {
+                trim::trim(s, &options)
+            })
+        }
+        TestCommand::Sweep(args) => {
+            let options = SweepOptions {
+                test_bytes: size_flag("test-size", &args.test_size)?,
+                queue_depth: args.qd,
+                from_bytes: size_flag("from", &args.from)?,
+                to_bytes: size_flag("to", &args.to)?,
+                size_runtime_ns: duration_flag("size-runtime", &args.size_runtime)?,
+            };
+            if !(1..=1024).contains(&args.qd) {
+                bail!("--qd {}: queue depth must be between 1 and 1024", args.qd);
+            }
+            if options.from_bytes < 512
+                || options.to_bytes > 64 << 20
+                || options.from_bytes > options.to_bytes
+            {
+                bail!(
+                    "--from {} --to {}: sizes run from 512 B to 64 MiB, smaller first",
+                    args.from,
+                    args.to
+                );
+            }
+            if options.test_bytes == 0 || options.size_runtime_ns == 0 {
+                bail!("--test-size and --size-runtime must be above zero");
+            }
+            execute(&args.common, "sweep", serde_json::json!(options), |s| {
+                sweep::sweep(s, &options)
+            })
+        }
+        TestCommand::Latency(args) => {
+            let options = LatencyOptions {
+                span_bytes: size_flag("span", &args.span)?,
+                runtime_ns: duration_flag("runtime", &args.runtime)?,
+            };
+            if options.span_bytes < 4096 {
+                bail!("--span {}: at least 4k", args.span);
+            }
+            if options.runtime_ns == 0 {
+                bail!("--runtime 0: run for at least a moment");
+            }
+            execute(&args.common, "latency", serde_json::json!(options), |s| {
+                latency::latency(s, &options)
+            })
+        }
+    }
+}
+
+fn execute(
+    common: &TestCommon,
+    kind: &str,
+    options: serde_json::Value,
+    method: impl FnOnce(Session<'_>) -> Result<MethodOutcome, MethodError>,
+) -> Result<Outcome> {
+    if let Some(dir) = &common.out
+        && dir.exists()
+        && !dir.is_dir()
+    {
+        bail!(
+            "--out {}: exists and is not a directory; name a directory",
+            dir.display()
+        );
+    }
+    let (mut device, before) = plan::open_any(&common.target, true)?;
+    let info = device.info().clone();
+    let unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let started_at = rfc3339_utc(unix_s);
+    let options = serde_json::json!({
+        "target": common.target.target,
+        "engine": format!("{:?}", common.target.engine).to_lowercase(),
+        "allow_destroy": common.target.allow_destroy,
+        "force": common.target.force,
+        "seed": common.seed,
+        "method": options,
+    });
+    eprintln!("ssdlab    test {kind}");
+    output::print_target(&info);
+    let mut reporter = Reporter::new(common.json);
+    reporter.emit(&Event::Begin {
+        kind: kind.into(),
+        target: info.clone(),
+        options: options.clone(),
+        started_at: started_at.clone(),
+    })?;
+    let outcome = match method(Session::new(device.as_mut(), &mut reporter, common.seed)) {
+        Ok(outcome) => outcome,
+        Err(MethodError::Device(e)) => {
+            return Err(anyhow!(e)).context(format!("test {kind} on {}", info.target));
+        }
+        Err(e) => {
+            // Refused before measuring anything: undo a file target's creation or extension.
+            drop(device);
+            before.restore();
+            return Err(anyhow!("test {kind}: {e}"));
+        }
+    };
+    print_analysis(kind, &outcome.analysis);
+    for note in outcome
+        .analysis
+        .get("notes")
+        .and_then(|n| n.as_array())
+        .into_iter()
+        .flatten()
+    {
+        eprintln!("note      {}", note.as_str().unwrap_or_default());
+    }
+    for reason in &outcome.verdict.reasons {
+        eprintln!("verdict   {reason}");
+    }
+    if outcome.verdict.passed {
+        eprintln!("verdict   passed");
+    }
+    reporter.emit(&Event::Analysis(outcome.analysis.clone()))?;
+    reporter.emit(&Event::Verdict(outcome.verdict.clone()))?;
+    if let Some(dir) = &common.out {
+        let result = RunResult {
+            schema: SCHEMA.into(),
+            kind: kind.into(),
+            ssdlab_version: env!("CARGO_PKG_VERSION").into(),
+            started_at,
+            host: ssdlab_io::sys::host_info(),
+            target: info,
+            options,
+            phases: outcome.phases,
+            analysis: outcome.analysis,
+            verdict: outcome.verdict.clone(),
+            complete: outcome.complete,
+        };
+        output::write_result_dir(dir, &result)?;
+        output::write_report(&dir.join("report.html"), &[result])?;
+        eprintln!("results   {} (report.html, result.json, CSV)", dir.display());
+    }
+    Ok(if reporter.pipe_closed() {
+        Outcome::PipeClosed
+    } else if reporter.interrupted() {
+        Outcome::Interrupted
+    } else if outcome.verdict.passed {
+        Outcome::Passed
+    } else {
+        Outcome::Failed
+    })
+}
+
+fn mb(bytes_per_s: f64) -> String {
+    format!("{:.1} MB/s", bytes_per_s / 1e6)
+}
+
+/// The method's table on stderr.
+fn print_analysis(kind: &str, analysis: &serde_json::Value) {
+    match kind {
+        "consistency" => {
+            let Ok(a) = serde_json::from_value::<ConsistencyAnalysis>(analysis.clone()) else {
+                return;
+            };
+            eprintln!(
+                "tested    {} ({}% extra over-provisioning)",
+                BinaryBytes(a.tested_bytes),
+                a.op_percent
+            );
+            eprintln!("plateau   {:.0} IOPS", a.plateau_iops);
+            match &a.cliff {
+                Some(c) => eprintln!(
+                    "cliff     at {:.0} s, after {:.2} GB written",
+                    c.t_s,
+                    c.bytes_written as f64 / 1e9
+                ),
+                None => eprintln!("cliff     none found (IOPS never stayed below half the plateau)"),
+            }
+            eprintln!(
+                "steady    last {} s: mean {:.0} IOPS, standard deviation {:.0}{}",
+                a.steady_window_s,
+                a.steady_iops_mean,
+                a.steady_iops_std_dev,
+                a.steady_consistency_ratio
+                    .map_or(String::new(), |r| format!(", mean/sd {r:.1}"))
+            );
+            eprintln!(
+                "SNIA      {} over the last 5 of {} rounds of {} s: mean {:.0} IOPS, range {:.1}% (<= 20%), slope {:.1}% (<= 10%){}",
+                if a.snia.achieved {
+                    "steady state"
+                } else {
+                    "NOT steady"
+                },
+                a.snia.rounds,
+                a.snia.round_s,
+                a.snia.window_mean,
+                100.0 * a.snia.range_excursion,
+                100.0 * a.snia.slope_excursion,
+                a.snia
+                    .first_window_start_round
+                    .map_or(String::new(), |r| format!("; first steady window from round {r}"))
+            );
+        }
+        "trim" => {
+            let Ok(a) = serde_json::from_value::<TrimAnalysis>(analysis.clone()) else {
+                return;
+            };
+            eprintln!("{:<10}{:>14}{:>14}{:>14}", "", "Clean", "Dirty", "After TRIM");
+            eprintln!(
+                "{:<10}{:>14}{:>14}{:>14}",
+                "seq write",
+                mb(a.clean_bytes_per_s),
+                mb(a.dirty_bytes_per_s),
+                mb(a.after_trim_bytes_per_s)
+            );
+            eprintln!(
+                "restored  {:.0}% of clean speed after TRIM",
+                100.0 * a.restored_fraction
+            );
+            eprintln!(
+                "discard   advertised (discard_max_bytes {}); trimmed blocks read back as zeroes: {}",
+                a.discard_max_bytes,
+                a.trimmed_reads_zero.map_or("not checked".into(), |z| if z {
+                    "yes".to_string()
+                } else {
+                    "no".into()
+                })
+            );
+        }
+        "sweep" => {
+            let Ok(a) = serde_json::from_value::<SweepAnalysis>(analysis.clone()) else {
+                return;
+            };
+            eprintln!("region    {} at QD{}", BinaryBytes(a.region_bytes), a.queue_depth);
+            eprintln!(
+                "{:>10}{:>14}{:>14}{:>12}{:>12}",
+                "transfer", "write MB/s", "read MB/s", "write IOPS", "read IOPS"
+            );
+            for r in &a.rows {
+                eprintln!(
+                    "{:>10}{:>14.1}{:>14.1}{:>12.0}{:>12.0}",
+                    BinaryBytes(r.transfer_bytes).to_string(),
+                    r.write_bytes_per_s / 1e6,
+                    r.read_bytes_per_s / 1e6,
+                    r.write_iops,
+                    r.read_iops
+                );
+            }
+            for s in &a.skipped {
+                eprintln!("skipped   {s}");
+            }
+        }
+        "latency" => {
+            let Ok(a) = serde_json::from_value::<LatencyAnalysis>(analysis.clone()) else {
+                return;
+            };
+            eprintln!(
+                "QD1       {:.0} IOPS, {}, average {}, maximum {}, CPU {:.1}%",
+                a.iops,
+                mb(a.bytes_per_s),
+                Nanos(a.latency_ns_mean),
+                Nanos(a.latency_ns_max as f64),
+                a.cpu_percent
+            );
+            eprintln!(
+                "{:>10}{:>10}{:>10}{:>10}{:>10}",
+                "25%", "median", "75%", "95%", "mean"
+            );
+            eprintln!(
+                "{:>10}{:>10}{:>10}{:>10}{:>10}",
+                Nanos(a.latency_ns_p25 as f64).to_string(),
+                Nanos(a.latency_ns_p50 as f64).to_string(),
+                Nanos(a.latency_ns_p75 as f64).to_string(),
+                Nanos(a.latency_ns_p95 as f64).to_string(),
+                Nanos(a.latency_ns_mean).to_string()
+            );
+        }
+        _ => {}
+    }
+}
