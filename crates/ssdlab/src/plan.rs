@@ -222,6 +222,22 @@ pub fn open_real(args: &TargetArgs, spec: &TargetSpec, modifies: bool) -> Result
     Ok(open_target(target, spec, request)?)
 }
 
+/// Opens any target as a trait object, with the destructive-safety gate when `modifies`. Methods run through
+/// this; `run` keeps concrete types so its hot loop is monomorphized.
+pub fn open_any(args: &TargetArgs, modifies: bool) -> Result<(Box<dyn ssdlab_core::Device>, FileSnapshot)> {
+    let spec = TargetSpec::parse(&args.target).map_err(|e| anyhow!("--target {e}"))?;
+    if let TargetSpec::Sim { spec } = &spec {
+        return Ok((Box::new(open_sim(&args.target, spec)?), FileSnapshot::none()));
+    }
+    let before = FileSnapshot::take(&spec);
+    let device: Box<dyn ssdlab_core::Device> = match open_real(args, &spec, modifies)? {
+        RealDevice::Uring(d) => Box::new(d),
+        RealDevice::Psync(d) => Box::new(d),
+        RealDevice::Null(d) => Box::new(d),
+    };
+    Ok((device, before))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,20 +264,4 @@ mod tests {
             assert!(e.starts_with("--span"), "{bad}: {e}");
         }
     }
-}
-
-/// Opens any target as a trait object, with the destructive-safety gate when `modifies`. Methods run through
-/// this; `run` keeps concrete types so its hot loop is monomorphized.
-pub fn open_any(args: &TargetArgs, modifies: bool) -> Result<(Box<dyn ssdlab_core::Device>, FileSnapshot)> {
-    let spec = TargetSpec::parse(&args.target).map_err(|e| anyhow!("--target {e}"))?;
-    if let TargetSpec::Sim { spec } = &spec {
-        return Ok((Box::new(open_sim(&args.target, spec)?), FileSnapshot::none()));
-    }
-    let before = FileSnapshot::take(&spec);
-    let device: Box<dyn ssdlab_core::Device> = match open_real(args, &spec, modifies)? {
-        RealDevice::Uring(d) => Box::new(d),
-        RealDevice::Psync(d) => Box::new(d),
-        RealDevice::Null(d) => Box::new(d),
-    };
-    Ok((device, before))
 }
