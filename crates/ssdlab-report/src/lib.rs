@@ -26,6 +26,7 @@ th { background: #f2f4f8; font-weight: 600; }
 table.header td, table.header th { text-align: left; }
 .pass { color: #0a7b33; font-weight: 600; } .fail { color: #b3261e; font-weight: 600; }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr)); gap: 14px; }
+.charts > svg.chart:only-child { max-width: 860px; }
 svg.chart { width: 100%; height: auto; background: #fbfcfe; border: 1px solid #e3e6ec; border-radius: 4px; }
 svg .title { font-size: 15px; font-weight: 600; fill: #1d2330; } svg .tick { font-size: 11px; fill: #4a5263; }
 svg .label { font-size: 12px; fill: #1d2330; } svg .grid { stroke: #e6e9ef; } svg .frame { stroke: #8a93a6; }

@@ -23,11 +23,24 @@ pub enum Command {
     /// The reviewers' methodologies as one-command tests.
     #[command(subcommand)]
     Test(TestCommand),
+    /// The main job: on a virtual 840 EVO 250 GB, the consistency test (default and 25% OP), TRIM validation
+    /// and a transfer-size sweep, drawn into one report.
+    Demo(DemoArgs),
     /// Redraw result directories (their result.json) into one HTML report, side by side when several.
     Report(ReportArgs),
     /// The virtual SSD: profiles, their geometry, and write-amplification model checks.
     #[command(subcommand)]
     Sim(SimCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where the results and report.html go.
+    #[arg(long, default_value = "ssdlab-demo", value_name = "DIR")]
+    pub out: PathBuf,
+    /// The virtual drive (any sim: target).
+    #[arg(long, default_value = "sim:840evo-250g")]
+    pub target: String,
 }
 
 #[derive(Debug, Args)]

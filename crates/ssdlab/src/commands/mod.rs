@@ -1,6 +1,7 @@
 //! One module per subcommand. Each returns how the run ended; errors (bad input, refusals, device failures)
 //! propagate as `anyhow` errors and become exit code 2 in `main`.
 
+pub mod demo;
 pub mod report;
 pub mod run;
 pub mod sim;

@@ -8,8 +8,22 @@ use crate::cli::ReportArgs;
 use crate::output;
 
 pub fn run(args: &ReportArgs) -> Result<Outcome> {
+    let results = read_results(&args.results)?;
+    if args.out.is_dir() {
+        bail!(
+            "--out {}: is a directory; name the HTML file to write, e.g. --out report.html",
+            args.out.display()
+        );
+    }
+    output::write_report(&args.out, &results)?;
+    eprintln!("report    {} ({} results)", args.out.display(), results.len());
+    Ok(Outcome::Passed)
+}
+
+/// Reads result directories (or result.json files), checking the schema.
+pub fn read_results(paths: &[std::path::PathBuf]) -> Result<Vec<RunResult>> {
     let mut results = Vec::new();
-    for path in &args.results {
+    for path in paths {
         let file = if path.is_dir() {
             path.join("result.json")
         } else {
@@ -33,13 +47,5 @@ pub fn run(args: &ReportArgs) -> Result<Outcome> {
         }
         results.push(result);
     }
-    if args.out.is_dir() {
-        bail!(
-            "--out {}: is a directory; name the HTML file to write, e.g. --out report.html",
-            args.out.display()
-        );
-    }
-    output::write_report(&args.out, &results)?;
-    eprintln!("report    {} ({} results)", args.out.display(), results.len());
-    Ok(Outcome::Passed)
+    Ok(results)
 }

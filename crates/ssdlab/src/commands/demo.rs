@@ -1,0 +1,88 @@
+//! `ssdlab demo`: the main job on the embedded default device, a virtual Samsung 840 EVO 250 GB. Runs the
+//! consistency test twice (as shipped, and with 25% extra over-provisioning), TRIM validation and a
+//! transfer-size sweep, each into its own result directory, then draws them into one report.
+
+use anyhow::{Result, bail};
+
+use super::Outcome;
+use crate::cli::{
+    ConsistencyArgs, DemoArgs, EngineArg, SweepArgs, TargetArgs, TestCommand, TestCommon, TrimArgs,
+};
+use crate::output;
+
+pub fn run(args: &DemoArgs) -> Result<Outcome> {
+    if !args.target.starts_with("sim:") {
+        bail!(
+            "--target {}: the demo runs on a virtual drive; give a sim: target, e.g. sim:840evo-250g",
+            args.target
+        );
+    }
+    if args.out.exists() && !args.out.is_dir() {
+        bail!(
+            "--out {}: exists and is not a directory; name a directory",
+            args.out.display()
+        );
+    }
+    let common = |name: &str| TestCommon {
+        target: TargetArgs {
+            target: args.target.clone(),
+            allow_destroy: false,
+            force: false,
+            engine: EngineArg::Auto,
+        },
+        out: Some(args.out.join(name)),
+        json: false,
+        seed: 1,
+    };
+    let consistency = |name: &str, op: u32| {
+        TestCommand::Consistency(ConsistencyArgs {
+            common: common(name),
+            runtime: "2000s".into(),
+            op,
+            fill_passes: 1,
+        })
+    };
+    let steps = [
+        ("consistency", consistency("consistency", 0)),
+        ("consistency-op25", consistency("consistency-op25", 25)),
+        (
+            "trim",
+            TestCommand::Trim(TrimArgs {
+                common: common("trim"),
+                torture: "40m".into(),
+            }),
+        ),
+        (
+            "sweep",
+            TestCommand::Sweep(SweepArgs {
+                common: common("sweep"),
+                test_size: "2g".into(),
+                qd: 4,
+                from: "512".into(),
+                to: "64m".into(),
+                size_runtime: "10s".into(),
+            }),
+        ),
+    ];
+    let started = std::time::Instant::now();
+    let mut directories = Vec::new();
+    for (name, command) in &steps {
+        eprintln!("\n== demo: {name}");
+        match super::test::run(command)? {
+            Outcome::Interrupted => return Ok(Outcome::Interrupted),
+            Outcome::PipeClosed => return Ok(Outcome::PipeClosed),
+            Outcome::Passed | Outcome::Failed => {}
+        }
+        directories.push(args.out.join(name));
+    }
+    let results = super::report::read_results(&directories)?;
+    let report = args.out.join("report.html");
+    output::write_report(&report, &results)?;
+    eprintln!(
+        "\ndemo      {} results in {:.0} s wall; open {}",
+        results.len(),
+        started.elapsed().as_secs_f64(),
+        report.display()
+    );
+    Ok(Outcome::Passed)
+}
