@@ -112,15 +112,22 @@ impl<'a> Session<'a> {
             ));
             return Ok(false);
         }
-        let logical = info.logical_block_bytes as u64;
-        let chunk = (64u64 << 20).min(info.discard_max_bytes.max(logical)) / logical * logical;
-        let span = Span {
-            offset_bytes: span.offset_bytes,
-            len_bytes: span.len_bytes / chunk * chunk,
-        };
         if span.len_bytes == 0 {
             return Ok(true);
         }
+        // The largest chunk (a power of two from 64 MiB down) that the device accepts and that divides the span,
+        // so the whole span is discarded in equal pieces.
+        let logical = info.logical_block_bytes.max(512) as u64;
+        let limit = info.discard_max_bytes.max(logical);
+        let Some(chunk) = (0..=17)
+            .map(|shift| (64u64 << 20) >> shift)
+            .find(|&c| c <= limit && c >= logical && span.len_bytes.is_multiple_of(c))
+        else {
+            return Err(MethodError::Invalid(format!(
+                "cannot discard {} bytes in whole pieces of the {}-byte logical block",
+                span.len_bytes, logical
+            )));
+        };
         let workload = Workload {
             rw: RwMode::Trim,
             block_bytes: chunk,

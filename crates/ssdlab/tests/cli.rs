@@ -822,21 +822,6 @@ fn a_block_size_that_is_not_a_multiple_of_the_logical_block_is_refused() {
 // ---------------------------------------------------------------------------------------------------------
 // The virtual SSD
 
-/// Per-second IOPS and the summary of a `--json` run.
-fn iops_series(out: &Output) -> (Vec<f64>, Value) {
-    let events = json_lines(out);
-    let iops = events
-        .iter()
-        .filter(|e| e["type"] == "sample")
-        .map(|e| e["data"]["sample"]["iops"].as_f64().unwrap())
-        .collect();
-    (iops, summary(&events).clone())
-}
-
-fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len() as f64
-}
-
 #[test]
 fn sim_runs_are_bit_identical_for_the_same_seed() {
     let args = [
@@ -878,61 +863,74 @@ fn sim_runs_are_bit_identical_for_the_same_seed() {
     assert_ne!(strip(&a), strip(&run(&other)), "another seed gives another run");
 }
 
-#[test]
-fn sim_consistency_shape_matches_the_840_evo() {
-    // Purged and filled, then 4 KiB random writes at QD32 (uniform, like IOmeter) for 2000 virtual seconds.
-    let target = "sim:840evo-250g?scale=1/64&fill=100%";
-    let out = run(&[
-        "run",
+/// Runs `ssdlab test consistency` into a fresh directory and returns (exit code, result.json).
+fn consistency_result(target: &str, extra: &[&str]) -> (i32, Value) {
+    let dir = tempdir();
+    let out_dir = dir.path().join("r");
+    let mut args = vec![
+        "test",
+        "consistency",
         "--target",
         target,
-        "--rw",
-        "randwrite",
-        "--norandommap",
-        "--runtime",
-        "2000s",
-        "--json",
-    ]);
-    expect_code(&out, 0);
-    let (iops, s) = iops_series(&out);
-    assert_eq!(iops.len(), 2000);
+        "--out",
+        out_dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    let code = out.status.code().unwrap_or(-1);
+    assert!(code == 0 || code == 1, "{}", stderr(&out));
+    let result: Value = serde_json::from_slice(&std::fs::read(out_dir.join("result.json")).unwrap()).unwrap();
+    assert!(out_dir.join("report.html").exists() && out_dir.join("random-write.csv").exists());
+    (code, result)
+}
+
+#[test]
+fn sim_consistency_shape_matches_the_840_evo() {
+    // `ssdlab test consistency` on a 1/64-scale virtual 840 EVO 250 GB: 2000 virtual seconds.
+    let (code, result) = consistency_result("sim:840evo-250g?scale=1/64", &[]);
+    let a = &result["analysis"];
     // An initial plateau near the datasheet's 66K IOPS...
-    assert!(iops[0] > 0.8 * 66_000.0, "plateau {}", iops[0]);
-    // ...a cliff after roughly the spare area's worth of writes (6.9% OP of 3.64 GiB, about 0.25 GiB)...
-    let cliff = iops
-        .iter()
-        .position(|&v| v < 0.5 * iops[0])
-        .expect("a write cliff");
-    let written_gib = iops[..cliff].iter().sum::<f64>() * 4096.0 / (1u64 << 30) as f64;
-    assert!(
-        (0.05..1.0).contains(&written_gib),
-        "cliff after {written_gib:.2} GiB"
-    );
-    // ...and a steady state in the low thousands.
-    let steady = mean(&iops[1600..]);
+    assert!(a["plateau_iops"].as_f64().unwrap() > 0.8 * 66_000.0, "{a}");
+    // ...a cliff after roughly the spare area's worth of writes (6.9% OP of 3.64 GiB is 0.27 GB)...
+    let cliff_gb = a["cliff"]["bytes_written"].as_f64().expect("a cliff") / 1e9;
+    assert!((0.1..1.0).contains(&cliff_gb), "cliff after {cliff_gb:.2} GB");
+    // ...and a steady state in the low thousands, steady by SNIA's rules.
+    let steady = a["steady_iops_mean"].as_f64().unwrap();
     assert!(
         (1500.0..9000.0).contains(&steady),
         "steady state {steady:.0} IOPS"
     );
-    assert!(s["write_amplification"].as_f64().unwrap() > 3.0, "{s}");
+    assert_eq!(a["snia"]["achieved"], true, "{a}");
+    assert_eq!(code, 0);
+    let phases: Vec<&str> = result["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases, ["purge", "fill", "random-write"]);
+    assert_eq!(
+        result["phases"][2]["samples"].as_array().unwrap().len(),
+        2000,
+        "one sample per second"
+    );
+    assert!(
+        result["phases"][2]["summary"]["write_amplification"]
+            .as_f64()
+            .unwrap()
+            > 3.0
+    );
 
-    // More spare area raises steady state several-fold.
-    let out = run(&[
-        "run",
-        "--target",
-        "sim:840evo-250g?scale=1/64&fill=100%&op=25",
-        "--rw",
-        "randwrite",
-        "--norandommap",
-        "--runtime",
-        "2000s",
-        "--json",
-    ]);
-    let (iops25, _) = iops_series(&out);
-    let steady25 = mean(&iops25[1600..]);
+    // Testing 75% of the LBAs (25% extra OP) raises steady state several-fold.
+    let (_, op25) = consistency_result("sim:840evo-250g?scale=1/64", &["--op", "25"]);
+    let steady25 = op25["analysis"]["steady_iops_mean"].as_f64().unwrap();
     assert!(
         steady25 > 2.5 * steady,
         "25% OP: {steady25:.0} vs {steady:.0} IOPS"
+    );
+    assert_eq!(
+        op25["analysis"]["tested_bytes"].as_f64().unwrap(),
+        (result["analysis"]["tested_bytes"].as_f64().unwrap() * 0.75 / 131072.0).floor() * 131072.0
     );
 }
 
@@ -985,5 +983,369 @@ fn sim_targets_are_validated() {
             .lines()
             .count()
             >= 7
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Methodologies on real devices and files
+
+fn read_result(dir: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("result.json")).unwrap()).unwrap()
+}
+
+fn phase<'a>(result: &'a Value, name: &str) -> &'a Value {
+    result["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no phase {name}"))
+}
+
+#[test]
+fn consistency_on_a_loop_device_records_every_second() {
+    let dev = LoopDevice::new(64 << 20);
+    let dir = tempdir();
+    let out_dir = dir.path().join("c");
+    let out = run(&[
+        "test",
+        "consistency",
+        "--target",
+        &dev.path,
+        "--runtime",
+        "3s",
+        "--allow-destroy",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    // Three seconds hold no five 60-second rounds: steady state cannot be shown, so exit 1.
+    expect_code(&out, 1);
+    assert!(stderr(&out).contains("steady state not reached"));
+    let result = read_result(&out_dir);
+    assert_eq!(result["kind"], "consistency");
+    assert_eq!(result["schema"], "ssdlab/1");
+    assert_eq!(
+        phase(&result, "fill")["summary"]["bytes"],
+        64 << 20,
+        "the fill writes the whole span once"
+    );
+    assert_eq!(phase(&result, "purge")["summary"]["discard"]["bytes"], 64 << 20);
+    let random = phase(&result, "random-write");
+    let samples = random["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 3, "one sample per second of runtime");
+    let sampled: u64 = samples.iter().map(|s| s["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(
+        sampled,
+        random["summary"]["bytes"].as_u64().unwrap(),
+        "the samples add up"
+    );
+    assert_eq!(
+        result["analysis"]["random_bytes_written"],
+        random["summary"]["bytes"]
+    );
+    for key in [
+        "plateau_iops",
+        "steady_iops_mean",
+        "steady_iops_std_dev",
+        "snia",
+        "tested_bytes",
+    ] {
+        assert!(!result["analysis"][key].is_null(), "analysis lacks {key}");
+    }
+    assert_eq!(result["verdict"]["passed"], false);
+    let csv = std::fs::read_to_string(out_dir.join("random-write.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4);
+}
+
+#[test]
+fn tests_refuse_block_devices_without_allow_destroy() {
+    let dev = LoopDevice::new(16 << 20);
+    for test in [
+        &["test", "consistency", "--runtime", "1s"][..],
+        &["test", "trim", "--torture", "1s"],
+        &["test", "sweep", "--test-size", "1m"],
+        &["test", "latency", "--runtime", "1s"],
+    ] {
+        let mut args = test.to_vec();
+        args.extend(["--target", dev.path.as_str()]);
+        expect_usage_error(&run(&args), "--allow-destroy");
+    }
+    assert_eq!(dev.image_blocks(), 0, "nothing was written");
+}
+
+#[test]
+fn trim_test_on_a_file_compares_clean_dirty_and_after_trim() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("t");
+    let target = file_target(&dir.path().join("trim.img"), Some("32m"));
+    let out = run(&[
+        "test",
+        "trim",
+        "--target",
+        &target,
+        "--torture",
+        "2s",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let result = read_result(&out_dir);
+    let a = &result["analysis"];
+    let restored = a["restored_fraction"].as_f64().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(if restored >= 0.9 { 0 } else { 1 }),
+        "exit code follows the verdict"
+    );
+    assert_eq!(a["trimmed_reads_zero"], true, "punched holes read back as zeroes");
+    for key in ["clean_bytes_per_s", "dirty_bytes_per_s", "after_trim_bytes_per_s"] {
+        assert!(a[key].as_f64().unwrap() > 0.0, "{key}");
+    }
+    let names: Vec<&str> = result["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["purge", "clean", "torture", "dirty", "purge", "after-trim"]
+    );
+    assert_eq!(phase(&result, "clean")["summary"]["bytes"], 32 << 20);
+    assert_eq!(phase(&result, "torture")["samples"].as_array().unwrap().len(), 2);
+    assert!(stderr(&out).contains("After TRIM"));
+}
+
+#[test]
+fn sweep_on_a_loop_device_covers_every_power_of_two() {
+    let dev = LoopDevice::new(32 << 20);
+    let dir = tempdir();
+    let out_dir = dir.path().join("s");
+    let out = run(&[
+        "test",
+        "sweep",
+        "--target",
+        &dev.path,
+        "--allow-destroy",
+        "--test-size",
+        "4m",
+        "--from",
+        "512",
+        "--to",
+        "1m",
+        "--size-runtime",
+        "5s",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    let rows = read_result(&out_dir)["analysis"]["rows"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let sizes: Vec<u64> = rows
+        .iter()
+        .map(|r| r["transfer_bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, (9..=20).map(|e| 1u64 << e).collect::<Vec<_>>());
+    for row in &rows {
+        assert!(
+            row["write_bytes_per_s"].as_f64().unwrap() > 0.0
+                && row["read_bytes_per_s"].as_f64().unwrap() > 0.0
+        );
+        assert_eq!(
+            row["write_bytes"],
+            4 << 20,
+            "one pass of the 4 MiB region at {}",
+            row["transfer_bytes"]
+        );
+        assert_eq!(row["read_bytes"], 4 << 20);
+    }
+}
+
+#[test]
+fn latency_test_reports_the_field_report_columns() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("l");
+    let target = file_target(&dir.path().join("lat.img"), Some("16m"));
+    let out = run(&[
+        "test",
+        "latency",
+        "--target",
+        &target,
+        "--runtime",
+        "2s",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--json",
+    ]);
+    expect_code(&out, 0);
+    let result = read_result(&out_dir);
+    let a = &result["analysis"];
+    let p: Vec<f64> = [
+        "latency_ns_p25",
+        "latency_ns_p50",
+        "latency_ns_p75",
+        "latency_ns_p95",
+    ]
+    .iter()
+    .map(|k| a[*k].as_f64().unwrap())
+    .collect();
+    assert!(p.windows(2).all(|w| w[0] <= w[1]) && p[0] > 0.0, "{a}");
+    assert!(a["latency_ns_max"].as_f64().unwrap() >= p[3]);
+    assert_eq!(
+        a["span_bytes"],
+        16 << 20,
+        "the 8 GiB default span is clamped to the file"
+    );
+    let random = phase(&result, "qd1-random-write");
+    assert_eq!(random["samples"].as_array().unwrap().len(), 2);
+    assert!((random["summary"]["qd_mean"].as_f64().unwrap() - 1.0).abs() < 0.05);
+    let events = json_lines(&out);
+    assert_eq!(event(&events, "analysis")["data"], *a);
+}
+
+#[test]
+fn an_interrupted_test_keeps_what_it_measured() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("i");
+    let mut child = ssdlab()
+        .args([
+            "test",
+            "consistency",
+            "--target",
+            "sim:840evo-250g?scale=1/16",
+            "--runtime",
+            "100000s",
+        ])
+        .args(["--out", out_dir.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stderr.take().unwrap()));
+    for line in lines.by_ref() {
+        if line.unwrap().contains("random-write started") {
+            break;
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    sh("kill", &["-INT", &child.id().to_string()]);
+    let _rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let result = read_result(&out_dir);
+    assert_eq!(result["complete"], false);
+    let random = phase(&result, "random-write");
+    assert_eq!(random["complete"], false);
+    assert!(
+        !random["samples"].as_array().unwrap().is_empty(),
+        "what was measured is kept"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The report, checked in a real browser
+
+#[test]
+fn the_report_renders_in_headless_chromium_with_axes_labels_and_points() {
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("Chromium is needed for the report test (apt-get install chromium; .ci/run installs it)");
+    let dir = tempdir();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for (out, op) in [(&a, "0"), (&b, "25")] {
+        let out = run(&[
+            "test",
+            "consistency",
+            "--target",
+            "sim:840evo-250g?scale=1/256",
+            "--runtime",
+            "600s",
+            "--op",
+            op,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.code() == Some(0) || out.status.code() == Some(1),
+            "{}",
+            stderr(&out)
+        );
+    }
+    let page = dir.path().join("both.html");
+    expect_code(
+        &run(&[
+            "report",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--out",
+            page.to_str().unwrap(),
+        ]),
+        0,
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        !html.contains("<script") && !html.contains("src=") && !html.contains("<link"),
+        "self-contained"
+    );
+
+    let profile = dir.path().join("profile");
+    let browser = |extra: &[&str]| {
+        Command::new(chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+            ])
+            .args([
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .args(extra)
+            .arg(format!("file://{}", page.display()))
+            .output()
+            .unwrap()
+    };
+    let dom = browser(&["--dump-dom"]);
+    assert!(dom.status.success(), "{}", String::from_utf8_lossy(&dom.stderr));
+    let dom = String::from_utf8(dom.stdout).unwrap();
+    let charts: Vec<&str> = dom.split("<svg class=\"chart\"").skip(1).collect();
+    assert_eq!(charts.len(), 4, "the consistency section draws four charts");
+    for chart in &charts {
+        assert!(
+            chart.contains("class=\"axis x-axis\"") && chart.contains("class=\"axis y-axis\""),
+            "axes"
+        );
+        assert!(
+            chart.contains("class=\"label\"") && chart.contains("class=\"tick\""),
+            "axis labels and ticks"
+        );
+        assert_eq!(
+            chart.matches("<g class=\"series\"").count(),
+            2,
+            "both results are overlaid"
+        );
+        assert!(chart.contains("<circle class=\"point\""), "plotted points");
+    }
+    assert!(dom.contains("25% OP") && dom.contains("SNIA PTS steady state"));
+    let shot = dir.path().join("page.png");
+    let shot_run = browser(&[
+        &format!("--screenshot={}", shot.display()),
+        "--window-size=1280,2000",
+    ]);
+    assert!(shot_run.status.success());
+    let png = std::fs::read(&shot).expect("a screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "a real rendering, not a blank page"
     );
 }
