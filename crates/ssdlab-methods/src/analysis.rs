@@ -14,12 +14,12 @@ pub struct SniaSteadyState {
     pub achieved: bool,
     /// The first window of five rounds that met both criteria (0-based index of its first round), if any.
     pub first_window_start_round: Option<u32>,
-    /// Figures of the last window.
-    pub window_mean: f64,
+    /// Figures of the last window (None when the run holds fewer than five rounds).
+    pub window_mean: Option<f64>,
     /// (max - min) / mean; the criterion is <= 0.20.
-    pub range_excursion: f64,
+    pub range_excursion: Option<f64>,
     /// |slope| x (window width - 1 rounds) / mean; the criterion is <= 0.10.
-    pub slope_excursion: f64,
+    pub slope_excursion: Option<f64>,
 }
 
 /// The PTS window: 5 rounds, data excursion within 20% of the mean, slope excursion within 10%.
@@ -57,26 +57,20 @@ pub fn snia_steady_state(per_second: &[f64], round_s: u32) -> SniaSteadyState {
     let first_window_start_round = (window <= rounds.len())
         .then(|| (0..=rounds.len() - window).find(|&i| snia_window_passes(&rounds[i..i + window])))
         .flatten();
-    let (achieved, range, slope, m) = if rounds.len() >= window {
-        let last = &rounds[rounds.len() - window..];
-        let (range, slope, m) = snia_window(last);
-        (
-            range <= SNIA_RANGE_LIMIT && slope <= SNIA_SLOPE_LIMIT,
-            range,
-            slope,
-            m,
-        )
-    } else {
-        (false, f64::NAN, f64::NAN, mean(&rounds))
-    };
+    let last = rounds
+        .len()
+        .checked_sub(window)
+        .map(|start| snia_window(&rounds[start..]));
+    let achieved =
+        last.is_some_and(|(range, slope, _)| range <= SNIA_RANGE_LIMIT && slope <= SNIA_SLOPE_LIMIT);
     SniaSteadyState {
         round_s,
         rounds: rounds.len() as u32,
         achieved,
         first_window_start_round: first_window_start_round.map(|i| i as u32),
-        window_mean: m,
-        range_excursion: range,
-        slope_excursion: slope,
+        window_mean: last.map(|(_, _, m)| m),
+        range_excursion: last.map(|(range, _, _)| range),
+        slope_excursion: last.map(|(_, slope, _)| slope),
     }
 }
 
@@ -165,7 +159,7 @@ mod tests {
     fn snia_flat_passes_ramp_fails_noise_fails() {
         let flat = vec![5000.0; 600];
         let s = snia_steady_state(&flat, 60);
-        assert!(s.achieved && s.range_excursion == 0.0 && s.first_window_start_round == Some(0));
+        assert!(s.achieved && s.range_excursion == Some(0.0) && s.first_window_start_round == Some(0));
 
         // A ramp of 5% per round: each round's range is small but the slope is large.
         let ramp: Vec<f64> = (0..600)
@@ -174,7 +168,7 @@ mod tests {
         let s = snia_steady_state(&ramp, 60);
         assert!(!s.achieved, "a ramp is not steady: {s:?}");
         assert!(
-            s.slope_excursion > SNIA_SLOPE_LIMIT && s.range_excursion <= SNIA_RANGE_LIMIT,
+            s.slope_excursion.unwrap() > SNIA_SLOPE_LIMIT && s.range_excursion.unwrap() <= SNIA_RANGE_LIMIT,
             "{s:?}"
         );
 
@@ -183,8 +177,11 @@ mod tests {
             .map(|t| if (t / 60) % 2 == 0 { 1000.0 } else { 1300.0 })
             .collect();
         let s = snia_steady_state(&noisy, 60);
-        assert!(!s.achieved && s.range_excursion > SNIA_RANGE_LIMIT, "{s:?}");
-        assert!(s.slope_excursion <= SNIA_SLOPE_LIMIT, "{s:?}");
+        assert!(
+            !s.achieved && s.range_excursion.unwrap() > SNIA_RANGE_LIMIT,
+            "{s:?}"
+        );
+        assert!(s.slope_excursion.unwrap() <= SNIA_SLOPE_LIMIT, "{s:?}");
 
         assert!(
             !snia_steady_state(&flat[..200], 60).achieved,

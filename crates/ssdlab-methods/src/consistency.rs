@@ -117,13 +117,20 @@ pub fn run(
     let phase = &session.phases[index];
     let analysis = analyze(&phase.samples, span.len_bytes, options);
     let mut reasons = Vec::new();
-    if !analysis.snia.achieved {
-        reasons.push(format!(
+    match (analysis.snia.achieved, analysis.snia.range_excursion, analysis.snia.slope_excursion) {
+        (true, _, _) => {}
+        (false, Some(range), Some(slope)) => reasons.push(format!(
             "steady state not reached by SNIA PTS rules over the last 5 rounds of {} s (range {:.0}% of the mean, limit 20%; slope {:.0}%, limit 10%)",
             options.round_s,
-            100.0 * analysis.snia.range_excursion,
-            100.0 * analysis.snia.slope_excursion
-        ));
+            100.0 * range,
+            100.0 * slope
+        )),
+        (false, _, _) => reasons.push(format!(
+            "steady state not reached: the run holds {} rounds of {} s, fewer than the 5 SNIA PTS needs (use --runtime {}s or more)",
+            analysis.snia.rounds,
+            options.round_s,
+            5 * options.round_s
+        )),
     }
     if !phase.complete {
         reasons.push("interrupted before the end of the random-write phase".into());
@@ -156,7 +163,7 @@ pub fn analyze(
         op_percent: options.op_percent,
         plateau_iops: plateau(&iops, cliff.as_ref()),
         cliff,
-        steady_window_s: options.steady_window_s,
+        steady_window_s: options.steady_window_s.min(samples.len() as u32),
         steady_iops_mean: steady_mean,
         steady_iops_std_dev: steady_sd,
         steady_consistency_ratio: (steady_sd > 0.0).then(|| steady_mean / steady_sd),

@@ -341,7 +341,7 @@ fn consistency(group: &[&RunResult]) -> String {
                 .map_or("–".into(), |v| format!("{v:.1}"))
         }),
         figure("SNIA PTS steady state", &|a| match a.get("snia") {
-            Some(s) => format!(
+            Some(s) if s.get("range_excursion").is_some_and(Value::is_number) => format!(
                 "{} (range {:.1}%, slope {:.1}%)",
                 if s.get("achieved").and_then(Value::as_bool) == Some(true) {
                     "achieved"
@@ -351,6 +351,7 @@ fn consistency(group: &[&RunResult]) -> String {
                 100.0 * num(s, "range_excursion"),
                 100.0 * num(s, "slope_excursion")
             ),
+            Some(s) => format!("not assessed ({} rounds, fewer than 5)", num(s, "rounds")),
             None => "–".into(),
         }),
     ];

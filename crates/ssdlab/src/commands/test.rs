@@ -210,7 +210,7 @@ fn print_analysis(kind: &str, analysis: &serde_json::Value) {
     match kind {
         "consistency" => {
             let Ok(a) = serde_json::from_value::<ConsistencyAnalysis>(analysis.clone()) else {
-                return;
+                return eprintln!("analysis  {analysis}");
             };
             eprintln!(
                 "tested    {} ({}% extra over-provisioning)",
@@ -234,22 +234,27 @@ fn print_analysis(kind: &str, analysis: &serde_json::Value) {
                 a.steady_consistency_ratio
                     .map_or(String::new(), |r| format!(", mean/sd {r:.1}"))
             );
-            eprintln!(
-                "SNIA      {} over the last 5 of {} rounds of {} s: mean {:.0} IOPS, range {:.1}% (<= 20%), slope {:.1}% (<= 10%){}",
-                if a.snia.achieved {
-                    "steady state"
-                } else {
-                    "NOT steady"
-                },
-                a.snia.rounds,
-                a.snia.round_s,
-                a.snia.window_mean,
-                100.0 * a.snia.range_excursion,
-                100.0 * a.snia.slope_excursion,
-                a.snia
-                    .first_window_start_round
-                    .map_or(String::new(), |r| format!("; first steady window from round {r}"))
-            );
+            match (a.snia.window_mean, a.snia.range_excursion, a.snia.slope_excursion) {
+                (Some(mean), Some(range), Some(slope)) => eprintln!(
+                    "SNIA      {} over the last 5 of {} rounds of {} s: mean {mean:.0} IOPS, range {:.1}% (<= 20%), slope {:.1}% (<= 10%){}",
+                    if a.snia.achieved {
+                        "steady state"
+                    } else {
+                        "NOT steady"
+                    },
+                    a.snia.rounds,
+                    a.snia.round_s,
+                    100.0 * range,
+                    100.0 * slope,
+                    a.snia
+                        .first_window_start_round
+                        .map_or(String::new(), |r| format!("; first steady window from round {r}"))
+                ),
+                _ => eprintln!(
+                    "SNIA      not assessed: {} rounds of {} s, fewer than 5",
+                    a.snia.rounds, a.snia.round_s
+                ),
+            }
         }
         "trim" => {
             let Ok(a) = serde_json::from_value::<TrimAnalysis>(analysis.clone()) else {
