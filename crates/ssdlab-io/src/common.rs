@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use ssdlab_core::device::{Completion, DeviceError, DeviceResult, Io, Op};
 
+use crate::buffers::BufferPool;
 use crate::sys;
 
 /// CLOCK_MONOTONIC nanoseconds since the device was opened.
@@ -196,5 +197,63 @@ pub fn run_sync_op(backing: &Backing, io: &Io) -> i64 {
     match outcome {
         Ok(()) => io.len as i64,
         Err(e) => -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
+    }
+}
+
+/// The slot buffers and bookkeeping every real backend keeps: the aligned pool, which slots are in flight, and
+/// completions that finished inside `submit` (synchronous backends, discards) waiting to be reaped.
+pub struct SlotBuffers {
+    pub pool: BufferPool,
+    pub slots: Slots,
+    pub ready: Vec<Done>,
+}
+
+impl SlotBuffers {
+    /// No slots yet (until `prepare`).
+    pub fn new(align: usize) -> Self {
+        SlotBuffers {
+            pool: BufferPool::new(1, align, align),
+            slots: Slots::new(0),
+            ready: Vec::new(),
+        }
+    }
+
+    /// Replaces the slots; nothing may be in flight.
+    pub fn prepare(&mut self, count: u32, buffer_bytes: usize, align: usize) {
+        assert_eq!(self.slots.in_flight(), 0, "prepare with operations in flight");
+        self.pool = BufferPool::new(count, buffer_bytes, align);
+        self.slots = Slots::new(count);
+        self.ready = Vec::with_capacity(count as usize);
+    }
+
+    pub fn buffer(&self, slot: u32) -> &[u8] {
+        self.slots.assert_idle(slot);
+        self.pool.slot(slot)
+    }
+
+    pub fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
+        self.slots.assert_idle(slot);
+        self.pool.slot_mut(slot)
+    }
+
+    /// Checks and marks an operation in flight.
+    #[inline]
+    pub fn begin(&mut self, io: &Io, now_ns: u64) -> DeviceResult<()> {
+        self.slots.check(io, self.pool.buffer_len())?;
+        self.slots.start(io, now_ns);
+        Ok(())
+    }
+
+    /// Moves the completions finished inside `submit` to `out`, observed no earlier than `observed_ns`.
+    #[inline]
+    pub fn drain_ready(&mut self, observed_ns: u64, out: &mut Vec<Completion>) -> usize {
+        let n = self.ready.len();
+        for done in self.ready.drain(..) {
+            out.push(
+                self.slots
+                    .finish(done.slot, done.result, observed_ns.max(done.completed_ns)),
+            );
+        }
+        n
     }
 }

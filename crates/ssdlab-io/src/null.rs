@@ -5,15 +5,12 @@
 
 use ssdlab_core::device::{ClockKind, Completion, Device, DeviceInfo, DeviceResult, Io, TargetKind};
 
-use crate::buffers::BufferPool;
-use crate::common::{Done, RealClock, Slots};
+use crate::common::{Done, RealClock, SlotBuffers};
 
 pub struct NullDevice {
     info: DeviceInfo,
     clock: RealClock,
-    pool: BufferPool,
-    slots: Slots,
-    ready: Vec<Done>,
+    slots: SlotBuffers,
 }
 
 impl NullDevice {
@@ -38,9 +35,7 @@ impl NullDevice {
         NullDevice {
             info,
             clock: RealClock::new(),
-            pool: BufferPool::new(1, 512, 512),
-            slots: Slots::new(0),
-            ready: Vec::new(),
+            slots: SlotBuffers::new(512),
         }
     }
 }
@@ -51,30 +46,25 @@ impl Device for NullDevice {
     }
 
     fn prepare(&mut self, slots: u32, buffer_bytes: usize) -> DeviceResult<()> {
-        assert_eq!(self.slots.in_flight(), 0, "prepare with operations in flight");
-        self.pool = BufferPool::new(slots, buffer_bytes, self.info.memory_align_bytes as usize);
-        self.slots = Slots::new(slots);
-        self.ready = Vec::with_capacity(slots as usize);
+        self.slots
+            .prepare(slots, buffer_bytes, self.info.memory_align_bytes as usize);
         Ok(())
     }
 
     fn buffer(&self, slot: u32) -> &[u8] {
-        self.slots.assert_idle(slot);
-        self.pool.slot(slot)
+        self.slots.buffer(slot)
     }
 
     fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
-        self.slots.assert_idle(slot);
-        self.pool.slot_mut(slot)
+        self.slots.buffer_mut(slot)
     }
 
     #[inline]
     fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize> {
         let now = self.clock.now_ns();
         for io in ios {
-            self.slots.check(io, self.pool.buffer_len())?;
-            self.slots.start(io, now);
-            self.ready.push(Done {
+            self.slots.begin(io, now)?;
+            self.slots.ready.push(Done {
                 slot: io.slot,
                 result: io.len as i64,
                 completed_ns: now,
@@ -90,16 +80,8 @@ impl Device for NullDevice {
         _deadline_ns: Option<u64>,
         out: &mut Vec<Completion>,
     ) -> DeviceResult<usize> {
-        let n = self.ready.len();
         // Completion is observed now, as a real device's would be at reap time.
-        let now = self.clock.now_ns();
-        for done in self.ready.drain(..) {
-            out.push(
-                self.slots
-                    .finish(done.slot, done.result, now.max(done.completed_ns)),
-            );
-        }
-        Ok(n)
+        Ok(self.slots.drain_ready(self.clock.now_ns(), out))
     }
 
     fn now_ns(&self) -> u64 {
@@ -111,6 +93,6 @@ impl Device for NullDevice {
     }
 
     fn in_flight(&self) -> usize {
-        self.slots.in_flight()
+        self.slots.slots.in_flight()
     }
 }

@@ -8,16 +8,13 @@ use std::os::unix::fs::FileExt;
 
 use ssdlab_core::device::{Completion, Device, DeviceInfo, DeviceResult, Io, Op};
 
-use crate::buffers::BufferPool;
-use crate::common::{Backing, Done, RealClock, Slots, run_sync_op};
+use crate::common::{Backing, Done, RealClock, SlotBuffers, run_sync_op};
 
 pub struct PsyncDevice {
     info: DeviceInfo,
     backing: Backing,
     clock: RealClock,
-    pool: BufferPool,
-    slots: Slots,
-    ready: Vec<Done>,
+    slots: SlotBuffers,
 }
 
 impl PsyncDevice {
@@ -27,9 +24,7 @@ impl PsyncDevice {
             info,
             backing,
             clock: RealClock::new(),
-            pool: BufferPool::new(1, align, align),
-            slots: Slots::new(0),
-            ready: Vec::new(),
+            slots: SlotBuffers::new(align),
         }
     }
 
@@ -38,10 +33,14 @@ impl PsyncDevice {
         let outcome = match io.op {
             Op::Read => read_full(
                 &self.backing.file,
-                &mut self.pool.slot_mut(io.slot)[..len],
+                &mut self.slots.pool.slot_mut(io.slot)[..len],
                 io.offset,
             ),
-            Op::Write => write_full(&self.backing.file, &self.pool.slot(io.slot)[..len], io.offset),
+            Op::Write => write_full(
+                &self.backing.file,
+                &self.slots.pool.slot(io.slot)[..len],
+                io.offset,
+            ),
             Op::Discard | Op::Flush => return run_sync_op(&self.backing, io),
         };
         self.backing.after_buffered_transfer(io.op, io.offset, io.len);
@@ -77,30 +76,25 @@ impl Device for PsyncDevice {
     }
 
     fn prepare(&mut self, slots: u32, buffer_bytes: usize) -> DeviceResult<()> {
-        assert_eq!(self.slots.in_flight(), 0, "prepare with operations in flight");
-        self.pool = BufferPool::new(slots, buffer_bytes, self.info.memory_align_bytes as usize);
-        self.slots = Slots::new(slots);
-        self.ready.clear();
+        self.slots
+            .prepare(slots, buffer_bytes, self.info.memory_align_bytes as usize);
         Ok(())
     }
 
     fn buffer(&self, slot: u32) -> &[u8] {
-        self.slots.assert_idle(slot);
-        self.pool.slot(slot)
+        self.slots.buffer(slot)
     }
 
     fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
-        self.slots.assert_idle(slot);
-        self.pool.slot_mut(slot)
+        self.slots.buffer_mut(slot)
     }
 
     fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize> {
         for io in ios {
-            self.slots.check(io, self.pool.buffer_len())?;
             // The slot stays in flight until reaped, as on an asynchronous device.
-            self.slots.start(io, self.clock.now_ns());
+            self.slots.begin(io, self.clock.now_ns())?;
             let result = self.transfer(io);
-            self.ready.push(Done {
+            self.slots.ready.push(Done {
                 slot: io.slot,
                 result,
                 completed_ns: self.clock.now_ns(),
@@ -115,11 +109,7 @@ impl Device for PsyncDevice {
         _deadline_ns: Option<u64>,
         out: &mut Vec<Completion>,
     ) -> DeviceResult<usize> {
-        let n = self.ready.len();
-        for done in self.ready.drain(..) {
-            out.push(self.slots.finish(done.slot, done.result, done.completed_ns));
-        }
-        Ok(n)
+        Ok(self.slots.drain_ready(0, out))
     }
 
     fn now_ns(&self) -> u64 {
@@ -131,6 +121,6 @@ impl Device for PsyncDevice {
     }
 
     fn in_flight(&self) -> usize {
-        self.slots.in_flight()
+        self.slots.slots.in_flight()
     }
 }

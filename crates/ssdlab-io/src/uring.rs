@@ -16,22 +16,18 @@ use std::os::fd::AsRawFd;
 use io_uring::{IoUring, opcode, squeue, types};
 use ssdlab_core::device::{Completion, Device, DeviceError, DeviceInfo, DeviceResult, Io, Op};
 
-use crate::buffers::BufferPool;
-use crate::common::{Backing, Done, RealClock, Slots, run_sync_op};
+use crate::common::{Backing, Done, RealClock, SlotBuffers, run_sync_op};
 
 pub struct UringDevice {
     info: DeviceInfo,
     backing: Backing,
     clock: RealClock,
     ring: IoUring,
-    pool: BufferPool,
-    slots: Slots,
+    slots: SlotBuffers,
     /// Buffers registered with the ring (READ_FIXED/WRITE_FIXED); otherwise plain READ/WRITE.
     fixed_buffers: bool,
     /// Entries queued in the submission ring but not yet handed to the kernel.
     unsubmitted: usize,
-    /// Operations completed synchronously inside `submit` (discards).
-    ready: Vec<Done>,
 }
 
 /// Whether this kernel lets us create an io_uring at all (it may be compiled out, disabled by
@@ -83,11 +79,9 @@ impl UringDevice {
             backing,
             clock: RealClock::new(),
             ring,
-            pool: BufferPool::new(1, align, align),
-            slots: Slots::new(0),
+            slots: SlotBuffers::new(align),
             fixed_buffers: false,
             unsubmitted: 0,
-            ready: Vec::new(),
         })
     }
 
@@ -95,7 +89,7 @@ impl UringDevice {
     /// false if the ring failed with operations still in flight: their buffers must then never be freed.
     fn drain(&mut self) -> bool {
         let mut sink = Vec::new();
-        while self.slots.in_flight() > 0 {
+        while self.slots.slots.in_flight() > 0 {
             if self.reap(1, None, &mut sink).is_err() {
                 return false;
             }
@@ -107,15 +101,12 @@ impl UringDevice {
     /// Gives up on the buffers the kernel may still write into: leaking them is the only sound choice.
     fn abandon_buffers(&mut self) {
         let align = self.info.memory_align_bytes as usize;
-        std::mem::forget(std::mem::replace(
-            &mut self.pool,
-            BufferPool::new(1, align, align),
-        ));
+        std::mem::forget(std::mem::replace(&mut self.slots, SlotBuffers::new(align)));
     }
 
     fn queue(&mut self, io: &Io) -> Result<(), ()> {
         let file = types::Fixed(0);
-        let ptr = self.pool.ptr(io.slot);
+        let ptr = self.slots.pool.ptr(io.slot);
         let len = io.len as u32;
         let entry = match (io.op, self.fixed_buffers) {
             (Op::Read, true) => opcode::ReadFixed::new(file, ptr, len, io.slot as u16)
@@ -142,17 +133,15 @@ impl UringDevice {
     fn harvest(&mut self, out: &mut Vec<Completion>) -> usize {
         let mut n = 0;
         let mut now = None;
-        for done in self.ready.drain(..) {
-            out.push(self.slots.finish(done.slot, done.result, done.completed_ns));
-            n += 1;
-        }
+        n += self.slots.drain_ready(0, out);
         let mut cq = self.ring.completion();
         cq.sync();
         for cqe in &mut cq {
             let completed_ns = *now.get_or_insert_with(|| self.clock.now_ns());
-            let completion = self
-                .slots
-                .finish(cqe.user_data() as u32, cqe.result() as i64, completed_ns);
+            let completion =
+                self.slots
+                    .slots
+                    .finish(cqe.user_data() as u32, cqe.result() as i64, completed_ns);
             if self.backing.buffered && matches!(completion.op, Op::Read | Op::Write) {
                 // Rare path (no O_DIRECT): drop the page cache so later reads reach the medium.
                 self.backing.after_buffered_transfer(completion.op, 0, 0);
@@ -188,9 +177,9 @@ impl Device for UringDevice {
                 .register_files(&[self.backing.file.as_raw_fd()])
                 .map_err(|e| os_error("io_uring file registration", e))?;
         }
-        self.pool = BufferPool::new(slots, buffer_bytes, self.info.memory_align_bytes as usize);
-        self.slots = Slots::new(slots);
-        let iovecs = self.pool.iovecs();
+        self.slots
+            .prepare(slots, buffer_bytes, self.info.memory_align_bytes as usize);
+        let iovecs = self.slots.pool.iovecs();
         // SAFETY: the iovecs describe the pool's live allocation, which stays alive and in place until the
         // buffers are unregistered (next prepare) or the ring is dropped (drop drains first; the ring field is
         // dropped before the pool field).
@@ -211,23 +200,21 @@ impl Device for UringDevice {
     }
 
     fn buffer(&self, slot: u32) -> &[u8] {
-        self.slots.assert_idle(slot);
-        self.pool.slot(slot)
+        self.slots.buffer(slot)
     }
 
     fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
-        self.slots.assert_idle(slot);
-        self.pool.slot_mut(slot)
+        self.slots.buffer_mut(slot)
     }
 
     fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize> {
         let now = self.clock.now_ns();
         for (accepted, io) in ios.iter().enumerate() {
-            self.slots.check(io, self.pool.buffer_len())?;
+            self.slots.slots.check(io, self.slots.pool.buffer_len())?;
             if io.op == Op::Discard {
-                self.slots.start(io, self.clock.now_ns());
+                self.slots.slots.start(io, self.clock.now_ns());
                 let result = run_sync_op(&self.backing, io);
-                self.ready.push(Done {
+                self.slots.ready.push(Done {
                     slot: io.slot,
                     result,
                     completed_ns: self.clock.now_ns(),
@@ -242,7 +229,7 @@ impl Device for UringDevice {
                     return Ok(accepted);
                 }
             }
-            self.slots.start(io, now);
+            self.slots.slots.start(io, now);
             self.unsubmitted += 1;
         }
         Ok(ios.len())
@@ -259,7 +246,7 @@ impl Device for UringDevice {
             let want = if got >= min {
                 0
             } else {
-                (min - got).min(self.slots.in_flight() - self.ready.len())
+                (min - got).min(self.slots.slots.in_flight() - self.slots.ready.len())
             };
             if want == 0 && self.unsubmitted == 0 {
                 return Ok(got);
@@ -322,7 +309,7 @@ impl Device for UringDevice {
     }
 
     fn in_flight(&self) -> usize {
-        self.slots.in_flight()
+        self.slots.slots.in_flight()
     }
 }
 

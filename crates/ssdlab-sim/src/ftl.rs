@@ -419,18 +419,13 @@ impl Ftl {
         }
     }
 
-    /// Collects one victim on `die`: relocates its valid units into the frontier and erases it. Returns false
-    /// when there is nothing to collect.
-    fn collect(&mut self, die: u32) -> bool {
-        let Some(victim) = self.victim(die) else {
-            return false;
-        };
-        self.unlink(victim);
-        self.state[victim as usize] = BlockState::Free; // not linked anywhere while being emptied
+    /// Moves every valid unit of `block` into `die`'s main-pool frontier and erases the block (the caller puts it
+    /// on a free list). Returns the units moved.
+    fn empty_block(&mut self, block: u32, die: u32) -> u32 {
         let np = self.config.units_per_block;
-        let mut relocated = 0;
-        for offset in 0..self.written[victim as usize] {
-            let physical = victim * np + offset;
+        let mut moved = 0;
+        for offset in 0..self.written[block as usize] {
+            let physical = block * np + offset;
             let logical = self.p2l[physical as usize];
             if logical == UNMAPPED {
                 continue;
@@ -444,15 +439,27 @@ impl Ftl {
             let target_block = self.block_of(target);
             self.valid[target_block as usize] += 1;
             self.p2l[physical as usize] = UNMAPPED;
-            relocated += 1;
+            moved += 1;
         }
         assert_eq!(
-            relocated, self.valid[victim as usize],
-            "victim {victim}: relocated units must equal its valid count"
+            moved, self.valid[block as usize],
+            "block {block}: moved units must equal its valid count"
         );
-        self.valid[victim as usize] = 0;
-        self.written[victim as usize] = 0;
-        self.erase_count[victim as usize] += 1;
+        self.valid[block as usize] = 0;
+        self.written[block as usize] = 0;
+        self.erase_count[block as usize] += 1;
+        moved
+    }
+
+    /// Collects one victim on `die`: relocates its valid units into the frontier and erases it. Returns false
+    /// when there is nothing to collect.
+    fn collect(&mut self, die: u32) -> bool {
+        let Some(victim) = self.victim(die) else {
+            return false;
+        };
+        self.unlink(victim);
+        self.state[victim as usize] = BlockState::Free; // not linked anywhere while being emptied
+        let relocated = self.empty_block(victim, die);
         self.free[die as usize].push(victim);
         self.counters.relocated_units += relocated as u64;
         self.counters.nand_units_written += relocated as u64;
@@ -561,32 +568,7 @@ impl Ftl {
             }
         };
         self.pending_gc = GcWork::default();
-        let np = self.config.units_per_block;
-        let mut moved = 0;
-        for offset in 0..self.written[block as usize] {
-            let physical = block * np + offset;
-            let logical = self.p2l[physical as usize];
-            if logical == UNMAPPED {
-                continue;
-            }
-            let target = self.allocate(die);
-            self.p2l[target as usize] = logical;
-            self.l2p[logical as usize] = target;
-            if self.config.fingerprints {
-                self.fingerprints[target as usize] = self.fingerprints[physical as usize];
-            }
-            let target_block = self.block_of(target);
-            self.valid[target_block as usize] += 1;
-            self.p2l[physical as usize] = UNMAPPED;
-            moved += 1;
-        }
-        assert_eq!(
-            moved, self.valid[block as usize],
-            "SLC block {block}: moved units must equal its valid count"
-        );
-        self.valid[block as usize] = 0;
-        self.written[block as usize] = 0;
-        self.erase_count[block as usize] += 1;
+        let moved = self.empty_block(block, die);
         self.state[block as usize] = BlockState::Free;
         self.slc_free[die as usize].push(block);
         self.counters.nand_units_written += moved as u64;
