@@ -7,6 +7,7 @@
 //! has a `# Safety` section. It never prints: diagnostics go back to the caller as values.
 
 pub mod buffers;
+pub mod files;
 pub mod common;
 pub mod guard;
 pub mod null;

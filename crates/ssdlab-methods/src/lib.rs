@@ -13,3 +13,4 @@ pub mod sweep;
 pub mod trim;
 
 pub use session::{MethodError, MethodObserver, MethodOutcome, Session};
+pub mod refresh;

@@ -23,6 +23,9 @@ pub enum Command {
     /// The reviewers' methodologies as one-command tests.
     #[command(subcommand)]
     Test(TestCommand),
+    /// Rewrite files in place, safely (verified, journalled, resumable), so data that has gone slow with age is
+    /// fresh again.
+    Refresh(RefreshArgs),
     /// The main job: on a virtual 840 EVO 250 GB, the consistency test (default and 25% OP), TRIM validation
     /// and a transfer-size sweep, drawn into one report.
     Demo(DemoArgs),
@@ -31,6 +34,29 @@ pub enum Command {
     /// The virtual SSD: profiles, their geometry, and write-amplification model checks.
     #[command(subcommand)]
     Sim(SimCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct RefreshArgs {
+    /// Files or directories (walked on their own file system, never through symlinks).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Only files whose data is older than this (age = the earlier of mtime and birth time), e.g. 90d, 3mo.
+    #[arg(long)]
+    pub older_than: Option<String>,
+    /// Bytes per second at most, e.g. 200m.
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// Rewrite unit; each is read, written back, synced and re-read before the next.
+    #[arg(long, default_value = "4m")]
+    pub chunk: String,
+    /// Only print what would be rewritten (files, bytes, wear cost, time) and why others are skipped.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Where the journal lives (default: $SSDLAB_STATE_DIR, else /var/lib/ssdlab as root, else
+    /// ~/.local/state/ssdlab).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

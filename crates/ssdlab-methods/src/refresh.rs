@@ -1,0 +1,301 @@
+//! Refreshing a file in place without risking a byte.
+//!
+//! Each data chunk is read from the medium, checksummed, written back unchanged to the same offset, made
+//! durable, evicted from the cache, read back from the medium and compared. Because the bytes written are the
+//! bytes read, a write torn by a crash leaves the same content; the only danger is another writer changing the
+//! chunk between our read and our write, which the file layer excludes (a write lease) or detects (size, mtime
+//! and ctime compared with what our own writes left), abandoning the file from then on.
+//!
+//! Progress is journalled per chunk, durably, so a killed run resumes where it stopped, and the file's original
+//! access and modification times are journalled before its first write so they are restored even after a kill.
+//! This module owns that protocol; the system calls are behind [`ChunkFile`], implemented by `ssdlab-io`.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// A file opened for refreshing.
+pub trait ChunkFile {
+    /// Device and inode: the file's identity.
+    fn identity(&self) -> (u64, u64);
+    fn len(&self) -> u64;
+    /// Ranges that hold data (holes are skipped), as (offset, length).
+    fn data_ranges(&mut self) -> io::Result<Vec<(u64, u64)>>;
+    /// Reads from the medium (not the page cache) into `buf`; returns the bytes read.
+    fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
+    /// Writes `buf` at `offset` and makes it durable.
+    fn write_durably(&mut self, offset: u64, buf: &[u8]) -> io::Result<()>;
+    /// Whether anyone else opened or changed the file since the last call (lease broken, or size, mtime or
+    /// ctime differ from what our own writes left).
+    fn changed_by_others(&mut self) -> io::Result<bool>;
+    /// The file's (atime, mtime) as (seconds, nanoseconds) pairs.
+    fn times(&self) -> ((i64, i64), (i64, i64));
+    /// The file's current (mtime, ctime), to recognise later whether anyone else changed it.
+    fn stamp(&self) -> io::Result<Stamp>;
+    fn restore_times(&mut self, atime: (i64, i64), mtime: (i64, i64)) -> io::Result<()>;
+}
+
+/// (mtime, ctime) as (seconds, nanoseconds) pairs.
+pub type Stamp = ((i64, i64), (i64, i64));
+
+/// A fast 64-bit checksum of a buffer (a word-wise multiply-mix; collisions are what matters here, not
+/// cryptographic strength).
+pub fn checksum(data: &[u8]) -> u64 {
+    let mut h = 0x9E37_79B9_7F4A_7C15u64 ^ data.len() as u64;
+    let mut words = data.chunks_exact(8);
+    for w in &mut words {
+        let v = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        h = (h ^ v).wrapping_mul(0xff51_afd7_ed55_8ccd).rotate_left(31);
+    }
+    for &b in words.remainder() {
+        h = (h ^ b as u64).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    }
+    h ^ (h >> 29)
+}
+
+/// What happened to one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum FileOutcome {
+    Refreshed { bytes: u64, chunks: u64, resumed_from_chunk: u64 },
+    /// Another process changed or opened the file; chunks done before that are kept, nothing after.
+    Abandoned { reason: String, chunks_done: u64 },
+    /// A chunk read back differently after rewriting (a failing medium).
+    VerifyFailed { offset: u64 },
+}
+
+/// The durable journal: one line per event, fsynced after each append.
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+    /// (dev, ino) -> state of files with unfinished work.
+    open: BTreeMap<(u64, u64), Entry>,
+}
+
+/// Journal state of one file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub atime: (i64, i64),
+    pub mtime: (i64, i64),
+    pub chunk_bytes: u64,
+    /// Chunks completed, in order: work resumes after the last.
+    pub chunks_done: u64,
+    /// The file's (mtime, ctime) after our last journalled write: if it differs on resume, someone else
+    /// changed the file in between.
+    pub stamp: Option<Stamp>,
+    /// A write was started and not journalled as done (a kill in between): the stamp may be ours.
+    #[serde(default)]
+    pub writing: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+enum Record {
+    Begin(Entry),
+    Writing { dev: u64, ino: u64, index: u64 },
+    Chunk { dev: u64, ino: u64, index: u64, stamp: Stamp },
+    End { dev: u64, ino: u64 },
+}
+
+impl Journal {
+    /// Opens (or creates) the journal in `state_dir` and replays it.
+    pub fn open(state_dir: &Path) -> io::Result<Self> {
+        std::fs::create_dir_all(state_dir)?;
+        let path = state_dir.join("refresh-journal.jsonl");
+        let mut open = BTreeMap::new();
+        if let Ok(existing) = File::open(&path) {
+            for line in BufReader::new(existing).lines() {
+                let line = line?;
+                // A kill can leave a torn last line: it never completed, so it is ignored.
+                let Ok(record) = serde_json::from_str::<Record>(&line) else { continue };
+                match record {
+                    Record::Begin(entry) => {
+                        open.insert((entry.dev, entry.ino), entry);
+                    }
+                    Record::Writing { dev, ino, .. } => {
+                        if let Some(e) = open.get_mut(&(dev, ino)) {
+                            e.writing = true;
+                        }
+                    }
+                    Record::Chunk { dev, ino, index, stamp } => {
+                        if let Some(e) = open.get_mut(&(dev, ino)) {
+                            e.chunks_done = e.chunks_done.max(index + 1);
+                            e.stamp = Some(stamp);
+                            e.writing = false;
+                        }
+                    }
+                    Record::End { dev, ino } => {
+                        open.remove(&(dev, ino));
+                    }
+                }
+            }
+        }
+        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        let mut journal = Journal { path, file, open };
+        journal.compact()?;
+        Ok(journal)
+    }
+
+    /// Rewrites the journal with only unfinished entries (atomically: temp file, fsync, rename, fsync dir).
+    fn compact(&mut self) -> io::Result<()> {
+        let tmp = self.path.with_extension("tmp");
+        {
+            let mut out = File::create(&tmp)?;
+            // Each entry is written whole (progress, stamp and pending-write flag included).
+            for entry in self.open.values() {
+                writeln!(out, "{}", serde_json::to_string(&Record::Begin(entry.clone()))?)?;
+            }
+            out.sync_all()?;
+        }
+        std::fs::rename(&tmp, &self.path)?;
+        if let Some(dir) = self.path.parent() {
+            File::open(dir)?.sync_all()?;
+        }
+        self.file = OpenOptions::new().append(true).open(&self.path)?;
+        Ok(())
+    }
+
+    fn append(&mut self, record: &Record) -> io::Result<()> {
+        let mut line = serde_json::to_string(record)?;
+        line.push('\n');
+        self.file.write_all(line.as_bytes())?;
+        self.file.sync_data()
+    }
+
+    /// Unfinished work for a file, if any.
+    pub fn entry(&self, identity: (u64, u64)) -> Option<&Entry> {
+        self.open.get(&identity)
+    }
+
+    /// Files with unfinished work.
+    pub fn unfinished(&self) -> usize {
+        self.open.len()
+    }
+}
+
+/// Refreshes one file in chunks of `chunk_bytes` (a multiple of the direct-I/O alignment), resuming from the
+/// journal. `pace` is called with the bytes of each chunk before it is written (rate limiting, pausing).
+pub fn refresh_file(
+    file: &mut dyn ChunkFile,
+    journal: &mut Journal,
+    chunk_bytes: u64,
+    buf: &mut Vec<u8>,
+    check: &mut Vec<u8>,
+    pace: &mut dyn FnMut(u64),
+) -> io::Result<FileOutcome> {
+    let (dev, ino) = file.identity();
+    let size = file.len();
+    // Resume only if the file is as our last journalled step left it: same size and chunking, and either the
+    // same (mtime, ctime) or a write of ours that was cut off before it was journalled.
+    let current = file.stamp()?;
+    let resumed = journal.entry((dev, ino)).cloned().filter(|e| {
+        e.size == size && e.chunk_bytes == chunk_bytes && (e.writing || e.stamp.is_none_or(|s| s == current))
+    });
+    let entry = match resumed {
+        Some(entry) => entry,
+        None => {
+            // First visit, or someone else changed the file after an interrupted run: its current times are the
+            // ones to keep.
+            let (atime, mtime) = match journal.entry((dev, ino)) {
+                Some(old) if old.stamp.is_none() && !old.writing && old.size == size => (old.atime, old.mtime),
+                _ => file.times(),
+            };
+            let entry = Entry {
+                dev,
+                ino,
+                size,
+                atime,
+                mtime,
+                chunk_bytes,
+                chunks_done: 0,
+                stamp: None,
+                writing: false,
+            };
+            journal.append(&Record::Begin(entry.clone()))?;
+            journal.open.insert((dev, ino), entry.clone());
+            entry
+        }
+    };
+    // The chunk list is a pure function of the data ranges, so a resumed run walks the same chunks.
+    let mut chunks = Vec::new();
+    for (start, len) in file.data_ranges()? {
+        let first = start / chunk_bytes * chunk_bytes;
+        let mut offset = first;
+        while offset < start + len {
+            chunks.push(offset);
+            offset += chunk_bytes;
+        }
+    }
+    chunks.dedup();
+    let mut refreshed_bytes = 0;
+    for (index, &offset) in chunks.iter().enumerate().skip(entry.chunks_done as usize) {
+        if file.changed_by_others()? {
+            return Ok(FileOutcome::Abandoned {
+                reason: "another process opened or changed the file".into(),
+                chunks_done: index as u64,
+            });
+        }
+        let want = chunk_bytes.min(size - offset) as usize;
+        buf.resize(chunk_bytes as usize, 0);
+        let got = file.read_from_media(offset, &mut buf[..want])?;
+        if got != want {
+            return Ok(FileOutcome::Abandoned {
+                reason: format!("short read at {offset}: the file shrank"),
+                chunks_done: index as u64,
+            });
+        }
+        let sum = checksum(&buf[..want]);
+        pace(want as u64);
+        // Checked again right before writing: nothing else may have written since our read.
+        if file.changed_by_others()? {
+            return Ok(FileOutcome::Abandoned {
+                reason: "another process opened or changed the file".into(),
+                chunks_done: index as u64,
+            });
+        }
+        journal.append(&Record::Writing { dev, ino, index: index as u64 })?;
+        file.write_durably(offset, &buf[..want])?;
+        check.resize(chunk_bytes as usize, 0);
+        let reread = file.read_from_media(offset, &mut check[..want])?;
+        if reread != want || checksum(&check[..want]) != sum {
+            // Put the original bytes back once more before reporting the medium.
+            file.write_durably(offset, &buf[..want])?;
+            return Ok(FileOutcome::VerifyFailed { offset });
+        }
+        refreshed_bytes += want as u64;
+        let stamp = file.stamp()?;
+        journal.append(&Record::Chunk { dev, ino, index: index as u64, stamp })?;
+        if let Some(e) = journal.open.get_mut(&(dev, ino)) {
+            e.chunks_done = index as u64 + 1;
+            e.stamp = Some(stamp);
+            e.writing = false;
+        }
+    }
+    file.restore_times(entry.atime, entry.mtime)?;
+    journal.append(&Record::End { dev, ino })?;
+    journal.open.remove(&(dev, ino));
+    Ok(FileOutcome::Refreshed { bytes: refreshed_bytes, chunks: chunks.len() as u64, resumed_from_chunk: entry.chunks_done })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksum_sees_every_byte() {
+        let mut data = vec![7u8; 4099];
+        let base = checksum(&data);
+        for i in [0, 8, 4095, 4098] {
+            data[i] ^= 1;
+            assert_ne!(checksum(&data), base, "byte {i}");
+            data[i] ^= 1;
+        }
+        assert_ne!(checksum(&data[..4098]), base);
+    }
+}

@@ -1,0 +1,251 @@
+//! `ssdlab refresh PATH...`: chooses files, states the wear cost, and rewrites them in place through the
+//! journalled, verified protocol of `ssdlab_methods::refresh`.
+
+use std::collections::HashSet;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, Result, anyhow, bail};
+use ssdlab_core::units::{BinaryBytes, Rate, parse_duration_ns, parse_rate};
+use ssdlab_io::files::RefreshHandle;
+use ssdlab_methods::refresh::{ChunkFile, FileOutcome, Journal, Stamp, refresh_file};
+
+use super::Outcome;
+use crate::cli::RefreshArgs;
+use crate::plan::size_flag;
+
+/// The io layer's handle seen through the method's trait.
+struct Handle(RefreshHandle);
+
+impl ChunkFile for Handle {
+    fn identity(&self) -> (u64, u64) {
+        self.0.identity()
+    }
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+    fn data_ranges(&mut self) -> io::Result<Vec<(u64, u64)>> {
+        self.0.data_ranges()
+    }
+    fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read_from_media(offset, buf)
+    }
+    fn write_durably(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        self.0.write_durably(offset, buf)
+    }
+    fn changed_by_others(&mut self) -> io::Result<bool> {
+        self.0.changed_by_others()
+    }
+    fn times(&self) -> ((i64, i64), (i64, i64)) {
+        self.0.times()
+    }
+    fn stamp(&self) -> io::Result<Stamp> {
+        self.0.stamp()
+    }
+    fn restore_times(&mut self, atime: (i64, i64), mtime: (i64, i64)) -> io::Result<()> {
+        self.0.restore_times(atime, mtime)
+    }
+}
+
+/// A file chosen for refreshing.
+struct Candidate {
+    path: PathBuf,
+    root_dev: u64,
+    bytes: u64,
+}
+
+/// Files found under the paths, and what was skipped while walking and why.
+struct Selection {
+    files: Vec<Candidate>,
+    skipped: Vec<(PathBuf, String)>,
+}
+
+fn age_s(meta: &std::fs::Metadata, now: SystemTime) -> f64 {
+    let mtime = meta.modified().ok();
+    let birth = meta.created().ok();
+    let oldest = match (mtime, birth) {
+        (Some(m), Some(b)) => m.min(b),
+        (Some(t), None) | (None, Some(t)) => t,
+        (None, None) => now,
+    };
+    now.duration_since(oldest).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+fn select(paths: &[PathBuf], older_than_s: Option<f64>) -> Result<Selection> {
+    let now = SystemTime::now();
+    let mut selection = Selection { files: Vec::new(), skipped: Vec::new() };
+    let mut seen = HashSet::new();
+    for root in paths {
+        let meta = std::fs::symlink_metadata(root).with_context(|| format!("PATH {}: cannot stat", root.display()))?;
+        if meta.file_type().is_symlink() {
+            selection.skipped.push((root.clone(), "a symbolic link (never followed)".into()));
+            continue;
+        }
+        let root_dev = meta.dev();
+        let mut stack = vec![root.clone()];
+        while let Some(path) = stack.pop() {
+            let meta = match std::fs::symlink_metadata(&path) {
+                Ok(m) => m,
+                Err(e) => {
+                    selection.skipped.push((path, format!("cannot stat: {e}")));
+                    continue;
+                }
+            };
+            let kind = meta.file_type();
+            if kind.is_symlink() {
+                selection.skipped.push((path, "a symbolic link (never followed)".into()));
+            } else if meta.dev() != root_dev {
+                selection.skipped.push((path, "on another file system".into()));
+            } else if kind.is_dir() {
+                let mut entries: Vec<PathBuf> = match std::fs::read_dir(&path) {
+                    Ok(dir) => dir.filter_map(|e| e.ok().map(|e| e.path())).collect(),
+                    Err(e) => {
+                        selection.skipped.push((path, format!("cannot list: {e}")));
+                        continue;
+                    }
+                };
+                entries.sort();
+                stack.extend(entries.into_iter().rev());
+            } else if !kind.is_file() {
+                selection.skipped.push((path, "not a regular file".into()));
+            } else if !seen.insert((meta.dev(), meta.ino())) {
+                // Another name of a file already chosen: its data is refreshed once.
+            } else if older_than_s.is_some_and(|limit| age_s(&meta, now) < limit) {
+                // Younger than --older-than: not stale by the user's definition; not worth a line.
+            } else if meta.len() > 0 {
+                selection.files.push(Candidate { path, root_dev, bytes: meta.len() });
+            }
+        }
+    }
+    Ok(selection)
+}
+
+fn default_state_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("SSDLAB_STATE_DIR") {
+        return dir.into();
+    }
+    let root = std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false);
+    if root {
+        return "/var/lib/ssdlab".into();
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| ".".into());
+    home.join(".local/state/ssdlab")
+}
+
+pub fn run(args: &RefreshArgs) -> Result<Outcome> {
+    let older_than_s = args
+        .older_than
+        .as_deref()
+        .map(|v| parse_duration_ns(v).map(|ns| ns as f64 / 1e9).map_err(|e| anyhow!("--older-than {e}")))
+        .transpose()?;
+    let rate = args.rate.as_deref().map(|v| parse_rate(v).map_err(|e| anyhow!("--rate {e}"))).transpose()?;
+    let bytes_per_s = match rate {
+        None => None,
+        Some(Rate::BytesPerS(b)) => Some(b),
+        Some(Rate::Iops(_)) => bail!("--rate: refresh is limited in bytes per second, e.g. --rate 200m"),
+    };
+    let chunk = size_flag("chunk", &args.chunk)?;
+    if !(64 << 10..=256 << 20).contains(&chunk) || !chunk.is_multiple_of(64 << 10) {
+        bail!("--chunk {}: use a multiple of 64k between 64k and 256m", args.chunk);
+    }
+    for path in &args.paths {
+        if std::fs::symlink_metadata(path).is_err() {
+            bail!("PATH {}: does not exist", path.display());
+        }
+    }
+    let selection = select(&args.paths, older_than_s)?;
+    let total: u64 = selection.files.iter().map(|c| c.bytes).sum();
+    eprintln!(
+        "refresh   {} files, {} to rewrite: the wear cost is {} of host writes (times the drive's write amplification)",
+        selection.files.len(),
+        BinaryBytes(total),
+        BinaryBytes(total)
+    );
+    if let Some(rate) = bytes_per_s {
+        eprintln!("estimate  {:.0} s at the --rate of {}/s", total as f64 / rate, BinaryBytes(rate as u64));
+    }
+    for (path, reason) in &selection.skipped {
+        eprintln!("skip      {}: {reason}", path.display());
+    }
+    if args.dry_run {
+        for c in &selection.files {
+            eprintln!("would     {} ({})", c.path.display(), BinaryBytes(c.bytes));
+        }
+        return Ok(Outcome::Passed);
+    }
+    let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
+    let mut journal = Journal::open(&state_dir)
+        .with_context(|| format!("--state-dir {}: cannot open the refresh journal", state_dir.display()))?;
+    let interrupted = ssdlab_io::sys::interrupt_flag();
+    let started = Instant::now();
+    let mut budget = TokenBucket::new(bytes_per_s);
+    let (mut buf, mut check) = (Vec::new(), Vec::new());
+    let (mut refreshed, mut problems) = (0u64, selection.skipped.len());
+    for candidate in &selection.files {
+        if interrupted.load(std::sync::atomic::Ordering::Relaxed) {
+            eprintln!("stopped   interrupted; the journal lets the next run resume");
+            return Ok(Outcome::Interrupted);
+        }
+        let handle = match RefreshHandle::open(&candidate.path, candidate.root_dev, chunk as usize) {
+            Ok(h) => h,
+            Err(refusal) => {
+                eprintln!("skip      {}: {refusal}", candidate.path.display());
+                problems += 1;
+                continue;
+            }
+        };
+        let protection = handle.protection;
+        let mut file = Handle(handle);
+        let outcome = refresh_file(&mut file, &mut journal, chunk, &mut buf, &mut check, &mut |n| budget.take(n))
+            .with_context(|| format!("refreshing {}", candidate.path.display()))?;
+        match outcome {
+            FileOutcome::Refreshed { bytes, resumed_from_chunk, .. } => {
+                refreshed += bytes;
+                let resumed = if resumed_from_chunk > 0 { format!(", resumed at chunk {resumed_from_chunk}") } else { String::new() };
+                eprintln!("done      {} ({}, {protection}{resumed})", candidate.path.display(), BinaryBytes(bytes));
+            }
+            FileOutcome::Abandoned { reason, chunks_done } => {
+                problems += 1;
+                eprintln!("abandoned {}: {reason}; left alone after {chunks_done} chunks", candidate.path.display());
+            }
+            FileOutcome::VerifyFailed { offset } => {
+                problems += 1;
+                eprintln!(
+                    "FAILED    {}: the chunk at byte {offset} read back differently after rewriting (the original bytes were written again); check the drive",
+                    candidate.path.display()
+                );
+            }
+        }
+    }
+    eprintln!(
+        "refresh   {} rewritten and verified in {:.1} s; {} files skipped or abandoned",
+        BinaryBytes(refreshed),
+        started.elapsed().as_secs_f64(),
+        problems
+    );
+    Ok(if problems == 0 { Outcome::Passed } else { Outcome::Failed })
+}
+
+/// A token bucket of bytes: `take` waits until the bytes fit the rate.
+struct TokenBucket {
+    rate: Option<f64>,
+    started: Instant,
+    spent: f64,
+}
+
+impl TokenBucket {
+    fn new(rate: Option<f64>) -> Self {
+        TokenBucket { rate, started: Instant::now(), spent: 0.0 }
+    }
+
+    fn take(&mut self, bytes: u64) {
+        let Some(rate) = self.rate else { return };
+        self.spent += bytes as f64;
+        let due = Duration::from_secs_f64(self.spent / rate);
+        if let Some(wait) = due.checked_sub(self.started.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
+}
