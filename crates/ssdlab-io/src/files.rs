@@ -33,10 +33,19 @@ fn last_error() -> io::Error {
 fn inode_flags(file: &File) -> io::Result<libc::c_long> {
     let mut flags: libc::c_long = 0;
     // SAFETY: FS_IOC_GETFLAGS writes one long through the pointer, which points to a live local.
-    let ret = unsafe { libc::ioctl(file.as_raw_fd(), libc::FS_IOC_GETFLAGS, &mut flags as *mut libc::c_long) };
+    let ret = unsafe {
+        libc::ioctl(
+            file.as_raw_fd(),
+            libc::FS_IOC_GETFLAGS,
+            &mut flags as *mut libc::c_long,
+        )
+    };
     if ret < 0 {
         let e = last_error();
-        return if matches!(e.raw_os_error(), Some(libc::ENOTTY) | Some(libc::EOPNOTSUPP) | Some(libc::EINVAL)) {
+        return if matches!(
+            e.raw_os_error(),
+            Some(libc::ENOTTY) | Some(libc::EOPNOTSUPP) | Some(libc::EINVAL)
+        ) {
             Ok(0)
         } else {
             Err(e)
@@ -85,7 +94,11 @@ pub fn has_shared_extents(file: &File) -> io::Result<bool> {
         let ret = unsafe { libc::ioctl(file.as_raw_fd(), FS_IOC_FIEMAP, &mut map as *mut Fiemap) };
         if ret < 0 {
             let e = last_error();
-            return if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::ENOTTY)) { Ok(false) } else { Err(e) };
+            return if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::ENOTTY)) {
+                Ok(false)
+            } else {
+                Err(e)
+            };
         }
         let extents = &map.extents[..map.mapped_extents as usize];
         if extents.iter().any(|e| e.flags & FIEMAP_EXTENT_SHARED != 0) {
@@ -166,7 +179,11 @@ pub struct RefreshHandle {
 }
 
 fn stamp_of(meta: &std::fs::Metadata) -> (u64, (i64, i64), (i64, i64)) {
-    (meta.len(), (meta.mtime(), meta.mtime_nsec()), (meta.ctime(), meta.ctime_nsec()))
+    (
+        meta.len(),
+        (meta.mtime(), meta.mtime_nsec()),
+        (meta.ctime(), meta.ctime_nsec()),
+    )
 }
 
 impl RefreshHandle {
@@ -189,23 +206,35 @@ impl RefreshHandle {
         }
         let open = |direct: bool| {
             let flags = libc::O_NOFOLLOW | libc::O_NOATIME | if direct { libc::O_DIRECT } else { 0 };
-            OpenOptions::new().read(true).write(true).custom_flags(flags).open(path).or_else(|e| {
-                // O_NOATIME needs ownership; without it, open plainly (atime is restored at the end anyway).
-                if e.raw_os_error() == Some(libc::EPERM) {
-                    let flags = libc::O_NOFOLLOW | if direct { libc::O_DIRECT } else { 0 };
-                    OpenOptions::new().read(true).write(true).custom_flags(flags).open(path)
-                } else {
-                    Err(e)
-                }
-            })
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(flags)
+                .open(path)
+                .or_else(|e| {
+                    // O_NOATIME needs ownership; without it, open plainly (atime is restored at the end anyway).
+                    if e.raw_os_error() == Some(libc::EPERM) {
+                        let flags = libc::O_NOFOLLOW | if direct { libc::O_DIRECT } else { 0 };
+                        OpenOptions::new()
+                            .read(true)
+                            .write(true)
+                            .custom_flags(flags)
+                            .open(path)
+                    } else {
+                        Err(e)
+                    }
+                })
         };
         let (file, direct) = match open(true) {
             Ok(f) => (f, true),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                (open(false).map_err(|e| refuse(format!("cannot open for writing: {e}")))?, false)
-            }
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (
+                open(false).map_err(|e| refuse(format!("cannot open for writing: {e}")))?,
+                false,
+            ),
             Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
-                return Err(refuse("immutable or append-only (the file system refuses writes)".into()));
+                return Err(refuse(
+                    "immutable or append-only (the file system refuses writes)".into(),
+                ));
             }
             Err(e) => return Err(refuse(format!("cannot open for writing: {e}"))),
         };
@@ -221,15 +250,22 @@ impl RefreshHandle {
             return Err(refuse("append-only (chattr +a)".into()));
         }
         if has_shared_extents(&file).map_err(|e| refuse(format!("cannot map extents: {e}")))? {
-            return Err(refuse("shares extents with another file (reflink or snapshot); rewriting would unshare them".into()));
+            return Err(refuse(
+                "shares extents with another file (reflink or snapshot); rewriting would unshare them".into(),
+            ));
         }
         ignore_sigio();
         // SAFETY: plain integers on a descriptor we own.
         let lease = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK) } == 0;
         if !lease && last_error().raw_os_error() == Some(libc::EAGAIN) {
-            return Err(refuse("open in another process (no write lease could be taken)".into()));
+            return Err(refuse(
+                "open in another process (no write lease could be taken)".into(),
+            ));
         }
-        let align = crate::sys::direct_io_alignment(path).map(|(m, o)| m.max(o) as u64).unwrap_or(4096).max(512);
+        let align = crate::sys::direct_io_alignment(path)
+            .map(|(m, o)| m.max(o) as u64)
+            .unwrap_or(4096)
+            .max(512);
         Ok(RefreshHandle {
             dev: opened.dev(),
             ino: opened.ino(),
@@ -287,7 +323,11 @@ impl RefreshHandle {
     /// Writes `buf` at `offset` and makes it durable. Whole aligned blocks go through O_DIRECT; a partial last
     /// block (at end of file) is written through the page cache on the same descriptor, then evicted.
     pub fn write_durably(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        let whole = if self.direct { buf.len() as u64 / self.align * self.align } else { 0 } as usize;
+        let whole = if self.direct {
+            buf.len() as u64 / self.align * self.align
+        } else {
+            0
+        } as usize;
         if whole > 0 {
             let staging = &mut self.buffer.slot_mut(0)[..whole];
             staging.copy_from_slice(&buf[..whole]);
@@ -317,7 +357,11 @@ impl RefreshHandle {
         if flags < 0 {
             return Err(last_error());
         }
-        let flags = if on { flags | libc::O_DIRECT } else { flags & !libc::O_DIRECT };
+        let flags = if on {
+            flags | libc::O_DIRECT
+        } else {
+            flags & !libc::O_DIRECT
+        };
         // SAFETY: as above.
         if unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } < 0 {
             return Err(last_error());
@@ -350,8 +394,14 @@ impl RefreshHandle {
     /// Sets atime and mtime (ctime necessarily moves).
     pub fn restore_times(&mut self, atime: (i64, i64), mtime: (i64, i64)) -> io::Result<()> {
         let times = [
-            libc::timespec { tv_sec: atime.0, tv_nsec: atime.1 },
-            libc::timespec { tv_sec: mtime.0, tv_nsec: mtime.1 },
+            libc::timespec {
+                tv_sec: atime.0,
+                tv_nsec: atime.1,
+            },
+            libc::timespec {
+                tv_sec: mtime.0,
+                tv_nsec: mtime.1,
+            },
         ];
         // SAFETY: futimens reads two timespecs from the live local array.
         if unsafe { libc::futimens(self.file.as_raw_fd(), times.as_ptr()) } < 0 {

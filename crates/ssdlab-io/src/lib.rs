@@ -7,8 +7,8 @@
 //! has a `# Safety` section. It never prints: diagnostics go back to the caller as values.
 
 pub mod buffers;
-pub mod files;
 pub mod common;
+pub mod files;
 pub mod guard;
 pub mod null;
 pub mod open;

@@ -60,7 +60,11 @@ pub fn checksum(data: &[u8]) -> u64 {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "outcome")]
 pub enum FileOutcome {
-    Refreshed { bytes: u64, chunks: u64, resumed_from_chunk: u64 },
+    Refreshed {
+        bytes: u64,
+        chunks: u64,
+        resumed_from_chunk: u64,
+    },
     /// Another process changed or opened the file; chunks done before that are kept, nothing after.
     Abandoned { reason: String, chunks_done: u64 },
     /// A chunk read back differently after rewriting (a failing medium).
@@ -98,9 +102,21 @@ pub struct Entry {
 #[serde(tag = "event", rename_all = "snake_case")]
 enum Record {
     Begin(Entry),
-    Writing { dev: u64, ino: u64, index: u64 },
-    Chunk { dev: u64, ino: u64, index: u64, stamp: Stamp },
-    End { dev: u64, ino: u64 },
+    Writing {
+        dev: u64,
+        ino: u64,
+        index: u64,
+    },
+    Chunk {
+        dev: u64,
+        ino: u64,
+        index: u64,
+        stamp: Stamp,
+    },
+    End {
+        dev: u64,
+        ino: u64,
+    },
 }
 
 impl Journal {
@@ -113,7 +129,9 @@ impl Journal {
             for line in BufReader::new(existing).lines() {
                 let line = line?;
                 // A kill can leave a torn last line: it never completed, so it is ignored.
-                let Ok(record) = serde_json::from_str::<Record>(&line) else { continue };
+                let Ok(record) = serde_json::from_str::<Record>(&line) else {
+                    continue;
+                };
                 match record {
                     Record::Begin(entry) => {
                         open.insert((entry.dev, entry.ino), entry);
@@ -123,7 +141,12 @@ impl Journal {
                             e.writing = true;
                         }
                     }
-                    Record::Chunk { dev, ino, index, stamp } => {
+                    Record::Chunk {
+                        dev,
+                        ino,
+                        index,
+                        stamp,
+                    } => {
                         if let Some(e) = open.get_mut(&(dev, ino)) {
                             e.chunks_done = e.chunks_done.max(index + 1);
                             e.stamp = Some(stamp);
@@ -203,7 +226,9 @@ pub fn refresh_file(
             // First visit, or someone else changed the file after an interrupted run: its current times are the
             // ones to keep.
             let (atime, mtime) = match journal.entry((dev, ino)) {
-                Some(old) if old.stamp.is_none() && !old.writing && old.size == size => (old.atime, old.mtime),
+                Some(old) if old.stamp.is_none() && !old.writing && old.size == size => {
+                    (old.atime, old.mtime)
+                }
                 _ => file.times(),
             };
             let entry = Entry {
@@ -259,7 +284,11 @@ pub fn refresh_file(
                 chunks_done: index as u64,
             });
         }
-        journal.append(&Record::Writing { dev, ino, index: index as u64 })?;
+        journal.append(&Record::Writing {
+            dev,
+            ino,
+            index: index as u64,
+        })?;
         file.write_durably(offset, &buf[..want])?;
         check.resize(chunk_bytes as usize, 0);
         let reread = file.read_from_media(offset, &mut check[..want])?;
@@ -270,7 +299,12 @@ pub fn refresh_file(
         }
         refreshed_bytes += want as u64;
         let stamp = file.stamp()?;
-        journal.append(&Record::Chunk { dev, ino, index: index as u64, stamp })?;
+        journal.append(&Record::Chunk {
+            dev,
+            ino,
+            index: index as u64,
+            stamp,
+        })?;
         if let Some(e) = journal.open.get_mut(&(dev, ino)) {
             e.chunks_done = index as u64 + 1;
             e.stamp = Some(stamp);
@@ -280,7 +314,11 @@ pub fn refresh_file(
     file.restore_times(entry.atime, entry.mtime)?;
     journal.append(&Record::End { dev, ino })?;
     journal.open.remove(&(dev, ino));
-    Ok(FileOutcome::Refreshed { bytes: refreshed_bytes, chunks: chunks.len() as u64, resumed_from_chunk: entry.chunks_done })
+    Ok(FileOutcome::Refreshed {
+        bytes: refreshed_bytes,
+        chunks: chunks.len() as u64,
+        resumed_from_chunk: entry.chunks_done,
+    })
 }
 
 #[cfg(test)]

@@ -1349,3 +1349,376 @@ fn the_report_renders_in_headless_chromium_with_axes_labels_and_points() {
         "a real rendering, not a blank page"
     );
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Refresh: never risk a byte
+
+/// Everything about a file that a refresh must preserve.
+#[derive(Debug, Clone, PartialEq)]
+struct FileFacts {
+    content_hash: u64,
+    size: u64,
+    blocks: u64,
+    mode: u32,
+    nlink: u64,
+    atime: (i64, i64),
+    mtime: (i64, i64),
+}
+
+/// Reads facts without touching atime (O_NOATIME; the tests run as root).
+fn facts(path: &Path) -> FileFacts {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_o_noatime())
+        .open(path)
+        .unwrap();
+    let mut data = Vec::new();
+    file.read_to_end(&mut data).unwrap();
+    let meta = std::fs::symlink_metadata(path).unwrap();
+    FileFacts {
+        content_hash: data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        }),
+        size: meta.len(),
+        blocks: meta.blocks(),
+        mode: meta.mode(),
+        nlink: meta.nlink(),
+        atime: (meta.atime(), meta.atime_nsec()),
+        mtime: (meta.mtime(), meta.mtime_nsec()),
+    }
+}
+
+const fn libc_o_noatime() -> i32 {
+    0o1000000 // O_NOATIME on Linux
+}
+
+fn write_random(path: &Path, len: usize, seed: u64) {
+    let mut x = seed | 1;
+    let data: Vec<u8> = (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(path, data).unwrap();
+}
+
+/// A tree with the awkward cases: hard links, a sparse file, an unaligned size, unusual permissions, old
+/// timestamps, a nested directory.
+fn awkward_tree(root: &Path) -> Vec<PathBuf> {
+    std::fs::create_dir_all(root.join("nested")).unwrap();
+    write_random(&root.join("a.bin"), 3 << 20, 1);
+    std::fs::hard_link(root.join("a.bin"), root.join("a-link.bin")).unwrap();
+    write_random(&root.join("odd.bin"), 100_003, 2);
+    write_random(&root.join("nested/c.bin"), 2 << 20, 3);
+    let sparse = root.join("sparse.img");
+    let file = std::fs::File::create(&sparse).unwrap();
+    file.set_len(8 << 20).unwrap();
+    file.write_all_at(&vec![0x5a; 1 << 20], 2 << 20).unwrap();
+    file.sync_all().unwrap();
+    write_random(&root.join("secret.bin"), 300_000, 4);
+    std::fs::set_permissions(
+        root.join("secret.bin"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o400),
+    )
+    .unwrap();
+    for name in ["secret.bin", "odd.bin", "nested/c.bin"] {
+        sh(
+            "touch",
+            &[
+                "-a",
+                "-d",
+                "2019-03-04 05:06:07.123456789",
+                root.join(name).to_str().unwrap(),
+            ],
+        );
+        sh(
+            "touch",
+            &[
+                "-m",
+                "-d",
+                "2018-01-02 03:04:05.987654321",
+                root.join(name).to_str().unwrap(),
+            ],
+        );
+    }
+    [
+        "a.bin",
+        "a-link.bin",
+        "odd.bin",
+        "nested/c.bin",
+        "sparse.img",
+        "secret.bin",
+    ]
+    .iter()
+    .map(|n| root.join(n))
+    .collect()
+}
+
+#[test]
+fn refresh_survives_sigkill_at_any_moment() {
+    assert!(
+        is_root(),
+        "the refresh torture test needs root (O_NOATIME on any file, leases)"
+    );
+    let dir = tempdir();
+    let tree = dir.path().join("tree");
+    let state = dir.path().join("state");
+    let files = awkward_tree(&tree);
+    let before: Vec<FileFacts> = files.iter().map(|f| facts(f)).collect();
+    let refresh = || {
+        let mut c = ssdlab();
+        c.args([
+            "refresh",
+            tree.to_str().unwrap(),
+            "--chunk",
+            "64k",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ]);
+        c.stdout(Stdio::null()).stderr(Stdio::null());
+        c
+    };
+    // How long an uninterrupted run takes, so the kills can land anywhere in it.
+    let started = std::time::Instant::now();
+    expect_code(&refresh().stderr(Stdio::piped()).output().unwrap(), 0);
+    let full_us = (started.elapsed().as_micros() as u64).max(1000);
+    // Kill it at pseudo-random moments; after every kill every file's content is byte-identical.
+    let kills = std::env::var("SSDLAB_REFRESH_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50u64);
+    let seed = std::env::var("SSDLAB_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x5eed_u64);
+    let mut x = seed | 1;
+    let mut cut_mid_file = 0;
+    for kill in 0..kills {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let mut child = refresh().spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(x % full_us));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        let journal = std::fs::read_to_string(state.join("refresh-journal.jsonl")).unwrap_or_default();
+        let begun = journal.matches("\"event\":\"begin\"").count();
+        let ended = journal.matches("\"event\":\"end\"").count();
+        if begun > ended {
+            cut_mid_file += 1;
+        }
+        for (file, expected) in files.iter().zip(&before) {
+            let now = facts(file);
+            assert_eq!(
+                (now.content_hash, now.size),
+                (expected.content_hash, expected.size),
+                "seed {seed:#x}, kill {kill}: {} changed",
+                file.display()
+            );
+        }
+    }
+    // A final run completes and leaves everything as it was: contents, sizes, holes, permissions, links, times.
+    let out = refresh().stderr(Stdio::piped()).output().unwrap();
+    expect_code(&out, 0);
+    for (file, expected) in files.iter().zip(&before) {
+        assert_eq!(
+            &facts(file),
+            expected,
+            "seed {seed:#x}: {} after the final run",
+            file.display()
+        );
+    }
+    assert!(
+        cut_mid_file * 4 >= kills,
+        "only {cut_mid_file} of {kills} kills landed inside a file (seed {seed:#x})"
+    );
+}
+
+#[test]
+fn refresh_leaves_a_file_alone_when_another_process_writes_to_it() {
+    assert!(is_root());
+    let dir = tempdir();
+    let state = dir.path().join("state");
+    let path = dir.path().join("busy.bin");
+    write_random(&path, 32 << 20, 9);
+    let original = std::fs::read(&path).unwrap();
+    let child = ssdlab()
+        .args([
+            "refresh",
+            path.to_str().unwrap(),
+            "--chunk",
+            "64k",
+            "--rate",
+            "8m",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    // Another process opens the file for writing (it waits while ssdlab holds its lease) and writes.
+    let writer = std::process::Command::new("dd")
+        .args([
+            "if=/dev/zero",
+            &format!("of={}", path.display()),
+            "bs=4096",
+            "count=2",
+            "seek=7000",
+            "conv=notrunc",
+        ])
+        .output()
+        .unwrap();
+    assert!(writer.status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("abandoned"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let now = std::fs::read(&path).unwrap();
+    let at = 7000 * 4096;
+    assert!(
+        now[at..at + 8192].iter().all(|&b| b == 0),
+        "the other process's data is intact"
+    );
+    assert_eq!(now[..at], original[..at]);
+    assert_eq!(now[at + 8192..], original[at + 8192..]);
+}
+
+#[test]
+fn refresh_refuses_what_it_must_not_rewrite() {
+    assert!(is_root());
+    let dir = tempdir();
+    let state = dir.path().join("state");
+    let root = dir.path().join("t");
+    std::fs::create_dir_all(&root).unwrap();
+    write_random(&root.join("plain.bin"), 100_000, 1);
+    write_random(&root.join("immutable.bin"), 100_000, 2);
+    write_random(&root.join("append.bin"), 100_000, 3);
+    std::os::unix::fs::symlink("plain.bin", root.join("link.bin")).unwrap();
+    sh("chattr", &["+i", root.join("immutable.bin").to_str().unwrap()]);
+    sh("chattr", &["+a", root.join("append.bin").to_str().unwrap()]);
+    struct Unchattr(PathBuf);
+    impl Drop for Unchattr {
+        fn drop(&mut self) {
+            for f in ["immutable.bin", "append.bin"] {
+                let _ = Command::new("chattr")
+                    .args(["-i", "-a", self.0.join(f).to_str().unwrap()])
+                    .output();
+            }
+        }
+    }
+    let _unchattr = Unchattr(root.clone());
+    // A swap file in use.
+    let swap = root.join("swap.img");
+    std::fs::write(&swap, vec![0u8; 16 << 20]).unwrap();
+    std::fs::set_permissions(&swap, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    sh("mkswap", &[swap.to_str().unwrap()]);
+    let swapped_on = Command::new("swapon")
+        .arg(&swap)
+        .status()
+        .is_ok_and(|s| s.success());
+    struct Swapoff(PathBuf, bool);
+    impl Drop for Swapoff {
+        fn drop(&mut self) {
+            if self.1 {
+                let _ = Command::new("swapoff").arg(&self.0).output();
+            }
+        }
+    }
+    let _swapoff = Swapoff(swap.clone(), swapped_on);
+    assert!(swapped_on, "swapon must work for this test (CI runs as root)");
+
+    let out = run(&[
+        "refresh",
+        root.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]);
+    expect_code(&out, 1);
+    let text = stderr(&out);
+    for (name, says) in [
+        ("link.bin", "symbolic link"),
+        ("immutable.bin", "immutable"),
+        ("append.bin", "append-only"),
+        ("swap.img", "swap"),
+    ] {
+        assert!(
+            text.lines().any(|l| l.contains(name) && l.contains(says)),
+            "{name} should be refused ({says}):\n{text}"
+        );
+    }
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("done") && l.contains("plain.bin")),
+        "{text}"
+    );
+}
+
+#[test]
+fn refresh_refuses_reflinked_files() {
+    let dev = LoopDevice::new(300 << 20);
+    if Command::new("mkfs.btrfs").arg("--version").output().is_err() {
+        panic!("mkfs.btrfs is needed (apt-get install btrfs-progs; .ci/run installs it)");
+    }
+    sh("mkfs.btrfs", &["-q", "-f", &dev.path]);
+    let mounted = Mounted::new(&dev.path);
+    let root = mounted.dir.path();
+    write_random(&root.join("original.bin"), 1 << 20, 5);
+    sh(
+        "cp",
+        &[
+            "--reflink=always",
+            root.join("original.bin").to_str().unwrap(),
+            root.join("clone.bin").to_str().unwrap(),
+        ],
+    );
+    let state = tempdir();
+    let out = run(&[
+        "refresh",
+        root.join("clone.bin").to_str().unwrap(),
+        "--state-dir",
+        state.path().to_str().unwrap(),
+    ]);
+    expect_code(&out, 1);
+    assert!(stderr(&out).contains("shares extents"), "{}", stderr(&out));
+}
+
+#[test]
+fn refresh_bad_input_and_dry_run() {
+    let dir = tempdir();
+    write_random(&dir.path().join("f.bin"), 50_000, 7);
+    let path = dir.path().to_str().unwrap();
+    expect_usage_error(&run(&["refresh", "/no/such/path"]), "PATH");
+    expect_usage_error(&run(&["refresh", path, "--rate", "0"]), "--rate");
+    expect_usage_error(
+        &run(&["refresh", path, "--older-than", "3 fortnights"]),
+        "--older-than",
+    );
+    expect_usage_error(&run(&["refresh", path, "--chunk", "1000"]), "--chunk");
+    let before = facts(&dir.path().join("f.bin"));
+    let out = run(&["refresh", path, "--dry-run"]);
+    expect_code(&out, 0);
+    assert!(stderr(&out).contains("wear cost") && stderr(&out).contains("would"));
+    assert_eq!(
+        facts(&dir.path().join("f.bin")),
+        before,
+        "a dry run writes nothing"
+    );
+    // Nothing is older than a year here.
+    let out = run(&["refresh", path, "--older-than", "1y", "--dry-run"]);
+    assert!(stderr(&out).contains("0 files"), "{}", stderr(&out));
+}

@@ -75,12 +75,18 @@ fn age_s(meta: &std::fs::Metadata, now: SystemTime) -> f64 {
 
 fn select(paths: &[PathBuf], older_than_s: Option<f64>) -> Result<Selection> {
     let now = SystemTime::now();
-    let mut selection = Selection { files: Vec::new(), skipped: Vec::new() };
+    let mut selection = Selection {
+        files: Vec::new(),
+        skipped: Vec::new(),
+    };
     let mut seen = HashSet::new();
     for root in paths {
-        let meta = std::fs::symlink_metadata(root).with_context(|| format!("PATH {}: cannot stat", root.display()))?;
+        let meta = std::fs::symlink_metadata(root)
+            .with_context(|| format!("PATH {}: cannot stat", root.display()))?;
         if meta.file_type().is_symlink() {
-            selection.skipped.push((root.clone(), "a symbolic link (never followed)".into()));
+            selection
+                .skipped
+                .push((root.clone(), "a symbolic link (never followed)".into()));
             continue;
         }
         let root_dev = meta.dev();
@@ -95,7 +101,9 @@ fn select(paths: &[PathBuf], older_than_s: Option<f64>) -> Result<Selection> {
             };
             let kind = meta.file_type();
             if kind.is_symlink() {
-                selection.skipped.push((path, "a symbolic link (never followed)".into()));
+                selection
+                    .skipped
+                    .push((path, "a symbolic link (never followed)".into()));
             } else if meta.dev() != root_dev {
                 selection.skipped.push((path, "on another file system".into()));
             } else if kind.is_dir() {
@@ -115,7 +123,11 @@ fn select(paths: &[PathBuf], older_than_s: Option<f64>) -> Result<Selection> {
             } else if older_than_s.is_some_and(|limit| age_s(&meta, now) < limit) {
                 // Younger than --older-than: not stale by the user's definition; not worth a line.
             } else if meta.len() > 0 {
-                selection.files.push(Candidate { path, root_dev, bytes: meta.len() });
+                selection.files.push(Candidate {
+                    path,
+                    root_dev,
+                    bytes: meta.len(),
+                });
             }
         }
     }
@@ -126,11 +138,15 @@ fn default_state_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("SSDLAB_STATE_DIR") {
         return dir.into();
     }
-    let root = std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false);
+    let root = std::fs::metadata("/proc/self")
+        .map(|m| m.uid() == 0)
+        .unwrap_or(false);
     if root {
         return "/var/lib/ssdlab".into();
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| ".".into());
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ".".into());
     home.join(".local/state/ssdlab")
 }
 
@@ -138,9 +154,17 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
     let older_than_s = args
         .older_than
         .as_deref()
-        .map(|v| parse_duration_ns(v).map(|ns| ns as f64 / 1e9).map_err(|e| anyhow!("--older-than {e}")))
+        .map(|v| {
+            parse_duration_ns(v)
+                .map(|ns| ns as f64 / 1e9)
+                .map_err(|e| anyhow!("--older-than {e}"))
+        })
         .transpose()?;
-    let rate = args.rate.as_deref().map(|v| parse_rate(v).map_err(|e| anyhow!("--rate {e}"))).transpose()?;
+    let rate = args
+        .rate
+        .as_deref()
+        .map(|v| parse_rate(v).map_err(|e| anyhow!("--rate {e}")))
+        .transpose()?;
     let bytes_per_s = match rate {
         None => None,
         Some(Rate::BytesPerS(b)) => Some(b),
@@ -148,7 +172,10 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
     };
     let chunk = size_flag("chunk", &args.chunk)?;
     if !(64 << 10..=256 << 20).contains(&chunk) || !chunk.is_multiple_of(64 << 10) {
-        bail!("--chunk {}: use a multiple of 64k between 64k and 256m", args.chunk);
+        bail!(
+            "--chunk {}: use a multiple of 64k between 64k and 256m",
+            args.chunk
+        );
     }
     for path in &args.paths {
         if std::fs::symlink_metadata(path).is_err() {
@@ -164,7 +191,11 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         BinaryBytes(total)
     );
     if let Some(rate) = bytes_per_s {
-        eprintln!("estimate  {:.0} s at the --rate of {}/s", total as f64 / rate, BinaryBytes(rate as u64));
+        eprintln!(
+            "estimate  {:.0} s at the --rate of {}/s",
+            total as f64 / rate,
+            BinaryBytes(rate as u64)
+        );
     }
     for (path, reason) in &selection.skipped {
         eprintln!("skip      {}: {reason}", path.display());
@@ -176,8 +207,12 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         return Ok(Outcome::Passed);
     }
     let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
-    let mut journal = Journal::open(&state_dir)
-        .with_context(|| format!("--state-dir {}: cannot open the refresh journal", state_dir.display()))?;
+    let mut journal = Journal::open(&state_dir).with_context(|| {
+        format!(
+            "--state-dir {}: cannot open the refresh journal",
+            state_dir.display()
+        )
+    })?;
     let interrupted = ssdlab_io::sys::interrupt_flag();
     let started = Instant::now();
     let mut budget = TokenBucket::new(bytes_per_s);
@@ -198,17 +233,34 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         };
         let protection = handle.protection;
         let mut file = Handle(handle);
-        let outcome = refresh_file(&mut file, &mut journal, chunk, &mut buf, &mut check, &mut |n| budget.take(n))
-            .with_context(|| format!("refreshing {}", candidate.path.display()))?;
+        let outcome = refresh_file(&mut file, &mut journal, chunk, &mut buf, &mut check, &mut |n| {
+            budget.take(n)
+        })
+        .with_context(|| format!("refreshing {}", candidate.path.display()))?;
         match outcome {
-            FileOutcome::Refreshed { bytes, resumed_from_chunk, .. } => {
+            FileOutcome::Refreshed {
+                bytes,
+                resumed_from_chunk,
+                ..
+            } => {
                 refreshed += bytes;
-                let resumed = if resumed_from_chunk > 0 { format!(", resumed at chunk {resumed_from_chunk}") } else { String::new() };
-                eprintln!("done      {} ({}, {protection}{resumed})", candidate.path.display(), BinaryBytes(bytes));
+                let resumed = if resumed_from_chunk > 0 {
+                    format!(", resumed at chunk {resumed_from_chunk}")
+                } else {
+                    String::new()
+                };
+                eprintln!(
+                    "done      {} ({}, {protection}{resumed})",
+                    candidate.path.display(),
+                    BinaryBytes(bytes)
+                );
             }
             FileOutcome::Abandoned { reason, chunks_done } => {
                 problems += 1;
-                eprintln!("abandoned {}: {reason}; left alone after {chunks_done} chunks", candidate.path.display());
+                eprintln!(
+                    "abandoned {}: {reason}; left alone after {chunks_done} chunks",
+                    candidate.path.display()
+                );
             }
             FileOutcome::VerifyFailed { offset } => {
                 problems += 1;
@@ -225,7 +277,11 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         started.elapsed().as_secs_f64(),
         problems
     );
-    Ok(if problems == 0 { Outcome::Passed } else { Outcome::Failed })
+    Ok(if problems == 0 {
+        Outcome::Passed
+    } else {
+        Outcome::Failed
+    })
 }
 
 /// A token bucket of bytes: `take` waits until the bytes fit the rate.
@@ -237,7 +293,11 @@ struct TokenBucket {
 
 impl TokenBucket {
     fn new(rate: Option<f64>) -> Self {
-        TokenBucket { rate, started: Instant::now(), spent: 0.0 }
+        TokenBucket {
+            rate,
+            started: Instant::now(),
+            spent: 0.0,
+        }
     }
 
     fn take(&mut self, bytes: u64) {
