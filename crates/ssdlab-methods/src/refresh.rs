@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 pub trait ChunkFile {
     /// Device and inode: the file's identity.
     fn identity(&self) -> (u64, u64);
-    fn len(&self) -> u64;
+    fn size_bytes(&self) -> u64;
     /// Ranges that hold data (holes are skipped), as (offset, length).
     fn data_ranges(&mut self) -> io::Result<Vec<(u64, u64)>>;
     /// Reads from the medium (not the page cache) into `buf`; returns the bytes read.
@@ -213,7 +213,7 @@ pub fn refresh_file(
     pace: &mut dyn FnMut(u64),
 ) -> io::Result<FileOutcome> {
     let (dev, ino) = file.identity();
-    let size = file.len();
+    let size = file.size_bytes();
     // Resume only if the file is as our last journalled step left it: same size and chunking, and either the
     // same (mtime, ctime) or a write of ours that was cut off before it was journalled.
     let current = file.stamp()?;

@@ -23,7 +23,7 @@ impl ChunkFile for Handle {
     fn identity(&self) -> (u64, u64) {
         self.0.identity()
     }
-    fn len(&self) -> u64 {
+    fn size_bytes(&self) -> u64 {
         self.0.len()
     }
     fn data_ranges(&mut self) -> io::Result<Vec<(u64, u64)>> {
