@@ -320,9 +320,10 @@ impl RefreshHandle {
         Ok(got)
     }
 
-    /// Writes `buf` at `offset` and makes it durable. Whole aligned blocks go through O_DIRECT; a partial last
-    /// block (at end of file) is written through the page cache on the same descriptor, then evicted.
-    pub fn write_durably(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
+    /// Writes `buf` at `offset`. Whole aligned blocks go through O_DIRECT; a partial last block (at end of file)
+    /// goes through the page cache on the same descriptor and is synced and evicted at once, so a later read
+    /// from the medium sees it. Call [`RefreshHandle::sync`] to make the rest durable.
+    pub fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
         let whole = if self.direct {
             buf.len() as u64 / self.align * self.align
         } else {
@@ -343,9 +344,14 @@ impl RefreshHandle {
             }
             tail?;
             synced?;
-        } else {
-            self.file.sync_data()?;
         }
+        self.expected = stamp_of(&self.file.metadata()?);
+        Ok(())
+    }
+
+    /// Makes every write so far durable.
+    pub fn sync(&mut self) -> io::Result<()> {
+        self.file.sync_data()?;
         self.expected = stamp_of(&self.file.metadata()?);
         Ok(())
     }

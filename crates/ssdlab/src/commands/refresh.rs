@@ -32,8 +32,11 @@ impl ChunkFile for Handle {
     fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         self.0.read_from_media(offset, buf)
     }
-    fn write_durably(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        self.0.write_durably(offset, buf)
+    fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        self.0.write_at(offset, buf)
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        self.0.sync()
     }
     fn changed_by_others(&mut self) -> io::Result<bool> {
         self.0.changed_by_others()
