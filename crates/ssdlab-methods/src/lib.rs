@@ -14,3 +14,4 @@ pub mod trim;
 
 pub use session::{MethodError, MethodObserver, MethodOutcome, Session};
 pub mod refresh;
+pub mod scan;
