@@ -45,7 +45,12 @@ pub struct FileScan {
 
 /// Reads one file's ranges in `chunk_bytes` pieces at queue depth `qd`, timing every chunk, then re-reads the
 /// slowest chunks (up to 8) to see whether their slowness repeats.
-pub fn scan_item(device: &mut dyn Device, item: &ScanItem, chunk_bytes: u64, qd: u32) -> Result<FileScan, DeviceError> {
+pub fn scan_item(
+    device: &mut dyn Device,
+    item: &ScanItem,
+    chunk_bytes: u64,
+    qd: u32,
+) -> Result<FileScan, DeviceError> {
     let align = device.info().logical_block_bytes.max(512) as u64;
     let mut chunks: Vec<(u64, u64)> = Vec::new();
     for &(start, len) in &item.ranges {
@@ -65,9 +70,12 @@ pub fn scan_item(device: &mut dyn Device, item: &ScanItem, chunk_bytes: u64, qd:
     // Slow chunks: more than twice the median chunk time; re-read the worst to see if it repeats.
     let durations: Vec<f64> = times.iter().map(|t| t.1 as f64).collect();
     let typical = median(&durations);
-    let mut slow: Vec<(u64, u64)> =
-        times.iter().filter(|t| t.1 as f64 > 2.0 * typical && typical > 0.0).map(|t| (t.0, t.1)).collect();
-    slow.sort_by(|a, b| b.1.cmp(&a.1));
+    let mut slow: Vec<(u64, u64)> = times
+        .iter()
+        .filter(|t| t.1 as f64 > 2.0 * typical && typical > 0.0)
+        .map(|t| (t.0, t.1))
+        .collect();
+    slow.sort_by_key(|s| std::cmp::Reverse(s.1));
     slow.truncate(8);
     let mut slow_chunks = Vec::new();
     for (offset, first_ns) in slow {
@@ -113,7 +121,13 @@ fn read_chunks(
             free.pop();
             let (offset, len) = chunks[next];
             offsets[slot as usize] = offset;
-            batch.push(Io { op: Op::Read, offset, len, slot, tag: next as u64 });
+            batch.push(Io {
+                op: Op::Read,
+                offset,
+                len,
+                slot,
+                tag: next as u64,
+            });
             next += 1;
         }
         if !batch.is_empty() {
@@ -129,7 +143,12 @@ fn read_chunks(
                     std::io::Error::from_raw_os_error((-c.result) as i32),
                 ));
             }
-            out.push((offsets[c.slot as usize], c.completed_ns - c.submitted_ns, c.completed_ns, c.submitted_ns));
+            out.push((
+                offsets[c.slot as usize],
+                c.completed_ns - c.submitted_ns,
+                c.completed_ns,
+                c.submitted_ns,
+            ));
         }
     }
     Ok(out)
@@ -174,29 +193,49 @@ const EDGES: [f64; 10] = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 12.0, f64::INF
 /// Baseline, slowdowns, flags (with re-read confirmation) and the age buckets.
 pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64) -> ScanAnalysis {
     let speeds = |filter: &dyn Fn(&FileScan) -> bool| -> Vec<f64> {
-        files.iter().filter(|f| filter(f)).map(|f| f.bytes_per_s / 1e6).collect()
+        files
+            .iter()
+            .filter(|f| filter(f))
+            .map(|f| f.bytes_per_s / 1e6)
+            .collect()
     };
     // Fresh data: written more than a day ago (younger data may still sit in an SLC cache) and less than a month.
     let recent = speeds(&|f| f.age_s >= DAY_S && f.age_s < 30.0 * DAY_S);
     let (baseline, source) = if !recent.is_empty() {
-        (median(&recent), format!("median of {} files written 1 to 30 days ago", recent.len()))
+        (
+            median(&recent),
+            format!("median of {} files written 1 to 30 days ago", recent.len()),
+        )
     } else {
         let all = speeds(&|_| true);
-        (percentile(&all, 90.0), "no files 1 to 30 days old: the 90th percentile of all files".to_string())
+        (
+            percentile(&all, 90.0),
+            "no files 1 to 30 days old: the 90th percentile of all files".to_string(),
+        )
     };
     for f in &mut files {
         let mb_s = f.bytes_per_s / 1e6;
-        f.slowdown = if mb_s > 0.0 { baseline / mb_s } else { f64::INFINITY };
+        f.slowdown = if mb_s > 0.0 {
+            baseline / mb_s
+        } else {
+            f64::INFINITY
+        };
         // Slowness that repeats where it was seen is the medium; one that vanishes was contention.
         let repeats = |&(_, first, again): &(u64, u64, u64)| again as f64 >= 0.5 * first as f64;
-        f.confirmed = if f.slow_chunks.is_empty() { f.slowdown >= slowdown_threshold } else { f.slow_chunks.iter().all(repeats) };
+        f.confirmed = if f.slow_chunks.is_empty() {
+            f.slowdown >= slowdown_threshold
+        } else {
+            f.slow_chunks.iter().all(repeats)
+        };
         f.flagged = f.slowdown >= slowdown_threshold && f.confirmed;
     }
     let mut buckets = Vec::new();
     for pair in EDGES.windows(2) {
         let (from, to) = (pair[0], pair[1]);
-        let members: Vec<&FileScan> =
-            files.iter().filter(|f| f.age_s / MONTH_S >= from && f.age_s / MONTH_S < to).collect();
+        let members: Vec<&FileScan> = files
+            .iter()
+            .filter(|f| f.age_s / MONTH_S >= from && f.age_s / MONTH_S < to)
+            .collect();
         if members.is_empty() {
             continue;
         }
@@ -223,7 +262,11 @@ pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64) -> ScanAnalysi
         buckets,
         total_bytes,
         total_bulk_read_hours: total_seconds / 3600.0,
-        flagged: files.iter().filter(|f| f.flagged).map(|f| f.name.clone()).collect(),
+        flagged: files
+            .iter()
+            .filter(|f| f.flagged)
+            .map(|f| f.name.clone())
+            .collect(),
         files,
     }
 }
@@ -240,7 +283,11 @@ mod tests {
             bytes: 100_000_000,
             seconds: 100.0 / mb_s,
             bytes_per_s: mb_s * 1e6,
-            slow_chunks: if mb_s < 100.0 { vec![(0, 1_000_000, if slow_repeats { 900_000 } else { 10_000 })] } else { vec![] },
+            slow_chunks: if mb_s < 100.0 {
+                vec![(0, 1_000_000, if slow_repeats { 900_000 } else { 10_000 })]
+            } else {
+                vec![]
+            },
             slowdown: 0.0,
             flagged: false,
             confirmed: false,
@@ -257,12 +304,21 @@ mod tests {
             file("old-fine", 205.0, 470.0, true),
         ];
         let a = analyze(files, 2.0);
-        assert_eq!(a.baseline_mb_s, 480.0, "median (nearest rank) of the files 1 to 30 days old");
+        assert_eq!(
+            a.baseline_mb_s, 480.0,
+            "median (nearest rank) of the files 1 to 30 days old"
+        );
         assert_eq!(a.flagged, vec!["old-slow".to_string()]);
-        let old = a.buckets.iter().find(|b| b.months_from == 6.0).expect("a 6-7 month bucket");
+        let old = a
+            .buckets
+            .iter()
+            .find(|b| b.months_from == 6.0)
+            .expect("a 6-7 month bucket");
         assert_eq!(old.files, 3);
         assert!(a.buckets.iter().any(|b| b.months_from == 0.0 && b.files == 2));
         let fresh = &a.buckets[0];
-        assert!((fresh.hours_per_900gb - 900e9 / (200e6 / (100.0 / 500.0 + 100.0 / 480.0)) / 3600.0).abs() < 1e-9);
+        assert!(
+            (fresh.hours_per_900gb - 900e9 / (200e6 / (100.0 / 500.0 + 100.0 / 480.0)) / 3600.0).abs() < 1e-9
+        );
     }
 }

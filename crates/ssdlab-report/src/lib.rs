@@ -102,6 +102,7 @@ pub fn render(results: &[RunResult]) -> String {
             "trim" => trim(&group),
             "sweep" => sweep(&group),
             "latency" => latency(&group),
+            "scan" => scan(&group),
             _ => run(&group),
         });
         html.push_str("</section>");
@@ -116,6 +117,7 @@ fn heading(kind: &str) -> String {
         "trim" => "TRIM validation".into(),
         "sweep" => "Transfer-size sweep".into(),
         "latency" => "QD1 latency: 4 KiB random writes".into(),
+        "scan" => "Stale data: read speed by data age".into(),
         other => other.to_string(),
     }
 }
@@ -542,6 +544,173 @@ fn latency(group: &[&RunResult]) -> String {
             series: p99,
         },
     ]));
+    out
+}
+
+fn scan(group: &[&RunResult]) -> String {
+    const MONTH_S: f64 = 365.25 / 12.0 * 86_400.0;
+    let files_of = |r: &RunResult| {
+        r.analysis
+            .get("files")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let buckets_of = |r: &RunResult| {
+        r.analysis
+            .get("buckets")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut scatter = Vec::new();
+    let mut hours = Vec::new();
+    for r in group {
+        let prefix = if group.len() > 1 {
+            format!("{} ", label(r))
+        } else {
+            String::new()
+        };
+        scatter.push(Series {
+            name: format!("{prefix}files"),
+            points: files_of(r)
+                .iter()
+                .map(|f| ((num(f, "age_s") / MONTH_S).max(0.01), num(f, "bytes_per_s") / 1e6))
+                .collect(),
+            mark: Mark::Dots,
+        });
+        let medians: Vec<(f64, f64)> = buckets_of(r)
+            .iter()
+            .map(|b| {
+                let age = files_of(r)
+                    .iter()
+                    .map(|f| num(f, "age_s") / MONTH_S)
+                    .filter(|m| *m >= num(b, "months_from") && *m < num(b, "months_to").min(1e9))
+                    .fold(f64::NAN, f64::min);
+                (
+                    age.max(0.01),
+                    b.pointer("/speed_mb_s/p50")
+                        .and_then(Value::as_f64)
+                        .unwrap_or(f64::NAN),
+                )
+            })
+            .collect();
+        scatter.push(Series {
+            name: format!("{prefix}bucket median"),
+            points: medians.clone(),
+            mark: Mark::LineWithDots,
+        });
+        hours.push(Series {
+            name: format!("{prefix}hours per 900 GB"),
+            points: medians
+                .iter()
+                .zip(buckets_of(r))
+                .map(|((age, _), b)| (*age, num(&b, "hours_per_900gb")))
+                .collect(),
+            mark: Mark::LineWithDots,
+        });
+    }
+    let mut out = charts(&[
+        Chart {
+            title: "Read speed against data age".into(),
+            x: Axis::new("age (months, log scale)", Scale::Log10),
+            y: Axis::new("MB/s", Scale::Linear),
+            series: scatter,
+        },
+        Chart {
+            title: "Projected bulk-read time".into(),
+            x: Axis::new("age (months, log scale)", Scale::Log10),
+            y: Axis::new("hours per 900 GB", Scale::Linear),
+            series: hours,
+        },
+    ]);
+    for r in group {
+        let header: Vec<String> = [
+            "age (months)",
+            "files",
+            "25%",
+            "median",
+            "75%",
+            "95%",
+            "mean",
+            "h per 900 GB",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let rows: Vec<Vec<String>> = buckets_of(r)
+            .iter()
+            .map(|b| {
+                let to = num(b, "months_to");
+                let c = |k: &str| {
+                    format!(
+                        "{:.1}",
+                        b.pointer(&format!("/speed_mb_s/{k}"))
+                            .and_then(Value::as_f64)
+                            .unwrap_or(f64::NAN)
+                    )
+                };
+                vec![
+                    format!(
+                        "{:.0}-{}",
+                        num(b, "months_from"),
+                        if to.is_finite() {
+                            format!("{to:.0}")
+                        } else {
+                            "+".into()
+                        }
+                    ),
+                    format!("{:.0}", num(b, "files")),
+                    c("p25"),
+                    c("p50"),
+                    c("p75"),
+                    c("p95"),
+                    c("mean"),
+                    format!("{:.2}", num(b, "hours_per_900gb")),
+                ]
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "<h3>{} — baseline {:.1} MB/s ({})</h3>",
+            escape(&label(r)),
+            num(&r.analysis, "baseline_mb_s"),
+            escape(
+                r.analysis
+                    .get("baseline_source")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+            )
+        );
+        out.push_str(&table(&header, &rows));
+        let flagged = r
+            .analysis
+            .get("flagged")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let _ = write!(
+            out,
+            "<p>{} files flagged as stale (slow, and slow again when re-read)",
+            flagged.len()
+        );
+        if !flagged.is_empty() {
+            out.push_str(":</p><ul>");
+            for f in flagged.iter().take(50) {
+                let _ = write!(out, "<li>{}</li>", escape(f.as_str().unwrap_or("")));
+            }
+            if flagged.len() > 50 {
+                let _ = write!(
+                    out,
+                    "<li>… and {} more (see result.json)</li>",
+                    flagged.len() - 50
+                );
+            }
+            out.push_str("</ul>");
+        } else {
+            out.push_str(".</p>");
+        }
+    }
     out
 }
 

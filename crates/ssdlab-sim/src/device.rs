@@ -40,6 +40,8 @@ pub struct SimDevice {
     link_free_ns: u64,
     channel_free_ns: Vec<u64>,
     die_free_ns: Vec<u64>,
+    /// Per die, the page a read request has already loaded (scratch, reset per request).
+    page_in_register: Vec<u32>,
     /// Units waiting on each die to fill a program, per pool (0 native, 1 SLC), and when the last arrived.
     pending_units: Vec<[u32; 2]>,
     pending_ready_ns: Vec<[u64; 2]>,
@@ -124,6 +126,7 @@ impl SimDevice {
             link_free_ns: 0,
             channel_free_ns: vec![0; spec.profile.channels as usize],
             die_free_ns: vec![0; dies],
+            page_in_register: vec![u32::MAX; dies],
             pending_units: vec![[0; 2]; dies],
             pending_ready_ns: vec![[0; 2]; dies],
             programs: BinaryHeap::new(),
@@ -187,6 +190,42 @@ impl SimDevice {
             let die = self.next_die();
             self.ftl.write_to(logical, 0, die);
         }
+    }
+
+    /// Lays out a data set of files of given sizes and ages, as if each had been written `age` before the end
+    /// and left alone since: files are placed one after another from LBA 0 and written oldest first, instantly,
+    /// each at its own virtual time; then the clock moves to the end (the drive idle, background work allowed).
+    /// Returns each file's byte range, in the order given.
+    pub fn lay_out_dataset(&mut self, files: &[(u64, u64)]) -> Result<Vec<(u64, u64)>, DeviceError> {
+        let total: u64 = files.iter().map(|f| f.0.next_multiple_of(UNIT_BYTES)).sum();
+        if total > self.info.capacity_bytes {
+            return Err(DeviceError::Invalid(format!(
+                "the data set needs {total} bytes but the virtual drive holds {}",
+                self.info.capacity_bytes
+            )));
+        }
+        let mut ranges = Vec::with_capacity(files.len());
+        let mut offset = 0;
+        for &(bytes, _) in files {
+            ranges.push((offset, bytes));
+            offset += bytes.next_multiple_of(UNIT_BYTES);
+        }
+        let start = self.now_ns;
+        let oldest = files.iter().map(|f| f.1).max().unwrap_or(0);
+        let mut order: Vec<usize> = (0..files.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(files[i].1));
+        for i in order {
+            let written_at = start + (oldest - files[i].1);
+            self.now_ns = self.now_ns.max(written_at);
+            self.ftl.set_time(self.now_ns);
+            let (first, len) = ranges[i];
+            for logical in self.unit_range(first, len) {
+                let die = self.next_die();
+                self.ftl.write_to(logical, 0, die);
+            }
+        }
+        self.wait_until(start + oldest + 1_000_000_000);
+        Ok(ranges)
     }
 
     /// Lets the drive sit powered and idle for `ns` (the API behind `?age=`): background work runs, then the
@@ -330,7 +369,8 @@ impl SimDevice {
         self.controller_free_ns = start + self.profile.controller_read_ns;
         let mut ready = start;
         let units_per_page = self.units_per_program();
-        let mut last_page = (u32::MAX, u32::MAX);
+        // The page each die last read for this request: units striped over dies come back to a die's page.
+        self.page_in_register.fill(u32::MAX);
         for logical in self.unit_range(offset, len) {
             let Some(physical) = self.ftl.lookup(logical) else {
                 continue; // unmapped: the controller answers zeroes without touching NAND
@@ -338,8 +378,8 @@ impl SimDevice {
             let (die, block, programmed_ns) = self.ftl.locate(physical);
             let page = physical / units_per_page;
             let channel = self.channel_of(die);
-            if (die, page) != last_page {
-                last_page = (die, page);
+            if self.page_in_register[die as usize] != page {
+                self.page_in_register[die as usize] = page;
                 let slc = self.ftl.is_slc(block);
                 let base_ns = if slc {
                     self.profile.slc.read_ns

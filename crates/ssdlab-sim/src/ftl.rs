@@ -184,7 +184,8 @@ pub struct Ftl {
     written: Vec<u32>,
     state: Vec<BlockState>,
     erase_count: Vec<u32>,
-    /// Time stamp of the block's last program, in the caller's time units (for cost-benefit and retention).
+    /// Time stamp of the block's first program since its erase, in the caller's time units (its oldest data:
+    /// for retention and cost-benefit age).
     programmed_at: Vec<u64>,
     /// Doubly linked bucket lists of closed blocks by valid count, per die.
     next: Vec<u32>,
@@ -387,7 +388,10 @@ impl Ftl {
         }
         let offset = self.written[block as usize];
         self.written[block as usize] += 1;
-        self.programmed_at[block as usize] = self.now;
+        if offset == 0 {
+            // A block's age is its oldest data's: retention counts from the first program.
+            self.programmed_at[block as usize] = self.now;
+        }
         block * self.config.units_per_block + offset
     }
 
@@ -543,7 +547,10 @@ impl Ftl {
         }
         let offset = self.written[block as usize];
         self.written[block as usize] += 1;
-        self.programmed_at[block as usize] = self.now;
+        if offset == 0 {
+            // A block's age is its oldest data's: retention counts from the first program.
+            self.programmed_at[block as usize] = self.now;
+        }
         block * self.config.units_per_block + offset
     }
 

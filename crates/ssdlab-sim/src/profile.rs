@@ -343,12 +343,17 @@ impl Profile {
     /// between points the multiplier is interpolated in log(age), so it rises smoothly from 1 at the curve's
     /// onset (a bulk read only notices once the dies fall behind the link).
     pub fn read_cost_multiplier(&self, months: f64) -> f64 {
-        let die_over_link = self.die_read_bytes_per_s() / self.link_bytes_per_s;
+        // All dies reading pages of `program_bytes` in parallel deliver dies x page / (m x tR + transfer); a bulk
+        // read is `slowdown` times slower than the link when that equals link / slowdown, which gives m.
+        let transfer_ns = self.program_bytes as f64 / self.channel_bytes_per_s * 1e9;
+        let page_ns_for = |slowdown: f64| {
+            slowdown * self.dies as f64 * self.program_bytes as f64 / self.link_bytes_per_s * 1e9
+        };
         let to_cost = |slowdown: f64| {
             if slowdown <= 1.0 {
                 1.0
             } else {
-                (slowdown * die_over_link).max(1.0)
+                ((page_ns_for(slowdown) - transfer_ns) / self.native.read_ns as f64).max(1.0)
             }
         };
         let costs = RetentionCurve {

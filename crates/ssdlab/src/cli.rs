@@ -23,6 +23,8 @@ pub enum Command {
     /// The reviewers' methodologies as one-command tests.
     #[command(subcommand)]
     Test(TestCommand),
+    /// Find data that has gone slow with age: read files in timed chunks and compare with fresh data.
+    Scan(ScanArgs),
     /// Rewrite files in place, safely (verified, journalled, resumable), so data that has gone slow with age is
     /// fresh again.
     Refresh(RefreshArgs),
@@ -34,6 +36,40 @@ pub enum Command {
     /// The virtual SSD: profiles, their geometry, and write-amplification model checks.
     #[command(subcommand)]
     Sim(SimCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// Files or directories (walked on their own file system, never through symlinks).
+    #[arg(value_name = "PATH", required_unless_present = "target")]
+    pub paths: Vec<PathBuf>,
+    /// Scan a virtual data set on the simulator instead: a sim: target (e.g. 'sim:840evo-1t?scale=1/256').
+    #[arg(long, conflicts_with = "paths")]
+    pub target: Option<String>,
+    /// With --target: the files and their ages, AGE:COUNTxSIZE,... (e.g. 0.5mo:8x64m,7mo:8x64m), or
+    /// field-report for seed 000's ages.
+    #[arg(long, default_value = "field-report", requires = "target")]
+    pub dataset: String,
+    /// With --target: rewrite the flagged files on the virtual drive, then scan again (before/after).
+    #[arg(long, requires = "target")]
+    pub refresh_flagged: bool,
+    /// Skip files smaller than this.
+    #[arg(long, default_value = "64k")]
+    pub min_size: String,
+    /// Read unit; each chunk is timed.
+    #[arg(long, default_value = "1m")]
+    pub chunk: String,
+    #[arg(long, default_value_t = 4)]
+    pub qd: u32,
+    /// Flag files reading slower than this fraction of the baseline (0.5 = half as fast).
+    #[arg(long, default_value_t = 0.5)]
+    pub slower_than: f64,
+    /// Write result.json and report.html here.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Stream JSON Lines (begin, analysis, verdict) to stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

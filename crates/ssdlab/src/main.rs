@@ -21,6 +21,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Run(args) => commands::run::run(args),
         Command::Test(command) => commands::test::run(command),
+        Command::Scan(args) => commands::scan::run(args),
         Command::Refresh(args) => commands::refresh::run(args),
         Command::Demo(args) => commands::demo::run(args),
         Command::Report(args) => commands::report::run(args),

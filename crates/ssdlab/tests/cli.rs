@@ -1722,3 +1722,127 @@ fn refresh_bad_input_and_dry_run() {
     let out = run(&["refresh", path, "--older-than", "1y", "--dry-run"]);
     assert!(stderr(&out).contains("0 files"), "{}", stderr(&out));
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Scan: stale data by age
+
+#[test]
+fn sim_scan_reproduces_the_field_report_and_refresh_restores_speed() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("scan");
+    let out = run(&[
+        "scan",
+        "--target",
+        "sim:840evo-1t?scale=1/64",
+        "--qd",
+        "8",
+        "--refresh-flagged",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--json",
+    ]);
+    expect_code(&out, 1); // stale data was found
+    let a = &read_result(&out_dir)["analysis"];
+    let files = a["files"].as_array().unwrap();
+    let month = 365.25 / 12.0 * 86_400.0;
+    // Flagging both ways: every file two months or older is flagged, no fresh file is.
+    for f in files {
+        let months = f["age_s"].as_f64().unwrap() / month;
+        assert_eq!(f["flagged"].as_bool().unwrap(), months >= 1.5, "{f}");
+    }
+    // The field report's shape: bulk-read hours rise with age, and 7-month-old data takes about 10.49 / 1.11 =
+    // 9.45 times as long as 0.9-month-old data.
+    let hours: Vec<f64> = a["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["hours_per_900gb"].as_f64().unwrap())
+        .collect();
+    assert!(hours.windows(2).all(|w| w[1] >= w[0]), "{hours:?}");
+    let speed = |months: f64| {
+        files
+            .iter()
+            .find(|f| (f["age_s"].as_f64().unwrap() / month - months).abs() < 0.05)
+            .unwrap()["bytes_per_s"]
+            .as_f64()
+            .unwrap()
+    };
+    let ratio = speed(0.9) / speed(7.0);
+    assert!(
+        (ratio / 9.45 - 1.0).abs() < 0.15,
+        "7 months vs 0.9 months: {ratio:.2}x slower"
+    );
+    // Rewriting the flagged files brings them back to fresh speed.
+    let after = &a["after_refresh"];
+    assert!(
+        after["mean_mb_s_after"].as_f64().unwrap() > 0.9 * a["baseline_mb_s"].as_f64().unwrap(),
+        "{after}"
+    );
+    assert_eq!(
+        after["files"].as_array().unwrap().len(),
+        a["flagged"].as_array().unwrap().len()
+    );
+    assert_eq!(event(&json_lines(&out), "verdict")["data"]["passed"], false);
+    assert!(
+        std::fs::read_to_string(out_dir.join("report.html"))
+            .unwrap()
+            .contains("Read speed against data age")
+    );
+}
+
+#[test]
+fn scan_of_fresh_real_files_flags_nothing() {
+    let dir = tempdir();
+    let tree = dir.path().join("t");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    write_random(&tree.join("a.bin"), 8 << 20, 1);
+    write_random(&tree.join("sub/b.bin"), 3 << 20, 2);
+    write_random(&tree.join("tiny.bin"), 1000, 3);
+    std::os::unix::fs::symlink("a.bin", tree.join("link")).unwrap();
+    let out = run(&["scan", tree.to_str().unwrap(), "--json"]);
+    expect_code(&out, 0);
+    let events = json_lines(&out);
+    let a = &event(&events, "analysis")["data"];
+    let files = a["files"].as_array().unwrap();
+    assert_eq!(
+        files.len(),
+        2,
+        "the 1000-byte file is below --min-size and the symlink is not followed"
+    );
+    assert!(
+        files
+            .iter()
+            .all(|f| f["bytes_per_s"].as_f64().unwrap() > 0.0 && f["flagged"] == false)
+    );
+    assert_eq!(
+        files.iter().map(|f| f["bytes"].as_u64().unwrap()).sum::<u64>(),
+        11 << 20
+    );
+    assert!(
+        a["skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s.as_str().unwrap().contains("symbolic link"))
+    );
+    assert!(stderr(&out).contains("h per 900 GB"));
+    expect_usage_error(&run(&["scan", "/no/such/dir"]), "PATH");
+    expect_usage_error(
+        &run(&["scan", tree.to_str().unwrap(), "--slower-than", "2"]),
+        "--slower-than",
+    );
+    expect_usage_error(
+        &run(&["scan", tree.to_str().unwrap(), "--chunk", "1000"]),
+        "--chunk",
+    );
+    expect_usage_error(
+        &run(&[
+            "scan",
+            "--target",
+            "sim:840evo-1t?scale=1/256",
+            "--dataset",
+            "7mo:x",
+        ]),
+        "--dataset",
+    );
+}

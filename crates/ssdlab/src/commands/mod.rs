@@ -5,6 +5,7 @@ pub mod demo;
 pub mod refresh;
 pub mod report;
 pub mod run;
+pub mod scan;
 pub mod sim;
 pub mod test;
 
