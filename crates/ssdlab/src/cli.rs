@@ -70,13 +70,23 @@ pub struct ScanArgs {
     /// Stream JSON Lines (begin, analysis, verdict) to stdout.
     #[arg(long)]
     pub json: bool,
+    /// Where `ssdlab refresh` keeps its records: a file it refreshed counts as written then (default as for
+    /// refresh).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
 pub struct RefreshArgs {
     /// Files or directories (walked on their own file system, never through symlinks).
-    #[arg(required = true, value_name = "PATH")]
+    #[arg(value_name = "PATH", required_unless_present = "from")]
     pub paths: Vec<PathBuf>,
+    /// Refresh the files a scan found slow: a scan result directory (its result.json).
+    #[arg(long, value_name = "SCAN_DIR")]
+    pub from: Option<PathBuf>,
+    /// With --from: files reading slower than this fraction of the scan's baseline (0.5 = half as fast).
+    #[arg(long, requires = "from")]
+    pub slower_than: Option<f64>,
     /// Only files whose data is older than this (age = the earlier of mtime and birth time), e.g. 90d, 3mo.
     #[arg(long)]
     pub older_than: Option<String>,

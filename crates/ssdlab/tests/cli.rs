@@ -1846,3 +1846,75 @@ fn scan_of_fresh_real_files_flags_nothing() {
         "--dataset",
     );
 }
+
+#[test]
+fn refresh_from_a_scan_rewrites_only_the_slow_files_and_scan_then_counts_them_fresh() {
+    let dir = tempdir();
+    let (slow, fast) = (dir.path().join("slow.bin"), dir.path().join("fast.bin"));
+    write_random(&slow, 2 << 20, 11);
+    write_random(&fast, 2 << 20, 12);
+    for f in [&slow, &fast] {
+        sh("touch", &["-d", "2020-01-01", f.to_str().unwrap()]);
+    }
+    // A scan result as `ssdlab scan --out` writes it: the slow file read at 40 MB/s against a 500 MB/s baseline.
+    let scan_dir = dir.path().join("scan");
+    std::fs::create_dir_all(&scan_dir).unwrap();
+    let file =
+        |p: &Path, mb_s: f64| serde_json::json!({"name": p.to_str().unwrap(), "bytes_per_s": mb_s * 1e6});
+    let result = serde_json::json!({
+        "schema": "ssdlab/1", "kind": "scan", "target": {"kind": "file"},
+        "analysis": {"baseline_mb_s": 500.0, "files": [file(&slow, 40.0), file(&fast, 480.0)]}
+    });
+    std::fs::write(scan_dir.join("result.json"), result.to_string()).unwrap();
+    let state = dir.path().join("state");
+    let out = run(&[
+        "refresh",
+        "--from",
+        scan_dir.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    let text = stderr(&out);
+    assert!(text.contains("1 files read slower than 0.5"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("done") && l.contains("slow.bin")),
+        "{text}"
+    );
+    assert!(
+        !text.contains("fast.bin"),
+        "only the slow file is rewritten: {text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("measured") && l.contains("before 40.0 MB/s")),
+        "{text}"
+    );
+    // A later scan counts the refreshed file as written at its refresh, the other by its 2020 mtime.
+    let out = run(&[
+        "scan",
+        dir.path().to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--json",
+    ]);
+    let events = json_lines(&out);
+    let a = &event(&events, "analysis")["data"];
+    let age_of = |name: &str| {
+        a["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"].as_str().unwrap().ends_with(name))
+            .unwrap()["age_s"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(age_of("slow.bin") < 3600.0, "refreshed just now");
+    assert!(age_of("fast.bin") > 86_400.0 * 365.0, "still old");
+    expect_usage_error(
+        &run(&["refresh", "--from", dir.path().join("nothing").to_str().unwrap()]),
+        "--from",
+    );
+}

@@ -137,7 +137,7 @@ fn select(paths: &[PathBuf], older_than_s: Option<f64>) -> Result<Selection> {
     Ok(selection)
 }
 
-fn default_state_dir() -> PathBuf {
+pub fn default_state_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("SSDLAB_STATE_DIR") {
         return dir.into();
     }
@@ -180,12 +180,32 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
             args.chunk
         );
     }
-    for path in &args.paths {
+    if let Some(f) = args.slower_than
+        && !(f > 0.0 && f < 1.0)
+    {
+        bail!("--slower-than {f}: a fraction of the scan's baseline speed between 0 and 1, e.g. 0.5");
+    }
+    let mut before_mb_s = std::collections::HashMap::new();
+    let mut paths = args.paths.clone();
+    if let Some(dir) = &args.from {
+        let slow = slow_files_from_scan(dir, args.slower_than.unwrap_or(0.5))?;
+        eprintln!(
+            "from      {}: {} files read slower than {} of the baseline",
+            dir.display(),
+            slow.len(),
+            args.slower_than.unwrap_or(0.5)
+        );
+        for (path, mb_s) in slow {
+            before_mb_s.insert(path.clone(), mb_s);
+            paths.push(path);
+        }
+    }
+    for path in &paths {
         if std::fs::symlink_metadata(path).is_err() {
             bail!("PATH {}: does not exist", path.display());
         }
     }
-    let selection = select(&args.paths, older_than_s)?;
+    let selection = select(&paths, older_than_s)?;
     let total: u64 = selection.files.iter().map(|c| c.bytes).sum();
     eprintln!(
         "refresh   {} files, {} to rewrite: the wear cost is {} of host writes (times the drive's write amplification)",
@@ -221,6 +241,7 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
     let mut budget = TokenBucket::new(bytes_per_s);
     let (mut buf, mut check) = (Vec::new(), Vec::new());
     let (mut refreshed, mut problems) = (0u64, selection.skipped.len());
+    let mut done_paths: Vec<PathBuf> = Vec::new();
     for candidate in &selection.files {
         if interrupted.load(std::sync::atomic::Ordering::Relaxed) {
             eprintln!("stopped   interrupted; the journal lets the next run resume");
@@ -247,6 +268,10 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                 ..
             } => {
                 refreshed += bytes;
+                record_refreshed(&state_dir, file.identity(), &candidate.path).with_context(|| {
+                    format!("--state-dir {}: cannot record the refresh", state_dir.display())
+                })?;
+                done_paths.push(candidate.path.clone());
                 let resumed = if resumed_from_chunk > 0 {
                     format!(", resumed at chunk {resumed_from_chunk}")
                 } else {
@@ -274,6 +299,18 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
             }
         }
     }
+    // Re-measure what was rewritten: the same timed chunk reads as a scan.
+    for path in &done_paths {
+        let after = super::scan::measure_file(path, 1 << 20, 4)?;
+        let before = before_mb_s
+            .get(path)
+            .map_or("not measured".to_string(), |mb| format!("{mb:.1} MB/s"));
+        eprintln!(
+            "measured  {}: before {before}, after {:.1} MB/s",
+            path.display(),
+            after / 1e6
+        );
+    }
     eprintln!(
         "refresh   {} rewritten and verified in {:.1} s; {} files skipped or abandoned",
         BinaryBytes(refreshed),
@@ -285,6 +322,76 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
     } else {
         Outcome::Failed
     })
+}
+
+/// Where refresh records when it last rewrote each file: one JSON line per file refreshed.
+pub const REFRESHED_LOG: &str = "refreshed.jsonl";
+
+/// When ssdlab last refreshed each (dev, ino), in seconds since the Unix epoch.
+pub fn refreshed_at(state_dir: &std::path::Path) -> std::collections::HashMap<(u64, u64), f64> {
+    std::fs::read_to_string(state_dir.join(REFRESHED_LOG))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter_map(|v| Some(((v["dev"].as_u64()?, v["ino"].as_u64()?), v["unix_s"].as_f64()?)))
+        .collect()
+}
+
+fn record_refreshed(
+    state_dir: &std::path::Path,
+    identity: (u64, u64),
+    path: &std::path::Path,
+) -> io::Result<()> {
+    use std::io::Write;
+    let unix_s = SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let line = serde_json::json!({ "dev": identity.0, "ino": identity.1, "path": path, "unix_s": unix_s });
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(state_dir.join(REFRESHED_LOG))?;
+    writeln!(log, "{line}")
+}
+
+/// Paths a scan found slower than `fraction` of its baseline, with their measured speed.
+fn slow_files_from_scan(dir: &std::path::Path, fraction: f64) -> Result<Vec<(PathBuf, f64)>> {
+    let file = if dir.is_dir() {
+        dir.join("result.json")
+    } else {
+        dir.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("--from {}: cannot read {}", dir.display(), file.display()))?;
+    let result: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("--from {}: not an ssdlab result", dir.display()))?;
+    if result["kind"] != "scan" {
+        bail!(
+            "--from {}: a {} result, not a scan; give a directory written by ssdlab scan --out",
+            dir.display(),
+            result["kind"]
+        );
+    }
+    if result["target"]["kind"] == "sim" {
+        bail!(
+            "--from {}: a scan of a virtual data set; rewrite those with ssdlab scan --refresh-flagged",
+            dir.display()
+        );
+    }
+    let baseline = result["analysis"]["baseline_mb_s"].as_f64().unwrap_or(0.0);
+    Ok(result["analysis"]["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| {
+            Some((
+                PathBuf::from(f["name"].as_str()?),
+                f["bytes_per_s"].as_f64()? / 1e6,
+            ))
+        })
+        .filter(|(_, mb_s)| *mb_s < fraction * baseline)
+        .collect())
 }
 
 /// A token bucket of bytes: `take` waits until the bytes fit the rate.

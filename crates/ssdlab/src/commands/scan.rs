@@ -98,16 +98,67 @@ fn age_s(meta: &std::fs::Metadata, now: SystemTime) -> f64 {
     now.duration_since(oldest).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
+/// Reads one real file in timed chunks (as a scan does) and returns its speed in bytes per second.
+pub fn measure_file(path: &std::path::Path, chunk: u64, qd: u32) -> Result<f64> {
+    let scan = scan_real_file(path, 0.0, "", chunk, qd)?;
+    Ok(scan.bytes_per_s)
+}
+
+/// Opens a real file as a read-only O_DIRECT device and scans its data ranges.
+fn scan_real_file(
+    path: &std::path::Path,
+    age_s: f64,
+    device_name: &str,
+    chunk: u64,
+    qd: u32,
+) -> Result<FileScan> {
+    let target = format!("file:{}", path.display());
+    let spec = TargetSpec::File {
+        path: path.to_path_buf(),
+        size: None,
+    };
+    let request = OpenRequest {
+        write: false,
+        engine: Engine::Auto,
+        exclusive: false,
+    };
+    let mut device: Box<dyn Device> = match open_target(&target, &spec, request)? {
+        RealDevice::Uring(d) => Box::new(d),
+        RealDevice::Psync(d) => Box::new(d),
+        RealDevice::Null(d) => Box::new(d),
+    };
+    let file = std::fs::File::open(path)?;
+    let ranges = ssdlab_io::files::data_ranges(&file, file.metadata()?.len())?;
+    let item = ScanItem {
+        name: path.display().to_string(),
+        device: device_name.to_string(),
+        age_s,
+        ranges,
+    };
+    Ok(scan_item(device.as_mut(), &item, chunk, qd)?)
+}
+
 /// Scans real files: one thread per underlying device, files on a device in turn.
 fn scan_paths(args: &ScanArgs, chunk: u64, min_size: u64) -> Result<(Vec<FileScan>, Skipped)> {
     let (files, skipped) = walk(&args.paths, min_size)?;
     let now = SystemTime::now();
+    let now_unix_s = now
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    // A file ssdlab refreshed counts as written when it was refreshed.
+    let state_dir = args
+        .state_dir
+        .clone()
+        .unwrap_or_else(super::refresh::default_state_dir);
+    let refreshed = super::refresh::refreshed_at(&state_dir);
     let mut by_device: BTreeMap<u64, Vec<(PathBuf, f64)>> = BTreeMap::new();
     for (path, meta) in files {
-        by_device
-            .entry(meta.dev())
-            .or_default()
-            .push((path, age_s(&meta, now)));
+        let mut age = age_s(&meta, now);
+        if let Some(at) = refreshed.get(&(meta.dev(), meta.ino())) {
+            age = age.min((now_unix_s - at).max(0.0));
+        }
+        by_device.entry(meta.dev()).or_default().push((path, age));
     }
     let results = std::thread::scope(|scope| {
         let workers: Vec<_> = by_device
