@@ -255,12 +255,21 @@ impl RefreshHandle {
             ));
         }
         ignore_sigio();
-        // SAFETY: plain integers on a descriptor we own.
-        let lease = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK) } == 0;
-        if !lease && last_error().raw_os_error() == Some(libc::EAGAIN) {
-            return Err(refuse(
-                "open in another process (no write lease could be taken)".into(),
-            ));
+        // A process that just exited can keep the file open for a moment (the kernel closes io_uring's
+        // registered files asynchronously), so a refused lease is retried briefly before it counts.
+        let mut lease = false;
+        for attempt in 0..10 {
+            // SAFETY: plain integers on a descriptor we own.
+            lease = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK) } == 0;
+            if lease || last_error().raw_os_error() != Some(libc::EAGAIN) {
+                break;
+            }
+            if attempt == 9 {
+                return Err(refuse(
+                    "open in another process (no write lease could be taken)".into(),
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(30));
         }
         let align = crate::sys::direct_io_alignment(path)
             .map(|(m, o)| m.max(o) as u64)

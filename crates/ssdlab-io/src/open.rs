@@ -35,6 +35,9 @@ pub struct OpenRequest {
     pub engine: Engine,
     /// Open a block device with O_EXCL, so the kernel refuses one that is mounted or claimed by md/dm.
     pub exclusive: bool,
+    /// Read a file without updating its access time (O_NOATIME where the caller may use it): a scan must not
+    /// change what it measures, nor the times a refresh restores.
+    pub no_atime: bool,
 }
 
 /// Why a target could not be opened. Each message names the target and says how to fix it.
@@ -326,11 +329,25 @@ fn open_file(
         if direct {
             flags |= libc::O_DIRECT;
         }
-        OpenOptions::new()
-            .read(true)
-            .write(request.write || create)
-            .custom_flags(flags)
-            .open(path)
+        let with = |extra: libc::c_int| {
+            OpenOptions::new()
+                .read(true)
+                .write(request.write || create)
+                .custom_flags(flags | extra)
+                .open(path)
+        };
+        if request.no_atime {
+            // O_NOATIME needs ownership (or CAP_FOWNER); without it, the access time may move.
+            with(libc::O_NOATIME).or_else(|e| {
+                if e.raw_os_error() == Some(libc::EPERM) {
+                    with(0)
+                } else {
+                    Err(e)
+                }
+            })
+        } else {
+            with(0)
+        }
     };
     let (file, buffered) = match open(true) {
         Ok(file) => (file, false),

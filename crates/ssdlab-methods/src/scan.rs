@@ -227,7 +227,8 @@ pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64) -> ScanAnalysi
         } else {
             f.slow_chunks.iter().all(repeats)
         };
-        f.flagged = f.slowdown >= slowdown_threshold && f.confirmed;
+        // Data younger than a day is not stale, whatever the moment's contention: it is never flagged.
+        f.flagged = f.slowdown >= slowdown_threshold && f.confirmed && f.age_s >= DAY_S;
     }
     let mut buckets = Vec::new();
     for pair in EDGES.windows(2) {

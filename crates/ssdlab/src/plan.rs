@@ -218,6 +218,7 @@ pub fn open_real(args: &TargetArgs, spec: &TargetSpec, modifies: bool) -> Result
         write: modifies,
         engine: engine(args.engine),
         exclusive: modifies && !args.force,
+        no_atime: true,
     };
     Ok(open_target(target, spec, request)?)
 }

@@ -121,6 +121,7 @@ fn scan_real_file(
         write: false,
         engine: Engine::Auto,
         exclusive: false,
+        no_atime: true,
     };
     let mut device: Box<dyn Device> = match open_target(&target, &spec, request)? {
         RealDevice::Uring(d) => Box::new(d),
@@ -168,30 +169,7 @@ fn scan_paths(args: &ScanArgs, chunk: u64, min_size: u64) -> Result<(Vec<FileSca
                     let device_name = format!("{}:{}", libc_major(dev), libc_minor(dev));
                     let mut scans = Vec::new();
                     for (path, age) in files {
-                        let target = format!("file:{}", path.display());
-                        let spec = TargetSpec::File {
-                            path: path.clone(),
-                            size: None,
-                        };
-                        let request = OpenRequest {
-                            write: false,
-                            engine: Engine::Auto,
-                            exclusive: false,
-                        };
-                        let mut device: Box<dyn Device> = match open_target(&target, &spec, request)? {
-                            RealDevice::Uring(d) => Box::new(d),
-                            RealDevice::Psync(d) => Box::new(d),
-                            RealDevice::Null(d) => Box::new(d),
-                        };
-                        let file = std::fs::File::open(&path)?;
-                        let ranges = ssdlab_io::files::data_ranges(&file, file.metadata()?.len())?;
-                        let item = ScanItem {
-                            name: path.display().to_string(),
-                            device: device_name.clone(),
-                            age_s: age,
-                            ranges,
-                        };
-                        scans.push(scan_item(device.as_mut(), &item, chunk, args.qd)?);
+                        scans.push(scan_real_file(&path, age, &device_name, chunk, args.qd)?);
                     }
                     Ok(scans)
                 })
