@@ -103,6 +103,7 @@ pub fn render(results: &[RunResult]) -> String {
             "sweep" => sweep(&group),
             "latency" => latency(&group),
             "scan" => scan(&group),
+            "region-scan" => region_scan(&group),
             _ => run(&group),
         });
         html.push_str("</section>");
@@ -118,6 +119,7 @@ fn heading(kind: &str) -> String {
         "sweep" => "Transfer-size sweep".into(),
         "latency" => "QD1 latency: 4 KiB random writes".into(),
         "scan" => "Stale data: read speed by data age".into(),
+        "region-scan" => "Read speed across the device (region scan)".into(),
         other => other.to_string(),
     }
 }
@@ -711,6 +713,54 @@ fn scan(group: &[&RunResult]) -> String {
             out.push_str(".</p>");
         }
     }
+    out
+}
+
+fn region_scan(group: &[&RunResult]) -> String {
+    let series: Vec<Series> = group
+        .iter()
+        .map(|r| Series {
+            name: label(r),
+            points: r
+                .analysis
+                .get("regions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|x| (num(x, "offset_bytes") / 1e9, num(x, "bytes_per_s") / 1e6))
+                .collect(),
+            mark: Mark::LineWithDots,
+        })
+        .collect();
+    let mut out = charts(&[Chart {
+        title: "Read speed by position on the device".into(),
+        x: Axis::new("offset (GB)", Scale::Linear),
+        y: Axis::new("MB/s", Scale::Linear),
+        series,
+    }]);
+    let header: Vec<String> = ["", "min MB/s", "median MB/s", "max MB/s", "slow regions"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let rows: Vec<Vec<String>> = group
+        .iter()
+        .map(|r| {
+            let a = &r.analysis;
+            vec![
+                label(r),
+                format!("{:.1}", num(a, "min_mb_s")),
+                format!("{:.1}", num(a, "median_mb_s")),
+                format!("{:.1}", num(a, "max_mb_s")),
+                format!(
+                    "{}",
+                    a.get("slow_region_offsets")
+                        .and_then(Value::as_array)
+                        .map_or(0, |v| v.len())
+                ),
+            ]
+        })
+        .collect();
+    out.push_str(&table(&header, &rows));
     out
 }
 

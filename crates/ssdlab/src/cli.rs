@@ -41,11 +41,20 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct ScanArgs {
     /// Files or directories (walked on their own file system, never through symlinks).
-    #[arg(value_name = "PATH", required_unless_present = "target")]
+    #[arg(value_name = "PATH", required_unless_present_any = ["target", "device"])]
     pub paths: Vec<PathBuf>,
     /// Scan a virtual data set on the simulator instead: a sim: target (e.g. 'sim:840evo-1t?scale=1/256').
     #[arg(long, conflicts_with = "paths")]
     pub target: Option<String>,
+    /// Region scan, read-only: MB/s across the whole LBA range of /dev/NAME, file:PATH or sim:... (HD Tach-like).
+    #[arg(long, value_name = "T", conflicts_with_all = ["paths", "target"])]
+    pub device: Option<String>,
+    /// With --device: how many equal regions.
+    #[arg(long, default_value_t = 128)]
+    pub regions: u32,
+    /// With --device: read at most this much at the start of each region (default: all of it).
+    #[arg(long)]
+    pub region_bytes: Option<String>,
     /// With --target: the files and their ages, AGE:COUNTxSIZE,... (e.g. 0.5mo:8x64m,7mo:8x64m), or
     /// field-report for seed 000's ages.
     #[arg(long, default_value = "field-report", requires = "target")]

@@ -1918,3 +1918,45 @@ fn refresh_from_a_scan_rewrites_only_the_slow_files_and_scan_then_counts_them_fr
         "--from",
     );
 }
+
+#[test]
+fn region_scan_finds_the_aged_part_of_a_device() {
+    // A virtual drive whose first quarter holds data written seven months ago; the rest was never written.
+    let dir = tempdir();
+    let out_dir = dir.path().join("regions");
+    let out = run(&[
+        "scan",
+        "--device",
+        "sim:840evo-250g?scale=1/64&fill=25%&age=7mo",
+        "--regions",
+        "32",
+        "--region-bytes",
+        "8m",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    expect_code(&out, 1);
+    let a = &read_result(&out_dir)["analysis"];
+    let slow: Vec<u64> = a["slow_region_offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let region = a["region_bytes"].as_u64().unwrap();
+    assert_eq!(
+        slow,
+        (0..8).map(|i| i * region).collect::<Vec<_>>(),
+        "exactly the first quarter is slow"
+    );
+    assert_eq!(a["regions"].as_array().unwrap().len(), 32);
+    assert!(
+        std::fs::read_to_string(out_dir.join("report.html"))
+            .unwrap()
+            .contains("Read speed by position")
+    );
+    // Read-only: a block device needs no --allow-destroy.
+    let dev = LoopDevice::new(16 << 20);
+    expect_code(&run(&["scan", "--device", &dev.path, "--regions", "4"]), 0);
+    assert_eq!(dev.image_blocks(), 0, "nothing was written");
+}

@@ -318,6 +318,137 @@ fn print_table(analysis: &ScanAnalysis) {
     }
 }
 
+/// The region scan: MB/s across the LBA range of one device, read-only.
+fn region_scan(args: &ScanArgs, target: &str, chunk: u64) -> Result<Outcome> {
+    if !(2..=100_000).contains(&args.regions) {
+        bail!("--regions {}: use 2 to 100000", args.regions);
+    }
+    let target_args = crate::cli::TargetArgs {
+        target: target.to_string(),
+        allow_destroy: false,
+        force: false,
+        engine: crate::cli::EngineArg::Auto,
+    };
+    let (mut device, _) = plan::open_any(&target_args, false)?;
+    let info = device.info().clone();
+    let align = (info.logical_block_bytes.max(512) as u64).max(4096);
+    let region = info.capacity_bytes / args.regions as u64 / align * align;
+    if region == 0 {
+        bail!(
+            "--regions {}: the device is too small for that many regions",
+            args.regions
+        );
+    }
+    let limit = args
+        .region_bytes
+        .as_deref()
+        .map(|v| size_flag("region-bytes", v))
+        .transpose()?;
+    let read = limit.map_or(region, |l| l.min(region).next_multiple_of(align).min(region));
+    eprintln!(
+        "scan      {target}: {} regions of {}, reading {} of each",
+        args.regions,
+        BinaryBytes(region),
+        BinaryBytes(read)
+    );
+    output::print_target(&info);
+    let mut rows = Vec::new();
+    for i in 0..args.regions as u64 {
+        let item = ScanItem {
+            name: format!("region {i}"),
+            device: target.to_string(),
+            age_s: 0.0,
+            ranges: vec![(i * region, read)],
+        };
+        let scan = scan_item(device.as_mut(), &item, chunk, args.qd)?;
+        rows.push(serde_json::json!({ "offset_bytes": i * region, "bytes": scan.bytes, "bytes_per_s": scan.bytes_per_s }));
+    }
+    let speeds: Vec<f64> = rows
+        .iter()
+        .map(|r| r["bytes_per_s"].as_f64().unwrap_or(0.0) / 1e6)
+        .collect();
+    let median_mb_s = ssdlab_methods::analysis::median(&speeds);
+    // A slow region counts only if it is slow again when re-read: contention passes, a media slowdown repeats.
+    let mut slow = Vec::new();
+    for (i, mb_s) in speeds.iter().enumerate() {
+        if *mb_s >= args.slower_than * median_mb_s {
+            continue;
+        }
+        let offset = i as u64 * region;
+        let item = ScanItem {
+            name: format!("region {i}"),
+            device: target.to_string(),
+            age_s: 0.0,
+            ranges: vec![(offset, read)],
+        };
+        let again = scan_item(device.as_mut(), &item, chunk, args.qd)?.bytes_per_s / 1e6;
+        rows[i]["reread_bytes_per_s"] = serde_json::json!(again * 1e6);
+        if again < args.slower_than * median_mb_s {
+            slow.push(offset);
+        }
+    }
+    let min = speeds.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = speeds.iter().copied().fold(0.0, f64::max);
+    eprintln!(
+        "regions   MB/s min {min:.1}, median {median_mb_s:.1}, max {max:.1}; {} regions below {} of the median",
+        slow.len(),
+        args.slower_than
+    );
+    let analysis = serde_json::json!({ "regions": rows, "region_bytes": region, "median_mb_s": median_mb_s, "min_mb_s": min, "max_mb_s": max, "slow_region_offsets": slow });
+    let verdict = if slow.is_empty() {
+        Verdict {
+            passed: true,
+            reasons: vec![],
+        }
+    } else {
+        Verdict {
+            passed: false,
+            reasons: vec![format!(
+                "{} regions read at less than {} of the median speed",
+                slow.len(),
+                args.slower_than
+            )],
+        }
+    };
+    let mut reporter = Reporter::new(args.json);
+    let unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let options = serde_json::json!({ "device": target, "regions": args.regions, "region_bytes": args.region_bytes, "chunk": args.chunk, "qd": args.qd, "slower_than": args.slower_than });
+    reporter.emit(&Event::Begin {
+        kind: "region-scan".into(),
+        target: info.clone(),
+        options: options.clone(),
+        started_at: rfc3339_utc(unix_s),
+    })?;
+    reporter.emit(&Event::Analysis(analysis.clone()))?;
+    reporter.emit(&Event::Verdict(verdict.clone()))?;
+    if let Some(dir) = &args.out {
+        let result = RunResult {
+            schema: SCHEMA.into(),
+            kind: "region-scan".into(),
+            ssdlab_version: env!("CARGO_PKG_VERSION").into(),
+            started_at: rfc3339_utc(unix_s),
+            host: ssdlab_io::sys::host_info(),
+            target: info,
+            options,
+            phases: vec![],
+            analysis,
+            verdict: verdict.clone(),
+            complete: true,
+        };
+        output::write_result_dir(dir, &result)?;
+        output::write_report(&dir.join("report.html"), &[result])?;
+        eprintln!("results   {} (report.html, result.json)", dir.display());
+    }
+    Ok(if verdict.passed {
+        Outcome::Passed
+    } else {
+        Outcome::Failed
+    })
+}
+
 pub fn run(args: &ScanArgs) -> Result<Outcome> {
     let min_size = size_flag("min-size", &args.min_size)?;
     let chunk = size_flag("chunk", &args.chunk)?;
@@ -337,6 +468,9 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
         if std::fs::symlink_metadata(path).is_err() {
             bail!("PATH {}: does not exist", path.display());
         }
+    }
+    if let Some(device) = &args.device {
+        return region_scan(args, device, chunk);
     }
     let threshold = 1.0 / args.slower_than;
     let (files, after, skipped, subject) = match &args.target {
