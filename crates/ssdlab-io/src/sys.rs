@@ -174,3 +174,12 @@ pub fn tighten_timer_slack() {
     // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only the calling thread.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
 }
+
+/// Operations the block layer has in flight on the device (or partition) holding `st_dev`, from
+/// `/sys/dev/block/MAJ:MIN/stat`; None when the file system is not on a block device.
+pub fn block_in_flight(st_dev: u64) -> Option<u64> {
+    let (major, minor) = (libc::major(st_dev), libc::minor(st_dev));
+    let stat = std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/stat")).ok()?;
+    // Field 9 of the stat file: I/Os currently in flight.
+    stat.split_whitespace().nth(8)?.parse().ok()
+}

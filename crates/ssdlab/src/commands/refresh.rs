@@ -242,6 +242,7 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
     let (mut buf, mut check) = (Vec::new(), Vec::new());
     let (mut refreshed, mut problems) = (0u64, selection.skipped.len());
     let mut done_paths: Vec<PathBuf> = Vec::new();
+    let mut paused = Duration::ZERO;
     for candidate in &selection.files {
         if interrupted.load(std::sync::atomic::Ordering::Relaxed) {
             eprintln!("stopped   interrupted; the journal lets the next run resume");
@@ -257,10 +258,13 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         };
         let protection = handle.protection;
         let mut file = Handle(handle);
-        let outcome = refresh_file(&mut file, &mut journal, chunk, &mut buf, &mut check, &mut |n| {
-            budget.take(n)
-        })
-        .with_context(|| format!("refreshing {}", candidate.path.display()))?;
+        let st_dev = std::fs::metadata(&candidate.path).map(|m| m.dev()).unwrap_or(0);
+        let mut pace = |n: u64| {
+            budget.take(n);
+            paused += pause_while_busy(st_dev);
+        };
+        let outcome = refresh_file(&mut file, &mut journal, chunk, &mut buf, &mut check, &mut pace)
+            .with_context(|| format!("refreshing {}", candidate.path.display()))?;
         match outcome {
             FileOutcome::Refreshed {
                 bytes,
@@ -312,9 +316,10 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         );
     }
     eprintln!(
-        "refresh   {} rewritten and verified in {:.1} s; {} files skipped or abandoned",
+        "refresh   {} rewritten and verified in {:.1} s ({:.1} s paused while the device was busy); {} files skipped or abandoned",
         BinaryBytes(refreshed),
         started.elapsed().as_secs_f64(),
+        paused.as_secs_f64(),
         problems
     );
     Ok(if problems == 0 {
@@ -392,6 +397,18 @@ fn slow_files_from_scan(dir: &std::path::Path, fraction: f64) -> Result<Vec<(Pat
         })
         .filter(|(_, mb_s)| *mb_s < fraction * baseline)
         .collect())
+}
+
+/// Waits while other I/O is in flight on the device holding the file (ours is synchronous, so whatever the
+/// block layer reports is someone else's), at most five seconds per chunk so a busy system still progresses.
+fn pause_while_busy(st_dev: u64) -> Duration {
+    let started = Instant::now();
+    while ssdlab_io::sys::block_in_flight(st_dev).is_some_and(|n| n > 0)
+        && started.elapsed() < Duration::from_secs(5)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    started.elapsed()
 }
 
 /// A token bucket of bytes: `take` waits until the bytes fit the rate.
