@@ -182,7 +182,20 @@ pub struct ScanAnalysis {
     pub total_bytes: u64,
     pub total_bulk_read_hours: f64,
     pub flagged: Vec<String>,
+    /// Per underlying device: files, bytes, read speed columns, flagged files (the straggler shows here).
+    pub devices: Vec<DeviceSummary>,
     pub files: Vec<FileScan>,
+}
+
+/// One device's part of a scan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceSummary {
+    pub device: String,
+    pub files: u32,
+    pub bytes: u64,
+    pub speed_mb_s: PercentileColumns,
+    pub flagged: u32,
+    pub hours_per_900gb: f64,
 }
 
 const DAY_S: f64 = 86_400.0;
@@ -256,7 +269,28 @@ pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64) -> ScanAnalysi
     }
     let total_bytes = files.iter().map(|f| f.bytes).sum();
     let total_seconds: f64 = files.iter().map(|f| f.seconds).sum();
+    let mut device_names: Vec<&str> = files.iter().map(|f| f.device.as_str()).collect();
+    device_names.sort_unstable();
+    device_names.dedup();
+    let devices = device_names
+        .iter()
+        .map(|&device| {
+            let members: Vec<&FileScan> = files.iter().filter(|f| f.device == device).collect();
+            let bytes: u64 = members.iter().map(|f| f.bytes).sum();
+            let seconds: f64 = members.iter().map(|f| f.seconds).sum();
+            let mb_s: Vec<f64> = members.iter().map(|f| f.bytes_per_s / 1e6).collect();
+            DeviceSummary {
+                device: device.to_string(),
+                files: members.len() as u32,
+                bytes,
+                speed_mb_s: PercentileColumns::of(&mb_s),
+                flagged: members.iter().filter(|f| f.flagged).count() as u32,
+                hours_per_900gb: 900e9 / (bytes as f64 / seconds.max(1e-9)) / 3600.0,
+            }
+        })
+        .collect();
     ScanAnalysis {
+        devices,
         baseline_mb_s: baseline,
         baseline_source: source,
         slowdown_threshold,

@@ -1960,3 +1960,60 @@ fn region_scan_finds_the_aged_part_of_a_device() {
     expect_code(&run(&["scan", "--device", &dev.path, "--regions", "4"]), 0);
     assert_eq!(dev.image_blocks(), 0, "nothing was written");
 }
+
+#[test]
+fn refresh_and_scan_stay_on_the_file_system_they_were_given() {
+    // Another file system mounted inside the tree is passed over, with the reason.
+    let dir = tempdir();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("mnt")).unwrap();
+    write_random(&tree.join("here.bin"), 200_000, 1);
+    let dev = LoopDevice::new(32 << 20);
+    sh("mkfs.ext4", &["-q", "-F", &dev.path]);
+    sh("mount", &[&dev.path, tree.join("mnt").to_str().unwrap()]);
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).output();
+        }
+    }
+    let _unmount = Unmount(tree.join("mnt"));
+    write_random(&tree.join("mnt/there.bin"), 200_000, 2);
+    let state = dir.path().join("state");
+    let out = run(&[
+        "refresh",
+        tree.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]);
+    expect_code(&out, 1);
+    let text = stderr(&out);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("mnt") && l.contains("another file system")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("done") && l.contains("here.bin")),
+        "{text}"
+    );
+    assert!(
+        !text.contains("there.bin"),
+        "nothing on the other file system is touched: {text}"
+    );
+    let out = run(&[
+        "scan",
+        tree.to_str().unwrap(),
+        "--json",
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]);
+    let events = json_lines(&out);
+    let files = event(&events, "analysis")["data"]["files"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(files.len(), 1);
+    assert!(files[0]["name"].as_str().unwrap().ends_with("here.bin"));
+}

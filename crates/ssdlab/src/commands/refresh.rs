@@ -213,12 +213,29 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         BinaryBytes(total),
         BinaryBytes(total)
     );
-    if let Some(rate) = bytes_per_s {
-        eprintln!(
+    // Each byte is read, written and read again: three passes at the drive's speed, or the --rate cap.
+    match bytes_per_s {
+        Some(rate) => eprintln!(
             "estimate  {:.0} s at the --rate of {}/s",
             total as f64 / rate,
             BinaryBytes(rate as u64)
-        );
+        ),
+        None if !before_mb_s.is_empty() => {
+            let seconds: f64 = selection
+                .files
+                .iter()
+                .filter_map(|c| {
+                    before_mb_s
+                        .get(&c.path)
+                        .map(|mb_s| 3.0 * c.bytes as f64 / (mb_s * 1e6).max(1.0))
+                })
+                .sum();
+            eprintln!("estimate  {seconds:.0} s: three passes at the speeds the scan measured");
+        }
+        None => eprintln!(
+            "estimate  {:.0} s if the drive moves 500 MB/s (three passes: read, write, verify); --rate caps it",
+            3.0 * total as f64 / 500e6
+        ),
     }
     for (path, reason) in &selection.skipped {
         eprintln!("skip      {}: {reason}", path.display());

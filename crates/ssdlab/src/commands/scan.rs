@@ -303,6 +303,24 @@ fn print_table(analysis: &ScanAnalysis) {
         analysis.total_bulk_read_hours,
         analysis.files.len()
     );
+    if analysis.devices.len() > 1 {
+        eprintln!(
+            "{:>20}{:>7}{:>11}{:>9}{:>9}{:>9}{:>14}",
+            "device", "files", "data", "median", "95%", "flagged", "h per 900 GB"
+        );
+        for d in &analysis.devices {
+            eprintln!(
+                "{:>20}{:>7}{:>11}{:>9.1}{:>9.1}{:>9}{:>14.2}",
+                d.device,
+                d.files,
+                BinaryBytes(d.bytes).to_string(),
+                d.speed_mb_s.p50,
+                d.speed_mb_s.p95,
+                d.flagged,
+                d.hours_per_900gb
+            );
+        }
+    }
     for name in &analysis.flagged {
         let f = analysis
             .files
@@ -603,8 +621,27 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
             complete: true,
         };
         output::write_result_dir(dir, &result)?;
+        let mut csv = String::from("name,device,age_s,bytes,seconds,bytes_per_s,slowdown,flagged\n");
+        for f in &analysis.files {
+            csv.push_str(&format!(
+                "\"{}\",{},{:.0},{},{:.6},{:.1},{:.3},{}\n",
+                f.name.replace('"', "\"\""),
+                f.device,
+                f.age_s,
+                f.bytes,
+                f.seconds,
+                f.bytes_per_s,
+                f.slowdown,
+                f.flagged
+            ));
+        }
+        std::fs::write(dir.join("files.csv"), csv)
+            .with_context(|| format!("--out {}: cannot write files.csv", dir.display()))?;
         output::write_report(&dir.join("report.html"), &[result])?;
-        eprintln!("results   {} (report.html, result.json)", dir.display());
+        eprintln!(
+            "results   {} (report.html, result.json, files.csv)",
+            dir.display()
+        );
     }
     Ok(if reporter.pipe_closed() {
         Outcome::PipeClosed
