@@ -292,6 +292,50 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("renaming {} into place", tmp.display()))
 }
 
+/// For commands whose result is an analysis (no phases): emits `begin`, `analysis` and `verdict` as JSON Lines
+/// and, with `out`, writes result.json and report.html there.
+pub fn publish_analysis(
+    reporter: &mut Reporter,
+    out: Option<&Path>,
+    kind: &str,
+    target: DeviceInfo,
+    options: serde_json::Value,
+    analysis: serde_json::Value,
+    verdict: &ssdlab_core::schema::Verdict,
+) -> Result<()> {
+    let unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let started_at = ssdlab_core::units::rfc3339_utc(unix_s);
+    reporter.emit(&Event::Begin {
+        kind: kind.into(),
+        target: target.clone(),
+        options: options.clone(),
+        started_at: started_at.clone(),
+    })?;
+    reporter.emit(&Event::Analysis(analysis.clone()))?;
+    reporter.emit(&Event::Verdict(verdict.clone()))?;
+    if let Some(dir) = out {
+        let result = RunResult {
+            schema: ssdlab_core::schema::SCHEMA.into(),
+            kind: kind.into(),
+            ssdlab_version: env!("CARGO_PKG_VERSION").into(),
+            started_at,
+            host: ssdlab_io::sys::host_info(),
+            target,
+            options,
+            phases: vec![],
+            analysis,
+            verdict: verdict.clone(),
+            complete: true,
+        };
+        write_result_dir(dir, &result)?;
+        write_report(&dir.join("report.html"), &[result])?;
+    }
+    Ok(())
+}
+
 /// Renders results into a report page and writes it atomically.
 pub fn write_report(path: &Path, results: &[RunResult]) -> Result<()> {
     write_atomically(path, ssdlab_report::render(results).as_bytes())

@@ -8,9 +8,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
 use ssdlab_core::Device;
-use ssdlab_core::schema::{Event, RunResult, SCHEMA, Verdict};
+use ssdlab_core::schema::Verdict;
 use ssdlab_core::target::TargetSpec;
-use ssdlab_core::units::{BinaryBytes, MONTH_S, parse_duration_ns, rfc3339_utc};
+use ssdlab_core::units::{BinaryBytes, MONTH_S, parse_duration_ns};
 use ssdlab_io::{Engine, OpenRequest, RealDevice, open_target};
 use ssdlab_methods::scan::{FileScan, ScanAnalysis, ScanItem, analyze, scan_item};
 
@@ -429,35 +429,17 @@ fn region_scan(args: &ScanArgs, target: &str, chunk: u64) -> Result<Outcome> {
         }
     };
     let mut reporter = Reporter::new(args.json);
-    let unix_s = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
     let options = serde_json::json!({ "device": target, "regions": args.regions, "region_bytes": args.region_bytes, "chunk": args.chunk, "qd": args.qd, "slower_than": args.slower_than });
-    reporter.emit(&Event::Begin {
-        kind: "region-scan".into(),
-        target: info.clone(),
-        options: options.clone(),
-        started_at: rfc3339_utc(unix_s),
-    })?;
-    reporter.emit(&Event::Analysis(analysis.clone()))?;
-    reporter.emit(&Event::Verdict(verdict.clone()))?;
+    output::publish_analysis(
+        &mut reporter,
+        args.out.as_deref(),
+        "region-scan",
+        info,
+        options,
+        analysis,
+        &verdict,
+    )?;
     if let Some(dir) = &args.out {
-        let result = RunResult {
-            schema: SCHEMA.into(),
-            kind: "region-scan".into(),
-            ssdlab_version: env!("CARGO_PKG_VERSION").into(),
-            started_at: rfc3339_utc(unix_s),
-            host: ssdlab_io::sys::host_info(),
-            target: info,
-            options,
-            phases: vec![],
-            analysis,
-            verdict: verdict.clone(),
-            complete: true,
-        };
-        output::write_result_dir(dir, &result)?;
-        output::write_report(&dir.join("report.html"), &[result])?;
         eprintln!("results   {} (report.html, result.json)", dir.display());
     }
     Ok(if verdict.passed {
@@ -564,10 +546,6 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
         }
     };
     let mut reporter = Reporter::new(args.json);
-    let unix_s = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
     let info = ssdlab_core::DeviceInfo {
         target: subject.clone(),
         kind: if args.target.is_some() {
@@ -598,29 +576,16 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
         notes: vec![],
     };
     let options = serde_json::json!({ "paths": args.paths, "target": args.target, "dataset": args.dataset, "min_size": args.min_size, "chunk": args.chunk, "qd": args.qd, "slower_than": args.slower_than });
-    reporter.emit(&Event::Begin {
-        kind: "scan".into(),
-        target: info.clone(),
-        options: options.clone(),
-        started_at: rfc3339_utc(unix_s),
-    })?;
-    reporter.emit(&Event::Analysis(value.clone()))?;
-    reporter.emit(&Event::Verdict(verdict.clone()))?;
+    output::publish_analysis(
+        &mut reporter,
+        args.out.as_deref(),
+        "scan",
+        info,
+        options,
+        value,
+        &verdict,
+    )?;
     if let Some(dir) = &args.out {
-        let result = RunResult {
-            schema: SCHEMA.into(),
-            kind: "scan".into(),
-            ssdlab_version: env!("CARGO_PKG_VERSION").into(),
-            started_at: rfc3339_utc(unix_s),
-            host: ssdlab_io::sys::host_info(),
-            target: info,
-            options,
-            phases: vec![],
-            analysis: value,
-            verdict: verdict.clone(),
-            complete: true,
-        };
-        output::write_result_dir(dir, &result)?;
         let mut csv = String::from("name,device,age_s,bytes,seconds,bytes_per_s,slowdown,flagged\n");
         for f in &analysis.files {
             csv.push_str(&format!(
@@ -637,7 +602,6 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
         }
         std::fs::write(dir.join("files.csv"), csv)
             .with_context(|| format!("--out {}: cannot write files.csv", dir.display()))?;
-        output::write_report(&dir.join("report.html"), &[result])?;
         eprintln!(
             "results   {} (report.html, result.json, files.csv)",
             dir.display()
