@@ -142,6 +142,12 @@ pub fn data_ranges(file: &File, len: u64) -> io::Result<Vec<(u64, u64)>> {
     Ok(ranges)
 }
 
+/// Whether the file has the named extended attribute.
+fn has_xattr(file: &File, name: &std::ffi::CStr) -> bool {
+    // SAFETY: a null buffer of size 0 asks only for the value's size; the name is NUL-terminated.
+    unsafe { libc::fgetxattr(file.as_raw_fd(), name.as_ptr(), std::ptr::null_mut(), 0) >= 0 }
+}
+
 /// Paths listed in /proc/swaps.
 fn swap_inodes() -> Vec<(u64, u64)> {
     std::fs::read_to_string("/proc/swaps")
@@ -149,7 +155,8 @@ fn swap_inodes() -> Vec<(u64, u64)> {
         .lines()
         .skip(1)
         .filter_map(|line| line.split_whitespace().next())
-        .filter_map(|path| std::fs::metadata(path).ok())
+        // The kernel escapes spaces in these paths as \040.
+        .filter_map(|path| std::fs::metadata(path.replace("\\040", " ")).ok())
         .map(|m| (m.dev(), m.ino()))
         .collect()
 }
@@ -174,7 +181,7 @@ pub struct RefreshHandle {
     direct: bool,
     align: u64,
     buffer: BufferPool,
-    /// How the file is protected: "write lease" or "change detection".
+    /// How the file is protected from other writers (always a write lease: files without one are refused).
     pub protection: &'static str,
 }
 
@@ -242,6 +249,21 @@ impl RefreshHandle {
         if (opened.dev(), opened.ino()) != (meta.dev(), meta.ino()) {
             return Err(refuse("replaced while being opened".into()));
         }
+        // Writing clears setuid/setgid bits and file capabilities (the kernel's file_remove_privs).
+        if opened.mode() & (libc::S_ISUID | libc::S_ISGID) != 0 {
+            return Err(refuse("setuid or setgid (a write would clear the bit)".into()));
+        }
+        if has_xattr(&file, c"security.capability") {
+            return Err(refuse("has file capabilities (a write would remove them)".into()));
+        }
+        // Restoring the times needs the owner (or CAP_FOWNER, which root has).
+        // SAFETY: geteuid has no preconditions.
+        let euid = unsafe { libc::geteuid() };
+        if euid != 0 && euid != opened.uid() {
+            return Err(refuse(
+                "owned by another user: its times could not be restored".into(),
+            ));
+        }
         let flags = inode_flags(&file).map_err(|e| refuse(format!("cannot read inode flags: {e}")))?;
         if flags & FS_IMMUTABLE_FL != 0 {
             return Err(refuse("immutable (chattr +i)".into()));
@@ -271,6 +293,14 @@ impl RefreshHandle {
             }
             std::thread::sleep(std::time::Duration::from_millis(30));
         }
+        if !lease {
+            // Without a lease nothing keeps another writer out between our read and our write (timestamps are
+            // coarse and mmap stores do not move them), so the file is not risked.
+            let e = last_error();
+            return Err(refuse(format!(
+                "no write lease could be taken ({e}); without one a concurrent writer could not be excluded"
+            )));
+        }
         let align = crate::sys::direct_io_alignment(path)
             .map(|(m, o)| m.max(o) as u64)
             .unwrap_or(4096)
@@ -286,7 +316,7 @@ impl RefreshHandle {
             direct,
             align,
             buffer: BufferPool::new(1, chunk_bytes.next_multiple_of(align as usize), align as usize),
-            protection: if lease { "write lease" } else { "change detection" },
+            protection: "write lease",
             file,
         })
     }
@@ -394,6 +424,11 @@ impl RefreshHandle {
             }
         }
         Ok(stamp_of(&self.file.metadata()?) != self.expected)
+    }
+
+    /// Whether size, mtime and ctime are what our own last write (or the open) left.
+    pub fn unchanged_since_our_last_write(&self) -> io::Result<bool> {
+        Ok(stamp_of(&self.file.metadata()?) == self.expected)
     }
 
     pub fn times(&self) -> ((i64, i64), (i64, i64)) {

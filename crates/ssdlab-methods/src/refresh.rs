@@ -33,6 +33,8 @@ pub trait ChunkFile {
     /// Whether anyone else opened or changed the file since the last call (lease broken, or size, mtime or
     /// ctime differ from what our own writes left).
     fn changed_by_others(&mut self) -> io::Result<bool>;
+    /// Whether size, mtime and ctime are still what our own last write (or the open) left: no one else wrote.
+    fn unchanged_since_our_last_write(&mut self) -> io::Result<bool>;
     /// The file's (atime, mtime) as (seconds, nanoseconds) pairs.
     fn times(&self) -> ((i64, i64), (i64, i64));
     /// The file's current (mtime, ctime), to recognise later whether anyone else changed it.
@@ -220,8 +222,9 @@ impl Journal {
     }
 }
 
-/// Refreshes one file in chunks of `chunk_bytes` (a multiple of the direct-I/O alignment), resuming from the
-/// journal. `pace` is called with the bytes of each chunk before it is written (rate limiting, pausing).
+/// Refreshes one file in chunks of at most `chunk_bytes` (a multiple of the direct-I/O alignment) that never
+/// leave the file's data ranges (holes stay holes), resuming from the journal. `pace` is called before each
+/// chunk is read (rate limiting, pausing while the device is busy).
 pub fn refresh_file(
     file: &mut dyn ChunkFile,
     journal: &mut Journal,
@@ -232,23 +235,17 @@ pub fn refresh_file(
 ) -> io::Result<FileOutcome> {
     let (dev, ino) = file.identity();
     let size = file.size_bytes();
-    // Resume only if the file is as our last journalled step left it: same size and chunking, and either the
-    // same (mtime, ctime) or a write of ours that was cut off before it was journalled.
+    // Resume only if the file is as our last journalled step left it: same size and chunking, and the same
+    // (mtime, ctime) as then, unless a write of ours was cut off before it was journalled.
     let current = file.stamp()?;
     let resumed = journal.entry((dev, ino)).cloned().filter(|e| {
-        e.size == size && e.chunk_bytes == chunk_bytes && (e.writing || e.stamp.is_none_or(|s| s == current))
+        e.size == size && e.chunk_bytes == chunk_bytes && (e.writing || e.stamp == Some(current))
     });
     let entry = match resumed {
         Some(entry) => entry,
         None => {
-            // First visit, or someone else changed the file after an interrupted run: its current times are the
-            // ones to keep.
-            let (atime, mtime) = match journal.entry((dev, ino)) {
-                Some(old) if old.stamp.is_none() && !old.writing && old.size == size => {
-                    (old.atime, old.mtime)
-                }
-                _ => file.times(),
-            };
+            // First visit, or the file changed since an interrupted run: its current times are the ones to keep.
+            let (atime, mtime) = file.times();
             let entry = Entry {
                 dev,
                 ino,
@@ -257,7 +254,7 @@ pub fn refresh_file(
                 mtime,
                 chunk_bytes,
                 chunks_done: 0,
-                stamp: None,
+                stamp: Some(current),
                 writing: false,
             };
             journal.append(&Record::Begin(entry.clone()))?;
@@ -265,52 +262,68 @@ pub fn refresh_file(
             entry
         }
     };
-    // The chunk list is a pure function of the data ranges, so a resumed run walks the same chunks.
-    let mut chunks = Vec::new();
+    // Chunks within the data ranges: a pure function of the ranges, so a resumed run walks the same list (a
+    // change to the ranges changes the file's stamp, and the run starts over).
+    let mut chunks: Vec<(u64, u64)> = Vec::new();
     for (start, len) in file.data_ranges()? {
-        let first = start / chunk_bytes * chunk_bytes;
-        let mut offset = first;
-        while offset < start + len {
-            chunks.push(offset);
-            offset += chunk_bytes;
+        let end = (start + len).min(size);
+        let mut offset = start;
+        while offset < end {
+            let piece = chunk_bytes.min(end - offset);
+            chunks.push((offset, piece));
+            offset += piece;
         }
     }
-    chunks.dedup();
-    let mut refreshed_bytes = 0;
+    // Ends the journal entry; with `restore`, puts the original times back first. Called while our lease is
+    // still held, so no one else can have written since our last write.
+    let finish = |file: &mut dyn ChunkFile, journal: &mut Journal, restore: bool| -> io::Result<()> {
+        if restore {
+            file.restore_times(entry.atime, entry.mtime)?;
+        }
+        journal.append(&Record::End { dev, ino })?;
+        journal.open.remove(&(dev, ino));
+        Ok(())
+    };
+    // Someone opened the file (our lease is being broken) or changed it: stop, and leave it as its owner had it.
+    let abandon =
+        |file: &mut dyn ChunkFile, journal: &mut Journal, chunks_done: usize| -> io::Result<FileOutcome> {
+            // If the stamp is still ours, only an opener interrupted us: restore the times before letting it in.
+            let ours = file.unchanged_since_our_last_write()?;
+            finish(file, journal, ours)?;
+            Ok(FileOutcome::Abandoned {
+                reason: "another process opened or changed the file".into(),
+                chunks_done: chunks_done as u64,
+            })
+        };
+
     // Chunks go in batches: each chunk is read and written back at once, then one sync makes the batch durable,
     // every chunk of it is re-read from the medium and compared, and one journal record covers it.
     let batch_chunks = (BATCH_BYTES / chunk_bytes).max(1) as usize;
-    let todo: Vec<(usize, u64)> = chunks
+    let todo: Vec<(usize, (u64, u64))> = chunks
         .iter()
         .copied()
         .enumerate()
         .skip(entry.chunks_done as usize)
         .collect();
-    let abandoned = |chunks_done: usize| FileOutcome::Abandoned {
-        reason: "another process opened or changed the file".into(),
-        chunks_done: chunks_done as u64,
-    };
+    let mut refreshed_bytes = 0;
     for batch in todo.chunks(batch_chunks) {
         let first_index = batch[0].0;
         buf.resize(batch.len() * chunk_bytes as usize, 0);
         let mut written: Vec<(u64, usize, u64)> = Vec::with_capacity(batch.len());
-        for (k, &(_, offset)) in batch.iter().enumerate() {
+        for (k, &(_, (offset, len))) in batch.iter().enumerate() {
+            let want = len as usize;
+            pace(len);
             if file.changed_by_others()? {
-                return Ok(abandoned(first_index));
+                return abandon(file, journal, first_index);
             }
-            let want = chunk_bytes.min(size - offset) as usize;
             let slice = &mut buf[k * chunk_bytes as usize..][..want];
             if file.read_from_media(offset, slice)? != want {
-                return Ok(FileOutcome::Abandoned {
-                    reason: format!("short read at {offset}: the file shrank"),
-                    chunks_done: first_index as u64,
-                });
+                return abandon(file, journal, first_index);
             }
             let sum = checksum(slice);
-            pace(want as u64);
             // Checked again right before writing: nothing else may have written since our read.
             if file.changed_by_others()? {
-                return Ok(abandoned(first_index));
+                return abandon(file, journal, first_index);
             }
             if written.is_empty() {
                 journal.append(&Record::Writing {
@@ -318,6 +331,9 @@ pub fn refresh_file(
                     ino,
                     index: first_index as u64,
                 })?;
+                if let Some(e) = journal.open.get_mut(&(dev, ino)) {
+                    e.writing = true;
+                }
             }
             file.write_at(offset, slice)?;
             written.push((offset, want, sum));
@@ -327,9 +343,12 @@ pub fn refresh_file(
             check.resize(want, 0);
             let reread = file.read_from_media(offset, &mut check[..want])?;
             if reread != want || checksum(&check[..want]) != sum {
-                // Put the original bytes back once more before reporting the medium.
-                file.write_at(offset, &buf[k * chunk_bytes as usize..][..want])?;
-                file.sync()?;
+                // Put the original bytes back once more, but only while no one else can have written.
+                if !file.changed_by_others()? {
+                    file.write_at(offset, &buf[k * chunk_bytes as usize..][..want])?;
+                    file.sync()?;
+                    finish(file, journal, true)?;
+                }
                 return Ok(FileOutcome::VerifyFailed { offset });
             }
             refreshed_bytes += want as u64;
@@ -348,9 +367,7 @@ pub fn refresh_file(
             e.writing = false;
         }
     }
-    file.restore_times(entry.atime, entry.mtime)?;
-    journal.append(&Record::End { dev, ino })?;
-    journal.open.remove(&(dev, ino));
+    finish(file, journal, true)?;
     Ok(FileOutcome::Refreshed {
         bytes: refreshed_bytes,
         chunks: chunks.len() as u64,

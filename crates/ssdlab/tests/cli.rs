@@ -2017,3 +2017,69 @@ fn refresh_and_scan_stay_on_the_file_system_they_were_given() {
     assert_eq!(files.len(), 1);
     assert!(files[0]["name"].as_str().unwrap().ends_with("here.bin"));
 }
+
+#[test]
+fn refresh_interrupted_by_a_reader_leaves_the_times_as_they_were() {
+    assert!(is_root());
+    let dir = tempdir();
+    let state = dir.path().join("state");
+    let path = dir.path().join("read-me.bin");
+    write_random(&path, 32 << 20, 21);
+    sh("touch", &["-d", "2021-06-07 08:09:10.5", path.to_str().unwrap()]);
+    let before = facts(&path);
+    let child = ssdlab()
+        .args([
+            "refresh",
+            path.to_str().unwrap(),
+            "--chunk",
+            "64k",
+            "--rate",
+            "8m",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    // A reader opens the file: ssdlab gives way (its lease is broken), restoring the times first.
+    let reader = Command::new("cmp")
+        .args(["-s", path.to_str().unwrap(), path.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(reader.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("abandoned"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = facts(&path);
+    assert_eq!(after.content_hash, before.content_hash);
+    assert_eq!(
+        after.mtime, before.mtime,
+        "the modification time is restored before the reader gets in"
+    );
+}
+
+#[test]
+fn refresh_refuses_setuid_files() {
+    let dir = tempdir();
+    let path = dir.path().join("suid.bin");
+    write_random(&path, 100_000, 5);
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o4755)).unwrap();
+    let out = run(&[
+        "refresh",
+        path.to_str().unwrap(),
+        "--state-dir",
+        dir.path().join("s").to_str().unwrap(),
+    ]);
+    expect_code(&out, 1);
+    assert!(stderr(&out).contains("setuid"), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().mode() & 0o7777,
+        0o4755,
+        "the bit is still there"
+    );
+}

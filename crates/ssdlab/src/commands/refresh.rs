@@ -41,6 +41,9 @@ impl ChunkFile for Handle {
     fn changed_by_others(&mut self) -> io::Result<bool> {
         self.0.changed_by_others()
     }
+    fn unchanged_since_our_last_write(&mut self) -> io::Result<bool> {
+        self.0.unchanged_since_our_last_write()
+    }
     fn times(&self) -> ((i64, i64), (i64, i64)) {
         self.0.times()
     }
@@ -280,8 +283,19 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
             budget.take(n);
             paused += pause_while_busy(st_dev);
         };
-        let outcome = refresh_file(&mut file, &mut journal, chunk, &mut buf, &mut check, &mut pace)
-            .with_context(|| format!("refreshing {}", candidate.path.display()))?;
+        let outcome = match refresh_file(&mut file, &mut journal, chunk, &mut buf, &mut check, &mut pace) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                // An I/O error on one file (ENOSPC on a copy-on-write file system, EIO) does not stop the others;
+                // its journal entry stays, so the next run resumes it and restores its times.
+                eprintln!(
+                    "FAILED    {}: {e}; left for the next run to resume",
+                    candidate.path.display()
+                );
+                problems += 1;
+                continue;
+            }
+        };
         match outcome {
             FileOutcome::Refreshed {
                 bytes,
@@ -339,6 +353,9 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         paused.as_secs_f64(),
         problems
     );
+    if interrupted.load(std::sync::atomic::Ordering::Relaxed) {
+        return Ok(Outcome::Interrupted);
+    }
     Ok(if problems == 0 {
         Outcome::Passed
     } else {
