@@ -98,12 +98,6 @@ fn age_s(meta: &std::fs::Metadata, now: SystemTime) -> f64 {
     now.duration_since(oldest).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
-/// Reads one real file in timed chunks (as a scan does) and returns its speed in bytes per second.
-pub fn measure_file(path: &std::path::Path, chunk: u64, qd: u32) -> Result<f64> {
-    let scan = scan_real_file(path, 0.0, "", chunk, qd)?;
-    Ok(scan.bytes_per_s)
-}
-
 /// Opens a real file as a read-only O_DIRECT device and scans its data ranges.
 fn scan_real_file(
     path: &std::path::Path,
