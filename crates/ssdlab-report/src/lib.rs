@@ -59,6 +59,11 @@ fn iops_over_time(phase: &PhaseResult) -> Vec<(f64, f64)> {
     phase.samples.iter().map(|s| (s.t_s, s.iops)).collect()
 }
 
+/// The array at `key`, or an empty one.
+fn array(v: &Value, key: &str) -> Vec<Value> {
+    v.get(key).and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
 fn num(v: &Value, key: &str) -> f64 {
     v.get(key).and_then(Value::as_f64).unwrap_or(f64::NAN)
 }
@@ -427,13 +432,7 @@ fn trim(group: &[&RunResult]) -> String {
 }
 
 fn sweep(group: &[&RunResult]) -> String {
-    let rows_of = |r: &RunResult| {
-        r.analysis
-            .get("rows")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
+    let rows_of = |r: &RunResult| array(&r.analysis, "rows");
     let mut series = Vec::new();
     for r in group {
         let rows = rows_of(r);
@@ -551,20 +550,8 @@ fn latency(group: &[&RunResult]) -> String {
 
 fn scan(group: &[&RunResult]) -> String {
     const MONTH_S: f64 = 365.25 / 12.0 * 86_400.0;
-    let files_of = |r: &RunResult| {
-        r.analysis
-            .get("files")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let buckets_of = |r: &RunResult| {
-        r.analysis
-            .get("buckets")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
+    let files_of = |r: &RunResult| array(&r.analysis, "files");
+    let buckets_of = |r: &RunResult| array(&r.analysis, "buckets");
     let mut scatter = Vec::new();
     let mut hours = Vec::new();
     for r in group {
@@ -685,12 +672,7 @@ fn scan(group: &[&RunResult]) -> String {
             )
         );
         out.push_str(&table(&header, &rows));
-        let flagged = r
-            .analysis
-            .get("flagged")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
+        let flagged = array(&r.analysis, "flagged");
         let _ = write!(
             out,
             "<p>{} files flagged as stale (slow, and slow again when re-read)",

@@ -1539,15 +1539,9 @@ fn refresh_survives_sigkill_at_any_moment() {
     );
 }
 
-#[test]
-fn refresh_leaves_a_file_alone_when_another_process_writes_to_it() {
-    assert!(is_root());
-    let dir = tempdir();
-    let state = dir.path().join("state");
-    let path = dir.path().join("busy.bin");
-    write_random(&path, 32 << 20, 9);
-    let original = std::fs::read(&path).unwrap();
-    let child = ssdlab()
+/// Starts a refresh of one file slow enough (64 KiB chunks at 8 MiB/s) for another process to cut in.
+fn slow_refresh(path: &Path, state: &Path) -> std::process::Child {
+    ssdlab()
         .args([
             "refresh",
             path.to_str().unwrap(),
@@ -1561,7 +1555,18 @@ fn refresh_leaves_a_file_alone_when_another_process_writes_to_it() {
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn refresh_leaves_a_file_alone_when_another_process_writes_to_it() {
+    assert!(is_root());
+    let dir = tempdir();
+    let state = dir.path().join("state");
+    let path = dir.path().join("busy.bin");
+    write_random(&path, 32 << 20, 9);
+    let original = std::fs::read(&path).unwrap();
+    let child = slow_refresh(&path, &state);
     std::thread::sleep(std::time::Duration::from_millis(700));
     // Another process opens the file for writing (it waits while ssdlab holds its lease) and writes.
     let writer = std::process::Command::new("dd")
@@ -2027,21 +2032,7 @@ fn refresh_interrupted_by_a_reader_leaves_the_times_as_they_were() {
     write_random(&path, 32 << 20, 21);
     sh("touch", &["-d", "2021-06-07 08:09:10.5", path.to_str().unwrap()]);
     let before = facts(&path);
-    let child = ssdlab()
-        .args([
-            "refresh",
-            path.to_str().unwrap(),
-            "--chunk",
-            "64k",
-            "--rate",
-            "8m",
-            "--state-dir",
-            state.to_str().unwrap(),
-        ])
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = slow_refresh(&path, &state);
     std::thread::sleep(std::time::Duration::from_millis(700));
     // A reader opens the file: ssdlab gives way (its lease is broken), restoring the times first.
     let reader = Command::new("cmp")
