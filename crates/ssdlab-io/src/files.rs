@@ -142,6 +142,83 @@ pub fn data_ranges(file: &File, len: u64) -> io::Result<Vec<(u64, u64)>> {
     Ok(ranges)
 }
 
+/// The directory to resolve from and the path beneath it: the root itself when it is a directory, its parent
+/// when the user named a single file.
+fn beneath(root: &Path, path: &Path) -> io::Result<(File, std::path::PathBuf)> {
+    let root_is_dir = std::fs::symlink_metadata(root)?.is_dir();
+    let (dir, relative) = if root_is_dir {
+        (
+            root.to_path_buf(),
+            path.strip_prefix(root)
+                .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?
+                .to_path_buf(),
+        )
+    } else {
+        let dir = root
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        (
+            dir.to_path_buf(),
+            root.file_name()
+                .map(std::path::PathBuf::from)
+                .ok_or(io::ErrorKind::InvalidInput)?,
+        )
+    };
+    let dir = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(dir)?;
+    Ok((dir, relative))
+}
+
+/// openat2 beneath `dir` with no symlinks and no mount crossings; plain openat with O_NOFOLLOW on kernels
+/// without openat2 (before 5.6).
+fn open_beneath(dir: &File, relative: &Path, flags: libc::c_int) -> io::Result<File> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let c_path =
+        std::ffi::CString::new(relative.as_os_str().as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
+    // struct open_how of <linux/openat2.h>.
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let how = OpenHow {
+        flags: (flags | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_XDEV,
+    };
+    // SAFETY: the path is NUL-terminated and `how` is a live local of the size passed; the kernel returns a new
+    // descriptor or -1.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            c_path.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: a fresh descriptor that nothing else owns.
+        return Ok(unsafe { File::from_raw_fd(fd as libc::c_int) });
+    }
+    let e = last_error();
+    if e.raw_os_error() != Some(libc::ENOSYS) {
+        return Err(e);
+    }
+    // SAFETY: as above, with openat.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), c_path.as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(last_error());
+    }
+    // SAFETY: a fresh descriptor that nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
 /// Whether the file has the named extended attribute.
 fn has_xattr(file: &File, name: &std::ffi::CStr) -> bool {
     // SAFETY: a null buffer of size 0 asks only for the value's size; the name is NUL-terminated.
@@ -194,9 +271,11 @@ fn stamp_of(meta: &std::fs::Metadata) -> (u64, (i64, i64), (i64, i64)) {
 }
 
 impl RefreshHandle {
-    /// Opens `path` for refreshing with chunks of up to `chunk_bytes`, or says why not. `root_dev` is the device
-    /// of the file system the user named: files on others are refused.
-    pub fn open(path: &Path, root_dev: u64, chunk_bytes: usize) -> Result<Self, Refusal> {
+    /// Opens `path` for refreshing with chunks of up to `chunk_bytes`, or says why not. `root` is the path the
+    /// user named (a directory, or the file itself): the file is opened beneath it without following any
+    /// symlink or crossing a mount point on the way (openat2), so a directory swapped for a symlink cannot steer
+    /// the write elsewhere. `root_dev` is its file system: files on others are refused.
+    pub fn open(root: &Path, path: &Path, root_dev: u64, chunk_bytes: usize) -> Result<Self, Refusal> {
         let refuse = |why: String| Refusal(why);
         let meta = std::fs::symlink_metadata(path).map_err(|e| refuse(format!("cannot stat: {e}")))?;
         if meta.file_type().is_symlink() {
@@ -211,26 +290,19 @@ impl RefreshHandle {
         if swap_inodes().contains(&(meta.dev(), meta.ino())) {
             return Err(refuse("an active swap file".into()));
         }
+        let (base, relative) =
+            beneath(root, path).map_err(|e| refuse(format!("cannot open the path given: {e}")))?;
         let open = |direct: bool| {
-            let flags = libc::O_NOFOLLOW | libc::O_NOATIME | if direct { libc::O_DIRECT } else { 0 };
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .custom_flags(flags)
-                .open(path)
-                .or_else(|e| {
-                    // O_NOATIME needs ownership; without it, open plainly (atime is restored at the end anyway).
-                    if e.raw_os_error() == Some(libc::EPERM) {
-                        let flags = libc::O_NOFOLLOW | if direct { libc::O_DIRECT } else { 0 };
-                        OpenOptions::new()
-                            .read(true)
-                            .write(true)
-                            .custom_flags(flags)
-                            .open(path)
-                    } else {
-                        Err(e)
-                    }
-                })
+            let flags =
+                libc::O_RDWR | libc::O_NOFOLLOW | libc::O_NONBLOCK | if direct { libc::O_DIRECT } else { 0 };
+            // O_NOATIME needs ownership; without it, open plainly (atime is restored at the end anyway).
+            open_beneath(&base, &relative, flags | libc::O_NOATIME).or_else(|e| {
+                if e.raw_os_error() == Some(libc::EPERM) {
+                    open_beneath(&base, &relative, flags)
+                } else {
+                    Err(e)
+                }
+            })
         };
         let (file, direct) = match open(true) {
             Ok(f) => (f, true),
@@ -468,5 +540,33 @@ impl Drop for RefreshHandle {
             // SAFETY: plain integers on a descriptor we own.
             unsafe { libc::fcntl(self.file.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opening_beneath_a_root_never_follows_a_symlinked_directory() {
+        let base = std::env::temp_dir().join(format!("ssdlab-beneath-{}", std::process::id()));
+        let (root, outside) = (base.join("root"), base.join("outside"));
+        std::fs::create_dir_all(root.join("real")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(root.join("real/f"), b"inside").unwrap();
+        std::fs::write(outside.join("f"), b"outside").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("link")).unwrap();
+        let dir = File::open(&root).unwrap();
+        assert!(open_beneath(&dir, Path::new("real/f"), libc::O_RDONLY).is_ok());
+        let through_link = open_beneath(&dir, Path::new("link/f"), libc::O_RDONLY);
+        assert!(
+            through_link.is_err(),
+            "a symlinked directory on the way must not be followed"
+        );
+        assert!(
+            open_beneath(&dir, Path::new("../outside/f"), libc::O_RDONLY).is_err(),
+            "nothing outside the root"
+        );
+        std::fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -91,6 +91,8 @@ impl ChunkFile for Handle {
 /// A file chosen for refreshing.
 struct Candidate {
     path: PathBuf,
+    /// The path the user named that led here (files are opened beneath it).
+    root: PathBuf,
     root_dev: u64,
     bytes: u64,
 }
@@ -164,6 +166,7 @@ fn select(paths: &[PathBuf], older_than_s: Option<f64>) -> Result<Selection> {
             } else if meta.len() > 0 {
                 selection.files.push(Candidate {
                     path,
+                    root: root.clone(),
                     root_dev,
                     bytes: meta.len(),
                 });
@@ -301,7 +304,12 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
             eprintln!("stopped   interrupted; the journal lets the next run resume");
             return Ok(Outcome::Interrupted);
         }
-        let handle = match RefreshHandle::open(&candidate.path, candidate.root_dev, chunk as usize) {
+        let handle = match RefreshHandle::open(
+            &candidate.root,
+            &candidate.path,
+            candidate.root_dev,
+            chunk as usize,
+        ) {
             Ok(h) => h,
             Err(refusal) => {
                 eprintln!("skip      {}: {refusal}", candidate.path.display());
