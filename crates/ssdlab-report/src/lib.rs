@@ -203,6 +203,15 @@ fn header_table(results: &[RunResult]) -> String {
     t
 }
 
+/// A series-name prefix naming the result when several are overlaid (nothing for a lone result).
+fn overlay_prefix(group: &[&RunResult], r: &RunResult) -> String {
+    if group.len() > 1 {
+        format!("{} ", label(r))
+    } else {
+        String::new()
+    }
+}
+
 fn charts(charts: &[Chart]) -> String {
     let mut s = String::from("<div class=\"charts\">");
     for chart in charts {
@@ -409,11 +418,7 @@ fn trim(group: &[&RunResult]) -> String {
     for r in group {
         for name in ["clean", "dirty", "after-trim"] {
             if let Some(p) = phase(r, name) {
-                let prefix = if group.len() > 1 {
-                    format!("{} ", label(r))
-                } else {
-                    String::new()
-                };
+                let prefix = overlay_prefix(group, r);
                 series.push(Series {
                     name: format!("{prefix}{name}"),
                     points: p.samples.iter().map(|s| (s.t_s, s.bytes_per_s / 1e6)).collect(),
@@ -436,11 +441,7 @@ fn sweep(group: &[&RunResult]) -> String {
     let mut series = Vec::new();
     for r in group {
         let rows = rows_of(r);
-        let prefix = if group.len() > 1 {
-            format!("{} ", label(r))
-        } else {
-            String::new()
-        };
+        let prefix = overlay_prefix(group, r);
         for (direction, key) in [("write", "write_bytes_per_s"), ("read", "read_bytes_per_s")] {
             series.push(Series {
                 name: format!("{prefix}{direction}"),
@@ -555,11 +556,7 @@ fn scan(group: &[&RunResult]) -> String {
     let mut scatter = Vec::new();
     let mut hours = Vec::new();
     for r in group {
-        let prefix = if group.len() > 1 {
-            format!("{} ", label(r))
-        } else {
-            String::new()
-        };
+        let prefix = overlay_prefix(group, r);
         scatter.push(Series {
             name: format!("{prefix}files"),
             points: files_of(r)

@@ -53,6 +53,15 @@ fn event<'a>(events: &'a [Value], kind: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind} event"))
 }
 
+/// Operations counted by the streamed per-second samples.
+fn sampled_ios(events: &[Value]) -> u64 {
+    events
+        .iter()
+        .filter(|e| e["type"] == "sample")
+        .map(|e| e["data"]["sample"]["ios"].as_u64().unwrap())
+        .sum()
+}
+
 fn summary(events: &[Value]) -> &Value {
     &event(events, "summary")["data"]["summary"]
 }
@@ -209,11 +218,7 @@ fn passes_over_a_span_are_exact_and_samples_add_up() {
         (440..=640).contains(&reads),
         "70% of 768 reads expected, got {reads}"
     );
-    let sampled: u64 = events
-        .iter()
-        .filter(|e| e["type"] == "sample")
-        .map(|e| e["data"]["sample"]["ios"].as_u64().unwrap())
-        .sum();
+    let sampled: u64 = sampled_ios(&events);
     assert_eq!(sampled, 768, "per-second samples add up to the summary");
 }
 
@@ -291,11 +296,7 @@ fn verify_under_a_random_mix_with_repeats_has_no_false_alarms() {
     expect_code(&out, 0);
     let events = json_lines(&out);
     assert_eq!(summary(&events)["verify_errors"], 0);
-    let sampled: u64 = events
-        .iter()
-        .filter(|e| e["type"] == "sample")
-        .map(|e| e["data"]["sample"]["ios"].as_u64().unwrap())
-        .sum();
+    let sampled: u64 = sampled_ios(&events);
     assert_eq!(
         sampled,
         summary(&events)["ios"].as_u64().unwrap(),
