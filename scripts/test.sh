@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# README's test command: installs what the tests use from Debian (when missing), then runs every test.
+# Run as root on Debian: the tests create loop devices, file systems and mounts and clean them up.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# fio: the engine's peer; e2fsprogs/util-linux/mount: file systems and loop devices; chromium: the report in a real
+# browser; btrfs-progs: reflinks and snapshots; attr: xattrs in the refresh tests.
+packages=(fio e2fsprogs util-linux mount chromium btrfs-progs attr)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cargo test --workspace "$@"
