@@ -71,8 +71,7 @@ pub fn parse_size(input: &str) -> Result<u64, ParseError> {
     Ok(bytes as u64)
 }
 
-const DURATION_EXPECTED: &str =
-    "a duration such as 500ms, 10s, 5m, 2h, 90d, 7mo or 1y (plain numbers are seconds)";
+const DURATION_EXPECTED: &str = "a duration with its unit, such as 500ms, 10s, 5m, 2h, 90d, 7mo or 1y";
 
 /// Parses a duration into nanoseconds: `10s`, `500ms`, `2000` (seconds), `90d`, `7mo`.
 pub fn parse_duration_ns(input: &str) -> Result<u64, ParseError> {
@@ -83,7 +82,8 @@ pub fn parse_duration_ns(input: &str) -> Result<u64, ParseError> {
         "ns" => 1.0,
         "us" | "µs" => 1e3,
         "ms" => 1e6,
-        "" | "s" | "sec" | "secs" => S,
+        // A plain number is refused: `--older-than 90` meant 90 days to one user and 90 seconds to ssdlab.
+        "s" | "sec" | "secs" => S,
         "m" | "min" | "mins" => 60.0 * S,
         "h" | "hr" | "hours" => 3600.0 * S,
         "d" | "day" | "days" => 86_400.0 * S,
@@ -213,7 +213,11 @@ mod tests {
     #[test]
     fn durations_cover_seconds_to_years() {
         assert_eq!(parse_duration_ns("10s").unwrap(), 10_000_000_000);
-        assert_eq!(parse_duration_ns("2000").unwrap(), 2_000_000_000_000);
+        assert!(
+            parse_duration_ns("2000").is_err(),
+            "every duration needs its unit"
+        );
+        assert_eq!(parse_duration_ns("2000s").unwrap(), 2_000_000_000_000);
         assert_eq!(parse_duration_ns("500ms").unwrap(), 500_000_000);
         assert_eq!(parse_duration_ns("5m").unwrap(), 300_000_000_000);
         assert_eq!(parse_duration_ns("90d").unwrap(), 90 * 86_400 * 1_000_000_000);

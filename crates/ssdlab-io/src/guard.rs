@@ -463,7 +463,7 @@ fn list_mount_points(points: &[&str]) -> String {
 }
 
 /// The paths listed in /proc/swaps (after its header line), unescaped.
-fn swap_paths(text: &str) -> Vec<String> {
+pub(crate) fn swap_paths(text: &str) -> Vec<String> {
     text.lines()
         .skip(1)
         .filter_map(|line| line.split_whitespace().next())

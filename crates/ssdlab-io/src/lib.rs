@@ -12,8 +12,10 @@ pub mod files;
 pub mod guard;
 pub mod null;
 pub mod open;
+pub mod pinned;
 pub mod psync;
 pub mod sys;
 pub mod uring;
+pub mod walk;
 
 pub use open::{Engine, OpenError, OpenRequest, RealDevice, open_target};

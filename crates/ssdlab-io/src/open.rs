@@ -38,6 +38,8 @@ pub struct OpenRequest {
     /// Read a file without updating its access time (O_NOATIME where the caller may use it): a scan must not
     /// change what it measures, nor the times a refresh restores.
     pub no_atime: bool,
+    /// With `no_atime`: open anyway (moving the access time) where O_NOATIME is refused (not the owner).
+    pub allow_atime: bool,
 }
 
 /// Why a target could not be opened. Each message names the target and says how to fix it.
@@ -337,9 +339,10 @@ fn open_file(
                 .open(path)
         };
         if request.no_atime {
-            // O_NOATIME needs ownership (or CAP_FOWNER); without it, the access time may move.
+            // O_NOATIME needs ownership (or CAP_FOWNER); without it the access time would move, which a scan
+            // must not do unless the caller allows it.
             with(libc::O_NOATIME).or_else(|e| {
-                if e.raw_os_error() == Some(libc::EPERM) {
+                if e.raw_os_error() == Some(libc::EPERM) && request.allow_atime {
                     with(0)
                 } else {
                     Err(e)

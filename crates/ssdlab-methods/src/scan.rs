@@ -14,7 +14,11 @@ use crate::analysis::{PercentileColumns, median, percentile};
 /// One file to scan: where its data is on the device, and how old it is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScanItem {
+    /// The path, readable (bytes that are not UTF-8 as `\xNN`).
     pub name: String,
+    /// The raw bytes of the path in hexadecimal, when it is not UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_bytes_hex: Option<String>,
     /// Which device the file lives on (files on one device are read in turn, devices in parallel).
     pub device: String,
     pub age_s: f64,
@@ -26,6 +30,9 @@ pub struct ScanItem {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FileScan {
     pub name: String,
+    /// The raw bytes of the path in hexadecimal, when it is not UTF-8 (`refresh --from` reads it back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_bytes_hex: Option<String>,
     pub device: String,
     pub age_s: f64,
     pub bytes: u64,
@@ -85,6 +92,7 @@ pub fn scan_item(
     }
     Ok(FileScan {
         name: item.name.clone(),
+        name_bytes_hex: item.name_bytes_hex.clone(),
         device: item.device.clone(),
         age_s: item.age_s,
         bytes,
@@ -313,6 +321,7 @@ mod tests {
     fn file(name: &str, age_days: f64, mb_s: f64, slow_repeats: bool) -> FileScan {
         FileScan {
             name: name.into(),
+            name_bytes_hex: None,
             device: "d".into(),
             age_s: age_days * DAY_S,
             bytes: 100_000_000,

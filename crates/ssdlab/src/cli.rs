@@ -79,6 +79,10 @@ pub struct ScanArgs {
     /// Stream JSON Lines (begin, analysis, verdict) to stdout.
     #[arg(long)]
     pub json: bool,
+    /// Read files and directories that are not ours even though that moves their access time (by default they
+    /// are skipped: O_NOATIME needs ownership).
+    #[arg(long)]
+    pub allow_atime: bool,
     /// Where `ssdlab refresh` keeps its records: a file it refreshed counts as written then (default as for
     /// refresh).
     #[arg(long, value_name = "DIR")]

@@ -219,6 +219,7 @@ pub fn open_real(args: &TargetArgs, spec: &TargetSpec, modifies: bool) -> Result
         engine: engine(args.engine),
         exclusive: modifies && !args.force,
         no_atime: true,
+        allow_atime: true,
     };
     Ok(open_target(target, spec, request)?)
 }

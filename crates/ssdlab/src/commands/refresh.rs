@@ -1,35 +1,64 @@
-//! `ssdlab refresh PATH...`: chooses files, states the wear cost, and rewrites them in place through the
-//! journalled, verified protocol of `ssdlab_methods::refresh`.
+//! `ssdlab refresh PATH...`: parses flags, locks the state directory, settles what an interrupted run left,
+//! chooses files, states the wear cost, and runs `ssdlab_methods::refresh` on each through the adapters below
+//! (the io layer's pinned file seen as a `RefreshTarget`, the real clock and signals as a `RefreshEnv`).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::io;
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
 use ssdlab_core::units::{BinaryBytes, Rate, parse_duration_ns, parse_rate};
-use ssdlab_io::files::RefreshHandle;
-use ssdlab_methods::refresh::{ChunkFile, FileOutcome, Journal, Stamp, refresh_file};
+use ssdlab_io::pinned::{FileFacts, Identity, PinnedFile, reopen_pinned};
+use ssdlab_methods::refresh::file::escape_path;
+use ssdlab_methods::refresh::pace::{BusyProbe, TokenBucket, pause_while_busy};
+use ssdlab_methods::refresh::select::{Found, select};
+use ssdlab_methods::refresh::{
+    Facts, FileId, FileOutcome, Opener, RefreshEnv, RefreshLog, RefreshTarget, SettleOutcome, StateDir,
+    StateError, Window, refresh_file, settle_all,
+};
 
 use super::Outcome;
 use crate::cli::RefreshArgs;
 use crate::plan::size_flag;
 
-/// The io layer's handle seen through the method's trait.
-struct Handle {
-    inner: RefreshHandle,
-    /// Offsets written back and not yet re-read: the next read of one is the verification read.
+fn file_id(identity: Identity) -> FileId {
+    FileId {
+        fs: identity.fs,
+        ino: identity.ino,
+        birth: identity.birth,
+    }
+}
+
+fn facts(f: FileFacts) -> Facts {
+    Facts {
+        size_bytes: f.size_bytes,
+        mode: f.mode,
+        uid: f.uid,
+        gid: f.gid,
+        nlink: f.nlink,
+        atime: f.atime,
+        mtime: f.mtime,
+        ctime: f.ctime,
+        privileged: f.privileged,
+        named: f.named,
+    }
+}
+
+/// The io layer's pinned file seen through the protocol's trait, timing first reads (the data as it was) and
+/// verification re-reads (the data rewritten): before/after speeds from refresh's own reads, no extra pass.
+struct Target {
+    inner: PinnedFile,
     pending_verify: std::collections::HashSet<u64>,
-    /// Time and bytes of first reads (the data as it was) and verification reads (the data rewritten): the
-    /// before/after speeds, measured by the refresh's own reads from the medium, with no extra pass.
     before: (Duration, u64),
     after: (Duration, u64),
 }
 
-impl Handle {
-    fn new(inner: RefreshHandle) -> Self {
-        Handle {
+impl Target {
+    fn new(inner: PinnedFile) -> Self {
+        Target {
             inner,
             pending_verify: Default::default(),
             before: Default::default(),
@@ -42,15 +71,37 @@ impl Handle {
     }
 }
 
-impl ChunkFile for Handle {
-    fn identity(&self) -> (u64, u64) {
-        self.inner.identity()
+impl RefreshTarget for Target {
+    fn id(&self) -> FileId {
+        file_id(self.inner.identity())
     }
-    fn size_bytes(&self) -> u64 {
-        self.inner.len()
+    fn generation(&self) -> u64 {
+        self.inner.generation()
+    }
+    fn facts(&mut self) -> io::Result<Facts> {
+        self.inner.facts().map(facts)
     }
     fn data_ranges(&mut self) -> io::Result<Vec<(u64, u64)>> {
         self.inner.data_ranges()
+    }
+    fn shares_extents(&mut self) -> io::Result<bool> {
+        self.inner.shares_extents()
+    }
+    fn copy_on_write(&self) -> bool {
+        self.inner.copy_on_write()
+    }
+    fn open_window(&mut self) -> io::Result<Window> {
+        Ok(if self.inner.open_window()? {
+            Window::Open
+        } else {
+            Window::Busy
+        })
+    }
+    fn close_window(&mut self) {
+        self.inner.close_window()
+    }
+    fn lease_held(&mut self) -> io::Result<bool> {
+        Ok(self.inner.lease_held())
     }
     fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let started = Instant::now();
@@ -71,109 +122,67 @@ impl ChunkFile for Handle {
     fn sync(&mut self) -> io::Result<()> {
         self.inner.sync()
     }
-    fn changed_by_others(&mut self) -> io::Result<bool> {
-        self.inner.changed_by_others()
-    }
-    fn unchanged_since_our_last_write(&mut self) -> io::Result<bool> {
-        self.inner.unchanged_since_our_last_write()
-    }
-    fn times(&self) -> ((i64, i64), (i64, i64)) {
-        self.inner.times()
-    }
-    fn stamp(&self) -> io::Result<Stamp> {
-        self.inner.stamp()
-    }
-    fn restore_times(&mut self, atime: (i64, i64), mtime: (i64, i64)) -> io::Result<()> {
-        self.inner.restore_times(atime, mtime)
+    fn set_times(&mut self, atime: (i64, i64), mtime: (i64, i64)) -> io::Result<()> {
+        self.inner.set_times(atime, mtime)
     }
 }
 
-/// A file chosen for refreshing.
-struct Candidate {
-    path: PathBuf,
-    /// The path the user named that led here (files are opened beneath it).
-    root: PathBuf,
-    root_dev: u64,
-    bytes: u64,
+/// Finds journalled files again by name, checking they are still the same inode.
+struct PathOpener {
+    chunk_bytes: usize,
 }
 
-/// Files found under the paths, and what was skipped while walking and why.
-struct Selection {
-    files: Vec<Candidate>,
-    skipped: Vec<(PathBuf, String)>,
-}
-
-fn age_s(meta: &std::fs::Metadata, now: SystemTime) -> f64 {
-    let mtime = meta.modified().ok();
-    let birth = meta.created().ok();
-    let oldest = match (mtime, birth) {
-        (Some(m), Some(b)) => m.min(b),
-        (Some(t), None) | (None, Some(t)) => t,
-        (None, None) => now,
-    };
-    now.duration_since(oldest).map(|d| d.as_secs_f64()).unwrap_or(0.0)
-}
-
-fn select(paths: &[PathBuf], older_than_s: Option<f64>) -> Result<Selection> {
-    let now = SystemTime::now();
-    let mut selection = Selection {
-        files: Vec::new(),
-        skipped: Vec::new(),
-    };
-    let mut seen = HashSet::new();
-    for root in paths {
-        let meta = std::fs::symlink_metadata(root)
-            .with_context(|| format!("PATH {}: cannot stat", root.display()))?;
-        if meta.file_type().is_symlink() {
-            selection
-                .skipped
-                .push((root.clone(), "a symbolic link (never followed)".into()));
-            continue;
-        }
-        let root_dev = meta.dev();
-        let mut stack = vec![root.clone()];
-        while let Some(path) = stack.pop() {
-            let meta = match std::fs::symlink_metadata(&path) {
-                Ok(m) => m,
-                Err(e) => {
-                    selection.skipped.push((path, format!("cannot stat: {e}")));
-                    continue;
-                }
-            };
-            let kind = meta.file_type();
-            if kind.is_symlink() {
-                selection
-                    .skipped
-                    .push((path, "a symbolic link (never followed)".into()));
-            } else if meta.dev() != root_dev {
-                selection.skipped.push((path, "on another file system".into()));
-            } else if kind.is_dir() {
-                let mut entries: Vec<PathBuf> = match std::fs::read_dir(&path) {
-                    Ok(dir) => dir.filter_map(|e| e.ok().map(|e| e.path())).collect(),
-                    Err(e) => {
-                        selection.skipped.push((path, format!("cannot list: {e}")));
-                        continue;
-                    }
-                };
-                entries.sort();
-                stack.extend(entries.into_iter().rev());
-            } else if !kind.is_file() {
-                selection.skipped.push((path, "not a regular file".into()));
-            } else if !seen.insert((meta.dev(), meta.ino())) {
-                // Another name of a file already chosen: its data is refreshed once.
-            } else if older_than_s.is_some_and(|limit| age_s(&meta, now) < limit) {
-                // Younger than --older-than: not stale by the user's definition; not worth a line.
-            } else if meta.len() > 0 {
-                selection.files.push(Candidate {
-                    path,
-                    root: root.clone(),
-                    root_dev,
-                    bytes: meta.len(),
-                });
-            }
-        }
+impl Opener for PathOpener {
+    fn reopen(
+        &mut self,
+        root: &Path,
+        path: &Path,
+        id: &FileId,
+        generation: u64,
+    ) -> io::Result<Option<Box<dyn RefreshTarget>>> {
+        let identity = Identity {
+            fs: id.fs,
+            ino: id.ino,
+            birth: id.birth,
+        };
+        Ok(reopen_pinned(root, path, identity, self.chunk_bytes)?
+            .filter(|p| p.generation() == generation)
+            .map(|p| Box::new(Target::new(p)) as Box<dyn RefreshTarget>))
     }
-    Ok(selection)
+}
+
+struct DeviceBusy(u64);
+
+impl BusyProbe for DeviceBusy {
+    fn in_flight(&mut self) -> Option<u64> {
+        ssdlab_io::sys::block_in_flight(self.0)
+    }
+}
+
+/// The real world: wall clock, SIGINT/SIGTERM, the rate limit and the busy-device pause.
+struct Env {
+    started: Instant,
+    bucket: TokenBucket,
+    st_dev: u64,
+    paused: Duration,
+}
+
+impl RefreshEnv for Env {
+    fn wall_ns(&self) -> i64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i64)
+    }
+    fn interrupted(&self) -> bool {
+        ssdlab_io::sys::interrupt_flag().load(Ordering::Relaxed)
+    }
+    fn pace(&mut self, bytes: u64) {
+        std::thread::sleep(self.bucket.take(bytes, self.started.elapsed()));
+        self.paused += pause_while_busy(&mut DeviceBusy(self.st_dev), &mut std::thread::sleep);
+    }
+    fn wait_ms(&mut self, ms: u64) {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
 }
 
 pub fn default_state_dir() -> PathBuf {
@@ -190,6 +199,13 @@ pub fn default_state_dir() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| ".".into());
     home.join(".local/state/ssdlab")
+}
+
+fn now_unix_s() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 pub fn run(args: &RefreshArgs) -> Result<Outcome> {
@@ -219,20 +235,21 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
             args.chunk
         );
     }
-    if let Some(f) = args.slower_than
-        && !(f > 0.0 && f < 1.0)
-    {
-        bail!("--slower-than {f}: a fraction of the scan's baseline speed between 0 and 1, e.g. 0.5");
+    let slower_than = args.slower_than.unwrap_or(0.5);
+    if !(slower_than > 0.0 && slower_than < 1.0) {
+        bail!(
+            "--slower-than {slower_than}: a fraction of the scan's baseline speed between 0 and 1, e.g. 0.5"
+        );
     }
-    let mut before_mb_s = std::collections::HashMap::new();
+    let mut before_mb_s = HashMap::new();
     let mut paths = args.paths.clone();
     if let Some(dir) = &args.from {
-        let slow = slow_files_from_scan(dir, args.slower_than.unwrap_or(0.5))?;
+        let slow = slow_files_from_scan(dir, slower_than)?;
         eprintln!(
             "from      {}: {} files read slower than {} of the baseline",
             dir.display(),
             slow.len(),
-            args.slower_than.unwrap_or(0.5)
+            slower_than
         );
         for (path, mb_s) in slow {
             before_mb_s.insert(path.clone(), mb_s);
@@ -241,98 +258,182 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
     }
     for path in &paths {
         if std::fs::symlink_metadata(path).is_err() {
-            bail!("PATH {}: does not exist", path.display());
+            bail!("PATH {}: does not exist", escape_path(path));
         }
     }
-    let selection = select(&paths, older_than_s)?;
-    let total: u64 = selection.files.iter().map(|c| c.bytes).sum();
+    let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
+    // The lock comes first: a second run says who holds it before doing anything.
+    let mut state = if args.dry_run {
+        None
+    } else {
+        Some(StateDir::lock(&state_dir).map_err(|e| match e {
+            StateError::Locked { .. } => anyhow!("--state-dir {e}"),
+            other => anyhow!("--state-dir {other}"),
+        })?)
+    };
+    let mut resume: HashMap<FileId, (u64, u64)> = HashMap::new();
+    let mut problems = 0usize;
+    if let Some(state) = &mut state {
+        if state.journal.unreadable_lines > 0 {
+            eprintln!(
+                "journal   {} unreadable lines in {} were skipped",
+                state.journal.unreadable_lines,
+                state.path().display()
+            );
+        }
+        let mut env = Env {
+            started: Instant::now(),
+            bucket: TokenBucket::new(None),
+            st_dev: 0,
+            paused: Duration::ZERO,
+        };
+        let mut opener = PathOpener {
+            chunk_bytes: chunk as usize,
+        };
+        // Every unfinished entry is settled first, whatever this run selects.
+        for outcome in settle_all(&mut state.journal, &mut opener, &mut env) {
+            match outcome {
+                Ok(SettleOutcome::Restored {
+                    path,
+                    id,
+                    chunk_bytes,
+                    resume_from,
+                }) => {
+                    eprintln!(
+                        "settled   {}: an interrupted refresh's times put back",
+                        path.escaped()
+                    );
+                    resume.insert(id, (chunk_bytes, resume_from));
+                }
+                Ok(SettleOutcome::ChangedByOthers { path }) => eprintln!(
+                    "settled   {}: changed by someone else since the interrupted refresh; its times are left as they are",
+                    path.escaped()
+                ),
+                Ok(SettleOutcome::Gone { path }) => eprintln!(
+                    "settled   {}: gone or replaced since the interrupted refresh; nothing to put back",
+                    path.escaped()
+                ),
+                Ok(SettleOutcome::Busy { path }) => {
+                    problems += 1;
+                    eprintln!(
+                        "pending   {}: open in another process; the next run puts its times back",
+                        path.escaped()
+                    );
+                }
+                Err((path, e)) => {
+                    problems += 1;
+                    eprintln!(
+                        "pending   {}: cannot settle the interrupted refresh ({e}); the next run tries again",
+                        path.escaped()
+                    );
+                }
+            }
+        }
+    }
+    let exclude: Vec<(u64, u64)> = std::fs::metadata(&state_dir)
+        .map(|m| vec![(m.dev(), m.ino())])
+        .unwrap_or_default();
+    let walked =
+        ssdlab_io::walk::walk(&paths, &exclude, true).with_context(|| "PATH: cannot walk".to_string())?;
+    let log = RefreshLog::load(&state_dir);
+    let found: Vec<Found> = walked
+        .files
+        .iter()
+        .map(|w| Found {
+            root: w.root.clone(),
+            path: w.path.clone(),
+            id: file_id(w.identity),
+            size_bytes: w.size_bytes,
+            mtime: w.mtime,
+            birth: w.birth,
+        })
+        .collect();
+    let devices: HashMap<FileId, u64> = walked
+        .files
+        .iter()
+        .map(|w| (file_id(w.identity), w.dev))
+        .collect();
+    let selection = select(found, older_than_s, &log, now_unix_s());
+    let total: u64 = selection.files.iter().map(|c| c.size_bytes).sum();
     eprintln!(
         "refresh   {} files, {} to rewrite: the wear cost is {} of host writes (times the drive's write amplification)",
         selection.files.len(),
         BinaryBytes(total),
         BinaryBytes(total)
     );
-    // Each byte is read, written and read again: three passes at the drive's speed, or the --rate cap.
-    match bytes_per_s {
-        Some(rate) => eprintln!(
-            "estimate  {:.0} s at the --rate of {}/s",
-            total as f64 / rate,
-            BinaryBytes(rate as u64)
-        ),
-        None if !before_mb_s.is_empty() => {
-            let seconds: f64 = selection
-                .files
-                .iter()
-                .filter_map(|c| {
-                    before_mb_s
-                        .get(&c.path)
-                        .map(|mb_s| 3.0 * c.bytes as f64 / (mb_s * 1e6).max(1.0))
-                })
-                .sum();
-            eprintln!("estimate  {seconds:.0} s: three passes at the speeds the scan measured");
-        }
-        None => eprintln!(
-            "estimate  {:.0} s if the drive moves 500 MB/s (three passes: read, write, verify); --rate caps it",
-            3.0 * total as f64 / 500e6
-        ),
+    if selection.younger > 0 {
+        eprintln!(
+            "younger   {} files written or refreshed more recently than --older-than",
+            selection.younger
+        );
     }
-    for (path, reason) in &selection.skipped {
-        eprintln!("skip      {}: {reason}", path.display());
+    print_estimate(&selection.files, bytes_per_s, &before_mb_s, total);
+    for (path, reason) in &walked.skipped {
+        eprintln!("skip      {}: {reason}", escape_path(path));
     }
-    if args.dry_run {
+    let Some(mut state) = state else {
         for c in &selection.files {
-            eprintln!("would     {} ({})", c.path.display(), BinaryBytes(c.bytes));
+            eprintln!(
+                "would     {} ({})",
+                escape_path(&c.path),
+                BinaryBytes(c.size_bytes)
+            );
         }
         return Ok(Outcome::Passed);
-    }
-    let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
-    let mut journal = Journal::open(&state_dir).with_context(|| {
-        format!(
-            "--state-dir {}: cannot open the refresh journal",
-            state_dir.display()
-        )
-    })?;
-    let interrupted = ssdlab_io::sys::interrupt_flag();
+    };
     let started = Instant::now();
-    let mut budget = TokenBucket::new(bytes_per_s);
+    let mut env = Env {
+        started,
+        bucket: TokenBucket::new(bytes_per_s),
+        st_dev: 0,
+        paused: Duration::ZERO,
+    };
     let (mut buf, mut check) = (Vec::new(), Vec::new());
-    let (mut refreshed, mut problems) = (0u64, selection.skipped.len());
+    let mut refreshed = 0u64;
     let mut measured: Vec<String> = Vec::new();
-    let mut paused = Duration::ZERO;
+    let mut interrupted = false;
     for candidate in &selection.files {
-        if interrupted.load(std::sync::atomic::Ordering::Relaxed) {
-            eprintln!("stopped   interrupted; the journal lets the next run resume");
-            return Ok(Outcome::Interrupted);
+        if env.interrupted() {
+            interrupted = true;
+            break;
         }
-        let handle = match RefreshHandle::open(
-            &candidate.root,
-            &candidate.path,
-            candidate.root_dev,
-            chunk as usize,
-        ) {
-            Ok(h) => h,
+        let shown = escape_path(&candidate.path);
+        if state.journal.entry(&candidate.id).is_some() {
+            problems += 1;
+            eprintln!("skip      {shown}: an interrupted refresh of it is still pending (open elsewhere)");
+            continue;
+        }
+        let pinned = match PinnedFile::open(&candidate.root, &candidate.path, chunk as usize) {
+            Ok(p) => p,
             Err(refusal) => {
-                eprintln!("skip      {}: {refusal}", candidate.path.display());
+                eprintln!("skip      {shown}: {refusal}");
                 problems += 1;
                 continue;
             }
         };
-        let protection = handle.protection;
-        let mut file = Handle::new(handle);
-        let st_dev = std::fs::metadata(&candidate.path).map(|m| m.dev()).unwrap_or(0);
-        let mut pace = |n: u64| {
-            budget.take(n);
-            paused += pause_while_busy(st_dev);
-        };
-        let outcome = match refresh_file(&mut file, &mut journal, chunk, &mut buf, &mut check, &mut pace) {
+        let mut file = Target::new(pinned);
+        env.st_dev = devices.get(&candidate.id).copied().unwrap_or(0);
+        let resume_from = resume
+            .get(&candidate.id)
+            .filter(|(bytes, _)| *bytes == chunk)
+            .map_or(0, |&(_, index)| index);
+        let result = refresh_file(
+            &mut file,
+            &candidate.root,
+            &candidate.path,
+            &mut state.journal,
+            chunk,
+            resume_from,
+            &mut env,
+            &mut buf,
+            &mut check,
+        );
+        let outcome = match result {
             Ok(outcome) => outcome,
             Err(e) => {
                 // An I/O error on one file (ENOSPC on a copy-on-write file system, EIO) does not stop the others;
-                // its journal entry stays, so the next run resumes it and restores its times.
-                eprintln!(
-                    "FAILED    {}: {e}; left for the next run to resume",
-                    candidate.path.display()
-                );
+                // its journal entry stays, so the next run settles it and puts its times back.
+                eprintln!("FAILED    {shown}: {e}; the next run puts its times back");
                 problems += 1;
                 continue;
             }
@@ -344,101 +445,109 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                 ..
             } => {
                 refreshed += bytes;
-                record_refreshed(&state_dir, file.identity(), &candidate.path).with_context(|| {
-                    format!("--state-dir {}: cannot record the refresh", state_dir.display())
-                })?;
+                state
+                    .record_refreshed(candidate.id, &candidate.path, now_unix_s())
+                    .with_context(|| {
+                        format!("--state-dir {}: cannot record the refresh", state_dir.display())
+                    })?;
                 let before = before_mb_s
                     .get(&candidate.path)
                     .copied()
-                    .or(Handle::mb_s(file.before))
+                    .or(Target::mb_s(file.before))
                     .map_or("not measured".to_string(), |mb| format!("{mb:.1} MB/s"));
                 let after =
-                    Handle::mb_s(file.after).map_or("not measured".to_string(), |mb| format!("{mb:.1} MB/s"));
-                measured.push(format!(
-                    "measured  {}: before {before}, after {after}",
-                    candidate.path.display()
-                ));
+                    Target::mb_s(file.after).map_or("not measured".to_string(), |mb| format!("{mb:.1} MB/s"));
+                measured.push(format!("measured  {shown}: before {before}, after {after}"));
                 let resumed = if resumed_from_chunk > 0 {
                     format!(", resumed at chunk {resumed_from_chunk}")
                 } else {
                     String::new()
                 };
-                eprintln!(
-                    "done      {} ({}, {protection}{resumed})",
-                    candidate.path.display(),
-                    BinaryBytes(bytes)
-                );
+                eprintln!("done      {shown} ({}, write lease{resumed})", BinaryBytes(bytes));
             }
-            FileOutcome::Abandoned { reason, chunks_done } => {
+            FileOutcome::Refused { reason } => {
+                problems += 1;
+                eprintln!("skip      {shown}: {reason}");
+            }
+            FileOutcome::GaveWay {
+                reason,
+                chunks_done,
+                times_restored,
+            } => {
+                problems += 1;
+                let times = if times_restored {
+                    "times put back"
+                } else {
+                    "its data changed, so its times are left as they are"
+                };
+                eprintln!("gave way  {shown}: {reason}; left alone after {chunks_done} chunks, {times}");
+            }
+            FileOutcome::VerifyFailed { offset, .. } => {
                 problems += 1;
                 eprintln!(
-                    "abandoned {}: {reason}; left alone after {chunks_done} chunks",
-                    candidate.path.display()
+                    "FAILED    {shown}: the chunk at byte {offset} read back differently after rewriting (the original bytes were written again); check the drive"
                 );
             }
-            FileOutcome::VerifyFailed { offset } => {
-                problems += 1;
-                eprintln!(
-                    "FAILED    {}: the chunk at byte {offset} read back differently after rewriting (the original bytes were written again); check the drive",
-                    candidate.path.display()
-                );
+            FileOutcome::Interrupted { chunks_done, .. } => {
+                interrupted = true;
+                eprintln!("stopped   {shown}: interrupted after {chunks_done} chunks; times put back");
+                break;
             }
         }
     }
-    // Before: the first reads of each chunk (or the scan it came from); after: the verification re-reads.
     for line in &measured {
         eprintln!("{line}");
     }
     eprintln!(
-        "refresh   {} rewritten and verified in {:.1} s ({:.1} s paused while the device was busy); {} files skipped or abandoned",
+        "refresh   {} rewritten and verified in {:.1} s ({:.1} s paused while the device was busy); {} files skipped, given up or pending",
         BinaryBytes(refreshed),
         started.elapsed().as_secs_f64(),
-        paused.as_secs_f64(),
+        env.paused.as_secs_f64(),
         problems
     );
-    if interrupted.load(std::sync::atomic::Ordering::Relaxed) {
-        return Ok(Outcome::Interrupted);
-    }
-    Ok(if problems == 0 {
+    Ok(if interrupted {
+        Outcome::Interrupted
+    } else if problems == 0 {
         Outcome::Passed
     } else {
         Outcome::Failed
     })
 }
 
-/// Where refresh records when it last rewrote each file: one JSON line per file refreshed.
-pub const REFRESHED_LOG: &str = "refreshed.jsonl";
-
-/// When ssdlab last refreshed each (dev, ino), in seconds since the Unix epoch.
-pub fn refreshed_at(state_dir: &std::path::Path) -> std::collections::HashMap<(u64, u64), f64> {
-    std::fs::read_to_string(state_dir.join(REFRESHED_LOG))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter_map(|v| Some(((v["dev"].as_u64()?, v["ino"].as_u64()?), v["unix_s"].as_f64()?)))
-        .collect()
+/// Each byte is read, written and read again: three passes at the drive's speed, or the --rate cap.
+fn print_estimate(
+    files: &[Found],
+    bytes_per_s: Option<f64>,
+    before_mb_s: &HashMap<PathBuf, f64>,
+    total: u64,
+) {
+    match bytes_per_s {
+        Some(rate) => eprintln!(
+            "estimate  {:.0} s at the --rate of {}/s",
+            total as f64 / rate,
+            BinaryBytes(rate as u64)
+        ),
+        None if !before_mb_s.is_empty() => {
+            let seconds: f64 = files
+                .iter()
+                .filter_map(|c| {
+                    before_mb_s
+                        .get(&c.path)
+                        .map(|mb_s| 3.0 * c.size_bytes as f64 / (mb_s * 1e6).max(1.0))
+                })
+                .sum();
+            eprintln!("estimate  {seconds:.0} s: three passes at the speeds the scan measured");
+        }
+        None => eprintln!(
+            "estimate  {:.0} s if the drive moves 500 MB/s (three passes: read, write, verify); --rate caps it",
+            3.0 * total as f64 / 500e6
+        ),
+    }
 }
 
-fn record_refreshed(
-    state_dir: &std::path::Path,
-    identity: (u64, u64),
-    path: &std::path::Path,
-) -> io::Result<()> {
-    use std::io::Write;
-    let unix_s = SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
-    let line = serde_json::json!({ "dev": identity.0, "ino": identity.1, "path": path, "unix_s": unix_s });
-    let mut log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(state_dir.join(REFRESHED_LOG))?;
-    writeln!(log, "{line}")
-}
-
-/// Paths a scan found slower than `fraction` of its baseline, with their measured speed.
-fn slow_files_from_scan(dir: &std::path::Path, fraction: f64) -> Result<Vec<(PathBuf, f64)>> {
+/// Paths a scan found slower than `fraction` of its baseline, with their measured speed. Names that are not
+/// UTF-8 come back from their raw bytes.
+fn slow_files_from_scan(dir: &Path, fraction: f64) -> Result<Vec<(PathBuf, f64)>> {
     let file = if dir.is_dir() {
         dir.join("result.json")
     } else {
@@ -467,49 +576,12 @@ fn slow_files_from_scan(dir: &std::path::Path, fraction: f64) -> Result<Vec<(Pat
         .into_iter()
         .flatten()
         .filter_map(|f| {
-            Some((
-                PathBuf::from(f["name"].as_str()?),
-                f["bytes_per_s"].as_f64()? / 1e6,
-            ))
+            let path = match f["name_bytes_hex"].as_str() {
+                Some(hex) => ssdlab_methods::refresh::file::path_from_hex(hex)?,
+                None => PathBuf::from(f["name"].as_str()?),
+            };
+            Some((path, f["bytes_per_s"].as_f64()? / 1e6))
         })
         .filter(|(_, mb_s)| *mb_s < fraction * baseline)
         .collect())
-}
-
-/// Waits while other I/O is in flight on the device holding the file (ours is synchronous, so whatever the
-/// block layer reports is someone else's), at most five seconds per chunk so a busy system still progresses.
-fn pause_while_busy(st_dev: u64) -> Duration {
-    let started = Instant::now();
-    while ssdlab_io::sys::block_in_flight(st_dev).is_some_and(|n| n > 0)
-        && started.elapsed() < Duration::from_secs(5)
-    {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    started.elapsed()
-}
-
-/// A token bucket of bytes: `take` waits until the bytes fit the rate.
-struct TokenBucket {
-    rate: Option<f64>,
-    started: Instant,
-    spent: f64,
-}
-
-impl TokenBucket {
-    fn new(rate: Option<f64>) -> Self {
-        TokenBucket {
-            rate,
-            started: Instant::now(),
-            spent: 0.0,
-        }
-    }
-
-    fn take(&mut self, bytes: u64) {
-        let Some(rate) = self.rate else { return };
-        self.spent += bytes as f64;
-        let due = Duration::from_secs_f64(self.spent / rate);
-        if let Some(wait) = due.checked_sub(self.started.elapsed()) {
-            std::thread::sleep(wait);
-        }
-    }
 }

@@ -2,7 +2,7 @@
 //! report's table, and which files have gone slow.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -59,45 +59,6 @@ fn parse_size_flag(value: &str, part: &str) -> Result<u64> {
     Ok(size)
 }
 
-/// Regular files under the paths (one file system each, no symlinks), at least `min_size` bytes.
-fn walk(paths: &[PathBuf], min_size: u64) -> Result<(Vec<(PathBuf, std::fs::Metadata)>, Skipped)> {
-    let mut files = Vec::new();
-    let mut skipped = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for root in paths {
-        let meta = std::fs::symlink_metadata(root)
-            .with_context(|| format!("PATH {}: cannot stat", root.display()))?;
-        let root_dev = meta.dev();
-        let mut stack = vec![root.clone()];
-        while let Some(path) = stack.pop() {
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
-                skipped.push((path, "cannot stat".into()));
-                continue;
-            };
-            if meta.file_type().is_symlink() {
-                skipped.push((path, "a symbolic link (never followed)".into()));
-            } else if meta.dev() != root_dev {
-                skipped.push((path, "on another file system".into()));
-            } else if meta.is_dir() {
-                if let Ok(dir) = std::fs::read_dir(&path) {
-                    let mut entries: Vec<PathBuf> = dir.filter_map(|e| e.ok().map(|e| e.path())).collect();
-                    entries.sort();
-                    stack.extend(entries.into_iter().rev());
-                }
-            } else if meta.is_file() && meta.len() >= min_size && seen.insert((meta.dev(), meta.ino())) {
-                files.push((path, meta));
-            }
-        }
-    }
-    Ok((files, skipped))
-}
-
-fn age_s(meta: &std::fs::Metadata, now: SystemTime) -> f64 {
-    let times = [meta.modified().ok(), meta.created().ok()];
-    let oldest = times.iter().flatten().min().copied().unwrap_or(now);
-    now.duration_since(oldest).map(|d| d.as_secs_f64()).unwrap_or(0.0)
-}
-
 /// Opens a real file as a read-only O_DIRECT device and scans its data ranges.
 fn scan_real_file(
     path: &std::path::Path,
@@ -105,6 +66,7 @@ fn scan_real_file(
     device_name: &str,
     chunk: u64,
     qd: u32,
+    allow_atime: bool,
 ) -> Result<FileScan> {
     let target = format!("file:{}", path.display());
     let spec = TargetSpec::File {
@@ -116,16 +78,21 @@ fn scan_real_file(
         engine: Engine::Auto,
         exclusive: false,
         no_atime: true,
+        allow_atime,
     };
     let mut device: Box<dyn Device> = match open_target(&target, &spec, request)? {
         RealDevice::Uring(d) => Box::new(d),
         RealDevice::Psync(d) => Box::new(d),
         RealDevice::Null(d) => Box::new(d),
     };
-    let file = std::fs::File::open(path)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_o_noatime(allow_atime))
+        .open(path)?;
     let ranges = ssdlab_io::files::data_ranges(&file, file.metadata()?.len())?;
     let item = ScanItem {
-        name: path.display().to_string(),
+        name: ssdlab_methods::refresh::file::escape_path(path),
+        name_bytes_hex: ssdlab_methods::refresh::file::path_bytes_hex(path),
         device: device_name.to_string(),
         age_s,
         ranges,
@@ -133,51 +100,76 @@ fn scan_real_file(
     Ok(scan_item(device.as_mut(), &item, chunk, qd)?)
 }
 
-/// Scans real files: one thread per underlying device, files on a device in turn.
+/// O_NOATIME unless the caller allows moving access times (then opening also works for files not ours).
+fn libc_o_noatime(allow_atime: bool) -> i32 {
+    if allow_atime { 0 } else { 0o1000000 }
+}
+
+/// Scans real files: one thread per underlying device, files on a device in turn. A file that vanishes,
+/// shrinks or fails to read is reported among the skipped and the scan goes on.
 fn scan_paths(args: &ScanArgs, chunk: u64, min_size: u64) -> Result<(Vec<FileScan>, Skipped)> {
-    let (files, skipped) = walk(&args.paths, min_size)?;
-    let now = SystemTime::now();
-    let now_unix_s = now
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
-    // A file ssdlab refreshed counts as written when it was refreshed.
     let state_dir = args
         .state_dir
         .clone()
         .unwrap_or_else(super::refresh::default_state_dir);
-    let refreshed = super::refresh::refreshed_at(&state_dir);
+    let exclude: Vec<(u64, u64)> = std::fs::metadata(&state_dir)
+        .map(|m| vec![(m.dev(), m.ino())])
+        .unwrap_or_default();
+    let walked =
+        ssdlab_io::walk::walk(&args.paths, &exclude, args.allow_atime).map_err(|e| anyhow!("PATH {e}"))?;
+    let mut skipped = walked.skipped;
+    let now_unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    // The one notion of data age: a file ssdlab refreshed counts as written when it was refreshed.
+    let log = ssdlab_methods::refresh::RefreshLog::load(&state_dir);
     let mut by_device: BTreeMap<u64, Vec<(PathBuf, f64)>> = BTreeMap::new();
-    for (path, meta) in files {
-        let mut age = age_s(&meta, now);
-        if let Some(at) = refreshed.get(&(meta.dev(), meta.ino())) {
-            age = age.min((now_unix_s - at).max(0.0));
-        }
-        by_device.entry(meta.dev()).or_default().push((path, age));
+    for file in walked.files.into_iter().filter(|f| f.size_bytes >= min_size) {
+        let id = ssdlab_methods::refresh::FileId {
+            fs: file.identity.fs,
+            ino: file.identity.ino,
+            birth: file.identity.birth,
+        };
+        let age = log.data_age_s(&id, file.mtime, file.birth, now_unix_s);
+        by_device.entry(file.dev).or_default().push((file.path, age));
     }
     let results = std::thread::scope(|scope| {
         let workers: Vec<_> = by_device
             .into_iter()
             .map(|(dev, files)| {
-                scope.spawn(move || -> Result<Vec<FileScan>> {
+                scope.spawn(move || {
                     let device_name = format!("{}:{}", libc_major(dev), libc_minor(dev));
                     let mut scans = Vec::new();
+                    let mut failed = Vec::new();
                     for (path, age) in files {
-                        scans.push(scan_real_file(&path, age, &device_name, chunk, args.qd)?);
+                        match scan_real_file(&path, age, &device_name, chunk, args.qd, args.allow_atime) {
+                            Ok(scan) => scans.push(scan),
+                            Err(e) => {
+                                let why = if e.to_string().contains("Operation not permitted") {
+                                    "not ours: reading it would move its access time (--allow-atime permits that)".to_string()
+                                } else {
+                                    format!("vanished or failed mid-scan: {e:#}")
+                                };
+                                failed.push((path, why));
+                            }
+                        }
                     }
-                    Ok(scans)
+                    (scans, failed)
                 })
             })
             .collect();
         workers
             .into_iter()
             .map(|w| w.join().expect("scan worker panicked"))
-            .collect::<Result<Vec<_>>>()
-    })?;
-    Ok((
-        results.into_iter().flatten().filter(|f| f.bytes > 0).collect(),
-        skipped,
-    ))
+            .collect::<Vec<_>>()
+    });
+    let mut scans = Vec::new();
+    for (ok, failed) in results {
+        scans.extend(ok.into_iter().filter(|f| f.bytes > 0));
+        skipped.extend(failed);
+    }
+    Ok((scans, skipped))
 }
 
 fn libc_major(dev: u64) -> u64 {
@@ -205,6 +197,7 @@ fn scan_sim(args: &ScanArgs, target: &str, chunk: u64) -> Result<(Vec<FileScan>,
         .enumerate()
         .map(|(i, (&(_, age_ns), &range))| ScanItem {
             name: format!("virtual/{:.1}mo/file-{i}", age_ns as f64 / 1e9 / MONTH_S),
+            name_bytes_hex: None,
             device: target.to_string(),
             age_s: age_ns as f64 / 1e9,
             ranges: vec![range],
@@ -341,6 +334,21 @@ fn region_scan(args: &ScanArgs, target: &str, chunk: u64) -> Result<Outcome> {
         force: false,
         engine: crate::cli::EngineArg::Auto,
     };
+    // A region scan is read-only: it never creates or extends the file it is given.
+    if let Ok(TargetSpec::File { path, size }) = TargetSpec::parse(target) {
+        let existing = std::fs::symlink_metadata(&path).ok().map(|m| m.len());
+        match (existing, size) {
+            (None, _) => bail!(
+                "--device {target}: {} does not exist; a scan reads only existing files",
+                path.display()
+            ),
+            (Some(len), Some(size)) if size > len => bail!(
+                "--device {target}: {} holds {len} bytes; a scan never extends a file, so give no size",
+                path.display()
+            ),
+            _ => {}
+        }
+    }
     let (mut device, _) = plan::open_any(&target_args, false)?;
     let info = device.info().clone();
     let align = (info.logical_block_bytes.max(512) as u64).max(4096);
@@ -368,6 +376,7 @@ fn region_scan(args: &ScanArgs, target: &str, chunk: u64) -> Result<Outcome> {
     for i in 0..args.regions as u64 {
         let item = ScanItem {
             name: format!("region {i}"),
+            name_bytes_hex: None,
             device: target.to_string(),
             age_s: 0.0,
             ranges: vec![(i * region, read)],
@@ -389,6 +398,7 @@ fn region_scan(args: &ScanArgs, target: &str, chunk: u64) -> Result<Outcome> {
         let offset = i as u64 * region;
         let item = ScanItem {
             name: format!("region {i}"),
+            name_bytes_hex: None,
             device: target.to_string(),
             age_s: 0.0,
             ranges: vec![(offset, read)],

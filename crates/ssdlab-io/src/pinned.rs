@@ -1,0 +1,603 @@
+//! A file pinned for refreshing: an `O_PATH` descriptor that holds on to the inode (so a rename cannot redirect
+//! us and a settled file is the very inode we journalled), and short *windows* in which the file is open for
+//! writing under a write lease.
+//!
+//! Outside a window this module holds nothing another program can notice: an `O_PATH` descriptor neither reads
+//! nor writes, does not count as an opener for leases, and does not block `exec` (ETXTBSY) or `chattr`. Inside
+//! a window the file is reopened through `/proc/self/fd` (never by name) for direct I/O and leased; closing the
+//! window drops lease and descriptor. This module decides nothing about when to write; the refresh protocol in
+//! `ssdlab-methods` does, through the binary's adapter.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use crate::buffers::BufferPool;
+use crate::files::{
+    Refusal, beneath, data_ranges, has_shared_extents, inode_flags, open_beneath, swap_inodes,
+    unwritten_extents,
+};
+
+/// (seconds, nanoseconds) since the epoch.
+pub type Time = (i64, i64);
+
+/// What the refresh protocol compares around each write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileFacts {
+    pub size_bytes: u64,
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub nlink: u64,
+    pub atime: Time,
+    pub mtime: Time,
+    pub ctime: Time,
+    pub birth: Option<Time>,
+    pub privileged: bool,
+    pub named: bool,
+}
+
+/// Reboot-proof identity: file system id, inode, birth time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    pub fs: u64,
+    pub ino: u64,
+    pub birth: Option<Time>,
+}
+
+const OVERLAYFS_SUPER_MAGIC: i64 = 0x794c_7630;
+const ECRYPTFS_SUPER_MAGIC: i64 = 0xf15f;
+const AUFS_SUPER_MAGIC: i64 = 0x6175_6673;
+const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
+const BTRFS_SUPER_MAGIC: i64 = 0x9123_683e;
+const XFS_SUPER_MAGIC: i64 = 0x5846_5342;
+const BCACHEFS_SUPER_MAGIC: i64 = 0xca45_1a4e;
+const ZFS_SUPER_MAGIC: i64 = 0x2fc1_2fc1;
+const FS_IOC_GETVERSION: libc::c_ulong = 0x8008_7601; // _IOR('v', 1, long)
+const FS_IMMUTABLE_FL: libc::c_long = 0x10;
+const FS_APPEND_FL: libc::c_long = 0x20;
+
+fn last_error() -> io::Error {
+    io::Error::last_os_error()
+}
+
+/// The file system's magic number and its id (f_fsid, or 0 when it has none).
+fn statfs(fd: libc::c_int) -> io::Result<(i64, u64)> {
+    let mut buf: libc::statfs = unsafe_zeroed_statfs();
+    // SAFETY: fstatfs writes one struct statfs through the pointer, which points to a live local.
+    if unsafe { libc::fstatfs(fd, &mut buf) } < 0 {
+        return Err(last_error());
+    }
+    // f_fsid is two ints; their bytes make one u64.
+    // SAFETY: fsid_t is two c_ints (8 bytes, no padding); reading them as one u64 is a plain bit copy.
+    let fsid: u64 = unsafe { std::mem::transmute_copy(&buf.f_fsid) };
+    Ok((buf.f_type, fsid))
+}
+
+fn unsafe_zeroed_statfs() -> libc::statfs {
+    // SAFETY: struct statfs is plain old data; all-zero bytes are a valid value.
+    unsafe { std::mem::zeroed() }
+}
+
+/// statx of a descriptor (AT_EMPTY_PATH, which works on O_PATH descriptors), with birth time where known.
+fn statx_fd(fd: libc::c_int) -> io::Result<libc::statx> {
+    // SAFETY: statx is plain old data; all-zero bytes are a valid value.
+    let mut sx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: the path is a NUL-terminated empty string and sx is a live local the kernel fills.
+    let ret = unsafe {
+        libc::statx(
+            fd,
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_BASIC_STATS | libc::STATX_BTIME,
+            &mut sx,
+        )
+    };
+    if ret < 0 {
+        return Err(last_error());
+    }
+    Ok(sx)
+}
+
+fn birth_of(sx: &libc::statx) -> Option<Time> {
+    (sx.stx_mask & libc::STATX_BTIME != 0).then_some((sx.stx_btime.tv_sec, sx.stx_btime.tv_nsec as i64))
+}
+
+fn dev_of(sx: &libc::statx) -> u64 {
+    libc::makedev(sx.stx_dev_major, sx.stx_dev_minor)
+}
+
+/// The identity of an open descriptor (any kind, O_PATH included).
+pub fn identity_of(fd: libc::c_int) -> io::Result<Identity> {
+    let sx = statx_fd(fd)?;
+    let (_, fsid) = statfs(fd)?;
+    Ok(Identity {
+        fs: if fsid != 0 { fsid } else { dev_of(&sx) },
+        ino: sx.stx_ino,
+        birth: birth_of(&sx),
+    })
+}
+
+/// The identity of a path, without following a final symlink and without opening it for reading.
+pub fn identity_of_path(path: &Path) -> io::Result<Identity> {
+    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
+    // SAFETY: NUL-terminated path; a new descriptor or -1.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(last_error());
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    let file = unsafe { File::from_raw_fd(fd) };
+    identity_of(file.as_raw_fd())
+}
+
+/// A regular file pinned by an O_PATH descriptor, with an optional open window.
+pub struct PinnedFile {
+    pin: File,
+    /// `/proc/self/fd/N` of the pin: reopening through it reaches the inode, whatever its name now.
+    proc_path: CString,
+    /// The directory the file was found beneath, and its path relative to it (to check the name still holds).
+    base: File,
+    relative: PathBuf,
+    identity: Identity,
+    generation: u64,
+    fs_magic: i64,
+    window: Option<File>,
+    direct: bool,
+    align: u64,
+    buffer: BufferPool,
+}
+
+impl PinnedFile {
+    /// Pins `path` (beneath `root`, the path the user gave; no symlinks, no mount crossings) for refreshing
+    /// with chunks of up to `chunk_bytes`, or says why it must not be rewritten.
+    pub fn open(root: &Path, path: &Path, chunk_bytes: usize) -> Result<Self, Refusal> {
+        let refuse = |why: String| Refusal(why);
+        let (base, relative) =
+            beneath(root, path).map_err(|e| refuse(format!("cannot open the path given: {e}")))?;
+        let pin = open_beneath(&base, &relative, libc::O_PATH | libc::O_NOFOLLOW).map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                refuse("a symbolic link (never followed)".into())
+            } else if e.raw_os_error() == Some(libc::EXDEV) {
+                refuse("on another file system than the path given".into())
+            } else {
+                refuse(format!("cannot open: {e}"))
+            }
+        })?;
+        let sx = statx_fd(pin.as_raw_fd()).map_err(|e| refuse(format!("cannot stat: {e}")))?;
+        if (sx.stx_mode as u32 & libc::S_IFMT) != libc::S_IFREG {
+            return Err(refuse("not a regular file".into()));
+        }
+        let (fs_magic, _) = statfs(pin.as_raw_fd()).map_err(|e| refuse(format!("cannot statfs: {e}")))?;
+        match fs_magic {
+            OVERLAYFS_SUPER_MAGIC | AUFS_SUPER_MAGIC => {
+                return Err(refuse(
+                    "on a stacked file system (overlayfs): a write would copy the file up into the upper layer and never refresh the lower copy".into(),
+                ));
+            }
+            ECRYPTFS_SUPER_MAGIC => {
+                return Err(refuse(
+                    "on a stacked file system (ecryptfs): rewriting the plaintext would not rewrite the same bytes below".into(),
+                ));
+            }
+            FUSE_SUPER_MAGIC => {
+                return Err(refuse(
+                    "on a FUSE file system: what a write does below it is not known, and leases do not work there".into(),
+                ));
+            }
+            _ => {}
+        }
+        if swap_inodes().contains(&(dev_of(&sx), sx.stx_ino)) {
+            return Err(refuse("an active swap file".into()));
+        }
+        let identity = identity_of(pin.as_raw_fd()).map_err(|e| refuse(format!("cannot stat: {e}")))?;
+        let proc_path = CString::new(format!("/proc/self/fd/{}", pin.as_raw_fd())).expect("no NUL");
+        // SAFETY: geteuid has no preconditions.
+        let euid = unsafe { libc::geteuid() };
+        if euid != 0 && euid != sx.stx_uid {
+            return Err(refuse(
+                "owned by another user: its times could not be restored".into(),
+            ));
+        }
+        let align = crate::sys::direct_io_alignment(path)
+            .map(|(m, o)| m.max(o) as u64)
+            .unwrap_or(4096)
+            .max(512);
+        let mut pinned = PinnedFile {
+            pin,
+            proc_path,
+            base,
+            relative,
+            identity,
+            generation: 0,
+            fs_magic,
+            window: None,
+            direct: true,
+            align,
+            buffer: BufferPool::new(1, chunk_bytes.next_multiple_of(align as usize), align as usize),
+        };
+        let reader = pinned
+            .reopen(libc::O_RDONLY)
+            .map_err(|e| refuse(format!("cannot open for reading: {e}")))?;
+        let mut generation: libc::c_long = 0;
+        // SAFETY: FS_IOC_GETVERSION writes one long through the pointer, which points to a live local.
+        if unsafe { libc::ioctl(reader.as_raw_fd(), FS_IOC_GETVERSION, &mut generation) } == 0 {
+            pinned.generation = generation as u64;
+        }
+        let flags = inode_flags(&reader).map_err(|e| refuse(format!("cannot read inode flags: {e}")))?;
+        if flags & FS_IMMUTABLE_FL != 0 {
+            return Err(refuse("immutable (chattr +i)".into()));
+        }
+        if flags & FS_APPEND_FL != 0 {
+            return Err(refuse("append-only (chattr +a)".into()));
+        }
+        Ok(pinned)
+    }
+
+    /// Reopens the pinned inode (never by name) with `flags`.
+    fn reopen(&self, flags: libc::c_int) -> io::Result<File> {
+        let open = |flags: libc::c_int| {
+            // SAFETY: NUL-terminated path; a new descriptor or -1.
+            // No O_NOFOLLOW: the /proc magic link to the pinned inode is the one link that is followed.
+            let fd = unsafe { libc::open(self.proc_path.as_ptr(), flags | libc::O_CLOEXEC) };
+            if fd < 0 {
+                Err(last_error())
+            } else {
+                // SAFETY: a fresh descriptor nothing else owns.
+                Ok(unsafe { File::from_raw_fd(fd) })
+            }
+        };
+        // O_NOATIME needs ownership (or CAP_FOWNER); without it the read moves atime, which is restored anyway.
+        open(flags | libc::O_NOATIME).or_else(|e| {
+            if e.raw_os_error() == Some(libc::EPERM) {
+                open(flags)
+            } else {
+                Err(e)
+            }
+        })
+    }
+
+    pub fn identity(&self) -> Identity {
+        self.identity
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Whether extents can become shared while we run (btrfs, xfs with reflink, bcachefs, zfs).
+    pub fn copy_on_write(&self) -> bool {
+        matches!(
+            self.fs_magic,
+            BTRFS_SUPER_MAGIC | XFS_SUPER_MAGIC | BCACHEFS_SUPER_MAGIC | ZFS_SUPER_MAGIC
+        )
+    }
+
+    pub fn facts(&self) -> io::Result<FileFacts> {
+        let sx = statx_fd(self.pin.as_raw_fd())?;
+        let mode = sx.stx_mode as u32;
+        // SAFETY: a null buffer of size 0 asks only for the value's size; both strings are NUL-terminated.
+        let caps = unsafe {
+            libc::getxattr(
+                self.proc_path.as_ptr(),
+                c"security.capability".as_ptr(),
+                std::ptr::null_mut(),
+                0,
+            )
+        } >= 0;
+        let named = open_beneath(&self.base, &self.relative, libc::O_PATH | libc::O_NOFOLLOW)
+            .and_then(|f| identity_of(f.as_raw_fd()))
+            .is_ok_and(|id| id == self.identity);
+        Ok(FileFacts {
+            size_bytes: sx.stx_size,
+            mode,
+            uid: sx.stx_uid,
+            gid: sx.stx_gid,
+            nlink: sx.stx_nlink as u64,
+            atime: (sx.stx_atime.tv_sec, sx.stx_atime.tv_nsec as i64),
+            mtime: (sx.stx_mtime.tv_sec, sx.stx_mtime.tv_nsec as i64),
+            ctime: (sx.stx_ctime.tv_sec, sx.stx_ctime.tv_nsec as i64),
+            birth: birth_of(&sx),
+            privileged: mode & (libc::S_ISUID | libc::S_ISGID) != 0 || caps,
+            named,
+        })
+    }
+
+    /// A descriptor for reading: the window's, or a fresh read-only one.
+    fn with_reader<T>(&mut self, f: impl FnOnce(&File, &mut Self) -> io::Result<T>) -> io::Result<T> {
+        match self.window.take() {
+            Some(w) => {
+                let out = f(&w, self);
+                self.window = Some(w);
+                out
+            }
+            None => {
+                let r = self.reopen(libc::O_RDONLY | libc::O_NONBLOCK)?;
+                f(&r, self)
+            }
+        }
+    }
+
+    /// Data ranges: SEEK_DATA/SEEK_HOLE, less unwritten (preallocated) extents.
+    pub fn data_ranges(&mut self) -> io::Result<Vec<(u64, u64)>> {
+        let len = self.facts()?.size_bytes;
+        self.with_reader(|file, _| {
+            let ranges = data_ranges(file, len)?;
+            let unwritten = unwritten_extents(file)?;
+            Ok(subtract(&ranges, &unwritten))
+        })
+    }
+
+    pub fn shares_extents(&mut self) -> io::Result<bool> {
+        self.with_reader(|file, _| has_shared_extents(file))
+    }
+
+    /// Opens the window: the inode for writing (direct I/O where the file system allows it) with a write lease.
+    /// `Ok(false)` when someone else has the file open (or is executing it).
+    pub fn open_window(&mut self) -> io::Result<bool> {
+        if self.window.is_some() {
+            return Ok(true);
+        }
+        let base = libc::O_RDWR | libc::O_NONBLOCK;
+        let file = match self.reopen(base | if self.direct { libc::O_DIRECT } else { 0 }) {
+            Ok(f) => f,
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && self.direct => {
+                self.direct = false;
+                self.reopen(base)?
+            }
+            // Being executed (ETXTBSY) or leased by someone else (EWOULDBLOCK): their turn.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETXTBSY) | Some(libc::EWOULDBLOCK)) => {
+                return Ok(false);
+            }
+            Err(e) => return Err(e),
+        };
+        ignore_sigio();
+        // SAFETY: plain integers on a descriptor we own.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK) } != 0 {
+            let e = last_error();
+            if e.raw_os_error() == Some(libc::EAGAIN) {
+                return Ok(false);
+            }
+            return Err(io::Error::new(
+                e.kind(),
+                format!(
+                    "no write lease could be taken ({e}); without one a concurrent writer could not be excluded"
+                ),
+            ));
+        }
+        self.window = Some(file);
+        Ok(true)
+    }
+
+    pub fn close_window(&mut self) {
+        if let Some(file) = self.window.take() {
+            // SAFETY: plain integers on a descriptor we own.
+            unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
+        }
+    }
+
+    /// Whether the window's lease still stands (a pending break reports the type it is being broken to).
+    pub fn lease_held(&self) -> bool {
+        self.window.as_ref().is_some_and(|w| {
+            // SAFETY: plain integers on a descriptor we own.
+            unsafe { libc::fcntl(w.as_raw_fd(), libc::F_GETLEASE) == libc::F_WRLCK }
+        })
+    }
+
+    /// Reads from the medium: O_DIRECT, or after dropping the cached pages when the file system has none.
+    pub fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let aligned = (buf.len() as u64).next_multiple_of(self.align) as usize;
+        let direct = self.direct && self.window.is_some();
+        self.with_reader(|file, me| {
+            if !direct {
+                let _ = crate::sys::drop_cache(file, offset, aligned as u64);
+            }
+            let staging = &mut me.buffer.slot_mut(0)[..aligned];
+            let mut done = 0;
+            while done < aligned {
+                match file.read_at(&mut staging[done..], offset + done as u64) {
+                    Ok(0) => break,
+                    Ok(n) => done += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let got = done.min(buf.len());
+            buf[..got].copy_from_slice(&staging[..got]);
+            Ok(got)
+        })
+    }
+
+    /// Writes `buf` at `offset` inside the window. Whole aligned blocks go through O_DIRECT; a partial last
+    /// block (at the end of the file) through the page cache on the same descriptor, synced and evicted at once.
+    pub fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        let file = self
+            .window
+            .take()
+            .ok_or_else(|| io::Error::other("write outside a window"))?;
+        let result = self.write_in(&file, offset, buf);
+        self.window = Some(file);
+        result
+    }
+
+    fn write_in(&mut self, file: &File, offset: u64, buf: &[u8]) -> io::Result<()> {
+        let whole = if self.direct {
+            buf.len() as u64 / self.align * self.align
+        } else {
+            0
+        } as usize;
+        if whole > 0 {
+            let staging = &mut self.buffer.slot_mut(0)[..whole];
+            staging.copy_from_slice(&buf[..whole]);
+            file.write_all_at(staging, offset)?;
+        }
+        if whole < buf.len() {
+            set_direct(file, false)?;
+            let tail = file.write_all_at(&buf[whole..], offset + whole as u64);
+            let synced = file.sync_data();
+            let _ = crate::sys::drop_cache(file, offset + whole as u64, (buf.len() - whole) as u64);
+            if self.direct {
+                set_direct(file, true)?;
+            }
+            tail?;
+            synced?;
+        }
+        Ok(())
+    }
+
+    pub fn sync(&mut self) -> io::Result<()> {
+        match &self.window {
+            Some(w) => w.sync_data(),
+            None => Err(io::Error::other("sync outside a window")),
+        }
+    }
+
+    /// Sets atime and mtime on the pinned inode (the change time necessarily moves).
+    pub fn set_times(&mut self, atime: Time, mtime: Time) -> io::Result<()> {
+        let times = [
+            libc::timespec {
+                tv_sec: atime.0,
+                tv_nsec: atime.1,
+            },
+            libc::timespec {
+                tv_sec: mtime.0,
+                tv_nsec: mtime.1,
+            },
+        ];
+        // SAFETY: NUL-terminated path and two live timespecs.
+        if unsafe { libc::utimensat(libc::AT_FDCWD, self.proc_path.as_ptr(), times.as_ptr(), 0) } < 0 {
+            return Err(last_error());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PinnedFile {
+    fn drop(&mut self) {
+        self.close_window();
+    }
+}
+
+/// Ranges minus holes: `ranges` with every `(offset, len)` of `cut` removed.
+fn subtract(ranges: &[(u64, u64)], cut: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for &(start, len) in ranges {
+        let mut pieces = vec![(start, start + len)];
+        for &(c_start, c_len) in cut {
+            let c_end = c_start + c_len;
+            pieces = pieces
+                .into_iter()
+                .flat_map(|(s, e)| {
+                    if c_end <= s || c_start >= e {
+                        vec![(s, e)]
+                    } else {
+                        let mut keep = Vec::new();
+                        if c_start > s {
+                            keep.push((s, c_start));
+                        }
+                        if c_end < e {
+                            keep.push((c_end, e));
+                        }
+                        keep
+                    }
+                })
+                .collect();
+        }
+        out.extend(pieces.into_iter().map(|(s, e)| (s, e - s)));
+    }
+    out
+}
+
+fn set_direct(file: &File, on: bool) -> io::Result<()> {
+    let fd = file.as_raw_fd();
+    // SAFETY: F_GETFL/F_SETFL take plain integers on a descriptor we own.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(last_error());
+    }
+    let flags = if on {
+        flags | libc::O_DIRECT
+    } else {
+        flags & !libc::O_DIRECT
+    };
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } < 0 {
+        return Err(last_error());
+    }
+    Ok(())
+}
+
+/// Makes SIGIO harmless: a broken lease is then noticed by polling instead of killing the process.
+fn ignore_sigio() {
+    // SAFETY: setting a signal's disposition to SIG_IGN has no memory-safety preconditions.
+    unsafe { libc::signal(libc::SIGIO, libc::SIG_IGN) };
+}
+
+/// Finds a journalled file again: the path beneath the root, if it still names the same inode.
+pub fn reopen_pinned(
+    root: &Path,
+    path: &Path,
+    identity: Identity,
+    chunk_bytes: usize,
+) -> io::Result<Option<PinnedFile>> {
+    match PinnedFile::open(root, path, chunk_bytes) {
+        Ok(p) if p.identity == identity => Ok(Some(p)),
+        Ok(_) => Ok(None),
+        Err(_) if std::fs::symlink_metadata(path).is_err() => Ok(None),
+        Err(refusal) => Err(io::Error::other(refusal.0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unwritten_extents_are_cut_out_of_data_ranges() {
+        assert_eq!(subtract(&[(0, 100)], &[(10, 20)]), vec![(0, 10), (30, 70)]);
+        assert_eq!(subtract(&[(0, 100)], &[(0, 100)]), vec![]);
+        assert_eq!(subtract(&[(0, 10), (50, 10)], &[(5, 50)]), vec![(0, 5), (55, 5)]);
+    }
+
+    #[test]
+    fn a_pinned_file_follows_its_inode_through_a_rename_and_knows_its_name_is_gone() {
+        let dir = std::env::temp_dir().join(format!("ssdlab-pin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        std::fs::write(&path, vec![7u8; 8192]).unwrap();
+        let mut pinned = PinnedFile::open(&dir, &path, 4096).unwrap();
+        assert!(pinned.facts().unwrap().named);
+        std::fs::rename(&path, dir.join("g")).unwrap();
+        let facts = pinned.facts().unwrap();
+        assert!(!facts.named, "the name no longer leads to the pinned inode");
+        assert!(pinned.open_window().unwrap());
+        assert!(pinned.lease_held());
+        let mut buf = vec![0u8; 4096];
+        assert_eq!(pinned.read_from_media(0, &mut buf).unwrap(), 4096);
+        assert!(buf.iter().all(|&b| b == 7));
+        // Another opener is refused while the window is open (O_NONBLOCK), and the lease reports the break.
+        let other = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags_nonblock()
+            .open(dir.join("g"));
+        assert!(other.is_err());
+        assert!(!pinned.lease_held());
+        pinned.close_window();
+        assert!(std::fs::File::open(dir.join("g")).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    trait NonBlock {
+        fn custom_flags_nonblock(&mut self) -> &mut Self;
+    }
+    impl NonBlock for std::fs::OpenOptions {
+        fn custom_flags_nonblock(&mut self) -> &mut Self {
+            use std::os::unix::fs::OpenOptionsExt;
+            self.custom_flags(libc::O_NONBLOCK)
+        }
+    }
+}

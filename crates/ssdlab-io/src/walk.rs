@@ -1,0 +1,165 @@
+//! The one directory walker that scan and refresh share: regular files under the paths given, on the file
+//! system of each path, never through a symlink, in name order, reading directories with O_NOATIME so a walk
+//! moves no access time. Hard links are reported once. Paths are bytes (names need not be UTF-8).
+//!
+//! It never opens a regular file and never decides what is stale; it only lists.
+
+use std::collections::HashSet;
+use std::ffi::{CStr, CString, OsStr};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::pinned::{Identity, Time, identity_of_path};
+
+/// A regular file found by the walk.
+#[derive(Debug, Clone)]
+pub struct Walked {
+    /// The path given that led here.
+    pub root: PathBuf,
+    pub path: PathBuf,
+    pub dev: u64,
+    pub identity: Identity,
+    pub size_bytes: u64,
+    pub mtime: Time,
+    pub birth: Option<Time>,
+}
+
+/// Files found, and what was passed over and why.
+#[derive(Debug, Default)]
+pub struct WalkOutput {
+    pub files: Vec<Walked>,
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
+/// Lists the entries of a directory without moving its access time (O_NOATIME where we own it or are root;
+/// otherwise the directory is passed over unless `allow_atime`).
+fn list_dir(path: &Path, allow_atime: bool) -> io::Result<Vec<PathBuf>> {
+    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: NUL-terminated path; a new descriptor or -1.
+    let mut fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_NOATIME) };
+    if fd < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) {
+        if !allow_atime {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "not ours: reading it would move its access time (--allow-atime permits that)",
+            ));
+        }
+        // SAFETY: as above.
+        fd = unsafe { libc::open(c.as_ptr(), flags) };
+    }
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fdopendir takes ownership of the fresh descriptor; closedir below releases both.
+    let dir = unsafe { libc::fdopendir(fd) };
+    if dir.is_null() {
+        let e = io::Error::last_os_error();
+        // SAFETY: fdopendir failed, so the descriptor is still ours to close.
+        unsafe { libc::close(fd) };
+        return Err(e);
+    }
+    let mut names = Vec::new();
+    loop {
+        // SAFETY: dir is a live DIR*; readdir returns an entry valid until the next call, or null.
+        let entry = unsafe { libc::readdir(dir) };
+        if entry.is_null() {
+            break;
+        }
+        // SAFETY: d_name is a NUL-terminated array inside the live entry.
+        let name = unsafe { CStr::from_ptr((*entry).d_name.as_ptr()) };
+        let bytes = name.to_bytes();
+        if bytes != b"." && bytes != b".." {
+            names.push(path.join(OsStr::from_bytes(bytes)));
+        }
+    }
+    // SAFETY: dir is live and closed exactly once.
+    unsafe { libc::closedir(dir) };
+    names.sort();
+    Ok(names)
+}
+
+/// Walks `roots`; `exclude` lists (dev, ino) of directories never to enter (the state directory).
+pub fn walk(roots: &[PathBuf], exclude: &[(u64, u64)], allow_atime: bool) -> io::Result<WalkOutput> {
+    let mut out = WalkOutput::default();
+    let mut seen = HashSet::new();
+    for root in roots {
+        let meta = std::fs::symlink_metadata(root)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", root.display())))?;
+        if meta.file_type().is_symlink() {
+            out.skipped
+                .push((root.clone(), "a symbolic link (never followed)".into()));
+            continue;
+        }
+        let root_dev = meta.dev();
+        let mut stack = vec![root.clone()];
+        while let Some(path) = stack.pop() {
+            let meta = match std::fs::symlink_metadata(&path) {
+                Ok(m) => m,
+                Err(e) => {
+                    out.skipped.push((path, format!("cannot stat: {e}")));
+                    continue;
+                }
+            };
+            let kind = meta.file_type();
+            if kind.is_symlink() {
+                out.skipped
+                    .push((path, "a symbolic link (never followed)".into()));
+            } else if meta.dev() != root_dev {
+                out.skipped.push((path, "on another file system".into()));
+            } else if kind.is_dir() {
+                if exclude.contains(&(meta.dev(), meta.ino())) {
+                    out.skipped.push((path, "ssdlab's own state directory".into()));
+                    continue;
+                }
+                match list_dir(&path, allow_atime) {
+                    Ok(entries) => stack.extend(entries.into_iter().rev()),
+                    Err(e) => out.skipped.push((path, format!("cannot list: {e}"))),
+                }
+            } else if !kind.is_file() {
+                out.skipped.push((path, "not a regular file".into()));
+            } else if seen.insert((meta.dev(), meta.ino())) {
+                let identity = match identity_of_path(&path) {
+                    Ok(id) => id,
+                    Err(e) => {
+                        out.skipped.push((path, format!("cannot stat: {e}")));
+                        continue;
+                    }
+                };
+                out.files.push(Walked {
+                    root: root.clone(),
+                    dev: meta.dev(),
+                    identity,
+                    size_bytes: meta.len(),
+                    mtime: (meta.mtime(), meta.mtime_nsec()),
+                    birth: identity.birth,
+                    path,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_are_not_utf8_are_walked_and_symlinks_skipped() {
+        let dir = std::env::temp_dir().join(format!("ssdlab-walk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        let odd = dir.join(OsStr::from_bytes(b"caf\xe9"));
+        std::fs::write(&odd, b"x").unwrap();
+        std::fs::write(dir.join("sub/a"), b"y").unwrap();
+        std::os::unix::fs::symlink("sub/a", dir.join("link")).unwrap();
+        let out = walk(std::slice::from_ref(&dir), &[], false).unwrap();
+        let names: Vec<_> = out.files.iter().map(|f| f.path.clone()).collect();
+        assert_eq!(names, vec![odd, dir.join("sub/a")]);
+        assert_eq!(out.skipped.len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,478 @@
+//! Crash tests in the style of sled's and TigerBeetle's: the real protocol runs against an in-memory file and
+//! journal that crash at every durable step in turn (journal append, compaction, data write, sync, time
+//! restore); then the machine "reboots", the next run settles and finishes, and the result is checked against a
+//! model of the file's bytes and times. Between the crash and the next run, other programs act on the file
+//! (an edit, a chmod, a rename, the inode reused): the model says what must survive.
+
+use std::cell::RefCell;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use super::file::{Facts, FileId, Opener, RefreshTarget, Time, Window};
+use super::journal::{Journal, JournalStore};
+use super::protocol::{FileOutcome, RefreshEnv, SettleOutcome, refresh_file, settle_all};
+
+const CHUNK: u64 = 4096;
+/// A second of the fake clock, in its nanosecond ticks.
+const SECOND: i64 = 1_000_000_000;
+
+/// The machine: one file, one journal, one clock, and the crash switch.
+struct World {
+    data: Vec<u8>,
+    ranges: Vec<(u64, u64)>,
+    facts: Facts,
+    birth: Time,
+    journal: Vec<u8>,
+    clock_ns: i64,
+    /// Durable steps taken so far, and the one that crashes.
+    steps: u64,
+    crash_at: Option<u64>,
+    crashed: bool,
+    /// Another process has the file open (windows cannot open).
+    open_elsewhere: bool,
+    /// Every write refresh made, checked against the bytes there at that moment.
+    writes_checked: u64,
+}
+
+type Shared = Rc<RefCell<World>>;
+
+fn crash_err() -> io::Error {
+    io::Error::other("crashed")
+}
+
+impl World {
+    fn tick(&mut self) -> Time {
+        self.clock_ns += 1_000;
+        (self.clock_ns / SECOND, self.clock_ns % SECOND)
+    }
+
+    /// One durable step: fails (and stays failed) when it is the one chosen to crash.
+    fn step(&mut self) -> io::Result<bool> {
+        if self.crashed {
+            return Err(crash_err());
+        }
+        self.steps += 1;
+        if self.crash_at == Some(self.steps) {
+            self.crashed = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+}
+
+struct MemStore(Shared);
+
+impl JournalStore for MemStore {
+    fn load(&mut self) -> io::Result<Vec<u8>> {
+        Ok(self.0.borrow().journal.clone())
+    }
+    fn append(&mut self, line: &[u8]) -> io::Result<()> {
+        let mut w = self.0.borrow_mut();
+        if !w.step()? {
+            // Torn: half the line reached the disk.
+            let half = line.len() / 2;
+            w.journal.extend_from_slice(&line[..half]);
+            return Err(crash_err());
+        }
+        w.journal.extend_from_slice(line);
+        Ok(())
+    }
+    fn replace(&mut self, content: &[u8]) -> io::Result<()> {
+        let mut w = self.0.borrow_mut();
+        if !w.step()? {
+            return Err(crash_err()); // the rename never happened
+        }
+        w.journal = content.to_vec();
+        Ok(())
+    }
+}
+
+struct MemFile {
+    world: Shared,
+    in_window: bool,
+}
+
+impl RefreshTarget for MemFile {
+    fn id(&self) -> FileId {
+        let w = self.world.borrow();
+        FileId {
+            fs: 1,
+            ino: 42,
+            birth: Some(w.birth),
+        }
+    }
+    fn generation(&self) -> u64 {
+        7
+    }
+    fn facts(&mut self) -> io::Result<Facts> {
+        let w = self.world.borrow();
+        if w.crashed {
+            return Err(crash_err());
+        }
+        Ok(w.facts)
+    }
+    fn data_ranges(&mut self) -> io::Result<Vec<(u64, u64)>> {
+        Ok(self.world.borrow().ranges.clone())
+    }
+    fn shares_extents(&mut self) -> io::Result<bool> {
+        Ok(false)
+    }
+    fn copy_on_write(&self) -> bool {
+        false
+    }
+    fn open_window(&mut self) -> io::Result<Window> {
+        let w = self.world.borrow();
+        if w.crashed {
+            return Err(crash_err());
+        }
+        if w.open_elsewhere {
+            return Ok(Window::Busy);
+        }
+        self.in_window = true;
+        Ok(Window::Open)
+    }
+    fn close_window(&mut self) {
+        self.in_window = false;
+    }
+    fn lease_held(&mut self) -> io::Result<bool> {
+        Ok(self.in_window)
+    }
+    fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let w = self.world.borrow();
+        if w.crashed {
+            return Err(crash_err());
+        }
+        let start = (offset as usize).min(w.data.len());
+        let n = buf.len().min(w.data.len() - start);
+        buf[..n].copy_from_slice(&w.data[start..start + n]);
+        Ok(n)
+    }
+    fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        assert!(self.in_window, "refresh wrote outside a lease window");
+        let mut w = self.world.borrow_mut();
+        let start = offset as usize;
+        // The model: refresh only ever writes the bytes that are there.
+        assert_eq!(
+            &w.data[start..start + buf.len()],
+            buf,
+            "refresh overwrote other bytes at {offset}"
+        );
+        w.writes_checked += 1;
+        let torn = !w.step()?;
+        let n = if torn { buf.len() / 2 } else { buf.len() };
+        w.data[start..start + n].copy_from_slice(&buf[..n]);
+        let t = w.tick();
+        w.facts.mtime = t;
+        w.facts.ctime = t;
+        if torn { Err(crash_err()) } else { Ok(()) }
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        let mut w = self.world.borrow_mut();
+        if !w.step()? {
+            return Err(crash_err());
+        }
+        Ok(())
+    }
+    fn set_times(&mut self, atime: Time, mtime: Time) -> io::Result<()> {
+        let mut w = self.world.borrow_mut();
+        if !w.step()? {
+            return Err(crash_err());
+        }
+        w.facts.atime = atime;
+        w.facts.mtime = mtime;
+        w.facts.ctime = w.tick();
+        Ok(())
+    }
+}
+
+struct MemOpener(Shared);
+
+impl Opener for MemOpener {
+    fn reopen(
+        &mut self,
+        _root: &Path,
+        _path: &Path,
+        id: &FileId,
+        generation: u64,
+    ) -> io::Result<Option<Box<dyn RefreshTarget>>> {
+        let file = MemFile {
+            world: self.0.clone(),
+            in_window: false,
+        };
+        let same = file.id() == *id && generation == 7 && file.world.borrow().facts.named;
+        Ok(same.then(|| Box::new(file) as Box<dyn RefreshTarget>))
+    }
+}
+
+struct Env(Shared);
+
+impl RefreshEnv for Env {
+    fn wall_ns(&self) -> i64 {
+        self.0.borrow().clock_ns
+    }
+    fn interrupted(&self) -> bool {
+        false
+    }
+    fn pace(&mut self, _bytes: u64) {
+        self.0.borrow_mut().clock_ns += 1_000;
+    }
+    fn wait_ms(&mut self, ms: u64) {
+        self.0.borrow_mut().clock_ns += ms as i64 * 1_000_000;
+    }
+}
+
+const ORIGINAL_ATIME: Time = (1_500_000_000, 111);
+const ORIGINAL_MTIME: Time = (1_400_000_000, 222);
+
+fn new_world(seed: u64) -> Shared {
+    let mut rng = ssdlab_core::rng::Rng::new(seed);
+    let len = 5 * CHUNK as usize + 1234;
+    let data: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
+    Rc::new(RefCell::new(World {
+        data,
+        // A hole from one chunk to two: never written.
+        ranges: vec![(0, CHUNK), (2 * CHUNK, len as u64 - 2 * CHUNK)],
+        facts: Facts {
+            size_bytes: len as u64,
+            mode: 0o640,
+            uid: 1000,
+            gid: 1000,
+            nlink: 1,
+            atime: ORIGINAL_ATIME,
+            mtime: ORIGINAL_MTIME,
+            ctime: (1_600_000_000, 0),
+            privileged: false,
+            named: true,
+        },
+        birth: (1_400_000_000, 0),
+        journal: Vec::new(),
+        clock_ns: 1_700_000_000 * SECOND,
+        steps: 0,
+        crash_at: None,
+        crashed: false,
+        open_elsewhere: false,
+        writes_checked: 0,
+    }))
+}
+
+/// One run of `ssdlab refresh` on the file: open the journal, settle, refresh (resuming where settled).
+fn one_run(world: &Shared) -> io::Result<Option<FileOutcome>> {
+    let mut journal = Journal::open(Box::new(MemStore(world.clone()))).map_err(io::Error::other)?;
+    let mut env = Env(world.clone());
+    let mut resume = 0;
+    for outcome in settle_all(&mut journal, &mut MemOpener(world.clone()), &mut env) {
+        match outcome.map_err(|(_, e)| io::Error::other(e.to_string()))? {
+            SettleOutcome::Restored {
+                chunk_bytes,
+                resume_from,
+                ..
+            } if chunk_bytes == CHUNK => resume = resume_from,
+            SettleOutcome::Busy { .. } => return Ok(None),
+            _ => {}
+        }
+    }
+    if world.borrow().crashed {
+        // A crash in a step whose failure the run tolerates (compaction) still ends the process.
+        return Err(crash_err());
+    }
+    if !world.borrow().facts.named {
+        return Ok(None);
+    }
+    let mut file = MemFile {
+        world: world.clone(),
+        in_window: false,
+    };
+    let (mut buf, mut check) = (Vec::new(), Vec::new());
+    let outcome = refresh_file(
+        &mut file,
+        Path::new("/r"),
+        &PathBuf::from("/r/f"),
+        &mut journal,
+        CHUNK,
+        resume,
+        &mut env,
+        &mut buf,
+        &mut check,
+    )
+    .map_err(|e| io::Error::other(e.to_string()))?;
+    Ok(Some(outcome))
+}
+
+/// What another program does between the crash and the next run.
+#[derive(Debug, Clone, Copy)]
+enum Meanwhile {
+    Nothing,
+    /// The owner edits one byte (same size): the data is theirs now.
+    Edit,
+    Chmod,
+    /// The file is deleted and another takes its inode number.
+    InodeReused,
+}
+
+fn act(world: &Shared, meanwhile: Meanwhile) {
+    let mut w = world.borrow_mut();
+    // The next run comes a minute after the crash.
+    w.clock_ns += 60 * SECOND;
+    match meanwhile {
+        Meanwhile::Nothing => {}
+        Meanwhile::Edit => {
+            w.data[100] ^= 0xff;
+            let t = w.tick();
+            w.facts.mtime = t;
+            w.facts.ctime = t;
+        }
+        Meanwhile::Chmod => {
+            w.facts.mode = 0o600;
+            w.facts.ctime = w.tick();
+        }
+        Meanwhile::InodeReused => {
+            w.birth = (1_750_000_000, 5);
+            let t = w.tick();
+            w.facts = Facts {
+                mtime: t,
+                ctime: t,
+                atime: t,
+                ..w.facts
+            };
+            w.data.iter_mut().for_each(|b| *b = 0x5a);
+        }
+    }
+}
+
+/// Durable steps in an uninterrupted run.
+fn steps_without_a_crash(seed: u64) -> u64 {
+    let world = new_world(seed);
+    let outcome = one_run(&world).unwrap();
+    assert!(
+        matches!(outcome, Some(FileOutcome::Refreshed { .. })),
+        "{outcome:?}"
+    );
+    let w = world.borrow();
+    assert_eq!((w.facts.atime, w.facts.mtime), (ORIGINAL_ATIME, ORIGINAL_MTIME));
+    w.steps
+}
+
+#[test]
+fn a_crash_at_every_durable_step_changes_nothing_after_the_next_run() {
+    for seed in [1u64, 2] {
+        let total = steps_without_a_crash(seed);
+        assert!(total > 10, "the run has durable steps to crash at ({total})");
+        for meanwhile in [
+            Meanwhile::Nothing,
+            Meanwhile::Edit,
+            Meanwhile::Chmod,
+            Meanwhile::InodeReused,
+        ] {
+            for crash_at in 1..=total {
+                let ctx = format!("seed {seed}, crash at step {crash_at} of {total}, then {meanwhile:?}");
+                let world = new_world(seed);
+                let original = world.borrow().data.clone();
+                world.borrow_mut().crash_at = Some(crash_at);
+                let first = one_run(&world);
+                assert!(
+                    first.is_err(),
+                    "{ctx}: the run should have crashed, got {first:?}"
+                );
+                // Reboot: the crash switch is off, nothing in memory survives.
+                {
+                    let mut w = world.borrow_mut();
+                    w.crashed = false;
+                    w.crash_at = None;
+                }
+                act(&world, meanwhile);
+                let before_next = world.borrow().facts;
+                let expected_data = world.borrow().data.clone();
+                let second = one_run(&world).unwrap_or_else(|e| panic!("{ctx}: the next run failed: {e}"));
+                let w = world.borrow();
+                assert_eq!(w.data, expected_data, "{ctx}: content changed");
+                match meanwhile {
+                    Meanwhile::Nothing | Meanwhile::Chmod => {
+                        assert_eq!(w.data, original, "{ctx}");
+                        assert!(
+                            matches!(second, Some(FileOutcome::Refreshed { .. })),
+                            "{ctx}: {second:?}"
+                        );
+                        assert_eq!(
+                            (w.facts.atime, w.facts.mtime),
+                            (ORIGINAL_ATIME, ORIGINAL_MTIME),
+                            "{ctx}: times not restored"
+                        );
+                        if let Meanwhile::Chmod = meanwhile {
+                            assert_eq!(w.facts.mode, 0o600, "{ctx}: the owner's chmod stays");
+                        }
+                    }
+                    Meanwhile::Edit => {
+                        // The owner's edit stands, with the owner's modification time (refreshing the edited
+                        // file afresh keeps it).
+                        assert_eq!(
+                            w.facts.mtime, before_next.mtime,
+                            "{ctx}: an old mtime over an edit"
+                        );
+                    }
+                    Meanwhile::InodeReused => {
+                        assert_eq!(w.facts.mtime, before_next.mtime, "{ctx}: old times on a new file");
+                        assert_eq!(w.facts.atime, before_next.atime, "{ctx}");
+                    }
+                }
+                // And nothing is left in the journal.
+                drop(w);
+                let journal = Journal::open(Box::new(MemStore(world.clone()))).unwrap();
+                assert!(
+                    journal.unfinished().is_empty(),
+                    "{ctx}: journal left {:?}",
+                    journal.unfinished()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn an_opener_is_waited_for_and_then_given_way_with_times_restored() {
+    let world = new_world(3);
+    // Crash after the second data write, then someone holds the file open through the next run.
+    world.borrow_mut().crash_at = Some(8);
+    assert!(one_run(&world).is_err());
+    {
+        let mut w = world.borrow_mut();
+        w.crashed = false;
+        w.crash_at = None;
+        w.open_elsewhere = true;
+    }
+    assert_eq!(
+        one_run(&world).unwrap(),
+        None,
+        "a busy file stays for a later run"
+    );
+    assert_eq!(
+        Journal::open(Box::new(MemStore(world.clone())))
+            .unwrap()
+            .unfinished()
+            .len(),
+        1
+    );
+    world.borrow_mut().open_elsewhere = false;
+    let outcome = one_run(&world).unwrap();
+    assert!(
+        matches!(outcome, Some(FileOutcome::Refreshed { .. })),
+        "{outcome:?}"
+    );
+    let w = world.borrow();
+    assert_eq!((w.facts.atime, w.facts.mtime), (ORIGINAL_ATIME, ORIGINAL_MTIME));
+}
+
+#[test]
+fn the_model_catches_a_refresher_that_writes_stale_bytes() {
+    // The oracle itself: a write of bytes that are not there must be caught.
+    let world = new_world(4);
+    let mut file = MemFile {
+        world: world.clone(),
+        in_window: true,
+    };
+    let mut stale = vec![0u8; 16];
+    file.read_from_media(0, &mut stale).unwrap();
+    world.borrow_mut().data[3] ^= 1;
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| file.write_at(0, &stale)));
+    assert!(caught.is_err(), "the model must reject a stale write");
+}

@@ -1,0 +1,286 @@
+//! The refresh journal: what an interrupted run needs to put every file back as its owner had it.
+//!
+//! One JSON line per step, durable before the step it announces: a `begin` record with the file's identity,
+//! name and original facts before its first write, a `writing` record with the chunk's offset, length and
+//! checksum (and the stamp the file had before it) before each write, and an `end` record when the file is
+//! finished or given up. A resume therefore knows, for the one write that may have been cut off, which bytes it
+//! wrote (the checksum) and when, and tells its own write from someone else's change.
+//!
+//! The journal never decides anything about files; [`crate::refresh::protocol`] does. It must never lose a
+//! record of an unfinished file: unreadable lines are counted and skipped (a torn last line is normal after a
+//! kill), and compaction keeps every unfinished entry whole.
+
+use std::collections::BTreeMap;
+use std::io;
+
+use serde::{Deserialize, Serialize};
+
+use super::file::{FileId, PathBytes, Stamp, Time};
+
+/// Where journal bytes live: a file in the state directory, or memory in the crash tests.
+pub trait JournalStore {
+    /// The whole journal as stored.
+    fn load(&mut self) -> io::Result<Vec<u8>>;
+    /// Appends one line; durable when it returns.
+    fn append(&mut self, line: &[u8]) -> io::Result<()>;
+    /// Replaces the whole journal atomically and durably (compaction).
+    fn replace(&mut self, content: &[u8]) -> io::Result<()>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("cannot write the journal: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// The first record of a file: who it is and what it was like before we touched it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Begin {
+    pub id: FileId,
+    pub generation: u64,
+    /// The path the user gave, and the file's path (beneath it).
+    pub root: PathBytes,
+    pub path: PathBytes,
+    pub size_bytes: u64,
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub atime: Time,
+    pub mtime: Time,
+    pub stamp: Stamp,
+    pub chunk_bytes: u64,
+}
+
+/// Announces one write: durable before the write starts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Writing {
+    pub id: FileId,
+    /// Chunk number, in the order of the file's data ranges.
+    pub index: u64,
+    pub offset: u64,
+    pub len: u64,
+    /// Checksum of the bytes about to be written (the bytes just read from the same place).
+    pub sum: u64,
+    /// The file as it was before this write: if it still is, the write never landed.
+    pub before: Stamp,
+    /// Wall-clock time (ns since the epoch) when this record was made; the write follows within
+    /// [`WRITE_WITHIN_NS`] or is announced again.
+    pub wall_ns: i64,
+}
+
+/// How soon after its `writing` record a write must start; the protocol re-announces a write that would start
+/// later (a stalled process), so a resume may take a modification time up to this long after the record as ours.
+pub const WRITE_WITHIN_NS: i64 = 1_000_000_000;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+enum Record {
+    Begin(Begin),
+    Writing(Writing),
+    End { id: FileId },
+}
+
+/// A file with unfinished work: its begin record and its last announced write, if any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unfinished {
+    pub begin: Begin,
+    pub last: Option<Writing>,
+}
+
+/// The journal as replayed, plus the store it appends to.
+pub struct Journal {
+    store: Box<dyn JournalStore>,
+    open: BTreeMap<FileId, Unfinished>,
+    /// Lines that could not be read on replay (other than a torn last line).
+    pub unreadable_lines: usize,
+}
+
+impl Journal {
+    /// Replays the store and compacts it to the unfinished entries.
+    pub fn open(mut store: Box<dyn JournalStore>) -> Result<Self, JournalError> {
+        let bytes = store.load()?;
+        let mut open = BTreeMap::new();
+        let mut unreadable_lines = 0;
+        let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+        let complete = if bytes.ends_with(b"\n") {
+            lines.len() - 1
+        } else {
+            // The last line never got its newline: a write cut off by a kill, never acted on.
+            lines.len().saturating_sub(1)
+        };
+        for line in &lines[..complete] {
+            if line.is_empty() {
+                continue;
+            }
+            let Ok(record) = serde_json::from_slice::<Record>(line) else {
+                unreadable_lines += 1;
+                continue;
+            };
+            match record {
+                Record::Begin(begin) => {
+                    open.insert(begin.id, Unfinished { begin, last: None });
+                }
+                Record::Writing(w) => {
+                    if let Some(entry) = open.get_mut(&w.id) {
+                        entry.last = Some(w);
+                    }
+                }
+                Record::End { id } => {
+                    open.remove(&id);
+                }
+            }
+        }
+        let mut journal = Journal {
+            store,
+            open,
+            unreadable_lines,
+        };
+        journal.compact()?;
+        Ok(journal)
+    }
+
+    /// Rewrites the store with only the unfinished entries, each whole (begin and last write).
+    pub fn compact(&mut self) -> Result<(), JournalError> {
+        let mut out = Vec::new();
+        for entry in self.open.values() {
+            push_line(&mut out, &Record::Begin(entry.begin.clone()));
+            if let Some(w) = entry.last {
+                push_line(&mut out, &Record::Writing(w));
+            }
+        }
+        self.store.replace(&out)?;
+        Ok(())
+    }
+
+    fn append(&mut self, record: &Record) -> Result<(), JournalError> {
+        let mut line = Vec::new();
+        push_line(&mut line, record);
+        self.store.append(&line)?;
+        Ok(())
+    }
+
+    pub fn begin(&mut self, begin: Begin) -> Result<(), JournalError> {
+        assert!(
+            !self.open.contains_key(&begin.id),
+            "a file is begun only after its earlier entry was settled"
+        );
+        self.append(&Record::Begin(begin.clone()))?;
+        self.open.insert(begin.id, Unfinished { begin, last: None });
+        Ok(())
+    }
+
+    pub fn writing(&mut self, w: Writing) -> Result<(), JournalError> {
+        assert!(
+            self.open.contains_key(&w.id),
+            "a write is announced only for a begun file"
+        );
+        self.append(&Record::Writing(w))?;
+        if let Some(entry) = self.open.get_mut(&w.id) {
+            entry.last = Some(w);
+        }
+        Ok(())
+    }
+
+    pub fn end(&mut self, id: FileId) -> Result<(), JournalError> {
+        self.append(&Record::End { id })?;
+        self.open.remove(&id);
+        Ok(())
+    }
+
+    /// The unfinished entries, in identity order.
+    pub fn unfinished(&self) -> Vec<Unfinished> {
+        self.open.values().cloned().collect()
+    }
+
+    pub fn entry(&self, id: &FileId) -> Option<&Unfinished> {
+        self.open.get(id)
+    }
+}
+
+fn push_line(out: &mut Vec<u8>, record: &Record) {
+    serde_json::to_writer(&mut *out, record).expect("journal records always serialize");
+    out.push(b'\n');
+}
+
+#[cfg(test)]
+pub(crate) mod memory {
+    //! An in-memory journal store for tests.
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    pub struct MemoryStore(pub Arc<Mutex<Vec<u8>>>);
+
+    impl JournalStore for MemoryStore {
+        fn load(&mut self) -> io::Result<Vec<u8>> {
+            Ok(self.0.lock().unwrap().clone())
+        }
+        fn append(&mut self, line: &[u8]) -> io::Result<()> {
+            self.0.lock().unwrap().extend_from_slice(line);
+            Ok(())
+        }
+        fn replace(&mut self, content: &[u8]) -> io::Result<()> {
+            *self.0.lock().unwrap() = content.to_vec();
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::memory::MemoryStore;
+    use super::*;
+
+    fn begin(ino: u64) -> Begin {
+        Begin {
+            id: FileId {
+                fs: 1,
+                ino,
+                birth: Some((5, 0)),
+            },
+            generation: 0,
+            root: PathBytes("/r".into()),
+            path: PathBytes(format!("/r/{ino}").into()),
+            size_bytes: 100,
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+            atime: (1, 0),
+            mtime: (2, 0),
+            stamp: Stamp {
+                size_bytes: 100,
+                mtime: (2, 0),
+                ctime: (3, 0),
+            },
+            chunk_bytes: 64,
+        }
+    }
+
+    #[test]
+    fn garbage_and_torn_lines_are_skipped_and_unfinished_entries_survive() {
+        let store = MemoryStore::default();
+        let mut j = Journal::open(Box::new(store.clone())).unwrap();
+        j.begin(begin(1)).unwrap();
+        j.begin(begin(2)).unwrap();
+        j.end(begin(2).id).unwrap();
+        store
+            .0
+            .lock()
+            .unwrap()
+            .extend_from_slice(b"{\"event\":\"beg\xffin\"}\n");
+        j.begin(begin(3)).unwrap();
+        store
+            .0
+            .lock()
+            .unwrap()
+            .extend_from_slice(b"{\"event\":\"end\",\"id\"");
+        let j = Journal::open(Box::new(store.clone())).unwrap();
+        assert_eq!(j.unreadable_lines, 1);
+        let ids: Vec<u64> = j.unfinished().iter().map(|u| u.begin.id.ino).collect();
+        assert_eq!(ids, vec![1, 3]);
+        // Compaction kept exactly those.
+        let again = Journal::open(Box::new(store)).unwrap();
+        assert_eq!(again.unfinished().len(), 2);
+        assert_eq!(again.unreadable_lines, 0);
+    }
+}

@@ -1,0 +1,478 @@
+//! The refresh protocol: rewriting one file in place in short lease windows, and settling what an interrupted
+//! run left behind.
+//!
+//! Per chunk, inside one window (the file open for writing with a write lease, so no one else has it open):
+//! check that nothing changed since our last look, read the chunk from the medium, checksum it, journal the
+//! write (durably), check the lease and the file once more with nothing slow in between, write the same bytes
+//! back, sync, re-read from the medium and compare, check that no privilege bit or capability came or went, and
+//! close the window. Between windows the file is not held at all, so `tar`, `exec` and `chattr` are never
+//! refused for long: a window lasts one chunk (milliseconds), and a file someone else has open is waited for
+//! rather than fought over.
+//!
+//! **The remaining window.** The lease and the file are checked immediately before each write; between that
+//! check and the write there is no system call but the write itself. Should the process be stalled there for
+//! longer than the kernel's lease-break time (`/proc/sys/fs/lease-break-time`, 45 s by default) while another
+//! process opens and writes the file, the stale chunk would land over that write. A metadata change made by path
+//! (chmod, setxattr, rename) during a window is seen after the write and the file given up with its times
+//! restored; a capability set by path in the microseconds between the last check and the write would be
+//! stripped by the kernel unseen.
+//!
+//! This module never opens files or reads the clock itself: everything goes through [`RefreshTarget`],
+//! [`Opener`], [`Journal`] and [`RefreshEnv`].
+
+use std::io;
+
+use super::file::{Facts, FileId, Opener, PathBytes, RefreshTarget, Time, Window, time_ns};
+use super::journal::{Begin, Journal, JournalError, Unfinished, WRITE_WITHIN_NS, Writing};
+
+/// A fast 64-bit checksum of a buffer: four independent multiply-mix lanes over 32-byte blocks (so the CPU can
+/// run them in parallel), folded together with the length. Collisions are what matters here, not
+/// cryptographic strength.
+pub fn checksum(data: &[u8]) -> u64 {
+    const K: [u64; 4] = [
+        0xff51_afd7_ed55_8ccd,
+        0xc4ce_b9fe_1a85_ec53,
+        0x9E37_79B9_7F4A_7C15,
+        0xD6E8_FEB8_6659_FD93,
+    ];
+    let mut lanes = [K[2], K[3], K[0], K[1]];
+    let mut blocks = data.chunks_exact(32);
+    for block in &mut blocks {
+        for (lane, (word, k)) in lanes.iter_mut().zip(block.chunks_exact(8).zip(K)) {
+            let v = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+            *lane = (*lane ^ v).wrapping_mul(k).rotate_left(29);
+        }
+    }
+    let mut h = data.len() as u64;
+    for (lane, k) in lanes.iter().zip(K) {
+        h = (h ^ lane).wrapping_mul(k).rotate_left(31);
+    }
+    for &b in blocks.remainder() {
+        h = (h ^ b as u64).wrapping_mul(K[1]);
+    }
+    h ^ (h >> 29)
+}
+
+/// What the protocol needs from the world besides the file: time, interruption, pacing and waiting.
+pub trait RefreshEnv {
+    /// Wall-clock time in nanoseconds since the Unix epoch (the clock file times use).
+    fn wall_ns(&self) -> i64;
+    /// Whether the user asked to stop (SIGINT, SIGTERM): the file in hand is put back and left.
+    fn interrupted(&self) -> bool;
+    /// Called before each chunk is read: rate limiting, pausing while the device is busy.
+    fn pace(&mut self, bytes: u64);
+    /// Waits a little before trying a file someone else has open again.
+    fn wait_ms(&mut self, ms: u64);
+}
+
+/// How long another process may keep a file open before refresh gives it up for this run.
+pub const PATIENCE_MS: u64 = 10_000;
+const RETRY_MS: u64 = 20;
+
+/// What happened to one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileOutcome {
+    Refreshed {
+        bytes: u64,
+        chunks: u64,
+        resumed_from_chunk: u64,
+    },
+    /// Nothing was written: the reason says why.
+    Refused { reason: String },
+    /// Someone else opened or changed the file; what was done stays (same bytes), the times are put back unless
+    /// the data itself changed.
+    GaveWay {
+        reason: String,
+        chunks_done: u64,
+        times_restored: bool,
+    },
+    /// A chunk read back differently after rewriting (a failing medium); its bytes were written once more.
+    VerifyFailed { offset: u64, times_restored: bool },
+    /// Stopped by the user between chunks; the times are put back.
+    Interrupted { chunks_done: u64, times_restored: bool },
+}
+
+/// What settling an interrupted run's entry did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettleOutcome {
+    /// The content was ours: the original times are back. A run with the same chunk size resumes at `resume_from`.
+    Restored {
+        path: PathBytes,
+        id: FileId,
+        chunk_bytes: u64,
+        resume_from: u64,
+    },
+    /// Someone else changed the data since: its times are left as they are, the entry dropped.
+    ChangedByOthers { path: PathBytes },
+    /// The file is gone, or its name now belongs to another file: nothing of ours to restore.
+    Gone { path: PathBytes },
+    /// Someone has the file open for longer than we wait: the entry stays for the next run.
+    Busy { path: PathBytes },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error("{0}")]
+    Journal(#[from] JournalError),
+}
+
+/// Chunks within the data ranges, in order: a pure function of the ranges and the chunk size, so a resumed run
+/// walks the same list.
+fn chunk_list(ranges: &[(u64, u64)], size_bytes: u64, chunk_bytes: u64) -> Vec<(u64, u64)> {
+    let mut chunks = Vec::new();
+    for &(start, len) in ranges {
+        let end = (start + len).min(size_bytes);
+        let mut offset = start;
+        while offset < end {
+            let piece = chunk_bytes.min(end - offset);
+            chunks.push((offset, piece));
+            offset += piece;
+        }
+    }
+    chunks
+}
+
+/// Opens a window, waiting up to [`PATIENCE_MS`] while someone else has the file open.
+fn open_window_patiently(target: &mut dyn RefreshTarget, env: &mut dyn RefreshEnv) -> io::Result<Window> {
+    let mut waited = 0;
+    loop {
+        match target.open_window()? {
+            Window::Open => return Ok(Window::Open),
+            Window::Busy if waited >= PATIENCE_MS || env.interrupted() => return Ok(Window::Busy),
+            Window::Busy => {
+                env.wait_ms(RETRY_MS);
+                waited += RETRY_MS;
+            }
+        }
+    }
+}
+
+/// Puts the original times back unless the data changed since `ours` (our own last look), then ends the entry.
+/// Inside a window when one can be had, so no writer can slip in between the check and the restore; otherwise
+/// the check and the restore are consecutive system calls. Returns whether the times were restored.
+fn restore_and_end(
+    target: &mut dyn RefreshTarget,
+    journal: &mut Journal,
+    id: FileId,
+    original: (Time, Time),
+    ours: &Facts,
+    env: &mut dyn RefreshEnv,
+    in_window: bool,
+) -> Result<bool, RefreshError> {
+    // When someone keeps the file open past our patience, restore anyway if the data is still ours: a writer
+    // moves the modification time, so the check below sees any write that came first.
+    if !in_window {
+        open_window_patiently(target, env)?;
+    }
+    let now = target.facts()?;
+    let restore = !now.data_changed_since(ours);
+    if restore {
+        target.set_times(original.0, original.1)?;
+    }
+    target.close_window();
+    journal.end(id)?;
+    Ok(restore)
+}
+
+/// Refreshes one file in chunks of at most `chunk_bytes` (a multiple of the direct-I/O alignment) that never
+/// leave its data ranges, starting at chunk `resume_from` (0, or where a settled run left off with the same
+/// chunk size). The file must have no unfinished journal entry (settle first).
+#[allow(clippy::too_many_arguments)]
+pub fn refresh_file(
+    target: &mut dyn RefreshTarget,
+    root: &std::path::Path,
+    path: &std::path::Path,
+    journal: &mut Journal,
+    chunk_bytes: u64,
+    resume_from: u64,
+    env: &mut dyn RefreshEnv,
+    buf: &mut Vec<u8>,
+    check: &mut Vec<u8>,
+) -> Result<FileOutcome, RefreshError> {
+    let id = target.id();
+    assert!(
+        journal.entry(&id).is_none(),
+        "a file is refreshed only after its old entry is settled"
+    );
+    assert!(chunk_bytes > 0);
+    let first = target.facts()?;
+    if first.privileged {
+        return Ok(FileOutcome::Refused {
+            reason: "setuid, setgid or file capabilities (a write would clear them)".into(),
+        });
+    }
+    if target.shares_extents()? {
+        return Ok(FileOutcome::Refused {
+            reason: "shares extents with another file (reflink or snapshot); rewriting would unshare them"
+                .into(),
+        });
+    }
+    let chunks = chunk_list(&target.data_ranges()?, first.size_bytes, chunk_bytes);
+    let resume_from = if (resume_from as usize) < chunks.len() {
+        resume_from
+    } else {
+        0
+    };
+    journal.begin(Begin {
+        id,
+        generation: target.generation(),
+        root: PathBytes(root.to_path_buf()),
+        path: PathBytes(path.to_path_buf()),
+        size_bytes: first.size_bytes,
+        mode: first.mode,
+        uid: first.uid,
+        gid: first.gid,
+        atime: first.atime,
+        mtime: first.mtime,
+        stamp: first.stamp(),
+        chunk_bytes,
+    })?;
+    let original = (first.atime, first.mtime);
+    // What the file looked like after our last write (or at the start): anything else is someone else's doing.
+    let mut ours = first;
+    let mut refreshed_bytes = 0;
+    let mut index = resume_from as usize;
+    // Gives the file up: times back unless the data changed, entry ended.
+    macro_rules! give_way {
+        ($reason:expr, $in_window:expr) => {{
+            let times_restored = restore_and_end(target, journal, id, original, &ours, env, $in_window)?;
+            return Ok(FileOutcome::GaveWay {
+                reason: $reason.into(),
+                chunks_done: index as u64,
+                times_restored,
+            });
+        }};
+    }
+    while index < chunks.len() {
+        let (offset, len) = chunks[index];
+        let want = len as usize;
+        if env.interrupted() {
+            let times_restored = restore_and_end(target, journal, id, original, &ours, env, false)?;
+            return Ok(FileOutcome::Interrupted {
+                chunks_done: index as u64,
+                times_restored,
+            });
+        }
+        env.pace(len);
+        if open_window_patiently(target, env)? == Window::Busy {
+            give_way!("open in another process for longer than refresh waits", false);
+        }
+        let now = target.facts()?;
+        if !now.same_as(&ours) {
+            give_way!(describe_change(&ours, &now), true);
+        }
+        if target.copy_on_write() && target.shares_extents()? {
+            give_way!("its extents became shared (a snapshot or reflink)", true);
+        }
+        buf.resize(want, 0);
+        if target.read_from_media(offset, &mut buf[..want])? != want {
+            give_way!("it became shorter while being read", true);
+        }
+        let sum = checksum(&buf[..want]);
+        // Announce the write durably, then check lease and file with nothing slow before the write. A stall
+        // between the announcement and the check makes the announcement stale: announce again.
+        loop {
+            let announced_ns = env.wall_ns();
+            journal.writing(Writing {
+                id,
+                index: index as u64,
+                offset,
+                len,
+                sum,
+                before: ours.stamp(),
+                wall_ns: announced_ns,
+            })?;
+            if !target.lease_held()? {
+                // Someone asked for the file: let them in, and come back for this chunk.
+                target.close_window();
+                break;
+            }
+            let now = target.facts()?;
+            if !now.same_as(&ours) {
+                give_way!(describe_change(&ours, &now), true);
+            }
+            if env.wall_ns() - announced_ns > WRITE_WITHIN_NS / 2 {
+                continue;
+            }
+            // Pair assertion: the bytes written are exactly the bytes just read from this offset.
+            assert_eq!(
+                checksum(&buf[..want]),
+                sum,
+                "refresh would write bytes it did not read"
+            );
+            target.write_at(offset, &buf[..want])?;
+            target.sync()?;
+            check.resize(want, 0);
+            let reread = target.read_from_media(offset, &mut check[..want])?;
+            if reread != want || checksum(&check[..want]) != sum {
+                // Put the bytes back once more while our lease still excludes everyone else.
+                if target.lease_held()? {
+                    target.write_at(offset, &buf[..want])?;
+                    target.sync()?;
+                }
+                let times_restored = restore_and_end(target, journal, id, original, &ours, env, true)?;
+                return Ok(FileOutcome::VerifyFailed {
+                    offset,
+                    times_restored,
+                });
+            }
+            let after = target.facts()?;
+            if after.privileged != ours.privileged {
+                give_way!(
+                    "a setuid/setgid bit or file capability came or went during the write",
+                    true
+                );
+            }
+            // Our write moves only the modification and change times; anything else is someone else's change
+            // made by path during the window (chmod, chown, rename, link, setxattr).
+            let expected = Facts {
+                mtime: after.mtime,
+                ctime: after.ctime,
+                atime: after.atime,
+                ..ours
+            };
+            if after != expected {
+                ours = Facts {
+                    mtime: after.mtime,
+                    ..ours
+                };
+                give_way!(describe_change(&expected, &after), true);
+            }
+            ours = after;
+            refreshed_bytes += len;
+            index += 1;
+            target.close_window();
+            break;
+        }
+    }
+    // The last window: the times go back under the lease.
+    restore_and_end(target, journal, id, original, &ours, env, false)?;
+    Ok(FileOutcome::Refreshed {
+        bytes: refreshed_bytes,
+        chunks: chunks.len() as u64,
+        resumed_from_chunk: resume_from,
+    })
+}
+
+/// Says what someone else changed, for the report.
+fn describe_change(before: &Facts, now: &Facts) -> String {
+    let mut what = Vec::new();
+    if now.size_bytes != before.size_bytes {
+        what.push("size");
+    }
+    if now.mtime != before.mtime {
+        what.push("data (modification time)");
+    }
+    if now.mode != before.mode {
+        what.push("mode");
+    }
+    if (now.uid, now.gid) != (before.uid, before.gid) {
+        what.push("owner");
+    }
+    if now.nlink != before.nlink {
+        what.push("links");
+    }
+    if !now.named {
+        what.push("name (renamed or removed)");
+    }
+    if now.privileged != before.privileged {
+        what.push("setuid/setgid or capabilities");
+    }
+    if what.is_empty() {
+        what.push("metadata (change time: attributes or extended attributes)");
+    }
+    format!("another process changed its {}", what.join(", "))
+}
+
+/// Settles one unfinished entry of an interrupted run: restores the original times where the content is ours,
+/// reports and drops the entry where it is not.
+pub fn settle_entry(
+    entry: &Unfinished,
+    opener: &mut dyn Opener,
+    journal: &mut Journal,
+    env: &mut dyn RefreshEnv,
+) -> Result<SettleOutcome, RefreshError> {
+    let begin = &entry.begin;
+    let path = begin.path.clone();
+    let Some(mut target) = opener.reopen(&begin.root.0, &begin.path.0, &begin.id, begin.generation)? else {
+        journal.end(begin.id)?;
+        return Ok(SettleOutcome::Gone { path });
+    };
+    let target = target.as_mut();
+    if open_window_patiently(target, env)? == Window::Busy {
+        return Ok(SettleOutcome::Busy { path });
+    }
+    let now = target.facts()?;
+    let resume_from = entry.last.map_or(0, |w| w.index);
+    let ours = match &entry.last {
+        // Nothing was written: times are as the owner left them unless our reads moved atime.
+        None => !(now.size_bytes != begin.size_bytes || now.mtime != begin.mtime),
+        Some(w) => {
+            let untouched = now.size_bytes == w.before.size_bytes && now.mtime == w.before.mtime;
+            untouched || {
+                // The write may have landed: it is ours if the chunk holds what we wrote and the modification
+                // time falls where our write would have put it (announced, then written within the bound).
+                let mtime_ns = time_ns(now.mtime);
+                let ours_in_time = mtime_ns >= w.wall_ns as i128 - 50_000_000
+                    && mtime_ns <= (w.wall_ns + WRITE_WITHIN_NS) as i128 + 50_000_000;
+                let mut chunk = vec![0u8; w.len as usize];
+                now.size_bytes == w.before.size_bytes
+                    && ours_in_time
+                    && target.read_from_media(w.offset, &mut chunk)? == chunk.len()
+                    && checksum(&chunk) == w.sum
+            }
+        }
+    };
+    if ours {
+        target.set_times(begin.atime, begin.mtime)?;
+        target.close_window();
+        journal.end(begin.id)?;
+        Ok(SettleOutcome::Restored {
+            path,
+            id: begin.id,
+            chunk_bytes: begin.chunk_bytes,
+            resume_from,
+        })
+    } else {
+        target.close_window();
+        journal.end(begin.id)?;
+        Ok(SettleOutcome::ChangedByOthers { path })
+    }
+}
+
+/// Settles every unfinished entry, whatever this run was asked to select.
+pub fn settle_all(
+    journal: &mut Journal,
+    opener: &mut dyn Opener,
+    env: &mut dyn RefreshEnv,
+) -> Vec<Result<SettleOutcome, (PathBytes, RefreshError)>> {
+    let mut outcomes = Vec::new();
+    for entry in journal.unfinished() {
+        let path = entry.begin.path.clone();
+        outcomes.push(settle_entry(&entry, opener, journal, env).map_err(|e| (path, e)));
+    }
+    if outcomes.iter().all(|o| o.is_ok()) {
+        // Keep the journal short; failures leave their entries (and the records) for the next run.
+        let _ = journal.compact();
+    }
+    outcomes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksum_sees_every_byte() {
+        let mut data = vec![7u8; 4099];
+        let base = checksum(&data);
+        for i in [0, 8, 4095, 4098] {
+            data[i] ^= 1;
+            assert_ne!(checksum(&data), base, "byte {i}");
+            data[i] ^= 1;
+        }
+        assert_ne!(checksum(&data[..4098]), base);
+    }
+}

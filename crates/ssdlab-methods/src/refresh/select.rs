@@ -1,0 +1,46 @@
+//! Which files a refresh rewrites: the walked files, once each, minus the young ones by the one `data_age` that
+//! scan uses too.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use super::file::{FileId, Time};
+use super::state::RefreshLog;
+
+/// A regular file found under a path the user gave.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    /// The path the user gave (files are opened beneath it).
+    pub root: PathBuf,
+    pub path: PathBuf,
+    pub id: FileId,
+    pub size_bytes: u64,
+    pub mtime: Time,
+    pub birth: Option<Time>,
+}
+
+/// The files to refresh, and how many were passed over as younger than `--older-than`.
+#[derive(Debug, Default)]
+pub struct Selection {
+    pub files: Vec<Found>,
+    pub younger: usize,
+}
+
+/// Keeps files with data, once each (hard links and repeated paths), whose data age is at least
+/// `older_than_s`.
+pub fn select(found: Vec<Found>, older_than_s: Option<f64>, log: &RefreshLog, now_unix_s: f64) -> Selection {
+    let mut seen = HashSet::new();
+    let mut selection = Selection::default();
+    for file in found {
+        if file.size_bytes == 0 || !seen.insert(file.id) {
+            continue;
+        }
+        let age_s = log.data_age_s(&file.id, file.mtime, file.birth, now_unix_s);
+        if older_than_s.is_some_and(|limit| age_s < limit) {
+            selection.younger += 1;
+            continue;
+        }
+        selection.files.push(file);
+    }
+    selection
+}
