@@ -168,6 +168,54 @@ impl PinnedFile {
                 refuse(format!("cannot open: {e}"))
             }
         })?;
+        Self::from_pin(pin, base, relative, path, chunk_bytes)
+    }
+
+    /// Pins an inode found through a file handle (after a rename): `base`/`relative` are where it used to be.
+    fn from_handle(root: &Path, path: &Path, handle: &[u8], chunk_bytes: usize) -> Result<Self, Refusal> {
+        let refuse = |why: String| Refusal(why);
+        // The path given may itself be what was renamed: the nearest directory that still exists serves as the
+        // mount descriptor, and its name check then simply reports the file as no longer named.
+        let (base, relative) = beneath(root, path)
+            .or_else(|_| {
+                let dir = root.ancestors().skip(1).find(|d| d.is_dir()).unwrap_or(Path::new("/"));
+                beneath(dir, &dir.join(path.file_name().unwrap_or_default()))
+            })
+            .map_err(|e| refuse(format!("cannot open the path given: {e}")))?;
+        if handle.len() < 4 || handle.len() - 4 > MAX_HANDLE_BYTES {
+            return Err(refuse("not a file handle".into()));
+        }
+        let mut fh = FileHandle {
+            handle_bytes: (handle.len() - 4) as u32,
+            handle_type: i32::from_le_bytes(handle[..4].try_into().expect("4 bytes")),
+            f_handle: [0; MAX_HANDLE_BYTES],
+        };
+        fh.f_handle[..handle.len() - 4].copy_from_slice(&handle[4..]);
+        // SAFETY: base is a live descriptor on the file system the handle came from; fh is a live local laid out
+        // as struct file_handle with room for handle_bytes; the kernel returns a new descriptor or -1.
+        let fd = unsafe {
+            libc::open_by_handle_at(
+                base.as_raw_fd(),
+                &mut fh as *mut FileHandle as *mut libc::file_handle,
+                libc::O_PATH | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(refuse(format!("cannot open by handle: {}", last_error())));
+        }
+        // SAFETY: a fresh descriptor nothing else owns.
+        let pin = unsafe { File::from_raw_fd(fd) };
+        Self::from_pin(pin, base, relative, path, chunk_bytes)
+    }
+
+    fn from_pin(
+        pin: File,
+        base: File,
+        relative: PathBuf,
+        path: &Path,
+        chunk_bytes: usize,
+    ) -> Result<Self, Refusal> {
+        let refuse = |why: String| Refusal(why);
         let sx = statx_fd(pin.as_raw_fd()).map_err(|e| refuse(format!("cannot stat: {e}")))?;
         if (sx.stx_mode as u32 & libc::S_IFMT) != libc::S_IFREG {
             return Err(refuse("not a regular file".into()));
@@ -263,6 +311,33 @@ impl PinnedFile {
 
     pub fn identity(&self) -> Identity {
         self.identity
+    }
+
+    /// The kernel's file handle for the inode (type, then bytes), to find it again after a rename; `None` where
+    /// the file system has none.
+    pub fn handle(&self) -> Option<Vec<u8>> {
+        let mut fh = FileHandle {
+            handle_bytes: MAX_HANDLE_BYTES as u32,
+            handle_type: 0,
+            f_handle: [0; MAX_HANDLE_BYTES],
+        };
+        let mut mount_id: libc::c_int = 0;
+        // SAFETY: the path is an empty NUL-terminated string with AT_EMPTY_PATH on a live descriptor; fh has room
+        // for handle_bytes bytes; mount_id is a live local.
+        let ret = unsafe {
+            libc::name_to_handle_at(
+                self.pin.as_raw_fd(),
+                c"".as_ptr(),
+                &mut fh as *mut FileHandle as *mut libc::file_handle,
+                &mut mount_id,
+                libc::AT_EMPTY_PATH,
+            )
+        };
+        (ret == 0).then(|| {
+            let mut out = fh.handle_type.to_le_bytes().to_vec();
+            out.extend_from_slice(&fh.f_handle[..fh.handle_bytes as usize]);
+            out
+        })
     }
 
     pub fn generation(&self) -> u64 {
@@ -537,18 +612,42 @@ fn ignore_sigio() {
     unsafe { libc::signal(libc::SIGIO, libc::SIG_IGN) };
 }
 
-/// Finds a journalled file again: the path beneath the root, if it still names the same inode.
+const MAX_HANDLE_BYTES: usize = 128;
+
+/// struct file_handle with room for the largest handle.
+#[repr(C)]
+struct FileHandle {
+    handle_bytes: u32,
+    handle_type: i32,
+    f_handle: [u8; MAX_HANDLE_BYTES],
+}
+
+/// Finds a journalled file again: the path beneath the root if it still names the same inode, else (renamed or
+/// moved) through its file handle, which needs CAP_DAC_READ_SEARCH. `None` when it is gone or replaced.
 pub fn reopen_pinned(
     root: &Path,
     path: &Path,
     identity: Identity,
+    handle: Option<&[u8]>,
     chunk_bytes: usize,
 ) -> io::Result<Option<PinnedFile>> {
-    match PinnedFile::open(root, path, chunk_bytes) {
-        Ok(p) if p.identity == identity => Ok(Some(p)),
-        Ok(_) => Ok(None),
-        Err(_) if std::fs::symlink_metadata(path).is_err() => Ok(None),
-        Err(refusal) => Err(io::Error::other(refusal.0)),
+    let by_path = PinnedFile::open(root, path, chunk_bytes);
+    if let Ok(p) = by_path.as_ref()
+        && p.identity == identity
+    {
+        return by_path.map(Some).map_err(|r| io::Error::other(r.0));
+    }
+    // The name is gone or belongs to another file: the inode itself may still exist under another name.
+    if let Some(p) = handle
+        .and_then(|h| PinnedFile::from_handle(root, path, h, chunk_bytes).ok())
+        .filter(|p| p.identity == identity)
+    {
+        return Ok(Some(p));
+    }
+    match by_path {
+        // Something is at the path that cannot be pinned (our file made immutable, say): try again next run.
+        Err(refusal) if std::fs::symlink_metadata(path).is_ok() => Err(io::Error::other(refusal.0)),
+        _ => Ok(None),
     }
 }
 

@@ -2375,3 +2375,175 @@ fn scan_moves_no_time_and_creates_nothing() {
     expect_usage_error(&out, "--device");
     assert!(!missing.exists(), "a read-only scan never creates a file");
 }
+
+#[test]
+fn a_file_renamed_after_a_kill_still_gets_its_times_back() {
+    assert!(is_root());
+    let dir = tempdir();
+    let state = dir.path().join("state");
+    let path = old_file(dir.path(), "moving.bin", 16 << 20, 39);
+    let before = facts(&path);
+    refresh_killed_mid_file(&path, &state);
+    let moved = dir.path().join("moved.bin");
+    std::fs::rename(&path, &moved).unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = run(&[
+        "refresh",
+        empty.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    let after = facts(&moved);
+    assert_eq!(after.content_hash, before.content_hash);
+    assert_eq!(
+        (after.atime, after.mtime),
+        (before.atime, before.mtime),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// What another program does to a file between a kill and the next run, in the mixed torture.
+#[derive(Debug, Clone, Copy)]
+enum Meanwhile {
+    Nothing,
+    Edit,
+    Chmod,
+    Rename,
+    Replace,
+    SetXattr,
+}
+
+#[test]
+fn refresh_survives_kills_mixed_with_other_programs() {
+    assert!(is_root());
+    let rounds = std::env::var("SSDLAB_REFRESH_MIXED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12u64);
+    let seed = std::env::var("SSDLAB_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x5eed_u64);
+    let dir = tempdir();
+    let state = dir.path().join("state");
+    let mut x = seed | 1;
+    let scenarios = [
+        Meanwhile::Nothing,
+        Meanwhile::Edit,
+        Meanwhile::Chmod,
+        Meanwhile::Rename,
+        Meanwhile::Replace,
+        Meanwhile::SetXattr,
+    ];
+    for round in 0..rounds {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let meanwhile = scenarios[(round % scenarios.len() as u64) as usize];
+        let ctx = format!("seed {seed:#x}, round {round}, {meanwhile:?}");
+        let sub = dir.path().join(format!("r{round}"));
+        std::fs::create_dir(&sub).unwrap();
+        let path = old_file(&sub, "f.bin", 2 << 20, round + 100);
+        let before = facts(&path);
+        let mut child = ssdlab()
+            .args([
+                "refresh",
+                sub.to_str().unwrap(),
+                "--chunk",
+                "64k",
+                "--rate",
+                "16m",
+                "--state-dir",
+                state.to_str().unwrap(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(10 + x % 150));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(
+            facts(&path).content_hash,
+            before.content_hash,
+            "{ctx}: content after the kill"
+        );
+        // Some time passes, then another program acts.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let mut current = path.clone();
+        match meanwhile {
+            Meanwhile::Nothing => {}
+            Meanwhile::Edit => {
+                sh(
+                    "dd",
+                    &[
+                        "if=/dev/zero",
+                        &format!("of={}", path.display()),
+                        "bs=1",
+                        "count=3",
+                        "seek=9",
+                        "conv=notrunc",
+                    ],
+                );
+            }
+            Meanwhile::Chmod => {
+                sh("chmod", &["600", path.to_str().unwrap()]);
+            }
+            Meanwhile::Rename => {
+                current = sub.join("renamed.bin");
+                std::fs::rename(&path, &current).unwrap();
+            }
+            Meanwhile::Replace => {
+                std::fs::remove_file(&path).unwrap();
+                write_random(&path, 2 << 20, round + 1000);
+            }
+            Meanwhile::SetXattr => {
+                let name = path.to_str().unwrap();
+                sh("setfattr", &["-n", "user.kept", "-v", "yes", name]);
+            }
+        }
+        let acted = facts(&current);
+        // The next run settles and refreshes the whole directory, uninterrupted.
+        let out = run(&[
+            "refresh",
+            sub.to_str().unwrap(),
+            "--chunk",
+            "64k",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ]);
+        expect_code(&out, 0);
+        let after = facts(&current);
+        assert_eq!(
+            after.content_hash,
+            acted.content_hash,
+            "{ctx}: content: {}",
+            stderr(&out)
+        );
+        assert_eq!(after.mode, acted.mode, "{ctx}: mode");
+        assert_eq!(after.nlink, acted.nlink, "{ctx}: links");
+        match meanwhile {
+            Meanwhile::Nothing | Meanwhile::Chmod | Meanwhile::Rename | Meanwhile::SetXattr => assert_eq!(
+                (after.atime, after.mtime),
+                (before.atime, before.mtime),
+                "{ctx}: times: {}",
+                stderr(&out)
+            ),
+            // The owner's edit and the new file keep the times they have.
+            Meanwhile::Edit | Meanwhile::Replace => {
+                assert_eq!(after.mtime, acted.mtime, "{ctx}: mtime: {}", stderr(&out));
+                assert_ne!(after.mtime, before.mtime, "{ctx}");
+            }
+        }
+        if let Meanwhile::SetXattr = meanwhile {
+            let value = sh(
+                "getfattr",
+                &["--only-values", "-n", "user.kept", current.to_str().unwrap()],
+            );
+            assert_eq!(value.trim(), "yes", "{ctx}: the xattr stays");
+        }
+    }
+}

@@ -105,6 +105,9 @@ impl RefreshTarget for MemFile {
     fn generation(&self) -> u64 {
         7
     }
+    fn handle(&self) -> Option<Vec<u8>> {
+        None
+    }
     fn facts(&mut self) -> io::Result<Facts> {
         let w = self.world.borrow();
         if w.crashed {
@@ -195,6 +198,7 @@ impl Opener for MemOpener {
         _path: &Path,
         id: &FileId,
         generation: u64,
+        _handle: Option<&[u8]>,
     ) -> io::Result<Option<Box<dyn RefreshTarget>>> {
         let file = MemFile {
             world: self.0.clone(),

@@ -97,6 +97,8 @@ pub trait RefreshTarget {
     fn id(&self) -> FileId;
     /// The inode generation (FS_IOC_GETVERSION; 0 where the file system has none).
     fn generation(&self) -> u64;
+    /// The kernel's file handle (name_to_handle_at), to find the inode after a rename; `None` where there is none.
+    fn handle(&self) -> Option<Vec<u8>>;
     fn facts(&mut self) -> io::Result<Facts>;
     /// Ranges that hold written data, as (offset, length): holes and unwritten (preallocated) extents are left
     /// out, so they stay as they are.
@@ -120,14 +122,15 @@ pub trait RefreshTarget {
 
 /// Finds a journalled file again, for settling an interrupted run.
 pub trait Opener {
-    /// The file at `path` beneath `root` if it is still the file `id` with `generation`; `None` when it is gone
-    /// or the name now belongs to another file.
+    /// The file `id` with `generation`: at `path` beneath `root`, or (renamed) through `handle`; `None` when it is
+    /// gone or its inode now belongs to another file.
     fn reopen(
         &mut self,
         root: &Path,
         path: &Path,
         id: &FileId,
         generation: u64,
+        handle: Option<&[u8]>,
     ) -> io::Result<Option<Box<dyn RefreshTarget>>>;
 }
 

@@ -49,6 +49,9 @@ pub struct Begin {
     pub mtime: Time,
     pub stamp: Stamp,
     pub chunk_bytes: u64,
+    /// The kernel's file handle in hexadecimal, to find the inode again if it was renamed after a kill.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle_hex: Option<String>,
 }
 
 /// Announces one write: durable before the write starts.
@@ -253,6 +256,7 @@ mod tests {
                 ctime: (3, 0),
             },
             chunk_bytes: 64,
+            handle_hex: None,
         }
     }
 

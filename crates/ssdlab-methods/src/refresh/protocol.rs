@@ -228,6 +228,9 @@ pub fn refresh_file(
         mtime: first.mtime,
         stamp: first.stamp(),
         chunk_bytes,
+        handle_hex: target
+            .handle()
+            .map(|h| h.iter().map(|b| format!("{b:02x}")).collect()),
     })?;
     let original = (first.atime, first.mtime);
     // What the file looked like after our last write (or at the start): anything else is someone else's doing.
@@ -396,7 +399,15 @@ pub fn settle_entry(
 ) -> Result<SettleOutcome, RefreshError> {
     let begin = &entry.begin;
     let path = begin.path.clone();
-    let Some(mut target) = opener.reopen(&begin.root.0, &begin.path.0, &begin.id, begin.generation)? else {
+    let handle = begin.handle_hex.as_deref().and_then(hex_bytes);
+    let Some(mut target) = opener.reopen(
+        &begin.root.0,
+        &begin.path.0,
+        &begin.id,
+        begin.generation,
+        handle.as_deref(),
+    )?
+    else {
         journal.end(begin.id)?;
         return Ok(SettleOutcome::Gone { path });
     };
@@ -440,6 +451,17 @@ pub fn settle_entry(
         journal.end(begin.id)?;
         Ok(SettleOutcome::ChangedByOthers { path })
     }
+}
+
+fn hex_bytes(hex: &str) -> Option<Vec<u8>> {
+    (hex.len().is_multiple_of(2))
+        .then(|| {
+            (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+                .collect()
+        })
+        .flatten()
 }
 
 /// Settles every unfinished entry, whatever this run was asked to select.

@@ -78,6 +78,9 @@ impl RefreshTarget for Target {
     fn generation(&self) -> u64 {
         self.inner.generation()
     }
+    fn handle(&self) -> Option<Vec<u8>> {
+        self.inner.handle()
+    }
     fn facts(&mut self) -> io::Result<Facts> {
         self.inner.facts().map(facts)
     }
@@ -139,13 +142,14 @@ impl Opener for PathOpener {
         path: &Path,
         id: &FileId,
         generation: u64,
+        handle: Option<&[u8]>,
     ) -> io::Result<Option<Box<dyn RefreshTarget>>> {
         let identity = Identity {
             fs: id.fs,
             ino: id.ino,
             birth: id.birth,
         };
-        Ok(reopen_pinned(root, path, identity, self.chunk_bytes)?
+        Ok(reopen_pinned(root, path, identity, handle, self.chunk_bytes)?
             .filter(|p| p.generation() == generation)
             .map(|p| Box::new(Target::new(p)) as Box<dyn RefreshTarget>))
     }
