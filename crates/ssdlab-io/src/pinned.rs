@@ -178,7 +178,11 @@ impl PinnedFile {
         // mount descriptor, and its name check then simply reports the file as no longer named.
         let (base, relative) = beneath(root, path)
             .or_else(|_| {
-                let dir = root.ancestors().skip(1).find(|d| d.is_dir()).unwrap_or(Path::new("/"));
+                let dir = root
+                    .ancestors()
+                    .skip(1)
+                    .find(|d| d.is_dir())
+                    .unwrap_or(Path::new("/"));
                 beneath(dir, &dir.join(path.file_name().unwrap_or_default()))
             })
             .map_err(|e| refuse(format!("cannot open the path given: {e}")))?;
@@ -283,6 +287,13 @@ impl PinnedFile {
         if flags & FS_APPEND_FL != 0 {
             return Err(refuse("append-only (chattr +a)".into()));
         }
+        drop(reader);
+        // Probe a window before anything is journalled: no write access, or no leases on this file system, is a
+        // refusal now rather than a failure halfway. Someone having the file open is fine: refresh waits.
+        pinned
+            .open_window()
+            .map_err(|e| refuse(format!("cannot be opened for writing under a lease: {e}")))?;
+        pinned.close_window();
         Ok(pinned)
     }
 
@@ -463,9 +474,21 @@ impl PinnedFile {
         })
     }
 
+    /// Makes the staging buffer hold at least `bytes` (a settle may read a chunk of an earlier run's size).
+    fn ensure_buffer(&mut self, bytes: usize) {
+        if self.buffer.slot_mut(0).len() < bytes {
+            self.buffer = BufferPool::new(
+                1,
+                bytes.next_multiple_of(self.align as usize),
+                self.align as usize,
+            );
+        }
+    }
+
     /// Reads from the medium: O_DIRECT, or after dropping the cached pages when the file system has none.
     pub fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let aligned = (buf.len() as u64).next_multiple_of(self.align) as usize;
+        self.ensure_buffer(aligned);
         let direct = self.direct && self.window.is_some();
         self.with_reader(|file, me| {
             if !direct {
@@ -500,6 +523,7 @@ impl PinnedFile {
     }
 
     fn write_in(&mut self, file: &File, offset: u64, buf: &[u8]) -> io::Result<()> {
+        self.ensure_buffer(buf.len());
         let whole = if self.direct {
             buf.len() as u64 / self.align * self.align
         } else {

@@ -80,7 +80,13 @@ pub const WRITE_WITHIN_NS: i64 = 1_000_000_000;
 enum Record {
     Begin(Begin),
     Writing(Writing),
-    End { id: FileId },
+    /// The last announced write was not made (the lease was lost first): nothing is in flight.
+    Withdrawn {
+        id: FileId,
+    },
+    End {
+        id: FileId,
+    },
 }
 
 /// A file with unfinished work: its begin record and its last announced write, if any.
@@ -126,6 +132,11 @@ impl Journal {
                 Record::Writing(w) => {
                     if let Some(entry) = open.get_mut(&w.id) {
                         entry.last = Some(w);
+                    }
+                }
+                Record::Withdrawn { id } => {
+                    if let Some(entry) = open.get_mut(&id) {
+                        entry.last = None;
                     }
                 }
                 Record::End { id } => {
@@ -180,6 +191,14 @@ impl Journal {
         self.append(&Record::Writing(w))?;
         if let Some(entry) = self.open.get_mut(&w.id) {
             entry.last = Some(w);
+        }
+        Ok(())
+    }
+
+    pub fn withdraw(&mut self, id: FileId) -> Result<(), JournalError> {
+        self.append(&Record::Withdrawn { id })?;
+        if let Some(entry) = self.open.get_mut(&id) {
+            entry.last = None;
         }
         Ok(())
     }

@@ -4,25 +4,32 @@
 //! Per chunk, inside one window (the file open for writing with a write lease, so no one else has it open):
 //! check that nothing changed since our last look, read the chunk from the medium, checksum it, journal the
 //! write (durably), check the lease and the file once more with nothing slow in between, write the same bytes
-//! back, sync, re-read from the medium and compare, check that no privilege bit or capability came or went, and
-//! close the window. Between windows the file is not held at all, so `tar`, `exec` and `chattr` are never
-//! refused for long: a window lasts one chunk (milliseconds), and a file someone else has open is waited for
-//! rather than fought over.
+//! back, put the original access and modification times back at once, sync, re-read from the medium and
+//! compare, check that no privilege bit or capability came or went, and close the window. Between windows the
+//! file is not held at all, so `exec` and `chattr` are not refused, a blocking opener waits at most one chunk,
+//! and a file someone else has open is waited for rather than fought over. Because the original times are back
+//! before every window closes, the modification time between windows is always the owner's: any write by anyone
+//! moves it, whatever the file system's timestamp granularity, and a run killed between windows leaves nothing
+//! to repair.
 //!
-//! **The remaining window.** The lease and the file are checked immediately before each write; between that
-//! check and the write there is no system call but the write itself. Should the process be stalled there for
-//! longer than the kernel's lease-break time (`/proc/sys/fs/lease-break-time`, 45 s by default) while another
-//! process opens and writes the file, the stale chunk would land over that write. A metadata change made by path
-//! (chmod, setxattr, rename) during a window is seen after the write and the file given up with its times
-//! restored; a capability set by path in the microseconds between the last check and the write would be
-//! stripped by the kernel unseen.
-//!
+//! **The remaining windows.** (1) Between the last lease check and the write there is no system call but the
+//! write itself; should the process be stalled there for longer than the kernel's lease-break time
+//! (`/proc/sys/fs/lease-break-time`, 45 s by default) while another process opens and writes the file, the stale
+//! chunk would land over that write. (2) A kill between a write and the time restore right after it leaves the
+//! write's modification time; the next run puts the original back when the chunk still holds the announced
+//! checksum and the time falls within a second of the announcement, so a writer that was blocked on our lease
+//! and wrote elsewhere in the file within that second of the kill would be mistaken for us. (3) A capability set
+//! by path (setxattr needs no open) between the last check and the write is stripped by the kernel unseen; a
+//! chmod, chown, rename, link or other setxattr in the window is seen after the write and the file given up.
+//! (4) An opener that uses O_NONBLOCK (GNU tar) and lands inside a window gets EAGAIN; windows are one chunk
+//! long, so a smaller `--chunk` or a `--rate` makes that rarer, not impossible.
+
 //! This module never opens files or reads the clock itself: everything goes through [`RefreshTarget`],
 //! [`Opener`], [`Journal`] and [`RefreshEnv`].
 
 use std::io;
 
-use super::file::{Facts, FileId, Opener, PathBytes, RefreshTarget, Time, Window, time_ns};
+use super::file::{Facts, FileId, Opener, PathBytes, RefreshTarget, Window, time_ns};
 use super::journal::{Begin, Journal, JournalError, Unfinished, WRITE_WITHIN_NS, Writing};
 
 /// A fast 64-bit checksum of a buffer: four independent multiply-mix lanes over 32-byte blocks (so the CPU can
@@ -55,8 +62,10 @@ pub fn checksum(data: &[u8]) -> u64 {
 
 /// What the protocol needs from the world besides the file: time, interruption, pacing and waiting.
 pub trait RefreshEnv {
-    /// Wall-clock time in nanoseconds since the Unix epoch (the clock file times use).
+    /// Wall-clock time in nanoseconds since the Unix epoch (the clock file times use): recorded in the journal.
     fn wall_ns(&self) -> i64;
+    /// A monotonic clock in nanoseconds: how long a step took (a wall-clock step must not hide a stall).
+    fn monotonic_ns(&self) -> u64;
     /// Whether the user asked to stop (SIGINT, SIGTERM): the file in hand is put back and left.
     fn interrupted(&self) -> bool;
     /// Called before each chunk is read: rate limiting, pausing while the device is busy.
@@ -149,31 +158,19 @@ fn open_window_patiently(target: &mut dyn RefreshTarget, env: &mut dyn RefreshEn
     }
 }
 
-/// Puts the original times back unless the data changed since `ours` (our own last look), then ends the entry.
-/// Inside a window when one can be had, so no writer can slip in between the check and the restore; otherwise
-/// the check and the restore are consecutive system calls. Returns whether the times were restored.
-fn restore_and_end(
+/// Ends a file's journal entry when giving it up. Nothing needs restoring: every window puts the original times
+/// back before it closes, so between windows the file carries its owner's times (or the times of someone else's
+/// later change, which stand). Returns whether the file's times are its original ones.
+fn give_up(
     target: &mut dyn RefreshTarget,
     journal: &mut Journal,
     id: FileId,
-    original: (Time, Time),
     ours: &Facts,
-    env: &mut dyn RefreshEnv,
-    in_window: bool,
 ) -> Result<bool, RefreshError> {
-    // When someone keeps the file open past our patience, restore anyway if the data is still ours: a writer
-    // moves the modification time, so the check below sees any write that came first.
-    if !in_window {
-        open_window_patiently(target, env)?;
-    }
-    let now = target.facts()?;
-    let restore = !now.data_changed_since(ours);
-    if restore {
-        target.set_times(original.0, original.1)?;
-    }
     target.close_window();
+    let now = target.facts()?;
     journal.end(id)?;
-    Ok(restore)
+    Ok(!now.data_changed_since(ours))
 }
 
 /// Refreshes one file in chunks of at most `chunk_bytes` (a multiple of the direct-I/O alignment) that never
@@ -233,14 +230,15 @@ pub fn refresh_file(
             .map(|h| h.iter().map(|b| format!("{b:02x}")).collect()),
     })?;
     let original = (first.atime, first.mtime);
-    // What the file looked like after our last write (or at the start): anything else is someone else's doing.
+    // The file as our last window left it: its original times, our last change time. Anything else is someone
+    // else's doing, and because the modification time is always the original one between windows, any write by
+    // anyone moves it, however coarse the file system's clock.
     let mut ours = first;
     let mut refreshed_bytes = 0;
     let mut index = resume_from as usize;
-    // Gives the file up: times back unless the data changed, entry ended.
     macro_rules! give_way {
-        ($reason:expr, $in_window:expr) => {{
-            let times_restored = restore_and_end(target, journal, id, original, &ours, env, $in_window)?;
+        ($reason:expr) => {{
+            let times_restored = give_up(target, journal, id, &ours)?;
             return Ok(FileOutcome::GaveWay {
                 reason: $reason.into(),
                 chunks_done: index as u64,
@@ -252,106 +250,120 @@ pub fn refresh_file(
         let (offset, len) = chunks[index];
         let want = len as usize;
         if env.interrupted() {
-            let times_restored = restore_and_end(target, journal, id, original, &ours, env, false)?;
+            let times_restored = give_up(target, journal, id, &ours)?;
             return Ok(FileOutcome::Interrupted {
                 chunks_done: index as u64,
                 times_restored,
             });
         }
         env.pace(len);
-        if open_window_patiently(target, env)? == Window::Busy {
-            give_way!("open in another process for longer than refresh waits", false);
+        match target.open_window() {
+            Ok(Window::Open) => {}
+            Ok(Window::Busy) => {
+                if open_window_patiently(target, env)? == Window::Busy {
+                    give_way!("open in another process for longer than refresh waits");
+                }
+            }
+            // Write access or the lease refused now (chmod a-w, chattr +i, leases switched off): give way.
+            Err(e) => give_way!(format!("it can no longer be opened for writing ({e})")),
         }
         let now = target.facts()?;
         if !now.same_as(&ours) {
-            give_way!(describe_change(&ours, &now), true);
+            give_way!(describe_change(&ours, &now));
         }
         if target.copy_on_write() && target.shares_extents()? {
-            give_way!("its extents became shared (a snapshot or reflink)", true);
+            give_way!("its extents became shared (a snapshot or reflink)");
         }
         buf.resize(want, 0);
         if target.read_from_media(offset, &mut buf[..want])? != want {
-            give_way!("it became shorter while being read", true);
+            give_way!("it became shorter while being read");
         }
         let sum = checksum(&buf[..want]);
         // Announce the write durably, then check lease and file with nothing slow before the write. A stall
         // between the announcement and the check makes the announcement stale: announce again.
+        let mut announced_at = env.monotonic_ns();
+        journal.writing(Writing {
+            id,
+            index: index as u64,
+            offset,
+            len,
+            sum,
+            before: ours.stamp(),
+            wall_ns: env.wall_ns(),
+        })?;
         loop {
-            let announced_ns = env.wall_ns();
-            journal.writing(Writing {
-                id,
-                index: index as u64,
-                offset,
-                len,
-                sum,
-                before: ours.stamp(),
-                wall_ns: announced_ns,
-            })?;
             if !target.lease_held()? {
-                // Someone asked for the file: let them in, and come back for this chunk.
+                // Someone asked for the file: withdraw the announcement (durably, so a kill now cannot make a
+                // resume take their write for ours), let them in, and come back for this chunk.
+                journal.withdraw(id)?;
                 target.close_window();
                 break;
             }
             let now = target.facts()?;
             if !now.same_as(&ours) {
-                give_way!(describe_change(&ours, &now), true);
+                journal.withdraw(id)?;
+                give_way!(describe_change(&ours, &now));
             }
-            if env.wall_ns() - announced_ns > WRITE_WITHIN_NS / 2 {
+            if env.monotonic_ns().saturating_sub(announced_at) > (WRITE_WITHIN_NS / 2) as u64 {
+                announced_at = env.monotonic_ns();
+                journal.writing(Writing {
+                    id,
+                    index: index as u64,
+                    offset,
+                    len,
+                    sum,
+                    before: ours.stamp(),
+                    wall_ns: env.wall_ns(),
+                })?;
                 continue;
             }
-            // Pair assertion: the bytes written are exactly the bytes just read from this offset.
-            assert_eq!(
-                checksum(&buf[..want]),
-                sum,
-                "refresh would write bytes it did not read"
-            );
             target.write_at(offset, &buf[..want])?;
+            // The original times go back at once, inside the window: a later write by anyone moves them again.
+            target.set_times(original.0, original.1)?;
             target.sync()?;
             check.resize(want, 0);
             let reread = target.read_from_media(offset, &mut check[..want])?;
+            // Pair assertion's second half: what is on the medium now is what was read before the write.
             if reread != want || checksum(&check[..want]) != sum {
                 // Put the bytes back once more while our lease still excludes everyone else.
                 if target.lease_held()? {
                     target.write_at(offset, &buf[..want])?;
+                    target.set_times(original.0, original.1)?;
                     target.sync()?;
                 }
-                let times_restored = restore_and_end(target, journal, id, original, &ours, env, true)?;
+                let after = target.facts()?;
+                ours = Facts {
+                    ctime: after.ctime,
+                    ..ours
+                };
+                let times_restored = give_up(target, journal, id, &ours)?;
                 return Ok(FileOutcome::VerifyFailed {
                     offset,
                     times_restored,
                 });
             }
             let after = target.facts()?;
-            if after.privileged != ours.privileged {
-                give_way!(
-                    "a setuid/setgid bit or file capability came or went during the write",
-                    true
-                );
-            }
-            // Our write moves only the modification and change times; anything else is someone else's change
-            // made by path during the window (chmod, chown, rename, link, setxattr).
+            // Our write and time restore move only the change time; anything else is someone else's change made
+            // by path during the window (chmod, chown, rename, link, setxattr) or a privilege bit come or gone.
             let expected = Facts {
-                mtime: after.mtime,
                 ctime: after.ctime,
-                atime: after.atime,
                 ..ours
             };
-            if after != expected {
-                ours = Facts {
-                    mtime: after.mtime,
-                    ..ours
-                };
-                give_way!(describe_change(&expected, &after), true);
+            ours = expected;
+            if after.privileged != expected.privileged {
+                give_way!("a setuid/setgid bit or file capability came or went during the write");
             }
-            ours = after;
+            if !after.same_as(&expected) {
+                give_way!(describe_change(&expected, &after));
+            }
             refreshed_bytes += len;
             index += 1;
             target.close_window();
             break;
         }
     }
-    // The last window: the times go back under the lease.
-    restore_and_end(target, journal, id, original, &ours, env, false)?;
+    target.close_window();
+    journal.end(id)?;
     Ok(FileOutcome::Refreshed {
         bytes: refreshed_bytes,
         chunks: chunks.len() as u64,
@@ -412,45 +424,48 @@ pub fn settle_entry(
         return Ok(SettleOutcome::Gone { path });
     };
     let target = target.as_mut();
+    let now = target.facts()?;
+    let resume_from = entry.last.map_or(0, |w| w.index);
+    let restored = SettleOutcome::Restored {
+        path: path.clone(),
+        id: begin.id,
+        chunk_bytes: begin.chunk_bytes,
+        resume_from,
+    };
+    // Between windows the file carries its original times, so a file still showing them (same size) was left
+    // as it should be, whatever was in flight.
+    if now.size_bytes == begin.size_bytes && now.mtime == begin.mtime {
+        journal.end(begin.id)?;
+        return Ok(restored);
+    }
+    let Some(w) = entry.last else {
+        // No write was in flight: the change is someone else's.
+        journal.end(begin.id)?;
+        return Ok(SettleOutcome::ChangedByOthers { path });
+    };
+    // The kill came between a write and the time restore after it: the modification time is that write's. It
+    // is ours if the chunk holds what we wrote and the time falls where our write put it.
     if open_window_patiently(target, env)? == Window::Busy {
         return Ok(SettleOutcome::Busy { path });
     }
-    let now = target.facts()?;
-    let resume_from = entry.last.map_or(0, |w| w.index);
-    let ours = match &entry.last {
-        // Nothing was written: times are as the owner left them unless our reads moved atime.
-        None => !(now.size_bytes != begin.size_bytes || now.mtime != begin.mtime),
-        Some(w) => {
-            let untouched = now.size_bytes == w.before.size_bytes && now.mtime == w.before.mtime;
-            untouched || {
-                // The write may have landed: it is ours if the chunk holds what we wrote and the modification
-                // time falls where our write would have put it (announced, then written within the bound).
-                let mtime_ns = time_ns(now.mtime);
-                let ours_in_time = mtime_ns >= w.wall_ns as i128 - 50_000_000
-                    && mtime_ns <= (w.wall_ns + WRITE_WITHIN_NS) as i128 + 50_000_000;
-                let mut chunk = vec![0u8; w.len as usize];
-                now.size_bytes == w.before.size_bytes
-                    && ours_in_time
-                    && target.read_from_media(w.offset, &mut chunk)? == chunk.len()
-                    && checksum(&chunk) == w.sum
-            }
-        }
-    };
+    let mtime_ns = time_ns(now.mtime);
+    let ours_in_time = mtime_ns >= w.wall_ns as i128 - 50_000_000
+        && mtime_ns <= (w.wall_ns + WRITE_WITHIN_NS) as i128 + 50_000_000;
+    let mut chunk = vec![0u8; w.len as usize];
+    let ours = now.size_bytes == w.before.size_bytes
+        && ours_in_time
+        && target.read_from_media(w.offset, &mut chunk)? == chunk.len()
+        && checksum(&chunk) == w.sum;
     if ours {
         target.set_times(begin.atime, begin.mtime)?;
-        target.close_window();
-        journal.end(begin.id)?;
-        Ok(SettleOutcome::Restored {
-            path,
-            id: begin.id,
-            chunk_bytes: begin.chunk_bytes,
-            resume_from,
-        })
-    } else {
-        target.close_window();
-        journal.end(begin.id)?;
-        Ok(SettleOutcome::ChangedByOthers { path })
     }
+    target.close_window();
+    journal.end(begin.id)?;
+    Ok(if ours {
+        restored
+    } else {
+        SettleOutcome::ChangedByOthers { path }
+    })
 }
 
 fn hex_bytes(hex: &str) -> Option<Vec<u8>> {

@@ -177,6 +177,9 @@ impl RefreshEnv for Env {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as i64)
     }
+    fn monotonic_ns(&self) -> u64 {
+        self.started.elapsed().as_nanos() as u64
+    }
     fn interrupted(&self) -> bool {
         ssdlab_io::sys::interrupt_flag().load(Ordering::Relaxed)
     }
