@@ -281,17 +281,23 @@ pub fn refresh_file(
         let sum = checksum(&buf[..want]);
         // Announce the write durably, then check lease and file with nothing slow before the write. A stall
         // between the announcement and the check makes the announcement stale: announce again.
-        let mut announced_at = env.monotonic_ns();
-        journal.writing(Writing {
-            id,
-            index: index as u64,
-            offset,
-            len,
-            sum,
-            before: ours.stamp(),
-            wall_ns: env.wall_ns(),
-        })?;
+        let stale = |announced_at: u64, env: &dyn RefreshEnv| {
+            env.monotonic_ns().saturating_sub(announced_at) > (WRITE_WITHIN_NS / 2) as u64
+        };
+        let mut announced_at = None;
         loop {
+            if announced_at.is_none_or(|t| stale(t, env)) {
+                announced_at = Some(env.monotonic_ns());
+                journal.writing(Writing {
+                    id,
+                    index: index as u64,
+                    offset,
+                    len,
+                    sum,
+                    before: ours.stamp(),
+                    wall_ns: env.wall_ns(),
+                })?;
+            }
             if !target.lease_held()? {
                 // Someone asked for the file: withdraw the announcement (durably, so a kill now cannot make a
                 // resume take their write for ours), let them in, and come back for this chunk.
@@ -304,17 +310,7 @@ pub fn refresh_file(
                 journal.withdraw(id)?;
                 give_way!(describe_change(&ours, &now));
             }
-            if env.monotonic_ns().saturating_sub(announced_at) > (WRITE_WITHIN_NS / 2) as u64 {
-                announced_at = env.monotonic_ns();
-                journal.writing(Writing {
-                    id,
-                    index: index as u64,
-                    offset,
-                    len,
-                    sum,
-                    before: ours.stamp(),
-                    wall_ns: env.wall_ns(),
-                })?;
+            if announced_at.is_some_and(|t| stale(t, env)) {
                 continue;
             }
             target.write_at(offset, &buf[..want])?;
