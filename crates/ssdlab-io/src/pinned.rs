@@ -288,13 +288,17 @@ impl PinnedFile {
             return Err(refuse("append-only (chattr +a)".into()));
         }
         drop(reader);
-        // Probe a window before anything is journalled: no write access, or no leases on this file system, is a
-        // refusal now rather than a failure halfway. Someone having the file open is fine: refresh waits.
-        pinned
-            .open_window()
-            .map_err(|e| refuse(format!("cannot be opened for writing under a lease: {e}")))?;
-        pinned.close_window();
         Ok(pinned)
+    }
+
+    /// Probes a window before anything is journalled: no write access, or no leases on this file system, is a
+    /// refusal now rather than a failure halfway. Someone having the file open is fine: refresh waits for them.
+    /// (Settling does not probe: most settles need no write access at all.)
+    pub fn probe_window(&mut self) -> Result<(), Refusal> {
+        self.open_window()
+            .map_err(|e| Refusal(format!("cannot be opened for writing under a lease: {e}")))?;
+        self.close_window();
+        Ok(())
     }
 
     /// Reopens the pinned inode (never by name) with `flags`.
@@ -402,8 +406,19 @@ impl PinnedFile {
                 out
             }
             None => {
-                let r = self.reopen(libc::O_RDONLY | libc::O_NONBLOCK)?;
-                f(&r, self)
+                let flags = libc::O_RDONLY | libc::O_NONBLOCK;
+                let r = if self.direct {
+                    self.reopen(flags | libc::O_DIRECT)
+                        .or_else(|_| self.reopen(flags))?
+                } else {
+                    self.reopen(flags)?
+                };
+                let direct = self.direct;
+                // A reader without O_DIRECT (the fallback) reads from the medium only after the cache is dropped.
+                self.direct = direct && fcntl_has_direct(&r);
+                let out = f(&r, self);
+                self.direct = direct;
+                out
             }
         }
     }
@@ -489,9 +504,8 @@ impl PinnedFile {
     pub fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let aligned = (buf.len() as u64).next_multiple_of(self.align) as usize;
         self.ensure_buffer(aligned);
-        let direct = self.direct && self.window.is_some();
         self.with_reader(|file, me| {
-            if !direct {
+            if !me.direct {
                 let _ = crate::sys::drop_cache(file, offset, aligned as u64);
             }
             let staging = &mut me.buffer.slot_mut(0)[..aligned];
@@ -548,11 +562,9 @@ impl PinnedFile {
         Ok(())
     }
 
+    /// Makes the writes durable (fdatasync works on any descriptor of the inode, so no window is needed).
     pub fn sync(&mut self) -> io::Result<()> {
-        match &self.window {
-            Some(w) => w.sync_data(),
-            None => Err(io::Error::other("sync outside a window")),
-        }
+        self.with_reader(|file, _| file.sync_data())
     }
 
     /// Sets atime and mtime on the pinned inode (the change time necessarily moves).
@@ -609,6 +621,12 @@ fn subtract(ranges: &[(u64, u64)], cut: &[(u64, u64)]) -> Vec<(u64, u64)> {
         out.extend(pieces.into_iter().map(|(s, e)| (s, e - s)));
     }
     out
+}
+
+fn fcntl_has_direct(file: &File) -> bool {
+    // SAFETY: F_GETFL takes a plain integer on a descriptor we own.
+    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+    flags >= 0 && flags & libc::O_DIRECT != 0
 }
 
 fn set_direct(file: &File, on: bool) -> io::Result<()> {

@@ -1,16 +1,16 @@
 //! The refresh protocol: rewriting one file in place in short lease windows, and settling what an interrupted
 //! run left behind.
 //!
-//! Per chunk, inside one window (the file open for writing with a write lease, so no one else has it open):
-//! check that nothing changed since our last look, read the chunk from the medium, checksum it, journal the
-//! write (durably), check the lease and the file once more with nothing slow in between, write the same bytes
-//! back, put the original access and modification times back at once, sync, re-read from the medium and
-//! compare, check that no privilege bit or capability came or went, and close the window. Between windows the
-//! file is not held at all, so `exec` and `chattr` are not refused, a blocking opener waits at most one chunk,
-//! and a file someone else has open is waited for rather than fought over. Because the original times are back
-//! before every window closes, the modification time between windows is always the owner's: any write by anyone
-//! moves it, whatever the file system's timestamp granularity, and a run killed between windows leaves nothing
-//! to repair.
+//! Per chunk: read it from the medium and checksum it, announce the write durably in the journal, then open a
+//! *window* (the file open for writing with a write lease, so no one else has it open), check that nothing
+//! changed since our last look and that the lease stands, write the same bytes back, put the original access and
+//! modification times back at once, and close the window; then sync, re-read from the medium and compare, and
+//! check that no privilege bit or capability came or went. The window holds only a write and a time restore, and
+//! between windows the file is not held at all, so `exec` and `chattr` are rarely refused, a blocking opener
+//! waits microseconds, and a file someone else has open is waited for rather than fought over. Because the
+//! original times are back before every window closes, the modification time outside windows is always the
+//! owner's: any write by anyone (including one between our read and the window) moves it, whatever the file
+//! system's timestamp granularity, and a run killed outside a window leaves nothing to repair.
 //!
 //! **The remaining windows.** (1) Between the last lease check and the write there is no system call but the
 //! write itself; should the process be stalled there for longer than the kernel's lease-break time
@@ -21,8 +21,8 @@
 //! and wrote elsewhere in the file within that second of the kill would be mistaken for us. (3) A capability set
 //! by path (setxattr needs no open) between the last check and the write is stripped by the kernel unseen; a
 //! chmod, chown, rename, link or other setxattr in the window is seen after the write and the file given up.
-//! (4) An opener that uses O_NONBLOCK (GNU tar) and lands inside a window gets EAGAIN; windows are one chunk
-//! long, so a smaller `--chunk` or a `--rate` makes that rarer, not impossible.
+//! (4) An opener that uses O_NONBLOCK (GNU tar) and lands inside a window gets EAGAIN, and an exec that lands
+//! there gets ETXTBSY; a window is one write, so that is rare, not impossible.
 
 //! This module never opens files or reads the clock itself: everything goes through [`RefreshTarget`],
 //! [`Opener`], [`Journal`] and [`RefreshEnv`].
@@ -257,36 +257,22 @@ pub fn refresh_file(
             });
         }
         env.pace(len);
-        match target.open_window() {
-            Ok(Window::Open) => {}
-            Ok(Window::Busy) => {
-                if open_window_patiently(target, env)? == Window::Busy {
-                    give_way!("open in another process for longer than refresh waits");
-                }
-            }
-            // Write access or the lease refused now (chmod a-w, chattr +i, leases switched off): give way.
-            Err(e) => give_way!(format!("it can no longer be opened for writing ({e})")),
-        }
-        let now = target.facts()?;
-        if !now.same_as(&ours) {
-            give_way!(describe_change(&ours, &now));
-        }
-        if target.copy_on_write() && target.shares_extents()? {
-            give_way!("its extents became shared (a snapshot or reflink)");
-        }
+        // Read and announce before the window opens, so the window itself is short (a write and a time restore):
+        // an exec or a blocking open that meets it waits or fails for that long only. A change by anyone between
+        // this read and the window moves the file's modification time away from the original, which the window's
+        // first check sees.
         buf.resize(want, 0);
         if target.read_from_media(offset, &mut buf[..want])? != want {
             give_way!("it became shorter while being read");
         }
         let sum = checksum(&buf[..want]);
-        // Announce the write durably, then check lease and file with nothing slow before the write. A stall
-        // between the announcement and the check makes the announcement stale: announce again.
         let stale = |announced_at: u64, env: &dyn RefreshEnv| {
             env.monotonic_ns().saturating_sub(announced_at) > (WRITE_WITHIN_NS / 2) as u64
         };
         let mut announced_at = None;
         loop {
             if announced_at.is_none_or(|t| stale(t, env)) {
+                target.close_window();
                 announced_at = Some(env.monotonic_ns());
                 journal.writing(Writing {
                     id,
@@ -298,65 +284,92 @@ pub fn refresh_file(
                     wall_ns: env.wall_ns(),
                 })?;
             }
-            if !target.lease_held()? {
-                // Someone asked for the file: withdraw the announcement (durably, so a kill now cannot make a
-                // resume take their write for ours), let them in, and come back for this chunk.
-                journal.withdraw(id)?;
-                target.close_window();
-                break;
+            match target.open_window() {
+                Ok(Window::Open) => {}
+                Ok(Window::Busy) => {
+                    journal.withdraw(id)?;
+                    if open_window_patiently(target, env)? == Window::Busy {
+                        give_way!("open in another process for longer than refresh waits");
+                    }
+                    // They are gone: announce again (the wait made the announcement stale) and re-check.
+                    announced_at = None;
+                    continue;
+                }
+                // Write access or the lease refused now (chmod a-w, chattr +i, leases switched off): give way.
+                Err(e) => {
+                    journal.withdraw(id)?;
+                    give_way!(format!("it can no longer be opened for writing ({e})"));
+                }
             }
             let now = target.facts()?;
             if !now.same_as(&ours) {
                 journal.withdraw(id)?;
                 give_way!(describe_change(&ours, &now));
             }
+            if target.copy_on_write() && target.shares_extents()? {
+                journal.withdraw(id)?;
+                give_way!("its extents became shared (a snapshot or reflink)");
+            }
+            if !target.lease_held()? {
+                // Someone asked for the file: withdraw the announcement (durably, so a kill now cannot make a
+                // resume take their write for ours), let them in, and come back for this chunk.
+                journal.withdraw(id)?;
+                target.close_window();
+                announced_at = None;
+                continue;
+            }
             if announced_at.is_some_and(|t| stale(t, env)) {
                 continue;
             }
+            // Pair assertion, first half: the bytes written are the bytes read from this offset.
+            assert_eq!(
+                checksum(&buf[..want]),
+                sum,
+                "refresh would write bytes it did not read"
+            );
             target.write_at(offset, &buf[..want])?;
             // The original times go back at once, inside the window: a later write by anyone moves them again.
             target.set_times(original.0, original.1)?;
-            target.sync()?;
-            check.resize(want, 0);
-            let reread = target.read_from_media(offset, &mut check[..want])?;
-            // Pair assertion's second half: what is on the medium now is what was read before the write.
-            if reread != want || checksum(&check[..want]) != sum {
-                // Put the bytes back once more while our lease still excludes everyone else.
-                if target.lease_held()? {
-                    target.write_at(offset, &buf[..want])?;
-                    target.set_times(original.0, original.1)?;
-                    target.sync()?;
-                }
-                let after = target.facts()?;
-                ours = Facts {
-                    ctime: after.ctime,
-                    ..ours
-                };
-                let times_restored = give_up(target, journal, id, &ours)?;
-                return Ok(FileOutcome::VerifyFailed {
-                    offset,
-                    times_restored,
-                });
-            }
-            let after = target.facts()?;
-            // Our write and time restore move only the change time; anything else is someone else's change made
-            // by path during the window (chmod, chown, rename, link, setxattr) or a privilege bit come or gone.
-            let expected = Facts {
-                ctime: after.ctime,
-                ..ours
-            };
-            ours = expected;
-            if after.privileged != expected.privileged {
-                give_way!("a setuid/setgid bit or file capability came or went during the write");
-            }
-            if !after.same_as(&expected) {
-                give_way!(describe_change(&expected, &after));
-            }
-            refreshed_bytes += len;
-            index += 1;
             target.close_window();
             break;
         }
+        target.sync()?;
+        check.resize(want, 0);
+        let reread = target.read_from_media(offset, &mut check[..want])?;
+        let after = target.facts()?;
+        // Our write and time restore move only the change time; anything else is someone else's change made
+        // by path (chmod, chown, rename, link, setxattr) or a privilege bit come or gone.
+        let expected = Facts {
+            ctime: after.ctime,
+            ..ours
+        };
+        ours = expected;
+        // Pair assertion, second half: what is on the medium now is what was read before the write.
+        if reread != want || checksum(&check[..want]) != sum {
+            // Put the bytes back once more, in a window, if the file is still as we left it.
+            if open_window_patiently(target, env)? == Window::Open
+                && target.facts()?.same_as(&ours)
+                && target.lease_held()?
+            {
+                target.write_at(offset, &buf[..want])?;
+                target.set_times(original.0, original.1)?;
+                target.close_window();
+                target.sync()?;
+            }
+            let times_restored = give_up(target, journal, id, &ours)?;
+            return Ok(FileOutcome::VerifyFailed {
+                offset,
+                times_restored,
+            });
+        }
+        if after.privileged != expected.privileged {
+            give_way!("a setuid/setgid bit or file capability came or went during the write");
+        }
+        if !after.same_as(&expected) {
+            give_way!(describe_change(&expected, &after));
+        }
+        refreshed_bytes += len;
+        index += 1;
     }
     target.close_window();
     journal.end(id)?;

@@ -410,7 +410,9 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
             eprintln!("skip      {shown}: an interrupted refresh of it is still pending (open elsewhere)");
             continue;
         }
-        let pinned = match PinnedFile::open(&candidate.root, &candidate.path, chunk as usize) {
+        let opened = PinnedFile::open(&candidate.root, &candidate.path, chunk as usize)
+            .and_then(|mut p| p.probe_window().map(|()| p));
+        let pinned = match opened {
             Ok(p) => p,
             Err(refusal) => {
                 eprintln!("skip      {shown}: {refusal}");
