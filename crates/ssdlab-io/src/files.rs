@@ -117,6 +117,14 @@ pub fn has_shared_extents(file: &File) -> io::Result<bool> {
     Ok(shared)
 }
 
+/// The data ranges of the file at `path`, opened read-only with O_NOATIME (unless `allow_atime`, which also
+/// lets a file that is not ours be opened, moving its access time).
+pub fn data_ranges_of(path: &Path, allow_atime: bool) -> io::Result<Vec<(u64, u64)>> {
+    let noatime = if allow_atime { 0 } else { libc::O_NOATIME };
+    let file = OpenOptions::new().read(true).custom_flags(noatime).open(path)?;
+    data_ranges(&file, file.metadata()?.len())
+}
+
 /// The (offset, length) ranges of a file that hold data, from SEEK_DATA/SEEK_HOLE (the whole file when the file
 /// system does not say).
 pub fn data_ranges(file: &File, len: u64) -> io::Result<Vec<(u64, u64)>> {

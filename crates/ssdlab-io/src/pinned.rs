@@ -397,36 +397,28 @@ impl PinnedFile {
         })
     }
 
-    /// A descriptor for reading: the window's, or a fresh read-only one.
-    fn with_reader<T>(&mut self, f: impl FnOnce(&File, &mut Self) -> io::Result<T>) -> io::Result<T> {
-        match self.window.take() {
-            Some(w) => {
-                let out = f(&w, self);
-                self.window = Some(w);
-                out
-            }
-            None => {
-                let flags = libc::O_RDONLY | libc::O_NONBLOCK;
-                let r = if self.direct {
-                    self.reopen(flags | libc::O_DIRECT)
-                        .or_else(|_| self.reopen(flags))?
-                } else {
-                    self.reopen(flags)?
-                };
-                let direct = self.direct;
-                // A reader without O_DIRECT (the fallback) reads from the medium only after the cache is dropped.
-                self.direct = direct && fcntl_has_direct(&r);
-                let out = f(&r, self);
-                self.direct = direct;
-                out
-            }
+    /// A descriptor for reading (the window's, or a fresh read-only one) and whether it reads with O_DIRECT.
+    fn with_reader<T>(&mut self, f: impl FnOnce(&File, bool, &mut Self) -> io::Result<T>) -> io::Result<T> {
+        if let Some(w) = self.window.take() {
+            let out = f(&w, self.direct, self);
+            self.window = Some(w);
+            return out;
         }
+        let flags = libc::O_RDONLY | libc::O_NONBLOCK;
+        let reader = if self.direct {
+            self.reopen(flags | libc::O_DIRECT)
+                .or_else(|_| self.reopen(flags))?
+        } else {
+            self.reopen(flags)?
+        };
+        let direct = fcntl_has_direct(&reader);
+        f(&reader, direct, self)
     }
 
     /// Data ranges: SEEK_DATA/SEEK_HOLE, less unwritten (preallocated) extents.
     pub fn data_ranges(&mut self) -> io::Result<Vec<(u64, u64)>> {
         let len = self.facts()?.size_bytes;
-        self.with_reader(|file, _| {
+        self.with_reader(|file, _, _| {
             let ranges = data_ranges(file, len)?;
             let unwritten = unwritten_extents(file)?;
             Ok(subtract(&ranges, &unwritten))
@@ -434,7 +426,7 @@ impl PinnedFile {
     }
 
     pub fn shares_extents(&mut self) -> io::Result<bool> {
-        self.with_reader(|file, _| has_shared_extents(file))
+        self.with_reader(|file, _, _| has_shared_extents(file))
     }
 
     /// Opens the window: the inode for writing (direct I/O where the file system allows it) with a write lease.
@@ -504,8 +496,8 @@ impl PinnedFile {
     pub fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let aligned = (buf.len() as u64).next_multiple_of(self.align) as usize;
         self.ensure_buffer(aligned);
-        self.with_reader(|file, me| {
-            if !me.direct {
+        self.with_reader(|file, direct, me| {
+            if !direct {
                 let _ = crate::sys::drop_cache(file, offset, aligned as u64);
             }
             let staging = &mut me.buffer.slot_mut(0)[..aligned];
@@ -564,7 +556,7 @@ impl PinnedFile {
 
     /// Makes the writes durable (fdatasync works on any descriptor of the inode, so no window is needed).
     pub fn sync(&mut self) -> io::Result<()> {
-        self.with_reader(|file, _| file.sync_data())
+        self.with_reader(|file, _, _| file.sync_data())
     }
 
     /// Sets atime and mtime on the pinned inode (the change time necessarily moves).

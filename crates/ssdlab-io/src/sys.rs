@@ -183,3 +183,8 @@ pub fn block_in_flight(st_dev: u64) -> Option<u64> {
     // Field 9 of the stat file: I/Os currently in flight.
     stat.split_whitespace().nth(8)?.parse().ok()
 }
+
+/// A device number as "MAJOR:MINOR", as /proc and sysfs write it.
+pub fn device_name(dev: u64) -> String {
+    format!("{}:{}", libc::major(dev), libc::minor(dev))
+}

@@ -23,7 +23,6 @@ pub struct Walked {
     pub identity: Identity,
     pub size_bytes: u64,
     pub mtime: Time,
-    pub birth: Option<Time>,
 }
 
 /// Files found, and what was passed over and why.
@@ -134,7 +133,6 @@ pub fn walk(roots: &[PathBuf], exclude: &[(u64, u64)], allow_atime: bool) -> io:
                     identity,
                     size_bytes: meta.len(),
                     mtime: (meta.mtime(), meta.mtime_nsec()),
-                    birth: identity.birth,
                     path,
                 });
             }

@@ -347,6 +347,13 @@ fn act(world: &Shared, meanwhile: Meanwhile) {
     }
 }
 
+/// After a crash: the crash switch is off; nothing the crashed run held in memory survives.
+fn reboot(world: &Shared) {
+    let mut w = world.borrow_mut();
+    w.crashed = false;
+    w.crash_at = None;
+}
+
 /// Durable steps in an uninterrupted run.
 fn steps_without_a_crash(seed: u64) -> u64 {
     let world = new_world(seed);
@@ -381,12 +388,7 @@ fn a_crash_at_every_durable_step_changes_nothing_after_the_next_run() {
                     first.is_err(),
                     "{ctx}: the run should have crashed, got {first:?}"
                 );
-                // Reboot: the crash switch is off, nothing in memory survives.
-                {
-                    let mut w = world.borrow_mut();
-                    w.crashed = false;
-                    w.crash_at = None;
-                }
+                reboot(&world);
                 act(&world, meanwhile);
                 let before_next = world.borrow().facts;
                 let expected_data = world.borrow().data.clone();
@@ -444,12 +446,8 @@ fn an_opener_is_waited_for_and_then_given_way_with_times_restored() {
         let world = new_world(3);
         world.borrow_mut().crash_at = Some(crash_at);
         assert!(one_run(&world).is_err());
-        {
-            let mut w = world.borrow_mut();
-            w.crashed = false;
-            w.crash_at = None;
-            w.open_elsewhere = true;
-        }
+        reboot(&world);
+        world.borrow_mut().open_elsewhere = true;
         let busy = one_run(&world).unwrap();
         let pending = Journal::open(Box::new(MemStore(world.clone())))
             .unwrap()

@@ -158,24 +158,31 @@ pub fn escape_path(path: &Path) -> String {
     out
 }
 
+/// Bytes in lower-case hexadecimal.
+pub fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Bytes from hexadecimal; `None` when it is not.
+pub fn from_hex(hex: &str) -> Option<Vec<u8>> {
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
 /// The raw bytes of a path in hexadecimal, when it is not UTF-8.
 pub fn path_bytes_hex(path: &Path) -> Option<String> {
     let bytes = path.as_os_str().as_bytes();
-    std::str::from_utf8(bytes)
-        .is_err()
-        .then(|| bytes.iter().map(|b| format!("{b:02x}")).collect())
+    std::str::from_utf8(bytes).is_err().then(|| to_hex(bytes))
 }
 
 /// The path from its hexadecimal bytes.
 pub fn path_from_hex(hex: &str) -> Option<PathBuf> {
-    if !hex.len().is_multiple_of(2) {
-        return None;
-    }
-    let bytes = (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect::<Option<Vec<u8>>>()?;
-    Some(PathBuf::from(OsStr::from_bytes(&bytes)))
+    Some(PathBuf::from(OsStr::from_bytes(&from_hex(hex)?)))
 }
 
 #[derive(Serialize, Deserialize)]

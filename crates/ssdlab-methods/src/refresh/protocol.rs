@@ -29,7 +29,7 @@
 
 use std::io;
 
-use super::file::{Facts, FileId, Opener, PathBytes, RefreshTarget, Window, time_ns};
+use super::file::{Facts, FileId, Opener, PathBytes, RefreshTarget, Window, from_hex, time_ns, to_hex};
 use super::journal::{Begin, Journal, JournalError, Unfinished, WRITE_WITHIN_NS, Writing};
 
 /// A fast 64-bit checksum of a buffer: four independent multiply-mix lanes over 32-byte blocks (so the CPU can
@@ -225,9 +225,7 @@ pub fn refresh_file(
         mtime: first.mtime,
         stamp: first.stamp(),
         chunk_bytes,
-        handle_hex: target
-            .handle()
-            .map(|h| h.iter().map(|b| format!("{b:02x}")).collect()),
+        handle_hex: target.handle().as_deref().map(to_hex),
     })?;
     let original = (first.atime, first.mtime);
     // The file as our last window left it: its original times, our last change time. Anything else is someone
@@ -420,7 +418,7 @@ pub fn settle_entry(
 ) -> Result<SettleOutcome, RefreshError> {
     let begin = &entry.begin;
     let path = begin.path.clone();
-    let handle = begin.handle_hex.as_deref().and_then(hex_bytes);
+    let handle = begin.handle_hex.as_deref().and_then(from_hex);
     let Some(mut target) = opener.reopen(
         &begin.root.0,
         &begin.path.0,
@@ -475,17 +473,6 @@ pub fn settle_entry(
     } else {
         SettleOutcome::ChangedByOthers { path }
     })
-}
-
-fn hex_bytes(hex: &str) -> Option<Vec<u8>> {
-    (hex.len().is_multiple_of(2))
-        .then(|| {
-            (0..hex.len())
-                .step_by(2)
-                .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-                .collect()
-        })
-        .flatten()
 }
 
 /// Settles every unfinished entry, whatever this run was asked to select.

@@ -16,7 +16,6 @@ pub struct Found {
     pub id: FileId,
     pub size_bytes: u64,
     pub mtime: Time,
-    pub birth: Option<Time>,
 }
 
 /// The files to refresh, and how many were passed over as younger than `--older-than`.
@@ -35,7 +34,7 @@ pub fn select(found: Vec<Found>, older_than_s: Option<f64>, log: &RefreshLog, no
         if file.size_bytes == 0 || !seen.insert(file.id) {
             continue;
         }
-        let age_s = log.data_age_s(&file.id, file.mtime, file.birth, now_unix_s);
+        let age_s = log.data_age_s(&file.id, file.mtime, file.id.birth, now_unix_s);
         if older_than_s.is_some_and(|limit| age_s < limit) {
             selection.younger += 1;
             continue;

@@ -352,7 +352,6 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
             id: file_id(w.identity),
             size_bytes: w.size_bytes,
             mtime: w.mtime,
-            birth: w.birth,
         })
         .collect();
     let devices: HashMap<FileId, u64> = walked

@@ -2,7 +2,7 @@
 //! report's table, and which files have gone slow.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -85,11 +85,7 @@ fn scan_real_file(
         RealDevice::Psync(d) => Box::new(d),
         RealDevice::Null(d) => Box::new(d),
     };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc_o_noatime(allow_atime))
-        .open(path)?;
-    let ranges = ssdlab_io::files::data_ranges(&file, file.metadata()?.len())?;
+    let ranges = ssdlab_io::files::data_ranges_of(path, allow_atime)?;
     let item = ScanItem {
         name: ssdlab_methods::refresh::file::escape_path(path),
         name_bytes_hex: ssdlab_methods::refresh::file::path_bytes_hex(path),
@@ -98,11 +94,6 @@ fn scan_real_file(
         ranges,
     };
     Ok(scan_item(device.as_mut(), &item, chunk, qd)?)
-}
-
-/// O_NOATIME unless the caller allows moving access times (then opening also works for files not ours).
-fn libc_o_noatime(allow_atime: bool) -> i32 {
-    if allow_atime { 0 } else { 0o1000000 }
 }
 
 /// Scans real files: one thread per underlying device, files on a device in turn. A file that vanishes,
@@ -131,7 +122,7 @@ fn scan_paths(args: &ScanArgs, chunk: u64, min_size: u64) -> Result<(Vec<FileSca
             ino: file.identity.ino,
             birth: file.identity.birth,
         };
-        let age = log.data_age_s(&id, file.mtime, file.birth, now_unix_s);
+        let age = log.data_age_s(&id, file.mtime, id.birth, now_unix_s);
         by_device.entry(file.dev).or_default().push((file.path, age));
     }
     let results = std::thread::scope(|scope| {
@@ -139,7 +130,7 @@ fn scan_paths(args: &ScanArgs, chunk: u64, min_size: u64) -> Result<(Vec<FileSca
             .into_iter()
             .map(|(dev, files)| {
                 scope.spawn(move || {
-                    let device_name = format!("{}:{}", libc_major(dev), libc_minor(dev));
+                    let device_name = ssdlab_io::sys::device_name(dev);
                     let mut scans = Vec::new();
                     let mut failed = Vec::new();
                     for (path, age) in files {
@@ -170,14 +161,6 @@ fn scan_paths(args: &ScanArgs, chunk: u64, min_size: u64) -> Result<(Vec<FileSca
         skipped.extend(failed);
     }
     Ok((scans, skipped))
-}
-
-fn libc_major(dev: u64) -> u64 {
-    ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff)
-}
-
-fn libc_minor(dev: u64) -> u64 {
-    (dev & 0xff) | ((dev >> 12) & !0xff)
 }
 
 /// Scans a virtual data set laid out on the simulator; with `--refresh-flagged`, rewrites the flagged files
