@@ -559,12 +559,13 @@ impl PinnedFile {
         self.with_reader(|file, _, _| file.sync_data())
     }
 
-    /// Sets atime and mtime on the pinned inode (the change time necessarily moves).
-    pub fn set_times(&mut self, atime: Time, mtime: Time) -> io::Result<()> {
+    /// Sets the modification time on the pinned inode and leaves the access time alone (the change time
+    /// necessarily moves).
+    pub fn set_mtime(&mut self, mtime: Time) -> io::Result<()> {
         let times = [
             libc::timespec {
-                tv_sec: atime.0,
-                tv_nsec: atime.1,
+                tv_sec: 0,
+                tv_nsec: libc::UTIME_OMIT,
             },
             libc::timespec {
                 tv_sec: mtime.0,

@@ -177,12 +177,11 @@ impl RefreshTarget for MemFile {
         }
         Ok(())
     }
-    fn set_times(&mut self, atime: Time, mtime: Time) -> io::Result<()> {
+    fn set_mtime(&mut self, mtime: Time) -> io::Result<()> {
         let mut w = self.world.borrow_mut();
         if !w.step()? {
             return Err(crash_err());
         }
-        w.facts.atime = atime;
         w.facts.mtime = mtime;
         w.facts.ctime = w.tick();
         Ok(())

@@ -116,8 +116,8 @@ pub trait RefreshTarget {
     /// Inside a window: writes `buf` at `offset` (durable after [`RefreshTarget::sync`]).
     fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()>;
     fn sync(&mut self) -> io::Result<()>;
-    /// Sets access and modification times (the change time necessarily moves).
-    fn set_times(&mut self, atime: Time, mtime: Time) -> io::Result<()>;
+    /// Sets the modification time, leaving the access time alone (the change time necessarily moves).
+    fn set_mtime(&mut self, mtime: Time) -> io::Result<()>;
 }
 
 /// Finds a journalled file again, for settling an interrupted run.

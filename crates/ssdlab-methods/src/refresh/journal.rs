@@ -23,6 +23,10 @@ pub trait JournalStore {
     fn load(&mut self) -> io::Result<Vec<u8>>;
     /// Appends one line; durable when it returns.
     fn append(&mut self, line: &[u8]) -> io::Result<()>;
+    /// Appends one line that must survive a kill but not a power failure (no sync).
+    fn append_unsynced(&mut self, line: &[u8]) -> io::Result<()> {
+        self.append(line)
+    }
     /// Replaces the whole journal atomically and durably (compaction).
     fn replace(&mut self, content: &[u8]) -> io::Result<()>;
 }
@@ -84,6 +88,11 @@ enum Record {
     Withdrawn {
         id: FileId,
     },
+    /// The write of chunk `index` is over (made, time put back): nothing is in flight.
+    Done {
+        id: FileId,
+        index: u64,
+    },
     End {
         id: FileId,
     },
@@ -94,6 +103,8 @@ enum Record {
 pub struct Unfinished {
     pub begin: Begin,
     pub last: Option<Writing>,
+    /// Chunks known to be rewritten, in order: a resume with the same chunk size starts after them.
+    pub chunks_done: u64,
 }
 
 /// The journal as replayed, plus the store it appends to.
@@ -127,7 +138,20 @@ impl Journal {
             };
             match record {
                 Record::Begin(begin) => {
-                    open.insert(begin.id, Unfinished { begin, last: None });
+                    open.insert(
+                        begin.id,
+                        Unfinished {
+                            begin,
+                            last: None,
+                            chunks_done: 0,
+                        },
+                    );
+                }
+                Record::Done { id, index } => {
+                    if let Some(entry) = open.get_mut(&id) {
+                        entry.last = None;
+                        entry.chunks_done = index + 1;
+                    }
                 }
                 Record::Writing(w) => {
                     if let Some(entry) = open.get_mut(&w.id) {
@@ -158,6 +182,16 @@ impl Journal {
         let mut out = Vec::new();
         for entry in self.open.values() {
             push_line(&mut out, &Record::Begin(entry.begin.clone()));
+            if entry.chunks_done > 0 {
+                let index = entry.chunks_done - 1;
+                push_line(
+                    &mut out,
+                    &Record::Done {
+                        id: entry.begin.id,
+                        index,
+                    },
+                );
+            }
             if let Some(w) = entry.last {
                 push_line(&mut out, &Record::Writing(w));
             }
@@ -179,7 +213,14 @@ impl Journal {
             "a file is begun only after its earlier entry was settled"
         );
         self.append(&Record::Begin(begin.clone()))?;
-        self.open.insert(begin.id, Unfinished { begin, last: None });
+        self.open.insert(
+            begin.id,
+            Unfinished {
+                begin,
+                last: None,
+                chunks_done: 0,
+            },
+        );
         Ok(())
     }
 
@@ -199,6 +240,19 @@ impl Journal {
         self.append(&Record::Withdrawn { id })?;
         if let Some(entry) = self.open.get_mut(&id) {
             entry.last = None;
+        }
+        Ok(())
+    }
+
+    /// Records that the write of chunk `index` is over. Not synced: it must survive a kill, and after a power
+    /// failure the file's own times are not durable either.
+    pub fn done(&mut self, id: FileId, index: u64) -> Result<(), JournalError> {
+        let mut line = Vec::new();
+        push_line(&mut line, &Record::Done { id, index });
+        self.store.append_unsynced(&line)?;
+        if let Some(entry) = self.open.get_mut(&id) {
+            entry.last = None;
+            entry.chunks_done = index + 1;
         }
         Ok(())
     }

@@ -3,8 +3,8 @@
 //!
 //! Per chunk: read it from the medium and checksum it, announce the write durably in the journal, then open a
 //! *window* (the file open for writing with a write lease, so no one else has it open), check that nothing
-//! changed since our last look and that the lease stands, write the same bytes back, put the original access and
-//! modification times back at once, and close the window; then sync, re-read from the medium and compare, and
+//! changed since our last look and that the lease stands, write the same bytes back, put the original
+//! modification time back at once, and close the window; then sync, re-read from the medium and compare, and
 //! check that no privilege bit or capability came or went. The window holds only a write and a time restore, and
 //! between windows the file is not held at all, so `exec` and `chattr` are rarely refused, a blocking opener
 //! waits microseconds, and a file someone else has open is waited for rather than fought over. Because the
@@ -15,10 +15,11 @@
 //! **The remaining windows.** (1) Between the last lease check and the write there is no system call but the
 //! write itself; should the process be stalled there for longer than the kernel's lease-break time
 //! (`/proc/sys/fs/lease-break-time`, 45 s by default) while another process opens and writes the file, the stale
-//! chunk would land over that write. (2) A kill between a write and the time restore right after it leaves the
-//! write's modification time; the next run puts the original back when the chunk still holds the announced
-//! checksum and the time falls within a second of the announcement, so a writer that was blocked on our lease
-//! and wrote elsewhere in the file within that second of the kill would be mistaken for us. (3) A capability set
+//! chunk would land over that write. (2) A kill between a write and the time restore right after it (before the
+//! `done` record) leaves the write's modification time; the next run puts the original back when the chunk still
+//! holds the announced checksum and the time falls within a second of the announcement, so a writer that was
+//! blocked on our lease and wrote elsewhere in the file within that second would be mistaken for us. After a
+//! power failure the restored time may not be durable (fdatasync does not commit it). (3) A capability set
 //! by path (setxattr needs no open) between the last check and the write is stripped by the kernel unseen; a
 //! chmod, chown, rename, link or other setxattr in the window is seen after the write and the file given up.
 //! (4) An opener that uses O_NONBLOCK (GNU tar) and lands inside a window gets EAGAIN, and an exec that lands
@@ -76,6 +77,8 @@ pub trait RefreshEnv {
 
 /// How long another process may keep a file open before refresh gives it up for this run.
 pub const PATIENCE_MS: u64 = 10_000;
+/// How often a chunk may lose its lease to other openers before refresh gives the file up for this run.
+const MAX_LEASE_LOSSES: u32 = 100;
 const RETRY_MS: u64 = 20;
 
 /// What happened to one file.
@@ -227,7 +230,10 @@ pub fn refresh_file(
         chunk_bytes,
         handle_hex: target.handle().as_deref().map(to_hex),
     })?;
-    let original = (first.atime, first.mtime);
+    // Only the modification time is put back: our reads use O_NOATIME and move no access time, and access
+    // times moved by other readers meanwhile are theirs to keep.
+    let original_mtime = first.mtime;
+    let mut lease_losses = 0u32;
     // The file as our last window left it: its original times, our last change time. Anything else is someone
     // else's doing, and because the modification time is always the original one between windows, any write by
     // anyone moves it, however coarse the file system's clock.
@@ -310,9 +316,15 @@ pub fn refresh_file(
             }
             if !target.lease_held()? {
                 // Someone asked for the file: withdraw the announcement (durably, so a kill now cannot make a
-                // resume take their write for ours), let them in, and come back for this chunk.
+                // resume take their write for ours), let them in, and come back for this chunk. Someone who
+                // keeps asking is given way to, as one who keeps the file open is.
                 journal.withdraw(id)?;
                 target.close_window();
+                lease_losses += 1;
+                if lease_losses > MAX_LEASE_LOSSES || env.interrupted() {
+                    give_way!("other processes keep opening it");
+                }
+                env.wait_ms(RETRY_MS);
                 announced_at = None;
                 continue;
             }
@@ -326,9 +338,13 @@ pub fn refresh_file(
                 "refresh would write bytes it did not read"
             );
             target.write_at(offset, &buf[..want])?;
-            // The original times go back at once, inside the window: a later write by anyone moves them again.
-            target.set_times(original.0, original.1)?;
+            // The original modification time goes back at once, inside the window: a later write by anyone
+            // moves it again.
+            target.set_mtime(original_mtime)?;
             target.close_window();
+            // The write is over: say so (a plain append, which a kill cannot lose), so that a later change by
+            // someone else is never taken for this write by a resume.
+            journal.done(id, index as u64)?;
             break;
         }
         target.sync()?;
@@ -349,9 +365,19 @@ pub fn refresh_file(
                 && target.facts()?.same_as(&ours)
                 && target.lease_held()?
             {
+                journal.writing(Writing {
+                    id,
+                    index: index as u64,
+                    offset,
+                    len,
+                    sum,
+                    before: ours.stamp(),
+                    wall_ns: env.wall_ns(),
+                })?;
                 target.write_at(offset, &buf[..want])?;
-                target.set_times(original.0, original.1)?;
+                target.set_mtime(original_mtime)?;
                 target.close_window();
+                journal.done(id, index as u64)?;
                 target.sync()?;
             }
             let times_restored = give_up(target, journal, id, &ours)?;
@@ -432,7 +458,7 @@ pub fn settle_entry(
     };
     let target = target.as_mut();
     let now = target.facts()?;
-    let resume_from = entry.last.map_or(0, |w| w.index);
+    let resume_from = entry.last.map_or(entry.chunks_done, |w| w.index);
     let restored = SettleOutcome::Restored {
         path: path.clone(),
         id: begin.id,
@@ -455,6 +481,8 @@ pub fn settle_entry(
     if open_window_patiently(target, env)? == Window::Busy {
         return Ok(SettleOutcome::Busy { path });
     }
+    // Judge from the file as it is now, under the lease: waiting for the window may have let a writer in.
+    let now = target.facts()?;
     let mtime_ns = time_ns(now.mtime);
     let ours_in_time = mtime_ns >= w.wall_ns as i128 - 50_000_000
         && mtime_ns <= (w.wall_ns + WRITE_WITHIN_NS) as i128 + 50_000_000;
@@ -462,9 +490,10 @@ pub fn settle_entry(
     let ours = now.size_bytes == w.before.size_bytes
         && ours_in_time
         && target.read_from_media(w.offset, &mut chunk)? == chunk.len()
-        && checksum(&chunk) == w.sum;
+        && checksum(&chunk) == w.sum
+        && target.lease_held()?;
     if ours {
-        target.set_times(begin.atime, begin.mtime)?;
+        target.set_mtime(begin.mtime)?;
     }
     target.close_window();
     journal.end(begin.id)?;

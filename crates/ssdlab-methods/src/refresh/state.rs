@@ -177,6 +177,14 @@ impl JournalStore for FileStore {
         file.sync_data()
     }
 
+    fn append_unsynced(&mut self, line: &[u8]) -> io::Result<()> {
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?
+            .write_all(line)
+    }
+
     fn replace(&mut self, content: &[u8]) -> io::Result<()> {
         let tmp = self.path.with_extension("tmp");
         {

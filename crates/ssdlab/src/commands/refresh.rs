@@ -125,8 +125,8 @@ impl RefreshTarget for Target {
     fn sync(&mut self) -> io::Result<()> {
         self.inner.sync()
     }
-    fn set_times(&mut self, atime: (i64, i64), mtime: (i64, i64)) -> io::Result<()> {
-        self.inner.set_times(atime, mtime)
+    fn set_mtime(&mut self, mtime: (i64, i64)) -> io::Result<()> {
+        self.inner.set_mtime(mtime)
     }
 }
 
