@@ -1,4 +1,4 @@
-//! Summary statistics over series: mean, standard deviation, least-squares regression.
+//! Summary statistics over series: mean, standard deviation, nearest-rank percentiles, least-squares regression.
 //!
 //! Pure functions over slices; no I/O.
 
@@ -18,6 +18,22 @@ pub fn std_dev(values: &[f64]) -> f64 {
     }
     let m = mean(values);
     (values.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / values.len() as f64).sqrt()
+}
+
+/// The nearest-rank percentile of a series (0 for an empty one).
+pub fn percentile(values: &[f64], q: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((q / 100.0 * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// The median (nearest rank, of a copy).
+pub fn median(values: &[f64]) -> f64 {
+    percentile(values, 50.0)
 }
 
 /// A least-squares line `y = intercept + slope * x`.

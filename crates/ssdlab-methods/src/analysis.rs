@@ -1,26 +1,9 @@
 //! Analysis of per-second series: plateau, write cliff, steady-state statistics, SNIA PTS steady state and the
 //! field report's percentile columns. Pure functions; no I/O.
 
-use serde::{Deserialize, Serialize};
+pub use ssdlab_core::schema::{Cliff, PercentileColumns, SniaSteadyState};
 use ssdlab_core::stats::{least_squares, mean, std_dev};
-
-/// SNIA PTS steady state over a window of rounds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SniaSteadyState {
-    /// Seconds per round (the series is averaged into rounds of this length).
-    pub round_s: u32,
-    pub rounds: u32,
-    /// Whether the last five rounds meet both criteria.
-    pub achieved: bool,
-    /// The first window of five rounds that met both criteria (0-based index of its first round), if any.
-    pub first_window_start_round: Option<u32>,
-    /// Figures of the last window (None when the run holds fewer than five rounds).
-    pub window_mean: Option<f64>,
-    /// (max - min) / mean; the criterion is <= 0.20.
-    pub range_excursion: Option<f64>,
-    /// |slope| x (window width - 1 rounds) / mean; the criterion is <= 0.10.
-    pub slope_excursion: Option<f64>,
-}
+pub use ssdlab_core::stats::{median, percentile};
 
 /// The PTS window: 5 rounds, data excursion within 20% of the mean, slope excursion within 10%.
 pub const SNIA_WINDOW_ROUNDS: usize = 5;
@@ -74,15 +57,6 @@ pub fn snia_steady_state(per_second: &[f64], round_s: u32) -> SniaSteadyState {
     }
 }
 
-/// Where the write cliff falls.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Cliff {
-    /// Seconds from the start of the series.
-    pub t_s: f64,
-    /// Bytes written before it.
-    pub bytes_written: u64,
-}
-
 /// The first second below half the initial rate (the first sample) that also starts two 5-second windows whose
 /// medians are below it, or None when there is no such drop (say so honestly: a drive with ample spare area, or
 /// one whose first second is already past its cliff, shows none).
@@ -105,44 +79,6 @@ pub fn find_cliff(values: &[f64], bytes_per_second: &[u64]) -> Option<Cliff> {
 pub fn plateau(values: &[f64], cliff: Option<&Cliff>) -> f64 {
     let end = cliff.map_or(values.len(), |c| (c.t_s as usize).max(1));
     mean(&values[..end.min(values.len())])
-}
-
-/// The median (of a copy).
-pub fn median(values: &[f64]) -> f64 {
-    percentile(values, 50.0)
-}
-
-/// The nearest-rank percentile of a series (0 for an empty one).
-pub fn percentile(values: &[f64], q: f64) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let rank = ((q / 100.0 * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
-}
-
-/// The field report's columns: 25th, 50th, 75th and 95th percentiles and the mean.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PercentileColumns {
-    pub p25: f64,
-    pub p50: f64,
-    pub p75: f64,
-    pub p95: f64,
-    pub mean: f64,
-}
-
-impl PercentileColumns {
-    pub fn of(values: &[f64]) -> Self {
-        PercentileColumns {
-            p25: percentile(values, 25.0),
-            p50: percentile(values, 50.0),
-            p75: percentile(values, 75.0),
-            p95: percentile(values, 95.0),
-            mean: mean(values),
-        }
-    }
 }
 
 /// Mean and standard deviation of the last `window` values (all of them when shorter).

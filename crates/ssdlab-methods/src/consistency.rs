@@ -7,10 +7,11 @@
 //! device is purged first so the rest stays unmapped.
 
 use serde::{Deserialize, Serialize};
-use ssdlab_core::schema::Verdict;
+pub use ssdlab_core::schema::ConsistencyAnalysis;
+use ssdlab_core::schema::{Analysis, Verdict};
 use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
 
-use crate::analysis::{Cliff, SniaSteadyState, find_cliff, plateau, snia_steady_state, tail_stats};
+use crate::analysis::{find_cliff, plateau, snia_steady_state, tail_stats};
 use crate::session::{MethodError, MethodOutcome, Session};
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -37,24 +38,6 @@ impl Default for ConsistencyOptions {
     }
 }
 
-/// What the random-write phase showed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ConsistencyAnalysis {
-    pub tested_bytes: u64,
-    pub op_percent: u32,
-    pub plateau_iops: f64,
-    /// None: no cliff was found (the drive never fell below half its initial rate).
-    pub cliff: Option<Cliff>,
-    pub steady_window_s: u32,
-    pub steady_iops_mean: f64,
-    pub steady_iops_std_dev: f64,
-    /// Mean / standard deviation: the later reviews' consistency score (higher is steadier).
-    pub steady_consistency_ratio: Option<f64>,
-    pub snia: SniaSteadyState,
-    pub random_bytes_written: u64,
-    pub samples: u32,
-}
-
 /// The span a consistency test uses: (100 - op)% of the device, in whole 128 KiB units.
 pub fn tested_span(capacity: u64, op_percent: u32) -> Span {
     let unit = 128 << 10;
@@ -68,7 +51,7 @@ pub fn tested_span(capacity: u64, op_percent: u32) -> Span {
 pub fn run(
     session: &mut Session<'_>,
     options: &ConsistencyOptions,
-) -> Result<(serde_json::Value, Verdict), MethodError> {
+) -> Result<(Option<ConsistencyAnalysis>, Verdict), MethodError> {
     if options.op_percent >= 100 {
         return Err(MethodError::Invalid(format!(
             "--op {}: must be below 100",
@@ -112,7 +95,7 @@ pub fn run(
             passed: false,
             reasons: vec!["interrupted before the random-write phase".into()],
         };
-        return Ok((serde_json::json!({}), verdict));
+        return Ok((None, verdict));
     };
     let phase = &session.phases[index];
     let analysis = analyze(&phase.samples, span.len_bytes, options);
@@ -139,10 +122,7 @@ pub fn run(
         passed: reasons.is_empty(),
         reasons,
     };
-    Ok((
-        serde_json::to_value(&analysis).expect("analysis serializes"),
-        verdict,
-    ))
+    Ok((Some(analysis), verdict))
 }
 
 /// The analysis of the random-write phase's per-second samples.
@@ -179,5 +159,5 @@ pub fn consistency(
     options: &ConsistencyOptions,
 ) -> Result<MethodOutcome, MethodError> {
     let (analysis, verdict) = run(&mut session, options)?;
-    Ok(session.finish(analysis, verdict))
+    Ok(session.finish(Analysis::Consistency, analysis, verdict))
 }

@@ -3,7 +3,8 @@
 //! columns (25% / median / 75% / 95% / mean).
 
 use serde::{Deserialize, Serialize};
-use ssdlab_core::schema::Verdict;
+pub use ssdlab_core::schema::LatencyAnalysis;
+use ssdlab_core::schema::{Analysis, Verdict};
 use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
 
 use crate::session::{MethodError, MethodOutcome, Session};
@@ -21,22 +22,6 @@ impl Default for LatencyOptions {
             runtime_ns: 60_000_000_000,
         }
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LatencyAnalysis {
-    pub span_bytes: u64,
-    pub iops: f64,
-    pub bytes_per_s: f64,
-    pub latency_ns_mean: f64,
-    pub latency_ns_max: u64,
-    pub latency_ns_p25: u64,
-    pub latency_ns_p50: u64,
-    pub latency_ns_p75: u64,
-    pub latency_ns_p95: u64,
-    pub latency_ns_p99: u64,
-    /// Process CPU time over run time, in percent of one core.
-    pub cpu_percent: f64,
 }
 
 pub fn latency(mut session: Session<'_>, options: &LatencyOptions) -> Result<MethodOutcome, MethodError> {
@@ -59,27 +44,23 @@ pub fn latency(mut session: Session<'_>, options: &LatencyOptions) -> Result<Met
     };
     let index = session.phase("qd1-random-write", &workload)?;
     let mut reasons = Vec::new();
-    let analysis = match index {
-        Some(i) => {
-            let s = &session.phases[i].summary;
-            let l = &s.latency_ns;
-            serde_json::to_value(LatencyAnalysis {
-                span_bytes: span.len_bytes,
-                iops: s.iops,
-                bytes_per_s: s.bytes_per_s,
-                latency_ns_mean: l.mean,
-                latency_ns_max: l.max,
-                latency_ns_p25: l.p25,
-                latency_ns_p50: l.p50,
-                latency_ns_p75: l.p75,
-                latency_ns_p95: l.p95,
-                latency_ns_p99: l.p99,
-                cpu_percent: 100.0 * (s.cpu_user_s + s.cpu_sys_s) / s.seconds.max(1e-9),
-            })
-            .expect("analysis serializes")
+    let analysis = index.map(|i| {
+        let s = &session.phases[i].summary;
+        let l = &s.latency_ns;
+        LatencyAnalysis {
+            span_bytes: span.len_bytes,
+            iops: s.iops,
+            bytes_per_s: s.bytes_per_s,
+            latency_ns_mean: l.mean,
+            latency_ns_max: l.max,
+            latency_ns_p25: l.p25,
+            latency_ns_p50: l.p50,
+            latency_ns_p75: l.p75,
+            latency_ns_p95: l.p95,
+            latency_ns_p99: l.p99,
+            cpu_percent: 100.0 * (s.cpu_user_s + s.cpu_sys_s) / s.seconds.max(1e-9),
         }
-        None => serde_json::json!({}),
-    };
+    });
     if session.stopped {
         reasons.push("interrupted before the end of the run".into());
     }
@@ -87,5 +68,5 @@ pub fn latency(mut session: Session<'_>, options: &LatencyOptions) -> Result<Met
         passed: reasons.is_empty(),
         reasons,
     };
-    Ok(session.finish(analysis, verdict))
+    Ok(session.finish(Analysis::Latency, analysis, verdict))
 }

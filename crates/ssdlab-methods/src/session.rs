@@ -2,7 +2,7 @@
 //! caller asks (Ctrl-C), so what was measured is kept and marked incomplete.
 
 use ssdlab_core::device::{Completion, Device, DeviceError, Io, Op};
-use ssdlab_core::schema::{PhaseResult, Verdict};
+use ssdlab_core::schema::{Analysis, MethodAnalysis, PhaseResult, Verdict};
 use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload, WorkloadError};
 use ssdlab_engine::{Observer, run_phase};
 
@@ -33,7 +33,8 @@ pub enum MethodError {
 #[derive(Debug, Clone)]
 pub struct MethodOutcome {
     pub phases: Vec<PhaseResult>,
-    pub analysis: serde_json::Value,
+    /// The method's kind and analysis, with the session's notes.
+    pub analysis: Analysis,
     pub verdict: Verdict,
     /// False when interrupted before the last phase finished.
     pub complete: bool,
@@ -190,15 +191,21 @@ impl<'a> Session<'a> {
         self.device.wait_until(until);
     }
 
-    /// Finishes the session into an outcome.
-    pub fn finish(self, mut analysis: serde_json::Value, verdict: Verdict) -> MethodOutcome {
-        if let Some(object) = analysis.as_object_mut() {
-            object.insert("notes".into(), serde_json::json!(self.notes));
-        }
+    /// Finishes the session into an outcome: `kind` is the [`Analysis`] variant of the method, `measured` its
+    /// figures (None when it was stopped before it could measure), and the session's notes go with them.
+    pub fn finish<T>(
+        self,
+        kind: fn(MethodAnalysis<T>) -> Analysis,
+        measured: Option<T>,
+        verdict: Verdict,
+    ) -> MethodOutcome {
         let complete = !self.stopped;
         MethodOutcome {
             phases: self.phases,
-            analysis,
+            analysis: kind(MethodAnalysis {
+                measured,
+                notes: self.notes,
+            }),
             verdict,
             complete,
         }

@@ -3,7 +3,8 @@
 //! 32-bit counters overflowed on fast drives).
 
 use serde::{Deserialize, Serialize};
-use ssdlab_core::schema::Verdict;
+use ssdlab_core::schema::{Analysis, Verdict};
+pub use ssdlab_core::schema::{SweepAnalysis, SweepRow};
 use ssdlab_engine::workload::{RwMode, Span, StopAt, Workload};
 
 use crate::session::{MethodError, MethodOutcome, Session};
@@ -28,26 +29,6 @@ impl Default for SweepOptions {
             size_runtime_ns: 10_000_000_000,
         }
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepRow {
-    pub transfer_bytes: u64,
-    pub write_bytes: u64,
-    pub write_bytes_per_s: f64,
-    pub write_iops: f64,
-    pub read_bytes: u64,
-    pub read_bytes_per_s: f64,
-    pub read_iops: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepAnalysis {
-    pub region_bytes: u64,
-    pub queue_depth: u32,
-    pub rows: Vec<SweepRow>,
-    /// Sizes not run, and why.
-    pub skipped: Vec<String>,
 }
 
 /// The transfer sizes of a sweep: powers of two from `from` to `to` (both rounded to powers of two).
@@ -151,10 +132,7 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
         passed: reasons.is_empty(),
         reasons,
     };
-    Ok(session.finish(
-        serde_json::to_value(&analysis).expect("analysis serializes"),
-        verdict,
-    ))
+    Ok(session.finish(Analysis::Sweep, Some(analysis), verdict))
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! (and a check that discarded blocks read back as zeroes); "after-trim" (the sequential pass once more).
 
 use serde::{Deserialize, Serialize};
-use ssdlab_core::schema::Verdict;
+pub use ssdlab_core::schema::TrimAnalysis;
+use ssdlab_core::schema::{Analysis, Verdict};
 use ssdlab_engine::workload::{Pattern, RwMode, StopAt, Workload};
 
 use crate::session::{MethodError, MethodOutcome, Session};
@@ -27,20 +28,6 @@ impl Default for TrimOptions {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TrimAnalysis {
-    pub span_bytes: u64,
-    pub clean_bytes_per_s: f64,
-    pub dirty_bytes_per_s: f64,
-    pub after_trim_bytes_per_s: f64,
-    /// After-TRIM speed over clean speed.
-    pub restored_fraction: f64,
-    pub discard_supported: bool,
-    pub discard_max_bytes: u64,
-    /// Whether discarded blocks read back as zeroes (None when it could not be checked).
-    pub trimmed_reads_zero: Option<bool>,
-}
-
 pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOutcome, MethodError> {
     let span = session.whole_device(128 << 10);
     if span.len_bytes == 0 {
@@ -57,8 +44,11 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
                 info.target
             )],
         };
-        let analysis = serde_json::json!({ "discard_supported": false, "discard_max_bytes": 0 });
-        return Ok(session.finish(analysis, verdict));
+        let analysis = TrimAnalysis {
+            discard_supported: false,
+            ..TrimAnalysis::default()
+        };
+        return Ok(session.finish(Analysis::Trim, Some(analysis), verdict));
     }
     let sequential = Workload {
         rw: RwMode::Write,
@@ -130,8 +120,5 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
         passed: reasons.is_empty(),
         reasons,
     };
-    Ok(session.finish(
-        serde_json::to_value(&analysis).expect("analysis serializes"),
-        verdict,
-    ))
+    Ok(session.finish(Analysis::Trim, Some(analysis), verdict))
 }

@@ -6,14 +6,20 @@
 //! It does no I/O: the caller reads result.json and writes the page.
 #![forbid(unsafe_code)]
 
+mod consistency;
+mod latency;
+mod region_scan;
+mod run;
+mod scan;
 pub mod svg;
+mod sweep;
+mod trim;
 
 use std::fmt::Write;
 
-use serde_json::Value;
-use ssdlab_core::schema::{PhaseResult, RunResult};
-use ssdlab_core::units::{BinaryBytes, Nanos};
-use svg::{Axis, Chart, Mark, Scale, Series, binary_size, compact};
+use ssdlab_core::schema::{Analysis, PhaseResult, RunResult};
+use ssdlab_core::units::BinaryBytes;
+use svg::{Chart, Mark, Series};
 
 const CSS: &str = r#"
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1180px; padding: 18px 24px 48px; color: #1d2330; background: #fff; }
@@ -34,16 +40,14 @@ svg .legend text { font-size: 12px; fill: #1d2330; }
 details { margin: 6px 0; } pre { background: #f6f7f9; padding: 8px; overflow-x: auto; font-size: 12px; }
 "#;
 
-fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
 /// A short name for a result in legends and table headers.
 pub fn label(result: &RunResult) -> String {
-    let op = result
-        .options
-        .pointer("/method/op_percent")
-        .and_then(Value::as_u64)
+    let op = consistency::analysis(result)
+        .map(|a| a.op_percent)
         .filter(|&op| op > 0);
     match op {
         Some(op) => format!("{} ({op}% OP)", result.target.target),
@@ -51,24 +55,15 @@ pub fn label(result: &RunResult) -> String {
     }
 }
 
-fn phase<'a>(result: &'a RunResult, name: &str) -> Option<&'a PhaseResult> {
+pub(crate) fn phase<'a>(result: &'a RunResult, name: &str) -> Option<&'a PhaseResult> {
     result.phases.iter().find(|p| p.name == name)
 }
 
-fn iops_over_time(phase: &PhaseResult) -> Vec<(f64, f64)> {
+pub(crate) fn iops_over_time(phase: &PhaseResult) -> Vec<(f64, f64)> {
     phase.samples.iter().map(|s| (s.t_s, s.iops)).collect()
 }
 
-/// The array at `key`, or an empty one.
-fn array(v: &Value, key: &str) -> Vec<Value> {
-    v.get(key).and_then(Value::as_array).cloned().unwrap_or_default()
-}
-
-fn num(v: &Value, key: &str) -> f64 {
-    v.get(key).and_then(Value::as_f64).unwrap_or(f64::NAN)
-}
-
-fn mb_s(v: f64) -> String {
+pub(crate) fn mb_s(v: f64) -> String {
     if v.is_finite() {
         format!("{:.1}", v / 1e6)
     } else {
@@ -80,7 +75,7 @@ fn mb_s(v: f64) -> String {
 pub fn render(results: &[RunResult]) -> String {
     let mut html = String::new();
     let title = match results {
-        [one] => format!("ssdlab {} — {}", one.kind, one.target.target),
+        [one] => format!("ssdlab {} — {}", one.kind(), one.target.target),
         _ => format!("ssdlab — {} results", results.len()),
     };
     let _ = write!(
@@ -91,25 +86,24 @@ pub fn render(results: &[RunResult]) -> String {
     let _ = write!(html, "<h1>{}</h1>", escape(&title));
     html.push_str(&header_table(results));
     // Group results of the same kind so they are drawn together.
-    let mut kinds: Vec<&str> = results.iter().map(|r| r.kind.as_str()).collect();
-    kinds.dedup();
+    let mut kinds: Vec<&str> = results.iter().map(|r| r.kind()).collect();
     kinds.sort_unstable();
     kinds.dedup();
     for kind in kinds {
-        let group: Vec<&RunResult> = results.iter().filter(|r| r.kind == kind).collect();
+        let group: Vec<&RunResult> = results.iter().filter(|r| r.kind() == kind).collect();
         let _ = write!(
             html,
             "<section class=\"kind-{kind}\"><h2>{}</h2>",
             escape(&heading(kind))
         );
-        html.push_str(&match kind {
-            "consistency" => consistency(&group),
-            "trim" => trim(&group),
-            "sweep" => sweep(&group),
-            "latency" => latency(&group),
-            "scan" => scan(&group),
-            "region-scan" => region_scan(&group),
-            _ => run(&group),
+        html.push_str(&match &group[0].analysis {
+            Analysis::Consistency(_) => consistency::consistency(&group),
+            Analysis::Trim(_) => trim::trim(&group),
+            Analysis::Sweep(_) => sweep::sweep(&group),
+            Analysis::Latency(_) => latency::latency(&group),
+            Analysis::Scan(_) => scan::scan(&group),
+            Analysis::RegionScan(_) => region_scan::region_scan(&group),
+            Analysis::Run => run::run(&group),
         });
         html.push_str("</section>");
     }
@@ -140,7 +134,7 @@ fn header_table(results: &[RunResult]) -> String {
     }
     t.push_str("</tr>");
     let rows: [(&str, HeaderField); 8] = [
-        ("test", |r| r.kind.clone()),
+        ("test", |r| r.kind().to_string()),
         ("device", |r| r.target.model.clone()),
         ("capacity", |r| {
             format!(
@@ -204,7 +198,7 @@ fn header_table(results: &[RunResult]) -> String {
 }
 
 /// A series-name prefix naming the result when several are overlaid (nothing for a lone result).
-fn overlay_prefix(group: &[&RunResult], r: &RunResult) -> String {
+pub(crate) fn overlay_prefix(group: &[&RunResult], r: &RunResult) -> String {
     if group.len() > 1 {
         format!("{} ", label(r))
     } else {
@@ -212,7 +206,7 @@ fn overlay_prefix(group: &[&RunResult], r: &RunResult) -> String {
     }
 }
 
-fn charts(charts: &[Chart]) -> String {
+pub(crate) fn charts(charts: &[Chart]) -> String {
     let mut s = String::from("<div class=\"charts\">");
     for chart in charts {
         // Ids only need to differ between the charts of one page; the title and series make a stable one.
@@ -227,7 +221,7 @@ fn charts(charts: &[Chart]) -> String {
     s
 }
 
-fn table(header: &[String], rows: &[Vec<String>]) -> String {
+pub(crate) fn table(header: &[String], rows: &[Vec<String>]) -> String {
     let mut t = String::from("<table><tr>");
     for h in header {
         let _ = write!(t, "<th>{}</th>", escape(h));
@@ -244,7 +238,7 @@ fn table(header: &[String], rows: &[Vec<String>]) -> String {
     t
 }
 
-fn series_of(
+pub(crate) fn series_of(
     group: &[&RunResult],
     phase_name: &str,
     points: impl Fn(&PhaseResult) -> Vec<(f64, f64)>,
@@ -260,547 +254,4 @@ fn series_of(
             })
         })
         .collect()
-}
-
-fn consistency(group: &[&RunResult]) -> String {
-    let iops = series_of(group, "random-write", iops_over_time, Mark::Dots);
-    let runtime = iops
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.0))
-        .fold(0.0, f64::max);
-    let zoom_from = if runtime > 2000.0 * 0.9 {
-        1400.0
-    } else {
-        (runtime * 0.7).floor()
-    };
-    let zoomed: Vec<Series> = iops
-        .iter()
-        .map(|s| Series {
-            points: s.points.iter().copied().filter(|p| p.0 >= zoom_from).collect(),
-            ..s.clone()
-        })
-        .collect();
-    let by_gb = series_of(
-        group,
-        "random-write",
-        |p| {
-            let mut written = 0u64;
-            p.samples
-                .iter()
-                .map(|s| {
-                    written += s.bytes;
-                    (written as f64 / 1e9, s.iops)
-                })
-                .collect()
-        },
-        Mark::Dots,
-    );
-    let seconds = Axis::new("time (s)", Scale::Linear);
-    let mut out = charts(&[
-        Chart {
-            title: "IOPS over the whole run (log scale)".into(),
-            x: seconds.clone(),
-            y: Axis::new("IOPS", Scale::Log10),
-            series: iops.clone(),
-        },
-        Chart {
-            title: format!("Steady state from t = {zoom_from:.0} s (log scale)"),
-            x: seconds.clone().range(Some(zoom_from), None),
-            y: Axis::new("IOPS", Scale::Log10),
-            series: zoomed,
-        },
-        Chart {
-            title: "IOPS, linear scale up to 40K".into(),
-            x: seconds,
-            y: Axis::new("IOPS", Scale::Linear).range(Some(0.0), Some(40_000.0)),
-            series: iops,
-        },
-        Chart {
-            title: "IOPS against data written".into(),
-            x: Axis::new("GB written", Scale::Linear),
-            y: Axis::new("IOPS", Scale::Log10),
-            series: by_gb,
-        },
-    ]);
-    let mut header = vec![String::new()];
-    header.extend(group.iter().map(|r| label(r)));
-    let figure = |name: &str, f: &dyn Fn(&Value) -> String| -> Vec<String> {
-        let mut row = vec![name.to_string()];
-        row.extend(group.iter().map(|r| f(&r.analysis)));
-        row
-    };
-    let rows = vec![
-        figure("tested span", &|a| {
-            BinaryBytes(num(a, "tested_bytes") as u64).to_string()
-        }),
-        figure("initial plateau (IOPS)", &|a| {
-            format!("{:.0}", num(a, "plateau_iops"))
-        }),
-        figure("write cliff", &|a| match a.get("cliff") {
-            Some(c) if !c.is_null() => format!(
-                "{:.0} s, {:.2} GB written",
-                num(c, "t_s"),
-                num(c, "bytes_written") / 1e9
-            ),
-            _ => "none found".into(),
-        }),
-        figure("steady mean (IOPS)", &|a| {
-            format!("{:.0}", num(a, "steady_iops_mean"))
-        }),
-        figure("steady std dev (IOPS)", &|a| {
-            format!("{:.0}", num(a, "steady_iops_std_dev"))
-        }),
-        figure("steady window (s)", &|a| {
-            format!("{:.0}", num(a, "steady_window_s"))
-        }),
-        figure("mean / std dev", &|a| {
-            a.get("steady_consistency_ratio")
-                .and_then(Value::as_f64)
-                .map_or("–".into(), |v| format!("{v:.1}"))
-        }),
-        figure("SNIA PTS steady state", &|a| match a.get("snia") {
-            Some(s) if s.get("range_excursion").is_some_and(Value::is_number) => format!(
-                "{} (range {:.1}%, slope {:.1}%)",
-                if s.get("achieved").and_then(Value::as_bool) == Some(true) {
-                    "achieved"
-                } else {
-                    "not achieved"
-                },
-                100.0 * num(s, "range_excursion"),
-                100.0 * num(s, "slope_excursion")
-            ),
-            Some(s) => format!("not assessed ({} rounds, fewer than 5)", num(s, "rounds")),
-            None => "–".into(),
-        }),
-    ];
-    out.push_str(&table(&header, &rows));
-    out
-}
-
-fn trim(group: &[&RunResult]) -> String {
-    let mut header = vec!["sequential write".to_string()];
-    header.extend(
-        [
-            "Clean",
-            "Dirty",
-            "After TRIM",
-            "restored",
-            "discard",
-            "trimmed reads zero",
-        ]
-        .map(String::from),
-    );
-    let rows: Vec<Vec<String>> = group
-        .iter()
-        .map(|r| {
-            let a = &r.analysis;
-            vec![
-                label(r),
-                format!("{} MB/s", mb_s(num(a, "clean_bytes_per_s"))),
-                format!("{} MB/s", mb_s(num(a, "dirty_bytes_per_s"))),
-                format!("{} MB/s", mb_s(num(a, "after_trim_bytes_per_s"))),
-                format!("{:.0}%", 100.0 * num(a, "restored_fraction")),
-                if a.get("discard_supported").and_then(Value::as_bool) == Some(true) {
-                    format!("advertised, max {} bytes", num(a, "discard_max_bytes"))
-                } else {
-                    "not advertised".into()
-                },
-                match a.get("trimmed_reads_zero").and_then(Value::as_bool) {
-                    Some(true) => "yes".into(),
-                    Some(false) => "no".into(),
-                    None => "not checked".into(),
-                },
-            ]
-        })
-        .collect();
-    let mut out = table(&header, &rows);
-    let mut series = Vec::new();
-    for r in group {
-        for name in ["clean", "dirty", "after-trim"] {
-            if let Some(p) = phase(r, name) {
-                let prefix = overlay_prefix(group, r);
-                series.push(Series {
-                    name: format!("{prefix}{name}"),
-                    points: p.samples.iter().map(|s| (s.t_s, s.bytes_per_s / 1e6)).collect(),
-                    mark: Mark::Line,
-                });
-            }
-        }
-    }
-    out.push_str(&charts(&[Chart {
-        title: "Sequential 128 KiB writes: clean, dirty, after TRIM".into(),
-        x: Axis::new("time into the pass (s)", Scale::Linear),
-        y: Axis::new("MB/s", Scale::Linear),
-        series,
-    }]));
-    out
-}
-
-fn sweep(group: &[&RunResult]) -> String {
-    let rows_of = |r: &RunResult| array(&r.analysis, "rows");
-    let mut series = Vec::new();
-    for r in group {
-        let rows = rows_of(r);
-        let prefix = overlay_prefix(group, r);
-        for (direction, key) in [("write", "write_bytes_per_s"), ("read", "read_bytes_per_s")] {
-            series.push(Series {
-                name: format!("{prefix}{direction}"),
-                points: rows
-                    .iter()
-                    .map(|row| (num(row, "transfer_bytes"), num(row, key) / 1e6))
-                    .collect(),
-                mark: Mark::LineWithDots,
-            });
-        }
-    }
-    let mut out = charts(&[Chart {
-        title: "Sequential throughput by transfer size".into(),
-        x: Axis::new("transfer size (bytes)", Scale::Log2).format(binary_size),
-        y: Axis::new("MB/s", Scale::Linear),
-        series,
-    }]);
-    for r in group {
-        let header: Vec<String> = ["transfer", "write MB/s", "read MB/s", "write IOPS", "read IOPS"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let rows: Vec<Vec<String>> = rows_of(r)
-            .iter()
-            .map(|row| {
-                vec![
-                    binary_size(num(row, "transfer_bytes")),
-                    mb_s(num(row, "write_bytes_per_s")),
-                    mb_s(num(row, "read_bytes_per_s")),
-                    format!("{:.0}", num(row, "write_iops")),
-                    format!("{:.0}", num(row, "read_iops")),
-                ]
-            })
-            .collect();
-        let _ = write!(out, "<h3>{}</h3>", escape(&label(r)));
-        out.push_str(&table(&header, &rows));
-    }
-    out
-}
-
-fn latency(group: &[&RunResult]) -> String {
-    let header: Vec<String> = [
-        "", "IOPS", "MB/s", "average", "maximum", "CPU", "25%", "median", "75%", "95%", "mean",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let ns = |a: &Value, k: &str| Nanos(num(a, k)).to_string();
-    let rows: Vec<Vec<String>> = group
-        .iter()
-        .map(|r| {
-            let a = &r.analysis;
-            vec![
-                label(r),
-                format!("{:.0}", num(a, "iops")),
-                mb_s(num(a, "bytes_per_s")),
-                ns(a, "latency_ns_mean"),
-                ns(a, "latency_ns_max"),
-                format!("{:.1}%", num(a, "cpu_percent")),
-                ns(a, "latency_ns_p25"),
-                ns(a, "latency_ns_p50"),
-                ns(a, "latency_ns_p75"),
-                ns(a, "latency_ns_p95"),
-                ns(a, "latency_ns_mean"),
-            ]
-        })
-        .collect();
-    let mut out = table(&header, &rows);
-    let mean = series_of(
-        group,
-        "qd1-random-write",
-        |p| {
-            p.samples
-                .iter()
-                .map(|s| (s.t_s, s.latency_ns_mean / 1e3))
-                .collect()
-        },
-        Mark::Line,
-    );
-    let p99 = series_of(
-        group,
-        "qd1-random-write",
-        |p| {
-            p.samples
-                .iter()
-                .map(|s| (s.t_s, s.latency_ns_p99 as f64 / 1e3))
-                .collect()
-        },
-        Mark::Line,
-    );
-    out.push_str(&charts(&[
-        Chart {
-            title: "Mean latency per second".into(),
-            x: Axis::new("time (s)", Scale::Linear),
-            y: Axis::new("microseconds", Scale::Log10),
-            series: mean,
-        },
-        Chart {
-            title: "p99 latency per second".into(),
-            x: Axis::new("time (s)", Scale::Linear),
-            y: Axis::new("microseconds", Scale::Log10),
-            series: p99,
-        },
-    ]));
-    out
-}
-
-fn scan(group: &[&RunResult]) -> String {
-    const MONTH_S: f64 = 365.25 / 12.0 * 86_400.0;
-    let files_of = |r: &RunResult| array(&r.analysis, "files");
-    let buckets_of = |r: &RunResult| array(&r.analysis, "buckets");
-    let mut scatter = Vec::new();
-    let mut hours = Vec::new();
-    for r in group {
-        let prefix = overlay_prefix(group, r);
-        scatter.push(Series {
-            name: format!("{prefix}files"),
-            points: files_of(r)
-                .iter()
-                .map(|f| ((num(f, "age_s") / MONTH_S).max(0.01), num(f, "bytes_per_s") / 1e6))
-                .collect(),
-            mark: Mark::Dots,
-        });
-        let medians: Vec<(f64, f64)> = buckets_of(r)
-            .iter()
-            .map(|b| {
-                let age = files_of(r)
-                    .iter()
-                    .map(|f| num(f, "age_s") / MONTH_S)
-                    .filter(|m| *m >= num(b, "months_from") && *m < num(b, "months_to").min(1e9))
-                    .fold(f64::NAN, f64::min);
-                (
-                    age.max(0.01),
-                    b.pointer("/speed_mb_s/p50")
-                        .and_then(Value::as_f64)
-                        .unwrap_or(f64::NAN),
-                )
-            })
-            .collect();
-        scatter.push(Series {
-            name: format!("{prefix}bucket median"),
-            points: medians.clone(),
-            mark: Mark::LineWithDots,
-        });
-        hours.push(Series {
-            name: format!("{prefix}hours per 900 GB"),
-            points: medians
-                .iter()
-                .zip(buckets_of(r))
-                .map(|((age, _), b)| (*age, num(&b, "hours_per_900gb")))
-                .collect(),
-            mark: Mark::LineWithDots,
-        });
-    }
-    let mut out = charts(&[
-        Chart {
-            title: "Read speed against data age".into(),
-            x: Axis::new("age (months, log scale)", Scale::Log10),
-            y: Axis::new("MB/s", Scale::Linear),
-            series: scatter,
-        },
-        Chart {
-            title: "Projected bulk-read time".into(),
-            x: Axis::new("age (months, log scale)", Scale::Log10),
-            y: Axis::new("hours per 900 GB", Scale::Linear),
-            series: hours,
-        },
-    ]);
-    for r in group {
-        let header: Vec<String> = [
-            "age (months)",
-            "files",
-            "25%",
-            "median",
-            "75%",
-            "95%",
-            "mean",
-            "h per 900 GB",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let rows: Vec<Vec<String>> = buckets_of(r)
-            .iter()
-            .map(|b| {
-                let to = num(b, "months_to");
-                let c = |k: &str| {
-                    format!(
-                        "{:.1}",
-                        b.pointer(&format!("/speed_mb_s/{k}"))
-                            .and_then(Value::as_f64)
-                            .unwrap_or(f64::NAN)
-                    )
-                };
-                vec![
-                    format!(
-                        "{:.0}-{}",
-                        num(b, "months_from"),
-                        if to.is_finite() {
-                            format!("{to:.0}")
-                        } else {
-                            "+".into()
-                        }
-                    ),
-                    format!("{:.0}", num(b, "files")),
-                    c("p25"),
-                    c("p50"),
-                    c("p75"),
-                    c("p95"),
-                    c("mean"),
-                    format!("{:.2}", num(b, "hours_per_900gb")),
-                ]
-            })
-            .collect();
-        let _ = write!(
-            out,
-            "<h3>{} — baseline {:.1} MB/s ({})</h3>",
-            escape(&label(r)),
-            num(&r.analysis, "baseline_mb_s"),
-            escape(
-                r.analysis
-                    .get("baseline_source")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-            )
-        );
-        out.push_str(&table(&header, &rows));
-        let flagged = array(&r.analysis, "flagged");
-        let _ = write!(
-            out,
-            "<p>{} files flagged as stale (slow, and slow again when re-read)",
-            flagged.len()
-        );
-        if !flagged.is_empty() {
-            out.push_str(":</p><ul>");
-            for f in flagged.iter().take(50) {
-                let _ = write!(out, "<li>{}</li>", escape(f.as_str().unwrap_or("")));
-            }
-            if flagged.len() > 50 {
-                let _ = write!(
-                    out,
-                    "<li>… and {} more (see result.json)</li>",
-                    flagged.len() - 50
-                );
-            }
-            out.push_str("</ul>");
-        } else {
-            out.push_str(".</p>");
-        }
-    }
-    out
-}
-
-fn region_scan(group: &[&RunResult]) -> String {
-    let series: Vec<Series> = group
-        .iter()
-        .map(|r| Series {
-            name: label(r),
-            points: r
-                .analysis
-                .get("regions")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .map(|x| (num(x, "offset_bytes") / 1e9, num(x, "bytes_per_s") / 1e6))
-                .collect(),
-            mark: Mark::LineWithDots,
-        })
-        .collect();
-    let mut out = charts(&[Chart {
-        title: "Read speed by position on the device".into(),
-        x: Axis::new("offset (GB)", Scale::Linear),
-        y: Axis::new("MB/s", Scale::Linear),
-        series,
-    }]);
-    let header: Vec<String> = ["", "min MB/s", "median MB/s", "max MB/s", "slow regions"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let rows: Vec<Vec<String>> = group
-        .iter()
-        .map(|r| {
-            let a = &r.analysis;
-            vec![
-                label(r),
-                format!("{:.1}", num(a, "min_mb_s")),
-                format!("{:.1}", num(a, "median_mb_s")),
-                format!("{:.1}", num(a, "max_mb_s")),
-                format!(
-                    "{}",
-                    a.get("slow_region_offsets")
-                        .and_then(Value::as_array)
-                        .map_or(0, |v| v.len())
-                ),
-            ]
-        })
-        .collect();
-    out.push_str(&table(&header, &rows));
-    out
-}
-
-/// Plain runs: IOPS and p99 latency over time for every phase, and the summary table.
-fn run(group: &[&RunResult]) -> String {
-    let mut iops = Vec::new();
-    let mut p99 = Vec::new();
-    let mut rows = Vec::new();
-    for r in group {
-        for p in &r.phases {
-            let name = if group.len() > 1 || r.phases.len() > 1 {
-                format!("{} {}", label(r), p.name)
-            } else {
-                label(r)
-            };
-            iops.push(Series {
-                name: name.clone(),
-                points: iops_over_time(p),
-                mark: Mark::Line,
-            });
-            p99.push(Series {
-                name: name.clone(),
-                points: p
-                    .samples
-                    .iter()
-                    .map(|s| (s.t_s, s.latency_ns_p99 as f64 / 1e3))
-                    .collect(),
-                mark: Mark::Line,
-            });
-            let s = &p.summary;
-            rows.push(vec![
-                name,
-                format!("{:.0}", s.iops),
-                mb_s(s.bytes_per_s),
-                Nanos(s.latency_ns.mean).to_string(),
-                Nanos(s.latency_ns.p50 as f64).to_string(),
-                Nanos(s.latency_ns.p99 as f64).to_string(),
-                Nanos(s.latency_ns.max as f64).to_string(),
-                format!("{:.1}", s.qd_mean),
-                compact(s.ios as f64),
-            ]);
-        }
-    }
-    let header: Vec<String> = ["", "IOPS", "MB/s", "mean", "p50", "p99", "max", "QD", "ios"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let mut out = charts(&[
-        Chart {
-            title: "IOPS per second".into(),
-            x: Axis::new("time (s)", Scale::Linear),
-            y: Axis::new("IOPS", Scale::Linear),
-            series: iops,
-        },
-        Chart {
-            title: "p99 latency per second".into(),
-            x: Axis::new("time (s)", Scale::Linear),
-            y: Axis::new("microseconds", Scale::Log10),
-            series: p99,
-        },
-    ]);
-    out.push_str(&table(&header, &rows));
-    out
 }

@@ -49,9 +49,9 @@ pub struct ScanArgs {
     /// Region scan, read-only: MB/s across the whole LBA range of /dev/NAME, file:PATH or sim:... (HD Tach-like).
     #[arg(long, value_name = "T", conflicts_with_all = ["paths", "target"])]
     pub device: Option<String>,
-    /// With --device: how many equal regions.
-    #[arg(long, default_value_t = 128)]
-    pub regions: u32,
+    /// With --device: how many equal regions [default: 128].
+    #[arg(long)]
+    pub regions: Option<u32>,
     /// With --device: read at most this much at the start of each region (default: all of it).
     #[arg(long)]
     pub region_bytes: Option<String>,

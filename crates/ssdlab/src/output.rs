@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ssdlab_core::DeviceInfo;
-use ssdlab_core::schema::{DirectionSummary, Event, LatencyNs, PhaseResult, RunResult, Sample, Summary};
+use ssdlab_core::schema::{
+    Analysis, DirectionSummary, Event, LatencyNs, PhaseResult, RunResult, Sample, Summary,
+};
 use ssdlab_core::units::{BinaryBytes, Nanos};
 use ssdlab_engine::Observer;
 
@@ -297,10 +299,9 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 pub fn publish_analysis(
     reporter: &mut Reporter,
     out: Option<&Path>,
-    kind: &str,
     target: DeviceInfo,
     options: serde_json::Value,
-    analysis: serde_json::Value,
+    analysis: Analysis,
     verdict: &ssdlab_core::schema::Verdict,
 ) -> Result<()> {
     let unix_s = std::time::SystemTime::now()
@@ -309,7 +310,7 @@ pub fn publish_analysis(
         .unwrap_or(0);
     let started_at = ssdlab_core::units::rfc3339_utc(unix_s);
     reporter.emit(&Event::Begin {
-        kind: kind.into(),
+        kind: analysis.kind().into(),
         target: target.clone(),
         options: options.clone(),
         started_at: started_at.clone(),
@@ -319,7 +320,6 @@ pub fn publish_analysis(
     if let Some(dir) = out {
         let result = RunResult {
             schema: ssdlab_core::schema::SCHEMA.into(),
-            kind: kind.into(),
             ssdlab_version: env!("CARGO_PKG_VERSION").into(),
             started_at,
             host: ssdlab_io::sys::host_info(),

@@ -1,10 +1,12 @@
 //! Which files a refresh rewrites: the walked files, once each, minus the young ones by the one `data_age` that
-//! scan uses too.
+//! scan uses too; or the files a scan found slow (`--from`).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use super::file::{FileId, Time};
+use ssdlab_core::schema::ScanAnalysis;
+
+use super::file::{FileId, Time, path_from_hex};
 use super::state::RefreshLog;
 
 /// A regular file found under a path the user gave.
@@ -42,4 +44,20 @@ pub fn select(found: Vec<Found>, older_than_s: Option<f64>, log: &RefreshLog, no
         selection.files.push(file);
     }
     selection
+}
+
+/// The files of a scan that read slower than `fraction` of its baseline, with their speed in MB/s. A name that
+/// is not UTF-8 comes back from its raw bytes; one whose bytes cannot be decoded is left out.
+pub fn slow_in_scan(scan: &ScanAnalysis, fraction: f64) -> Vec<(PathBuf, f64)> {
+    scan.files
+        .iter()
+        .filter(|f| f.bytes_per_s / 1e6 < fraction * scan.baseline_mb_s)
+        .filter_map(|f| {
+            let path = match &f.name_bytes_hex {
+                Some(hex) => path_from_hex(hex)?,
+                None => PathBuf::from(&f.name),
+            };
+            Some((path, f.bytes_per_s / 1e6))
+        })
+        .collect()
 }

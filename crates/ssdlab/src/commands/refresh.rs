@@ -10,6 +10,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
+use ssdlab_core::device::TargetKind;
+use ssdlab_core::schema::{Analysis, RunResult};
 use ssdlab_core::units::{BinaryBytes, Rate, parse_duration_ns, parse_rate};
 use ssdlab_io::pinned::{FileFacts, Identity, PinnedFile, reopen_pinned};
 use ssdlab_methods::refresh::file::escape_path;
@@ -553,8 +555,7 @@ fn print_estimate(
     }
 }
 
-/// Paths a scan found slower than `fraction` of its baseline, with their measured speed. Names that are not
-/// UTF-8 come back from their raw bytes.
+/// Paths a scan found slower than `fraction` of its baseline, with their measured speed.
 fn slow_files_from_scan(dir: &Path, fraction: f64) -> Result<Vec<(PathBuf, f64)>> {
     let file = if dir.is_dir() {
         dir.join("result.json")
@@ -563,33 +564,20 @@ fn slow_files_from_scan(dir: &Path, fraction: f64) -> Result<Vec<(PathBuf, f64)>
     };
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("--from {}: cannot read {}", dir.display(), file.display()))?;
-    let result: serde_json::Value = serde_json::from_str(&text)
+    let result: RunResult = serde_json::from_str(&text)
         .with_context(|| format!("--from {}: not an ssdlab result", dir.display()))?;
-    if result["kind"] != "scan" {
+    let Analysis::Scan(scan) = &result.analysis else {
         bail!(
             "--from {}: a {} result, not a scan; give a directory written by ssdlab scan --out",
             dir.display(),
-            result["kind"]
+            result.kind()
         );
-    }
-    if result["target"]["kind"] == "sim" {
+    };
+    if result.target.kind == TargetKind::Sim {
         bail!(
             "--from {}: a scan of a virtual data set; rewrite those with ssdlab scan --refresh-flagged",
             dir.display()
         );
     }
-    let baseline = result["analysis"]["baseline_mb_s"].as_f64().unwrap_or(0.0);
-    Ok(result["analysis"]["files"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|f| {
-            let path = match f["name_bytes_hex"].as_str() {
-                Some(hex) => ssdlab_methods::refresh::file::path_from_hex(hex)?,
-                None => PathBuf::from(f["name"].as_str()?),
-            };
-            Some((path, f["bytes_per_s"].as_f64()? / 1e6))
-        })
-        .filter(|(_, mb_s)| *mb_s < fraction * baseline)
-        .collect())
+    Ok(ssdlab_methods::refresh::select::slow_in_scan(scan, fraction))
 }

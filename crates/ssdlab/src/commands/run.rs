@@ -4,7 +4,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Result, anyhow, bail};
 use ssdlab_core::Device;
-use ssdlab_core::schema::{Event, PhaseResult, RunResult, SCHEMA, Verdict};
+use ssdlab_core::schema::{Analysis, Event, PhaseResult, RunResult, SCHEMA, Verdict};
 use ssdlab_core::target::TargetSpec;
 use ssdlab_core::units::{BinaryBytes, Nanos, rfc3339_utc};
 use ssdlab_engine::{Workload, run_phase};
@@ -154,7 +154,6 @@ fn run_on<D: Device>(
     if let Some(dir) = &args.out {
         let result = RunResult {
             schema: SCHEMA.into(),
-            kind: "run".into(),
             ssdlab_version: env!("CARGO_PKG_VERSION").into(),
             started_at,
             host: ssdlab_io::sys::host_info(),
@@ -166,7 +165,7 @@ fn run_on<D: Device>(
                 summary,
                 complete: outcome.complete,
             }],
-            analysis: serde_json::Value::Null,
+            analysis: Analysis::Run,
             verdict: verdict.clone(),
             complete: outcome.complete,
         };

@@ -4,12 +4,12 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
-use ssdlab_core::schema::{Event, RunResult, SCHEMA};
+use ssdlab_core::schema::{Analysis, Event, MethodAnalysis, RunResult, SCHEMA};
 use ssdlab_core::units::{BinaryBytes, Nanos, rfc3339_utc};
-use ssdlab_methods::consistency::{self, ConsistencyAnalysis, ConsistencyOptions};
-use ssdlab_methods::latency::{self, LatencyAnalysis, LatencyOptions};
-use ssdlab_methods::sweep::{self, SweepAnalysis, SweepOptions};
-use ssdlab_methods::trim::{self, TrimAnalysis, TrimOptions};
+use ssdlab_methods::consistency::{self, ConsistencyOptions};
+use ssdlab_methods::latency::{self, LatencyOptions};
+use ssdlab_methods::sweep::{self, SweepOptions};
+use ssdlab_methods::trim::{self, TrimOptions};
 use ssdlab_methods::{MethodError, MethodOutcome, Session};
 
 use super::Outcome;
@@ -154,15 +154,9 @@ fn execute(
             return Err(anyhow!("test {kind}: {e}"));
         }
     };
-    print_analysis(kind, &outcome.analysis);
-    for note in outcome
-        .analysis
-        .get("notes")
-        .and_then(|n| n.as_array())
-        .into_iter()
-        .flatten()
-    {
-        eprintln!("note      {}", note.as_str().unwrap_or_default());
+    print_analysis(&outcome.analysis);
+    for note in outcome.analysis.notes() {
+        eprintln!("note      {note}");
     }
     for reason in &outcome.verdict.reasons {
         eprintln!("verdict   {reason}");
@@ -175,7 +169,6 @@ fn execute(
     if let Some(dir) = &common.out {
         let result = RunResult {
             schema: SCHEMA.into(),
-            kind: kind.into(),
             ssdlab_version: env!("CARGO_PKG_VERSION").into(),
             started_at,
             host: ssdlab_io::sys::host_info(),
@@ -206,12 +199,11 @@ fn mb(bytes_per_s: f64) -> String {
 }
 
 /// The method's table on stderr.
-fn print_analysis(kind: &str, analysis: &serde_json::Value) {
-    match kind {
-        "consistency" => {
-            let Ok(a) = serde_json::from_value::<ConsistencyAnalysis>(analysis.clone()) else {
-                return eprintln!("analysis  {analysis}");
-            };
+fn print_analysis(analysis: &Analysis) {
+    match analysis {
+        Analysis::Consistency(MethodAnalysis {
+            measured: Some(a), ..
+        }) => {
             eprintln!(
                 "tested    {} ({}% extra over-provisioning)",
                 BinaryBytes(a.tested_bytes),
@@ -256,10 +248,9 @@ fn print_analysis(kind: &str, analysis: &serde_json::Value) {
                 ),
             }
         }
-        "trim" => {
-            let Ok(a) = serde_json::from_value::<TrimAnalysis>(analysis.clone()) else {
-                return;
-            };
+        Analysis::Trim(MethodAnalysis {
+            measured: Some(a), ..
+        }) if a.discard_supported => {
             eprintln!("{:<10}{:>14}{:>14}{:>14}", "", "Clean", "Dirty", "After TRIM");
             eprintln!(
                 "{:<10}{:>14}{:>14}{:>14}",
@@ -282,10 +273,9 @@ fn print_analysis(kind: &str, analysis: &serde_json::Value) {
                 })
             );
         }
-        "sweep" => {
-            let Ok(a) = serde_json::from_value::<SweepAnalysis>(analysis.clone()) else {
-                return;
-            };
+        Analysis::Sweep(MethodAnalysis {
+            measured: Some(a), ..
+        }) => {
             eprintln!("region    {} at QD{}", BinaryBytes(a.region_bytes), a.queue_depth);
             eprintln!(
                 "{:>10}{:>14}{:>14}{:>12}{:>12}",
@@ -305,10 +295,9 @@ fn print_analysis(kind: &str, analysis: &serde_json::Value) {
                 eprintln!("skipped   {s}");
             }
         }
-        "latency" => {
-            let Ok(a) = serde_json::from_value::<LatencyAnalysis>(analysis.clone()) else {
-                return;
-            };
+        Analysis::Latency(MethodAnalysis {
+            measured: Some(a), ..
+        }) => {
             eprintln!(
                 "QD1       {:.0} IOPS, {}, average {}, maximum {}, CPU {:.1}%",
                 a.iops,

@@ -4,7 +4,11 @@
 //! result directory can be redrawn. Changing a field's meaning needs a new schema version; adding optional
 //! fields does not. The prose description lives in `docs/result-schema.md`.
 
-use serde::{Deserialize, Serialize};
+mod analysis;
+
+use serde::{Deserialize, Serialize, Serializer};
+
+pub use analysis::*;
 
 use crate::device::DeviceInfo;
 use crate::histogram::SparseHistogram;
@@ -167,8 +171,9 @@ pub struct Verdict {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     pub schema: String,
-    /// "run", or the method name ("consistency", ...).
-    pub kind: String,
+    /// The kind ("run", or the method's name) and what the method concluded, as `"kind"` and `"analysis"`.
+    #[serde(flatten)]
+    pub analysis: Analysis,
     pub ssdlab_version: String,
     /// RFC 3339 UTC.
     pub started_at: String,
@@ -177,17 +182,22 @@ pub struct RunResult {
     /// Every option as given or defaulted, so the run can be repeated.
     pub options: serde_json::Value,
     pub phases: Vec<PhaseResult>,
-    /// The method's analysis (its shape depends on `kind`; see docs/result-schema.md).
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub analysis: serde_json::Value,
     pub verdict: Verdict,
     pub complete: bool,
 }
 
-/// One line of `--json` output.
+impl RunResult {
+    /// The kind as `result.json` names it ("run", "consistency", ...).
+    pub fn kind(&self) -> &'static str {
+        self.analysis.kind()
+    }
+}
+
+/// One line of `--json` output. Consumers read it as JSON: the `analysis` event carries only the analysis
+/// object (its kind was in `begin`), so events are written, never read back into this type.
 // Events are built about once per second, so the size of the largest variant costs nothing.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", content = "data", rename_all = "snake_case")]
 pub enum Event {
     Begin {
@@ -208,6 +218,19 @@ pub enum Event {
         summary: Summary,
         complete: bool,
     },
-    Analysis(serde_json::Value),
+    Analysis(#[serde(serialize_with = "analysis_object")] Analysis),
     Verdict(Verdict),
+}
+
+/// The analysis object alone, as `result.json`'s `analysis` field holds it (`null` for a plain run).
+fn analysis_object<S: Serializer>(analysis: &Analysis, serializer: S) -> Result<S::Ok, S::Error> {
+    match analysis {
+        Analysis::Run => serializer.serialize_none(),
+        Analysis::Consistency(a) => a.serialize(serializer),
+        Analysis::Trim(a) => a.serialize(serializer),
+        Analysis::Sweep(a) => a.serialize(serializer),
+        Analysis::Latency(a) => a.serialize(serializer),
+        Analysis::Scan(a) => a.serialize(serializer),
+        Analysis::RegionScan(a) => a.serialize(serializer),
+    }
 }

@@ -1,0 +1,400 @@
+//! What each kind of result concluded: one type per method, and the [`Analysis`] enum that tags them.
+//!
+//! `result.json` holds `"kind": K` beside `"analysis": {...}`; [`Analysis`] is exactly that pair, so a result is
+//! read back into the variant its kind names and a renamed field is a compile error in every reader, not a NaN
+//! in a table. A method that was interrupted before it could measure anything still writes its notes; its
+//! figures are then absent ([`MethodAnalysis::measured`] is `None`).
+//!
+//! Serialization must stay compatible with every `ssdlab/1` file already written: fields may be added as
+//! optional, never renamed or given a new meaning. Values that can be infinite are stored as `Option` or read
+//! back from JSON's `null` (serde_json writes non-finite numbers as `null`).
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::stats::{mean, percentile};
+
+/// One result's kind and analysis, tagged as `result.json` writes them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "analysis", rename_all = "kebab-case")]
+pub enum Analysis {
+    /// A plain `ssdlab run`: the phases are the result, there is nothing more to conclude.
+    Run,
+    Consistency(MethodAnalysis<ConsistencyAnalysis>),
+    Trim(MethodAnalysis<TrimAnalysis>),
+    Sweep(MethodAnalysis<SweepAnalysis>),
+    Latency(MethodAnalysis<LatencyAnalysis>),
+    Scan(ScanAnalysis),
+    RegionScan(RegionScanAnalysis),
+}
+
+impl Analysis {
+    /// The kind as `result.json` names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Analysis::Run => "run",
+            Analysis::Consistency(_) => "consistency",
+            Analysis::Trim(_) => "trim",
+            Analysis::Sweep(_) => "sweep",
+            Analysis::Latency(_) => "latency",
+            Analysis::Scan(_) => "scan",
+            Analysis::RegionScan(_) => "region-scan",
+        }
+    }
+
+    /// What the method noted along the way (fallbacks, I/O failures, purges it could not do).
+    pub fn notes(&self) -> &[String] {
+        match self {
+            Analysis::Consistency(m) => &m.notes,
+            Analysis::Trim(m) => &m.notes,
+            Analysis::Sweep(m) => &m.notes,
+            Analysis::Latency(m) => &m.notes,
+            Analysis::Run | Analysis::Scan(_) | Analysis::RegionScan(_) => &[],
+        }
+    }
+}
+
+/// A device method's analysis: its figures when it got far enough to measure, and its notes either way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MethodAnalysis<T> {
+    #[serde(flatten)]
+    pub measured: Option<T>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// SNIA PTS steady state over a window of rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SniaSteadyState {
+    /// Seconds per round (the series is averaged into rounds of this length).
+    pub round_s: u32,
+    pub rounds: u32,
+    /// Whether the last five rounds meet both criteria.
+    pub achieved: bool,
+    /// The first window of five rounds that met both criteria (0-based index of its first round), if any.
+    pub first_window_start_round: Option<u32>,
+    /// Figures of the last window (None when the run holds fewer than five rounds).
+    pub window_mean: Option<f64>,
+    /// (max - min) / mean; the criterion is <= 0.20.
+    pub range_excursion: Option<f64>,
+    /// |slope| x (window width - 1 rounds) / mean; the criterion is <= 0.10.
+    pub slope_excursion: Option<f64>,
+}
+
+/// Where the write cliff falls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cliff {
+    /// Seconds from the start of the series.
+    pub t_s: f64,
+    /// Bytes written before it.
+    pub bytes_written: u64,
+}
+
+/// The performance-consistency test's random-write phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConsistencyAnalysis {
+    pub tested_bytes: u64,
+    pub op_percent: u32,
+    pub plateau_iops: f64,
+    /// None: no cliff was found (the drive never fell below half its initial rate).
+    pub cliff: Option<Cliff>,
+    pub steady_window_s: u32,
+    pub steady_iops_mean: f64,
+    pub steady_iops_std_dev: f64,
+    /// Mean / standard deviation: the later reviews' consistency score (higher is steadier).
+    pub steady_consistency_ratio: Option<f64>,
+    pub snia: SniaSteadyState,
+    pub random_bytes_written: u64,
+    pub samples: u32,
+}
+
+/// TRIM validation: sequential write speed clean, dirty and after the span was discarded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrimAnalysis {
+    #[serde(default)]
+    pub span_bytes: u64,
+    #[serde(default)]
+    pub clean_bytes_per_s: f64,
+    #[serde(default)]
+    pub dirty_bytes_per_s: f64,
+    #[serde(default)]
+    pub after_trim_bytes_per_s: f64,
+    /// After-TRIM speed over clean speed.
+    #[serde(default)]
+    pub restored_fraction: f64,
+    pub discard_supported: bool,
+    pub discard_max_bytes: u64,
+    /// Whether discarded blocks read back as zeroes (None when it could not be checked).
+    #[serde(default)]
+    pub trimmed_reads_zero: Option<bool>,
+}
+
+/// One transfer size of a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepRow {
+    pub transfer_bytes: u64,
+    pub write_bytes: u64,
+    pub write_bytes_per_s: f64,
+    pub write_iops: f64,
+    pub read_bytes: u64,
+    pub read_bytes_per_s: f64,
+    pub read_iops: f64,
+}
+
+/// The transfer-size sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepAnalysis {
+    pub region_bytes: u64,
+    pub queue_depth: u32,
+    pub rows: Vec<SweepRow>,
+    /// Sizes not run, and why.
+    pub skipped: Vec<String>,
+}
+
+/// The QD1 latency test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyAnalysis {
+    pub span_bytes: u64,
+    pub iops: f64,
+    pub bytes_per_s: f64,
+    pub latency_ns_mean: f64,
+    pub latency_ns_max: u64,
+    pub latency_ns_p25: u64,
+    pub latency_ns_p50: u64,
+    pub latency_ns_p75: u64,
+    pub latency_ns_p95: u64,
+    pub latency_ns_p99: u64,
+    /// Process CPU time over run time, in percent of one core.
+    pub cpu_percent: f64,
+}
+
+/// The field report's columns: 25th, 50th, 75th and 95th percentiles and the mean.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PercentileColumns {
+    pub p25: f64,
+    pub p50: f64,
+    pub p75: f64,
+    pub p95: f64,
+    pub mean: f64,
+}
+
+impl PercentileColumns {
+    pub fn of(values: &[f64]) -> Self {
+        PercentileColumns {
+            p25: percentile(values, 25.0),
+            p50: percentile(values, 50.0),
+            p75: percentile(values, 75.0),
+            p95: percentile(values, 95.0),
+            mean: mean(values),
+        }
+    }
+}
+
+/// How one file read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileScan {
+    pub name: String,
+    /// The raw bytes of the path in hexadecimal, when it is not UTF-8 (`refresh --from` reads it back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_bytes_hex: Option<String>,
+    pub device: String,
+    pub age_s: f64,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub bytes_per_s: f64,
+    /// Chunk reads slower than twice the file's median chunk time: (offset, first ns, re-read ns).
+    pub slow_chunks: Vec<(u64, u64, u64)>,
+    /// Baseline speed over this file's speed (infinite for a file that read nothing in its time).
+    #[serde(default, deserialize_with = "null_is_infinite")]
+    pub slowdown: f64,
+    #[serde(default)]
+    pub flagged: bool,
+    /// Whether re-reading the slow chunks was slow again (a media slowdown, not contention).
+    #[serde(default)]
+    pub confirmed: bool,
+}
+
+/// One age bucket of the scan report: the field report's columns of read speed (MB/s), and the projected time
+/// to read its data in bulk at its mean speed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgeBucket {
+    /// Lower and upper age in months; no upper bound for the last bucket.
+    pub months_from: f64,
+    pub months_to: Option<f64>,
+    pub files: u32,
+    pub bytes: u64,
+    /// Read speed in MB/s (10^6 bytes per second).
+    pub speed_mb_s: PercentileColumns,
+    /// Hours to read this bucket's bytes at its aggregate speed, and per 900 GB (the field report's unit).
+    pub bulk_read_hours: f64,
+    pub hours_per_900gb: f64,
+}
+
+/// One device's part of a scan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceSummary {
+    pub device: String,
+    pub files: u32,
+    pub bytes: u64,
+    pub speed_mb_s: PercentileColumns,
+    pub flagged: u32,
+    pub hours_per_900gb: f64,
+}
+
+/// A path the scan passed over, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SkippedFile {
+    /// The path, readable (bytes that are not UTF-8 as `\xNN`).
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_bytes_hex: Option<String>,
+    pub reason: String,
+}
+
+impl<'de> Deserialize<'de> for SkippedFile {
+    /// Reads the typed form, and the `"path: reason"` strings of results written before it.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Typed {
+            name: String,
+            #[serde(default)]
+            name_bytes_hex: Option<String>,
+            reason: String,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Typed(Typed),
+            Text(String),
+        }
+        Ok(match Either::deserialize(deserializer)? {
+            Either::Typed(t) => SkippedFile {
+                name: t.name,
+                name_bytes_hex: t.name_bytes_hex,
+                reason: t.reason,
+            },
+            Either::Text(text) => {
+                let (name, reason) = text.split_once(": ").unwrap_or((&text, ""));
+                SkippedFile {
+                    name: name.to_string(),
+                    name_bytes_hex: None,
+                    reason: reason.to_string(),
+                }
+            }
+        })
+    }
+}
+
+/// What rewriting the flagged files bought on the virtual drive (`scan --refresh-flagged`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AfterRefresh {
+    /// The flagged files scanned again two days after they were rewritten.
+    pub files: Vec<FileScan>,
+    pub mean_mb_s_before: f64,
+    pub mean_mb_s_after: f64,
+}
+
+/// The stale-data scan's conclusions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScanAnalysis {
+    /// The speed fresh data reads at, MB/s, and how it was found.
+    pub baseline_mb_s: f64,
+    pub baseline_source: String,
+    /// A file is flagged when it reads this many times slower than the baseline and the slowness repeats.
+    pub slowdown_threshold: f64,
+    pub buckets: Vec<AgeBucket>,
+    pub total_bytes: u64,
+    pub total_bulk_read_hours: f64,
+    pub flagged: Vec<String>,
+    /// Per underlying device: files, bytes, read speed columns, flagged files (the straggler shows here).
+    pub devices: Vec<DeviceSummary>,
+    pub files: Vec<FileScan>,
+    #[serde(default)]
+    pub skipped: Vec<SkippedFile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_refresh: Option<AfterRefresh>,
+}
+
+/// One region of a region scan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegionRow {
+    pub offset_bytes: u64,
+    pub bytes: u64,
+    pub bytes_per_s: f64,
+    /// The speed of the second read, for regions that were slow the first time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reread_bytes_per_s: Option<f64>,
+}
+
+/// Read speed across the LBA range of one device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegionScanAnalysis {
+    pub regions: Vec<RegionRow>,
+    pub region_bytes: u64,
+    pub median_mb_s: f64,
+    pub min_mb_s: f64,
+    pub max_mb_s: f64,
+    /// Regions that read below the threshold twice: a media slowdown, not contention.
+    pub slow_region_offsets: Vec<u64>,
+}
+
+/// JSON has no infinity: serde_json writes it as `null`, so `null` reads back as infinite.
+fn null_is_infinite<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::INFINITY))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interrupted_method_keeps_its_notes_without_figures() {
+        let json = r#"{"kind":"consistency","analysis":{"notes":["interrupted"]}}"#;
+        let a: Analysis = serde_json::from_str(json).unwrap();
+        match &a {
+            Analysis::Consistency(m) => assert!(m.measured.is_none() && m.notes == ["interrupted"]),
+            other => panic!("read as {other:?}"),
+        }
+        assert_eq!(serde_json::to_string(&a).unwrap(), json);
+        let run: Analysis = serde_json::from_str(r#"{"kind":"run"}"#).unwrap();
+        assert_eq!(
+            (run.kind(), serde_json::to_string(&run).unwrap()),
+            ("run", r#"{"kind":"run"}"#.into())
+        );
+    }
+
+    #[test]
+    fn trim_without_discard_reads_back_from_the_old_short_form() {
+        let json =
+            r#"{"kind":"trim","analysis":{"discard_supported":false,"discard_max_bytes":0,"notes":[]}}"#;
+        let Analysis::Trim(m) = serde_json::from_str(json).unwrap() else {
+            panic!("not trim")
+        };
+        assert_eq!(m.measured, Some(TrimAnalysis::default()));
+    }
+
+    #[test]
+    fn old_skipped_strings_and_null_infinities_read_back() {
+        let skipped: Vec<SkippedFile> =
+            serde_json::from_str(r#"["a/b: vanished", {"name":"c","reason":"r"}]"#).unwrap();
+        assert_eq!(
+            (skipped[0].name.as_str(), skipped[0].reason.as_str()),
+            ("a/b", "vanished")
+        );
+        assert_eq!(skipped[1].name, "c");
+        let file = FileScan {
+            name: "f".into(),
+            name_bytes_hex: None,
+            device: "d".into(),
+            age_s: 1.0,
+            bytes: 0,
+            seconds: 1.0,
+            bytes_per_s: 0.0,
+            slow_chunks: vec![],
+            slowdown: f64::INFINITY,
+            flagged: true,
+            confirmed: true,
+        };
+        let back: FileScan = serde_json::from_str(&serde_json::to_string(&file).unwrap()).unwrap();
+        assert_eq!(back, file);
+    }
+}

@@ -1,0 +1,55 @@
+//! Every `result.json` an earlier ssdlab wrote still reads back into its typed kind, with its figures.
+
+use ssdlab_core::schema::{Analysis, RunResult};
+
+fn read(kind: &str) -> RunResult {
+    let path = format!(
+        "{}/tests/fixtures/ssdlab1/{kind}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn every_kind_reads_back_typed() {
+    for kind in [
+        "run",
+        "consistency",
+        "trim",
+        "sweep",
+        "latency",
+        "scan",
+        "region-scan",
+    ] {
+        let result = read(kind);
+        assert_eq!(result.kind(), kind);
+        let measured = match &result.analysis {
+            Analysis::Run => true,
+            Analysis::Consistency(m) => m.measured.is_some(),
+            Analysis::Trim(m) => m.measured.as_ref().is_some_and(|t| t.discard_supported),
+            Analysis::Sweep(m) => m.measured.as_ref().is_some_and(|s| !s.rows.is_empty()),
+            Analysis::Latency(m) => m.measured.as_ref().is_some_and(|l| l.iops > 0.0),
+            Analysis::Scan(s) => !s.files.is_empty(),
+            Analysis::RegionScan(r) => r.regions.len() == 4,
+        };
+        assert!(
+            measured,
+            "{kind}: the figures did not read back: {:?}",
+            result.analysis
+        );
+        // Written again, it reads back the same.
+        let again: RunResult = serde_json::from_str(&serde_json::to_string(&result).unwrap()).unwrap();
+        assert_eq!(again, result, "{kind}");
+    }
+}
+
+#[test]
+fn old_scan_forms_read_back() {
+    let Analysis::Scan(scan) = read("scan").analysis else {
+        panic!("not a scan")
+    };
+    assert_eq!(scan.buckets.last().unwrap().months_to, None);
+    assert_eq!(scan.skipped[0].name, "/data/gone");
+    assert!(scan.skipped[0].reason.starts_with("vanished"));
+}

@@ -1,0 +1,187 @@
+//! The field report's analysis of a scan: the baseline speed of fresh data, each file's slowdown, the flags
+//! (slow, and slow again when re-read), the age buckets with their bulk-read hours, and the per-device summary.
+//! Pure arithmetic over [`FileScan`]s; no I/O.
+
+use ssdlab_core::schema::{AgeBucket, DeviceSummary, FileScan, PercentileColumns, ScanAnalysis, Verdict};
+use ssdlab_core::stats::{median, percentile};
+use ssdlab_core::units::MONTH_S;
+
+const DAY_S: f64 = 86_400.0;
+
+/// Bucket edges in months: the field report's monthly steps, then half-years.
+const EDGES: [f64; 10] = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 12.0, f64::INFINITY];
+
+/// Baseline, slowdowns, flags (with re-read confirmation) and the age buckets.
+pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64) -> ScanAnalysis {
+    let speeds = |filter: &dyn Fn(&FileScan) -> bool| -> Vec<f64> {
+        files
+            .iter()
+            .filter(|f| filter(f))
+            .map(|f| f.bytes_per_s / 1e6)
+            .collect()
+    };
+    // Fresh data: written more than a day ago (younger data may still sit in an SLC cache) and less than a month.
+    let recent = speeds(&|f| f.age_s >= DAY_S && f.age_s < 30.0 * DAY_S);
+    let (baseline, source) = if !recent.is_empty() {
+        (
+            median(&recent),
+            format!("median of {} files written 1 to 30 days ago", recent.len()),
+        )
+    } else {
+        let all = speeds(&|_| true);
+        (
+            percentile(&all, 90.0),
+            "no files 1 to 30 days old: the 90th percentile of all files".to_string(),
+        )
+    };
+    for f in &mut files {
+        let mb_s = f.bytes_per_s / 1e6;
+        f.slowdown = if mb_s > 0.0 {
+            baseline / mb_s
+        } else {
+            f64::INFINITY
+        };
+        // Slowness that repeats where it was seen is the medium; one that vanishes was contention.
+        let repeats = |&(_, first, again): &(u64, u64, u64)| again as f64 >= 0.5 * first as f64;
+        f.confirmed = if f.slow_chunks.is_empty() {
+            f.slowdown >= slowdown_threshold
+        } else {
+            f.slow_chunks.iter().all(repeats)
+        };
+        // Data younger than a day is not stale, whatever the moment's contention: it is never flagged.
+        f.flagged = f.slowdown >= slowdown_threshold && f.confirmed && f.age_s >= DAY_S;
+    }
+    let mut buckets = Vec::new();
+    for pair in EDGES.windows(2) {
+        let (from, to) = (pair[0], pair[1]);
+        let members: Vec<&FileScan> = files
+            .iter()
+            .filter(|f| f.age_s / MONTH_S >= from && f.age_s / MONTH_S < to)
+            .collect();
+        if members.is_empty() {
+            continue;
+        }
+        let bytes: u64 = members.iter().map(|f| f.bytes).sum();
+        let seconds: f64 = members.iter().map(|f| f.seconds).sum();
+        let mb_s: Vec<f64> = members.iter().map(|f| f.bytes_per_s / 1e6).collect();
+        let aggregate = bytes as f64 / seconds.max(1e-9);
+        buckets.push(AgeBucket {
+            months_from: from,
+            months_to: to.is_finite().then_some(to),
+            files: members.len() as u32,
+            bytes,
+            speed_mb_s: PercentileColumns::of(&mb_s),
+            bulk_read_hours: bytes as f64 / aggregate / 3600.0,
+            hours_per_900gb: 900e9 / aggregate / 3600.0,
+        });
+    }
+    let total_bytes = files.iter().map(|f| f.bytes).sum();
+    let total_seconds: f64 = files.iter().map(|f| f.seconds).sum();
+    let mut device_names: Vec<&str> = files.iter().map(|f| f.device.as_str()).collect();
+    device_names.sort_unstable();
+    device_names.dedup();
+    let devices = device_names
+        .iter()
+        .map(|&device| {
+            let members: Vec<&FileScan> = files.iter().filter(|f| f.device == device).collect();
+            let bytes: u64 = members.iter().map(|f| f.bytes).sum();
+            let seconds: f64 = members.iter().map(|f| f.seconds).sum();
+            let mb_s: Vec<f64> = members.iter().map(|f| f.bytes_per_s / 1e6).collect();
+            DeviceSummary {
+                device: device.to_string(),
+                files: members.len() as u32,
+                bytes,
+                speed_mb_s: PercentileColumns::of(&mb_s),
+                flagged: members.iter().filter(|f| f.flagged).count() as u32,
+                hours_per_900gb: 900e9 / (bytes as f64 / seconds.max(1e-9)) / 3600.0,
+            }
+        })
+        .collect();
+    ScanAnalysis {
+        devices,
+        baseline_mb_s: baseline,
+        baseline_source: source,
+        slowdown_threshold,
+        buckets,
+        total_bytes,
+        total_bulk_read_hours: total_seconds / 3600.0,
+        flagged: files
+            .iter()
+            .filter(|f| f.flagged)
+            .map(|f| f.name.clone())
+            .collect(),
+        files,
+        skipped: Vec::new(),
+        after_refresh: None,
+    }
+}
+
+/// Passed when no file was flagged; otherwise says how many read below `slower_than` of fresh speed twice.
+pub fn verdict(analysis: &ScanAnalysis, slower_than: f64) -> Verdict {
+    if analysis.flagged.is_empty() {
+        return Verdict {
+            passed: true,
+            reasons: vec![],
+        };
+    }
+    Verdict {
+        passed: false,
+        reasons: vec![format!(
+            "{} files read at less than {slower_than} of fresh speed, confirmed by re-reading",
+            analysis.flagged.len()
+        )],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, age_days: f64, mb_s: f64, slow_repeats: bool) -> FileScan {
+        FileScan {
+            name: name.into(),
+            name_bytes_hex: None,
+            device: "d".into(),
+            age_s: age_days * DAY_S,
+            bytes: 100_000_000,
+            seconds: 100.0 / mb_s,
+            bytes_per_s: mb_s * 1e6,
+            slow_chunks: if mb_s < 100.0 {
+                vec![(0, 1_000_000, if slow_repeats { 900_000 } else { 10_000 })]
+            } else {
+                vec![]
+            },
+            slowdown: 0.0,
+            flagged: false,
+            confirmed: false,
+        }
+    }
+
+    #[test]
+    fn slow_old_files_are_flagged_only_when_the_slowness_repeats() {
+        let files = vec![
+            file("fresh-1", 5.0, 500.0, true),
+            file("fresh-2", 10.0, 480.0, true),
+            file("old-slow", 210.0, 50.0, true),
+            file("old-contended", 200.0, 50.0, false),
+            file("old-fine", 205.0, 470.0, true),
+        ];
+        let a = analyze(files, 2.0);
+        assert_eq!(
+            a.baseline_mb_s, 480.0,
+            "median (nearest rank) of the files 1 to 30 days old"
+        );
+        assert_eq!(a.flagged, vec!["old-slow".to_string()]);
+        let old = a
+            .buckets
+            .iter()
+            .find(|b| b.months_from == 6.0)
+            .expect("a 6-7 month bucket");
+        assert_eq!(old.files, 3);
+        assert!(a.buckets.iter().any(|b| b.months_from == 0.0 && b.files == 2));
+        let fresh = &a.buckets[0];
+        assert!(
+            (fresh.hours_per_900gb - 900e9 / (200e6 / (100.0 / 500.0 + 100.0 / 480.0)) / 3600.0).abs() < 1e-9
+        );
+    }
+}

@@ -1,0 +1,188 @@
+//! The virtual data set: files of given sizes and ages laid out on a virtual drive, so the scan can show what
+//! the field report measured without waiting months. `field-report` is seed 000's drive: six 64 MiB files at
+//! each of its eight ages.
+//!
+//! This module parses the `--dataset` description and scans the laid-out files; laying them out is the virtual
+//! drive's job (its caller passes the ranges), so nothing here depends on the simulator. The one write it makes
+//! is `--refresh-flagged`'s rewrite, and only on the virtual drive it was given.
+
+use ssdlab_core::device::Device;
+use ssdlab_core::schema::{AfterRefresh, FileScan, ScanAnalysis};
+use ssdlab_core::units::{MONTH_S, parse_duration_ns, parse_size};
+use ssdlab_engine::runner::Quiet;
+use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
+
+use super::age::analyze;
+use super::read::{ScanItem, scan_item};
+use crate::session::MethodError;
+
+/// Seed 000's drive ages in months (the 0.5-month files give the fresh baseline).
+pub const FIELD_REPORT_MONTHS: [f64; 8] = [0.5, 0.9, 2.0, 3.0, 4.0, 5.1, 6.0, 7.0];
+
+/// The smallest file a data set may hold: one 4 KiB block (a smaller one measures only request overhead).
+pub const MIN_FILE_BYTES: u64 = 4096;
+
+/// One virtual file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DatasetFile {
+    pub size_bytes: u64,
+    /// How long ago it was written.
+    pub age_ns: u64,
+}
+
+/// Parses `--dataset`: `field-report`, or `AGE:COUNTxSIZE,...` with units on both (`7mo:8x64m`).
+pub fn parse_dataset(spec: &str) -> Result<Vec<DatasetFile>, String> {
+    let month_ns = MONTH_S * 1e9;
+    if spec == "field-report" {
+        return Ok(FIELD_REPORT_MONTHS
+            .iter()
+            .flat_map(|&m| {
+                std::iter::repeat_n(
+                    DatasetFile {
+                        size_bytes: 64 << 20,
+                        age_ns: (m * month_ns) as u64,
+                    },
+                    6,
+                )
+            })
+            .collect());
+    }
+    let mut files = Vec::new();
+    for part in spec.split(',') {
+        let bad = || format!("--dataset {part}: write AGE:COUNTxSIZE, e.g. 7mo:8x64m, or field-report");
+        let (age, rest) = part.split_once(':').ok_or_else(bad)?;
+        let (count, size) = rest.split_once('x').ok_or_else(bad)?;
+        let age_ns = parse_duration_ns(age).map_err(|e| format!("--dataset {part}: the age {e}"))?;
+        let count: usize = count.parse().map_err(|_| bad())?;
+        if size.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!(
+                "--dataset {part}: the size {size} has no unit; write {size}m for MiB or {size}k for KiB"
+            ));
+        }
+        let size_bytes = parse_size(size).map_err(|e| format!("--dataset {part}: the size {e}"))?;
+        if size_bytes < MIN_FILE_BYTES {
+            return Err(format!(
+                "--dataset {part}: files must hold at least 4k (a smaller file measures request overhead, not the medium)"
+            ));
+        }
+        files.extend(std::iter::repeat_n(DatasetFile { size_bytes, age_ns }, count));
+    }
+    if files.is_empty() {
+        return Err(format!("--dataset {spec}: no files"));
+    }
+    Ok(files)
+}
+
+/// How to scan the data set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DatasetScanOptions {
+    pub chunk_bytes: u64,
+    pub queue_depth: u32,
+    /// The flag threshold as a fraction of fresh speed.
+    pub slower_than: f64,
+    /// Rewrite the flagged files in place, let them settle two days, and scan them again.
+    pub refresh_flagged: bool,
+}
+
+/// Scans the laid-out files (`ranges[i]` holds `files[i]`) on `device`, named `device_name` in the results.
+pub fn scan_dataset(
+    device: &mut dyn Device,
+    device_name: &str,
+    files: &[DatasetFile],
+    ranges: &[(u64, u64)],
+    options: &DatasetScanOptions,
+) -> Result<ScanAnalysis, MethodError> {
+    assert_eq!(files.len(), ranges.len(), "every virtual file has one range");
+    let items: Vec<ScanItem> = files
+        .iter()
+        .zip(ranges)
+        .enumerate()
+        .map(|(i, (file, &range))| ScanItem {
+            name: format!("virtual/{:.1}mo/file-{i}", file.age_ns as f64 / 1e9 / MONTH_S),
+            name_bytes_hex: None,
+            device: device_name.to_string(),
+            age_s: file.age_ns as f64 / 1e9,
+            ranges: vec![range],
+        })
+        .collect();
+    let scan_all = |device: &mut dyn Device, items: &[ScanItem]| -> Result<Vec<FileScan>, MethodError> {
+        items
+            .iter()
+            .map(|item| Ok(scan_item(device, item, options.chunk_bytes, options.queue_depth)?))
+            .collect()
+    };
+    let mut analysis = analyze(scan_all(device, &items)?, 1.0 / options.slower_than);
+    if !options.refresh_flagged {
+        return Ok(analysis);
+    }
+    let mut refreshed = Vec::new();
+    for item in items.iter().filter(|i| analysis.flagged.contains(&i.name)) {
+        rewrite_in_place(device, item.ranges[0])?;
+        refreshed.push(ScanItem {
+            age_s: 2.0 * 86_400.0,
+            ..item.clone()
+        });
+    }
+    // Let the rewritten data settle (out of the SLC cache) for two days, then measure again.
+    let until = device.now_ns() + 2 * 86_400 * 1_000_000_000;
+    device.wait_until(until);
+    let after = analyze(scan_all(device, &refreshed)?, 1.0 / options.slower_than);
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let before_mb_s: Vec<f64> = analysis
+        .files
+        .iter()
+        .filter(|f| f.flagged)
+        .map(|f| f.bytes_per_s / 1e6)
+        .collect();
+    let after_mb_s: Vec<f64> = after.files.iter().map(|f| f.bytes_per_s / 1e6).collect();
+    analysis.after_refresh = Some(AfterRefresh {
+        mean_mb_s_before: mean(&before_mb_s),
+        mean_mb_s_after: mean(&after_mb_s),
+        files: after.files,
+    });
+    Ok(analysis)
+}
+
+/// Rewrites one range sequentially in 1 MiB writes: on the virtual drive the data is new from now on.
+fn rewrite_in_place(device: &mut dyn Device, (offset, len): (u64, u64)) -> Result<(), MethodError> {
+    let capacity = device.info().capacity_bytes;
+    let workload = Workload {
+        rw: RwMode::Write,
+        mix_read_percent: 0,
+        pattern: Pattern::Sequential,
+        block_bytes: 1 << 20,
+        queue_depth: 8,
+        span: Span {
+            offset_bytes: offset,
+            len_bytes: len.next_multiple_of(1 << 20).min(capacity - offset),
+        },
+        stop: StopAt {
+            passes: Some(1),
+            ..Default::default()
+        },
+        rate: None,
+        seed: 1,
+        verify: false,
+    };
+    ssdlab_engine::run_phase(device, &workload, &mut Quiet)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dataset_sizes_need_units_and_a_block() {
+        assert_eq!(parse_dataset("field-report").unwrap().len(), 48);
+        let files = parse_dataset("7mo:8x64m,1d:2x4k").unwrap();
+        assert_eq!(files.len(), 10);
+        assert_eq!(files[0].size_bytes, 64 << 20);
+        assert_eq!(files[9].size_bytes, 4096);
+        let err = parse_dataset("7mo:8x64").unwrap_err();
+        assert!(err.contains("no unit") && err.contains("64m"), "{err}");
+        assert!(parse_dataset("7mo:8x512b").unwrap_err().contains("at least 4k"));
+        assert!(parse_dataset("7:8x64m").unwrap_err().contains("the age"));
+        assert!(parse_dataset("7mo:0x64m").unwrap_err().contains("no files"));
+    }
+}

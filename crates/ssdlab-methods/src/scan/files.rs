@@ -1,0 +1,120 @@
+//! Scanning real files: one worker per underlying device (devices in parallel, the files on one device in
+//! turn, so they do not compete for it), and a file that cannot be read is reported and passed over, never
+//! allowed to stop the scan.
+//!
+//! Opening is the caller's: a [`ScanOpener`] turns a path into a read-only device and its data ranges (with
+//! O_NOATIME, refusing what it cannot read without side effects). This module never touches a path itself.
+
+use std::path::PathBuf;
+
+use ssdlab_core::device::Device;
+use ssdlab_core::schema::{FileScan, SkippedFile};
+
+use super::read::{ScanItem, scan_item};
+
+/// A file found by the walk, with what the scan needs to know about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanCandidate {
+    pub path: PathBuf,
+    /// The path, readable, and its raw bytes in hexadecimal when it is not UTF-8.
+    pub name: String,
+    pub name_bytes_hex: Option<String>,
+    /// The underlying device's number (files are grouped by it) and its name for the report.
+    pub device_id: u64,
+    pub device_name: String,
+    /// Data age: since the last write, or since ssdlab refreshed it.
+    pub age_s: f64,
+}
+
+/// Why a file could not be scanned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScanRefusal {
+    /// Reading it would move its access time (O_NOATIME is refused on files of other users).
+    NotOurs,
+    /// It vanished, shrank or failed to read.
+    Failed(String),
+}
+
+impl ScanRefusal {
+    fn reason(&self) -> String {
+        match self {
+            ScanRefusal::NotOurs => {
+                "not ours: reading it would move its access time (--allow-atime permits that)".into()
+            }
+            ScanRefusal::Failed(why) => format!("vanished or failed mid-scan: {why}"),
+        }
+    }
+}
+
+/// A file opened for scanning: a read-only device over it and the (offset, length) ranges that hold data.
+pub struct OpenedFile {
+    pub device: Box<dyn Device>,
+    pub data_ranges: Vec<(u64, u64)>,
+}
+
+/// Opens files for scanning, without side effects (O_NOATIME unless the user allowed otherwise).
+pub trait ScanOpener: Sync {
+    fn open(&self, path: &std::path::Path) -> Result<OpenedFile, ScanRefusal>;
+}
+
+/// Scans every candidate; returns the files that read (empty ones left out) and those passed over, with why.
+pub fn scan_files(
+    candidates: Vec<ScanCandidate>,
+    opener: &dyn ScanOpener,
+    chunk_bytes: u64,
+    queue_depth: u32,
+) -> (Vec<FileScan>, Vec<SkippedFile>) {
+    let mut by_device: std::collections::BTreeMap<u64, Vec<ScanCandidate>> = Default::default();
+    for c in candidates {
+        by_device.entry(c.device_id).or_default().push(c);
+    }
+    let results: Vec<(Vec<FileScan>, Vec<SkippedFile>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = by_device
+            .into_values()
+            .map(|files| scope.spawn(move || scan_one_device(files, opener, chunk_bytes, queue_depth)))
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("scan worker panicked"))
+            .collect()
+    });
+    let mut scans = Vec::new();
+    let mut skipped = Vec::new();
+    for (ok, failed) in results {
+        scans.extend(ok.into_iter().filter(|f| f.bytes > 0));
+        skipped.extend(failed);
+    }
+    (scans, skipped)
+}
+
+fn scan_one_device(
+    files: Vec<ScanCandidate>,
+    opener: &dyn ScanOpener,
+    chunk_bytes: u64,
+    queue_depth: u32,
+) -> (Vec<FileScan>, Vec<SkippedFile>) {
+    let mut scans = Vec::new();
+    let mut skipped = Vec::new();
+    for file in files {
+        let scanned = opener.open(&file.path).and_then(|mut opened| {
+            let item = ScanItem {
+                name: file.name.clone(),
+                name_bytes_hex: file.name_bytes_hex.clone(),
+                device: file.device_name.clone(),
+                age_s: file.age_s,
+                ranges: opened.data_ranges,
+            };
+            scan_item(opened.device.as_mut(), &item, chunk_bytes, queue_depth)
+                .map_err(|e| ScanRefusal::Failed(e.to_string()))
+        });
+        match scanned {
+            Ok(scan) => scans.push(scan),
+            Err(refusal) => skipped.push(SkippedFile {
+                name: file.name,
+                name_bytes_hex: file.name_bytes_hex,
+                reason: refusal.reason(),
+            }),
+        }
+    }
+    (scans, skipped)
+}

@@ -1,0 +1,53 @@
+//! The region-scan section: read speed by position on the device, and each result's minimum, median, maximum
+//! and slow regions.
+
+use ssdlab_core::schema::{Analysis, RegionScanAnalysis, RunResult};
+
+use crate::svg::{Axis, Chart, Mark, Scale, Series};
+use crate::{charts, label, table};
+
+pub(crate) fn region_scan(group: &[&RunResult]) -> String {
+    let scans: Vec<(&RunResult, &RegionScanAnalysis)> = group
+        .iter()
+        .filter_map(|r| match &r.analysis {
+            Analysis::RegionScan(a) => Some((*r, a)),
+            _ => None,
+        })
+        .collect();
+    let series: Vec<Series> = scans
+        .iter()
+        .map(|(r, a)| Series {
+            name: label(r),
+            points: a
+                .regions
+                .iter()
+                .map(|x| (x.offset_bytes as f64 / 1e9, x.bytes_per_s / 1e6))
+                .collect(),
+            mark: Mark::LineWithDots,
+        })
+        .collect();
+    let mut out = charts(&[Chart {
+        title: "Read speed by position on the device".into(),
+        x: Axis::new("offset (GB)", Scale::Linear),
+        y: Axis::new("MB/s", Scale::Linear),
+        series,
+    }]);
+    let header: Vec<String> = ["", "min MB/s", "median MB/s", "max MB/s", "slow regions"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let rows: Vec<Vec<String>> = scans
+        .iter()
+        .map(|(r, a)| {
+            vec![
+                label(r),
+                format!("{:.1}", a.min_mb_s),
+                format!("{:.1}", a.median_mb_s),
+                format!("{:.1}", a.max_mb_s),
+                a.slow_region_offsets.len().to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(&header, &rows));
+    out
+}

@@ -1,0 +1,73 @@
+//! The TRIM section: sequential write speed clean, dirty and after TRIM, as a table and over each pass.
+
+use ssdlab_core::schema::{Analysis, RunResult, TrimAnalysis};
+
+use crate::svg::{Axis, Chart, Mark, Scale, Series};
+use crate::{charts, label, mb_s, overlay_prefix, phase, table};
+
+pub(crate) fn trim(group: &[&RunResult]) -> String {
+    let mut header = vec!["sequential write".to_string()];
+    header.extend(
+        [
+            "Clean",
+            "Dirty",
+            "After TRIM",
+            "restored",
+            "discard",
+            "trimmed reads zero",
+        ]
+        .map(String::from),
+    );
+    let rows: Vec<Vec<String>> = group
+        .iter()
+        .map(|r| {
+            let Some(a) = analysis(r) else {
+                return vec![label(r), "not measured".into()];
+            };
+            if !a.discard_supported {
+                return vec![label(r), "discard not advertised: not measured".into()];
+            }
+            vec![
+                label(r),
+                format!("{} MB/s", mb_s(a.clean_bytes_per_s)),
+                format!("{} MB/s", mb_s(a.dirty_bytes_per_s)),
+                format!("{} MB/s", mb_s(a.after_trim_bytes_per_s)),
+                format!("{:.0}%", 100.0 * a.restored_fraction),
+                format!("advertised, max {} bytes", a.discard_max_bytes),
+                match a.trimmed_reads_zero {
+                    Some(true) => "yes".into(),
+                    Some(false) => "no".into(),
+                    None => "not checked".into(),
+                },
+            ]
+        })
+        .collect();
+    let mut out = table(&header, &rows);
+    let mut series = Vec::new();
+    for r in group {
+        for name in ["clean", "dirty", "after-trim"] {
+            if let Some(p) = phase(r, name) {
+                let prefix = overlay_prefix(group, r);
+                series.push(Series {
+                    name: format!("{prefix}{name}"),
+                    points: p.samples.iter().map(|s| (s.t_s, s.bytes_per_s / 1e6)).collect(),
+                    mark: Mark::Line,
+                });
+            }
+        }
+    }
+    out.push_str(&charts(&[Chart {
+        title: "Sequential 128 KiB writes: clean, dirty, after TRIM".into(),
+        x: Axis::new("time into the pass (s)", Scale::Linear),
+        y: Axis::new("MB/s", Scale::Linear),
+        series,
+    }]));
+    out
+}
+
+fn analysis(r: &RunResult) -> Option<&TrimAnalysis> {
+    match &r.analysis {
+        Analysis::Trim(m) => m.measured.as_ref(),
+        _ => None,
+    }
+}
