@@ -17,5 +17,6 @@ pub mod psync;
 pub mod sys;
 pub mod uring;
 pub mod walk;
+pub mod watch;
 
 pub use open::{Engine, OpenError, OpenRequest, RealDevice, open_target};

@@ -21,6 +21,7 @@ use crate::files::{
     Refusal, beneath, data_ranges, has_shared_extents, inode_flags, open_beneath, swap_inodes,
     unwritten_extents,
 };
+use crate::watch::AttribWatch;
 
 /// (seconds, nanoseconds) since the epoch.
 pub type Time = (i64, i64);
@@ -147,6 +148,8 @@ pub struct PinnedFile {
     generation: u64,
     fs_magic: i64,
     window: Option<File>,
+    /// Attribute changes by path (which break no lease), watched from the first window on.
+    watch: Option<AttribWatch>,
     direct: bool,
     align: u64,
     buffer: BufferPool,
@@ -268,6 +271,7 @@ impl PinnedFile {
             generation: 0,
             fs_magic,
             window: None,
+            watch: None,
             direct: true,
             align,
             buffer: BufferPool::new(1, chunk_bytes.next_multiple_of(align as usize), align as usize),
@@ -462,8 +466,25 @@ impl PinnedFile {
                 ),
             ));
         }
+        // Changes before this window are seen in the file's times and mode; from here on, the watch sees what
+        // those cannot show (a time set by path and then overwritten by our write or our restore).
+        match &self.watch {
+            Some(watch) => {
+                watch.changed()?;
+            }
+            None => self.watch = Some(AttribWatch::new(&self.proc_path)?),
+        }
         self.window = Some(file);
         Ok(true)
+    }
+
+    /// Inside a window: whether anyone changed the file's attributes by path since the window opened or since
+    /// the last call. Our writes cause none (a file with setuid bits or capabilities is never written).
+    pub fn metadata_touched(&mut self) -> io::Result<bool> {
+        match &self.watch {
+            Some(watch) => watch.changed(),
+            None => Err(io::Error::other("metadata_touched outside a window")),
+        }
     }
 
     pub fn close_window(&mut self) {
@@ -682,7 +703,24 @@ pub fn reopen_pinned(
     match by_path {
         // Something is at the path that cannot be pinned (our file made immutable, say): try again next run.
         Err(refusal) if std::fs::symlink_metadata(path).is_ok() => Err(io::Error::other(refusal.0)),
-        _ => Ok(None),
+        // Gone only when we looked on the right file system: the nearest existing directory on the way to the
+        // old path is on it, and neither the name nor the handle found the inode there. Otherwise the file
+        // system is not mounted where it was (unmounted, mounted elsewhere, a new device number): keep the
+        // entry for a run that can see it.
+        _ => {
+            let ancestor = path.ancestors().skip(1).find(|a| std::fs::metadata(a).is_ok());
+            let on_its_fs = ancestor
+                .and_then(|a| identity_of_path(a).ok())
+                .is_some_and(|a| a.fs == identity.fs);
+            if on_its_fs {
+                Ok(None)
+            } else {
+                Err(io::Error::other(format!(
+                    "its file system is not mounted at {} as it was; the entry is kept until it is",
+                    ancestor.map_or("/".into(), |a| a.display().to_string())
+                )))
+            }
+        }
     }
 }
 

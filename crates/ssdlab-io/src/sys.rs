@@ -175,6 +175,16 @@ pub fn tighten_timer_slack() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
 }
 
+/// How long the kernel lets a lease holder keep a file after someone asks for it
+/// (`/proc/sys/fs/lease-break-time`, 45 s by default).
+pub fn lease_break_time() -> std::time::Duration {
+    let seconds = std::fs::read_to_string("/proc/sys/fs/lease-break-time")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(45);
+    std::time::Duration::from_secs(seconds)
+}
+
 /// Operations the block layer has in flight on the device (or partition) holding `st_dev`, from
 /// `/sys/dev/block/MAJ:MIN/stat`; None when the file system is not on a block device.
 pub fn block_in_flight(st_dev: u64) -> Option<u64> {

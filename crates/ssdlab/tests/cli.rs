@@ -1406,6 +1406,14 @@ fn write_random(path: &Path, len: usize, seed: u64) {
         })
         .collect();
     std::fs::write(path, data).unwrap();
+    // Written a minute ago: refresh leaves files modified in the last moments alone.
+    let minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(minute_ago)
+        .unwrap();
 }
 
 /// A tree with the awkward cases: hard links, a sparse file, an unaligned size, unusual permissions, old
@@ -1878,11 +1886,19 @@ fn refresh_from_a_scan_rewrites_only_the_slow_files_and_scan_then_counts_them_fr
         scan_dir.to_str().unwrap(),
     ]);
     // Whether this tmpfs happened to read one file slowly does not matter: the figures are replaced below.
-    assert!(matches!(scanned.status.code(), Some(0 | 1)), "{}", stderr(&scanned));
+    assert!(
+        matches!(scanned.status.code(), Some(0 | 1)),
+        "{}",
+        stderr(&scanned)
+    );
     let mut result = read_result(&scan_dir);
     result["analysis"]["baseline_mb_s"] = serde_json::json!(500.0);
     for f in result["analysis"]["files"].as_array_mut().unwrap() {
-        let mb_s = if f["name"] == slow.to_str().unwrap() { 40.0 } else { 480.0 };
+        let mb_s = if f["name"] == slow.to_str().unwrap() {
+            40.0
+        } else {
+            480.0
+        };
         f["bytes_per_s"] = serde_json::json!(mb_s * 1e6);
     }
     std::fs::write(scan_dir.join("result.json"), result.to_string()).unwrap();
@@ -1947,10 +1963,22 @@ fn scan_refuses_meaningless_flags_up_front() {
     let device = format!("file:{}", image.display());
     let sim = "sim:840evo-120g?scale=1/256";
     // A size without a unit made 64-byte files and reported 70260 h per 900 GB.
-    expect_usage_error(&run(&["scan", "--target", sim, "--dataset", "7mo:8x64"]), "--dataset");
-    expect_usage_error(&run(&["scan", "--target", sim, "--dataset", "7mo:8x1k"]), "--dataset");
-    expect_usage_error(&run(&["scan", "--device", &device, "--region-bytes", "0"]), "--region-bytes");
-    expect_usage_error(&run(&["scan", "--device", &device, "--regions", "1"]), "--regions");
+    expect_usage_error(
+        &run(&["scan", "--target", sim, "--dataset", "7mo:8x64"]),
+        "--dataset",
+    );
+    expect_usage_error(
+        &run(&["scan", "--target", sim, "--dataset", "7mo:8x1k"]),
+        "--dataset",
+    );
+    expect_usage_error(
+        &run(&["scan", "--device", &device, "--region-bytes", "0"]),
+        "--region-bytes",
+    );
+    expect_usage_error(
+        &run(&["scan", "--device", &device, "--regions", "1"]),
+        "--regions",
+    );
     // --regions without --device was silently ignored.
     let out = run(&["scan", dir.path().to_str().unwrap(), "--regions", "8"]);
     expect_code(&out, 2);
@@ -2167,6 +2195,75 @@ fn a_killed_refresh_is_settled_by_the_next_run_whatever_it_selects() {
     let after = facts(&path);
     assert_eq!(after.content_hash, before.content_hash);
     assert_eq!((after.atime, after.mtime), (before.atime, before.mtime));
+}
+
+/// Red team, session 3: an entry journalled with a relative path, or whose file system was not mounted where it
+/// was when the next run came, was dropped as "gone" and the write's modification time stayed for good.
+#[test]
+fn an_entry_waits_for_its_file_system_and_survives_a_relative_path() {
+    assert!(is_root());
+    let dev = LoopDevice::new(128 << 20);
+    sh("mkfs.ext4", &["-q", &dev.path]);
+    let mnt = tempdir();
+    sh("mount", &[&dev.path, mnt.path().to_str().unwrap()]);
+    let unmount = || {
+        let _ = Command::new("umount").arg(mnt.path()).output();
+    };
+    let work = mnt.path().join("data");
+    std::fs::create_dir(&work).unwrap();
+    let path = old_file(&work, "old.bin", 16 << 20, 33);
+    let before = facts(&path);
+    let state = tempdir();
+    // Killed while refreshing a path given relative to the mount.
+    let child = ssdlab()
+        .current_dir(mnt.path())
+        .args(["refresh", "data", "--chunk", "64k", "--rate", "8m", "--state-dir"])
+        .arg(state.path())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(900));
+    unsafe_kill(child.id());
+    let _ = child.wait_with_output();
+    let journal = std::fs::read_to_string(state.path().join("refresh-journal.jsonl")).unwrap();
+    assert!(
+        journal.contains(&format!("{}", work.display())),
+        "absolute paths: {journal}"
+    );
+    // The next run comes while the file system is unmounted: the entry must wait, not be dropped.
+    unmount();
+    let elsewhere = tempdir();
+    let out = run(&[
+        "refresh",
+        elsewhere.path().to_str().unwrap(),
+        "--state-dir",
+        state.path().to_str().unwrap(),
+    ]);
+    expect_code(&out, 1);
+    assert!(stderr(&out).contains("not mounted"), "{}", stderr(&out));
+    // Mounted again, a run from another directory settles it.
+    sh("mount", &[&dev.path, mnt.path().to_str().unwrap()]);
+    let out = run(&[
+        "refresh",
+        elsewhere.path().to_str().unwrap(),
+        "--state-dir",
+        state.path().to_str().unwrap(),
+    ]);
+    unmount_after(&mnt, || {
+        expect_code(&out, 0);
+        let after = facts(&path);
+        assert_eq!(after.content_hash, before.content_hash);
+        assert_eq!(after.mtime, before.mtime, "{}", stderr(&out));
+    });
+}
+
+/// Runs checks on a mounted file system and unmounts it afterwards, even when a check fails.
+fn unmount_after(mnt: &tempfile::TempDir, checks: impl FnOnce()) {
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(checks));
+    let _ = Command::new("umount").arg(mnt.path()).output();
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
 }
 
 #[test]
@@ -2539,7 +2636,9 @@ fn refresh_survives_kills_mixed_with_other_programs() {
             }
         }
         let acted = facts(&current);
-        // The next run settles and refreshes the whole directory, uninterrupted.
+        // The next run comes a little later (refresh leaves files modified a moment ago alone), settles and
+        // refreshes the whole directory, uninterrupted.
+        std::thread::sleep(std::time::Duration::from_millis(200));
         let out = run(&[
             "refresh",
             sub.to_str().unwrap(),

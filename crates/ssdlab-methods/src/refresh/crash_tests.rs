@@ -33,6 +33,20 @@ struct World {
     open_elsewhere: bool,
     /// Every write refresh made, checked against the bytes there at that moment.
     writes_checked: u64,
+    /// Disturbances during the next write: someone sets the file's times by path; someone opens the file (the
+    /// lease breaks); the write takes this long.
+    touch_during_write: bool,
+    /// As above, but the modification time alone (the kernel reports it as a modification: no attribute event).
+    mtime_only_touch: bool,
+    open_during_write: bool,
+    write_ns: i64,
+    /// Readers that open the file while a settle holds its lease, one per window.
+    readers_during_settle: u32,
+    /// The file system keeps whole seconds.
+    whole_seconds: bool,
+    /// Inside the window in hand: the lease was broken; metadata was changed by path.
+    lease_broken: bool,
+    touched: bool,
 }
 
 type Shared = Rc<RefCell<World>>;
@@ -132,6 +146,9 @@ impl RefreshTarget for MemFile {
         if w.open_elsewhere {
             return Ok(Window::Busy);
         }
+        drop(w);
+        let mut w = self.world.borrow_mut();
+        (w.lease_broken, w.touched) = (false, false);
         self.in_window = true;
         Ok(Window::Open)
     }
@@ -139,7 +156,15 @@ impl RefreshTarget for MemFile {
         self.in_window = false;
     }
     fn lease_held(&mut self) -> io::Result<bool> {
-        Ok(self.in_window)
+        let mut w = self.world.borrow_mut();
+        if self.in_window && w.readers_during_settle > 0 {
+            w.readers_during_settle -= 1;
+            return Ok(false);
+        }
+        Ok(self.in_window && !w.lease_broken)
+    }
+    fn metadata_touched(&mut self) -> io::Result<bool> {
+        Ok(std::mem::take(&mut self.world.borrow_mut().touched))
     }
     fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let w = self.world.borrow();
@@ -165,9 +190,21 @@ impl RefreshTarget for MemFile {
         let torn = !w.step()?;
         let n = if torn { buf.len() / 2 } else { buf.len() };
         w.data[start..start + n].copy_from_slice(&buf[..n]);
-        let t = w.tick();
+        w.clock_ns += w.write_ns;
+        let mut t = w.tick();
+        if w.whole_seconds {
+            t.1 = 0;
+        }
         w.facts.mtime = t;
         w.facts.ctime = t;
+        if std::mem::take(&mut w.touch_during_write) {
+            w.facts.mtime = (1_650_000_000, 5);
+            w.facts.ctime = w.tick();
+            w.touched = !w.mtime_only_touch;
+        }
+        if std::mem::take(&mut w.open_during_write) {
+            w.lease_broken = true;
+        }
         if torn { Err(crash_err()) } else { Ok(()) }
     }
     fn sync(&mut self) -> io::Result<()> {
@@ -226,6 +263,9 @@ impl RefreshEnv for Env {
     fn wait_ms(&mut self, ms: u64) {
         self.0.borrow_mut().clock_ns += ms as i64 * 1_000_000;
     }
+    fn lease_break_ns(&self) -> u64 {
+        45 * SECOND as u64
+    }
 }
 
 const ORIGINAL_ATIME: Time = (1_500_000_000, 111);
@@ -259,6 +299,14 @@ fn new_world(seed: u64) -> Shared {
         crashed: false,
         open_elsewhere: false,
         writes_checked: 0,
+        touch_during_write: false,
+        mtime_only_touch: false,
+        open_during_write: false,
+        write_ns: 1_000,
+        readers_during_settle: 0,
+        whole_seconds: false,
+        lease_broken: false,
+        touched: false,
     }))
 }
 
@@ -494,4 +542,149 @@ fn the_model_catches_a_refresher_that_writes_stale_bytes() {
     world.borrow_mut().data[3] ^= 1;
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| file.write_at(0, &stale)));
     assert!(caught.is_err(), "the model must reject a stale write");
+}
+
+#[test]
+fn a_time_set_by_someone_else_during_the_write_is_not_overwritten() {
+    let world = new_world(5);
+    world.borrow_mut().touch_during_write = true;
+    let outcome = one_run(&world).unwrap();
+    assert!(
+        matches!(
+            outcome,
+            Some(FileOutcome::GaveWay {
+                times_restored: false,
+                ..
+            })
+        ),
+        "{outcome:?}"
+    );
+    assert_ne!(
+        world.borrow().facts.mtime,
+        ORIGINAL_MTIME,
+        "the original time was put back over someone else's touch"
+    );
+}
+
+#[test]
+fn a_modification_time_alone_set_during_the_write_is_not_overwritten_either() {
+    let world = new_world(5);
+    {
+        let mut w = world.borrow_mut();
+        w.touch_during_write = true;
+        w.mtime_only_touch = true;
+    }
+    let outcome = one_run(&world).unwrap();
+    assert!(
+        matches!(
+            outcome,
+            Some(FileOutcome::GaveWay {
+                times_restored: false,
+                ..
+            })
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(world.borrow().facts.mtime, (1_650_000_000, 5), "their time stays");
+}
+
+#[test]
+fn a_lease_broken_during_a_long_write_leaves_the_write_time_and_a_short_one_does_not() {
+    // Broken during a write that took longer than half the lease-break time: the opener may be in by now.
+    let world = new_world(6);
+    {
+        let mut w = world.borrow_mut();
+        w.open_during_write = true;
+        w.write_ns = 30 * SECOND;
+    }
+    let outcome = one_run(&world).unwrap();
+    assert!(
+        matches!(outcome, Some(FileOutcome::GaveWay { times_restored: false, ref reason, .. }) if reason.contains("lease-break")),
+        "{outcome:?}"
+    );
+    assert_ne!(world.borrow().facts.mtime, ORIGINAL_MTIME);
+    // Broken during a quick write: the opener is still blocked in its open, so the time goes back and the
+    // chunk is retried after letting it in.
+    let world = new_world(6);
+    world.borrow_mut().open_during_write = true;
+    let outcome = one_run(&world).unwrap();
+    assert!(
+        matches!(outcome, Some(FileOutcome::Refreshed { .. })),
+        "{outcome:?}"
+    );
+    assert_eq!(world.borrow().facts.mtime, ORIGINAL_MTIME);
+}
+
+/// Crashes the run between its first data write and the time restore after it.
+fn crash_before_the_first_time_restore(world: &Shared) {
+    // Steps: journal appends (begin, writing), then the write, then the time restore.
+    for crash_at in 1.. {
+        let probe = new_world(7);
+        {
+            let mut p = probe.borrow_mut();
+            p.whole_seconds = world.borrow().whole_seconds;
+            p.clock_ns = world.borrow().clock_ns;
+            p.crash_at = Some(crash_at);
+        }
+        let _ = one_run(&probe);
+        if probe.borrow().facts.mtime != ORIGINAL_MTIME {
+            world.borrow_mut().crash_at = Some(crash_at);
+            assert!(one_run(world).is_err());
+            reboot(world);
+            assert_ne!(
+                world.borrow().facts.mtime,
+                ORIGINAL_MTIME,
+                "left the write's time"
+            );
+            return;
+        }
+    }
+}
+
+#[test]
+fn a_reader_during_settle_is_waited_out_not_taken_for_a_writer() {
+    let world = new_world(7);
+    crash_before_the_first_time_restore(&world);
+    world.borrow_mut().readers_during_settle = 3;
+    let outcome = one_run(&world).unwrap();
+    assert!(
+        matches!(outcome, Some(FileOutcome::Refreshed { .. })),
+        "{outcome:?}"
+    );
+    assert_eq!(world.borrow().facts.mtime, ORIGINAL_MTIME);
+}
+
+#[test]
+fn a_whole_second_file_system_still_settles() {
+    let world = new_world(7);
+    {
+        let mut w = world.borrow_mut();
+        w.whole_seconds = true;
+        // Mid-second, so the write's whole-second time falls before the announcement.
+        w.clock_ns += SECOND / 2;
+    }
+    crash_before_the_first_time_restore(&world);
+    assert_eq!(world.borrow().facts.mtime.1, 0);
+    let outcome = one_run(&world).unwrap();
+    assert!(
+        matches!(outcome, Some(FileOutcome::Refreshed { .. })),
+        "{outcome:?}"
+    );
+    assert_eq!(world.borrow().facts.mtime, ORIGINAL_MTIME);
+}
+
+#[test]
+fn a_file_written_a_moment_ago_is_left_alone() {
+    let world = new_world(8);
+    {
+        let mut w = world.borrow_mut();
+        let now = w.clock_ns;
+        w.facts.mtime = (now / SECOND, 0);
+    }
+    let outcome = one_run(&world).unwrap();
+    assert!(
+        matches!(outcome, Some(FileOutcome::Refused { .. })),
+        "{outcome:?}"
+    );
+    assert_eq!(world.borrow().writes_checked, 0);
 }

@@ -111,6 +111,10 @@ pub trait RefreshTarget {
     fn close_window(&mut self);
     /// Inside a window: whether our lease still stands (false once anyone has asked for the file).
     fn lease_held(&mut self) -> io::Result<bool>;
+    /// Inside a window: whether anyone changed the file's metadata by path (times, mode, owner, links, extended
+    /// attributes: what needs no open and so breaks no lease) since the window opened or since the last call.
+    /// Our own writes do not count; a setuid bit our write cleared does.
+    fn metadata_touched(&mut self) -> io::Result<bool>;
     /// Reads from the medium (not the page cache) into `buf`; returns the bytes read.
     fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
     /// Inside a window: writes `buf` at `offset` (durable after [`RefreshTarget::sync`]).

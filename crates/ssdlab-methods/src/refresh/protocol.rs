@@ -73,6 +73,9 @@ pub trait RefreshEnv {
     fn pace(&mut self, bytes: u64);
     /// Waits a little before trying a file someone else has open again.
     fn wait_ms(&mut self, ms: u64);
+    /// How long the kernel lets a lease holder keep a file after someone asks for it
+    /// (`/proc/sys/fs/lease-break-time`): an opener blocked on our lease gets in after this long, not before.
+    fn lease_break_ns(&self) -> u64;
 }
 
 /// How long another process may keep a file open before refresh gives it up for this run.
@@ -80,6 +83,12 @@ pub const PATIENCE_MS: u64 = 10_000;
 /// How often a chunk may lose its lease to other openers before refresh gives the file up for this run.
 const MAX_LEASE_LOSSES: u32 = 100;
 const RETRY_MS: u64 = 20;
+/// Files modified more recently than this are not rewritten: a few ticks of the kernel's coarse clock (10 ms
+/// at HZ=100), or two seconds where the file system keeps whole seconds (the time has no fraction).
+const YOUNGEST_NS: i128 = 100_000_000;
+const YOUNGEST_WHOLE_SECOND_NS: i128 = 2_000_000_000;
+/// Slack for clocks: file times come from the kernel's coarse clock, which can trail the wall clock by a tick.
+const CLOCK_SLACK_NS: i128 = 50_000_000;
 
 /// What happened to one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,6 +185,159 @@ fn give_up(
     Ok(!now.data_changed_since(ours))
 }
 
+/// One chunk in hand: read from the medium, checksummed, to be written back where it came from.
+struct Chunk<'a> {
+    index: u64,
+    offset: u64,
+    data: &'a [u8],
+    sum: u64,
+}
+
+/// How writing a chunk in a window ended.
+#[derive(Debug, PartialEq, Eq)]
+enum WindowWrite {
+    /// Written, the original modification time back, the write closed in the journal.
+    Written,
+    /// Nothing was written: the file is given up for this reason.
+    Refused(String),
+    /// Written, but someone else acted while we wrote, so the modification time is left as the write set it
+    /// (the file looks changed, which it was) and the file given up.
+    Disturbed(String),
+}
+
+/// Announces the chunk, opens a window, checks that nothing changed since `ours` and that the lease stands,
+/// writes, checks again, puts the original modification time back and closes the window. Nothing slow happens
+/// between the last check and the write (the announcement is made before the window opens), and after the write
+/// the time goes back only if no one can have acted meanwhile: the lease still stands, or was asked for so
+/// recently that the asker is still blocked in its open (it gets in only after the lease-break time), and no
+/// one changed the metadata by path.
+#[allow(clippy::too_many_arguments)]
+fn write_in_window(
+    target: &mut dyn RefreshTarget,
+    journal: &mut Journal,
+    env: &mut dyn RefreshEnv,
+    id: FileId,
+    chunk: &Chunk<'_>,
+    ours: &Facts,
+    original_mtime: super::file::Time,
+    lease_losses: &mut u32,
+) -> Result<WindowWrite, RefreshError> {
+    let stale = |announced_at: u64, env: &dyn RefreshEnv| {
+        env.monotonic_ns().saturating_sub(announced_at) > (WRITE_WITHIN_NS / 2) as u64
+    };
+    let mut announced_at = None;
+    loop {
+        if announced_at.is_none_or(|t| stale(t, env)) {
+            target.close_window();
+            announced_at = Some(env.monotonic_ns());
+            journal.writing(Writing {
+                id,
+                index: chunk.index,
+                offset: chunk.offset,
+                len: chunk.data.len() as u64,
+                sum: chunk.sum,
+                before: ours.stamp(),
+                wall_ns: env.wall_ns(),
+            })?;
+        }
+        match target.open_window() {
+            Ok(Window::Open) => {}
+            Ok(Window::Busy) => {
+                journal.withdraw(id)?;
+                if open_window_patiently(target, env)? == Window::Busy {
+                    return Ok(WindowWrite::Refused(
+                        "open in another process for longer than refresh waits".into(),
+                    ));
+                }
+                // They are gone: announce again (the wait made the announcement stale) and re-check.
+                announced_at = None;
+                continue;
+            }
+            // Write access or the lease refused now (chmod a-w, chattr +i, leases switched off): give way.
+            Err(e) => {
+                journal.withdraw(id)?;
+                return Ok(WindowWrite::Refused(format!(
+                    "it can no longer be opened for writing ({e})"
+                )));
+            }
+        }
+        let now = target.facts()?;
+        if !now.same_as(ours) {
+            journal.withdraw(id)?;
+            return Ok(WindowWrite::Refused(describe_change(ours, &now)));
+        }
+        if target.copy_on_write() && target.shares_extents()? {
+            journal.withdraw(id)?;
+            return Ok(WindowWrite::Refused(
+                "its extents became shared (a snapshot or reflink)".into(),
+            ));
+        }
+        if target.metadata_touched()? {
+            journal.withdraw(id)?;
+            return Ok(WindowWrite::Refused(
+                "another process changed its times or attributes".into(),
+            ));
+        }
+        if !target.lease_held()? {
+            // Someone asked for the file: withdraw the announcement (durably, so a kill now cannot make a
+            // resume take their write for ours), let them in, and come back for this chunk. Someone who keeps
+            // asking is given way to, as one who keeps the file open is.
+            journal.withdraw(id)?;
+            target.close_window();
+            *lease_losses += 1;
+            if *lease_losses > MAX_LEASE_LOSSES || env.interrupted() {
+                return Ok(WindowWrite::Refused("other processes keep opening it".into()));
+            }
+            env.wait_ms(RETRY_MS);
+            announced_at = None;
+            continue;
+        }
+        if announced_at.is_some_and(|t| stale(t, env)) {
+            continue;
+        }
+        // Pair assertion, first half: the bytes written are the bytes read from this offset.
+        assert_eq!(
+            checksum(chunk.data),
+            chunk.sum,
+            "refresh would write bytes it did not read"
+        );
+        let checked_at = env.monotonic_ns();
+        let wall_before = env.wall_ns();
+        target.write_at(chunk.offset, chunk.data)?;
+        let writing_ns = env.monotonic_ns().saturating_sub(checked_at);
+        // An opener that asked during the write is still blocked in its open for a while after asking; one
+        // that asked more than half the lease-break time ago may already be in.
+        let undisturbed = target.lease_held()? || writing_ns < env.lease_break_ns() / 2;
+        // A time set by path during the write (which breaks no lease) shows as a modification time our write
+        // cannot have set, or as an attribute change.
+        let written = target.facts()?;
+        let touched = target.metadata_touched()?
+            || !set_between(written.mtime, wall_before, env.wall_ns())
+            || written.size_bytes != ours.size_bytes;
+        if !undisturbed || touched {
+            target.close_window();
+            journal.done(id, chunk.index)?;
+            return Ok(WindowWrite::Disturbed(if touched {
+                "another process changed its times or attributes while refresh wrote; they are left as they are"
+                    .into()
+            } else {
+                format!(
+                    "the write took {:.1} s, longer than half the lease-break time, so another process may have written meanwhile; its times are left as they are: check its content",
+                    writing_ns as f64 / 1e9
+                )
+            }));
+        }
+        // The original modification time goes back at once, inside the window: a later write by anyone moves
+        // it again.
+        target.set_mtime(original_mtime)?;
+        target.close_window();
+        // The write is over: say so (a plain append, which a kill cannot lose), so that a later change by
+        // someone else is never taken for this write by a resume.
+        journal.done(id, chunk.index)?;
+        return Ok(WindowWrite::Written);
+    }
+}
+
 /// Refreshes one file in chunks of at most `chunk_bytes` (a multiple of the direct-I/O alignment) that never
 /// leave its data ranges, starting at chunk `resume_from` (0, or where a settled run left off with the same
 /// chunk size). The file must have no unfinished journal entry (settle first).
@@ -207,6 +369,20 @@ pub fn refresh_file(
         return Ok(FileOutcome::Refused {
             reason: "shares extents with another file (reflink or snapshot); rewriting would unshare them"
                 .into(),
+        });
+    }
+    // A file written in the last moments could be written again within the same tick of the timestamp clock
+    // (a second on ext3, vfat and small-inode ext4, a jiffy elsewhere) without its modification time moving:
+    // such a write would be invisible to our checks. Its data is fresh anyway.
+    let age_ns = env.wall_ns() as i128 - time_ns(first.mtime);
+    let youngest_ns = if first.mtime.1 == 0 {
+        YOUNGEST_WHOLE_SECOND_NS
+    } else {
+        YOUNGEST_NS
+    };
+    if age_ns < youngest_ns {
+        return Ok(FileOutcome::Refused {
+            reason: "modified a moment ago (or in the future); its data is fresh".into(),
         });
     }
     let chunks = chunk_list(&target.data_ranges()?, first.size_bytes, chunk_bytes);
@@ -270,82 +446,24 @@ pub fn refresh_file(
             give_way!("it became shorter while being read");
         }
         let sum = checksum(&buf[..want]);
-        let stale = |announced_at: u64, env: &dyn RefreshEnv| {
-            env.monotonic_ns().saturating_sub(announced_at) > (WRITE_WITHIN_NS / 2) as u64
+        let chunk = Chunk {
+            index: index as u64,
+            offset,
+            data: &buf[..want],
+            sum,
         };
-        let mut announced_at = None;
-        loop {
-            if announced_at.is_none_or(|t| stale(t, env)) {
-                target.close_window();
-                announced_at = Some(env.monotonic_ns());
-                journal.writing(Writing {
-                    id,
-                    index: index as u64,
-                    offset,
-                    len,
-                    sum,
-                    before: ours.stamp(),
-                    wall_ns: env.wall_ns(),
-                })?;
-            }
-            match target.open_window() {
-                Ok(Window::Open) => {}
-                Ok(Window::Busy) => {
-                    journal.withdraw(id)?;
-                    if open_window_patiently(target, env)? == Window::Busy {
-                        give_way!("open in another process for longer than refresh waits");
-                    }
-                    // They are gone: announce again (the wait made the announcement stale) and re-check.
-                    announced_at = None;
-                    continue;
-                }
-                // Write access or the lease refused now (chmod a-w, chattr +i, leases switched off): give way.
-                Err(e) => {
-                    journal.withdraw(id)?;
-                    give_way!(format!("it can no longer be opened for writing ({e})"));
-                }
-            }
-            let now = target.facts()?;
-            if !now.same_as(&ours) {
-                journal.withdraw(id)?;
-                give_way!(describe_change(&ours, &now));
-            }
-            if target.copy_on_write() && target.shares_extents()? {
-                journal.withdraw(id)?;
-                give_way!("its extents became shared (a snapshot or reflink)");
-            }
-            if !target.lease_held()? {
-                // Someone asked for the file: withdraw the announcement (durably, so a kill now cannot make a
-                // resume take their write for ours), let them in, and come back for this chunk. Someone who
-                // keeps asking is given way to, as one who keeps the file open is.
-                journal.withdraw(id)?;
-                target.close_window();
-                lease_losses += 1;
-                if lease_losses > MAX_LEASE_LOSSES || env.interrupted() {
-                    give_way!("other processes keep opening it");
-                }
-                env.wait_ms(RETRY_MS);
-                announced_at = None;
-                continue;
-            }
-            if announced_at.is_some_and(|t| stale(t, env)) {
-                continue;
-            }
-            // Pair assertion, first half: the bytes written are the bytes read from this offset.
-            assert_eq!(
-                checksum(&buf[..want]),
-                sum,
-                "refresh would write bytes it did not read"
-            );
-            target.write_at(offset, &buf[..want])?;
-            // The original modification time goes back at once, inside the window: a later write by anyone
-            // moves it again.
-            target.set_mtime(original_mtime)?;
-            target.close_window();
-            // The write is over: say so (a plain append, which a kill cannot lose), so that a later change by
-            // someone else is never taken for this write by a resume.
-            journal.done(id, index as u64)?;
-            break;
+        match write_in_window(
+            target,
+            journal,
+            env,
+            id,
+            &chunk,
+            &ours,
+            original_mtime,
+            &mut lease_losses,
+        )? {
+            WindowWrite::Written => {}
+            WindowWrite::Refused(reason) | WindowWrite::Disturbed(reason) => give_way!(reason),
         }
         target.sync()?;
         check.resize(want, 0);
@@ -360,24 +478,26 @@ pub fn refresh_file(
         ours = expected;
         // Pair assertion, second half: what is on the medium now is what was read before the write.
         if reread != want || checksum(&check[..want]) != sum {
-            // Put the bytes back once more, in a window, if the file is still as we left it.
-            if open_window_patiently(target, env)? == Window::Open
-                && target.facts()?.same_as(&ours)
-                && target.lease_held()?
-            {
-                journal.writing(Writing {
+            // Put the bytes back once more, through a window with every check of the first write: only if the
+            // file is still exactly as our window left it (a change by anyone else since moved its times).
+            let chunk = Chunk {
+                index: index as u64,
+                offset,
+                data: &buf[..want],
+                sum,
+            };
+            if after.same_as(&ours)
+                && write_in_window(
+                    target,
+                    journal,
+                    env,
                     id,
-                    index: index as u64,
-                    offset,
-                    len,
-                    sum,
-                    before: ours.stamp(),
-                    wall_ns: env.wall_ns(),
-                })?;
-                target.write_at(offset, &buf[..want])?;
-                target.set_mtime(original_mtime)?;
-                target.close_window();
-                journal.done(id, index as u64)?;
+                    &chunk,
+                    &ours,
+                    original_mtime,
+                    &mut lease_losses,
+                )? == WindowWrite::Written
+            {
                 target.sync()?;
             }
             let times_restored = give_up(target, journal, id, &ours)?;
@@ -477,31 +597,64 @@ pub fn settle_entry(
         return Ok(SettleOutcome::ChangedByOthers { path });
     };
     // The kill came between a write and the time restore after it: the modification time is that write's. It
-    // is ours if the chunk holds what we wrote and the time falls where our write put it.
-    if open_window_patiently(target, env)? == Window::Busy {
-        return Ok(SettleOutcome::Busy { path });
-    }
-    // Judge from the file as it is now, under the lease: waiting for the window may have let a writer in.
-    let now = target.facts()?;
-    let mtime_ns = time_ns(now.mtime);
-    let ours_in_time = mtime_ns >= w.wall_ns as i128 - 50_000_000
-        && mtime_ns <= (w.wall_ns + WRITE_WITHIN_NS) as i128 + 50_000_000;
+    // is ours if the chunk holds what we wrote and the time falls where our write put it. The chunk is read and
+    // judged without a lease (a reader is not disturbed), then the lease is taken only to check that nothing
+    // moved since and to put the time back.
     let mut chunk = vec![0u8; w.len as usize];
     let ours = now.size_bytes == w.before.size_bytes
-        && ours_in_time
+        && written_when_announced(now.mtime, &w)
         && target.read_from_media(w.offset, &mut chunk)? == chunk.len()
-        && checksum(&chunk) == w.sum
-        && target.lease_held()?;
-    if ours {
-        target.set_mtime(begin.mtime)?;
+        && checksum(&chunk) == w.sum;
+    if !ours {
+        journal.end(begin.id)?;
+        return Ok(SettleOutcome::ChangedByOthers { path });
     }
-    target.close_window();
-    journal.end(begin.id)?;
-    Ok(if ours {
-        restored
-    } else {
-        SettleOutcome::ChangedByOthers { path }
-    })
+    let mut judged = now;
+    for _ in 0..MAX_LEASE_LOSSES {
+        if open_window_patiently(target, env)? == Window::Busy {
+            return Ok(SettleOutcome::Busy { path });
+        }
+        let under_lease = target.facts()?;
+        if under_lease.data_changed_since(&judged) {
+            // Someone wrote while we waited for the window: the time is theirs now.
+            target.close_window();
+            journal.end(begin.id)?;
+            return Ok(SettleOutcome::ChangedByOthers { path });
+        }
+        if !under_lease.same_as(&judged) || target.metadata_touched()? || !target.lease_held()? {
+            // A reader came, or someone changed the metadata only: not a reason to leave our time there. Let
+            // them be and look again.
+            target.close_window();
+            judged = under_lease;
+            env.wait_ms(RETRY_MS);
+            continue;
+        }
+        target.set_mtime(begin.mtime)?;
+        target.close_window();
+        journal.end(begin.id)?;
+        return Ok(restored);
+    }
+    Ok(SettleOutcome::Busy { path })
+}
+
+/// Whether a modification time can have been set by the clock between `from_ns` and `to_ns` (less a tick of the
+/// kernel's coarse clock; on a file system that keeps whole seconds, from the start of that second).
+fn set_between(mtime: super::file::Time, from_ns: i64, to_ns: i64) -> bool {
+    let mtime_ns = time_ns(mtime);
+    let mut earliest = from_ns as i128 - CLOCK_SLACK_NS;
+    if mtime.1 == 0 {
+        earliest = earliest.div_euclid(1_000_000_000) * 1_000_000_000;
+    }
+    mtime_ns >= earliest && mtime_ns <= to_ns as i128 + CLOCK_SLACK_NS
+}
+
+/// Whether a modification time can be the one the announced write set: from the announcement (less a tick of
+/// the kernel's coarse clock; on a file system that keeps whole seconds, the start of that second) to the latest
+/// moment the write could have started.
+fn written_when_announced(mtime: super::file::Time, w: &Writing) -> bool {
+    // A time with no fraction comes from a file system that keeps whole seconds (a whole-second time on a finer
+    // one is a one-in-a-billion chance, and costs only a wider window).
+    set_between(mtime, w.wall_ns, w.wall_ns + WRITE_WITHIN_NS)
 }
 
 /// Settles every unfinished entry, whatever this run was asked to select.

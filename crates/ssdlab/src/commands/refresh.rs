@@ -108,6 +108,9 @@ impl RefreshTarget for Target {
     fn lease_held(&mut self) -> io::Result<bool> {
         Ok(self.inner.lease_held())
     }
+    fn metadata_touched(&mut self) -> io::Result<bool> {
+        self.inner.metadata_touched()
+    }
     fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let started = Instant::now();
         let n = self.inner.read_from_media(offset, buf)?;
@@ -171,6 +174,7 @@ struct Env {
     bucket: TokenBucket,
     st_dev: u64,
     paused: Duration,
+    lease_break: Duration,
 }
 
 impl RefreshEnv for Env {
@@ -191,6 +195,9 @@ impl RefreshEnv for Env {
     }
     fn wait_ms(&mut self, ms: u64) {
         std::thread::sleep(Duration::from_millis(ms));
+    }
+    fn lease_break_ns(&self) -> u64 {
+        self.lease_break.as_nanos() as u64
     }
 }
 
@@ -238,9 +245,11 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         Some(Rate::Iops(_)) => bail!("--rate: refresh is limited in bytes per second, e.g. --rate 200m"),
     };
     let chunk = size_flag("chunk", &args.chunk)?;
-    if !(64 << 10..=256 << 20).contains(&chunk) || !chunk.is_multiple_of(64 << 10) {
+    // A chunk is written in one window under a lease: 16 MiB keeps the window well inside the kernel's
+    // lease-break time even on a medium that writes 1 MB/s, and keeps other openers' waits short.
+    if !(64 << 10..=16 << 20).contains(&chunk) || !chunk.is_multiple_of(64 << 10) {
         bail!(
-            "--chunk {}: use a multiple of 64k between 64k and 256m",
+            "--chunk {}: use a multiple of 64k between 64k and 16m",
             args.chunk
         );
     }
@@ -270,6 +279,11 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
             bail!("PATH {}: does not exist", escape_path(path));
         }
     }
+    // The journal records absolute paths, so a run from another directory settles what this one left.
+    let paths: Vec<PathBuf> = paths
+        .iter()
+        .map(|p| std::path::absolute(p).with_context(|| format!("PATH {}", escape_path(p))))
+        .collect::<Result<_>>()?;
     let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     // The lock comes first: a second run says who holds it before doing anything.
     let mut state = if args.dry_run {
@@ -295,6 +309,7 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
             bucket: TokenBucket::new(None),
             st_dev: 0,
             paused: Duration::ZERO,
+            lease_break: ssdlab_io::sys::lease_break_time(),
         };
         let mut opener = PathOpener {
             chunk_bytes: chunk as usize,
@@ -395,6 +410,7 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         bucket: TokenBucket::new(bytes_per_s),
         st_dev: 0,
         paused: Duration::ZERO,
+        lease_break: ssdlab_io::sys::lease_break_time(),
     };
     let (mut buf, mut check) = (Vec::new(), Vec::new());
     let mut refreshed = 0u64;

@@ -2,7 +2,7 @@
 //! report's table, and which files have gone slow.
 
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -70,8 +70,14 @@ fn scan_paths(args: &ScanArgs, chunk: u64, min_size: u64) -> Result<ScanAnalysis
     let exclude: Vec<(u64, u64)> = std::fs::metadata(&state_dir)
         .map(|m| vec![(m.dev(), m.ino())])
         .unwrap_or_default();
+    // Absolute paths in the result, so `refresh --from` finds the files from any directory.
+    let roots: Vec<PathBuf> = args
+        .paths
+        .iter()
+        .map(|p| std::path::absolute(p).with_context(|| format!("PATH {}", escape_path(p))))
+        .collect::<Result<_>>()?;
     let walked =
-        ssdlab_io::walk::walk(&args.paths, &exclude, args.allow_atime).map_err(|e| anyhow!("PATH {e}"))?;
+        ssdlab_io::walk::walk(&roots, &exclude, args.allow_atime).map_err(|e| anyhow!("PATH {e}"))?;
     let now_unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
