@@ -12,18 +12,28 @@
 //! owner's: any write by anyone (including one between our read and the window) moves it, whatever the file
 //! system's timestamp granularity, and a run killed outside a window leaves nothing to repair.
 //!
+//! **After each write, before the time goes back**, the window checks again: the lease still stands, or was
+//! asked for less than half the lease-break time (`/proc/sys/fs/lease-break-time`, 45 s by default) ago, so the
+//! asker is still blocked in its open; no attribute changed by path (an inotify watch: a time, mode, owner, link
+//! or extended attribute set without opening the file breaks no lease); and the modification time is one our
+//! write can have set. Otherwise the write's time is left (the file looks changed, which it was) and the file is
+//! given up. Chunks are at most 16 MiB, so a write outlasts half the lease-break time only on a medium slower
+//! than about 0.7 MB/s.
+//!
 //! **The remaining windows.** (1) Between the last lease check and the write there is no system call but the
-//! write itself; should the process be stalled there for longer than the kernel's lease-break time
-//! (`/proc/sys/fs/lease-break-time`, 45 s by default) while another process opens and writes the file, the stale
-//! chunk would land over that write. (2) A kill between a write and the time restore right after it (before the
-//! `done` record) leaves the write's modification time; the next run puts the original back when the chunk still
-//! holds the announced checksum and the time falls within a second of the announcement, so a writer that was
-//! blocked on our lease and wrote elsewhere in the file within that second would be mistaken for us. After a
-//! power failure the restored time may not be durable (fdatasync does not commit it). (3) A capability set
-//! by path (setxattr needs no open) between the last check and the write is stripped by the kernel unseen; a
-//! chmod, chown, rename, link or other setxattr in the window is seen after the write and the file given up.
-//! (4) An opener that uses O_NONBLOCK (GNU tar) and lands inside a window gets EAGAIN, and an exec that lands
-//! there gets ETXTBSY; a window is one write, so that is rare, not impossible.
+//! write itself; should the process be stalled there for longer than the lease-break time while another process
+//! opens and writes the file, the stale chunk would land over that write (the check after the write then sees
+//! the lost lease and reports the file, but cannot undo it). (2) A kill between the `writing` record and the
+//! `done` record leaves a resume to judge a moved modification time: it is taken for ours, and the original put
+//! back, when the chunk holds the announced checksum and the time falls between the announcement and a second
+//! after it, so any write by anyone elsewhere in the file in that second (a writer blocked on our lease, or one
+//! that came after the kill) would have its time replaced. After a power failure the restored time may not be
+//! durable (fdatasync does not commit it), and a chunk torn by the power loss is reported, not repaired (no copy
+//! is kept). (3) A modification time set by path to "now" (`touch -m` without a date) during the write cannot be
+//! told from our write's own, and is replaced by the original. A capability set by path between the last check
+//! and the write is stripped by the kernel; the watch sees it and the file is given up, but the capability is
+//! gone. (4) An opener that uses O_NONBLOCK (GNU tar) and lands inside a window gets EAGAIN, and an exec that
+//! lands there gets ETXTBSY; a window is one write of at most 16 MiB, so that is rare, not impossible.
 
 //! This module never opens files or reads the clock itself: everything goes through [`RefreshTarget`],
 //! [`Opener`], [`Journal`] and [`RefreshEnv`].
