@@ -37,11 +37,25 @@ const MAX_MOUNT_POINTS_NAMED: usize = 3;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     pub what: String,
+    /// The device is in use right now (mounted, swap, claimed by a holder or another exclusive opener): no flag
+    /// overrides this. Otherwise the finding is a sign of past use (a signature, a partition table) that
+    /// `--force` may override.
+    pub in_use: bool,
 }
 
 impl Finding {
     fn new(what: impl Into<String>) -> Self {
-        Self { what: what.into() }
+        Self {
+            what: what.into(),
+            in_use: false,
+        }
+    }
+
+    fn in_use(what: impl Into<String>) -> Self {
+        Self {
+            what: what.into(),
+            in_use: true,
+        }
     }
 }
 
@@ -219,9 +233,30 @@ fn inspect(path: &Path, dev: (u32, u32), probe: &Probe<'_>) -> io::Result<Vec<Fi
             }
         }
         if !points.is_empty() {
-            findings.push(Finding::new(format!(
+            findings.push(Finding::in_use(format!(
                 "{} is mounted at {}",
                 member.label,
+                list_mount_points(&points)
+            )));
+        }
+    }
+    // Another loop device over the same backing file reaches the same bytes at some offset: mounted through it,
+    // the file system is in use just the same.
+    for sibling in loop_siblings(probe.sys_root, &sysdir, dev)? {
+        let mut points: Vec<&str> = Vec::new();
+        for member in self::members(&sibling.sysdir, sibling.dev)? {
+            for entry in &entries {
+                if mount_is_on(entry, member.dev, probe.block_dev_of)
+                    && !points.contains(&entry.mount_point.as_str())
+                {
+                    points.push(&entry.mount_point);
+                }
+            }
+        }
+        if !points.is_empty() {
+            findings.push(Finding::in_use(format!(
+                "{}, a loop device over the same file, is mounted at {}",
+                sibling.label,
                 list_mount_points(&points)
             )));
         }
@@ -240,7 +275,7 @@ fn inspect(path: &Path, dev: (u32, u32), probe: &Probe<'_>) -> io::Result<Vec<Fi
         .collect();
     for member in &members {
         if swap_devs.contains(&member.dev) {
-            findings.push(Finding::new(format!("{} is in use as swap", member.label)));
+            findings.push(Finding::in_use(format!("{} is in use as swap", member.label)));
         }
     }
 
@@ -267,7 +302,7 @@ fn inspect(path: &Path, dev: (u32, u32), probe: &Probe<'_>) -> io::Result<Vec<Fi
             }
         }
         let article = if kinds[0].starts_with("md") { "an" } else { "a" };
-        findings.push(Finding::new(format!(
+        findings.push(Finding::in_use(format!(
             "{label} is held by {}, part of {article} {} stack",
             names.join(", "),
             kinds.join(" and ")
@@ -282,7 +317,7 @@ fn inspect(path: &Path, dev: (u32, u32), probe: &Probe<'_>) -> io::Result<Vec<Fi
     // opener. Mounts and holders are already named above; otherwise this catches users that leave no other
     // trace, such as a ZFS pool, a virtual machine or the second device of a multi-device btrfs.
     if head.busy && !used_by_kernel {
-        findings.push(Finding::new(
+        findings.push(Finding::in_use(
             "it is open exclusively by another program or kernel subsystem (for example a ZFS pool, a \
              virtual machine or a multi-device filesystem)",
         ));
@@ -344,6 +379,36 @@ fn members(sysdir: &Path, dev: (u32, u32)) -> io::Result<Vec<Member>> {
     }];
     members.extend(partitions.into_iter().map(|(_, m)| m));
     Ok(members)
+}
+
+/// Other loop devices whose backing file is the one behind the loop device at `sysdir` (none when it is not a
+/// loop device). They are named by their `/dev` path and found under `sys_root/block`.
+fn loop_siblings(sys_root: &Path, sysdir: &Path, dev: (u32, u32)) -> io::Result<Vec<Member>> {
+    let Some(backing) = read_trimmed(&sysdir.join("loop/backing_file")) else {
+        return Ok(Vec::new());
+    };
+    let block = sys_root.join("block");
+    let Ok(entries) = fs::read_dir(&block) else {
+        return Ok(Vec::new());
+    };
+    let mut siblings = Vec::new();
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(sibling_dev) = read_trimmed(&dir.join("dev")).and_then(|t| parse_dev(&t)) else {
+            continue;
+        };
+        if sibling_dev == dev || read_trimmed(&dir.join("loop/backing_file")).as_deref() != Some(&backing) {
+            continue;
+        }
+        siblings.push(Member {
+            label: format!("/dev/{name}"),
+            dev: sibling_dev,
+            sysdir: dir,
+        });
+    }
+    siblings.sort_by(|a, b| a.label.cmp(&b.label));
+    Ok(siblings)
 }
 
 /// The names in `sysdir/holders`, sorted.
@@ -971,6 +1036,41 @@ garbage line
                 "it is mounted at /mnt",
                 "it carries an ext2/3/4 filesystem signature"
             ]
+        );
+    }
+
+    #[test]
+    fn a_loop_device_over_the_same_mounted_file_is_in_use_and_a_signature_is_not() {
+        let tree = Tree::new("siblings");
+        tree.file("sys/dev/block/7:3/loop/backing_file", "/images/disk.img\n");
+        for (name, dev, backing) in [
+            ("loop3", "7:3", "/images/disk.img"),
+            ("loop5", "7:5", "/images/disk.img"),
+            ("loop6", "7:6", "/images/other.img"),
+        ] {
+            tree.file(&format!("sys/block/{name}/dev"), &format!("{dev}\n"));
+            tree.file(
+                &format!("sys/block/{name}/loop/backing_file"),
+                &format!("{backing}\n"),
+            );
+        }
+        tree.file(
+            "proc/self/mountinfo",
+            "36 22 7:5 / /mnt/offset rw - ext4 /dev/loop5 rw\n40 22 7:6 / /mnt/other rw - ext4 /dev/loop6 rw\n",
+        );
+        let mut head = vec![0u8; 2048];
+        put(&mut head, 1080, &[0x53, 0xEF]);
+        let found = tree.inspect(&head, plain_read).unwrap();
+        assert_eq!(
+            whats(&found),
+            vec![
+                "/dev/loop5, a loop device over the same file, is mounted at /mnt/offset",
+                "it carries an ext2/3/4 filesystem signature"
+            ]
+        );
+        assert_eq!(
+            found.iter().map(|f| f.in_use).collect::<Vec<_>>(),
+            vec![true, false]
         );
     }
 

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 pub use ssdlab_core::schema::LatencyAnalysis;
 use ssdlab_core::schema::{Analysis, Verdict};
+use ssdlab_core::units::BinaryBytes;
 use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
 
 use crate::session::{MethodError, MethodOutcome, Session};
@@ -26,6 +27,14 @@ impl Default for LatencyOptions {
 
 pub fn latency(mut session: Session<'_>, options: &LatencyOptions) -> Result<MethodOutcome, MethodError> {
     let capacity = session.device.info().capacity_bytes;
+    if options.span_bytes > capacity {
+        session.notes.push(format!(
+            "--span {} is larger than {} ({}): the whole device is the span",
+            BinaryBytes(options.span_bytes),
+            session.device.info().target,
+            BinaryBytes(capacity)
+        ));
+    }
     let span = Span {
         offset_bytes: 0,
         len_bytes: options.span_bytes.min(capacity) / 4096 * 4096,

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use ssdlab_core::schema::{Analysis, Verdict};
 pub use ssdlab_core::schema::{SweepAnalysis, SweepRow};
+use ssdlab_core::units::BinaryBytes;
 use ssdlab_engine::workload::{RwMode, Span, StopAt, Workload};
 
 use crate::session::{MethodError, MethodOutcome, Session};
@@ -50,13 +51,26 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
         )));
     }
     let info = session.device.info().clone();
-    let largest = options.to_bytes.next_power_of_two().min(64 << 20);
-    let region = options.test_bytes.min(info.capacity_bytes) / largest.max(4096) * largest.max(4096);
-    let region = if region == 0 {
-        info.capacity_bytes / 4096 * 4096
-    } else {
-        region
-    };
+    let largest = options.to_bytes.next_power_of_two().clamp(4096, 64 << 20);
+    if options.test_bytes > info.capacity_bytes {
+        session.notes.push(format!(
+            "--test-size {} is larger than {} ({}): the whole device is the test region",
+            BinaryBytes(options.test_bytes),
+            info.target,
+            BinaryBytes(info.capacity_bytes)
+        ));
+    }
+    // A destructive test never touches more than the region it was given: a region too small for the largest
+    // transfer is refused, never widened.
+    let region = options.test_bytes.min(info.capacity_bytes) / largest * largest;
+    if region == 0 {
+        return Err(MethodError::Invalid(format!(
+            "--test-size {} holds no {} transfer: give --test-size of at least {}, or a smaller --to",
+            BinaryBytes(options.test_bytes),
+            BinaryBytes(largest),
+            BinaryBytes(largest)
+        )));
+    }
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
     for size in sizes(options.from_bytes, options.to_bytes) {

@@ -151,7 +151,12 @@ fn bounds(axis: &Axis, values: impl Iterator<Item = f64>) -> (f64, f64) {
     match axis.scale {
         Scale::Linear => {
             let lo = axis.min.unwrap_or(lo.min(0.0));
-            let hi = axis.max.unwrap_or(if hi > lo { hi * 1.05 } else { lo + 1.0 });
+            // A flat series still gets a span its magnitude can resolve (at 1e20, adding 1 changes nothing).
+            let hi = axis.max.unwrap_or(if hi > lo {
+                hi + 0.05 * (hi - lo)
+            } else {
+                lo + lo.abs().max(1.0)
+            });
             (lo, hi)
         }
         Scale::Log10 => {
@@ -183,13 +188,16 @@ fn ticks(scale: Scale, lo: f64, hi: f64) -> Vec<f64> {
                 .map(|m| m * magnitude)
                 .find(|s| span / s <= 7.0)
                 .unwrap_or(magnitude * 10.0);
-            let mut t = (lo / step).ceil() * step;
-            let mut out = Vec::new();
-            while t <= hi + step * 1e-9 {
-                out.push(if t.abs() < step * 1e-9 { 0.0 } else { t });
-                t += step;
+            // Ticks by index, never by accumulation: at extreme magnitudes `t + step` may equal `t`.
+            let first = (lo / step).ceil() * step;
+            let count = ((hi + step * 1e-9 - first) / step).floor();
+            if !(count.is_finite() && count >= 0.0) {
+                return vec![lo, hi];
             }
-            out
+            (0..=(count as usize).min(20))
+                .map(|i| first + i as f64 * step)
+                .map(|t| if t.abs() < step * 1e-9 { 0.0 } else { t })
+                .collect()
         }
         Scale::Log10 | Scale::Log2 => {
             let base: f64 = if scale == Scale::Log10 { 10.0 } else { 2.0 };
@@ -390,6 +398,22 @@ mod tests {
             svg, expected,
             "chart markup changed; if intended, rerun with UPDATE_SNAPSHOTS=1 and review the diff"
         );
+    }
+
+    #[test]
+    fn extreme_and_flat_values_give_a_few_ticks_at_once() {
+        for (lo, hi) in [
+            (-1e20, -1e20),
+            (-1e20, 5.0),
+            (1e300, 1e300),
+            (0.0, 0.0),
+            (-f64::MAX, f64::MAX),
+        ] {
+            let axis = Axis::new("y", Scale::Linear);
+            let (a, b) = bounds(&axis, [lo, hi].into_iter());
+            let t = ticks(Scale::Linear, a, b);
+            assert!(!t.is_empty() && t.len() <= 21, "{lo}..{hi}: {} ticks", t.len());
+        }
     }
 
     #[test]

@@ -313,7 +313,7 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 70)]
     pub mix: u8,
     /// Block size, 512 B to 64 MiB, a multiple of the device's logical block size.
-    #[arg(long, default_value = "4k")]
+    #[arg(long, default_value = "4k", allow_hyphen_values = true)]
     pub bs: String,
     /// Operations kept in flight, 1 to 1024.
     #[arg(long, default_value_t = 32)]

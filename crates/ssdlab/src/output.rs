@@ -6,7 +6,7 @@ use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ssdlab_core::DeviceInfo;
 use ssdlab_core::schema::{
@@ -339,6 +339,24 @@ pub fn publish_analysis(
 /// Renders results into a report page and writes it atomically.
 pub fn write_report(path: &Path, results: &[RunResult]) -> Result<()> {
     write_atomically(path, ssdlab_report::render(results).as_bytes())
+}
+
+/// Makes sure `--out DIR` can take the results before anything is measured: it is created if missing, must be
+/// a directory, and must accept a file (a run that fails only when it saves its results has wasted the run).
+pub fn prepare_out_dir(dir: &Path) -> Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        bail!(
+            "--out {}: exists and is not a directory; name a directory",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
+    let probe = dir.join(".ssdlab-write-probe");
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("--out {}: cannot write into the directory", dir.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
 }
 
 /// Writes `result.json` and one `PHASE.csv` of per-second samples per phase (`samples.csv` for a lone phase).

@@ -1,11 +1,12 @@
 //! Turning flags into a validated plan: every value parsed, checked against the device, and every refusal worded
-//! as "the flag, what is wrong, how to fix it". Nothing here writes to a device.
+//! as "the flag, what is wrong, how to fix it". Nothing here writes to a device; targets are opened through
+//! `ssdlab-targets`, which applies the safety gate.
 
-use anyhow::{Context, Result, anyhow, bail};
-use ssdlab_core::target::TargetSpec;
+use anyhow::{Result, anyhow, bail};
 use ssdlab_core::units::{parse_duration_ns, parse_rate, parse_size};
 use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
-use ssdlab_io::{Engine, OpenRequest, RealDevice, guard, open_target};
+use ssdlab_io::Engine;
+use ssdlab_targets::{Access, OpenOptions, Opened};
 
 use crate::cli::{EngineArg, RunArgs, TargetArgs};
 
@@ -121,123 +122,41 @@ fn engine(arg: EngineArg) -> Engine {
     }
 }
 
-/// Builds the virtual SSD a `sim:` target names.
-pub fn open_sim(target: &str, spec: &str) -> Result<ssdlab_sim::device::SimDevice> {
-    let parsed = ssdlab_sim::spec::SimSpec::parse(spec).map_err(|e| anyhow!("--target {target}: {e}"))?;
-    ssdlab_sim::device::SimDevice::new(target, &parsed).map_err(|e| anyhow!("--target {target}: {e}"))
+/// How a command uses its `--target`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    /// A benchmark that writes: the safety gate applies; a `file:` target is laid out.
+    Writes,
+    /// A benchmark that only reads: a `file:` target is still laid out to its size.
+    Reads,
+    /// A scan: reads what is there, never creating or extending anything.
+    Looks,
 }
 
-/// What a `file:` target looked like before ssdlab opened it (which may create or extend it).
-pub struct FileSnapshot {
-    path: Option<std::path::PathBuf>,
-    /// None when the file did not exist.
-    len: Option<u64>,
+/// Opens `--target` through the one opener.
+pub fn open_target(args: &TargetArgs, usage: Use) -> Result<Opened> {
+    open_target_as(args, usage, "--target")
 }
 
-impl FileSnapshot {
-    /// For targets that are not files.
-    pub fn none() -> Self {
-        FileSnapshot {
-            path: None,
-            len: None,
+/// [`open_target`] for a target given by another flag (`--device`), which the messages then name.
+pub fn open_target_as(args: &TargetArgs, usage: Use, flag: &'static str) -> Result<Opened> {
+    let destructive = usage == Use::Writes;
+    let access = if destructive {
+        Access::Destructive {
+            allow_destroy: args.allow_destroy,
+            force: args.force,
         }
-    }
-
-    pub fn take(spec: &TargetSpec) -> Self {
-        match spec {
-            TargetSpec::File { path, .. } => FileSnapshot {
-                path: Some(path.clone()),
-                len: std::fs::symlink_metadata(path)
-                    .ok()
-                    .filter(|m| m.is_file())
-                    .map(|m| m.len()),
-            },
-            _ => FileSnapshot {
-                path: None,
-                len: None,
-            },
-        }
-    }
-
-    /// Removes the file if ssdlab created it, or truncates it back if ssdlab extended it. Only for use before
-    /// any I/O was issued.
-    pub fn restore(&self) {
-        let Some(path) = &self.path else { return };
-        match self.len {
-            None => {
-                let _ = std::fs::remove_file(path);
-            }
-            Some(len) => {
-                if let Ok(file) = std::fs::OpenOptions::new().write(true).open(path)
-                    && file.metadata().is_ok_and(|m| m.len() > len)
-                {
-                    let _ = file.set_len(len);
-                }
-            }
-        }
-    }
-}
-
-/// Opens a real target, applying DESIGN's destructive-safety rules when `modifies` is set:
-/// a block device needs `--allow-destroy`, is never reached through a symlink, and is refused when it looks in
-/// use unless `--force` is also given. The check happens before the device is opened for writing.
-pub fn open_real(args: &TargetArgs, spec: &TargetSpec, modifies: bool) -> Result<RealDevice> {
-    let target = &args.target;
-    if let TargetSpec::Block { path } = spec
-        && modifies
-    {
-        if !args.allow_destroy {
-            bail!(
-                "--target {target}: this writes to a block device and destroys its data; add --allow-destroy if \
-                 that is what you want (nothing was written)"
-            );
-        }
-        let meta =
-            std::fs::symlink_metadata(path).with_context(|| format!("--target {target}: cannot stat"))?;
-        if meta.file_type().is_symlink() {
-            bail!(
-                "--target {target} is a symbolic link; ssdlab never follows a link into a destructive operation: \
-                 give the device's own path ({})",
-                path.canonicalize()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|_| "unresolved".into())
-            );
-        }
-        let findings = guard::destructive_findings(path)
-            .with_context(|| format!("--target {target}: cannot check whether the device is in use"))?;
-        if !findings.is_empty() && !args.force {
-            let found: Vec<String> = findings.iter().map(|f| f.to_string()).collect();
-            bail!(
-                "refusing to write to {target}: {}. Nothing was written. If you are sure the data is expendable, \
-                 add --force",
-                found.join("; ")
-            );
-        }
-    }
-    let request = OpenRequest {
-        write: modifies,
+    } else {
+        Access::ReadOnly
+    };
+    let options = OpenOptions {
+        access,
         engine: engine(args.engine),
-        exclusive: modifies && !args.force,
-        no_atime: true,
         allow_atime: true,
+        lay_out_files: usage != Use::Looks,
+        flag,
     };
-    Ok(open_target(target, spec, request)?)
-}
-
-/// Opens any target as a trait object, with the destructive-safety gate when `modifies`. Methods run through
-/// this; `run` keeps concrete types so its hot loop is monomorphized.
-pub fn open_any(args: &TargetArgs, modifies: bool) -> Result<(Box<dyn ssdlab_core::Device>, FileSnapshot)> {
-    let spec = TargetSpec::parse(&args.target).map_err(|e| anyhow!("--target {e}"))?;
-    if let TargetSpec::Sim { spec } = &spec {
-        return Ok((Box::new(open_sim(&args.target, spec)?), FileSnapshot::none()));
-    }
-    let before = FileSnapshot::take(&spec);
-    let device: Box<dyn ssdlab_core::Device> = match open_real(args, &spec, modifies)? {
-        RealDevice::Uring(d) => Box::new(d),
-        RealDevice::Psync(d) => Box::new(d),
-        RealDevice::Null(d) => Box::new(d),
-    };
-    Ok((device, before))
+    Ok(ssdlab_targets::open(&args.target, &options)?)
 }
 
 #[cfg(test)]

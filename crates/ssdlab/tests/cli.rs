@@ -615,6 +615,146 @@ fn a_mounted_device_is_refused() {
     );
 }
 
+/// #14 defect 2: --force overrides signs of past use, never a device in use.
+#[test]
+fn a_mounted_device_is_refused_even_with_force() {
+    let dev = LoopDevice::new(64 << 20);
+    sh("mkfs.ext4", &["-q", "-F", &dev.path]);
+    let mounted = Mounted::new(&dev.path);
+    let out = run(&[
+        "run",
+        "--target",
+        &dev.path,
+        "--rw",
+        "write",
+        "--runtime",
+        "1s",
+        "--allow-destroy",
+        "--force",
+    ]);
+    expect_usage_error(&out, "mounted");
+    assert!(
+        stderr(&out).contains("--force does not override"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains(mounted.dir.path().to_str().unwrap()));
+    // A second loop device over the same backing file, at an offset, reaches the same bytes: still in use.
+    let sibling = sh(
+        "losetup",
+        &["-f", "--show", "--offset", "1048576", dev.image.to_str().unwrap()],
+    );
+    let out = run(&[
+        "test",
+        "trim",
+        "--target",
+        &sibling,
+        "--allow-destroy",
+        "--force",
+        "--torture",
+        "1s",
+    ]);
+    let _ = Command::new("losetup").args(["-d", &sibling]).output();
+    expect_usage_error(&out, "a loop device over the same file, is mounted");
+}
+
+/// #14 defect 3: any value in a result is drawn in bounded time and memory.
+#[test]
+fn the_report_draws_absurd_values_at_once() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("r");
+    expect_code(
+        &run(&[
+            "run",
+            "--target",
+            "null:64m",
+            "--runtime",
+            "2s",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]),
+        0,
+    );
+    let mut result = read_result(&out_dir);
+    // Every second at -1e20 IOPS: a flat series whose span the old tick generator could not step through.
+    for sample in result["phases"][0]["samples"].as_array_mut().unwrap() {
+        sample["iops"] = serde_json::json!(-1e20);
+        sample["latency_ns_p99"] = serde_json::json!(u64::MAX);
+    }
+    std::fs::write(out_dir.join("result.json"), result.to_string()).unwrap();
+    let started = std::time::Instant::now();
+    let page = dir.path().join("page.html");
+    // Under timeout(1): a hang fails the test instead of holding the suite.
+    let out = Command::new("timeout")
+        .args(["20", env!("CARGO_BIN_EXE_ssdlab"), "report"])
+        .args([out_dir.to_str().unwrap(), "--out", page.to_str().unwrap()])
+        .output()
+        .unwrap();
+    expect_code(&out, 0);
+    assert!(started.elapsed().as_secs() < 10);
+    assert!(std::fs::metadata(&page).unwrap().len() < 1 << 20);
+}
+
+/// #14 defect 1: a destructive test never touches more than the region it was given.
+#[test]
+fn a_sweep_region_too_small_for_its_transfers_is_refused_not_widened() {
+    let dev = LoopDevice::new(256 << 20);
+    let out = run(&[
+        "test",
+        "sweep",
+        "--target",
+        &dev.path,
+        "--allow-destroy",
+        "--test-size",
+        "1m",
+        "--to",
+        "4m",
+    ]);
+    expect_code(&out, 2);
+    assert!(
+        stderr(&out).contains("--test-size 1 MiB holds no 4 MiB transfer"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(dev.image_blocks(), 0, "nothing was written");
+}
+
+/// #14 defect 5: input checked before the run, in one line.
+#[test]
+fn flags_are_checked_before_anything_runs() {
+    let started = std::time::Instant::now();
+    let out = run(&[
+        "test",
+        "latency",
+        "--target",
+        "null:64m",
+        "--runtime",
+        "30s",
+        "--out",
+        "/proc/ssdlab-x",
+    ]);
+    expect_usage_error(&out, "--out");
+    assert!(started.elapsed().as_secs() < 10, "refused before the 30 s run");
+    expect_usage_error(&run(&["run", "--target", "null", "--bs", "-4k"]), "--bs");
+    let out = run(&[
+        "test",
+        "latency",
+        "--target",
+        "null:64m",
+        "--runtime",
+        "1s",
+        "--span",
+        "10t",
+        "--json",
+    ]);
+    expect_code(&out, 0);
+    assert!(
+        stderr(&out).contains("larger than"),
+        "the clamp is said: {}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn a_partition_table_is_refused() {
     let dev = LoopDevice::new(32 << 20);

@@ -11,7 +11,7 @@ use crate::cli::{
 use crate::output;
 
 pub fn run(args: &DemoArgs) -> Result<Outcome> {
-    if !args.target.starts_with("sim:") {
+    if !ssdlab_targets::is_virtual(&args.target) {
         bail!(
             "--target {}: the demo runs on a virtual drive; give a sim: target, e.g. sim:840evo-250g",
             args.target

@@ -2,13 +2,12 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, bail};
 use ssdlab_core::Device;
 use ssdlab_core::schema::{Analysis, Event, PhaseResult, RunResult, SCHEMA, Verdict};
-use ssdlab_core::target::TargetSpec;
 use ssdlab_core::units::{BinaryBytes, Nanos, rfc3339_utc};
 use ssdlab_engine::{Workload, run_phase};
-use ssdlab_io::RealDevice;
+use ssdlab_targets::{DeviceVisitor, FileSnapshot};
 
 use super::Outcome;
 use crate::cli::RunArgs;
@@ -17,28 +16,38 @@ use crate::plan::{self, RunFlags};
 
 pub fn run(args: &RunArgs) -> Result<Outcome> {
     let flags = plan::run_flags(args)?;
-    let spec = TargetSpec::parse(&args.target.target).map_err(|e| anyhow!("--target {e}"))?;
-    if let TargetSpec::Sim { spec } = &spec {
-        if args.verify {
-            bail!("--verify: the virtual SSD stores no data, so there is nothing to verify; drop --verify");
-        }
-        let device = plan::open_sim(&args.target.target, spec)?;
-        return run_on(device, args, &flags, plan::FileSnapshot::none());
+    if args.verify && ssdlab_targets::is_virtual(&args.target.target) {
+        bail!("--verify: the virtual SSD stores no data, so there is nothing to verify; drop --verify");
     }
-    if let Some(dir) = &args.out
-        && dir.exists()
-        && !dir.is_dir()
-    {
-        bail!(
-            "--out {}: exists and is not a directory; name a directory",
-            dir.display()
-        );
+    if let Some(dir) = &args.out {
+        output::prepare_out_dir(dir)?;
     }
-    let before = plan::FileSnapshot::take(&spec);
-    match plan::open_real(&args.target, &spec, flags.rw.modifies())? {
-        RealDevice::Uring(device) => run_on(device, args, &flags, before),
-        RealDevice::Psync(device) => run_on(device, args, &flags, before),
-        RealDevice::Null(device) => run_on(device, args, &flags, before),
+    let opened = plan::open_target(
+        &args.target,
+        if flags.rw.modifies() {
+            plan::Use::Writes
+        } else {
+            plan::Use::Reads
+        },
+    )?;
+    opened.device.visit(RunOn {
+        args,
+        flags: &flags,
+        undo: opened.undo,
+    })
+}
+
+/// The run, instantiated for each backend.
+struct RunOn<'a> {
+    args: &'a RunArgs,
+    flags: &'a RunFlags,
+    undo: FileSnapshot,
+}
+
+impl DeviceVisitor for RunOn<'_> {
+    type Output = Result<Outcome>;
+    fn visit<D: Device>(self, device: D) -> Result<Outcome> {
+        run_on(device, self.args, self.flags, self.undo)
     }
 }
 
@@ -75,7 +84,7 @@ fn run_on<D: Device>(
     mut device: D,
     args: &RunArgs,
     flags: &RunFlags,
-    before: plan::FileSnapshot,
+    before: FileSnapshot,
 ) -> Result<Outcome> {
     let workload = match plan::run_workload(args, flags, device.info()) {
         Ok(workload) => workload,

@@ -10,12 +10,13 @@ use ssdlab_core::Device;
 use ssdlab_core::schema::{Analysis, ScanAnalysis};
 use ssdlab_core::target::TargetSpec;
 use ssdlab_core::units::{BinaryBytes, MONTH_S};
-use ssdlab_io::{Engine, OpenRequest, RealDevice, open_target};
+use ssdlab_io::Engine;
 use ssdlab_methods::refresh::file::{escape_path, path_bytes_hex};
 use ssdlab_methods::scan::dataset::{DatasetScanOptions, parse_dataset, scan_dataset};
 use ssdlab_methods::scan::files::{OpenedFile, ScanCandidate, ScanOpener, ScanRefusal, scan_files};
 use ssdlab_methods::scan::region::{RegionScanOptions, plan as plan_regions, region_scan as scan_regions};
 use ssdlab_methods::scan::{analyze, verdict};
+use ssdlab_targets::{Access, AnyDevice, OpenOptions};
 
 use super::Outcome;
 use crate::cli::ScanArgs;
@@ -41,20 +42,16 @@ impl ScanOpener for FileOpener {
             path: path.to_path_buf(),
             size: None,
         };
-        let request = OpenRequest {
-            write: false,
+        let options = OpenOptions {
+            access: Access::ReadOnly,
             engine: Engine::Auto,
-            exclusive: false,
-            no_atime: true,
             allow_atime: self.allow_atime,
+            lay_out_files: false,
+            flag: "PATH",
         };
-        let device: Box<dyn Device> = match open_target(&format!("file:{}", path.display()), &spec, request)
-            .map_err(|e| refusal(&e))?
-        {
-            RealDevice::Uring(d) => Box::new(d),
-            RealDevice::Psync(d) => Box::new(d),
-            RealDevice::Null(d) => Box::new(d),
-        };
+        let opened =
+            ssdlab_targets::open_spec(&escape_path(path), &spec, &options).map_err(|e| refusal(&e))?;
+        let device: Box<dyn Device> = Box::new(opened.device);
         let data_ranges =
             ssdlab_io::files::data_ranges_of(path, self.allow_atime).map_err(|e| refusal(&e))?;
         Ok(OpenedFile { device, data_ranges })
@@ -127,11 +124,16 @@ fn scan_paths(args: &ScanArgs, chunk: u64, min_size: u64) -> Result<ScanAnalysis
 /// Lays the virtual data set out on the simulator and scans it (and, with `--refresh-flagged`, rewrites the
 /// flagged files there and scans them again).
 fn scan_sim(args: &ScanArgs, target: &str, chunk: u64) -> Result<ScanAnalysis> {
-    let spec = match TargetSpec::parse(target).map_err(|e| anyhow!("--target {e}"))? {
-        TargetSpec::Sim { spec } => spec,
-        _ => bail!("--target {target}: scan takes a sim: target; for real files give PATHs"),
+    let target_args = crate::cli::TargetArgs {
+        target: target.to_string(),
+        allow_destroy: false,
+        force: false,
+        engine: crate::cli::EngineArg::Auto,
     };
-    let mut device = plan::open_sim(target, &spec)?;
+    // The virtual data set is written into the virtual drive's past: only a virtual drive has one.
+    let AnyDevice::Sim(mut device) = plan::open_target(&target_args, plan::Use::Looks)?.device else {
+        bail!("--target {target}: scan takes a sim: target; for real files give PATHs");
+    };
     let files = parse_dataset(&args.dataset).map_err(|e| anyhow!(e))?;
     let layout: Vec<(u64, u64)> = files.iter().map(|f| (f.size_bytes, f.age_ns)).collect();
     let ranges = device
@@ -232,22 +234,8 @@ fn region_scan(args: &ScanArgs, target: &str, chunk: u64) -> Result<Outcome> {
         force: false,
         engine: crate::cli::EngineArg::Auto,
     };
-    // A region scan is read-only: it never creates or extends the file it is given.
-    if let Ok(TargetSpec::File { path, size }) = TargetSpec::parse(target) {
-        let existing = std::fs::symlink_metadata(&path).ok().map(|m| m.len());
-        match (existing, size) {
-            (None, _) => bail!(
-                "--device {target}: {} does not exist; a scan reads only existing files",
-                path.display()
-            ),
-            (Some(len), Some(size)) if size > len => bail!(
-                "--device {target}: {} holds {len} bytes; a scan never extends a file, so give no size",
-                path.display()
-            ),
-            _ => {}
-        }
-    }
-    let (mut device, _) = plan::open_any(&target_args, false)?;
+    // A region scan is read-only: the opener never creates or extends the file it is given.
+    let mut device = plan::open_target_as(&target_args, plan::Use::Looks, "--device")?.device;
     let info = device.info().clone();
     let layout = plan_regions(&info, &options)?;
     eprintln!(
@@ -257,7 +245,7 @@ fn region_scan(args: &ScanArgs, target: &str, chunk: u64) -> Result<Outcome> {
         BinaryBytes(layout.read_bytes)
     );
     output::print_target(&info);
-    let (analysis, verdict) = scan_regions(device.as_mut(), &options)?;
+    let (analysis, verdict) = scan_regions(&mut device, &options)?;
     eprintln!(
         "regions   MB/s min {:.1}, median {:.1}, max {:.1}; {} regions below {} of the median, twice",
         analysis.min_mb_s,
@@ -307,6 +295,9 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
         if std::fs::symlink_metadata(path).is_err() {
             bail!("PATH {}: does not exist", path.display());
         }
+    }
+    if let Some(dir) = &args.out {
+        output::prepare_out_dir(dir)?;
     }
     if let Some(device) = &args.device {
         return region_scan(args, device, chunk);

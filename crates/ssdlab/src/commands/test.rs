@@ -4,6 +4,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
+use ssdlab_core::Device;
 use ssdlab_core::schema::{Analysis, Event, MethodAnalysis, RunResult, SCHEMA};
 use ssdlab_core::units::{BinaryBytes, Nanos, rfc3339_utc};
 use ssdlab_methods::consistency::{self, ConsistencyOptions};
@@ -109,16 +110,11 @@ fn execute(
     options: serde_json::Value,
     method: impl FnOnce(Session<'_>) -> Result<MethodOutcome, MethodError>,
 ) -> Result<Outcome> {
-    if let Some(dir) = &common.out
-        && dir.exists()
-        && !dir.is_dir()
-    {
-        bail!(
-            "--out {}: exists and is not a directory; name a directory",
-            dir.display()
-        );
+    if let Some(dir) = &common.out {
+        output::prepare_out_dir(dir)?;
     }
-    let (mut device, before) = plan::open_any(&common.target, true)?;
+    let opened = plan::open_target(&common.target, plan::Use::Writes)?;
+    let (mut device, before) = (opened.device, opened.undo);
     let info = device.info().clone();
     let unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -142,7 +138,7 @@ fn execute(
         options: options.clone(),
         started_at: started_at.clone(),
     })?;
-    let outcome = match method(Session::new(device.as_mut(), &mut reporter, common.seed)) {
+    let outcome = match method(Session::new(&mut device, &mut reporter, common.seed)) {
         Ok(outcome) => outcome,
         Err(MethodError::Device(e)) => {
             return Err(anyhow!(e)).context(format!("test {kind} on {}", info.target));

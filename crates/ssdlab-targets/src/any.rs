@@ -1,0 +1,82 @@
+//! One enum over every backend, so generic code is compiled once per backend (the engine's hot loop stays
+//! monomorphic inside each arm) and dynamic code can hold any target as one type.
+
+use ssdlab_core::device::{Completion, Device, DeviceInfo, DeviceResult, Io};
+use ssdlab_core::schema::DeviceCounters;
+use ssdlab_io::null::NullDevice;
+use ssdlab_io::psync::PsyncDevice;
+use ssdlab_io::uring::UringDevice;
+use ssdlab_sim::device::SimDevice;
+
+/// Any opened target. Opened once per run, so the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+pub enum AnyDevice {
+    Uring(UringDevice),
+    Psync(PsyncDevice),
+    Null(NullDevice),
+    Sim(SimDevice),
+}
+
+/// Calls `$body` with `$d` bound to the concrete device in every arm.
+macro_rules! each {
+    ($self:expr, $d:ident => $body:expr) => {
+        match $self {
+            AnyDevice::Uring($d) => $body,
+            AnyDevice::Psync($d) => $body,
+            AnyDevice::Null($d) => $body,
+            AnyDevice::Sim($d) => $body,
+        }
+    };
+}
+
+impl Device for AnyDevice {
+    fn info(&self) -> &DeviceInfo {
+        each!(self, d => d.info())
+    }
+    fn prepare(&mut self, slots: u32, buffer_bytes: usize) -> DeviceResult<()> {
+        each!(self, d => d.prepare(slots, buffer_bytes))
+    }
+    fn buffer(&self, slot: u32) -> &[u8] {
+        each!(self, d => d.buffer(slot))
+    }
+    fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
+        each!(self, d => d.buffer_mut(slot))
+    }
+    fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize> {
+        each!(self, d => d.submit(ios))
+    }
+    fn reap(
+        &mut self,
+        min: usize,
+        deadline_ns: Option<u64>,
+        out: &mut Vec<Completion>,
+    ) -> DeviceResult<usize> {
+        each!(self, d => d.reap(min, deadline_ns, out))
+    }
+    fn now_ns(&self) -> u64 {
+        each!(self, d => d.now_ns())
+    }
+    fn wait_until(&mut self, t_ns: u64) {
+        each!(self, d => d.wait_until(t_ns))
+    }
+    fn in_flight(&self) -> usize {
+        each!(self, d => d.in_flight())
+    }
+    fn counters(&self) -> Option<DeviceCounters> {
+        each!(self, d => d.counters())
+    }
+}
+
+/// Generic code to run on whichever concrete device a target turned out to be.
+pub trait DeviceVisitor {
+    type Output;
+    fn visit<D: Device>(self, device: D) -> Self::Output;
+}
+
+impl AnyDevice {
+    /// Hands the concrete device to `visitor`, so generic code (the engine's hot loop) is instantiated per
+    /// backend instead of matching on this enum for every operation.
+    pub fn visit<V: DeviceVisitor>(self, visitor: V) -> V::Output {
+        each!(self, d => visitor.visit(d))
+    }
+}

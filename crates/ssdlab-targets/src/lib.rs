@@ -1,0 +1,196 @@
+//! ssdlab-targets: the one place a `--target` becomes a device.
+//!
+//! [`open`] takes the target string and the [`Access`] a command needs and returns an [`AnyDevice`], one enum
+//! over every backend (io_uring, pread/pwrite, null, the virtual SSD), so a runner generic over [`Device`] is
+//! compiled once per backend and no command looks at a target's prefix. The destructive-safety gate of
+//! DESIGN.md section 2 lives here and nowhere else: a write to a block device needs `allow_destroy`, is never
+//! made through a symbolic link, is refused always when the device is in use (mounted, swap, claimed), and when
+//! it only carries signs of past use unless `force`. Only a benchmark lays out (creates or extends) a file.
+//!
+//! It prints nothing; refusals come back as [`OpenError`]s whose text names the flag and the fix.
+#![forbid(unsafe_code)]
+
+mod any;
+mod snapshot;
+
+use std::path::Path;
+
+pub use any::{AnyDevice, DeviceVisitor};
+pub use snapshot::FileSnapshot;
+use ssdlab_core::target::TargetSpec;
+use ssdlab_io::{Engine, OpenRequest, RealDevice, guard, open_target};
+
+/// What the command will do to the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reads only: no permission flag is needed.
+    ReadOnly,
+    /// Writes (or discards): the safety gate applies.
+    Destructive { allow_destroy: bool, force: bool },
+}
+
+impl Access {
+    fn writes(self) -> bool {
+        matches!(self, Access::Destructive { .. })
+    }
+}
+
+/// How to open a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenOptions {
+    pub access: Access,
+    pub engine: Engine,
+    /// Read without moving access times where the file system allows it (O_NOATIME); with `allow_atime` also
+    /// open where it is refused (a file of another user), which moves the access time.
+    pub allow_atime: bool,
+    /// A `file:PATH:SIZE` target may be created, or extended to SIZE, as fio lays out its files (a benchmark).
+    /// Off for commands that only look at what is there (scans): they never create or extend a file.
+    pub lay_out_files: bool,
+    /// The flag that named the target (`--target`, `--device`), for messages.
+    pub flag: &'static str,
+}
+
+/// Why a target was not opened. Nothing was written and nothing was created.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The target string, or a value in it, is not understood; the text starts with the flag.
+    #[error("{0}")]
+    Spec(String),
+    /// The safety gate or the access mode refused it; the text says why and what to do.
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Io(#[from] ssdlab_io::OpenError),
+}
+
+/// An opened target and what to do if the command then refuses to run before any I/O.
+pub struct Opened {
+    pub device: AnyDevice,
+    /// Undoes the creation or extension of a `file:` target.
+    pub undo: FileSnapshot,
+}
+
+/// Parses `target` and opens it with `options`, applying the safety gate before anything is opened for
+/// writing.
+pub fn open(target: &str, options: &OpenOptions) -> Result<Opened, OpenError> {
+    let spec = TargetSpec::parse(target).map_err(|e| OpenError::Spec(format!("{} {e}", options.flag)))?;
+    open_spec(target, &spec, options)
+}
+
+/// Opens an already parsed target (a path that is not UTF-8 cannot be written as a target string); `target`
+/// names it in messages and results.
+pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Result<Opened, OpenError> {
+    if let TargetSpec::Sim { spec } = spec {
+        let flag = options.flag;
+        let parsed = ssdlab_sim::spec::SimSpec::parse(spec)
+            .map_err(|e| OpenError::Spec(format!("{flag} {target}: {e}")))?;
+        let device = ssdlab_sim::device::SimDevice::new(target, &parsed)
+            .map_err(|e| OpenError::Spec(format!("{flag} {target}: {e}")))?;
+        return Ok(Opened {
+            device: AnyDevice::Sim(device),
+            undo: FileSnapshot::none(),
+        });
+    }
+    match (spec, options.access) {
+        (TargetSpec::File { path, size }, _) if !options.lay_out_files => {
+            existing_file(options.flag, target, path, *size)?
+        }
+        (TargetSpec::Block { path }, Access::Destructive { allow_destroy, force }) => {
+            gate_block_device(options.flag, target, path, allow_destroy, force)?
+        }
+        _ => {}
+    }
+    let undo = FileSnapshot::take(spec);
+    let (exclusive, no_atime) = match options.access {
+        Access::ReadOnly => (false, true),
+        Access::Destructive { force, .. } => (!force, true),
+    };
+    let request = OpenRequest {
+        write: options.access.writes(),
+        engine: options.engine,
+        exclusive,
+        no_atime,
+        allow_atime: options.allow_atime,
+    };
+    let device = match open_target(target, spec, request) {
+        Ok(RealDevice::Uring(d)) => AnyDevice::Uring(d),
+        Ok(RealDevice::Psync(d)) => AnyDevice::Psync(d),
+        Ok(RealDevice::Null(d)) => AnyDevice::Null(d),
+        Err(e) => {
+            undo.restore();
+            return Err(e.into());
+        }
+    };
+    Ok(Opened { device, undo })
+}
+
+/// Whether `target` names a virtual drive (its results come in virtual time).
+pub fn is_virtual(target: &str) -> bool {
+    matches!(TargetSpec::parse(target), Ok(TargetSpec::Sim { .. }))
+}
+
+/// A command that only looks reads what exists: it never creates a file or extends one to a given size.
+fn existing_file(flag: &str, target: &str, path: &Path, size: Option<u64>) -> Result<(), OpenError> {
+    let existing = std::fs::symlink_metadata(path).ok().map(|m| m.len());
+    match (existing, size) {
+        (None, _) => Err(OpenError::Refused(format!(
+            "{flag} {target}: {} does not exist; a scan never creates a file",
+            path.display()
+        ))),
+        (Some(len), Some(size)) if size > len => Err(OpenError::Refused(format!(
+            "{flag} {target}: {} holds {len} bytes; a scan never extends a file, so give no size",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// DESIGN.md section 2: a block device is written only with `--allow-destroy`, never through a symbolic link,
+/// never while in use, and with signs of past use only with `--force`.
+fn gate_block_device(
+    flag: &str,
+    target: &str,
+    path: &Path,
+    allow_destroy: bool,
+    force: bool,
+) -> Result<(), OpenError> {
+    if !allow_destroy {
+        return Err(OpenError::Refused(format!(
+            "{flag} {target}: this writes to a block device and destroys its data; add --allow-destroy if that is what you want (nothing was written)"
+        )));
+    }
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(|e| OpenError::Refused(format!("{flag} {target}: cannot stat: {e}")))?;
+    if meta.file_type().is_symlink() {
+        return Err(OpenError::Refused(format!(
+            "{flag} {target} is a symbolic link; ssdlab never follows a link into a destructive operation: give the device's own path ({})",
+            path.canonicalize()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| "unresolved".into())
+        )));
+    }
+    let findings = guard::destructive_findings(path).map_err(|e| {
+        OpenError::Refused(format!(
+            "{flag} {target}: cannot check whether the device is in use: {e}"
+        ))
+    })?;
+    let in_use: Vec<String> = findings
+        .iter()
+        .filter(|f| f.in_use)
+        .map(|f| f.to_string())
+        .collect();
+    if !in_use.is_empty() {
+        return Err(OpenError::Refused(format!(
+            "refusing to write to {target}: {}. Nothing was written; --force does not override a device in use: unmount it or stop what holds it first",
+            in_use.join("; ")
+        )));
+    }
+    if !findings.is_empty() && !force {
+        let found: Vec<String> = findings.iter().map(|f| f.to_string()).collect();
+        return Err(OpenError::Refused(format!(
+            "refusing to write to {target}: {}. Nothing was written. If you are sure the data is expendable, add --force",
+            found.join("; ")
+        )));
+    }
+    Ok(())
+}
