@@ -13,8 +13,8 @@ pub mod data;
 pub mod runner;
 pub mod workload;
 
-#[cfg(test)]
-mod testdev;
+/// A memory-backed device with a virtual clock, for tests of the runner and of the `Device` contract.
+pub mod testdev;
 
 pub use runner::{Observer, PhaseOutcome, run_phase};
 pub use workload::{Pattern, RwMode, Span, StopAt, Workload};

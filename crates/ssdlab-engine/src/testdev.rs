@@ -1,7 +1,9 @@
 //! A memory-backed device with a virtual clock, for testing the runner without the operating system.
 //! Each operation takes a fixed virtual service time per queue slot, so runs are exact and instant.
 
-use ssdlab_core::device::{ClockKind, Completion, Device, DeviceInfo, DeviceResult, Io, Op, TargetKind};
+use ssdlab_core::device::{
+    ClockKind, Completion, Device, DeviceError, DeviceInfo, DeviceResult, Io, Op, TargetKind,
+};
 
 pub struct MemDevice {
     info: DeviceInfo,
@@ -66,6 +68,26 @@ impl Device for MemDevice {
 
     fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize> {
         for io in ios {
+            let slot = io.slot as usize;
+            if slot >= self.buffers.len() || self.pending.iter().any(|c| c.slot == io.slot) {
+                return Err(DeviceError::Invalid(format!("slot {} is not free", io.slot)));
+            }
+            if io
+                .offset
+                .checked_add(io.len)
+                .is_none_or(|end| end > self.info.capacity_bytes)
+            {
+                return Err(DeviceError::Invalid(format!(
+                    "I/O at {} + {} beyond the device",
+                    io.offset, io.len
+                )));
+            }
+            if matches!(io.op, Op::Read | Op::Write) && io.len as usize > self.buffers[slot].len() {
+                return Err(DeviceError::Invalid(format!(
+                    "a {}-byte transfer does not fit the slot buffer",
+                    io.len
+                )));
+            }
             let range = io.offset as usize..(io.offset + io.len) as usize;
             match io.op {
                 Op::Read => {

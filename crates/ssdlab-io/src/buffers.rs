@@ -41,10 +41,6 @@ impl BufferPool {
         }
     }
 
-    pub fn slots(&self) -> u32 {
-        self.slots
-    }
-
     pub fn buffer_len(&self) -> usize {
         self.len
     }
@@ -60,14 +56,23 @@ impl BufferPool {
         unsafe { self.base.as_ptr().add(slot as usize * self.stride) }
     }
 
-    /// A slot's buffer. The caller (the device) must ensure the kernel is not writing into this slot.
-    pub fn slot(&self, slot: u32) -> &[u8] {
-        // SAFETY: the range lies inside the allocation and within one slot; only this slot's bytes are borrowed.
+    /// A slot's buffer.
+    ///
+    /// # Safety
+    /// No transfer the kernel may still be performing (an io_uring operation submitted and not yet reaped)
+    /// may target this slot's buffer while the returned slice lives: the kernel could write into it under a
+    /// shared borrow.
+    pub unsafe fn slot(&self, slot: u32) -> &[u8] {
+        // SAFETY: the range lies inside the allocation and within one slot; only this slot's bytes are borrowed,
+        // and the caller promises the kernel is not transferring into them.
         unsafe { std::slice::from_raw_parts(self.ptr(slot), self.len) }
     }
 
-    /// A slot's buffer, mutably. The caller (the device) must ensure the slot is not in flight.
-    pub fn slot_mut(&mut self, slot: u32) -> &mut [u8] {
+    /// A slot's buffer, mutably.
+    ///
+    /// # Safety
+    /// As for [`BufferPool::slot`]: the slot must not be in flight while the returned slice lives.
+    pub unsafe fn slot_mut(&mut self, slot: u32) -> &mut [u8] {
         // SAFETY: as for `slot`; `&mut self` makes this the only borrow the program holds into the pool.
         unsafe { std::slice::from_raw_parts_mut(self.ptr(slot), self.len) }
     }
@@ -99,10 +104,12 @@ mod tests {
         let mut pool = BufferPool::new(4, 4096 + 512, 4096);
         for s in 0..4 {
             assert_eq!(pool.ptr(s) as usize % 4096, 0);
-            pool.slot_mut(s).fill(s as u8 + 1);
+            // SAFETY: nothing is ever submitted from this pool.
+            unsafe { pool.slot_mut(s) }.fill(s as u8 + 1);
         }
         for s in 0..4 {
-            assert!(pool.slot(s).iter().all(|&b| b == s as u8 + 1));
+            // SAFETY: nothing is ever submitted from this pool.
+            assert!(unsafe { pool.slot(s) }.iter().all(|&b| b == s as u8 + 1));
         }
         assert_eq!(pool.iovecs().len(), 4);
     }

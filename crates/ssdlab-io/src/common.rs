@@ -69,10 +69,6 @@ impl Slots {
         }
     }
 
-    pub fn count(&self) -> u32 {
-        self.busy.len() as u32
-    }
-
     pub fn in_flight(&self) -> usize {
         self.in_flight
     }
@@ -228,12 +224,15 @@ impl SlotBuffers {
 
     pub fn buffer(&self, slot: u32) -> &[u8] {
         self.slots.assert_idle(slot);
-        self.pool.slot(slot)
+        // SAFETY: the slot is idle (asserted above): no submitted operation targets its buffer, and none can be
+        // submitted while this shared borrow of `self` lives.
+        unsafe { self.pool.slot(slot) }
     }
 
     pub fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
         self.slots.assert_idle(slot);
-        self.pool.slot_mut(slot)
+        // SAFETY: as for `buffer`, under an exclusive borrow.
+        unsafe { self.pool.slot_mut(slot) }
     }
 
     /// Checks and marks an operation in flight.

@@ -6,8 +6,11 @@
 //! facts). It is the only crate allowed `unsafe`; every unsafe block says why it is sound, and every unsafe fn
 //! has a `# Safety` section. It never prints: diagnostics go back to the caller as values.
 
-pub mod buffers;
-pub mod common;
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+pub(crate) mod buffers;
+pub(crate) mod common;
 pub mod files;
 pub mod guard;
 pub mod null;

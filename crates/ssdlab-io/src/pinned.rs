@@ -504,7 +504,7 @@ impl PinnedFile {
 
     /// Makes the staging buffer hold at least `bytes` (a settle may read a chunk of an earlier run's size).
     fn ensure_buffer(&mut self, bytes: usize) {
-        if self.buffer.slot_mut(0).len() < bytes {
+        if self.buffer.buffer_len() < bytes {
             self.buffer = BufferPool::new(
                 1,
                 bytes.next_multiple_of(self.align as usize),
@@ -521,7 +521,8 @@ impl PinnedFile {
             if !direct {
                 let _ = crate::sys::drop_cache(file, offset, aligned as u64);
             }
-            let staging = &mut me.buffer.slot_mut(0)[..aligned];
+            // SAFETY: the staging buffer is used only by synchronous pread/pwrite on this thread.
+            let staging = &mut unsafe { me.buffer.slot_mut(0) }[..aligned];
             let mut done = 0;
             while done < aligned {
                 match file.read_at(&mut staging[done..], offset + done as u64) {
@@ -557,7 +558,8 @@ impl PinnedFile {
             0
         } as usize;
         if whole > 0 {
-            let staging = &mut self.buffer.slot_mut(0)[..whole];
+            // SAFETY: the staging buffer is used only by synchronous pread/pwrite on this thread.
+            let staging = &mut unsafe { self.buffer.slot_mut(0) }[..whole];
             staging.copy_from_slice(&buf[..whole]);
             file.write_all_at(staging, offset)?;
         }

@@ -31,16 +31,17 @@ impl PsyncDevice {
     fn transfer(&mut self, io: &Io) -> i64 {
         let len = io.len as usize;
         let outcome = match io.op {
-            Op::Read => read_full(
-                &self.backing.file,
-                &mut self.slots.pool.slot_mut(io.slot)[..len],
-                io.offset,
-            ),
-            Op::Write => write_full(
-                &self.backing.file,
-                &self.slots.pool.slot(io.slot)[..len],
-                io.offset,
-            ),
+            Op::Read => {
+                // SAFETY: pread is synchronous: the kernel touches the buffer only during the call, and no
+                // asynchronous transfer ever uses this pool.
+                let buf = unsafe { self.slots.pool.slot_mut(io.slot) };
+                read_full(&self.backing.file, &mut buf[..len], io.offset)
+            }
+            Op::Write => {
+                // SAFETY: as for reads, pwrite is synchronous.
+                let buf = unsafe { self.slots.pool.slot(io.slot) };
+                write_full(&self.backing.file, &buf[..len], io.offset)
+            }
             Op::Discard | Op::Flush => return run_sync_op(&self.backing, io),
         };
         self.backing.after_buffered_transfer(io.op, io.offset, io.len);

@@ -529,10 +529,21 @@ impl Device for SimDevice {
             if slot >= self.slots.len() || self.slots[slot].is_some() {
                 return Err(DeviceError::Invalid(format!("slot {} is not free", io.slot)));
             }
-            if io.offset + io.len > self.info.capacity_bytes {
+            if io
+                .offset
+                .checked_add(io.len)
+                .is_none_or(|end| end > self.info.capacity_bytes)
+            {
                 return Err(DeviceError::Invalid(format!(
                     "I/O at {} + {} beyond the device",
                     io.offset, io.len
+                )));
+            }
+            if matches!(io.op, Op::Read | Op::Write) && io.len as usize > self.buffers[slot].len() {
+                return Err(DeviceError::Invalid(format!(
+                    "a {}-byte transfer does not fit the {}-byte slot buffer",
+                    io.len,
+                    self.buffers[slot].len()
                 )));
             }
             let t = self.now_ns;

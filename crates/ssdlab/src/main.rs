@@ -4,6 +4,8 @@
 //! command (`commands`), and report through `output`. Exit codes: 0 ran and passed, 1 ran and a criterion
 //! failed, 2 bad input or refusal, 130 interrupted; a closed stdout pipe exits 0.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 mod commands;
 mod output;
