@@ -11,5 +11,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export SSDLAB_REFRESH_KILLS=${1:-1000}
 export SSDLAB_REFRESH_MIXED=${2:-200}
-cargo test --release -p ssdlab --test cli -- --exact refresh_survives_sigkill_at_any_moment \
-    refresh_survives_kills_mixed_with_other_programs --nocapture
+cargo test --release -p ssdlab --test cli -- --exact refresh::refresh_survives_sigkill_at_any_moment \
+    refresh::refresh_survives_kills_mixed_with_other_programs --nocapture

@@ -1,0 +1,165 @@
+//! Helpers every room shares: running the binary, reading its output, and loop devices and mounts that are
+//! released when dropped, even when a test fails.
+
+use crate::*;
+pub(crate) fn ssdlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ssdlab"))
+}
+
+/// Runs ssdlab with `args`, returning the output.
+pub(crate) fn run(args: &[&str]) -> Output {
+    ssdlab()
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("ssdlab starts")
+}
+
+pub(crate) fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Asserts an exit code, showing stderr when it differs.
+pub(crate) fn expect_code(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "exit status; stderr:\n{}",
+        stderr(out)
+    );
+}
+
+/// Every stdout line as JSON (which also proves stdout holds nothing else).
+pub(crate) fn json_lines(out: &Output) -> Vec<Value> {
+    String::from_utf8(out.stdout.clone())
+        .expect("utf-8 stdout")
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
+        .collect()
+}
+
+pub(crate) fn event<'a>(events: &'a [Value], kind: &str) -> &'a Value {
+    events
+        .iter()
+        .rev()
+        .find(|e| e["type"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} event"))
+}
+
+/// Operations counted by the streamed per-second samples.
+pub(crate) fn sampled_ios(events: &[Value]) -> u64 {
+    events
+        .iter()
+        .filter(|e| e["type"] == "sample")
+        .map(|e| e["data"]["sample"]["ios"].as_u64().unwrap())
+        .sum()
+}
+
+pub(crate) fn summary(events: &[Value]) -> &Value {
+    &event(events, "summary")["data"]["summary"]
+}
+
+/// A one-line error that names `flag`, with exit code 2.
+pub(crate) fn expect_usage_error(out: &Output, flag: &str) {
+    expect_code(out, 2);
+    let text = stderr(out);
+    assert!(text.contains(flag), "error should name {flag}: {text}");
+    assert_eq!(text.trim().lines().count(), 1, "one line: {text}");
+}
+
+pub(crate) fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("ssdlab-test-")
+        .tempdir()
+        .expect("temp dir")
+}
+
+pub(crate) fn sh(cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+pub(crate) fn is_root() -> bool {
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid() == 0)
+        .unwrap_or(false)
+}
+
+/// A loop device over a sparse image; detached and deleted on drop, even when a test fails.
+pub(crate) struct LoopDevice {
+    pub(crate) path: String,
+    pub(crate) image: PathBuf,
+    pub(crate) _dir: tempfile::TempDir,
+}
+
+impl LoopDevice {
+    pub(crate) fn new(size: u64) -> Self {
+        Self::with_sector_size(size, 512)
+    }
+
+    pub(crate) fn with_sector_size(size: u64, sector: u32) -> Self {
+        assert!(
+            is_root(),
+            "loop-device tests need root (CI runs as root); run the suite with sudo"
+        );
+        let dir = tempdir();
+        let image = dir.path().join("disk.img");
+        std::fs::File::create(&image).unwrap().set_len(size).unwrap();
+        let sector = sector.to_string();
+        let path = sh(
+            "losetup",
+            &["-f", "--show", "--sector-size", &sector, image.to_str().unwrap()],
+        );
+        LoopDevice {
+            path,
+            image,
+            _dir: dir,
+        }
+    }
+
+    /// Blocks allocated in the backing image (it starts sparse, so this shows what was written or discarded).
+    pub(crate) fn image_blocks(&self) -> u64 {
+        std::fs::metadata(&self.image).unwrap().blocks()
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.path).output();
+        let _ = Command::new("losetup").args(["-d", &self.path]).output();
+    }
+}
+
+/// A mount point that is unmounted on drop.
+pub(crate) struct Mounted {
+    pub(crate) dir: tempfile::TempDir,
+}
+
+impl Mounted {
+    pub(crate) fn new(device: &str) -> Self {
+        let dir = tempdir();
+        sh("mount", &[device, dir.path().to_str().unwrap()]);
+        Mounted { dir }
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).output();
+    }
+}
+
+pub(crate) fn file_target(path: &Path, size: Option<&str>) -> String {
+    match size {
+        Some(size) => format!("file:{}:{size}", path.display()),
+        None => format!("file:{}", path.display()),
+    }
+}

@@ -1,0 +1,40 @@
+//! End-to-end tests of the `ssdlab` binary against null, regular files and real loop devices, one module (room)
+//! per subject, in one test binary.
+//!
+//! Loop-device tests need root (CI runs as root). Every loop device, mount and image is released by a guard's
+//! `Drop`, so a failing assertion still detaches it.
+
+mod common;
+mod engine;
+mod input;
+mod methods;
+mod refresh;
+mod report;
+mod safety;
+mod scan;
+mod sim;
+
+// Every room sees the shared helpers and the helpers of the other rooms.
+pub(crate) use common::*;
+#[allow(unused_imports)]
+pub(crate) use engine::*;
+#[allow(unused_imports)]
+pub(crate) use input::*;
+#[allow(unused_imports)]
+pub(crate) use methods::*;
+#[allow(unused_imports)]
+pub(crate) use refresh::*;
+#[allow(unused_imports)]
+pub(crate) use report::*;
+#[allow(unused_imports)]
+pub(crate) use safety::*;
+#[allow(unused_imports)]
+pub(crate) use scan::*;
+#[allow(unused_imports)]
+pub(crate) use sim::*;
+
+pub(crate) use std::os::unix::fs::{FileExt, MetadataExt};
+pub(crate) use std::path::{Path, PathBuf};
+pub(crate) use std::process::{Command, Output, Stdio};
+
+pub(crate) use serde_json::Value;

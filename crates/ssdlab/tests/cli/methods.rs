@@ -1,0 +1,256 @@
+//! Methodologies on real devices and files.
+
+use crate::*;
+
+pub(crate) fn read_result(dir: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("result.json")).unwrap()).unwrap()
+}
+
+pub(crate) fn phase<'a>(result: &'a Value, name: &str) -> &'a Value {
+    result["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no phase {name}"))
+}
+
+#[test]
+fn consistency_on_a_loop_device_records_every_second() {
+    let dev = LoopDevice::new(64 << 20);
+    let dir = tempdir();
+    let out_dir = dir.path().join("c");
+    let out = run(&[
+        "test",
+        "consistency",
+        "--target",
+        &dev.path,
+        "--runtime",
+        "3s",
+        "--allow-destroy",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    // Three seconds hold no five 60-second rounds: steady state cannot be shown, so exit 1.
+    expect_code(&out, 1);
+    assert!(stderr(&out).contains("steady state not reached"));
+    let result = read_result(&out_dir);
+    assert_eq!(result["kind"], "consistency");
+    assert_eq!(result["schema"], "ssdlab/1");
+    assert_eq!(
+        phase(&result, "fill")["summary"]["bytes"],
+        64 << 20,
+        "the fill writes the whole span once"
+    );
+    assert_eq!(phase(&result, "purge")["summary"]["discard"]["bytes"], 64 << 20);
+    let random = phase(&result, "random-write");
+    let samples = random["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 3, "one sample per second of runtime");
+    let sampled: u64 = samples.iter().map(|s| s["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(
+        sampled,
+        random["summary"]["bytes"].as_u64().unwrap(),
+        "the samples add up"
+    );
+    assert_eq!(
+        result["analysis"]["random_bytes_written"],
+        random["summary"]["bytes"]
+    );
+    for key in [
+        "plateau_iops",
+        "steady_iops_mean",
+        "steady_iops_std_dev",
+        "snia",
+        "tested_bytes",
+    ] {
+        assert!(!result["analysis"][key].is_null(), "analysis lacks {key}");
+    }
+    assert_eq!(result["verdict"]["passed"], false);
+    let csv = std::fs::read_to_string(out_dir.join("random-write.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4);
+}
+
+#[test]
+fn tests_refuse_block_devices_without_allow_destroy() {
+    let dev = LoopDevice::new(16 << 20);
+    for test in [
+        &["test", "consistency", "--runtime", "1s"][..],
+        &["test", "trim", "--torture", "1s"],
+        &["test", "sweep", "--test-size", "1m"],
+        &["test", "latency", "--runtime", "1s"],
+    ] {
+        let mut args = test.to_vec();
+        args.extend(["--target", dev.path.as_str()]);
+        expect_usage_error(&run(&args), "--allow-destroy");
+    }
+    assert_eq!(dev.image_blocks(), 0, "nothing was written");
+}
+
+#[test]
+fn trim_test_on_a_file_compares_clean_dirty_and_after_trim() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("t");
+    let target = file_target(&dir.path().join("trim.img"), Some("32m"));
+    let out = run(&[
+        "test",
+        "trim",
+        "--target",
+        &target,
+        "--torture",
+        "2s",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let result = read_result(&out_dir);
+    let a = &result["analysis"];
+    let restored = a["restored_fraction"].as_f64().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(if restored >= 0.9 { 0 } else { 1 }),
+        "exit code follows the verdict"
+    );
+    assert_eq!(a["trimmed_reads_zero"], true, "punched holes read back as zeroes");
+    for key in ["clean_bytes_per_s", "dirty_bytes_per_s", "after_trim_bytes_per_s"] {
+        assert!(a[key].as_f64().unwrap() > 0.0, "{key}");
+    }
+    let names: Vec<&str> = result["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["purge", "clean", "torture", "dirty", "purge", "after-trim"]
+    );
+    assert_eq!(phase(&result, "clean")["summary"]["bytes"], 32 << 20);
+    assert_eq!(phase(&result, "torture")["samples"].as_array().unwrap().len(), 2);
+    assert!(stderr(&out).contains("After TRIM"));
+}
+
+#[test]
+fn sweep_on_a_loop_device_covers_every_power_of_two() {
+    let dev = LoopDevice::new(32 << 20);
+    let dir = tempdir();
+    let out_dir = dir.path().join("s");
+    let out = run(&[
+        "test",
+        "sweep",
+        "--target",
+        &dev.path,
+        "--allow-destroy",
+        "--test-size",
+        "4m",
+        "--from",
+        "512",
+        "--to",
+        "1m",
+        "--size-runtime",
+        "5s",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    let rows = read_result(&out_dir)["analysis"]["rows"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let sizes: Vec<u64> = rows
+        .iter()
+        .map(|r| r["transfer_bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, (9..=20).map(|e| 1u64 << e).collect::<Vec<_>>());
+    for row in &rows {
+        assert!(
+            row["write_bytes_per_s"].as_f64().unwrap() > 0.0
+                && row["read_bytes_per_s"].as_f64().unwrap() > 0.0
+        );
+        assert_eq!(
+            row["write_bytes"],
+            4 << 20,
+            "one pass of the 4 MiB region at {}",
+            row["transfer_bytes"]
+        );
+        assert_eq!(row["read_bytes"], 4 << 20);
+    }
+}
+
+#[test]
+fn latency_test_reports_the_field_report_columns() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("l");
+    let target = file_target(&dir.path().join("lat.img"), Some("16m"));
+    let out = run(&[
+        "test",
+        "latency",
+        "--target",
+        &target,
+        "--runtime",
+        "2s",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--json",
+    ]);
+    expect_code(&out, 0);
+    let result = read_result(&out_dir);
+    let a = &result["analysis"];
+    let p: Vec<f64> = [
+        "latency_ns_p25",
+        "latency_ns_p50",
+        "latency_ns_p75",
+        "latency_ns_p95",
+    ]
+    .iter()
+    .map(|k| a[*k].as_f64().unwrap())
+    .collect();
+    assert!(p.windows(2).all(|w| w[0] <= w[1]) && p[0] > 0.0, "{a}");
+    assert!(a["latency_ns_max"].as_f64().unwrap() >= p[3]);
+    assert_eq!(
+        a["span_bytes"],
+        16 << 20,
+        "the 8 GiB default span is clamped to the file"
+    );
+    let random = phase(&result, "qd1-random-write");
+    assert_eq!(random["samples"].as_array().unwrap().len(), 2);
+    assert!((random["summary"]["qd_mean"].as_f64().unwrap() - 1.0).abs() < 0.05);
+    let events = json_lines(&out);
+    assert_eq!(event(&events, "analysis")["data"], *a);
+}
+
+#[test]
+fn an_interrupted_test_keeps_what_it_measured() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("i");
+    let mut child = ssdlab()
+        .args([
+            "test",
+            "consistency",
+            "--target",
+            "sim:840evo-250g?scale=1/16",
+            "--runtime",
+            "100000s",
+        ])
+        .args(["--out", out_dir.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stderr.take().unwrap()));
+    for line in lines.by_ref() {
+        if line.unwrap().contains("random-write started") {
+            break;
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    sh("kill", &["-INT", &child.id().to_string()]);
+    let _rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let result = read_result(&out_dir);
+    assert_eq!(result["complete"], false);
+    let random = phase(&result, "random-write");
+    assert_eq!(random["complete"], false);
+    assert!(
+        !random["samples"].as_array().unwrap().is_empty(),
+        "what was measured is kept"
+    );
+}

@@ -1,0 +1,145 @@
+//! The report, checked in a real browser.
+
+use crate::*;
+
+#[test]
+fn the_report_renders_in_headless_chromium_with_axes_labels_and_points() {
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("Chromium is needed for the report test (apt-get install chromium; .ci/run installs it)");
+    let dir = tempdir();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for (out, op) in [(&a, "0"), (&b, "25")] {
+        let out = run(&[
+            "test",
+            "consistency",
+            "--target",
+            "sim:840evo-250g?scale=1/256",
+            "--runtime",
+            "600s",
+            "--op",
+            op,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.code() == Some(0) || out.status.code() == Some(1),
+            "{}",
+            stderr(&out)
+        );
+    }
+    let page = dir.path().join("both.html");
+    expect_code(
+        &run(&[
+            "report",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--out",
+            page.to_str().unwrap(),
+        ]),
+        0,
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        !html.contains("<script") && !html.contains("src=") && !html.contains("<link"),
+        "self-contained"
+    );
+
+    let profile = dir.path().join("profile");
+    let browser = |extra: &[&str]| {
+        Command::new(chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+            ])
+            .args([
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .args(extra)
+            .arg(format!("file://{}", page.display()))
+            .output()
+            .unwrap()
+    };
+    let dom = browser(&["--dump-dom"]);
+    assert!(dom.status.success(), "{}", String::from_utf8_lossy(&dom.stderr));
+    let dom = String::from_utf8(dom.stdout).unwrap();
+    let charts: Vec<&str> = dom.split("<svg class=\"chart\"").skip(1).collect();
+    assert_eq!(charts.len(), 4, "the consistency section draws four charts");
+    for chart in &charts {
+        assert!(
+            chart.contains("class=\"axis x-axis\"") && chart.contains("class=\"axis y-axis\""),
+            "axes"
+        );
+        assert!(
+            chart.contains("class=\"label\"") && chart.contains("class=\"tick\""),
+            "axis labels and ticks"
+        );
+        assert_eq!(
+            chart.matches("<g class=\"series\"").count(),
+            2,
+            "both results are overlaid"
+        );
+        assert!(chart.contains("<circle class=\"point\""), "plotted points");
+    }
+    assert!(dom.contains("25% OP") && dom.contains("SNIA PTS steady state"));
+    let shot = dir.path().join("page.png");
+    let shot_run = browser(&[
+        &format!("--screenshot={}", shot.display()),
+        "--window-size=1280,2000",
+    ]);
+    assert!(shot_run.status.success());
+    let png = std::fs::read(&shot).expect("a screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "a real rendering, not a blank page"
+    );
+}
+
+/// #14 defect 3: any value in a result is drawn in bounded time and memory.
+#[test]
+fn the_report_draws_absurd_values_at_once() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("r");
+    expect_code(
+        &run(&[
+            "run",
+            "--target",
+            "null:64m",
+            "--runtime",
+            "2s",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]),
+        0,
+    );
+    let mut result = read_result(&out_dir);
+    // Every second at -1e20 IOPS: a flat series whose span the old tick generator could not step through.
+    for sample in result["phases"][0]["samples"].as_array_mut().unwrap() {
+        sample["iops"] = serde_json::json!(-1e20);
+        sample["latency_ns_p99"] = serde_json::json!(u64::MAX);
+    }
+    std::fs::write(out_dir.join("result.json"), result.to_string()).unwrap();
+    let started = std::time::Instant::now();
+    let page = dir.path().join("page.html");
+    // Under timeout(1): a hang fails the test instead of holding the suite.
+    let out = Command::new("timeout")
+        .args(["20", env!("CARGO_BIN_EXE_ssdlab"), "report"])
+        .args([out_dir.to_str().unwrap(), "--out", page.to_str().unwrap()])
+        .output()
+        .unwrap();
+    expect_code(&out, 0);
+    assert!(started.elapsed().as_secs() < 10);
+    assert!(std::fs::metadata(&page).unwrap().len() < 1 << 20);
+}
