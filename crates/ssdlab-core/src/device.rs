@@ -130,6 +130,30 @@ impl DeviceError {
 
 pub type DeviceResult<T> = Result<T, DeviceError>;
 
+impl Io {
+    /// The checks every device makes before accepting an operation into a free slot: it lies within the
+    /// device, and a transfer fits the slot's buffer.
+    pub fn check_bounds(&self, capacity_bytes: u64, buffer_bytes: usize) -> DeviceResult<()> {
+        if self
+            .offset
+            .checked_add(self.len)
+            .is_none_or(|end| end > capacity_bytes)
+        {
+            return Err(DeviceError::Invalid(format!(
+                "I/O at {} + {} beyond the device",
+                self.offset, self.len
+            )));
+        }
+        if matches!(self.op, Op::Read | Op::Write) && self.len as usize > buffer_bytes {
+            return Err(DeviceError::Invalid(format!(
+                "a {}-byte transfer does not fit the {buffer_bytes}-byte slot buffer",
+                self.len
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// A block device in the io_uring shape. See the module documentation.
 pub trait Device {
     fn info(&self) -> &DeviceInfo;

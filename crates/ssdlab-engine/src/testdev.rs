@@ -72,22 +72,7 @@ impl Device for MemDevice {
             if slot >= self.buffers.len() || self.pending.iter().any(|c| c.slot == io.slot) {
                 return Err(DeviceError::Invalid(format!("slot {} is not free", io.slot)));
             }
-            if io
-                .offset
-                .checked_add(io.len)
-                .is_none_or(|end| end > self.info.capacity_bytes)
-            {
-                return Err(DeviceError::Invalid(format!(
-                    "I/O at {} + {} beyond the device",
-                    io.offset, io.len
-                )));
-            }
-            if matches!(io.op, Op::Read | Op::Write) && io.len as usize > self.buffers[slot].len() {
-                return Err(DeviceError::Invalid(format!(
-                    "a {}-byte transfer does not fit the slot buffer",
-                    io.len
-                )));
-            }
+            io.check_bounds(self.info.capacity_bytes, self.buffers[slot].len())?;
             let range = io.offset as usize..(io.offset + io.len) as usize;
             match io.op {
                 Op::Read => {

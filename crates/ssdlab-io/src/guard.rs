@@ -224,14 +224,7 @@ fn inspect(path: &Path, dev: (u32, u32), probe: &Probe<'_>) -> io::Result<Vec<Fi
         .map_err(|e| context(e, format_args!("cannot read {}", mountinfo_path.display())))?;
     let entries = parse_mountinfo(&mountinfo);
     for member in &members {
-        let mut points: Vec<&str> = Vec::new();
-        for entry in &entries {
-            if mount_is_on(entry, member.dev, probe.block_dev_of)
-                && !points.contains(&entry.mount_point.as_str())
-            {
-                points.push(&entry.mount_point);
-            }
-        }
+        let points = mount_points(&entries, &[member.dev], probe.block_dev_of);
         if !points.is_empty() {
             findings.push(Finding::in_use(format!(
                 "{} is mounted at {}",
@@ -243,16 +236,11 @@ fn inspect(path: &Path, dev: (u32, u32), probe: &Probe<'_>) -> io::Result<Vec<Fi
     // Another loop device over the same backing file reaches the same bytes at some offset: mounted through it,
     // the file system is in use just the same.
     for sibling in loop_siblings(probe.sys_root, &sysdir, dev)? {
-        let mut points: Vec<&str> = Vec::new();
-        for member in self::members(&sibling.sysdir, sibling.dev)? {
-            for entry in &entries {
-                if mount_is_on(entry, member.dev, probe.block_dev_of)
-                    && !points.contains(&entry.mount_point.as_str())
-                {
-                    points.push(&entry.mount_point);
-                }
-            }
-        }
+        let devs: Vec<(u32, u32)> = self::members(&sibling.sysdir, sibling.dev)?
+            .iter()
+            .map(|m| m.dev)
+            .collect();
+        let points = mount_points(&entries, &devs, probe.block_dev_of);
         if !points.is_empty() {
             findings.push(Finding::in_use(format!(
                 "{}, a loop device over the same file, is mounted at {}",
@@ -515,6 +503,23 @@ fn mount_is_on(entry: &MountEntry, dev: (u32, u32), block_dev_of: fn(&Path) -> O
     entry.dev.0 == 0
         && entry.source.starts_with("/dev/")
         && block_dev_of(Path::new(&entry.source)) == Some(dev)
+}
+
+/// Where any of `devs` is mounted, each mount point once.
+fn mount_points<'a>(
+    entries: &'a [MountEntry],
+    devs: &[(u32, u32)],
+    block_dev_of: fn(&Path) -> Option<(u32, u32)>,
+) -> Vec<&'a str> {
+    let mut points: Vec<&str> = Vec::new();
+    for entry in entries {
+        if devs.iter().any(|&dev| mount_is_on(entry, dev, block_dev_of))
+            && !points.contains(&entry.mount_point.as_str())
+        {
+            points.push(&entry.mount_point);
+        }
+    }
+    points
 }
 
 /// "/a", "/a, /b" or "/a, /b, /c and 2 more places".

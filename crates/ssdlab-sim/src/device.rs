@@ -529,23 +529,7 @@ impl Device for SimDevice {
             if slot >= self.slots.len() || self.slots[slot].is_some() {
                 return Err(DeviceError::Invalid(format!("slot {} is not free", io.slot)));
             }
-            if io
-                .offset
-                .checked_add(io.len)
-                .is_none_or(|end| end > self.info.capacity_bytes)
-            {
-                return Err(DeviceError::Invalid(format!(
-                    "I/O at {} + {} beyond the device",
-                    io.offset, io.len
-                )));
-            }
-            if matches!(io.op, Op::Read | Op::Write) && io.len as usize > self.buffers[slot].len() {
-                return Err(DeviceError::Invalid(format!(
-                    "a {}-byte transfer does not fit the {}-byte slot buffer",
-                    io.len,
-                    self.buffers[slot].len()
-                )));
-            }
+            io.check_bounds(self.info.capacity_bytes, self.buffers[slot].len())?;
             let t = self.now_ns;
             let (completed_ns, result) = match io.op {
                 Op::Write => (self.write(t, io.offset, io.len), io.len as i64),

@@ -490,12 +490,6 @@ pub fn refresh_file(
         if reread != want || checksum(&check[..want]) != sum {
             // Put the bytes back once more, through a window with every check of the first write: only if the
             // file is still exactly as our window left it (a change by anyone else since moved its times).
-            let chunk = Chunk {
-                index: index as u64,
-                offset,
-                data: &buf[..want],
-                sum,
-            };
             if after.same_as(&ours)
                 && write_in_window(
                     target,
