@@ -478,13 +478,22 @@ impl PinnedFile {
         Ok(true)
     }
 
-    /// Inside a window: whether anyone changed the file's attributes by path since the window opened or since
-    /// the last call. Our writes cause none (a file with setuid bits or capabilities is never written).
-    pub fn metadata_touched(&mut self) -> io::Result<bool> {
+    /// Inside a window: what changed since the window opened or since the last call (our own writes and time
+    /// restores included; the caller knows what it did).
+    pub fn path_changes(&mut self) -> io::Result<crate::watch::Changes> {
         match &self.watch {
             Some(watch) => watch.changed(),
-            None => Err(io::Error::other("metadata_touched outside a window")),
+            None => Err(io::Error::other("path_changes outside a window")),
         }
+    }
+
+    /// Inside a window: whether someone asked to open the file for writing (the lease is being broken to
+    /// F_UNLCK), or the lease is gone.
+    pub fn writer_waiting(&self) -> bool {
+        self.window.as_ref().is_none_or(|w| {
+            // SAFETY: plain integers on a descriptor we own.
+            unsafe { libc::fcntl(w.as_raw_fd(), libc::F_GETLEASE) == libc::F_UNLCK }
+        })
     }
 
     pub fn close_window(&mut self) {

@@ -9,7 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use super::file::{Facts, FileId, Opener, RefreshTarget, Time, Window};
+use super::file::{Facts, FileId, Opener, PathChanges, RefreshTarget, Time, Window};
 use super::journal::{Journal, JournalStore};
 use super::protocol::{FileOutcome, RefreshEnv, SettleOutcome, refresh_file, settle_all};
 
@@ -39,14 +39,23 @@ struct World {
     /// As above, but the modification time alone (the kernel reports it as a modification: no attribute event).
     mtime_only_touch: bool,
     open_during_write: bool,
+    /// Someone opens the file for reading during the next write (the lease breaks to a read lease).
+    read_during_write: bool,
+    /// Someone sets the modification time alone by path just before the next write.
+    mtime_set_before_write: bool,
     write_ns: i64,
+    /// How long the next time restore is delayed (the process stalled just before it).
+    stall_before_restore_ns: i64,
     /// Readers that open the file while a settle holds its lease, one per window.
     readers_during_settle: u32,
     /// The file system keeps whole seconds.
     whole_seconds: bool,
-    /// Inside the window in hand: the lease was broken; metadata was changed by path.
+    /// Inside the window in hand: the lease was broken (for a writer or for a reader); metadata or the
+    /// modification time alone was changed by path.
     lease_broken: bool,
+    writer_waiting: bool,
     touched: bool,
+    modified_by_path: bool,
 }
 
 type Shared = Rc<RefCell<World>>;
@@ -148,7 +157,7 @@ impl RefreshTarget for MemFile {
         }
         drop(w);
         let mut w = self.world.borrow_mut();
-        (w.lease_broken, w.touched) = (false, false);
+        (w.lease_broken, w.writer_waiting, w.touched, w.modified_by_path) = (false, false, false, false);
         self.in_window = true;
         Ok(Window::Open)
     }
@@ -157,14 +166,28 @@ impl RefreshTarget for MemFile {
     }
     fn lease_held(&mut self) -> io::Result<bool> {
         let mut w = self.world.borrow_mut();
+        if self.in_window && std::mem::take(&mut w.mtime_set_before_write) {
+            // Between the window's checks and the write: a time set by path breaks no lease.
+            w.facts.mtime = (1_650_000_000, 7);
+            w.facts.ctime = w.tick();
+            w.modified_by_path = true;
+        }
         if self.in_window && w.readers_during_settle > 0 {
             w.readers_during_settle -= 1;
             return Ok(false);
         }
         Ok(self.in_window && !w.lease_broken)
     }
-    fn metadata_touched(&mut self) -> io::Result<bool> {
-        Ok(std::mem::take(&mut self.world.borrow_mut().touched))
+    fn path_changes(&mut self) -> io::Result<PathChanges> {
+        let mut w = self.world.borrow_mut();
+        Ok(PathChanges {
+            attributes: std::mem::take(&mut w.touched),
+            modified: std::mem::take(&mut w.modified_by_path),
+        })
+    }
+    fn writer_waiting(&mut self) -> io::Result<bool> {
+        let w = self.world.borrow();
+        Ok(!self.in_window || w.writer_waiting)
     }
     fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let w = self.world.borrow();
@@ -204,6 +227,10 @@ impl RefreshTarget for MemFile {
         }
         if std::mem::take(&mut w.open_during_write) {
             w.lease_broken = true;
+            w.writer_waiting = true;
+        }
+        if std::mem::take(&mut w.read_during_write) {
+            w.lease_broken = true;
         }
         if torn { Err(crash_err()) } else { Ok(()) }
     }
@@ -216,6 +243,7 @@ impl RefreshTarget for MemFile {
     }
     fn set_mtime(&mut self, mtime: Time) -> io::Result<()> {
         let mut w = self.world.borrow_mut();
+        w.clock_ns += std::mem::take(&mut w.stall_before_restore_ns);
         if !w.step()? {
             return Err(crash_err());
         }
@@ -302,11 +330,16 @@ fn new_world(seed: u64) -> Shared {
         touch_during_write: false,
         mtime_only_touch: false,
         open_during_write: false,
+        read_during_write: false,
+        mtime_set_before_write: false,
         write_ns: 1_000,
+        stall_before_restore_ns: 0,
         readers_during_settle: 0,
         whole_seconds: false,
         lease_broken: false,
+        writer_waiting: false,
         touched: false,
+        modified_by_path: false,
     }))
 }
 
@@ -599,20 +632,41 @@ fn a_lease_broken_during_a_long_write_leaves_the_write_time_and_a_short_one_does
     }
     let outcome = one_run(&world).unwrap();
     assert!(
-        matches!(outcome, Some(FileOutcome::GaveWay { times_restored: false, ref reason, .. }) if reason.contains("lease-break")),
+        matches!(
+            outcome,
+            Some(FileOutcome::GaveWay {
+                times_restored: false,
+                ..
+            })
+        ),
         "{outcome:?}"
     );
     assert_ne!(world.borrow().facts.mtime, ORIGINAL_MTIME);
-    // Broken during a quick write: the opener is still blocked in its open, so the time goes back and the
-    // chunk is retried after letting it in.
+    // Broken for a reader during a quick write: the reader is still blocked in its open and will change
+    // nothing, so the time goes back.
     let world = new_world(6);
-    world.borrow_mut().open_during_write = true;
+    world.borrow_mut().read_during_write = true;
     let outcome = one_run(&world).unwrap();
     assert!(
         matches!(outcome, Some(FileOutcome::Refreshed { .. })),
         "{outcome:?}"
     );
     assert_eq!(world.borrow().facts.mtime, ORIGINAL_MTIME);
+    // Broken for a writer, however quick the write: a writer may set a time by path without waiting for its
+    // open (touch does), so the write's time is left.
+    let world = new_world(6);
+    world.borrow_mut().open_during_write = true;
+    let outcome = one_run(&world).unwrap();
+    assert!(
+        matches!(
+            outcome,
+            Some(FileOutcome::GaveWay {
+                times_restored: false,
+                ..
+            })
+        ),
+        "{outcome:?}"
+    );
 }
 
 /// Crashes the run between its first data write and the time restore after it.
@@ -687,4 +741,50 @@ fn a_file_written_a_moment_ago_is_left_alone() {
         "{outcome:?}"
     );
     assert_eq!(world.borrow().writes_checked, 0);
+}
+
+#[test]
+fn a_modification_time_set_alone_before_the_write_is_seen_and_kept() {
+    let world = new_world(9);
+    world.borrow_mut().mtime_set_before_write = true;
+    let outcome = one_run(&world).unwrap();
+    assert!(
+        matches!(outcome, Some(FileOutcome::GaveWay { .. })),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        world.borrow().facts.mtime,
+        (1_650_000_000, 7),
+        "their time stands"
+    );
+    assert_eq!(world.borrow().writes_checked, 0, "nothing was written after it");
+}
+
+#[test]
+fn a_stall_before_the_time_restore_marks_the_file_modified_and_never_repairs() {
+    // The restore comes later than half the lease-break time after the last look at the lease: a writer
+    // may be in, so the file must look changed.
+    let world = new_world(10);
+    {
+        let mut w = world.borrow_mut();
+        w.write_ns = 10 * SECOND;
+        w.stall_before_restore_ns = 20 * SECOND;
+    }
+    let outcome = one_run(&world).unwrap();
+    assert!(
+        matches!(
+            outcome,
+            Some(FileOutcome::GaveWay {
+                times_restored: false,
+                ..
+            })
+        ),
+        "{outcome:?}"
+    );
+    let w = world.borrow();
+    assert_ne!(
+        w.facts.mtime, ORIGINAL_MTIME,
+        "never the original time after a possible foreign write"
+    );
+    assert_eq!(w.writes_checked, 1, "no repair write");
 }

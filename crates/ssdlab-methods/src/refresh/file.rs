@@ -79,6 +79,15 @@ impl Facts {
     }
 }
 
+/// What changed by path in a window (see [`RefreshTarget::path_changes`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PathChanges {
+    /// Both times, mode, owner, links or extended attributes (or the watch can no longer vouch).
+    pub attributes: bool,
+    /// The data, or the modification time alone.
+    pub modified: bool,
+}
+
 /// The result of trying to open a window on a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Window {
@@ -111,10 +120,13 @@ pub trait RefreshTarget {
     fn close_window(&mut self);
     /// Inside a window: whether our lease still stands (false once anyone has asked for the file).
     fn lease_held(&mut self) -> io::Result<bool>;
-    /// Inside a window: whether anyone changed the file's metadata by path (times, mode, owner, links, extended
-    /// attributes: what needs no open and so breaks no lease) since the window opened or since the last call.
-    /// Our own writes do not count; a setuid bit our write cleared does.
-    fn metadata_touched(&mut self) -> io::Result<bool>;
+    /// Inside a window: what changed by path since the window opened or since the last call (what needs no
+    /// open and so breaks no lease). Our own writes and time restores show as `modified`; a setuid bit our write
+    /// cleared shows as `attributes`.
+    fn path_changes(&mut self) -> io::Result<PathChanges>;
+    /// Inside a window: whether someone asked to open the file for writing (or the lease is gone). A reader
+    /// waiting does not count.
+    fn writer_waiting(&mut self) -> io::Result<bool>;
     /// Reads from the medium (not the page cache) into `buf`; returns the bytes read.
     fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
     /// Inside a window: writes `buf` at `offset` (durable after [`RefreshTarget::sync`]).

@@ -12,13 +12,17 @@
 //! owner's: any write by anyone (including one between our read and the window) moves it, whatever the file
 //! system's timestamp granularity, and a run killed outside a window leaves nothing to repair.
 //!
-//! **After each write, before the time goes back**, the window checks again: the lease still stands, or was
-//! asked for less than half the lease-break time (`/proc/sys/fs/lease-break-time`, 45 s by default) ago, so the
-//! asker is still blocked in its open; no attribute changed by path (an inotify watch: a time, mode, owner, link
-//! or extended attribute set without opening the file breaks no lease); and the modification time is one our
-//! write can have set. Otherwise the write's time is left (the file looks changed, which it was) and the file is
-//! given up. Chunks are at most 16 MiB, so a write outlasts half the lease-break time only on a medium slower
-//! than about 0.7 MB/s.
+//! **Around each write.** The last look before the write reads the inotify watch: any attribute or modification
+//! event since the window opened is someone else's (a time set by path breaks no lease, and the kernel reports a
+//! modification time set alone as IN_MODIFY). After the write, before the time goes back: no attribute event, a
+//! modification time our write can have set, the same size, no writer waiting for the lease (a writer may set
+//! a time by path without waiting for its open), and less than half the lease-break time
+//! (`/proc/sys/fs/lease-break-time`, 45 s by default) since the last look at the lease, so anyone who asked
+//! since is still blocked in its open. Otherwise the write's time is left (the file looks changed, which it
+//! was) and the file given up. After the restore the same checks run once more; if they fail, a writer may have
+//! acted under the restored time, so the modification time is set to now, the file is given up and never
+//! rewritten again (no repair). Chunks are at most 16 MiB, so a write outlasts half the lease-break time only on
+//! a medium slower than about 0.7 MB/s.
 //!
 //! **The remaining windows.** (1) Between the last lease check and the write there is no system call but the
 //! write itself; should the process be stalled there for longer than the lease-break time while another process
@@ -282,12 +286,6 @@ fn write_in_window(
                 "its extents became shared (a snapshot or reflink)".into(),
             ));
         }
-        if target.metadata_touched()? {
-            journal.withdraw(id)?;
-            return Ok(WindowWrite::Refused(
-                "another process changed its times or attributes".into(),
-            ));
-        }
         if !target.lease_held()? {
             // Someone asked for the file: withdraw the announcement (durably, so a kill now cannot make a
             // resume take their write for ours), let them in, and come back for this chunk. Someone who keeps
@@ -305,6 +303,15 @@ fn write_in_window(
         if announced_at.is_some_and(|t| stale(t, env)) {
             continue;
         }
+        // The last look before the write: any change by path since the window opened is someone else's (a time
+        // set alone shows only as a modification).
+        let before_write = target.path_changes()?;
+        if before_write.attributes || before_write.modified {
+            journal.withdraw(id)?;
+            return Ok(WindowWrite::Refused(
+                "another process changed its times or attributes".into(),
+            ));
+        }
         // Pair assertion, first half: the bytes written are the bytes read from this offset.
         assert_eq!(
             checksum(chunk.data),
@@ -314,32 +321,57 @@ fn write_in_window(
         let checked_at = env.monotonic_ns();
         let wall_before = env.wall_ns();
         target.write_at(chunk.offset, chunk.data)?;
-        let writing_ns = env.monotonic_ns().saturating_sub(checked_at);
-        // An opener that asked during the write is still blocked in its open for a while after asking; one
-        // that asked more than half the lease-break time ago may already be in.
-        let undisturbed = target.lease_held()? || writing_ns < env.lease_break_ns() / 2;
+        // Until half the lease-break time after our last look at the lease, anyone who asked for the file since
+        // is still blocked in its open. Past that, someone may be in and have written.
+        let late =
+            |env: &dyn RefreshEnv| env.monotonic_ns().saturating_sub(checked_at) >= env.lease_break_ns() / 2;
         // A time set by path during the write (which breaks no lease) shows as a modification time our write
-        // cannot have set, or as an attribute change.
+        // cannot have set, or as an attribute change; someone waiting to write may set one (touch does) at any
+        // moment without waiting for its open.
         let written = target.facts()?;
-        let touched = target.metadata_touched()?
+        let touched = target.path_changes()?.attributes
             || !set_between(written.mtime, wall_before, env.wall_ns())
             || written.size_bytes != ours.size_bytes;
-        if !undisturbed || touched {
+        let writer = target.writer_waiting()?;
+        if touched || writer || late(env) {
             target.close_window();
             journal.done(id, chunk.index)?;
             return Ok(WindowWrite::Disturbed(if touched {
                 "another process changed its times or attributes while refresh wrote; they are left as they are"
                     .into()
+            } else if writer {
+                "another process asked to write it while refresh wrote; its times are left as the write set them"
+                    .into()
             } else {
                 format!(
                     "the write took {:.1} s, longer than half the lease-break time, so another process may have written meanwhile; its times are left as they are: check its content",
-                    writing_ns as f64 / 1e9
+                    env.monotonic_ns().saturating_sub(checked_at) as f64 / 1e9
                 )
             }));
         }
         // The original modification time goes back at once, inside the window: a later write by anyone moves
         // it again.
         target.set_mtime(original_mtime)?;
+        // Check once more after the restore: a stall before it may have let a writer in (its change would now
+        // sit under the original time), and a time set by path just before it was overwritten by it. Then the
+        // file must look changed: its modification time becomes now, and nothing is rewritten.
+        let restored = target.facts()?;
+        if restored.mtime != original_mtime {
+            target.close_window();
+            journal.done(id, chunk.index)?;
+            return Ok(WindowWrite::Disturbed(
+                "another process set its modification time right after refresh wrote; theirs stands".into(),
+            ));
+        }
+        if target.path_changes()?.attributes || target.writer_waiting()? || late(env) {
+            let now = env.wall_ns();
+            target.set_mtime((now.div_euclid(1_000_000_000), now.rem_euclid(1_000_000_000)))?;
+            target.close_window();
+            journal.done(id, chunk.index)?;
+            return Ok(WindowWrite::Disturbed(
+                "another process may have acted while refresh put the time back; the file is marked modified now: check its content".into(),
+            ));
+        }
         target.close_window();
         // The write is over: say so (a plain append, which a kill cannot lose), so that a later change by
         // someone else is never taken for this write by a resume.
@@ -625,7 +657,8 @@ pub fn settle_entry(
             journal.end(begin.id)?;
             return Ok(SettleOutcome::ChangedByOthers { path });
         }
-        if !under_lease.same_as(&judged) || target.metadata_touched()? || !target.lease_held()? {
+        let changes = target.path_changes()?;
+        if !under_lease.same_as(&judged) || changes.attributes || changes.modified || !target.lease_held()? {
             // A reader came, or someone changed the metadata only: not a reason to leave our time there. Let
             // them be and look again.
             target.close_window();

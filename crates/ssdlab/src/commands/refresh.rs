@@ -14,7 +14,7 @@ use ssdlab_core::device::TargetKind;
 use ssdlab_core::schema::{Analysis, RunResult};
 use ssdlab_core::units::{BinaryBytes, Rate, parse_duration_ns, parse_rate};
 use ssdlab_io::pinned::{FileFacts, Identity, PinnedFile, reopen_pinned};
-use ssdlab_methods::refresh::file::escape_path;
+use ssdlab_methods::refresh::file::{PathChanges, escape_path};
 use ssdlab_methods::refresh::pace::{BusyProbe, TokenBucket, pause_while_busy};
 use ssdlab_methods::refresh::select::{Found, select};
 use ssdlab_methods::refresh::{
@@ -108,8 +108,15 @@ impl RefreshTarget for Target {
     fn lease_held(&mut self) -> io::Result<bool> {
         Ok(self.inner.lease_held())
     }
-    fn metadata_touched(&mut self) -> io::Result<bool> {
-        self.inner.metadata_touched()
+    fn path_changes(&mut self) -> io::Result<PathChanges> {
+        let changes = self.inner.path_changes()?;
+        Ok(PathChanges {
+            attributes: changes.attributes,
+            modified: changes.modified,
+        })
+    }
+    fn writer_waiting(&mut self) -> io::Result<bool> {
+        Ok(self.inner.writer_waiting())
     }
     fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let started = Instant::now();
