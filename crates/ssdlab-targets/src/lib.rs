@@ -101,15 +101,12 @@ pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Resu
         _ => {}
     }
     let undo = FileSnapshot::take(spec);
-    let (exclusive, no_atime) = match options.access {
-        Access::ReadOnly => (false, true),
-        Access::Destructive { force, .. } => (!force, true),
-    };
     let request = OpenRequest {
         write: options.access.writes(),
         engine: options.engine,
-        exclusive,
-        no_atime,
+        // O_EXCL makes the kernel refuse a block device someone else claims; `force` opts out of it.
+        exclusive: matches!(options.access, Access::Destructive { force: false, .. }),
+        no_atime: true,
         allow_atime: options.allow_atime,
     };
     let device = match open_target(target, spec, request) {

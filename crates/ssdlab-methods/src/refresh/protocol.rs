@@ -207,6 +207,15 @@ struct Chunk<'a> {
     sum: u64,
 }
 
+/// What stays the same for every window of one file.
+struct FileInHand {
+    id: FileId,
+    /// The modification time every window puts back.
+    original_mtime: super::file::Time,
+    /// How often a chunk lost its lease to other openers so far.
+    lease_losses: u32,
+}
+
 /// How writing a chunk in a window ended.
 #[derive(Debug, PartialEq, Eq)]
 enum WindowWrite {
@@ -225,17 +234,16 @@ enum WindowWrite {
 /// the time goes back only if no one can have acted meanwhile: the lease still stands, or was asked for so
 /// recently that the asker is still blocked in its open (it gets in only after the lease-break time), and no
 /// one changed the metadata by path.
-#[allow(clippy::too_many_arguments)]
 fn write_in_window(
     target: &mut dyn RefreshTarget,
     journal: &mut Journal,
     env: &mut dyn RefreshEnv,
-    id: FileId,
+    file: &mut FileInHand,
     chunk: &Chunk<'_>,
     ours: &Facts,
-    original_mtime: super::file::Time,
-    lease_losses: &mut u32,
 ) -> Result<WindowWrite, RefreshError> {
+    let (id, original_mtime) = (file.id, file.original_mtime);
+    let lease_losses = &mut file.lease_losses;
     let stale = |announced_at: u64, env: &dyn RefreshEnv| {
         env.monotonic_ns().saturating_sub(announced_at) > (WRITE_WITHIN_NS / 2) as u64
     };
@@ -333,50 +341,40 @@ fn write_in_window(
             || !set_between(written.mtime, wall_before, env.wall_ns())
             || written.size_bytes != ours.size_bytes;
         let writer = target.writer_waiting()?;
-        if touched || writer || late(env) {
-            target.close_window();
-            journal.done(id, chunk.index)?;
-            return Ok(WindowWrite::Disturbed(if touched {
-                "another process changed its times or attributes while refresh wrote; they are left as they are"
-                    .into()
-            } else if writer {
-                "another process asked to write it while refresh wrote; its times are left as the write set them"
-                    .into()
-            } else {
-                format!(
-                    "the write took {:.1} s, longer than half the lease-break time, so another process may have written meanwhile; its times are left as they are: check its content",
-                    env.monotonic_ns().saturating_sub(checked_at) as f64 / 1e9
+        let disturbance = if touched {
+            Some("another process changed its times or attributes while refresh wrote; they are left as they are".into())
+        } else if writer {
+            Some("another process asked to write it while refresh wrote; its times are left as the write set them".into())
+        } else if late(env) {
+            Some(format!(
+                "the write took {:.1} s, longer than half the lease-break time, so another process may have written meanwhile; its times are left as they are: check its content",
+                env.monotonic_ns().saturating_sub(checked_at) as f64 / 1e9
+            ))
+        } else {
+            // The original modification time goes back at once, inside the window: a later write by anyone
+            // moves it again.
+            target.set_mtime(original_mtime)?;
+            // Check once more after the restore: a stall before it may have let a writer in (its change would
+            // now sit under the original time), and a time set by path just before it was overwritten by it.
+            // Then the file must look changed: its modification time becomes now, and nothing is rewritten.
+            if target.facts()?.mtime != original_mtime {
+                Some(
+                    "another process set its modification time right after refresh wrote; theirs stands"
+                        .into(),
                 )
-            }));
-        }
-        // The original modification time goes back at once, inside the window: a later write by anyone moves
-        // it again.
-        target.set_mtime(original_mtime)?;
-        // Check once more after the restore: a stall before it may have let a writer in (its change would now
-        // sit under the original time), and a time set by path just before it was overwritten by it. Then the
-        // file must look changed: its modification time becomes now, and nothing is rewritten.
-        let restored = target.facts()?;
-        if restored.mtime != original_mtime {
-            target.close_window();
-            journal.done(id, chunk.index)?;
-            return Ok(WindowWrite::Disturbed(
-                "another process set its modification time right after refresh wrote; theirs stands".into(),
-            ));
-        }
-        if target.path_changes()?.attributes || target.writer_waiting()? || late(env) {
-            let now = env.wall_ns();
-            target.set_mtime((now.div_euclid(1_000_000_000), now.rem_euclid(1_000_000_000)))?;
-            target.close_window();
-            journal.done(id, chunk.index)?;
-            return Ok(WindowWrite::Disturbed(
-                "another process may have acted while refresh put the time back; the file is marked modified now: check its content".into(),
-            ));
-        }
+            } else if target.path_changes()?.attributes || target.writer_waiting()? || late(env) {
+                let now = env.wall_ns();
+                target.set_mtime((now.div_euclid(1_000_000_000), now.rem_euclid(1_000_000_000)))?;
+                Some("another process may have acted while refresh put the time back; the file is marked modified now: check its content".into())
+            } else {
+                None
+            }
+        };
         target.close_window();
-        // The write is over: say so (a plain append, which a kill cannot lose), so that a later change by
-        // someone else is never taken for this write by a resume.
+        // The write is over, whatever else happened: say so (a plain append, which a kill cannot lose), so that
+        // a later change by someone else is never taken for this write by a resume.
         journal.done(id, chunk.index)?;
-        return Ok(WindowWrite::Written);
+        return Ok(disturbance.map_or(WindowWrite::Written, WindowWrite::Disturbed));
     }
 }
 
@@ -450,8 +448,11 @@ pub fn refresh_file(
     })?;
     // Only the modification time is put back: our reads use O_NOATIME and move no access time, and access
     // times moved by other readers meanwhile are theirs to keep.
-    let original_mtime = first.mtime;
-    let mut lease_losses = 0u32;
+    let mut file = FileInHand {
+        id,
+        original_mtime: first.mtime,
+        lease_losses: 0,
+    };
     // The file as our last window left it: its original times, our last change time. Anything else is someone
     // else's doing, and because the modification time is always the original one between windows, any write by
     // anyone moves it, however coarse the file system's clock.
@@ -494,16 +495,7 @@ pub fn refresh_file(
             data: &buf[..want],
             sum,
         };
-        match write_in_window(
-            target,
-            journal,
-            env,
-            id,
-            &chunk,
-            &ours,
-            original_mtime,
-            &mut lease_losses,
-        )? {
+        match write_in_window(target, journal, env, &mut file, &chunk, &ours)? {
             WindowWrite::Written => {}
             WindowWrite::Refused(reason) | WindowWrite::Disturbed(reason) => give_way!(reason),
         }
@@ -523,16 +515,7 @@ pub fn refresh_file(
             // Put the bytes back once more, through a window with every check of the first write: only if the
             // file is still exactly as our window left it (a change by anyone else since moved its times).
             if after.same_as(&ours)
-                && write_in_window(
-                    target,
-                    journal,
-                    env,
-                    id,
-                    &chunk,
-                    &ours,
-                    original_mtime,
-                    &mut lease_losses,
-                )? == WindowWrite::Written
+                && write_in_window(target, journal, env, &mut file, &chunk, &ours)? == WindowWrite::Written
             {
                 target.sync()?;
             }
