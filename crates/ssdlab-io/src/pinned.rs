@@ -488,11 +488,12 @@ impl PinnedFile {
     }
 
     /// Inside a window: whether someone asked to open the file for writing (the lease is being broken to
-    /// F_UNLCK), or the lease is gone.
+    /// F_UNLCK), or the lease is gone, or its state cannot be read (which must not pass for "nobody").
     pub fn writer_waiting(&self) -> bool {
         self.window.as_ref().is_none_or(|w| {
             // SAFETY: plain integers on a descriptor we own.
-            unsafe { libc::fcntl(w.as_raw_fd(), libc::F_GETLEASE) == libc::F_UNLCK }
+            let lease = unsafe { libc::fcntl(w.as_raw_fd(), libc::F_GETLEASE) };
+            lease != libc::F_WRLCK && lease != libc::F_RDLCK
         })
     }
 

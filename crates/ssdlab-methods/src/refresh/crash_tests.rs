@@ -788,3 +788,17 @@ fn a_stall_before_the_time_restore_marks_the_file_modified_and_never_repairs() {
     );
     assert_eq!(w.writes_checked, 1, "no repair write");
 }
+
+#[test]
+fn a_stall_before_the_settle_restores_marks_the_file_modified() {
+    let world = new_world(7);
+    crash_before_the_first_time_restore(&world);
+    // The settling run stalls just before it puts the time back: a writer may be in by then.
+    world.borrow_mut().stall_before_restore_ns = 30 * SECOND;
+    let outcome = one_run(&world).unwrap();
+    assert!(
+        matches!(outcome, Some(FileOutcome::Refused { .. })),
+        "a file just marked modified is fresh: {outcome:?}"
+    );
+    assert_ne!(world.borrow().facts.mtime, ORIGINAL_MTIME);
+}

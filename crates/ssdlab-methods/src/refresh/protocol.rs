@@ -24,9 +24,9 @@
 //! rewritten again (no repair). Chunks are at most 16 MiB, so a write outlasts half the lease-break time only on
 //! a medium slower than about 0.7 MB/s.
 //!
-//! **The remaining windows.** (1) Between the last lease check and the write there is no system call but the
-//! write itself; should the process be stalled there for longer than the lease-break time while another process
-//! opens and writes the file, the stale chunk would land over that write (the check after the write then sees
+//! **The remaining windows.** (1) Between the last lease check and the write there are only the inotify read and
+//! the checksum of the chunk in memory; should the process be stalled there for longer than the lease-break time
+//! while another process opens and writes the file, the stale chunk would land over that write (the check after the write then sees
 //! the lost lease and reports the file, but cannot undo it). (2) A kill between the `writing` record and the
 //! `done` record leaves a resume to judge a moved modification time: it is taken for ours, and the original put
 //! back, when the chunk holds the announced checksum and the time falls between the announcement and a second
@@ -294,6 +294,8 @@ fn write_in_window(
                 "its extents became shared (a snapshot or reflink)".into(),
             ));
         }
+        // Anyone who asks for the file after this look is blocked in its open for the lease-break time.
+        let checked_at = env.monotonic_ns();
         if !target.lease_held()? {
             // Someone asked for the file: withdraw the announcement (durably, so a kill now cannot make a
             // resume take their write for ours), let them in, and come back for this chunk. Someone who keeps
@@ -326,9 +328,10 @@ fn write_in_window(
             chunk.sum,
             "refresh would write bytes it did not read"
         );
-        let checked_at = env.monotonic_ns();
         let wall_before = env.wall_ns();
         target.write_at(chunk.offset, chunk.data)?;
+        // Our write's own modification event; anything reported after this is someone else's until our restore.
+        target.path_changes()?;
         // Until half the lease-break time after our last look at the lease, anyone who asked for the file since
         // is still blocked in its open. Past that, someone may be in and have written.
         let late =
@@ -337,7 +340,9 @@ fn write_in_window(
         // cannot have set, or as an attribute change; someone waiting to write may set one (touch does) at any
         // moment without waiting for its open.
         let written = target.facts()?;
-        let touched = target.path_changes()?.attributes
+        let after_write = target.path_changes()?;
+        let touched = after_write.attributes
+            || after_write.modified
             || !set_between(written.mtime, wall_before, env.wall_ns())
             || written.size_bytes != ours.size_bytes;
         let writer = target.writer_waiting()?;
@@ -641,6 +646,7 @@ pub fn settle_entry(
             return Ok(SettleOutcome::ChangedByOthers { path });
         }
         let changes = target.path_changes()?;
+        let checked_at = env.monotonic_ns();
         if !under_lease.same_as(&judged) || changes.attributes || changes.modified || !target.lease_held()? {
             // A reader came, or someone changed the metadata only: not a reason to leave our time there. Let
             // them be and look again.
@@ -650,9 +656,24 @@ pub fn settle_entry(
             continue;
         }
         target.set_mtime(begin.mtime)?;
+        // As after a write: if a writer may have come in before the restore, or someone set a time by path
+        // just before it, the file must look changed, not carry the original time.
+        let late = env.monotonic_ns().saturating_sub(checked_at) >= env.lease_break_ns() / 2;
+        let disturbed = target.facts()?.mtime != begin.mtime
+            || target.path_changes()?.attributes
+            || target.writer_waiting()?
+            || late;
+        if disturbed {
+            let now = env.wall_ns();
+            target.set_mtime((now.div_euclid(1_000_000_000), now.rem_euclid(1_000_000_000)))?;
+        }
         target.close_window();
         journal.end(begin.id)?;
-        return Ok(restored);
+        return Ok(if disturbed {
+            SettleOutcome::ChangedByOthers { path }
+        } else {
+            restored
+        });
     }
     Ok(SettleOutcome::Busy { path })
 }
