@@ -43,6 +43,15 @@ struct World {
     read_during_write: bool,
     /// Someone sets the modification time alone by path just before the next write.
     mtime_set_before_write: bool,
+    /// During the next write someone changes the mode (an attribute event, the access time unmoved); or sets
+    /// both times to now, as `touch` does (an attribute event that moves the access time).
+    chmod_during_write: bool,
+    touch_now_during_write: bool,
+    /// The next write fails with an I/O error after half of it landed.
+    write_fails: bool,
+    /// During the next sync someone changes a byte of the first chunk and sets the modification time back to
+    /// what it was (as `rsync -t` or `touch -r` would).
+    edit_and_restore_time_during_sync: bool,
     write_ns: i64,
     /// How long the next time restore is delayed (the process stalled just before it).
     stall_before_restore_ns: i64,
@@ -225,6 +234,20 @@ impl RefreshTarget for MemFile {
             w.facts.ctime = w.tick();
             w.touched = !w.mtime_only_touch;
         }
+        if std::mem::take(&mut w.chmod_during_write) {
+            w.facts.mode = 0o4750;
+            w.facts.ctime = w.tick();
+            w.touched = true;
+        }
+        if std::mem::take(&mut w.touch_now_during_write) {
+            let now = w.tick();
+            (w.facts.atime, w.facts.mtime, w.facts.ctime) = (now, now, now);
+            w.touched = true;
+        }
+        if std::mem::take(&mut w.write_fails) {
+            w.data[start..start + n / 2].copy_from_slice(&buf[..n / 2]);
+            return Err(io::Error::other("input/output error"));
+        }
         if std::mem::take(&mut w.open_during_write) {
             w.lease_broken = true;
             w.writer_waiting = true;
@@ -238,6 +261,12 @@ impl RefreshTarget for MemFile {
         let mut w = self.world.borrow_mut();
         if !w.step()? {
             return Err(crash_err());
+        }
+        if std::mem::take(&mut w.edit_and_restore_time_during_sync) {
+            let mtime = w.facts.mtime;
+            w.data[10] ^= 0xff;
+            w.facts.mtime = mtime;
+            w.facts.ctime = w.tick();
         }
         Ok(())
     }
@@ -332,6 +361,10 @@ fn new_world(seed: u64) -> Shared {
         open_during_write: false,
         read_during_write: false,
         mtime_set_before_write: false,
+        chmod_during_write: false,
+        touch_now_during_write: false,
+        write_fails: false,
+        edit_and_restore_time_during_sync: false,
         write_ns: 1_000,
         stall_before_restore_ns: 0,
         readers_during_settle: 0,
@@ -801,4 +834,105 @@ fn a_stall_before_the_settle_restores_marks_the_file_modified() {
         "a file just marked modified is fresh: {outcome:?}"
     );
     assert_ne!(world.borrow().facts.mtime, ORIGINAL_MTIME);
+}
+
+#[test]
+fn a_chmod_during_the_write_gets_the_original_time_back_and_a_touch_does_not() {
+    // A mode change alone leaves the data and its time alone: the original goes back, the file is given up
+    // with a word about bits a write clears.
+    let world = new_world(11);
+    world.borrow_mut().chmod_during_write = true;
+    let outcome = one_run(&world).unwrap();
+    match &outcome {
+        Some(FileOutcome::GaveWay {
+            times_restored: true,
+            reason,
+            ..
+        }) => assert!(reason.contains("setuid"), "{reason}"),
+        _ => panic!("{outcome:?}"),
+    }
+    let w = world.borrow();
+    assert_eq!((w.facts.mtime, w.facts.mode), (ORIGINAL_MTIME, 0o4750));
+    drop(w);
+    // Both times set to now during the write (touch): the time cannot be told from the write's own, and
+    // must not be replaced by the original.
+    let world = new_world(11);
+    world.borrow_mut().touch_now_during_write = true;
+    let outcome = one_run(&world).unwrap();
+    assert!(
+        matches!(
+            outcome,
+            Some(FileOutcome::GaveWay {
+                times_restored: false,
+                ..
+            })
+        ),
+        "{outcome:?}"
+    );
+    assert_ne!(world.borrow().facts.mtime, ORIGINAL_MTIME);
+}
+
+#[test]
+fn an_io_error_in_the_write_marks_the_file_modified_and_closes_the_write() {
+    let world = new_world(12);
+    world.borrow_mut().write_fails = true;
+    let started = world.borrow().clock_ns;
+    assert!(one_run(&world).is_err(), "the error is reported");
+    let mtime = world.borrow().facts.mtime;
+    assert!(
+        super::file::time_ns(mtime) >= started as i128,
+        "the file is marked modified now, not left with {mtime:?}"
+    );
+    // The write is closed in the journal: the next run does not take the time for its own and put the
+    // original back.
+    world.borrow_mut().clock_ns += 60 * SECOND;
+    let _ = one_run(&world).unwrap();
+    assert_ne!(world.borrow().facts.mtime, ORIGINAL_MTIME);
+}
+
+#[test]
+fn a_kill_after_the_file_is_marked_modified_is_not_undone_by_the_next_run() {
+    // The stall before the restore makes the run mark the file modified now; a kill right after (before the
+    // write's done record) must not let the next run take that time for the write's and restore the original.
+    let stalled = |world: &Shared| world.borrow_mut().stall_before_restore_ns = 30 * SECOND;
+    let world = new_world(13);
+    stalled(&world);
+    let _ = one_run(&world).unwrap();
+    assert_ne!(world.borrow().facts.mtime, ORIGINAL_MTIME);
+    let total = world.borrow().steps;
+    for crash_at in 1..=total {
+        let world = new_world(13);
+        stalled(&world);
+        world.borrow_mut().crash_at = Some(crash_at);
+        if one_run(&world).is_ok() {
+            continue;
+        }
+        reboot(&world);
+        let marked = world.borrow().facts.mtime != ORIGINAL_MTIME
+            && world.borrow().facts.mtime != world.borrow().facts.ctime;
+        let _ = one_run(&world).unwrap();
+        if marked {
+            assert_ne!(
+                world.borrow().facts.mtime,
+                ORIGINAL_MTIME,
+                "crash at {crash_at} of {total}: a time marked modified was taken for the write's"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_change_between_the_window_and_the_verify_is_seen_even_with_the_time_put_back() {
+    // Someone edits the chunk just written and sets the time back while refresh syncs: the verify read sees
+    // other bytes, and the change time shows the file is not as the window left it, so nothing is rewritten
+    // over the edit (the model panics on a stale write).
+    let world = new_world(14);
+    world.borrow_mut().edit_and_restore_time_during_sync = true;
+    let original = world.borrow().data[10];
+    let outcome = one_run(&world).unwrap();
+    assert!(
+        matches!(outcome, Some(FileOutcome::VerifyFailed { offset: 0, .. })),
+        "{outcome:?}"
+    );
+    assert_eq!(world.borrow().data[10], original ^ 0xff, "their edit stands");
 }

@@ -2,9 +2,11 @@
 //!
 //! One JSON line per step, durable before the step it announces: a `begin` record with the file's identity,
 //! name and original facts before its first write, a `writing` record with the chunk's offset, length and
-//! checksum (and the stamp the file had before it) before each write, and an `end` record when the file is
-//! finished or given up. A resume therefore knows, for the one write that may have been cut off, which bytes it
-//! wrote (the checksum) and when, and tells its own write from someone else's change.
+//! checksum (and the stamp the file had before it) before each write, a `restoring` record with the exact
+//! modification time the write set before the original goes back, a `done` record when the write is over (or
+//! `withdrawn` when it was never made), and an `end` record when the file is finished or given up. A resume
+//! therefore knows, for the one write that may have been cut off, which bytes it wrote (the checksum) and when,
+//! and tells its own write from someone else's change.
 //!
 //! The journal never decides anything about files; [`crate::refresh::protocol`] does. It must never lose a
 //! record of an unfinished file: unreadable lines are counted and skipped (a torn last line is normal after a
@@ -84,6 +86,13 @@ pub const WRITE_WITHIN_NS: i64 = 1_000_000_000;
 enum Record {
     Begin(Begin),
     Writing(Writing),
+    /// The announced write was made, judged undisturbed, and set the file's modification time to `written`;
+    /// the original time is about to go back. A resume that finds exactly `written` knows the time is ours.
+    Restoring {
+        id: FileId,
+        index: u64,
+        written: Time,
+    },
     /// The last announced write was not made (the lease was lost first): nothing is in flight.
     Withdrawn {
         id: FileId,
@@ -103,6 +112,9 @@ enum Record {
 pub struct Unfinished {
     pub begin: Begin,
     pub last: Option<Writing>,
+    /// The modification time the last announced write set, when it was made and its time was about to be put
+    /// back (a `restoring` record after the last `writing` one).
+    pub restoring: Option<Time>,
     /// Chunks known to be rewritten, in order: a resume with the same chunk size starts after them.
     pub chunks_done: u64,
 }
@@ -143,6 +155,7 @@ impl Journal {
                         Unfinished {
                             begin,
                             last: None,
+                            restoring: None,
                             chunks_done: 0,
                         },
                     );
@@ -150,17 +163,27 @@ impl Journal {
                 Record::Done { id, index } => {
                     if let Some(entry) = open.get_mut(&id) {
                         entry.last = None;
+                        entry.restoring = None;
                         entry.chunks_done = index + 1;
                     }
                 }
                 Record::Writing(w) => {
                     if let Some(entry) = open.get_mut(&w.id) {
                         entry.last = Some(w);
+                        entry.restoring = None;
+                    }
+                }
+                Record::Restoring { id, index, written } => {
+                    if let Some(entry) = open.get_mut(&id)
+                        && entry.last.is_some_and(|w| w.index == index)
+                    {
+                        entry.restoring = Some(written);
                     }
                 }
                 Record::Withdrawn { id } => {
                     if let Some(entry) = open.get_mut(&id) {
                         entry.last = None;
+                        entry.restoring = None;
                     }
                 }
                 Record::End { id } => {
@@ -194,6 +217,16 @@ impl Journal {
             }
             if let Some(w) = entry.last {
                 push_line(&mut out, &Record::Writing(w));
+                if let Some(written) = entry.restoring {
+                    push_line(
+                        &mut out,
+                        &Record::Restoring {
+                            id: w.id,
+                            index: w.index,
+                            written,
+                        },
+                    );
+                }
             }
         }
         self.store.replace(&out)?;
@@ -218,6 +251,7 @@ impl Journal {
             Unfinished {
                 begin,
                 last: None,
+                restoring: None,
                 chunks_done: 0,
             },
         );
@@ -232,6 +266,26 @@ impl Journal {
         self.append(&Record::Writing(w))?;
         if let Some(entry) = self.open.get_mut(&w.id) {
             entry.last = Some(w);
+            entry.restoring = None;
+        }
+        Ok(())
+    }
+
+    /// Records the modification time the announced write of chunk `index` set, just before the original goes
+    /// back. Not synced, as [`Journal::done`]: it must survive a kill.
+    pub fn restoring(&mut self, id: FileId, index: u64, written: Time) -> Result<(), JournalError> {
+        let entry = self.open.get_mut(&id);
+        assert!(
+            entry
+                .as_ref()
+                .is_some_and(|e| e.last.is_some_and(|w| w.index == index)),
+            "a time restore follows the announced write of the same chunk"
+        );
+        let mut line = Vec::new();
+        push_line(&mut line, &Record::Restoring { id, index, written });
+        self.store.append_unsynced(&line)?;
+        if let Some(entry) = self.open.get_mut(&id) {
+            entry.restoring = Some(written);
         }
         Ok(())
     }
@@ -240,6 +294,7 @@ impl Journal {
         self.append(&Record::Withdrawn { id })?;
         if let Some(entry) = self.open.get_mut(&id) {
             entry.last = None;
+            entry.restoring = None;
         }
         Ok(())
     }
@@ -252,6 +307,7 @@ impl Journal {
         self.store.append_unsynced(&line)?;
         if let Some(entry) = self.open.get_mut(&id) {
             entry.last = None;
+            entry.restoring = None;
             entry.chunks_done = index + 1;
         }
         Ok(())

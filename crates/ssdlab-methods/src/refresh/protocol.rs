@@ -14,37 +14,46 @@
 //!
 //! **Around each write.** The last look before the write reads the inotify watch: any attribute or modification
 //! event since the window opened is someone else's (a time set by path breaks no lease, and the kernel reports a
-//! modification time set alone as IN_MODIFY). After the write, before the time goes back: no attribute event, a
-//! modification time our write can have set, the same size, no writer waiting for the lease (a writer may set
+//! modification time set alone as IN_MODIFY). After the write, before the time goes back: no modification event
+//! and no attribute event that moved the access time, a modification time our write can have set, the same size, no writer waiting for the lease (a writer may set
 //! a time by path without waiting for its open), and less than half the lease-break time
 //! (`/proc/sys/fs/lease-break-time`, 45 s by default) since the last look at the lease, so anyone who asked
 //! since is still blocked in its open. Otherwise the write's time is left (the file looks changed, which it
-//! was) and the file given up. After the restore the same checks run once more; if they fail, a writer may have
-//! acted under the restored time, so the modification time is set to now, the file is given up and never
-//! rewritten again (no repair). Chunks are at most 16 MiB, so a write outlasts half the lease-break time only on
+//! was) and the file given up. A change of mode, owner or extended attributes alone (an attribute event with
+//! the access time unmoved) leaves the data and its time alone: the original time goes back, and the file is
+//! given up. The journal records the write's exact time (`restoring`) before the original goes back. After
+//! the restore the same checks run once more; if they fail, a writer may have acted under the restored time, so
+//! the modification time is set to now, the file is given up and never rewritten again (no repair). An I/O
+//! error anywhere after the window opened also marks the file modified now before it is reported. Chunks are at most 16 MiB, so a write outlasts half the lease-break time only on
 //! a medium slower than about 0.7 MB/s.
 //!
-//! **The remaining windows.** (1) Between the last lease check and the write there are only the inotify read and
-//! the checksum of the chunk in memory; should the process be stalled there for longer than the lease-break time
-//! while another process opens and writes the file, the stale chunk would land over that write (the check after the write then sees
-//! the lost lease and reports the file, but cannot undo it). (2) A kill between the `writing` record and the
-//! `done` record leaves a resume to judge a moved modification time: it is taken for ours, and the original put
-//! back, when the chunk holds the announced checksum and the time falls between the announcement and a second
-//! after it, so any write by anyone elsewhere in the file in that second (a writer blocked on our lease, or one
-//! that came after the kill) would have its time replaced. After a power failure the restored time may not be
-//! durable (fdatasync does not commit it), and a chunk torn by the power loss is reported, not repaired (no copy
-//! is kept). (3) A modification time set by path to "now" (`touch -m` without a date) during the write cannot be
-//! told from our write's own, and is replaced by the original. A capability set by path between the last check
-//! and the write is stripped by the kernel; the watch sees it and the file is given up, but the capability is
-//! gone. (4) An opener that uses O_NONBLOCK (GNU tar) and lands inside a window gets EAGAIN, and an exec that
-//! lands there gets ETXTBSY; a window is one write of at most 16 MiB, so that is rare, not impossible.
+//! **The remaining windows.** (1) Between the last lease check and the write there are only the inotify read
+//! and the checksum of the chunk in memory; should the process be stalled there for longer than the lease-break
+//! time while another process opens and writes the file, the stale chunk would land over that write (the check
+//! after the write then sees the lost lease and reports the file, but cannot undo it). (2) A kill between the
+//! write and its `restoring` record (a few system calls) leaves a resume to judge a moved modification time by
+//! time alone: it is taken for ours, and the original put back, when the chunk holds the announced checksum and
+//! the time falls between the announcement and a second after it, so a write elsewhere in the file in that
+//! second by a writer that was blocked on our lease would have its time replaced. After the `restoring` record
+//! a resume knows the write's exact time. A kill after the restore and before the checks that follow it leaves
+//! the original time, so a writer let in by a stall of half the lease-break time just before the restore would
+//! go unreported. After a power failure the restored time may not be durable (fdatasync does not commit it), and
+//! a chunk torn by the power loss is reported, not repaired (no copy is kept). (3) A modification time set by
+//! path in the microseconds between the check after the write and the restore is replaced by the original (our
+//! own restore raises the same event, so it is not seen). A setuid/setgid bit (for a refresh not run as root) or
+//! a capability set by path between the last check and the write is cleared by the kernel's write: the watch
+//! sees the attribute change and the file is given up with a message that says so, but the bit is gone.
+//! (4) An opener that uses O_NONBLOCK (GNU tar) and lands inside a window gets EAGAIN, and an exec that lands
+//! there gets ETXTBSY; a window is one write of at most 16 MiB, so that is rare, not impossible.
 
 //! This module never opens files or reads the clock itself: everything goes through [`RefreshTarget`],
 //! [`Opener`], [`Journal`] and [`RefreshEnv`].
 
 use std::io;
 
-use super::file::{Facts, FileId, Opener, PathBytes, RefreshTarget, Window, from_hex, time_ns, to_hex};
+use super::file::{
+    Facts, FileId, Opener, PathBytes, PathChanges, RefreshTarget, Window, from_hex, time_ns, to_hex,
+};
 use super::journal::{Begin, Journal, JournalError, Unfinished, WRITE_WITHIN_NS, Writing};
 
 /// A fast 64-bit checksum of a buffer: four independent multiply-mix lanes over 32-byte blocks (so the CPU can
@@ -217,10 +226,11 @@ struct FileInHand {
 }
 
 /// How writing a chunk in a window ended.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 enum WindowWrite {
-    /// Written, the original modification time back, the write closed in the journal.
-    Written,
+    /// Written, the original modification time back, the write closed in the journal: the file as the
+    /// window left it.
+    Written(Facts),
     /// Nothing was written: the file is given up for this reason.
     Refused(String),
     /// Written, but someone else acted while we wrote, so the modification time is left as the write set it
@@ -242,7 +252,7 @@ fn write_in_window(
     chunk: &Chunk<'_>,
     ours: &Facts,
 ) -> Result<WindowWrite, RefreshError> {
-    let (id, original_mtime) = (file.id, file.original_mtime);
+    let id = file.id;
     let lease_losses = &mut file.lease_losses;
     let stale = |announced_at: u64, env: &dyn RefreshEnv| {
         env.monotonic_ns().saturating_sub(announced_at) > (WRITE_WITHIN_NS / 2) as u64
@@ -328,59 +338,105 @@ fn write_in_window(
             chunk.sum,
             "refresh would write bytes it did not read"
         );
-        let wall_before = env.wall_ns();
-        target.write_at(chunk.offset, chunk.data)?;
-        // Our write's own modification event; anything reported after this is someone else's until our restore.
-        target.path_changes()?;
-        // Until half the lease-break time after our last look at the lease, anyone who asked for the file since
-        // is still blocked in its open. Past that, someone may be in and have written.
-        let late =
-            |env: &dyn RefreshEnv| env.monotonic_ns().saturating_sub(checked_at) >= env.lease_break_ns() / 2;
-        // A time set by path during the write (which breaks no lease) shows as a modification time our write
-        // cannot have set, or as an attribute change; someone waiting to write may set one (touch does) at any
-        // moment without waiting for its open.
-        let written = target.facts()?;
-        let after_write = target.path_changes()?;
-        let touched = after_write.attributes
-            || after_write.modified
-            || !set_between(written.mtime, wall_before, env.wall_ns())
-            || written.size_bytes != ours.size_bytes;
-        let writer = target.writer_waiting()?;
-        let disturbance = if touched {
-            Some("another process changed its times or attributes while refresh wrote; they are left as they are".into())
-        } else if writer {
-            Some("another process asked to write it while refresh wrote; its times are left as the write set them".into())
-        } else if late(env) {
-            Some(format!(
-                "the write took {:.1} s, longer than half the lease-break time, so another process may have written meanwhile; its times are left as they are: check its content",
-                env.monotonic_ns().saturating_sub(checked_at) as f64 / 1e9
-            ))
-        } else {
-            // The original modification time goes back at once, inside the window: a later write by anyone
-            // moves it again.
-            target.set_mtime(original_mtime)?;
-            // Check once more after the restore: a stall before it may have let a writer in (its change would
-            // now sit under the original time), and a time set by path just before it was overwritten by it.
-            // Then the file must look changed: its modification time becomes now, and nothing is rewritten.
-            if target.facts()?.mtime != original_mtime {
-                Some(
-                    "another process set its modification time right after refresh wrote; theirs stands"
-                        .into(),
-                )
-            } else if target.path_changes()?.attributes || target.writer_waiting()? || late(env) {
-                let now = env.wall_ns();
-                target.set_mtime((now.div_euclid(1_000_000_000), now.rem_euclid(1_000_000_000)))?;
-                Some("another process may have acted while refresh put the time back; the file is marked modified now: check its content".into())
-            } else {
-                None
-            }
-        };
+        let outcome = write_and_restore(target, journal, env, file, chunk, &now, checked_at);
+        if outcome.is_err() {
+            // The write may have landed and moved the time, and what the time is now is not known: the file is
+            // marked modified now (never left with a time a resume could take for the write's and put the
+            // original back over), and the write closed in the journal, before the error goes up.
+            let now = env.wall_ns();
+            let _ = target.set_mtime(split_ns(now));
+            let _ = journal.done(id, chunk.index);
+        }
         target.close_window();
-        // The write is over, whatever else happened: say so (a plain append, which a kill cannot lose), so that
-        // a later change by someone else is never taken for this write by a resume.
-        journal.done(id, chunk.index)?;
-        return Ok(disturbance.map_or(WindowWrite::Written, WindowWrite::Disturbed));
+        return outcome;
     }
+}
+
+fn split_ns(ns: i64) -> super::file::Time {
+    (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000))
+}
+
+/// Writes the chunk inside the window and decides what the modification time becomes, with every check of
+/// the module doc: the original goes back only if no one can have acted meanwhile, and the journal says so
+/// (`restoring`, with the write's own time) before it does. Ends with the write's `done` record, which comes
+/// before anything else when the write's time is left, so a kill cannot make a resume put the original back.
+/// `at_window` is the file as the window's first check saw it.
+fn write_and_restore(
+    target: &mut dyn RefreshTarget,
+    journal: &mut Journal,
+    env: &mut dyn RefreshEnv,
+    file: &FileInHand,
+    chunk: &Chunk<'_>,
+    at_window: &Facts,
+    checked_at: u64,
+) -> Result<WindowWrite, RefreshError> {
+    let (id, original_mtime) = (file.id, file.original_mtime);
+    let wall_before = env.wall_ns();
+    target.write_at(chunk.offset, chunk.data)?;
+    // Our write's own modification event cannot be told from a modification time set alone during the write
+    // (that one is judged by its value below); attribute events during the write are someone else's.
+    let during_write = target.path_changes()?;
+    // Until half the lease-break time after our last look at the lease, anyone who asked for the file since
+    // is still blocked in its open. Past that, someone may be in and have written.
+    let late =
+        |env: &dyn RefreshEnv| env.monotonic_ns().saturating_sub(checked_at) >= env.lease_break_ns() / 2;
+    // A time set by path during the write (which breaks no lease) shows as a modification time our write
+    // cannot have set, or as a modification event (the modification time set alone), or as an attribute
+    // event with a moved access time (both times set, as touch does); someone waiting to write may set one at
+    // any moment without waiting for its open. An attribute event with the access time where it was is a
+    // change of mode, owner or extended attributes, which leaves the data and its time alone.
+    let written = target.facts()?;
+    let after_write = target.path_changes()?;
+    let after_write = PathChanges {
+        attributes: during_write.attributes || after_write.attributes,
+        modified: after_write.modified,
+    };
+    let times_touched = after_write.modified
+        || (after_write.attributes && written.atime != at_window.atime)
+        || !set_between(written.mtime, wall_before, env.wall_ns())
+        || written.size_bytes != at_window.size_bytes;
+    let left = if times_touched {
+        Some(
+            "another process changed its times or size while refresh wrote; they are left as they are".into(),
+        )
+    } else if target.writer_waiting()? {
+        Some(
+            "another process asked to write it while refresh wrote; its times are left as the write set them"
+                .into(),
+        )
+    } else if late(env) {
+        Some(format!(
+            "the write took {:.1} s, longer than half the lease-break time, so another process may have written meanwhile; its times are left as they are: check its content",
+            env.monotonic_ns().saturating_sub(checked_at) as f64 / 1e9
+        ))
+    } else {
+        None
+    };
+    if let Some(reason) = left {
+        journal.done(id, chunk.index)?;
+        return Ok(WindowWrite::Disturbed(reason));
+    }
+    // The original modification time goes back at once, inside the window: a later write by anyone moves it
+    // again. The journal first records the time our write set, so a resume after a kill here recognises it
+    // exactly rather than by a window of time.
+    journal.restoring(id, chunk.index, written.mtime)?;
+    target.set_mtime(original_mtime)?;
+    // Check once more after the restore: a stall before it may have let a writer in (its change would now sit
+    // under the original time), and a time set by path just before it was overwritten by it. Then the file
+    // must look changed: its modification time becomes now, and nothing is rewritten.
+    let restored = target.facts()?;
+    let disturbance = if restored.mtime != original_mtime {
+        Some("another process set its modification time right after refresh wrote; theirs stands".into())
+    } else if target.path_changes()?.attributes || target.writer_waiting()? || late(env) {
+        target.set_mtime(split_ns(env.wall_ns()))?;
+        Some("another process may have acted while refresh put the time back; the file is marked modified now: check its content".into())
+    } else if after_write.attributes {
+        Some("another process changed its mode, owner or extended attributes while refresh wrote; its modification time is put back (a setuid/setgid bit or file capability set at that very moment would have been cleared by the write: check them)".into())
+    } else {
+        None
+    };
+    journal.done(id, chunk.index)?;
+    Ok(disturbance.map_or(WindowWrite::Written(restored), WindowWrite::Disturbed))
 }
 
 /// Refreshes one file in chunks of at most `chunk_bytes` (a multiple of the direct-I/O alignment) that never
@@ -500,27 +556,24 @@ pub fn refresh_file(
             data: &buf[..want],
             sum,
         };
-        match write_in_window(target, journal, env, &mut file, &chunk, &ours)? {
-            WindowWrite::Written => {}
+        let left = match write_in_window(target, journal, env, &mut file, &chunk, &ours)? {
+            WindowWrite::Written(left) => left,
             WindowWrite::Refused(reason) | WindowWrite::Disturbed(reason) => give_way!(reason),
-        }
+        };
+        // The file as our window left it, change time included: any change by anyone from here on (a write, a
+        // chmod, a time set by path, even one that restores our time) shows against it.
+        ours = left;
         target.sync()?;
         check.resize(want, 0);
         let reread = target.read_from_media(offset, &mut check[..want])?;
         let after = target.facts()?;
-        // Our write and time restore move only the change time; anything else is someone else's change made
-        // by path (chmod, chown, rename, link, setxattr) or a privilege bit come or gone.
-        let expected = Facts {
-            ctime: after.ctime,
-            ..ours
-        };
-        ours = expected;
         // Pair assertion, second half: what is on the medium now is what was read before the write.
         if reread != want || checksum(&check[..want]) != sum {
             // Put the bytes back once more, through a window with every check of the first write: only if the
-            // file is still exactly as our window left it (a change by anyone else since moved its times).
+            // file is still exactly as our window left it.
             if after.same_as(&ours)
-                && write_in_window(target, journal, env, &mut file, &chunk, &ours)? == WindowWrite::Written
+                && let WindowWrite::Written(_) =
+                    write_in_window(target, journal, env, &mut file, &chunk, &ours)?
             {
                 target.sync()?;
             }
@@ -530,11 +583,11 @@ pub fn refresh_file(
                 times_restored,
             });
         }
-        if after.privileged != expected.privileged {
+        if after.privileged != ours.privileged {
             give_way!("a setuid/setgid bit or file capability came or went during the write");
         }
-        if !after.same_as(&expected) {
-            give_way!(describe_change(&expected, &after));
+        if !after.same_as(&ours) {
+            give_way!(describe_change(&ours, &after));
         }
         refreshed_bytes += len;
         index += 1;
@@ -621,12 +674,17 @@ pub fn settle_entry(
         return Ok(SettleOutcome::ChangedByOthers { path });
     };
     // The kill came between a write and the time restore after it: the modification time is that write's. It
-    // is ours if the chunk holds what we wrote and the time falls where our write put it. The chunk is read and
-    // judged without a lease (a reader is not disturbed), then the lease is taken only to check that nothing
-    // moved since and to put the time back.
+    // is ours if the chunk holds what we wrote and the time is the one the `restoring` record names, or, when
+    // the kill came before that record (within a few system calls of the write), falls where our write put it.
+    // The chunk is read and judged without a lease (a reader is not disturbed), then the lease is taken only to
+    // check that nothing moved since and to put the time back.
     let mut chunk = vec![0u8; w.len as usize];
+    let our_time = match entry.restoring {
+        Some(written) => now.mtime == written,
+        None => written_when_announced(now.mtime, &w),
+    };
     let ours = now.size_bytes == w.before.size_bytes
-        && written_when_announced(now.mtime, &w)
+        && our_time
         && target.read_from_media(w.offset, &mut chunk)? == chunk.len()
         && checksum(&chunk) == w.sum;
     if !ours {
