@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # fio: the engine's peer; e2fsprogs/util-linux/mount: file systems and loop devices; chromium: the report in a real
-# browser; btrfs-progs: reflinks and snapshots; attr: xattrs in the refresh tests.
-packages=(fio e2fsprogs util-linux mount chromium btrfs-progs attr)
+# browser; btrfs-progs: reflinks and snapshots; xfsprogs: a file system that reports its device number as its
+# id; attr: xattrs in the refresh tests.
+packages=(fio e2fsprogs util-linux mount chromium btrfs-progs xfsprogs attr)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

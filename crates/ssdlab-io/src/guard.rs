@@ -462,6 +462,7 @@ fn read_trimmed(path: &Path) -> Option<String> {
 
 /// One line of /proc/self/mountinfo, the parts the guard uses.
 struct MountEntry {
+    mount_id: u64,
     dev: (u32, u32),
     mount_point: String,
     source: String,
@@ -476,6 +477,7 @@ fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
     text.lines()
         .filter_map(|line| {
             let fields: Vec<&str> = line.split(' ').collect();
+            let mount_id = fields.first()?.parse().ok()?;
             let dev = parse_dev(fields.get(2)?)?;
             let mount_point = unescape_octal(fields.get(4)?);
             let separator = 6 + fields.get(6..)?.iter().position(|f| *f == "-")?;
@@ -484,12 +486,21 @@ fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
                 .map(|s| unescape_octal(s))
                 .unwrap_or_default();
             Some(MountEntry {
+                mount_id,
                 dev,
                 mount_point,
                 source,
             })
         })
         .collect()
+}
+
+/// Where the mount with this id (statx's `stx_mnt_id`) is mounted, from mountinfo's text.
+pub(crate) fn mount_point_of(mountinfo: &str, mount_id: u64) -> Option<String> {
+    parse_mountinfo(mountinfo)
+        .into_iter()
+        .find(|e| e.mount_id == mount_id)
+        .map(|e| e.mount_point)
 }
 
 /// Whether a mount is of the device `dev`.
@@ -553,7 +564,7 @@ fn unescape_octal(s: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        // Written without let-chains: the workspace's minimum Rust is 1.85.
+        // A match on the escape, then the byte: octal digits that overflow a byte are left as they are.
         let escaped = match bytes.get(i + 1..i + 4) {
             Some(digits) if bytes[i] == b'\\' && digits.iter().all(|d| (b'0'..=b'7').contains(d)) => {
                 u8::try_from(digits.iter().fold(0u32, |acc, d| acc * 8 + u32::from(d - b'0'))).ok()
@@ -853,6 +864,8 @@ garbage line
             ]
         );
         assert!(mounts_of(MOUNTINFO, &[(7, 4)]).is_empty());
+        assert_eq!(mount_point_of(MOUNTINFO, 36).as_deref(), Some("/mnt/my data"));
+        assert_eq!(mount_point_of(MOUNTINFO, 99), None);
         let entries = parse_mountinfo(MOUNTINFO);
         assert_eq!(entries.len(), 5);
         assert_eq!(entries[1].source, "/dev/loop3");

@@ -43,11 +43,40 @@ pub struct FileFacts {
 }
 
 /// Reboot-proof identity: file system id, inode, birth time.
+///
+/// The file system id is statfs's `f_fsid` where the file system derives it from its UUID (ext4, btrfs, and
+/// most others). XFS and f2fs report their device number there, which changes when a loop device or a disk is
+/// renumbered: for them the id is folded from the UUID (`FS_IOC_GETFSUUID` on the mount's root), and the
+/// device-number id is kept as `fs_by_device` so journal entries written before it still match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Identity {
     pub fs: u64,
     pub ino: u64,
     pub birth: Option<Time>,
+    /// The device-number id this file system had before UUIDs were used, where it differs from `fs`.
+    pub fs_by_device: Option<u64>,
+}
+
+impl Identity {
+    /// An identity as the journal stored it (only the primary file system id).
+    pub fn journalled(fs: u64, ino: u64, birth: Option<Time>) -> Self {
+        Identity {
+            fs,
+            ino,
+            birth,
+            fs_by_device: None,
+        }
+    }
+
+    /// Whether a file system with this identity is the one `journalled` names.
+    pub fn same_fs_as(&self, journalled: &Identity) -> bool {
+        self.fs == journalled.fs || self.fs_by_device == Some(journalled.fs)
+    }
+
+    /// Whether this is the file `journalled` names.
+    pub fn is(&self, journalled: &Identity) -> bool {
+        self.same_fs_as(journalled) && self.ino == journalled.ino && self.birth == journalled.birth
+    }
 }
 
 const OVERLAYFS_SUPER_MAGIC: i64 = 0x794c_7630;
@@ -59,6 +88,7 @@ const XFS_SUPER_MAGIC: i64 = 0x5846_5342;
 const BCACHEFS_SUPER_MAGIC: i64 = 0xca45_1a4e;
 const ZFS_SUPER_MAGIC: i64 = 0x2fc1_2fc1;
 const FS_IOC_GETVERSION: libc::c_ulong = 0x8008_7601; // _IOR('v', 1, long)
+const FS_IOC_GETFSUUID: libc::c_ulong = 0x8011_1500; // _IOR(0x15, 0, struct fsuuid2)
 const FS_IMMUTABLE_FL: libc::c_long = 0x10;
 const FS_APPEND_FL: libc::c_long = 0x20;
 
@@ -94,7 +124,7 @@ fn statx_fd(fd: libc::c_int) -> io::Result<libc::statx> {
             fd,
             c"".as_ptr(),
             libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
-            libc::STATX_BASIC_STATS | libc::STATX_BTIME,
+            libc::STATX_BASIC_STATS | libc::STATX_BTIME | libc::STATX_MNT_ID,
             &mut sx,
         )
     };
@@ -116,11 +146,86 @@ fn dev_of(sx: &libc::statx) -> u64 {
 pub fn identity_of(fd: libc::c_int) -> io::Result<Identity> {
     let sx = statx_fd(fd)?;
     let (_, fsid) = statfs(fd)?;
+    let by_device = if fsid != 0 { fsid } else { dev_of(&sx) };
+    // The kernel's new_encode_dev(): what XFS and f2fs put in f_fsid.
+    let (major, minor) = (sx.stx_dev_major as u64, sx.stx_dev_minor as u64);
+    let encoded_dev = (minor & 0xff) | (major << 8) | ((minor & !0xff) << 12);
+    let from_uuid = if fsid == 0 || fsid == encoded_dev {
+        fs_uuid(&sx).map(|uuid| fold_uuid(&uuid))
+    } else {
+        None
+    };
     Ok(Identity {
-        fs: if fsid != 0 { fsid } else { dev_of(&sx) },
+        fs: from_uuid.unwrap_or(by_device),
         ino: sx.stx_ino,
         birth: birth_of(&sx),
+        fs_by_device: from_uuid.map(|_| by_device),
     })
+}
+
+/// A UUID as one u64 (the halves XORed, as ext4 derives its f_fsid), with the top bit set so it never equals
+/// a device-number id.
+fn fold_uuid(uuid: &[u8]) -> u64 {
+    let mut bytes = [0u8; 16];
+    bytes[..uuid.len().min(16)].copy_from_slice(&uuid[..uuid.len().min(16)]);
+    let halves = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"))
+        ^ u64::from_le_bytes(bytes[8..].try_into().expect("8 bytes"));
+    halves | 1 << 63
+}
+
+/// The UUID of the file system a file is on, from `FS_IOC_GETFSUUID` on its mount's root directory (found by
+/// mount id in /proc/self/mountinfo, checked to be on the same device). `None` where the kernel or the file
+/// system gives none, or the mount's root is out of reach (shadowed by another mount). Cached per device and
+/// mount, so a walk over many files reads mountinfo once per file system.
+fn fs_uuid(sx: &libc::statx) -> Option<Vec<u8>> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    /// UUIDs by (device, mount id); `None` where there is none.
+    type Uuids = HashMap<(u64, u64), Option<Vec<u8>>>;
+    static CACHE: Mutex<Option<Uuids>> = Mutex::new(None);
+    let key = (dev_of(sx), sx.stx_mnt_id);
+    if sx.stx_mask & libc::STATX_MNT_ID == 0 {
+        return None;
+    }
+    let mut cache = CACHE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    cache
+        .get_or_insert_with(HashMap::new)
+        .entry(key)
+        .or_insert_with(|| read_fs_uuid(sx.stx_mnt_id, key.0))
+        .clone()
+}
+
+fn read_fs_uuid(mnt_id: u64, dev: u64) -> Option<Vec<u8>> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount_point = crate::guard::mount_point_of(&mountinfo, mnt_id)?;
+    let c = CString::new(mount_point).ok()?;
+    // SAFETY: NUL-terminated path; a new descriptor or -1.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    let root = unsafe { File::from_raw_fd(fd) };
+    let on_it = statx_fd(root.as_raw_fd()).ok()?;
+    if dev_of(&on_it) != dev {
+        return None;
+    }
+    #[repr(C)]
+    struct FsUuid2 {
+        len: u8,
+        uuid: [u8; 16],
+    }
+    let mut out = FsUuid2 {
+        len: 0,
+        uuid: [0; 16],
+    };
+    // SAFETY: FS_IOC_GETFSUUID writes one struct fsuuid2 (17 bytes, laid out as FsUuid2) through the pointer,
+    // which points to a live local.
+    if unsafe { libc::ioctl(root.as_raw_fd(), FS_IOC_GETFSUUID, &mut out) } != 0 {
+        return None;
+    }
+    let len = (out.len as usize).min(16);
+    (len > 0 && out.uuid[..len].iter().any(|&b| b != 0)).then(|| out.uuid[..len].to_vec())
 }
 
 /// The identity of a path, without following a final symlink and without opening it for reading.
@@ -701,14 +806,14 @@ pub fn reopen_pinned(
 ) -> io::Result<Option<PinnedFile>> {
     let by_path = PinnedFile::open(root, path, chunk_bytes);
     if let Ok(p) = by_path.as_ref()
-        && p.identity == identity
+        && p.identity.is(&identity)
     {
         return by_path.map(Some).map_err(|r| io::Error::other(r.0));
     }
     // The name is gone or belongs to another file: the inode itself may still exist under another name.
     if let Some(p) = handle
         .and_then(|h| PinnedFile::from_handle(root, path, h, chunk_bytes).ok())
-        .filter(|p| p.identity == identity)
+        .filter(|p| p.identity.is(&identity))
     {
         return Ok(Some(p));
     }
@@ -723,7 +828,7 @@ pub fn reopen_pinned(
             let ancestor = path.ancestors().skip(1).find(|a| std::fs::metadata(a).is_ok());
             let on_its_fs = ancestor
                 .and_then(|a| identity_of_path(a).ok())
-                .is_some_and(|a| a.fs == identity.fs);
+                .is_some_and(|a| a.same_fs_as(&identity));
             if on_its_fs {
                 Ok(None)
             } else {

@@ -92,8 +92,13 @@ pub struct ScanArgs {
 #[derive(Debug, Args)]
 pub struct RefreshArgs {
     /// Files or directories (walked on their own file system, never through symlinks).
-    #[arg(value_name = "PATH", required_unless_present = "from")]
+    #[arg(value_name = "PATH", required_unless_present_any = ["from", "forget"])]
     pub paths: Vec<PathBuf>,
+    /// Drop what an interrupted refresh left pending for this file (or every file beneath this directory)
+    /// without settling it, printing each file's original modification time to put back by hand: for entries
+    /// whose file system will never be mounted again. Nothing is refreshed.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["paths", "from", "dry_run"])]
+    pub forget: Vec<PathBuf>,
     /// Refresh the files a scan found slow: a scan result directory (its result.json).
     #[arg(long, value_name = "SCAN_DIR")]
     pub from: Option<PathBuf>,

@@ -22,8 +22,9 @@ pub fn time_ns(t: Time) -> i128 {
 /// Which file, in a way that survives reboots (no device numbers) and inode reuse (birth time and generation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct FileId {
-    /// The file system's identity (statfs `f_fsid`, derived from its UUID on ext4, btrfs and xfs; the device
-    /// number only where the file system gives no fsid).
+    /// The file system's identity: statfs `f_fsid` where it is derived from the UUID (ext4, btrfs), the UUID
+    /// folded into 64 bits where `f_fsid` is the device number (XFS, f2fs), the device number only where the
+    /// file system has neither.
     pub fs: u64,
     pub ino: u64,
     /// Birth time where the file system records one: a reused inode number has a new one.

@@ -319,6 +319,23 @@ impl Journal {
         Ok(())
     }
 
+    /// Ends, unsettled, every unfinished entry for `path` or beneath it (component by component), and returns
+    /// what they were: the user's way out for entries whose file system will never come back.
+    pub fn forget_beneath(&mut self, path: &std::path::Path) -> Result<Vec<Begin>, JournalError> {
+        let ids: Vec<FileId> = self
+            .open
+            .values()
+            .filter(|e| e.begin.path.0.starts_with(path))
+            .map(|e| e.begin.id)
+            .collect();
+        let mut forgotten = Vec::new();
+        for id in ids {
+            forgotten.push(self.open[&id].begin.clone());
+            self.end(id)?;
+        }
+        Ok(forgotten)
+    }
+
     /// The unfinished entries, in identity order.
     pub fn unfinished(&self) -> Vec<Unfinished> {
         self.open.values().cloned().collect()
@@ -415,5 +432,28 @@ mod tests {
         let again = Journal::open(Box::new(store)).unwrap();
         assert_eq!(again.unfinished().len(), 2);
         assert_eq!(again.unreadable_lines, 0);
+    }
+
+    #[test]
+    fn forgetting_drops_entries_beneath_a_path_by_component_only() {
+        let store = MemoryStore::default();
+        let mut j = Journal::open(Box::new(store.clone())).unwrap();
+        for (ino, path) in [(1, "/mnt/a/x"), (2, "/mnt/ab/y"), (3, "/mnt/a")] {
+            j.begin(Begin {
+                path: PathBytes(path.into()),
+                ..begin(ino)
+            })
+            .unwrap();
+        }
+        let gone: Vec<u64> = j
+            .forget_beneath(std::path::Path::new("/mnt/a"))
+            .unwrap()
+            .iter()
+            .map(|b| b.id.ino)
+            .collect();
+        assert_eq!(gone, vec![1, 3], "/mnt/ab is not beneath /mnt/a");
+        let again = Journal::open(Box::new(store)).unwrap();
+        let left: Vec<u64> = again.unfinished().iter().map(|u| u.begin.id.ino).collect();
+        assert_eq!(left, vec![2]);
     }
 }

@@ -156,11 +156,7 @@ impl Opener for PathOpener {
         generation: u64,
         handle: Option<&[u8]>,
     ) -> io::Result<Option<Box<dyn RefreshTarget>>> {
-        let identity = Identity {
-            fs: id.fs,
-            ino: id.ino,
-            birth: id.birth,
-        };
+        let identity = Identity::journalled(id.fs, id.ino, id.birth);
         Ok(reopen_pinned(root, path, identity, handle, self.chunk_bytes)?
             .filter(|p| p.generation() == generation)
             .map(|p| Box::new(Target::new(p)) as Box<dyn RefreshTarget>))
@@ -231,7 +227,50 @@ fn now_unix_s() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// `--forget`: ends the pending entries at or beneath each path, unsettled, and says what each file's times
+/// were so its owner can put them back. A path with nothing pending is an error that lists what is pending.
+fn forget(args: &RefreshArgs) -> Result<Outcome> {
+    let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
+    let mut state = StateDir::lock(&state_dir).map_err(|e| anyhow!("--state-dir {e}"))?;
+    for path in &args.forget {
+        let path = std::path::absolute(path).with_context(|| format!("--forget {}", escape_path(path)))?;
+        let forgotten = state
+            .journal
+            .forget_beneath(&path)
+            .with_context(|| format!("--forget {}", escape_path(&path)))?;
+        if forgotten.is_empty() {
+            let pending: Vec<String> = state
+                .journal
+                .unfinished()
+                .iter()
+                .map(|u| u.begin.path.escaped())
+                .collect();
+            bail!(
+                "--forget {}: nothing is pending at or beneath it in {}; pending: {}",
+                escape_path(&path),
+                state.path().display(),
+                if pending.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    pending.join(", ")
+                }
+            );
+        }
+        for begin in forgotten {
+            let (s, ns) = begin.mtime;
+            eprintln!(
+                "forgot    {}: not settled; its original modification time was @{s}.{ns:09} (touch -m -d @{s}.{ns:09} puts it back)",
+                begin.path.escaped()
+            );
+        }
+    }
+    Ok(Outcome::Passed)
+}
+
 pub fn run(args: &RefreshArgs) -> Result<Outcome> {
+    if !args.forget.is_empty() {
+        return forget(args);
+    }
     let older_than_s = args
         .older_than
         .as_deref()
@@ -354,7 +393,7 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                 Err((path, e)) => {
                     problems += 1;
                     eprintln!(
-                        "pending   {}: cannot settle the interrupted refresh ({e}); the next run tries again",
+                        "pending   {}: cannot settle the interrupted refresh ({e}); the next run tries again (--forget drops it)",
                         path.escaped()
                     );
                 }

@@ -507,6 +507,82 @@ fn an_entry_waits_for_its_file_system_and_survives_a_relative_path() {
     });
 }
 
+/// A loop device attached over an existing image by the test itself: unmounted and detached on drop.
+struct Attached(String);
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).output();
+        let _ = Command::new("losetup").args(["-d", &self.0]).output();
+    }
+}
+
+#[test]
+fn an_xfs_entry_follows_its_file_system_to_a_new_device_number_and_forget_drops_one_that_never_returns() {
+    // XFS reports its device number as f_fsid: the journal must know the file system by its UUID, or an
+    // entry waits forever once the loop device (or disk) is renumbered.
+    assert!(is_root());
+    let dev = LoopDevice::new(320 << 20);
+    sh("mkfs.xfs", &["-q", &dev.path]);
+    let mnt = tempdir();
+    let mnt_path = mnt.path().to_str().unwrap().to_string();
+    sh("mount", &[&dev.path, &mnt_path]);
+    let path = old_file(mnt.path(), "old.bin", 16 << 20, 34);
+    let before = facts(&path);
+    let state = tempdir();
+    let state_path = state.path().to_str().unwrap().to_string();
+    refresh_killed_mid_file(&path, state.path());
+    sh("umount", &[&mnt_path]);
+    sh("losetup", &["-d", &dev.path]);
+    // Another device takes the freed number; the image comes back under a new one.
+    let _squatter = LoopDevice::new(1 << 20);
+    let again = Attached(sh("losetup", &["-f", "--show", dev.image.to_str().unwrap()]));
+    assert_ne!(again.0, dev.path, "the image is renumbered");
+    sh("mount", &[&again.0, &mnt_path]);
+    let elsewhere = tempdir();
+    let next = |extra: &[&str]| {
+        let mut args = vec!["refresh"];
+        args.extend_from_slice(extra);
+        args.extend(["--state-dir", &state_path]);
+        run(&args)
+    };
+    let out = next(&[elsewhere.path().to_str().unwrap()]);
+    unmount_after(&mnt, || {
+        expect_code(&out, 0);
+        assert!(stderr(&out).contains("settled"), "{}", stderr(&out));
+        let after = facts(&path);
+        assert_eq!(after.content_hash, before.content_hash);
+        assert_eq!(after.mtime, before.mtime, "{}", stderr(&out));
+    });
+    // Killed again, and this time the file system never comes back: every run says the entry is pending
+    // (exit 1) and how to drop it, and --forget drops it with the time to put back by hand.
+    sh("mount", &[&again.0, &mnt_path]);
+    refresh_killed_mid_file(&path, state.path());
+    sh("umount", &[&mnt_path]);
+    let out = next(&[elsewhere.path().to_str().unwrap()]);
+    expect_code(&out, 1);
+    assert!(
+        stderr(&out).contains("not mounted") && stderr(&out).contains("--forget"),
+        "{}",
+        stderr(&out)
+    );
+    let out = next(&["--forget", &mnt_path, elsewhere.path().to_str().unwrap()]);
+    expect_code(&out, 2);
+    assert!(stderr(&out).contains("--forget"), "{}", stderr(&out));
+    let out = next(&["--forget", &mnt_path]);
+    expect_code(&out, 0);
+    let seconds = before.mtime.0.to_string();
+    assert!(
+        stderr(&out).contains("forgot") && stderr(&out).contains(&format!("@{seconds}.")),
+        "{}",
+        stderr(&out)
+    );
+    expect_code(&next(&[elsewhere.path().to_str().unwrap()]), 0);
+    let out = next(&["--forget", &mnt_path]);
+    expect_code(&out, 2);
+    assert!(stderr(&out).contains("nothing is pending"), "{}", stderr(&out));
+}
+
 /// Runs checks on a mounted file system and unmounts it afterwards, even when a check fails.
 pub(crate) fn unmount_after(mnt: &tempfile::TempDir, checks: impl FnOnce()) {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(checks));
