@@ -2,7 +2,8 @@
 //!
 //! This crate owns units and their parsing, the [`device::Device`] interface (submit/reap in the io_uring
 //! shape, with a real or virtual clock), the log-linear latency [`histogram`], summary statistics, the seeded
-//! random number generators and the result schema written to `result.json`.
+//! random number generators, the workload description ([`workload`]) and the result schema written to
+//! `result.json`.
 //!
 //! It must never do I/O: no files, no sockets, no clock reads, no printing. Anything that touches the
 //! operating system lives in `ssdlab-io` or the binary.
@@ -15,6 +16,7 @@ pub mod schema;
 pub mod stats;
 pub mod target;
 pub mod units;
+pub mod workload;
 
 pub use device::{Completion, Device, DeviceError, DeviceInfo, Io, Op};
 pub use histogram::Histogram;

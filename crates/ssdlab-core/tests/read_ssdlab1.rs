@@ -1,5 +1,6 @@
 //! Every `result.json` an earlier ssdlab wrote still reads back into its typed kind, with its figures.
 
+use ssdlab_core::schema::options::{MethodOptions, RunOptions, TestOptions};
 use ssdlab_core::schema::{Analysis, RunResult};
 
 fn read(kind: &str) -> RunResult {
@@ -38,6 +39,26 @@ fn every_kind_reads_back_typed() {
             "{kind}: the figures did not read back: {:?}",
             result.analysis
         );
+        // The options read back as the shape of their own kind.
+        let method = |m: &MethodOptions| match m {
+            MethodOptions::Consistency(_) => "consistency",
+            MethodOptions::Sweep(_) => "sweep",
+            MethodOptions::Trim(_) => "trim",
+            MethodOptions::Latency(_) => "latency",
+        };
+        let options_kind = match &result.options {
+            RunOptions::Run(job) => {
+                assert_eq!(job.workload.block_bytes, 4096, "{kind}");
+                "run"
+            }
+            RunOptions::Test(TestOptions { method: m, .. }) => method(m),
+            RunOptions::FileScan(_) => "scan",
+            RunOptions::RegionScan(r) => {
+                assert_eq!(r.regions, 4, "{kind}");
+                "region-scan"
+            }
+        };
+        assert_eq!(options_kind, kind, "{kind}: options {:?}", result.options);
         // Written again, it reads back the same.
         let again: RunResult = serde_json::from_str(&serde_json::to_string(&result).unwrap()).unwrap();
         assert_eq!(again, result, "{kind}");

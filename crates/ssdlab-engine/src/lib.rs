@@ -1,6 +1,7 @@
 //! ssdlab-engine: runs a workload on any [`ssdlab_core::Device`] and measures it.
 //!
-//! This crate owns the workload description ([`workload`]), the offset generators ([`access`]), the data written
+//! This crate runs the workload description (ssdlab-core's `workload`, re-exported here as [`workload`]), and
+//! owns the offset generators ([`access`]), the data written
 //! and its verification ([`data`]), the runner that keeps the queue full ([`runner`]) and the per-second
 //! accounting ([`accounting`]). It is generic over devices, so the same code drives a real drive, a file, the
 //! null device or the virtual SSD. It never opens files, never prints and never reads the wall clock: time is
@@ -11,7 +12,8 @@ pub mod access;
 pub mod accounting;
 pub mod data;
 pub mod runner;
-pub mod workload;
+/// The workload description lives in ssdlab-core (result.json records it); re-exported for the engine's users.
+pub use ssdlab_core::workload;
 
 /// A memory-backed device with a virtual clock, for tests of the runner and of the `Device` contract.
 pub mod testdev;

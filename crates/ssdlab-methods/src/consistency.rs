@@ -6,7 +6,6 @@
 //! over-provisioning the reviewers' way: only the first (100 - op)% of the LBAs are tested, and the whole
 //! device is purged first so the rest stays unmapped.
 
-use serde::{Deserialize, Serialize};
 pub use ssdlab_core::schema::ConsistencyAnalysis;
 use ssdlab_core::schema::{Analysis, Verdict};
 use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
@@ -14,29 +13,7 @@ use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
 use crate::analysis::{find_cliff, plateau, snia_steady_state, tail_stats};
 use crate::session::{MethodError, MethodOutcome, Session};
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ConsistencyOptions {
-    pub runtime_ns: u64,
-    /// Extra over-provisioning simulated by leaving this percentage of the LBAs untouched.
-    pub op_percent: u32,
-    pub fill_passes: u32,
-    /// Seconds per SNIA round.
-    pub round_s: u32,
-    /// Seconds at the end over which steady-state mean and deviation are taken (AnandTech: 400).
-    pub steady_window_s: u32,
-}
-
-impl Default for ConsistencyOptions {
-    fn default() -> Self {
-        ConsistencyOptions {
-            runtime_ns: 2000 * 1_000_000_000,
-            op_percent: 0,
-            fill_passes: 1,
-            round_s: 60,
-            steady_window_s: 400,
-        }
-    }
-}
+pub use ssdlab_core::schema::options::ConsistencyOptions;
 
 /// The span a consistency test uses: (100 - op)% of the device, in whole 128 KiB units.
 pub fn tested_span(capacity: u64, op_percent: u32) -> Span {

@@ -2,7 +2,6 @@
 //! default), reporting IOPS, MB/s, average and maximum latency, CPU use and the field report's percentile
 //! columns (25% / median / 75% / 95% / mean).
 
-use serde::{Deserialize, Serialize};
 pub use ssdlab_core::schema::LatencyAnalysis;
 use ssdlab_core::schema::{Analysis, Verdict};
 use ssdlab_core::units::BinaryBytes;
@@ -10,20 +9,7 @@ use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
 
 use crate::session::{MethodError, MethodOutcome, Session};
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LatencyOptions {
-    pub span_bytes: u64,
-    pub runtime_ns: u64,
-}
-
-impl Default for LatencyOptions {
-    fn default() -> Self {
-        LatencyOptions {
-            span_bytes: 8 << 30,
-            runtime_ns: 60_000_000_000,
-        }
-    }
-}
+pub use ssdlab_core::schema::options::LatencyOptions;
 
 pub fn latency(mut session: Session<'_>, options: &LatencyOptions) -> Result<MethodOutcome, MethodError> {
     let capacity = session.device.info().capacity_bytes;

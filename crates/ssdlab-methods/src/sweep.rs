@@ -2,7 +2,6 @@
 //! `from_bytes` to `to_bytes` over a test region at a fixed queue depth. Counters are 64-bit throughout (ATTO's
 //! 32-bit counters overflowed on fast drives).
 
-use serde::{Deserialize, Serialize};
 use ssdlab_core::schema::{Analysis, Verdict};
 pub use ssdlab_core::schema::{SweepAnalysis, SweepRow};
 use ssdlab_core::units::BinaryBytes;
@@ -10,27 +9,7 @@ use ssdlab_engine::workload::{RwMode, Span, StopAt, Workload};
 
 use crate::session::{MethodError, MethodOutcome, Session};
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct SweepOptions {
-    pub test_bytes: u64,
-    pub queue_depth: u32,
-    pub from_bytes: u64,
-    pub to_bytes: u64,
-    /// Each direction at each size stops after one pass over the region or this long, whichever comes first.
-    pub size_runtime_ns: u64,
-}
-
-impl Default for SweepOptions {
-    fn default() -> Self {
-        SweepOptions {
-            test_bytes: 2 << 30,
-            queue_depth: 4,
-            from_bytes: 512,
-            to_bytes: 64 << 20,
-            size_runtime_ns: 10_000_000_000,
-        }
-    }
-}
+pub use ssdlab_core::schema::options::SweepOptions;
 
 /// The transfer sizes of a sweep: powers of two from `from` to `to` (both rounded to powers of two).
 pub fn sizes(from: u64, to: u64) -> Vec<u64> {

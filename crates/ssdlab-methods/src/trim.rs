@@ -5,28 +5,13 @@
 //! random writes at QD32, uniform, for `torture_ns`); "dirty" (the same sequential pass); discard of the span
 //! (and a check that discarded blocks read back as zeroes); "after-trim" (the sequential pass once more).
 
-use serde::{Deserialize, Serialize};
 pub use ssdlab_core::schema::TrimAnalysis;
 use ssdlab_core::schema::{Analysis, Verdict};
 use ssdlab_engine::workload::{Pattern, RwMode, StopAt, Workload};
 
 use crate::session::{MethodError, MethodOutcome, Session};
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct TrimOptions {
-    pub torture_ns: u64,
-    /// Pass when after-TRIM speed is at least this fraction of clean speed.
-    pub restore_threshold: f64,
-}
-
-impl Default for TrimOptions {
-    fn default() -> Self {
-        TrimOptions {
-            torture_ns: 40 * 60 * 1_000_000_000,
-            restore_threshold: 0.9,
-        }
-    }
-}
+pub use ssdlab_core::schema::options::TrimOptions;
 
 pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOutcome, MethodError> {
     let span = session.whole_device(128 << 10);

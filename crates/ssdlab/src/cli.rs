@@ -292,7 +292,7 @@ pub enum EngineArg {
 /// Flags every command that opens a target shares.
 #[derive(Debug, Args)]
 pub struct TargetArgs {
-    /// /dev/NAME, file:PATH[:SIZE], null[:SIZE] (or sim:PROFILE once the simulator lands).
+    /// /dev/NAME, file:PATH[:SIZE], null[:SIZE] or sim:PROFILE[?OPTIONS] (the virtual SSD; `ssdlab sim profiles`).
     #[arg(long, value_name = "T")]
     pub target: String,
     /// Allow writes and discards to a block device (they destroy its data). Files and null need no permission.
@@ -305,6 +305,18 @@ pub struct TargetArgs {
     /// How I/O is issued.
     #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
     pub engine: EngineArg,
+}
+
+impl TargetArgs {
+    /// The flags as result.json records them.
+    pub fn recorded(&self) -> ssdlab_core::schema::options::TargetOptions {
+        ssdlab_core::schema::options::TargetOptions {
+            target: self.target.clone(),
+            engine: format!("{:?}", self.engine).to_lowercase(),
+            allow_destroy: self.allow_destroy,
+            force: self.force,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

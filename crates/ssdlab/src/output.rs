@@ -300,7 +300,7 @@ pub fn publish_analysis(
     reporter: &mut Reporter,
     out: Option<&Path>,
     target: DeviceInfo,
-    options: serde_json::Value,
+    options: ssdlab_core::schema::options::RunOptions,
     analysis: Analysis,
     verdict: &ssdlab_core::schema::Verdict,
 ) -> Result<()> {

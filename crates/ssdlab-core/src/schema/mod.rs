@@ -5,6 +5,7 @@
 //! fields does not. The prose description lives in `docs/result-schema.md`.
 
 mod analysis;
+pub mod options;
 
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -180,7 +181,7 @@ pub struct RunResult {
     pub host: HostInfo,
     pub target: DeviceInfo,
     /// Every option as given or defaulted, so the run can be repeated.
-    pub options: serde_json::Value,
+    pub options: options::RunOptions,
     pub phases: Vec<PhaseResult>,
     pub verdict: Verdict,
     pub complete: bool,
@@ -203,7 +204,7 @@ pub enum Event {
     Begin {
         kind: String,
         target: DeviceInfo,
-        options: serde_json::Value,
+        options: options::RunOptions,
         started_at: String,
     },
     Phase {

@@ -4,6 +4,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Result, bail};
 use ssdlab_core::Device;
+use ssdlab_core::schema::options::{JobOptions, RunOptions};
 use ssdlab_core::schema::{Analysis, Event, PhaseResult, RunResult, SCHEMA, Verdict};
 use ssdlab_core::units::{BinaryBytes, Nanos, rfc3339_utc};
 use ssdlab_engine::{Workload, run_phase};
@@ -95,12 +96,9 @@ fn run_on<D: Device>(
             return Err(e);
         }
     };
-    let options = serde_json::json!({
-        "target": args.target.target,
-        "engine": format!("{:?}", args.target.engine).to_lowercase(),
-        "allow_destroy": args.target.allow_destroy,
-        "force": args.target.force,
-        "workload": workload,
+    let options = RunOptions::Run(JobOptions {
+        target: args.target.recorded(),
+        workload: workload.clone(),
     });
     let unix_s = SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
 use ssdlab_core::Device;
+use ssdlab_core::schema::options::{FileScanFlags, RegionScanFlags, RunOptions};
 use ssdlab_core::schema::{Analysis, ScanAnalysis};
 use ssdlab_core::target::TargetSpec;
 use ssdlab_core::units::{BinaryBytes, MONTH_S};
@@ -255,7 +256,14 @@ fn region_scan(args: &ScanArgs, target: &str, chunk: u64) -> Result<Outcome> {
         args.slower_than
     );
     let mut reporter = Reporter::new(args.json);
-    let options = serde_json::json!({ "device": target, "regions": options.regions, "region_bytes": args.region_bytes, "chunk": args.chunk, "qd": args.qd, "slower_than": args.slower_than });
+    let options = RunOptions::RegionScan(RegionScanFlags {
+        device: target.to_string(),
+        regions: options.regions,
+        region_bytes: args.region_bytes.clone(),
+        chunk: args.chunk.clone(),
+        qd: args.qd,
+        slower_than: args.slower_than,
+    });
     output::publish_analysis(
         &mut reporter,
         args.out.as_deref(),
@@ -370,7 +378,15 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
         direct_io: true,
         notes: vec![],
     };
-    let options = serde_json::json!({ "paths": args.paths, "target": args.target, "dataset": args.dataset, "min_size": args.min_size, "chunk": args.chunk, "qd": args.qd, "slower_than": args.slower_than });
+    let options = RunOptions::FileScan(FileScanFlags {
+        paths: args.paths.clone(),
+        target: args.target.clone(),
+        dataset: args.dataset.clone(),
+        min_size: args.min_size.clone(),
+        chunk: args.chunk.clone(),
+        qd: args.qd,
+        slower_than: args.slower_than,
+    });
     let csv = files_csv(&analysis);
     output::publish_analysis(
         &mut reporter,

@@ -5,6 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
 use ssdlab_core::Device;
+use ssdlab_core::schema::options::{MethodOptions, RunOptions, TestOptions};
 use ssdlab_core::schema::{Analysis, Event, MethodAnalysis, RunResult, SCHEMA};
 use ssdlab_core::units::{BinaryBytes, Nanos, rfc3339_utc};
 use ssdlab_methods::consistency::{self, ConsistencyOptions};
@@ -42,7 +43,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             if args.fill_passes == 0 {
                 bail!("--fill-passes 0: fill at least once");
             }
-            execute(&args.common, "consistency", serde_json::json!(options), |s| {
+            execute(&args.common, "consistency", MethodOptions::Consistency(options), |s| {
                 consistency::consistency(s, &options)
             })
         }
@@ -54,7 +55,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             if options.torture_ns == 0 {
                 bail!("--torture 0: torture for at least a moment, e.g. --torture 30s");
             }
-            execute(&args.common, "trim", serde_json::json!(options), |s| {
+            execute(&args.common, "trim", MethodOptions::Trim(options), |s| {
                 trim::trim(s, &options)
             })
         }
@@ -82,7 +83,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             if options.test_bytes == 0 || options.size_runtime_ns == 0 {
                 bail!("--test-size and --size-runtime must be above zero");
             }
-            execute(&args.common, "sweep", serde_json::json!(options), |s| {
+            execute(&args.common, "sweep", MethodOptions::Sweep(options), |s| {
                 sweep::sweep(s, &options)
             })
         }
@@ -97,7 +98,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             if options.runtime_ns == 0 {
                 bail!("--runtime 0: run for at least a moment");
             }
-            execute(&args.common, "latency", serde_json::json!(options), |s| {
+            execute(&args.common, "latency", MethodOptions::Latency(options), |s| {
                 latency::latency(s, &options)
             })
         }
@@ -107,7 +108,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
 fn execute(
     common: &TestCommon,
     kind: &str,
-    options: serde_json::Value,
+    options: MethodOptions,
     method: impl FnOnce(Session<'_>) -> Result<MethodOutcome, MethodError>,
 ) -> Result<Outcome> {
     if let Some(dir) = &common.out {
@@ -121,13 +122,10 @@ fn execute(
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let started_at = rfc3339_utc(unix_s);
-    let options = serde_json::json!({
-        "target": common.target.target,
-        "engine": format!("{:?}", common.target.engine).to_lowercase(),
-        "allow_destroy": common.target.allow_destroy,
-        "force": common.target.force,
-        "seed": common.seed,
-        "method": options,
+    let options = RunOptions::Test(TestOptions {
+        target: common.target.recorded(),
+        seed: common.seed,
+        method: options,
     });
     eprintln!("ssdlab    test {kind}");
     output::print_target(&info);

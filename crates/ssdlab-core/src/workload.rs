@@ -3,8 +3,8 @@
 //! [`Workload::validate`], so methods that build workloads in code get the same checks.
 
 use serde::{Deserialize, Serialize};
-use ssdlab_core::device::{DeviceInfo, Op};
-use ssdlab_core::units::{BinaryBytes, Rate};
+use crate::device::{DeviceInfo, Op};
+use crate::units::{BinaryBytes, Rate};
 
 /// The `--rw` modes, as in fio.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -232,7 +232,7 @@ impl Workload {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ssdlab_core::device::{ClockKind, TargetKind};
+    use crate::device::{ClockKind, TargetKind};
 
     pub(crate) fn info(capacity: u64, logical: u32) -> DeviceInfo {
         DeviceInfo {

@@ -1,0 +1,161 @@
+//! The options a result was produced with, as `result.json`'s `options` holds them: every flag as given or
+//! defaulted, so the run can be repeated. One type per command; the JSON carries no tag of its own (the
+//! result's `kind` says which), and each shape has fields the others lack, so reading one back is unambiguous.
+//!
+//! The method option types live here, not in ssdlab-methods, because the result schema names them; the
+//! methods re-export them.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::workload::Workload;
+
+/// Every command's options, one variant per shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RunOptions {
+    /// `ssdlab test ...`: the target, the seed and the method's own options.
+    Test(TestOptions),
+    /// `ssdlab run`: the target and the workload.
+    Run(JobOptions),
+    /// `ssdlab scan --device`.
+    RegionScan(RegionScanFlags),
+    /// `ssdlab scan PATH...` or `scan --target sim:... --dataset ...`.
+    FileScan(FileScanFlags),
+}
+
+/// How the target was opened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetOptions {
+    pub target: String,
+    /// The engine as given (`auto`, `uring`, `psync`).
+    pub engine: String,
+    pub allow_destroy: bool,
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestOptions {
+    #[serde(flatten)]
+    pub target: TargetOptions,
+    pub seed: u64,
+    pub method: MethodOptions,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobOptions {
+    #[serde(flatten)]
+    pub target: TargetOptions,
+    pub workload: Workload,
+}
+
+/// A method's options; which method is the result's kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MethodOptions {
+    Consistency(ConsistencyOptions),
+    Sweep(SweepOptions),
+    Trim(TrimOptions),
+    Latency(LatencyOptions),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ConsistencyOptions {
+    pub runtime_ns: u64,
+    /// Extra over-provisioning simulated by leaving this percentage of the LBAs untouched.
+    pub op_percent: u32,
+    pub fill_passes: u32,
+    /// Seconds per SNIA round.
+    pub round_s: u32,
+    /// Seconds at the end over which steady-state mean and deviation are taken (AnandTech: 400).
+    pub steady_window_s: u32,
+}
+
+impl Default for ConsistencyOptions {
+    fn default() -> Self {
+        ConsistencyOptions {
+            runtime_ns: 2000 * 1_000_000_000,
+            op_percent: 0,
+            fill_passes: 1,
+            round_s: 60,
+            steady_window_s: 400,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TrimOptions {
+    pub torture_ns: u64,
+    /// Pass when after-TRIM speed is at least this fraction of clean speed.
+    pub restore_threshold: f64,
+}
+
+impl Default for TrimOptions {
+    fn default() -> Self {
+        TrimOptions {
+            torture_ns: 40 * 60 * 1_000_000_000,
+            restore_threshold: 0.9,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SweepOptions {
+    pub test_bytes: u64,
+    pub queue_depth: u32,
+    pub from_bytes: u64,
+    pub to_bytes: u64,
+    /// Each direction at each size stops after one pass over the region or this long, whichever comes first.
+    pub size_runtime_ns: u64,
+}
+
+impl Default for SweepOptions {
+    fn default() -> Self {
+        SweepOptions {
+            test_bytes: 2 << 30,
+            queue_depth: 4,
+            from_bytes: 512,
+            to_bytes: 64 << 20,
+            size_runtime_ns: 10_000_000_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyOptions {
+    pub span_bytes: u64,
+    pub runtime_ns: u64,
+}
+
+impl Default for LatencyOptions {
+    fn default() -> Self {
+        LatencyOptions {
+            span_bytes: 8 << 30,
+            runtime_ns: 60_000_000_000,
+        }
+    }
+}
+
+/// `scan --device`'s flags as given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegionScanFlags {
+    pub device: String,
+    pub regions: u32,
+    pub region_bytes: Option<String>,
+    pub chunk: String,
+    pub qd: u32,
+    pub slower_than: f64,
+}
+
+/// `scan PATH...` / `scan --target sim:... --dataset ...` flags as given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileScanFlags {
+    pub paths: Vec<PathBuf>,
+    pub target: Option<String>,
+    pub dataset: String,
+    pub min_size: String,
+    pub chunk: String,
+    pub qd: u32,
+    pub slower_than: f64,
+}
