@@ -107,12 +107,10 @@ pub struct DeviceInfo {
 /// Why a device operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum DeviceError {
-    #[error("{what}: {source}")]
-    Os {
-        what: String,
-        #[source]
-        source: std::io::Error,
-    },
+    // The cause is printed in the message, so it is not also the error's source (a field named `source`
+    // would be): anyhow's `{:#}` would print it twice.
+    #[error("{what}: {cause}")]
+    Os { what: String, cause: std::io::Error },
     #[error("{0}")]
     Invalid(String),
     #[error("{0} is not supported by this device")]
@@ -120,10 +118,10 @@ pub enum DeviceError {
 }
 
 impl DeviceError {
-    pub fn os(what: impl Into<String>, source: std::io::Error) -> Self {
+    pub fn os(what: impl Into<String>, cause: std::io::Error) -> Self {
         DeviceError::Os {
             what: what.into(),
-            source,
+            cause,
         }
     }
 }

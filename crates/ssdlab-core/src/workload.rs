@@ -2,9 +2,9 @@
 //! (and naming the flag at fault) is the binary's job, but every rule a device imposes is checked here in
 //! [`Workload::validate`], so methods that build workloads in code get the same checks.
 
-use serde::{Deserialize, Serialize};
 use crate::device::{DeviceInfo, Op};
 use crate::units::{BinaryBytes, Rate};
+use serde::{Deserialize, Serialize};
 
 /// The `--rw` modes, as in fio.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

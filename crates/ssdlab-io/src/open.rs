@@ -29,8 +29,10 @@ pub enum Engine {
 }
 
 /// How to open a target.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct OpenRequest {
+    /// The flag that named the target (`--target`, `--device`): every message starts with it.
+    pub flag: &'static str,
     pub write: bool,
     pub engine: Engine,
     /// Open a block device with O_EXCL, so the kernel refuses one that is mounted or claimed by md/dm.
@@ -42,21 +44,32 @@ pub struct OpenRequest {
     pub allow_atime: bool,
 }
 
+impl Default for OpenRequest {
+    fn default() -> Self {
+        OpenRequest {
+            flag: "--target",
+            write: false,
+            engine: Engine::default(),
+            exclusive: false,
+            no_atime: false,
+            allow_atime: false,
+        }
+    }
+}
+
 /// Why a target could not be opened. Each message names the target and says how to fix it.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     #[error("{0}")]
     Refused(String),
-    #[error("{what}: {source}")]
-    Os {
-        what: String,
-        #[source]
-        source: io::Error,
-    },
+    // The cause is printed in the message, so it is not also the error's source (a field named `source`
+    // would be): anyhow's `{:#}` would print it twice.
+    #[error("{what}: {cause}")]
+    Os { what: String, cause: io::Error },
 }
 
-fn os(what: String, source: io::Error) -> OpenError {
-    OpenError::Os { what, source }
+fn os(what: String, cause: io::Error) -> OpenError {
+    OpenError::Os { what, cause }
 }
 
 /// An opened real target. Opened once per run, so the variants' sizes do not matter.
@@ -169,22 +182,22 @@ fn permission_hint(e: &io::Error) -> &'static str {
 }
 
 fn open_block(target: &str, path: &Path, request: OpenRequest) -> Result<(DeviceInfo, Backing), OpenError> {
-    let meta =
-        std::fs::symlink_metadata(path).map_err(|e| os(format!("--target {target}: cannot stat"), e))?;
+    let flag = request.flag;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| os(format!("{flag} {target}: cannot stat"), e))?;
     if meta.file_type().is_symlink() && request.write {
         let real = path
             .canonicalize()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|_| "?".into());
         return Err(OpenError::Refused(format!(
-            "--target {target} is a symbolic link (to {real}); ssdlab never follows a link into a write: \
+            "{flag} {target} is a symbolic link (to {real}); ssdlab never follows a link into a write: \
              give the device's own path"
         )));
     }
-    let meta = std::fs::metadata(path).map_err(|e| os(format!("--target {target}: cannot stat"), e))?;
+    let meta = std::fs::metadata(path).map_err(|e| os(format!("{flag} {target}: cannot stat"), e))?;
     if !meta.file_type().is_block_device() {
         return Err(OpenError::Refused(format!(
-            "--target {target} is not a block device; for a regular file write file:{}",
+            "{flag} {target} is not a block device; for a regular file write file:{}",
             path.display()
         )));
     }
@@ -199,21 +212,21 @@ fn open_block(target: &str, path: &Path, request: OpenRequest) -> Result<(Device
     let file = OpenOptions::new().read(true).write(request.write).custom_flags(flags).open(path).map_err(|e| {
         if e.raw_os_error() == Some(libc::EBUSY) {
             OpenError::Refused(format!(
-                "--target {target} is in use (the kernel refused exclusive access: mounted, or claimed by md/dm); \
+                "{flag} {target} is in use (the kernel refused exclusive access: mounted, or claimed by md/dm); \
                  unmount or release it first"
             ))
         } else {
             let hint = permission_hint(&e);
-            os(format!("--target {target}: cannot open{hint}"), e)
+            os(format!("{flag} {target}: cannot open{hint}"), e)
         }
     })?;
     // Describe what was opened, not what the path named a moment earlier.
     let meta = file
         .metadata()
-        .map_err(|e| os(format!("--target {target}: cannot stat"), e))?;
+        .map_err(|e| os(format!("{flag} {target}: cannot stat"), e))?;
     if !meta.file_type().is_block_device() {
         return Err(OpenError::Refused(format!(
-            "--target {target} is no longer a block device"
+            "{flag} {target} is no longer a block device"
         )));
     }
     let disk = sysfs_dir(meta.rdev());
@@ -224,7 +237,7 @@ fn open_block(target: &str, path: &Path, request: OpenRequest) -> Result<(Device
         .unwrap_or(u64::MAX);
     let discard_max = read_number(&disk.join("queue/discard_max_bytes")).unwrap_or(0);
     let capacity =
-        sys::block_device_size(&file).map_err(|e| os(format!("--target {target}: BLKGETSIZE64"), e))?;
+        sys::block_device_size(&file).map_err(|e| os(format!("{flag} {target}: BLKGETSIZE64"), e))?;
     let info = DeviceInfo {
         target: target.to_string(),
         kind: TargetKind::BlockDevice,
@@ -258,48 +271,46 @@ fn open_file(
     size: Option<u64>,
     request: OpenRequest,
 ) -> Result<(DeviceInfo, Backing), OpenError> {
+    let flag = request.flag;
     let mut notes = Vec::new();
     let existing = match std::fs::symlink_metadata(path) {
         Ok(meta) => Some(meta),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => {
-            return Err(os(
-                format!("--target {target}: cannot stat {}", path.display()),
-                e,
-            ));
+            return Err(os(format!("{flag} {target}: cannot stat {}", path.display()), e));
         }
     };
     if let Some(meta) = &existing {
         let kind = meta.file_type();
         if kind.is_symlink() {
             return Err(OpenError::Refused(format!(
-                "--target {target}: {} is a symbolic link; ssdlab never follows links: give the real file",
+                "{flag} {target}: {} is a symbolic link; ssdlab never follows links: give the real file",
                 path.display()
             )));
         }
         if kind.is_dir() {
             return Err(OpenError::Refused(format!(
-                "--target {target}: {} is a directory; name a file inside it, e.g. file:{}/ssdlab.img:1g",
+                "{flag} {target}: {} is a directory; name a file inside it, e.g. file:{}/ssdlab.img:1g",
                 path.display(),
                 path.display().to_string().trim_end_matches('/')
             )));
         }
         if kind.is_block_device() {
             return Err(OpenError::Refused(format!(
-                "--target {target}: {} is a block device; write --target {} instead",
+                "{flag} {target}: {} is a block device; write {flag} {} instead",
                 path.display(),
                 path.display()
             )));
         }
         if !kind.is_file() {
             return Err(OpenError::Refused(format!(
-                "--target {target}: {} is not a regular file",
+                "{flag} {target}: {} is not a regular file",
                 path.display()
             )));
         }
     } else if size.is_none() {
         return Err(OpenError::Refused(format!(
-            "--target {target}: {} does not exist; give a size to create it, e.g. file:{}:1g",
+            "{flag} {target}: {} does not exist; give a size to create it, e.g. file:{}:1g",
             path.display(),
             path.display()
         )));
@@ -321,7 +332,7 @@ fn open_file(
             .map_err(|e| {
                 let hint = permission_hint(&e);
                 os(
-                    format!("--target {target}: cannot create {}{hint}", path.display()),
+                    format!("{flag} {target}: cannot create {}{hint}", path.display()),
                     e,
                 )
             })?;
@@ -360,27 +371,27 @@ fn open_file(
                  posix_fadvise(DONTNEED) after each transfer",
                 path.display()
             ));
-            let file = open(false).map_err(|e| os(format!("--target {target}: cannot open"), e))?;
+            let file = open(false).map_err(|e| os(format!("{flag} {target}: cannot open"), e))?;
             (file, true)
         }
         Err(e) => {
             let hint = permission_hint(&e);
             return Err(os(
-                format!("--target {target}: cannot open {}{hint}", path.display()),
+                format!("{flag} {target}: cannot open {}{hint}", path.display()),
                 e,
             ));
         }
     };
     let current = file
         .metadata()
-        .map_err(|e| os(format!("--target {target}: cannot stat"), e))?
+        .map_err(|e| os(format!("{flag} {target}: cannot stat"), e))?
         .len();
     let capacity = match size {
         Some(size) if size > current => {
             // Reserve the space so a write test neither allocates as it goes nor runs out of room midway.
             if sys::allocate(&file, size).is_err() {
                 file.set_len(size)
-                    .map_err(|e| os(format!("--target {target}: cannot extend to {size} bytes"), e))?;
+                    .map_err(|e| os(format!("{flag} {target}: cannot extend to {size} bytes"), e))?;
             }
             size
         }
@@ -390,7 +401,7 @@ fn open_file(
     };
     if capacity == 0 {
         return Err(OpenError::Refused(format!(
-            "--target {target}: {} is empty; give a size to extend it, e.g. file:{}:1g",
+            "{flag} {target}: {} is empty; give a size to extend it, e.g. file:{}:1g",
             path.display(),
             path.display()
         )));

@@ -102,6 +102,7 @@ pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Resu
     }
     let undo = FileSnapshot::take(spec);
     let request = OpenRequest {
+        flag: options.flag,
         write: options.access.writes(),
         engine: options.engine,
         // O_EXCL makes the kernel refuse a block device someone else claims; `force` opts out of it.

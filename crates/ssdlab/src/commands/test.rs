@@ -43,9 +43,12 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             if args.fill_passes == 0 {
                 bail!("--fill-passes 0: fill at least once");
             }
-            execute(&args.common, "consistency", MethodOptions::Consistency(options), |s| {
-                consistency::consistency(s, &options)
-            })
+            execute(
+                &args.common,
+                "consistency",
+                MethodOptions::Consistency(options),
+                |s| consistency::consistency(s, &options),
+            )
         }
         TestCommand::Trim(args) => {
             let options = TrimOptions {

@@ -133,3 +133,33 @@ fn flags_are_checked_before_anything_runs() {
         stderr(&out)
     );
 }
+
+#[test]
+fn an_open_failure_names_the_flag_given_and_its_cause_once() {
+    for (args, flag) in [
+        (
+            &["scan", "--device", "/dev/ssdlab-no-such-device"][..],
+            "--device /dev/ssdlab-no-such-device",
+        ),
+        (
+            &[
+                "run",
+                "--target",
+                "file:/ssdlab-no-such-dir/x:1m",
+                "--runtime",
+                "1s",
+            ][..],
+            "--target file:/ssdlab-no-such-dir/x:1m",
+        ),
+    ] {
+        let out = run(args);
+        expect_code(&out, 2);
+        let err = stderr(&out);
+        assert!(err.contains(flag), "{err}");
+        assert_eq!(
+            err.matches("No such file or directory").count(),
+            1,
+            "the cause once: {err}"
+        );
+    }
+}
