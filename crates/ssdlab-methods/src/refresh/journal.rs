@@ -35,8 +35,15 @@ pub trait JournalStore {
 
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
+    // The cause is in the message, so it is not also the source (anyhow's `{:#}` would print it twice).
     #[error("cannot write the journal: {0}")]
-    Io(#[from] io::Error),
+    Io(io::Error),
+}
+
+impl From<io::Error> for JournalError {
+    fn from(e: io::Error) -> Self {
+        JournalError::Io(e)
+    }
 }
 
 /// The first record of a file: who it is and what it was like before we touched it.

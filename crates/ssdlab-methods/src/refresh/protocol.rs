@@ -156,9 +156,9 @@ pub enum SettleOutcome {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RefreshError {
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] io::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Journal(#[from] JournalError),
 }
 

@@ -25,14 +25,15 @@ pub const LOCK_FILE: &str = "lock";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
-    #[error("{dir}: cannot use the state directory: {source}")]
-    Io { dir: PathBuf, source: io::Error },
+    // Causes are printed in the messages, so they are not sources (anyhow's `{:#}` would print them twice).
+    #[error("{dir}: cannot use the state directory: {cause}")]
+    Io { dir: PathBuf, cause: io::Error },
     #[error(
         "{dir}: another ssdlab refresh (process {holder}) is using this state directory; wait for it to finish or stop it"
     )]
     Locked { dir: PathBuf, holder: String },
-    #[error("{dir}: {source}")]
-    Journal { dir: PathBuf, source: JournalError },
+    #[error("{dir}: {cause}")]
+    Journal { dir: PathBuf, cause: JournalError },
 }
 
 /// A locked state directory. The lock is released when this is dropped (or the process dies).
@@ -47,7 +48,7 @@ impl StateDir {
     pub fn lock(dir: &Path) -> Result<Self, StateError> {
         let io_err = |source| StateError::Io {
             dir: dir.to_path_buf(),
-            source,
+            cause: source,
         };
         std::fs::create_dir_all(dir).map_err(io_err)?;
         let mut lock = OpenOptions::new()
@@ -82,7 +83,7 @@ impl StateDir {
         };
         let journal = Journal::open(Box::new(store)).map_err(|source| StateError::Journal {
             dir: dir.to_path_buf(),
-            source,
+            cause: source,
         })?;
         Ok(StateDir {
             dir: dir.to_path_buf(),
