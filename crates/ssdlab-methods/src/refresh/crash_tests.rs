@@ -47,8 +47,16 @@ struct World {
     /// both times to now, as `touch` does (an attribute event that moves the access time).
     chmod_during_write: bool,
     touch_now_during_write: bool,
-    /// The next write fails with an I/O error after half of it landed.
-    write_fails: bool,
+    /// How the next write fails, if it does.
+    write_fails: Option<WriteFailure>,
+    /// During the next write someone sets the modification time alone to now by path (no open, so no lease
+    /// break; the kernel reports it as a modification, like the write's own).
+    mtime_now_during_write: bool,
+    /// During the next write someone sets both times by path, the access time to what it was and the
+    /// modification time to now (an attribute event with the access time unmoved).
+    both_times_atime_kept_during_write: bool,
+    /// The durable step at which the first time restore happened.
+    first_restore_step: Option<u64>,
     /// During the next sync someone changes a byte of the first chunk and sets the modification time back to
     /// what it was (as `rsync -t` or `touch -r` would).
     edit_and_restore_time_during_sync: bool,
@@ -65,6 +73,14 @@ struct World {
     writer_waiting: bool,
     touched: bool,
     modified_by_path: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum WriteFailure {
+    /// Nothing written, the time moved (ENOSPC on a copy-on-write file system: the time is set first).
+    NoSpace,
+    /// Half written, and a byte of the chunk came back different (a failing medium).
+    Medium,
 }
 
 type Shared = Rc<RefCell<World>>;
@@ -220,15 +236,36 @@ impl RefreshTarget for MemFile {
         );
         w.writes_checked += 1;
         let torn = !w.step()?;
-        let n = if torn { buf.len() / 2 } else { buf.len() };
-        w.data[start..start + n].copy_from_slice(&buf[..n]);
-        w.clock_ns += w.write_ns;
+        // As in the kernel, the write's time is set when the write starts.
         let mut t = w.tick();
         if w.whole_seconds {
             t.1 = 0;
         }
         w.facts.mtime = t;
         w.facts.ctime = t;
+        w.clock_ns += w.write_ns;
+        match w.write_fails.take() {
+            Some(WriteFailure::NoSpace) => return Err(io::Error::other("no space left on device")),
+            Some(WriteFailure::Medium) => {
+                let half = buf.len() / 2;
+                w.data[start..start + half].copy_from_slice(&buf[..half]);
+                w.data[start] ^= 0x01;
+                return Err(io::Error::other("input/output error"));
+            }
+            None => {}
+        }
+        let n = if torn { buf.len() / 2 } else { buf.len() };
+        w.data[start..start + n].copy_from_slice(&buf[..n]);
+        if std::mem::take(&mut w.mtime_now_during_write) {
+            let now = w.tick();
+            (w.facts.mtime, w.facts.ctime) = (now, now);
+            w.modified_by_path = true;
+        }
+        if std::mem::take(&mut w.both_times_atime_kept_during_write) {
+            let now = w.tick();
+            (w.facts.mtime, w.facts.ctime) = (now, now);
+            w.touched = true;
+        }
         if std::mem::take(&mut w.touch_during_write) {
             w.facts.mtime = (1_650_000_000, 5);
             w.facts.ctime = w.tick();
@@ -243,10 +280,6 @@ impl RefreshTarget for MemFile {
             let now = w.tick();
             (w.facts.atime, w.facts.mtime, w.facts.ctime) = (now, now, now);
             w.touched = true;
-        }
-        if std::mem::take(&mut w.write_fails) {
-            w.data[start..start + n / 2].copy_from_slice(&buf[..n / 2]);
-            return Err(io::Error::other("input/output error"));
         }
         if std::mem::take(&mut w.open_during_write) {
             w.lease_broken = true;
@@ -273,6 +306,9 @@ impl RefreshTarget for MemFile {
     fn set_mtime(&mut self, mtime: Time) -> io::Result<()> {
         let mut w = self.world.borrow_mut();
         w.clock_ns += std::mem::take(&mut w.stall_before_restore_ns);
+        if w.first_restore_step.is_none() {
+            w.first_restore_step = Some(w.steps + 1);
+        }
         if !w.step()? {
             return Err(crash_err());
         }
@@ -363,7 +399,10 @@ fn new_world(seed: u64) -> Shared {
         mtime_set_before_write: false,
         chmod_during_write: false,
         touch_now_during_write: false,
-        write_fails: false,
+        write_fails: None,
+        mtime_now_during_write: false,
+        both_times_atime_kept_during_write: false,
+        first_restore_step: None,
         edit_and_restore_time_during_sync: false,
         write_ns: 1_000,
         stall_before_restore_ns: 0,
@@ -873,9 +912,11 @@ fn a_chmod_during_the_write_gets_the_original_time_back_and_a_touch_does_not() {
 }
 
 #[test]
-fn an_io_error_in_the_write_marks_the_file_modified_and_closes_the_write() {
+fn a_write_error_on_a_medium_marks_the_file_modified_and_one_that_left_the_chunk_puts_the_time_back() {
+    // A failing medium: the chunk no longer reads back as it was, so the file is marked modified now and
+    // the write closed in the journal (the next run does not take the time for its own).
     let world = new_world(12);
-    world.borrow_mut().write_fails = true;
+    world.borrow_mut().write_fails = Some(WriteFailure::Medium);
     let started = world.borrow().clock_ns;
     assert!(one_run(&world).is_err(), "the error is reported");
     let mtime = world.borrow().facts.mtime;
@@ -883,9 +924,85 @@ fn an_io_error_in_the_write_marks_the_file_modified_and_closes_the_write() {
         super::file::time_ns(mtime) >= started as i128,
         "the file is marked modified now, not left with {mtime:?}"
     );
-    // The write is closed in the journal: the next run does not take the time for its own and put the
-    // original back.
     world.borrow_mut().clock_ns += 60 * SECOND;
+    let _ = one_run(&world).unwrap();
+    assert_ne!(world.borrow().facts.mtime, ORIGINAL_MTIME);
+    // A full file system: nothing was written but the time moved; the chunk reads back as it was, so the
+    // original time goes back and the file is reported, not marked modified.
+    let world = new_world(12);
+    world.borrow_mut().write_fails = Some(WriteFailure::NoSpace);
+    let outcome = one_run(&world).unwrap();
+    assert!(
+        matches!(
+            outcome,
+            Some(FileOutcome::WriteFailed {
+                times_restored: true,
+                ..
+            })
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(world.borrow().facts.mtime, ORIGINAL_MTIME);
+    let journal = Journal::open(Box::new(MemStore(world.clone()))).unwrap();
+    assert!(journal.unfinished().is_empty());
+}
+
+#[test]
+fn a_time_set_to_now_by_path_during_a_long_write_is_not_taken_for_the_writes_own() {
+    // The modification time alone (reported as a modification, as the write's own is) or both times with
+    // the access time kept (reported as an attribute change, as a chmod is): either way the time is later
+    // than the write's start, so it is someone else's and stays.
+    for both in [false, true] {
+        let world = new_world(15);
+        {
+            let mut w = world.borrow_mut();
+            w.write_ns = SECOND;
+            if both {
+                w.both_times_atime_kept_during_write = true;
+            } else {
+                w.mtime_now_during_write = true;
+            }
+        }
+        let outcome = one_run(&world).unwrap();
+        assert!(
+            matches!(
+                outcome,
+                Some(FileOutcome::GaveWay {
+                    times_restored: false,
+                    ..
+                })
+            ),
+            "both times {both}: {outcome:?}"
+        );
+        assert_ne!(world.borrow().facts.mtime, ORIGINAL_MTIME, "both times {both}");
+    }
+}
+
+#[test]
+fn a_kill_before_a_whole_second_restore_never_puts_the_time_over_a_write_in_that_second() {
+    // On a file system that keeps whole seconds, the write's recorded time is shared by any other write in
+    // the same second: after a kill right before the restore, the next run must leave the time.
+    let world = new_world(16);
+    world.borrow_mut().whole_seconds = true;
+    let _ = one_run(&world).unwrap();
+    let restore_step = world.borrow().first_restore_step.expect("a restore happened");
+    let world = new_world(16);
+    {
+        let mut w = world.borrow_mut();
+        w.whole_seconds = true;
+        w.crash_at = Some(restore_step);
+    }
+    assert!(one_run(&world).is_err());
+    reboot(&world);
+    {
+        // Someone writes elsewhere in the file in the same second.
+        let mut w = world.borrow_mut();
+        let mtime = w.facts.mtime;
+        assert_eq!(mtime.1, 0, "the write's time is whole seconds");
+        w.data[CHUNK as usize * 3] ^= 0xff;
+        w.facts.ctime = w.tick();
+        w.facts.mtime = mtime;
+    }
     let _ = one_run(&world).unwrap();
     assert_ne!(world.borrow().facts.mtime, ORIGINAL_MTIME);
 }

@@ -30,21 +30,28 @@
 //! **The remaining windows.** (1) Between the last lease check and the write there are only the inotify read
 //! and the checksum of the chunk in memory; should the process be stalled there for longer than the lease-break
 //! time while another process opens and writes the file, the stale chunk would land over that write (the check
-//! after the write then sees the lost lease and reports the file, but cannot undo it). (2) A kill between the
-//! write and its `restoring` record (a few system calls) leaves a resume to judge a moved modification time by
-//! time alone: it is taken for ours, and the original put back, when the chunk holds the announced checksum and
-//! the time falls between the announcement and a second after it, so a write elsewhere in the file in that
-//! second by a writer that was blocked on our lease would have its time replaced. After the `restoring` record
-//! a resume knows the write's exact time. A kill after the restore and before the checks that follow it leaves
-//! the original time, so a writer let in by a stall of half the lease-break time just before the restore would
-//! go unreported. After a power failure the restored time may not be durable (fdatasync does not commit it), and
-//! a chunk torn by the power loss is reported, not repaired (no copy is kept). (3) A modification time set by
-//! path in the microseconds between the check after the write and the restore is replaced by the original (our
-//! own restore raises the same event, so it is not seen). A setuid/setgid bit (for a refresh not run as root) or
-//! a capability set by path between the last check and the write is cleared by the kernel's write: the watch
-//! sees the attribute change and the file is given up with a message that says so, but the bit is gone.
-//! (4) An opener that uses O_NONBLOCK (GNU tar) and lands inside a window gets EAGAIN, and an exec that lands
-//! there gets ETXTBSY; a window is one write of at most 16 MiB, so that is rare, not impossible.
+//! after the write then sees the lost lease and reports the file, but cannot undo it). (2) A kill after a
+//! `writing` record is durable and before its `restoring` record (while the window opens, during the write,
+//! and a few system calls after it) leaves a resume to judge a moved modification time by time alone: it is
+//! taken for ours, and the original put back, when the chunk holds the announced checksum and the time falls
+//! between the announcement and a second after it, so a write elsewhere in the file by anyone in that second
+//! after the kill would have its time replaced. After the `restoring` record a resume knows the write's exact
+//! time; a write by someone else after the kill carries another time on kernels with fine-grained timestamps
+//! (Linux 6.13 and later on ext4, XFS, btrfs and tmpfs; before that, one in the same clock tick shares it), and
+//! on a file system that keeps whole seconds the time is left rather than trusted. A kill after the restore and
+//! before the checks that follow it leaves the original time, so a writer let in by a stall of half the
+//! lease-break time just before the restore would go unreported. After a power failure the restored time may
+//! not be durable (fdatasync does not commit it), and a chunk torn by the power loss is reported, not repaired
+//! (no copy is kept). (3) File systems set a write's time when it starts, so a time set to "now" by path while
+//! the write runs is later than ours and is seen; one set within the first quarter second of the write (or in
+//! the same second, where the file system keeps whole seconds), or in the microseconds between the check after
+//! the write and the restore, is taken for ours and replaced by the original. A setuid/setgid bit (for a refresh
+//! not run as root) or a capability set by path between the last check and the write is cleared by the kernel's
+//! write: the watch sees the attribute change and the file is given up with a message that says so, but the
+//! bit is gone. (4) An opener that uses O_NONBLOCK (GNU tar) and lands inside a window gets EAGAIN, and an exec
+//! that lands there gets ETXTBSY; a window is one write of at most 16 MiB, so that is rare, not impossible.
+//! (5) Identity is the file system's UUID: a copy of a file system mounted with the same UUID (an image clone,
+//! XFS `-o nouuid`) at the same path is taken for the original, and a pending entry is settled there.
 
 //! This module never opens files or reads the clock itself: everything goes through [`RefreshTarget`],
 //! [`Opener`], [`Journal`] and [`RefreshEnv`].
@@ -112,6 +119,9 @@ const YOUNGEST_NS: i128 = 100_000_000;
 const YOUNGEST_WHOLE_SECOND_NS: i128 = 2_000_000_000;
 /// Slack for clocks: file times come from the kernel's coarse clock, which can trail the wall clock by a tick.
 const CLOCK_SLACK_NS: i128 = 50_000_000;
+/// How long after our clock reading a write's own time may be set: the call's duration, up to this much (a
+/// process preempted on its way into the call).
+const WRITE_START_NS: i64 = 200_000_000;
 
 /// What happened to one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,6 +142,13 @@ pub enum FileOutcome {
     },
     /// A chunk read back differently after rewriting (a failing medium); its bytes were written once more.
     VerifyFailed { offset: u64, times_restored: bool },
+    /// Writing a chunk failed (a full file system, a quota) but the chunk reads back as it was: the content
+    /// is unchanged, and the times are put back unless someone else acted meanwhile.
+    WriteFailed {
+        offset: u64,
+        error: String,
+        times_restored: bool,
+    },
     /// Stopped by the user between chunks; the times are put back.
     Interrupted { chunks_done: u64, times_restored: bool },
 }
@@ -148,6 +165,9 @@ pub enum SettleOutcome {
     },
     /// Someone else changed the data since: its times are left as they are, the entry dropped.
     ChangedByOthers { path: PathBytes },
+    /// The interrupted write's time cannot be told from another write's (a file system that keeps whole
+    /// seconds): it is left, so the file looks modified, and the entry dropped.
+    LeftAsWritten { path: PathBytes },
     /// The file is gone, or its name now belongs to another file: nothing of ours to restore.
     Gone { path: PathBytes },
     /// Someone has the file open for longer than we wait: the entry stays for the next run.
@@ -233,6 +253,9 @@ enum WindowWrite {
     Written(Facts),
     /// Nothing was written: the file is given up for this reason.
     Refused(String),
+    /// The write failed, but the chunk reads back as it was: the time was judged as after any write (put back
+    /// unless someone else acted meanwhile) and the write closed in the journal.
+    WriteFailed(io::Error),
     /// Written, but someone else acted while we wrote, so the modification time is left as the write set it
     /// (the file looks changed, which it was) and the file given up.
     Disturbed(String),
@@ -372,7 +395,20 @@ fn write_and_restore(
 ) -> Result<WindowWrite, RefreshError> {
     let (id, original_mtime) = (file.id, file.original_mtime);
     let wall_before = env.wall_ns();
-    target.write_at(chunk.offset, chunk.data)?;
+    let write_error = target.write_at(chunk.offset, chunk.data).err();
+    let wall_after = env.wall_ns();
+    if let Some(error) = write_error.as_ref() {
+        // A write that failed (ENOSPC on a full copy-on-write file system, EDQUOT) may still have moved the time
+        // (file systems update it before allocating) and may have landed in part (the same bytes). If the chunk
+        // reads back as it was, the time is judged as after any write; otherwise the caller marks the file
+        // modified.
+        let mut back = vec![0u8; chunk.data.len()];
+        let intact = target.read_from_media(chunk.offset, &mut back).ok() == Some(back.len())
+            && checksum(&back) == chunk.sum;
+        if !intact {
+            return Err(io::Error::new(error.kind(), error.to_string()).into());
+        }
+    }
     // Our write's own modification event cannot be told from a modification time set alone during the write
     // (that one is judged by its value below); attribute events during the write are someone else's.
     let during_write = target.path_changes()?;
@@ -391,9 +427,14 @@ fn write_and_restore(
         attributes: during_write.attributes || after_write.attributes,
         modified: after_write.modified,
     };
+    // File systems set the time at the start of a write (before the data moves), so a time later than the
+    // start is someone else's, set by path while we wrote: the window our time may fall in is the moment of
+    // the call, widened by how long the call took up to a quarter second (a process preempted on its way
+    // into the call is not taken for a disturbed one).
+    let write_started_by = wall_before + (wall_after - wall_before).clamp(0, WRITE_START_NS);
     let times_touched = after_write.modified
         || (after_write.attributes && written.atime != at_window.atime)
-        || !set_between(written.mtime, wall_before, env.wall_ns())
+        || !set_between(written.mtime, wall_before, write_started_by)
         || written.size_bytes != at_window.size_bytes;
     let left = if times_touched {
         Some(
@@ -414,7 +455,10 @@ fn write_and_restore(
     };
     if let Some(reason) = left {
         journal.done(id, chunk.index)?;
-        return Ok(WindowWrite::Disturbed(reason));
+        return Ok(match write_error {
+            Some(error) => WindowWrite::WriteFailed(error),
+            None => WindowWrite::Disturbed(reason),
+        });
     }
     // The original modification time goes back at once, inside the window: a later write by anyone moves it
     // again. The journal first records the time our write set, so a resume after a kill here recognises it
@@ -436,7 +480,11 @@ fn write_and_restore(
         None
     };
     journal.done(id, chunk.index)?;
-    Ok(disturbance.map_or(WindowWrite::Written(restored), WindowWrite::Disturbed))
+    Ok(match (write_error, disturbance) {
+        (Some(error), _) => WindowWrite::WriteFailed(error),
+        (None, Some(reason)) => WindowWrite::Disturbed(reason),
+        (None, None) => WindowWrite::Written(restored),
+    })
 }
 
 /// Refreshes one file in chunks of at most `chunk_bytes` (a multiple of the direct-I/O alignment) that never
@@ -559,6 +607,14 @@ pub fn refresh_file(
         let left = match write_in_window(target, journal, env, &mut file, &chunk, &ours)? {
             WindowWrite::Written(left) => left,
             WindowWrite::Refused(reason) | WindowWrite::Disturbed(reason) => give_way!(reason),
+            WindowWrite::WriteFailed(error) => {
+                let times_restored = give_up(target, journal, id, &ours)?;
+                return Ok(FileOutcome::WriteFailed {
+                    offset,
+                    error: error.to_string(),
+                    times_restored,
+                });
+            }
         };
         // The file as our window left it, change time included: any change by anyone from here on (a write, a
         // chmod, a time set by path, even one that restores our time) shows against it.
@@ -680,6 +736,13 @@ pub fn settle_entry(
     // check that nothing moved since and to put the time back.
     let mut chunk = vec![0u8; w.len as usize];
     let our_time = match entry.restoring {
+        // On a file system that keeps whole seconds another write in the same second after the kill carries
+        // the same time, so even the recorded time cannot tell ours from theirs: the time is left (the file
+        // looks modified). The kill had to land between the record and the restore, a few microseconds.
+        Some(written) if written.1 == 0 && now.mtime == written => {
+            journal.end(begin.id)?;
+            return Ok(SettleOutcome::LeftAsWritten { path });
+        }
         Some(written) => now.mtime == written,
         None => written_when_announced(now.mtime, &w),
     };

@@ -383,6 +383,10 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                     "settled   {}: gone or replaced since the interrupted refresh; nothing to put back",
                     path.escaped()
                 ),
+                Ok(SettleOutcome::LeftAsWritten { path }) => eprintln!(
+                    "settled   {}: the interrupted write's time cannot be told from another write in the same second (the file system keeps whole seconds); it is left, so the file looks modified",
+                    path.escaped()
+                ),
                 Ok(SettleOutcome::Busy { path }) => {
                     problems += 1;
                     eprintln!(
@@ -503,9 +507,11 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         let outcome = match result {
             Ok(outcome) => outcome,
             Err(e) => {
-                // An I/O error on one file (ENOSPC on a copy-on-write file system, EIO) does not stop the others;
-                // its journal entry stays, so the next run settles it and puts its times back.
-                eprintln!("FAILED    {shown}: {e}; the next run puts its times back");
+                // An I/O error on one file (EIO, a read that fails) does not stop the others; its journal entry
+                // stays for the next run to settle.
+                eprintln!(
+                    "FAILED    {shown}: {e}; if a write was under way the file is marked modified now, and the next run settles its journal entry"
+                );
                 problems += 1;
                 continue;
             }
@@ -558,6 +564,21 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                 problems += 1;
                 eprintln!(
                     "FAILED    {shown}: the chunk at byte {offset} read back differently after rewriting (the original bytes were written again); check the drive"
+                );
+            }
+            FileOutcome::WriteFailed {
+                offset,
+                error,
+                times_restored,
+            } => {
+                problems += 1;
+                let times = if times_restored {
+                    "its times are as they were"
+                } else {
+                    "its times are left as they are (another process acted meanwhile)"
+                };
+                eprintln!(
+                    "FAILED    {shown}: writing the chunk at byte {offset}: {error}; the chunk reads back unchanged and {times}"
                 );
             }
             FileOutcome::Interrupted { chunks_done, .. } => {
