@@ -499,6 +499,11 @@ fn act(world: &Shared, meanwhile: Meanwhile) {
     }
 }
 
+/// Whether refresh gave the file up, with its times restored or not as `restored` says.
+fn gave_way(outcome: &Option<FileOutcome>, restored: bool) -> bool {
+    matches!(outcome, Some(FileOutcome::GaveWay { times_restored, .. }) if *times_restored == restored)
+}
+
 /// After a crash: the crash switch is off; nothing the crashed run held in memory survives.
 fn reboot(world: &Shared) {
     let mut w = world.borrow_mut();
@@ -607,16 +612,7 @@ fn an_opener_is_waited_for_and_then_given_way_with_times_restored() {
             .len();
         if busy.is_some() {
             // Nothing needed putting back: the file was given way to, its times as they were.
-            assert!(
-                matches!(
-                    busy,
-                    Some(FileOutcome::GaveWay {
-                        times_restored: true,
-                        ..
-                    })
-                ),
-                "{busy:?}"
-            );
+            assert!(gave_way(&busy, true), "{busy:?}");
             assert_eq!(pending, 0);
             continue;
         }
@@ -654,16 +650,7 @@ fn a_time_set_by_someone_else_during_the_write_is_not_overwritten() {
     let world = new_world(5);
     world.borrow_mut().touch_during_write = true;
     let outcome = one_run(&world).unwrap();
-    assert!(
-        matches!(
-            outcome,
-            Some(FileOutcome::GaveWay {
-                times_restored: false,
-                ..
-            })
-        ),
-        "{outcome:?}"
-    );
+    assert!(gave_way(&outcome, false), "{outcome:?}");
     assert_ne!(
         world.borrow().facts.mtime,
         ORIGINAL_MTIME,
@@ -680,16 +667,7 @@ fn a_modification_time_alone_set_during_the_write_is_not_overwritten_either() {
         w.mtime_only_touch = true;
     }
     let outcome = one_run(&world).unwrap();
-    assert!(
-        matches!(
-            outcome,
-            Some(FileOutcome::GaveWay {
-                times_restored: false,
-                ..
-            })
-        ),
-        "{outcome:?}"
-    );
+    assert!(gave_way(&outcome, false), "{outcome:?}");
     assert_eq!(world.borrow().facts.mtime, (1_650_000_000, 5), "their time stays");
 }
 
@@ -703,16 +681,7 @@ fn a_lease_broken_during_a_long_write_leaves_the_write_time_and_a_short_one_does
         w.write_ns = 30 * SECOND;
     }
     let outcome = one_run(&world).unwrap();
-    assert!(
-        matches!(
-            outcome,
-            Some(FileOutcome::GaveWay {
-                times_restored: false,
-                ..
-            })
-        ),
-        "{outcome:?}"
-    );
+    assert!(gave_way(&outcome, false), "{outcome:?}");
     assert_ne!(world.borrow().facts.mtime, ORIGINAL_MTIME);
     // Broken for a reader during a quick write: the reader is still blocked in its open and will change
     // nothing, so the time goes back.
@@ -729,16 +698,7 @@ fn a_lease_broken_during_a_long_write_leaves_the_write_time_and_a_short_one_does
     let world = new_world(6);
     world.borrow_mut().open_during_write = true;
     let outcome = one_run(&world).unwrap();
-    assert!(
-        matches!(
-            outcome,
-            Some(FileOutcome::GaveWay {
-                times_restored: false,
-                ..
-            })
-        ),
-        "{outcome:?}"
-    );
+    assert!(gave_way(&outcome, false), "{outcome:?}");
 }
 
 /// Crashes the run between its first data write and the time restore after it.
@@ -843,16 +803,7 @@ fn a_stall_before_the_time_restore_marks_the_file_modified_and_never_repairs() {
         w.stall_before_restore_ns = 20 * SECOND;
     }
     let outcome = one_run(&world).unwrap();
-    assert!(
-        matches!(
-            outcome,
-            Some(FileOutcome::GaveWay {
-                times_restored: false,
-                ..
-            })
-        ),
-        "{outcome:?}"
-    );
+    assert!(gave_way(&outcome, false), "{outcome:?}");
     let w = world.borrow();
     assert_ne!(
         w.facts.mtime, ORIGINAL_MTIME,
@@ -898,16 +849,7 @@ fn a_chmod_during_the_write_gets_the_original_time_back_and_a_touch_does_not() {
     let world = new_world(11);
     world.borrow_mut().touch_now_during_write = true;
     let outcome = one_run(&world).unwrap();
-    assert!(
-        matches!(
-            outcome,
-            Some(FileOutcome::GaveWay {
-                times_restored: false,
-                ..
-            })
-        ),
-        "{outcome:?}"
-    );
+    assert!(gave_way(&outcome, false), "{outcome:?}");
     assert_ne!(world.borrow().facts.mtime, ORIGINAL_MTIME);
 }
 
@@ -964,16 +906,7 @@ fn a_time_set_to_now_by_path_during_a_long_write_is_not_taken_for_the_writes_own
             }
         }
         let outcome = one_run(&world).unwrap();
-        assert!(
-            matches!(
-                outcome,
-                Some(FileOutcome::GaveWay {
-                    times_restored: false,
-                    ..
-                })
-            ),
-            "both times {both}: {outcome:?}"
-        );
+        assert!(gave_way(&outcome, false), "both times {both}: {outcome:?}");
         assert_ne!(world.borrow().facts.mtime, ORIGINAL_MTIME, "both times {both}");
     }
 }

@@ -247,6 +247,14 @@ impl Journal {
         Ok(())
     }
 
+    /// Appends a record that must survive a kill but not a power failure (no sync).
+    fn append_unsynced(&mut self, record: &Record) -> Result<(), JournalError> {
+        let mut line = Vec::new();
+        push_line(&mut line, record);
+        self.store.append_unsynced(&line)?;
+        Ok(())
+    }
+
     pub fn begin(&mut self, begin: Begin) -> Result<(), JournalError> {
         assert!(
             !self.open.contains_key(&begin.id),
@@ -281,16 +289,13 @@ impl Journal {
     /// Records the modification time the announced write of chunk `index` set, just before the original goes
     /// back. Not synced, as [`Journal::done`]: it must survive a kill.
     pub fn restoring(&mut self, id: FileId, index: u64, written: Time) -> Result<(), JournalError> {
-        let entry = self.open.get_mut(&id);
         assert!(
-            entry
-                .as_ref()
+            self.open
+                .get(&id)
                 .is_some_and(|e| e.last.is_some_and(|w| w.index == index)),
             "a time restore follows the announced write of the same chunk"
         );
-        let mut line = Vec::new();
-        push_line(&mut line, &Record::Restoring { id, index, written });
-        self.store.append_unsynced(&line)?;
+        self.append_unsynced(&Record::Restoring { id, index, written })?;
         if let Some(entry) = self.open.get_mut(&id) {
             entry.restoring = Some(written);
         }
@@ -309,9 +314,7 @@ impl Journal {
     /// Records that the write of chunk `index` is over. Not synced: it must survive a kill, and after a power
     /// failure the file's own times are not durable either.
     pub fn done(&mut self, id: FileId, index: u64) -> Result<(), JournalError> {
-        let mut line = Vec::new();
-        push_line(&mut line, &Record::Done { id, index });
-        self.store.append_unsynced(&line)?;
+        self.append_unsynced(&Record::Done { id, index })?;
         if let Some(entry) = self.open.get_mut(&id) {
             entry.last = None;
             entry.restoring = None;

@@ -786,7 +786,7 @@ pub fn settle_entry(
             || late;
         if disturbed {
             let now = env.wall_ns();
-            target.set_mtime((now.div_euclid(1_000_000_000), now.rem_euclid(1_000_000_000)))?;
+            target.set_mtime(split_ns(now))?;
         }
         target.close_window();
         journal.end(begin.id)?;
