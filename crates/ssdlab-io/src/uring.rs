@@ -1,7 +1,11 @@
 //! The io_uring backend: registered file and buffers, batched submission and reaping, no allocation per I/O.
 //!
-//! Submission only queues entries; the next `reap` enters the kernel once to submit them and wait for
-//! completions (the `io_uring_submit_and_wait` idiom), so a steady state costs one system call per batch.
+//! An operation submitted while the device is idle is only queued: the next `reap` enters the kernel once to
+//! submit it and wait (the `io_uring_submit_and_wait` idiom), so QD1 costs one system call per I/O. An operation
+//! submitted while others are in flight is handed to the kernel at once, one system call each, as fio does:
+//! the device then holds the queue depth it was asked for. Measured on a virtio disk at QD32 (ext4 file,
+//! O_DIRECT), batching a freed slot until the next wait cost 15-20% of the IOPS; on a loop device it saved
+//! about 0.6 µs of CPU per I/O at equal IOPS.
 //! Timestamps are taken once per batch: the submit time when entries are queued, the completion time when a
 //! batch of completions is harvested. Reaping waits for a single completion at a time, so no completion is held
 //! back behind slower ones. Discards run synchronously (BLKDISCARD and hole punching have no io_uring
@@ -229,8 +233,20 @@ impl Device for UringDevice {
                     return Ok(accepted);
                 }
             }
+            let at_kernel = self.slots.slots.in_flight() - self.unsubmitted;
             self.slots.slots.start(io, now);
             self.unsubmitted += 1;
+            if at_kernel > 0 {
+                // The device is busy, so nobody is about to wait: hand this one over now, as fio does by
+                // default (iodepth_batch_submit=1). Queued until the next batch, a freed slot would leave the
+                // device below the queue depth it was asked for, and a batch dispatches as one plugged burst.
+                match self.ring.submit() {
+                    Ok(_) => self.unsubmitted = 0,
+                    // A transient refusal leaves the entry queued; the next reap submits it.
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)) => {}
+                    Err(e) => return Err(os_error("io_uring submit", e)),
+                }
+            }
         }
         Ok(ios.len())
     }
