@@ -191,4 +191,9 @@ pub trait Device {
     fn counters(&self) -> Option<crate::schema::DeviceCounters> {
         None
     }
+
+    /// The DRAM cache's cumulative statistics, if this device is a cache.
+    fn cache_stats(&self) -> Option<crate::schema::CacheStats> {
+        None
+    }
 }

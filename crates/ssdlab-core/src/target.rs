@@ -1,8 +1,9 @@
 //! Target specifications: the one parser for every `--target` string.
 //!
 //! `/dev/NAME` is a block device, `file:PATH[:SIZE]` a regular file (created or extended to SIZE), `null[:SIZE]`
-//! a device that completes everything at once, and `sim:PROFILE[?k=v&...]` a virtual SSD. Parsing is pure;
-//! opening a target is the job of `ssdlab-io` (real targets) and `ssdlab-sim` (virtual ones).
+//! a device that completes everything at once, `sim:PROFILE[?k=v&...]` a virtual SSD, and
+//! `cached:INNER[?size=..&mode=..&seq-cutoff=..&dirty-limit=..]` the DRAM cache over any of them. Parsing is
+//! pure; opening a target is the job of `ssdlab-targets`.
 
 use std::path::PathBuf;
 
@@ -14,10 +15,139 @@ pub const NULL_DEFAULT_BYTES: u64 = 1 << 40;
 /// A parsed `--target`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TargetSpec {
-    Block { path: PathBuf },
-    File { path: PathBuf, size: Option<u64> },
-    Null { size: u64 },
-    Sim { spec: String },
+    Block {
+        path: PathBuf,
+    },
+    File {
+        path: PathBuf,
+        size: Option<u64>,
+    },
+    Null {
+        size: u64,
+    },
+    Sim {
+        spec: String,
+    },
+    /// The DRAM cache over `inner`; `inner_target` is the inner target as written (for messages and results).
+    Cached {
+        inner: Box<TargetSpec>,
+        inner_target: String,
+        cache: CacheSpec,
+    },
+}
+
+/// How the DRAM cache treats writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheMode {
+    /// Writes are acknowledged from memory and destaged later; a FLUSH waits for them.
+    #[default]
+    Writeback,
+    /// Writes go to the device and complete when it does; their blocks are kept for reads.
+    Writethrough,
+    /// Only reads are cached; writes go to the device and update copies already cached.
+    Readonly,
+}
+
+impl CacheMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheMode::Writeback => "writeback",
+            CacheMode::Writethrough => "writethrough",
+            CacheMode::Readonly => "readonly",
+        }
+    }
+}
+
+/// The parameters of a `cached:` target. `size_bytes` is `None` for the default, min(25% of RAM, 1 GiB),
+/// which the opener resolves (it needs to read the machine's memory size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheSpec {
+    pub size_bytes: Option<u64>,
+    pub mode: CacheMode,
+    /// A stream of sequential I/O longer than this bypasses the cache (reads are not admitted, writes go
+    /// around it).
+    pub seq_cutoff_bytes: u64,
+    /// The share of the cache that may hold dirty data, in percent; writes past it wait for destaging.
+    pub dirty_limit_percent: u8,
+}
+
+impl Default for CacheSpec {
+    fn default() -> Self {
+        CacheSpec {
+            size_bytes: None,
+            mode: CacheMode::Writeback,
+            seq_cutoff_bytes: 4 << 20,
+            dirty_limit_percent: 50,
+        }
+    }
+}
+
+/// The keys a `cached:` target takes; any other key in its last `?` part belongs to the inner target.
+pub const CACHE_KEYS: &str = "size, mode, seq-cutoff, dirty-limit";
+
+impl CacheSpec {
+    /// Applies one `key=value`; `Ok(false)` if the key is not the cache's.
+    fn apply(&mut self, key: &str, value: &str) -> Result<bool, String> {
+        let bad = |what: &str| format!("{key}={value}: {what}");
+        match key {
+            "size" => {
+                let size = parse_size(value).map_err(|e| bad(&e.to_string()))?;
+                if size < 1 << 20 {
+                    return Err(bad("the cache needs at least 1m"));
+                }
+                self.size_bytes = Some(size);
+            }
+            "mode" => {
+                self.mode = match value {
+                    "writeback" => CacheMode::Writeback,
+                    "writethrough" => CacheMode::Writethrough,
+                    "readonly" => CacheMode::Readonly,
+                    _ => return Err(bad("use writeback, writethrough or readonly")),
+                }
+            }
+            "seq-cutoff" => {
+                self.seq_cutoff_bytes = parse_size(value).map_err(|e| bad(&e.to_string()))?;
+            }
+            "dirty-limit" => {
+                let percent: u8 = value
+                    .trim_end_matches('%')
+                    .parse()
+                    .ok()
+                    .filter(|p| (1..=90).contains(p))
+                    .ok_or_else(|| bad("write a percentage of the cache from 1 to 90, such as 50%"))?;
+                self.dirty_limit_percent = percent;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Splits `cached:` text into the inner target and the cache's parameters.
+    fn parse(rest: &str, input: &str) -> Result<(String, CacheSpec), TargetParseError> {
+        let mut cache = CacheSpec::default();
+        let Some((inner, query)) = rest.rsplit_once('?') else {
+            return Ok((rest.to_string(), cache));
+        };
+        let mut left = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let taken = match pair.split_once('=') {
+                Some((key, value)) => cache
+                    .apply(key, value)
+                    .map_err(|e| TargetParseError(format!("'{input}': {e}")))?,
+                None => false,
+            };
+            if !taken {
+                left.push(pair);
+            }
+        }
+        let inner = if left.is_empty() {
+            inner.to_string()
+        } else {
+            format!("{inner}?{}", left.join("&"))
+        };
+        Ok((inner, cache))
+    }
 }
 
 /// Why a target string was not understood; the text says what forms are accepted.
@@ -25,7 +155,7 @@ pub enum TargetSpec {
 #[error("{0}")]
 pub struct TargetParseError(pub String);
 
-const FORMS: &str = "use /dev/NAME, file:PATH[:SIZE], null[:SIZE] or sim:PROFILE";
+const FORMS: &str = "use /dev/NAME, file:PATH[:SIZE], null[:SIZE], sim:PROFILE or cached:TARGET";
 
 impl TargetSpec {
     /// Parses a target string.
@@ -73,6 +203,21 @@ impl TargetSpec {
             }
             return Ok(TargetSpec::Null { size });
         }
+        if let Some(rest) = s.strip_prefix("cached:") {
+            let (inner_target, cache) = CacheSpec::parse(rest, input)?;
+            let inner = TargetSpec::parse(&inner_target)
+                .map_err(|e| TargetParseError(format!("'{input}': the cached target: {e}")))?;
+            if matches!(inner, TargetSpec::Cached { .. }) {
+                return Err(TargetParseError(format!(
+                    "'{input}': a cache over a cache measures nothing more; give one cached: prefix"
+                )));
+            }
+            return Ok(TargetSpec::Cached {
+                inner: Box::new(inner),
+                inner_target,
+                cache,
+            });
+        }
         if let Some(spec) = s.strip_prefix("sim:") {
             return Ok(TargetSpec::Sim {
                 spec: spec.to_string(),
@@ -83,7 +228,20 @@ impl TargetSpec {
 
     /// Whether writing to this target can destroy data that is not a test file (a block device).
     pub fn is_block_device(&self) -> bool {
-        matches!(self, TargetSpec::Block { .. })
+        match self {
+            TargetSpec::Block { .. } => true,
+            TargetSpec::Cached { inner, .. } => inner.is_block_device(),
+            _ => false,
+        }
+    }
+
+    /// Whether the target runs in virtual time (a virtual SSD, cached or not).
+    pub fn is_virtual(&self) -> bool {
+        match self {
+            TargetSpec::Sim { .. } => true,
+            TargetSpec::Cached { inner, .. } => inner.is_virtual(),
+            _ => false,
+        }
     }
 }
 
@@ -129,6 +287,51 @@ mod tests {
                 spec: "840evo-250g?op=25".into()
             }
         );
+    }
+
+    #[test]
+    fn a_cached_target_takes_its_own_keys_and_leaves_the_inner_ones() {
+        let TargetSpec::Cached {
+            inner,
+            inner_target,
+            cache,
+        } = TargetSpec::parse("cached:sim:840evo-250g?scale=1/16&size=64m&mode=writethrough").unwrap()
+        else {
+            panic!("not cached")
+        };
+        assert_eq!(inner_target, "sim:840evo-250g?scale=1/16");
+        assert_eq!(
+            *inner,
+            TargetSpec::Sim {
+                spec: "840evo-250g?scale=1/16".into()
+            }
+        );
+        assert_eq!(cache.size_bytes, Some(64 << 20));
+        assert_eq!(cache.mode, CacheMode::Writethrough);
+        let TargetSpec::Cached {
+            inner_target, cache, ..
+        } = TargetSpec::parse("cached:/dev/loop3").unwrap()
+        else {
+            panic!("not cached")
+        };
+        assert_eq!(inner_target, "/dev/loop3");
+        assert_eq!(cache, CacheSpec::default());
+        assert!(TargetSpec::parse("cached:/dev/loop3").unwrap().is_block_device());
+        assert!(TargetSpec::parse("cached:sim:840evo-250g").unwrap().is_virtual());
+    }
+
+    #[test]
+    fn bad_cached_targets_name_the_key_and_the_fix() {
+        let e = TargetSpec::parse("cached:null?mode=fast").unwrap_err();
+        assert!(e.0.contains("mode=fast") && e.0.contains("writeback"), "{e}");
+        let e = TargetSpec::parse("cached:null?size=4k").unwrap_err();
+        assert!(e.0.contains("at least 1m"), "{e}");
+        let e = TargetSpec::parse("cached:null?dirty-limit=95").unwrap_err();
+        assert!(e.0.contains("1 to 90"), "{e}");
+        let e = TargetSpec::parse("cached:cached:null").unwrap_err();
+        assert!(e.0.contains("one cached: prefix"), "{e}");
+        let e = TargetSpec::parse("cached:sda").unwrap_err();
+        assert!(e.0.contains("the cached target"), "{e}");
     }
 
     #[test]

@@ -148,6 +148,7 @@ pub fn run_phase<D: Device + ?Sized, O: Observer + ?Sized>(
 
     observer.started();
     let counters_before = device.counters();
+    let cache_before = device.cache_stats();
     let start_ns = device.now_ns();
     let deadline_ns = workload.stop.runtime_ns.map(|r| start_ns.saturating_add(r));
     let mut accounting = Accounting::new(start_ns);
@@ -306,6 +307,10 @@ pub fn run_phase<D: Device + ?Sized, O: Observer + ?Sized>(
     finished.summary.device = device
         .counters()
         .zip(counters_before)
+        .map(|(after, before)| after.since(&before));
+    finished.summary.cache = device
+        .cache_stats()
+        .zip(cache_before)
         .map(|(after, before)| after.since(&before));
     for sample in finished.samples.iter().skip(streamed) {
         observer.sample(sample);

@@ -96,9 +96,9 @@ pub fn open_target(target: &str, spec: &TargetSpec, request: OpenRequest) -> Res
         TargetSpec::Null { size } => return Ok(RealDevice::Null(NullDevice::new(target, *size))),
         TargetSpec::Block { path } => open_block(target, path, request)?,
         TargetSpec::File { path, size } => open_file(target, path, *size, request)?,
-        TargetSpec::Sim { .. } => {
+        TargetSpec::Sim { .. } | TargetSpec::Cached { .. } => {
             return Err(OpenError::Refused(format!(
-                "{target} is a virtual device, not a real one"
+                "{target} is not a real device: ssdlab-targets opens it"
             )));
         }
     };

@@ -5,11 +5,13 @@
 //! fields does not. The prose description lives in `docs/result-schema.md`.
 
 mod analysis;
+mod cache;
 pub mod options;
 
 use serde::{Deserialize, Serialize, Serializer};
 
 pub use analysis::*;
+pub use cache::CacheStats;
 
 use crate::device::DeviceInfo;
 use crate::histogram::SparseHistogram;
@@ -119,6 +121,9 @@ pub struct Summary {
     /// NAND-level counters over the phase, from devices that know them (the virtual SSD).
     #[serde(flatten, default)]
     pub device: Option<DeviceCounters>,
+    /// What the DRAM cache did over the phase, for `cached:` targets.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cache: Option<CacheStats>,
     /// The whole-phase latency histogram, for re-analysis.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub latency_histogram: Option<SparseHistogram>,

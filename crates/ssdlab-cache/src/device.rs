@@ -1,0 +1,781 @@
+//! [`CachedDevice`]: the cache as a [`Device`] over any other device, so every command can measure a drive
+//! through it and the NBD server can export it.
+//!
+//! It owns the life of each host operation (served from memory, sent to the device, or waiting), the destage
+//! writes, and the order in which FLUSHes reach the device. It must never acknowledge a FLUSH before every
+//! write acknowledged before it is on the device and the device has been flushed, never evict dirty data, and
+//! never have two destage writes of one block in flight.
+//!
+//! **Slots.** The host's slot `i` is the inner device's slot `i`, so its buffer is the inner device's (registered
+//! on io_uring) and a miss or a write-around needs no copy. Destage writes use extra inner slots after the
+//! host's, each with a buffer of at least [`DESTAGE_CHUNK_BYTES`].
+//!
+//! **Background work without threads.** Destaging happens inside `submit`, `reap` and `wait_until`: whenever
+//! the host calls in, finished destages are settled and new ones issued, up to `destage_qd` at a time. Dirty
+//! data is destaged in LBA order (an elevator over the dirty set) once enough has accumulated to coalesce,
+//! at once when a FLUSH or a write is waiting for it, and whenever the host is idle (`wait_until`).
+//!
+//! **Time.** On a real device the cache's own work takes real time and completions carry the clock after it.
+//! On a virtual one (`sim:`) that work is charged by [`crate::cost::CostModel`] on a single virtual CPU, and
+//! the inner device's clock is advanced to each completion before the host sees it.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use ssdlab_core::device::{ClockKind, Completion, Device, DeviceError, DeviceInfo, DeviceResult, Io, Op};
+use ssdlab_core::schema::{CacheStats, DeviceCounters};
+use ssdlab_core::target::CacheMode;
+
+use crate::admission::{FrequencySketch, Streams};
+use crate::cost::CostModel;
+use crate::store::{BLOCK, Destaged, State, Store};
+
+/// The largest destage write: dirty blocks are coalesced into runs of up to this many bytes.
+pub const DESTAGE_CHUNK_BYTES: u64 = 1 << 20;
+/// The most memory the destage slots' buffers may take together.
+const DESTAGE_BUFFER_BUDGET_BYTES: usize = 64 << 20;
+
+/// How to build a cache.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CacheConfig {
+    pub size_bytes: u64,
+    pub mode: CacheMode,
+    pub seq_cutoff_bytes: u64,
+    pub dirty_limit_percent: u8,
+    /// Destage writes in flight at most.
+    pub destage_qd: u32,
+}
+
+impl CacheConfig {
+    pub fn new(size_bytes: u64, mode: CacheMode) -> Self {
+        CacheConfig {
+            size_bytes,
+            mode,
+            seq_cutoff_bytes: 4 << 20,
+            dirty_limit_percent: 50,
+            destage_qd: 16,
+        }
+    }
+}
+
+/// Where a host operation is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Stage {
+    Idle,
+    /// At the inner device on the same slot.
+    Inner(Forwarded),
+    /// A write waiting for frames (the dirty limit), in `waiting_writes` order.
+    WaitingFrames,
+    /// A FLUSH waiting for its epoch to be destaged before it goes to the device.
+    WaitingFlush {
+        epoch: u32,
+    },
+    /// Finished; delivered by `reap` once the clock reaches its completion time.
+    Ready,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Forwarded {
+    MissRead { admit: bool },
+    WriteAround,
+    Flush,
+    Discard,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct HostOp {
+    io: Io,
+    submitted_ns: u64,
+    waiting_since_ns: u64,
+    stage: Stage,
+    completion: Option<Completion>,
+}
+
+const IDLE: HostOp = HostOp {
+    io: Io {
+        op: Op::Read,
+        offset: 0,
+        len: 0,
+        slot: 0,
+        tag: 0,
+    },
+    submitted_ns: 0,
+    waiting_since_ns: 0,
+    stage: Stage::Idle,
+    completion: None,
+};
+
+pub struct CachedDevice<D: Device> {
+    inner: D,
+    info: DeviceInfo,
+    config: CacheConfig,
+    store: Store,
+    sketch: FrequencySketch,
+    streams: Streams,
+    /// Charged on virtual clocks only.
+    cost: Option<CostModel>,
+    /// When the virtual CPU is next free.
+    cpu_free_ns: u64,
+    host: Vec<HostOp>,
+    host_in_flight: usize,
+    /// Host buffer size as prepared by the caller.
+    buffer_bytes: usize,
+    ready: BinaryHeap<Reverse<(u64, u32)>>,
+    waiting_writes: VecDeque<u32>,
+    waiting_flushes: VecDeque<u32>,
+    /// Per destage slot, the blocks its write carries.
+    destages: Vec<Vec<Destaged>>,
+    free_destage: Vec<u32>,
+    destage_chunk_blocks: usize,
+    cursor: u64,
+    /// Destage everything now (host idle, closing).
+    draining: bool,
+    /// The errno of a failed destage: destaging pauses until the next FLUSH, which reports it.
+    destage_error: Option<i64>,
+    pinned_limit: usize,
+    stats: CacheStats,
+    inner_out: Vec<Completion>,
+    run: Vec<Destaged>,
+}
+
+impl<D: Device> CachedDevice<D> {
+    /// A cache of `config.size_bytes` over `inner`. `target` is the whole target as written.
+    pub fn new(inner: D, target: &str, config: CacheConfig) -> Self {
+        let frames = (config.size_bytes / BLOCK).max(1) as usize;
+        let inner_info = inner.info().clone();
+        let cost = (inner_info.clock == ClockKind::Virtual).then(CostModel::default);
+        let mut info = inner_info.clone();
+        info.target = target.to_string();
+        info.model = format!(
+            "{} behind a {} MiB DRAM cache ({})",
+            inner_info.model,
+            (frames as u64 * BLOCK) >> 20,
+            config.mode.name()
+        );
+        info.backend = format!("ssdlab-cache over {}", inner_info.backend);
+        if let Some(cost) = &cost {
+            info.notes.push(cost.describe());
+        }
+        let store = Store::new(frames);
+        let pinned_limit = (frames * config.dirty_limit_percent as usize / 100).max(1);
+        let stats = CacheStats {
+            mode: config.mode,
+            cache_bytes: frames as u64 * BLOCK,
+            ..CacheStats::default()
+        };
+        let mut device = CachedDevice {
+            inner,
+            info,
+            config,
+            sketch: FrequencySketch::new(frames),
+            store,
+            streams: Streams::default(),
+            cost,
+            cpu_free_ns: 0,
+            host: Vec::new(),
+            host_in_flight: 0,
+            buffer_bytes: 0,
+            ready: BinaryHeap::new(),
+            waiting_writes: VecDeque::new(),
+            waiting_flushes: VecDeque::new(),
+            destages: Vec::new(),
+            free_destage: Vec::new(),
+            destage_chunk_blocks: 1,
+            cursor: 0,
+            draining: false,
+            destage_error: None,
+            pinned_limit,
+            stats,
+            inner_out: Vec::new(),
+            run: Vec::new(),
+        };
+        device.stats.metadata_bytes = device.metadata_bytes();
+        device
+    }
+
+    fn metadata_bytes(&self) -> u64 {
+        self.store.metadata_bytes(self.pinned_limit) + self.sketch.memory_bytes()
+    }
+
+    pub fn inner(&self) -> &D {
+        &self.inner
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        let mut stats = self.stats;
+        stats.evictions = self.store.evictions;
+        stats.dirty_bytes = self.store.pinned() as u64 * BLOCK;
+        stats
+    }
+
+    /// Destages every dirty block and flushes the device: what a clean shutdown does. Host operations in
+    /// flight are left to be reaped.
+    pub fn flush_all(&mut self) -> DeviceResult<()> {
+        if self.destages.is_empty() {
+            assert_eq!(self.store.pinned(), 0, "dirty data without prepared slots");
+            return Ok(());
+        }
+        self.draining = true;
+        self.destage_error = None;
+        while self.store.pinned() > 0 {
+            self.pump()?;
+            if let Some(errno) = self.destage_error {
+                self.draining = false;
+                return Err(DeviceError::os(
+                    "destaging the cache",
+                    std::io::Error::from_raw_os_error(errno as i32),
+                ));
+            }
+            self.wait_inner(None)?;
+        }
+        self.draining = false;
+        // The device's own volatile cache: one FLUSH on a destage slot.
+        let slot = self.free_destage.pop().expect("no destage in flight");
+        let flush = Io {
+            op: Op::Flush,
+            offset: 0,
+            len: 0,
+            slot: self.host.len() as u32 + slot,
+            tag: 0,
+        };
+        let accepted = self.inner.submit(&[flush])?;
+        assert_eq!(accepted, 1, "the inner device takes a flush on a free slot");
+        let result = loop {
+            self.inner_out.clear();
+            self.inner.reap(1, None, &mut self.inner_out)?;
+            let mut result = None;
+            for c in std::mem::take(&mut self.inner_out) {
+                if c.slot == flush.slot {
+                    result = Some(c.result);
+                } else {
+                    self.finish_inner(c)?;
+                }
+            }
+            if let Some(r) = result {
+                break r;
+            }
+        };
+        self.free_destage.push(slot);
+        if result < 0 {
+            return Err(DeviceError::os(
+                "flushing the device",
+                std::io::Error::from_raw_os_error(-result as i32),
+            ));
+        }
+        Ok(())
+    }
+
+    fn block_span(offset: u64, len: u64) -> std::ops::Range<u64> {
+        offset / BLOCK..(offset + len).div_ceil(BLOCK)
+    }
+
+    /// The part of block `b` that `[offset, offset + len)` covers: (offset in the buffer, offset in the
+    /// block, length).
+    fn overlap(b: u64, offset: u64, len: u64) -> (usize, usize, usize) {
+        let start = (b * BLOCK).max(offset);
+        let end = ((b + 1) * BLOCK).min(offset + len);
+        (
+            (start - offset) as usize,
+            (start - b * BLOCK) as usize,
+            (end - start) as usize,
+        )
+    }
+
+    /// Finishes a host operation served here: its completion is due after the cache's own work.
+    fn finish_here(&mut self, slot: u32, result: i64, copied_bytes: u64) {
+        let now = self.inner.now_ns();
+        let completed_ns = match &self.cost {
+            Some(cost) => {
+                let start = now.max(self.cpu_free_ns);
+                self.cpu_free_ns = start + cost.op_ns(copied_bytes);
+                self.cpu_free_ns
+            }
+            None => now,
+        };
+        self.complete(slot, result, completed_ns);
+    }
+
+    fn complete(&mut self, slot: u32, result: i64, completed_ns: u64) {
+        let op = &mut self.host[slot as usize];
+        op.stage = Stage::Ready;
+        op.completion = Some(Completion {
+            slot,
+            tag: op.io.tag,
+            op: op.io.op,
+            result,
+            submitted_ns: op.submitted_ns,
+            completed_ns,
+        });
+        self.ready.push(Reverse((completed_ns, slot)));
+    }
+
+    fn forward(&mut self, slot: u32, how: Forwarded) -> DeviceResult<()> {
+        let io = self.host[slot as usize].io;
+        let accepted = self.inner.submit(&[io])?;
+        assert_eq!(accepted, 1, "the inner device takes an operation on a free slot");
+        self.host[slot as usize].stage = Stage::Inner(how);
+        Ok(())
+    }
+
+    fn read(&mut self, slot: u32) -> DeviceResult<()> {
+        let io = self.host[slot as usize].io;
+        let stream = self.streams.observe(io.offset, io.len);
+        let sequential = stream > self.config.seq_cutoff_bytes;
+        if sequential {
+            self.stats.sequential_bypass_bytes += io.len;
+        }
+        let blocks = Self::block_span(io.offset, io.len);
+        if !sequential {
+            for b in blocks.clone() {
+                self.sketch.record(b);
+            }
+        }
+        if blocks.clone().all(|b| self.store.lookup(b).is_some()) {
+            let buf = self.inner.buffer_mut(slot);
+            for b in blocks {
+                let frame = self.store.lookup(b).expect("checked cached");
+                let (at, within, n) = Self::overlap(b, io.offset, io.len);
+                buf[at..at + n].copy_from_slice(&self.store.data(frame)[within..within + n]);
+                self.store.touch(frame);
+            }
+            self.stats.read_hits += 1;
+            self.finish_here(slot, io.len as i64, io.len);
+            return Ok(());
+        }
+        self.stats.read_misses += 1;
+        self.forward(slot, Forwarded::MissRead { admit: !sequential })
+    }
+
+    /// A read from the device finished: the cache's newer copies win, and hot whole blocks are admitted.
+    fn miss_done(&mut self, slot: u32, admit: bool, c: &Completion) {
+        let io = self.host[slot as usize].io;
+        let mut copied = 0;
+        if c.result == io.len as i64 {
+            let buf = self.inner.buffer_mut(slot);
+            for b in Self::block_span(io.offset, io.len) {
+                let (at, within, n) = Self::overlap(b, io.offset, io.len);
+                match self.store.lookup(b) {
+                    Some(frame) => {
+                        buf[at..at + n].copy_from_slice(&self.store.data(frame)[within..within + n]);
+                        copied += n as u64;
+                    }
+                    None if admit && n == BLOCK as usize => {
+                        let hot = self.sketch.estimate(b);
+                        let room = self.store.has_free()
+                            || self.store.victim().is_some_and(|v| self.sketch.estimate(v) < hot);
+                        if hot >= 2 && room && self.store.insert_clean(b, &buf[at..at + n]).is_some() {
+                            self.stats.admissions += 1;
+                            copied += n as u64;
+                        }
+                    }
+                    None => {}
+                }
+            }
+        }
+        let completed_ns = match &self.cost {
+            Some(cost) => {
+                let start = c.completed_ns.max(self.cpu_free_ns);
+                self.cpu_free_ns = start + cost.op_ns(copied);
+                self.cpu_free_ns
+            }
+            None => c.completed_ns,
+        };
+        self.complete(slot, c.result, completed_ns);
+    }
+
+    fn write(&mut self, slot: u32) -> DeviceResult<()> {
+        let io = self.host[slot as usize].io;
+        let stream = self.streams.observe(io.offset, io.len);
+        let blocks = Self::block_span(io.offset, io.len);
+        let new_frames = self.frames_to_pin(io);
+        let partial_uncached = blocks.clone().any(|b| {
+            Self::overlap(b, io.offset, io.len).2 < BLOCK as usize && self.store.lookup(b).is_none()
+        });
+        let sequential = stream > self.config.seq_cutoff_bytes || io.len > self.config.seq_cutoff_bytes;
+        if sequential {
+            self.stats.sequential_bypass_bytes += io.len;
+        }
+        let absorb = self.config.mode == CacheMode::Writeback
+            && !sequential
+            && !partial_uncached
+            // A write that needs a large share of the dirty allowance would wait for ever: it goes around.
+            && new_frames <= self.pinned_limit / 4;
+        if !absorb {
+            return self.write_around(slot);
+        }
+        if !self.waiting_writes.is_empty() || !self.store.can_pin(new_frames, self.pinned_limit) {
+            let now = self.inner.now_ns();
+            let op = &mut self.host[slot as usize];
+            op.stage = Stage::WaitingFrames;
+            op.waiting_since_ns = now;
+            self.waiting_writes.push_back(slot);
+            return Ok(());
+        }
+        self.absorb(slot);
+        Ok(())
+    }
+
+    /// How many frames absorbing `io` would newly pin: blocks not cached and clean blocks.
+    fn frames_to_pin(&self, io: Io) -> usize {
+        Self::block_span(io.offset, io.len)
+            .filter(|&b| {
+                self.store
+                    .lookup(b)
+                    .is_none_or(|f| self.store.state(f) == State::Clean)
+            })
+            .count()
+    }
+
+    /// Copies a write into the cache as dirty data and acknowledges it.
+    fn absorb(&mut self, slot: u32) {
+        let io = self.host[slot as usize].io;
+        let buf = self.inner.buffer(slot);
+        for b in Self::block_span(io.offset, io.len) {
+            let (at, within, n) = Self::overlap(b, io.offset, io.len);
+            let stored = self.store.write(b, within, &buf[at..at + n], true);
+            assert!(stored, "frames were checked before absorbing");
+        }
+        self.stats.writes_absorbed += 1;
+        let pinned_bytes = self.store.pinned() as u64 * BLOCK;
+        self.stats.dirty_bytes_peak = self.stats.dirty_bytes_peak.max(pinned_bytes);
+        self.finish_here(slot, io.len as i64, io.len);
+    }
+
+    /// Sends a write to the device, keeping the cached copies it overlaps current.
+    fn write_around(&mut self, slot: u32) -> DeviceResult<()> {
+        let io = self.host[slot as usize].io;
+        let admit = self.config.mode == CacheMode::Writethrough;
+        let buf = self.inner.buffer(slot);
+        for b in Self::block_span(io.offset, io.len) {
+            let (at, within, n) = Self::overlap(b, io.offset, io.len);
+            let cached = self.store.lookup(b).is_some();
+            if cached || (admit && n == BLOCK as usize) {
+                // Not dirty: a clean copy stays clean (the device is being written with the same data); a
+                // pinned copy is dirtied again so that its stale destage is followed by a current one.
+                self.store.write(b, within, &buf[at..at + n], false);
+            }
+        }
+        self.stats.writes_around += 1;
+        self.forward(slot, Forwarded::WriteAround)
+    }
+
+    fn flush(&mut self, slot: u32) -> DeviceResult<()> {
+        self.stats.flushes += 1;
+        let epoch = self.store.begin_flush();
+        self.host[slot as usize].stage = Stage::WaitingFlush { epoch };
+        self.waiting_flushes.push_back(slot);
+        // Anything paused by an earlier failure is retried for this FLUSH.
+        self.destage_error = None;
+        Ok(())
+    }
+
+    fn discard(&mut self, slot: u32) -> DeviceResult<()> {
+        let io = self.host[slot as usize].io;
+        for b in Self::block_span(io.offset, io.len) {
+            if Self::overlap(b, io.offset, io.len).2 == BLOCK as usize {
+                self.store.discard(b);
+            }
+        }
+        self.forward(slot, Forwarded::Discard)
+    }
+
+    /// Issues what can go now: waiting writes that fit, FLUSHes whose data is destaged, and destage writes.
+    fn pump(&mut self) -> DeviceResult<()> {
+        while let Some(&slot) = self.waiting_writes.front() {
+            if let Some(errno) = self.destage_error {
+                // Nothing can be destaged: the write cannot be absorbed and fails as the device did.
+                self.waiting_writes.pop_front();
+                self.finish_here(slot, -errno, 0);
+                continue;
+            }
+            let new_frames = self.frames_to_pin(self.host[slot as usize].io);
+            if !self.store.can_pin(new_frames, self.pinned_limit) {
+                break;
+            }
+            self.waiting_writes.pop_front();
+            let waited = self
+                .inner
+                .now_ns()
+                .saturating_sub(self.host[slot as usize].waiting_since_ns);
+            self.stats.dirty_limit_wait_ns += waited;
+            self.absorb(slot);
+        }
+        while let Some(&slot) = self.waiting_flushes.front() {
+            let Stage::WaitingFlush { epoch } = self.host[slot as usize].stage else {
+                unreachable!("a waiting flush is in the flush queue");
+            };
+            if let Some(errno) = self.destage_error {
+                self.waiting_flushes.pop_front();
+                self.finish_here(slot, -errno, 0);
+                continue;
+            }
+            if !self.store.settled(epoch) {
+                break;
+            }
+            self.waiting_flushes.pop_front();
+            self.forward(slot, Forwarded::Flush)?;
+        }
+        self.destage()
+    }
+
+    fn destage(&mut self) -> DeviceResult<()> {
+        if self.destage_error.is_some() {
+            return Ok(());
+        }
+        let urgent = self.draining || !self.waiting_flushes.is_empty() || !self.waiting_writes.is_empty();
+        // Left alone until an eighth of the allowance is dirty, so neighbours can accumulate and coalesce.
+        let enough = self.store.dirty_waiting() >= (self.pinned_limit / 8).max(1);
+        if !(urgent || enough) {
+            return Ok(());
+        }
+        while let Some(&d) = self.free_destage.last() {
+            self.store
+                .take_run(self.cursor, self.destage_chunk_blocks, &mut self.run);
+            let Some(first) = self.run.first() else {
+                break;
+            };
+            self.free_destage.pop();
+            let inner_slot = self.host.len() as u32 + d;
+            let buf = self.inner.buffer_mut(inner_slot);
+            for (i, entry) in self.run.iter().enumerate() {
+                let at = i * BLOCK as usize;
+                buf[at..at + BLOCK as usize].copy_from_slice(self.store.data(entry.frame));
+            }
+            let bytes = self.run.len() as u64 * BLOCK;
+            let io = Io {
+                op: Op::Write,
+                offset: first.block * BLOCK,
+                len: bytes,
+                slot: inner_slot,
+                tag: 0,
+            };
+            self.cursor = first.block + self.run.len() as u64;
+            if let Some(cost) = &self.cost {
+                let start = self.inner.now_ns().max(self.cpu_free_ns);
+                self.cpu_free_ns = start + cost.op_ns(bytes);
+            }
+            let accepted = self.inner.submit(&[io])?;
+            assert_eq!(accepted, 1, "the inner device takes a destage on a free slot");
+            self.destages[d as usize] = std::mem::take(&mut self.run);
+        }
+        Ok(())
+    }
+
+    /// Handles one completion from the inner device.
+    fn finish_inner(&mut self, c: Completion) -> DeviceResult<()> {
+        let host_slots = self.host.len() as u32;
+        if c.slot >= host_slots {
+            let d = c.slot - host_slots;
+            let run = std::mem::take(&mut self.destages[d as usize]);
+            let ok = c.result == run.len() as i64 * BLOCK as i64;
+            self.store.destage_done(&run, ok);
+            if ok {
+                self.stats.destaged_bytes += run.len() as u64 * BLOCK;
+                self.stats.destage_writes += 1;
+            } else {
+                self.destage_error = Some(if c.result < 0 { -c.result } else { EIO });
+            }
+            self.destages[d as usize] = run;
+            self.destages[d as usize].clear();
+            self.free_destage.push(d);
+            return Ok(());
+        }
+        let Stage::Inner(how) = self.host[c.slot as usize].stage else {
+            panic!("a completion for host slot {} that is not at the device", c.slot);
+        };
+        match how {
+            Forwarded::MissRead { admit } => self.miss_done(c.slot, admit, &c),
+            Forwarded::WriteAround => {
+                let io = self.host[c.slot as usize].io;
+                if c.result != io.len as i64 {
+                    // The device may hold anything there now: clean copies no longer match it.
+                    for b in Self::block_span(io.offset, io.len) {
+                        self.store.drop_clean(b);
+                    }
+                }
+                self.complete(c.slot, c.result, c.completed_ns);
+            }
+            Forwarded::Flush | Forwarded::Discard => self.complete(c.slot, c.result, c.completed_ns),
+        }
+        Ok(())
+    }
+
+    /// Waits for the inner device once (until a completion or `until`), handling what completes.
+    fn wait_inner(&mut self, until: Option<u64>) -> DeviceResult<()> {
+        if self.inner.in_flight() == 0 {
+            if let Some(t) = until {
+                self.inner.wait_until(t);
+            }
+            return Ok(());
+        }
+        let mut out = std::mem::take(&mut self.inner_out);
+        out.clear();
+        let result = self.inner.reap(1, until, &mut out);
+        for c in out.drain(..) {
+            self.finish_inner(c)?;
+        }
+        self.inner_out = out;
+        result.map(drop)
+    }
+
+    fn deliver(&mut self, out: &mut Vec<Completion>) -> usize {
+        let now = self.inner.now_ns();
+        let mut got = 0;
+        while let Some(&Reverse((t, slot))) = self.ready.peek() {
+            if t > now {
+                break;
+            }
+            self.ready.pop();
+            let op = &mut self.host[slot as usize];
+            let completion = op
+                .completion
+                .take()
+                .expect("a ready operation has its completion");
+            *op = IDLE;
+            self.host_in_flight -= 1;
+            out.push(completion);
+            got += 1;
+        }
+        got
+    }
+}
+
+/// EIO, for a destage the device shortened without an error.
+const EIO: i64 = 5;
+
+impl<D: Device> Device for CachedDevice<D> {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn prepare(&mut self, slots: u32, buffer_bytes: usize) -> DeviceResult<()> {
+        assert_eq!(self.host_in_flight, 0, "prepare with operations in flight");
+        while self.inner.in_flight() > 0 {
+            self.wait_inner(None)?;
+        }
+        let chunk = DESTAGE_CHUNK_BYTES.min(self.inner.info().max_transfer_bytes) / BLOCK * BLOCK;
+        let chunk = chunk.max(BLOCK) as usize;
+        let inner_buffer = buffer_bytes.max(chunk);
+        let destage_slots =
+            (DESTAGE_BUFFER_BUDGET_BYTES / inner_buffer).clamp(1, self.config.destage_qd as usize);
+        self.inner.prepare(slots + destage_slots as u32, inner_buffer)?;
+        self.host = vec![IDLE; slots as usize];
+        self.buffer_bytes = buffer_bytes;
+        self.destages = vec![Vec::new(); destage_slots];
+        self.free_destage = (0..destage_slots as u32).rev().collect();
+        self.destage_chunk_blocks = chunk / BLOCK as usize;
+        Ok(())
+    }
+
+    fn buffer(&self, slot: u32) -> &[u8] {
+        &self.inner.buffer(slot)[..self.buffer_bytes]
+    }
+
+    fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
+        let n = self.buffer_bytes;
+        &mut self.inner.buffer_mut(slot)[..n]
+    }
+
+    fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize> {
+        let block = self.info.logical_block_bytes as u64;
+        for io in ios {
+            let slot = io.slot as usize;
+            if slot >= self.host.len() || self.host[slot].stage != Stage::Idle {
+                return Err(DeviceError::Invalid(format!("slot {} is not free", io.slot)));
+            }
+            io.check_bounds(self.info.capacity_bytes, self.buffer_bytes)?;
+            if io.op != Op::Flush && (io.offset % block != 0 || io.len % block != 0 || io.len == 0) {
+                return Err(DeviceError::Invalid(format!(
+                    "I/O at {} + {} is not aligned to the {block}-byte logical block",
+                    io.offset, io.len
+                )));
+            }
+            self.host[slot] = HostOp {
+                io: *io,
+                submitted_ns: self.inner.now_ns(),
+                ..IDLE
+            };
+            self.host_in_flight += 1;
+            match io.op {
+                Op::Read => self.read(io.slot)?,
+                Op::Write => self.write(io.slot)?,
+                Op::Flush => self.flush(io.slot)?,
+                Op::Discard => self.discard(io.slot)?,
+            }
+        }
+        self.pump()?;
+        Ok(ios.len())
+    }
+
+    fn reap(
+        &mut self,
+        min: usize,
+        deadline_ns: Option<u64>,
+        out: &mut Vec<Completion>,
+    ) -> DeviceResult<usize> {
+        let mut got = 0;
+        loop {
+            self.pump()?;
+            got += self.deliver(out);
+            if got >= min || self.host_in_flight == 0 {
+                return Ok(got);
+            }
+            let now = self.inner.now_ns();
+            if deadline_ns.is_some_and(|d| now >= d) {
+                return Ok(got);
+            }
+            let next_ready = self.ready.peek().map(|r| r.0.0);
+            let until = match (next_ready, deadline_ns) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            assert!(
+                self.inner.in_flight() > 0 || until.is_some(),
+                "host operations wait on nothing: {} waiting writes, {} waiting flushes, {} pinned frames",
+                self.waiting_writes.len(),
+                self.waiting_flushes.len(),
+                self.store.pinned()
+            );
+            self.wait_inner(until)?;
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.inner.now_ns()
+    }
+
+    fn wait_until(&mut self, t_ns: u64) {
+        // The host is idle: destage meanwhile, as RAPID does. An error here surfaces at the next FLUSH.
+        self.draining = true;
+        while self.inner.now_ns() < t_ns {
+            if self.pump().is_err() || self.wait_inner(Some(t_ns)).is_err() {
+                break;
+            }
+        }
+        self.draining = false;
+        if self.inner.now_ns() < t_ns {
+            self.inner.wait_until(t_ns);
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.host_in_flight
+    }
+
+    fn counters(&self) -> Option<DeviceCounters> {
+        self.inner.counters()
+    }
+
+    fn cache_stats(&self) -> Option<CacheStats> {
+        Some(self.stats())
+    }
+}
+
+impl<D: Device> Drop for CachedDevice<D> {
+    fn drop(&mut self) {
+        // A clean shutdown writes everything back; a failure here cannot be reported, only not made worse.
+        if self.host_in_flight == 0 {
+            let _ = self.flush_all();
+        }
+    }
+}
