@@ -197,6 +197,20 @@ impl<D: Device> CachedDevice<D> {
         self.store.metadata_bytes(self.pinned_limit) + self.sketch.memory_bytes()
     }
 
+    /// Checks every invariant of the cache's state (linear in its size: for tests and debugging).
+    pub fn check_invariants(&self) {
+        self.store.check();
+        let busy = self.host.iter().filter(|op| op.stage != Stage::Idle).count();
+        assert_eq!(busy, self.host_in_flight, "host operations in flight");
+        let destaging: usize = self.destages.iter().map(Vec::len).sum();
+        assert_eq!(
+            self.free_destage.len() + self.destages.iter().filter(|d| !d.is_empty()).count(),
+            self.destages.len(),
+            "every destage slot is free or carries blocks"
+        );
+        assert!(destaging <= self.store.pinned(), "destaged blocks are pinned");
+    }
+
     pub fn inner(&self) -> &D {
         &self.inner
     }
@@ -386,24 +400,14 @@ impl<D: Device> CachedDevice<D> {
     fn write(&mut self, slot: u32) -> DeviceResult<()> {
         let io = self.host[slot as usize].io;
         let stream = self.streams.observe(io.offset, io.len);
-        let blocks = Self::block_span(io.offset, io.len);
-        let new_frames = self.frames_to_pin(io);
-        let partial_uncached = blocks.clone().any(|b| {
-            Self::overlap(b, io.offset, io.len).2 < BLOCK as usize && self.store.lookup(b).is_none()
-        });
         let sequential = stream > self.config.seq_cutoff_bytes || io.len > self.config.seq_cutoff_bytes;
         if sequential {
             self.stats.sequential_bypass_bytes += io.len;
         }
-        let absorb = self.config.mode == CacheMode::Writeback
-            && !sequential
-            && !partial_uncached
-            // A write that needs a large share of the dirty allowance would wait for ever: it goes around.
-            && new_frames <= self.pinned_limit / 4;
-        if !absorb {
+        if self.config.mode != CacheMode::Writeback || sequential || !self.absorbable(io) {
             return self.write_around(slot);
         }
-        if !self.waiting_writes.is_empty() || !self.store.can_pin(new_frames, self.pinned_limit) {
+        if !self.waiting_writes.is_empty() || !self.store.can_pin(self.frames_to_pin(io), self.pinned_limit) {
             let now = self.inner.now_ns();
             let op = &mut self.host[slot as usize];
             op.stage = Stage::WaitingFrames;
@@ -413,6 +417,15 @@ impl<D: Device> CachedDevice<D> {
         }
         self.absorb(slot);
         Ok(())
+    }
+
+    /// Whether a write can be taken into the cache: every partly covered block is cached (there is nothing to
+    /// merge it with otherwise), and it needs no large share of the dirty allowance (it would wait for ever).
+    fn absorbable(&self, io: Io) -> bool {
+        let partial_uncached = Self::block_span(io.offset, io.len).any(|b| {
+            Self::overlap(b, io.offset, io.len).2 < BLOCK as usize && self.store.lookup(b).is_none()
+        });
+        !partial_uncached && self.frames_to_pin(io) <= self.pinned_limit / 4
     }
 
     /// How many frames absorbing `io` would newly pin: blocks not cached and clean blocks.
@@ -426,14 +439,20 @@ impl<D: Device> CachedDevice<D> {
             .count()
     }
 
-    /// Copies a write into the cache as dirty data and acknowledges it.
+    /// Copies a write into the cache as dirty data and acknowledges it. Blocks already cached are written
+    /// first: once dirty they cannot be the victims of the new blocks' allocations.
     fn absorb(&mut self, slot: u32) {
         let io = self.host[slot as usize].io;
         let buf = self.inner.buffer(slot);
-        for b in Self::block_span(io.offset, io.len) {
-            let (at, within, n) = Self::overlap(b, io.offset, io.len);
-            let stored = self.store.write(b, within, &buf[at..at + n], true);
-            assert!(stored, "frames were checked before absorbing");
+        for cached_first in [true, false] {
+            for b in Self::block_span(io.offset, io.len) {
+                if self.store.lookup(b).is_some() != cached_first {
+                    continue;
+                }
+                let (at, within, n) = Self::overlap(b, io.offset, io.len);
+                let stored = self.store.write(b, within, &buf[at..at + n], true);
+                assert!(stored, "frames were checked before absorbing");
+            }
         }
         self.stats.writes_absorbed += 1;
         let pinned_bytes = self.store.pinned() as u64 * BLOCK;
@@ -488,8 +507,9 @@ impl<D: Device> CachedDevice<D> {
                 self.finish_here(slot, -errno, 0);
                 continue;
             }
-            let new_frames = self.frames_to_pin(self.host[slot as usize].io);
-            if !self.store.can_pin(new_frames, self.pinned_limit) {
+            let io = self.host[slot as usize].io;
+            let absorbable = self.absorbable(io);
+            if absorbable && !self.store.can_pin(self.frames_to_pin(io), self.pinned_limit) {
                 break;
             }
             self.waiting_writes.pop_front();
@@ -498,7 +518,12 @@ impl<D: Device> CachedDevice<D> {
                 .now_ns()
                 .saturating_sub(self.host[slot as usize].waiting_since_ns);
             self.stats.dirty_limit_wait_ns += waited;
-            self.absorb(slot);
+            if absorbable {
+                self.absorb(slot);
+            } else {
+                // A block it would merge into was evicted while it waited.
+                self.write_around(slot)?;
+            }
         }
         while let Some(&slot) = self.waiting_flushes.front() {
             let Stage::WaitingFlush { epoch } = self.host[slot as usize].stage else {

@@ -1,0 +1,213 @@
+//! What the cache's promises cost: a FLUSH is proportional to the dirty data, not to the device, and the
+//! bookkeeping stays within 2% of the cache's memory.
+
+use ssdlab_cache::{BLOCK, CacheConfig, CachedDevice};
+use ssdlab_core::device::{ClockKind, Completion, Device, DeviceInfo, DeviceResult, Io, Op, TargetKind};
+use ssdlab_core::target::CacheMode;
+
+/// A huge device that keeps no data and counts what reaches it; every operation takes 50 µs.
+struct Counting {
+    info: DeviceInfo,
+    buffers: Vec<Vec<u8>>,
+    now_ns: u64,
+    pending: Vec<Completion>,
+    ops: Vec<(Op, u64, u64)>,
+}
+
+impl Counting {
+    fn new(capacity: u64) -> Self {
+        Counting {
+            info: DeviceInfo {
+                target: "counting".into(),
+                kind: TargetKind::Sim,
+                model: "counting".into(),
+                capacity_bytes: capacity,
+                logical_block_bytes: 4096,
+                physical_block_bytes: 4096,
+                memory_align_bytes: 4096,
+                max_transfer_bytes: 1 << 20,
+                discard_supported: true,
+                discard_max_bytes: u64::MAX,
+                rotational: false,
+                clock: ClockKind::Virtual,
+                backend: "counting".into(),
+                direct_io: true,
+                notes: vec![],
+            },
+            buffers: vec![],
+            now_ns: 0,
+            pending: vec![],
+            ops: vec![],
+        }
+    }
+}
+
+impl Device for Counting {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+    fn prepare(&mut self, slots: u32, buffer_bytes: usize) -> DeviceResult<()> {
+        self.buffers = vec![vec![0; buffer_bytes]; slots as usize];
+        Ok(())
+    }
+    fn buffer(&self, slot: u32) -> &[u8] {
+        &self.buffers[slot as usize]
+    }
+    fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
+        &mut self.buffers[slot as usize]
+    }
+    fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize> {
+        for io in ios {
+            self.ops.push((io.op, io.offset, io.len));
+            self.pending.push(Completion {
+                slot: io.slot,
+                tag: io.tag,
+                op: io.op,
+                result: if io.op == Op::Flush { 0 } else { io.len as i64 },
+                submitted_ns: self.now_ns,
+                completed_ns: self.now_ns + 50_000,
+            });
+        }
+        Ok(ios.len())
+    }
+    fn reap(&mut self, min: usize, _deadline: Option<u64>, out: &mut Vec<Completion>) -> DeviceResult<usize> {
+        if min > 0 && !self.pending.is_empty() {
+            self.now_ns = self
+                .pending
+                .iter()
+                .map(|c| c.completed_ns)
+                .min()
+                .unwrap()
+                .max(self.now_ns);
+        }
+        let now = self.now_ns;
+        let (done, left): (Vec<_>, Vec<_>) = self.pending.drain(..).partition(|c| c.completed_ns <= now);
+        self.pending = left;
+        let n = done.len();
+        out.extend(done);
+        Ok(n)
+    }
+    fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+    fn wait_until(&mut self, t_ns: u64) {
+        self.now_ns = self.now_ns.max(t_ns);
+    }
+    fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+}
+
+fn one(cache: &mut CachedDevice<Counting>, io: Io) -> Completion {
+    cache.submit(&[io]).unwrap();
+    let mut out = Vec::new();
+    while out.is_empty() {
+        cache.reap(1, None, &mut out).unwrap();
+    }
+    out[0]
+}
+
+#[test]
+fn a_flush_with_one_dirty_block_on_a_64_gib_device_is_one_write_and_one_device_flush() {
+    let mut cache = CachedDevice::new(
+        Counting::new(64 << 30),
+        "cached:counting",
+        CacheConfig::new(64 << 20, CacheMode::Writeback),
+    );
+    cache.prepare(1, 4096).unwrap();
+    let write = Io {
+        op: Op::Write,
+        offset: 40 << 30,
+        len: 4096,
+        slot: 0,
+        tag: 1,
+    };
+    let c = one(&mut cache, write);
+    assert_eq!(c.result, 4096);
+    assert!(
+        cache.inner().ops.is_empty(),
+        "the write was absorbed: {:?}",
+        cache.inner().ops
+    );
+    assert!(
+        c.completed_ns - c.submitted_ns < 10_000,
+        "acknowledged from memory, not after the device's 50 µs"
+    );
+    let flush = Io {
+        op: Op::Flush,
+        offset: 0,
+        len: 0,
+        slot: 0,
+        tag: 2,
+    };
+    let c = one(&mut cache, flush);
+    assert_eq!(c.result, 0);
+    assert_eq!(
+        cache.inner().ops,
+        vec![(Op::Write, 40 << 30, 4096), (Op::Flush, 0, 0)],
+        "one destage write, then the device's own flush"
+    );
+    // The destage (50 µs) and the device flush (50 µs) one after the other, plus the cache's own work.
+    assert!(
+        c.completed_ns - c.submitted_ns < 1_000_000,
+        "{} ns",
+        c.completed_ns - c.submitted_ns
+    );
+    assert_eq!(cache.stats().dirty_bytes, 0);
+}
+
+#[test]
+fn neighbouring_dirty_blocks_are_destaged_as_one_large_write() {
+    let mut cache = CachedDevice::new(
+        Counting::new(1 << 30),
+        "cached:counting",
+        CacheConfig::new(64 << 20, CacheMode::Writeback),
+    );
+    cache.prepare(1, 4096).unwrap();
+    // 64 blocks written backwards, so only the destage's LBA order makes them one run.
+    for i in (0..64u64).rev() {
+        one(
+            &mut cache,
+            Io {
+                op: Op::Write,
+                offset: (1 << 20) + i * BLOCK,
+                len: 4096,
+                slot: 0,
+                tag: i,
+            },
+        );
+    }
+    one(
+        &mut cache,
+        Io {
+            op: Op::Flush,
+            offset: 0,
+            len: 0,
+            slot: 0,
+            tag: 99,
+        },
+    );
+    assert_eq!(
+        cache.inner().ops,
+        vec![(Op::Write, 1 << 20, 64 * BLOCK), (Op::Flush, 0, 0)]
+    );
+}
+
+#[test]
+fn the_bookkeeping_takes_at_most_two_percent_of_the_cache() {
+    for size in [16u64 << 20, 256 << 20, 1 << 30] {
+        let cache = CachedDevice::new(
+            Counting::new(1 << 40),
+            "cached:counting",
+            CacheConfig::new(size, CacheMode::Writeback),
+        );
+        let stats = cache.stats();
+        let share = stats.metadata_bytes as f64 / stats.cache_bytes as f64;
+        assert!(
+            share <= 0.02,
+            "{size} bytes: metadata {} bytes = {:.2}%",
+            stats.metadata_bytes,
+            share * 100.0
+        );
+    }
+}
