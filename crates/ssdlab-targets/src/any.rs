@@ -1,8 +1,9 @@
 //! One enum over every backend, so generic code is compiled once per backend (the engine's hot loop stays
 //! monomorphic inside each arm) and dynamic code can hold any target as one type.
 
+use ssdlab_cache::CachedDevice;
 use ssdlab_core::device::{Completion, Device, DeviceInfo, DeviceResult, Io};
-use ssdlab_core::schema::DeviceCounters;
+use ssdlab_core::schema::{CacheStats, DeviceCounters};
 use ssdlab_io::null::NullDevice;
 use ssdlab_io::psync::PsyncDevice;
 use ssdlab_io::uring::UringDevice;
@@ -15,6 +16,8 @@ pub enum AnyDevice {
     Psync(PsyncDevice),
     Null(NullDevice),
     Sim(SimDevice),
+    /// The DRAM cache over another target (never over a cache).
+    Cached(Box<CachedDevice<AnyDevice>>),
 }
 
 /// Calls `$body` with `$d` bound to the concrete device in every arm.
@@ -25,6 +28,7 @@ macro_rules! each {
             AnyDevice::Psync($d) => $body,
             AnyDevice::Null($d) => $body,
             AnyDevice::Sim($d) => $body,
+            AnyDevice::Cached($d) => $body,
         }
     };
 }
@@ -65,6 +69,9 @@ impl Device for AnyDevice {
     fn counters(&self) -> Option<DeviceCounters> {
         each!(self, d => d.counters())
     }
+    fn cache_stats(&self) -> Option<CacheStats> {
+        each!(self, d => d.cache_stats())
+    }
 }
 
 /// Generic code to run on whichever concrete device a target turned out to be.
@@ -77,6 +84,12 @@ impl AnyDevice {
     /// Hands the concrete device to `visitor`, so generic code (the engine's hot loop) is instantiated per
     /// backend instead of matching on this enum for every operation.
     pub fn visit<V: DeviceVisitor>(self, visitor: V) -> V::Output {
-        each!(self, d => visitor.visit(d))
+        match self {
+            AnyDevice::Uring(d) => visitor.visit(d),
+            AnyDevice::Psync(d) => visitor.visit(d),
+            AnyDevice::Null(d) => visitor.visit(d),
+            AnyDevice::Sim(d) => visitor.visit(d),
+            AnyDevice::Cached(d) => visitor.visit(*d),
+        }
     }
 }

@@ -17,6 +17,7 @@ use std::path::Path;
 
 pub use any::{AnyDevice, DeviceVisitor};
 pub use snapshot::FileSnapshot;
+use ssdlab_cache::{CacheConfig, CachedDevice};
 use ssdlab_core::target::TargetSpec;
 use ssdlab_io::{Engine, OpenRequest, RealDevice, guard, open_target};
 
@@ -80,6 +81,24 @@ pub fn open(target: &str, options: &OpenOptions) -> Result<Opened, OpenError> {
 /// Opens an already parsed target (a path that is not UTF-8 cannot be written as a target string); `target`
 /// names it in messages and results.
 pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Result<Opened, OpenError> {
+    if let TargetSpec::Cached {
+        inner,
+        inner_target,
+        cache,
+    } = spec
+    {
+        let size_bytes = cache_size(options.flag, target, cache.size_bytes)?;
+        let opened = open_spec(inner_target, inner, options)?;
+        let config = CacheConfig {
+            seq_cutoff_bytes: cache.seq_cutoff_bytes,
+            dirty_limit_percent: cache.dirty_limit_percent,
+            ..CacheConfig::new(size_bytes, cache.mode)
+        };
+        return Ok(Opened {
+            device: AnyDevice::Cached(Box::new(CachedDevice::new(opened.device, target, config))),
+            undo: opened.undo,
+        });
+    }
     if let TargetSpec::Sim { spec } = spec {
         let flag = options.flag;
         let parsed = ssdlab_sim::spec::SimSpec::parse(spec)
@@ -122,9 +141,34 @@ pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Resu
     Ok(Opened { device, undo })
 }
 
-/// Whether `target` names a virtual drive (its results come in virtual time).
+/// Whether `target` names a virtual drive, cached or not (its results come in virtual time).
 pub fn is_virtual(target: &str) -> bool {
-    matches!(TargetSpec::parse(target), Ok(TargetSpec::Sim { .. }))
+    TargetSpec::parse(target).is_ok_and(|spec| spec.is_virtual())
+}
+
+/// The cache's size: as given, or min(25% of RAM, 1 GiB); never more than half of this machine's memory.
+fn cache_size(flag: &str, target: &str, given: Option<u64>) -> Result<u64, OpenError> {
+    let ram = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        })
+        .ok_or_else(|| {
+            OpenError::Refused(format!(
+                "{flag} {target}: cannot read the memory size from /proc/meminfo; give the cache a size="
+            ))
+        })?;
+    match given {
+        None => Ok(ssdlab_cache::default_size_bytes(ram)),
+        Some(size) if size > ram / 2 => Err(OpenError::Spec(format!(
+            "{flag} {target}: size={} MiB is more than half of this machine's {} MiB of memory; give a smaller size=",
+            size >> 20,
+            ram >> 20
+        ))),
+        Some(size) => Ok(size),
+    }
 }
 
 /// A command that only looks reads what exists: it never creates a file or extends one to a given size.

@@ -223,6 +223,30 @@ fn direction_row(name: &str, d: &DirectionSummary) -> String {
     )
 }
 
+/// The cache's line under a summary: what it served, what it wrote back, and what it cost the host.
+fn print_cache(c: &ssdlab_core::schema::CacheStats) {
+    eprintln!(
+        "cache     {} {}: read hits {} of {} ({:.1}%), admitted {}, evicted {}; writes absorbed {}, around {}; \
+         destaged {} in {} writes ({} each), dirty now {} (peak {}); flushes {}; waited on the dirty limit {}",
+        c.mode.name(),
+        BinaryBytes(c.cache_bytes),
+        c.read_hits,
+        c.read_hits + c.read_misses,
+        100.0 * c.read_hit_ratio(),
+        c.admissions,
+        c.evictions,
+        c.writes_absorbed,
+        c.writes_around,
+        BinaryBytes(c.destaged_bytes),
+        c.destage_writes,
+        BinaryBytes(c.destage_write_bytes_mean() as u64),
+        BinaryBytes(c.dirty_bytes),
+        BinaryBytes(c.dirty_bytes_peak),
+        c.flushes,
+        Nanos(c.dirty_limit_wait_ns as f64),
+    );
+}
+
 /// The human summary table: IOPS, MB/s (decimal), latency percentiles, CPU and achieved queue depth.
 pub fn print_summary(summary: &Summary, queue_depth: u32) {
     eprintln!(
@@ -274,6 +298,9 @@ pub fn print_summary(summary: &Summary, queue_depth: u32) {
             d.erase_count_mean,
             d.erase_count_max
         );
+    }
+    if let Some(c) = &summary.cache {
+        print_cache(c);
     }
     if summary.io_errors > 0 {
         eprintln!("I/O errors: {}", summary.io_errors);

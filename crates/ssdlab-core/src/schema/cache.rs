@@ -1,0 +1,82 @@
+//! What the DRAM cache (`cached:` targets) did over a phase: the statistics every summary carries for it.
+
+use serde::{Deserialize, Serialize};
+
+/// Cumulative counters of a cache; a phase summary holds the difference over the phase ([`CacheStats::since`]),
+/// except the gauges (`dirty_bytes`, `cache_bytes`, `metadata_bytes`), which are as of the phase's end.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CacheStats {
+    /// "writeback", "writethrough" or "readonly".
+    pub mode: crate::target::CacheMode,
+    /// The memory that holds cached data.
+    pub cache_bytes: u64,
+    /// The memory the cache's own bookkeeping takes (index, lists, admission sketch).
+    pub metadata_bytes: u64,
+    /// Reads served entirely from memory.
+    pub read_hits: u64,
+    /// Reads that went to the device (wholly or partly uncached).
+    pub read_misses: u64,
+    /// Blocks admitted after a read miss (the admission policy declines most one-time reads).
+    pub admissions: u64,
+    /// Clean blocks dropped to make room.
+    pub evictions: u64,
+    /// Writes acknowledged from memory.
+    pub writes_absorbed: u64,
+    /// Writes sent to the device instead (sequential streams past the cutoff, partial blocks not cached,
+    /// write-through and read-only modes).
+    pub writes_around: u64,
+    /// Bytes in sequential streams past the cutoff, which bypass admission.
+    pub sequential_bypass_bytes: u64,
+    /// Dirty bytes held at the end.
+    pub dirty_bytes: u64,
+    /// The most dirty bytes held at once.
+    pub dirty_bytes_peak: u64,
+    /// Bytes written to the device by destaging, and in how many writes (their mean size shows coalescing).
+    pub destaged_bytes: u64,
+    pub destage_writes: u64,
+    pub flushes: u64,
+    /// Time host writes spent waiting because the dirty limit was reached.
+    pub dirty_limit_wait_ns: u64,
+    /// Time the cache passed I/O straight through because the host was too busy to cache it.
+    pub pass_through_ns: u64,
+}
+
+impl CacheStats {
+    /// The counters accumulated between `earlier` and `self`; gauges keep their current values.
+    pub fn since(&self, earlier: &CacheStats) -> CacheStats {
+        CacheStats {
+            read_hits: self.read_hits - earlier.read_hits,
+            read_misses: self.read_misses - earlier.read_misses,
+            admissions: self.admissions - earlier.admissions,
+            evictions: self.evictions - earlier.evictions,
+            writes_absorbed: self.writes_absorbed - earlier.writes_absorbed,
+            writes_around: self.writes_around - earlier.writes_around,
+            sequential_bypass_bytes: self.sequential_bypass_bytes - earlier.sequential_bypass_bytes,
+            destaged_bytes: self.destaged_bytes - earlier.destaged_bytes,
+            destage_writes: self.destage_writes - earlier.destage_writes,
+            flushes: self.flushes - earlier.flushes,
+            dirty_limit_wait_ns: self.dirty_limit_wait_ns - earlier.dirty_limit_wait_ns,
+            pass_through_ns: self.pass_through_ns - earlier.pass_through_ns,
+            ..*self
+        }
+    }
+
+    /// The share of reads served from memory.
+    pub fn read_hit_ratio(&self) -> f64 {
+        let reads = self.read_hits + self.read_misses;
+        if reads == 0 {
+            0.0
+        } else {
+            self.read_hits as f64 / reads as f64
+        }
+    }
+
+    /// The mean size of a destage write in bytes.
+    pub fn destage_write_bytes_mean(&self) -> f64 {
+        if self.destage_writes == 0 {
+            0.0
+        } else {
+            self.destaged_bytes as f64 / self.destage_writes as f64
+        }
+    }
+}

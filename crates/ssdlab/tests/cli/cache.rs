@@ -1,0 +1,180 @@
+//! The DRAM cache as a target: `cached:INNER` in every command, its statistics, and the safety gate through it.
+
+use crate::*;
+
+fn cache_stats(events: &[Value]) -> &Value {
+    &summary(events)["cache"]
+}
+
+#[test]
+fn writes_through_the_cache_verify_and_are_on_the_file_after_exit() {
+    let dir = tempdir();
+    let path = dir.path().join("cached.img");
+    // A 4 MiB cache over 64 MiB: the dirty limit is reached and destaging has to keep up.
+    let target = format!("cached:{}?size=4m", file_target(&path, Some("64m")));
+    let out = run(&[
+        "run",
+        "--target",
+        &target,
+        "--rw",
+        "randwrite",
+        "--bs",
+        "4k",
+        "--qd",
+        "8",
+        "--passes",
+        "1",
+        "--verify",
+        "--json",
+    ]);
+    expect_code(&out, 0);
+    let events = json_lines(&out);
+    let cache = cache_stats(&events);
+    assert_eq!(cache["mode"], "writeback");
+    assert_eq!(cache["cache_bytes"], 4 << 20);
+    assert!(cache["writes_absorbed"].as_u64().unwrap() > 0, "{cache}");
+    assert!(cache["destaged_bytes"].as_u64().unwrap() > 0, "{cache}");
+    assert!(cache["dirty_limit_wait_ns"].as_u64().unwrap() > 0, "{cache}");
+    assert_eq!(summary(&events)["verify_errors"], 0);
+    // Without the cache, every block holds what was written through it: the exit destaged the rest.
+    let out = run(&[
+        "run",
+        "--target",
+        &file_target(&path, None),
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--passes",
+        "1",
+        "--verify",
+        "--json",
+    ]);
+    expect_code(&out, 0);
+    assert_eq!(summary(&json_lines(&out))["verify_errors"], 0);
+}
+
+#[test]
+fn hot_reads_are_served_from_memory_and_counted() {
+    let dir = tempdir();
+    let path = dir.path().join("hot.img");
+    let target = format!("cached:{}?size=16m", file_target(&path, Some("64m")));
+    let out = run(&[
+        "run",
+        "--target",
+        &target,
+        "--rw",
+        "randread",
+        "--span",
+        "0:4m",
+        "--runtime",
+        "1s",
+        "--json",
+    ]);
+    expect_code(&out, 0);
+    let events = json_lines(&out);
+    let cache = cache_stats(&events);
+    let hits = cache["read_hits"].as_u64().unwrap();
+    let misses = cache["read_misses"].as_u64().unwrap();
+    assert!(
+        hits > 9 * misses,
+        "a 4 MiB working set in a 16 MiB cache: {cache}"
+    );
+    assert_eq!(summary(&events)["ios"].as_u64().unwrap(), hits + misses);
+    assert!(
+        stderr(&out).contains("cache     writeback 16 MiB: read hits"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_cache_over_the_virtual_ssd_absorbs_qd1_random_writes_and_keeps_the_nand_counters() {
+    let plain = run(&[
+        "run",
+        "--target",
+        "sim:840evo-250g?scale=1/64",
+        "--rw",
+        "randwrite",
+        "--qd",
+        "1",
+        "--runtime",
+        "5s",
+        "--json",
+    ]);
+    let cached = run(&[
+        "run",
+        "--target",
+        "cached:sim:840evo-250g?scale=1/64&size=256m",
+        "--rw",
+        "randwrite",
+        "--qd",
+        "1",
+        "--runtime",
+        "5s",
+        "--json",
+    ]);
+    expect_code(&plain, 0);
+    expect_code(&cached, 0);
+    let plain = json_lines(&plain);
+    let cached = json_lines(&cached);
+    let iops = |events: &[Value]| summary(events)["iops"].as_f64().unwrap();
+    assert!(
+        iops(&cached) > 1.5 * iops(&plain),
+        "virtual time: {} IOPS through the cache against {} without",
+        iops(&cached),
+        iops(&plain)
+    );
+    // The drive underneath still reports what reached its NAND, and the cache what it destaged.
+    let s = summary(&cached);
+    assert!(s["nand_bytes_written"].as_u64().unwrap() > 0);
+    // The drive counts a write when it is submitted, the cache when it completes: at most the destages in
+    // flight at the end (16 of at most 1 MiB) apart.
+    let destaged = s["cache"]["destaged_bytes"].as_u64().unwrap();
+    let host = s["host_bytes_written"].as_u64().unwrap();
+    assert!(
+        destaged <= host && host <= destaged + (16 << 20),
+        "destaged {destaged}, host {host}"
+    );
+    let notes = event(&cached, "begin")["data"]["target"]["notes"].to_string();
+    assert!(notes.contains("charged in virtual time"), "{notes}");
+}
+
+#[test]
+fn bad_cache_parameters_name_the_key_and_the_fix() {
+    let out = run(&["run", "--target", "cached:null?mode=fast", "--runtime", "1s"]);
+    expect_usage_error(&out, "mode=fast");
+    assert!(stderr(&out).contains("writeback"), "{}", stderr(&out));
+    let out = run(&["run", "--target", "cached:null?size=100t", "--runtime", "1s"]);
+    expect_usage_error(&out, "more than half of this machine's");
+    let out = run(&["run", "--target", "cached:cached:null", "--runtime", "1s"]);
+    expect_usage_error(&out, "one cached: prefix");
+}
+
+#[test]
+fn the_safety_gate_applies_through_the_cache() {
+    let dev = LoopDevice::new(16 << 20);
+    let target = format!("cached:{}", dev.path);
+    let out = run(&["run", "--target", &target, "--rw", "randwrite", "--runtime", "1s"]);
+    expect_usage_error(&out, "--allow-destroy");
+    assert_eq!(dev.image_blocks(), 0, "nothing was written");
+    sh("mkfs.ext4", &["-q", "-F", &dev.path]);
+    let _mounted = Mounted::new(&dev.path);
+    let before = std::fs::read(&dev.image).unwrap();
+    let out = run(&[
+        "run",
+        "--target",
+        &target,
+        "--rw",
+        "randwrite",
+        "--runtime",
+        "1s",
+        "--allow-destroy",
+        "--force",
+    ]);
+    expect_usage_error(&out, "mounted");
+    assert!(
+        std::fs::read(&dev.image).unwrap() == before,
+        "nothing was written"
+    );
+}
