@@ -160,4 +160,11 @@ fn every_backend_keeps_the_device_contract() {
     contract(uring.as_mut(), true);
     contract(open("sim:840evo-120g?scale=1/256", Engine::Auto).as_mut(), false);
     contract(&mut MemDevice::new(16 << 20, 1000), true);
+    // The cache keeps the same contract over a real and a virtual device, in every mode.
+    for mode in ["writeback", "writethrough", "readonly"] {
+        let cached = format!("cached:{}?size=2m&mode={mode}", file(&format!("{mode}.img")));
+        contract(open(&cached, Engine::Auto).as_mut(), true);
+        let cached = format!("cached:sim:840evo-120g?scale=1/256&size=2m&mode={mode}");
+        contract(open(&cached, Engine::Auto).as_mut(), false);
+    }
 }
