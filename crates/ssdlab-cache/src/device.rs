@@ -787,6 +787,17 @@ impl<D: Device> Device for CachedDevice<D> {
         self.host_in_flight
     }
 
+    fn idle(&mut self) {
+        // Destage while nobody is asking for anything, waiting at most a few milliseconds for the device.
+        self.draining = true;
+        let until = self.inner.now_ns() + 5_000_000;
+        if self.pump().is_ok() && self.inner.in_flight() > 0 {
+            let _ = self.wait_inner(Some(until));
+        }
+        self.draining = false;
+        self.inner.idle();
+    }
+
     fn counters(&self) -> Option<DeviceCounters> {
         self.inner.counters()
     }

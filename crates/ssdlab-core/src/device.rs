@@ -187,6 +187,10 @@ pub trait Device {
     /// Operations submitted and not yet reaped.
     fn in_flight(&self) -> usize;
 
+    /// The host has nothing in flight and nothing to do for now: a chance for background work that returns
+    /// within a few milliseconds (a cache destages). Devices without background work do nothing.
+    fn idle(&mut self) {}
+
     /// NAND-level counters, cumulative since the device was opened, if the device knows them.
     fn counters(&self) -> Option<crate::schema::DeviceCounters> {
         None

@@ -66,6 +66,9 @@ impl Device for AnyDevice {
     fn in_flight(&self) -> usize {
         each!(self, d => d.in_flight())
     }
+    fn idle(&mut self) {
+        each!(self, d => d.idle())
+    }
     fn counters(&self) -> Option<DeviceCounters> {
         each!(self, d => d.counters())
     }

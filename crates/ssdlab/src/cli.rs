@@ -36,6 +36,39 @@ pub enum Command {
     /// The virtual SSD: profiles, their geometry, and write-amplification model checks.
     #[command(subcommand)]
     Sim(SimCommand),
+    /// Export a target (a drive, a file, the virtual SSD, or cached: over any of them) over NBD, for real
+    /// clients: nbdcopy, qemu-io, fio's nbd engine, nbdfuse with a file system on top.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Listen on a Unix socket created at PATH (removed again on exit).
+    #[arg(
+        long,
+        value_name = "PATH",
+        required_unless_present = "listen",
+        conflicts_with = "listen"
+    )]
+    pub socket: Option<PathBuf>,
+    /// Listen on TCP HOST:PORT; loopback only unless --allow-remote.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Allow a TCP address other than loopback. NBD has no authentication here and no TLS: anyone who can
+    /// reach the port can read and write the export.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Export read-only: clients cannot write, and a block device needs no --allow-destroy.
+    #[arg(long)]
+    pub read_only: bool,
+    /// The export's name (clients may ask for it, or for the default export with no name).
+    #[arg(long, default_value = "ssdlab")]
+    pub name: String,
+    /// Operations in flight at the device at once, across all clients.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub qd: u32,
 }
 
 #[derive(Debug, Args)]
@@ -292,7 +325,8 @@ pub enum EngineArg {
 /// Flags every command that opens a target shares.
 #[derive(Debug, Args)]
 pub struct TargetArgs {
-    /// /dev/NAME, file:PATH[:SIZE], null[:SIZE] or sim:PROFILE[?OPTIONS] (the virtual SSD; `ssdlab sim profiles`).
+    /// /dev/NAME, file:PATH[:SIZE], null[:SIZE], sim:PROFILE[?OPTIONS] (the virtual SSD; `ssdlab sim profiles`), or
+    /// cached:T[?size=1g&mode=writeback|writethrough|readonly&seq-cutoff=4m&dirty-limit=50%] (a DRAM cache over T).
     #[arg(long, value_name = "T")]
     pub target: String,
     /// Allow writes and discards to a block device (they destroy its data). Files and null need no permission.

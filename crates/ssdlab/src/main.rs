@@ -28,6 +28,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => commands::demo::run(args),
         Command::Report(args) => commands::report::run(args),
         Command::Sim(command) => commands::sim::run(command),
+        Command::Serve(args) => commands::serve::run(args),
     };
     match result {
         Ok(Outcome::Passed) | Ok(Outcome::PipeClosed) => ExitCode::SUCCESS,

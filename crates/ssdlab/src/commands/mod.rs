@@ -6,6 +6,7 @@ pub mod refresh;
 pub mod report;
 pub mod run;
 pub mod scan;
+pub mod serve;
 pub mod sim;
 pub mod test;
 

@@ -1,0 +1,144 @@
+//! `ssdlab serve`: a target exported over NBD until SIGINT/SIGTERM, then destaged, flushed and closed.
+
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use ssdlab_core::Device;
+use ssdlab_nbd::protocol::ExportInfo;
+use ssdlab_nbd::{Listener, ServeOptions, serve};
+use ssdlab_targets::DeviceVisitor;
+
+use super::Outcome;
+use crate::cli::ServeArgs;
+use crate::plan;
+
+pub fn run(args: &ServeArgs) -> Result<Outcome> {
+    let (listener, place) = listen(args)?;
+    // The socket file is ours from here: removed on every way out.
+    let _socket = SocketFile(args.socket.clone());
+    let opened = plan::open_target(
+        &args.target,
+        if args.read_only {
+            plan::Use::Reads
+        } else {
+            plan::Use::Writes
+        },
+    )?;
+    opened.device.visit(ServeOn {
+        args,
+        listener,
+        place,
+    })
+}
+
+struct SocketFile(Option<PathBuf>);
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        if let Some(path) = &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+fn listen(args: &ServeArgs) -> Result<(Listener, String)> {
+    if let Some(path) = &args.socket {
+        refuse_existing(path)?;
+        let listener = UnixListener::bind(path).with_context(|| format!("--socket {}", path.display()))?;
+        return Ok((Listener::Unix(listener), format!("unix:{}", path.display())));
+    }
+    let text = args
+        .listen
+        .as_deref()
+        .expect("clap requires --socket or --listen");
+    let addr: SocketAddr = text
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .with_context(|| format!("--listen {text}: write HOST:PORT, such as 127.0.0.1:10809"))?;
+    if !addr.ip().is_loopback() && !args.allow_remote {
+        bail!(
+            "--listen {text}: not a loopback address; NBD has no authentication or encryption here, so anyone who can reach it could read and write the export. Add --allow-remote if that is intended"
+        );
+    }
+    let listener = TcpListener::bind(addr).with_context(|| format!("--listen {text}"))?;
+    let bound = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| text.to_string());
+    Ok((Listener::Tcp(listener), format!("nbd://{bound}")))
+}
+
+/// A socket path is created, never taken over: an existing file is left alone.
+fn refuse_existing(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Err(_) => Ok(()),
+        Ok(m) if m.file_type().is_socket() => bail!(
+            "--socket {}: a socket already exists there (another server, or one that did not exit cleanly); remove it or choose another path",
+            path.display()
+        ),
+        Ok(_) => bail!(
+            "--socket {}: the path exists and is not a socket; choose another path",
+            path.display()
+        ),
+    }
+}
+
+struct ServeOn<'a> {
+    args: &'a ServeArgs,
+    listener: Listener,
+    place: String,
+}
+
+impl DeviceVisitor for ServeOn<'_> {
+    type Output = Result<Outcome>;
+
+    fn visit<D: Device>(self, mut device: D) -> Result<Outcome> {
+        let stop = ssdlab_io::sys::interrupt_flag();
+        let options = ServeOptions {
+            export_name: self.args.name.clone(),
+            read_only: self.args.read_only,
+            slots: self.args.qd,
+        };
+        let target = self.args.target.target.clone();
+        let place = self.place;
+        let stats = serve(&mut device, self.listener, &options, stop, |export: &ExportInfo| {
+            eprintln!(
+                "serving   {target} as NBD export '{}' ({} bytes, {}-byte blocks, {}) on {place}; Ctrl-C or SIGTERM to stop",
+                export.name,
+                export.size_bytes,
+                export.min_block_bytes,
+                if options.read_only { "read-only" } else { "read-write, flush and FUA honoured" }
+            );
+        })
+        .context("serving")?;
+        eprintln!(
+            "served    {} connections: {} reads ({} bytes), {} writes ({} bytes, {} FUA), {} flushes, {} trims, {} write-zeroes; {} errors, {} protocol violations",
+            stats.connections,
+            stats.reads,
+            stats.bytes_read,
+            stats.writes,
+            stats.bytes_written,
+            stats.fua_writes,
+            stats.flushes,
+            stats.trims,
+            stats.write_zeroes,
+            stats.errors,
+            stats.protocol_violations
+        );
+        if let Some(cache) = device.cache_stats() {
+            eprintln!(
+                "cache     read hits {} of {}, destaged {} bytes in {} writes, dirty now {} bytes",
+                cache.read_hits,
+                cache.read_hits + cache.read_misses,
+                cache.destaged_bytes,
+                cache.destage_writes,
+                cache.dirty_bytes
+            );
+        }
+        Ok(Outcome::Passed)
+    }
+}
