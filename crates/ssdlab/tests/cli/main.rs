@@ -9,6 +9,7 @@ mod common;
 mod engine;
 mod input;
 mod methods;
+mod nbd;
 mod refresh;
 mod report;
 mod safety;

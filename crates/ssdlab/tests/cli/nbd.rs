@@ -1,0 +1,298 @@
+//! `ssdlab serve` against real NBD clients (nbdinfo, nbdcopy, qemu-io) and against a client that breaks the
+//! protocol. Every server is stopped by a guard's `Drop`, even when a test fails.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+
+use crate::*;
+
+/// A running `ssdlab serve` on a Unix socket; SIGTERM and a wait on drop.
+pub(crate) struct Server {
+    child: Option<std::process::Child>,
+    pub(crate) socket: PathBuf,
+    pub(crate) uri: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    pub(crate) fn start(target: &str, extra: &[&str]) -> Self {
+        let dir = tempdir();
+        let socket = dir.path().join("nbd.sock");
+        let child = ssdlab()
+            .args(["serve", "--target", target, "--socket", socket.to_str().unwrap()])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ssdlab serve starts");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !socket.exists() {
+            assert!(std::time::Instant::now() < deadline, "the server never listened");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let uri = format!("nbd+unix:///?socket={}", socket.display());
+        Server {
+            child: Some(child),
+            socket,
+            uri,
+            _dir: dir,
+        }
+    }
+
+    /// Sends SIGTERM and returns the exit code and stderr.
+    pub(crate) fn stop(mut self) -> (Option<i32>, String) {
+        let child = self.child.take().unwrap();
+        sh("kill", &["-TERM", &child.id().to_string()]);
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn tool(name: &str, args: &[&str]) -> Output {
+    Command::new(name)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{name} runs (scripts/test.sh installs it): {e}"))
+}
+
+fn random_file(path: &Path, bytes: usize, seed: u8) {
+    let mut data = vec![0u8; bytes];
+    let mut x = 0x9E37_79B9u32 ^ u32::from(seed);
+    for b in &mut data {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        *b = x as u8;
+    }
+    std::fs::write(path, data).unwrap();
+}
+
+#[test]
+fn real_clients_see_the_export_round_trip_its_data_and_the_server_stops_cleanly() {
+    let dir = tempdir();
+    let image = dir.path().join("export.img");
+    let server = Server::start(&file_target(&image, Some("32m")), &[]);
+    let info = tool("nbdinfo", &[&server.uri]);
+    let text = String::from_utf8_lossy(&info.stdout);
+    assert!(info.status.success(), "{}", String::from_utf8_lossy(&info.stderr));
+    for line in [
+        "export-size: 33554432",
+        "can_flush: true",
+        "can_fua: true",
+        "can_trim: true",
+        "can_zero: true",
+    ] {
+        assert!(text.contains(line), "nbdinfo lacks {line}:\n{text}");
+    }
+    // nbdcopy in and out, compared byte for byte.
+    let source = dir.path().join("source.img");
+    let back = dir.path().join("back.img");
+    random_file(&source, 32 << 20, 1);
+    assert!(
+        tool("nbdcopy", &[source.to_str().unwrap(), &server.uri])
+            .status
+            .success()
+    );
+    assert!(
+        tool("nbdcopy", &[&server.uri, back.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert!(
+        std::fs::read(&source).unwrap() == std::fs::read(&back).unwrap(),
+        "nbdcopy round trip"
+    );
+    // qemu-io: patterns, FUA, flush, zeroes and discard, each read back.
+    let out = tool(
+        "qemu-io",
+        &[
+            "-f",
+            "raw",
+            &server.uri,
+            "-c",
+            "write -P 0xab 1M 2M",
+            "-c",
+            "flush",
+            "-c",
+            "read -P 0xab 1M 2M",
+            "-c",
+            "write -P 0xcd -f 5M 64k",
+            "-c",
+            "read -P 0xcd 5M 64k",
+            "-c",
+            "write -z 8M 4M",
+            "-c",
+            "read -P 0 8M 4M",
+            "-c",
+            "discard 16M 1M",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && !text.contains("failed") && !text.contains("error"),
+        "{text}"
+    );
+    let (code, stderr) = server.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("0 errors, 0 protocol violations"), "{stderr}");
+    assert!(!dir.path().join("nbd.sock").exists());
+    // The file holds what the clients wrote.
+    let data = std::fs::read(&image).unwrap();
+    assert!(data[1 << 20..3 << 20].iter().all(|&b| b == 0xab));
+    assert!(data[8 << 20..12 << 20].iter().all(|&b| b == 0));
+}
+
+#[test]
+fn a_cached_export_is_destaged_when_the_server_is_stopped() {
+    let dir = tempdir();
+    let image = dir.path().join("cached.img");
+    let target = format!("cached:{}?size=64m", file_target(&image, Some("16m")));
+    let server = Server::start(&target, &[]);
+    let source = dir.path().join("source.img");
+    random_file(&source, 16 << 20, 2);
+    // Small requests, so the writes are absorbed by the cache rather than sent around it.
+    let out = tool(
+        "nbdcopy",
+        &["--request-size=65536", source.to_str().unwrap(), &server.uri],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (code, stderr) = server.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("dirty now 0 bytes"), "{stderr}");
+    assert!(
+        std::fs::read(&source).unwrap() == std::fs::read(&image).unwrap(),
+        "the file holds the copy"
+    );
+}
+
+/// The client side of the handshake, by hand: fixed newstyle, NBD_OPT_GO asking for block sizes.
+fn negotiate(socket: &Path) -> UnixStream {
+    let mut s = UnixStream::connect(socket).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut greeting = [0u8; 18];
+    s.read_exact(&mut greeting).unwrap();
+    assert_eq!(&greeting[..8], b"NBDMAGIC");
+    s.write_all(&3u32.to_be_bytes()).unwrap();
+    let mut option = b"IHAVEOPT".to_vec();
+    option.extend_from_slice(&7u32.to_be_bytes());
+    option.extend_from_slice(&8u32.to_be_bytes());
+    option.extend_from_slice(&0u32.to_be_bytes());
+    option.extend_from_slice(&1u16.to_be_bytes());
+    option.extend_from_slice(&3u16.to_be_bytes());
+    s.write_all(&option).unwrap();
+    loop {
+        let mut header = [0u8; 20];
+        s.read_exact(&mut header).unwrap();
+        let kind = u32::from_be_bytes(header[12..16].try_into().unwrap());
+        let len = u32::from_be_bytes(header[16..20].try_into().unwrap());
+        let mut data = vec![0u8; len as usize];
+        s.read_exact(&mut data).unwrap();
+        if kind == 1 {
+            return s;
+        }
+        assert!(
+            kind < 1 << 31,
+            "option error {kind:#x}: {}",
+            String::from_utf8_lossy(&data)
+        );
+    }
+}
+
+fn request(command: u16, offset: u64, length: u32) -> Vec<u8> {
+    let mut r = 0x2560_9513u32.to_be_bytes().to_vec();
+    r.extend_from_slice(&0u16.to_be_bytes());
+    r.extend_from_slice(&command.to_be_bytes());
+    r.extend_from_slice(&0x1234u64.to_be_bytes());
+    r.extend_from_slice(&offset.to_be_bytes());
+    r.extend_from_slice(&length.to_be_bytes());
+    r
+}
+
+#[test]
+fn bad_requests_get_nbd_errors_a_broken_stream_loses_only_its_connection() {
+    let dir = tempdir();
+    let server = Server::start(
+        &file_target(&dir.path().join("e.img"), Some("1m")),
+        &["--read-only"],
+    );
+    let mut s = negotiate(&server.socket);
+    let expect_error = |s: &mut UnixStream, req: Vec<u8>, errno: u32| {
+        s.write_all(&req).unwrap();
+        let mut reply = [0u8; 16];
+        s.read_exact(&mut reply).unwrap();
+        assert_eq!(u32::from_be_bytes(reply[4..8].try_into().unwrap()), errno);
+        assert_eq!(u64::from_be_bytes(reply[8..16].try_into().unwrap()), 0x1234);
+    };
+    expect_error(&mut s, request(0, 1 << 20, 4096), 22); // beyond the end: EINVAL
+    expect_error(&mut s, request(0, 100, 512), 22); // unaligned: EINVAL
+    expect_error(&mut s, request(4, 0, 4096), 1); // trim on a read-only export: EPERM
+    expect_error(&mut s, request(99, 0, 0), 22); // unknown command: EINVAL
+    // Garbage where a request header belongs: the server hangs up on this client only.
+    s.write_all(&[0xee; 28]).unwrap();
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "no reply to garbage");
+    // Garbage during the handshake too.
+    let mut g = UnixStream::connect(&server.socket).unwrap();
+    let _ = g.write_all(b"not an nbd client at all");
+    drop(g);
+    let info = tool("nbdinfo", &["--size", &server.uri]);
+    assert_eq!(String::from_utf8_lossy(&info.stdout).trim(), "1048576");
+    let (code, stderr) = server.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("1 protocol violations"), "{stderr}");
+}
+
+#[test]
+fn serve_refuses_what_it_should_and_touches_nothing() {
+    let dir = tempdir();
+    let image = dir.path().join("r.img");
+    let target = file_target(&image, Some("1m"));
+    let out = run(&["serve", "--target", &target, "--listen", "0.0.0.0:0"]);
+    expect_usage_error(&out, "--allow-remote");
+    let taken = dir.path().join("taken");
+    std::fs::write(&taken, b"keep me").unwrap();
+    let out = run(&["serve", "--target", &target, "--socket", taken.to_str().unwrap()]);
+    expect_usage_error(&out, "--socket");
+    assert_eq!(std::fs::read(&taken).unwrap(), b"keep me");
+    let out = run(&["serve", "--target", &target]);
+    expect_code(&out, 2);
+    assert!(stderr(&out).contains("--socket"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_writable_export_of_a_block_device_passes_the_safety_gate() {
+    let dev = LoopDevice::new(16 << 20);
+    let dir = tempdir();
+    let socket = dir.path().join("s.sock");
+    let out = run(&[
+        "serve",
+        "--target",
+        &dev.path,
+        "--socket",
+        socket.to_str().unwrap(),
+    ]);
+    expect_usage_error(&out, "--allow-destroy");
+    assert!(!socket.exists(), "the socket is removed after a refusal");
+    // Read-only needs no permission.
+    let server = Server::start(&dev.path, &["--read-only"]);
+    let info = tool("nbdinfo", &[&server.uri]);
+    assert!(String::from_utf8_lossy(&info.stdout).contains("is_read_only: true"));
+    let (code, _) = server.stop();
+    assert_eq!(code, Some(0));
+    assert_eq!(dev.image_blocks(), 0, "nothing was written");
+}
