@@ -68,7 +68,7 @@ enum Stage {
     WaitingFrames,
     /// A FLUSH waiting for its epoch to be destaged before it goes to the device.
     WaitingFlush {
-        epoch: u32,
+        epoch: u64,
     },
     /// Finished; delivered by `reap` once the clock reaches its completion time.
     Ready,
@@ -136,11 +136,29 @@ pub struct CachedDevice<D: Device> {
     stats: CacheStats,
     inner_out: Vec<Completion>,
     run: Vec<Destaged>,
+    /// Per host slot, for a read miss at the device: the cached blocks of its range as they were when it was
+    /// sent (the device may serve it before a destage of them lands, and they may be evicted meanwhile), and
+    /// the mutation count then.
+    misses: Vec<Miss>,
+    /// Writes and discards that reached the device without passing through a cached copy: a miss that
+    /// overlapped one may hold data older than the device's, so it is not admitted.
+    uncached_mutations: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Miss {
+    cached: Vec<(u64, Vec<u8>)>,
+    mutations_at_submit: u64,
 }
 
 impl<D: Device> CachedDevice<D> {
     /// A cache of `config.size_bytes` over `inner`. `target` is the whole target as written.
+    /// The inner device's logical block must divide [`BLOCK`] (the opener refuses others).
     pub fn new(inner: D, target: &str, config: CacheConfig) -> Self {
+        assert!(
+            BLOCK.is_multiple_of(u64::from(inner.info().logical_block_bytes)),
+            "the inner device's logical block divides the cache block"
+        );
         let frames = (config.size_bytes / BLOCK).max(1) as usize;
         let inner_info = inner.info().clone();
         let cost = (inner_info.clock == ClockKind::Virtual).then(CostModel::default);
@@ -188,6 +206,8 @@ impl<D: Device> CachedDevice<D> {
             stats,
             inner_out: Vec::new(),
             run: Vec::new(),
+            misses: Vec::new(),
+            uncached_mutations: 0,
         };
         device.stats.metadata_bytes = device.metadata_bytes();
         device
@@ -199,7 +219,8 @@ impl<D: Device> CachedDevice<D> {
 
     /// Checks every invariant of the cache's state (linear in its size: for tests and debugging).
     pub fn check_invariants(&self) {
-        self.store.check();
+        let in_flight: Vec<Destaged> = self.destages.iter().flatten().copied().collect();
+        self.store.check(&in_flight);
         let busy = self.host.iter().filter(|op| op.stage != Stage::Idle).count();
         assert_eq!(busy, self.host_in_flight, "host operations in flight");
         let destaging: usize = self.destages.iter().map(Vec::len).sum();
@@ -232,13 +253,20 @@ impl<D: Device> CachedDevice<D> {
         self.draining = true;
         self.destage_error = None;
         while self.store.pinned() > 0 {
-            self.pump()?;
+            self.pump();
             if let Some(errno) = self.destage_error {
                 self.draining = false;
                 return Err(DeviceError::os(
                     "destaging the cache",
                     std::io::Error::from_raw_os_error(errno as i32),
                 ));
+            }
+            if self.inner.in_flight() == 0 {
+                self.draining = false;
+                return Err(DeviceError::Invalid(format!(
+                    "destaging made no progress with {} dirty blocks",
+                    self.store.pinned()
+                )));
             }
             self.wait_inner(None)?;
         }
@@ -323,15 +351,18 @@ impl<D: Device> CachedDevice<D> {
         self.ready.push(Reverse((completed_ns, slot)));
     }
 
-    fn forward(&mut self, slot: u32, how: Forwarded) -> DeviceResult<()> {
+    /// Sends a host operation to the inner device on its own slot. If the device refuses it, the host
+    /// operation completes with the device's error: nothing is left half-issued.
+    fn forward(&mut self, slot: u32, how: Forwarded) {
         let io = self.host[slot as usize].io;
-        let accepted = self.inner.submit(&[io])?;
-        assert_eq!(accepted, 1, "the inner device takes an operation on a free slot");
-        self.host[slot as usize].stage = Stage::Inner(how);
-        Ok(())
+        match self.inner.submit(&[io]) {
+            Ok(1) => self.host[slot as usize].stage = Stage::Inner(how),
+            Ok(_) => self.finish_here(slot, -i64::from(EAGAIN), 0),
+            Err(e) => self.finish_here(slot, -errno_of(&e), 0),
+        }
     }
 
-    fn read(&mut self, slot: u32) -> DeviceResult<()> {
+    fn read(&mut self, slot: u32) {
         let io = self.host[slot as usize].io;
         let stream = self.streams.observe(io.offset, io.len);
         let sequential = stream > self.config.seq_cutoff_bytes;
@@ -354,38 +385,53 @@ impl<D: Device> CachedDevice<D> {
             }
             self.stats.read_hits += 1;
             self.finish_here(slot, io.len as i64, io.len);
-            return Ok(());
+            return;
         }
         self.stats.read_misses += 1;
-        self.forward(slot, Forwarded::MissRead { admit: !sequential })
+        let miss = &mut self.misses[slot as usize];
+        miss.cached.clear();
+        miss.mutations_at_submit = self.uncached_mutations;
+        for b in blocks {
+            if let Some(frame) = self.store.lookup(b) {
+                miss.cached.push((b, self.store.data(frame).to_vec()));
+            }
+        }
+        self.forward(slot, Forwarded::MissRead { admit: !sequential });
     }
 
-    /// A read from the device finished: the cache's newer copies win, and hot whole blocks are admitted.
+    /// A read from the device finished: the cache's copies win (as they are now, or as they were when the read
+    /// was sent if they have been evicted since), and hot whole blocks are admitted unless a write went around
+    /// the cache meanwhile.
     fn miss_done(&mut self, slot: u32, admit: bool, c: &Completion) {
         let io = self.host[slot as usize].io;
+        let miss = std::mem::take(&mut self.misses[slot as usize]);
+        let admit = admit && miss.mutations_at_submit == self.uncached_mutations;
         let mut copied = 0;
         if c.result == io.len as i64 {
             let buf = self.inner.buffer_mut(slot);
             for b in Self::block_span(io.offset, io.len) {
                 let (at, within, n) = Self::overlap(b, io.offset, io.len);
-                match self.store.lookup(b) {
-                    Some(frame) => {
-                        buf[at..at + n].copy_from_slice(&self.store.data(frame)[within..within + n]);
+                if let Some(frame) = self.store.lookup(b) {
+                    buf[at..at + n].copy_from_slice(&self.store.data(frame)[within..within + n]);
+                    copied += n as u64;
+                    continue;
+                }
+                if let Some((_, data)) = miss.cached.iter().find(|(block, _)| *block == b) {
+                    buf[at..at + n].copy_from_slice(&data[within..within + n]);
+                    copied += n as u64;
+                }
+                if admit && n == BLOCK as usize {
+                    let hot = self.sketch.estimate(b);
+                    let room = self.store.has_free()
+                        || self.store.victim().is_some_and(|v| self.sketch.estimate(v) < hot);
+                    if hot >= 2 && room && self.store.insert_clean(b, &buf[at..at + n]).is_some() {
+                        self.stats.admissions += 1;
                         copied += n as u64;
                     }
-                    None if admit && n == BLOCK as usize => {
-                        let hot = self.sketch.estimate(b);
-                        let room = self.store.has_free()
-                            || self.store.victim().is_some_and(|v| self.sketch.estimate(v) < hot);
-                        if hot >= 2 && room && self.store.insert_clean(b, &buf[at..at + n]).is_some() {
-                            self.stats.admissions += 1;
-                            copied += n as u64;
-                        }
-                    }
-                    None => {}
                 }
             }
         }
+        self.misses[slot as usize] = miss;
         let completed_ns = match &self.cost {
             Some(cost) => {
                 let start = c.completed_ns.max(self.cpu_free_ns);
@@ -397,7 +443,7 @@ impl<D: Device> CachedDevice<D> {
         self.complete(slot, c.result, completed_ns);
     }
 
-    fn write(&mut self, slot: u32) -> DeviceResult<()> {
+    fn write(&mut self, slot: u32) {
         let io = self.host[slot as usize].io;
         let stream = self.streams.observe(io.offset, io.len);
         let sequential = stream > self.config.seq_cutoff_bytes || io.len > self.config.seq_cutoff_bytes;
@@ -405,7 +451,8 @@ impl<D: Device> CachedDevice<D> {
             self.stats.sequential_bypass_bytes += io.len;
         }
         if self.config.mode != CacheMode::Writeback || sequential || !self.absorbable(io) {
-            return self.write_around(slot);
+            self.write_around(slot);
+            return;
         }
         if !self.waiting_writes.is_empty() || !self.store.can_pin(self.frames_to_pin(io), self.pinned_limit) {
             let now = self.inner.now_ns();
@@ -413,10 +460,9 @@ impl<D: Device> CachedDevice<D> {
             op.stage = Stage::WaitingFrames;
             op.waiting_since_ns = now;
             self.waiting_writes.push_back(slot);
-            return Ok(());
+            return;
         }
         self.absorb(slot);
-        Ok(())
     }
 
     /// Whether a write can be taken into the cache: every partly covered block is cached (there is nothing to
@@ -461,13 +507,16 @@ impl<D: Device> CachedDevice<D> {
     }
 
     /// Sends a write to the device, keeping the cached copies it overlaps current.
-    fn write_around(&mut self, slot: u32) -> DeviceResult<()> {
+    fn write_around(&mut self, slot: u32) {
         let io = self.host[slot as usize].io;
         let admit = self.config.mode == CacheMode::Writethrough;
         let buf = self.inner.buffer(slot);
         for b in Self::block_span(io.offset, io.len) {
             let (at, within, n) = Self::overlap(b, io.offset, io.len);
             let cached = self.store.lookup(b).is_some();
+            if !cached {
+                self.uncached_mutations += 1;
+            }
             if cached || (admit && n == BLOCK as usize) {
                 // Not dirty: a clean copy stays clean (the device is being written with the same data); a
                 // pinned copy is dirtied again so that its stale destage is followed by a current one.
@@ -475,31 +524,31 @@ impl<D: Device> CachedDevice<D> {
             }
         }
         self.stats.writes_around += 1;
-        self.forward(slot, Forwarded::WriteAround)
+        self.forward(slot, Forwarded::WriteAround);
     }
 
-    fn flush(&mut self, slot: u32) -> DeviceResult<()> {
+    fn flush(&mut self, slot: u32) {
         self.stats.flushes += 1;
         let epoch = self.store.begin_flush();
         self.host[slot as usize].stage = Stage::WaitingFlush { epoch };
         self.waiting_flushes.push_back(slot);
         // Anything paused by an earlier failure is retried for this FLUSH.
         self.destage_error = None;
-        Ok(())
     }
 
-    fn discard(&mut self, slot: u32) -> DeviceResult<()> {
+    fn discard(&mut self, slot: u32) {
         let io = self.host[slot as usize].io;
+        self.uncached_mutations += 1;
         for b in Self::block_span(io.offset, io.len) {
             if Self::overlap(b, io.offset, io.len).2 == BLOCK as usize {
                 self.store.discard(b);
             }
         }
-        self.forward(slot, Forwarded::Discard)
+        self.forward(slot, Forwarded::Discard);
     }
 
     /// Issues what can go now: waiting writes that fit, FLUSHes whose data is destaged, and destage writes.
-    fn pump(&mut self) -> DeviceResult<()> {
+    fn pump(&mut self) {
         while let Some(&slot) = self.waiting_writes.front() {
             if let Some(errno) = self.destage_error {
                 // Nothing can be destaged: the write cannot be absorbed and fails as the device did.
@@ -522,36 +571,35 @@ impl<D: Device> CachedDevice<D> {
                 self.absorb(slot);
             } else {
                 // A block it would merge into was evicted while it waited.
-                self.write_around(slot)?;
+                self.write_around(slot);
             }
         }
         while let Some(&slot) = self.waiting_flushes.front() {
             let Stage::WaitingFlush { epoch } = self.host[slot as usize].stage else {
                 unreachable!("a waiting flush is in the flush queue");
             };
-            if let Some(errno) = self.destage_error {
+            if self.store.settled(epoch) {
                 self.waiting_flushes.pop_front();
-                self.finish_here(slot, -errno, 0);
+                self.forward(slot, Forwarded::Flush);
                 continue;
             }
-            if !self.store.settled(epoch) {
-                break;
-            }
+            // Its data cannot be destaged now: the FLUSH fails as the device did (the data stays cached).
+            let Some(errno) = self.destage_error else { break };
             self.waiting_flushes.pop_front();
-            self.forward(slot, Forwarded::Flush)?;
+            self.finish_here(slot, -errno, 0);
         }
-        self.destage()
+        self.destage();
     }
 
-    fn destage(&mut self) -> DeviceResult<()> {
+    fn destage(&mut self) {
         if self.destage_error.is_some() {
-            return Ok(());
+            return;
         }
         let urgent = self.draining || !self.waiting_flushes.is_empty() || !self.waiting_writes.is_empty();
         // Left alone until an eighth of the allowance is dirty, so neighbours can accumulate and coalesce.
         let enough = self.store.dirty_waiting() >= (self.pinned_limit / 8).max(1);
         if !(urgent || enough) {
-            return Ok(());
+            return;
         }
         while let Some(&d) = self.free_destage.last() {
             self.store
@@ -579,11 +627,20 @@ impl<D: Device> CachedDevice<D> {
                 let start = self.inner.now_ns().max(self.cpu_free_ns);
                 self.cpu_free_ns = start + cost.op_ns(bytes);
             }
-            let accepted = self.inner.submit(&[io])?;
-            assert_eq!(accepted, 1, "the inner device takes a destage on a free slot");
-            self.destages[d as usize] = std::mem::take(&mut self.run);
+            match self.inner.submit(&[io]) {
+                Ok(1) => self.destages[d as usize] = std::mem::take(&mut self.run),
+                refused => {
+                    // Not issued: the blocks are dirty again and destaging pauses until the next FLUSH.
+                    self.store.destage_done(&self.run, false);
+                    self.free_destage.push(d);
+                    self.destage_error = Some(match refused {
+                        Err(e) => errno_of(&e),
+                        Ok(_) => i64::from(EAGAIN),
+                    });
+                    return;
+                }
+            }
         }
-        Ok(())
     }
 
     /// Handles one completion from the inner device.
@@ -667,6 +724,16 @@ impl<D: Device> CachedDevice<D> {
 
 /// EIO, for a destage the device shortened without an error.
 const EIO: i64 = 5;
+const EAGAIN: i32 = 11;
+
+/// The errno a device error stands for, for a completion's result.
+fn errno_of(e: &DeviceError) -> i64 {
+    match e {
+        DeviceError::Os { cause, .. } => i64::from(cause.raw_os_error().unwrap_or(5)),
+        DeviceError::Invalid(_) => 22,
+        DeviceError::Unsupported(_) => 95,
+    }
+}
 
 impl<D: Device> Device for CachedDevice<D> {
     fn info(&self) -> &DeviceInfo {
@@ -685,6 +752,7 @@ impl<D: Device> Device for CachedDevice<D> {
             (DESTAGE_BUFFER_BUDGET_BYTES / inner_buffer).clamp(1, self.config.destage_qd as usize);
         self.inner.prepare(slots + destage_slots as u32, inner_buffer)?;
         self.host = vec![IDLE; slots as usize];
+        self.misses = vec![Miss::default(); slots as usize];
         self.buffer_bytes = buffer_bytes;
         self.destages = vec![Vec::new(); destage_slots];
         self.free_destage = (0..destage_slots as u32).rev().collect();
@@ -702,10 +770,12 @@ impl<D: Device> Device for CachedDevice<D> {
     }
 
     fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize> {
+        // Every operation is checked before any is taken, so an error means none was accepted.
         let block = self.info.logical_block_bytes as u64;
-        for io in ios {
+        for (k, io) in ios.iter().enumerate() {
             let slot = io.slot as usize;
-            if slot >= self.host.len() || self.host[slot].stage != Stage::Idle {
+            let repeated = ios[..k].iter().any(|other| other.slot == io.slot);
+            if slot >= self.host.len() || self.host[slot].stage != Stage::Idle || repeated {
                 return Err(DeviceError::Invalid(format!("slot {} is not free", io.slot)));
             }
             io.check_bounds(self.info.capacity_bytes, self.buffer_bytes)?;
@@ -715,6 +785,9 @@ impl<D: Device> Device for CachedDevice<D> {
                     io.offset, io.len
                 )));
             }
+        }
+        for io in ios {
+            let slot = io.slot as usize;
             self.host[slot] = HostOp {
                 io: *io,
                 submitted_ns: self.inner.now_ns(),
@@ -722,13 +795,13 @@ impl<D: Device> Device for CachedDevice<D> {
             };
             self.host_in_flight += 1;
             match io.op {
-                Op::Read => self.read(io.slot)?,
-                Op::Write => self.write(io.slot)?,
-                Op::Flush => self.flush(io.slot)?,
-                Op::Discard => self.discard(io.slot)?,
+                Op::Read => self.read(io.slot),
+                Op::Write => self.write(io.slot),
+                Op::Flush => self.flush(io.slot),
+                Op::Discard => self.discard(io.slot),
             }
         }
-        self.pump()?;
+        self.pump();
         Ok(ios.len())
     }
 
@@ -740,7 +813,7 @@ impl<D: Device> Device for CachedDevice<D> {
     ) -> DeviceResult<usize> {
         let mut got = 0;
         loop {
-            self.pump()?;
+            self.pump();
             got += self.deliver(out);
             if got >= min || self.host_in_flight == 0 {
                 return Ok(got);
@@ -773,7 +846,8 @@ impl<D: Device> Device for CachedDevice<D> {
         // The host is idle: destage meanwhile, as RAPID does. An error here surfaces at the next FLUSH.
         self.draining = true;
         while self.inner.now_ns() < t_ns {
-            if self.pump().is_err() || self.wait_inner(Some(t_ns)).is_err() {
+            self.pump();
+            if self.wait_inner(Some(t_ns)).is_err() {
                 break;
             }
         }
@@ -791,7 +865,8 @@ impl<D: Device> Device for CachedDevice<D> {
         // Destage while nobody is asking for anything, waiting at most a few milliseconds for the device.
         self.draining = true;
         let until = self.inner.now_ns() + 5_000_000;
-        if self.pump().is_ok() && self.inner.in_flight() > 0 {
+        self.pump();
+        if self.inner.in_flight() > 0 {
             let _ = self.wait_inner(Some(until));
         }
         self.draining = false;

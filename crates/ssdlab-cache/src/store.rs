@@ -37,9 +37,7 @@ struct Frame {
     /// Written while its destage was in flight: destage again when that completes.
     redirtied: bool,
     /// The epoch of the oldest write not yet destaged (Dirty, or Destaging and redirtied).
-    dirty_epoch: u32,
-    /// The epoch of the data being destaged (Destaging).
-    destage_epoch: u32,
+    dirty_epoch: u64,
     prev: u32,
     next: u32,
 }
@@ -50,7 +48,6 @@ const EMPTY: Frame = Frame {
     generation: 0,
     redirtied: false,
     dirty_epoch: 0,
-    destage_epoch: 0,
     prev: NIL,
     next: NIL,
 };
@@ -61,6 +58,8 @@ pub struct Destaged {
     pub block: u64,
     pub frame: u32,
     pub generation: u32,
+    /// The epoch of the data being destaged (kept here, not in the frame, to keep frames small).
+    pub epoch: u64,
 }
 
 pub struct Store {
@@ -74,8 +73,8 @@ pub struct Store {
     /// Dirty frames not being destaged, by block (destage order).
     dirty: BTreeSet<u64>,
     /// How many undestaged writes (frame entries) each epoch still has.
-    unsettled: BTreeMap<u32, u64>,
-    epoch: u32,
+    unsettled: BTreeMap<u64, u64>,
+    epoch: u64,
     /// Frames that may not be evicted (Dirty or Destaging).
     pinned: usize,
     pub evictions: u64,
@@ -291,11 +290,11 @@ impl Store {
             );
             f.state = State::Destaging;
             f.redirtied = false;
-            f.destage_epoch = f.dirty_epoch;
             out.push(Destaged {
                 block,
                 frame,
                 generation: f.generation,
+                epoch: f.dirty_epoch,
             });
             block += 1;
         }
@@ -317,15 +316,15 @@ impl Store {
                 "frame {} changed block during its destage",
                 d.frame
             );
-            self.settle(f.destage_epoch);
+            self.settle(d.epoch);
             if !ok {
                 if f.redirtied {
                     // The newer write's entry goes; the failed data is needed again under its older epoch.
                     self.settle(f.dirty_epoch);
                 }
-                *self.unsettled.entry(f.destage_epoch).or_default() += 1;
+                *self.unsettled.entry(d.epoch).or_default() += 1;
                 let frame = &mut self.frames[d.frame as usize];
-                frame.dirty_epoch = frame.destage_epoch;
+                frame.dirty_epoch = d.epoch;
                 frame.state = State::Dirty;
                 frame.redirtied = false;
                 self.dirty.insert(d.block);
@@ -386,7 +385,7 @@ impl Store {
         }
     }
 
-    fn settle(&mut self, epoch: u32) {
+    fn settle(&mut self, epoch: u64) {
         let count = self
             .unsettled
             .get_mut(&epoch)
@@ -398,14 +397,15 @@ impl Store {
     }
 
     /// Opens a new epoch for a FLUSH and returns the one it waits for.
-    pub fn begin_flush(&mut self) -> u32 {
+    pub fn begin_flush(&mut self) -> u64 {
         let epoch = self.epoch;
-        self.epoch = self.epoch.checked_add(1).expect("fewer than 2^32 flushes");
+        // 64 bits: a client doing a million FUA writes a second needs half a million years to wrap it.
+        self.epoch += 1;
         epoch
     }
 
     /// Whether everything written in `epoch` or before has been destaged.
-    pub fn settled(&self, epoch: u32) -> bool {
+    pub fn settled(&self, epoch: u64) -> bool {
         self.unsettled.keys().next().is_none_or(|&first| first > epoch)
     }
 
@@ -439,10 +439,11 @@ impl Store {
         self.lru_head = frame;
     }
 
-    /// Checks every structural invariant (for tests; linear in the cache size).
-    pub fn check(&self) {
+    /// Checks every structural invariant (for tests; linear in the cache size); `in_flight` lists the blocks of
+    /// every destage write in flight.
+    pub fn check(&self, in_flight: &[Destaged]) {
         let mut pinned = 0;
-        let mut unsettled: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut unsettled: BTreeMap<u64, u64> = BTreeMap::new();
         let indexed: std::collections::HashSet<u32> = self.index.values().copied().collect();
         for (i, f) in self.frames.iter().enumerate() {
             match f.state {
@@ -456,7 +457,11 @@ impl Store {
                 State::Destaging => {
                     pinned += 1;
                     assert!(!self.dirty.contains(&f.block));
-                    *unsettled.entry(f.destage_epoch).or_default() += 1;
+                    let d = in_flight
+                        .iter()
+                        .find(|d| d.frame == i as u32)
+                        .expect("a destaging frame is in a destage write in flight");
+                    *unsettled.entry(d.epoch).or_default() += 1;
                     if f.redirtied {
                         *unsettled.entry(f.dirty_epoch).or_default() += 1;
                     }

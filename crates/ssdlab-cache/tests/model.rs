@@ -2,7 +2,8 @@
 //!
 //! The inner device is a memory disk with a volatile write cache of its own: a write is visible when it
 //! completes and durable only after a FLUSH issued after it completed. Operations complete after random
-//! delays, so completions come back out of order. The host issues random reads, writes (whole and partial
+//! delays, so completions come back out of order, and half the reads take their data when they arrive (so a
+//! read can miss a write that lands while it is in flight). The host issues random reads, writes (whole and partial
 //! blocks), FLUSHes and discards at random queue depths, never two overlapping writes at once (their order
 //! would be undefined). Every read is checked against the newest acknowledged write. At a random moment the
 //! cache "crashes" (forgotten without a destage) and the inner device loses everything not flushed; then every
@@ -40,6 +41,8 @@ struct MemDisk {
     now_ns: u64,
     due: BinaryHeap<Reverse<(u64, u32)>>,
     pending: HashMap<u32, (Io, u64, usize)>,
+    /// Reads the disk served as soon as they arrived (a device may), by slot.
+    early_reads: HashMap<u32, Vec<u8>>,
     rng: Rng,
 }
 
@@ -74,6 +77,7 @@ impl MemDisk {
             now_ns: 0,
             due: BinaryHeap::new(),
             pending: HashMap::new(),
+            early_reads: HashMap::new(),
             rng: Rng::new(seed ^ 0xD15C),
         };
         (device, disk)
@@ -109,8 +113,16 @@ impl Device for MemDisk {
                 io.len <= self.info.max_transfer_bytes,
                 "a transfer above the device's maximum"
             );
-            let delay = 1_000 + self.rng.below(50_000);
+            // A heavy tail: now and then an operation takes a hundred times longer (a read stuck behind GC), so
+            // much happens in the cache while it is in flight.
+            let slow = if self.rng.below(16) == 0 { 100 } else { 1 };
+            let delay = (1_000 + self.rng.below(50_000)) * slow;
             let flushed_upto = self.disk.borrow().unflushed.len();
+            if io.op == Op::Read && self.rng.below(2) == 0 {
+                let range = io.offset as usize..(io.offset + io.len) as usize;
+                self.early_reads
+                    .insert(io.slot, self.disk.borrow().visible[range].to_vec());
+            }
             self.pending.insert(io.slot, (*io, self.now_ns, flushed_upto));
             self.due.push(Reverse((self.now_ns + delay, io.slot)));
         }
@@ -139,7 +151,10 @@ impl Device for MemDisk {
                         disk.unflushed.push((io.offset, data));
                     }
                     Op::Read => {
-                        let data = disk.visible[range].to_vec();
+                        let data = self
+                            .early_reads
+                            .remove(&slot)
+                            .unwrap_or_else(|| disk.visible[range].to_vec());
                         self.buffers[slot as usize][..io.len as usize].copy_from_slice(&data);
                     }
                     Op::Discard => {
@@ -460,11 +475,14 @@ fn check_crash_image(seed: u64, host: &Host, durable: &[u8]) {
     }
 }
 
+/// The seeds to run: `CACHE_MODEL_SEED` replays one, `CACHE_MODEL_SEEDS` runs that many (default 60).
 fn seeds() -> Vec<u64> {
-    match std::env::var("CACHE_MODEL_SEED") {
-        Ok(s) => vec![s.parse().expect("CACHE_MODEL_SEED is a number")],
-        Err(_) => (0..60).collect(),
+    if let Ok(s) = std::env::var("CACHE_MODEL_SEED") {
+        return vec![s.parse().expect("CACHE_MODEL_SEED is a number")];
     }
+    let count =
+        std::env::var("CACHE_MODEL_SEEDS").map_or(60, |s| s.parse().expect("CACHE_MODEL_SEEDS is a number"));
+    (0..count).collect()
 }
 
 #[test]

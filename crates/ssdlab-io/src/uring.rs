@@ -240,11 +240,10 @@ impl Device for UringDevice {
                 // The device is busy, so nobody is about to wait: hand this one over now, as fio does by
                 // default (iodepth_batch_submit=1). Queued until the next batch, a freed slot would leave the
                 // device below the queue depth it was asked for, and a batch dispatches as one plugged burst.
-                match self.ring.submit() {
-                    Ok(_) => self.unsubmitted = 0,
-                    // A transient refusal leaves the entry queued; the next reap submits it.
-                    Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)) => {}
-                    Err(e) => return Err(os_error("io_uring submit", e)),
+                // Once started, this operation is accepted whatever happens here: if the kernel refuses the
+                // early hand-over, the entry stays queued and the next reap submits it (or reports why not).
+                if self.ring.submit().is_ok() {
+                    self.unsubmitted = 0;
                 }
             }
         }

@@ -133,9 +133,17 @@ fn error_reply(w: &mut impl Write, option: u32, reply: u32, message: &str) -> io
 /// The most option data a client may send: names and info requests are short.
 const MAX_OPTION_BYTES: u32 = 64 << 10;
 
+/// The most options one client may send before it must choose an export.
+const MAX_OPTIONS: u32 = 64;
+
 /// Runs the server side of the fixed newstyle handshake for one export, until the client enters
-/// transmission or gives up. `stream` should be blocking with a timeout.
-pub fn handshake(stream: &mut (impl Read + Write), export: &ExportInfo) -> Result<Handshake, ProtocolError> {
+/// transmission or gives up, within `deadline` (checked between options; `stream` should be blocking with a
+/// timeout per step).
+pub fn handshake(
+    stream: &mut (impl Read + Write),
+    export: &ExportInfo,
+    deadline: std::time::Instant,
+) -> Result<Handshake, ProtocolError> {
     let mut greeting = Vec::with_capacity(18);
     greeting.extend_from_slice(&NBDMAGIC.to_be_bytes());
     greeting.extend_from_slice(&IHAVEOPT.to_be_bytes());
@@ -148,7 +156,10 @@ pub fn handshake(stream: &mut (impl Read + Write), export: &ExportInfo) -> Resul
         ));
     }
     let no_zeroes = client_flags & u32::from(FLAG_NO_ZEROES) != 0;
-    loop {
+    for _ in 0..MAX_OPTIONS {
+        if std::time::Instant::now() > deadline {
+            return Err(ProtocolError::Violation("the handshake took too long".into()));
+        }
         if read_u64(stream)? != IHAVEOPT {
             return Err(ProtocolError::Violation("an option without IHAVEOPT".into()));
         }
@@ -234,6 +245,9 @@ pub fn handshake(stream: &mut (impl Read + Write), export: &ExportInfo) -> Resul
             }
         }
     }
+    Err(ProtocolError::Violation(format!(
+        "more than {MAX_OPTIONS} options"
+    )))
 }
 
 fn parse_info_request(data: &[u8]) -> Option<(String, Vec<u16>)> {

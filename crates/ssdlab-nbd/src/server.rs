@@ -9,7 +9,7 @@
 //!
 //! One thread keeps the protocol state simple and needs no locks: sockets are non-blocking, `poll` waits for
 //! them while the device is idle, and while operations are in flight the loop alternates a zero-timeout poll
-//! with a short reap. The handshake of a new client is done blocking, with a timeout (a slow client delays
+//! with a short reap. The handshake of a new client is done blocking, with a deadline (a slow client delays
 //! the others by at most that long).
 
 use std::io::{self, ErrorKind, Read, Write};
@@ -28,6 +28,9 @@ use crate::protocol::{self, ExportInfo, Handshake, ProtocolError, REQUEST_BYTES,
 pub const MAX_PAYLOAD_BYTES: u32 = 4 << 20;
 /// A write longer than this is not even read: the connection is closed.
 const HARD_PAYLOAD_LIMIT: u32 = 64 << 20;
+/// Each read or write of the handshake, and the whole handshake, must finish within these: one thread serves
+/// everyone, so a client that negotiates slowly holds the others up by at most the total.
+const HANDSHAKE_STEP_TIMEOUT: Duration = Duration::from_secs(2);
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const READ_CHUNK: usize = 256 << 10;
 
@@ -196,6 +199,8 @@ struct Server<'a, D: Device> {
     free: Vec<u32>,
     stats: ServeStats,
     completions: Vec<Completion>,
+    /// Shutting down: no new request is taken.
+    stopping: bool,
 }
 
 /// Serves `device` on `listener` until `stop` is set, then finishes what is in flight, flushes the device
@@ -207,6 +212,12 @@ pub fn serve<D: Device>(
     stop: &AtomicBool,
     on_ready: impl FnOnce(&ExportInfo),
 ) -> Result<ServeStats, ServeError> {
+    if options.slots == 0 {
+        return Err(ServeError::Io {
+            what: "serving",
+            cause: io::Error::new(ErrorKind::InvalidInput, "the device needs at least one slot"),
+        });
+    }
     let info = device.info().clone();
     let max_payload = MAX_PAYLOAD_BYTES.min(u32::try_from(info.max_transfer_bytes).unwrap_or(u32::MAX));
     device.prepare(options.slots, max_payload as usize)?;
@@ -243,6 +254,7 @@ pub fn serve<D: Device>(
         free: (0..options.slots).rev().collect(),
         stats: ServeStats::default(),
         completions: Vec::new(),
+        stopping: false,
     };
     on_ready(&server.export);
     server.run(&listener, stop)?;
@@ -261,6 +273,11 @@ impl<D: Device> Server<'_, D> {
             self.service_sockets(&ready.1);
             if busy {
                 self.reap(200_000)?;
+                // Completions freed slots: requests already buffered can go now, without waiting for the
+                // client (which is waiting for us).
+                for i in 0..self.conns.len() {
+                    self.parse(i);
+                }
             } else if !ready.0 && ready.1.iter().all(|r| !r.0 && !r.1) {
                 // Nothing to do: a chance for the device's background work (a cache destages).
                 self.device.idle();
@@ -331,13 +348,18 @@ impl<D: Device> Server<'_, D> {
             let mut stream = match listener.accept() {
                 Ok(s) => s,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(_) => return,
+                Err(_) => {
+                    // Out of descriptors or similar: the listener stays readable, so do not spin on it.
+                    std::thread::sleep(Duration::from_millis(10));
+                    return;
+                }
             };
             self.stats.connections += 1;
+            let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
             let negotiated = stream
-                .set_blocking_with_timeout(Some(HANDSHAKE_TIMEOUT))
+                .set_blocking_with_timeout(Some(HANDSHAKE_STEP_TIMEOUT))
                 .map_err(ProtocolError::from)
-                .and_then(|()| protocol::handshake(&mut stream, &self.export));
+                .and_then(|()| protocol::handshake(&mut stream, &self.export, deadline));
             match negotiated {
                 Ok(Handshake::Transmission { .. }) if stream.set_blocking_with_timeout(None).is_ok() => {
                     let conn = Conn {
@@ -442,7 +464,7 @@ impl<D: Device> Server<'_, D> {
             let Some(conn) = self.conns[i].as_mut() else {
                 return;
             };
-            if conn.dead || conn.inbuf.len() < REQUEST_BYTES || self.free.is_empty() {
+            if self.stopping || conn.dead || conn.inbuf.len() < REQUEST_BYTES || self.free.is_empty() {
                 return;
             }
             let header: [u8; REQUEST_BYTES] = conn.inbuf[..REQUEST_BYTES].try_into().expect("28 bytes");
@@ -654,10 +676,10 @@ impl<D: Device> Server<'_, D> {
     /// Closes connections that are done: closing, nothing in flight, replies written (or undeliverable).
     fn drop_finished(&mut self) {
         for conn in &mut self.conns {
-            if conn
-                .as_ref()
-                .is_some_and(|c| c.closing && c.in_flight == 0 && (c.outbuf.is_empty() || c.dead))
-            {
+            if conn.as_ref().is_some_and(|c| {
+                let unparsed = !c.dead && !self.stopping && c.inbuf.len() >= REQUEST_BYTES;
+                c.closing && c.in_flight == 0 && !unparsed && (c.outbuf.is_empty() || c.dead)
+            }) {
                 *conn = None;
             }
         }
@@ -666,6 +688,7 @@ impl<D: Device> Server<'_, D> {
     /// Stops taking requests, finishes those in flight and delivers their replies, then flushes the device
     /// (a cache destages everything first).
     fn shut_down(&mut self) -> Result<(), ServeError> {
+        self.stopping = true;
         for conn in self.conns.iter_mut().flatten() {
             conn.closing = true;
         }
@@ -700,12 +723,13 @@ impl<D: Device> Server<'_, D> {
             self.device.reap(1, None, &mut out)?;
         }
         self.free.push(slot);
-        match out.first() {
+        match out.iter().find(|c| c.slot == slot) {
             Some(c) if c.result < 0 => Err(ServeError::Io {
                 what: "the final flush",
                 cause: io::Error::from_raw_os_error((-c.result) as i32),
             }),
-            _ => Ok(()),
+            Some(_) => Ok(()),
+            None => unreachable!("the final flush completed"),
         }
     }
 }

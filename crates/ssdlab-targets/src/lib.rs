@@ -18,6 +18,7 @@ use std::path::Path;
 pub use any::{AnyDevice, DeviceVisitor};
 pub use snapshot::FileSnapshot;
 use ssdlab_cache::{CacheConfig, CachedDevice};
+use ssdlab_core::device::Device;
 use ssdlab_core::target::TargetSpec;
 use ssdlab_io::{Engine, OpenRequest, RealDevice, guard, open_target};
 
@@ -89,6 +90,14 @@ pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Resu
     {
         let size_bytes = cache_size(options.flag, target, cache.size_bytes)?;
         let opened = open_spec(inner_target, inner, options)?;
+        let block = opened.device.info().logical_block_bytes;
+        if !ssdlab_cache::BLOCK.is_multiple_of(u64::from(block)) {
+            return Err(OpenError::Refused(format!(
+                "{} {target}: the cache works in {}-byte blocks and {inner_target} has {block}-byte logical blocks; it cannot be cached",
+                options.flag,
+                ssdlab_cache::BLOCK
+            )));
+        }
         let config = CacheConfig {
             seq_cutoff_bytes: cache.seq_cutoff_bytes,
             dirty_limit_percent: cache.dirty_limit_percent,

@@ -29,7 +29,7 @@ pub struct CacheStats {
     pub sequential_bypass_bytes: u64,
     /// Dirty bytes held at the end.
     pub dirty_bytes: u64,
-    /// The most dirty bytes held at once.
+    /// The most dirty bytes held at once since the cache was opened.
     pub dirty_bytes_peak: u64,
     /// Bytes written to the device by destaging, and in how many writes (their mean size shows coalescing).
     pub destaged_bytes: u64,
@@ -37,8 +37,6 @@ pub struct CacheStats {
     pub flushes: u64,
     /// Time host writes spent waiting because the dirty limit was reached.
     pub dirty_limit_wait_ns: u64,
-    /// Time the cache passed I/O straight through because the host was too busy to cache it.
-    pub pass_through_ns: u64,
 }
 
 impl CacheStats {
@@ -56,7 +54,6 @@ impl CacheStats {
             destage_writes: self.destage_writes - earlier.destage_writes,
             flushes: self.flushes - earlier.flushes,
             dirty_limit_wait_ns: self.dirty_limit_wait_ns - earlier.dirty_limit_wait_ns,
-            pass_through_ns: self.pass_through_ns - earlier.pass_through_ns,
             ..*self
         }
     }
