@@ -6,6 +6,7 @@
 
 mod cache;
 mod common;
+mod crash_oracle;
 mod engine;
 mod input;
 mod methods;

@@ -31,6 +31,8 @@ impl Server {
             assert!(std::time::Instant::now() < deadline, "the server never listened");
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
+        // The file appears at bind(2), a moment before listen(2): wait until a connection is taken.
+        drop(connect(&socket));
         let uri = format!("nbd+unix:///?socket={}", socket.display());
         Server {
             child: Some(child),
@@ -178,9 +180,26 @@ fn a_cached_export_is_destaged_when_the_server_is_stopped() {
     );
 }
 
+/// Connects to a server that may have bound its socket but not yet called listen(2) (the file appears at bind).
+pub(crate) fn connect(socket: &Path) -> UnixStream {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match UnixStream::connect(socket) {
+            Ok(s) => return s,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ConnectionRefused
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => panic!("connecting to {}: {e}", socket.display()),
+        }
+    }
+}
+
 /// The client side of the handshake, by hand: fixed newstyle, NBD_OPT_GO asking for block sizes.
-fn negotiate(socket: &Path) -> UnixStream {
-    let mut s = UnixStream::connect(socket).unwrap();
+pub(crate) fn negotiate(socket: &Path) -> UnixStream {
+    let mut s = connect(socket);
     s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
         .unwrap();
     let mut greeting = [0u8; 18];
