@@ -315,3 +315,113 @@ fn a_writable_export_of_a_block_device_passes_the_safety_gate() {
     assert_eq!(code, Some(0));
     assert_eq!(dev.image_blocks(), 0, "nothing was written");
 }
+
+/// Commands that undo what a test set up (unmount, detach, stop), run in reverse order on drop.
+struct Undo(Vec<Vec<String>>);
+
+impl Undo {
+    fn push(&mut self, command: &[&str]) {
+        self.0.push(command.iter().map(|s| s.to_string()).collect());
+    }
+    /// Runs the newest undo now (it succeeded or not), so the order of teardown is the test's.
+    fn pop(&mut self) {
+        if let Some(c) = self.0.pop() {
+            let _ = Command::new(&c[0]).args(&c[1..]).output();
+        }
+    }
+}
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        while !self.0.is_empty() {
+            self.pop();
+        }
+    }
+}
+
+/// nbdfuse exposes the export as a file; losetup makes it a block device. Returns the loop device.
+fn attach(server: &Server, fuse_dir: &Path, undo: &mut Undo) -> String {
+    let disk = fuse_dir.join("disk");
+    let mut fuse = Command::new("nbdfuse")
+        .arg(&disk)
+        .args(["--unix", server.socket.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nbdfuse runs (scripts/test.sh installs libnbd-bin and fuse3)");
+    undo.push(&["fusermount3", "-u", fuse_dir.to_str().unwrap()]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !disk.exists() {
+        assert!(fuse.try_wait().unwrap().is_none(), "nbdfuse exited");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nbdfuse never showed the export"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let loop_dev = sh("losetup", &["-f", "--show", disk.to_str().unwrap()]);
+    undo.push(&["losetup", "-d", &loop_dev]);
+    loop_dev
+}
+
+fn tree() -> Vec<(String, Vec<u8>)> {
+    (0..40)
+        .map(|i| {
+            let len = 1 + (i * 7919 % 300_000);
+            let data: Vec<u8> = (0..len).map(|j| (j * 31 + i * 17) as u8).collect();
+            (format!("dir{}/file{i}.bin", i % 5), data)
+        })
+        .collect()
+}
+
+#[test]
+fn ext4_on_a_cached_export_through_nbdfuse_and_a_loop_device_survives_a_fresh_server() {
+    let dir = tempdir();
+    let image = dir.path().join("fs.img");
+    let fuse_dir = dir.path().join("fuse");
+    let mount_dir = dir.path().join("mnt");
+    std::fs::create_dir_all(&fuse_dir).unwrap();
+    std::fs::create_dir_all(&mount_dir).unwrap();
+    {
+        let server = Server::start(
+            &format!("cached:{}?size=16m", file_target(&image, Some("64m"))),
+            &[],
+        );
+        let mut undo = Undo(Vec::new());
+        let dev = attach(&server, &fuse_dir, &mut undo);
+        sh("mkfs.ext4", &["-q", "-F", &dev]);
+        sh("mount", &[&dev, mount_dir.to_str().unwrap()]);
+        undo.push(&["umount", mount_dir.to_str().unwrap()]);
+        for (name, data) in tree() {
+            let path = mount_dir.join(&name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, data).unwrap();
+        }
+        undo.pop(); // umount
+        undo.pop(); // losetup -d
+        undo.pop(); // fusermount3 -u
+        let (code, stderr) = server.stop();
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(stderr.contains("dirty now 0 bytes"), "{stderr}");
+    }
+    // The image, read directly: a clean file system.
+    let fsck = Command::new("e2fsck").args(["-fn"]).arg(&image).output().unwrap();
+    assert!(
+        fsck.status.success(),
+        "e2fsck -fn: {}",
+        String::from_utf8_lossy(&fsck.stdout)
+    );
+    // Through a fresh server without the cache, every file reads back as written.
+    let server = Server::start(&file_target(&image, None), &["--read-only"]);
+    let mut undo = Undo(Vec::new());
+    let dev = attach(&server, &fuse_dir, &mut undo);
+    sh("mount", &["-o", "ro", &dev, mount_dir.to_str().unwrap()]);
+    undo.push(&["umount", mount_dir.to_str().unwrap()]);
+    for (name, data) in tree() {
+        assert!(
+            std::fs::read(mount_dir.join(&name)).unwrap() == data,
+            "{name} differs after remounting"
+        );
+    }
+}
