@@ -360,6 +360,8 @@ fn attach(server: &Server, fuse_dir: &Path, undo: &mut Undo) -> String {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    // nbdfuse exits when fusermount3 unmounts it; reap it then.
+    std::thread::spawn(move || fuse.wait());
     let loop_dev = sh("losetup", &["-f", "--show", disk.to_str().unwrap()]);
     undo.push(&["losetup", "-d", &loop_dev]);
     loop_dev
