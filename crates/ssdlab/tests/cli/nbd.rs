@@ -427,3 +427,44 @@ fn ext4_on_a_cached_export_through_nbdfuse_and_a_loop_device_survives_a_fresh_se
         );
     }
 }
+
+#[test]
+fn fio_writes_and_verifies_through_the_nbd_engine_on_a_cached_export() {
+    let dir = tempdir();
+    let image = dir.path().join("fio.img");
+    let server = Server::start(
+        &format!("cached:{}?size=4m", file_target(&image, Some("32m"))),
+        &[],
+    );
+    let out = tool(
+        "fio",
+        &[
+            "--name=verify",
+            "--ioengine=nbd",
+            &format!("--uri={}", server.uri),
+            "--rw=randwrite",
+            "--bs=4k",
+            "--size=32m",
+            "--iodepth=8",
+            "--verify=crc32c",
+            "--verify_fatal=1",
+            "--output-format=json",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "fio: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let job = &json["jobs"][0];
+    assert_eq!(job["error"], 0, "{job}");
+    assert_eq!(job["write"]["total_ios"], 8192, "every block written once");
+    assert!(
+        job["read"]["total_ios"].as_u64().unwrap() >= 8192,
+        "and read back to verify"
+    );
+    let (code, stderr) = server.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+}
