@@ -1,8 +1,10 @@
 //! What the cache's promises cost: a FLUSH is proportional to the dirty data, not to the device, and the
 //! bookkeeping stays within 2% of the cache's memory.
 
+mod common;
+
 use ssdlab_cache::{BLOCK, CacheConfig, CachedDevice};
-use ssdlab_core::device::{ClockKind, Completion, Device, DeviceInfo, DeviceResult, Io, Op, TargetKind};
+use ssdlab_core::device::{Completion, Device, DeviceInfo, DeviceResult, Io, Op};
 use ssdlab_core::target::CacheMode;
 
 /// A huge device that keeps no data and counts what reaches it; every operation takes 50 µs.
@@ -17,23 +19,7 @@ struct Counting {
 impl Counting {
     fn new(capacity: u64) -> Self {
         Counting {
-            info: DeviceInfo {
-                target: "counting".into(),
-                kind: TargetKind::Sim,
-                model: "counting".into(),
-                capacity_bytes: capacity,
-                logical_block_bytes: 4096,
-                physical_block_bytes: 4096,
-                memory_align_bytes: 4096,
-                max_transfer_bytes: 1 << 20,
-                discard_supported: true,
-                discard_max_bytes: u64::MAX,
-                rotational: false,
-                clock: ClockKind::Virtual,
-                backend: "counting".into(),
-                direct_io: true,
-                notes: vec![],
-            },
+            info: common::virtual_info("counting", capacity, 4096, 1 << 20, true),
             buffers: vec![],
             now_ns: 0,
             pending: vec![],

@@ -10,13 +10,15 @@
 //! block must hold the value of the last write acknowledged before the last completed FLUSH was issued, or a
 //! value written after that. A failing seed is printed so it can be replayed with `CACHE_MODEL_SEED`.
 
+mod common;
+
 use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::rc::Rc;
 
 use ssdlab_cache::{BLOCK, CacheConfig, CachedDevice};
-use ssdlab_core::device::{ClockKind, Completion, Device, DeviceInfo, DeviceResult, Io, Op, TargetKind};
+use ssdlab_core::device::{Completion, Device, DeviceInfo, DeviceResult, Io, Op};
 use ssdlab_core::rng::Rng;
 use ssdlab_core::schema::CacheStats;
 use ssdlab_core::target::CacheMode;
@@ -53,23 +55,13 @@ impl MemDisk {
             durable: vec![0; capacity as usize],
             unflushed: Vec::new(),
         }));
-        let info = DeviceInfo {
-            target: "memdisk".into(),
-            kind: TargetKind::Sim,
-            model: "memory disk with a volatile cache".into(),
-            capacity_bytes: capacity,
-            logical_block_bytes: SECTOR as u32,
-            physical_block_bytes: SECTOR as u32,
-            memory_align_bytes: SECTOR as u32,
-            max_transfer_bytes: 64 << 10,
-            discard_supported: true,
-            discard_max_bytes: u64::MAX,
-            rotational: false,
-            clock: ClockKind::Virtual,
-            backend: "memory".into(),
-            direct_io: true,
-            notes: vec![],
-        };
+        let info = common::virtual_info(
+            "memory disk with a volatile cache",
+            capacity,
+            SECTOR as u32,
+            64 << 10,
+            true,
+        );
         let device = MemDisk {
             info,
             disk: disk.clone(),

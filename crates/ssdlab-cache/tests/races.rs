@@ -1,7 +1,9 @@
 //! Races the random model test reaches too rarely to prove, each played out step by step.
 
+mod common;
+
 use ssdlab_cache::{BLOCK, CacheConfig, CachedDevice};
-use ssdlab_core::device::{ClockKind, Completion, Device, DeviceInfo, DeviceResult, Io, Op, TargetKind};
+use ssdlab_core::device::{Completion, Device, DeviceInfo, DeviceResult, Io, Op};
 use ssdlab_core::target::CacheMode;
 
 /// A memory disk that answers a read with the data it held when the read arrived, after 100 ms for a read of
@@ -17,23 +19,7 @@ struct Disk {
 impl Disk {
     fn new(capacity: u64) -> Self {
         Disk {
-            info: DeviceInfo {
-                target: "disk".into(),
-                kind: TargetKind::Sim,
-                model: "scripted disk".into(),
-                capacity_bytes: capacity,
-                logical_block_bytes: 4096,
-                physical_block_bytes: 4096,
-                memory_align_bytes: 4096,
-                max_transfer_bytes: 1 << 20,
-                discard_supported: false,
-                discard_max_bytes: 0,
-                rotational: false,
-                clock: ClockKind::Virtual,
-                backend: "memory".into(),
-                direct_io: true,
-                notes: vec![],
-            },
+            info: common::virtual_info("scripted disk", capacity, 4096, 1 << 20, false),
             data: vec![0; capacity as usize],
             buffers: vec![],
             now_ns: 0,
