@@ -648,17 +648,18 @@ impl<D: Device> CachedDevice<D> {
         let host_slots = self.host.len() as u32;
         if c.slot >= host_slots {
             let d = c.slot - host_slots;
-            let run = std::mem::take(&mut self.destages[d as usize]);
-            let ok = c.result == run.len() as i64 * BLOCK as i64;
-            self.store.destage_done(&run, ok);
+            let run = &mut self.destages[d as usize];
+            let bytes = run.len() as u64 * BLOCK;
+            let ok = c.result == bytes as i64;
+            self.store.destage_done(run, ok);
+            // Cleared, not dropped: the slot's list keeps its allocation for the next destage.
+            run.clear();
             if ok {
-                self.stats.destaged_bytes += run.len() as u64 * BLOCK;
+                self.stats.destaged_bytes += bytes;
                 self.stats.destage_writes += 1;
             } else {
                 self.destage_error = Some(if c.result < 0 { -c.result } else { EIO });
             }
-            self.destages[d as usize] = run;
-            self.destages[d as usize].clear();
             self.free_destage.push(d);
             return Ok(());
         }
