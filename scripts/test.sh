@@ -6,10 +6,11 @@ cd "$(dirname "$0")/.."
 
 # fio: the engine's peer; e2fsprogs/util-linux/mount: file systems and loop devices; chromium: the report in a real
 # browser; btrfs-progs: reflinks and snapshots; xfsprogs: a file system that reports its device number as its
-# id; attr: xattrs in the refresh tests; libnbd-bin (nbdinfo, nbdcopy), qemu-utils (qemu-io): real NBD clients of
-# `ssdlab serve`; fuse3: nbdfuse's mounts (an export as a file, for a loop device and a file system on top);
-# nbdkit: the crash oracle's negative control.
-packages=(fio e2fsprogs util-linux mount chromium btrfs-progs xfsprogs attr libnbd-bin qemu-utils fuse3 nbdkit)
+# id; attr: xattrs in the refresh tests; libnbd-bin (nbdinfo, nbdcopy), python3-libnbd (libnbd from a test
+# script) and qemu-utils (qemu-io): real NBD clients of `ssdlab serve`; fuse3: nbdfuse's mounts (an export as a
+# file, for a loop device and a file system on top); nbdkit: the negative control of the crash oracle and of
+# block status.
+packages=(fio e2fsprogs util-linux mount chromium btrfs-progs xfsprogs attr libnbd-bin python3-libnbd qemu-utils fuse3 nbdkit)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -22,7 +22,9 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use ssdlab_core::device::{ClockKind, Completion, Device, DeviceError, DeviceInfo, DeviceResult, Io, Op};
+use ssdlab_core::device::{
+    ClockKind, Completion, Device, DeviceError, DeviceInfo, DeviceResult, Extent, Io, Op, mark_allocated,
+};
 use ssdlab_core::schema::{CacheStats, DeviceCounters};
 use ssdlab_core::target::CacheMode;
 
@@ -34,6 +36,8 @@ use crate::store::{BLOCK, Destaged, State, Store};
 pub const DESTAGE_CHUNK_BYTES: u64 = 1 << 20;
 /// The most memory the destage slots' buffers may take together.
 const DESTAGE_BUFFER_BUDGET_BYTES: usize = 64 << 20;
+/// The most blocks one allocation query looks up in the cache (a caller asks again from where it ends).
+const EXTENTS_QUERY_BLOCKS: u64 = 1 << 16;
 
 /// How to build a cache.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -763,6 +767,32 @@ impl<D: Device> Device for CachedDevice<D> {
 
     fn buffer(&self, slot: u32) -> &[u8] {
         &self.inner.buffer(slot)[..self.buffer_bytes]
+    }
+
+    /// The inner device's answer, with every block the cache holds (dirty ones above all: the device has not
+    /// seen them yet) reported as allocated data.
+    fn extents(&mut self, offset: u64, len: u64, out: &mut Vec<Extent>) -> DeviceResult<()> {
+        let len = len.min(EXTENTS_QUERY_BLOCKS * BLOCK);
+        let mut inner = Vec::new();
+        self.inner.extents(offset, len, &mut inner)?;
+        let covered: u64 = inner.iter().map(|e| e.len_bytes).sum();
+        assert!(
+            covered > 0 && covered <= len,
+            "the inner device described {covered} bytes of a {len}-byte query"
+        );
+        let end = offset + covered;
+        let mut held: Vec<std::ops::Range<u64>> = Vec::new();
+        for b in Self::block_span(offset, covered) {
+            if self.store.lookup(b).is_some() {
+                let r = (b * BLOCK).max(offset)..((b + 1) * BLOCK).min(end);
+                match held.last_mut() {
+                    Some(last) if last.end == r.start => last.end = r.end,
+                    _ => held.push(r),
+                }
+            }
+        }
+        mark_allocated(&inner, offset, &held, out);
+        Ok(())
     }
 
     fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {

@@ -152,6 +152,81 @@ impl Io {
     }
 }
 
+/// What one stretch of a device holds, as far as the device can tell without reading it (the answer to NBD's
+/// `base:allocation` query). `allocated: true, reads_zero: false` is always a truthful answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extent {
+    pub len_bytes: u64,
+    /// False only where the device knows nothing is stored (a hole in a file, an unmapped LBA).
+    pub allocated: bool,
+    /// True only where the device knows every byte reads as zero.
+    pub reads_zero: bool,
+}
+
+impl Extent {
+    /// The answer that claims nothing: allocated, contents unknown.
+    pub fn data(len_bytes: u64) -> Self {
+        Extent {
+            len_bytes,
+            allocated: true,
+            reads_zero: false,
+        }
+    }
+
+    /// Appends `next` to `out`, merging it into the last extent when their states are equal.
+    pub fn push_merged(out: &mut Vec<Extent>, next: Extent) {
+        if next.len_bytes == 0 {
+            return;
+        }
+        match out.last_mut() {
+            Some(last) if last.allocated == next.allocated && last.reads_zero == next.reads_zero => {
+                last.len_bytes += next.len_bytes;
+            }
+            _ => out.push(next),
+        }
+    }
+}
+
+/// Rewrites `extents` (which describe the device from `start` on) so that every byte inside `ranges` is
+/// reported as allocated with unknown contents, appending the result to `out`. `ranges` must be sorted and
+/// disjoint. A layer that holds data its lower device does not know about (a cache's blocks) uses this so that
+/// data is never reported as a hole or as zeroes.
+pub fn mark_allocated(
+    extents: &[Extent],
+    start: u64,
+    ranges: &[std::ops::Range<u64>],
+    out: &mut Vec<Extent>,
+) {
+    let mut ranges = ranges.iter().peekable();
+    let mut pos = start;
+    for e in extents {
+        let end = pos + e.len_bytes;
+        let mut at = pos;
+        while at < end {
+            while ranges.next_if(|r| r.end <= at).is_some() {}
+            let piece_end = match ranges.peek() {
+                Some(r) if r.start <= at => {
+                    let q = r.end.min(end);
+                    Extent::push_merged(out, Extent::data(q - at));
+                    at = q;
+                    continue;
+                }
+                Some(r) if r.start < end => r.start,
+                _ => end,
+            };
+            Extent::push_merged(
+                out,
+                Extent {
+                    len_bytes: piece_end - at,
+                    ..*e
+                },
+            );
+            at = piece_end;
+        }
+        pos = end;
+    }
+}
+
 /// A block device in the io_uring shape. See the module documentation.
 pub trait Device {
     fn info(&self) -> &DeviceInfo;
@@ -191,6 +266,15 @@ pub trait Device {
     /// within a few milliseconds (a cache destages). Devices without background work do nothing.
     fn idle(&mut self) {}
 
+    /// Appends extents describing `[offset, offset + len)` in order, starting at `offset`. They may cover less
+    /// than `len` (never more, never nothing), so a caller asks again from where they end. A device that cannot
+    /// tell reports the whole range as allocated with unknown contents, which is always true. Called between
+    /// operations, with others possibly in flight: it answers for what has completed.
+    fn extents(&mut self, _offset: u64, len: u64, out: &mut Vec<Extent>) -> DeviceResult<()> {
+        out.push(Extent::data(len));
+        Ok(())
+    }
+
     /// NAND-level counters, cumulative since the device was opened, if the device knows them.
     fn counters(&self) -> Option<crate::schema::DeviceCounters> {
         None
@@ -199,5 +283,41 @@ pub trait Device {
     /// The DRAM cache's cumulative statistics, if this device is a cache.
     fn cache_stats(&self) -> Option<crate::schema::CacheStats> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hole(len_bytes: u64) -> Extent {
+        Extent {
+            len_bytes,
+            allocated: false,
+            reads_zero: true,
+        }
+    }
+
+    #[test]
+    fn marked_ranges_become_data_and_the_rest_keeps_its_state() {
+        // From 1000: a 3000-byte hole, 1000 bytes of data, a 4000-byte hole.
+        let inner = [hole(3000), Extent::data(1000), hole(4000)];
+        let mut out = Vec::new();
+        mark_allocated(&inner, 1000, &[1500..2000, 3500..4500, 7000..9000], &mut out);
+        assert_eq!(
+            out,
+            vec![
+                hole(500),
+                Extent::data(500),
+                hole(1500),
+                Extent::data(1500),
+                hole(2000),
+                Extent::data(2000),
+            ]
+        );
+        assert_eq!(out.iter().map(|e| e.len_bytes).sum::<u64>(), 8000);
+        let mut plain = Vec::new();
+        mark_allocated(&inner, 1000, &[], &mut plain);
+        assert_eq!(plain, inner);
     }
 }

@@ -3,7 +3,7 @@
 use std::fs::File;
 use std::time::{Duration, Instant};
 
-use ssdlab_core::device::{Completion, DeviceError, DeviceResult, Io, Op};
+use ssdlab_core::device::{Completion, DeviceError, DeviceResult, Extent, Io, Op};
 
 use crate::buffers::BufferPool;
 use crate::sys;
@@ -146,6 +146,9 @@ pub struct Done {
     pub completed_ns: u64,
 }
 
+/// The most extents one allocation query returns (each is a pair of system calls; a caller asks again).
+pub const EXTENTS_PER_QUERY: usize = 1024;
+
 /// The kind of file behind a real device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackingKind {
@@ -169,6 +172,53 @@ impl Backing {
             BackingKind::BlockDevice => sys::block_discard(&self.file, offset, len),
             BackingKind::RegularFile => sys::punch_hole(&self.file, offset, len),
         }
+    }
+
+    /// The allocation of `[offset, offset + len)`: holes of a regular file (SEEK_HOLE/SEEK_DATA; a hole reads as
+    /// zeroes), everything allocated on a block device (the kernel cannot tell). At most `max_extents`.
+    pub fn extents(
+        &self,
+        offset: u64,
+        len: u64,
+        max_extents: usize,
+        out: &mut Vec<Extent>,
+    ) -> std::io::Result<()> {
+        let end = offset + len;
+        if self.kind == BackingKind::BlockDevice {
+            out.push(Extent::data(len));
+            return Ok(());
+        }
+        let mut at = offset;
+        let mut pushed = 0;
+        while at < end && pushed < max_extents {
+            let data = sys::seek_extent(&self.file, at, sys::SeekTo::Data)?
+                .unwrap_or(end)
+                .min(end);
+            if data > at {
+                Extent::push_merged(
+                    out,
+                    Extent {
+                        len_bytes: data - at,
+                        allocated: false,
+                        reads_zero: true,
+                    },
+                );
+                pushed += 1;
+                at = data;
+                continue;
+            }
+            // Data at `at`: it runs to the next hole (every file has one at its end).
+            let hole = sys::seek_extent(&self.file, at, sys::SeekTo::Hole)?
+                .unwrap_or(end)
+                .min(end);
+            pushed += 1;
+            // A hole at `at` means one was punched between the two calls: look again.
+            if hole > at {
+                Extent::push_merged(out, Extent::data(hole - at));
+                at = hole;
+            }
+        }
+        Ok(())
     }
 
     /// After a buffered transfer, drops the range from the page cache so later reads reach the medium.

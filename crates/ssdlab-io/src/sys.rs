@@ -49,6 +49,32 @@ pub fn punch_hole(file: &File, offset: u64, len: u64) -> io::Result<()> {
     })
 }
 
+/// Where the next data (`SEEK_DATA`) or hole (`SEEK_HOLE`) at or after `offset` begins; `None` when there is no
+/// data after `offset` (ENXIO). The file's position moves, which the positional I/O here never uses.
+pub fn seek_extent(file: &File, offset: u64, whence: SeekTo) -> io::Result<Option<u64>> {
+    let whence = match whence {
+        SeekTo::Data => libc::SEEK_DATA,
+        SeekTo::Hole => libc::SEEK_HOLE,
+    };
+    // SAFETY: plain integers and a descriptor we own.
+    let at = unsafe { libc::lseek(file.as_raw_fd(), offset as libc::off_t, whence) };
+    if at < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENXIO) => Ok(None),
+            _ => Err(e),
+        };
+    }
+    Ok(Some(at as u64))
+}
+
+/// Which boundary [`seek_extent`] looks for.
+#[derive(Debug, Clone, Copy)]
+pub enum SeekTo {
+    Data,
+    Hole,
+}
+
 /// Reserves space for `len` bytes from offset 0 so writes later do not allocate (or fail with ENOSPC).
 pub fn allocate(file: &File, len: u64) -> io::Result<()> {
     // SAFETY: plain integers and a descriptor we own.

@@ -18,9 +18,9 @@ use std::io;
 use std::os::fd::AsRawFd;
 
 use io_uring::{IoUring, opcode, squeue, types};
-use ssdlab_core::device::{Completion, Device, DeviceError, DeviceInfo, DeviceResult, Io, Op};
+use ssdlab_core::device::{Completion, Device, DeviceError, DeviceInfo, DeviceResult, Extent, Io, Op};
 
-use crate::common::{Backing, Done, RealClock, SlotBuffers, run_sync_op};
+use crate::common::{Backing, Done, EXTENTS_PER_QUERY, RealClock, SlotBuffers, run_sync_op};
 
 pub struct UringDevice {
     info: DeviceInfo,
@@ -325,6 +325,12 @@ impl Device for UringDevice {
 
     fn in_flight(&self) -> usize {
         self.slots.slots.in_flight()
+    }
+
+    fn extents(&mut self, offset: u64, len: u64, out: &mut Vec<Extent>) -> DeviceResult<()> {
+        self.backing
+            .extents(offset, len, EXTENTS_PER_QUERY, out)
+            .map_err(|e| DeviceError::os("looking for holes (SEEK_DATA/SEEK_HOLE)", e))
     }
 }
 

@@ -12,6 +12,7 @@ pub const IHAVEOPT: u64 = 0x4948_4156_454F_5054;
 pub const OPTION_REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
 pub const REQUEST_MAGIC: u32 = 0x2560_9513;
 pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
+pub const STRUCTURED_REPLY_MAGIC: u32 = 0x668e_33ef;
 
 pub const FLAG_FIXED_NEWSTYLE: u16 = 1 << 0;
 pub const FLAG_NO_ZEROES: u16 = 1 << 1;
@@ -21,10 +22,14 @@ pub const OPT_ABORT: u32 = 2;
 pub const OPT_LIST: u32 = 3;
 pub const OPT_INFO: u32 = 6;
 pub const OPT_GO: u32 = 7;
+pub const OPT_STRUCTURED_REPLY: u32 = 8;
+pub const OPT_LIST_META_CONTEXT: u32 = 9;
+pub const OPT_SET_META_CONTEXT: u32 = 10;
 
 pub const REP_ACK: u32 = 1;
 pub const REP_SERVER: u32 = 2;
 pub const REP_INFO: u32 = 3;
+pub const REP_META_CONTEXT: u32 = 4;
 pub const REP_ERR_UNSUP: u32 = (1 << 31) + 1;
 pub const REP_ERR_POLICY: u32 = (1 << 31) + 2;
 pub const REP_ERR_INVALID: u32 = (1 << 31) + 3;
@@ -41,9 +46,11 @@ pub const TFLAG_SEND_FUA: u16 = 1 << 3;
 pub const TFLAG_ROTATIONAL: u16 = 1 << 4;
 pub const TFLAG_SEND_TRIM: u16 = 1 << 5;
 pub const TFLAG_SEND_WRITE_ZEROES: u16 = 1 << 6;
+pub const TFLAG_CAN_MULTI_CONN: u16 = 1 << 8;
 pub const TFLAG_SEND_CACHE: u16 = 1 << 10;
 
 pub const CMD_FLAG_FUA: u16 = 1 << 0;
+pub const CMD_FLAG_REQ_ONE: u16 = 1 << 3;
 
 pub const CMD_READ: u16 = 0;
 pub const CMD_WRITE: u16 = 1;
@@ -52,6 +59,19 @@ pub const CMD_FLUSH: u16 = 3;
 pub const CMD_TRIM: u16 = 4;
 pub const CMD_CACHE: u16 = 5;
 pub const CMD_WRITE_ZEROES: u16 = 6;
+pub const CMD_BLOCK_STATUS: u16 = 7;
+
+pub const REPLY_FLAG_DONE: u16 = 1 << 0;
+pub const REPLY_TYPE_NONE: u16 = 0;
+pub const REPLY_TYPE_OFFSET_DATA: u16 = 1;
+pub const REPLY_TYPE_BLOCK_STATUS: u16 = 5;
+pub const REPLY_TYPE_ERROR: u16 = (1 << 15) + 1;
+
+/// The one metadata context served, and the id it gets when a client selects it.
+pub const CONTEXT_BASE_ALLOCATION: &str = "base:allocation";
+pub const ALLOCATION_CONTEXT_ID: u32 = 1;
+pub const STATE_HOLE: u32 = 1 << 0;
+pub const STATE_ZERO: u32 = 1 << 1;
 
 pub const EPERM: u32 = 1;
 pub const EIO: u32 = 5;
@@ -88,11 +108,21 @@ pub struct ExportInfo {
 /// How the handshake ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Handshake {
-    /// The client entered transmission; `no_zeroes` was negotiated; `block_sizes` whether the client asked
-    /// for (and so will honour) the block size constraints.
-    Transmission { block_sizes: bool },
+    /// The client entered transmission.
+    Transmission(Negotiated),
     /// The client ended the negotiation (NBD_OPT_ABORT, or a refused export it gave up on).
     Aborted,
+}
+
+/// What a client negotiated for its transmission phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Negotiated {
+    /// The client asked for (and so will honour) the block size constraints.
+    pub block_sizes: bool,
+    /// Structured replies: reads are answered in chunks, and BLOCK_STATUS is possible.
+    pub structured: bool,
+    /// The id of `base:allocation` if the client selected it for this export.
+    pub allocation_context: Option<u32>,
 }
 
 /// Why a connection ended before or outside the protocol's rules.
@@ -156,6 +186,20 @@ pub fn handshake(
         ));
     }
     let no_zeroes = client_flags & u32::from(FLAG_NO_ZEROES) != 0;
+    let mut structured = false;
+    // The export a SET_META_CONTEXT selected `base:allocation` for (None: nothing selected).
+    let mut allocation_for: Option<String> = None;
+    let entered = |structured: bool, allocation_for: &Option<String>, name: &str, block_sizes: bool| {
+        let allocation_context = allocation_for
+            .as_deref()
+            .is_some_and(|selected| same_export(selected, name, &export.name))
+            .then_some(ALLOCATION_CONTEXT_ID);
+        Negotiated {
+            block_sizes,
+            structured,
+            allocation_context,
+        }
+    };
     for _ in 0..MAX_OPTIONS {
         if std::time::Instant::now() > deadline {
             return Err(ProtocolError::Violation("the handshake took too long".into()));
@@ -183,7 +227,13 @@ pub fn handshake(
                     m.extend_from_slice(&[0; 124]);
                 }
                 stream.write_all(&m)?;
-                return Ok(Handshake::Transmission { block_sizes: false });
+                let name = String::from_utf8_lossy(&data);
+                return Ok(Handshake::Transmission(entered(
+                    structured,
+                    &allocation_for,
+                    &name,
+                    false,
+                )));
             }
             OPT_ABORT => {
                 // The reply is optional; a client that already hung up is fine too.
@@ -231,11 +281,68 @@ pub fn handshake(
                 }
                 option_reply(stream, option, REP_ACK, &[])?;
                 if option == OPT_GO {
-                    return Ok(Handshake::Transmission { block_sizes });
+                    return Ok(Handshake::Transmission(entered(
+                        structured,
+                        &allocation_for,
+                        &name,
+                        block_sizes,
+                    )));
                 }
             }
+            OPT_STRUCTURED_REPLY => {
+                if !data.is_empty() {
+                    error_reply(
+                        stream,
+                        option,
+                        REP_ERR_INVALID,
+                        "NBD_OPT_STRUCTURED_REPLY takes no data",
+                    )?;
+                    continue;
+                }
+                structured = true;
+                option_reply(stream, option, REP_ACK, &[])?;
+            }
+            OPT_LIST_META_CONTEXT | OPT_SET_META_CONTEXT => {
+                if !structured {
+                    let message =
+                        "metadata contexts need structured replies: send NBD_OPT_STRUCTURED_REPLY first";
+                    error_reply(stream, option, REP_ERR_INVALID, message)?;
+                    continue;
+                }
+                let Some((name, queries)) = parse_meta_context_request(&data) else {
+                    error_reply(
+                        stream,
+                        option,
+                        REP_ERR_INVALID,
+                        "malformed metadata context request",
+                    )?;
+                    continue;
+                };
+                if !same_export(&name, &export.name, &export.name) {
+                    let message = format!("no export named '{name}'; this server exports '{}'", export.name);
+                    error_reply(stream, option, REP_ERR_UNKNOWN, &message)?;
+                    continue;
+                }
+                let listing = option == OPT_LIST_META_CONTEXT;
+                // `base:` is a wildcard when listing and selects nothing when setting; unknown names are
+                // ignored, as the protocol requires.
+                let matches = queries.is_empty() && listing
+                    || queries
+                        .iter()
+                        .any(|q| q == CONTEXT_BASE_ALLOCATION || (listing && q == "base:"));
+                if !listing {
+                    allocation_for = matches.then(|| name.clone());
+                }
+                if matches {
+                    let id = if listing { 0 } else { ALLOCATION_CONTEXT_ID };
+                    let mut reply = id.to_be_bytes().to_vec();
+                    reply.extend_from_slice(CONTEXT_BASE_ALLOCATION.as_bytes());
+                    option_reply(stream, option, REP_META_CONTEXT, &reply)?;
+                }
+                option_reply(stream, option, REP_ACK, &[])?;
+            }
             _ => {
-                // STARTTLS, structured replies, meta contexts, extended headers: not offered.
+                // STARTTLS and extended headers: not offered.
                 let reply = if option == 5 {
                     REP_ERR_POLICY
                 } else {
@@ -263,6 +370,39 @@ fn parse_info_request(data: &[u8]) -> Option<(String, Vec<u16>)> {
         name,
         list.chunks(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect(),
     ))
+}
+
+/// Whether an export name a client sent names this server's export (the empty name means the default).
+fn same_export(a: &str, b: &str, export: &str) -> bool {
+    let canonical = |n: &str| {
+        if n.is_empty() {
+            export.to_string()
+        } else {
+            n.to_string()
+        }
+    };
+    canonical(a) == canonical(b)
+}
+
+/// Parses the data of NBD_OPT_LIST_META_CONTEXT / NBD_OPT_SET_META_CONTEXT: the export name and the queries.
+fn parse_meta_context_request(data: &[u8]) -> Option<(String, Vec<String>)> {
+    fn string(data: &[u8], at: &mut usize) -> Option<String> {
+        let len = u32::from_be_bytes(data.get(*at..*at + 4)?.try_into().ok()?) as usize;
+        let s = std::str::from_utf8(data.get(*at + 4..*at + 4 + len)?)
+            .ok()?
+            .to_string();
+        *at += 4 + len;
+        Some(s)
+    }
+    let mut at = 0;
+    let name = string(data, &mut at)?;
+    let count = u32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?);
+    at += 4;
+    let mut queries = Vec::new();
+    for _ in 0..count {
+        queries.push(string(data, &mut at)?);
+    }
+    (at == data.len()).then_some((name, queries))
 }
 
 /// One request header of the transmission phase.
@@ -312,6 +452,30 @@ pub fn simple_reply(out: &mut Vec<u8>, error: u32, cookie: u64) {
     out.extend_from_slice(&cookie.to_be_bytes());
 }
 
+/// Appends the header of a structured reply chunk whose payload (`payload_bytes` long) the caller appends next.
+pub fn structured_header(out: &mut Vec<u8>, flags: u16, kind: u16, cookie: u64, payload_bytes: u32) {
+    out.extend_from_slice(&STRUCTURED_REPLY_MAGIC.to_be_bytes());
+    out.extend_from_slice(&flags.to_be_bytes());
+    out.extend_from_slice(&kind.to_be_bytes());
+    out.extend_from_slice(&cookie.to_be_bytes());
+    out.extend_from_slice(&payload_bytes.to_be_bytes());
+}
+
+/// Appends a final structured error chunk with a message for a human.
+pub fn structured_error(out: &mut Vec<u8>, error: u32, cookie: u64, message: &str) {
+    let message = &message.as_bytes()[..message.len().min(4096)];
+    structured_header(
+        out,
+        REPLY_FLAG_DONE,
+        REPLY_TYPE_ERROR,
+        cookie,
+        6 + message.len() as u32,
+    );
+    out.extend_from_slice(&error.to_be_bytes());
+    out.extend_from_slice(&(message.len() as u16).to_be_bytes());
+    out.extend_from_slice(message);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,6 +493,28 @@ mod tests {
         let mut bad = r.encode();
         bad[0] ^= 1;
         assert!(Request::decode(&bad).is_err());
+    }
+
+    #[test]
+    fn meta_context_requests_parse_and_trailing_bytes_do_not() {
+        let mut data = 0u32.to_be_bytes().to_vec();
+        data.extend_from_slice(&2u32.to_be_bytes());
+        for q in ["base:allocation", "qemu:dirty-bitmap:x"] {
+            data.extend_from_slice(&(q.len() as u32).to_be_bytes());
+            data.extend_from_slice(q.as_bytes());
+        }
+        assert_eq!(
+            parse_meta_context_request(&data),
+            Some((
+                String::new(),
+                vec!["base:allocation".into(), "qemu:dirty-bitmap:x".into()]
+            ))
+        );
+        let mut longer = data.clone();
+        longer.push(0);
+        assert_eq!(parse_meta_context_request(&longer), None);
+        assert_eq!(parse_meta_context_request(&data[..data.len() - 1]), None);
+        assert!(same_export("", "disk", "disk") && !same_export("other", "disk", "disk"));
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, poll};
 use ssdlab_core::device::{Completion, Device, Io, Op};
 
-use crate::protocol::{self, ExportInfo, Handshake, ProtocolError, REQUEST_BYTES, Request};
+use crate::protocol::{self, ExportInfo, Handshake, Negotiated, ProtocolError, REQUEST_BYTES, Request};
 
 /// The largest payload a client may send or ask for in one request (advertised in NBD_INFO_BLOCK_SIZE).
 pub const MAX_PAYLOAD_BYTES: u32 = 4 << 20;
@@ -33,6 +33,8 @@ const HARD_PAYLOAD_LIMIT: u32 = 64 << 20;
 const HANDSHAKE_STEP_TIMEOUT: Duration = Duration::from_secs(2);
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const READ_CHUNK: usize = 256 << 10;
+/// The most descriptors one block-status reply carries (the protocol asks servers to stay under 2^20).
+const MAX_STATUS_DESCRIPTORS: usize = 1 << 16;
 
 /// Where to listen.
 pub enum Listener {
@@ -136,6 +138,7 @@ pub struct ServeStats {
     pub flushes: u64,
     pub trims: u64,
     pub write_zeroes: u64,
+    pub block_status: u64,
     pub fua_writes: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
@@ -159,6 +162,7 @@ fn io_error(what: &'static str) -> impl FnOnce(io::Error) -> ServeError {
 
 struct Conn {
     stream: Stream,
+    negotiated: Negotiated,
     inbuf: Vec<u8>,
     outbuf: Vec<u8>,
     /// Requests of this connection at the device.
@@ -223,10 +227,13 @@ pub fn serve<D: Device>(
     let info = device.info().clone();
     let max_payload = MAX_PAYLOAD_BYTES.min(u32::try_from(info.max_transfer_bytes).unwrap_or(u32::MAX));
     device.prepare(options.slots, max_payload as usize)?;
+    // One device behind every connection: a FLUSH on any of them covers the writes completed on all of them,
+    // which is what CAN_MULTI_CONN promises.
     let mut flags = protocol::TFLAG_HAS_FLAGS
         | protocol::TFLAG_SEND_FLUSH
         | protocol::TFLAG_SEND_FUA
-        | protocol::TFLAG_SEND_CACHE;
+        | protocol::TFLAG_SEND_CACHE
+        | protocol::TFLAG_CAN_MULTI_CONN;
     if options.read_only {
         flags |= protocol::TFLAG_READ_ONLY;
     } else {
@@ -364,9 +371,10 @@ impl<D: Device> Server<'_, D> {
                 .map_err(ProtocolError::from)
                 .and_then(|()| protocol::handshake(&mut stream, &self.export, deadline));
             match negotiated {
-                Ok(Handshake::Transmission { .. }) if stream.set_blocking_with_timeout(None).is_ok() => {
+                Ok(Handshake::Transmission(negotiated)) if stream.set_blocking_with_timeout(None).is_ok() => {
                     let conn = Conn {
                         stream,
+                        negotiated,
                         inbuf: Vec::new(),
                         outbuf: Vec::new(),
                         in_flight: 0,
@@ -444,7 +452,10 @@ impl<D: Device> Server<'_, D> {
         }
     }
 
-    fn reply(&mut self, i: usize, error: u32, cookie: u64, data: Option<std::ops::Range<usize>>, slot: u32) {
+    /// Answers request `r` on connection `i`: with `data` (a range of the slot's buffer) for a read. Reads on a
+    /// connection that negotiated structured replies are answered in one final chunk; everything else with a
+    /// simple reply, which the protocol allows for replies without data.
+    fn reply(&mut self, i: usize, error: u32, r: &Request, data: Option<std::ops::Range<usize>>, slot: u32) {
         if error != 0 {
             self.stats.errors += 1;
         }
@@ -454,10 +465,92 @@ impl<D: Device> Server<'_, D> {
         if conn.dead {
             return;
         }
-        protocol::simple_reply(&mut conn.outbuf, error, cookie);
-        if let Some(range) = data {
-            conn.outbuf.extend_from_slice(&self.device.buffer(slot)[range]);
+        let structured_read = conn.negotiated.structured && r.command == protocol::CMD_READ;
+        match (structured_read, data) {
+            (true, _) if error != 0 => {
+                let message = match error {
+                    protocol::EINVAL => "the read is outside the export or not aligned to its block size",
+                    protocol::EOVERFLOW => "the read is longer than the export's maximum payload",
+                    _ => "the device failed the read",
+                };
+                protocol::structured_error(&mut conn.outbuf, error, r.cookie, message);
+            }
+            (true, Some(range)) if !range.is_empty() => {
+                protocol::structured_header(
+                    &mut conn.outbuf,
+                    protocol::REPLY_FLAG_DONE,
+                    protocol::REPLY_TYPE_OFFSET_DATA,
+                    r.cookie,
+                    8 + range.len() as u32,
+                );
+                conn.outbuf.extend_from_slice(&r.offset.to_be_bytes());
+                conn.outbuf.extend_from_slice(&self.device.buffer(slot)[range]);
+            }
+            (true, _) => {
+                // A zero-length read: nothing to send but the end of the reply.
+                protocol::structured_header(
+                    &mut conn.outbuf,
+                    protocol::REPLY_FLAG_DONE,
+                    protocol::REPLY_TYPE_NONE,
+                    r.cookie,
+                    0,
+                );
+            }
+            (false, data) => {
+                protocol::simple_reply(&mut conn.outbuf, error, r.cookie);
+                if let Some(range) = data {
+                    conn.outbuf.extend_from_slice(&self.device.buffer(slot)[range]);
+                }
+            }
         }
+        self.write_out(i);
+    }
+
+    /// Answers NBD_CMD_BLOCK_STATUS at once (the device answers from its tables, without I/O).
+    fn block_status(&mut self, i: usize, r: &Request) {
+        let mut extents = Vec::new();
+        let block = u64::from(self.export.min_block_bytes);
+        let answer = self.device.extents(r.offset, u64::from(r.length), &mut extents);
+        let Some(conn) = self.conns[i].as_mut() else {
+            return;
+        };
+        if conn.dead {
+            return;
+        }
+        let context = conn
+            .negotiated
+            .allocation_context
+            .expect("dispatch checked that a context was selected");
+        if let Err(e) = answer {
+            self.stats.errors += 1;
+            protocol::structured_error(&mut conn.outbuf, protocol::EIO, r.cookie, &e.to_string());
+            self.write_out(i);
+            return;
+        }
+        let aligned = crate::status::align(&extents, r.offset, block);
+        let max = if r.flags & protocol::CMD_FLAG_REQ_ONE != 0 {
+            1
+        } else {
+            MAX_STATUS_DESCRIPTORS
+        };
+        let descriptors = crate::status::descriptors(&aligned, u64::from(r.length), max);
+        assert!(
+            !descriptors.is_empty(),
+            "a block-status reply describes at least one block"
+        );
+        protocol::structured_header(
+            &mut conn.outbuf,
+            protocol::REPLY_FLAG_DONE,
+            protocol::REPLY_TYPE_BLOCK_STATUS,
+            r.cookie,
+            4 + 8 * descriptors.len() as u32,
+        );
+        conn.outbuf.extend_from_slice(&context.to_be_bytes());
+        for (len, flags) in descriptors {
+            conn.outbuf.extend_from_slice(&len.to_be_bytes());
+            conn.outbuf.extend_from_slice(&flags.to_be_bytes());
+        }
+        self.stats.block_status += 1;
         self.write_out(i);
     }
 
@@ -500,6 +593,16 @@ impl<D: Device> Server<'_, D> {
         }
     }
 
+    fn structured(&self, i: usize) -> bool {
+        self.conns[i].as_ref().is_some_and(|c| c.negotiated.structured)
+    }
+
+    fn allocation_selected(&self, i: usize) -> bool {
+        self.conns[i]
+            .as_ref()
+            .is_some_and(|c| c.negotiated.allocation_context.is_some())
+    }
+
     fn violation(&mut self, i: usize) {
         self.stats.protocol_violations += 1;
         if let Some(conn) = self.conns[i].as_mut() {
@@ -526,20 +629,45 @@ impl<D: Device> Server<'_, D> {
                 }
                 return;
             }
-            CMD_READ | CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES | CMD_CACHE if !in_range => EINVAL,
-            CMD_READ | CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES if !aligned => EINVAL,
+            CMD_READ | CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES | CMD_CACHE | CMD_BLOCK_STATUS
+                if !in_range =>
+            {
+                EINVAL
+            }
+            CMD_READ | CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES | CMD_BLOCK_STATUS if !aligned => EINVAL,
             CMD_READ | CMD_WRITE if r.length > self.export.max_payload_bytes => EOVERFLOW,
+            CMD_BLOCK_STATUS if r.length == 0 || !self.allocation_selected(i) => EINVAL,
             _ if modifies && self.read_only => EPERM,
             CMD_TRIM if self.export.transmission_flags & TFLAG_SEND_TRIM == 0 => ENOTSUP,
-            CMD_READ | CMD_WRITE | CMD_FLUSH | CMD_TRIM | CMD_WRITE_ZEROES | CMD_CACHE => 0,
+            CMD_READ | CMD_WRITE | CMD_FLUSH | CMD_TRIM | CMD_WRITE_ZEROES | CMD_CACHE | CMD_BLOCK_STATUS => {
+                0
+            }
             _ => EINVAL,
         };
         if error != 0 {
-            self.reply(i, error, r.cookie, None, 0);
+            if r.command == CMD_BLOCK_STATUS && self.structured(i) {
+                // A block-status reply must be structured, errors included.
+                self.stats.errors += 1;
+                if let Some(conn) = self.conns[i].as_mut() {
+                    protocol::structured_error(
+                        &mut conn.outbuf,
+                        error,
+                        r.cookie,
+                        "invalid block-status request",
+                    );
+                }
+                self.write_out(i);
+            } else {
+                self.reply(i, error, &r, None, 0);
+            }
+            return;
+        }
+        if r.command == CMD_BLOCK_STATUS {
+            self.block_status(i, &r);
             return;
         }
         if r.command == CMD_CACHE || (r.length == 0 && r.command != CMD_FLUSH) {
-            self.reply(i, 0, r.cookie, None, 0);
+            self.reply(i, 0, &r, None, 0);
             return;
         }
         let slot = self.free.pop().expect("parse checked a free slot");
@@ -673,7 +801,7 @@ impl<D: Device> Server<'_, D> {
         if let Some(conn) = self.conns[p.conn].as_mut() {
             conn.in_flight -= 1;
         }
-        self.reply(p.conn, error, p.request.cookie, data, slot);
+        self.reply(p.conn, error, &p.request, data, slot);
         self.free.push(slot);
     }
 

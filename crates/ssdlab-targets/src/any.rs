@@ -2,7 +2,7 @@
 //! monomorphic inside each arm) and dynamic code can hold any target as one type.
 
 use ssdlab_cache::CachedDevice;
-use ssdlab_core::device::{Completion, Device, DeviceInfo, DeviceResult, Io};
+use ssdlab_core::device::{Completion, Device, DeviceInfo, DeviceResult, Extent, Io};
 use ssdlab_core::schema::{CacheStats, DeviceCounters};
 use ssdlab_io::null::NullDevice;
 use ssdlab_io::psync::PsyncDevice;
@@ -74,6 +74,9 @@ impl Device for AnyDevice {
     }
     fn cache_stats(&self) -> Option<CacheStats> {
         each!(self, d => d.cache_stats())
+    }
+    fn extents(&mut self, offset: u64, len: u64, out: &mut Vec<Extent>) -> DeviceResult<()> {
+        each!(self, d => d.extents(offset, len, out))
     }
 }
 

@@ -116,7 +116,7 @@ impl DeviceVisitor for ServeOn<'_> {
         })
         .context("serving")?;
         eprintln!(
-            "served    {} connections: {} reads ({} bytes), {} writes ({} bytes, {} FUA), {} flushes, {} trims, {} write-zeroes; {} errors, {} protocol violations",
+            "served    {} connections: {} reads ({} bytes), {} writes ({} bytes, {} FUA), {} flushes, {} trims, {} write-zeroes, {} block-status queries; {} errors, {} protocol violations",
             stats.connections,
             stats.reads,
             stats.bytes_read,
@@ -126,6 +126,7 @@ impl DeviceVisitor for ServeOn<'_> {
             stats.flushes,
             stats.trims,
             stats.write_zeroes,
+            stats.block_status,
             stats.errors,
             stats.protocol_violations
         );

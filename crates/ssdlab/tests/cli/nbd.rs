@@ -260,6 +260,7 @@ fn bad_requests_get_nbd_errors_a_broken_stream_loses_only_its_connection() {
     expect_error(&mut s, request(0, 100, 512), 22); // unaligned: EINVAL
     expect_error(&mut s, request(4, 0, 4096), 1); // trim on a read-only export: EPERM
     expect_error(&mut s, request(99, 0, 0), 22); // unknown command: EINVAL
+    expect_error(&mut s, request(7, 0, 4096), 22); // block status without a metadata context: EINVAL
     // Garbage where a request header belongs: the server hangs up on this client only.
     s.write_all(&[0xee; 28]).unwrap();
     let mut rest = Vec::new();
@@ -467,4 +468,126 @@ fn fio_writes_and_verifies_through_the_nbd_engine_on_a_cached_export() {
     );
     let (code, stderr) = server.stop();
     assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// A libnbd client (Python binding) that writes 64 KiB at 32 MiB without a flush, asks for the block status of
+/// that MiB on the same connection, then lets nbdcopy copy the whole export over another connection while the
+/// write may still be only in the server's cache. Prints the first descriptor and whether the copy holds the
+/// written bytes.
+const DIRTY_STATUS_PROBE: &str = r#"
+import nbd, subprocess, sys
+uri, copy = sys.argv[1], sys.argv[2]
+h = nbd.NBD()
+h.add_meta_context("base:allocation")
+h.connect_uri(uri)
+h.pwrite(b"\x55" * 65536, 32 << 20)
+seen = []
+h.block_status(1 << 20, 32 << 20, lambda meta, off, entries, err: seen.extend(entries) or 0)
+print("first", seen[0], seen[1])
+run = subprocess.run(["nbdcopy", uri, copy], capture_output=True, text=True)
+assert run.returncode == 0, run.stderr
+with open(copy, "rb") as f:
+    f.seek(32 << 20)
+    print("copied", f.read(65536) == b"\x55" * 65536)
+h.shutdown()
+"#;
+
+/// Runs the probe against `uri` and returns (length, flags) of the first descriptor and whether the copy kept
+/// the write.
+fn dirty_status_probe(uri: &str, copy: &Path) -> ((u64, u32), bool) {
+    // Debian's python3 has the nbd module (python3-libnbd); a python3 earlier in PATH may not.
+    let out = tool(
+        "/usr/bin/python3",
+        &["-c", DIRTY_STATUS_PROBE, uri, copy.to_str().unwrap()],
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("no {key} in {text}"))
+            .trim()
+            .to_string()
+    };
+    let first: Vec<u64> = field("first ").split(' ').map(|v| v.parse().unwrap()).collect();
+    ((first[0], first[1] as u32), field("copied ") == "True")
+}
+
+#[test]
+fn block_status_maps_holes_and_reports_dirty_cached_blocks_as_data_where_nbdkits_cache_filter_loses_them() {
+    let dir = tempdir();
+    let image = dir.path().join("sparse.img");
+    std::fs::File::create(&image).unwrap().set_len(64 << 20).unwrap();
+    {
+        // One 4 KiB block of data at 8 MiB; the rest of the file is a hole.
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&image).unwrap();
+        f.write_all_at(&[0xa5; 4096], 8 << 20).unwrap();
+        f.sync_all().unwrap();
+    }
+    let server = Server::start(&format!("cached:file:{}", image.display()), &[]);
+    let map = tool("nbdinfo", &["--map", &server.uri]);
+    let text = String::from_utf8_lossy(&map.stdout);
+    assert!(map.status.success(), "{}", String::from_utf8_lossy(&map.stderr));
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(
+        rows,
+        vec![
+            vec!["0", "8388608", "3", "hole,zero"],
+            vec!["8388608", "4096", "0", "data"],
+            vec!["8392704", "58716160", "3", "hole,zero"],
+        ],
+        "nbdinfo --map of the sparse file:\n{text}"
+    );
+    // A write still in the cache is data, and nbdcopy (which skips holes) copies it.
+    let ((len, flags), copied) = dirty_status_probe(&server.uri, &dir.path().join("copy.img"));
+    assert_eq!(
+        (len, flags),
+        (65536, 0),
+        "the dirty 64 KiB must be reported as data"
+    );
+    assert!(copied, "nbdcopy lost a write the cache held");
+    let (code, stderr) = server.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+
+    // The negative control: nbdkit's cache filter (writeback) passes the file's holes through while the data
+    // sits in its cache, so the same probe must catch it reporting a hole and nbdcopy skipping the write.
+    let peer_image = dir.path().join("peer.img");
+    std::fs::File::create(&peer_image)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let socket = dir.path().join("nbdkit.sock");
+    let mut nbdkit = Command::new("nbdkit")
+        .args([
+            "--foreground",
+            "-U",
+            socket.to_str().unwrap(),
+            "--filter=cache",
+            "file",
+        ])
+        .arg(&peer_image)
+        .args(["cache=writeback", "cache-max-size=64M"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nbdkit starts (scripts/test.sh installs it)");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while UnixStream::connect(&socket).is_err() {
+        assert!(std::time::Instant::now() < deadline, "nbdkit never listened");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let uri = format!("nbd+unix:///?socket={}", socket.display());
+    let ((_, peer_flags), peer_copied) = dirty_status_probe(&uri, &dir.path().join("peer-copy.img"));
+    let _ = nbdkit.kill();
+    let _ = nbdkit.wait();
+    assert!(
+        peer_flags & 1 == 1 && !peer_copied,
+        "the probe no longer catches nbdkit's cache filter (flags {peer_flags}, copied {peer_copied})"
+    );
 }
