@@ -147,7 +147,14 @@ pub struct CachedDevice<D: Device> {
     /// Writes and discards that reached the device without passing through a cached copy: a miss that
     /// overlapped one may hold data older than the device's, so it is not admitted.
     uncached_mutations: u64,
+    /// Blocks to read in at the first `prepare`, most recently used first (a warm start from a hot map).
+    warm_blocks: Vec<u64>,
+    /// Called with the cached blocks, most recently used first, when the cache is dropped (saves the hot map).
+    on_close: Option<CloseHook>,
 }
+
+/// What the cache hands its owner when it closes: every cached block, most recently used first.
+pub type CloseHook = Box<dyn FnOnce(Vec<u64>) + Send>;
 
 #[derive(Debug, Clone, Default)]
 struct Miss {
@@ -212,6 +219,8 @@ impl<D: Device> CachedDevice<D> {
             run: Vec::new(),
             misses: Vec::new(),
             uncached_mutations: 0,
+            warm_blocks: Vec::new(),
+            on_close: None,
         };
         device.stats.metadata_bytes = device.metadata_bytes();
         device
@@ -238,6 +247,105 @@ impl<D: Device> CachedDevice<D> {
 
     pub fn inner(&self) -> &D {
         &self.inner
+    }
+
+    /// Reads `blocks` (most recently used first) into the cache when it is first prepared, so a restarted cache
+    /// starts warm. Blocks beyond the device or the cache's size are ignored. Only data the device holds then
+    /// is cached: the list is a hint and never data.
+    pub fn warm_at_start(&mut self, blocks: Vec<u64>) {
+        let end = self.info.capacity_bytes / BLOCK;
+        let mut seen = std::collections::HashSet::new();
+        self.warm_blocks = blocks
+            .into_iter()
+            .filter(|&b| b < end && seen.insert(b))
+            .take(self.store.frame_count())
+            .collect();
+    }
+
+    /// Adds a line to what the device tells the user about itself (a warm start, a hot map not used).
+    pub fn add_note(&mut self, note: String) {
+        self.info.notes.push(note);
+    }
+
+    /// Calls `hook` with every cached block, most recently used first, when the cache is dropped (after it has
+    /// destaged everything).
+    pub fn on_close(&mut self, hook: CloseHook) {
+        self.on_close = Some(hook);
+    }
+
+    /// The cached blocks, most recently used first.
+    pub fn hot_blocks(&self) -> Vec<u64> {
+        self.store.blocks_by_recency()
+    }
+
+    /// Reads the warm list in LBA order, coalesced into runs, on the destage slots, and caches every block
+    /// clean; then orders them by their old recency. A failed read leaves its blocks out.
+    fn warm(&mut self) -> DeviceResult<()> {
+        let order = std::mem::take(&mut self.warm_blocks);
+        if order.is_empty() {
+            return Ok(());
+        }
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        let mut runs: Vec<(u64, usize)> = Vec::new();
+        for b in sorted {
+            match runs.last_mut() {
+                Some((start, n)) if *start + *n as u64 == b && *n < self.destage_chunk_blocks => *n += 1,
+                _ => runs.push((b, 1)),
+            }
+        }
+        let base = self.host.len() as u32;
+        let mut pending = runs.into_iter();
+        let mut carrying: Vec<Option<(u64, usize)>> = vec![None; self.destages.len()];
+        let mut in_flight = 0;
+        loop {
+            while let Some(slot) = self.free_destage.pop() {
+                let Some((start, n)) = pending.next() else {
+                    self.free_destage.push(slot);
+                    break;
+                };
+                let io = Io {
+                    op: Op::Read,
+                    offset: start * BLOCK,
+                    len: n as u64 * BLOCK,
+                    slot: base + slot,
+                    tag: 0,
+                };
+                if self.inner.submit(&[io])? != 1 {
+                    self.free_destage.push(slot);
+                    break;
+                }
+                carrying[slot as usize] = Some((start, n));
+                in_flight += 1;
+            }
+            if in_flight == 0 {
+                break;
+            }
+            self.inner_out.clear();
+            self.inner.reap(1, None, &mut self.inner_out)?;
+            for c in std::mem::take(&mut self.inner_out) {
+                let slot = c.slot - base;
+                let (start, n) = carrying[slot as usize].take().expect("a warm read on this slot");
+                in_flight -= 1;
+                if c.result == (n as u64 * BLOCK) as i64 {
+                    for k in 0..n {
+                        let at = k * BLOCK as usize;
+                        let data = &self.inner.buffer(c.slot)[at..at + BLOCK as usize];
+                        if self.store.insert_clean(start + k as u64, data).is_some() {
+                            self.stats.warmed_blocks += 1;
+                        }
+                    }
+                }
+                self.free_destage.push(slot);
+            }
+        }
+        // Least recent first, so the most recently used block ends at the front of the LRU list.
+        for &b in order.iter().rev() {
+            if let Some(frame) = self.store.lookup(b) {
+                self.store.touch(frame);
+            }
+        }
+        Ok(())
     }
 
     pub fn stats(&self) -> CacheStats {
@@ -762,7 +870,7 @@ impl<D: Device> Device for CachedDevice<D> {
         self.destages = vec![Vec::new(); destage_slots];
         self.free_destage = (0..destage_slots as u32).rev().collect();
         self.destage_chunk_blocks = chunk / BLOCK as usize;
-        Ok(())
+        self.warm()
     }
 
     fn buffer(&self, slot: u32) -> &[u8] {
@@ -918,6 +1026,9 @@ impl<D: Device> Drop for CachedDevice<D> {
         // A clean shutdown writes everything back; a failure here cannot be reported, only not made worse.
         if self.host_in_flight == 0 {
             let _ = self.flush_all();
+        }
+        if let Some(hook) = self.on_close.take() {
+            hook(self.store.blocks_by_recency());
         }
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! [`store`] holds the memory and every state change of a cached block; [`admission`] decides what deserves a
 //! frame; [`device`] is the cache as a `Device` (the `cached:` target, and what the NBD server exports);
-//! [`cost`] is what its work costs in virtual time. The crate does no I/O of its own and never reads the wall
+//! [`cost`] is what its work costs in virtual time; [`hotmap`] is the saved list of hot blocks for a warm start. The crate does no I/O of its own and never reads the wall
 //! clock: time is the inner device's clock.
 //!
 //! The promise, checked by assertions that stay on in release builds and by the model tests: every write
@@ -15,9 +15,11 @@
 pub mod admission;
 pub mod cost;
 pub mod device;
+pub mod hotmap;
 pub mod store;
 
 pub use device::{CacheConfig, CachedDevice};
+pub use hotmap::{HotMap, HotMapError};
 pub use store::BLOCK;
 
 /// The default cache size: min(25% of RAM, 1 GiB), as RAPID sized itself.

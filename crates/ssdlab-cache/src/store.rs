@@ -153,6 +153,24 @@ impl Store {
         }
     }
 
+    /// Every cached block, most recently used first: clean frames in LRU order, then pinned (dirty or
+    /// destaging) ones, which are the most recently written.
+    pub fn blocks_by_recency(&self) -> Vec<u64> {
+        let mut out = Vec::with_capacity(self.index.len());
+        for (i, f) in self.frames.iter().enumerate() {
+            if matches!(f.state, State::Dirty | State::Destaging) {
+                debug_assert_eq!(self.index.get(&f.block), Some(&(i as u32)));
+                out.push(f.block);
+            }
+        }
+        let mut at = self.lru_head;
+        while at != NIL {
+            out.push(self.frames[at as usize].block);
+            at = self.frames[at as usize].next;
+        }
+        out
+    }
+
     /// The clean frame that would be evicted next.
     pub fn victim(&self) -> Option<u64> {
         (self.lru_tail != NIL).then(|| self.frames[self.lru_tail as usize].block)

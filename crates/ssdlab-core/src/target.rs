@@ -59,9 +59,21 @@ impl CacheMode {
     }
 }
 
+/// Where a cache keeps its hot map (the blocks it held, for a warm start after a restart).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum HotMapSetting {
+    /// No hot map: every run starts cold (the default, so benchmarks do not depend on earlier runs).
+    #[default]
+    Off,
+    /// In the state directory, under a name derived from the device.
+    StateDir,
+    /// In this file.
+    File(std::path::PathBuf),
+}
+
 /// The parameters of a `cached:` target. `size_bytes` is `None` for the default, min(25% of RAM, 1 GiB),
 /// which the opener resolves (it needs to read the machine's memory size).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheSpec {
     pub size_bytes: Option<u64>,
     pub mode: CacheMode,
@@ -70,6 +82,7 @@ pub struct CacheSpec {
     pub seq_cutoff_bytes: u64,
     /// The share of the cache that may hold dirty data, in percent; writes past it wait for destaging.
     pub dirty_limit_percent: u8,
+    pub hot_map: HotMapSetting,
 }
 
 impl Default for CacheSpec {
@@ -79,12 +92,13 @@ impl Default for CacheSpec {
             mode: CacheMode::Writeback,
             seq_cutoff_bytes: 4 << 20,
             dirty_limit_percent: 50,
+            hot_map: HotMapSetting::Off,
         }
     }
 }
 
 /// The keys a `cached:` target takes; any other key in its last `?` part belongs to the inner target.
-pub const CACHE_KEYS: &str = "size, mode, seq-cutoff, dirty-limit";
+pub const CACHE_KEYS: &str = "size, mode, seq-cutoff, dirty-limit, hot-map";
 
 impl CacheSpec {
     /// Applies one `key=value`; `Ok(false)` if the key is not the cache's.
@@ -108,6 +122,18 @@ impl CacheSpec {
             }
             "seq-cutoff" => {
                 self.seq_cutoff_bytes = parse_size(value).map_err(|e| bad(&e.to_string()))?;
+            }
+            "hot-map" => {
+                self.hot_map = match value {
+                    "off" => HotMapSetting::Off,
+                    "on" => HotMapSetting::StateDir,
+                    path if path.starts_with('/') => HotMapSetting::File(path.into()),
+                    _ => {
+                        return Err(bad(
+                            "use on (in the state directory), off, or an absolute file path",
+                        ));
+                    }
+                }
             }
             "dirty-limit" => {
                 let percent: u8 = value

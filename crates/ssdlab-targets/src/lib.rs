@@ -7,15 +7,18 @@
 //! made through a symbolic link, is refused always when the device is in use (mounted, swap, claimed), and when
 //! it only carries signs of past use unless `force`. Only a benchmark lays out (creates or extends) a file.
 //!
-//! It prints nothing; refusals come back as [`OpenError`]s whose text names the flag and the fix.
+//! It prints nothing (but for a cache's hot map that cannot be saved when the cache closes, when there is no
+//! caller left to tell); refusals come back as [`OpenError`]s whose text names the flag and the fix.
 #![forbid(unsafe_code)]
 
 mod any;
+mod hot_map;
 mod snapshot;
 
 use std::path::Path;
 
 pub use any::{AnyDevice, DeviceVisitor};
+pub use hot_map::default_state_dir;
 pub use snapshot::FileSnapshot;
 use ssdlab_cache::{CacheConfig, CachedDevice};
 use ssdlab_core::device::Device;
@@ -103,8 +106,10 @@ pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Resu
             dirty_limit_percent: cache.dirty_limit_percent,
             ..CacheConfig::new(size_bytes, cache.mode)
         };
+        let mut cached = Box::new(CachedDevice::new(opened.device, target, config));
+        hot_map::attach(options.flag, target, inner, &cache.hot_map, &mut cached)?;
         return Ok(Opened {
-            device: AnyDevice::Cached(Box::new(CachedDevice::new(opened.device, target, config))),
+            device: AnyDevice::Cached(cached),
             undo: opened.undo,
         });
     }

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 /// Cumulative counters of a cache; a phase summary holds the difference over the phase ([`CacheStats::since`]),
-/// except the gauges (`dirty_bytes`, `cache_bytes`, `metadata_bytes`), which are as of the phase's end.
+/// except the gauges (`dirty_bytes`, `cache_bytes`, `metadata_bytes`, `warmed_blocks`), which are as of the phase's
+/// end.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct CacheStats {
     /// "writeback", "writethrough" or "readonly".
@@ -37,6 +38,9 @@ pub struct CacheStats {
     pub flushes: u64,
     /// Time host writes spent waiting because the dirty limit was reached.
     pub dirty_limit_wait_ns: u64,
+    /// Blocks read into the cache from its hot map when it was opened (a gauge: the warm start).
+    #[serde(default)]
+    pub warmed_blocks: u64,
 }
 
 impl CacheStats {

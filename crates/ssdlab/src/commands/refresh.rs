@@ -204,21 +204,7 @@ impl RefreshEnv for Env {
     }
 }
 
-pub fn default_state_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("SSDLAB_STATE_DIR") {
-        return dir.into();
-    }
-    let root = std::fs::metadata("/proc/self")
-        .map(|m| m.uid() == 0)
-        .unwrap_or(false);
-    if root {
-        return "/var/lib/ssdlab".into();
-    }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| ".".into());
-    home.join(".local/state/ssdlab")
-}
+pub use ssdlab_targets::default_state_dir;
 
 fn now_unix_s() -> f64 {
     SystemTime::now()

@@ -178,3 +178,85 @@ fn the_safety_gate_applies_through_the_cache() {
         "nothing was written"
     );
 }
+
+#[test]
+fn a_hot_map_warms_the_next_run_only_for_its_own_device_and_never_for_a_virtual_one() {
+    let dir = tempdir();
+    let path = dir.path().join("warm.img");
+    let map = dir.path().join("maps/warm.map");
+    let target = format!(
+        "cached:{}?size=16m&hot-map={}",
+        file_target(&path, Some("64m")),
+        map.display()
+    );
+    let hot_reads = |target: &str| {
+        let out = run(&[
+            "run",
+            "--target",
+            target,
+            "--rw",
+            "randread",
+            "--span",
+            "0:4m",
+            "--runtime",
+            "1s",
+            "--json",
+        ]);
+        expect_code(&out, 0);
+        json_lines(&out)
+    };
+    let first = hot_reads(&target);
+    assert_eq!(cache_stats(&first)["warmed_blocks"], 0);
+    let notes = event(&first, "begin")["data"]["target"]["notes"].to_string();
+    assert!(notes.contains("no hot map at"), "{notes}");
+    assert!(map.exists(), "the hot map is written when the cache closes");
+    // The second run starts with the working set in memory: every read hits.
+    let second = hot_reads(&target);
+    let cache = cache_stats(&second);
+    assert!(cache["warmed_blocks"].as_u64().unwrap() >= 1000, "{cache}");
+    assert_eq!(cache["read_misses"], 0, "{cache}");
+    let notes = event(&second, "begin")["data"]["target"]["notes"].to_string();
+    assert!(notes.contains("warm start"), "{notes}");
+    // The same map named for another file is not used.
+    let other = dir.path().join("other.img");
+    let other_target = format!(
+        "cached:{}?size=16m&hot-map={}",
+        file_target(&other, Some("64m")),
+        map.display()
+    );
+    let third = hot_reads(&other_target);
+    assert_eq!(cache_stats(&third)["warmed_blocks"], 0);
+    let notes = event(&third, "begin")["data"]["target"]["notes"].to_string();
+    assert!(notes.contains("is for another device"), "{notes}");
+    // A damaged map is reported and ignored.
+    let mut bytes = std::fs::read(&map).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&map, bytes).unwrap();
+    let fourth = hot_reads(&other_target);
+    let notes = event(&fourth, "begin")["data"]["target"]["notes"].to_string();
+    assert!(notes.contains("was not used"), "{notes}");
+    // A virtual drive keeps no data between runs: a hot map is refused before anything runs.
+    let out = run(&[
+        "run",
+        "--target",
+        "cached:sim:840evo-250g?scale=1/64&hot-map=on",
+        "--runtime",
+        "1s",
+    ]);
+    expect_code(&out, 2);
+    assert!(
+        stderr(&out).contains("--target") && stderr(&out).contains("hot-map"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&[
+        "run",
+        "--target",
+        "cached:null:1g?hot-map=relative/path",
+        "--runtime",
+        "1s",
+    ]);
+    expect_code(&out, 2);
+    assert!(stderr(&out).contains("absolute"), "{}", stderr(&out));
+}
