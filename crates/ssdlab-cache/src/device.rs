@@ -48,7 +48,19 @@ pub struct CacheConfig {
     pub dirty_limit_percent: u8,
     /// Destage writes in flight at most.
     pub destage_qd: u32,
+    /// While the host CPU is busier than this (percent of all CPUs, as the load probe measures it), new reads
+    /// are not admitted and writes go around the cache: it costs CPU the applications need. 100: never.
+    pub cpu_limit_percent: u8,
+    /// How often (device clock) the load probe is asked.
+    pub load_check_ns: u64,
 }
+
+/// Measures how busy the host's CPUs were since it was last asked, as a fraction of all of them; `None` when it
+/// cannot tell (yet). Given by the opener for devices with a real clock: the cache does no I/O of its own.
+pub type LoadProbe = Box<dyn FnMut() -> Option<f64> + Send>;
+
+/// Pass-through ends only when the load falls this many points below the limit, so it does not flap.
+const PASS_THROUGH_HYSTERESIS_PERCENT: f64 = 10.0;
 
 impl CacheConfig {
     pub fn new(size_bytes: u64, mode: CacheMode) -> Self {
@@ -58,6 +70,8 @@ impl CacheConfig {
             seq_cutoff_bytes: 4 << 20,
             dirty_limit_percent: 50,
             destage_qd: 16,
+            cpu_limit_percent: 100,
+            load_check_ns: 100_000_000,
         }
     }
 }
@@ -151,6 +165,10 @@ pub struct CachedDevice<D: Device> {
     warm_blocks: Vec<u64>,
     /// Called with the cached blocks, most recently used first, when the cache is dropped (saves the hot map).
     on_close: Option<CloseHook>,
+    load_probe: Option<LoadProbe>,
+    next_load_check_ns: u64,
+    /// Since when the cache has been passing I/O through because the host is busy.
+    pass_through_since_ns: Option<u64>,
 }
 
 /// What the cache hands its owner when it closes: every cached block, most recently used first.
@@ -221,6 +239,9 @@ impl<D: Device> CachedDevice<D> {
             uncached_mutations: 0,
             warm_blocks: Vec::new(),
             on_close: None,
+            load_probe: None,
+            next_load_check_ns: 0,
+            pass_through_since_ns: None,
         };
         device.stats.metadata_bytes = device.metadata_bytes();
         device
@@ -260,6 +281,39 @@ impl<D: Device> CachedDevice<D> {
             .filter(|&b| b < end && seen.insert(b))
             .take(self.store.frame_count())
             .collect();
+    }
+
+    /// Installs the probe that says how busy the host is; without one the cache never passes through.
+    pub fn set_load_probe(&mut self, probe: LoadProbe) {
+        self.load_probe = Some(probe);
+    }
+
+    /// Whether new I/O should pass the cache by because the host CPU is busy: asks the probe at most every
+    /// `load_check_ns` and keeps the time spent passing through.
+    fn passing_through(&mut self) -> bool {
+        let Some(probe) = self.load_probe.as_mut() else {
+            return false;
+        };
+        let now = self.inner.now_ns();
+        if now >= self.next_load_check_ns {
+            self.next_load_check_ns = now + self.config.load_check_ns;
+            if let Some(busy) = probe() {
+                let busy_percent = busy * 100.0;
+                let limit = f64::from(self.config.cpu_limit_percent);
+                match self.pass_through_since_ns {
+                    None if limit < 100.0 && busy_percent >= limit => {
+                        self.pass_through_since_ns = Some(now);
+                        self.stats.pass_through_episodes += 1;
+                    }
+                    Some(since) if busy_percent < limit - PASS_THROUGH_HYSTERESIS_PERCENT => {
+                        self.stats.pass_through_ns += now - since;
+                        self.pass_through_since_ns = None;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.pass_through_since_ns.is_some()
     }
 
     /// Adds a line to what the device tells the user about itself (a warm start, a hot map not used).
@@ -332,7 +386,7 @@ impl<D: Device> CachedDevice<D> {
                         let at = k * BLOCK as usize;
                         let data = &self.inner.buffer(c.slot)[at..at + BLOCK as usize];
                         if self.store.insert_clean(start + k as u64, data).is_some() {
-                            self.stats.warmed_blocks += 1;
+                            self.stats.warmed_bytes += BLOCK;
                         }
                     }
                 }
@@ -350,6 +404,9 @@ impl<D: Device> CachedDevice<D> {
 
     pub fn stats(&self) -> CacheStats {
         let mut stats = self.stats;
+        if let Some(since) = self.pass_through_since_ns {
+            stats.pass_through_ns += self.inner.now_ns().saturating_sub(since);
+        }
         stats.evictions = self.store.evictions;
         stats.dirty_bytes = self.store.pinned() as u64 * BLOCK;
         stats
@@ -481,8 +538,12 @@ impl<D: Device> CachedDevice<D> {
         if sequential {
             self.stats.sequential_bypass_bytes += io.len;
         }
+        // Hits are still served (a copy is cheaper than a device read, and a dirty block must come from here);
+        // misses are not admitted.
+        let passing = self.passing_through();
+        let bypass = sequential || passing;
         let blocks = Self::block_span(io.offset, io.len);
-        if !sequential {
+        if !bypass {
             for b in blocks.clone() {
                 self.sketch.record(b);
             }
@@ -500,6 +561,9 @@ impl<D: Device> CachedDevice<D> {
             return;
         }
         self.stats.read_misses += 1;
+        if passing {
+            self.stats.pass_through_ops += 1;
+        }
         let miss = &mut self.misses[slot as usize];
         miss.cached.clear();
         miss.mutations_at_submit = self.uncached_mutations;
@@ -508,7 +572,7 @@ impl<D: Device> CachedDevice<D> {
                 miss.cached.push((b, self.store.data(frame).to_vec()));
             }
         }
-        self.forward(slot, Forwarded::MissRead { admit: !sequential });
+        self.forward(slot, Forwarded::MissRead { admit: !bypass });
     }
 
     /// A read from the device finished: the cache's copies win (as they are now, or as they were when the read
@@ -561,6 +625,11 @@ impl<D: Device> CachedDevice<D> {
         let sequential = stream > self.config.seq_cutoff_bytes || io.len > self.config.seq_cutoff_bytes;
         if sequential {
             self.stats.sequential_bypass_bytes += io.len;
+        }
+        if self.config.mode == CacheMode::Writeback && !sequential && self.passing_through() {
+            self.stats.pass_through_ops += 1;
+            self.write_around(slot);
+            return;
         }
         if self.config.mode != CacheMode::Writeback || sequential || !self.absorbable(io) {
             self.write_around(slot);

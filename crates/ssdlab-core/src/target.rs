@@ -2,8 +2,8 @@
 //!
 //! `/dev/NAME` is a block device, `file:PATH[:SIZE]` a regular file (created or extended to SIZE), `null[:SIZE]`
 //! a device that completes everything at once, `sim:PROFILE[?k=v&...]` a virtual SSD, and
-//! `cached:INNER[?size=..&mode=..&seq-cutoff=..&dirty-limit=..]` the DRAM cache over any of them. Parsing is
-//! pure; opening a target is the job of `ssdlab-targets`.
+//! `cached:INNER[?size=..&mode=..&seq-cutoff=..&dirty-limit=..&hot-map=..&cpu-limit=..]` the DRAM cache over any
+//! of them. Parsing is pure; opening a target is the job of `ssdlab-targets`.
 
 use std::path::PathBuf;
 
@@ -83,6 +83,9 @@ pub struct CacheSpec {
     /// The share of the cache that may hold dirty data, in percent; writes past it wait for destaging.
     pub dirty_limit_percent: u8,
     pub hot_map: HotMapSetting,
+    /// While the host CPU is busier than this percentage, the cache passes I/O through (100, the default: never,
+    /// so a benchmark's result does not depend on what else the machine is doing).
+    pub cpu_limit_percent: u8,
 }
 
 impl Default for CacheSpec {
@@ -93,12 +96,13 @@ impl Default for CacheSpec {
             seq_cutoff_bytes: 4 << 20,
             dirty_limit_percent: 50,
             hot_map: HotMapSetting::Off,
+            cpu_limit_percent: 100,
         }
     }
 }
 
 /// The keys a `cached:` target takes; any other key in its last `?` part belongs to the inner target.
-pub const CACHE_KEYS: &str = "size, mode, seq-cutoff, dirty-limit, hot-map";
+pub const CACHE_KEYS: &str = "size, mode, seq-cutoff, dirty-limit, hot-map, cpu-limit";
 
 impl CacheSpec {
     /// Applies one `key=value`; `Ok(false)` if the key is not the cache's.
@@ -122,6 +126,21 @@ impl CacheSpec {
             }
             "seq-cutoff" => {
                 self.seq_cutoff_bytes = parse_size(value).map_err(|e| bad(&e.to_string()))?;
+            }
+            "cpu-limit" => {
+                let percent: u8 = if value == "off" {
+                    100
+                } else {
+                    value
+                        .trim_end_matches('%')
+                        .parse()
+                        .ok()
+                        .filter(|p| (1..=100).contains(p))
+                        .ok_or_else(|| {
+                            bad("write a CPU busy percentage from 1 to 100, such as 95%, or off")
+                        })?
+                };
+                self.cpu_limit_percent = percent;
             }
             "hot-map" => {
                 self.hot_map = match value {
@@ -334,6 +353,13 @@ mod tests {
         );
         assert_eq!(cache.size_bytes, Some(64 << 20));
         assert_eq!(cache.mode, CacheMode::Writethrough);
+        let TargetSpec::Cached { cache, .. } =
+            TargetSpec::parse("cached:/dev/loop3?cpu-limit=off&hot-map=/var/tmp/h.map").unwrap()
+        else {
+            panic!("not cached")
+        };
+        assert_eq!(cache.cpu_limit_percent, 100);
+        assert_eq!(cache.hot_map, HotMapSetting::File("/var/tmp/h.map".into()));
         let TargetSpec::Cached {
             inner_target, cache, ..
         } = TargetSpec::parse("cached:/dev/loop3").unwrap()
@@ -354,6 +380,10 @@ mod tests {
         assert!(e.0.contains("at least 1m"), "{e}");
         let e = TargetSpec::parse("cached:null?dirty-limit=95").unwrap_err();
         assert!(e.0.contains("1 to 90"), "{e}");
+        let e = TargetSpec::parse("cached:null?cpu-limit=0").unwrap_err();
+        assert!(e.0.contains("cpu-limit=0") && e.0.contains("1 to 100"), "{e}");
+        let e = TargetSpec::parse("cached:null?hot-map=here").unwrap_err();
+        assert!(e.0.contains("absolute"), "{e}");
         let e = TargetSpec::parse("cached:cached:null").unwrap_err();
         assert!(e.0.contains("one cached: prefix"), "{e}");
         let e = TargetSpec::parse("cached:sda").unwrap_err();

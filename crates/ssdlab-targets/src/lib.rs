@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 mod any;
+mod cpu_load;
 mod hot_map;
 mod snapshot;
 
@@ -104,9 +105,15 @@ pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Resu
         let config = CacheConfig {
             seq_cutoff_bytes: cache.seq_cutoff_bytes,
             dirty_limit_percent: cache.dirty_limit_percent,
+            cpu_limit_percent: cache.cpu_limit_percent,
             ..CacheConfig::new(size_bytes, cache.mode)
         };
+        let real_clock = opened.device.info().clock == ssdlab_core::device::ClockKind::Real;
         let mut cached = Box::new(CachedDevice::new(opened.device, target, config));
+        // On a virtual drive the host's CPU is not part of the model: no pass-through there.
+        if real_clock && cache.cpu_limit_percent < 100 {
+            cached.set_load_probe(cpu_load::probe());
+        }
         hot_map::attach(options.flag, target, inner, &cache.hot_map, &mut cached)?;
         return Ok(Opened {
             device: AnyDevice::Cached(cached),

@@ -245,6 +245,20 @@ fn print_cache(c: &ssdlab_core::schema::CacheStats) {
         c.flushes,
         Nanos(c.dirty_limit_wait_ns as f64),
     );
+    if c.pass_through_episodes > 0 || c.pass_through_ns > 0 {
+        eprintln!(
+            "cache     host CPU busy: passed {} reads and writes through in {} episodes, {} in all",
+            c.pass_through_ops,
+            c.pass_through_episodes,
+            Nanos(c.pass_through_ns as f64)
+        );
+    }
+    if c.warmed_bytes > 0 {
+        eprintln!(
+            "cache     warm start: {} read in from the hot map",
+            BinaryBytes(c.warmed_bytes)
+        );
+    }
 }
 
 /// The human summary table: IOPS, MB/s (decimal), latency percentiles, CPU and achieved queue depth.

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Cumulative counters of a cache; a phase summary holds the difference over the phase ([`CacheStats::since`]),
-/// except the gauges (`dirty_bytes`, `cache_bytes`, `metadata_bytes`, `warmed_blocks`), which are as of the phase's
+/// except the gauges (`dirty_bytes`, `cache_bytes`, `metadata_bytes`, `warmed_bytes`), which are as of the phase's
 /// end.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct CacheStats {
@@ -38,9 +38,17 @@ pub struct CacheStats {
     pub flushes: u64,
     /// Time host writes spent waiting because the dirty limit was reached.
     pub dirty_limit_wait_ns: u64,
-    /// Blocks read into the cache from its hot map when it was opened (a gauge: the warm start).
+    /// Bytes read into the cache from its hot map when it was opened (a gauge: the warm start).
     #[serde(default)]
-    pub warmed_blocks: u64,
+    pub warmed_bytes: u64,
+    /// Time spent passing I/O through (misses not admitted, writes sent to the device) because the host CPU was
+    /// busier than the cache's `cpu-limit`, how many times that began, and the reads and writes it affected.
+    #[serde(default)]
+    pub pass_through_ns: u64,
+    #[serde(default)]
+    pub pass_through_episodes: u64,
+    #[serde(default)]
+    pub pass_through_ops: u64,
 }
 
 impl CacheStats {
@@ -58,6 +66,9 @@ impl CacheStats {
             destage_writes: self.destage_writes - earlier.destage_writes,
             flushes: self.flushes - earlier.flushes,
             dirty_limit_wait_ns: self.dirty_limit_wait_ns - earlier.dirty_limit_wait_ns,
+            pass_through_ns: self.pass_through_ns - earlier.pass_through_ns,
+            pass_through_episodes: self.pass_through_episodes - earlier.pass_through_episodes,
+            pass_through_ops: self.pass_through_ops - earlier.pass_through_ops,
             ..*self
         }
     }

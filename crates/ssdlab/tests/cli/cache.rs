@@ -206,14 +206,14 @@ fn a_hot_map_warms_the_next_run_only_for_its_own_device_and_never_for_a_virtual_
         json_lines(&out)
     };
     let first = hot_reads(&target);
-    assert_eq!(cache_stats(&first)["warmed_blocks"], 0);
+    assert_eq!(cache_stats(&first)["warmed_bytes"], 0);
     let notes = event(&first, "begin")["data"]["target"]["notes"].to_string();
     assert!(notes.contains("no hot map at"), "{notes}");
     assert!(map.exists(), "the hot map is written when the cache closes");
     // The second run starts with the working set in memory: every read hits.
     let second = hot_reads(&target);
     let cache = cache_stats(&second);
-    assert!(cache["warmed_blocks"].as_u64().unwrap() >= 1000, "{cache}");
+    assert!(cache["warmed_bytes"].as_u64().unwrap() >= 1000 * 4096, "{cache}");
     assert_eq!(cache["read_misses"], 0, "{cache}");
     let notes = event(&second, "begin")["data"]["target"]["notes"].to_string();
     assert!(notes.contains("warm start"), "{notes}");
@@ -225,7 +225,7 @@ fn a_hot_map_warms_the_next_run_only_for_its_own_device_and_never_for_a_virtual_
         map.display()
     );
     let third = hot_reads(&other_target);
-    assert_eq!(cache_stats(&third)["warmed_blocks"], 0);
+    assert_eq!(cache_stats(&third)["warmed_bytes"], 0);
     let notes = event(&third, "begin")["data"]["target"]["notes"].to_string();
     assert!(notes.contains("is for another device"), "{notes}");
     // A damaged map is reported and ignored.
@@ -259,4 +259,50 @@ fn a_hot_map_warms_the_next_run_only_for_its_own_device_and_never_for_a_virtual_
     ]);
     expect_code(&out, 2);
     assert!(stderr(&out).contains("absolute"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_busy_host_makes_the_cache_pass_io_through_and_says_so() {
+    let dir = tempdir();
+    let path = dir.path().join("busy.img");
+    // Any run keeps the CPUs more than 1% busy: the cache passes writes through to the file, verified after.
+    let target = format!("cached:{}?size=16m&cpu-limit=1%", file_target(&path, Some("32m")));
+    let out = run(&[
+        "run",
+        "--target",
+        &target,
+        "--rw",
+        "randwrite",
+        "--bs",
+        "4k",
+        "--runtime",
+        "1s",
+        "--verify",
+        "--json",
+    ]);
+    expect_code(&out, 0);
+    let events = json_lines(&out);
+    let cache = cache_stats(&events);
+    assert!(cache["pass_through_ns"].as_u64().unwrap() > 0, "{cache}");
+    assert!(cache["pass_through_episodes"].as_u64().unwrap() >= 1, "{cache}");
+    assert!(cache["pass_through_ops"].as_u64().unwrap() > 0, "{cache}");
+    assert!(cache["writes_around"].as_u64().unwrap() >= cache["pass_through_ops"].as_u64().unwrap() / 2);
+    assert_eq!(summary(&events)["verify_errors"], 0);
+    assert!(stderr(&out).contains("host CPU busy: passed"), "{}", stderr(&out));
+    // With the limit off the same run never passes through.
+    let target = format!("cached:{}?size=16m&cpu-limit=off", file_target(&path, None));
+    let out = run(&[
+        "run",
+        "--target",
+        &target,
+        "--rw",
+        "randwrite",
+        "--bs",
+        "4k",
+        "--runtime",
+        "1s",
+        "--json",
+    ]);
+    expect_code(&out, 0);
+    assert_eq!(cache_stats(&json_lines(&out))["pass_through_ns"], 0);
 }
