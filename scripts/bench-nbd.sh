@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # `ssdlab serve` against nbdkit (Debian's), measured with fio's nbd engine in the same run, printing ratios:
-# 4 KiB random writes at QD1 over a Unix socket (fio prints a line before its JSON: skipped). Installs nothing: needs fio, nbdkit and python3.
+# 4 KiB random writes at QD1 over a Unix socket (fio prints a line before its JSON: skipped), and the time of a
+# FLUSH with one dirty block on a 64 GiB export (libnbd from Python: Debian's python3-libnbd). Installs nothing:
+# needs fio, nbdkit, python3 and python3-libnbd.
 #
 #   scripts/bench-nbd.sh [SECONDS] [ROUNDS]     # default 5 s per measurement, 3 rounds, medians compared
 #
-# (a) protocol floor: ssdlab serve null:1g  vs nbdkit memory 1G
-# (b) a file:         ssdlab serve file:IMG vs nbdkit file IMG   (ssdlab uses O_DIRECT, nbdkit the page cache)
-# (c) the cache:      ssdlab serve cached:file:IMG vs nbdkit file IMG
+# (a) protocol floor:    ssdlab serve null:1g  vs nbdkit memory 1G
+# (b) page cache bypass: ssdlab serve file:IMG (O_DIRECT) vs nbdkit file IMG cache=none
+# (c) the page cache:    ssdlab serve file:IMG (O_DIRECT) vs nbdkit file IMG (buffered: a different promise)
+# (d) DRAM absorbs:      ssdlab serve cached:file:IMG (1 GiB cache) vs nbdkit file IMG (the page cache absorbs)
+# (e) FLUSH after one 4 KiB write on a 64 GiB export (fresh sparse file each time): median and p99 of 300
 set -euo pipefail
 seconds=${1:-5}
 rounds=${2:-3}
@@ -52,11 +56,46 @@ import statistics, sys
 name, runs = sys.argv[1], sys.argv[2:]
 split = runs.index("|")
 a, b = statistics.median(map(float, runs[:split])), statistics.median(map(float, runs[split + 1:]))
-print(f"{name:<44} ssdlab {a:>9,.0f} IOPS | nbdkit {b:>9,.0f} IOPS | ratio {a / b:5.2f}x")
+print(f"{name:<52} ssdlab {a:>9,.0f} IOPS | nbdkit {b:>9,.0f} IOPS | ratio {a / b:5.2f}x")
 PY
 }
 
 echo "ssdlab serve vs $(nbdkit --version): fio nbd engine, 4 KiB random writes QD1, ${seconds} s x $rounds rounds"
 case_ "(a) null:1g vs nbdkit memory" null:1g memory 1G
-case_ "(b) file (O_DIRECT) vs nbdkit file" "file:$work/disk.img" file "$work/disk.img"
-case_ "(c) cached:file vs nbdkit file" "cached:file:$work/disk.img?size=256m" file "$work/disk.img"
+case_ "(b) file (O_DIRECT) vs nbdkit file cache=none" "file:$work/disk.img" file "$work/disk.img" cache=none
+case_ "(c) file (O_DIRECT) vs nbdkit file (page cache)" "file:$work/disk.img" file "$work/disk.img"
+case_ "(d) cached:file (1 GiB) vs nbdkit file (page cache)" "cached:file:$work/disk.img?size=1g" file "$work/disk.img"
+
+flush_us() { # SOCKET -> "median p99" microseconds of a FLUSH after one 4 KiB write, 300 times
+  /usr/bin/python3 - "nbd+unix:///?socket=$1" <<'PY'
+import nbd, random, statistics, sys, time
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+blocks = h.get_size() // 4096
+rng, times = random.Random(1), []
+for _ in range(300):
+    h.pwrite(b"\xa5" * 4096, rng.randrange(blocks) * 4096)
+    t = time.perf_counter_ns()
+    h.flush()
+    times.append(time.perf_counter_ns() - t)
+h.shutdown()
+times.sort()
+print(f"{statistics.median(times) / 1e3:.0f} {times[296] / 1e3:.0f}")
+PY
+}
+flush_case() { # name, command...
+  local name=$1; shift
+  rm -f "$work/big.img"; truncate -s 64G "$work/big.img"
+  start "$work/f.sock" "$@"
+  read -r median p99 < <(flush_us "$work/f.sock"); stop
+  printf '%-52s FLUSH median %6s us  p99 %6s us\n' "$name" "$median" "$p99"
+}
+if /usr/bin/python3 -c 'import nbd' 2>/dev/null; then
+  echo "(e) FLUSH after one 4 KiB write on a 64 GiB export (target: < 1 ms)"
+  flush_case "    ssdlab cached:null:64g (the cache's own cost)" "$ssdlab" serve --target cached:null:64g --socket "$work/f.sock"
+  flush_case "    ssdlab cached:file (64 GiB sparse)" "$ssdlab" serve --target "cached:file:$work/big.img" --socket "$work/f.sock"
+  flush_case "    ssdlab file (64 GiB sparse, no cache)" "$ssdlab" serve --target "file:$work/big.img" --socket "$work/f.sock"
+  flush_case "    nbdkit file (64 GiB sparse, page cache)" nbdkit --foreground -U "$work/f.sock" file "$work/big.img"
+else
+  echo "(e) skipped: Debian's python3-libnbd is not installed"
+fi
