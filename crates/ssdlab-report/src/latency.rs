@@ -1,11 +1,20 @@
 //! The QD1 latency section: the field report's percentile columns plus p99 and the maximum, and mean and p99
 //! latency per second.
 
-use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult};
+use ssdlab_core::schema::{Analysis, LatencyAnalysis, MethodAnalysis, RunResult};
 use ssdlab_core::units::Nanos;
 
 use crate::svg::{Axis, Chart, Mark, Scale};
 use crate::{charts, label, mb_s, series_of, table};
+
+fn measured(r: &RunResult) -> Option<&LatencyAnalysis> {
+    match &r.analysis {
+        Analysis::Latency(MethodAnalysis {
+            measured: Some(a), ..
+        }) => Some(a),
+        _ => None,
+    }
+}
 
 pub(crate) fn latency(group: &[&RunResult]) -> String {
     let header: Vec<String> = [
@@ -36,6 +45,43 @@ pub(crate) fn latency(group: &[&RunResult]) -> String {
             _ => vec![label(r), "not measured".into()],
         })
         .collect();
+    let mut rows = rows;
+    // RAPID's comparison: each cached result against the same drive without the cache, as ratios.
+    for cached in group {
+        let Some(plain_target) = crate::uncached_target(&cached.target.target) else {
+            continue;
+        };
+        let Some(plain) = group.iter().find(|r| r.target.target == plain_target) else {
+            continue;
+        };
+        if let (Some(c), Some(p)) = (measured(cached), measured(plain)) {
+            let ratio = |a: f64, b: f64| {
+                if b > 0.0 {
+                    format!("{:.2}x", a / b)
+                } else {
+                    "–".into()
+                }
+            };
+            let mut row = vec![
+                format!("{} / {}", label(cached), label(plain)),
+                ratio(c.iops, p.iops),
+                ratio(c.bytes_per_s, p.bytes_per_s),
+                ratio(c.cpu_percent, p.cpu_percent),
+                ratio(c.latency_ns_mean, p.latency_ns_mean),
+            ];
+            for (a, b) in [
+                (c.latency_ns_p25, p.latency_ns_p25),
+                (c.latency_ns_p50, p.latency_ns_p50),
+                (c.latency_ns_p75, p.latency_ns_p75),
+                (c.latency_ns_p95, p.latency_ns_p95),
+                (c.latency_ns_p99, p.latency_ns_p99),
+                (c.latency_ns_max, p.latency_ns_max),
+            ] {
+                row.push(ratio(a as f64, b as f64));
+            }
+            rows.push(row);
+        }
+    }
     let mut out = table(&header, &rows);
     let mean = series_of(
         group,

@@ -17,7 +17,7 @@ mod trim;
 
 use std::fmt::Write;
 
-use ssdlab_core::schema::{Analysis, PhaseResult, RunResult};
+use ssdlab_core::schema::{Analysis, MethodAnalysis, PhaseResult, RunResult};
 use ssdlab_core::units::BinaryBytes;
 use svg::{Chart, Mark, Series};
 
@@ -37,6 +37,7 @@ svg.chart { width: 100%; height: auto; background: #fbfcfe; border: 1px solid #e
 svg .title { font-size: 15px; font-weight: 600; fill: #1d2330; } svg .tick { font-size: 11px; fill: #4a5263; }
 svg .label { font-size: 12px; fill: #1d2330; } svg .grid { stroke: #e6e9ef; } svg .frame { stroke: #8a93a6; }
 svg .legend text { font-size: 12px; fill: #1d2330; }
+.wide { overflow-x: auto; } .wide th { font-size: 13px; }
 details { margin: 6px 0; } pre { background: #f6f7f9; padding: 8px; overflow-x: auto; font-size: 12px; }
 "#;
 
@@ -44,14 +45,30 @@ pub(crate) fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
-/// A short name for a result in legends and table headers.
+/// A short name for a result in legends and table headers: the target, plus what tells two runs of one method
+/// on it apart (the over-provisioning of a consistency run, the test size of a sweep).
 pub fn label(result: &RunResult) -> String {
     let op = consistency::analysis(result)
         .map(|a| a.op_percent)
         .filter(|&op| op > 0);
-    match op {
-        Some(op) => format!("{} ({op}% OP)", result.target.target),
-        None => result.target.target.clone(),
+    if let Some(op) = op {
+        return format!("{} ({op}% OP)", result.target.target);
+    }
+    if let Analysis::Sweep(MethodAnalysis {
+        measured: Some(a), ..
+    }) = &result.analysis
+    {
+        return format!("{} ({} test)", result.target.target, BinaryBytes(a.region_bytes));
+    }
+    result.target.target.clone()
+}
+
+/// The target under a `cached:` prefix and the cache's own keys (`cached:sim:x?size=1g&scale=1/4` names
+/// `sim:x?scale=1/4`), or None for a target without a cache.
+pub(crate) fn uncached_target(target: &str) -> Option<String> {
+    match ssdlab_core::target::TargetSpec::parse(target).ok()? {
+        ssdlab_core::target::TargetSpec::Cached { inner_target, .. } => Some(inner_target),
+        _ => None,
     }
 }
 

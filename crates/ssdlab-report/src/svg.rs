@@ -3,8 +3,24 @@
 
 use std::fmt::Write;
 
-/// Series colours (colour-blind-safe palette).
-const COLOURS: [&str; 6] = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9"];
+/// Series colours (the Okabe-Ito colour-blind-safe palette, yellow left out for contrast on white); series past
+/// the palette repeat a colour with a dashed line, so no two series look the same.
+const COLOURS: [&str; 7] = [
+    "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000",
+];
+
+/// The colour and dash pattern of series `i`.
+fn style(i: usize) -> (&'static str, &'static str) {
+    let dash = match (i / COLOURS.len()) % 3 {
+        0 => "",
+        1 => "6 3",
+        _ => "2 3",
+    };
+    (COLOURS[i % COLOURS.len()], dash)
+}
+
+/// Height of one legend row below the plot.
+const LEGEND_ROW: f64 = 18.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scale {
@@ -213,8 +229,36 @@ fn ticks(scale: Scale, lo: f64, hi: f64) -> Vec<f64> {
 
 /// Renders a chart as an SVG element (800 x 360 user units, scaled by CSS). `id` makes the element ids unique
 /// within a page.
+/// Where each series' legend entry goes: its x and its row, wrapping at the chart's width. Empty when the chart
+/// has a single unnamed series.
+fn legend_layout(chart: &Chart, width: f64) -> Vec<(f64, usize)> {
+    if chart.series.len() <= 1 && chart.series.first().is_none_or(|s| s.name.is_empty()) {
+        return Vec::new();
+    }
+    let (start, end) = (24.0, width - 12.0);
+    let (mut x, mut row) = (start, 0);
+    chart
+        .series
+        .iter()
+        .map(|series| {
+            let entry = 34.0 + 6.6 * series.name.chars().count() as f64;
+            if x > start && x + entry > end {
+                x = start;
+                row += 1;
+            }
+            let at = (x, row);
+            x += entry;
+            at
+        })
+        .collect()
+}
+
 pub fn render(chart: &Chart, id: usize) -> String {
     let (width, height) = (800.0, 360.0);
+    // The legend goes below the plot, never over the data: lay it out first to know how tall the chart is.
+    let legend = legend_layout(chart, width);
+    let legend_rows = legend.iter().map(|&(_, row)| row + 1).max().unwrap_or(0);
+    let total_height = height + legend_rows as f64 * LEGEND_ROW + if legend_rows > 0 { 6.0 } else { 0.0 };
     let (left, right, top, bottom) = (72.0, 20.0, 34.0, 52.0);
     let all = || chart.series.iter().flat_map(|s| s.points.iter());
     let (x_lo, x_hi) = bounds(&chart.x, all().map(|p| p.0));
@@ -236,7 +280,7 @@ pub fn render(chart: &Chart, id: usize) -> String {
     let mut svg = String::new();
     let _ = write!(
         svg,
-        r#"<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="{title}" xmlns="http://www.w3.org/2000/svg">"#,
+        r#"<svg class="chart" viewBox="0 0 {width} {total_height}" role="img" aria-label="{title}" xmlns="http://www.w3.org/2000/svg">"#,
         title = escape(&chart.title)
     );
     let _ = write!(
@@ -292,7 +336,7 @@ pub fn render(chart: &Chart, id: usize) -> String {
         h = height - top - bottom
     );
     for (i, series) in chart.series.iter().enumerate() {
-        let colour = COLOURS[i % COLOURS.len()];
+        let (colour, dash) = style(i);
         let visible: Vec<(f64, f64)> = series
             .points
             .iter()
@@ -312,7 +356,7 @@ pub fn render(chart: &Chart, id: usize) -> String {
             let path: Vec<String> = visible.iter().map(|(a, b)| format!("{a:.1},{b:.1}")).collect();
             let _ = write!(
                 svg,
-                r#"<polyline fill="none" stroke="{colour}" stroke-width="1.8" points="{}"/>"#,
+                r#"<polyline fill="none" stroke="{colour}" stroke-width="1.8" stroke-dasharray="{dash}" points="{}"/>"#,
                 path.join(" ")
             );
         }
@@ -328,21 +372,19 @@ pub fn render(chart: &Chart, id: usize) -> String {
         svg.push_str("</g>");
     }
     svg.push_str("</g>");
-    // Legend.
-    if chart.series.len() > 1 || chart.series.first().is_some_and(|s| !s.name.is_empty()) {
-        let mut lx = left + 8.0;
-        for (i, series) in chart.series.iter().enumerate() {
-            let colour = COLOURS[i % COLOURS.len()];
-            let _ = write!(
-                svg,
-                r#"<g class="legend"><rect x="{lx:.1}" y="{ly}" width="10" height="10" fill="{colour}"/><text x="{tx:.1}" y="{ty}">{}</text></g>"#,
-                escape(&series.name),
-                ly = top + 6.0,
-                tx = lx + 14.0,
-                ty = top + 15.0
-            );
-            lx += 26.0 + 7.2 * series.name.chars().count() as f64;
-        }
+    // Legend, below the axis label.
+    for (i, &(lx, row)) in legend.iter().enumerate() {
+        let (colour, dash) = style(i);
+        let ly = height + row as f64 * LEGEND_ROW;
+        let _ = write!(
+            svg,
+            r#"<g class="legend"><line x1="{lx:.1}" y1="{y:.1}" x2="{x2:.1}" y2="{y:.1}" stroke="{colour}" stroke-width="4" stroke-dasharray="{dash}"/><text x="{tx:.1}" y="{ty:.1}">{}</text></g>"#,
+            escape(&chart.series[i].name),
+            y = ly + 1.0,
+            x2 = lx + 18.0,
+            tx = lx + 24.0,
+            ty = ly + 5.0
+        );
     }
     svg.push_str("</svg>");
     svg

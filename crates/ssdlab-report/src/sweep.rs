@@ -36,6 +36,10 @@ pub(crate) fn sweep(group: &[&RunResult]) -> String {
         y: Axis::new("MB/s", Scale::Linear),
         series,
     }]);
+    if group.len() > 1 {
+        out.push_str(&side_by_side(group));
+        return out;
+    }
     for r in group {
         let header: Vec<String> = ["transfer", "write MB/s", "read MB/s", "write IOPS", "read IOPS"]
             .iter()
@@ -57,6 +61,45 @@ pub(crate) fn sweep(group: &[&RunResult]) -> String {
         out.push_str(&table(&header, &rows));
     }
     out
+}
+
+/// Several sweeps in one table, as ATTO comparisons are published: a row per transfer size, write and read MB/s
+/// of every result side by side under the result's name.
+fn side_by_side(group: &[&RunResult]) -> String {
+    let mut t = String::from("<div class=\"wide\"><table><tr><th rowspan=\"2\">transfer</th>");
+    for r in group {
+        let _ = write!(t, "<th colspan=\"2\">{}</th>", escape(&label(r)));
+    }
+    t.push_str("</tr><tr>");
+    for _ in group {
+        t.push_str("<th>write MB/s</th><th>read MB/s</th>");
+    }
+    t.push_str("</tr>");
+    let mut sizes: Vec<u64> = group
+        .iter()
+        .flat_map(|r| rows_of(r).iter().map(|row| row.transfer_bytes))
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    for size in sizes {
+        let _ = write!(t, "<tr><td>{}</td>", binary_size(size as f64));
+        for r in group {
+            match rows_of(r).iter().find(|row| row.transfer_bytes == size) {
+                Some(row) => {
+                    let _ = write!(
+                        t,
+                        "<td>{}</td><td>{}</td>",
+                        mb_s(row.write_bytes_per_s),
+                        mb_s(row.read_bytes_per_s)
+                    );
+                }
+                None => t.push_str("<td>–</td><td>–</td>"),
+            }
+        }
+        t.push_str("</tr>");
+    }
+    t.push_str("</table></div>");
+    t
 }
 
 /// The rows of a sweep result (none when it was stopped before the first size).

@@ -326,7 +326,8 @@ pub enum EngineArg {
 #[derive(Debug, Args)]
 pub struct TargetArgs {
     /// /dev/NAME, file:PATH[:SIZE], null[:SIZE], sim:PROFILE[?OPTIONS] (the virtual SSD; `ssdlab sim profiles`), or
-    /// cached:T[?size=1g&mode=writeback|writethrough|readonly&seq-cutoff=4m&dirty-limit=50%] (a DRAM cache over T).
+    /// cached:T[?size=1g&mode=writeback|writethrough|readonly&seq-cutoff=4m&dirty-limit=50%&hot-map=off|on|PATH&cpu-limit=off|PCT]
+    /// (a DRAM cache over T).
     #[arg(long, value_name = "T")]
     pub target: String,
     /// Allow writes and discards to a block device (they destroy its data). Files and null need no permission.

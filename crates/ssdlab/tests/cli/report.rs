@@ -143,3 +143,66 @@ fn the_report_draws_absurd_values_at_once() {
     assert!(started.elapsed().as_secs() < 10);
     assert!(std::fs::metadata(&page).unwrap().len() < 1 << 20);
 }
+
+#[test]
+fn rapid_style_comparison_shows_cache_ratios_and_sweeps_side_by_side() {
+    let dir = tempdir();
+    let out = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let drive = "sim:840evo-250g?scale=1/64";
+    let cached = format!("cached:{drive}&size=64m");
+    for (target, name) in [(drive, "lat-plain"), (cached.as_str(), "lat-cached")] {
+        let o = run(&[
+            "test",
+            "latency",
+            "--target",
+            target,
+            "--span",
+            "1g",
+            "--runtime",
+            "3s",
+            "--out",
+            &out(name),
+        ]);
+        expect_code(&o, 0);
+    }
+    for (size, name) in [("64m", "sweep-64m"), ("16m", "sweep-16m")] {
+        let o = run(&[
+            "test",
+            "sweep",
+            "--target",
+            drive,
+            "--test-size",
+            size,
+            "--from",
+            "4k",
+            "--to",
+            "64k",
+            "--out",
+            &out(name),
+        ]);
+        expect_code(&o, 0);
+    }
+    let page = out("compare.html");
+    let o = run(&[
+        "report",
+        &out("lat-plain"),
+        &out("lat-cached"),
+        &out("sweep-64m"),
+        &out("sweep-16m"),
+        "--out",
+        &page,
+    ]);
+    expect_code(&o, 0);
+    let html = std::fs::read_to_string(&page).unwrap();
+    // The cached run against the same drive without it, as ratios (RAPID's table).
+    let ratio_row = format!("<td>cached:sim:840evo-250g?scale=1/64&amp;size=64m / {drive}</td>");
+    assert!(html.contains(&ratio_row), "no ratio row in the latency table");
+    // Two sweeps of one drive: told apart by their test size, in one table under both names.
+    assert!(
+        html.contains(&format!("{drive} (64 MiB test)")) && html.contains(&format!("{drive} (16 MiB test)"))
+    );
+    assert!(
+        html.contains(r#"<th colspan="2">"#),
+        "no side-by-side sweep table"
+    );
+}
