@@ -59,7 +59,8 @@ pub struct CacheConfig {
 /// cannot tell (yet). Given by the opener for devices with a real clock: the cache does no I/O of its own.
 pub type LoadProbe = Box<dyn FnMut() -> Option<f64> + Send>;
 
-/// Pass-through ends only when the load falls this many points below the limit, so it does not flap.
+/// Pass-through ends only when the load falls this many points below the limit (or to half a low limit), so it
+/// does not flap.
 const PASS_THROUGH_HYSTERESIS_PERCENT: f64 = 10.0;
 
 impl CacheConfig {
@@ -305,7 +306,9 @@ impl<D: Device> CachedDevice<D> {
                         self.pass_through_since_ns = Some(now);
                         self.stats.pass_through_episodes += 1;
                     }
-                    Some(since) if busy_percent < limit - PASS_THROUGH_HYSTERESIS_PERCENT => {
+                    Some(since)
+                        if busy_percent < limit - PASS_THROUGH_HYSTERESIS_PERCENT.min(limit / 2.0) =>
+                    {
                         self.stats.pass_through_ns += now - since;
                         self.pass_through_since_ns = None;
                     }
@@ -333,7 +336,8 @@ impl<D: Device> CachedDevice<D> {
     }
 
     /// Reads the warm list in LBA order, coalesced into runs, on the destage slots, and caches every block
-    /// clean; then orders them by their old recency. A failed read leaves its blocks out.
+    /// clean; then orders them by their old recency. A read that fails or is refused leaves its blocks out; only
+    /// a device that cannot even report completions fails the `prepare`.
     fn warm(&mut self) -> DeviceResult<()> {
         let order = std::mem::take(&mut self.warm_blocks);
         if order.is_empty() {
@@ -352,8 +356,12 @@ impl<D: Device> CachedDevice<D> {
         let mut pending = runs.into_iter();
         let mut carrying: Vec<Option<(u64, usize)>> = vec![None; self.destages.len()];
         let mut in_flight = 0;
+        let mut failure = None;
         loop {
-            while let Some(slot) = self.free_destage.pop() {
+            while failure.is_none() {
+                let Some(slot) = self.free_destage.pop() else {
+                    break;
+                };
                 let Some((start, n)) = pending.next() else {
                     self.free_destage.push(slot);
                     break;
@@ -365,17 +373,24 @@ impl<D: Device> CachedDevice<D> {
                     slot: base + slot,
                     tag: 0,
                 };
-                if self.inner.submit(&[io])? != 1 {
-                    self.free_destage.push(slot);
-                    break;
+                match self.inner.submit(&[io]) {
+                    Ok(1) => {
+                        carrying[slot as usize] = Some((start, n));
+                        in_flight += 1;
+                    }
+                    // Not taken: these blocks are left out, and so is the rest (the device is struggling).
+                    Ok(_) | Err(_) => {
+                        self.free_destage.push(slot);
+                        failure = Some(());
+                    }
                 }
-                carrying[slot as usize] = Some((start, n));
-                in_flight += 1;
             }
             if in_flight == 0 {
                 break;
             }
             self.inner_out.clear();
+            // A device that cannot report completions fails the `prepare`: reads may still be in flight on
+            // destage slots, so the cache must not be used.
             self.inner.reap(1, None, &mut self.inner_out)?;
             for c in std::mem::take(&mut self.inner_out) {
                 let slot = c.slot - base;
@@ -383,9 +398,13 @@ impl<D: Device> CachedDevice<D> {
                 in_flight -= 1;
                 if c.result == (n as u64 * BLOCK) as i64 {
                     for k in 0..n {
+                        let block = start + k as u64;
+                        if self.store.lookup(block).is_some() {
+                            continue;
+                        }
                         let at = k * BLOCK as usize;
                         let data = &self.inner.buffer(c.slot)[at..at + BLOCK as usize];
-                        if self.store.insert_clean(start + k as u64, data).is_some() {
+                        if self.store.insert_clean(block, data).is_some() {
                             self.stats.warmed_bytes += BLOCK;
                         }
                     }
@@ -441,7 +460,12 @@ impl<D: Device> CachedDevice<D> {
         }
         self.draining = false;
         // The device's own volatile cache: one FLUSH on a destage slot.
-        let slot = self.free_destage.pop().expect("no destage in flight");
+        // Every destage has completed, so a slot is free, unless a failed warm start left reads in flight.
+        let slot = self.free_destage.pop().ok_or_else(|| {
+            DeviceError::Invalid(
+                "no free slot for the device flush: reads from a failed warm start are in flight".into(),
+            )
+        })?;
         let flush = Io {
             op: Op::Flush,
             offset: 0,
@@ -953,10 +977,11 @@ impl<D: Device> Device for CachedDevice<D> {
         let mut inner = Vec::new();
         self.inner.extents(offset, len, &mut inner)?;
         let covered: u64 = inner.iter().map(|e| e.len_bytes).sum();
-        assert!(
-            covered > 0 && covered <= len,
-            "the inner device described {covered} bytes of a {len}-byte query"
-        );
+        if covered == 0 || covered > len {
+            return Err(DeviceError::Invalid(format!(
+                "the device below described {covered} bytes of a {len}-byte allocation query"
+            )));
+        }
         let end = offset + covered;
         let mut held: Vec<std::ops::Range<u64>> = Vec::new();
         for b in Self::block_span(offset, covered) {
@@ -1097,7 +1122,14 @@ impl<D: Device> Drop for CachedDevice<D> {
             let _ = self.flush_all();
         }
         if let Some(hook) = self.on_close.take() {
-            hook(self.store.blocks_by_recency());
+            // A cache closed before it was ever prepared still holds the list it was to warm with: keep that
+            // rather than replace a good map with an empty one.
+            let blocks = if self.warm_blocks.is_empty() {
+                self.store.blocks_by_recency()
+            } else {
+                std::mem::take(&mut self.warm_blocks)
+            };
+            hook(blocks);
         }
     }
 }

@@ -153,8 +153,8 @@ impl Store {
         }
     }
 
-    /// Every cached block, most recently used first: clean frames in LRU order, then pinned (dirty or
-    /// destaging) ones, which are the most recently written.
+    /// Every cached block, most recently used first: pinned (dirty or destaging) frames first, as the most
+    /// recently written (in frame order among themselves), then clean frames in LRU order.
     pub fn blocks_by_recency(&self) -> Vec<u64> {
         let mut out = Vec::with_capacity(self.index.len());
         for (i, f) in self.frames.iter().enumerate() {

@@ -3,86 +3,10 @@
 
 mod common;
 
+use common::Counting;
 use ssdlab_cache::{BLOCK, CacheConfig, CachedDevice};
-use ssdlab_core::device::{Completion, Device, DeviceInfo, DeviceResult, Io, Op};
+use ssdlab_core::device::{Completion, Device, Io, Op};
 use ssdlab_core::target::CacheMode;
-
-/// A huge device that keeps no data and counts what reaches it; every operation takes 50 µs.
-struct Counting {
-    info: DeviceInfo,
-    buffers: Vec<Vec<u8>>,
-    now_ns: u64,
-    pending: Vec<Completion>,
-    ops: Vec<(Op, u64, u64)>,
-}
-
-impl Counting {
-    fn new(capacity: u64) -> Self {
-        Counting {
-            info: common::virtual_info("counting", capacity, 4096, 1 << 20, true),
-            buffers: vec![],
-            now_ns: 0,
-            pending: vec![],
-            ops: vec![],
-        }
-    }
-}
-
-impl Device for Counting {
-    fn info(&self) -> &DeviceInfo {
-        &self.info
-    }
-    fn prepare(&mut self, slots: u32, buffer_bytes: usize) -> DeviceResult<()> {
-        self.buffers = vec![vec![0; buffer_bytes]; slots as usize];
-        Ok(())
-    }
-    fn buffer(&self, slot: u32) -> &[u8] {
-        &self.buffers[slot as usize]
-    }
-    fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
-        &mut self.buffers[slot as usize]
-    }
-    fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize> {
-        for io in ios {
-            self.ops.push((io.op, io.offset, io.len));
-            self.pending.push(Completion {
-                slot: io.slot,
-                tag: io.tag,
-                op: io.op,
-                result: if io.op == Op::Flush { 0 } else { io.len as i64 },
-                submitted_ns: self.now_ns,
-                completed_ns: self.now_ns + 50_000,
-            });
-        }
-        Ok(ios.len())
-    }
-    fn reap(&mut self, min: usize, _deadline: Option<u64>, out: &mut Vec<Completion>) -> DeviceResult<usize> {
-        if min > 0 && !self.pending.is_empty() {
-            self.now_ns = self
-                .pending
-                .iter()
-                .map(|c| c.completed_ns)
-                .min()
-                .unwrap()
-                .max(self.now_ns);
-        }
-        let now = self.now_ns;
-        let (done, left): (Vec<_>, Vec<_>) = self.pending.drain(..).partition(|c| c.completed_ns <= now);
-        self.pending = left;
-        let n = done.len();
-        out.extend(done);
-        Ok(n)
-    }
-    fn now_ns(&self) -> u64 {
-        self.now_ns
-    }
-    fn wait_until(&mut self, t_ns: u64) {
-        self.now_ns = self.now_ns.max(t_ns);
-    }
-    fn in_flight(&self) -> usize {
-        self.pending.len()
-    }
-}
 
 fn one(cache: &mut CachedDevice<Counting>, io: Io) -> Completion {
     cache.submit(&[io]).unwrap();

@@ -218,6 +218,10 @@ impl Backing {
                 at = hole;
             }
         }
+        if at == offset {
+            // Holes kept moving under us: claim nothing rather than describe nothing.
+            out.push(Extent::data(len));
+        }
         Ok(())
     }
 

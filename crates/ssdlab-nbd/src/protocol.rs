@@ -318,12 +318,16 @@ pub fn handshake(
                     )?;
                     continue;
                 };
+                let listing = option == OPT_LIST_META_CONTEXT;
                 if !same_export(&name, &export.name, &export.name) {
+                    if !listing {
+                        // A refused selection replaces the earlier one with nothing.
+                        allocation_for = None;
+                    }
                     let message = format!("no export named '{name}'; this server exports '{}'", export.name);
                     error_reply(stream, option, REP_ERR_UNKNOWN, &message)?;
                     continue;
                 }
-                let listing = option == OPT_LIST_META_CONTEXT;
                 // `base:` is a wildcard when listing and selects nothing when setting; unknown names are
                 // ignored, as the protocol requires.
                 let matches = queries.is_empty() && listing
@@ -463,7 +467,11 @@ pub fn structured_header(out: &mut Vec<u8>, flags: u16, kind: u16, cookie: u64, 
 
 /// Appends a final structured error chunk with a message for a human.
 pub fn structured_error(out: &mut Vec<u8>, error: u32, cookie: u64, message: &str) {
-    let message = &message.as_bytes()[..message.len().min(4096)];
+    let mut end = message.len().min(4096);
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    let message = &message.as_bytes()[..end];
     structured_header(
         out,
         REPLY_FLAG_DONE,
@@ -493,6 +501,143 @@ mod tests {
         let mut bad = r.encode();
         bad[0] ^= 1;
         assert!(Request::decode(&bad).is_err());
+    }
+
+    /// A client's bytes in, the server's bytes out.
+    struct Duplex {
+        input: std::io::Cursor<Vec<u8>>,
+        output: Vec<u8>,
+    }
+
+    impl Read for Duplex {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.input.read(buf)
+        }
+    }
+
+    impl Write for Duplex {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.output.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn option(out: &mut Vec<u8>, option: u32, data: &[u8]) {
+        out.extend_from_slice(&IHAVEOPT.to_be_bytes());
+        out.extend_from_slice(&option.to_be_bytes());
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        out.extend_from_slice(data);
+    }
+
+    fn meta_query(name: &str, queries: &[&str]) -> Vec<u8> {
+        let mut d = (name.len() as u32).to_be_bytes().to_vec();
+        d.extend_from_slice(name.as_bytes());
+        d.extend_from_slice(&(queries.len() as u32).to_be_bytes());
+        for q in queries {
+            d.extend_from_slice(&(q.len() as u32).to_be_bytes());
+            d.extend_from_slice(q.as_bytes());
+        }
+        d
+    }
+
+    /// The option replies in the server's output after the 18-byte greeting: (option, reply type, data).
+    fn replies(output: &[u8]) -> Vec<(u32, u32, Vec<u8>)> {
+        let mut at = 18;
+        let mut out = Vec::new();
+        while at + 20 <= output.len() {
+            let option = u32::from_be_bytes(output[at + 8..at + 12].try_into().unwrap());
+            let kind = u32::from_be_bytes(output[at + 12..at + 16].try_into().unwrap());
+            let len = u32::from_be_bytes(output[at + 16..at + 20].try_into().unwrap()) as usize;
+            out.push((option, kind, output[at + 20..at + 20 + len].to_vec()));
+            at += 20 + len;
+        }
+        out
+    }
+
+    #[test]
+    fn block_status_is_negotiated_only_after_structured_replies_and_only_for_this_export() {
+        let export = ExportInfo {
+            name: "disk".into(),
+            size_bytes: 1 << 20,
+            transmission_flags: TFLAG_HAS_FLAGS,
+            min_block_bytes: 512,
+            preferred_block_bytes: 4096,
+            max_payload_bytes: 1 << 20,
+        };
+        let mut client = 3u32.to_be_bytes().to_vec();
+        option(
+            &mut client,
+            OPT_SET_META_CONTEXT,
+            &meta_query("disk", &[CONTEXT_BASE_ALLOCATION]),
+        );
+        option(&mut client, OPT_STRUCTURED_REPLY, &[]);
+        option(&mut client, OPT_LIST_META_CONTEXT, &meta_query("", &["base:"]));
+        option(
+            &mut client,
+            OPT_SET_META_CONTEXT,
+            &meta_query("other", &[CONTEXT_BASE_ALLOCATION]),
+        );
+        option(
+            &mut client,
+            OPT_SET_META_CONTEXT,
+            &meta_query("", &["base:", "x-unknown:thing", CONTEXT_BASE_ALLOCATION]),
+        );
+        let mut go = 4u32.to_be_bytes().to_vec();
+        go.extend_from_slice(b"disk");
+        go.extend_from_slice(&1u16.to_be_bytes());
+        go.extend_from_slice(&INFO_BLOCK_SIZE.to_be_bytes());
+        option(&mut client, OPT_GO, &go);
+        let mut stream = Duplex {
+            input: std::io::Cursor::new(client),
+            output: Vec::new(),
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let outcome = handshake(&mut stream, &export, deadline).unwrap();
+        assert_eq!(
+            outcome,
+            Handshake::Transmission(Negotiated {
+                block_sizes: true,
+                structured: true,
+                allocation_context: Some(ALLOCATION_CONTEXT_ID),
+            })
+        );
+        let r = replies(&stream.output);
+        let context = |id: u32| {
+            let mut d = id.to_be_bytes().to_vec();
+            d.extend_from_slice(CONTEXT_BASE_ALLOCATION.as_bytes());
+            d
+        };
+        // Before structured replies: refused.
+        assert_eq!((r[0].0, r[0].1), (OPT_SET_META_CONTEXT, REP_ERR_INVALID));
+        assert_eq!((r[1].0, r[1].1), (OPT_STRUCTURED_REPLY, REP_ACK));
+        // Listing with the wildcard names the context (id 0 when listing).
+        assert_eq!(r[2], (OPT_LIST_META_CONTEXT, REP_META_CONTEXT, context(0)));
+        assert_eq!((r[3].0, r[3].1), (OPT_LIST_META_CONTEXT, REP_ACK));
+        // Another export's name: unknown.
+        assert_eq!((r[4].0, r[4].1), (OPT_SET_META_CONTEXT, REP_ERR_UNKNOWN));
+        // The wildcard and unknown names select nothing; base:allocation is selected once.
+        assert_eq!(
+            r[5],
+            (
+                OPT_SET_META_CONTEXT,
+                REP_META_CONTEXT,
+                context(ALLOCATION_CONTEXT_ID)
+            )
+        );
+        assert_eq!((r[6].0, r[6].1), (OPT_SET_META_CONTEXT, REP_ACK));
+    }
+
+    #[test]
+    fn a_long_error_message_is_cut_on_a_character_boundary() {
+        let mut out = Vec::new();
+        let message = "é".repeat(3000);
+        structured_error(&mut out, EIO, 7, &message);
+        let len = u16::from_be_bytes(out[24..26].try_into().unwrap()) as usize;
+        assert!(len <= 4096 && std::str::from_utf8(&out[26..26 + len]).is_ok());
+        assert_eq!(out.len(), 26 + len);
     }
 
     #[test]

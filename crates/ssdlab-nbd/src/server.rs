@@ -534,10 +534,18 @@ impl<D: Device> Server<'_, D> {
             MAX_STATUS_DESCRIPTORS
         };
         let descriptors = crate::status::descriptors(&aligned, u64::from(r.length), max);
-        assert!(
-            !descriptors.is_empty(),
-            "a block-status reply describes at least one block"
-        );
+        if descriptors.is_empty() {
+            // A device that described nothing: the client hears an error, never an empty answer.
+            self.stats.errors += 1;
+            protocol::structured_error(
+                &mut conn.outbuf,
+                protocol::EIO,
+                r.cookie,
+                "the device described nothing",
+            );
+            self.write_out(i);
+            return;
+        }
         protocol::structured_header(
             &mut conn.outbuf,
             protocol::REPLY_FLAG_DONE,

@@ -227,8 +227,6 @@ fn ticks(scale: Scale, lo: f64, hi: f64) -> Vec<f64> {
     }
 }
 
-/// Renders a chart as an SVG element (800 x 360 user units, scaled by CSS). `id` makes the element ids unique
-/// within a page.
 /// Where each series' legend entry goes: its x and its row, wrapping at the chart's width. Empty when the chart
 /// has a single unnamed series.
 fn legend_layout(chart: &Chart, width: f64) -> Vec<(f64, usize)> {
@@ -253,6 +251,8 @@ fn legend_layout(chart: &Chart, width: f64) -> Vec<(f64, usize)> {
         .collect()
 }
 
+/// Renders a chart as an SVG element (800 user units wide, 360 tall plus a row per line of legend, scaled by
+/// CSS). `id` makes the element ids unique within a page.
 pub fn render(chart: &Chart, id: usize) -> String {
     let (width, height) = (800.0, 360.0);
     // The legend goes below the plot, never over the data: lay it out first to know how tall the chart is.

@@ -77,16 +77,17 @@ pub(crate) fn attach(
     setting: &HotMapSetting,
     cache: &mut CachedDevice<AnyDevice>,
 ) -> Result<(), OpenError> {
+    if *setting == HotMapSetting::Off {
+        return Ok(());
+    }
     let info = cache.inner().info().clone();
-    let path = match setting {
-        HotMapSetting::Off => return Ok(()),
-        HotMapSetting::File(path) => path.clone(),
-        HotMapSetting::StateDir => {
-            let id = identity(flag, target, inner, &info)?;
-            default_state_dir().join("cache").join(HotMap::file_name(&id))
-        }
-    };
     let identity = identity(flag, target, inner, &info)?;
+    let path = match setting {
+        HotMapSetting::File(path) => path.clone(),
+        _ => default_state_dir()
+            .join("cache")
+            .join(HotMap::file_name(&identity)),
+    };
     match std::fs::read(&path) {
         Ok(bytes) => match HotMap::decode(&bytes) {
             Ok(map) if map.identity == identity && map.capacity_bytes == info.capacity_bytes => {
@@ -140,8 +141,9 @@ pub(crate) fn attach(
 fn replace_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
+    // Named per process, so two caches closing on one map cannot write into each other's file.
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(".tmp");
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
     let tmp = dir.join(tmp_name);
     let mut f = std::fs::File::create(&tmp)?;
     f.write_all(bytes)?;

@@ -96,6 +96,7 @@ pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Resu
         let opened = open_spec(inner_target, inner, options)?;
         let block = opened.device.info().logical_block_bytes;
         if !ssdlab_cache::BLOCK.is_multiple_of(u64::from(block)) {
+            opened.undo.restore();
             return Err(OpenError::Refused(format!(
                 "{} {target}: the cache works in {}-byte blocks and {inner_target} has {block}-byte logical blocks; it cannot be cached",
                 options.flag,
@@ -114,7 +115,11 @@ pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Resu
         if real_clock && cache.cpu_limit_percent < 100 {
             cached.set_load_probe(cpu_load::probe());
         }
-        hot_map::attach(options.flag, target, inner, &cache.hot_map, &mut cached)?;
+        if let Err(e) = hot_map::attach(options.flag, target, inner, &cache.hot_map, &mut cached) {
+            drop(cached);
+            opened.undo.restore();
+            return Err(e);
+        }
         return Ok(Opened {
             device: AnyDevice::Cached(cached),
             undo: opened.undo,

@@ -484,6 +484,9 @@ h.pwrite(b"\x55" * 65536, 32 << 20)
 seen = []
 h.block_status(1 << 20, 32 << 20, lambda meta, off, entries, err: seen.extend(entries) or 0)
 print("first", seen[0], seen[1])
+one = []
+h.block_status(1 << 20, 0, lambda meta, off, entries, err: one.extend(entries) or 0, nbd.CMD_FLAG_REQ_ONE)
+print("reqone", len(one) // 2, one[0])
 run = subprocess.run(["nbdcopy", uri, copy], capture_output=True, text=True)
 assert run.returncode == 0, run.stderr
 with open(copy, "rb") as f:
@@ -514,6 +517,11 @@ fn dirty_status_probe(uri: &str, copy: &Path) -> ((u64, u32), bool) {
             .to_string()
     };
     let first: Vec<u64> = field("first ").split(' ').map(|v| v.parse().unwrap()).collect();
+    let req_one: Vec<u64> = field("reqone ").split(' ').map(|v| v.parse().unwrap()).collect();
+    assert!(
+        req_one[0] == 1 && req_one[1] <= 1 << 20,
+        "REQ_ONE: one descriptor within the request: {req_one:?}"
+    );
     ((first[0], first[1] as u32), field("copied ") == "True")
 }
 
