@@ -3,19 +3,10 @@
 
 mod common;
 
-use common::Counting;
+use common::{Counting, one};
 use ssdlab_cache::{BLOCK, CacheConfig, CachedDevice};
-use ssdlab_core::device::{Completion, Device, Io, Op};
+use ssdlab_core::device::{Device, Io, Op};
 use ssdlab_core::target::CacheMode;
-
-fn one(cache: &mut CachedDevice<Counting>, io: Io) -> Completion {
-    cache.submit(&[io]).unwrap();
-    let mut out = Vec::new();
-    while out.is_empty() {
-        cache.reap(1, None, &mut out).unwrap();
-    }
-    out[0]
-}
 
 #[test]
 fn a_flush_with_one_dirty_block_on_a_64_gib_device_is_one_write_and_one_device_flush() {

@@ -19,12 +19,7 @@ fn one(cache: &mut CachedDevice<Counting>, op: Op, block: u64) -> Completion {
         slot: 0,
         tag: 0,
     };
-    cache.submit(&[io]).unwrap();
-    let mut out = Vec::new();
-    while out.is_empty() {
-        cache.reap(1, None, &mut out).unwrap();
-    }
-    out[0]
+    common::one(cache, io)
 }
 
 #[test]

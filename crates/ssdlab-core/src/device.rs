@@ -173,6 +173,15 @@ impl Extent {
         }
     }
 
+    /// A hole: nothing stored, reads as zeroes.
+    pub fn hole(len_bytes: u64) -> Self {
+        Extent {
+            len_bytes,
+            allocated: false,
+            reads_zero: true,
+        }
+    }
+
     /// Appends `next` to `out`, merging it into the last extent when their states are equal.
     pub fn push_merged(out: &mut Vec<Extent>, next: Extent) {
         if next.len_bytes == 0 {
@@ -290,28 +299,20 @@ pub trait Device {
 mod tests {
     use super::*;
 
-    fn hole(len_bytes: u64) -> Extent {
-        Extent {
-            len_bytes,
-            allocated: false,
-            reads_zero: true,
-        }
-    }
-
     #[test]
     fn marked_ranges_become_data_and_the_rest_keeps_its_state() {
         // From 1000: a 3000-byte hole, 1000 bytes of data, a 4000-byte hole.
-        let inner = [hole(3000), Extent::data(1000), hole(4000)];
+        let inner = [Extent::hole(3000), Extent::data(1000), Extent::hole(4000)];
         let mut out = Vec::new();
         mark_allocated(&inner, 1000, &[1500..2000, 3500..4500, 7000..9000], &mut out);
         assert_eq!(
             out,
             vec![
-                hole(500),
+                Extent::hole(500),
                 Extent::data(500),
-                hole(1500),
+                Extent::hole(1500),
                 Extent::data(1500),
-                hole(2000),
+                Extent::hole(2000),
                 Extent::data(2000),
             ]
         );

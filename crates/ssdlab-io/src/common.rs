@@ -195,14 +195,7 @@ impl Backing {
                 .unwrap_or(end)
                 .min(end);
             if data > at {
-                Extent::push_merged(
-                    out,
-                    Extent {
-                        len_bytes: data - at,
-                        allocated: false,
-                        reads_zero: true,
-                    },
-                );
+                Extent::push_merged(out, Extent::hole(data - at));
                 pushed += 1;
                 at = data;
                 continue;

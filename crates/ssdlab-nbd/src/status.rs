@@ -100,11 +100,7 @@ mod tests {
     use super::*;
 
     fn hole(len_bytes: u64) -> Extent {
-        Extent {
-            len_bytes,
-            allocated: false,
-            reads_zero: true,
-        }
+        Extent::hole(len_bytes)
     }
 
     #[test]

@@ -668,11 +668,7 @@ mod tests {
         run(&mut device, Op::Discard, (1 << 20) + 8192, 4096);
         let mut extents = Vec::new();
         device.extents(0, 4 << 20, &mut extents).unwrap();
-        let hole = |len_bytes| Extent {
-            len_bytes,
-            allocated: false,
-            reads_zero: true,
-        };
+        let hole = Extent::hole;
         let written = |len_bytes| Extent {
             len_bytes,
             allocated: true,

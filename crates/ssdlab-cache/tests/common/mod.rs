@@ -107,3 +107,13 @@ impl Device for Counting {
         self.pending.len()
     }
 }
+
+/// Submits one operation to a cache over a counting device and waits for its completion.
+pub fn one(cache: &mut ssdlab_cache::CachedDevice<Counting>, io: Io) -> Completion {
+    cache.submit(&[io]).unwrap();
+    let mut out = Vec::new();
+    while out.is_empty() {
+        cache.reap(1, None, &mut out).unwrap();
+    }
+    out[0]
+}
