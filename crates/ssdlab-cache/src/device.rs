@@ -655,11 +655,14 @@ impl<D: Device> CachedDevice<D> {
             self.write_around(slot);
             return;
         }
-        if self.config.mode != CacheMode::Writeback || sequential || !self.absorbable(io) {
+        let absorbable = (self.config.mode == CacheMode::Writeback && !sequential)
+            .then(|| self.absorbable(io))
+            .flatten();
+        let Some(pins) = absorbable else {
             self.write_around(slot);
             return;
-        }
-        if !self.waiting_writes.is_empty() || !self.store.can_pin(self.frames_to_pin(io), self.pinned_limit) {
+        };
+        if !self.waiting_writes.is_empty() || !self.store.can_pin(pins, self.pinned_limit) {
             let now = self.inner.now_ns();
             let op = &mut self.host[slot as usize];
             op.stage = Stage::WaitingFrames;
@@ -670,13 +673,15 @@ impl<D: Device> CachedDevice<D> {
         self.absorb(slot);
     }
 
-    /// Whether a write can be taken into the cache: every partly covered block is cached (there is nothing to
-    /// merge it with otherwise), and it needs no large share of the dirty allowance (it would wait for ever).
-    fn absorbable(&self, io: Io) -> bool {
+    /// How many frames absorbing a write would newly pin, if it can be taken into the cache at all: every partly
+    /// covered block is cached (there is nothing to merge it with otherwise), and it needs no large share of the
+    /// dirty allowance (it would wait for ever).
+    fn absorbable(&self, io: Io) -> Option<usize> {
         let partial_uncached = Self::block_span(io.offset, io.len).any(|b| {
             Self::overlap(b, io.offset, io.len).2 < BLOCK as usize && self.store.lookup(b).is_none()
         });
-        !partial_uncached && self.frames_to_pin(io) <= self.pinned_limit / 4
+        let pins = self.frames_to_pin(io);
+        (!partial_uncached && pins <= self.pinned_limit / 4).then_some(pins)
     }
 
     /// How many frames absorbing `io` would newly pin: blocks not cached and clean blocks.
@@ -763,7 +768,7 @@ impl<D: Device> CachedDevice<D> {
             }
             let io = self.host[slot as usize].io;
             let absorbable = self.absorbable(io);
-            if absorbable && !self.store.can_pin(self.frames_to_pin(io), self.pinned_limit) {
+            if absorbable.is_some_and(|pins| !self.store.can_pin(pins, self.pinned_limit)) {
                 break;
             }
             self.waiting_writes.pop_front();
@@ -772,7 +777,7 @@ impl<D: Device> CachedDevice<D> {
                 .now_ns()
                 .saturating_sub(self.host[slot as usize].waiting_since_ns);
             self.stats.dirty_limit_wait_ns += waited;
-            if absorbable {
+            if absorbable.is_some() {
                 self.absorb(slot);
             } else {
                 // A block it would merge into was evicted while it waited.

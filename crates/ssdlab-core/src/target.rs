@@ -104,6 +104,15 @@ impl Default for CacheSpec {
 /// The keys a `cached:` target takes; any other key in its last `?` part belongs to the inner target.
 pub const CACHE_KEYS: &str = "size, mode, seq-cutoff, dirty-limit, hot-map, cpu-limit";
 
+/// A whole percentage from 1 to `max`, with or without its `%`.
+fn parse_percent(value: &str, max: u8) -> Option<u8> {
+    value
+        .trim_end_matches('%')
+        .parse()
+        .ok()
+        .filter(|p| (1..=max).contains(p))
+}
+
 impl CacheSpec {
     /// Applies one `key=value`; `Ok(false)` if the key is not the cache's.
     fn apply(&mut self, key: &str, value: &str) -> Result<bool, String> {
@@ -128,19 +137,13 @@ impl CacheSpec {
                 self.seq_cutoff_bytes = parse_size(value).map_err(|e| bad(&e.to_string()))?;
             }
             "cpu-limit" => {
-                let percent: u8 = if value == "off" {
+                self.cpu_limit_percent = if value == "off" {
                     100
                 } else {
-                    value
-                        .trim_end_matches('%')
-                        .parse()
-                        .ok()
-                        .filter(|p| (1..=100).contains(p))
-                        .ok_or_else(|| {
-                            bad("write a CPU busy percentage from 1 to 100, such as 95%, or off")
-                        })?
+                    parse_percent(value, 100).ok_or_else(|| {
+                        bad("write a CPU busy percentage from 1 to 100, such as 95%, or off")
+                    })?
                 };
-                self.cpu_limit_percent = percent;
             }
             "hot-map" => {
                 self.hot_map = match value {
@@ -155,13 +158,8 @@ impl CacheSpec {
                 }
             }
             "dirty-limit" => {
-                let percent: u8 = value
-                    .trim_end_matches('%')
-                    .parse()
-                    .ok()
-                    .filter(|p| (1..=90).contains(p))
+                self.dirty_limit_percent = parse_percent(value, 90)
                     .ok_or_else(|| bad("write a percentage of the cache from 1 to 90, such as 50%"))?;
-                self.dirty_limit_percent = percent;
             }
             _ => return Ok(false),
         }

@@ -207,6 +207,9 @@ struct Server<'a, D: Device> {
     stopping: bool,
     /// Reused for every socket read (allocating and zeroing it per request cost more than the request).
     read_chunk: Vec<u8>,
+    /// The last poll's answer per connection slot (readable, writable), and which slots it polled.
+    ready: Vec<(bool, bool)>,
+    polled: Vec<usize>,
 }
 
 /// Serves `device` on `listener` until `stop` is set, then finishes what is in flight, flushes the device
@@ -265,6 +268,8 @@ pub fn serve<D: Device>(
         completions: Vec::new(),
         stopping: false,
         read_chunk: vec![0; READ_CHUNK],
+        ready: Vec::new(),
+        polled: Vec::new(),
     };
     on_ready(&server.export);
     server.run(&listener, stop)?;
@@ -276,11 +281,11 @@ impl<D: Device> Server<'_, D> {
     fn run(&mut self, listener: &Listener, stop: &AtomicBool) -> Result<(), ServeError> {
         while !stop.load(Ordering::Relaxed) {
             let busy = self.device.in_flight() > 0;
-            let ready = self.poll(Some(listener), if busy { 0 } else { 100 })?;
-            if ready.0 {
+            let listener_ready = self.poll(Some(listener), if busy { 0 } else { 100 })?;
+            if listener_ready {
                 self.accept(listener);
             }
-            self.service_sockets(&ready.1);
+            self.service_sockets();
             if busy {
                 self.reap(200_000)?;
                 // Completions freed slots: requests already buffered can go now, without waiting for the
@@ -288,7 +293,7 @@ impl<D: Device> Server<'_, D> {
                 for i in 0..self.conns.len() {
                     self.parse(i);
                 }
-            } else if !ready.0 && ready.1.iter().all(|r| !r.0 && !r.1) {
+            } else if !listener_ready && self.ready.iter().all(|r| !r.0 && !r.1) {
                 // Nothing to do: a chance for the device's background work (a cache destages).
                 self.device.idle();
             }
@@ -297,16 +302,13 @@ impl<D: Device> Server<'_, D> {
         Ok(())
     }
 
-    /// Polls the listener and every connection; returns whether the listener is ready and, per connection
-    /// slot, (readable, writable).
-    fn poll(
-        &self,
-        listener: Option<&Listener>,
-        timeout_ms: i32,
-    ) -> Result<(bool, Vec<(bool, bool)>), ServeError> {
+    /// Polls the listener and every connection; returns whether the listener is ready, and leaves in
+    /// `self.ready`, per connection slot, (readable, writable). The vectors are reused: this runs once per
+    /// request.
+    fn poll(&mut self, listener: Option<&Listener>, timeout_ms: i32) -> Result<bool, ServeError> {
         let reading = !self.free.is_empty();
         let mut fds = Vec::with_capacity(self.conns.len() + 1);
-        let mut map = Vec::with_capacity(self.conns.len());
+        self.polled.clear();
         if let Some(l) = listener {
             fds.push(PollFd::from_borrowed_fd(l.fd(), PollFlags::IN));
         }
@@ -323,15 +325,17 @@ impl<D: Device> Server<'_, D> {
                 continue;
             }
             fds.push(PollFd::from_borrowed_fd(conn.stream.fd(), flags));
-            map.push(i);
+            self.polled.push(i);
         }
         let timeout = rustix::event::Timespec {
             tv_sec: (timeout_ms / 1000) as i64,
             tv_nsec: ((timeout_ms % 1000) as i64) * 1_000_000,
         };
+        self.ready.clear();
+        self.ready.resize(self.conns.len(), (false, false));
         match poll(&mut fds, Some(&timeout)) {
             Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => return Ok((false, vec![(false, false); self.conns.len()])),
+            Err(rustix::io::Errno::INTR) => return Ok(false),
             Err(e) => {
                 return Err(ServeError::Io {
                     what: "poll",
@@ -341,16 +345,15 @@ impl<D: Device> Server<'_, D> {
         }
         let offset = usize::from(listener.is_some());
         let listener_ready = listener.is_some() && !fds[0].revents().is_empty();
-        let mut ready = vec![(false, false); self.conns.len()];
-        for (k, &i) in map.iter().enumerate() {
+        for (k, &i) in self.polled.iter().enumerate() {
             let revents = fds[k + offset].revents();
             let hangup = revents.intersects(PollFlags::HUP | PollFlags::ERR);
-            ready[i] = (
+            self.ready[i] = (
                 revents.contains(PollFlags::IN) || hangup,
                 revents.contains(PollFlags::OUT) || hangup,
             );
         }
-        Ok((listener_ready, ready))
+        Ok(listener_ready)
     }
 
     fn accept(&mut self, listener: &Listener) {
@@ -392,8 +395,9 @@ impl<D: Device> Server<'_, D> {
         }
     }
 
-    fn service_sockets(&mut self, ready: &[(bool, bool)]) {
-        for (i, &(readable, writable)) in ready.iter().enumerate() {
+    fn service_sockets(&mut self) {
+        for i in 0..self.ready.len() {
+            let (readable, writable) = self.ready[i];
             if writable {
                 self.write_out(i);
             }
@@ -843,8 +847,8 @@ impl<D: Device> Server<'_, D> {
             .any(|c| !c.outbuf.is_empty() && !c.dead)
             && Instant::now() < until
         {
-            let ready = self.poll(None, 100)?;
-            self.service_sockets(&ready.1);
+            self.poll(None, 100)?;
+            self.service_sockets();
         }
         self.conns.clear();
         let slot = self
