@@ -11,6 +11,7 @@
 
 pub mod device;
 pub mod histogram;
+pub mod prom;
 pub mod rng;
 pub mod schema;
 pub mod stats;

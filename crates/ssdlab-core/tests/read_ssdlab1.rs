@@ -33,6 +33,7 @@ fn every_kind_reads_back_typed() {
             Analysis::Latency(m) => m.measured.as_ref().is_some_and(|l| l.iops > 0.0),
             Analysis::Scan(s) => !s.files.is_empty(),
             Analysis::RegionScan(r) => r.regions.len() == 4,
+            Analysis::Health(h) => h.drives.iter().all(|d| d.snapshot.host_written_bytes.is_some()),
         };
         assert!(
             measured,
@@ -57,6 +58,7 @@ fn every_kind_reads_back_typed() {
                 assert_eq!(r.regions, 4, "{kind}");
                 "region-scan"
             }
+            RunOptions::Health(_) => "health",
         };
         assert_eq!(options_kind, kind, "{kind}: options {:?}", result.options);
         // Written again, it reads back the same.

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod consistency;
+pub mod health;
 mod latency;
 mod region_scan;
 mod run;
@@ -121,6 +122,7 @@ pub fn render(results: &[RunResult]) -> String {
             Analysis::Scan(_) => scan::scan(&group),
             Analysis::RegionScan(_) => region_scan::region_scan(&group),
             Analysis::Run => run::run(&group),
+            Analysis::Health(_) => health::health(&group),
         });
         html.push_str("</section>");
     }
@@ -136,6 +138,7 @@ fn heading(kind: &str) -> String {
         "latency" => "QD1 latency: 4 KiB random writes".into(),
         "scan" => "Stale data: read speed by data age".into(),
         "region-scan" => "Read speed across the device (region scan)".into(),
+        "health" => "Drive health: host and NAND writes, write amplification, wear".into(),
         other => other.to_string(),
     }
 }

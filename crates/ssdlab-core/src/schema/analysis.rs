@@ -25,6 +25,7 @@ pub enum Analysis {
     Latency(MethodAnalysis<LatencyAnalysis>),
     Scan(ScanAnalysis),
     RegionScan(RegionScanAnalysis),
+    Health(crate::schema::health::HealthAnalysis),
 }
 
 impl Analysis {
@@ -38,6 +39,7 @@ impl Analysis {
             Analysis::Latency(_) => "latency",
             Analysis::Scan(_) => "scan",
             Analysis::RegionScan(_) => "region-scan",
+            Analysis::Health(_) => "health",
         }
     }
 
@@ -48,7 +50,7 @@ impl Analysis {
             Analysis::Trim(m) => &m.notes,
             Analysis::Sweep(m) => &m.notes,
             Analysis::Latency(m) => &m.notes,
-            Analysis::Run | Analysis::Scan(_) | Analysis::RegionScan(_) => &[],
+            Analysis::Run | Analysis::Scan(_) | Analysis::RegionScan(_) | Analysis::Health(_) => &[],
         }
     }
 }

@@ -6,6 +6,7 @@
 
 mod analysis;
 mod cache;
+pub mod health;
 pub mod options;
 
 use serde::{Deserialize, Serialize, Serializer};
@@ -238,5 +239,6 @@ fn analysis_object<S: Serializer>(analysis: &Analysis, serializer: S) -> Result<
         Analysis::Latency(a) => a.serialize(serializer),
         Analysis::Scan(a) => a.serialize(serializer),
         Analysis::RegionScan(a) => a.serialize(serializer),
+        Analysis::Health(a) => a.serialize(serializer),
     }
 }

@@ -23,6 +23,8 @@ pub enum RunOptions {
     RegionScan(RegionScanFlags),
     /// `ssdlab scan PATH...` or `scan --target sim:... --dataset ...`.
     FileScan(FileScanFlags),
+    /// `ssdlab health`.
+    Health(HealthFlags),
 }
 
 /// How the target was opened.
@@ -158,4 +160,18 @@ pub struct FileScanFlags {
     pub chunk: String,
     pub qd: u32,
     pub slower_than: f64,
+}
+
+/// `ssdlab health`'s flags as given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HealthFlags {
+    pub devices: Vec<String>,
+    pub from: Vec<PathBuf>,
+    pub history_dir: Option<PathBuf>,
+    /// The history window (a duration such as "30d"), or None for all of it.
+    pub window: Option<String>,
+    pub rated_tbw: Option<f64>,
+    pub rated_dwpd: Option<f64>,
+    pub rated_pe: Option<u32>,
+    pub warranty_years: Option<f64>,
 }

@@ -1,0 +1,214 @@
+//! What `ssdlab health` concluded about each drive: the normalized snapshot (one shape for SATA, NVMe and the
+//! virtual SSD), the write rates and write amplification over the history window, the remaining-life estimate
+//! with its band, and a verdict with reasons.
+//!
+//! Counters that drives keep in 128-bit fields (NVMe data units) are `u128` here, so a value past 2^53 keeps
+//! every digit; JSON readers that parse numbers as doubles lose the low digits, as they would of smartctl's own
+//! output. Everything a drive reported but this model does not name is kept (`attributes`, `other_fields`).
+
+use serde::{Deserialize, Serialize};
+
+/// How the drive is attached, as far as its health data shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    Ata,
+    Nvme,
+    Scsi,
+    /// ssdlab's virtual SSD (`sim:`), reporting its own counters.
+    Virtual,
+    Unknown,
+}
+
+impl Protocol {
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Ata => "ATA",
+            Protocol::Nvme => "NVMe",
+            Protocol::Scsi => "SCSI",
+            Protocol::Virtual => "virtual",
+            Protocol::Unknown => "unknown",
+        }
+    }
+}
+
+/// Which drive a snapshot describes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriveIdentity {
+    pub model: String,
+    /// The key of the drive's history; empty when the source did not say (nvme-cli's smart-log).
+    pub serial: String,
+    pub firmware: Option<String>,
+    pub capacity_bytes: Option<u64>,
+    pub protocol: Protocol,
+    /// The device node, file or target the data came from.
+    pub source: String,
+}
+
+/// One ATA SMART attribute as the drive reported it (every one is kept, known or not).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AtaAttribute {
+    pub id: u8,
+    pub name: String,
+    /// Normalized value, worst seen and the failure threshold (vendor scales, usually 100 or 200 = new).
+    pub value: u8,
+    pub worst: u8,
+    pub thresh: u8,
+    /// smartctl's "when failed": "" (never), "past" or "now".
+    pub when_failed: String,
+    /// A pre-failure attribute (its threshold predicts failure) rather than an age/usage one.
+    pub prefailure: bool,
+    pub raw_value: u64,
+    pub raw_string: String,
+}
+
+/// A reported value this model has no field for, kept as the source wrote it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NamedValue {
+    pub name: String,
+    pub value: String,
+}
+
+/// One drive at one moment, normalized.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HealthSnapshot {
+    /// When the data was read (Unix seconds): smartctl's own time stamp when it has one.
+    pub taken_at_s: u64,
+    pub identity: DriveIdentity,
+    pub power_on_hours: Option<u64>,
+    pub temperature_celsius: Option<f64>,
+    pub host_written_bytes: Option<u128>,
+    pub host_read_bytes: Option<u128>,
+    /// Bytes the drive programmed into NAND (host writes plus its own garbage collection, wear leveling and
+    /// refresh), where the drive exposes a counter for it.
+    pub nand_written_bytes: Option<u128>,
+    /// Which counter `nand_written_bytes` came from, or why there is none, in words.
+    pub nand_written_source: String,
+    /// Rated endurance used, in percent (may exceed 100).
+    pub wear_used_percent: Option<f64>,
+    /// Which field `wear_used_percent` came from.
+    pub wear_source: String,
+    /// Mean erase (P/E) cycles per block, where the drive says.
+    pub erase_count_mean: Option<f64>,
+    pub available_spare_percent: Option<f64>,
+    pub available_spare_threshold_percent: Option<f64>,
+    /// Uncorrectable media or data-integrity errors.
+    pub media_errors: Option<u64>,
+    /// Interface CRC errors (a cable or backplane, not the NAND).
+    pub crc_errors: Option<u64>,
+    /// Blocks or sectors retired and replaced from the spare pool.
+    pub reallocated: Option<u64>,
+    pub pending_sectors: Option<u64>,
+    pub unsafe_shutdowns: Option<u64>,
+    /// The drive's own overall assessment (SMART return status, NVMe critical warning clear).
+    pub smart_passed: Option<bool>,
+    /// NVMe critical warning bits (0 is clear).
+    pub critical_warning: Option<u8>,
+    /// smartctl's exit status bit mask, when the snapshot came from smartctl.
+    pub smartctl_exit_status: Option<u8>,
+    #[serde(default)]
+    pub attributes: Vec<AtaAttribute>,
+    #[serde(default)]
+    pub other_fields: Vec<NamedValue>,
+    /// What the reader noticed: fields missing, values approximated, the source's own messages.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// The drive's rated endurance, and where the rating came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnduranceRating {
+    /// Terabytes written the warranty covers, in bytes.
+    pub tbw_bytes: Option<u64>,
+    pub warranty_years: Option<f64>,
+    /// Drive writes per day over the warranty, when a TBW and a capacity give it (or it was given).
+    pub dwpd: Option<f64>,
+    /// Rated program/erase cycles of its NAND.
+    pub pe_cycles: Option<u32>,
+    /// "--rated-tbw", "known drive table: ...", "profile ...".
+    pub source: String,
+}
+
+/// One point of a drive's history, for charts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryPoint {
+    pub t_s: u64,
+    pub host_written_bytes: Option<u128>,
+    pub nand_written_bytes: Option<u128>,
+    pub wear_used_percent: Option<f64>,
+}
+
+/// Rates over the history window (the oldest snapshot inside it to the newest).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WriteRates {
+    pub from_s: u64,
+    pub to_s: u64,
+    pub snapshots: u32,
+    pub host_written_bytes_per_day: Option<f64>,
+    pub nand_written_bytes_per_day: Option<f64>,
+    /// NAND bytes over host bytes written inside the window.
+    pub write_amplification_ratio: Option<f64>,
+}
+
+/// Remaining life from the wear trend: a least-squares line through the window's wear figures, with the
+/// 95% confidence interval of its slope giving the band.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LifeEstimate {
+    /// What was extrapolated ("wear_used_percent", or host writes against the TBW rating).
+    pub basis: String,
+    pub remaining_days: Option<f64>,
+    /// The band: the fastest plausible wear gives the low end; None at the high end means no upper bound
+    /// (the slope's interval includes zero).
+    pub remaining_days_low: Option<f64>,
+    pub remaining_days_high: Option<f64>,
+    /// Set when there was not enough to estimate: what is needed.
+    pub needs: Option<String>,
+}
+
+/// Healthy, worth watching, or failing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HealthLevel {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl HealthLevel {
+    pub fn name(self) -> &'static str {
+        match self {
+            HealthLevel::Ok => "OK",
+            HealthLevel::Warn => "WARN",
+            HealthLevel::Fail => "FAIL",
+        }
+    }
+}
+
+/// A drive's verdict and every reason behind it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HealthVerdict {
+    pub level: HealthLevel,
+    pub reasons: Vec<String>,
+}
+
+/// Everything `health` concluded about one drive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriveHealth {
+    pub snapshot: HealthSnapshot,
+    /// NAND bytes over host bytes over the drive's whole life.
+    pub lifetime_write_amplification_ratio: Option<f64>,
+    pub rating: Option<EnduranceRating>,
+    pub rates: Option<WriteRates>,
+    pub life: LifeEstimate,
+    #[serde(default)]
+    pub history: Vec<HistoryPoint>,
+    pub verdict: HealthVerdict,
+}
+
+/// `ssdlab health`: one entry per drive asked about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HealthAnalysis {
+    pub drives: Vec<DriveHealth>,
+    /// The history directory used, if any.
+    pub history_dir: Option<String>,
+}

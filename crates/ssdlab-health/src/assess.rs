@@ -1,0 +1,217 @@
+//! Everything `health` concludes about one drive, from its snapshot, its history and its rating.
+
+use ssdlab_core::schema::health::{DriveHealth, EnduranceRating, HealthSnapshot, LifeEstimate};
+
+use crate::history::{self, DAY_S};
+use crate::life::{days_to, trend};
+use crate::verdict::verdict;
+
+/// The drive's health: `history` holds its earlier snapshots (any order; `snapshot` may be among them).
+pub fn assess(
+    snapshot: &HealthSnapshot,
+    earlier: Vec<HealthSnapshot>,
+    window_s: Option<u64>,
+    rating: Option<EnduranceRating>,
+) -> DriveHealth {
+    let all = history::merged(earlier, snapshot);
+    let window = history::window(&all, window_s);
+    let rates = history::rates(window);
+    let life = life(snapshot, window, rating.as_ref());
+    let lifetime_write_amplification_ratio = match (snapshot.host_written_bytes, snapshot.nand_written_bytes)
+    {
+        (Some(h), Some(n)) if h > 0 => Some(n as f64 / h as f64),
+        _ => None,
+    };
+    DriveHealth {
+        verdict: verdict(snapshot, &life),
+        snapshot: snapshot.clone(),
+        lifetime_write_amplification_ratio,
+        rating,
+        rates,
+        life,
+        history: history::points(&all),
+    }
+}
+
+/// Wear in percent of rated life: the drive's own figure, or mean erase count over rated P/E (finer, where the
+/// drive counts erases).
+fn wear_of(s: &HealthSnapshot, rated_pe: Option<u32>) -> Option<f64> {
+    match (s.erase_count_mean, rated_pe) {
+        (Some(erases), Some(pe)) if pe > 0 => Some(erases / f64::from(pe) * 100.0),
+        _ => s.wear_used_percent,
+    }
+}
+
+fn life(
+    current: &HealthSnapshot,
+    window: &[HealthSnapshot],
+    rating: Option<&EnduranceRating>,
+) -> LifeEstimate {
+    let pe = rating.and_then(|r| r.pe_cycles);
+    let t0 = window.first().map_or(0, |s| s.taken_at_s);
+    let series = |f: &dyn Fn(&HealthSnapshot) -> Option<f64>| -> (Vec<f64>, Vec<f64>) {
+        window
+            .iter()
+            .filter_map(|s| f(s).map(|v| ((s.taken_at_s - t0) as f64 / DAY_S, v)))
+            .unzip()
+    };
+    let span_days = window.last().map_or(0.0, |l| (l.taken_at_s - t0) as f64 / DAY_S);
+    let wear_basis = if pe.is_some() && current.erase_count_mean.is_some() {
+        format!("mean erase count over {} rated P/E cycles", pe.unwrap_or(0))
+    } else {
+        format!("wear used ({})", current.wear_source)
+    };
+
+    // The wear trend first: it is what the drive itself says about its NAND.
+    let (days, wear) = series(&|s| wear_of(s, pe));
+    let mut needs = None;
+    if let (Some(now), Some(t)) = (wear_of(current, pe), trend(&days, &wear)) {
+        let (d, low, high) = days_to(100.0, now, &t);
+        if d.is_some() {
+            return LifeEstimate {
+                basis: format!(
+                    "{wear_basis}: {:.4}% a day over {} snapshots",
+                    t.per_day, t.points
+                ),
+                remaining_days: d,
+                remaining_days_low: low,
+                remaining_days_high: high,
+                needs: (t.points < 3).then(|| "a third snapshot, for the band".to_string()),
+            };
+        }
+        needs = Some(format!(
+            "wear has not moved over {span_days:.1} days (it is reported in steps); more history"
+        ));
+    }
+    // Then host writes against the TBW rating.
+    if let (Some(tbw), Some(now)) = (rating.and_then(|r| r.tbw_bytes), current.host_written_bytes) {
+        let (days, host) = series(&|s| s.host_written_bytes.map(|b| b as f64));
+        if let Some(t) = trend(&days, &host) {
+            let (d, low, high) = days_to(tbw as f64, now as f64, &t);
+            if d.is_some() {
+                return LifeEstimate {
+                    basis: format!(
+                        "host writes against the {:.0} TBW rating: {:.1} GB a day over {} snapshots",
+                        tbw as f64 / 1e12,
+                        t.per_day / 1e9,
+                        t.points
+                    ),
+                    remaining_days: d,
+                    remaining_days_low: low,
+                    remaining_days_high: high,
+                    needs: (t.points < 3).then(|| "a third snapshot, for the band".to_string()),
+                };
+            }
+        }
+    }
+    let needs = needs.unwrap_or_else(|| {
+        let mut text = "a second snapshot at least a day later (run ssdlab health daily: \
+                        dist/systemd has a timer), and a third for the band"
+            .to_string();
+        if let (Some(used), Some(hours)) = (wear_of(current, pe), current.power_on_hours)
+            && used > 0.0
+            && hours > 0
+        {
+            let days = hours as f64 / 24.0;
+            let left = (100.0 - used).max(0.0) / (used / days);
+            text.push_str(&format!(
+                ". For scale only: at its lifetime average ({used:.1}% in {days:.0} power-on days) about \
+                 {:.1} power-on years remain; one ratio is not an estimate",
+                left / 365.25
+            ));
+        }
+        text
+    });
+    LifeEstimate {
+        basis: wear_basis,
+        remaining_days: None,
+        remaining_days_low: None,
+        remaining_days_high: None,
+        needs: Some(needs),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::virtual_drive::{VirtualDrive, snapshot};
+    use ssdlab_core::schema::DeviceCounters;
+    use ssdlab_core::schema::health::HealthLevel;
+
+    fn day(d: u64, erases: f64, host: u64) -> HealthSnapshot {
+        snapshot(
+            &VirtualDrive {
+                target: "sim:x".into(),
+                model: "m".into(),
+                capacity_bytes: 1 << 30,
+                counters: DeviceCounters {
+                    host_bytes_written: host,
+                    nand_bytes_written: host * 2,
+                    erase_count_mean: erases,
+                    ..DeviceCounters::default()
+                },
+                host_read_bytes: None,
+                rated_pe_cycles: 1000,
+                powered_s: d as f64 * 86_400.0,
+                origin: None,
+            },
+            d * 86_400,
+        )
+    }
+
+    fn pe_rating() -> Option<EnduranceRating> {
+        Some(EnduranceRating {
+            tbw_bytes: None,
+            warranty_years: None,
+            dwpd: None,
+            pe_cycles: Some(1000),
+            source: "test".into(),
+        })
+    }
+
+    #[test]
+    fn one_snapshot_says_what_it_needs() {
+        let s = day(100, 100.0, 1 << 40);
+        let h = assess(&s, vec![], None, pe_rating());
+        assert_eq!(h.life.remaining_days, None);
+        let needs = h.life.needs.unwrap();
+        assert!(needs.contains("a second snapshot"), "{needs}");
+        // 10% in 100 days: 900 more days = 2.46 years, given as scale only.
+        assert!(needs.contains("2.5 power-on years"), "{needs}");
+        assert_eq!(h.lifetime_write_amplification_ratio, Some(2.0));
+        assert_eq!(h.verdict.level, HealthLevel::Ok);
+    }
+
+    #[test]
+    fn a_steady_wear_rate_gives_the_remaining_days() {
+        // 1 erase cycle a day = 0.1% a day; at 50% used, 500 days remain.
+        let history: Vec<_> = (0..10).map(|d| day(d, 491.0 + d as f64, d << 30)).collect();
+        let h = assess(history.last().unwrap(), history.clone(), None, pe_rating());
+        assert!(
+            (h.life.remaining_days.unwrap() - 500.0).abs() < 1e-6,
+            "{:?}",
+            h.life
+        );
+        assert!((h.life.remaining_days_low.unwrap() - 500.0).abs() < 1e-3);
+        assert_eq!(h.life.needs, None);
+        assert_eq!(h.history.len(), 10);
+        // A window of 3 days keeps the last four snapshots.
+        let last = history.last().unwrap().clone();
+        let w = assess(&last, history, Some(3 * 86_400), pe_rating());
+        assert_eq!(w.rates.unwrap().snapshots, 4);
+    }
+
+    #[test]
+    fn a_short_life_warns() {
+        // 5 erase cycles a day from 900: 20 days left.
+        let history: Vec<_> = (0..4).map(|d| day(d, 885.0 + 5.0 * d as f64, d << 30)).collect();
+        let h = assess(history.last().unwrap(), history.clone(), None, pe_rating());
+        assert!((h.life.remaining_days.unwrap() - 20.0).abs() < 1e-6);
+        assert_eq!(h.verdict.level, HealthLevel::Warn);
+        assert!(
+            h.verdict.reasons.iter().any(|r| r.contains("remaining life")),
+            "{:?}",
+            h.verdict
+        );
+    }
+}

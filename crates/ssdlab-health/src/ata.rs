@@ -1,0 +1,237 @@
+//! The ATA attributes this model names, by vendor: host writes and reads, NAND writes, wear, spare and errors.
+//!
+//! Attribute numbers are not a standard: 233 is Intel's wearout indicator and Kingston's NAND writes, 246 is
+//! Micron's host writes and Kingston's erase total. So every rule matches the attribute's *name* as smartctl's
+//! drive database gives it (with the number as a second check where names are generic), never the number
+//! alone. An attribute no rule names is still kept in the snapshot and shown.
+//!
+//! NAND writes (the counter Samsung's Magician did not show), in the order tried:
+//!
+//! | vendor | attributes | unit |
+//! |---|---|---|
+//! | Intel (320/330/520/730) | 249 `NAND_Writes_1GiB` | GiB |
+//! | Intel DC (S3500/S3700) | 243 `NAND_Writes_32MiB` | 32 MiB |
+//! | Kingston/Phison, SanDisk | 233 `Flash_Writes_GiB`, `Total_NAND_Writes_GiB`, `NAND_Writes_GiB` | GiB |
+//! | WD Blue/Red SA500 | 233 `NAND_GB_Written_TLC` + 234 `NAND_GB_Written_SLC` | GiB |
+//! | Micron/Crucial | 247 host + 248 FTL (`Bckgnd_`) program pages | host bytes x (247 + 248) / 247 |
+//! | Samsung client | none: 177 `Wear_Leveling_Count` x raw NAND gives a coarse estimate, said in words | |
+
+use ssdlab_core::schema::health::{AtaAttribute, HealthSnapshot};
+
+const GIB: u128 = 1 << 30;
+const MIB32: u128 = 32 << 20;
+
+/// ATA device statistics (the standard log 04h) that smartctl -x decodes.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DeviceStatistics {
+    pub logical_sectors_written: Option<u64>,
+    pub logical_sectors_read: Option<u64>,
+    pub percentage_used: Option<u64>,
+    pub reported_uncorrectable: Option<u64>,
+}
+
+fn find<'a>(attributes: &'a [AtaAttribute], names: &[&str]) -> Option<&'a AtaAttribute> {
+    attributes
+        .iter()
+        .find(|a| names.iter().any(|n| a.name.eq_ignore_ascii_case(n)))
+}
+
+/// A scaled byte count from an attribute's raw value, and words saying where it came from.
+fn scaled(attribute: &AtaAttribute, unit: u128, unit_name: &str) -> (u128, String) {
+    (
+        u128::from(attribute.raw_value) * unit,
+        format!("attribute {} {} x {unit_name}", attribute.id, attribute.name),
+    )
+}
+
+/// Fills the snapshot's normalized fields from the attribute table and the device statistics.
+pub fn apply(
+    attributes: &[AtaAttribute],
+    stats: &DeviceStatistics,
+    logical_block_bytes: u64,
+    snapshot: &mut HealthSnapshot,
+) {
+    let lbs = u128::from(logical_block_bytes);
+    let lbs_name = format!("{logical_block_bytes} B");
+
+    // Host writes: a vendor attribute, else the standard statistic.
+    let host_written = if let Some(a) = find(attributes, &["Host_Writes_32MiB"]) {
+        Some(scaled(a, MIB32, "32 MiB"))
+    } else if let Some(a) = find(
+        attributes,
+        &["Lifetime_Writes_GiB", "Total_Writes_GiB", "Host_Writes_GiB"],
+    ) {
+        Some(scaled(a, GIB, "1 GiB"))
+    } else if let Some(a) = find(attributes, &["Total_LBAs_Written", "Host_Writes_LBAs"]) {
+        Some(scaled(a, lbs, &lbs_name))
+    } else {
+        stats.logical_sectors_written.map(|s| {
+            (
+                u128::from(s) * lbs,
+                format!("device statistics Logical Sectors Written x {lbs_name}"),
+            )
+        })
+    };
+    let host_source = host_written.as_ref().map(|(_, s)| s.clone());
+    snapshot.host_written_bytes = host_written.map(|(b, _)| b);
+    if let Some(source) = host_source {
+        snapshot.notes.push(format!("host writes from {source}"));
+    }
+
+    snapshot.host_read_bytes = if let Some(a) = find(attributes, &["Host_Reads_32MiB"]) {
+        Some(scaled(a, MIB32, "").0)
+    } else if let Some(a) = find(
+        attributes,
+        &["Lifetime_Reads_GiB", "Total_Reads_GiB", "Host_Reads_GiB"],
+    ) {
+        Some(scaled(a, GIB, "").0)
+    } else if let Some(a) = find(attributes, &["Total_LBAs_Read", "Host_Reads_LBAs"]) {
+        Some(scaled(a, lbs, "").0)
+    } else {
+        stats.logical_sectors_read.map(|s| u128::from(s) * lbs)
+    };
+
+    nand_writes(attributes, snapshot);
+    wear(attributes, stats, snapshot);
+    errors(attributes, stats, snapshot);
+}
+
+fn nand_writes(attributes: &[AtaAttribute], snapshot: &mut HealthSnapshot) {
+    let found = if let Some(a) = find(attributes, &["NAND_Writes_1GiB"]) {
+        Some(scaled(a, GIB, "1 GiB"))
+    } else if let Some(a) = find(attributes, &["NAND_Writes_32MiB"]) {
+        Some(scaled(a, MIB32, "32 MiB"))
+    } else if let Some(a) = find(
+        attributes,
+        &["Flash_Writes_GiB", "Total_NAND_Writes_GiB", "NAND_Writes_GiB"],
+    ) {
+        Some(scaled(a, GIB, "1 GiB"))
+    } else if let (Some(tlc), Some(slc)) = (
+        find(attributes, &["NAND_GB_Written_TLC"]),
+        find(attributes, &["NAND_GB_Written_SLC"]),
+    ) {
+        Some((
+            (u128::from(tlc.raw_value) + u128::from(slc.raw_value)) * GIB,
+            format!(
+                "attributes {} {} + {} {} x 1 GiB",
+                tlc.id, tlc.name, slc.id, slc.name
+            ),
+        ))
+    } else if let (Some(host_pages), Some(ftl_pages), Some(host_bytes)) = (
+        find(attributes, &["Host_Program_Page_Count"]),
+        find(attributes, &["FTL_Program_Page_Count", "Bckgnd_Program_Page_Cnt"]),
+        snapshot.host_written_bytes,
+    ) {
+        (host_pages.raw_value > 0).then(|| {
+            let pages = u128::from(host_pages.raw_value) + u128::from(ftl_pages.raw_value);
+            (
+                host_bytes * pages / u128::from(host_pages.raw_value),
+                format!(
+                    "host writes x (attributes {} {} + {} {}) / {} (program page counts)",
+                    host_pages.id, host_pages.name, ftl_pages.id, ftl_pages.name, host_pages.id
+                ),
+            )
+        })
+    } else {
+        None
+    };
+    match found {
+        Some((bytes, source)) => {
+            snapshot.nand_written_bytes = Some(bytes);
+            snapshot.nand_written_source = source;
+        }
+        None => {
+            snapshot.nand_written_bytes = None;
+            snapshot.nand_written_source = match find(attributes, &["Wear_Leveling_Count"]) {
+                Some(a) => format!(
+                    "not exposed by this drive (no NAND-write attribute; Samsung client drives have none). \
+                     Attribute {} {} says blocks were erased {} times on average: times the raw NAND capacity \
+                     that is a coarse upper figure, not a counter",
+                    a.id, a.name, a.raw_value
+                ),
+                None => "not exposed by this drive (no known NAND-write attribute)".into(),
+            };
+        }
+    }
+}
+
+fn wear(attributes: &[AtaAttribute], stats: &DeviceStatistics, snapshot: &mut HealthSnapshot) {
+    // Mean erase cycles: Samsung's 177 raw, Micron's 173 raw, Phison's "MAX (Average AVG)" string.
+    if let Some(a) = find(attributes, &["Wear_Leveling_Count"]) {
+        snapshot.erase_count_mean = Some(a.raw_value as f64);
+    } else if let Some(a) = find(
+        attributes,
+        &[
+            "Ave_Block-Erase_Count",
+            "Avg_Block-Erase_Count",
+            "Average_Erase_Count",
+        ],
+    ) {
+        snapshot.erase_count_mean = Some(a.raw_value as f64);
+    } else if let Some(a) = find(attributes, &["MaxAvgErase_Ct"]) {
+        snapshot.erase_count_mean = a
+            .raw_string
+            .split("Average")
+            .nth(1)
+            .and_then(|s| s.trim().trim_end_matches(')').trim().parse().ok());
+    }
+
+    // Micron/Crucial count the percentage *used* in 202's raw value; the others normalize from 100 (new)
+    // down to 1, so used = 100 - value.
+    let from_attribute = if let Some(a) = find(attributes, &["Percent_Lifetime_Remain"]) {
+        Some((a.raw_value as f64, format!("attribute {} {} raw", a.id, a.name)))
+    } else {
+        find(
+            attributes,
+            &[
+                "Media_Wearout_Indicator",
+                "SSD_Life_Left",
+                "Wear_Leveling_Count",
+                "Remaining_Lifetime_Perc",
+                "Percent_Life_Remaining",
+            ],
+        )
+        .map(|a| {
+            (
+                100.0 - f64::from(a.value.min(100)),
+                format!("attribute {} {} (100 - normalized value)", a.id, a.name),
+            )
+        })
+    };
+    if let Some(used) = stats.percentage_used {
+        snapshot.wear_used_percent = Some(used as f64);
+        snapshot.wear_source = "device statistics Percentage Used Endurance Indicator".into();
+    } else if let Some((used, source)) = from_attribute {
+        snapshot.wear_used_percent = Some(used);
+        snapshot.wear_source = source;
+    }
+
+    if let Some(a) = find(attributes, &["Available_Reservd_Space"]) {
+        snapshot.available_spare_percent = Some(f64::from(a.value));
+        snapshot.available_spare_threshold_percent = Some(f64::from(a.thresh));
+    }
+}
+
+fn errors(attributes: &[AtaAttribute], stats: &DeviceStatistics, snapshot: &mut HealthSnapshot) {
+    let raw = |names: &[&str]| find(attributes, names).map(|a| a.raw_value);
+    snapshot.reallocated = raw(&[
+        "Reallocated_Sector_Ct",
+        "Retired_Block_Count",
+        "Reallocate_NAND_Blk_Cnt",
+        "Runtime_Bad_Block",
+    ]);
+    snapshot.pending_sectors = raw(&["Current_Pending_Sector", "Current_Pending_ECC_Cnt"]);
+    snapshot.media_errors = raw(&[
+        "Reported_Uncorrect",
+        "Reported_UE_Counts",
+        "Uncorrectable_Error_Cnt",
+    ])
+    .or(stats.reported_uncorrectable);
+    snapshot.crc_errors = raw(&["UDMA_CRC_Error_Count", "CRC_Error_Count", "SATA_CRC_Error"]);
+    snapshot.unsafe_shutdowns = raw(&[
+        "Unexpect_Power_Loss_Ct",
+        "Unsafe_Shutdown_Count",
+        "Power-Off_Retract_Count",
+        "POR_Recovery_Count",
+    ]);
+}

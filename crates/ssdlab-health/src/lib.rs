@@ -1,0 +1,68 @@
+//! ssdlab-health: what a drive says about its own health, in one model, and what follows from it.
+//!
+//! [`smartctl`] and [`nvme_cli`] read the JSON those tools print (live or saved) into a
+//! [`HealthSnapshot`](ssdlab_core::schema::health::HealthSnapshot); [`ata`] holds the table of ATA attributes
+//! this model names (host writes, the vendors' NAND-write counters, wear, errors), [`virtual_drive`] turns the
+//! simulator's counters into the same snapshot; [`history`] keeps snapshots per drive serial as JSON Lines and
+//! computes write rates and write amplification over a window; [`life`] extrapolates wear with a confidence
+//! band; [`rating`] knows the endurance ratings of a few drives; [`verdict`] says OK, WARN or FAIL and why;
+//! [`prom`] writes the Prometheus text format.
+//!
+//! The crate never does I/O: no files, no processes, no clock. The binary runs smartctl, reads and appends the
+//! history files, and passes the time in.
+#![forbid(unsafe_code)]
+
+pub mod assess;
+pub mod ata;
+pub mod history;
+mod json;
+pub mod life;
+pub mod nvme_cli;
+pub mod prom;
+pub mod rating;
+pub mod smartctl;
+pub mod verdict;
+pub mod virtual_drive;
+
+pub use assess::assess;
+use ssdlab_core::schema::health::HealthSnapshot;
+
+/// Why health data could not be read. The text names the source and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    /// Not JSON, or JSON of a shape this crate does not know.
+    #[error("{source_name}: {reason}")]
+    Format { source_name: String, reason: String },
+    /// smartctl itself failed to run (exit status bits 0-1): there is no data, only its messages.
+    #[error(
+        "{source_name}: smartctl could not read the device (exit status {exit_status}: {meaning}){messages}"
+    )]
+    SmartctlFailed {
+        source_name: String,
+        exit_status: u8,
+        meaning: String,
+        messages: String,
+    },
+}
+
+/// Reads health JSON of any known kind (smartctl's or nvme-cli's smart-log), telling them apart by their keys.
+/// `now_s` stamps a snapshot whose source carries no time of its own.
+pub fn parse_any(source_name: &str, text: &str, now_s: u64) -> Result<HealthSnapshot, ParseError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| ParseError::Format {
+        source_name: source_name.into(),
+        reason: format!("not JSON ({e}); give smartctl --json output or nvme smart-log -o json output"),
+    })?;
+    if smartctl::looks_like(&value) {
+        smartctl::parse_value(source_name, &value, now_s)
+    } else if nvme_cli::looks_like(&value) {
+        nvme_cli::parse_value(source_name, &value, now_s)
+    } else {
+        Err(ParseError::Format {
+            source_name: source_name.into(),
+            reason: "JSON, but neither smartctl's (no \"smartctl\" or \"json_format_version\" key) nor nvme-cli's \
+                     smart-log (no \"data_units_written\" and \"critical_warning\"); give smartctl --json -x or \
+                     nvme smart-log -o json output"
+                .into(),
+        })
+    }
+}

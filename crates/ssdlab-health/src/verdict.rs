@@ -1,0 +1,127 @@
+//! OK, WARN or FAIL, with every reason. FAIL is the drive's own failure signals (SMART status, NVMe critical
+//! warnings, attributes failing now, spare below threshold); WARN is what an operator should look at before it
+//! becomes one (errors logged, wear past 80%, reallocations, a life estimate under a year).
+
+use ssdlab_core::schema::health::{HealthLevel, HealthSnapshot, HealthVerdict, LifeEstimate};
+
+use crate::smartctl::exit_meaning;
+
+/// NVMe critical warning bits (NVMe base specification, SMART / Health Information log byte 0).
+const CRITICAL_WARNING_BITS: [&str; 6] = [
+    "available spare is below its threshold",
+    "temperature is outside its thresholds",
+    "NVM subsystem reliability is degraded (media or internal errors)",
+    "media is read-only",
+    "the volatile memory backup device has failed",
+    "the persistent memory region is read-only or unreliable",
+];
+
+/// Wear at which the verdict starts to warn, in percent of rated endurance.
+pub const WEAR_WARN_PERCENT: f64 = 80.0;
+/// A remaining-life low band under this many days warns.
+pub const LIFE_WARN_DAYS: f64 = 365.0;
+
+pub fn verdict(snapshot: &HealthSnapshot, life: &LifeEstimate) -> HealthVerdict {
+    let mut fail = vec![];
+    let mut warn = vec![];
+    if snapshot.smart_passed == Some(false) {
+        fail.push("the drive's own SMART health status says FAILED".to_string());
+    }
+    if let Some(bits) = snapshot.critical_warning.filter(|&w| w != 0) {
+        for (bit, meaning) in CRITICAL_WARNING_BITS.iter().enumerate() {
+            if bits & (1 << bit) != 0 {
+                fail.push(format!("NVMe critical warning bit {bit}: {meaning}"));
+            }
+        }
+        if bits >> CRITICAL_WARNING_BITS.len() != 0 {
+            fail.push(format!(
+                "NVMe critical warning {bits:#04x} has bits this version does not name"
+            ));
+        }
+    }
+    if let Some(status) = snapshot.smartctl_exit_status {
+        if status & 0b0001_1000 != 0 {
+            fail.push(format!(
+                "smartctl exit status {status}: {}",
+                exit_meaning(status, 0b0001_1000)
+            ));
+        }
+        if status & 0b1110_0100 != 0 {
+            warn.push(format!(
+                "smartctl exit status {status}: {}",
+                exit_meaning(status, 0b1110_0100)
+            ));
+        }
+    }
+    for a in &snapshot.attributes {
+        match a.when_failed.as_str() {
+            "now" => fail.push(format!(
+                "attribute {} {} is at or below its threshold now ({} <= {})",
+                a.id, a.name, a.value, a.thresh
+            )),
+            "past" => warn.push(format!(
+                "attribute {} {} was at or below its threshold in the past (worst {}, threshold {})",
+                a.id, a.name, a.worst, a.thresh
+            )),
+            _ => {}
+        }
+    }
+    if let (Some(spare), Some(threshold)) = (
+        snapshot.available_spare_percent,
+        snapshot.available_spare_threshold_percent,
+    ) && spare < threshold
+    {
+        fail.push(format!(
+            "available spare {spare}% is below its threshold {threshold}%"
+        ));
+    }
+    if let Some(used) = snapshot.wear_used_percent {
+        if used >= 100.0 {
+            warn.push(format!(
+                "{used:.0}% of rated endurance used: past its rating, the drive may still work but is \
+                 outside what the vendor promises ({})",
+                snapshot.wear_source
+            ));
+        } else if used >= WEAR_WARN_PERCENT {
+            warn.push(format!(
+                "{used:.0}% of rated endurance used ({})",
+                snapshot.wear_source
+            ));
+        }
+    }
+    let counted = [
+        (snapshot.media_errors, "uncorrectable media errors"),
+        (snapshot.pending_sectors, "sectors pending reallocation"),
+        (snapshot.reallocated, "blocks or sectors reallocated"),
+        (
+            snapshot.crc_errors,
+            "interface CRC errors (check the cable or backplane)",
+        ),
+    ];
+    for (count, what) in counted {
+        if let Some(n) = count.filter(|&n| n > 0) {
+            warn.push(format!("{n} {what}"));
+        }
+    }
+    if let Some(t) = snapshot.temperature_celsius.filter(|&t| t >= 70.0) {
+        warn.push(format!("temperature {t:.0} °C"));
+    }
+    if let Some(low) = life.remaining_days_low.filter(|&d| d < LIFE_WARN_DAYS) {
+        warn.push(format!(
+            "remaining life may be as short as {low:.0} days at the recent wear rate"
+        ));
+    }
+    let level = if !fail.is_empty() {
+        HealthLevel::Fail
+    } else if !warn.is_empty() {
+        HealthLevel::Warn
+    } else {
+        HealthLevel::Ok
+    };
+    let mut reasons = fail;
+    reasons.extend(warn);
+    if reasons.is_empty() {
+        reasons.push("no failure or warning signs".into());
+    }
+    HealthVerdict { level, reasons }
+}

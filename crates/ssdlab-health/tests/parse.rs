@@ -1,0 +1,292 @@
+//! The parsers against fixtures this project wrote from smartctl's and nvme-cli's documented JSON: SATA drives
+//! of several vendors (with and without a NAND-write counter), NVMe, failing drives, missing fields, 128-bit
+//! counters past 2^53, smartctl's exit bits and garbage. Every expected figure is computed by hand in the
+//! comments.
+
+use ssdlab_core::schema::health::{HealthLevel, HealthSnapshot, Protocol};
+use ssdlab_health::{ParseError, assess, parse_any};
+
+const NOW: u64 = 1_800_000_000;
+
+fn fixture(name: &str) -> String {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn snapshot(name: &str) -> HealthSnapshot {
+    parse_any(name, &fixture(name), NOW).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn level(s: &HealthSnapshot) -> (HealthLevel, Vec<String>) {
+    let h = assess(s, vec![], None, None);
+    (h.verdict.level, h.verdict.reasons)
+}
+
+const GIB: u128 = 1 << 30;
+const MIB32: u128 = 32 << 20;
+
+#[test]
+fn intel_reports_nand_writes_in_32_mib_units() {
+    let s = snapshot("ata-intel-dc.json");
+    assert_eq!(s.identity.protocol, Protocol::Ata);
+    assert_eq!(s.identity.serial, "BTWL0000TEST480");
+    assert_eq!(s.taken_at_s, 1_700_000_000, "smartctl's own time stamp");
+    // 3,000,000 x 32 MiB host, 4,500,000 x 32 MiB NAND: write amplification 1.5.
+    assert_eq!(s.host_written_bytes, Some(3_000_000 * MIB32));
+    assert_eq!(s.host_read_bytes, Some(1_000_000 * MIB32));
+    assert_eq!(s.nand_written_bytes, Some(4_500_000 * MIB32));
+    assert!(s.nand_written_source.contains("243 NAND_Writes_32MiB"));
+    // Media_Wearout_Indicator normalized 72: 28% used.
+    assert_eq!(s.wear_used_percent, Some(28.0));
+    assert_eq!(
+        (s.available_spare_percent, s.available_spare_threshold_percent),
+        (Some(99.0), Some(10.0))
+    );
+    let h = assess(&s, vec![], None, None);
+    assert_eq!(h.lifetime_write_amplification_ratio, Some(1.5));
+    assert_eq!(h.verdict.level, HealthLevel::Ok, "{:?}", h.verdict);
+}
+
+#[test]
+fn the_840_evo_says_plainly_that_it_does_not_expose_nand_writes() {
+    let s = snapshot("ata-samsung-840evo-1t.json");
+    // 58,593,750,000 LBAs x 512 B = 30 TB.
+    assert_eq!(s.host_written_bytes, Some(30_000_000_000_000));
+    assert_eq!(s.host_read_bytes, Some(60_000_000_000_000));
+    assert_eq!(s.nand_written_bytes, None);
+    assert!(
+        s.nand_written_source.starts_with("not exposed"),
+        "{}",
+        s.nand_written_source
+    );
+    assert!(
+        s.nand_written_source.contains("erased 31 times"),
+        "{}",
+        s.nand_written_source
+    );
+    // The standard statistic wins over the vendor's normalized 177.
+    assert_eq!(s.wear_used_percent, Some(3.0));
+    assert!(s.wear_source.contains("Percentage Used"));
+    assert_eq!(s.erase_count_mean, Some(31.0));
+    assert_eq!(s.unsafe_shutdowns, Some(12));
+    let h = assess(&s, vec![], None, None);
+    assert_eq!(h.lifetime_write_amplification_ratio, None);
+    // The known-drive table rates the 840 EVO family by P/E cycles only.
+    let rating = ssdlab_health::rating::rating(&s.identity, &Default::default(), None).unwrap();
+    assert_eq!((rating.tbw_bytes, rating.pe_cycles), (None, Some(1000)));
+}
+
+#[test]
+fn micron_nand_writes_follow_from_program_page_counts() {
+    let s = snapshot("ata-micron-pages.json");
+    // 20,000,000,000 LBAs x 512 = 10.24 TB host; pages (625M host + 500M FTL) / 625M = 1.8: 18.432 TB NAND.
+    assert_eq!(s.host_written_bytes, Some(10_240_000_000_000));
+    assert_eq!(s.nand_written_bytes, Some(18_432_000_000_000));
+    assert!(s.nand_written_source.contains("program page counts"));
+    assert_eq!(
+        s.wear_used_percent,
+        Some(4.0),
+        "202's raw value is the percentage used"
+    );
+    assert_eq!(s.erase_count_mean, Some(40.0));
+    let unknown = s
+        .attributes
+        .iter()
+        .find(|a| a.id == 250)
+        .expect("unknown attributes are kept");
+    assert_eq!(
+        (unknown.name.as_str(), unknown.raw_value),
+        ("Vendor_Counter_Never_Seen", 4242)
+    );
+    assert_eq!(s.attributes.len(), 6);
+}
+
+#[test]
+fn phison_counts_in_gib_and_246_is_not_host_writes_there() {
+    let s = snapshot("ata-kingston-phison.json");
+    assert_eq!(s.host_written_bytes, Some(40_000 * GIB));
+    assert_eq!(s.nand_written_bytes, Some(60_000 * GIB));
+    assert_eq!(s.erase_count_mean, Some(790.0), "from \"816 (Average 790)\"");
+    assert_eq!(s.wear_used_percent, Some(21.0));
+    assert_eq!(s.crc_errors, Some(3));
+    let (level, reasons) = level(&s);
+    assert_eq!(level, HealthLevel::Warn);
+    assert!(reasons.iter().any(|r| r.contains("CRC")), "{reasons:?}");
+}
+
+#[test]
+fn wd_adds_its_tlc_and_slc_counters() {
+    let s = snapshot("ata-wd-tlc-slc.json");
+    assert_eq!(s.nand_written_bytes, Some(12_000 * GIB));
+    assert_eq!(s.host_written_bytes, Some(8_000 * GIB));
+}
+
+#[test]
+fn a_failing_sata_drive_fails_with_every_reason() {
+    let s = snapshot("ata-failing.json");
+    assert_eq!(s.smartctl_exit_status, Some(0b1101_1000));
+    let (level, reasons) = level(&s);
+    assert_eq!(level, HealthLevel::Fail);
+    let has = |text: &str| reasons.iter().any(|r| r.contains(text));
+    assert!(has("SMART health status says FAILED"), "{reasons:?}");
+    assert!(
+        has("bit 3: SMART status check returned DISK FAILING"),
+        "{reasons:?}"
+    );
+    assert!(has("bit 4: prefailure attributes"), "{reasons:?}");
+    assert!(
+        has("5 Reallocated_Sector_Ct is at or below its threshold now"),
+        "{reasons:?}"
+    );
+    assert!(
+        has("194 Temperature_Celsius was at or below its threshold in the past"),
+        "{reasons:?}"
+    );
+    assert!(
+        has("bit 6: the device error log") && has("bit 7: the self-test log"),
+        "{reasons:?}"
+    );
+    assert!(
+        has("17 uncorrectable media errors") && has("8 sectors pending"),
+        "{reasons:?}"
+    );
+    // Failures come before warnings.
+    assert!(reasons[0].contains("FAILED"));
+}
+
+#[test]
+fn nvme_data_units_are_512000_bytes() {
+    let s = snapshot("nvme-ok.json");
+    assert_eq!(s.identity.protocol, Protocol::Nvme);
+    assert_eq!(s.identity.capacity_bytes, Some(1_000_204_886_016));
+    assert_eq!(s.host_written_bytes, Some(20_000_000 * 512_000));
+    assert_eq!(s.host_read_bytes, Some(40_000_000 * 512_000));
+    assert_eq!(s.wear_used_percent, Some(7.0));
+    assert_eq!(s.nand_written_bytes, None);
+    assert!(s.nand_written_source.contains("Endurance Group"));
+    assert_eq!(s.power_on_hours, Some(9000));
+    assert_eq!(s.unsafe_shutdowns, Some(25));
+    // The log's other fields are kept.
+    for name in [
+        "host_writes",
+        "num_err_log_entries",
+        "temperature_sensors",
+        "controller_busy_time",
+    ] {
+        assert!(s.other_fields.iter().any(|f| f.name == name), "{name} dropped");
+    }
+    assert_eq!(level(&s).0, HealthLevel::Ok);
+}
+
+#[test]
+fn counters_past_2_pow_53_and_2_pow_64_keep_every_digit() {
+    let s = snapshot("nvme-huge-counters.json");
+    // (2^53 + 1) units: a double would have lost the 1.
+    assert_eq!(s.host_written_bytes, Some(4_611_686_018_427_388_416_000));
+    // (2^64 + 5) units, from data_units_read_s.
+    assert_eq!(s.host_read_bytes, Some(9_444_732_965_739_290_429_952_000));
+    assert!(
+        s.notes.iter().all(|n| !n.contains("approximate")),
+        "{:?}",
+        s.notes
+    );
+}
+
+#[test]
+fn nvme_critical_warnings_fail_the_drive() {
+    let s = snapshot("nvme-critical.json");
+    let (level, reasons) = level(&s);
+    assert_eq!(level, HealthLevel::Fail);
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("bit 4: the volatile memory backup")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("2 uncorrectable media errors")),
+        "{reasons:?}"
+    );
+
+    let worn = snapshot("nvme-spare-low.json");
+    let (level, reasons) = self::level(&worn);
+    assert_eq!(level, HealthLevel::Fail);
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("available spare 4% is below its threshold 10%")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("104% of rated endurance used")),
+        "{reasons:?}"
+    );
+}
+
+#[test]
+fn nvme_cli_smart_logs_of_two_generations() {
+    let s = snapshot("nvme-cli-2.11.json");
+    assert_eq!(s.identity.protocol, Protocol::Nvme);
+    assert_eq!(s.identity.serial, "", "nvme-cli names no drive");
+    assert_eq!(s.taken_at_s, NOW);
+    assert_eq!(s.temperature_celsius, Some(44.9), "318 K");
+    assert_eq!(s.host_written_bytes, Some(2_000_000 * 512_000));
+    assert_eq!(s.wear_used_percent, Some(12.0));
+    assert_eq!(s.critical_warning, Some(0));
+    assert_eq!(level(&s).0, HealthLevel::Ok);
+
+    let old = snapshot("nvme-cli-old.json");
+    assert_eq!(
+        old.host_written_bytes,
+        Some(2000 * 512_000),
+        "a counter printed as a string"
+    );
+    let (level, reasons) = level(&old);
+    assert_eq!(level, HealthLevel::Fail);
+    assert!(
+        reasons.iter().any(|r| r.contains("reliability is degraded")),
+        "{reasons:?}"
+    );
+}
+
+#[test]
+fn smartctl_that_could_not_run_is_an_error_with_its_message() {
+    let err = parse_any("/dev/loop0", &fixture("smartctl-open-failed.json"), NOW).unwrap_err();
+    assert!(matches!(err, ParseError::SmartctlFailed { exit_status: 2, .. }));
+    let text = err.to_string();
+    assert!(text.contains("bit 1: the device could not be opened"), "{text}");
+    assert!(text.contains("Unable to detect device type"), "{text}");
+}
+
+#[test]
+fn missing_fields_are_absent_not_zero() {
+    let s = snapshot("smartctl-minimal.json");
+    assert_eq!(s.identity.model, "BARE DRIVE");
+    assert_eq!(
+        (s.host_written_bytes, s.wear_used_percent, s.power_on_hours),
+        (None, None, None)
+    );
+    assert!(s.notes.iter().any(|n| n.contains("no local_time")));
+    assert!(s.notes.iter().any(|n| n.contains("no SMART attributes")));
+    let (level, reasons) = level(&s);
+    assert_eq!(level, HealthLevel::Warn, "exit bit 2: a command failed");
+    assert!(reasons[0].contains("bit 2"), "{reasons:?}");
+}
+
+#[test]
+fn garbage_is_a_clear_error() {
+    for (text, says) in [
+        ("this is not json", "not JSON"),
+        ("{\"hello\": 1}", "neither smartctl's"),
+        ("[1, 2]", "neither smartctl's"),
+        ("", "not JSON"),
+    ] {
+        let err = parse_any("input.json", text, NOW).unwrap_err();
+        assert!(matches!(err, ParseError::Format { .. }));
+        let message = err.to_string();
+        assert!(
+            message.starts_with("input.json: ") && message.contains(says),
+            "{message}"
+        );
+    }
+}

@@ -1,0 +1,221 @@
+//! The health section: one row per drive (host and NAND writes, write amplification over its life and over the
+//! window, wear, remaining life with its band, the verdict), host vs NAND writes and wear over time for drives
+//! with history, and every attribute a drive reported.
+
+use std::fmt::Write;
+
+use ssdlab_core::schema::health::{DriveHealth, HealthLevel};
+use ssdlab_core::schema::{Analysis, RunResult};
+
+use crate::svg::{Axis, Chart, Mark, Scale, Series};
+use crate::{charts, escape, table};
+
+const DAY_S: f64 = 86_400.0;
+
+fn tb(bytes: Option<u128>) -> String {
+    bytes.map_or("–".into(), |b| format!("{:.2}", b as f64 / 1e12))
+}
+
+fn ratio(r: Option<f64>) -> String {
+    r.map_or("–".into(), |r| format!("{r:.2}"))
+}
+
+fn drive_name(d: &DriveHealth) -> String {
+    let id = &d.snapshot.identity;
+    match (id.model.is_empty(), id.serial.is_empty()) {
+        (false, false) if id.serial != id.source => format!("{} {} ({})", id.model, id.serial, id.source),
+        (false, _) => format!("{} ({})", id.model, id.source),
+        _ => id.source.clone(),
+    }
+}
+
+/// Remaining life as "estimate (low–high)" in years, or what is needed.
+pub fn life_text(d: &DriveHealth) -> String {
+    let years = |days: f64| format!("{:.1}", days / 365.25);
+    match d.life.remaining_days {
+        Some(days) => {
+            let low = d.life.remaining_days_low.map(years);
+            let high = d.life.remaining_days_high.map_or("unbounded".to_string(), years);
+            match low {
+                Some(low) => format!("{} years ({low}–{high})", years(days)),
+                None => format!("{} years (no band yet)", years(days)),
+            }
+        }
+        None => "not yet estimable".into(),
+    }
+}
+
+pub(crate) fn health(group: &[&RunResult]) -> String {
+    let drives: Vec<&DriveHealth> = group
+        .iter()
+        .filter_map(|r| match &r.analysis {
+            Analysis::Health(h) => Some(h.drives.iter()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let header: Vec<String> = [
+        "drive",
+        "verdict",
+        "power-on h",
+        "host written TB",
+        "NAND written TB",
+        "WAF (life)",
+        "WAF (window)",
+        "host GB/day",
+        "wear used %",
+        "remaining life",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let rows: Vec<Vec<String>> = drives
+        .iter()
+        .map(|d| {
+            let s = &d.snapshot;
+            vec![
+                drive_name(d),
+                d.verdict.level.name().into(),
+                s.power_on_hours.map_or("–".into(), |h| h.to_string()),
+                tb(s.host_written_bytes),
+                if s.nand_written_bytes.is_some() {
+                    tb(s.nand_written_bytes)
+                } else {
+                    "not exposed".into()
+                },
+                ratio(d.lifetime_write_amplification_ratio),
+                ratio(d.rates.as_ref().and_then(|r| r.write_amplification_ratio)),
+                d.rates
+                    .as_ref()
+                    .and_then(|r| r.host_written_bytes_per_day)
+                    .map_or("–".into(), |b| format!("{:.1}", b / 1e9)),
+                s.wear_used_percent.map_or("–".into(), |w| format!("{w:.1}")),
+                life_text(d),
+            ]
+        })
+        .collect();
+    let mut out = table(&header, &rows);
+
+    let with_history: Vec<&&DriveHealth> = drives.iter().filter(|d| d.history.len() >= 2).collect();
+    if !with_history.is_empty() {
+        let mut writes = vec![];
+        let mut wear = vec![];
+        for d in &with_history {
+            let t0 = d.history[0].t_s as f64;
+            let days = |t: u64| (t as f64 - t0) / DAY_S;
+            let name = drive_name(d);
+            let host: Vec<(f64, f64)> = d
+                .history
+                .iter()
+                .filter_map(|p| p.host_written_bytes.map(|b| (days(p.t_s), b as f64 / 1e12)))
+                .collect();
+            let nand: Vec<(f64, f64)> = d
+                .history
+                .iter()
+                .filter_map(|p| p.nand_written_bytes.map(|b| (days(p.t_s), b as f64 / 1e12)))
+                .collect();
+            writes.push(Series {
+                name: format!("{name} host"),
+                points: host,
+                mark: Mark::LineWithDots,
+            });
+            if !nand.is_empty() {
+                writes.push(Series {
+                    name: format!("{name} NAND"),
+                    points: nand,
+                    mark: Mark::LineWithDots,
+                });
+            }
+            wear.push(Series {
+                name,
+                points: d
+                    .history
+                    .iter()
+                    .filter_map(|p| p.wear_used_percent.map(|w| (days(p.t_s), w)))
+                    .collect(),
+                mark: Mark::LineWithDots,
+            });
+        }
+        out.push_str(&charts(&[
+            Chart {
+                title: "Host and NAND writes over time".into(),
+                x: Axis::new("days since the first snapshot", Scale::Linear),
+                y: Axis::new("TB written", Scale::Linear),
+                series: writes,
+            },
+            Chart {
+                title: "Wear used over time".into(),
+                x: Axis::new("days since the first snapshot", Scale::Linear),
+                y: Axis::new("% of rated endurance", Scale::Linear).range(Some(0.0), None),
+                series: wear,
+            },
+        ]));
+    }
+
+    for d in &drives {
+        let class = match d.verdict.level {
+            HealthLevel::Ok => "pass",
+            _ => "fail",
+        };
+        let _ = write!(
+            out,
+            "<h3>{}: <span class=\"{class}\">{}</span></h3><ul>",
+            escape(&drive_name(d)),
+            d.verdict.level.name()
+        );
+        for reason in &d.verdict.reasons {
+            let _ = write!(out, "<li>{}</li>", escape(reason));
+        }
+        let s = &d.snapshot;
+        let _ = write!(out, "<li>NAND writes: {}</li>", escape(&s.nand_written_source));
+        if let Some(r) = &d.rating {
+            let _ = write!(out, "<li>rating: {}</li>", escape(&r.source));
+        }
+        let _ = write!(out, "<li>life: {}", escape(&d.life.basis));
+        if let Some(needs) = &d.life.needs {
+            let _ = write!(out, "; needs {}", escape(needs));
+        }
+        out.push_str("</li></ul>");
+        if !s.attributes.is_empty() {
+            let header: Vec<String> = ["id", "name", "value", "worst", "thresh", "failed", "raw"]
+                .iter()
+                .map(|h| h.to_string())
+                .collect();
+            let rows: Vec<Vec<String>> = s
+                .attributes
+                .iter()
+                .map(|a| {
+                    vec![
+                        a.id.to_string(),
+                        a.name.clone(),
+                        a.value.to_string(),
+                        a.worst.to_string(),
+                        a.thresh.to_string(),
+                        a.when_failed.clone(),
+                        a.raw_string.clone(),
+                    ]
+                })
+                .collect();
+            let _ = write!(
+                out,
+                "<details><summary>All {} SMART attributes</summary>{}</details>",
+                s.attributes.len(),
+                table(&header, &rows)
+            );
+        }
+        if !s.other_fields.is_empty() {
+            let header = vec!["field".to_string(), "value".to_string()];
+            let rows: Vec<Vec<String>> = s
+                .other_fields
+                .iter()
+                .map(|f| vec![f.name.clone(), f.value.clone()])
+                .collect();
+            let _ = write!(
+                out,
+                "<details><summary>Other reported fields</summary>{}</details>",
+                table(&header, &rows)
+            );
+        }
+    }
+    out
+}
