@@ -159,6 +159,26 @@ impl fmt::Display for BinaryBytes {
     }
 }
 
+/// Formats bytes with decimal multiples, as drive vendors rate writes: `512 B`, `3.91 GB`, `2.10 PB`.
+pub struct DecimalBytes(pub f64);
+
+impl fmt::Display for DecimalBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [&str; 7] = ["B", "kB", "MB", "GB", "TB", "PB", "EB"];
+        let mut value = self.0;
+        let mut unit = 0;
+        while value.abs() >= 1000.0 && unit < UNITS.len() - 1 {
+            value /= 1000.0;
+            unit += 1;
+        }
+        if unit == 0 {
+            write!(f, "{value:.0} B")
+        } else {
+            write!(f, "{value:.2} {}", UNITS[unit])
+        }
+    }
+}
+
 /// Formats a latency given in nanoseconds with a unit that keeps three significant digits: `812 ns`,
 /// `43.5 us`, `1.20 ms`, `2.31 s`.
 pub struct Nanos(pub f64);
@@ -246,10 +266,43 @@ mod tests {
     fn formatting_is_readable() {
         assert_eq!(BinaryBytes(4096).to_string(), "4 KiB");
         assert_eq!(BinaryBytes(3 << 29).to_string(), "1.50 GiB");
+        assert_eq!(DecimalBytes(512.0).to_string(), "512 B");
+        assert_eq!(DecimalBytes(3_906_252_800.0).to_string(), "3.91 GB");
+        assert_eq!(DecimalBytes(4.654_73e15).to_string(), "4.65 PB");
         assert_eq!(Nanos(812.0).to_string(), "812 ns");
         assert_eq!(Nanos(43_500.0).to_string(), "43.5 us");
         assert_eq!(Nanos(1_204_000.0).to_string(), "1.20 ms");
     }
+}
+
+/// Reads back what [`rfc3339_utc`] writes (`YYYY-MM-DDTHH:MM:SSZ`), as seconds since the Unix epoch.
+pub fn parse_rfc3339_utc(text: &str) -> Option<u64> {
+    let b = text.as_bytes();
+    if b.len() != 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'Z'
+    {
+        return None;
+    }
+    let num = |range: std::ops::Range<usize>| text.get(range)?.parse::<i64>().ok();
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    // Days since 1970-01-01 from the civil date (Hinnant's algorithm, the inverse of the one below).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    u64::try_from(days * 86_400 + hour * 3600 + minute * 60 + second).ok()
 }
 
 /// Formats seconds since the Unix epoch as RFC 3339 UTC, e.g. `2026-11-21T20:42:00Z`.
@@ -281,5 +334,10 @@ mod time_tests {
         assert_eq!(super::rfc3339_utc(0), "1970-01-01T00:00:00Z");
         assert_eq!(super::rfc3339_utc(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(super::rfc3339_utc(1_795_293_720), "2026-11-21T20:42:00Z");
+        for t in [0, 951_782_400, 1_795_293_720, 4_107_542_399] {
+            assert_eq!(super::parse_rfc3339_utc(&super::rfc3339_utc(t)), Some(t));
+        }
+        assert_eq!(super::parse_rfc3339_utc("2026-13-01T00:00:00Z"), None);
+        assert_eq!(super::parse_rfc3339_utc("yesterday"), None);
     }
 }

@@ -22,6 +22,7 @@ fn every_kind_reads_back_typed() {
         "latency",
         "scan",
         "region-scan",
+        "health",
     ] {
         let result = read(kind);
         assert_eq!(result.kind(), kind);

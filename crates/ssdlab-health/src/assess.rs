@@ -1,6 +1,6 @@
 //! Everything `health` concludes about one drive, from its snapshot, its history and its rating.
 
-use ssdlab_core::schema::health::{DriveHealth, EnduranceRating, HealthSnapshot, LifeEstimate};
+use ssdlab_core::schema::health::{DriveHealth, EnduranceRating, HealthSnapshot, LifeEstimate, Protocol};
 
 use crate::history::{self, DAY_S};
 use crate::life::{days_to, trend};
@@ -105,6 +105,11 @@ fn life(
         }
     }
     let needs = needs.unwrap_or_else(|| {
+        if current.identity.protocol == Protocol::Virtual {
+            return "a wear trend over time, which a virtual drive (one run, no history) does not have: \
+                    its WAF and P/E used are the run's"
+                .to_string();
+        }
         let mut text = "a second snapshot at least a day later (run ssdlab health daily: \
                         dist/systemd has a timer), and a third for the band"
             .to_string();
@@ -138,7 +143,14 @@ mod tests {
     use ssdlab_core::schema::DeviceCounters;
     use ssdlab_core::schema::health::HealthLevel;
 
+    /// A drive that looks like a real one (the virtual snapshot's shape, another protocol).
     fn day(d: u64, erases: f64, host: u64) -> HealthSnapshot {
+        let mut s = virtual_day(d, erases, host);
+        s.identity.protocol = Protocol::Ata;
+        s
+    }
+
+    fn virtual_day(d: u64, erases: f64, host: u64) -> HealthSnapshot {
         snapshot(
             &VirtualDrive {
                 target: "sim:x".into(),
@@ -180,6 +192,9 @@ mod tests {
         assert!(needs.contains("2.5 power-on years"), "{needs}");
         assert_eq!(h.lifetime_write_amplification_ratio, Some(2.0));
         assert_eq!(h.verdict.level, HealthLevel::Ok);
+        // A virtual drive is not told to come back tomorrow.
+        let v = assess(&virtual_day(100, 100.0, 1 << 40), vec![], None, pe_rating());
+        assert!(v.life.needs.unwrap().contains("virtual drive"));
     }
 
     #[test]

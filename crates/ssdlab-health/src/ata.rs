@@ -176,10 +176,18 @@ fn wear(attributes: &[AtaAttribute], stats: &DeviceStatistics, snapshot: &mut He
             .and_then(|s| s.trim().trim_end_matches(')').trim().parse().ok());
     }
 
-    // Micron/Crucial count the percentage *used* in 202's raw value; the others normalize from 100 (new)
-    // down to 1, so used = 100 - value.
+    // Micron/Crucial count the percentage *used* in 202's raw value; Phison keeps 231's normalized value at
+    // 100 and counts the life *left* in the raw value; the others normalize from 100 (new) down to 1, so
+    // used = 100 - value.
     let from_attribute = if let Some(a) = find(attributes, &["Percent_Lifetime_Remain"]) {
         Some((a.raw_value as f64, format!("attribute {} {} raw", a.id, a.name)))
+    } else if let Some(a) =
+        find(attributes, &["SSD_Life_Left"]).filter(|a| a.value == 100 && (1..100).contains(&a.raw_value))
+    {
+        Some((
+            100.0 - a.raw_value as f64,
+            format!("attribute {} {} (100 - raw value, the life left)", a.id, a.name),
+        ))
     } else {
         find(
             attributes,
@@ -227,7 +235,12 @@ fn errors(attributes: &[AtaAttribute], stats: &DeviceStatistics, snapshot: &mut 
         "Uncorrectable_Error_Cnt",
     ])
     .or(stats.reported_uncorrectable);
-    snapshot.crc_errors = raw(&["UDMA_CRC_Error_Count", "CRC_Error_Count", "SATA_CRC_Error"]);
+    snapshot.crc_errors = raw(&[
+        "UDMA_CRC_Error_Count",
+        "SATA_CRC_Error_Count",
+        "CRC_Error_Count",
+        "SATA_CRC_Error",
+    ]);
     snapshot.unsafe_shutdowns = raw(&[
         "Unexpect_Power_Loss_Ct",
         "Unsafe_Shutdown_Count",

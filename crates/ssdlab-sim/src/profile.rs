@@ -96,6 +96,9 @@ pub struct Profile {
     pub spec_random_read_iops: u32,
     pub spec_seq_read_bytes_per_s: f64,
     pub spec_seq_write_bytes_per_s: f64,
+    /// Rated program/erase cycles of the native NAND (TLC about 1,000, MLC about 3,000, enterprise MLC with
+    /// high-endurance firmware far more), which turns mean erase counts into wear for `health`.
+    pub rated_pe_cycles: u32,
 }
 
 const GIB: u64 = 1 << 30;
@@ -181,6 +184,7 @@ fn evo(
         spec_random_read_iops: 97_000,
         spec_seq_read_bytes_per_s: 540e6,
         spec_seq_write_bytes_per_s: seq_write_mb * 1e6,
+        rated_pe_cycles: 1000,
     }
 }
 
@@ -217,6 +221,8 @@ pub fn profiles() -> Vec<Profile> {
             spec_random_read_iops: 75_000,
             spec_seq_read_bytes_per_s: 500e6,
             spec_seq_write_bytes_per_s: 460e6,
+            // High-endurance MLC (S3700-like: 10 drive writes a day for 5 years).
+            rated_pe_cycles: 30_000,
         },
         Profile {
             name: "modern-tlc-1t",
@@ -243,6 +249,7 @@ pub fn profiles() -> Vec<Profile> {
             spec_random_read_iops: 1_000_000,
             spec_seq_read_bytes_per_s: 7000e6,
             spec_seq_write_bytes_per_s: 5000e6,
+            rated_pe_cycles: 3000,
         },
     ]
 }

@@ -39,6 +39,56 @@ pub enum Command {
     /// Export a target (a drive, a file, the virtual SSD, or cached: over any of them) over NBD, for real
     /// clients: nbdcopy, qemu-io, fio's nbd engine, nbdfuse with a file system on top.
     Serve(ServeArgs),
+    /// Drive health: SMART and NVMe data (live through smartctl, or saved), host and NAND writes, write
+    /// amplification over time, wear, remaining life with a band, and a verdict; Prometheus textfile output.
+    Health(HealthArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HealthArgs {
+    /// Drives to read: block devices through smartctl (/dev/sda, /dev/nvme0), or sim: targets (the virtual
+    /// SSD's own counters, e.g. 'sim:840evo-250g?fill=100%').
+    #[arg(value_name = "DEVICE", required_unless_present = "from")]
+    pub devices: Vec<String>,
+    /// Saved health data: smartctl --json output, nvme-cli 'smart-log -o json' output, or an ssdlab result
+    /// directory (or its result.json) from a run on a sim: target, whose counters it reports. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub from: Vec<PathBuf>,
+    /// Where each drive's history (one JSON line per snapshot, by model and serial) is kept [default: the
+    /// state directory's health/].
+    #[arg(long, value_name = "DIR")]
+    pub history: Option<PathBuf>,
+    /// Neither read nor record history.
+    #[arg(long, conflicts_with = "history")]
+    pub no_history: bool,
+    /// The history window for write rates, write amplification and the wear trend: a duration (30d, 12w) or
+    /// 'all'.
+    #[arg(long, default_value = "90d")]
+    pub window: String,
+    /// The drive's rated endurance in terabytes written (overrides the known-drive table).
+    #[arg(long, value_name = "TB")]
+    pub rated_tbw: Option<f64>,
+    /// The rated drive writes per day over the warranty (needs --warranty-years).
+    #[arg(long, value_name = "N", requires = "warranty_years")]
+    pub rated_dwpd: Option<f64>,
+    /// The warranty in years, for DWPD.
+    #[arg(long, value_name = "YEARS")]
+    pub warranty_years: Option<f64>,
+    /// The NAND's rated program/erase cycles (turns mean erase counts into wear).
+    #[arg(long, value_name = "N")]
+    pub rated_pe: Option<u32>,
+    /// Write the metrics in Prometheus text format to FILE (atomically), for node_exporter's textfile collector.
+    #[arg(long, value_name = "FILE")]
+    pub prom: Option<PathBuf>,
+    /// Stream JSON Lines (begin, analysis, verdict) to stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write result.json and report.html here.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// The smartctl to run.
+    #[arg(long, value_name = "PATH", default_value = "smartctl")]
+    pub smartctl: PathBuf,
 }
 
 #[derive(Debug, Args)]

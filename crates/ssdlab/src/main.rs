@@ -8,6 +8,7 @@
 
 mod cli;
 mod commands;
+mod health_sources;
 mod output;
 mod plan;
 
@@ -29,6 +30,7 @@ fn main() -> ExitCode {
         Command::Report(args) => commands::report::run(args),
         Command::Sim(command) => commands::sim::run(command),
         Command::Serve(args) => commands::serve::run(args),
+        Command::Health(args) => commands::health::run(args),
     };
     match result {
         Ok(Outcome::Passed) | Ok(Outcome::PipeClosed) => ExitCode::SUCCESS,

@@ -329,7 +329,7 @@ pub fn print_summary(summary: &Summary, queue_depth: u32) {
 
 /// Writes a file atomically: to a temporary name in the same directory, then renamed over the target, so a
 /// reader never sees a half-written file and an interrupted write loses nothing that was there.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_extension("tmp-ssdlab");
     std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("renaming {} into place", tmp.display()))

@@ -3,8 +3,10 @@
 //! with its band, and a verdict with reasons.
 //!
 //! Counters that drives keep in 128-bit fields (NVMe data units) are `u128` here, so a value past 2^53 keeps
-//! every digit; JSON readers that parse numbers as doubles lose the low digits, as they would of smartctl's own
-//! output. Everything a drive reported but this model does not name is kept (`attributes`, `other_fields`).
+//! every digit. In JSON they are numbers up to 2^64 (readers that parse numbers as doubles lose the low digits
+//! past 2^53, as they would of smartctl's own output) and decimal strings beyond, which serde can carry through
+//! the flattened result. Everything a drive reported but this model does not name is kept (`attributes`,
+//! `other_fields`).
 
 use serde::{Deserialize, Serialize};
 
@@ -77,10 +79,13 @@ pub struct HealthSnapshot {
     pub identity: DriveIdentity,
     pub power_on_hours: Option<u64>,
     pub temperature_celsius: Option<f64>,
+    #[serde(with = "wide", default)]
     pub host_written_bytes: Option<u128>,
+    #[serde(with = "wide", default)]
     pub host_read_bytes: Option<u128>,
     /// Bytes the drive programmed into NAND (host writes plus its own garbage collection, wear leveling and
     /// refresh), where the drive exposes a counter for it.
+    #[serde(with = "wide", default)]
     pub nand_written_bytes: Option<u128>,
     /// Which counter `nand_written_bytes` came from, or why there is none, in words.
     pub nand_written_source: String,
@@ -133,7 +138,9 @@ pub struct EnduranceRating {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HistoryPoint {
     pub t_s: u64,
+    #[serde(with = "wide", default)]
     pub host_written_bytes: Option<u128>,
+    #[serde(with = "wide", default)]
     pub nand_written_bytes: Option<u128>,
     pub wear_used_percent: Option<f64>,
 }
@@ -211,4 +218,33 @@ pub struct HealthAnalysis {
     pub drives: Vec<DriveHealth>,
     /// The history directory used, if any.
     pub history_dir: Option<String>,
+}
+
+/// `Option<u128>` as a JSON number while it fits in 64 bits, and as a decimal string beyond.
+mod wide {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(value: &Option<u128>, serializer: S) -> Result<S::Ok, S::Error> {
+        match value {
+            None => serializer.serialize_none(),
+            Some(v) => match u64::try_from(*v) {
+                Ok(small) => serializer.serialize_u64(small),
+                Err(_) => serializer.serialize_str(&v.to_string()),
+            },
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u128>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Wide {
+            Number(u64),
+            Text(String),
+        }
+        match Option::<Wide>::deserialize(deserializer)? {
+            None => Ok(None),
+            Some(Wide::Number(n)) => Ok(Some(u128::from(n))),
+            Some(Wide::Text(t)) => t.parse().map(Some).map_err(D::Error::custom),
+        }
+    }
 }

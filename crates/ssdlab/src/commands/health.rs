@@ -1,0 +1,370 @@
+//! `ssdlab health [DEVICE...] [--from FILE...]`: read each drive (in parallel: smartctl takes a second or more
+//! per SATA drive), put it next to its history, and print, stream, save and export what ssdlab-health concludes.
+
+use std::path::Path;
+
+use anyhow::{Result, anyhow, bail};
+use ssdlab_core::DeviceInfo;
+use ssdlab_core::device::{ClockKind, TargetKind};
+use ssdlab_core::prom::Exposition;
+use ssdlab_core::schema::health::{DriveHealth, HealthAnalysis, HealthLevel, Protocol};
+use ssdlab_core::schema::options::{HealthFlags, RunOptions};
+use ssdlab_core::schema::{Analysis, Verdict};
+use ssdlab_core::units::{DecimalBytes, parse_duration_ns};
+use ssdlab_health::rating::{RatingFlags, rating};
+
+use super::Outcome;
+use crate::cli::HealthArgs;
+use crate::health_sources::{HistoryDir, Reading, read_device, read_file};
+use crate::output::{self, Reporter};
+
+pub fn run(args: &HealthArgs) -> Result<Outcome> {
+    let window_s = window(&args.window)?;
+    let flags = rating_flags(args)?;
+    if let Some(prom) = &args.prom {
+        check_prom_path(prom)?;
+    }
+    if let Some(out) = &args.out {
+        output::prepare_out_dir(out)?;
+    }
+    let history = (!args.no_history).then(|| HistoryDir {
+        dir: args
+            .history
+            .clone()
+            .unwrap_or_else(|| ssdlab_targets::default_state_dir().join("health")),
+    });
+
+    let readings = read_all(args)?;
+    let mut drives = Vec::with_capacity(readings.len());
+    for reading in readings {
+        let mut snapshot = reading.snapshot;
+        let mut earlier = vec![];
+        match (&history, reading.is_virtual) {
+            (Some(h), false) => {
+                let loaded = h.load(&snapshot)?;
+                if loaded.skipped_lines > 0 {
+                    snapshot.notes.push(format!(
+                        "{} torn line(s) in the history file were skipped",
+                        loaded.skipped_lines
+                    ));
+                }
+                if h.append(&snapshot, &loaded.snapshots)? {
+                    snapshot.notes.push(format!("recorded in {}", h.dir.display()));
+                }
+                earlier = loaded.snapshots;
+            }
+            (Some(_), true) => snapshot
+                .notes
+                .push("a virtual drive lives for one command: no history is kept".into()),
+            (None, _) => {}
+        }
+        let rating = rating(&snapshot.identity, &flags, reading.profile_pe);
+        drives.push(ssdlab_health::assess(&snapshot, earlier, window_s, rating));
+    }
+
+    for d in &drives {
+        print_drive(d);
+    }
+    if let Some(prom) = &args.prom {
+        let mut exposition = Exposition::new();
+        ssdlab_health::prom::health_metrics(&mut exposition, &drives);
+        output::write_atomically(prom, exposition.render().as_bytes())
+            .map_err(|e| anyhow!("--prom {}: {e:#}", prom.display()))?;
+        eprintln!("metrics   {}", prom.display());
+    }
+    let failed: Vec<String> = drives
+        .iter()
+        .filter(|d| d.verdict.level == HealthLevel::Fail)
+        .map(|d| format!("{}: {}", d.snapshot.identity.source, d.verdict.reasons[0]))
+        .collect();
+    let verdict = Verdict {
+        passed: failed.is_empty(),
+        reasons: if failed.is_empty() {
+            vec![format!("{} drive(s), none failing", drives.len())]
+        } else {
+            failed
+        },
+    };
+    let mut reporter = Reporter::new(args.json);
+    let options = RunOptions::Health(HealthFlags {
+        devices: args.devices.clone(),
+        from: args.from.clone(),
+        history_dir: history.as_ref().map(|h| h.dir.clone()),
+        window: (args.window != "all").then(|| args.window.clone()),
+        rated_tbw: args.rated_tbw,
+        rated_dwpd: args.rated_dwpd,
+        rated_pe: args.rated_pe,
+        warranty_years: args.warranty_years,
+    });
+    let analysis = HealthAnalysis {
+        history_dir: history.as_ref().map(|h| h.dir.display().to_string()),
+        drives,
+    };
+    output::publish_analysis(
+        &mut reporter,
+        args.out.as_deref(),
+        subject(&analysis),
+        options,
+        Analysis::Health(analysis),
+        &verdict,
+    )?;
+    if let Some(dir) = &args.out {
+        eprintln!("results   {} (report.html, result.json)", dir.display());
+    }
+    Ok(if reporter.pipe_closed() {
+        Outcome::PipeClosed
+    } else if verdict.passed {
+        Outcome::Passed
+    } else {
+        Outcome::Failed
+    })
+}
+
+fn window(value: &str) -> Result<Option<u64>> {
+    if value == "all" {
+        return Ok(None);
+    }
+    let ns = parse_duration_ns(value)
+        .map_err(|e| anyhow!("--window {e}; or write 'all' for the whole history"))?;
+    if ns < 1_000_000_000 {
+        bail!("--window {value}: give at least a second, e.g. 30d");
+    }
+    Ok(Some(ns / 1_000_000_000))
+}
+
+fn rating_flags(args: &HealthArgs) -> Result<RatingFlags> {
+    let positive = |flag: &str, v: Option<f64>| -> Result<Option<f64>> {
+        match v {
+            Some(x) if !(x.is_finite() && x > 0.0) => {
+                bail!("--{flag} {x}: give a number above zero")
+            }
+            other => Ok(other),
+        }
+    };
+    if args.rated_pe == Some(0) {
+        bail!("--rated-pe 0: give the NAND's rated program/erase cycles, e.g. 3000");
+    }
+    Ok(RatingFlags {
+        tbw_tb: positive("rated-tbw", args.rated_tbw)?,
+        dwpd: positive("rated-dwpd", args.rated_dwpd)?,
+        warranty_years: positive("warranty-years", args.warranty_years)?,
+        pe_cycles: args.rated_pe,
+    })
+}
+
+/// The metrics file must be writable where it is named, checked before any drive is read.
+fn check_prom_path(path: &Path) -> Result<()> {
+    if path.is_dir() {
+        bail!(
+            "--prom {}: is a directory; name a file such as {}/ssdlab.prom",
+            path.display(),
+            path.display()
+        );
+    }
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(".".as_ref());
+    if !parent.is_dir() {
+        bail!(
+            "--prom {}: the directory {} does not exist (node_exporter's textfile directory, e.g. \
+             /var/lib/prometheus/node-exporter)",
+            path.display(),
+            parent.display()
+        );
+    }
+    Ok(())
+}
+
+/// Reads every DEVICE (in parallel) and every --from file, in the order given.
+fn read_all(args: &HealthArgs) -> Result<Vec<Reading>> {
+    let mut readings = Vec::new();
+    let devices: Vec<Result<Reading>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = args
+            .devices
+            .iter()
+            .map(|d| scope.spawn(move || read_device(d, &args.smartctl)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow!("reading a drive panicked")))
+            })
+            .collect()
+    });
+    for reading in devices {
+        readings.push(reading?);
+    }
+    for path in &args.from {
+        readings.push(read_file(path)?);
+    }
+    Ok(readings)
+}
+
+/// What the result is about: one drive, or a fleet.
+fn subject(analysis: &HealthAnalysis) -> DeviceInfo {
+    let (target, model, capacity) = match analysis.drives.as_slice() {
+        [one] => (
+            one.snapshot.identity.source.clone(),
+            one.snapshot.identity.model.clone(),
+            one.snapshot.identity.capacity_bytes.unwrap_or(0),
+        ),
+        many => (
+            format!("{} drives", many.len()),
+            "health of several drives".into(),
+            many.iter()
+                .filter_map(|d| d.snapshot.identity.capacity_bytes)
+                .sum(),
+        ),
+    };
+    let virtual_only = analysis
+        .drives
+        .iter()
+        .all(|d| d.snapshot.identity.protocol == Protocol::Virtual);
+    DeviceInfo {
+        target,
+        kind: if virtual_only {
+            TargetKind::Sim
+        } else {
+            TargetKind::BlockDevice
+        },
+        model,
+        capacity_bytes: capacity,
+        logical_block_bytes: 512,
+        physical_block_bytes: 4096,
+        memory_align_bytes: 4096,
+        max_transfer_bytes: 0,
+        discard_supported: false,
+        discard_max_bytes: 0,
+        rotational: false,
+        clock: if virtual_only {
+            ClockKind::Virtual
+        } else {
+            ClockKind::Real
+        },
+        backend: "SMART / NVMe health data (smartctl, nvme-cli) or the simulator's counters".into(),
+        direct_io: false,
+        notes: vec![],
+    }
+}
+
+fn bytes(b: Option<u128>) -> String {
+    b.map_or("–".into(), |b| DecimalBytes(b as f64).to_string())
+}
+
+fn print_drive(d: &DriveHealth) {
+    let s = &d.snapshot;
+    let id = &s.identity;
+    eprintln!(
+        "\ndrive     {} {}{}{}  {}  ({})",
+        if id.model.is_empty() {
+            "(model not reported)"
+        } else {
+            &id.model
+        },
+        if id.serial.is_empty() || id.serial == id.source {
+            ""
+        } else {
+            &id.serial
+        },
+        id.firmware
+            .as_ref()
+            .map_or(String::new(), |f| format!("  fw {f}")),
+        id.capacity_bytes
+            .map_or(String::new(), |c| format!("  {:.1} GB", c as f64 / 1e9)),
+        id.protocol.name(),
+        id.source
+    );
+    eprintln!(
+        "verdict   {}: {}",
+        d.verdict.level.name(),
+        d.verdict.reasons.join("; ")
+    );
+    eprintln!(
+        "powered   {}   temperature {}",
+        s.power_on_hours.map_or("–".into(), |h| format!("{h} h")),
+        s.temperature_celsius.map_or("–".into(), |t| format!("{t:.0} °C"))
+    );
+    eprintln!(
+        "written   host {}   read {}   NAND {}",
+        bytes(s.host_written_bytes),
+        bytes(s.host_read_bytes),
+        if s.nand_written_bytes.is_some() {
+            bytes(s.nand_written_bytes)
+        } else {
+            "not exposed".into()
+        }
+    );
+    eprintln!("NAND      {}", s.nand_written_source);
+    if let Some(waf) = d.lifetime_write_amplification_ratio {
+        eprintln!("WAF       {waf:.2} over the drive's life (NAND / host bytes)");
+    }
+    match &d.rates {
+        Some(r) => eprintln!(
+            "window    {:.1} days, {} snapshots: host {} a day, NAND {} a day, WAF {}",
+            (r.to_s - r.from_s) as f64 / 86_400.0,
+            r.snapshots,
+            r.host_written_bytes_per_day
+                .map_or("–".into(), |b| DecimalBytes(b).to_string()),
+            r.nand_written_bytes_per_day
+                .map_or("–".into(), |b| DecimalBytes(b).to_string()),
+            r.write_amplification_ratio
+                .map_or("–".into(), |w| format!("{w:.2}"))
+        ),
+        None => {
+            eprintln!("window    one snapshot: rates and windowed WAF need a second, a day or more later")
+        }
+    }
+    eprintln!(
+        "wear      {}{}",
+        s.wear_used_percent.map_or("not reported".into(), |w| format!(
+            "{w:.1}% used ({})",
+            s.wear_source
+        )),
+        s.erase_count_mean
+            .map_or(String::new(), |e| format!("; mean erase count {e:.1}"))
+    );
+    if let Some(r) = &d.rating {
+        let mut parts = vec![];
+        if let Some(t) = r.tbw_bytes {
+            parts.push(format!("{:.0} TBW", t as f64 / 1e12));
+        }
+        if let Some(dwpd) = r.dwpd {
+            parts.push(format!("{dwpd:.2} DWPD"));
+        }
+        if let Some(pe) = r.pe_cycles {
+            parts.push(format!("{pe} P/E cycles"));
+        }
+        eprintln!("rating    {} ({})", parts.join(", "), r.source);
+    }
+    eprintln!("life      {}", ssdlab_report::health::life_text(d));
+    eprintln!("          from {}", d.life.basis);
+    if let Some(needs) = &d.life.needs {
+        eprintln!("          needs {needs}");
+    }
+    let count = |v: Option<u64>| v.map_or("–".into(), |n| n.to_string());
+    eprintln!(
+        "errors    media {}, CRC {}, reallocated {}, pending {}, unsafe shutdowns {}",
+        count(s.media_errors),
+        count(s.crc_errors),
+        count(s.reallocated),
+        count(s.pending_sectors),
+        count(s.unsafe_shutdowns)
+    );
+    if !s.attributes.is_empty() {
+        eprintln!(
+            "attributes ({}, every one the drive reported)",
+            s.attributes.len()
+        );
+        for a in &s.attributes {
+            eprintln!(
+                "  {:>3} {:<28} {:>3} {:>3} {:>3} {:<4} {}",
+                a.id, a.name, a.value, a.worst, a.thresh, a.when_failed, a.raw_string
+            );
+        }
+    }
+    for note in &s.notes {
+        eprintln!("note      {note}");
+    }
+}

@@ -1,0 +1,250 @@
+//! Where `health` gets its data, and where it keeps history: running smartctl on a device, reading saved JSON
+//! or an ssdlab result, opening a `sim:` target for its counters, and the per-drive history files. All parsing
+//! and arithmetic is ssdlab-health's; this module only does the I/O around it.
+
+use std::io::Write;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, anyhow, bail};
+use ssdlab_core::Device;
+use ssdlab_core::schema::health::HealthSnapshot;
+use ssdlab_core::schema::{DeviceCounters, RunResult};
+use ssdlab_health::virtual_drive::{self, VirtualDrive};
+use ssdlab_health::{history, smartctl};
+use ssdlab_io::Engine;
+use ssdlab_targets::{Access, OpenOptions};
+
+/// A snapshot and, for a virtual drive, its NAND's rated P/E cycles.
+pub struct Reading {
+    pub snapshot: HealthSnapshot,
+    pub profile_pe: Option<u32>,
+    /// A virtual drive lives for one command: it keeps no history.
+    pub is_virtual: bool,
+}
+
+pub fn now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Reads a positional DEVICE: a `sim:` target or a device node through smartctl.
+pub fn read_device(device: &str, smartctl_path: &Path) -> Result<Reading> {
+    if device.starts_with("sim:") {
+        return read_sim(device);
+    }
+    let path = Path::new(device);
+    let meta = std::fs::metadata(path).map_err(|e| {
+        anyhow!("DEVICE {device}: {e}; give a block device such as /dev/sda or /dev/nvme0, or a sim: target")
+    })?;
+    let kind = meta.file_type();
+    if !(kind.is_block_device() || kind.is_char_device()) {
+        bail!(
+            "DEVICE {device}: not a device node; saved smartctl or nvme-cli JSON goes with --from {device}"
+        );
+    }
+    let output = Command::new(smartctl_path)
+        .args(["--json=c", "-x", device])
+        .output()
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                anyhow!(
+                    "DEVICE {device}: {} not found: install smartmontools (apt-get install smartmontools), \
+                     or name it with --smartctl PATH",
+                    smartctl_path.display()
+                )
+            } else {
+                anyhow!("DEVICE {device}: cannot run {}: {e}", smartctl_path.display())
+            }
+        })?;
+    let status = output.status.code();
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut snapshot = smartctl::parse(device, &text, now_s()).map_err(|e| {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stderr = stderr.trim();
+        if stderr.is_empty() {
+            anyhow!("DEVICE {e}")
+        } else {
+            anyhow!("DEVICE {e} (stderr: {stderr})")
+        }
+    })?;
+    // The process's exit status is the bit mask; the JSON repeats it, but an older smartctl may not.
+    if snapshot.smartctl_exit_status.is_none() {
+        snapshot.smartctl_exit_status = status.map(|s| s.clamp(0, 255) as u8);
+    }
+    Ok(Reading {
+        snapshot,
+        profile_pe: None,
+        is_virtual: false,
+    })
+}
+
+/// The rated P/E cycles of a `sim:` target's profile.
+fn profile_pe(target: &str) -> Option<u32> {
+    let spec = target.strip_prefix("sim:")?;
+    ssdlab_sim::spec::SimSpec::parse(spec)
+        .ok()
+        .map(|s| s.profile.rated_pe_cycles)
+}
+
+fn read_sim(target: &str) -> Result<Reading> {
+    let options = OpenOptions {
+        access: Access::ReadOnly,
+        engine: Engine::Auto,
+        allow_atime: true,
+        lay_out_files: false,
+        flag: "DEVICE",
+    };
+    let opened = ssdlab_targets::open(target, &options)?;
+    let device = opened.device;
+    let info = device.info().clone();
+    let counters = device
+        .counters()
+        .ok_or_else(|| anyhow!("DEVICE {target}: this target keeps no drive counters"))?;
+    let drive = VirtualDrive {
+        target: target.into(),
+        model: info.model.clone(),
+        capacity_bytes: info.capacity_bytes,
+        counters,
+        host_read_bytes: None,
+        rated_pe_cycles: profile_pe(target).unwrap_or(0),
+        powered_s: device.now_ns() as f64 / 1e9,
+        origin: None,
+    };
+    Ok(Reading {
+        snapshot: virtual_drive::snapshot(&drive, now_s()),
+        profile_pe: Some(drive.rated_pe_cycles),
+        is_virtual: true,
+    })
+}
+
+/// Reads a `--from` file: smartctl or nvme-cli JSON, or an ssdlab result (a directory or its result.json).
+pub fn read_file(path: &Path) -> Result<Reading> {
+    let file = if path.is_dir() {
+        path.join("result.json")
+    } else {
+        path.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file).with_context(|| {
+        format!(
+            "--from {}: cannot read it; give a smartctl --json file, an nvme smart-log -o json file, or an \
+             ssdlab result directory",
+            file.display()
+        )
+    })?;
+    let name = file.display().to_string();
+    if let Ok(result) = serde_json::from_str::<RunResult>(&text) {
+        return from_result(&name, &result);
+    }
+    // A saved file without smartctl's time stamp was taken no later than it was last written.
+    let modified_s = std::fs::metadata(&file)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or_else(now_s, |d| d.as_secs());
+    let snapshot = ssdlab_health::parse_any(&name, &text, modified_s).map_err(|e| anyhow!("--from {e}"))?;
+    Ok(Reading {
+        snapshot,
+        profile_pe: None,
+        is_virtual: false,
+    })
+}
+
+/// A virtual drive's counters at the end of an ssdlab run: bytes summed over the phases, erase counts as of
+/// the last phase that had them.
+fn from_result(name: &str, result: &RunResult) -> Result<Reading> {
+    let phases: Vec<&DeviceCounters> = result
+        .phases
+        .iter()
+        .filter_map(|p| p.summary.device.as_ref())
+        .collect();
+    let Some(last) = phases.last() else {
+        bail!(
+            "--from {name}: an ssdlab result of {} without drive counters (only runs on sim: targets have \
+             them; a real drive's health comes from smartctl)",
+            result.target.target
+        );
+    };
+    let host: u64 = phases.iter().map(|c| c.host_bytes_written).sum();
+    let nand: u64 = phases.iter().map(|c| c.nand_bytes_written).sum();
+    let counters = DeviceCounters {
+        host_bytes_written: host,
+        nand_bytes_written: nand,
+        write_amplification: if host == 0 { 0.0 } else { nand as f64 / host as f64 },
+        slc_hit_bytes: phases.iter().map(|c| c.slc_hit_bytes).sum(),
+        gc_relocated_bytes: phases.iter().map(|c| c.gc_relocated_bytes).sum(),
+        refreshed_bytes: phases.iter().map(|c| c.refreshed_bytes).sum(),
+        ..**last
+    };
+    let powered_s: f64 = result.phases.iter().map(|p| p.summary.seconds).sum();
+    let pe = profile_pe(&result.target.target);
+    let drive = VirtualDrive {
+        target: result.target.target.clone(),
+        model: result.target.model.clone(),
+        capacity_bytes: result.target.capacity_bytes,
+        counters,
+        host_read_bytes: Some(
+            result
+                .phases
+                .iter()
+                .filter_map(|p| p.summary.read.as_ref().map(|r| r.bytes))
+                .sum(),
+        ),
+        rated_pe_cycles: pe.unwrap_or(0),
+        powered_s,
+        origin: Some(format!("{name} ({} run of {})", result.kind(), result.started_at)),
+    };
+    let taken_at_s = ssdlab_core::units::parse_rfc3339_utc(&result.started_at).unwrap_or_else(now_s);
+    Ok(Reading {
+        snapshot: virtual_drive::snapshot(&drive, taken_at_s),
+        profile_pe: pe,
+        is_virtual: true,
+    })
+}
+
+/// The per-drive history files in one directory.
+pub struct HistoryDir {
+    pub dir: PathBuf,
+}
+
+impl HistoryDir {
+    fn path(&self, snapshot: &HealthSnapshot) -> Option<PathBuf> {
+        history::file_name(&snapshot.identity).map(|name| self.dir.join(name))
+    }
+
+    /// The drive's earlier snapshots, and how many torn lines were skipped.
+    pub fn load(&self, snapshot: &HealthSnapshot) -> Result<history::Loaded> {
+        let Some(path) = self.path(snapshot) else {
+            return Ok(history::Loaded::default());
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(history::parse(&text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(history::Loaded::default()),
+            Err(e) => Err(anyhow!("--history: cannot read {}: {e}", path.display())),
+        }
+    }
+
+    /// Appends the snapshot as one line (one write, then fsync), unless a snapshot of that time is there.
+    /// Returns whether it was recorded.
+    pub fn append(&self, snapshot: &HealthSnapshot, earlier: &[HealthSnapshot]) -> Result<bool> {
+        let Some(path) = self.path(snapshot) else {
+            return Ok(false);
+        };
+        if history::contains(earlier, snapshot) {
+            return Ok(false);
+        }
+        std::fs::create_dir_all(&self.dir)
+            .with_context(|| format!("--history {}: cannot create the directory", self.dir.display()))?;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("--history: cannot open {}", path.display()))?;
+        file.write_all(history::to_line(snapshot).as_bytes())
+            .and_then(|()| file.sync_data())
+            .with_context(|| format!("--history: cannot append to {}", path.display()))?;
+        Ok(true)
+    }
+}

@@ -1,0 +1,411 @@
+//! `ssdlab health` end to end: saved smartctl and nvme-cli JSON, a stand-in smartctl for the live path and the
+//! real one refusing a loop device, history kept across runs with windowed write amplification and a life band,
+//! the virtual SSD's counters, Prometheus output checked by promtool, and every refusal.
+
+use crate::*;
+
+fn health_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../ssdlab-health/tests/fixtures")
+        .join(name)
+}
+
+/// The Intel fixture as it would read `days` later, with the given host and NAND counters (32 MiB units) and
+/// wearout indicator.
+fn intel_at(dir: &Path, days: u64, host_units: u64, nand_units: u64, wearout: u64) -> PathBuf {
+    let mut v: Value =
+        serde_json::from_str(&std::fs::read_to_string(health_fixture("ata-intel-dc.json")).unwrap()).unwrap();
+    v["local_time"]["time_t"] = (1_700_000_000 + days * 86_400).into();
+    for a in v["ata_smart_attributes"]["table"].as_array_mut().unwrap() {
+        match a["id"].as_u64().unwrap() {
+            241 => a["raw"]["value"] = host_units.into(),
+            243 => a["raw"]["value"] = nand_units.into(),
+            233 => a["value"] = wearout.into(),
+            _ => {}
+        }
+    }
+    let path = dir.join(format!("intel-day{days}.json"));
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    path
+}
+
+fn analysis_drive(out: &Output) -> Value {
+    let events = json_lines(out);
+    event(&events, "analysis")["data"]["drives"][0].clone()
+}
+
+#[test]
+fn history_gives_windowed_write_amplification_and_a_life_band() {
+    let dir = tempdir();
+    let history = dir.path().join("history");
+    let history_flag = history.to_str().unwrap();
+    // Day 0: lifetime WAF 1.5. Then 30,000 host units a day with 60,000 NAND units: the window's WAF is 2.0.
+    // Wearout falls one point every 10 days, with noise, from 72.
+    let days = [(0, 72), (10, 71), (20, 69), (30, 68), (40, 67)];
+    let mut last = None;
+    for (i, (day, wearout)) in days.iter().enumerate() {
+        let file = intel_at(
+            dir.path(),
+            *day,
+            3_000_000 + 3_000 * day,
+            4_500_000 + 6_000 * day,
+            *wearout,
+        );
+        let out = run(&[
+            "health",
+            "--from",
+            file.to_str().unwrap(),
+            "--history",
+            history_flag,
+            "--json",
+        ]);
+        expect_code(&out, 0);
+        let drive = analysis_drive(&out);
+        assert_eq!(drive["history"].as_array().unwrap().len(), i + 1);
+        last = Some((file, drive));
+    }
+    let (file, drive) = last.unwrap();
+    let rates = &drive["rates"];
+    assert_eq!(rates["snapshots"], 5);
+    assert!(
+        (rates["write_amplification_ratio"].as_f64().unwrap() - 2.0).abs() < 1e-9,
+        "{rates}"
+    );
+    // 3,000 x 32 MiB a day.
+    let per_day = rates["host_written_bytes_per_day"].as_f64().unwrap();
+    assert!((per_day - 3_000.0 * 33_554_432.0).abs() < 1.0, "{per_day}");
+    // Wear 28, 29, 31, 32, 33 over 0..40 days: slope 0.13 %/day, 67 points left: about 515 days.
+    let life = &drive["life"];
+    let days_left = life["remaining_days"].as_f64().unwrap();
+    assert!((days_left - 515.4).abs() < 1.0, "{life}");
+    let (low, high) = (
+        life["remaining_days_low"].as_f64().unwrap(),
+        life["remaining_days_high"].as_f64().unwrap(),
+    );
+    assert!(low < days_left && days_left < high, "{life}");
+
+    // One line per snapshot, and reading the same file again adds none.
+    let history_file = std::fs::read_dir(&history)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert!(
+        history_file
+            .to_str()
+            .unwrap()
+            .ends_with("INTEL_SSDSC2BB480G4_BTWL0000TEST480.jsonl")
+    );
+    let lines = || std::fs::read_to_string(&history_file).unwrap().lines().count();
+    assert_eq!(lines(), 5);
+    let again = run(&[
+        "health",
+        "--from",
+        file.to_str().unwrap(),
+        "--history",
+        history_flag,
+    ]);
+    expect_code(&again, 0);
+    assert_eq!(lines(), 5);
+    // A window of 15 days holds the last two snapshots.
+    let windowed = run(&[
+        "health",
+        "--from",
+        file.to_str().unwrap(),
+        "--history",
+        history_flag,
+        "--window",
+        "15d",
+        "--json",
+    ]);
+    assert_eq!(analysis_drive(&windowed)["rates"]["snapshots"], 2);
+    // A torn last line (a crash mid-append) is skipped and said.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&history_file)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"taken_at_s\": 17"))
+        .unwrap();
+    let torn = run(&[
+        "health",
+        "--from",
+        file.to_str().unwrap(),
+        "--history",
+        history_flag,
+    ]);
+    expect_code(&torn, 0);
+    assert!(stderr(&torn).contains("1 torn line(s)"), "{}", stderr(&torn));
+}
+
+#[test]
+fn every_fixture_reads_and_failing_drives_exit_1() {
+    for (name, code, verdict) in [
+        ("ata-intel-dc.json", 0, "OK"),
+        ("ata-samsung-840evo-1t.json", 0, "OK"),
+        ("ata-micron-pages.json", 0, "OK"),
+        ("ata-kingston-phison.json", 0, "WARN"),
+        ("ata-wd-tlc-slc.json", 0, "OK"),
+        ("ata-failing.json", 1, "FAIL"),
+        ("nvme-ok.json", 0, "OK"),
+        ("nvme-huge-counters.json", 0, "OK"),
+        ("nvme-critical.json", 1, "FAIL"),
+        ("nvme-spare-low.json", 1, "FAIL"),
+        ("nvme-cli-2.11.json", 0, "OK"),
+        ("nvme-cli-old.json", 1, "FAIL"),
+        ("smartctl-minimal.json", 0, "WARN"),
+    ] {
+        let out = run(&[
+            "health",
+            "--no-history",
+            "--from",
+            health_fixture(name).to_str().unwrap(),
+        ]);
+        expect_code(&out, code);
+        assert!(
+            stderr(&out).contains(&format!("verdict   {verdict}")),
+            "{name}: {}",
+            stderr(&out)
+        );
+    }
+    // The 840 EVO says it has no NAND-write counter, in the table and the JSON.
+    let out = run(&[
+        "health",
+        "--no-history",
+        "--json",
+        "--from",
+        health_fixture("ata-samsung-840evo-1t.json").to_str().unwrap(),
+    ]);
+    assert!(stderr(&out).contains("NAND not exposed"));
+    assert!(analysis_drive(&out)["snapshot"]["nand_written_bytes"].is_null());
+}
+
+#[test]
+fn the_live_path_runs_smartctl_and_reads_its_exit_bits() {
+    let dir = tempdir();
+    // A stand-in smartctl that prints a failing drive's JSON and exits with its status, as the real one does.
+    let fake = dir.path().join("smartctl");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = --json=c ] && [ \"$2\" = -x ] || exit 1\ncat '{}'\nexit 8\n",
+            health_fixture("nvme-critical.json").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = run(&[
+        "health",
+        "/dev/null",
+        "--smartctl",
+        fake.to_str().unwrap(),
+        "--no-history",
+    ]);
+    expect_code(&out, 1);
+    assert!(
+        stderr(&out).contains("bit 3: SMART status check returned DISK FAILING"),
+        "{}",
+        stderr(&out)
+    );
+
+    // The real smartctl cannot read a loop device: bit 1, a clear error, exit 2.
+    if is_root() && Command::new("smartctl").arg("--version").output().is_ok() {
+        let disk = LoopDevice::new(16 << 20);
+        let out = run(&["health", &disk.path, "--no-history"]);
+        expect_code(&out, 2);
+        let text = stderr(&out);
+        assert!(
+            text.contains(&disk.path) && text.contains("smartctl could not read the device"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_refused_naming_the_flag() {
+    let dir = tempdir();
+    let garbage = dir.path().join("garbage.json");
+    std::fs::write(&garbage, "not json at all").unwrap();
+    let g = garbage.to_str().unwrap();
+    expect_usage_error(&run(&["health", "--no-history", "--from", g]), "--from");
+    expect_usage_error(
+        &run(&["health", "--no-history", "--from", "/nonexistent/x.json"]),
+        "--from",
+    );
+    expect_usage_error(
+        &run(&["health", "--no-history", "/dev/nonexistent-drive"]),
+        "DEVICE",
+    );
+    let regular = run(&["health", "--no-history", g]);
+    expect_usage_error(&regular, "DEVICE");
+    assert!(
+        stderr(&regular).contains("--from"),
+        "a saved file is pointed to --from"
+    );
+    let fixture = health_fixture("nvme-ok.json");
+    let f = fixture.to_str().unwrap();
+    expect_usage_error(
+        &run(&["health", "--no-history", "--from", f, "--window", "soon"]),
+        "--window",
+    );
+    expect_usage_error(
+        &run(&["health", "--no-history", "--from", f, "--rated-tbw=-1"]),
+        "--rated-tbw",
+    );
+    expect_usage_error(
+        &run(&["health", "--no-history", "--from", f, "--rated-pe", "0"]),
+        "--rated-pe",
+    );
+    expect_usage_error(
+        &run(&[
+            "health",
+            "--no-history",
+            "--from",
+            f,
+            "--prom",
+            "/nonexistent/dir/x.prom",
+        ]),
+        "--prom",
+    );
+    let out = run(&["health", "--no-history", "--from", f, "--rated-dwpd", "1"]);
+    expect_code(&out, 2);
+    assert!(stderr(&out).contains("--warranty-years"), "{}", stderr(&out));
+    expect_code(&run(&["health"]), 2);
+    // A result without drive counters (a run on null) is not a drive.
+    let result = dir.path().join("null-run");
+    expect_code(
+        &run(&[
+            "run",
+            "--target",
+            "null:1g",
+            "--runtime",
+            "1s",
+            "--out",
+            result.to_str().unwrap(),
+        ]),
+        0,
+    );
+    expect_usage_error(
+        &run(&["health", "--no-history", "--from", result.to_str().unwrap()]),
+        "--from",
+    );
+}
+
+#[test]
+fn prometheus_output_passes_promtool_and_is_written_atomically() {
+    let dir = tempdir();
+    let prom = dir.path().join("ssdlab.prom");
+    let mut args = vec!["health", "--no-history", "--prom", prom.to_str().unwrap()];
+    let fixtures: Vec<String> = [
+        "ata-intel-dc.json",
+        "nvme-huge-counters.json",
+        "nvme-cli-2.11.json",
+        "ata-failing.json",
+    ]
+    .iter()
+    .map(|f| health_fixture(f).to_str().unwrap().to_string())
+    .collect();
+    for f in &fixtures {
+        args.extend(["--from", f.as_str()]);
+    }
+    args.push("sim:840evo-120g?scale=1/256&fill=50%");
+    let out_dir = dir.path().join("out");
+    args.extend(["--out", out_dir.to_str().unwrap()]);
+    expect_code(&run(&args), 1);
+    // result.json reads back, counters past 2^64 included (`ssdlab report` parses it into the typed schema).
+    let page = dir.path().join("again.html");
+    expect_code(
+        &run(&[
+            "report",
+            out_dir.to_str().unwrap(),
+            "--out",
+            page.to_str().unwrap(),
+        ]),
+        0,
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("HUGE COUNTER NVME") && html.contains("ST240FN0021"),
+        "the report names every drive"
+    );
+    let text = std::fs::read_to_string(&prom).unwrap();
+    assert!(
+        text.contains("# TYPE ssdlab_nand_written_bytes_total counter"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "ssdlab_health_verdict{device=\"/dev/sdb\",serial=\"ZA20TESTFAIL\",model=\"ST240FN0021\"} 2"
+        ),
+        "{text}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        left.iter().all(|name| !name.contains("tmp")),
+        "a temporary file was left: {left:?}"
+    );
+    let check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(&prom).unwrap())
+        .output()
+        .expect("promtool (Debian package prometheus; scripts/test.sh installs it)");
+    assert!(
+        check.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
+
+#[test]
+fn a_virtual_drive_reports_its_own_counters() {
+    // Filling half the drive writes as much NAND as host data: WAF 1.
+    let out = run(&["health", "--json", "sim:840evo-120g?scale=1/256&fill=50%"]);
+    expect_code(&out, 0);
+    let drive = analysis_drive(&out);
+    let host = drive["snapshot"]["host_written_bytes"].as_u64().unwrap();
+    assert!(host > 200 << 20, "{drive}");
+    assert_eq!(drive["snapshot"]["nand_written_bytes"].as_u64(), Some(host));
+    assert_eq!(drive["rating"]["pe_cycles"], 1000);
+
+    // After a consistency run the counters are the run's: WAF is NAND over host summed over its phases.
+    let dir = tempdir();
+    let result = dir.path().join("consistency");
+    let r = result.to_str().unwrap();
+    // Steady state is not reached in 120 s (exit 1); the counters are what matter here.
+    let consistency = run(&[
+        "test",
+        "consistency",
+        "--target",
+        "sim:840evo-120g?scale=1/256",
+        "--runtime",
+        "120s",
+        "--out",
+        r,
+    ]);
+    assert!(
+        matches!(consistency.status.code(), Some(0 | 1)),
+        "{}",
+        stderr(&consistency)
+    );
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(result.join("result.json")).unwrap()).unwrap();
+    let (mut host, mut nand) = (0u64, 0u64);
+    for phase in saved["phases"].as_array().unwrap() {
+        host += phase["summary"]["host_bytes_written"].as_u64().unwrap();
+        nand += phase["summary"]["nand_bytes_written"].as_u64().unwrap();
+    }
+    let out = run(&["health", "--json", "--from", r]);
+    expect_code(&out, 0);
+    let drive = analysis_drive(&out);
+    assert_eq!(drive["snapshot"]["host_written_bytes"].as_u64(), Some(host));
+    assert_eq!(drive["snapshot"]["nand_written_bytes"].as_u64(), Some(nand));
+    let waf = drive["lifetime_write_amplification_ratio"].as_f64().unwrap();
+    assert!(
+        (waf - nand as f64 / host as f64).abs() < 1e-12 && waf > 1.5,
+        "{waf}"
+    );
+    assert!(drive["snapshot"]["wear_used_percent"].as_f64().unwrap() > 0.0);
+}
