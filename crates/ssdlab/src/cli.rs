@@ -28,8 +28,8 @@ pub enum Command {
     /// Rewrite files in place, safely (verified, journalled, resumable), so data that has gone slow with age is
     /// fresh again.
     Refresh(RefreshArgs),
-    /// The main job: on a virtual 840 EVO 250 GB, the consistency test (default and 25% OP), TRIM validation
-    /// and a transfer-size sweep, drawn into one report.
+    /// The main job: on a virtual 840 EVO 250 GB, the consistency test (default and 25% OP), TRIM validation,
+    /// a transfer-size sweep and the drive's health (host vs NAND writes, WAF, P/E used), drawn into one report.
     Demo(DemoArgs),
     /// Redraw result directories (their result.json) into one HTML report, side by side when several.
     Report(ReportArgs),
@@ -159,6 +159,10 @@ pub struct ScanArgs {
     /// Write result.json and report.html here.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Write the findings in Prometheus text format to FILE (atomically), for node_exporter's textfile
+    /// collector.
+    #[arg(long, value_name = "FILE")]
+    pub prom: Option<PathBuf>,
     /// Stream JSON Lines (begin, analysis, verdict) to stdout.
     #[arg(long)]
     pub json: bool,

@@ -335,6 +335,39 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("renaming {} into place", tmp.display()))
 }
 
+/// `--prom FILE` must be writable where it is named: checked before anything is measured.
+pub fn check_prom_path(path: &Path) -> Result<()> {
+    if path.is_dir() {
+        bail!(
+            "--prom {}: is a directory; name a file such as {}/ssdlab.prom",
+            path.display(),
+            path.display()
+        );
+    }
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(".".as_ref());
+    if !parent.is_dir() {
+        bail!(
+            "--prom {}: the directory {} does not exist (node_exporter's textfile directory, e.g. \
+             /var/lib/prometheus/node-exporter)",
+            path.display(),
+            parent.display()
+        );
+    }
+    Ok(())
+}
+
+/// Writes Prometheus metrics atomically (node_exporter's textfile collector must never read half a file; its
+/// temporary name does not end in .prom, so the collector ignores it).
+pub fn write_prom(path: &Path, exposition: &ssdlab_core::prom::Exposition) -> Result<()> {
+    write_atomically(path, exposition.render().as_bytes())
+        .map_err(|e| anyhow::anyhow!("--prom {}: {e:#}", path.display()))?;
+    eprintln!("metrics   {}", path.display());
+    Ok(())
+}
+
 /// For commands whose result is an analysis (no phases): emits `begin`, `analysis` and `verdict` as JSON Lines
 /// and, with `out`, writes result.json and report.html there.
 pub fn publish_analysis(

@@ -11,6 +11,7 @@
 pub mod age;
 pub mod dataset;
 pub mod files;
+pub mod prom;
 pub mod read;
 pub mod region;
 

@@ -1,6 +1,7 @@
 //! `ssdlab demo`: the main job on the embedded default device, a virtual Samsung 840 EVO 250 GB. Runs the
 //! consistency test twice (as shipped, and with 25% extra over-provisioning), TRIM validation and a
-//! transfer-size sweep, each into its own result directory, then draws them into one report.
+//! transfer-size sweep, each into its own result directory, reads the drive's health (host vs NAND writes,
+//! write amplification, P/E used) from the consistency runs' counters, then draws them all into one report.
 
 use anyhow::{Result, bail};
 
@@ -74,6 +75,29 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
             Outcome::Passed | Outcome::Failed => {}
         }
         directories.push(args.out.join(name));
+    }
+    // The drive's health after all that: host vs NAND writes, write amplification and P/E used, from the
+    // counters of each consistency run.
+    eprintln!("\n== demo: health");
+    let health = crate::cli::HealthArgs {
+        devices: vec![],
+        from: vec![args.out.join("consistency"), args.out.join("consistency-op25")],
+        history: None,
+        no_history: true,
+        window: "all".into(),
+        rated_tbw: None,
+        rated_dwpd: None,
+        warranty_years: None,
+        rated_pe: None,
+        prom: None,
+        json: false,
+        out: Some(args.out.join("health")),
+        smartctl: "smartctl".into(),
+    };
+    match super::health::run(&health)? {
+        Outcome::PipeClosed => return Ok(Outcome::PipeClosed),
+        Outcome::Interrupted => return Ok(Outcome::Interrupted),
+        Outcome::Passed | Outcome::Failed => directories.push(args.out.join("health")),
     }
     let results = super::report::read_results(&directories)?;
     let report = args.out.join("report.html");

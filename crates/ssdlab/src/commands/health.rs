@@ -1,8 +1,6 @@
 //! `ssdlab health [DEVICE...] [--from FILE...]`: read each drive (in parallel: smartctl takes a second or more
 //! per SATA drive), put it next to its history, and print, stream, save and export what ssdlab-health concludes.
 
-use std::path::Path;
-
 use anyhow::{Result, anyhow, bail};
 use ssdlab_core::DeviceInfo;
 use ssdlab_core::device::{ClockKind, TargetKind};
@@ -22,7 +20,7 @@ pub fn run(args: &HealthArgs) -> Result<Outcome> {
     let window_s = window(&args.window)?;
     let flags = rating_flags(args)?;
     if let Some(prom) = &args.prom {
-        check_prom_path(prom)?;
+        output::check_prom_path(prom)?;
     }
     if let Some(out) = &args.out {
         output::prepare_out_dir(out)?;
@@ -68,9 +66,7 @@ pub fn run(args: &HealthArgs) -> Result<Outcome> {
     if let Some(prom) = &args.prom {
         let mut exposition = Exposition::new();
         ssdlab_health::prom::health_metrics(&mut exposition, &drives);
-        output::write_atomically(prom, exposition.render().as_bytes())
-            .map_err(|e| anyhow!("--prom {}: {e:#}", prom.display()))?;
-        eprintln!("metrics   {}", prom.display());
+        output::write_prom(prom, &exposition)?;
     }
     let failed: Vec<String> = drives
         .iter()
@@ -150,30 +146,6 @@ fn rating_flags(args: &HealthArgs) -> Result<RatingFlags> {
         warranty_years: positive("warranty-years", args.warranty_years)?,
         pe_cycles: args.rated_pe,
     })
-}
-
-/// The metrics file must be writable where it is named, checked before any drive is read.
-fn check_prom_path(path: &Path) -> Result<()> {
-    if path.is_dir() {
-        bail!(
-            "--prom {}: is a directory; name a file such as {}/ssdlab.prom",
-            path.display(),
-            path.display()
-        );
-    }
-    let parent = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(".".as_ref());
-    if !parent.is_dir() {
-        bail!(
-            "--prom {}: the directory {} does not exist (node_exporter's textfile directory, e.g. \
-             /var/lib/prometheus/node-exporter)",
-            path.display(),
-            parent.display()
-        );
-    }
-    Ok(())
 }
 
 /// Reads every DEVICE (in parallel) and every --from file, in the order given.

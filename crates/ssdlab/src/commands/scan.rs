@@ -255,6 +255,11 @@ fn region_scan(args: &ScanArgs, target: &str, chunk: u64) -> Result<Outcome> {
         analysis.slow_region_offsets.len(),
         args.slower_than
     );
+    if let Some(prom) = &args.prom {
+        let mut exposition = ssdlab_core::prom::Exposition::new();
+        ssdlab_methods::scan::prom::region_scan_metrics(&mut exposition, target, &analysis, now_s());
+        output::write_prom(prom, &exposition)?;
+    }
     let mut reporter = Reporter::new(args.json);
     let options = RunOptions::RegionScan(RegionScanFlags {
         device: target.to_string(),
@@ -306,6 +311,9 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
     }
     if let Some(dir) = &args.out {
         output::prepare_out_dir(dir)?;
+    }
+    if let Some(prom) = &args.prom {
+        output::check_prom_path(prom)?;
     }
     if let Some(device) = &args.device {
         return region_scan(args, device, chunk);
@@ -388,6 +396,11 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
         slower_than: args.slower_than,
     });
     let csv = files_csv(&analysis);
+    if let Some(prom) = &args.prom {
+        let mut exposition = ssdlab_core::prom::Exposition::new();
+        ssdlab_methods::scan::prom::scan_metrics(&mut exposition, &analysis, now_s());
+        output::write_prom(prom, &exposition)?;
+    }
     output::publish_analysis(
         &mut reporter,
         args.out.as_deref(),
@@ -430,4 +443,10 @@ fn files_csv(analysis: &ScanAnalysis) -> String {
         ));
     }
     csv
+}
+
+fn now_s() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }

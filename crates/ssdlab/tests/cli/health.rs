@@ -346,17 +346,7 @@ fn prometheus_output_passes_promtool_and_is_written_atomically() {
         left.iter().all(|name| !name.contains("tmp")),
         "a temporary file was left: {left:?}"
     );
-    let check = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::fs::File::open(&prom).unwrap())
-        .output()
-        .expect("promtool (Debian package prometheus; scripts/test.sh installs it)");
-    assert!(
-        check.status.success(),
-        "promtool: {}{}",
-        String::from_utf8_lossy(&check.stdout),
-        String::from_utf8_lossy(&check.stderr)
-    );
+    promtool_checked(&prom);
 }
 
 #[test]
@@ -408,4 +398,22 @@ fn a_virtual_drive_reports_its_own_counters() {
         "{waf}"
     );
     assert!(drive["snapshot"]["wear_used_percent"].as_f64().unwrap() > 0.0);
+}
+
+/// The file's text, after `promtool check metrics` accepted it (Debian package prometheus; scripts/test.sh
+/// installs it).
+pub(crate) fn promtool_checked(path: &Path) -> String {
+    let check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(path).unwrap())
+        .output()
+        .expect("promtool (Debian package prometheus; scripts/test.sh installs it)");
+    assert!(
+        check.status.success(),
+        "promtool on {}: {}{}",
+        path.display(),
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+    std::fs::read_to_string(path).unwrap()
 }

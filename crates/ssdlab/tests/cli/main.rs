@@ -23,6 +23,8 @@ pub(crate) use common::*;
 #[allow(unused_imports)]
 pub(crate) use engine::*;
 #[allow(unused_imports)]
+pub(crate) use health::*;
+#[allow(unused_imports)]
 pub(crate) use input::*;
 #[allow(unused_imports)]
 pub(crate) use methods::*;

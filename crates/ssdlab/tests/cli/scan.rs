@@ -15,9 +15,17 @@ fn sim_scan_reproduces_the_field_report_and_refresh_restores_speed() {
         "--refresh-flagged",
         "--out",
         out_dir.to_str().unwrap(),
+        "--prom",
+        dir.path().join("scan.prom").to_str().unwrap(),
         "--json",
     ]);
     expect_code(&out, 1); // stale data was found
+    let prom = promtool_checked(&dir.path().join("scan.prom"));
+    assert!(
+        prom.contains("ssdlab_scan_age_read_bytes_per_second{age_months_from=\"6\""),
+        "{prom}"
+    );
+    assert!(prom.contains("ssdlab_scan_flagged_files{device="), "{prom}");
     let a = &read_result(&out_dir)["analysis"];
     let files = a["files"].as_array().unwrap();
     let month = 365.25 / 12.0 * 86_400.0;
@@ -260,8 +268,17 @@ fn region_scan_finds_the_aged_part_of_a_device() {
         "8m",
         "--out",
         out_dir.to_str().unwrap(),
+        "--prom",
+        dir.path().join("regions.prom").to_str().unwrap(),
     ]);
     expect_code(&out, 1);
+    let prom = promtool_checked(&dir.path().join("regions.prom"));
+    assert!(
+        prom.contains(
+            "ssdlab_region_scan_slow_regions{device=\"sim:840evo-250g?scale=1/64&fill=25%&age=7mo\"} 8"
+        ),
+        "{prom}"
+    );
     let a = &read_result(&out_dir)["analysis"];
     let slow: Vec<u64> = a["slow_region_offsets"]
         .as_array()
