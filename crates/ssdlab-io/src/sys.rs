@@ -12,6 +12,8 @@ use std::path::Path;
 // Block-device ioctl numbers from <linux/fs.h>; libc does not export them.
 const BLKGETSIZE64: libc::c_ulong = 0x8008_1272; // _IOR(0x12, 114, size_t)
 const BLKDISCARD: libc::c_ulong = 0x1277; // _IO(0x12, 119)
+const BLKSECDISCARD: libc::c_ulong = 0x127d; // _IO(0x12, 125)
+const BLKZEROOUT: libc::c_ulong = 0x127f; // _IO(0x12, 127)
 
 fn check(ret: libc::c_int) -> io::Result<()> {
     if ret < 0 {
@@ -34,6 +36,22 @@ pub fn block_discard(file: &File, offset: u64, len: u64) -> io::Result<()> {
     let range: [u64; 2] = [offset, len];
     // SAFETY: BLKDISCARD reads two u64 through the pointer, which points to a live local array.
     check(unsafe { libc::ioctl(file.as_raw_fd(), BLKDISCARD, range.as_ptr()) })
+}
+
+/// Discards `len` bytes at `offset` so that the old data is unrecoverable, on devices that promise it
+/// (BLKSECDISCARD; most report EOPNOTSUPP).
+pub fn block_secure_discard(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    let range: [u64; 2] = [offset, len];
+    // SAFETY: BLKSECDISCARD reads two u64 through the pointer, which points to a live local array.
+    check(unsafe { libc::ioctl(file.as_raw_fd(), BLKSECDISCARD, range.as_ptr()) })
+}
+
+/// Makes `len` bytes at `offset` read as zeroes (BLKZEROOUT: the device's WRITE ZEROES where it has one, else the
+/// kernel writes zeroes).
+pub fn block_zero_out(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    let range: [u64; 2] = [offset, len];
+    // SAFETY: BLKZEROOUT reads two u64 through the pointer, which points to a live local array.
+    check(unsafe { libc::ioctl(file.as_raw_fd(), BLKZEROOUT, range.as_ptr()) })
 }
 
 /// Deallocates a byte range of a regular file, keeping its size (a punched hole reads back as zeroes).

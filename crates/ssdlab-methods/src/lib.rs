@@ -7,6 +7,7 @@
 
 pub mod analysis;
 pub mod consistency;
+pub mod erase;
 pub mod latency;
 pub mod session;
 pub mod sweep;

@@ -42,6 +42,37 @@ pub enum Command {
     /// Drive health: SMART and NVMe data (live through smartctl, or saved), host and NAND writes, write
     /// amplification over time, wear, remaining life with a band, and a verdict; Prometheus textfile output.
     Health(HealthArgs),
+    /// Purge a whole block device with the best method it offers, and check that sampled blocks read back
+    /// erased. Destroys every byte on it: needs --allow-destroy, and refuses a device in use.
+    Erase(EraseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EraseArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// How to purge: the best the device offers whose result verifies (auto), or one method.
+    #[arg(long, value_enum, default_value_t = EraseMethodArg::Auto)]
+    pub method: EraseMethodArg,
+    /// Blocks read back afterwards (the first, the last and random ones) to check they are erased.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
+    pub samples: u32,
+    /// Seed of the sampled blocks.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EraseMethodArg {
+    Auto,
+    /// The drive's firmware secure erase.
+    SecureErase,
+    /// BLKSECDISCARD: a discard the device promises makes the data unrecoverable.
+    Secdiscard,
+    /// BLKDISCARD: the drive unmaps every block (verified only if it then returns zeroes).
+    Discard,
+    /// BLKZEROOUT: every LBA written with zeroes (old data may survive in spare blocks until GC).
+    Zero,
 }
 
 #[derive(Debug, Args)]

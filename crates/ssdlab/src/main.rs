@@ -9,6 +9,7 @@
 mod cli;
 mod commands;
 mod health_sources;
+mod kernel_purge;
 mod output;
 mod plan;
 
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
         Command::Sim(command) => commands::sim::run(command),
         Command::Serve(args) => commands::serve::run(args),
         Command::Health(args) => commands::health::run(args),
+        Command::Erase(args) => commands::erase::run(args),
     };
     match result {
         Ok(Outcome::Passed) | Ok(Outcome::PipeClosed) => ExitCode::SUCCESS,

@@ -8,6 +8,7 @@ mod cache;
 mod common;
 mod crash_oracle;
 mod engine;
+mod erase;
 mod health;
 mod input;
 mod methods;

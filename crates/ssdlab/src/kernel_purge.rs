@@ -1,0 +1,66 @@
+//! The purges the kernel offers on a block device (secure discard, discard, zero-out), behind ssdlab-methods'
+//! `Purger`. The device was opened through the safety gate before this is built; this only issues the ioctls
+//! over the whole device.
+
+use std::fs::File;
+use std::path::Path;
+
+use ssdlab_core::DeviceInfo;
+use ssdlab_methods::erase::{EraseMethod, Purger};
+
+pub struct KernelPurger {
+    file: File,
+    capacity_bytes: u64,
+    discard_supported: bool,
+    path: String,
+}
+
+impl KernelPurger {
+    pub fn open(path: &Path, info: &DeviceInfo) -> std::io::Result<Self> {
+        Ok(KernelPurger {
+            file: std::fs::OpenOptions::new().write(true).open(path)?,
+            capacity_bytes: info.capacity_bytes,
+            discard_supported: info.discard_supported,
+            path: path.display().to_string(),
+        })
+    }
+}
+
+impl Purger for KernelPurger {
+    fn offers(&mut self, method: EraseMethod) -> Result<(), String> {
+        match method {
+            EraseMethod::SecureErase => {
+                let p = &self.path;
+                let name = p.rsplit('/').next().unwrap_or(p);
+                Err(if name.starts_with("nvme") {
+                    format!(
+                        "ssdlab does not drive firmware erase yet; nvme-cli does: `nvme format {p} --ses=1`"
+                    )
+                } else if name.starts_with("sd") {
+                    format!(
+                        "ssdlab does not drive firmware erase yet; for an ATA drive that is not frozen, hdparm \
+                         does: `hdparm --user-master u --security-set-pass p {p}` then `--security-erase p`"
+                    )
+                } else {
+                    format!("{name} has no drive firmware to ask (a virtual or stacked block device)")
+                })
+            }
+            EraseMethod::SecDiscard | EraseMethod::Discard if !self.discard_supported => {
+                Err("the device does not support discard".into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn purge(&mut self, method: EraseMethod) -> Result<(), String> {
+        let (call, name): (fn(&File, u64, u64) -> std::io::Result<()>, &str) = match method {
+            EraseMethod::SecDiscard => (ssdlab_io::sys::block_secure_discard, "BLKSECDISCARD"),
+            EraseMethod::Discard => (ssdlab_io::sys::block_discard, "BLKDISCARD"),
+            EraseMethod::Zero => (ssdlab_io::sys::block_zero_out, "BLKZEROOUT"),
+            EraseMethod::SecureErase => unreachable!("offers() refuses firmware erase"),
+        };
+        call(&self.file, 0, self.capacity_bytes)
+            .and_then(|()| self.file.sync_all())
+            .map_err(|e| format!("{name}: {e}"))
+    }
+}
