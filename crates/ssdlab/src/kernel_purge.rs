@@ -8,6 +8,9 @@ use std::path::Path;
 use ssdlab_core::DeviceInfo;
 use ssdlab_methods::erase::{EraseMethod, Purger};
 
+/// A block-device ioctl over a byte range.
+type RangeIoctl = fn(&File, u64, u64) -> std::io::Result<()>;
+
 pub struct KernelPurger {
     file: File,
     capacity_bytes: u64,
@@ -53,7 +56,7 @@ impl Purger for KernelPurger {
     }
 
     fn purge(&mut self, method: EraseMethod) -> Result<(), String> {
-        let (call, name): (fn(&File, u64, u64) -> std::io::Result<()>, &str) = match method {
+        let (call, name): (RangeIoctl, &str) = match method {
             EraseMethod::SecDiscard => (ssdlab_io::sys::block_secure_discard, "BLKSECDISCARD"),
             EraseMethod::Discard => (ssdlab_io::sys::block_discard, "BLKDISCARD"),
             EraseMethod::Zero => (ssdlab_io::sys::block_zero_out, "BLKZEROOUT"),
