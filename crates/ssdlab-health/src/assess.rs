@@ -80,7 +80,7 @@ fn life(
             };
         }
         needs = Some(format!(
-            "wear has not moved over {span_days:.1} days (it is reported in steps); more history"
+            "more history: wear has not moved over {span_days:.1} days (drives report it in whole steps)"
         ));
     }
     // Then host writes against the TBW rating.
