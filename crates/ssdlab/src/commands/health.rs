@@ -107,13 +107,7 @@ pub fn run(args: &HealthArgs) -> Result<Outcome> {
     if let Some(dir) = &args.out {
         eprintln!("results   {} (report.html, result.json)", dir.display());
     }
-    Ok(if reporter.pipe_closed() {
-        Outcome::PipeClosed
-    } else if verdict.passed {
-        Outcome::Passed
-    } else {
-        Outcome::Failed
-    })
+    Ok(Outcome::of_verdict(reporter.pipe_closed(), verdict.passed))
 }
 
 fn window(value: &str) -> Result<Option<u64>> {

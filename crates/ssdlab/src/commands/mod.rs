@@ -24,3 +24,16 @@ pub enum Outcome {
     /// stdout's reader went away (e.g. `| head`): exit 0, as a broken pipe is not an error.
     PipeClosed,
 }
+
+impl Outcome {
+    /// How a command that published a verdict ended: a closed pipe first (exit 0), then the verdict.
+    pub fn of_verdict(pipe_closed: bool, passed: bool) -> Self {
+        if pipe_closed {
+            Outcome::PipeClosed
+        } else if passed {
+            Outcome::Passed
+        } else {
+            Outcome::Failed
+        }
+    }
+}

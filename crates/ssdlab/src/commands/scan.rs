@@ -280,13 +280,7 @@ fn region_scan(args: &ScanArgs, target: &str, chunk: u64) -> Result<Outcome> {
     if let Some(dir) = &args.out {
         eprintln!("results   {} (report.html, result.json)", dir.display());
     }
-    Ok(if reporter.pipe_closed() {
-        Outcome::PipeClosed
-    } else if verdict.passed {
-        Outcome::Passed
-    } else {
-        Outcome::Failed
-    })
+    Ok(Outcome::of_verdict(reporter.pipe_closed(), verdict.passed))
 }
 
 pub fn run(args: &ScanArgs) -> Result<Outcome> {
@@ -417,13 +411,7 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
             dir.display()
         );
     }
-    Ok(if reporter.pipe_closed() {
-        Outcome::PipeClosed
-    } else if verdict.passed {
-        Outcome::Passed
-    } else {
-        Outcome::Failed
-    })
+    Ok(Outcome::of_verdict(reporter.pipe_closed(), verdict.passed))
 }
 
 /// One row per scanned file, columns named like the JSON fields.
