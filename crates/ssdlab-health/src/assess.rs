@@ -64,8 +64,15 @@ fn life(
 
     // The wear trend first: it is what the drive itself says about its NAND.
     let (days, wear) = series(&|s| wear_of(s, pe));
+    // Wear is reported in steps (whole percent, whole erase cycles): a trend through a single step is the
+    // rounding, not a rate, so at least two steps must have passed.
+    let steps = wear.windows(2).filter(|w| w[0] != w[1]).count();
     let mut needs = None;
-    if let (Some(now), Some(t)) = (wear_of(current, pe), trend(&days, &wear)) {
+    if steps < 2 && wear.len() >= 2 {
+        needs = Some(format!(
+            "more history: wear has moved {steps} step(s) over {span_days:.1} days and a trend needs two"
+        ));
+    } else if let (Some(now), Some(t)) = (wear_of(current, pe), trend(&days, &wear)) {
         let (d, low, high) = days_to(100.0, now, &t);
         if d.is_some() {
             return LifeEstimate {
@@ -80,7 +87,7 @@ fn life(
             };
         }
         needs = Some(format!(
-            "more history: wear has not moved over {span_days:.1} days (drives report it in whole steps)"
+            "more history: wear has not risen over {span_days:.1} days (drives report it in whole steps)"
         ));
     }
     // Then host writes against the TBW rating.
@@ -214,6 +221,25 @@ mod tests {
         let last = history.last().unwrap().clone();
         let w = assess(&last, history, Some(3 * 86_400), pe_rating());
         assert_eq!(w.rates.unwrap().snapshots, 4);
+    }
+
+    #[test]
+    fn a_single_step_of_wear_is_rounding_not_a_rate() {
+        // Whole-percent wear 10, 10, 10, 11 over three days: no estimate and no warning.
+        let history: Vec<_> = [10.0, 10.0, 10.0, 11.0]
+            .iter()
+            .enumerate()
+            .map(|(d, w)| {
+                let mut s = day(d as u64, 0.0, (d as u64) << 30);
+                s.erase_count_mean = None;
+                s.wear_used_percent = Some(*w);
+                s
+            })
+            .collect();
+        let h = assess(history.last().unwrap(), history.clone(), None, None);
+        assert_eq!(h.life.remaining_days, None);
+        assert!(h.life.needs.unwrap().contains("moved 1 step(s)"));
+        assert_eq!(h.verdict.level, HealthLevel::Ok);
     }
 
     #[test]

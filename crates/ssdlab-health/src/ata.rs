@@ -122,10 +122,14 @@ fn nand_writes(attributes: &[AtaAttribute], snapshot: &mut HealthSnapshot) {
         find(attributes, &["FTL_Program_Page_Count", "Bckgnd_Program_Page_Cnt"]),
         snapshot.host_written_bytes,
     ) {
-        (host_pages.raw_value > 0).then(|| {
-            let pages = u128::from(host_pages.raw_value) + u128::from(ftl_pages.raw_value);
+        let pages = u128::from(host_pages.raw_value) + u128::from(ftl_pages.raw_value);
+        // A product past 2^128 (nonsense raw values) gives no figure rather than a wrapped one.
+        let nand = host_bytes
+            .checked_mul(pages)
+            .and_then(|p| p.checked_div(u128::from(host_pages.raw_value)));
+        nand.map(|nand| {
             (
-                host_bytes * pages / u128::from(host_pages.raw_value),
+                nand,
                 format!(
                     "host writes x (attributes {} {} + {} {}) / {} (program page counts)",
                     host_pages.id, host_pages.name, ftl_pages.id, ftl_pages.name, host_pages.id

@@ -24,9 +24,11 @@ pub fn t_975(dof: usize) -> f64 {
     match dof {
         0 => f64::INFINITY,
         1..=30 => TABLE[dof - 1],
-        31..=40 => 2.021,
-        41..=60 => 2.000,
-        61..=120 => 1.980,
+        // Between table rows, the row below (fewer degrees of freedom): a slightly wider, safe band.
+        31..=39 => 2.042,
+        40..=59 => 2.021,
+        60..=119 => 2.000,
+        120..=999 => 1.980,
         _ => 1.960,
     }
 }

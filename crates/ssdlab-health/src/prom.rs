@@ -9,7 +9,21 @@ use crate::history::DAY_S;
 /// Adds every drive's metrics to `exposition`.
 pub fn health_metrics(exposition: &mut Exposition, drives: &[DriveHealth]) {
     use MetricType::{Counter, Gauge};
+    // One series per drive: the same drive given twice (a device and a saved file of it) keeps its newest
+    // snapshot, as duplicate series are invalid.
+    let key = |d: &DriveHealth| {
+        let id = &d.snapshot.identity;
+        (id.source.clone(), id.serial.clone(), id.model.clone())
+    };
+    let mut newest: Vec<&DriveHealth> = vec![];
     for d in drives {
+        match newest.iter().position(|k| key(k) == key(d)) {
+            Some(i) if d.snapshot.taken_at_s >= newest[i].snapshot.taken_at_s => newest[i] = d,
+            Some(_) => {}
+            None => newest.push(d),
+        }
+    }
+    for d in newest {
         let s = &d.snapshot;
         let id = &s.identity;
         let labels = [
@@ -134,5 +148,41 @@ pub fn health_metrics(exposition: &mut Exposition, drives: &[DriveHealth]) {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::virtual_drive::{VirtualDrive, snapshot};
+    use ssdlab_core::schema::DeviceCounters;
+
+    #[test]
+    fn the_same_drive_twice_is_one_series_with_its_newest_snapshot() {
+        let drive = |host: u64, t: u64| {
+            let v = VirtualDrive {
+                target: "sim:x".into(),
+                model: "m".into(),
+                capacity_bytes: 1 << 30,
+                counters: DeviceCounters {
+                    host_bytes_written: host,
+                    ..DeviceCounters::default()
+                },
+                host_read_bytes: None,
+                rated_pe_cycles: 1000,
+                powered_s: 0.0,
+                origin: None,
+            };
+            crate::assess(&snapshot(&v, t), vec![], None, None)
+        };
+        let mut e = Exposition::new();
+        health_metrics(&mut e, &[drive(2000, 20), drive(1000, 10)]);
+        let text = e.render();
+        let written: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("ssdlab_host_written_bytes_total{"))
+            .collect();
+        assert_eq!(written.len(), 1, "{text}");
+        assert!(written[0].ends_with(" 2000"), "{text}");
     }
 }

@@ -15,6 +15,9 @@ const BLKDISCARD: libc::c_ulong = 0x1277; // _IO(0x12, 119)
 const BLKSECDISCARD: libc::c_ulong = 0x127d; // _IO(0x12, 125)
 const BLKZEROOUT: libc::c_ulong = 0x127f; // _IO(0x12, 127)
 
+/// The open flag that refuses to follow a symbolic link, for callers outside this crate.
+pub const O_NOFOLLOW: i32 = libc::O_NOFOLLOW;
+
 fn check(ret: libc::c_int) -> io::Result<()> {
     if ret < 0 {
         Err(io::Error::last_os_error())

@@ -43,6 +43,22 @@ impl EraseMethod {
         }
     }
 
+    /// What the method does not promise, in NIST SP 800-88's terms (a purge makes data unrecoverable by any
+    /// means; a clear only by reading the LBAs).
+    pub fn caveat(self) -> Option<&'static str> {
+        match self {
+            EraseMethod::SecureErase | EraseMethod::SecDiscard => None,
+            EraseMethod::Discard => Some(
+                "a discard unmaps the blocks and they read back as zeroes, but it is not a purge: old data can \
+                 stay in the NAND until garbage collection erases it; use a firmware erase for a purge",
+            ),
+            EraseMethod::Zero => Some(
+                "zero fill clears every LBA, but it is not a purge: old copies can stay in spare blocks until \
+                 garbage collection erases them; use a firmware erase for a purge",
+            ),
+        }
+    }
+
     /// Whether a block it erased may read back as all ones rather than all zeroes (firmware erase leaves the
     /// NAND's erased state or a vendor pattern).
     fn may_read_ones(self) -> bool {
@@ -136,13 +152,15 @@ fn verify<D: Device>(
     seed: u64,
 ) -> Result<Vec<u64>, EraseError> {
     let info = device.info().clone();
+    let read_error = |what: String, cause: String| EraseError::Read { what, cause };
     let block = u64::from(info.logical_block_bytes.max(4096));
     let blocks = info.capacity_bytes / block;
-    assert!(
-        blocks > 0,
-        "a device smaller than one block cannot be erased and checked"
-    );
-    let read_error = |what: String, cause: String| EraseError::Read { what, cause };
+    if blocks == 0 {
+        return Err(read_error(
+            "the device".into(),
+            format!("it is smaller than one {block}-byte block, so no block can be checked"),
+        ));
+    }
     device
         .prepare(1, block as usize)
         .map_err(|e| read_error("the device".into(), e.to_string()))?;

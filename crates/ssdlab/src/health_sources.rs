@@ -219,8 +219,9 @@ impl HistoryDir {
         let Some(path) = self.path(snapshot) else {
             return Ok(history::Loaded::default());
         };
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Ok(history::parse(&text)),
+        // Bytes, not a string: a line cut inside a character by a crash is skipped, not an error.
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(history::parse(&String::from_utf8_lossy(&bytes))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(history::Loaded::default()),
             Err(e) => Err(anyhow!("--history: cannot read {}: {e}", path.display())),
         }
@@ -242,7 +243,18 @@ impl HistoryDir {
             .append(true)
             .open(&path)
             .with_context(|| format!("--history: cannot open {}", path.display()))?;
-        file.write_all(history::to_line(snapshot).as_bytes())
+        // A crash can leave a last line without its newline: start a new line, so this one stays whole.
+        let torn = file.metadata().is_ok_and(|m| m.len() > 0) && {
+            use std::io::{Read, Seek, SeekFrom};
+            let mut last = [0u8; 1];
+            let mut reader = std::fs::File::open(&path)?;
+            reader.seek(SeekFrom::End(-1))?;
+            reader.read_exact(&mut last)?;
+            last[0] != b'\n'
+        };
+        let mut line = if torn { "\n".to_string() } else { String::new() };
+        line.push_str(&history::to_line(snapshot));
+        file.write_all(line.as_bytes())
             .and_then(|()| file.sync_data())
             .with_context(|| format!("--history: cannot append to {}", path.display()))?;
         Ok(true)

@@ -19,9 +19,24 @@ pub struct KernelPurger {
 }
 
 impl KernelPurger {
-    pub fn open(path: &Path, info: &DeviceInfo) -> std::io::Result<Self> {
+    /// Opens `path` again for the ioctls (the gate's descriptor is exclusive and inside the device). It must be
+    /// the same device the gate checked: `gated_rdev` is its device number, taken before the gate opened it,
+    /// and the size must match.
+    pub fn open(path: &Path, info: &DeviceInfo, gated_rdev: u64) -> std::io::Result<Self> {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc_o_nofollow())
+            .open(path)?;
+        let same = file.metadata()?.rdev() == gated_rdev
+            && ssdlab_io::sys::block_device_size(&file)? == info.capacity_bytes;
+        if !same {
+            return Err(std::io::Error::other(
+                "the device node changed between the safety check and the purge; nothing was erased",
+            ));
+        }
         Ok(KernelPurger {
-            file: std::fs::OpenOptions::new().write(true).open(path)?,
+            file,
             capacity_bytes: info.capacity_bytes,
             discard_supported: info.discard_supported,
             path: path.display().to_string(),
@@ -35,7 +50,16 @@ impl Purger for KernelPurger {
             EraseMethod::SecureErase => {
                 let p = &self.path;
                 let name = p.rsplit('/').next().unwrap_or(p);
-                Err(if name.starts_with("nvme") {
+                let partition = std::path::Path::new("/sys/class/block")
+                    .join(name)
+                    .join("partition")
+                    .exists();
+                Err(if partition {
+                    format!(
+                        "{name} is a partition: a firmware erase would erase the whole drive, so it is never \
+                         offered for a partition"
+                    )
+                } else if name.starts_with("nvme") {
                     format!(
                         "ssdlab does not drive firmware erase yet; nvme-cli does: `nvme format {p} --ses=1`"
                     )
@@ -66,4 +90,9 @@ impl Purger for KernelPurger {
             .and_then(|()| self.file.sync_all())
             .map_err(|e| format!("{name}: {e}"))
     }
+}
+
+/// O_NOFOLLOW: a symbolic link is never followed into a purge.
+fn libc_o_nofollow() -> i32 {
+    ssdlab_io::sys::O_NOFOLLOW
 }

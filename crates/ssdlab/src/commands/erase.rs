@@ -20,11 +20,14 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
         ),
         Err(e) => bail!("{e}"),
     };
+    let gated_rdev = std::os::unix::fs::MetadataExt::rdev(
+        &std::fs::metadata(&path).with_context(|| format!("--target {}", path.display()))?,
+    );
     // The safety gate: --allow-destroy, never a device in use, signs of past use only with --force.
     let opened = open_target(&args.target, Use::Writes)?;
     let mut device = opened.device;
     let info = device.info().clone();
-    let mut purger = KernelPurger::open(&path, &info)
+    let mut purger = KernelPurger::open(&path, &info, gated_rdev)
         .with_context(|| format!("--target {}: cannot open it for the purge", path.display()))?;
     let requested = match args.method {
         EraseMethodArg::Auto => None,
@@ -44,6 +47,14 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
     for (method, what) in &report.steps {
         eprintln!("  {:<13} {what}", method.name());
     }
+    if let (Some(method), [(_, what)]) = (requested, report.steps.as_slice())
+        && what.starts_with("not offered")
+    {
+        bail!(
+            "--method {}: {what}; nothing was erased (try --method auto)",
+            method.name()
+        );
+    }
     match report.method {
         Some(method) => {
             eprintln!(
@@ -51,6 +62,9 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
                 method.name(),
                 report.samples
             );
+            if let Some(caveat) = method.caveat() {
+                eprintln!("note      {caveat}");
+            }
             Ok(Outcome::Passed)
         }
         None => {
