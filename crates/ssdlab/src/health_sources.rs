@@ -16,18 +16,14 @@ use ssdlab_health::{history, smartctl};
 use ssdlab_io::Engine;
 use ssdlab_targets::{Access, OpenOptions};
 
+use crate::output::unix_now_s;
+
 /// A snapshot and, for a virtual drive, its NAND's rated P/E cycles.
 pub struct Reading {
     pub snapshot: HealthSnapshot,
     pub profile_pe: Option<u32>,
     /// A virtual drive lives for one command: it keeps no history.
     pub is_virtual: bool,
-}
-
-pub fn now_s() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// Reads a positional DEVICE: a `sim:` target or a device node through smartctl.
@@ -61,7 +57,7 @@ pub fn read_device(device: &str, smartctl_path: &Path) -> Result<Reading> {
         })?;
     let status = output.status.code();
     let text = String::from_utf8_lossy(&output.stdout);
-    let mut snapshot = smartctl::parse(device, &text, now_s()).map_err(|e| {
+    let mut snapshot = smartctl::parse(device, &text, unix_now_s()).map_err(|e| {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let stderr = stderr.trim();
         if stderr.is_empty() {
@@ -114,7 +110,7 @@ fn read_sim(target: &str) -> Result<Reading> {
         origin: None,
     };
     Ok(Reading {
-        snapshot: virtual_drive::snapshot(&drive, now_s()),
+        snapshot: virtual_drive::snapshot(&drive, unix_now_s()),
         profile_pe: Some(drive.rated_pe_cycles),
         is_virtual: true,
     })
@@ -143,7 +139,7 @@ pub fn read_file(path: &Path) -> Result<Reading> {
         .and_then(|m| m.modified())
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or_else(now_s, |d| d.as_secs());
+        .map_or_else(unix_now_s, |d| d.as_secs());
     let snapshot = ssdlab_health::parse_any(&name, &text, modified_s).map_err(|e| anyhow!("--from {e}"))?;
     Ok(Reading {
         snapshot,
@@ -196,7 +192,7 @@ fn from_result(name: &str, result: &RunResult) -> Result<Reading> {
         powered_s,
         origin: Some(format!("{name} ({} run of {})", result.kind(), result.started_at)),
     };
-    let taken_at_s = ssdlab_core::units::parse_rfc3339_utc(&result.started_at).unwrap_or_else(now_s);
+    let taken_at_s = ssdlab_core::units::parse_rfc3339_utc(&result.started_at).unwrap_or_else(unix_now_s);
     Ok(Reading {
         snapshot: virtual_drive::snapshot(&drive, taken_at_s),
         profile_pe: pe,

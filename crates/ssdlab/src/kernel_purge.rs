@@ -26,7 +26,7 @@ impl KernelPurger {
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
         let file = std::fs::OpenOptions::new()
             .write(true)
-            .custom_flags(libc_o_nofollow())
+            .custom_flags(ssdlab_io::sys::O_NOFOLLOW)
             .open(path)?;
         let same = file.metadata()?.rdev() == gated_rdev
             && ssdlab_io::sys::block_device_size(&file)? == info.capacity_bytes;
@@ -90,9 +90,4 @@ impl Purger for KernelPurger {
             .and_then(|()| self.file.sync_all())
             .map_err(|e| format!("{name}: {e}"))
     }
-}
-
-/// O_NOFOLLOW: a symbolic link is never followed into a purge.
-fn libc_o_nofollow() -> i32 {
-    ssdlab_io::sys::O_NOFOLLOW
 }

@@ -335,6 +335,13 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("renaming {} into place", tmp.display()))
 }
 
+/// The wall clock in whole seconds since the Unix epoch (0 if the clock is before it), for time stamps.
+pub fn unix_now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// `--prom FILE` must be writable where it is named: checked before anything is measured.
 pub fn check_prom_path(path: &Path) -> Result<()> {
     if path.is_dir() {
@@ -378,10 +385,7 @@ pub fn publish_analysis(
     analysis: Analysis,
     verdict: &ssdlab_core::schema::Verdict,
 ) -> Result<()> {
-    let unix_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let unix_s = unix_now_s();
     let started_at = ssdlab_core::units::rfc3339_utc(unix_s);
     reporter.emit(&Event::Begin {
         kind: analysis.kind().into(),

@@ -1,7 +1,5 @@
 //! `ssdlab run`: one workload on one target, measured.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use anyhow::{Result, bail};
 use ssdlab_core::Device;
 use ssdlab_core::schema::options::{JobOptions, RunOptions};
@@ -100,10 +98,7 @@ fn run_on<D: Device>(
         target: args.target.recorded(),
         workload: workload.clone(),
     });
-    let unix_s = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let unix_s = output::unix_now_s();
     let started_at = rfc3339_utc(unix_s);
     let info = device.info().clone();
 

@@ -257,7 +257,12 @@ fn region_scan(args: &ScanArgs, target: &str, chunk: u64) -> Result<Outcome> {
     );
     if let Some(prom) = &args.prom {
         let mut exposition = ssdlab_core::prom::Exposition::new();
-        ssdlab_methods::scan::prom::region_scan_metrics(&mut exposition, target, &analysis, now_s());
+        ssdlab_methods::scan::prom::region_scan_metrics(
+            &mut exposition,
+            target,
+            &analysis,
+            output::unix_now_s(),
+        );
         output::write_prom(prom, &exposition)?;
     }
     let mut reporter = Reporter::new(args.json);
@@ -392,7 +397,7 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
     let csv = files_csv(&analysis);
     if let Some(prom) = &args.prom {
         let mut exposition = ssdlab_core::prom::Exposition::new();
-        ssdlab_methods::scan::prom::scan_metrics(&mut exposition, &analysis, now_s());
+        ssdlab_methods::scan::prom::scan_metrics(&mut exposition, &analysis, output::unix_now_s());
         output::write_prom(prom, &exposition)?;
     }
     output::publish_analysis(
@@ -431,10 +436,4 @@ fn files_csv(analysis: &ScanAnalysis) -> String {
         ));
     }
     csv
-}
-
-fn now_s() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }

@@ -1,8 +1,6 @@
 //! `ssdlab test consistency|trim|sweep|latency`: the methodologies, with tables on stderr, JSON Lines on
 //! stdout and a result directory with report.html.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use anyhow::{Context, Result, anyhow, bail};
 use ssdlab_core::Device;
 use ssdlab_core::schema::options::{MethodOptions, RunOptions, TestOptions};
@@ -120,10 +118,7 @@ fn execute(
     let opened = plan::open_target(&common.target, plan::Use::Writes)?;
     let (mut device, before) = (opened.device, opened.undo);
     let info = device.info().clone();
-    let unix_s = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let unix_s = output::unix_now_s();
     let started_at = rfc3339_utc(unix_s);
     let options = RunOptions::Test(TestOptions {
         target: common.target.recorded(),
