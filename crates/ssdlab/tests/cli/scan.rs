@@ -300,7 +300,10 @@ fn region_scan_finds_the_aged_part_of_a_device() {
     );
     // Read-only: a block device needs no --allow-destroy.
     let dev = LoopDevice::new(16 << 20);
-    expect_code(&run(&["scan", "--device", &dev.path, "--regions", "4"]), 0);
+    // The verdict on a real device depends on timing (a busy CI machine can read one region at half the
+    // median twice), so only "ran, was not refused" is asserted: 0 or 1, never 2.
+    let out = run(&["scan", "--device", &dev.path, "--regions", "4"]);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
     assert_eq!(dev.image_blocks(), 0, "nothing was written");
 }
 
