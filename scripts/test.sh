@@ -9,9 +9,10 @@ cd "$(dirname "$0")/.."
 # id; attr: xattrs in the refresh tests; libnbd-bin (nbdinfo, nbdcopy), python3-libnbd (libnbd from a test
 # script) and qemu-utils (qemu-io): real NBD clients of `ssdlab serve`; fuse3: nbdfuse's mounts (an export as a
 # file, for a loop device and a file system on top); nbdkit: the negative control of the crash oracle and of
-# block status; smartmontools: `ssdlab health` runs smartctl; prometheus: promtool checks every --prom output.
+# block status; smartmontools: `ssdlab health` runs smartctl; prometheus: promtool checks every --prom output;
+# fdisk: sfdisk writes the partition tables `ssdlab op` must keep clear of.
 packages=(fio e2fsprogs util-linux mount chromium btrfs-progs xfsprogs attr libnbd-bin python3-libnbd qemu-utils fuse3 nbdkit
-    smartmontools prometheus)
+    smartmontools prometheus fdisk)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -9,6 +9,7 @@ pub mod analysis;
 pub mod consistency;
 pub mod erase;
 pub mod latency;
+pub mod op;
 pub mod session;
 pub mod sweep;
 pub mod trim;

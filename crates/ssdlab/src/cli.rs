@@ -45,6 +45,10 @@ pub enum Command {
     /// Purge a whole block device with the best method it offers, and check that sampled blocks read back
     /// erased. Destroys every byte on it: needs --allow-destroy, and refuses a device in use.
     Erase(EraseArgs),
+    /// Over-provisioning: the drive's spare area under both conventions, what leaving a share of its capacity
+    /// unused adds (--set 25%), and, with --allow-destroy, discarding that tail and printing the partition size
+    /// to use.
+    Op(OpArgs),
 }
 
 #[derive(Debug, Args)]
@@ -56,6 +60,25 @@ pub struct EraseArgs {
     pub method: EraseMethodArg,
     /// Blocks read back afterwards (the first, the last and random ones) to check they are erased.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
+    pub samples: u32,
+    /// Seed of the sampled blocks.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct OpArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Share of the capacity to leave unused at the end of the drive, as reviewers' "25% OP" and `test consistency
+    /// --op` mean it (25 or 25%). Without --allow-destroy it only shows what that means.
+    #[arg(long, value_name = "PCT")]
+    pub set: Option<String>,
+    /// The drive's raw NAND (e.g. 256g), when the built-in table does not know the drive.
+    #[arg(long, value_name = "SIZE")]
+    pub raw_nand: Option<String>,
+    /// Tail blocks read back after the discard (the first, the last and random ones).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
     pub samples: u32,
     /// Seed of the sampled blocks.
     #[arg(long, default_value_t = 1)]
@@ -418,8 +441,8 @@ pub struct TargetArgs {
     /// Allow writes and discards to a block device (they destroy its data). Files and null need no permission.
     #[arg(long)]
     pub allow_destroy: bool,
-    /// With --allow-destroy: write even to a device that looks in use (mounted, swap, md/dm member, or carrying a
-    /// filesystem or partition-table signature).
+    /// With --allow-destroy: write even to a device that carries a filesystem or partition-table signature. A
+    /// device that is mounted, used as swap, held by md/dm/LVM or open exclusively is always refused.
     #[arg(long)]
     pub force: bool,
     /// How I/O is issued.

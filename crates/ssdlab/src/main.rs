@@ -33,6 +33,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => commands::serve::run(args),
         Command::Health(args) => commands::health::run(args),
         Command::Erase(args) => commands::erase::run(args),
+        Command::Op(args) => commands::op::run(args),
     };
     match result {
         Ok(Outcome::Passed) | Ok(Outcome::PipeClosed) => ExitCode::SUCCESS,

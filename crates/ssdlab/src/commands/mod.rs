@@ -4,6 +4,7 @@
 pub mod demo;
 pub mod erase;
 pub mod health;
+pub mod op;
 pub mod refresh;
 pub mod report;
 pub mod run;

@@ -13,6 +13,7 @@ mod health;
 mod input;
 mod methods;
 mod nbd;
+mod op;
 mod refresh;
 mod report;
 mod safety;

@@ -1,0 +1,162 @@
+//! Where a block device sits, from sysfs: a whole disk or a partition, the partitions a whole disk holds (start
+//! and length in bytes), and what kind of drive answers for it (an NVMe namespace, an ATA disk through libata,
+//! or something with no drive firmware to ask, such as a loop or device-mapper device).
+//!
+//! It only reads sysfs and stats paths; it never opens a device. `over-provisioning` uses the partitions to keep
+//! the discarded tail clear of every partition, and `erase` uses the drive kind to decide which firmware purge
+//! could apply.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use crate::guard::SYS_ROOT;
+
+/// sysfs counts partition starts and sizes in 512-byte sectors, whatever the device's logical block.
+const SYSFS_SECTOR_BYTES: u64 = 512;
+
+/// One partition of a whole disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionExtent {
+    /// The kernel's name, e.g. `sda2`, `nvme0n1p1`, `loop3p1`.
+    pub name: String,
+    pub start_bytes: u64,
+    pub len_bytes: u64,
+}
+
+/// What kind of drive answers for a block device: which firmware, if any, could purge it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DriveKind {
+    /// An NVMe namespace: `controller` is the character device (`/dev/nvme0`), `namespace` the block device.
+    Nvme {
+        controller: PathBuf,
+        namespace: PathBuf,
+        /// Other namespaces on the same controller (a format or sanitize may reach them too).
+        other_namespaces: Vec<String>,
+    },
+    /// A disk behind libata (SATA, or PATA): the SCSI vendor sysfs reports is "ATA".
+    Ata,
+    /// A SCSI or USB-bridged disk that is not plainly ATA: a firmware erase would need the bridge's pass-through.
+    OtherScsi { vendor: String },
+    /// No drive firmware: a loop, device-mapper, md, zram or other virtual device.
+    Virtual,
+}
+
+/// The sysfs directory of the block device at `path` (`/sys/dev/block/MAJ:MIN`, resolved).
+fn sysdir_of(path: &Path) -> io::Result<PathBuf> {
+    let meta = fs::metadata(path)?;
+    if !meta.file_type().is_block_device() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a block device", path.display()),
+        ));
+    }
+    let rdev = meta.rdev();
+    let link =
+        Path::new(SYS_ROOT)
+            .join("dev/block")
+            .join(format!("{}:{}", libc::major(rdev), libc::minor(rdev)));
+    fs::canonicalize(&link)
+}
+
+fn read_u64(path: &Path) -> io::Result<u64> {
+    let text = fs::read_to_string(path)?;
+    text.trim().parse().map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} does not hold a number: {:?}", path.display(), text.trim()),
+        )
+    })
+}
+
+/// Whether the block device at `path` is a partition (rather than a whole disk).
+pub fn is_partition(path: &Path) -> io::Result<bool> {
+    Ok(sysdir_of(path)?.join("partition").exists())
+}
+
+/// The partitions of the whole disk at `path`, in start order (none for a disk without a partition table).
+pub fn partitions_of(path: &Path) -> io::Result<Vec<PartitionExtent>> {
+    let sysdir = sysdir_of(path)?;
+    let mut partitions = Vec::new();
+    for entry in fs::read_dir(&sysdir)? {
+        let entry = entry?;
+        let dir = entry.path();
+        if !entry.file_type()?.is_dir() || !dir.join("partition").exists() {
+            continue;
+        }
+        let (start, size) = match (read_u64(&dir.join("start")), read_u64(&dir.join("size"))) {
+            (Ok(start), Ok(size)) => (start, size),
+            // The partition went away while we looked (a table being re-read): it holds nothing now.
+            (Err(e), _) | (_, Err(e)) if e.kind() == io::ErrorKind::NotFound => continue,
+            (Err(e), _) | (_, Err(e)) => return Err(e),
+        };
+        partitions.push(PartitionExtent {
+            name: entry.file_name().to_string_lossy().replace('!', "/"),
+            start_bytes: start * SYSFS_SECTOR_BYTES,
+            len_bytes: size * SYSFS_SECTOR_BYTES,
+        });
+    }
+    partitions.sort_by_key(|p| p.start_bytes);
+    Ok(partitions)
+}
+
+/// What kind of drive answers for the block device at `path`.
+pub fn drive_kind(path: &Path) -> io::Result<DriveKind> {
+    let sysdir = sysdir_of(path)?;
+    let name = sysdir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // An NVMe namespace's sysfs directory sits beside its siblings: under its controller's (…/nvme/nvme0/nvme0n1)
+    // or, with native multipath, under the subsystem's (…/nvme-subsys0/nvme0n1).
+    if let Some((controller, _)) = nvme_namespace_name(&name) {
+        let mut others = Vec::new();
+        if let Some(parent) = sysdir.parent() {
+            for entry in fs::read_dir(parent)? {
+                let other = entry?.file_name().to_string_lossy().into_owned();
+                if other != name && nvme_namespace_name(&other).is_some_and(|(c, _)| c == controller) {
+                    others.push(other);
+                }
+            }
+        }
+        others.sort();
+        return Ok(DriveKind::Nvme {
+            controller: Path::new("/dev").join(format!("nvme{controller}")),
+            namespace: Path::new("/dev").join(&name),
+            other_namespaces: others,
+        });
+    }
+    match fs::read_to_string(sysdir.join("device/vendor")) {
+        Ok(vendor) if vendor.trim() == "ATA" => Ok(DriveKind::Ata),
+        Ok(vendor) => Ok(DriveKind::OtherScsi {
+            vendor: vendor.trim().to_string(),
+        }),
+        Err(_) => Ok(DriveKind::Virtual),
+    }
+}
+
+/// `(controller, namespace)` numbers of an NVMe namespace's name, `nvme0n1` -> (0, 1); None for anything else
+/// (a partition `nvme0n1p1`, a multipath path `nvme0c0n1`, a controller `nvme0`).
+fn nvme_namespace_name(name: &str) -> Option<(u32, u32)> {
+    let (controller, namespace) = name.strip_prefix("nvme")?.split_once('n')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(controller) || !digits(namespace) {
+        return None;
+    }
+    Some((controller.parse().ok()?, namespace.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvme_names() {
+        assert_eq!(nvme_namespace_name("nvme0n1"), Some((0, 1)));
+        assert_eq!(nvme_namespace_name("nvme12n3"), Some((12, 3)));
+        for not in ["nvme0n1p1", "nvme0c0n1", "nvme0", "nvme-subsys0", "sda", "nvmen1"] {
+            assert_eq!(nvme_namespace_name(not), None, "{not}");
+        }
+    }
+}

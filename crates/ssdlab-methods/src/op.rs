@@ -1,0 +1,601 @@
+//! Over-provisioning: how much spare area a drive has, what leaving part of its capacity unused adds, and
+//! applying that by discarding the unused tail.
+//!
+//! Two conventions meet here and both are stated wherever a figure is printed. DESIGN's over-provisioning is
+//! OP = (physical - logical) / logical, with the spare factor (physical - logical) / physical beside it. The
+//! reviewers' "25% OP" (and `test consistency --op 25`) means 25% of the drive's capacity left unused, which this
+//! module calls the unused share: `--set 25%` leaves the last quarter of the LBAs unused, and the OP that results
+//! is computed from the drive's raw NAND.
+//!
+//! Leaving LBAs unused adds spare area only if the drive knows they hold nothing: the tail is discarded, so the
+//! FTL drops its mappings and garbage collection can use those pages. A partition table's backup at the end of
+//! a GPT disk is kept, and a partition reaching into the tail refuses the whole operation: this module never
+//! discards a byte a partition owns. It never decides whether writing to the device is allowed; the caller
+//! opens it through the safety gate first, and lists the partitions (from sysfs) for it.
+
+use ssdlab_core::device::{Completion, Device, DeviceError, Io, Op};
+use ssdlab_core::rng::Rng;
+
+const GIB: u64 = 1 << 30;
+const GB: u64 = 1_000_000_000;
+/// Where the usable area ends is rounded down to this, so the partition size printed is aligned for any
+/// partitioning tool and any erase-block size.
+pub const ALIGN_BYTES: u64 = 1 << 20;
+/// Largest unused share `--set` takes: past it the drive is mostly spare, which is a mistake, not a test.
+pub const MAX_UNUSED_PERCENT: f64 = 90.0;
+
+/// Logical and physical capacity, and the ratios between them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spare {
+    /// What the host can address (or, with an unused tail, what it will use).
+    pub logical_bytes: u64,
+    /// The NAND behind it.
+    pub physical_bytes: u64,
+}
+
+impl Spare {
+    /// OP = (physical - logical) / logical, as a ratio (0.0993 for an 840 EVO 250 GB).
+    pub fn op_ratio(&self) -> f64 {
+        (self.physical_bytes as f64 - self.logical_bytes as f64) / self.logical_bytes as f64
+    }
+
+    /// Spare factor = (physical - logical) / physical, as a ratio.
+    pub fn spare_factor_ratio(&self) -> f64 {
+        (self.physical_bytes as f64 - self.logical_bytes as f64) / self.physical_bytes as f64
+    }
+}
+
+/// Where a raw NAND figure came from: how far to trust the OP computed from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RawNandSource {
+    /// `--raw-nand`, given by the user.
+    Given,
+    /// The known-drive table; the text names the source.
+    Known(&'static str),
+    /// The virtual SSD's own geometry (data-holding blocks only).
+    Simulated,
+    /// Nothing better known: a drive sold as N GB carries at least N GiB of NAND, so this is a lower bound.
+    Assumed,
+}
+
+/// Raw NAND of drives whose figures are published, by the model sysfs reports (SATA models are cut to 16
+/// characters there, so "Samsung SSD 840" covers the 840, 840 EVO and 840 Pro) and the decimal capacity.
+struct KnownNand {
+    model_prefix: &'static str,
+    capacity_gb: u64,
+    raw_gib: u64,
+    source: &'static str,
+}
+
+const KNOWN_NAND: &[KnownNand] = &[
+    KnownNand {
+        model_prefix: "Samsung SSD 840",
+        capacity_gb: 120,
+        raw_gib: 128,
+        source: "Samsung 840 EVO 120 GB: 128 GiB of TLC NAND (spare factor 12.7%)",
+    },
+    KnownNand {
+        model_prefix: "Samsung SSD 840",
+        capacity_gb: 250,
+        raw_gib: 256,
+        source: "Samsung 840 / 840 EVO 250 GB: 256 GiB of NAND (spare factor 9.05%)",
+    },
+    KnownNand {
+        model_prefix: "Samsung SSD 840",
+        capacity_gb: 500,
+        raw_gib: 512,
+        source: "Samsung 840 / 840 EVO 500 GB: 512 GiB of NAND (spare factor 9.05%)",
+    },
+    KnownNand {
+        model_prefix: "Samsung SSD 840",
+        capacity_gb: 750,
+        raw_gib: 768,
+        source: "Samsung 840 EVO 750 GB: 768 GiB of TLC NAND (spare factor 9.05%)",
+    },
+    KnownNand {
+        model_prefix: "Samsung SSD 840",
+        capacity_gb: 1000,
+        raw_gib: 1024,
+        source: "Samsung 840 EVO 1 TB: 1024 GiB of TLC NAND (spare factor 9.05%)",
+    },
+];
+
+/// The raw NAND of a drive by its model and capacity: the known-drive table, else the lower bound (as many GiB
+/// as the drive has GB: the decimal/binary difference, 7.37%, that every SSD keeps as spare).
+pub fn raw_nand(model: &str, capacity_bytes: u64) -> (u64, RawNandSource) {
+    let gb = (capacity_bytes as f64 / GB as f64).round() as u64;
+    let known = KNOWN_NAND
+        .iter()
+        .find(|k| k.capacity_gb == gb && model.trim().starts_with(k.model_prefix));
+    match known {
+        Some(k) => (k.raw_gib * GIB, RawNandSource::Known(k.source)),
+        None => (
+            (u128::from(capacity_bytes) * u128::from(GIB) / u128::from(GB)) as u64,
+            RawNandSource::Assumed,
+        ),
+    }
+}
+
+/// Why over-provisioning could not be planned or applied. Each text names the flag or the partition at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error(
+        "partition {name} ends at byte {end_bytes}, inside the tail to leave unused (from byte {usable_bytes}); \
+         nothing was discarded. Shrink or delete the partition first, or choose a smaller --set"
+    )]
+    PartitionInTail {
+        name: String,
+        end_bytes: u64,
+        usable_bytes: u64,
+    },
+    #[error(
+        "the device does not support discard, so leaving its tail unused would add spare area only if those \
+         LBAs were never written; nothing was discarded. Purge the drive first (ssdlab erase), then leave the \
+         tail unpartitioned"
+    )]
+    NoDiscard,
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+}
+
+/// What `--set` asks: the last `unused_percent` of the capacity left unused.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OpPlan {
+    pub capacity_bytes: u64,
+    pub unused_percent: f64,
+    /// Where the usable area ends: the capacity less the unused share, rounded down to [`ALIGN_BYTES`].
+    pub usable_bytes: u64,
+}
+
+impl OpPlan {
+    /// Plans leaving `unused_percent` (more than 0, at most [`MAX_UNUSED_PERCENT`]) of `capacity_bytes` unused.
+    pub fn new(capacity_bytes: u64, unused_percent: f64) -> Result<Self, OpError> {
+        if !(unused_percent > 0.0 && unused_percent <= MAX_UNUSED_PERCENT) {
+            return Err(OpError::Invalid(format!(
+                "--set {unused_percent}%: give the share of the capacity to leave unused, more than 0% and at \
+                 most {MAX_UNUSED_PERCENT}% (e.g. --set 25%)"
+            )));
+        }
+        let keep = capacity_bytes as f64 * (1.0 - unused_percent / 100.0);
+        let usable_bytes = (keep as u64) / ALIGN_BYTES * ALIGN_BYTES;
+        if usable_bytes == 0 {
+            return Err(OpError::Invalid(format!(
+                "--set {unused_percent}%: the device ({capacity_bytes} bytes) would keep less than one \
+                 {ALIGN_BYTES}-byte aligned unit"
+            )));
+        }
+        Ok(OpPlan {
+            capacity_bytes,
+            unused_percent,
+            usable_bytes,
+        })
+    }
+
+    /// The spare area with the tail unused, over `physical_bytes` of NAND.
+    pub fn spare(&self, physical_bytes: u64) -> Spare {
+        Spare {
+            logical_bytes: self.usable_bytes,
+            physical_bytes,
+        }
+    }
+}
+
+/// A partition of the disk, as sysfs describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partition {
+    pub name: String,
+    pub start_bytes: u64,
+    pub len_bytes: u64,
+}
+
+/// What applying a plan did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpApplied {
+    /// The discarded range.
+    pub offset_bytes: u64,
+    pub len_bytes: u64,
+    /// Bytes at the very end left alone because they hold the GPT's backup (0 without a GPT).
+    pub gpt_backup_bytes: u64,
+    /// Blocks of the tail read back afterwards.
+    pub samples: u32,
+    /// Whether every sampled block read back as zeroes (drives need not promise it after a discard).
+    pub tail_reads_zero: bool,
+}
+
+/// The partition table as it is on the disk (not as the kernel last read it): the partitions, and where a GPT's
+/// usable area ends (its backup entries and header follow).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DiskLayout {
+    pub partitions: Vec<Partition>,
+    /// One past the GPT's last usable byte; None without a GPT.
+    pub gpt_usable_end_bytes: Option<u64>,
+}
+
+/// Largest GPT entry array read (the usual one is 128 entries of 128 bytes).
+const MAX_GPT_ENTRIES_BYTES: u64 = 1 << 20;
+
+/// A GPT header: (entries' LBA, number of entries, entry size, last usable LBA), if `lba1` is one.
+fn gpt_header(lba1: &[u8]) -> Option<(u64, u64, u64, u64)> {
+    if lba1.len() < 92 || &lba1[..8] != b"EFI PART" {
+        return None;
+    }
+    let u64_at = |at: usize| u64::from_le_bytes(lba1[at..at + 8].try_into().unwrap());
+    let u32_at = |at: usize| u64::from(u32::from_le_bytes(lba1[at..at + 4].try_into().unwrap()));
+    Some((u64_at(72), u32_at(80), u32_at(84), u64_at(48)))
+}
+
+/// The used entries of a GPT entry array.
+fn gpt_partitions(entries: &[u8], entry_bytes: u64, block: u64) -> Vec<Partition> {
+    entries
+        .chunks_exact(entry_bytes as usize)
+        .enumerate()
+        .filter(|(_, e)| e[..16].iter().any(|&b| b != 0))
+        .map(|(i, e)| {
+            let first = u64::from_le_bytes(e[32..40].try_into().unwrap());
+            let last = u64::from_le_bytes(e[40..48].try_into().unwrap());
+            Partition {
+                name: format!("GPT entry {}", i + 1),
+                start_bytes: first.saturating_mul(block),
+                len_bytes: (last.saturating_sub(first) + 1).saturating_mul(block),
+            }
+        })
+        .collect()
+}
+
+/// The used primary entries of an MBR (an extended partition counts whole, its logical partitions inside it);
+/// none for a GPT's protective MBR or a block without the 0x55AA signature.
+fn mbr_partitions(lba0: &[u8], block: u64) -> Vec<Partition> {
+    if lba0.len() < 512 || lba0[510..512] != [0x55, 0xAA] {
+        return vec![];
+    }
+    let entries: Vec<&[u8]> = lba0[446..510].chunks_exact(16).collect();
+    if entries.iter().any(|e| e[4] == 0xEE) {
+        return vec![];
+    }
+    entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e[4] != 0)
+        .map(|(i, e)| Partition {
+            name: format!("MBR entry {}", i + 1),
+            start_bytes: u64::from(u32::from_le_bytes(e[8..12].try_into().unwrap())) * block,
+            len_bytes: u64::from(u32::from_le_bytes(e[12..16].try_into().unwrap())) * block,
+        })
+        .collect()
+}
+
+/// Reads the partition table from the device (LBA 0, LBA 1 and a GPT's entry array).
+pub fn disk_layout<D: Device>(device: &mut D) -> Result<DiskLayout, OpError> {
+    let info = device.info().clone();
+    let block = u64::from(info.logical_block_bytes.max(512));
+    let blocks = info.capacity_bytes / block;
+    if blocks < 2 {
+        return Ok(DiskLayout::default());
+    }
+    device.prepare(1, (MAX_GPT_ENTRIES_BYTES + block) as usize)?;
+    let lba0 = read_at(device, 0, block)?;
+    let lba1 = read_at(device, block, block)?;
+    let Some((entries_lba, count, entry_bytes, last_usable)) = gpt_header(&lba1) else {
+        return Ok(DiskLayout {
+            partitions: mbr_partitions(&lba0, block),
+            gpt_usable_end_bytes: None,
+        });
+    };
+    let entries_len = count.saturating_mul(entry_bytes);
+    if !(128..=4096).contains(&entry_bytes)
+        || entries_len > MAX_GPT_ENTRIES_BYTES
+        || entries_lba.saturating_add(entries_len.div_ceil(block)) > blocks
+    {
+        return Err(OpError::Invalid(format!(
+            "the GPT header says {count} entries of {entry_bytes} bytes at LBA {entries_lba}, which this device              cannot hold; nothing was discarded. Check the partition table (sfdisk --verify) first"
+        )));
+    }
+    let entries = read_at(device, entries_lba * block, entries_len.div_ceil(block) * block)?;
+    Ok(DiskLayout {
+        partitions: gpt_partitions(&entries[..entries_len as usize], entry_bytes, block),
+        gpt_usable_end_bytes: Some(last_usable.saturating_add(1).saturating_mul(block)),
+    })
+}
+
+/// The first partition that reaches past `usable_bytes`, if any.
+pub fn partition_in_tail(partitions: &[Partition], usable_bytes: u64) -> Option<&Partition> {
+    partitions
+        .iter()
+        .find(|p| p.start_bytes + p.len_bytes > usable_bytes)
+}
+
+/// Applies `plan`: refuses if a partition reaches into the tail (those the kernel lists, `kernel_partitions`,
+/// and those the partition table on the disk holds) or the device cannot discard, keeps a GPT's backup,
+/// discards the rest of the tail, flushes, and reads `samples` tail blocks back (the first, the last and random
+/// ones from `seed`) to say whether they read as zeroes.
+pub fn apply<D: Device>(
+    device: &mut D,
+    plan: &OpPlan,
+    kernel_partitions: &[Partition],
+    samples: u32,
+    seed: u64,
+) -> Result<OpApplied, OpError> {
+    let info = device.info().clone();
+    assert_eq!(
+        info.capacity_bytes, plan.capacity_bytes,
+        "the plan was made for this device"
+    );
+    let layout = disk_layout(device)?;
+    let all: Vec<Partition> = kernel_partitions
+        .iter()
+        .chain(&layout.partitions)
+        .cloned()
+        .collect();
+    if let Some(p) = partition_in_tail(&all, plan.usable_bytes) {
+        return Err(OpError::PartitionInTail {
+            name: p.name.clone(),
+            end_bytes: p.start_bytes + p.len_bytes,
+            usable_bytes: plan.usable_bytes,
+        });
+    }
+    if !info.discard_supported {
+        return Err(OpError::NoDiscard);
+    }
+    let block = u64::from(info.logical_block_bytes.max(512));
+    let whole = info.capacity_bytes / block * block;
+    let end_bytes = layout.gpt_usable_end_bytes.map_or(whole, |end| end.min(whole));
+    if end_bytes <= plan.usable_bytes {
+        return Err(OpError::Invalid(format!(
+            "--set {}%: the tail from byte {} ends before it starts (at byte {end_bytes}, where the partition \
+             table's backup begins); nothing was discarded",
+            plan.unused_percent, plan.usable_bytes
+        )));
+    }
+    let len_bytes = end_bytes - plan.usable_bytes;
+    discard(
+        device,
+        plan.usable_bytes,
+        len_bytes,
+        block,
+        info.discard_max_bytes,
+    )?;
+    submit_one(device, Op::Flush, 0, 0)?;
+
+    let blocks = len_bytes / block;
+    let mut rng = Rng::new(seed);
+    let mut tail_reads_zero = true;
+    for i in 0..samples {
+        let index = match i {
+            0 => 0,
+            1 => blocks - 1,
+            _ => rng.below(blocks),
+        };
+        let data = read_at(device, plan.usable_bytes + index * block, block)?;
+        tail_reads_zero &= data.iter().all(|&b| b == 0);
+    }
+    Ok(OpApplied {
+        offset_bytes: plan.usable_bytes,
+        len_bytes,
+        gpt_backup_bytes: info.capacity_bytes - end_bytes,
+        samples,
+        tail_reads_zero,
+    })
+}
+
+/// Discards `len` bytes at `offset` in pieces the device accepts (whole logical blocks, at most its discard
+/// limit, at most 1 GiB so no single command runs for minutes).
+fn discard<D: Device>(
+    device: &mut D,
+    offset: u64,
+    len: u64,
+    block: u64,
+    discard_max_bytes: u64,
+) -> Result<(), OpError> {
+    assert!(offset.is_multiple_of(block) && len.is_multiple_of(block));
+    let piece = discard_max_bytes.clamp(block, GIB) / block * block;
+    let mut at = offset;
+    while at < offset + len {
+        let n = piece.min(offset + len - at);
+        submit_one(device, Op::Discard, at, n)?;
+        at += n;
+    }
+    Ok(())
+}
+
+/// Runs one operation on slot 0 and waits for it; a short or failed result is an error.
+fn submit_one<D: Device>(device: &mut D, op: Op, offset: u64, len: u64) -> Result<(), OpError> {
+    device.submit(&[Io {
+        op,
+        offset,
+        len,
+        slot: 0,
+        tag: 0,
+    }])?;
+    let mut done: Vec<Completion> = Vec::new();
+    while done.is_empty() {
+        device.reap(1, None, &mut done)?;
+    }
+    if done[0].result != len as i64 {
+        return Err(OpError::Invalid(format!(
+            "{op:?} of {len} bytes at byte {offset} returned {}; the tail may be partly discarded",
+            done[0].result
+        )));
+    }
+    Ok(())
+}
+
+/// Reads `len` bytes at `offset` through slot 0 (prepared by [`disk_layout`] for up to a GPT entry array).
+fn read_at<D: Device>(device: &mut D, offset: u64, len: u64) -> Result<Vec<u8>, OpError> {
+    submit_one(device, Op::Read, offset, len)?;
+    Ok(device.buffer(0)[..len as usize].to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ssdlab_engine::testdev::MemDevice;
+
+    #[test]
+    fn conventions_for_an_840_evo_250() {
+        let capacity = 250_059_350_016; // what an 840 EVO 250 GB reports
+        let (raw, source) = raw_nand("Samsung SSD 840 ", capacity);
+        assert_eq!(raw, 256 * GIB);
+        assert!(matches!(source, RawNandSource::Known(_)));
+        let built_in = Spare {
+            logical_bytes: capacity,
+            physical_bytes: raw,
+        };
+        assert!(
+            (built_in.op_ratio() - 0.0993).abs() < 0.0005,
+            "{}",
+            built_in.op_ratio()
+        );
+        assert!((built_in.spare_factor_ratio() - 0.0903).abs() < 0.0005);
+        // 25% left unused: 187.5 GB usable; OP (274.88 - 187.54) / 187.54 = 46.6%.
+        let plan = OpPlan::new(capacity, 25.0).unwrap();
+        assert_eq!(plan.usable_bytes % ALIGN_BYTES, 0);
+        assert!(capacity * 3 / 4 - plan.usable_bytes < ALIGN_BYTES);
+        let spare = plan.spare(raw);
+        assert!((spare.op_ratio() - 0.4657).abs() < 0.001, "{}", spare.op_ratio());
+        assert!((spare.spare_factor_ratio() - 0.3177).abs() < 0.001);
+    }
+
+    #[test]
+    fn unknown_drives_get_the_decimal_binary_lower_bound() {
+        let (raw, source) = raw_nand("WDC WDS500G2B0A", 500_107_862_016);
+        assert_eq!(source, RawNandSource::Assumed);
+        assert_eq!(raw, 536_986_727_957); // 500.107862016 GiB
+        let spare = Spare {
+            logical_bytes: 500_107_862_016,
+            physical_bytes: raw,
+        };
+        assert!((spare.op_ratio() - 0.0735).abs() < 0.001);
+    }
+
+    #[test]
+    fn bad_shares_are_refused_with_the_flag() {
+        for bad in [0.0, -5.0, 90.5, f64::NAN] {
+            let e = OpPlan::new(1 << 30, bad).unwrap_err().to_string();
+            assert!(e.starts_with("--set"), "{e}");
+        }
+        assert!(OpPlan::new(1 << 20, 50.0).is_err(), "nothing aligned left");
+    }
+
+    #[test]
+    fn the_tail_is_discarded_and_nothing_before_it() {
+        let capacity = 64 << 20;
+        let mut device = MemDevice::new(capacity, 1000);
+        device.data.fill(0xa5);
+        let plan = OpPlan::new(capacity, 25.0).unwrap();
+        assert_eq!(plan.usable_bytes, 48 << 20);
+        let applied = apply(&mut device, &plan, &[], 16, 3).unwrap();
+        assert_eq!((applied.offset_bytes, applied.len_bytes), (48 << 20, 16 << 20));
+        assert_eq!(applied.gpt_backup_bytes, 0);
+        assert!(applied.tail_reads_zero);
+        assert!(device.data[..48 << 20].iter().all(|&b| b == 0xa5));
+        assert!(device.data[48 << 20..].iter().all(|&b| b == 0));
+    }
+
+    /// Writes a GPT (header at LBA 1, 128 entries of 128 bytes from LBA 2, 512-byte blocks) with the given
+    /// partitions as (first LBA, last LBA), its last usable LBA 34 sectors before the end.
+    fn write_gpt(data: &mut [u8], partitions: &[(u64, u64)]) -> u64 {
+        let last_usable = data.len() as u64 / 512 - 34;
+        data[512..520].copy_from_slice(b"EFI PART");
+        data[512 + 48..512 + 56].copy_from_slice(&last_usable.to_le_bytes());
+        data[512 + 72..512 + 80].copy_from_slice(&2u64.to_le_bytes());
+        data[512 + 80..512 + 84].copy_from_slice(&128u32.to_le_bytes());
+        data[512 + 84..512 + 88].copy_from_slice(&128u32.to_le_bytes());
+        for (i, &(first, last)) in partitions.iter().enumerate() {
+            let e = 1024 + i * 128;
+            data[e..e + 16].fill(0x42); // a type GUID
+            data[e + 32..e + 40].copy_from_slice(&first.to_le_bytes());
+            data[e + 40..e + 48].copy_from_slice(&last.to_le_bytes());
+        }
+        last_usable
+    }
+
+    #[test]
+    fn a_gpt_backup_is_kept_and_a_partition_on_the_disk_refuses() {
+        let capacity = 64u64 << 20;
+        let mut device = MemDevice::new(capacity, 1000);
+        device.data.fill(0x11);
+        // 1 MiB..41 MiB: reaches past the usable half. The kernel lists nothing (no partition scan).
+        write_gpt(&mut device.data[..], &[(2048, 2048 + 40 * 2048 - 1)]);
+        let plan = OpPlan::new(capacity, 50.0).unwrap();
+        let e = apply(&mut device, &plan, &[], 4, 1).unwrap_err();
+        assert!(
+            matches!(e, OpError::PartitionInTail { ref name, .. } if name == "GPT entry 1"),
+            "{e}"
+        );
+        assert!(
+            device.data[32 << 20..].iter().all(|&b| b == 0x11),
+            "a refusal discarded nothing"
+        );
+
+        device.data[..1 << 20].fill(0);
+        write_gpt(&mut device.data[..], &[(2048, 2048 + 31 * 2048 - 1)]);
+        let kernel = Partition {
+            name: "p1".into(),
+            start_bytes: 1 << 20,
+            len_bytes: 31 << 20,
+        };
+        let applied = apply(&mut device, &plan, &[kernel], 4, 1).unwrap();
+        // The last usable LBA is 34 sectors from the end, so the 33 after it (entries and header) are kept.
+        assert_eq!(applied.gpt_backup_bytes, 33 * 512);
+        assert!(
+            device.data[capacity as usize - 33 * 512..]
+                .iter()
+                .all(|&b| b == 0x11)
+        );
+        assert!(
+            device.data[32 << 20..capacity as usize - 33 * 512]
+                .iter()
+                .all(|&b| b == 0)
+        );
+        assert!(device.data[1 << 20..32 << 20].iter().all(|&b| b == 0x11));
+    }
+
+    #[test]
+    fn a_kernel_partition_or_an_mbr_entry_in_the_tail_refuses() {
+        let capacity = 64u64 << 20;
+        let mut device = MemDevice::new(capacity, 1000);
+        let plan = OpPlan::new(capacity, 25.0).unwrap();
+        let kernel = Partition {
+            name: "sdz2".into(),
+            start_bytes: 40 << 20,
+            len_bytes: 9 << 20,
+        };
+        let e = apply(&mut device, &plan, &[kernel], 4, 1).unwrap_err();
+        assert!(
+            matches!(e, OpError::PartitionInTail { ref name, .. } if name == "sdz2"),
+            "{e}"
+        );
+
+        // An MBR whose second entry covers 40..60 MiB.
+        device.data[510] = 0x55;
+        device.data[511] = 0xAA;
+        let e2 = 446 + 16;
+        device.data[e2 + 4] = 0x83;
+        device.data[e2 + 8..e2 + 12].copy_from_slice(&(40u32 * 2048).to_le_bytes());
+        device.data[e2 + 12..e2 + 16].copy_from_slice(&(20u32 * 2048).to_le_bytes());
+        device.data[1 << 20] = 7;
+        let e = apply(&mut device, &plan, &[], 4, 1).unwrap_err();
+        assert!(
+            matches!(e, OpError::PartitionInTail { ref name, .. } if name == "MBR entry 2"),
+            "{e}"
+        );
+        let layout = disk_layout(&mut device).unwrap();
+        assert_eq!(layout.gpt_usable_end_bytes, None);
+        assert_eq!(layout.partitions.len(), 1);
+    }
+
+    #[test]
+    fn a_gpt_header_that_claims_too_much_is_an_error() {
+        let mut device = MemDevice::new(8 << 20, 1000);
+        write_gpt(&mut device.data[..], &[]);
+        device.data[512 + 80..512 + 84].copy_from_slice(&1_000_000u32.to_le_bytes());
+        assert!(
+            disk_layout(&mut device)
+                .unwrap_err()
+                .to_string()
+                .contains("GPT header")
+        );
+    }
+}

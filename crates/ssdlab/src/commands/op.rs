@@ -1,0 +1,311 @@
+//! `ssdlab op --target DEV [--set 25%] [--allow-destroy]`: a drive's spare area, what leaving part of it unused
+//! adds, and applying that by discarding the tail. The arithmetic and the discard are `ssdlab_methods::op`'s;
+//! this reads the flags, finds the partitions, and prints.
+
+use anyhow::{Context, Result, anyhow, bail};
+use ssdlab_core::Device;
+use ssdlab_core::target::TargetSpec;
+use ssdlab_core::units::{BinaryBytes, DecimalBytes, parse_size};
+use ssdlab_io::layout::DriveKind;
+use ssdlab_methods::op::{
+    OpPlan, Partition, RawNandSource, Spare, apply, disk_layout, partition_in_tail, raw_nand,
+};
+use ssdlab_sim::spec::SimSpec;
+
+use super::Outcome;
+use crate::cli::OpArgs;
+use crate::plan::{Use, open_target};
+
+/// Sim geometry counts 4 KiB mapping units.
+const SIM_UNIT_BYTES: u64 = 4096;
+
+pub fn run(args: &OpArgs) -> Result<Outcome> {
+    let unused_percent = args.set.as_deref().map(parse_share).transpose()?;
+    match TargetSpec::parse(&args.target.target).map_err(|e| anyhow!("{e}"))? {
+        TargetSpec::Block { path } => drive(args, &path, unused_percent),
+        TargetSpec::Sim { spec } => simulated(args, &spec, unused_percent),
+        _ => bail!(
+            "--target {}: over-provisioning is a property of a drive; give a whole block device (/dev/NAME) or a \
+             virtual one (sim:PROFILE)",
+            args.target.target
+        ),
+    }
+}
+
+/// `--set`: a share of the capacity, `25` or `25%`.
+fn parse_share(text: &str) -> Result<f64> {
+    let share: f64 = text.trim().trim_end_matches('%').parse().map_err(|_| {
+        anyhow!(
+            "--set {text}: give the share of the capacity to leave unused as a percentage, e.g. --set 25%"
+        )
+    })?;
+    // The range is checked where the plan is made, with the same message.
+    OpPlan::new(u64::MAX / 2, share).map_err(|e| anyhow!("{e}"))?;
+    Ok(share)
+}
+
+fn describe(spare: &Spare) -> String {
+    format!(
+        "OP {:.1}% = (physical - logical) / logical; spare factor {:.1}% = (physical - logical) / physical",
+        100.0 * spare.op_ratio(),
+        100.0 * spare.spare_factor_ratio()
+    )
+}
+
+fn bytes(n: u64) -> String {
+    format!("{} ({})", DecimalBytes(n as f64), BinaryBytes(n))
+}
+
+fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> Result<Outcome> {
+    let shown = path.display();
+    if ssdlab_io::layout::is_partition(path).with_context(|| format!("--target {shown}"))? {
+        bail!(
+            "--target {shown} is a partition: over-provisioning is a share of the whole drive's NAND, so give the \
+             whole drive; to leave a partition's space unused, discard it with `ssdlab erase --target {shown} \
+             --method discard --allow-destroy` and leave it empty"
+        );
+    }
+    let applying = unused_percent.is_some() && args.target.allow_destroy;
+    if args.target.allow_destroy && unused_percent.is_none() {
+        bail!("--allow-destroy: there is nothing to apply without --set PCT (the share to leave unused)");
+    }
+    // Reports read nothing but sysfs and the size; applying goes through the safety gate.
+    let opened = open_target(&args.target, if applying { Use::Writes } else { Use::Looks })?;
+    let mut device = opened.device;
+    let info = device.info().clone();
+    let (physical_bytes, source) = match &args.raw_nand {
+        Some(text) => (
+            parse_size(text).map_err(|e| anyhow!("--raw-nand {text}: {e}"))?,
+            RawNandSource::Given,
+        ),
+        None => raw_nand(&info.model, info.capacity_bytes),
+    };
+    if physical_bytes < info.capacity_bytes {
+        bail!(
+            "--raw-nand {}: smaller than the drive's logical capacity ({} bytes); give the NAND the drive carries",
+            args.raw_nand.as_deref().unwrap_or(""),
+            info.capacity_bytes
+        );
+    }
+    // The kernel's view (sysfs) and the table on the disk: a kernel that has not re-read a changed table, or
+    // has no partition support, still must not let the tail reach a partition.
+    let kernel_partitions: Vec<Partition> = ssdlab_io::layout::partitions_of(path)
+        .with_context(|| format!("--target {shown}: cannot list its partitions"))?
+        .into_iter()
+        .map(|p| Partition {
+            name: p.name,
+            start_bytes: p.start_bytes,
+            len_bytes: p.len_bytes,
+        })
+        .collect();
+    let on_disk = disk_layout(&mut device).map_err(|e| anyhow!("--target {shown}: {e}"))?;
+    let partitions: Vec<Partition> = kernel_partitions
+        .iter()
+        .chain(&on_disk.partitions)
+        .cloned()
+        .collect();
+
+    eprintln!(
+        "drive       {shown} ({}), {} logical",
+        info.model.trim(),
+        bytes(info.capacity_bytes)
+    );
+    if ssdlab_io::layout::drive_kind(path).ok() == Some(DriveKind::Virtual) && args.raw_nand.is_none() {
+        eprintln!(
+            "note        {shown} is a virtual block device with no NAND of its own: the figures below show the \
+             arithmetic only"
+        );
+    }
+    eprintln!("raw NAND    {}: {}", bytes(physical_bytes), source_text(&source));
+    let built_in = Spare {
+        logical_bytes: info.capacity_bytes,
+        physical_bytes,
+    };
+    eprintln!(
+        "built in    {}{}",
+        describe(&built_in),
+        if source == RawNandSource::Assumed {
+            " (at least)"
+        } else {
+            ""
+        }
+    );
+    let partitioned_end = partitions.iter().map(|p| p.start_bytes + p.len_bytes).max();
+    match partitioned_end {
+        None => eprintln!("partitions  none"),
+        Some(end) => {
+            let names: Vec<String> = partitions
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{} (bytes {}..{})",
+                        p.name,
+                        p.start_bytes,
+                        p.start_bytes + p.len_bytes
+                    )
+                })
+                .collect();
+            eprintln!(
+                "partitions  {}; {} after the last unpartitioned (spare only if it was discarded and never \
+                 written since)",
+                names.join(", "),
+                bytes(info.capacity_bytes.saturating_sub(end))
+            );
+        }
+    }
+    let Some(unused_percent) = unused_percent else {
+        eprintln!(
+            "to add spare area, leave a share of the drive unused: --set 25% shows what it means, and with \
+             --allow-destroy discards that tail"
+        );
+        return Ok(Outcome::Passed);
+    };
+    let plan = OpPlan::new(info.capacity_bytes, unused_percent).map_err(|e| anyhow!("{e}"))?;
+    let tail = info.capacity_bytes - plan.usable_bytes;
+    eprintln!(
+        "--set {unused_percent}% leaves the last {} unused: usable {}",
+        bytes(tail),
+        bytes(plan.usable_bytes)
+    );
+    eprintln!("with it     {}", describe(&plan.spare(physical_bytes)));
+    let sector = u64::from(info.logical_block_bytes.max(512));
+    eprintln!(
+        "partitions  must end at or before byte {} (sector {} of {sector} bytes); e.g. one partition from 1 MiB: \
+         `echo 'start={}, size={}' | sfdisk {shown}`, and leave the rest unpartitioned",
+        plan.usable_bytes,
+        plan.usable_bytes / sector,
+        (1u64 << 20) / sector,
+        (plan.usable_bytes - (1 << 20)) / sector,
+    );
+    if let Some(p) = partition_in_tail(&partitions, plan.usable_bytes) {
+        let end = p.start_bytes + p.len_bytes;
+        bail!(
+            "--set {unused_percent}%: partition {} ends at byte {end}, inside the tail to leave unused (from byte {}); \
+             nothing was discarded. Shrink or delete it first, or choose a smaller --set",
+            p.name,
+            plan.usable_bytes
+        );
+    }
+    if !applying {
+        eprintln!(
+            "nothing was written: add --allow-destroy to discard the tail (bytes {}..{}) so the drive can use it \
+             as spare area",
+            plan.usable_bytes, info.capacity_bytes
+        );
+        return Ok(Outcome::Passed);
+    }
+    let applied = apply(&mut device, &plan, &kernel_partitions, args.samples, args.seed)
+        .map_err(|e| anyhow!("--target {shown}: {e}"))?;
+    eprintln!(
+        "discarded   bytes {}..{} ({}){}",
+        applied.offset_bytes,
+        applied.offset_bytes + applied.len_bytes,
+        bytes(applied.len_bytes),
+        if applied.gpt_backup_bytes > 0 {
+            format!(
+                "; the last {} bytes hold the GPT's backup and were kept",
+                applied.gpt_backup_bytes
+            )
+        } else {
+            String::new()
+        }
+    );
+    eprintln!(
+        "read back   {} sampled tail blocks {}",
+        applied.samples,
+        if applied.tail_reads_zero {
+            "read as zeroes"
+        } else {
+            "do not all read as zeroes (the drive does not promise zeroes after a discard; the blocks are unmapped all the same)"
+        }
+    );
+    eprintln!(
+        "done        keep every partition below byte {}: a write to the tail takes the spare area back",
+        plan.usable_bytes
+    );
+    Ok(Outcome::Passed)
+}
+
+fn source_text(source: &RawNandSource) -> String {
+    match source {
+        RawNandSource::Given => "given by --raw-nand".into(),
+        RawNandSource::Known(what) => format!("known drive: {what}"),
+        RawNandSource::Simulated => "the virtual drive's data blocks".into(),
+        RawNandSource::Assumed => {
+            "assumed: a drive sold as N GB carries at least N GiB of NAND (the decimal/binary \
+             difference); give --raw-nand SIZE for the exact figure"
+                .into()
+        }
+    }
+}
+
+/// A virtual drive: its geometry says exactly how much NAND holds data, and its over-provisioning is a parameter.
+fn simulated(args: &OpArgs, spec_text: &str, unused_percent: Option<f64>) -> Result<Outcome> {
+    let target = &args.target.target;
+    let spec = SimSpec::parse(spec_text).map_err(|e| anyhow!("--target {target}: {e}"))?;
+    let geometry = spec.profile.geometry(spec.scale, spec.op);
+    let logical_bytes = u64::from(geometry.logical_units) * SIM_UNIT_BYTES;
+    let physical_bytes = geometry.data_units() * SIM_UNIT_BYTES;
+    let built_in = Spare {
+        logical_bytes,
+        physical_bytes,
+    };
+    eprintln!(
+        "drive       {target} (virtual {}), {} logical",
+        spec.profile.name,
+        bytes(logical_bytes)
+    );
+    eprintln!(
+        "raw NAND    {} in data blocks: {} (GC reserve, open blocks and the SLC cache are extra)",
+        bytes(physical_bytes),
+        source_text(&RawNandSource::Simulated)
+    );
+    eprintln!("built in    {}", describe(&built_in));
+    let Some(unused_percent) = unused_percent else {
+        return Ok(Outcome::Passed);
+    };
+    let plan = OpPlan::new(logical_bytes, unused_percent).map_err(|e| anyhow!("{e}"))?;
+    let spare = plan.spare(physical_bytes);
+    eprintln!(
+        "--set {unused_percent}% leaves the last {} unused: usable {}",
+        bytes(logical_bytes - plan.usable_bytes),
+        bytes(plan.usable_bytes)
+    );
+    eprintln!("with it     {}", describe(&spare));
+    let built = with_op(spec_text, 100.0 * spare.op_ratio());
+    eprintln!(
+        "the same drive built that way: {built} (or `test consistency --op {unused_percent}` on this one, which \
+         leaves the tail unused as a real drive would)"
+    );
+    if args.target.allow_destroy {
+        bail!(
+            "--allow-destroy: a virtual drive's over-provisioning is a parameter, not something to apply; use \
+             --target '{built}'"
+        );
+    }
+    Ok(Outcome::Passed)
+}
+
+/// The sim target with its `op=` set to `op_percent` and its other options kept.
+fn with_op(spec_text: &str, op_percent: f64) -> String {
+    let (name, query) = spec_text.split_once('?').unwrap_or((spec_text, ""));
+    let mut options: Vec<String> = query
+        .split('&')
+        .filter(|kv| !kv.is_empty() && !kv.starts_with("op="))
+        .map(str::to_string)
+        .collect();
+    options.insert(0, format!("op={op_percent:.1}"));
+    format!("sim:{name}?{}", options.join("&"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn with_op_keeps_the_other_options() {
+        assert_eq!(super::with_op("840evo-250g", 46.55), "sim:840evo-250g?op=46.5");
+        assert_eq!(
+            super::with_op("840evo-250g?scale=1/64&op=10&seed=3", 25.0),
+            "sim:840evo-250g?op=25.0&scale=1/64&seed=3"
+        );
+    }
+}

@@ -1,0 +1,206 @@
+//! `ssdlab op` on loop devices and virtual drives: the report and the preview write nothing, every refusal leaves
+//! the bytes in place, and applying discards exactly the tail (a GPT's backup and every partition kept).
+//!
+//! This kernel lists no partitions of a loop device, so the partitions here are found in the table on the disk;
+//! the kernel's own list (sysfs) is merged with it in the same check, tested in ssdlab-methods.
+
+use crate::*;
+use std::io::Write;
+
+fn image(disk: &LoopDevice) -> Vec<u8> {
+    std::fs::read(&disk.path).unwrap()
+}
+
+fn random_fill(disk: &LoopDevice, mib: u64) {
+    sh(
+        "dd",
+        &[
+            "if=/dev/urandom",
+            &format!("of={}", disk.path),
+            "bs=1M",
+            &format!("count={mib}"),
+            "oflag=direct",
+            "status=none",
+        ],
+    );
+}
+
+/// Writes a GPT with partitions given as sfdisk lines onto the device.
+fn partition(disk: &LoopDevice, script: &str) {
+    let mut child = Command::new("sfdisk")
+        .args(["-q", "--no-reread", &disk.path])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sfdisk (fdisk package) starts");
+    child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "sfdisk: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn op_reports_previews_and_discards_the_tail() {
+    let disk = LoopDevice::new(64 << 20);
+    random_fill(&disk, 64);
+    let before = image(&disk);
+
+    let out = run(&["op", "--target", &disk.path]);
+    expect_code(&out, 0);
+    let text = stderr(&out);
+    assert!(
+        text.contains("OP 7.4% = (physical - logical) / logical"),
+        "{text}"
+    );
+    assert!(text.contains("spare factor 6.9%"), "{text}");
+    assert!(text.contains("no NAND of its own"), "{text}");
+    let out = run(&["op", "--target", &disk.path, "--raw-nand", "80m"]);
+    expect_code(&out, 0);
+    assert!(stderr(&out).contains("OP 25.0%"), "{}", stderr(&out));
+
+    // Both spellings of the share; a preview writes nothing and says so.
+    for share in ["25", "25%"] {
+        let out = run(&["op", "--target", &disk.path, "--set", share]);
+        expect_code(&out, 0);
+        let text = stderr(&out);
+        assert!(text.contains("usable 50.33 MB (48 MiB)"), "{text}");
+        assert!(text.contains("nothing was written"), "{text}");
+        assert!(text.contains("size=96256"), "the partition size to use: {text}");
+    }
+    assert!(image(&disk) == before, "a preview changed the device");
+
+    // Refusals: each names its flag, exit 2, nothing written.
+    for (args, flag) in [
+        (vec!["--set", "0"], "--set"),
+        (vec!["--set", "95%"], "--set"),
+        (vec!["--set", "lots"], "--set"),
+        (vec!["--allow-destroy"], "--allow-destroy"),
+        (vec!["--raw-nand", "1m"], "--raw-nand"),
+        (vec!["--set", "25%", "--raw-nand", "big"], "--raw-nand"),
+    ] {
+        let mut all = vec!["op", "--target", &disk.path];
+        all.extend(args);
+        expect_usage_error(&run(&all), flag);
+    }
+    for target in ["null", "file:/tmp/ssdlab-op-test.img:1m"] {
+        expect_usage_error(&run(&["op", "--target", target, "--set", "25"]), "--target");
+    }
+    assert!(image(&disk) == before, "a refusal changed the device");
+
+    let out = run(&["op", "--target", &disk.path, "--set", "25%", "--allow-destroy"]);
+    expect_code(&out, 0);
+    let text = stderr(&out);
+    assert!(text.contains("discarded   bytes 50331648..67108864"), "{text}");
+    assert!(text.contains("64 sampled tail blocks read as zeroes"), "{text}");
+    let after = image(&disk);
+    assert!(after[..48 << 20] == before[..48 << 20], "the usable area changed");
+    assert!(
+        after[48 << 20..].iter().all(|&b| b == 0),
+        "the tail was not discarded"
+    );
+}
+
+#[test]
+fn op_keeps_partitions_and_the_gpt_backup() {
+    let disk = LoopDevice::new(64 << 20);
+    random_fill(&disk, 64);
+    // Two partitions: 1..21 MiB and 21..60 MiB. The second reaches into a 25% tail (from 48 MiB).
+    partition(
+        &disk,
+        "label: gpt\nstart=2048, size=40960\nstart=43008, size=79872\n",
+    );
+    let before = image(&disk);
+    let out = run(&["op", "--target", &disk.path, "--set", "25%", "--allow-destroy"]);
+    expect_code(&out, 2);
+    assert!(stderr(&out).contains("GPT partition table"), "{}", stderr(&out));
+    let out = run(&[
+        "op",
+        "--target",
+        &disk.path,
+        "--set",
+        "25%",
+        "--allow-destroy",
+        "--force",
+    ]);
+    expect_code(&out, 2);
+    let text = stderr(&out);
+    assert!(
+        text.contains("partition GPT entry 2 ends at byte 62914560, inside the tail"),
+        "{text}"
+    );
+    assert!(text.contains("nothing was discarded"), "{text}");
+    assert!(image(&disk) == before, "a refusal changed the device");
+
+    // One partition inside the usable area: the tail goes, the partition and the GPT backup stay.
+    partition(&disk, "label: gpt\nstart=2048, size=40960\n");
+    let before = image(&disk);
+    let out = run(&[
+        "op",
+        "--target",
+        &disk.path,
+        "--set",
+        "25%",
+        "--allow-destroy",
+        "--force",
+    ]);
+    expect_code(&out, 0);
+    let text = stderr(&out);
+    assert!(
+        text.contains("the last 16896 bytes hold the GPT's backup and were kept"),
+        "{text}"
+    );
+    let after = image(&disk);
+    let end = after.len() - 16896;
+    assert!(after[..48 << 20] == before[..48 << 20], "the usable area changed");
+    assert!(
+        after[48 << 20..end].iter().all(|&b| b == 0),
+        "the tail was not discarded"
+    );
+    assert!(after[end..] == before[end..], "the GPT backup changed");
+    let verify = sh("sfdisk", &["--verify", &disk.path]);
+    assert!(verify.contains("No errors detected"), "{verify}");
+
+    // A file system on the whole device, mounted: refused even with --force.
+    sh("mkfs.ext4", &["-q", "-F", &disk.path]);
+    let mounted = Mounted::new(&disk.path);
+    let out = run(&[
+        "op",
+        "--target",
+        &disk.path,
+        "--set",
+        "25%",
+        "--allow-destroy",
+        "--force",
+    ]);
+    expect_code(&out, 2);
+    assert!(stderr(&out).contains("mounted"), "{}", stderr(&out));
+    drop(mounted);
+    sh("e2fsck", &["-fn", &disk.path]);
+}
+
+#[test]
+fn op_on_a_virtual_drive_points_to_its_parameter() {
+    let out = run(&["op", "--target", "sim:840evo-250g?scale=1/64", "--set", "25%"]);
+    expect_code(&out, 0);
+    let text = stderr(&out);
+    assert!(text.contains("built in    OP 6.9%"), "{text}");
+    assert!(text.contains("sim:840evo-250g?op=42.6&scale=1/64"), "{text}");
+    let out = run(&[
+        "op",
+        "--target",
+        "sim:840evo-250g?scale=1/64",
+        "--set",
+        "25%",
+        "--allow-destroy",
+    ]);
+    expect_code(&out, 2);
+    assert!(
+        stderr(&out).contains("--target 'sim:840evo-250g?op=42.6&scale=1/64'"),
+        "{}",
+        stderr(&out)
+    );
+}
