@@ -6,7 +6,8 @@
 //! simulator's counters into the same snapshot; [`history`] keeps snapshots per drive serial as JSON Lines and
 //! computes write rates and write amplification over a window; [`life`] extrapolates wear with a confidence
 //! band; [`rating`] knows the endurance ratings of a few drives; [`verdict`] says OK, WARN or FAIL and why;
-//! [`prom`] writes the Prometheus text format.
+//! [`prom`] writes the Prometheus text format; [`purge`] reads what a drive's firmware offers to purge itself
+//! (nvme-cli's id-ctrl, hdparm -I) and plans and sequences those purges.
 //!
 //! The crate never does I/O: no files, no processes, no clock. The binary runs smartctl, reads and appends the
 //! history files, and passes the time in.
@@ -19,6 +20,7 @@ mod json;
 pub mod life;
 pub mod nvme_cli;
 pub mod prom;
+pub mod purge;
 pub mod rating;
 pub mod smartctl;
 pub mod verdict;

@@ -1,12 +1,16 @@
 //! Purging a whole device with the best method it offers, and checking a sample of blocks reads back erased.
 //!
-//! The methods, best first: the drive's own secure erase (firmware: every cell, spare area included), the
-//! kernel's secure discard, discard (the drive unmaps everything; only drives that return zeroes for unmapped
-//! blocks then read back erased), and zero fill (every LBA written, which leaves old data in spare blocks until
-//! garbage collection). `auto` takes the first one the device offers whose result verifies; a method that ran
-//! but did not verify is said, and the next one runs. What a method needs from the device beyond reads is behind
-//! [`Purger`], which the binary implements with ioctls and vendor tools; this module decides and verifies, and is
-//! generic over devices so it is tested on the simulator too.
+//! The methods, best first: the drive's own sanitize and secure erase (firmware: every cell, spare area
+//! included), the kernel's secure discard, discard (the drive unmaps everything; only drives that return zeroes
+//! for unmapped blocks then read back erased), and zero fill (every LBA written, which leaves old data in spare
+//! blocks until garbage collection). `auto` takes the first one the device offers whose result verifies; a method
+//! that ran but did not verify is said, and the next one runs. What a method needs from the device beyond reads is
+//! behind [`Purger`], which the binary implements with ioctls and vendor tools; this module decides and verifies,
+//! and is generic over devices so it is tested on the simulator too.
+//!
+//! Verification reads the same sampled blocks before and after: a block is erased when it reads as zeroes, or,
+//! after a firmware purge, as all ones or as anything other than what it held (a cryptographic erase leaves
+//! unreadable noise, not zeroes).
 //!
 //! It never decides whether erasing is allowed: the caller opens the device through the safety gate first.
 
@@ -16,6 +20,8 @@ use ssdlab_core::rng::Rng;
 /// How to purge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EraseMethod {
+    /// The drive's firmware sanitize (NVMe or ATA SANITIZE: crypto erase, block erase or overwrite).
+    Sanitize,
     /// The drive's firmware secure erase (NVMe format with secure erase, ATA SECURITY ERASE UNIT).
     SecureErase,
     /// BLKSECDISCARD.
@@ -27,7 +33,8 @@ pub enum EraseMethod {
 }
 
 impl EraseMethod {
-    pub const ALL: [EraseMethod; 4] = [
+    pub const ALL: [EraseMethod; 5] = [
+        EraseMethod::Sanitize,
         EraseMethod::SecureErase,
         EraseMethod::SecDiscard,
         EraseMethod::Discard,
@@ -36,6 +43,7 @@ impl EraseMethod {
 
     pub fn name(self) -> &'static str {
         match self {
+            EraseMethod::Sanitize => "sanitize",
             EraseMethod::SecureErase => "secure-erase",
             EraseMethod::SecDiscard => "secdiscard",
             EraseMethod::Discard => "discard",
@@ -47,7 +55,7 @@ impl EraseMethod {
     /// means; a clear only by reading the LBAs).
     pub fn caveat(self) -> Option<&'static str> {
         match self {
-            EraseMethod::SecureErase | EraseMethod::SecDiscard => None,
+            EraseMethod::Sanitize | EraseMethod::SecureErase | EraseMethod::SecDiscard => None,
             EraseMethod::Discard => Some(
                 "a discard unmaps the blocks and they read back as zeroes, but it is not a purge: old data can \
                  stay in the NAND until garbage collection erases it; use a firmware erase for a purge",
@@ -59,10 +67,10 @@ impl EraseMethod {
         }
     }
 
-    /// Whether a block it erased may read back as all ones rather than all zeroes (firmware erase leaves the
-    /// NAND's erased state or a vendor pattern).
-    fn may_read_ones(self) -> bool {
-        self == EraseMethod::SecureErase
+    /// Whether the drive's firmware did it: a block may then read back as all ones (the NAND's erased state) or
+    /// as noise (a cryptographic erase) rather than as zeroes.
+    fn is_firmware(self) -> bool {
+        matches!(self, EraseMethod::Sanitize | EraseMethod::SecureErase)
     }
 }
 
@@ -70,8 +78,8 @@ impl EraseMethod {
 pub trait Purger {
     /// Ok if the device offers `method`, else why not (in words, for the output).
     fn offers(&mut self, method: EraseMethod) -> Result<(), String>;
-    /// Purges the whole device with `method`; the error says what failed.
-    fn purge(&mut self, method: EraseMethod) -> Result<(), String>;
+    /// Purges the whole device with `method`: what ran, in words, or what failed.
+    fn purge(&mut self, method: EraseMethod) -> Result<String, String>;
 }
 
 /// How an erase went.
@@ -112,21 +120,34 @@ pub fn erase<D: Device>(
         samples: 0,
         not_erased: vec![],
     };
+    let sampled = Samples::new(device, samples, seed)?;
+    let before = sampled.read_all(device)?;
     for method in methods {
         if let Err(why) = purger.offers(method) {
             report.steps.push((method, format!("not offered: {why}")));
             continue;
         }
-        if let Err(why) = purger.purge(method) {
-            report.steps.push((method, format!("failed: {why}")));
-            continue;
-        }
-        let not_erased = verify(device, method, samples, seed)?;
+        let what = match purger.purge(method) {
+            Ok(what) => what,
+            Err(why) => {
+                report.steps.push((method, format!("failed: {why}")));
+                continue;
+            }
+        };
+        let after = sampled.read_all(device)?;
+        let not_erased: Vec<u64> = sampled
+            .offsets
+            .iter()
+            .zip(before.iter().zip(&after))
+            .filter(|(_, (was, now))| !erased(method, was, now))
+            .map(|(&offset, _)| offset)
+            .collect();
         report.samples = samples;
         if not_erased.is_empty() {
-            report
-                .steps
-                .push((method, format!("done; {samples} sampled blocks read back erased")));
+            report.steps.push((
+                method,
+                format!("done ({what}); {samples} sampled blocks read back erased"),
+            ));
             report.method = Some(method);
             report.not_erased.clear();
             break;
@@ -134,7 +155,7 @@ pub fn erase<D: Device>(
         report.steps.push((
             method,
             format!(
-                "ran, but {} of {samples} sampled blocks still hold data (first at byte {})",
+                "ran ({what}), but {} of {samples} sampled blocks still hold data (first at byte {})",
                 not_erased.len(),
                 not_erased[0]
             ),
@@ -144,65 +165,78 @@ pub fn erase<D: Device>(
     Ok(report)
 }
 
-/// The sampled blocks (offsets) that did not read back erased.
-fn verify<D: Device>(
-    device: &mut D,
-    method: EraseMethod,
-    samples: u32,
-    seed: u64,
-) -> Result<Vec<u64>, EraseError> {
-    let info = device.info().clone();
-    let read_error = |what: String, cause: String| EraseError::Read { what, cause };
-    let block = u64::from(info.logical_block_bytes.max(4096));
-    let blocks = info.capacity_bytes / block;
-    if blocks == 0 {
-        return Err(read_error(
-            "the device".into(),
-            format!("it is smaller than one {block}-byte block, so no block can be checked"),
-        ));
-    }
-    device
-        .prepare(1, block as usize)
-        .map_err(|e| read_error("the device".into(), e.to_string()))?;
-    let mut rng = Rng::new(seed);
-    let mut not_erased = vec![];
-    let mut done: Vec<Completion> = vec![];
-    for i in 0..samples {
-        let index = match i {
-            0 => 0,
-            1 => blocks - 1,
-            _ => rng.below(blocks),
-        };
-        let offset = index * block;
-        let io = Io {
-            op: Op::Read,
-            offset,
-            len: block,
-            slot: 0,
-            tag: u64::from(i),
-        };
-        device
-            .submit(&[io])
-            .map_err(|e| read_error(format!("byte {offset}"), e.to_string()))?;
-        done.clear();
-        device
-            .reap(1, None, &mut done)
-            .map_err(|e| read_error(format!("byte {offset}"), e.to_string()))?;
-        let completion = done[0];
-        if completion.result != block as i64 {
-            return Err(read_error(
-                format!("byte {offset}"),
-                format!("the read returned {}", completion.result),
-            ));
+/// Whether a sampled block that read `was` before the purge and `now` after it counts as erased by `method`.
+fn erased(method: EraseMethod, was: &[u8], now: &[u8]) -> bool {
+    now.iter().all(|&b| b == 0) || (method.is_firmware() && (now.iter().all(|&b| b == 0xff) || now != was))
+}
+
+/// The sampled blocks: the first, the last and random ones.
+struct Samples {
+    block: u64,
+    offsets: Vec<u64>,
+}
+
+impl Samples {
+    fn new<D: Device>(device: &mut D, samples: u32, seed: u64) -> Result<Self, EraseError> {
+        let info = device.info().clone();
+        let block = u64::from(info.logical_block_bytes.max(4096));
+        let blocks = info.capacity_bytes / block;
+        if blocks == 0 {
+            return Err(EraseError::Read {
+                what: "the device".into(),
+                cause: format!("it is smaller than one {block}-byte block, so no block can be checked"),
+            });
         }
-        let data = device.buffer(0);
-        let erased =
-            data.iter().all(|&b| b == 0) || (method.may_read_ones() && data.iter().all(|&b| b == 0xff));
-        if !erased {
-            not_erased.push(offset);
-        }
+        device.prepare(1, block as usize).map_err(|e| EraseError::Read {
+            what: "the device".into(),
+            cause: e.to_string(),
+        })?;
+        let mut rng = Rng::new(seed);
+        let offsets = (0..samples)
+            .map(|i| match i {
+                0 => 0,
+                1 => blocks - 1,
+                _ => rng.below(blocks),
+            } * block)
+            .collect();
+        Ok(Samples { block, offsets })
     }
-    Ok(not_erased)
+
+    /// Every sampled block's bytes, in order.
+    fn read_all<D: Device>(&self, device: &mut D) -> Result<Vec<Vec<u8>>, EraseError> {
+        let read_error = |offset: u64, cause: String| EraseError::Read {
+            what: format!("byte {offset}"),
+            cause,
+        };
+        let mut done: Vec<Completion> = vec![];
+        let mut blocks = Vec::with_capacity(self.offsets.len());
+        for (i, &offset) in self.offsets.iter().enumerate() {
+            let io = Io {
+                op: Op::Read,
+                offset,
+                len: self.block,
+                slot: 0,
+                tag: i as u64,
+            };
+            device
+                .submit(&[io])
+                .map_err(|e| read_error(offset, e.to_string()))?;
+            done.clear();
+            while done.is_empty() {
+                device
+                    .reap(1, None, &mut done)
+                    .map_err(|e| read_error(offset, e.to_string()))?;
+            }
+            if done[0].result != self.block as i64 {
+                return Err(read_error(
+                    offset,
+                    format!("the read returned {}", done[0].result),
+                ));
+            }
+            blocks.push(device.buffer(0)[..self.block as usize].to_vec());
+        }
+        Ok(blocks)
+    }
 }
 
 #[cfg(test)]
@@ -221,9 +255,9 @@ mod tests {
                 Err("no".into())
             }
         }
-        fn purge(&mut self, method: EraseMethod) -> Result<(), String> {
+        fn purge(&mut self, method: EraseMethod) -> Result<String, String> {
             self.1.push(method);
-            Ok(())
+            Ok("as told".into())
         }
     }
 
@@ -235,7 +269,7 @@ mod tests {
         assert_eq!(report.method, Some(EraseMethod::Discard));
         assert_eq!(purger.1, vec![EraseMethod::Discard], "zero fill was not needed");
         let names: Vec<&str> = report.steps.iter().map(|(m, _)| m.name()).collect();
-        assert_eq!(names, ["secure-erase", "secdiscard", "discard"]);
+        assert_eq!(names, ["sanitize", "secure-erase", "secdiscard", "discard"]);
         assert!(report.steps[0].1.starts_with("not offered"));
     }
 
@@ -266,5 +300,28 @@ mod tests {
         assert_eq!(report.method, Some(EraseMethod::SecureErase));
         let report = erase(&mut device, &mut purger, Some(EraseMethod::Discard), 8, 7).unwrap();
         assert_eq!(report.method, None);
+    }
+
+    #[test]
+    fn a_cryptographic_erase_counts_when_every_block_changed() {
+        let was = vec![0x5a; 4096];
+        let noise: Vec<u8> = (0..4096u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        assert!(erased(EraseMethod::Sanitize, &was, &noise));
+        assert!(erased(EraseMethod::SecureErase, &was, &noise));
+        assert!(
+            !erased(EraseMethod::Sanitize, &was, &was),
+            "unchanged data is not erased"
+        );
+        assert!(
+            !erased(EraseMethod::Discard, &was, &noise),
+            "only a firmware purge may leave noise"
+        );
+        assert!(erased(EraseMethod::Zero, &was, &[0; 4096]));
+        assert!(
+            erased(EraseMethod::Sanitize, &[0; 4096], &[0; 4096]),
+            "zeroes are erased whatever they were"
+        );
     }
 }

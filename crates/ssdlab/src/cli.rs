@@ -55,7 +55,8 @@ pub enum Command {
 pub struct EraseArgs {
     #[command(flatten)]
     pub target: TargetArgs,
-    /// How to purge: the best the device offers whose result verifies (auto), or one method.
+    /// How to purge: the best the device offers whose result verifies (auto: sanitize, secure-erase, secdiscard,
+    /// discard, zero), or one method.
     #[arg(long, value_enum, default_value_t = EraseMethodArg::Auto)]
     pub method: EraseMethodArg,
     /// Blocks read back afterwards (the first, the last and random ones) to check they are erased.
@@ -88,7 +89,9 @@ pub struct OpArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EraseMethodArg {
     Auto,
-    /// The drive's firmware secure erase.
+    /// The drive's firmware sanitize (nvme-cli or hdparm): crypto erase, else block erase.
+    Sanitize,
+    /// The drive's firmware secure erase: NVMe format with secure erase, or ATA SECURITY ERASE UNIT.
     SecureErase,
     /// BLKSECDISCARD: a discard the device promises makes the data unrecoverable.
     Secdiscard,

@@ -1,12 +1,14 @@
 //! The purges the kernel offers on a block device (secure discard, discard, zero-out), behind ssdlab-methods'
-//! `Purger`. The device was opened through the safety gate before this is built; this only issues the ioctls
-//! over the whole device.
+//! `Purger`, with the drive's own purges (sanitize, secure erase) handed to [`FirmwarePurger`]. The device was
+//! opened through the safety gate before this is built; this only issues the ioctls over the whole device.
 
 use std::fs::File;
 use std::path::Path;
 
 use ssdlab_core::DeviceInfo;
 use ssdlab_methods::erase::{EraseMethod, Purger};
+
+use crate::firmware_purge::FirmwarePurger;
 
 /// A block-device ioctl over a byte range.
 type RangeIoctl = fn(&File, u64, u64) -> std::io::Result<()>;
@@ -15,7 +17,8 @@ pub struct KernelPurger {
     file: File,
     capacity_bytes: u64,
     discard_supported: bool,
-    path: String,
+    /// The drive's own purges, which it delegates.
+    firmware: FirmwarePurger,
 }
 
 impl KernelPurger {
@@ -39,7 +42,7 @@ impl KernelPurger {
             file,
             capacity_bytes: info.capacity_bytes,
             discard_supported: info.discard_supported,
-            path: path.display().to_string(),
+            firmware: FirmwarePurger::new(path),
         })
     }
 }
@@ -47,31 +50,7 @@ impl KernelPurger {
 impl Purger for KernelPurger {
     fn offers(&mut self, method: EraseMethod) -> Result<(), String> {
         match method {
-            EraseMethod::SecureErase => {
-                let p = &self.path;
-                let name = p.rsplit('/').next().unwrap_or(p);
-                let partition = std::path::Path::new("/sys/class/block")
-                    .join(name)
-                    .join("partition")
-                    .exists();
-                Err(if partition {
-                    format!(
-                        "{name} is a partition: a firmware erase would erase the whole drive, so it is never \
-                         offered for a partition"
-                    )
-                } else if name.starts_with("nvme") {
-                    format!(
-                        "ssdlab does not drive firmware erase yet; nvme-cli does: `nvme format {p} --ses=1`"
-                    )
-                } else if name.starts_with("sd") {
-                    format!(
-                        "ssdlab does not drive firmware erase yet; for an ATA drive that is not frozen, hdparm \
-                         does: `hdparm --user-master u --security-set-pass p {p}` then `--security-erase p`"
-                    )
-                } else {
-                    format!("{name} has no drive firmware to ask (a virtual or stacked block device)")
-                })
-            }
+            EraseMethod::Sanitize | EraseMethod::SecureErase => self.firmware.offers(method),
             EraseMethod::SecDiscard | EraseMethod::Discard if !self.discard_supported => {
                 Err("the device does not support discard".into())
             }
@@ -79,15 +58,16 @@ impl Purger for KernelPurger {
         }
     }
 
-    fn purge(&mut self, method: EraseMethod) -> Result<(), String> {
+    fn purge(&mut self, method: EraseMethod) -> Result<String, String> {
         let (call, name): (RangeIoctl, &str) = match method {
+            EraseMethod::Sanitize | EraseMethod::SecureErase => return self.firmware.purge(method),
             EraseMethod::SecDiscard => (ssdlab_io::sys::block_secure_discard, "BLKSECDISCARD"),
             EraseMethod::Discard => (ssdlab_io::sys::block_discard, "BLKDISCARD"),
             EraseMethod::Zero => (ssdlab_io::sys::block_zero_out, "BLKZEROOUT"),
-            EraseMethod::SecureErase => unreachable!("offers() refuses firmware erase"),
         };
         call(&self.file, 0, self.capacity_bytes)
             .and_then(|()| self.file.sync_all())
+            .map(|()| format!("{name} over all {} bytes", self.capacity_bytes))
             .map_err(|e| format!("{name}: {e}"))
     }
 }

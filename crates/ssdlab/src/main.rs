@@ -8,6 +8,7 @@
 
 mod cli;
 mod commands;
+mod firmware_purge;
 mod health_sources;
 mod kernel_purge;
 mod output;

@@ -31,6 +31,7 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
         .with_context(|| format!("--target {}: cannot open it for the purge", path.display()))?;
     let requested = match args.method {
         EraseMethodArg::Auto => None,
+        EraseMethodArg::Sanitize => Some(EraseMethod::Sanitize),
         EraseMethodArg::SecureErase => Some(EraseMethod::SecureErase),
         EraseMethodArg::Secdiscard => Some(EraseMethod::SecDiscard),
         EraseMethodArg::Discard => Some(EraseMethod::Discard),

@@ -54,6 +54,21 @@ fn refusals_leave_every_byte_in_place() {
         "{text}"
     );
     assert!(head(&disk) == before, "a refused erase changed the device");
+    let out = run(&[
+        "erase",
+        "--target",
+        &disk.path,
+        "--allow-destroy",
+        "--method",
+        "sanitize",
+    ]);
+    expect_code(&out, 2);
+    let text = stderr(&out);
+    assert!(
+        text.contains("--method sanitize") && text.contains("has no drive firmware"),
+        "{text}"
+    );
+    assert!(head(&disk) == before, "a refused erase changed the device");
 
     let dir = tempdir();
     let file = dir.path().join("x.img");

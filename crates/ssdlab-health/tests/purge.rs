@@ -1,0 +1,311 @@
+//! Firmware purges without a drive: what each saved tool output offers, the exact command lines planned from it,
+//! and the sequence (start, poll, undo) run against scripted tool outputs. The fixtures are described in
+//! tests/fixtures/purge/README.md. No real NVMe or ATA drive is on a CI machine, so this is as far as a test
+//! reaches; the binary's glue only runs these command lines.
+
+use std::collections::VecDeque;
+
+use ssdlab_health::purge::{
+    AtaCaps, FirmwareMethod, NvmeCaps, SanitizeState, ToolRun, ata_sanitize_plan, ata_security_erase_plan,
+    nvme_format_plan, nvme_sanitize_plan, parse_hdparm_identify, parse_hdparm_sanitize_status,
+    parse_nvme_id_ctrl, parse_nvme_sanitize_log, run_plan,
+};
+
+fn fixture(name: &str) -> String {
+    let path = format!("{}/tests/fixtures/purge/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn line(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn nvme_capabilities_and_command_lines() {
+    let caps = parse_nvme_id_ctrl(&fixture("nvme-id-ctrl-sanitize.json")).unwrap();
+    // oacs 23 = 0b10111 (format), fna 5 = 0b101 (crypto format, not all namespaces), sanicap 3 (crypto, block).
+    assert_eq!(
+        caps,
+        NvmeCaps {
+            format: true,
+            secure_erase_all_namespaces: false,
+            crypto_format: true,
+            sanitize_crypto: true,
+            sanitize_block: true,
+            sanitize_overwrite: false,
+        }
+    );
+    let sanitize = nvme_sanitize_plan(&caps, "nvme", "/dev/nvme0n1").unwrap();
+    assert_eq!(sanitize.method, FirmwareMethod::Sanitize);
+    assert_eq!(sanitize.label, "NVMe sanitize, crypto erase");
+    assert_eq!(
+        sanitize.steps,
+        vec![line(&["nvme", "sanitize", "/dev/nvme0n1", "--sanact=4"])]
+    );
+    assert_eq!(
+        sanitize.status.as_ref().unwrap().0,
+        line(&["nvme", "sanitize-log", "/dev/nvme0n1", "-o", "json"])
+    );
+    let format = nvme_format_plan(&caps, "nvme", "/dev/nvme0n1").unwrap();
+    assert_eq!(format.label, "NVMe format, cryptographic erase");
+    assert_eq!(
+        format.steps,
+        vec![line(&["nvme", "format", "/dev/nvme0n1", "--ses=2", "--force"])]
+    );
+
+    let old = parse_nvme_id_ctrl(&fixture("nvme-id-ctrl-format-only.json")).unwrap();
+    assert!(old.format && !old.crypto_format);
+    assert!(
+        nvme_sanitize_plan(&old, "nvme", "/dev/nvme0n1")
+            .unwrap_err()
+            .contains("SANICAP is 0")
+    );
+    assert_eq!(
+        nvme_format_plan(&old, "nvme", "/dev/nvme0n1").unwrap().steps[0],
+        line(&["nvme", "format", "/dev/nvme0n1", "--ses=1", "--force"])
+    );
+    let nothing = parse_nvme_id_ctrl(&fixture("nvme-id-ctrl-nothing.json")).unwrap();
+    assert!(
+        nvme_format_plan(&nothing, "nvme", "/dev/nvme0n1")
+            .unwrap_err()
+            .contains("OACS bit 1")
+    );
+
+    for bad in ["", "{}", "[1]", "garbage"] {
+        let e = parse_nvme_id_ctrl(bad).unwrap_err().to_string();
+        assert!(e.starts_with("nvme id-ctrl:"), "{e}");
+    }
+}
+
+#[test]
+fn nvme_sanitize_log_states() {
+    let state = |name: &str| parse_nvme_sanitize_log(&fixture(name)).unwrap();
+    assert_eq!(state("nvme-sanitize-log-never.json"), SanitizeState::Idle);
+    // sprog 16384 of 65536.
+    assert_eq!(
+        state("nvme-sanitize-log-progress.json"),
+        SanitizeState::InProgress { percent: Some(25.0) }
+    );
+    assert_eq!(state("nvme-sanitize-log-done.json"), SanitizeState::Succeeded);
+    assert_eq!(
+        state("nvme-sanitize-log-keyed-by-text.json"),
+        SanitizeState::Succeeded
+    );
+    assert!(matches!(
+        state("nvme-sanitize-log-failed.json"),
+        SanitizeState::Failed(_)
+    ));
+    assert!(parse_nvme_sanitize_log("{\"nvme0\": {}}").is_err());
+}
+
+#[test]
+fn ata_capabilities_and_command_lines() {
+    let micron = parse_hdparm_identify(&fixture("hdparm-identify-sanitize.txt")).unwrap();
+    assert_eq!(
+        micron,
+        AtaCaps {
+            security: true,
+            security_enabled: false,
+            locked: false,
+            frozen: false,
+            count_expired: false,
+            enhanced_erase: true,
+            erase_minutes: Some(4),
+            enhanced_erase_minutes: Some(8),
+            sanitize: true,
+            sanitize_crypto: true,
+            sanitize_block: true,
+            sanitize_overwrite: false,
+        }
+    );
+    let sanitize = ata_sanitize_plan(&micron, "hdparm", "/dev/sdb").unwrap();
+    assert_eq!(
+        sanitize.steps,
+        vec![line(&[
+            "hdparm",
+            "--yes-i-know-what-i-am-doing",
+            "--sanitize-crypto-scramble",
+            "/dev/sdb"
+        ])]
+    );
+    let erase = ata_security_erase_plan(&micron, "hdparm", "/dev/sdb").unwrap();
+    assert_eq!(erase.label, "ATA SECURITY ERASE UNIT (enhanced)");
+    assert_eq!(erase.estimate_minutes, Some(8));
+    assert_eq!(
+        erase.steps,
+        vec![
+            line(&[
+                "hdparm",
+                "--user-master",
+                "u",
+                "--security-set-pass",
+                "ssdlab",
+                "/dev/sdb"
+            ]),
+            line(&[
+                "hdparm",
+                "--user-master",
+                "u",
+                "--security-erase-enhanced",
+                "ssdlab",
+                "/dev/sdb"
+            ]),
+        ]
+    );
+    assert_eq!(
+        erase.undo,
+        Some(line(&[
+            "hdparm",
+            "--user-master",
+            "u",
+            "--security-disable",
+            "ssdlab",
+            "/dev/sdb"
+        ]))
+    );
+
+    // The 840 EVO as most machines boot it: frozen by the BIOS, and no SANITIZE feature set.
+    let evo = parse_hdparm_identify(&fixture("hdparm-identify-840evo-frozen.txt")).unwrap();
+    assert!(evo.security && evo.frozen && evo.enhanced_erase && !evo.sanitize);
+    assert!(
+        ata_security_erase_plan(&evo, "hdparm", "/dev/sdb")
+            .unwrap_err()
+            .contains("frozen")
+    );
+    assert!(
+        ata_sanitize_plan(&evo, "hdparm", "/dev/sdb")
+            .unwrap_err()
+            .contains("SANITIZE")
+    );
+
+    let locked = parse_hdparm_identify(&fixture("hdparm-identify-locked.txt")).unwrap();
+    assert!(locked.locked && locked.security_enabled && !locked.enhanced_erase);
+    assert_eq!(locked.erase_minutes, Some(60));
+    assert!(
+        ata_security_erase_plan(&locked, "hdparm", "/dev/sdb")
+            .unwrap_err()
+            .contains("will not guess")
+    );
+
+    assert!(
+        parse_hdparm_identify("/dev/loop0:\n")
+            .unwrap_err()
+            .to_string()
+            .starts_with("hdparm -I")
+    );
+}
+
+#[test]
+fn hdparm_sanitize_status() {
+    assert_eq!(
+        parse_hdparm_sanitize_status(&fixture("hdparm-sanitize-progress.txt")),
+        SanitizeState::InProgress { percent: Some(25.0) }
+    );
+    assert_eq!(
+        parse_hdparm_sanitize_status(&fixture("hdparm-sanitize-done.txt")),
+        SanitizeState::Succeeded
+    );
+}
+
+/// Plays back one scripted output per command line, recording what was run.
+struct Script {
+    outputs: VecDeque<(bool, String)>,
+    ran: Vec<Vec<String>>,
+    slept_s: u64,
+}
+
+impl Script {
+    fn new(outputs: &[(bool, &str)]) -> Self {
+        Script {
+            outputs: outputs.iter().map(|(ok, s)| (*ok, s.to_string())).collect(),
+            ran: vec![],
+            slept_s: 0,
+        }
+    }
+
+    fn play(
+        &mut self,
+        plan: &ssdlab_health::purge::PurgePlan,
+        max_polls: u32,
+    ) -> Result<Vec<String>, String> {
+        let outputs = &mut self.outputs;
+        let ran = &mut self.ran;
+        let slept = &mut self.slept_s;
+        run_plan(
+            plan,
+            &mut |argv: &[String]| {
+                ran.push(argv.to_vec());
+                let (success, text) = outputs.pop_front().expect("a scripted output for every command");
+                Ok(ToolRun {
+                    success,
+                    stdout: if success { text.clone() } else { String::new() },
+                    stderr: if success { String::new() } else { text },
+                })
+            },
+            &mut |s| *slept += s,
+            5,
+            max_polls,
+        )
+    }
+}
+
+#[test]
+fn a_sanitize_is_started_and_polled_to_its_end() {
+    let caps = parse_nvme_id_ctrl(&fixture("nvme-id-ctrl-sanitize.json")).unwrap();
+    let plan = nvme_sanitize_plan(&caps, "nvme", "/dev/nvme0n1").unwrap();
+    let mut script = Script::new(&[
+        (true, ""),
+        (true, &fixture("nvme-sanitize-log-never.json")),
+        (true, &fixture("nvme-sanitize-log-progress.json")),
+        (true, &fixture("nvme-sanitize-log-done.json")),
+    ]);
+    let log = script.play(&plan, 100).unwrap();
+    assert_eq!(script.ran.len(), 4);
+    assert_eq!(script.slept_s, 10, "two polls before the end, 5 s apart");
+    assert_eq!(log.last().unwrap(), "the drive reports the sanitize completed");
+
+    let mut failing = Script::new(&[(true, ""), (true, &fixture("nvme-sanitize-log-failed.json"))]);
+    assert!(failing.play(&plan, 100).unwrap_err().contains("failed"));
+
+    let mut slow = Script::new(&[
+        (true, ""),
+        (true, &fixture("nvme-sanitize-log-progress.json")),
+        (true, &fixture("nvme-sanitize-log-progress.json")),
+    ]);
+    let e = slow.play(&plan, 2).unwrap_err();
+    assert!(
+        e.contains("had not reported the end") && e.contains("sanitize-log"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_failed_ata_erase_takes_the_temporary_password_off() {
+    let caps = parse_hdparm_identify(&fixture("hdparm-identify-sanitize.txt")).unwrap();
+    let plan = ata_security_erase_plan(&caps, "hdparm", "/dev/sdb").unwrap();
+    // The password is set, the erase fails (a bridge dropped the command), the undo runs.
+    let mut script = Script::new(&[(true, ""), (false, "SG_IO: bad/missing sense data"), (true, "")]);
+    let e = script.play(&plan, 1).unwrap_err();
+    assert!(
+        e.contains("bad/missing sense data") && e.contains("taken off again"),
+        "{e}"
+    );
+    assert_eq!(script.ran[2], plan.undo.clone().unwrap());
+
+    // The undo fails too: the error says how to unlock the drive.
+    let mut script = Script::new(&[(true, ""), (false, "timeout"), (false, "locked")]);
+    let e = script.play(&plan, 1).unwrap_err();
+    assert!(
+        e.contains("may be locked with the user password \"ssdlab\""),
+        "{e}"
+    );
+
+    // The first step failing leaves nothing to undo.
+    let mut script = Script::new(&[(false, "permission denied")]);
+    let e = script.play(&plan, 1).unwrap_err();
+    assert!(!e.contains("password"), "{e}");
+    assert_eq!(script.ran.len(), 1);
+
+    let mut script = Script::new(&[(true, ""), (true, "")]);
+    assert_eq!(script.play(&plan, 1).unwrap().len(), 2);
+}
