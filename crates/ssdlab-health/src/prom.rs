@@ -2,13 +2,36 @@
 //! conventions ask (`_bytes_total` for byte counters, `_seconds`, `_ratio`, `_celsius`).
 
 use ssdlab_core::prom::{Exposition, MetricType};
-use ssdlab_core::schema::health::{DriveHealth, HealthLevel};
+use ssdlab_core::schema::health::{DriveHealth, HealthLevel, UnreadableDrive};
 
 use crate::history::DAY_S;
 
-/// Adds every drive's metrics to `exposition`.
-pub fn health_metrics(exposition: &mut Exposition, drives: &[DriveHealth]) {
+/// Adds every drive's metrics to `exposition`, and whether each drive asked about (`unreadable` too) was read.
+pub fn health_metrics(exposition: &mut Exposition, drives: &[DriveHealth], unreadable: &[UnreadableDrive]) {
     use MetricType::{Counter, Gauge};
+    // Whether each drive asked about could be read: a fleet alert on 0 catches a drive that vanished or whose
+    // smartctl fails, which would otherwise only show as stale series.
+    let read_ok_help =
+        "1 if ssdlab could read the drive's health this time, 0 if not (the reason is in its output).";
+    let mut read_ok: Vec<(&str, f64)> = vec![];
+    for (device, ok) in drives
+        .iter()
+        .map(|d| (d.snapshot.identity.source.as_str(), 1.0))
+        .chain(unreadable.iter().map(|u| (u.device.as_str(), 0.0)))
+    {
+        if !read_ok.iter().any(|(seen, _)| *seen == device) {
+            read_ok.push((device, ok));
+        }
+    }
+    for (device, ok) in read_ok {
+        exposition.sample(
+            "ssdlab_health_read_ok",
+            Gauge,
+            read_ok_help,
+            &[("device", device)],
+            ok,
+        );
+    }
     // One series per drive: the same drive given twice (a device and a saved file of it) keeps its newest
     // snapshot, as duplicate series are invalid.
     let key = |d: &DriveHealth| {
@@ -176,7 +199,7 @@ mod tests {
             crate::assess(&snapshot(&v, t), vec![], None, None)
         };
         let mut e = Exposition::new();
-        health_metrics(&mut e, &[drive(2000, 20), drive(1000, 10)]);
+        health_metrics(&mut e, &[drive(2000, 20), drive(1000, 10)], &[]);
         let text = e.render();
         let written: Vec<&str> = text
             .lines()

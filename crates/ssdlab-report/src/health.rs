@@ -95,6 +95,19 @@ pub(crate) fn health(group: &[&RunResult]) -> String {
         })
         .collect();
     let mut out = table(&header, &rows);
+    let unreadable: Vec<Vec<String>> = group
+        .iter()
+        .filter_map(|r| match &r.analysis {
+            Analysis::Health(h) => Some(h.unreadable.iter()),
+            _ => None,
+        })
+        .flatten()
+        .map(|u| vec![u.device.clone(), u.reason.clone()])
+        .collect();
+    if !unreadable.is_empty() {
+        out.push_str("<p>Drives that could not be read this time:</p>");
+        out.push_str(&table(&["drive".into(), "why".into()], &unreadable));
+    }
 
     let with_history: Vec<&&DriveHealth> = drives.iter().filter(|d| d.history.len() >= 2).collect();
     if !with_history.is_empty() {

@@ -218,6 +218,17 @@ pub struct HealthAnalysis {
     pub drives: Vec<DriveHealth>,
     /// The history directory used, if any.
     pub history_dir: Option<String>,
+    /// Drives asked about that could not be read this time (the others are still reported).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<UnreadableDrive>,
+}
+
+/// A drive whose health could not be read, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnreadableDrive {
+    /// The device as given (e.g. /dev/sdc).
+    pub device: String,
+    pub reason: String,
 }
 
 /// `Option<u128>` as a JSON number while it fits in 64 bits, and as a decimal string beyond.

@@ -5,7 +5,7 @@ use anyhow::{Result, anyhow, bail};
 use ssdlab_core::DeviceInfo;
 use ssdlab_core::device::{ClockKind, TargetKind};
 use ssdlab_core::prom::Exposition;
-use ssdlab_core::schema::health::{DriveHealth, HealthAnalysis, HealthLevel, Protocol};
+use ssdlab_core::schema::health::{DriveHealth, HealthAnalysis, HealthLevel, Protocol, UnreadableDrive};
 use ssdlab_core::schema::options::{HealthFlags, RunOptions};
 use ssdlab_core::schema::{Analysis, Verdict};
 use ssdlab_core::units::{DecimalBytes, parse_duration_ns};
@@ -32,7 +32,7 @@ pub fn run(args: &HealthArgs) -> Result<Outcome> {
             .unwrap_or_else(|| ssdlab_targets::default_state_dir().join("health")),
     });
 
-    let readings = read_all(args)?;
+    let (readings, unreadable) = read_all(args)?;
     let mut drives = Vec::with_capacity(readings.len());
     for reading in readings {
         let mut snapshot = reading.snapshot;
@@ -65,13 +65,21 @@ pub fn run(args: &HealthArgs) -> Result<Outcome> {
     }
     if let Some(prom) = &args.prom {
         let mut exposition = Exposition::new();
-        ssdlab_health::prom::health_metrics(&mut exposition, &drives);
+        ssdlab_health::prom::health_metrics(&mut exposition, &drives, &unreadable);
         output::write_prom(prom, &exposition)?;
+    }
+    for u in &unreadable {
+        eprintln!("UNREADABLE {}: {}", u.device, u.reason);
     }
     let failed: Vec<String> = drives
         .iter()
         .filter(|d| d.verdict.level == HealthLevel::Fail)
         .map(|d| format!("{}: {}", d.snapshot.identity.source, d.verdict.reasons[0]))
+        .chain(
+            unreadable
+                .iter()
+                .map(|u| format!("{}: could not be read: {}", u.device, u.reason)),
+        )
         .collect();
     let verdict = Verdict {
         passed: failed.is_empty(),
@@ -95,6 +103,7 @@ pub fn run(args: &HealthArgs) -> Result<Outcome> {
     let analysis = HealthAnalysis {
         history_dir: history.as_ref().map(|h| h.dir.display().to_string()),
         drives,
+        unreadable,
     };
     output::publish_analysis(
         &mut reporter,
@@ -142,8 +151,11 @@ fn rating_flags(args: &HealthArgs) -> Result<RatingFlags> {
     })
 }
 
-/// Reads every DEVICE (in parallel) and every --from file, in the order given.
-fn read_all(args: &HealthArgs) -> Result<Vec<Reading>> {
+/// Reads every DEVICE (in parallel) and every --from file, in the order given. A DEVICE that cannot be read is
+/// set aside with its reason while others are read (one failing drive must not silence a fleet's metrics); when
+/// nothing at all could be read that is an error. A --from file that cannot be read is always an error: it is
+/// the user's input.
+fn read_all(args: &HealthArgs) -> Result<(Vec<Reading>, Vec<UnreadableDrive>)> {
     let mut readings = Vec::new();
     let devices: Vec<Result<Reading>> = std::thread::scope(|scope| {
         let handles: Vec<_> = args
@@ -159,13 +171,27 @@ fn read_all(args: &HealthArgs) -> Result<Vec<Reading>> {
             })
             .collect()
     });
-    for reading in devices {
-        readings.push(reading?);
+    let mut unreadable = Vec::new();
+    let mut first_error = None;
+    for (device, reading) in args.devices.iter().zip(devices) {
+        match reading {
+            Ok(reading) => readings.push(reading),
+            Err(e) => {
+                unreadable.push(UnreadableDrive {
+                    device: device.clone(),
+                    reason: format!("{e:#}"),
+                });
+                first_error.get_or_insert(e);
+            }
+        }
     }
     for path in &args.from {
         readings.push(read_file(path)?);
     }
-    Ok(readings)
+    match first_error {
+        Some(e) if readings.is_empty() => Err(e),
+        _ => Ok((readings, unreadable)),
+    }
 }
 
 /// What the result is about: one drive, or a fleet.

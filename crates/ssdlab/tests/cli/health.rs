@@ -221,6 +221,80 @@ fn the_live_path_runs_smartctl_and_reads_its_exit_bits() {
 }
 
 #[test]
+fn one_unreadable_drive_does_not_silence_the_others() {
+    let dir = tempdir();
+    // A stand-in smartctl: /dev/null is a healthy NVMe drive, /dev/zero cannot be opened (exit bit 1).
+    let fake = dir.path().join("smartctl");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh
+case \"$3\" in
+/dev/null) cat '{}'; exit 0;;
+*) cat '{}'; exit 2;;
+esac
+",
+            health_fixture("nvme-ok.json").display(),
+            health_fixture("smartctl-open-failed.json").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let prom = dir.path().join("health.prom");
+    let out_dir = dir.path().join("out");
+    let smartctl = fake.to_str().unwrap();
+    let out = run(&[
+        "health",
+        "/dev/null",
+        "/dev/zero",
+        "--smartctl",
+        smartctl,
+        "--no-history",
+        "--prom",
+        prom.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    expect_code(&out, 1);
+    let text = stderr(&out);
+    assert!(text.contains("UNREADABLE /dev/zero"), "{text}");
+    assert!(text.contains("smartctl could not read the device"), "{text}");
+    let metrics = promtool_checked(&prom);
+    // A drive that was read is labelled as its other series are (the device smartctl names in its JSON).
+    assert!(
+        metrics.contains("ssdlab_health_read_ok{device=\"/dev/nvme0\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("ssdlab_health_read_ok{device=\"/dev/zero\"} 0"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("ssdlab_health_verdict{device=\"/dev/nvme0\""),
+        "{metrics}"
+    );
+    let result: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("result.json")).unwrap()).unwrap();
+    assert_eq!(result["analysis"]["unreadable"][0]["device"], "/dev/zero");
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("could not be read this time"));
+
+    // Nothing readable at all is an error, as before: exit 2 and no metrics file.
+    let none = dir.path().join("none.prom");
+    let out = run(&[
+        "health",
+        "/dev/zero",
+        "--smartctl",
+        smartctl,
+        "--no-history",
+        "--prom",
+        none.to_str().unwrap(),
+    ]);
+    expect_code(&out, 2);
+    assert!(!none.exists());
+}
+
+#[test]
 fn bad_input_is_refused_naming_the_flag() {
     let dir = tempdir();
     let garbage = dir.path().join("garbage.json");
