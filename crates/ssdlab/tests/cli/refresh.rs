@@ -77,6 +77,10 @@ pub(crate) fn awkward_tree(root: &Path) -> Vec<PathBuf> {
     file.set_len(8 << 20).unwrap();
     file.write_all_at(&vec![0x5a; 1 << 20], 2 << 20).unwrap();
     file.sync_all().unwrap();
+    // Written a minute ago, as write_random's files are: a loaded machine could otherwise start the first
+    // refresh within the 100 ms in which refresh leaves a just-modified file alone (seen once in a full run).
+    file.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(60))
+        .unwrap();
     write_random(&root.join("secret.bin"), 300_000, 4);
     std::fs::set_permissions(
         root.join("secret.bin"),
