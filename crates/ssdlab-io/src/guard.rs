@@ -41,6 +41,9 @@ pub struct Finding {
     /// overrides this. Otherwise the finding is a sign of past use (a signature, a partition table) that
     /// `--force` may override.
     pub in_use: bool,
+    /// The sign is a partition table (GPT or DOS). `op`, which keeps clear of every partition, lets `--force`
+    /// override only these: a file system or volume on the whole device would lose its end.
+    pub partition_table: bool,
 }
 
 impl Finding {
@@ -48,6 +51,7 @@ impl Finding {
         Self {
             what: what.into(),
             in_use: false,
+            partition_table: false,
         }
     }
 
@@ -55,6 +59,7 @@ impl Finding {
         Self {
             what: what.into(),
             in_use: true,
+            partition_table: false,
         }
     }
 }
@@ -170,7 +175,10 @@ pub fn signature_findings(head: &[u8]) -> Vec<Finding> {
 
     names
         .into_iter()
-        .map(|name| Finding::new(format!("it carries {name}")))
+        .map(|name| Finding {
+            partition_table: name.ends_with("partition table"),
+            ..Finding::new(format!("it carries {name}"))
+        })
         .collect()
 }
 

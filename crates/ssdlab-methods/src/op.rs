@@ -205,7 +205,7 @@ pub struct OpApplied {
 }
 
 /// The partition table as it is on the disk (not as the kernel last read it): the partitions, and where a GPT's
-/// usable area ends (its backup entries and header follow).
+/// usable area ends (its backup entries and header follow, up to the device's end).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DiskLayout {
     pub partitions: Vec<Partition>,
@@ -216,57 +216,116 @@ pub struct DiskLayout {
 /// Largest GPT entry array read (the usual one is 128 entries of 128 bytes).
 const MAX_GPT_ENTRIES_BYTES: u64 = 1 << 20;
 
-/// A GPT header: (entries' LBA, number of entries, entry size, last usable LBA), if `lba1` is one.
-fn gpt_header(lba1: &[u8]) -> Option<(u64, u64, u64, u64)> {
-    if lba1.len() < 92 || &lba1[..8] != b"EFI PART" {
-        return None;
+/// CRC-32 (IEEE, reflected), as GPT checksums its header and entry array.
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &byte in data {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
+        }
     }
-    let u64_at = |at: usize| u64::from_le_bytes(lba1[at..at + 8].try_into().unwrap());
-    let u32_at = |at: usize| u64::from(u32::from_le_bytes(lba1[at..at + 4].try_into().unwrap()));
-    Some((u64_at(72), u32_at(80), u32_at(84), u64_at(48)))
+    !crc
 }
 
-/// The used entries of a GPT entry array.
-fn gpt_partitions(entries: &[u8], entry_bytes: u64, block: u64) -> Vec<Partition> {
-    entries
-        .chunks_exact(entry_bytes as usize)
-        .enumerate()
-        .filter(|(_, e)| e[..16].iter().any(|&b| b != 0))
-        .map(|(i, e)| {
-            let first = u64::from_le_bytes(e[32..40].try_into().unwrap());
-            let last = u64::from_le_bytes(e[40..48].try_into().unwrap());
-            Partition {
-                name: format!("GPT entry {}", i + 1),
-                start_bytes: first.saturating_mul(block),
-                len_bytes: (last.saturating_sub(first) + 1).saturating_mul(block),
-            }
-        })
-        .collect()
+/// A GPT header's fields this module uses.
+struct GptHeader {
+    alternate_lba: u64,
+    last_usable_lba: u64,
+    entries_lba: u64,
+    entry_count: u64,
+    entry_bytes: u64,
+    entries_crc: u32,
 }
 
-/// The used primary entries of an MBR (an extended partition counts whole, its logical partitions inside it);
-/// none for a GPT's protective MBR or a block without the 0x55AA signature.
-fn mbr_partitions(lba0: &[u8], block: u64) -> Vec<Partition> {
+/// Reads a GPT header from `block`, if it is one; a header whose checksum does not match is an error.
+fn gpt_header(block: &[u8]) -> Result<Option<GptHeader>, OpError> {
+    if block.len() < 92 || &block[..8] != b"EFI PART" {
+        return Ok(None);
+    }
+    let u64_at = |at: usize| u64::from_le_bytes(block[at..at + 8].try_into().unwrap());
+    let u32_at = |at: usize| u32::from_le_bytes(block[at..at + 4].try_into().unwrap());
+    let size = u32_at(12) as usize;
+    if !(92..=block.len()).contains(&size) {
+        return Err(damaged(format!("its header claims {size} bytes")));
+    }
+    let mut header = block[..size].to_vec();
+    header[16..20].fill(0);
+    if crc32(&header) != u32_at(16) {
+        return Err(damaged("its header's checksum does not match".into()));
+    }
+    Ok(Some(GptHeader {
+        alternate_lba: u64_at(32),
+        last_usable_lba: u64_at(48),
+        entries_lba: u64_at(72),
+        entry_count: u64::from(u32_at(80)),
+        entry_bytes: u64::from(u32_at(84)),
+        entries_crc: u32_at(88),
+    }))
+}
+
+fn damaged(what: String) -> OpError {
+    OpError::Invalid(format!(
+        "the GPT on the device looks damaged ({what}); nothing was discarded. Check and repair the partition \
+         table first (sfdisk --verify, sgdisk -v)"
+    ))
+}
+
+/// The used entries of a GPT entry array, each checked to lie inside the usable area.
+fn gpt_partitions(entries: &[u8], header: &GptHeader, block: u64) -> Result<Vec<Partition>, OpError> {
+    let mut partitions = vec![];
+    for (i, e) in entries.chunks_exact(header.entry_bytes as usize).enumerate() {
+        if e[..16].iter().all(|&b| b == 0) {
+            continue;
+        }
+        let first = u64::from_le_bytes(e[32..40].try_into().unwrap());
+        let last = u64::from_le_bytes(e[40..48].try_into().unwrap());
+        if first > last || last > header.last_usable_lba {
+            return Err(damaged(format!(
+                "entry {} runs from LBA {first} to {last}, outside the usable area",
+                i + 1
+            )));
+        }
+        // last <= last_usable_lba < device blocks, so these cannot overflow.
+        partitions.push(Partition {
+            name: format!("GPT entry {}", i + 1),
+            start_bytes: first * block,
+            len_bytes: (last - first + 1) * block,
+        });
+    }
+    Ok(partitions)
+}
+
+/// The used entries of an MBR (an extended partition counts whole, its logical partitions inside it), if
+/// `lba0` is one: the 55 AA signature and four entries whose boot flags are 0x00 or 0x80. A GPT's protective
+/// entry (type 0xEE) is left out; `protective` says whether there was one.
+fn mbr_partitions(lba0: &[u8], block: u64) -> (Vec<Partition>, bool) {
     if lba0.len() < 512 || lba0[510..512] != [0x55, 0xAA] {
-        return vec![];
+        return (vec![], false);
     }
     let entries: Vec<&[u8]> = lba0[446..510].chunks_exact(16).collect();
-    if entries.iter().any(|e| e[4] == 0xEE) {
-        return vec![];
+    if !entries.iter().all(|e| e[0] == 0x00 || e[0] == 0x80) {
+        return (vec![], false);
     }
-    entries
+    let protective = entries.iter().any(|e| e[4] == 0xEE);
+    let partitions = entries
         .iter()
         .enumerate()
-        .filter(|(_, e)| e[4] != 0)
+        .filter(|(_, e)| e[4] != 0 && e[4] != 0xEE)
         .map(|(i, e)| Partition {
             name: format!("MBR entry {}", i + 1),
             start_bytes: u64::from(u32::from_le_bytes(e[8..12].try_into().unwrap())) * block,
             len_bytes: u64::from(u32::from_le_bytes(e[12..16].try_into().unwrap())) * block,
         })
-        .collect()
+        .collect();
+    (partitions, protective)
 }
 
-/// Reads the partition table from the device (LBA 0, LBA 1 and a GPT's entry array).
+/// Reads the partition table from the device: an MBR at LBA 0 and a GPT at LBA 1 (both, if both are there, so a
+/// stale table of either kind still keeps the tail clear of what it describes). A GPT must be whole: its
+/// checksums match, its entries lie in its usable area, and its backup header is the device's last block (a
+/// disk that grew keeps its backup in the middle, which a discard of the tail would not keep). A protective MBR
+/// without a GPT this device's block size can read is refused.
 pub fn disk_layout<D: Device>(device: &mut D) -> Result<DiskLayout, OpError> {
     let info = device.info().clone();
     let block = u64::from(info.logical_block_bytes.max(512));
@@ -274,42 +333,117 @@ pub fn disk_layout<D: Device>(device: &mut D) -> Result<DiskLayout, OpError> {
     if blocks < 2 {
         return Ok(DiskLayout::default());
     }
-    device.prepare(1, (MAX_GPT_ENTRIES_BYTES + block) as usize)?;
-    let lba0 = read_at(device, 0, block)?;
-    let lba1 = read_at(device, block, block)?;
-    let Some((entries_lba, count, entry_bytes, last_usable)) = gpt_header(&lba1) else {
+    device.prepare(1, (MAX_GPT_ENTRIES_BYTES + block).max(8192) as usize)?;
+    let head = read_at(device, 0, (2 * block).max(8192).min(blocks * block))?;
+    let (mut partitions, protective) = mbr_partitions(&head[..block as usize], block);
+    let header = gpt_header(&head[block as usize..2 * block as usize])?;
+    let Some(header) = header else {
+        if protective {
+            // A GPT written for the other sector size (a 4Kn image on a 512-byte device, or the reverse).
+            let elsewhere = [512usize, 4096]
+                .into_iter()
+                .filter(|&at| at as u64 != block)
+                .any(|at| head.len() >= at + 8 && &head[at..at + 8] == b"EFI PART");
+            return Err(OpError::Invalid(if elsewhere {
+                format!(
+                    "the device's GPT was written for another sector size than its {block}-byte logical blocks, so \
+                     its partitions cannot be placed; nothing was discarded"
+                )
+            } else {
+                "the device has a protective MBR but no GPT header at LBA 1, so its partitions are unknown; \
+                 nothing was discarded. Repair the table (sgdisk -v) first"
+                    .into()
+            }));
+        }
         return Ok(DiskLayout {
-            partitions: mbr_partitions(&lba0, block),
+            partitions,
             gpt_usable_end_bytes: None,
         });
     };
-    let entries_len = count.saturating_mul(entry_bytes);
-    if !(128..=4096).contains(&entry_bytes)
-        || entries_len > MAX_GPT_ENTRIES_BYTES
-        || entries_lba.saturating_add(entries_len.div_ceil(block)) > blocks
-    {
-        return Err(OpError::Invalid(format!(
-            "the GPT header says {count} entries of {entry_bytes} bytes at LBA {entries_lba}, which this device              cannot hold; nothing was discarded. Check the partition table (sfdisk --verify) first"
+    if header.alternate_lba != blocks - 1 {
+        return Err(damaged(format!(
+            "its backup header is at LBA {}, not at the device's last block {}: the device grew or the table is \
+             stale; `sgdisk -e` moves the backup to the end",
+            header.alternate_lba,
+            blocks - 1
         )));
     }
-    let entries = read_at(device, entries_lba * block, entries_len.div_ceil(block) * block)?;
+    let entries_len = header.entry_count.saturating_mul(header.entry_bytes);
+    if !(128..=4096).contains(&header.entry_bytes)
+        || entries_len > MAX_GPT_ENTRIES_BYTES
+        || header.last_usable_lba >= blocks
+        || header.entries_lba.saturating_add(entries_len.div_ceil(block)) > blocks
+    {
+        return Err(damaged(format!(
+            "{} entries of {} bytes at LBA {}, last usable LBA {}",
+            header.entry_count, header.entry_bytes, header.entries_lba, header.last_usable_lba
+        )));
+    }
+    let entries = read_at(
+        device,
+        header.entries_lba * block,
+        entries_len.div_ceil(block) * block,
+    )?;
+    let entries = &entries[..entries_len as usize];
+    if crc32(entries) != header.entries_crc {
+        return Err(damaged("its entry array's checksum does not match".into()));
+    }
+    partitions.extend(gpt_partitions(entries, &header, block)?);
     Ok(DiskLayout {
-        partitions: gpt_partitions(&entries[..entries_len as usize], entry_bytes, block),
-        gpt_usable_end_bytes: Some(last_usable.saturating_add(1).saturating_mul(block)),
+        partitions,
+        gpt_usable_end_bytes: Some((header.last_usable_lba + 1) * block),
     })
 }
 
-/// The first partition that reaches past `usable_bytes`, if any.
-pub fn partition_in_tail(partitions: &[Partition], usable_bytes: u64) -> Option<&Partition> {
-    partitions
-        .iter()
-        .find(|p| p.start_bytes + p.len_bytes > usable_bytes)
+/// The range a plan discards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tail {
+    pub offset_bytes: u64,
+    pub len_bytes: u64,
+    /// Bytes at the very end left alone because they hold the GPT's backup (0 without a GPT).
+    pub gpt_backup_bytes: u64,
 }
 
-/// Applies `plan`: refuses if a partition reaches into the tail (those the kernel lists, `kernel_partitions`,
-/// and those the partition table on the disk holds) or the device cannot discard, keeps a GPT's backup,
-/// discards the rest of the tail, flushes, and reads `samples` tail blocks back (the first, the last and random
-/// ones from `seed`) to say whether they read as zeroes.
+/// What `plan` would discard on a device of `capacity_bytes` in `block`-byte blocks with this `layout`, or why
+/// it must not: a partition (the kernel's or the disk's) reaching into the tail, or a tail that ends before it
+/// starts. The preview and [`apply`] both decide with it.
+pub fn plan_tail(
+    plan: &OpPlan,
+    layout: &DiskLayout,
+    kernel_partitions: &[Partition],
+    block: u64,
+) -> Result<Tail, OpError> {
+    let all: Vec<&Partition> = kernel_partitions.iter().chain(&layout.partitions).collect();
+    if let Some(p) = all
+        .into_iter()
+        .find(|p| p.start_bytes.saturating_add(p.len_bytes) > plan.usable_bytes)
+    {
+        return Err(OpError::PartitionInTail {
+            name: p.name.clone(),
+            end_bytes: p.start_bytes.saturating_add(p.len_bytes),
+            usable_bytes: plan.usable_bytes,
+        });
+    }
+    let whole = plan.capacity_bytes / block * block;
+    let end_bytes = layout.gpt_usable_end_bytes.map_or(whole, |end| end.min(whole));
+    if end_bytes <= plan.usable_bytes {
+        return Err(OpError::Invalid(format!(
+            "--set {}%: the tail from byte {} ends before it starts (at byte {end_bytes}, where the partition \
+             table's backup begins); nothing was discarded",
+            plan.unused_percent, plan.usable_bytes
+        )));
+    }
+    Ok(Tail {
+        offset_bytes: plan.usable_bytes,
+        len_bytes: end_bytes - plan.usable_bytes,
+        gpt_backup_bytes: plan.capacity_bytes - end_bytes,
+    })
+}
+
+/// Applies `plan`: reads the partition table on the disk and decides with [`plan_tail`] (so a partition the
+/// kernel lists, `kernel_partitions`, or the disk holds refuses it), refuses a device that cannot discard,
+/// discards the tail, flushes, and reads `samples` tail blocks back (the first, the last and random ones from
+/// `seed`) to say whether they read as zeroes.
 pub fn apply<D: Device>(
     device: &mut D,
     plan: &OpPlan,
@@ -322,43 +456,27 @@ pub fn apply<D: Device>(
         info.capacity_bytes, plan.capacity_bytes,
         "the plan was made for this device"
     );
+    let block = u64::from(info.logical_block_bytes.max(512));
     let layout = disk_layout(device)?;
-    let all: Vec<Partition> = kernel_partitions
-        .iter()
-        .chain(&layout.partitions)
-        .cloned()
-        .collect();
-    if let Some(p) = partition_in_tail(&all, plan.usable_bytes) {
-        return Err(OpError::PartitionInTail {
-            name: p.name.clone(),
-            end_bytes: p.start_bytes + p.len_bytes,
-            usable_bytes: plan.usable_bytes,
-        });
-    }
+    let tail = plan_tail(plan, &layout, kernel_partitions, block)?;
     if !info.discard_supported {
         return Err(OpError::NoDiscard);
     }
-    let block = u64::from(info.logical_block_bytes.max(512));
-    let whole = info.capacity_bytes / block * block;
-    let end_bytes = layout.gpt_usable_end_bytes.map_or(whole, |end| end.min(whole));
-    if end_bytes <= plan.usable_bytes {
-        return Err(OpError::Invalid(format!(
-            "--set {}%: the tail from byte {} ends before it starts (at byte {end_bytes}, where the partition \
-             table's backup begins); nothing was discarded",
-            plan.unused_percent, plan.usable_bytes
-        )));
-    }
-    let len_bytes = end_bytes - plan.usable_bytes;
+    assert!(
+        tail.offset_bytes >= plan.usable_bytes
+            && tail.offset_bytes + tail.len_bytes + tail.gpt_backup_bytes == info.capacity_bytes,
+        "the discard stays inside the tail"
+    );
     discard(
         device,
-        plan.usable_bytes,
-        len_bytes,
+        tail.offset_bytes,
+        tail.len_bytes,
         block,
         info.discard_max_bytes,
     )?;
     submit_one(device, Op::Flush, 0, 0)?;
 
-    let blocks = len_bytes / block;
+    let blocks = tail.len_bytes / block;
     let mut rng = Rng::new(seed);
     let mut tail_reads_zero = true;
     for i in 0..samples {
@@ -367,13 +485,13 @@ pub fn apply<D: Device>(
             1 => blocks - 1,
             _ => rng.below(blocks),
         };
-        let data = read_at(device, plan.usable_bytes + index * block, block)?;
+        let data = read_at(device, tail.offset_bytes + index * block, block)?;
         tail_reads_zero &= data.iter().all(|&b| b == 0);
     }
     Ok(OpApplied {
-        offset_bytes: plan.usable_bytes,
-        len_bytes,
-        gpt_backup_bytes: info.capacity_bytes - end_bytes,
+        offset_bytes: tail.offset_bytes,
+        len_bytes: tail.len_bytes,
+        gpt_backup_bytes: tail.gpt_backup_bytes,
         samples,
         tail_reads_zero,
     })
@@ -493,22 +611,44 @@ mod tests {
         assert!(device.data[48 << 20..].iter().all(|&b| b == 0));
     }
 
-    /// Writes a GPT (header at LBA 1, 128 entries of 128 bytes from LBA 2, 512-byte blocks) with the given
-    /// partitions as (first LBA, last LBA), its last usable LBA 34 sectors before the end.
+    /// Writes a valid GPT (protective MBR, header at LBA 1, 128 entries of 128 bytes from LBA 2, 512-byte
+    /// blocks, backup header at the last LBA) with the given partitions as (first LBA, last LBA); its last
+    /// usable LBA is 34 sectors before the end.
     fn write_gpt(data: &mut [u8], partitions: &[(u64, u64)]) -> u64 {
-        let last_usable = data.len() as u64 / 512 - 34;
-        data[512..520].copy_from_slice(b"EFI PART");
-        data[512 + 48..512 + 56].copy_from_slice(&last_usable.to_le_bytes());
-        data[512 + 72..512 + 80].copy_from_slice(&2u64.to_le_bytes());
-        data[512 + 80..512 + 84].copy_from_slice(&128u32.to_le_bytes());
-        data[512 + 84..512 + 88].copy_from_slice(&128u32.to_le_bytes());
+        let blocks = data.len() as u64 / 512;
+        let last_usable = blocks - 34;
+        data[446 + 4] = 0xEE;
+        data[510] = 0x55;
+        data[511] = 0xAA;
+        let entries = &mut data[1024..1024 + 128 * 128];
+        entries.fill(0);
         for (i, &(first, last)) in partitions.iter().enumerate() {
-            let e = 1024 + i * 128;
-            data[e..e + 16].fill(0x42); // a type GUID
-            data[e + 32..e + 40].copy_from_slice(&first.to_le_bytes());
-            data[e + 40..e + 48].copy_from_slice(&last.to_le_bytes());
+            let e = &mut entries[i * 128..(i + 1) * 128];
+            e[..16].fill(0x42); // a type GUID
+            e[32..40].copy_from_slice(&first.to_le_bytes());
+            e[40..48].copy_from_slice(&last.to_le_bytes());
         }
+        let entries_crc = crc32(&data[1024..1024 + 128 * 128]);
+        let h = &mut data[512..1024];
+        h.fill(0);
+        h[..8].copy_from_slice(b"EFI PART");
+        h[12..16].copy_from_slice(&92u32.to_le_bytes());
+        h[24..32].copy_from_slice(&1u64.to_le_bytes());
+        h[32..40].copy_from_slice(&(blocks - 1).to_le_bytes());
+        h[40..48].copy_from_slice(&34u64.to_le_bytes());
+        h[48..56].copy_from_slice(&last_usable.to_le_bytes());
+        h[72..80].copy_from_slice(&2u64.to_le_bytes());
+        h[80..84].copy_from_slice(&128u32.to_le_bytes());
+        h[84..88].copy_from_slice(&128u32.to_le_bytes());
+        h[88..92].copy_from_slice(&entries_crc.to_le_bytes());
+        let header_crc = crc32(&h[..92]);
+        h[16..20].copy_from_slice(&header_crc.to_le_bytes());
         last_usable
+    }
+
+    #[test]
+    fn crc32_matches_the_standard_check_value() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
     }
 
     #[test]
@@ -518,6 +658,7 @@ mod tests {
         device.data.fill(0x11);
         // 1 MiB..41 MiB: reaches past the usable half. The kernel lists nothing (no partition scan).
         write_gpt(&mut device.data[..], &[(2048, 2048 + 40 * 2048 - 1)]);
+        let backup = device.data[capacity as usize - 33 * 512..].to_vec();
         let plan = OpPlan::new(capacity, 50.0).unwrap();
         let e = apply(&mut device, &plan, &[], 4, 1).unwrap_err();
         assert!(
@@ -529,7 +670,6 @@ mod tests {
             "a refusal discarded nothing"
         );
 
-        device.data[..1 << 20].fill(0);
         write_gpt(&mut device.data[..], &[(2048, 2048 + 31 * 2048 - 1)]);
         let kernel = Partition {
             name: "p1".into(),
@@ -587,15 +727,41 @@ mod tests {
     }
 
     #[test]
-    fn a_gpt_header_that_claims_too_much_is_an_error() {
+    fn a_damaged_or_unplaceable_gpt_refuses() {
+        let fresh = || {
+            let mut device = MemDevice::new(8 << 20, 1000);
+            write_gpt(&mut device.data[..], &[(2048, 4095)]);
+            device
+        };
+        let refused = |device: &mut MemDevice, what: &str| {
+            let e = disk_layout(device).unwrap_err().to_string();
+            assert!(e.contains(what) && e.contains("nothing was discarded"), "{e}");
+        };
+        assert_eq!(disk_layout(&mut fresh()).unwrap().partitions.len(), 1);
+
+        let mut device = fresh();
+        device.data[512 + 80] = 0xff; // the entry count, without fixing the checksum
+        refused(&mut device, "header's checksum");
+        let mut device = fresh();
+        device.data[1024 + 40] ^= 1; // an entry, without fixing the array's checksum
+        refused(&mut device, "entry array's checksum");
+        // A disk that grew: the backup header is no longer at the end.
+        let mut device = MemDevice::new(16 << 20, 1000);
+        let small = fresh();
+        device.data[..8 << 20].copy_from_slice(&small.data);
+        refused(&mut device, "backup header is at LBA");
+        // A partition past the usable area.
         let mut device = MemDevice::new(8 << 20, 1000);
-        write_gpt(&mut device.data[..], &[]);
-        device.data[512 + 80..512 + 84].copy_from_slice(&1_000_000u32.to_le_bytes());
-        assert!(
-            disk_layout(&mut device)
-                .unwrap_err()
-                .to_string()
-                .contains("GPT header")
-        );
+        write_gpt(&mut device.data[..], &[(2048, 16383)]);
+        refused(&mut device, "outside the usable area");
+        // A protective MBR and no GPT header at LBA 1.
+        let mut device = fresh();
+        device.data[512..520].fill(0);
+        let e = disk_layout(&mut device).unwrap_err().to_string();
+        assert!(e.contains("protective MBR but no GPT header"), "{e}");
+        // A GPT for 4096-byte sectors on a 512-byte device.
+        device.data[4096..4104].copy_from_slice(b"EFI PART");
+        let e = disk_layout(&mut device).unwrap_err().to_string();
+        assert!(e.contains("another sector size"), "{e}");
     }
 }

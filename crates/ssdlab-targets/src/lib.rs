@@ -54,6 +54,9 @@ pub struct OpenOptions {
     pub lay_out_files: bool,
     /// The flag that named the target (`--target`, `--device`), for messages.
     pub flag: &'static str,
+    /// Keep the exclusive claim (O_EXCL) on a block device even with `force`, for a command whose own checks
+    /// must hold until it writes (`op` reads the partition table, then discards the tail).
+    pub exclusive_with_force: bool,
 }
 
 /// Why a target was not opened. Nothing was written and nothing was created.
@@ -151,7 +154,8 @@ pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Resu
         write: options.access.writes(),
         engine: options.engine,
         // O_EXCL makes the kernel refuse a block device someone else claims; `force` opts out of it.
-        exclusive: matches!(options.access, Access::Destructive { force: false, .. }),
+        exclusive: matches!(options.access, Access::Destructive { force: false, .. })
+            || (options.access.writes() && options.exclusive_with_force),
         no_atime: true,
         allow_atime: options.allow_atime,
     };

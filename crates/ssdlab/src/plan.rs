@@ -127,6 +127,9 @@ fn engine(arg: EngineArg) -> Engine {
 pub enum Use {
     /// A benchmark that writes: the safety gate applies; a `file:` target is laid out.
     Writes,
+    /// Writes through the gate, keeping the exclusive claim even with `--force` (`op`: its partition check
+    /// must still hold when it discards).
+    WritesClaimed,
     /// A benchmark that only reads: a `file:` target is still laid out to its size.
     Reads,
     /// A scan: reads what is there, never creating or extending anything.
@@ -140,7 +143,7 @@ pub fn open_target(args: &TargetArgs, usage: Use) -> Result<Opened> {
 
 /// [`open_target`] for a target given by another flag (`--device`), which the messages then name.
 pub fn open_target_as(args: &TargetArgs, usage: Use, flag: &'static str) -> Result<Opened> {
-    let destructive = usage == Use::Writes;
+    let destructive = matches!(usage, Use::Writes | Use::WritesClaimed);
     let access = if destructive {
         Access::Destructive {
             allow_destroy: args.allow_destroy,
@@ -155,6 +158,7 @@ pub fn open_target_as(args: &TargetArgs, usage: Use, flag: &'static str) -> Resu
         allow_atime: true,
         lay_out_files: usage != Use::Looks,
         flag,
+        exclusive_with_force: usage == Use::WritesClaimed,
     };
     Ok(ssdlab_targets::open(&args.target, &options)?)
 }

@@ -7,9 +7,7 @@ use ssdlab_core::Device;
 use ssdlab_core::target::TargetSpec;
 use ssdlab_core::units::{BinaryBytes, DecimalBytes, parse_size};
 use ssdlab_io::layout::DriveKind;
-use ssdlab_methods::op::{
-    OpPlan, Partition, RawNandSource, Spare, apply, disk_layout, partition_in_tail, raw_nand,
-};
+use ssdlab_methods::op::{OpPlan, Partition, RawNandSource, Spare, apply, disk_layout, plan_tail, raw_nand};
 use ssdlab_sim::spec::SimSpec;
 
 use super::Outcome;
@@ -69,8 +67,29 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
     if args.target.allow_destroy && unused_percent.is_none() {
         bail!("--allow-destroy: there is nothing to apply without --set PCT (the share to leave unused)");
     }
-    // Reports read nothing but sysfs and the size; applying goes through the safety gate.
-    let opened = open_target(&args.target, if applying { Use::Writes } else { Use::Looks })?;
+    // --force lets a partition table through (op keeps clear of every partition), never a file system or
+    // volume on the whole device: its end is in the tail.
+    // A device in use is the gate's to refuse, with its own words.
+    let findings =
+        ssdlab_io::guard::destructive_findings(path).with_context(|| format!("--target {shown}"))?;
+    let whole_device_data = findings
+        .iter()
+        .all(|f| !f.in_use)
+        .then(|| findings.iter().find(|f| !f.partition_table).cloned())
+        .flatten();
+    if let (true, Some(finding)) = (applying, &whole_device_data) {
+        bail!(
+            "--target {shown}: {finding}, and op discards the end of the whole device, where that data lives; it \
+             never does, even with --force. Nothing was written. Partition the drive, or erase it first \
+             (ssdlab erase) if its data is expendable"
+        );
+    }
+    // Reports read the size and the partition table; applying goes through the safety gate and keeps its
+    // exclusive claim until the discard, so no partition appears between the check and the discard.
+    let opened = open_target(
+        &args.target,
+        if applying { Use::WritesClaimed } else { Use::Looks },
+    )?;
     let mut device = opened.device;
     let info = device.info().clone();
     let (physical_bytes, source) = match &args.raw_nand {
@@ -99,11 +118,6 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
         })
         .collect();
     let on_disk = disk_layout(&mut device).map_err(|e| anyhow!("--target {shown}: {e}"))?;
-    let partitions: Vec<Partition> = kernel_partitions
-        .iter()
-        .chain(&on_disk.partitions)
-        .cloned()
-        .collect();
 
     eprintln!(
         "drive       {shown} ({}), {} logical",
@@ -130,29 +144,7 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
             ""
         }
     );
-    let partitioned_end = partitions.iter().map(|p| p.start_bytes + p.len_bytes).max();
-    match partitioned_end {
-        None => eprintln!("partitions  none"),
-        Some(end) => {
-            let names: Vec<String> = partitions
-                .iter()
-                .map(|p| {
-                    format!(
-                        "{} (bytes {}..{})",
-                        p.name,
-                        p.start_bytes,
-                        p.start_bytes + p.len_bytes
-                    )
-                })
-                .collect();
-            eprintln!(
-                "partitions  {}; {} after the last unpartitioned (spare only if it was discarded and never \
-                 written since)",
-                names.join(", "),
-                bytes(info.capacity_bytes.saturating_sub(end))
-            );
-        }
-    }
+    print_partitions(&kernel_partitions, &on_disk.partitions, info.capacity_bytes);
     let Some(unused_percent) = unused_percent else {
         eprintln!(
             "to add spare area, leave a share of the drive unused: --set 25% shows what it means, and with \
@@ -161,36 +153,43 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
         return Ok(Outcome::Passed);
     };
     let plan = OpPlan::new(info.capacity_bytes, unused_percent).map_err(|e| anyhow!("{e}"))?;
-    let tail = info.capacity_bytes - plan.usable_bytes;
     eprintln!(
         "--set {unused_percent}% leaves the last {} unused: usable {}",
-        bytes(tail),
+        bytes(info.capacity_bytes - plan.usable_bytes),
         bytes(plan.usable_bytes)
     );
     eprintln!("with it     {}", describe(&plan.spare(physical_bytes)));
     let sector = u64::from(info.logical_block_bytes.max(512));
+    let first = (1u64 << 20) / sector;
+    let size = (plan.usable_bytes / sector).saturating_sub(first);
     eprintln!(
-        "partitions  must end at or before byte {} (sector {} of {sector} bytes); e.g. one partition from 1 MiB: \
-         `echo 'start={}, size={}' | sfdisk {shown}`, and leave the rest unpartitioned",
+        "partitions  must end at or before byte {} (sector {} of {sector} bytes){}",
         plan.usable_bytes,
         plan.usable_bytes / sector,
-        (1u64 << 20) / sector,
-        (plan.usable_bytes - (1 << 20)) / sector,
+        if size > 0 {
+            format!(
+                "; e.g. one partition from 1 MiB: `printf 'label: gpt\\nstart={first}, size={size}\\n' | sfdisk \
+                 {shown}`, and leave the rest unpartitioned"
+            )
+        } else {
+            String::new()
+        }
     );
-    if let Some(p) = partition_in_tail(&partitions, plan.usable_bytes) {
-        let end = p.start_bytes + p.len_bytes;
-        bail!(
-            "--set {unused_percent}%: partition {} ends at byte {end}, inside the tail to leave unused (from byte {}); \
-             nothing was discarded. Shrink or delete it first, or choose a smaller --set",
-            p.name,
-            plan.usable_bytes
-        );
-    }
+    // The same decision the discard makes, so a preview that passes is one that applies.
+    let tail = plan_tail(&plan, &on_disk, &kernel_partitions, sector)
+        .map_err(|e| anyhow!("--target {shown}: {e}"))?;
     if !applying {
+        if let Some(finding) = &whole_device_data {
+            eprintln!(
+                "note        {finding}: op would refuse to discard the tail of a file system or volume on the \
+                 whole device"
+            );
+        }
         eprintln!(
-            "nothing was written: add --allow-destroy to discard the tail (bytes {}..{}) so the drive can use it \
-             as spare area",
-            plan.usable_bytes, info.capacity_bytes
+            "nothing was written: add --allow-destroy to discard bytes {}..{} so the drive can use them as spare \
+             area",
+            tail.offset_bytes,
+            tail.offset_bytes + tail.len_bytes
         );
         return Ok(Outcome::Passed);
     }
@@ -226,6 +225,43 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
     Ok(Outcome::Passed)
 }
 
+/// The partitions the kernel lists and the disk's table holds, each range once (the kernel's name first).
+fn print_partitions(kernel: &[Partition], on_disk: &[Partition], capacity_bytes: u64) {
+    let mut shown: Vec<&Partition> = vec![];
+    for p in kernel.iter().chain(on_disk) {
+        if !shown
+            .iter()
+            .any(|q| (q.start_bytes, q.len_bytes) == (p.start_bytes, p.len_bytes))
+        {
+            shown.push(p);
+        }
+    }
+    let Some(end) = shown
+        .iter()
+        .map(|p| p.start_bytes.saturating_add(p.len_bytes))
+        .max()
+    else {
+        eprintln!("partitions  none");
+        return;
+    };
+    let names: Vec<String> = shown
+        .iter()
+        .map(|p| {
+            format!(
+                "{} (bytes {}..{})",
+                p.name,
+                p.start_bytes,
+                p.start_bytes.saturating_add(p.len_bytes)
+            )
+        })
+        .collect();
+    eprintln!(
+        "partitions  {}; {} after the last unpartitioned (spare only if it was discarded and never written since)",
+        names.join(", "),
+        bytes(capacity_bytes.saturating_sub(end))
+    );
+}
+
 fn source_text(source: &RawNandSource) -> String {
     match source {
         RawNandSource::Given => "given by --raw-nand".into(),
@@ -243,6 +279,14 @@ fn source_text(source: &RawNandSource) -> String {
 fn simulated(args: &OpArgs, spec_text: &str, unused_percent: Option<f64>) -> Result<Outcome> {
     let target = &args.target.target;
     let spec = SimSpec::parse(spec_text).map_err(|e| anyhow!("--target {target}: {e}"))?;
+    if let Some(raw) = &args.raw_nand {
+        bail!(
+            "--raw-nand {raw}: a virtual drive's NAND is its profile's; give it with sim:PROFILE?op=N instead"
+        );
+    }
+    if args.target.allow_destroy && unused_percent.is_none() {
+        bail!("--allow-destroy: there is nothing to apply without --set PCT (the share to leave unused)");
+    }
     let geometry = spec.profile.geometry(spec.scale, spec.op);
     let logical_bytes = u64::from(geometry.logical_units) * SIM_UNIT_BYTES;
     let physical_bytes = geometry.data_units() * SIM_UNIT_BYTES;

@@ -49,6 +49,7 @@ impl ScanOpener for FileOpener {
             allow_atime: self.allow_atime,
             lay_out_files: false,
             flag: "PATH",
+            exclusive_with_force: false,
         };
         let opened =
             ssdlab_targets::open_spec(&escape_path(path), &spec, &options).map_err(|e| refusal(&e))?;

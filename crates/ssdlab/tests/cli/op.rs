@@ -164,8 +164,28 @@ fn op_keeps_partitions_and_the_gpt_backup() {
     let verify = sh("sfdisk", &["--verify", &disk.path]);
     assert!(verify.contains("No errors detected"), "{verify}");
 
-    // A file system on the whole device, mounted: refused even with --force.
+    // A file system on the whole device: refused even with --force (its end is the tail), and more so mounted.
     sh("mkfs.ext4", &["-q", "-F", &disk.path]);
+    let before = image(&disk);
+    let out = run(&[
+        "op",
+        "--target",
+        &disk.path,
+        "--set",
+        "25%",
+        "--allow-destroy",
+        "--force",
+    ]);
+    expect_code(&out, 2);
+    let text = stderr(&out);
+    assert!(
+        text.contains("ext2/3/4 filesystem signature") && text.contains("even with --force"),
+        "{text}"
+    );
+    assert!(image(&disk) == before, "a refusal changed the device");
+    let out = run(&["op", "--target", &disk.path, "--set", "25%"]);
+    expect_code(&out, 0);
+    assert!(stderr(&out).contains("op would refuse"), "{}", stderr(&out));
     let mounted = Mounted::new(&disk.path);
     let out = run(&[
         "op",
