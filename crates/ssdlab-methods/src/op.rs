@@ -658,7 +658,6 @@ mod tests {
         device.data.fill(0x11);
         // 1 MiB..41 MiB: reaches past the usable half. The kernel lists nothing (no partition scan).
         write_gpt(&mut device.data[..], &[(2048, 2048 + 40 * 2048 - 1)]);
-        let backup = device.data[capacity as usize - 33 * 512..].to_vec();
         let plan = OpPlan::new(capacity, 50.0).unwrap();
         let e = apply(&mut device, &plan, &[], 4, 1).unwrap_err();
         assert!(
