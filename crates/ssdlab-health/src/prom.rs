@@ -2,35 +2,31 @@
 //! conventions ask (`_bytes_total` for byte counters, `_seconds`, `_ratio`, `_celsius`).
 
 use ssdlab_core::prom::{Exposition, MetricType};
-use ssdlab_core::schema::health::{DriveHealth, HealthLevel, UnreadableDrive};
+use ssdlab_core::schema::health::{DriveHealth, HealthLevel};
 
 use crate::history::DAY_S;
 
-/// Adds every drive's metrics to `exposition`, and whether each drive asked about (`unreadable` too) was read.
-pub fn health_metrics(exposition: &mut Exposition, drives: &[DriveHealth], unreadable: &[UnreadableDrive]) {
+/// Adds every drive's metrics to `exposition`, and whether each DEVICE (`read_ok`: as given, read or not) was read.
+pub fn health_metrics(exposition: &mut Exposition, drives: &[DriveHealth], read_ok: &[(String, bool)]) {
     use MetricType::{Counter, Gauge};
-    // Whether each drive asked about could be read: a fleet alert on 0 catches a drive that vanished or whose
-    // smartctl fails, which would otherwise only show as stale series.
+    // Whether each drive asked about (a DEVICE, labelled as given) could be read: a fleet alert on 0 catches a
+    // drive that vanished or whose smartctl fails, which would otherwise only show as stale series. Saved files
+    // are not live reads and get none.
     let read_ok_help =
         "1 if ssdlab could read the drive's health this time, 0 if not (the reason is in its output).";
-    let mut read_ok: Vec<(&str, f64)> = vec![];
-    for (device, ok) in drives
-        .iter()
-        .map(|d| (d.snapshot.identity.source.as_str(), 1.0))
-        .chain(unreadable.iter().map(|u| (u.device.as_str(), 0.0)))
-    {
-        if !read_ok.iter().any(|(seen, _)| *seen == device) {
-            read_ok.push((device, ok));
-        }
-    }
+    let mut seen: Vec<&str> = vec![];
     for (device, ok) in read_ok {
-        exposition.sample(
-            "ssdlab_health_read_ok",
-            Gauge,
-            read_ok_help,
-            &[("device", device)],
-            ok,
-        );
+        if !seen.contains(&device.as_str()) {
+            seen.push(device);
+            let value = if *ok { 1.0 } else { 0.0 };
+            exposition.sample(
+                "ssdlab_health_read_ok",
+                Gauge,
+                read_ok_help,
+                &[("device", device)],
+                value,
+            );
+        }
     }
     // One series per drive: the same drive given twice (a device and a saved file of it) keeps its newest
     // snapshot, as duplicate series are invalid.

@@ -28,6 +28,8 @@ pub enum FirmwareMethod {
 pub struct NvmeCaps {
     /// OACS bit 1: the Format NVM command.
     pub format: bool,
+    /// FNA bit 0: a format of any namespace formats every namespace of the controller.
+    pub format_all_namespaces: bool,
     /// FNA bit 1: a format's secure erase reaches every namespace of the controller.
     pub secure_erase_all_namespaces: bool,
     /// FNA bit 2: a format can erase cryptographically (SES 2).
@@ -36,6 +38,17 @@ pub struct NvmeCaps {
     pub sanitize_crypto: bool,
     pub sanitize_block: bool,
     pub sanitize_overwrite: bool,
+    /// NN: the most namespaces the controller can have.
+    pub max_namespaces: u64,
+    /// CMIC bits 0-1: the subsystem has more than one port or controller (other hosts may reach it).
+    pub shared_subsystem: bool,
+}
+
+impl NvmeCaps {
+    /// Whether a format with secure erase of one namespace reaches the others too.
+    pub fn format_reaches_all_namespaces(&self) -> bool {
+        self.format_all_namespaces || self.secure_erase_all_namespaces
+    }
 }
 
 /// Why a tool's output could not be read.
@@ -68,11 +81,14 @@ pub fn parse_nvme_id_ctrl(text: &str) -> Result<NvmeCaps, ToolOutputError> {
     let (oacs, fna, sanicap) = (field("oacs")?, field("fna")?, field("sanicap")?);
     Ok(NvmeCaps {
         format: oacs & 0b10 != 0,
+        format_all_namespaces: fna & 0b1 != 0,
         secure_erase_all_namespaces: fna & 0b10 != 0,
         crypto_format: fna & 0b100 != 0,
         sanitize_crypto: sanicap & 0b001 != 0,
         sanitize_block: sanicap & 0b010 != 0,
         sanitize_overwrite: sanicap & 0b100 != 0,
+        max_namespaces: field("nn")?,
+        shared_subsystem: field("cmic")? & 0b11 != 0,
     })
 }
 
@@ -177,7 +193,10 @@ pub enum SanitizeState {
     InProgress {
         percent: Option<f64>,
     },
-    Succeeded,
+    /// The most recent sanitize completed; `action` is its SANACT where the drive says (NVMe's CDW10).
+    Succeeded {
+        action: Option<u64>,
+    },
     Failed(String),
 }
 
@@ -209,7 +228,9 @@ pub fn parse_nvme_sanitize_log(text: &str) -> Result<SanitizeState, ToolOutputEr
     // SSTAT bits 2:0: 0 never sanitized, 1 completed, 2 in progress, 3 failed, 4 completed without deallocation.
     Ok(match code {
         0 => SanitizeState::Idle,
-        1 | 4 => SanitizeState::Succeeded,
+        1 | 4 => SanitizeState::Succeeded {
+            action: u64_at(log, &["cdw10_info"]).map(|cdw10| cdw10 & 0b111),
+        },
         2 => SanitizeState::InProgress {
             percent: u64_at(log, &["sprog"]).map(|p| 100.0 * p as f64 / 65536.0),
         },
@@ -228,7 +249,7 @@ pub fn parse_hdparm_sanitize_status(text: &str) -> SanitizeState {
             .and_then(|(p, _)| p.trim().parse().ok());
         SanitizeState::InProgress { percent }
     } else if lower.contains("completed without error") || lower.contains("operation succeeded") {
-        SanitizeState::Succeeded
+        SanitizeState::Succeeded { action: None }
     } else if lower.contains("failed") || lower.contains("frozen") {
         SanitizeState::Failed(format!("hdparm says: {}", text.trim()))
     } else {
@@ -253,10 +274,32 @@ pub struct PurgePlan {
     pub steps: Vec<Vec<String>>,
     /// Polled until it reports the end, for purges that run in the background.
     pub status: Option<(Vec<String>, StatusFormat)>,
-    /// Run if a step after the first fails (the ATA password set before the erase is taken off again).
+    /// The SANACT a completed sanitize must show in the log to be this one (NVMe).
+    pub expected_action: Option<u64>,
+    /// Run if any step fails (the ATA password set before the erase is taken off again).
     pub undo: Option<Vec<String>>,
+    /// `hdparm -I`, run when the undo fails too, to say whether a password is left on the drive.
+    pub identify: Option<Vec<String>>,
+    /// Said before the first step (what is left on the drive if the purge is cut off).
+    pub notice: Option<String>,
     /// The drive's own estimate, when it gives one.
     pub estimate_minutes: Option<u32>,
+}
+
+impl PurgePlan {
+    fn new(method: FirmwareMethod, label: String, steps: Vec<Vec<String>>) -> Self {
+        PurgePlan {
+            method,
+            label,
+            steps,
+            status: None,
+            expected_action: None,
+            undo: None,
+            identify: None,
+            notice: None,
+            estimate_minutes: None,
+        }
+    }
 }
 
 fn argv(parts: &[&str]) -> Vec<String> {
@@ -266,32 +309,44 @@ fn argv(parts: &[&str]) -> Vec<String> {
 /// The temporary ATA user password: set just before the erase, which clears it.
 pub const ATA_TEMPORARY_PASSWORD: &str = "ssdlab";
 
-/// An NVMe sanitize of the controller behind `device`: crypto erase, else block erase, else overwrite.
-pub fn nvme_sanitize_plan(caps: &NvmeCaps, nvme: &str, device: &str) -> Result<PurgePlan, String> {
-    let (action, name) = if caps.sanitize_crypto {
-        ("4", "crypto erase")
+/// An NVMe sanitize through the controller's character device `controller` (`/dev/nvme0`): crypto erase, else
+/// block erase, else one overwrite pass. The caller has checked that the subsystem holds only the gated namespace.
+pub fn nvme_sanitize_plan(caps: &NvmeCaps, nvme: &str, controller: &str) -> Result<PurgePlan, String> {
+    let (action, name, extra): (u64, &str, &[&str]) = if caps.sanitize_crypto {
+        (4, "crypto erase", &[])
     } else if caps.sanitize_block {
-        ("2", "block erase")
+        (2, "block erase", &[])
     } else if caps.sanitize_overwrite {
-        ("3", "overwrite")
+        // nvme-cli's default pass count (0) means 16 passes; one is what a purge needs.
+        (3, "overwrite", &["--owpass=1"])
     } else {
         return Err("the controller offers no sanitize action (SANICAP is 0)".into());
     };
+    let mut start = argv(&[nvme, "sanitize", controller, &format!("--sanact={action}")]);
+    start.extend(argv(extra));
     Ok(PurgePlan {
-        method: FirmwareMethod::Sanitize,
-        label: format!("NVMe sanitize, {name}"),
-        steps: vec![argv(&[nvme, "sanitize", device, &format!("--sanact={action}")])],
         status: Some((
-            argv(&[nvme, "sanitize-log", device, "-o", "json"]),
+            argv(&[nvme, "sanitize-log", controller, "-o", "json"]),
             StatusFormat::NvmeSanitizeLog,
         )),
-        undo: None,
-        estimate_minutes: None,
+        expected_action: Some(action),
+        ..PurgePlan::new(
+            FirmwareMethod::Sanitize,
+            format!("NVMe sanitize, {name}"),
+            vec![start],
+        )
     })
 }
 
-/// An NVMe Format of `namespace` with secure erase: cryptographic where the controller offers it.
-pub fn nvme_format_plan(caps: &NvmeCaps, nvme: &str, namespace: &str) -> Result<PurgePlan, String> {
+/// An NVMe Format with secure erase of namespace `nsid`, through the controller's character device (so nvme-cli
+/// does not touch the block device, which ssdlab holds open exclusively): cryptographic where the controller
+/// offers it. The caller has checked what else the format reaches.
+pub fn nvme_format_plan(
+    caps: &NvmeCaps,
+    nvme: &str,
+    controller: &str,
+    nsid: u32,
+) -> Result<PurgePlan, String> {
     if !caps.format {
         return Err("the controller does not support the Format NVM command (OACS bit 1)".into());
     }
@@ -300,20 +355,19 @@ pub fn nvme_format_plan(caps: &NvmeCaps, nvme: &str, namespace: &str) -> Result<
     } else {
         ("1", "user data erase")
     };
-    Ok(PurgePlan {
-        method: FirmwareMethod::SecureErase,
-        label: format!("NVMe format, {name}"),
-        steps: vec![argv(&[
-            nvme,
-            "format",
-            namespace,
-            &format!("--ses={ses}"),
-            "--force",
-        ])],
-        status: None,
-        undo: None,
-        estimate_minutes: None,
-    })
+    let step = argv(&[
+        nvme,
+        "format",
+        controller,
+        &format!("--namespace-id={nsid}"),
+        &format!("--ses={ses}"),
+        "--force",
+    ]);
+    Ok(PurgePlan::new(
+        FirmwareMethod::SecureErase,
+        format!("NVMe format, {name}"),
+        vec![step],
+    ))
 }
 
 /// An ATA sanitize: crypto scramble, else block erase (overwrite is left out: it needs a pattern and takes hours).
@@ -328,16 +382,17 @@ pub fn ata_sanitize_plan(caps: &AtaCaps, hdparm: &str, device: &str) -> Result<P
     } else {
         return Err("the drive's SANITIZE offers neither crypto scramble nor block erase".into());
     };
+    let step = argv(&[hdparm, "--yes-i-know-what-i-am-doing", flag, device]);
     Ok(PurgePlan {
-        method: FirmwareMethod::Sanitize,
-        label: format!("ATA sanitize, {name}"),
-        steps: vec![argv(&[hdparm, "--yes-i-know-what-i-am-doing", flag, device])],
         status: Some((
             argv(&[hdparm, "--sanitize-status", device]),
             StatusFormat::HdparmSanitizeStatus,
         )),
-        undo: None,
-        estimate_minutes: None,
+        ..PurgePlan::new(
+            FirmwareMethod::Sanitize,
+            format!("ATA sanitize, {name}"),
+            vec![step],
+        )
     })
 }
 
@@ -374,23 +429,25 @@ pub fn ata_security_erase_plan(caps: &AtaCaps, hdparm: &str, device: &str) -> Re
         ("--security-erase", "normal", caps.erase_minutes)
     };
     let pass = ATA_TEMPORARY_PASSWORD;
+    let undo = argv(&[hdparm, "--user-master", "u", "--security-disable", pass, device]);
+    let steps = vec![
+        argv(&[hdparm, "--user-master", "u", "--security-set-pass", pass, device]),
+        argv(&[hdparm, "--user-master", "u", flag, pass, device]),
+    ];
     Ok(PurgePlan {
-        method: FirmwareMethod::SecureErase,
-        label: format!("ATA SECURITY ERASE UNIT ({name})"),
-        steps: vec![
-            argv(&[hdparm, "--user-master", "u", "--security-set-pass", pass, device]),
-            argv(&[hdparm, "--user-master", "u", flag, pass, device]),
-        ],
-        status: None,
-        undo: Some(argv(&[
-            hdparm,
-            "--user-master",
-            "u",
-            "--security-disable",
-            pass,
-            device,
-        ])),
+        notice: Some(format!(
+            "sets the temporary ATA user password \"{pass}\", which the erase clears; if it is cut off before it \
+             ends, the drive locks at its next power-on: `{}` unlocks it",
+            undo.join(" ")
+        )),
+        undo: Some(undo),
+        identify: Some(argv(&[hdparm, "-I", device])),
         estimate_minutes: minutes,
+        ..PurgePlan::new(
+            FirmwareMethod::SecureErase,
+            format!("ATA SECURITY ERASE UNIT ({name})"),
+            steps,
+        )
     })
 }
 
@@ -402,70 +459,121 @@ pub struct ToolRun {
     pub stderr: String,
 }
 
+/// How a firmware purge failed: why, and whether it had started (the drive may still be purging itself, so
+/// nothing else should be sent to it until it says it is done).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunFailure {
+    pub reason: String,
+    pub started: bool,
+}
+
+/// Idle answers in a row, after a sanitize was started, before the drive is taken not to be sanitizing at all.
+const MAX_IDLE_POLLS: u32 = 12;
+
 /// Runs `plan` with `run` (one command line -> its outcome, or why it could not start) and `sleep` (seconds)
-/// between polls, giving up after `max_polls`. Returns what happened, line by line, or why it failed.
+/// between polls, giving up after `max_polls`. Returns what happened, line by line, or how it failed.
 pub fn run_plan(
     plan: &PurgePlan,
     run: &mut dyn FnMut(&[String]) -> Result<ToolRun, String>,
     sleep: &mut dyn FnMut(u64),
     poll_interval_s: u64,
     max_polls: u32,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, RunFailure> {
     let mut log = vec![];
-    for (i, step) in plan.steps.iter().enumerate() {
+    for step in &plan.steps {
         let outcome = run(step).and_then(|r| {
             if r.success {
                 Ok(r)
             } else {
-                Err(format!("{} failed: {}", step.join(" "), r.stderr.trim()))
+                Err(format!("`{}` failed: {}", step.join(" "), r.stderr.trim()))
             }
         });
         match outcome {
             Ok(_) => log.push(format!("ran `{}`", step.join(" "))),
             Err(why) => {
-                if i > 0
-                    && let Some(undo) = &plan.undo
-                {
-                    let undone = match run(undo) {
-                        Ok(r) if r.success => "the temporary password was taken off again".to_string(),
-                        _ => format!(
-                            "taking the temporary password off failed too: the drive may be locked with the \
-                             user password \"{ATA_TEMPORARY_PASSWORD}\"; `{}` unlocks it",
-                            undo.join(" ")
-                        ),
-                    };
-                    return Err(format!("{why}; {undone}"));
-                }
-                return Err(why);
+                return Err(RunFailure {
+                    reason: undo(plan, run, why),
+                    started: false,
+                });
             }
         }
     }
     let Some((status, format)) = &plan.status else {
         return Ok(log);
     };
+    let started = |reason: String| RunFailure {
+        reason: format!(
+            "{reason}; the drive may still be sanitizing (a sanitize survives a power cycle): check `{}` before \
+             anything else",
+            status.join(" ")
+        ),
+        started: true,
+    };
+    let mut idle = 0;
     for _ in 0..max_polls {
-        let r = run(status)?;
+        let r = run(status).map_err(started)?;
         if !r.success {
-            return Err(format!("{} failed: {}", status.join(" "), r.stderr.trim()));
+            return Err(started(format!(
+                "`{}` failed: {}",
+                status.join(" "),
+                r.stderr.trim()
+            )));
         }
         let state = match format {
-            StatusFormat::NvmeSanitizeLog => parse_nvme_sanitize_log(&r.stdout).map_err(|e| e.to_string())?,
+            StatusFormat::NvmeSanitizeLog => {
+                parse_nvme_sanitize_log(&r.stdout).map_err(|e| started(e.to_string()))?
+            }
             StatusFormat::HdparmSanitizeStatus => parse_hdparm_sanitize_status(&r.stdout),
         };
         match state {
-            SanitizeState::Succeeded => {
+            // A completed sanitize of another kind is an earlier one: this one has not begun reporting.
+            SanitizeState::Succeeded { action: Some(a) } if plan.expected_action.is_some_and(|e| e != a) => {
+                idle += 1
+            }
+            SanitizeState::Succeeded { .. } => {
                 log.push("the drive reports the sanitize completed".into());
                 return Ok(log);
             }
-            SanitizeState::Failed(why) => return Err(why),
-            // Idle right after the start: the drive has not begun reporting yet.
-            SanitizeState::Idle | SanitizeState::InProgress { .. } => sleep(poll_interval_s),
+            SanitizeState::Failed(why) => return Err(started(why)),
+            SanitizeState::Idle => idle += 1,
+            SanitizeState::InProgress { .. } => idle = 0,
         }
+        if idle >= MAX_IDLE_POLLS {
+            return Err(started(format!(
+                "the drive accepted the sanitize but has not reported it in progress or completed in \
+                 {MAX_IDLE_POLLS} polls"
+            )));
+        }
+        sleep(poll_interval_s);
     }
-    Err(format!(
-        "the drive had not reported the end of the sanitize after {} s; it goes on in the drive (a sanitize \
-         survives a power cycle): check `{}`",
-        u64::from(max_polls) * poll_interval_s,
-        status.join(" ")
-    ))
+    Err(started(format!(
+        "the drive had not reported the end of the sanitize after {} s",
+        u64::from(max_polls) * poll_interval_s
+    )))
+}
+
+/// After a failed step: runs the plan's undo, if it has one, and says what is left on the drive.
+fn undo(plan: &PurgePlan, run: &mut dyn FnMut(&[String]) -> Result<ToolRun, String>, why: String) -> String {
+    let Some(undo) = &plan.undo else {
+        return why;
+    };
+    if matches!(run(undo), Ok(r) if r.success) {
+        return format!("{why}; the temporary password was taken off again");
+    }
+    // The undo also fails when no password was set (the first step failed): ask the drive.
+    let password_set = plan
+        .identify
+        .as_ref()
+        .and_then(|identify| run(identify).ok())
+        .filter(|r| r.success)
+        .and_then(|r| parse_hdparm_identify(&r.stdout).ok())
+        .map(|caps| caps.security_enabled || caps.locked);
+    match password_set {
+        Some(false) => format!("{why}; no password is left on the drive"),
+        _ => format!(
+            "{why}; taking the temporary password off failed too: the drive may be locked with the user password \
+             \"{ATA_TEMPORARY_PASSWORD}\"; `{}` unlocks it",
+            undo.join(" ")
+        ),
+    }
 }

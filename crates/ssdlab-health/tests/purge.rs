@@ -6,9 +6,9 @@
 use std::collections::VecDeque;
 
 use ssdlab_health::purge::{
-    AtaCaps, FirmwareMethod, NvmeCaps, SanitizeState, ToolRun, ata_sanitize_plan, ata_security_erase_plan,
-    nvme_format_plan, nvme_sanitize_plan, parse_hdparm_identify, parse_hdparm_sanitize_status,
-    parse_nvme_id_ctrl, parse_nvme_sanitize_log, run_plan,
+    AtaCaps, FirmwareMethod, NvmeCaps, RunFailure, SanitizeState, ToolRun, ata_sanitize_plan,
+    ata_security_erase_plan, nvme_format_plan, nvme_sanitize_plan, parse_hdparm_identify,
+    parse_hdparm_sanitize_status, parse_nvme_id_ctrl, parse_nvme_sanitize_log, run_plan,
 };
 
 fn fixture(name: &str) -> String {
@@ -23,50 +23,69 @@ fn line(parts: &[&str]) -> Vec<String> {
 #[test]
 fn nvme_capabilities_and_command_lines() {
     let caps = parse_nvme_id_ctrl(&fixture("nvme-id-ctrl-sanitize.json")).unwrap();
-    // oacs 23 = 0b10111 (format), fna 5 = 0b101 (crypto format, not all namespaces), sanicap 3 (crypto, block).
+    // oacs 23 = 0b10111 (format), fna 5 = 0b101 (format reaches all namespaces, crypto format; secure erase not
+    // all), sanicap 3 (crypto, block), nn 1, cmic 0.
     assert_eq!(
         caps,
         NvmeCaps {
             format: true,
+            format_all_namespaces: true,
             secure_erase_all_namespaces: false,
             crypto_format: true,
             sanitize_crypto: true,
             sanitize_block: true,
             sanitize_overwrite: false,
+            max_namespaces: 1,
+            shared_subsystem: false,
         }
     );
-    let sanitize = nvme_sanitize_plan(&caps, "nvme", "/dev/nvme0n1").unwrap();
+    assert!(caps.format_reaches_all_namespaces(), "FNA bit 0");
+    let sanitize = nvme_sanitize_plan(&caps, "nvme", "/dev/nvme0").unwrap();
     assert_eq!(sanitize.method, FirmwareMethod::Sanitize);
     assert_eq!(sanitize.label, "NVMe sanitize, crypto erase");
     assert_eq!(
         sanitize.steps,
-        vec![line(&["nvme", "sanitize", "/dev/nvme0n1", "--sanact=4"])]
+        vec![line(&["nvme", "sanitize", "/dev/nvme0", "--sanact=4"])]
     );
     assert_eq!(
         sanitize.status.as_ref().unwrap().0,
-        line(&["nvme", "sanitize-log", "/dev/nvme0n1", "-o", "json"])
+        line(&["nvme", "sanitize-log", "/dev/nvme0", "-o", "json"])
     );
-    let format = nvme_format_plan(&caps, "nvme", "/dev/nvme0n1").unwrap();
+    let format = nvme_format_plan(&caps, "nvme", "/dev/nvme0", 1).unwrap();
     assert_eq!(format.label, "NVMe format, cryptographic erase");
     assert_eq!(
         format.steps,
-        vec![line(&["nvme", "format", "/dev/nvme0n1", "--ses=2", "--force"])]
+        vec![line(&[
+            "nvme",
+            "format",
+            "/dev/nvme0",
+            "--namespace-id=1",
+            "--ses=2",
+            "--force"
+        ])]
     );
 
     let old = parse_nvme_id_ctrl(&fixture("nvme-id-ctrl-format-only.json")).unwrap();
     assert!(old.format && !old.crypto_format);
     assert!(
-        nvme_sanitize_plan(&old, "nvme", "/dev/nvme0n1")
+        nvme_sanitize_plan(&old, "nvme", "/dev/nvme0")
             .unwrap_err()
             .contains("SANICAP is 0")
     );
     assert_eq!(
-        nvme_format_plan(&old, "nvme", "/dev/nvme0n1").unwrap().steps[0],
-        line(&["nvme", "format", "/dev/nvme0n1", "--ses=1", "--force"])
+        nvme_format_plan(&old, "nvme", "/dev/nvme0", 1).unwrap().steps[0],
+        line(&[
+            "nvme",
+            "format",
+            "/dev/nvme0",
+            "--namespace-id=1",
+            "--ses=1",
+            "--force"
+        ])
     );
     let nothing = parse_nvme_id_ctrl(&fixture("nvme-id-ctrl-nothing.json")).unwrap();
     assert!(
-        nvme_format_plan(&nothing, "nvme", "/dev/nvme0n1")
+        nvme_format_plan(&nothing, "nvme", "/dev/nvme0", 1)
             .unwrap_err()
             .contains("OACS bit 1")
     );
@@ -86,10 +105,13 @@ fn nvme_sanitize_log_states() {
         state("nvme-sanitize-log-progress.json"),
         SanitizeState::InProgress { percent: Some(25.0) }
     );
-    assert_eq!(state("nvme-sanitize-log-done.json"), SanitizeState::Succeeded);
+    assert_eq!(
+        state("nvme-sanitize-log-done.json"),
+        SanitizeState::Succeeded { action: Some(4) }
+    );
     assert_eq!(
         state("nvme-sanitize-log-keyed-by-text.json"),
-        SanitizeState::Succeeded
+        SanitizeState::Succeeded { action: Some(4) }
     );
     assert!(matches!(
         state("nvme-sanitize-log-failed.json"),
@@ -203,7 +225,7 @@ fn hdparm_sanitize_status() {
     );
     assert_eq!(
         parse_hdparm_sanitize_status(&fixture("hdparm-sanitize-done.txt")),
-        SanitizeState::Succeeded
+        SanitizeState::Succeeded { action: None }
     );
 }
 
@@ -227,7 +249,7 @@ impl Script {
         &mut self,
         plan: &ssdlab_health::purge::PurgePlan,
         max_polls: u32,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, RunFailure> {
         let outputs = &mut self.outputs;
         let ran = &mut self.ran;
         let slept = &mut self.slept_s;
@@ -252,7 +274,7 @@ impl Script {
 #[test]
 fn a_sanitize_is_started_and_polled_to_its_end() {
     let caps = parse_nvme_id_ctrl(&fixture("nvme-id-ctrl-sanitize.json")).unwrap();
-    let plan = nvme_sanitize_plan(&caps, "nvme", "/dev/nvme0n1").unwrap();
+    let plan = nvme_sanitize_plan(&caps, "nvme", "/dev/nvme0").unwrap();
     let mut script = Script::new(&[
         (true, ""),
         (true, &fixture("nvme-sanitize-log-never.json")),
@@ -264,8 +286,15 @@ fn a_sanitize_is_started_and_polled_to_its_end() {
     assert_eq!(script.slept_s, 10, "two polls before the end, 5 s apart");
     assert_eq!(log.last().unwrap(), "the drive reports the sanitize completed");
 
+    // A failure once started says the drive may still be at it, and is marked started (auto stops there).
     let mut failing = Script::new(&[(true, ""), (true, &fixture("nvme-sanitize-log-failed.json"))]);
-    assert!(failing.play(&plan, 100).unwrap_err().contains("failed"));
+    let e = failing.play(&plan, 100).unwrap_err();
+    assert!(e.started && e.reason.contains("may still be sanitizing"), "{e:?}");
+    let mut lost = Script::new(&[(true, ""), (false, "Permission denied")]);
+    assert!(lost.play(&plan, 100).unwrap_err().started);
+    // The start refused: not started.
+    let mut refused = Script::new(&[(false, "Invalid Field in Command")]);
+    assert!(!refused.play(&plan, 100).unwrap_err().started);
 
     let mut slow = Script::new(&[
         (true, ""),
@@ -274,37 +303,68 @@ fn a_sanitize_is_started_and_polled_to_its_end() {
     ]);
     let e = slow.play(&plan, 2).unwrap_err();
     assert!(
-        e.contains("had not reported the end") && e.contains("sanitize-log"),
-        "{e}"
+        e.reason.contains("had not reported the end") && e.reason.contains("sanitize-log"),
+        "{e:?}"
     );
+
+    // A drive that never reports this sanitize (idle, or an earlier block erase's completion: SANACT 2, not 4)
+    // is given up on after twelve polls instead of a day.
+    let earlier = fixture("nvme-sanitize-log-done.json").replace("\"cdw10_info\": 4", "\"cdw10_info\": 2");
+    let mut outputs = vec![(true, String::new())];
+    outputs.extend((0..12).map(|i| {
+        let log = if i % 2 == 0 {
+            earlier.clone()
+        } else {
+            fixture("nvme-sanitize-log-never.json")
+        };
+        (true, log)
+    }));
+    let outputs: Vec<(bool, &str)> = outputs.iter().map(|(ok, s)| (*ok, s.as_str())).collect();
+    let mut idle = Script::new(&outputs);
+    let e = idle.play(&plan, 1000).unwrap_err();
+    assert!(e.started && e.reason.contains("has not reported it"), "{e:?}");
+    assert_eq!(idle.ran.len(), 13);
 }
 
 #[test]
 fn a_failed_ata_erase_takes_the_temporary_password_off() {
     let caps = parse_hdparm_identify(&fixture("hdparm-identify-sanitize.txt")).unwrap();
     let plan = ata_security_erase_plan(&caps, "hdparm", "/dev/sdb").unwrap();
+    assert!(
+        plan.notice
+            .as_deref()
+            .unwrap()
+            .contains("--security-disable ssdlab /dev/sdb"),
+        "the password and how to unlock are said before anything runs"
+    );
     // The password is set, the erase fails (a bridge dropped the command), the undo runs.
     let mut script = Script::new(&[(true, ""), (false, "SG_IO: bad/missing sense data"), (true, "")]);
-    let e = script.play(&plan, 1).unwrap_err();
+    let e = script.play(&plan, 1).unwrap_err().reason;
     assert!(
         e.contains("bad/missing sense data") && e.contains("taken off again"),
         "{e}"
     );
     assert_eq!(script.ran[2], plan.undo.clone().unwrap());
 
-    // The undo fails too: the error says how to unlock the drive.
-    let mut script = Script::new(&[(true, ""), (false, "timeout"), (false, "locked")]);
-    let e = script.play(&plan, 1).unwrap_err();
+    // The undo fails too, and the drive says a password is set: the error says how to unlock it.
+    let locked = fixture("hdparm-identify-locked.txt");
+    let mut script = Script::new(&[(true, ""), (false, "timeout"), (false, "locked"), (true, &locked)]);
+    let e = script.play(&plan, 1).unwrap_err().reason;
     assert!(
         e.contains("may be locked with the user password \"ssdlab\""),
         "{e}"
     );
 
-    // The first step failing leaves nothing to undo.
-    let mut script = Script::new(&[(false, "permission denied")]);
+    // The first step fails, the undo fails (no password to take off), and the drive says none is set.
+    let clean = fixture("hdparm-identify-sanitize.txt");
+    let mut script = Script::new(&[
+        (false, "permission denied"),
+        (false, "not enabled"),
+        (true, &clean),
+    ]);
     let e = script.play(&plan, 1).unwrap_err();
-    assert!(!e.contains("password"), "{e}");
-    assert_eq!(script.ran.len(), 1);
+    assert!(!e.started && e.reason.contains("no password is left"), "{e:?}");
+    assert_eq!(script.ran.len(), 3);
 
     let mut script = Script::new(&[(true, ""), (true, "")]);
     assert_eq!(script.play(&plan, 1).unwrap().len(), 2);

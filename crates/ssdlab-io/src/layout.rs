@@ -28,14 +28,17 @@ pub struct PartitionExtent {
 /// What kind of drive answers for a block device: which firmware, if any, could purge it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DriveKind {
-    /// An NVMe namespace: `controller` is the character device (`/dev/nvme0`), `namespace` the block device.
+    /// An NVMe namespace (`namespace`, the block device) with its namespace id, and what a controller-wide
+    /// command would reach: the controllers that serve it (more than one with multipath or a dual-port drive),
+    /// each controller's transport (`pcie`, `tcp`, `rdma`, `fc`, `loop`), and the other namespaces beside it.
     Nvme {
-        controller: PathBuf,
         namespace: PathBuf,
-        /// Other namespaces on the same controller (a format or sanitize may reach them too).
+        nsid: Option<u32>,
+        controllers: Vec<NvmeController>,
         other_namespaces: Vec<String>,
     },
-    /// A disk behind libata (SATA, or PATA): the SCSI vendor sysfs reports is "ATA".
+    /// A disk on a libata port (SATA or PATA: its sysfs path runs through `ataN` and not through USB), which ATA
+    /// commands reach directly.
     Ata,
     /// A SCSI or USB-bridged disk that is not plainly ATA: a firmware erase would need the bridge's pass-through.
     OtherScsi { vendor: String },
@@ -93,8 +96,8 @@ pub fn partitions_of(path: &Path) -> io::Result<Vec<PartitionExtent>> {
         };
         partitions.push(PartitionExtent {
             name: entry.file_name().to_string_lossy().replace('!', "/"),
-            start_bytes: start * SYSFS_SECTOR_BYTES,
-            len_bytes: size * SYSFS_SECTOR_BYTES,
+            start_bytes: start.saturating_mul(SYSFS_SECTOR_BYTES),
+            len_bytes: size.saturating_mul(SYSFS_SECTOR_BYTES),
         });
     }
     partitions.sort_by_key(|p| p.start_bytes);
@@ -110,30 +113,77 @@ pub fn drive_kind(path: &Path) -> io::Result<DriveKind> {
         .unwrap_or_default();
     // An NVMe namespace's sysfs directory sits beside its siblings: under its controller's (…/nvme/nvme0/nvme0n1)
     // or, with native multipath, under the subsystem's (…/nvme-subsys0/nvme0n1).
-    if let Some((controller, _)) = nvme_namespace_name(&name) {
+    if let Some((instance, _)) = nvme_namespace_name(&name) {
+        // The parent is the controller's directory (nvme0), or the subsystem's (nvme-subsys0) with native
+        // multipath, which lists its controllers beside the namespaces.
+        let parent = sysdir.parent().map(Path::to_path_buf).unwrap_or_default();
+        let parent_name = parent
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let mut others = Vec::new();
-        if let Some(parent) = sysdir.parent() {
-            for entry in fs::read_dir(parent)? {
-                let other = entry?.file_name().to_string_lossy().into_owned();
-                if other != name && nvme_namespace_name(&other).is_some_and(|(c, _)| c == controller) {
-                    others.push(other);
-                }
+        let mut controllers = Vec::new();
+        for entry in fs::read_dir(&parent)? {
+            let other = entry?.file_name().to_string_lossy().into_owned();
+            if other != name && nvme_namespace_name(&other).is_some_and(|(i, _)| i == instance) {
+                others.push(other);
+            } else if is_nvme_controller_name(&other) {
+                controllers.push(other);
             }
         }
+        if is_nvme_controller_name(&parent_name) {
+            controllers = vec![parent_name];
+        }
         others.sort();
+        controllers.sort();
+        let controllers = controllers
+            .into_iter()
+            .map(|c| NvmeController {
+                transport: fs::read_to_string(
+                    Path::new(SYS_ROOT).join("class/nvme").join(&c).join("transport"),
+                )
+                .map(|t| t.trim().to_string())
+                .unwrap_or_default(),
+                device: Path::new("/dev").join(c),
+            })
+            .collect();
         return Ok(DriveKind::Nvme {
-            controller: Path::new("/dev").join(format!("nvme{controller}")),
             namespace: Path::new("/dev").join(&name),
+            nsid: read_u64(&sysdir.join("nsid"))
+                .ok()
+                .and_then(|n| u32::try_from(n).ok()),
+            controllers,
             other_namespaces: others,
         });
     }
+    let on_libata_port = sysdir.components().any(|c| {
+        c.as_os_str()
+            .to_str()
+            .and_then(|c| c.strip_prefix("ata"))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    }) && !sysdir.to_string_lossy().contains("/usb");
     match fs::read_to_string(sysdir.join("device/vendor")) {
-        Ok(vendor) if vendor.trim() == "ATA" => Ok(DriveKind::Ata),
+        Ok(vendor) if vendor.trim() == "ATA" && on_libata_port => Ok(DriveKind::Ata),
         Ok(vendor) => Ok(DriveKind::OtherScsi {
             vendor: vendor.trim().to_string(),
         }),
         Err(_) => Ok(DriveKind::Virtual),
     }
+}
+
+/// An NVMe controller: its character device and transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvmeController {
+    /// `/dev/nvme0`.
+    pub device: PathBuf,
+    /// As sysfs says: `pcie`, `tcp`, `rdma`, `fc`, `loop` (empty if unknown).
+    pub transport: String,
+}
+
+/// `nvme0`, `nvme12`: a controller's name.
+fn is_nvme_controller_name(name: &str) -> bool {
+    name.strip_prefix("nvme")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// `(controller, namespace)` numbers of an NVMe namespace's name, `nvme0n1` -> (0, 1); None for anything else

@@ -55,7 +55,11 @@ impl EraseMethod {
     /// means; a clear only by reading the LBAs).
     pub fn caveat(self) -> Option<&'static str> {
         match self {
-            EraseMethod::Sanitize | EraseMethod::SecureErase | EraseMethod::SecDiscard => None,
+            EraseMethod::Sanitize | EraseMethod::SecDiscard => None,
+            EraseMethod::SecureErase => Some(
+                "how far a secure erase reaches into an SSD's spare and retired blocks is up to its firmware; NIST \
+                 SP 800-88 prefers sanitize where the drive offers it",
+            ),
             EraseMethod::Discard => Some(
                 "a discard unmaps the blocks and they read back as zeroes, but it is not a purge: old data can \
                  stay in the NAND until garbage collection erases it; use a firmware erase for a purge",
@@ -78,8 +82,26 @@ impl EraseMethod {
 pub trait Purger {
     /// Ok if the device offers `method`, else why not (in words, for the output).
     fn offers(&mut self, method: EraseMethod) -> Result<(), String>;
-    /// Purges the whole device with `method`: what ran, in words, or what failed.
-    fn purge(&mut self, method: EraseMethod) -> Result<String, String>;
+    /// Purges the whole device with `method`: what ran, in words, or how it failed.
+    fn purge(&mut self, method: EraseMethod) -> Result<String, PurgeFailure>;
+}
+
+/// How a purge failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PurgeFailure {
+    pub reason: String,
+    /// The purge had started in the drive and may still be running: nothing else is tried.
+    pub started: bool,
+}
+
+impl From<String> for PurgeFailure {
+    /// A failure before anything started.
+    fn from(reason: String) -> Self {
+        PurgeFailure {
+            reason,
+            started: false,
+        }
+    }
 }
 
 /// How an erase went.
@@ -93,6 +115,9 @@ pub struct EraseReport {
     pub samples: u32,
     /// Offsets of sampled blocks that did not read back erased.
     pub not_erased: Vec<u64>,
+    /// Sampled blocks that held data (neither all zeroes nor all ones) before the erase: when none did, the
+    /// check after it shows little.
+    pub held_data_before: u32,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -119,9 +144,11 @@ pub fn erase<D: Device>(
         steps: vec![],
         samples: 0,
         not_erased: vec![],
+        held_data_before: 0,
     };
     let sampled = Samples::new(device, samples, seed)?;
     let before = sampled.read_all(device)?;
+    report.held_data_before = before.iter().filter(|b| !b.zeroes && !b.ones).count() as u32;
     for method in methods {
         if let Err(why) = purger.offers(method) {
             report.steps.push((method, format!("not offered: {why}")));
@@ -129,8 +156,18 @@ pub fn erase<D: Device>(
         }
         let what = match purger.purge(method) {
             Ok(what) => what,
-            Err(why) => {
-                report.steps.push((method, format!("failed: {why}")));
+            Err(failure) if failure.started => {
+                report.steps.push((
+                    method,
+                    format!(
+                        "failed after it started: {}; nothing else was tried",
+                        failure.reason
+                    ),
+                ));
+                break;
+            }
+            Err(failure) => {
+                report.steps.push((method, format!("failed: {}", failure.reason)));
                 continue;
             }
         };
@@ -165,9 +202,42 @@ pub fn erase<D: Device>(
     Ok(report)
 }
 
-/// Whether a sampled block that read `was` before the purge and `now` after it counts as erased by `method`.
-fn erased(method: EraseMethod, was: &[u8], now: &[u8]) -> bool {
-    now.iter().all(|&b| b == 0) || (method.is_firmware() && (now.iter().all(|&b| b == 0xff) || now != was))
+/// What is kept of a sampled block to compare before and after: whether it was all zeroes or all ones, and 64
+/// of its 8-byte words spread over it (so a million samples do not keep a million blocks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fingerprint {
+    zeroes: bool,
+    ones: bool,
+    words: [u64; FINGERPRINT_WORDS],
+}
+
+const FINGERPRINT_WORDS: usize = 64;
+
+impl Fingerprint {
+    fn of(block: &[u8]) -> Self {
+        let stride = (block.len() / 8 / FINGERPRINT_WORDS).max(1) * 8;
+        let mut words = [0u64; FINGERPRINT_WORDS];
+        for (i, word) in words.iter_mut().enumerate() {
+            let at = (i * stride).min(block.len() - 8);
+            *word = u64::from_le_bytes(block[at..at + 8].try_into().unwrap());
+        }
+        Fingerprint {
+            zeroes: block.iter().all(|&b| b == 0),
+            ones: block.iter().all(|&b| b == 0xff),
+            words,
+        }
+    }
+}
+
+/// Whether a sampled block that was `was` before the purge and is `now` after it counts as erased by `method`:
+/// zeroes always. After a firmware purge also all ones, anything where the block held no data (a cryptographic
+/// erase turns an empty block into noise too), or noise that shares at most a tenth of the sampled words with
+/// what the block held (a cryptographic erase changes every word; a block with a few bytes changed still holds
+/// its data). The kernel's methods must leave zeroes.
+fn erased(method: EraseMethod, was: &Fingerprint, now: &Fingerprint) -> bool {
+    let same_words = was.words.iter().zip(&now.words).filter(|(a, b)| a == b).count();
+    let held_nothing = was.zeroes || was.ones;
+    now.zeroes || (method.is_firmware() && (now.ones || held_nothing || same_words * 10 <= FINGERPRINT_WORDS))
 }
 
 /// The sampled blocks: the first, the last and random ones.
@@ -193,23 +263,26 @@ impl Samples {
         })?;
         let mut rng = Rng::new(seed);
         let offsets = (0..samples)
-            .map(|i| match i {
-                0 => 0,
-                1 => blocks - 1,
-                _ => rng.below(blocks),
-            } * block)
+            .map(|i| {
+                block
+                    * match i {
+                        0 => 0,
+                        1 => blocks - 1,
+                        _ => rng.below(blocks),
+                    }
+            })
             .collect();
         Ok(Samples { block, offsets })
     }
 
-    /// Every sampled block's bytes, in order.
-    fn read_all<D: Device>(&self, device: &mut D) -> Result<Vec<Vec<u8>>, EraseError> {
+    /// Every sampled block's fingerprint, in order.
+    fn read_all<D: Device>(&self, device: &mut D) -> Result<Vec<Fingerprint>, EraseError> {
         let read_error = |offset: u64, cause: String| EraseError::Read {
             what: format!("byte {offset}"),
             cause,
         };
         let mut done: Vec<Completion> = vec![];
-        let mut blocks = Vec::with_capacity(self.offsets.len());
+        let mut prints = Vec::with_capacity(self.offsets.len());
         for (i, &offset) in self.offsets.iter().enumerate() {
             let io = Io {
                 op: Op::Read,
@@ -233,9 +306,9 @@ impl Samples {
                     format!("the read returned {}", done[0].result),
                 ));
             }
-            blocks.push(device.buffer(0)[..self.block as usize].to_vec());
+            prints.push(Fingerprint::of(&device.buffer(0)[..self.block as usize]));
         }
-        Ok(blocks)
+        Ok(prints)
     }
 }
 
@@ -255,7 +328,7 @@ mod tests {
                 Err("no".into())
             }
         }
-        fn purge(&mut self, method: EraseMethod) -> Result<String, String> {
+        fn purge(&mut self, method: EraseMethod) -> Result<String, PurgeFailure> {
             self.1.push(method);
             Ok("as told".into())
         }
@@ -304,24 +377,59 @@ mod tests {
 
     #[test]
     fn a_cryptographic_erase_counts_when_every_block_changed() {
-        let was = vec![0x5a; 4096];
+        let print = |b: &[u8]| Fingerprint::of(b);
+        let data = vec![0x5a; 4096];
         let noise: Vec<u8> = (0..4096u32)
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
             .collect();
-        assert!(erased(EraseMethod::Sanitize, &was, &noise));
-        assert!(erased(EraseMethod::SecureErase, &was, &noise));
+        let mut nudged = data.clone();
+        nudged[100] ^= 1;
+        let (was, zeroes) = (print(&data), print(&[0; 4096]));
+        assert!(erased(EraseMethod::Sanitize, &was, &print(&noise)));
+        assert!(erased(EraseMethod::SecureErase, &was, &print(&[0xff; 4096])));
         assert!(
             !erased(EraseMethod::Sanitize, &was, &was),
             "unchanged data is not erased"
         );
         assert!(
-            !erased(EraseMethod::Discard, &was, &noise),
+            !erased(EraseMethod::Sanitize, &was, &print(&nudged)),
+            "one changed byte is not erased"
+        );
+        assert!(
+            !erased(EraseMethod::Discard, &was, &print(&noise)),
             "only a firmware purge may leave noise"
         );
-        assert!(erased(EraseMethod::Zero, &was, &[0; 4096]));
+        assert!(erased(EraseMethod::Zero, &was, &zeroes));
         assert!(
-            erased(EraseMethod::Sanitize, &[0; 4096], &[0; 4096]),
-            "zeroes are erased whatever they were"
+            erased(EraseMethod::Sanitize, &zeroes, &print(&noise)),
+            "an empty block held nothing to leak"
         );
+        assert!(
+            !erased(EraseMethod::Zero, &zeroes, &print(&noise)),
+            "zero fill must leave zeroes"
+        );
+    }
+
+    #[test]
+    fn a_purge_that_started_and_failed_stops_auto() {
+        struct Started;
+        impl Purger for Started {
+            fn offers(&mut self, _: EraseMethod) -> Result<(), String> {
+                Ok(())
+            }
+            fn purge(&mut self, _: EraseMethod) -> Result<String, PurgeFailure> {
+                Err(PurgeFailure {
+                    reason: "status unknown".into(),
+                    started: true,
+                })
+            }
+        }
+        let mut device = MemDevice::new(1 << 20, 1000);
+        device.data.fill(7);
+        let report = erase(&mut device, &mut Started, None, 8, 1).unwrap();
+        assert_eq!(report.method, None);
+        assert_eq!(report.steps.len(), 1, "{:?}", report.steps);
+        assert!(report.steps[0].1.contains("nothing else was tried"));
+        assert_eq!(report.held_data_before, 8);
     }
 }

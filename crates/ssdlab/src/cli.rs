@@ -59,8 +59,8 @@ pub struct EraseArgs {
     /// discard, zero), or one method.
     #[arg(long, value_enum, default_value_t = EraseMethodArg::Auto)]
     pub method: EraseMethodArg,
-    /// Blocks read back afterwards (the first, the last and random ones) to check they are erased.
-    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
+    /// Blocks read before and after (the first, the last and random ones) to check they are erased.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(2..=100_000))]
     pub samples: u32,
     /// Seed of the sampled blocks.
     #[arg(long, default_value_t = 1)]

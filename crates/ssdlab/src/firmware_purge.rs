@@ -14,7 +14,7 @@ use ssdlab_health::purge::{
     nvme_sanitize_plan, parse_hdparm_identify, parse_nvme_id_ctrl, run_plan,
 };
 use ssdlab_io::layout::DriveKind;
-use ssdlab_methods::erase::EraseMethod;
+use ssdlab_methods::erase::{EraseMethod, PurgeFailure};
 
 /// How often a background sanitize's progress is read, and for how long at most (a block erase of a large
 /// drive can take hours; after this the drive goes on by itself and the command says how to check).
@@ -23,6 +23,8 @@ const MAX_POLL_S: u64 = 24 * 3600;
 
 pub struct FirmwarePurger {
     path: PathBuf,
+    /// The device number the safety gate checked: every destructive step re-checks that the path still names it.
+    gated_rdev: u64,
     kind: Result<DriveKind, String>,
     partition: bool,
     nvme: String,
@@ -30,9 +32,10 @@ pub struct FirmwarePurger {
 }
 
 impl FirmwarePurger {
-    pub fn new(path: &Path) -> Self {
+    pub fn new(path: &Path, gated_rdev: u64) -> Self {
         FirmwarePurger {
             path: path.to_path_buf(),
+            gated_rdev,
             kind: ssdlab_io::layout::drive_kind(path).map_err(|e| e.to_string()),
             partition: ssdlab_io::layout::is_partition(path).unwrap_or(true),
             nvme: "nvme".into(),
@@ -54,44 +57,69 @@ impl FirmwarePurger {
             .kind
             .clone()
             .map_err(|e| format!("cannot tell what drive {name} is: {e}"))?;
-        match (kind, method) {
-            (DriveKind::Virtual, _) => Err(format!(
+        match kind {
+            DriveKind::Virtual => Err(format!(
                 "{name} has no drive firmware to ask (a virtual or stacked block device)"
             )),
-            (DriveKind::OtherScsi { vendor }, _) => Err(format!(
-                "{name} is a SCSI disk or sits behind a bridge (vendor \"{vendor}\"): ssdlab sends no ATA or NVMe \
-                 command through a bridge; sg_sanitize (sg3-utils) sanitizes a SCSI drive"
+            DriveKind::OtherScsi { vendor } => Err(format!(
+                "{name} is a SCSI disk or sits behind a bridge (vendor \"{vendor}\", not on a libata port): ssdlab \
+                 sends no ATA or NVMe command through a bridge; sg_sanitize (sg3-utils) sanitizes a SCSI drive"
             )),
-            (
-                DriveKind::Nvme {
-                    namespace,
-                    other_namespaces,
-                    ..
-                },
-                _,
-            ) => {
-                let namespace = namespace.display().to_string();
-                let caps =
-                    parse_nvme_id_ctrl(&self.tool(&[&self.nvme, "id-ctrl", &namespace, "-o", "json"])?)
-                        .map_err(|e| e.to_string())?;
-                let reaches_all = method == EraseMethod::Sanitize || caps.secure_erase_all_namespaces;
-                if reaches_all && !other_namespaces.is_empty() {
+            DriveKind::Nvme {
+                nsid,
+                controllers,
+                other_namespaces,
+                ..
+            } => {
+                let [controller] = controllers.as_slice() else {
                     return Err(format!(
-                        "it would erase every namespace of the controller, and {} {} not checked by the safety gate",
-                        other_namespaces.join(", "),
-                        if other_namespaces.len() == 1 {
-                            "was"
+                        "{name} is reached through {} controllers (multipath or a dual-port drive): a firmware \
+                         purge would reach what other paths or hosts use",
+                        controllers.len()
+                    ));
+                };
+                if controller.transport != "pcie" {
+                    return Err(format!(
+                        "{name} is reached over {} (not a local PCIe drive): its subsystem may be shared with other \
+                         hosts",
+                        if controller.transport.is_empty() {
+                            "an unknown transport"
                         } else {
-                            "were"
+                            &controller.transport
+                        }
+                    ));
+                }
+                let Some(nsid) = nsid else {
+                    return Err(format!("sysfs gives no namespace id for {name}"));
+                };
+                let ctrl = controller.device.display().to_string();
+                let caps = parse_nvme_id_ctrl(&self.tool(&[&self.nvme, "id-ctrl", &ctrl, "-o", "json"])?)
+                    .map_err(|e| e.to_string())?;
+                if caps.shared_subsystem {
+                    return Err(format!(
+                        "{ctrl} says its subsystem has more than one port or controller (CMIC): a firmware purge \
+                         would reach what other paths or hosts use"
+                    ));
+                }
+                let reaches_all = method == EraseMethod::Sanitize || caps.format_reaches_all_namespaces();
+                if reaches_all && (caps.max_namespaces > 1 || !other_namespaces.is_empty()) {
+                    return Err(format!(
+                        "it would erase every namespace of the controller (it supports {}{}), and the safety gate \
+                         checked only {name}",
+                        caps.max_namespaces,
+                        if other_namespaces.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; {} exist beside it", other_namespaces.join(", "))
                         }
                     ));
                 }
                 match method {
-                    EraseMethod::Sanitize => nvme_sanitize_plan(&caps, &self.nvme, &namespace),
-                    _ => nvme_format_plan(&caps, &self.nvme, &namespace),
+                    EraseMethod::Sanitize => nvme_sanitize_plan(&caps, &self.nvme, &ctrl),
+                    _ => nvme_format_plan(&caps, &self.nvme, &ctrl, nsid),
                 }
             }
-            (DriveKind::Ata, _) => {
+            DriveKind::Ata => {
                 let caps = parse_hdparm_identify(&self.tool(&[&self.hdparm, "-I", &device])?)
                     .map_err(|e| e.to_string())?;
                 match method {
@@ -116,12 +144,24 @@ impl FirmwarePurger {
         self.plan(method).map(|_| ())
     }
 
-    pub fn purge(&mut self, method: EraseMethod) -> Result<String, String> {
+    pub fn purge(&mut self, method: EraseMethod) -> Result<String, PurgeFailure> {
         let plan = self.plan(method)?;
-        debug_assert_eq!(
+        assert_eq!(
             plan.method == FirmwareMethod::Sanitize,
-            method == EraseMethod::Sanitize
+            method == EraseMethod::Sanitize,
+            "the plan is for the method asked"
         );
+        let rdev = std::fs::metadata(&self.path).map(|m| std::os::unix::fs::MetadataExt::rdev(&m));
+        if rdev.ok() != Some(self.gated_rdev) {
+            return Err(format!(
+                "{} no longer names the device the safety gate checked; nothing was erased",
+                self.path.display()
+            )
+            .into());
+        }
+        if let Some(notice) = &plan.notice {
+            eprintln!("  {:<13} {notice}", method.name());
+        }
         if let Some(minutes) = plan.estimate_minutes {
             eprintln!("  {:<13} the drive estimates {minutes} min", method.name());
         }
@@ -131,7 +171,11 @@ impl FirmwarePurger {
             &mut |s| std::thread::sleep(std::time::Duration::from_secs(s)),
             POLL_INTERVAL_S,
             (MAX_POLL_S / POLL_INTERVAL_S) as u32,
-        )?;
+        )
+        .map_err(|f| PurgeFailure {
+            reason: f.reason,
+            started: f.started,
+        })?;
         Ok(format!("{}: {}", plan.label, log.join("; ")))
     }
 }

@@ -26,33 +26,49 @@ pub struct Reading {
     pub is_virtual: bool,
 }
 
+/// Why a DEVICE gave no reading.
+pub enum DeviceFailure {
+    /// Bad input (not a device node, a `sim:` target that does not open, no smartctl): exit 2 whatever else was
+    /// read.
+    Input(anyhow::Error),
+    /// The drive could not be read this time (it vanished, or smartctl could not read it): reported beside the
+    /// drives that were read.
+    Unreadable(anyhow::Error),
+}
+
 /// Reads a positional DEVICE: a `sim:` target or a device node through smartctl.
-pub fn read_device(device: &str, smartctl_path: &Path) -> Result<Reading> {
+pub fn read_device(device: &str, smartctl_path: &Path) -> Result<Reading, DeviceFailure> {
+    use DeviceFailure::{Input, Unreadable};
     if device.starts_with("sim:") {
-        return read_sim(device);
+        return read_sim(device).map_err(Input);
     }
     let path = Path::new(device);
     let meta = std::fs::metadata(path).map_err(|e| {
-        anyhow!("DEVICE {device}: {e}; give a block device such as /dev/sda or /dev/nvme0, or a sim: target")
+        Unreadable(anyhow!(
+            "DEVICE {device}: {e}; give a block device such as /dev/sda or /dev/nvme0, or a sim: target"
+        ))
     })?;
     let kind = meta.file_type();
     if !(kind.is_block_device() || kind.is_char_device()) {
-        bail!(
+        return Err(Input(anyhow!(
             "DEVICE {device}: not a device node; saved smartctl or nvme-cli JSON goes with --from {device}"
-        );
+        )));
     }
     let output = Command::new(smartctl_path)
         .args(["--json=c", "-x", device])
         .output()
         .map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                anyhow!(
+                Input(anyhow!(
                     "DEVICE {device}: {} not found: install smartmontools (apt-get install smartmontools), \
                      or name it with --smartctl PATH",
                     smartctl_path.display()
-                )
+                ))
             } else {
-                anyhow!("DEVICE {device}: cannot run {}: {e}", smartctl_path.display())
+                Unreadable(anyhow!(
+                    "DEVICE {device}: cannot run {}: {e}",
+                    smartctl_path.display()
+                ))
             }
         })?;
     let status = output.status.code();
@@ -60,11 +76,11 @@ pub fn read_device(device: &str, smartctl_path: &Path) -> Result<Reading> {
     let mut snapshot = smartctl::parse(device, &text, unix_now_s()).map_err(|e| {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let stderr = stderr.trim();
-        if stderr.is_empty() {
+        Unreadable(if stderr.is_empty() {
             anyhow!("DEVICE {e}")
         } else {
             anyhow!("DEVICE {e} (stderr: {stderr})")
-        }
+        })
     })?;
     // The process's exit status is the bit mask; the JSON repeats it, but an older smartctl may not.
     if snapshot.smartctl_exit_status.is_none() {

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::path::Path;
 
 use ssdlab_core::DeviceInfo;
-use ssdlab_methods::erase::{EraseMethod, Purger};
+use ssdlab_methods::erase::{EraseMethod, PurgeFailure, Purger};
 
 use crate::firmware_purge::FirmwarePurger;
 
@@ -42,7 +42,7 @@ impl KernelPurger {
             file,
             capacity_bytes: info.capacity_bytes,
             discard_supported: info.discard_supported,
-            firmware: FirmwarePurger::new(path),
+            firmware: FirmwarePurger::new(path, gated_rdev),
         })
     }
 }
@@ -58,7 +58,7 @@ impl Purger for KernelPurger {
         }
     }
 
-    fn purge(&mut self, method: EraseMethod) -> Result<String, String> {
+    fn purge(&mut self, method: EraseMethod) -> Result<String, PurgeFailure> {
         let (call, name): (RangeIoctl, &str) = match method {
             EraseMethod::Sanitize | EraseMethod::SecureErase => return self.firmware.purge(method),
             EraseMethod::SecDiscard => (ssdlab_io::sys::block_secure_discard, "BLKSECDISCARD"),
@@ -68,6 +68,6 @@ impl Purger for KernelPurger {
         call(&self.file, 0, self.capacity_bytes)
             .and_then(|()| self.file.sync_all())
             .map(|()| format!("{name} over all {} bytes", self.capacity_bytes))
-            .map_err(|e| format!("{name}: {e}"))
+            .map_err(|e| format!("{name}: {e}").into())
     }
 }

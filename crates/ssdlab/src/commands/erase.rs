@@ -66,6 +66,12 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
             if let Some(caveat) = method.caveat() {
                 eprintln!("note      {caveat}");
             }
+            if report.held_data_before == 0 {
+                eprintln!(
+                    "note      none of the sampled blocks held data before the erase (all zeroes or ones), so reading \
+                     them back shows little"
+                );
+            }
             Ok(Outcome::Passed)
         }
         None => {

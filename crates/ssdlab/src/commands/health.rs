@@ -13,7 +13,7 @@ use ssdlab_health::rating::{RatingFlags, rating};
 
 use super::Outcome;
 use crate::cli::HealthArgs;
-use crate::health_sources::{HistoryDir, Reading, read_device, read_file};
+use crate::health_sources::{DeviceFailure, HistoryDir, Reading, read_device, read_file};
 use crate::output::{self, Reporter};
 
 pub fn run(args: &HealthArgs) -> Result<Outcome> {
@@ -32,7 +32,25 @@ pub fn run(args: &HealthArgs) -> Result<Outcome> {
             .unwrap_or_else(|| ssdlab_targets::default_state_dir().join("health")),
     });
 
-    let (readings, unreadable) = read_all(args)?;
+    let Readings {
+        readings,
+        unreadable,
+        read_ok,
+        first_error,
+    } = read_all(args)?;
+    if let (true, Some(error)) = (readings.is_empty(), first_error) {
+        // Nothing was read: an error, but the metrics still say so, or a fleet alert would never fire on a host
+        // whose only drive has stopped answering.
+        if let Some(prom) = &args.prom {
+            let mut exposition = Exposition::new();
+            ssdlab_health::prom::health_metrics(&mut exposition, &[], &read_ok);
+            output::write_prom(prom, &exposition)?;
+        }
+        for u in &unreadable[1..] {
+            eprintln!("UNREADABLE {}: {}", u.device, u.reason);
+        }
+        return Err(error);
+    }
     let mut drives = Vec::with_capacity(readings.len());
     for reading in readings {
         let mut snapshot = reading.snapshot;
@@ -65,7 +83,7 @@ pub fn run(args: &HealthArgs) -> Result<Outcome> {
     }
     if let Some(prom) = &args.prom {
         let mut exposition = Exposition::new();
-        ssdlab_health::prom::health_metrics(&mut exposition, &drives, &unreadable);
+        ssdlab_health::prom::health_metrics(&mut exposition, &drives, &read_ok);
         output::write_prom(prom, &exposition)?;
     }
     for u in &unreadable {
@@ -151,13 +169,21 @@ fn rating_flags(args: &HealthArgs) -> Result<RatingFlags> {
     })
 }
 
-/// Reads every DEVICE (in parallel) and every --from file, in the order given. A DEVICE that cannot be read is
-/// set aside with its reason while others are read (one failing drive must not silence a fleet's metrics); when
-/// nothing at all could be read that is an error. A --from file that cannot be read is always an error: it is
-/// the user's input.
-fn read_all(args: &HealthArgs) -> Result<(Vec<Reading>, Vec<UnreadableDrive>)> {
-    let mut readings = Vec::new();
-    let devices: Vec<Result<Reading>> = std::thread::scope(|scope| {
+/// What reading the drives gave.
+struct Readings {
+    readings: Vec<Reading>,
+    unreadable: Vec<UnreadableDrive>,
+    /// Each DEVICE as given, and whether it was read (for `ssdlab_health_read_ok`).
+    read_ok: Vec<(String, bool)>,
+    /// Why the first unreadable DEVICE could not be read: the error when nothing at all was read.
+    first_error: Option<anyhow::Error>,
+}
+
+/// Reads every DEVICE (in parallel) and every --from file, in the order given. A DEVICE that cannot be read
+/// this time is set aside with its reason while the others are read (one failing drive must not silence a
+/// fleet's metrics); bad input (a DEVICE that is no device node, a --from file that does not parse) is an error.
+fn read_all(args: &HealthArgs) -> Result<Readings> {
+    let devices: Vec<Result<Reading, DeviceFailure>> = std::thread::scope(|scope| {
         let handles: Vec<_> = args
             .devices
             .iter()
@@ -167,31 +193,38 @@ fn read_all(args: &HealthArgs) -> Result<(Vec<Reading>, Vec<UnreadableDrive>)> {
             .into_iter()
             .map(|h| {
                 h.join()
-                    .unwrap_or_else(|_| Err(anyhow!("reading a drive panicked")))
+                    .unwrap_or_else(|_| Err(DeviceFailure::Unreadable(anyhow!("reading a drive panicked"))))
             })
             .collect()
     });
-    let mut unreadable = Vec::new();
-    let mut first_error = None;
+    let mut all = Readings {
+        readings: vec![],
+        unreadable: vec![],
+        read_ok: vec![],
+        first_error: None,
+    };
     for (device, reading) in args.devices.iter().zip(devices) {
-        match reading {
-            Ok(reading) => readings.push(reading),
-            Err(e) => {
-                unreadable.push(UnreadableDrive {
+        let ok = match reading {
+            Ok(reading) => {
+                all.readings.push(reading);
+                true
+            }
+            Err(DeviceFailure::Input(e)) => return Err(e),
+            Err(DeviceFailure::Unreadable(e)) => {
+                all.unreadable.push(UnreadableDrive {
                     device: device.clone(),
                     reason: format!("{e:#}"),
                 });
-                first_error.get_or_insert(e);
+                all.first_error.get_or_insert(e);
+                false
             }
-        }
+        };
+        all.read_ok.push((device.clone(), ok));
     }
     for path in &args.from {
-        readings.push(read_file(path)?);
+        all.readings.push(read_file(path)?);
     }
-    match first_error {
-        Some(e) if readings.is_empty() => Err(e),
-        _ => Ok((readings, unreadable)),
-    }
+    Ok(all)
 }
 
 /// What the result is about: one drive, or a fleet.

@@ -260,9 +260,9 @@ esac
     assert!(text.contains("UNREADABLE /dev/zero"), "{text}");
     assert!(text.contains("smartctl could not read the device"), "{text}");
     let metrics = promtool_checked(&prom);
-    // A drive that was read is labelled as its other series are (the device smartctl names in its JSON).
+    // Labelled as given (the stand-in's JSON names the drive /dev/nvme0, which its other series carry).
     assert!(
-        metrics.contains("ssdlab_health_read_ok{device=\"/dev/nvme0\"} 1"),
+        metrics.contains("ssdlab_health_read_ok{device=\"/dev/null\"} 1"),
         "{metrics}"
     );
     assert!(
@@ -279,7 +279,8 @@ esac
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert!(html.contains("could not be read this time"));
 
-    // Nothing readable at all is an error, as before: exit 2 and no metrics file.
+    // Nothing readable at all is an error, as before (exit 2), but the metrics say so: a host whose only drive
+    // stopped answering must raise the alert, not keep yesterday's file.
     let none = dir.path().join("none.prom");
     let out = run(&[
         "health",
@@ -291,7 +292,25 @@ esac
         none.to_str().unwrap(),
     ]);
     expect_code(&out, 2);
-    assert!(!none.exists());
+    let metrics = promtool_checked(&none);
+    assert!(
+        metrics.contains("ssdlab_health_read_ok{device=\"/dev/zero\"} 0"),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("ssdlab_health_verdict"), "{metrics}");
+
+    // Bad input among readable drives is still bad input: exit 2.
+    let regular = dir.path().join("saved.json");
+    std::fs::write(&regular, "{}").unwrap();
+    let out = run(&[
+        "health",
+        "/dev/null",
+        regular.to_str().unwrap(),
+        "--smartctl",
+        smartctl,
+        "--no-history",
+    ]);
+    expect_usage_error(&out, "DEVICE");
 }
 
 #[test]
