@@ -32,11 +32,16 @@ pub fn run(args: &OpArgs) -> Result<Outcome> {
 
 /// `--set`: a share of the capacity, `25` or `25%`.
 fn parse_share(text: &str) -> Result<f64> {
-    let share: f64 = text.trim().trim_end_matches('%').parse().map_err(|_| {
-        anyhow!(
-            "--set {text}: give the share of the capacity to leave unused as a percentage, e.g. --set 25%"
-        )
-    })?;
+    let share: f64 = text
+        .trim()
+        .strip_suffix('%')
+        .unwrap_or(text.trim())
+        .parse()
+        .map_err(|_| {
+            anyhow!(
+                "--set {text}: give the share of the capacity to leave unused as a percentage, e.g. --set 25%"
+            )
+        })?;
     // The range is checked where the plan is made, with the same message.
     OpPlan::new(u64::MAX / 2, share).map_err(|e| anyhow!("{e}"))?;
     Ok(share)
