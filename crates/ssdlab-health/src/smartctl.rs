@@ -295,3 +295,43 @@ fn nvme_log(log: &Value, snapshot: &mut HealthSnapshot) {
 fn saturate(v: u128) -> u64 {
     u64::try_from(v).unwrap_or(u64::MAX)
 }
+
+/// One drive `smartctl --scan-open --json` found: its device and the `-d TYPE` that reaches it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScannedDrive {
+    pub name: String,
+    pub device_type: String,
+}
+
+/// Reads `smartctl --scan-open --json=c`: every drive smartctl can open, with the type (sat for a drive behind a
+/// USB bridge, megaraid,N behind a RAID controller) that it needs to be read. Entries that could not be opened
+/// are left out (they carry `open_error`).
+pub fn parse_scan(text: &str) -> Result<Vec<ScannedDrive>, ParseError> {
+    let source_name = "smartctl --scan-open";
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| ParseError::Format {
+        source_name: source_name.into(),
+        reason: format!("not JSON ({e}); this smartctl may be older than 7.0 (no --json)"),
+    })?;
+    if value.get("smartctl").is_none() {
+        return Err(ParseError::Format {
+            source_name: source_name.into(),
+            reason: "JSON, but not smartctl's (no \"smartctl\" key)".into(),
+        });
+    }
+    // smartctl leaves the list out when it finds nothing.
+    let empty = vec![];
+    let devices = value
+        .get("devices")
+        .and_then(serde_json::Value::as_array)
+        .unwrap_or(&empty);
+    Ok(devices
+        .iter()
+        .filter(|d| d.get("open_error").is_none())
+        .filter_map(|d| {
+            Some(ScannedDrive {
+                name: d.get("name")?.as_str()?.to_string(),
+                device_type: d.get("type")?.as_str()?.to_string(),
+            })
+        })
+        .collect())
+}

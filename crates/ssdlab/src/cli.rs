@@ -103,10 +103,14 @@ pub enum EraseMethodArg {
 
 #[derive(Debug, Args)]
 pub struct HealthArgs {
-    /// Drives to read: block devices through smartctl (/dev/sda, /dev/nvme0), or sim: targets (the virtual
-    /// SSD's own counters, e.g. 'sim:840evo-250g?fill=100%').
-    #[arg(value_name = "DEVICE", required_unless_present = "from")]
+    /// Drives to read: block devices through smartctl (/dev/sda, /dev/nvme0; DEVICE:TYPE passes smartctl's -d
+    /// TYPE, e.g. /dev/sdb:sat behind a USB bridge or /dev/sda:megaraid,0), or sim: targets (the virtual SSD's
+    /// own counters, e.g. 'sim:840evo-250g?fill=100%').
+    #[arg(value_name = "DEVICE", required_unless_present_any = ["from", "scan"])]
     pub devices: Vec<String>,
+    /// Also read every drive `smartctl --scan-open` finds, each with the -d TYPE it needs.
+    #[arg(long)]
+    pub scan: bool,
     /// Saved health data: smartctl --json output, nvme-cli 'smart-log -o json' output, or an ssdlab result
     /// directory (or its result.json) from a run on a sim: target, whose counters it reports. Repeatable.
     #[arg(long, value_name = "FILE")]

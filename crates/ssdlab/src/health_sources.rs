@@ -42,6 +42,12 @@ pub fn read_device(device: &str, smartctl_path: &Path) -> Result<Reading, Device
     if device.starts_with("sim:") {
         return read_sim(device).map_err(Input);
     }
+    // DEVICE:TYPE passes smartctl's -d TYPE (device paths hold no colon).
+    let (device, device_type) = match device.split_once(':') {
+        Some((path, kind)) if !kind.is_empty() => (path, Some(kind)),
+        Some((path, _)) => (path, None),
+        None => (device, None),
+    };
     let path = Path::new(device);
     let meta = std::fs::metadata(path).map_err(|e| {
         Unreadable(anyhow!(
@@ -54,23 +60,25 @@ pub fn read_device(device: &str, smartctl_path: &Path) -> Result<Reading, Device
             "DEVICE {device}: not a device node; saved smartctl or nvme-cli JSON goes with --from {device}"
         )));
     }
-    let output = Command::new(smartctl_path)
-        .args(["--json=c", "-x", device])
-        .output()
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Input(anyhow!(
-                    "DEVICE {device}: {} not found: install smartmontools (apt-get install smartmontools), \
+    let mut command = Command::new(smartctl_path);
+    command.args(["--json=c", "-x"]);
+    if let Some(kind) = device_type {
+        command.args(["-d", kind]);
+    }
+    let output = command.arg(device).output().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Input(anyhow!(
+                "DEVICE {device}: {} not found: install smartmontools (apt-get install smartmontools), \
                      or name it with --smartctl PATH",
-                    smartctl_path.display()
-                ))
-            } else {
-                Unreadable(anyhow!(
-                    "DEVICE {device}: cannot run {}: {e}",
-                    smartctl_path.display()
-                ))
-            }
-        })?;
+                smartctl_path.display()
+            ))
+        } else {
+            Unreadable(anyhow!(
+                "DEVICE {device}: cannot run {}: {e}",
+                smartctl_path.display()
+            ))
+        }
+    })?;
     let status = output.status.code();
     let text = String::from_utf8_lossy(&output.stdout);
     let mut snapshot = smartctl::parse(device, &text, unix_now_s()).map_err(|e| {
@@ -91,6 +99,25 @@ pub fn read_device(device: &str, smartctl_path: &Path) -> Result<Reading, Device
         profile_pe: None,
         is_virtual: false,
     })
+}
+
+/// Every drive `smartctl --scan-open` finds, as DEVICE:TYPE.
+pub fn scan_drives(smartctl_path: &Path) -> Result<Vec<String>> {
+    let output = Command::new(smartctl_path)
+        .args(["--scan-open", "--json=c"])
+        .output()
+        .map_err(|e| {
+            anyhow!(
+                "--scan: cannot run {}: {e}; install smartmontools (apt-get install smartmontools)",
+                smartctl_path.display()
+            )
+        })?;
+    let drives =
+        smartctl::parse_scan(&String::from_utf8_lossy(&output.stdout)).map_err(|e| anyhow!("--scan: {e}"))?;
+    Ok(drives
+        .into_iter()
+        .map(|d| format!("{}:{}", d.name, d.device_type))
+        .collect())
 }
 
 /// The rated P/E cycles of a `sim:` target's profile.

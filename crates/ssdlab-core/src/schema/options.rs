@@ -166,6 +166,9 @@ pub struct FileScanFlags {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HealthFlags {
     pub devices: Vec<String>,
+    /// `--scan`: the drives smartctl found were read too.
+    #[serde(default)]
+    pub scan: bool,
     pub from: Vec<PathBuf>,
     pub history_dir: Option<PathBuf>,
     /// The history window (a duration such as "30d"), or None for all of it.

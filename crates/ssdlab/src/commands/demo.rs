@@ -81,6 +81,7 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
     eprintln!("\n== demo: health");
     let health = crate::cli::HealthArgs {
         devices: vec![],
+        scan: false,
         from: vec![args.out.join("consistency"), args.out.join("consistency-op25")],
         history: None,
         no_history: true,

@@ -13,7 +13,7 @@ use ssdlab_health::rating::{RatingFlags, rating};
 
 use super::Outcome;
 use crate::cli::HealthArgs;
-use crate::health_sources::{DeviceFailure, HistoryDir, Reading, read_device, read_file};
+use crate::health_sources::{DeviceFailure, HistoryDir, Reading, read_device, read_file, scan_drives};
 use crate::output::{self, Reporter};
 
 pub fn run(args: &HealthArgs) -> Result<Outcome> {
@@ -110,6 +110,7 @@ pub fn run(args: &HealthArgs) -> Result<Outcome> {
     let mut reporter = Reporter::new(args.json);
     let options = RunOptions::Health(HealthFlags {
         devices: args.devices.clone(),
+        scan: args.scan,
         from: args.from.clone(),
         history_dir: history.as_ref().map(|h| h.dir.clone()),
         window: (args.window != "all").then(|| args.window.clone()),
@@ -183,9 +184,16 @@ struct Readings {
 /// this time is set aside with its reason while the others are read (one failing drive must not silence a
 /// fleet's metrics); bad input (a DEVICE that is no device node, a --from file that does not parse) is an error.
 fn read_all(args: &HealthArgs) -> Result<Readings> {
+    let mut asked = args.devices.clone();
+    if args.scan {
+        let found = scan_drives(&args.smartctl)?;
+        if found.is_empty() && args.devices.is_empty() && args.from.is_empty() {
+            bail!("--scan: smartctl --scan-open found no drive it can open (is this run as root?)");
+        }
+        asked.extend(found);
+    }
     let devices: Vec<Result<Reading, DeviceFailure>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = args
-            .devices
+        let handles: Vec<_> = asked
             .iter()
             .map(|d| scope.spawn(move || read_device(d, &args.smartctl)))
             .collect();
@@ -203,7 +211,7 @@ fn read_all(args: &HealthArgs) -> Result<Readings> {
         read_ok: vec![],
         first_error: None,
     };
-    for (device, reading) in args.devices.iter().zip(devices) {
+    for (device, reading) in asked.iter().zip(devices) {
         let ok = match reading {
             Ok(reading) => {
                 all.readings.push(reading);
@@ -219,12 +227,30 @@ fn read_all(args: &HealthArgs) -> Result<Readings> {
                 false
             }
         };
-        all.read_ok.push((device.clone(), ok));
+        all.read_ok.push((read_ok_label(device, &asked), ok));
     }
     for path in &args.from {
         all.readings.push(read_file(path)?);
     }
     Ok(all)
+}
+
+/// The `device` label of a DEVICE's read_ok series: its path, as the drive's other series carry it, or the
+/// whole DEVICE:TYPE where one path is read as several drives (a RAID controller's megaraid,N).
+fn read_ok_label(device: &str, asked: &[String]) -> String {
+    let path = |d: &str| -> String {
+        if d.starts_with("sim:") {
+            d.to_string()
+        } else {
+            d.split(':').next().unwrap_or(d).to_string()
+        }
+    };
+    let mine = path(device);
+    if asked.iter().filter(|d| path(d) == mine).count() > 1 {
+        device.to_string()
+    } else {
+        mine
+    }
 }
 
 /// What the result is about: one drive, or a fleet.

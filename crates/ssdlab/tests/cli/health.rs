@@ -314,6 +314,80 @@ esac
 }
 
 #[test]
+fn scan_reads_every_drive_smartctl_finds_with_its_type() {
+    let dir = tempdir();
+    // A stand-in smartctl: --scan-open lists two drives it can open (one behind a USB bridge) and one it
+    // cannot; -x records the -d TYPE it was given and reports a healthy drive.
+    let scan = dir.path().join("scan.json");
+    std::fs::write(
+        &scan,
+        r#"{"json_format_version":[1,0],"smartctl":{"version":[7,3],"exit_status":0},"devices":[
+            {"name":"/dev/null","info_name":"/dev/null","type":"nvme","protocol":"NVMe"},
+            {"name":"/dev/zero","info_name":"/dev/zero [SAT]","type":"sat","protocol":"ATA"},
+            {"name":"/dev/sdq","info_name":"/dev/sdq","type":"scsi","protocol":"SCSI","open_error":"No such device"}]}"#,
+    )
+    .unwrap();
+    let log = dir.path().join("ran.log");
+    let fake = dir.path().join("smartctl");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --scan-open ]; then cat '{}'; exit 0; fi\n\
+             if [ \"$3\" = -d ]; then echo \"$5 $4\" >> '{log}'; else echo \"$3 auto\" >> '{log}'; fi\n\
+             cat '{}'\n",
+            scan.display(),
+            health_fixture("nvme-ok.json").display(),
+            log = log.display(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let smartctl = fake.to_str().unwrap();
+    let prom = dir.path().join("h.prom");
+    let out = run(&[
+        "health",
+        "--scan",
+        "--smartctl",
+        smartctl,
+        "--no-history",
+        "--prom",
+        prom.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    let mut ran: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    ran.sort();
+    assert_eq!(ran, ["/dev/null nvme", "/dev/zero sat"]);
+    let metrics = promtool_checked(&prom);
+    assert!(
+        metrics.contains("ssdlab_health_read_ok{device=\"/dev/zero\"} 1"),
+        "{metrics}"
+    );
+
+    // DEVICE:TYPE by hand; a plain DEVICE lets smartctl choose.
+    std::fs::remove_file(&log).unwrap();
+    let out = run(&[
+        "health",
+        "/dev/null:sat",
+        "/dev/zero",
+        "--smartctl",
+        smartctl,
+        "--no-history",
+    ]);
+    expect_code(&out, 0);
+    let mut ran: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    ran.sort();
+    assert_eq!(ran, ["/dev/null sat", "/dev/zero auto"]);
+}
+
+#[test]
 fn bad_input_is_refused_naming_the_flag() {
     let dir = tempdir();
     let garbage = dir.path().join("garbage.json");
