@@ -361,6 +361,8 @@ pub fn nvme_format_plan(
         controller,
         &format!("--namespace-id={nsid}"),
         &format!("--ses={ses}"),
+        // A user-data erase of a large namespace outlasts nvme-cli's default of 600 s.
+        "--timeout=14400000",
         "--force",
     ]);
     Ok(PurgePlan::new(
@@ -480,7 +482,7 @@ pub fn run_plan(
     max_polls: u32,
 ) -> Result<Vec<String>, RunFailure> {
     let mut log = vec![];
-    for step in &plan.steps {
+    for (i, step) in plan.steps.iter().enumerate() {
         let outcome = run(step).and_then(|r| {
             if r.success {
                 Ok(r)
@@ -491,9 +493,19 @@ pub fn run_plan(
         match outcome {
             Ok(_) => log.push(format!("ran `{}`", step.join(" "))),
             Err(why) => {
+                // The last step starts the purge: a timeout or a dropped command there may have started it all
+                // the same, so nothing else is sent to the drive after it.
+                let starts_purge = i + 1 == plan.steps.len();
+                let why = if starts_purge {
+                    format!(
+                        "{why}; the drive may have begun the purge all the same: check it before anything else"
+                    )
+                } else {
+                    why
+                };
                 return Err(RunFailure {
                     reason: undo(plan, run, why),
-                    started: false,
+                    started: starts_purge,
                 });
             }
         }

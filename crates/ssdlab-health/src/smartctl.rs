@@ -301,11 +301,13 @@ fn saturate(v: u128) -> u64 {
 pub struct ScannedDrive {
     pub name: String,
     pub device_type: String,
+    /// Why smartctl could not open it, if it could not.
+    pub open_error: Option<String>,
 }
 
 /// Reads `smartctl --scan-open --json=c`: every drive smartctl can open, with the type (sat for a drive behind a
-/// USB bridge, megaraid,N behind a RAID controller) that it needs to be read. Entries that could not be opened
-/// are left out (they carry `open_error`).
+/// USB bridge, megaraid,N behind a RAID controller) that it needs to be read, and why it could not be opened
+/// where it could not (a drive that stops answering must still be reported).
 pub fn parse_scan(text: &str) -> Result<Vec<ScannedDrive>, ParseError> {
     let source_name = "smartctl --scan-open";
     let value: serde_json::Value = serde_json::from_str(text).map_err(|e| ParseError::Format {
@@ -326,11 +328,11 @@ pub fn parse_scan(text: &str) -> Result<Vec<ScannedDrive>, ParseError> {
         .unwrap_or(&empty);
     Ok(devices
         .iter()
-        .filter(|d| d.get("open_error").is_none())
         .filter_map(|d| {
             Some(ScannedDrive {
                 name: d.get("name")?.as_str()?.to_string(),
                 device_type: d.get("type")?.as_str()?.to_string(),
+                open_error: d.get("open_error").and_then(|e| e.as_str()).map(str::to_string),
             })
         })
         .collect())

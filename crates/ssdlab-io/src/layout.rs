@@ -106,7 +106,11 @@ pub fn partitions_of(path: &Path) -> io::Result<Vec<PartitionExtent>> {
 
 /// What kind of drive answers for the block device at `path`.
 pub fn drive_kind(path: &Path) -> io::Result<DriveKind> {
-    let sysdir = sysdir_of(path)?;
+    kind_of(&sysdir_of(path)?, Path::new(SYS_ROOT))
+}
+
+/// [`drive_kind`] of the device whose (resolved) sysfs directory is `sysdir`, sysfs being at `sys_root`.
+fn kind_of(sysdir: &Path, sys_root: &Path) -> io::Result<DriveKind> {
     let name = sysdir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -139,11 +143,9 @@ pub fn drive_kind(path: &Path) -> io::Result<DriveKind> {
         let controllers = controllers
             .into_iter()
             .map(|c| NvmeController {
-                transport: fs::read_to_string(
-                    Path::new(SYS_ROOT).join("class/nvme").join(&c).join("transport"),
-                )
-                .map(|t| t.trim().to_string())
-                .unwrap_or_default(),
+                transport: fs::read_to_string(sys_root.join("class/nvme").join(&c).join("transport"))
+                    .map(|t| t.trim().to_string())
+                    .unwrap_or_default(),
                 device: Path::new("/dev").join(c),
             })
             .collect();
@@ -200,6 +202,131 @@ fn nvme_namespace_name(name: &str) -> Option<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Makes `files` (path relative to `root`, content) and their directories.
+    fn tree(root: &Path, files: &[(&str, &str)]) {
+        for (path, content) in files {
+            let path = root.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, content).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_local_nvme_namespace_and_its_siblings() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        tree(
+            r,
+            &[
+                ("devices/pci/nvme/nvme0/nvme0n1/nsid", "1\n"),
+                ("devices/pci/nvme/nvme0/nvme0n2/nsid", "2\n"),
+                ("devices/pci/nvme/nvme0/nvme0n1/nvme0n1p1/partition", "1\n"),
+                ("devices/pci/nvme/nvme0/nvme0c0n1/nsid", "1\n"),
+                ("class/nvme/nvme0/transport", "pcie\n"),
+            ],
+        );
+        let kind = kind_of(&r.join("devices/pci/nvme/nvme0/nvme0n1"), r).unwrap();
+        assert_eq!(
+            kind,
+            DriveKind::Nvme {
+                namespace: "/dev/nvme0n1".into(),
+                nsid: Some(1),
+                controllers: vec![NvmeController {
+                    device: "/dev/nvme0".into(),
+                    transport: "pcie".into(),
+                }],
+                other_namespaces: vec!["nvme0n2".into()],
+            }
+        );
+    }
+
+    #[test]
+    fn a_multipath_subsystem_lists_every_controller() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        tree(
+            r,
+            &[
+                ("devices/virtual/nvme-subsystem/nvme-subsys3/nvme3n1/nsid", "7\n"),
+                ("devices/virtual/nvme-subsystem/nvme-subsys3/nvme3/x", ""),
+                ("devices/virtual/nvme-subsystem/nvme-subsys3/nvme4/x", ""),
+                ("class/nvme/nvme3/transport", "tcp\n"),
+                ("class/nvme/nvme4/transport", "tcp\n"),
+            ],
+        );
+        let DriveKind::Nvme {
+            nsid,
+            controllers,
+            other_namespaces,
+            ..
+        } = kind_of(&r.join("devices/virtual/nvme-subsystem/nvme-subsys3/nvme3n1"), r).unwrap()
+        else {
+            panic!("not NVMe");
+        };
+        assert_eq!(nsid, Some(7));
+        let names: Vec<_> = controllers
+            .iter()
+            .map(|c| (c.device.clone(), c.transport.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (PathBuf::from("/dev/nvme3"), "tcp"),
+                (PathBuf::from("/dev/nvme4"), "tcp")
+            ]
+        );
+        assert!(other_namespaces.is_empty());
+    }
+
+    #[test]
+    fn ata_needs_a_libata_port() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        tree(
+            r,
+            &[
+                (
+                    "devices/pci/ata1/host0/target0:0:0/0:0:0:0/block/sda/device/vendor",
+                    "ATA     \n",
+                ),
+                (
+                    "devices/pci/usb2/2-1/2-1:1.0/host6/target6:0:0/6:0:0:0/block/sdb/device/vendor",
+                    "ATA\n",
+                ),
+                (
+                    "devices/pci/host0/port-0:0/end_device-0:0/target0:0:0/0:0:0:0/block/sdc/device/vendor",
+                    "ATA\n",
+                ),
+                (
+                    "devices/pci/usb2/2-2/host7/target7:0:0/7:0:0:0/block/sdd/device/vendor",
+                    "Samsung \n",
+                ),
+                ("devices/virtual/block/loop0/size", "0\n"),
+            ],
+        );
+        let kind = |p: &str| kind_of(&r.join(p), r).unwrap();
+        assert_eq!(
+            kind("devices/pci/ata1/host0/target0:0:0/0:0:0:0/block/sda"),
+            DriveKind::Ata
+        );
+        // A USB bridge and a SAS HBA translate ATA (SAT) and say "ATA" too: not on a libata port.
+        for bridged in [
+            "devices/pci/usb2/2-1/2-1:1.0/host6/target6:0:0/6:0:0:0/block/sdb",
+            "devices/pci/host0/port-0:0/end_device-0:0/target0:0:0/0:0:0:0/block/sdc",
+        ] {
+            assert_eq!(
+                kind(bridged),
+                DriveKind::OtherScsi { vendor: "ATA".into() },
+                "{bridged}"
+            );
+        }
+        assert!(matches!(
+            kind("devices/pci/usb2/2-2/host7/target7:0:0/7:0:0:0/block/sdd"),
+            DriveKind::OtherScsi { .. }
+        ));
+        assert_eq!(kind("devices/virtual/block/loop0"), DriveKind::Virtual);
+    }
 
     #[test]
     fn nvme_names() {

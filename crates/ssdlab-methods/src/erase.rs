@@ -382,8 +382,16 @@ mod tests {
         let noise: Vec<u8> = (0..4096u32)
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
             .collect();
+        // The fingerprint samples one 8-byte word every 64 bytes of a 4 KiB block.
         let mut nudged = data.clone();
-        nudged[100] ^= 1;
+        nudged[64] ^= 1;
+        let changed = |words: usize| {
+            let mut b = data.clone();
+            for w in 0..words {
+                b[w * 64] ^= 0xff;
+            }
+            print(&b)
+        };
         let (was, zeroes) = (print(&data), print(&[0; 4096]));
         assert!(erased(EraseMethod::Sanitize, &was, &print(&noise)));
         assert!(erased(EraseMethod::SecureErase, &was, &print(&[0xff; 4096])));
@@ -394,6 +402,14 @@ mod tests {
         assert!(
             !erased(EraseMethod::Sanitize, &was, &print(&nudged)),
             "one changed byte is not erased"
+        );
+        assert!(
+            !erased(EraseMethod::Sanitize, &was, &changed(57)),
+            "seven words the same: still data"
+        );
+        assert!(
+            erased(EraseMethod::Sanitize, &was, &changed(58)),
+            "six the same, as noise may leave"
         );
         assert!(
             !erased(EraseMethod::Discard, &was, &print(&noise)),

@@ -230,6 +230,8 @@ fn crc32(data: &[u8]) -> u32 {
 
 /// A GPT header's fields this module uses.
 struct GptHeader {
+    my_lba: u64,
+    first_usable_lba: u64,
     alternate_lba: u64,
     last_usable_lba: u64,
     entries_lba: u64,
@@ -255,6 +257,8 @@ fn gpt_header(block: &[u8]) -> Result<Option<GptHeader>, OpError> {
         return Err(damaged("its header's checksum does not match".into()));
     }
     Ok(Some(GptHeader {
+        my_lba: u64_at(24),
+        first_usable_lba: u64_at(40),
         alternate_lba: u64_at(32),
         last_usable_lba: u64_at(48),
         entries_lba: u64_at(72),
@@ -338,23 +342,25 @@ pub fn disk_layout<D: Device>(device: &mut D) -> Result<DiskLayout, OpError> {
     let (mut partitions, protective) = mbr_partitions(&head[..block as usize], block);
     let header = gpt_header(&head[block as usize..2 * block as usize])?;
     let Some(header) = header else {
+        // A GPT written for the other sector size (a 4Kn image on a 512-byte device, or the reverse).
+        let elsewhere = [512usize, 4096]
+            .into_iter()
+            .filter(|&at| at as u64 != block)
+            .any(|at| head.len() >= at + 8 && &head[at..at + 8] == b"EFI PART");
+        if elsewhere {
+            return Err(OpError::Invalid(format!(
+                "the device's GPT was written for another sector size than its {block}-byte logical blocks, so its \
+                 partitions cannot be placed; nothing was discarded"
+            )));
+        }
         if protective {
-            // A GPT written for the other sector size (a 4Kn image on a 512-byte device, or the reverse).
-            let elsewhere = [512usize, 4096]
-                .into_iter()
-                .filter(|&at| at as u64 != block)
-                .any(|at| head.len() >= at + 8 && &head[at..at + 8] == b"EFI PART");
-            return Err(OpError::Invalid(if elsewhere {
-                format!(
-                    "the device's GPT was written for another sector size than its {block}-byte logical blocks, so \
-                     its partitions cannot be placed; nothing was discarded"
-                )
-            } else {
+            return Err(OpError::Invalid(
                 "the device has a protective MBR but no GPT header at LBA 1, so its partitions are unknown; \
                  nothing was discarded. Repair the table (sgdisk -v) first"
-                    .into()
-            }));
+                    .into(),
+            ));
         }
+        check_end(device, block, blocks)?;
         return Ok(DiskLayout {
             partitions,
             gpt_usable_end_bytes: None,
@@ -369,10 +375,16 @@ pub fn disk_layout<D: Device>(device: &mut D) -> Result<DiskLayout, OpError> {
         )));
     }
     let entries_len = header.entry_count.saturating_mul(header.entry_bytes);
+    let entries_blocks = entries_len.div_ceil(block);
+    // The layout GPT promises: header at LBA 1, its entries before the first usable LBA, the usable area, then
+    // the backup entries and the backup header at the end. Anything else would let the discard reach a copy.
     if !(128..=4096).contains(&header.entry_bytes)
         || entries_len > MAX_GPT_ENTRIES_BYTES
-        || header.last_usable_lba >= blocks
-        || header.entries_lba.saturating_add(entries_len.div_ceil(block)) > blocks
+        || header.my_lba != 1
+        || header.entries_lba < 2
+        || header.entries_lba.saturating_add(entries_blocks) > header.first_usable_lba
+        || header.first_usable_lba > header.last_usable_lba
+        || header.last_usable_lba.saturating_add(entries_blocks) >= header.alternate_lba
     {
         return Err(damaged(format!(
             "{} entries of {} bytes at LBA {}, last usable LBA {}",
@@ -393,6 +405,44 @@ pub fn disk_layout<D: Device>(device: &mut D) -> Result<DiskLayout, OpError> {
         partitions,
         gpt_usable_end_bytes: Some((header.last_usable_lba + 1) * block),
     })
+}
+
+/// md RAID superblock magic (0.90 and 1.x).
+const MD_MAGIC: u32 = 0xa92b_4efc;
+
+/// Refuses a device whose end holds metadata a discard of the tail would destroy and the first mebibyte does not
+/// show: an md RAID superblock of format 0.90 (64 KiB from the end, aligned to 64 KiB) or 1.0 (8 KiB from the
+/// end, aligned to 4 KiB), or a GPT's backup header without its primary.
+fn check_end<D: Device>(device: &mut D, block: u64, blocks: u64) -> Result<(), OpError> {
+    let capacity = blocks * block;
+    let window = (128u64 << 10).min(capacity) / block * block;
+    let start = capacity - window;
+    let tail = read_at(device, start, window)?;
+    let magic_at = |offset: u64| {
+        offset >= start
+            && offset + 4 <= capacity
+            && u32::from_le_bytes(tail[(offset - start) as usize..][..4].try_into().unwrap()) == MD_MAGIC
+    };
+    let md_090 = (capacity & !0xffff).checked_sub(0x10000).is_some_and(magic_at);
+    let md_10 = capacity
+        .checked_sub(8192)
+        .map(|o| o & !0xfff)
+        .is_some_and(magic_at);
+    if md_090 || md_10 {
+        return Err(OpError::Invalid(
+            "the end of the device holds a Linux md RAID superblock (format 0.90 or 1.0), which a discard of the \
+             tail would destroy; nothing was discarded"
+                .into(),
+        ));
+    }
+    if &tail[(window - block) as usize..][..8] == b"EFI PART" {
+        return Err(OpError::Invalid(
+            "the last block holds a GPT backup header but LBA 1 has no primary: the table is damaged; nothing \
+             was discarded. Repair it (sgdisk -v) first"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The range a plan discards.
@@ -762,5 +812,65 @@ mod tests {
         device.data[4096..4104].copy_from_slice(b"EFI PART");
         let e = disk_layout(&mut device).unwrap_err().to_string();
         assert!(e.contains("another sector size"), "{e}");
+    }
+
+    #[test]
+    fn metadata_at_the_end_and_hostile_values_refuse() {
+        let capacity = 8u64 << 20;
+        let plan = OpPlan::new(capacity, 25.0).unwrap();
+        // md 1.0 keeps its superblock 8 KiB from the end; 0.90 64 KiB from the end.
+        for offset in [capacity - 8192, capacity - 65536] {
+            let mut device = MemDevice::new(capacity, 1000);
+            device.data[offset as usize..offset as usize + 4].copy_from_slice(&MD_MAGIC.to_le_bytes());
+            let e = apply(&mut device, &plan, &[], 4, 1).unwrap_err().to_string();
+            assert!(e.contains("md RAID superblock"), "{e}");
+        }
+        // A backup GPT header with no primary.
+        let mut device = MemDevice::new(capacity, 1000);
+        let last = capacity as usize - 512;
+        device.data[last..last + 8].copy_from_slice(b"EFI PART");
+        assert!(
+            apply(&mut device, &plan, &[], 4, 1)
+                .unwrap_err()
+                .to_string()
+                .contains("no primary")
+        );
+        // A kernel partition at the end of the u64 range cannot wrap past the check.
+        let mut device = MemDevice::new(capacity, 1000);
+        let hostile = Partition {
+            name: "far".into(),
+            start_bytes: u64::MAX - 10,
+            len_bytes: u64::MAX,
+        };
+        assert!(matches!(
+            apply(&mut device, &plan, &[hostile], 4, 1).unwrap_err(),
+            OpError::PartitionInTail { .. }
+        ));
+        // A hybrid MBR beside a valid GPT: its own entry in the tail refuses though the GPT's entries fit.
+        let mut device = MemDevice::new(capacity, 1000);
+        write_gpt(&mut device.data[..], &[(2048, 4095)]);
+        let e2 = 446 + 16;
+        device.data[e2 + 4] = 0x0c;
+        device.data[e2 + 8..e2 + 12].copy_from_slice(&(12288u32).to_le_bytes());
+        device.data[e2 + 12..e2 + 16].copy_from_slice(&(2048u32).to_le_bytes());
+        let e = apply(&mut device, &plan, &[], 4, 1).unwrap_err();
+        assert!(
+            matches!(e, OpError::PartitionInTail { ref name, .. } if name == "MBR entry 2"),
+            "{e}"
+        );
+        // A GPT whose usable area runs into its own backup.
+        let mut device = MemDevice::new(capacity, 1000);
+        write_gpt(&mut device.data[..], &[]);
+        let blocks = capacity / 512;
+        device.data[512 + 48..512 + 56].copy_from_slice(&(blocks - 2).to_le_bytes());
+        device.data[512 + 16..512 + 20].fill(0);
+        let crc = crc32(&device.data[512..512 + 92]);
+        device.data[512 + 16..512 + 20].copy_from_slice(&crc.to_le_bytes());
+        assert!(
+            disk_layout(&mut device)
+                .unwrap_err()
+                .to_string()
+                .contains("looks damaged")
+        );
     }
 }

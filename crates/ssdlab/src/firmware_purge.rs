@@ -71,12 +71,16 @@ impl FirmwarePurger {
                 other_namespaces,
                 ..
             } => {
-                let [controller] = controllers.as_slice() else {
-                    return Err(format!(
-                        "{name} is reached through {} controllers (multipath or a dual-port drive): a firmware \
-                         purge would reach what other paths or hosts use",
-                        controllers.len()
-                    ));
+                let controller = match controllers.as_slice() {
+                    [one] => one,
+                    [] => return Err(format!("sysfs names no controller for {name}")),
+                    many => {
+                        return Err(format!(
+                            "{name} is reached through {} controllers (multipath or a dual-port drive): a firmware \
+                             purge would reach what other paths or hosts use",
+                            many.len()
+                        ));
+                    }
                 };
                 if controller.transport != "pcie" {
                     return Err(format!(
@@ -199,4 +203,167 @@ fn run_tool(argv: &[String]) -> Result<ToolRun, String> {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use ssdlab_io::layout::NvmeController;
+
+    use super::*;
+
+    /// A stand-in tool that prints `output` whatever it is asked.
+    fn tool(dir: &Path, name: &str, output: &str) -> String {
+        let data = dir.join(format!("{name}.out"));
+        std::fs::write(&data, output).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\ncat '{}'\n", data.display())).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.display().to_string()
+    }
+
+    fn id_ctrl(fna: u32, nn: u32, cmic: u32) -> String {
+        format!(r#"{{"oacs":23,"fna":{fna},"sanicap":3,"nn":{nn},"cmic":{cmic}}}"#)
+    }
+
+    fn nvme(controllers: &[&str], nsid: Option<u32>, others: &[&str]) -> DriveKind {
+        DriveKind::Nvme {
+            namespace: "/dev/nvme0n1".into(),
+            nsid,
+            controllers: controllers
+                .iter()
+                .enumerate()
+                .map(|(i, transport)| NvmeController {
+                    device: format!("/dev/nvme{i}").into(),
+                    transport: transport.to_string(),
+                })
+                .collect(),
+            other_namespaces: others.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn purger(kind: DriveKind, nvme: &str, hdparm: &str) -> FirmwarePurger {
+        FirmwarePurger {
+            path: "/dev/nvme0n1".into(),
+            gated_rdev: 0,
+            kind: Ok(kind),
+            partition: false,
+            nvme: nvme.into(),
+            hdparm: hdparm.into(),
+        }
+    }
+
+    #[test]
+    fn nvme_purges_reach_only_what_the_gate_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = tool(dir.path(), "nvme-one", &id_ctrl(4, 1, 0));
+        let offered =
+            |kind: DriveKind, nvme: &str, method: EraseMethod| purger(kind, nvme, "hdparm").offers(method);
+        assert_eq!(
+            offered(nvme(&["pcie"], Some(1), &[]), &one, EraseMethod::Sanitize),
+            Ok(())
+        );
+        assert_eq!(
+            offered(nvme(&["pcie"], Some(1), &[]), &one, EraseMethod::SecureErase),
+            Ok(())
+        );
+        let plan = purger(nvme(&["pcie"], Some(1), &[]), &one, "hdparm")
+            .plan(EraseMethod::SecureErase)
+            .unwrap();
+        assert_eq!(&plan.steps[0][1..4], ["format", "/dev/nvme0", "--namespace-id=1"]);
+
+        let refused = |kind: DriveKind, nvme: &str, method: EraseMethod, why: &str| {
+            let e = offered(kind, nvme, method).unwrap_err();
+            assert!(e.contains(why), "{e}");
+        };
+        refused(
+            nvme(&["pcie", "pcie"], Some(1), &[]),
+            &one,
+            EraseMethod::Sanitize,
+            "through 2 controllers",
+        );
+        refused(
+            nvme(&[], Some(1), &[]),
+            &one,
+            EraseMethod::Sanitize,
+            "through 0 controllers",
+        );
+        refused(
+            nvme(&["tcp"], Some(1), &[]),
+            &one,
+            EraseMethod::SecureErase,
+            "over tcp",
+        );
+        refused(
+            nvme(&["pcie"], None, &[]),
+            &one,
+            EraseMethod::SecureErase,
+            "no namespace id",
+        );
+        let shared = tool(dir.path(), "nvme-shared", &id_ctrl(4, 1, 2));
+        refused(
+            nvme(&["pcie"], Some(1), &[]),
+            &shared,
+            EraseMethod::SecureErase,
+            "CMIC",
+        );
+        // A sanitize always reaches every namespace; a format only where FNA says so.
+        let many = tool(dir.path(), "nvme-many", &id_ctrl(4, 32, 0));
+        refused(
+            nvme(&["pcie"], Some(1), &[]),
+            &many,
+            EraseMethod::Sanitize,
+            "supports 32",
+        );
+        assert_eq!(
+            offered(
+                nvme(&["pcie"], Some(1), &["nvme0n2"]),
+                &many,
+                EraseMethod::SecureErase
+            ),
+            Ok(())
+        );
+        let all = tool(dir.path(), "nvme-all", &id_ctrl(1, 32, 0));
+        refused(
+            nvme(&["pcie"], Some(1), &["nvme0n2"]),
+            &all,
+            EraseMethod::SecureErase,
+            "nvme0n2 exist",
+        );
+        let missing = dir.path().join("no-such-nvme").display().to_string();
+        refused(
+            nvme(&["pcie"], Some(1), &[]),
+            &missing,
+            EraseMethod::Sanitize,
+            "apt-get install nvme-cli",
+        );
+    }
+
+    #[test]
+    fn ata_refusals_come_from_the_drive() {
+        let dir = tempfile::tempdir().unwrap();
+        let frozen = tool(
+            dir.path(),
+            "hdparm",
+            "Commands/features:\n\t   *\tSecurity Mode feature set\nSecurity: \n\t\tsupported\n\tnot\tenabled\n\t\
+             not\tlocked\n\t\tfrozen\n\tnot\texpired: security count\n",
+        );
+        let mut p = purger(DriveKind::Ata, "nvme", &frozen);
+        assert!(p.offers(EraseMethod::SecureErase).unwrap_err().contains("frozen"));
+        assert!(p.offers(EraseMethod::Sanitize).unwrap_err().contains("SANITIZE"));
+        p.partition = true;
+        assert!(
+            p.offers(EraseMethod::Sanitize)
+                .unwrap_err()
+                .contains("is a partition")
+        );
+        let mut bridged = purger(DriveKind::OtherScsi { vendor: "ATA".into() }, "nvme", &frozen);
+        assert!(
+            bridged
+                .offers(EraseMethod::SecureErase)
+                .unwrap_err()
+                .contains("bridge")
+        );
+    }
 }

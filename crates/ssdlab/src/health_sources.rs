@@ -42,12 +42,7 @@ pub fn read_device(device: &str, smartctl_path: &Path) -> Result<Reading, Device
     if device.starts_with("sim:") {
         return read_sim(device).map_err(Input);
     }
-    // DEVICE:TYPE passes smartctl's -d TYPE (device paths hold no colon).
-    let (device, device_type) = match device.split_once(':') {
-        Some((path, kind)) if !kind.is_empty() => (path, Some(kind)),
-        Some((path, _)) => (path, None),
-        None => (device, None),
-    };
+    let (device, device_type) = split_type(device);
     let path = Path::new(device);
     let meta = std::fs::metadata(path).map_err(|e| {
         Unreadable(anyhow!(
@@ -101,8 +96,20 @@ pub fn read_device(device: &str, smartctl_path: &Path) -> Result<Reading, Device
     })
 }
 
-/// Every drive `smartctl --scan-open` finds, as DEVICE:TYPE.
-pub fn scan_drives(smartctl_path: &Path) -> Result<Vec<String>> {
+/// DEVICE:TYPE as (path, smartctl's -d TYPE). A path that exists as written is taken whole (by-path names hold
+/// colons); otherwise the part after the last colon is the type when it holds no '/'.
+pub fn split_type(device: &str) -> (&str, Option<&str>) {
+    if Path::new(device).exists() {
+        return (device, None);
+    }
+    match device.rsplit_once(':') {
+        Some((path, kind)) if !kind.is_empty() && !kind.contains('/') => (path, Some(kind)),
+        _ => (device, None),
+    }
+}
+
+/// Every drive `smartctl --scan-open` finds, as DEVICE:TYPE, with why it could not be opened where it could not.
+pub fn scan_drives(smartctl_path: &Path) -> Result<Vec<(String, Option<String>)>> {
     let output = Command::new(smartctl_path)
         .args(["--scan-open", "--json=c"])
         .output()
@@ -116,7 +123,7 @@ pub fn scan_drives(smartctl_path: &Path) -> Result<Vec<String>> {
         smartctl::parse_scan(&String::from_utf8_lossy(&output.stdout)).map_err(|e| anyhow!("--scan: {e}"))?;
     Ok(drives
         .into_iter()
-        .map(|d| format!("{}:{}", d.name, d.device_type))
+        .map(|d| (format!("{}:{}", d.name, d.device_type), d.open_error))
         .collect())
 }
 
@@ -298,5 +305,24 @@ impl HistoryDir {
             .and_then(|()| file.sync_data())
             .with_context(|| format!("--history: cannot append to {}", path.display()))?;
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_type;
+
+    #[test]
+    fn device_types_split_off_only_where_the_path_does_not_exist() {
+        assert_eq!(split_type("/dev/sdz9:sat"), ("/dev/sdz9", Some("sat")));
+        assert_eq!(split_type("/dev/sdz9:megaraid,0"), ("/dev/sdz9", Some("megaraid,0")));
+        assert_eq!(split_type("/dev/sdz9"), ("/dev/sdz9", None));
+        let dir = tempfile::tempdir().unwrap();
+        let by_path = dir.path().join("pci-0000:00:17.0-ata-1");
+        std::fs::write(&by_path, "").unwrap();
+        let by_path = by_path.to_str().unwrap();
+        assert_eq!(split_type(by_path), (by_path, None));
+        let typed = format!("{by_path}:sat");
+        assert_eq!(split_type(&typed), (by_path, Some("sat")));
     }
 }

@@ -24,7 +24,8 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
         &std::fs::metadata(&path).with_context(|| format!("--target {}", path.display()))?,
     );
     // The safety gate: --allow-destroy, never a device in use, signs of past use only with --force.
-    let opened = open_target(&args.target, Use::Writes)?;
+    // The exclusive claim holds even with --force: nothing may mount the device while it is purged.
+    let opened = open_target(&args.target, Use::WritesClaimed)?;
     let mut device = opened.device;
     let info = device.info().clone();
     let mut purger = KernelPurger::open(&path, &info, gated_rdev)

@@ -13,7 +13,9 @@ use ssdlab_health::rating::{RatingFlags, rating};
 
 use super::Outcome;
 use crate::cli::HealthArgs;
-use crate::health_sources::{DeviceFailure, HistoryDir, Reading, read_device, read_file, scan_drives};
+use crate::health_sources::{
+    DeviceFailure, HistoryDir, Reading, read_device, read_file, scan_drives, split_type,
+};
 use crate::output::{self, Reporter};
 
 pub fn run(args: &HealthArgs) -> Result<Outcome> {
@@ -184,18 +186,26 @@ struct Readings {
 /// this time is set aside with its reason while the others are read (one failing drive must not silence a
 /// fleet's metrics); bad input (a DEVICE that is no device node, a --from file that does not parse) is an error.
 fn read_all(args: &HealthArgs) -> Result<Readings> {
-    let mut asked = args.devices.clone();
+    // Each DEVICE, and why it cannot be read before trying (smartctl's scan could not open it).
+    let mut asked: Vec<(String, Option<String>)> = args.devices.iter().map(|d| (d.clone(), None)).collect();
     if args.scan {
         let found = scan_drives(&args.smartctl)?;
         if found.is_empty() && args.devices.is_empty() && args.from.is_empty() {
-            bail!("--scan: smartctl --scan-open found no drive it can open (is this run as root?)");
+            bail!("--scan: smartctl --scan-open found no drive (is this run as root?)");
         }
         asked.extend(found);
     }
     let devices: Vec<Result<Reading, DeviceFailure>> = std::thread::scope(|scope| {
         let handles: Vec<_> = asked
             .iter()
-            .map(|d| scope.spawn(move || read_device(d, &args.smartctl)))
+            .map(|(d, open_error)| {
+                scope.spawn(move || match open_error {
+                    Some(e) => Err(DeviceFailure::Unreadable(anyhow!(
+                        "DEVICE {d}: smartctl --scan-open could not open it: {e}"
+                    ))),
+                    None => read_device(d, &args.smartctl),
+                })
+            })
             .collect();
         handles
             .into_iter()
@@ -211,7 +221,8 @@ fn read_all(args: &HealthArgs) -> Result<Readings> {
         read_ok: vec![],
         first_error: None,
     };
-    for (device, reading) in asked.iter().zip(devices) {
+    let names: Vec<String> = asked.iter().map(|(d, _)| d.clone()).collect();
+    for (device, reading) in names.iter().zip(devices) {
         let ok = match reading {
             Ok(reading) => {
                 all.readings.push(reading);
@@ -227,7 +238,7 @@ fn read_all(args: &HealthArgs) -> Result<Readings> {
                 false
             }
         };
-        all.read_ok.push((read_ok_label(device, &asked), ok));
+        all.read_ok.push((read_ok_label(device, &names), ok));
     }
     for path in &args.from {
         all.readings.push(read_file(path)?);
@@ -242,7 +253,7 @@ fn read_ok_label(device: &str, asked: &[String]) -> String {
         if d.starts_with("sim:") {
             d.to_string()
         } else {
-            d.split(':').next().unwrap_or(d).to_string()
+            split_type(d).0.to_string()
         }
     };
     let mine = path(device);

@@ -7,7 +7,9 @@ use ssdlab_core::Device;
 use ssdlab_core::target::TargetSpec;
 use ssdlab_core::units::{BinaryBytes, DecimalBytes, parse_size};
 use ssdlab_io::layout::DriveKind;
-use ssdlab_methods::op::{OpPlan, Partition, RawNandSource, Spare, apply, disk_layout, plan_tail, raw_nand};
+use ssdlab_methods::op::{
+    DiskLayout, OpPlan, Partition, RawNandSource, Spare, apply, disk_layout, plan_tail, raw_nand,
+};
 use ssdlab_sim::spec::SimSpec;
 
 use super::Outcome;
@@ -122,7 +124,12 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
             len_bytes: p.len_bytes,
         })
         .collect();
-    let on_disk = disk_layout(&mut device).map_err(|e| anyhow!("--target {shown}: {e}"))?;
+    // A report still shows what it can when the table cannot be trusted; a plan refuses.
+    let (on_disk, layout_note) = match disk_layout(&mut device) {
+        Ok(layout) => (layout, None),
+        Err(e) if unused_percent.is_none() => (DiskLayout::default(), Some(e.to_string())),
+        Err(e) => bail!("--target {shown}: {e}"),
+    };
 
     eprintln!(
         "drive       {shown} ({}), {} logical",
@@ -150,6 +157,9 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
         }
     );
     print_partitions(&kernel_partitions, &on_disk.partitions, info.capacity_bytes);
+    if let Some(note) = layout_note {
+        eprintln!("note        {note}");
+    }
     let Some(unused_percent) = unused_percent else {
         eprintln!(
             "to add spare area, leave a share of the drive unused: --set 25% shows what it means, and with \
@@ -183,6 +193,9 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
     // The same decision the discard makes, so a preview that passes is one that applies.
     let tail = plan_tail(&plan, &on_disk, &kernel_partitions, sector)
         .map_err(|e| anyhow!("--target {shown}: {e}"))?;
+    if !info.discard_supported {
+        bail!("--target {shown}: {}", ssdlab_methods::op::OpError::NoDiscard);
+    }
     if !applying {
         if let Some(finding) = &whole_device_data {
             eprintln!(

@@ -353,7 +353,6 @@ fn scan_reads_every_drive_smartctl_finds_with_its_type() {
         "--prom",
         prom.to_str().unwrap(),
     ]);
-    expect_code(&out, 0);
     let mut ran: Vec<String> = std::fs::read_to_string(&log)
         .unwrap()
         .lines()
@@ -361,9 +360,20 @@ fn scan_reads_every_drive_smartctl_finds_with_its_type() {
         .collect();
     ran.sort();
     assert_eq!(ran, ["/dev/null nvme", "/dev/zero sat"]);
+    // The drive the scan could not open is reported, not dropped: exit 1 and read_ok 0.
+    expect_code(&out, 1);
+    assert!(
+        stderr(&out).contains("UNREADABLE /dev/sdq:scsi"),
+        "{}",
+        stderr(&out)
+    );
     let metrics = promtool_checked(&prom);
     assert!(
         metrics.contains("ssdlab_health_read_ok{device=\"/dev/zero\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("ssdlab_health_read_ok{device=\"/dev/sdq\"} 0"),
         "{metrics}"
     );
 
