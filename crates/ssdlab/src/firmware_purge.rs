@@ -287,7 +287,7 @@ mod tests {
             nvme(&[], Some(1), &[]),
             &one,
             EraseMethod::Sanitize,
-            "through 0 controllers",
+            "names no controller",
         );
         refused(
             nvme(&["tcp"], Some(1), &[]),
