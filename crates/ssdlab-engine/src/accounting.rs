@@ -145,14 +145,18 @@ impl Accounting {
     }
 
     /// Closes the final window at `end_ns` and returns every sample, every window's histogram and the summary.
-    /// CPU fields of the summary are left for the caller, who measures them around the run.
-    pub fn finish(mut self, end_ns: u64) -> Finished {
+    /// A tail shorter than half a second is folded into the last whole second, and so is any tail of a phase
+    /// limited to `runtime_ns`, when it starts at or after that limit: it holds only the operations in flight at
+    /// the stop, and a 2000-second run has 2000 samples however long they take to drain. CPU fields of the
+    /// summary are left for the caller, who measures them around the run.
+    pub fn finish(mut self, end_ns: u64, runtime_ns: Option<u64>) -> Finished {
         self.advance_to(end_ns);
         let tail_ns = end_ns.saturating_sub(self.start_ns + self.second * NS_PER_S);
         let has_tail = tail_ns > 0 || self.ios.iter().any(|&n| n > 0);
+        let draining = runtime_ns.is_some_and(|r| self.second * NS_PER_S >= r);
         if has_tail {
             self.close_window(tail_ns.max(1));
-            if tail_ns < NS_PER_S / 2 && self.windows.len() >= 2 {
+            if (tail_ns < NS_PER_S / 2 || draining) && self.windows.len() >= 2 {
                 let tail = self.windows.pop().expect("just pushed");
                 let last = self.windows.last_mut().expect("two windows");
                 let mut merged = Histogram::new();
@@ -230,7 +234,7 @@ mod tests {
             acc.record(Op::Write, 4096, 3000, 100 + i * S, 100 + i * S + S / 2);
         }
         acc.record(Op::Read, 4096, 500, 100 + 10 * S, 100 + 10 * S + 10);
-        let done = acc.finish(100 + 10 * S + 20);
+        let done = acc.finish(100 + 10 * S + 20, None);
         assert_eq!(
             done.samples.len(),
             10,
@@ -247,11 +251,33 @@ mod tests {
     }
 
     #[test]
+    fn a_long_drain_after_the_runtime_folds_into_the_last_second() {
+        let run = |runtime_ns| {
+            let mut acc = Accounting::new(0);
+            for i in 0..3u64 {
+                acc.record(Op::Write, 4096, 1000, i * S, i * S + 10);
+            }
+            // Issued before the 3-second stop, completed 0.8 s after it (a garbage-collection stall).
+            acc.record(Op::Write, 4096, S, 3 * S - 10, 3 * S + 8 * S / 10);
+            acc.finish(3 * S + 8 * S / 10, runtime_ns)
+        };
+        let limited = run(Some(3 * S));
+        assert_eq!(limited.samples.len(), 3, "a 3-second run has three samples");
+        assert_eq!(limited.samples[2].ios, 2);
+        assert_eq!(limited.summary.ios, 4);
+        assert_eq!(
+            run(None).samples.len(),
+            4,
+            "without a runtime the 0.8 s tail is a window of its own"
+        );
+    }
+
+    #[test]
     fn stalls_are_zero_samples_not_gaps() {
         let mut acc = Accounting::new(0);
         acc.record(Op::Read, 512, 10, 0, 10);
         acc.record(Op::Read, 512, 10, 3 * S, 3 * S + 10);
-        let done = acc.finish(4 * S);
+        let done = acc.finish(4 * S, None);
         let ios: Vec<u64> = done.samples.iter().map(|s| s.ios).collect();
         assert_eq!(ios, [1, 0, 0, 1]);
     }
@@ -263,7 +289,7 @@ mod tests {
         for _ in 0..4 {
             acc.record(Op::Read, 512, S / 2, S / 2, S - 1);
         }
-        let done = acc.finish(S);
+        let done = acc.finish(S, None);
         assert!(
             (done.samples[0].qd_mean - 2.0).abs() < 1e-6,
             "{}",

@@ -303,7 +303,7 @@ pub fn run_phase<D: Device + ?Sized, O: Observer + ?Sized>(
     }
 
     let end_ns = device.now_ns();
-    let mut finished = accounting.finish(end_ns);
+    let mut finished = accounting.finish(end_ns, workload.stop.runtime_ns);
     finished.summary.device = device
         .counters()
         .zip(counters_before)

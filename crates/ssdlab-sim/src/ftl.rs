@@ -197,6 +197,9 @@ pub struct Ftl {
     slc_frontier: Vec<u32>,
     /// Full SLC blocks per die, oldest first: the order the cache drains in.
     slc_closed: Vec<std::collections::VecDeque<u32>>,
+    /// Per die, closed SLC blocks whose every unit was overwritten or trimmed: TurboWrite erases and reuses them
+    /// at once instead of sending writes past a full cache.
+    slc_reclaimable: Vec<u32>,
     next_die: u32,
     in_gc: bool,
     now: u64,
@@ -253,6 +256,7 @@ impl Ftl {
             slc_free,
             slc_frontier: vec![NIL; config.dies as usize],
             slc_closed: vec![Default::default(); config.dies as usize],
+            slc_reclaimable: vec![0; config.dies as usize],
             next_die: 0,
             in_gc: false,
             now: 0,
@@ -340,6 +344,13 @@ impl Ftl {
         self.p2l[physical as usize] = UNMAPPED;
         if closed {
             self.link(block);
+        }
+        if self.valid[block as usize] == 0
+            && self.is_slc(block)
+            && self.state[block as usize] == BlockState::Closed
+        {
+            let die = self.die_of_block(block) as usize;
+            self.slc_reclaimable[die] += 1;
         }
     }
 
@@ -486,11 +497,13 @@ impl Ftl {
         self.place(logical, fingerprint, die, false)
     }
 
-    /// Whether `die`'s SLC cache can take another unit.
+    /// Whether `die`'s SLC cache can take another unit: room in its open block, a free block, or a closed block
+    /// that holds nothing valid any more (reclaimed by an erase).
     pub fn slc_has_room(&self, die: u32) -> bool {
         let frontier = self.slc_frontier[die as usize];
         (frontier != NIL && self.written[frontier as usize] < self.config.slc_units_per_block)
             || !self.slc_free[die as usize].is_empty()
+            || self.slc_reclaimable[die as usize] > 0
     }
 
     /// Writes logical unit `logical` into `die`'s SLC cache; the caller checks [`Ftl::slc_has_room`] first.
@@ -538,10 +551,14 @@ impl Ftl {
             if block != NIL {
                 self.state[block as usize] = BlockState::Closed;
                 self.slc_closed[die as usize].push_back(block);
+                if self.valid[block as usize] == 0 {
+                    self.slc_reclaimable[die as usize] += 1;
+                }
             }
-            block = self.slc_free[die as usize]
-                .pop()
-                .expect("checked by slc_has_room");
+            block = match self.slc_free[die as usize].pop() {
+                Some(free) => free,
+                None => self.reclaim_slc(die),
+            };
             self.state[block as usize] = BlockState::Open;
             self.slc_frontier[die as usize] = block;
         }
@@ -552,6 +569,27 @@ impl Ftl {
             self.programmed_at[block as usize] = self.now;
         }
         block * self.config.units_per_block + offset
+    }
+
+    /// Takes the oldest closed SLC block of `die` that holds nothing valid and erases it for reuse (its erase is
+    /// charged to the write that needed it). The caller checked [`Ftl::slc_has_room`].
+    fn reclaim_slc(&mut self, die: u32) -> u32 {
+        let closed = &mut self.slc_closed[die as usize];
+        let at = closed
+            .iter()
+            .position(|&b| self.valid[b as usize] == 0)
+            .expect("checked by slc_has_room: a closed SLC block holds nothing valid");
+        let block = closed.remove(at).expect("position is in range");
+        self.slc_reclaimable[die as usize] -= 1;
+        assert_eq!(
+            self.valid[block as usize], 0,
+            "reclaiming an SLC block that holds data"
+        );
+        self.written[block as usize] = 0;
+        self.erase_count[block as usize] += 1;
+        self.counters.erases += 1;
+        self.pending_gc.erased_blocks += 1;
+        block
     }
 
     /// Units held in `die`'s SLC cache (valid or not) that a drain would process.
@@ -574,6 +612,9 @@ impl Ftl {
                 open
             }
         };
+        if self.valid[block as usize] == 0 && self.state[block as usize] == BlockState::Closed {
+            self.slc_reclaimable[die as usize] -= 1;
+        }
         self.pending_gc = GcWork::default();
         let moved = self.empty_block(block, die);
         self.state[block as usize] = BlockState::Free;
@@ -698,6 +739,14 @@ impl Ftl {
             assert_eq!(
                 slc_total, self.config.slc_blocks_per_die,
                 "die {die}: SLC blocks lost or double-counted"
+            );
+            let reclaimable = self.slc_closed[die as usize]
+                .iter()
+                .filter(|&&b| self.valid[b as usize] == 0)
+                .count() as u32;
+            assert_eq!(
+                reclaimable, self.slc_reclaimable[die as usize],
+                "die {die}: reclaimable SLC blocks miscounted"
             );
             let open = u32::from(self.frontier[die as usize] != NIL);
             assert_eq!(

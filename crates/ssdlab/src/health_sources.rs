@@ -315,7 +315,10 @@ mod tests {
     #[test]
     fn device_types_split_off_only_where_the_path_does_not_exist() {
         assert_eq!(split_type("/dev/sdz9:sat"), ("/dev/sdz9", Some("sat")));
-        assert_eq!(split_type("/dev/sdz9:megaraid,0"), ("/dev/sdz9", Some("megaraid,0")));
+        assert_eq!(
+            split_type("/dev/sdz9:megaraid,0"),
+            ("/dev/sdz9", Some("megaraid,0"))
+        );
         assert_eq!(split_type("/dev/sdz9"), ("/dev/sdz9", None));
         let dir = tempfile::tempdir().unwrap();
         let by_path = dir.path().join("pci-0000:00:17.0-ata-1");
