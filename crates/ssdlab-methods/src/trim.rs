@@ -1,9 +1,12 @@
 //! TRIM validation (seeds 002/003): how fast sequential writes are on a clean drive, after a 4 KiB random-write
 //! torture, and after the whole span is discarded. A drive that honours TRIM gets most of its clean speed back.
 //!
-//! Phases: purge; "clean" (sequential 128 KiB writes at QD32 over the span: also the fill); "torture" (4 KiB
-//! random writes at QD32, uniform, for `torture_ns`); "dirty" (the same sequential pass); discard of the span
-//! (and a check that discarded blocks read back as zeroes); "after-trim" (the sequential pass once more).
+//! Phases: purge; "clean" (sequential 128 KiB writes at QD32 from the span's start, for `measure_ns` as Iometer
+//! ran them in seeds 002/003, or a whole pass as HD Tach did); "fill" (the rest of a pass over the span, when the
+//! clean measurement did not cover it); "torture" (4 KiB random writes at QD32, uniform, for `torture_ns`);
+//! "dirty" (the same measurement); discard of the span (and a check that discarded blocks read back as zeroes);
+//! an optional idle time, for drives that reclaim trimmed space in the background; "after-trim" (the
+//! measurement once more).
 
 pub use ssdlab_core::schema::TrimAnalysis;
 use ssdlab_core::schema::{Analysis, Verdict};
@@ -58,10 +61,32 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
         },
         ..session.workload_base()
     };
+    // A timed measurement stops at the time or at the end of the span, whichever comes first.
+    let measured = Workload {
+        stop: StopAt {
+            passes: Some(1),
+            runtime_ns: options.measure_ns,
+            ..StopAt::default()
+        },
+        ..sequential.clone()
+    };
     session.purge(span)?;
-    let clean = session.phase("clean", &sequential)?;
+    let clean = session.phase("clean", &measured)?;
+    let clean_covered_span = clean.is_some_and(|i| session.phases[i].summary.bytes >= span.len_bytes)
+        || options.measure_ns.is_none();
+    if !clean_covered_span {
+        // The torture needs a full drive: the rest of the span is written first, as the seeds' drives were full.
+        let rest = Workload {
+            span: ssdlab_engine::workload::Span {
+                offset_bytes: session.phases[clean.expect("checked")].summary.bytes,
+                len_bytes: span.len_bytes - session.phases[clean.expect("checked")].summary.bytes,
+            },
+            ..sequential.clone()
+        };
+        session.phase("fill", &rest)?;
+    }
     session.phase("torture", &torture)?;
-    let dirty = session.phase("dirty", &sequential)?;
+    let dirty = session.phase("dirty", &measured)?;
     let mut trimmed_reads_zero = None;
     if !session.stopped && session.purge(span)? {
         // Check the start, the middle and the end of the span.
@@ -72,7 +97,10 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
         }
         trimmed_reads_zero = Some(zero);
     }
-    let after = session.phase("after-trim", &sequential)?;
+    if !session.stopped && options.idle_ns > 0 {
+        session.idle(options.idle_ns);
+    }
+    let after = session.phase("after-trim", &measured)?;
     let speed = |index: Option<usize>, session: &Session<'_>| {
         index.map_or(0.0, |i| session.phases[i].summary.bytes_per_s)
     };
@@ -90,6 +118,8 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
         discard_supported: true,
         discard_max_bytes: info.discard_max_bytes,
         trimmed_reads_zero,
+        measure_s: options.measure_ns.map(|ns| ns as f64 / 1e9),
+        idle_after_trim_s: options.idle_ns as f64 / 1e9,
     };
     let mut reasons = Vec::new();
     if session.stopped {

@@ -341,6 +341,14 @@ pub struct TrimArgs {
     /// How long the 4 KiB random-write torture runs.
     #[arg(long, default_value = "40m")]
     pub torture: String,
+    /// How each state is measured: sequential writes for this long (Iometer's 60 s in the seeds), or 'full' for a
+    /// whole pass over the drive (HD Tach's way).
+    #[arg(long, default_value = "60s")]
+    pub measure: String,
+    /// Let the drive sit idle this long after the TRIM before measuring (drives that reclaim trimmed space in
+    /// the background recover during it).
+    #[arg(long, value_name = "DURATION")]
+    pub idle: Option<String>,
 }
 
 #[derive(Debug, Args)]

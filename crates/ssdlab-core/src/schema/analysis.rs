@@ -128,6 +128,12 @@ pub struct TrimAnalysis {
     /// Whether discarded blocks read back as zeroes (None when it could not be checked).
     #[serde(default)]
     pub trimmed_reads_zero: Option<bool>,
+    /// How long each state's sequential write ran (None: a whole pass over the span).
+    #[serde(default)]
+    pub measure_s: Option<f64>,
+    /// Idle time between the TRIM and the after-TRIM measurement.
+    #[serde(default)]
+    pub idle_after_trim_s: f64,
 }
 
 /// One transfer size of a sweep.

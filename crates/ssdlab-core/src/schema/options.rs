@@ -91,6 +91,14 @@ pub struct TrimOptions {
     pub torture_ns: u64,
     /// Pass when after-TRIM speed is at least this fraction of clean speed.
     pub restore_threshold: f64,
+    /// Each state is measured by sequential writes for this long (Iometer's 60 s in seeds 002/003), or, when
+    /// None, by a whole pass over the span (HD Tach's way; results from before this option were measured so).
+    #[serde(default)]
+    pub measure_ns: Option<u64>,
+    /// Idle time between the TRIM and the after-TRIM measurement, for drives that reclaim trimmed space in the
+    /// background.
+    #[serde(default)]
+    pub idle_ns: u64,
 }
 
 impl Default for TrimOptions {
@@ -98,6 +106,8 @@ impl Default for TrimOptions {
         TrimOptions {
             torture_ns: 40 * 60 * 1_000_000_000,
             restore_threshold: 0.9,
+            measure_ns: Some(60 * 1_000_000_000),
+            idle_ns: 0,
         }
     }
 }

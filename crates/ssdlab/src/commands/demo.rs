@@ -61,6 +61,8 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
             TestCommand::Trim(TrimArgs {
                 common: common("trim"),
                 torture: "40m".into(),
+                measure: "60s".into(),
+                idle: None,
             }),
         ),
         // ATTO's default 2 GB test file and seed 001's 512 MB one: both overwrite a region inside TurboWrite's

@@ -49,8 +49,28 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             )
         }
         TestCommand::Trim(args) => {
+            let measure_ns = match args.measure.as_str() {
+                "full" => None,
+                value => {
+                    let ns = duration_flag("measure", value)
+                        .map_err(|e| anyhow!("{e}; or write 'full' for a whole pass"))?;
+                    if ns < 1_000_000_000 {
+                        bail!(
+                            "--measure {value}: measure for at least a second, e.g. --measure 60s, or 'full'"
+                        );
+                    }
+                    Some(ns)
+                }
+            };
             let options = TrimOptions {
                 torture_ns: duration_flag("torture", &args.torture)?,
+                measure_ns,
+                idle_ns: args
+                    .idle
+                    .as_deref()
+                    .map(|v| duration_flag("idle", v))
+                    .transpose()?
+                    .unwrap_or(0),
                 ..TrimOptions::default()
             };
             if options.torture_ns == 0 {
@@ -243,6 +263,18 @@ fn print_analysis(analysis: &Analysis) {
         Analysis::Trim(MethodAnalysis {
             measured: Some(a), ..
         }) if a.discard_supported => {
+            eprintln!(
+                "measured  {}{}",
+                a.measure_s
+                    .map_or("a whole pass over the drive per state".to_string(), |s| format!(
+                        "{s:.0} s of sequential 128 KiB writes per state"
+                    )),
+                if a.idle_after_trim_s > 0.0 {
+                    format!("; idle {:.0} s after the TRIM", a.idle_after_trim_s)
+                } else {
+                    String::new()
+                }
+            );
             eprintln!("{:<10}{:>14}{:>14}{:>14}", "", "Clean", "Dirty", "After TRIM");
             eprintln!(
                 "{:<10}{:>14}{:>14}{:>14}",

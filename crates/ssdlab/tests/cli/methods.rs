@@ -129,6 +129,68 @@ fn trim_test_on_a_file_compares_clean_dirty_and_after_trim() {
 }
 
 #[test]
+fn trim_measures_each_state_for_a_time_and_can_idle_after_the_trim() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("t");
+    let target = "sim:840evo-120g?scale=1/16";
+    let out = run(&[
+        "test",
+        "trim",
+        "--target",
+        target,
+        "--torture",
+        "2m",
+        "--measure",
+        "5s",
+        "--idle",
+        "10m",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let result = read_result(&out_dir);
+    let names: Vec<&str> = result["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    // Five seconds do not cover 7 GB: the rest of the drive is filled before the torture, as the seeds' was.
+    assert_eq!(
+        names,
+        [
+            "purge",
+            "clean",
+            "fill",
+            "torture",
+            "dirty",
+            "purge",
+            "after-trim"
+        ],
+        "{}",
+        stderr(&out)
+    );
+    for measured in ["clean", "dirty", "after-trim"] {
+        let seconds = phase(&result, measured)["summary"]["seconds"].as_f64().unwrap();
+        assert!((5.0..5.5).contains(&seconds), "{measured}: {seconds} s");
+    }
+    let a = &result["analysis"];
+    assert_eq!(a["measure_s"], 5.0);
+    assert_eq!(a["idle_after_trim_s"], 600.0);
+    assert!(stderr(&out).contains("measured  5 s of sequential 128 KiB writes per state; idle 600 s"));
+    let clean = phase(&result, "clean")["summary"]["bytes"].as_u64().unwrap();
+    let fill = &phase(&result, "fill")["summary"];
+    assert_eq!(
+        clean + fill["bytes"].as_u64().unwrap(),
+        a["span_bytes"].as_u64().unwrap(),
+        "clean and fill together write the span once"
+    );
+
+    for (flag, value) in [("--measure", "soon"), ("--measure", "0.5s"), ("--idle", "later")] {
+        expect_usage_error(&run(&["test", "trim", "--target", target, flag, value]), flag);
+    }
+}
+
+#[test]
 fn sweep_on_a_loop_device_covers_every_power_of_two() {
     let dev = LoopDevice::new(32 << 20);
     let dir = tempdir();
