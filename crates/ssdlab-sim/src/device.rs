@@ -54,6 +54,9 @@ pub struct SimDevice {
     last_refresh_scan_ns: u64,
     host_bytes_read: u64,
     refreshed_units: u64,
+    /// Deferred TRIM processing: up to when it has run, and the fraction of a unit it has earned.
+    trim_reclaimed_to_ns: u64,
+    trim_credit_units: f64,
     /// Slot buffers (contents are not stored on the device) and the slot table.
     buffers: Vec<Vec<u8>>,
     slots: Vec<Option<Completion>>,
@@ -136,6 +139,8 @@ impl SimDevice {
             last_refresh_scan_ns: 0,
             host_bytes_read: 0,
             refreshed_units: 0,
+            trim_reclaimed_to_ns: 0,
+            trim_credit_units: 0.0,
             buffers: Vec::new(),
             slots: Vec::new(),
             due: BinaryHeap::new(),
@@ -317,7 +322,27 @@ impl SimDevice {
         first..end.min(self.geometry.logical_units)
     }
 
+    /// Runs deferred TRIM processing up to `until_ns` at `bytes_per_s` (the busy or the idle rate).
+    fn reclaim_trims(&mut self, until_ns: u64, bytes_per_s: f64) {
+        if until_ns <= self.trim_reclaimed_to_ns {
+            return;
+        }
+        let seconds = (until_ns - self.trim_reclaimed_to_ns) as f64 / 1e9;
+        self.trim_reclaimed_to_ns = until_ns;
+        if self.ftl.trims_pending() == 0 {
+            self.trim_credit_units = 0.0;
+            return;
+        }
+        self.trim_credit_units += seconds * bytes_per_s / UNIT_BYTES as f64;
+        let units = self.trim_credit_units.floor();
+        self.trim_credit_units -= units;
+        self.ftl.reclaim_trimmed(units as u64);
+    }
+
     fn write(&mut self, t_ns: u64, offset: u64, len: u64) -> u64 {
+        if let Some(trim) = self.profile.deferred_trim {
+            self.reclaim_trims(t_ns, trim.busy_bytes_per_s);
+        }
         let start = self.controller_free_ns.max(t_ns);
         self.controller_free_ns = start + self.profile.controller_write_ns;
         // The host link, or the controller's write path where that is slower: the datasheet's sequential write
@@ -420,8 +445,13 @@ impl SimDevice {
         // Only whole units are unmapped; partial units at the edges keep their data.
         let first_whole = offset.div_ceil(UNIT_BYTES) as u32;
         let end_whole = ((offset + len) / UNIT_BYTES) as u32;
+        let deferred = self.profile.deferred_trim.is_some();
         for logical in first_whole..end_whole.min(self.geometry.logical_units) {
-            self.ftl.trim(logical);
+            if deferred {
+                self.ftl.trim_deferred(logical);
+            } else {
+                self.ftl.trim(logical);
+            }
         }
         self.controller_free_ns = start + 1_000 + count * 2;
         self.controller_free_ns
@@ -450,6 +480,10 @@ impl SimDevice {
             self.program(die, SLC);
         }
         let from_ns = idle_since_ns + IDLE_DELAY_NS;
+        if let Some(trim) = self.profile.deferred_trim {
+            self.reclaim_trims(from_ns.min(until_ns), trim.busy_bytes_per_s);
+            self.reclaim_trims(until_ns, trim.idle_bytes_per_s);
+        }
         if from_ns >= until_ns {
             return;
         }

@@ -19,6 +19,10 @@ use serde::{Deserialize, Serialize};
 
 /// A logical or physical unit that is not mapped.
 pub const UNMAPPED: u32 = u32::MAX;
+/// In the reverse map: a unit whose logical block was trimmed, but whose TRIM the firmware has not processed
+/// yet (deferred reclamation). It still counts as valid, so garbage collection copies it, until
+/// [`Ftl::reclaim_trimmed`] invalidates it.
+const TRIM_PENDING: u32 = u32::MAX - 1;
 const NIL: u32 = u32::MAX;
 
 /// How the victim block is chosen.
@@ -200,6 +204,12 @@ pub struct Ftl {
     /// Per die, closed SLC blocks whose every unit was overwritten or trimmed: TurboWrite erases and reuses them
     /// at once instead of sending writes past a full cache.
     slc_reclaimable: Vec<u32>,
+    /// Units trimmed with [`Ftl::trim_deferred`] and not yet reclaimed, oldest first, each with its block's
+    /// erase count when queued (an entry whose block was erased since is stale: GC moved the unit and queued
+    /// its new place).
+    trim_queue: std::collections::VecDeque<(u32, u32)>,
+    /// Units marked [`TRIM_PENDING`] now.
+    trim_pending_units: u64,
     next_die: u32,
     in_gc: bool,
     now: u64,
@@ -257,6 +267,8 @@ impl Ftl {
             slc_frontier: vec![NIL; config.dies as usize],
             slc_closed: vec![Default::default(); config.dies as usize],
             slc_reclaimable: vec![0; config.dies as usize],
+            trim_queue: Default::default(),
+            trim_pending_units: 0,
             next_die: 0,
             in_gc: false,
             now: 0,
@@ -369,9 +381,17 @@ impl Ftl {
         self.close_frontier(die);
         if !self.in_gc {
             self.in_gc = true;
-            while self.free[die as usize].len() as u32 <= self.config.reserve_blocks_per_die
-                && self.collect(die)
-            {}
+            while self.free[die as usize].len() as u32 <= self.config.reserve_blocks_per_die {
+                if self.collect(die) {
+                    continue;
+                }
+                // Nothing on this die holds invalid data, but TRIMs are queued: out of space, the firmware
+                // processes them now, in the foreground.
+                if self.trim_pending_units == 0 {
+                    break;
+                }
+                self.reclaim_trimmed(u64::from(self.config.units_per_block));
+            }
             self.in_gc = false;
             // Collection relocates into a frontier of its own; keep filling it while it has room.
             let current = self.frontier[die as usize];
@@ -447,7 +467,15 @@ impl Ftl {
             }
             let target = self.allocate(die);
             self.p2l[target as usize] = logical;
-            self.l2p[logical as usize] = target;
+            if logical == TRIM_PENDING {
+                // The firmware has not processed this TRIM: the stale data is copied like live data, and its
+                // TRIM follows it to the new place.
+                let target_block = self.block_of(target);
+                self.trim_queue
+                    .push_back((target, self.erase_count[target_block as usize]));
+            } else {
+                self.l2p[logical as usize] = target;
+            }
             if self.config.fingerprints {
                 self.fingerprints[target as usize] = self.fingerprints[physical as usize];
             }
@@ -628,6 +656,47 @@ impl Ftl {
         Some(work)
     }
 
+    /// Unmaps a logical unit at once for reads (it reads as unmapped) but leaves its data counted as valid until
+    /// [`Ftl::reclaim_trimmed`] processes the TRIM, as drives that reclaim trimmed space in the background do.
+    /// Returns whether it was mapped.
+    pub fn trim_deferred(&mut self, logical: u32) -> bool {
+        let old = self.l2p[logical as usize];
+        if old == UNMAPPED {
+            return false;
+        }
+        self.l2p[logical as usize] = UNMAPPED;
+        self.p2l[old as usize] = TRIM_PENDING;
+        let block = self.block_of(old);
+        self.trim_queue.push_back((old, self.erase_count[block as usize]));
+        self.trim_pending_units += 1;
+        self.counters.trimmed_units += 1;
+        true
+    }
+
+    /// Processes up to `max_units` deferred TRIMs, oldest first: their units become invalid, so garbage
+    /// collection no longer copies them. Returns the TRIMs still pending.
+    pub fn reclaim_trimmed(&mut self, max_units: u64) -> u64 {
+        let mut done = 0;
+        while done < max_units {
+            let Some((physical, generation)) = self.trim_queue.pop_front() else {
+                break;
+            };
+            let block = self.block_of(physical);
+            if self.erase_count[block as usize] != generation || self.p2l[physical as usize] != TRIM_PENDING {
+                continue; // moved by GC since; its new place is queued
+            }
+            self.invalidate(physical);
+            self.trim_pending_units -= 1;
+            done += 1;
+        }
+        self.trim_pending_units
+    }
+
+    /// TRIMs not yet processed.
+    pub fn trims_pending(&self) -> u64 {
+        self.trim_pending_units
+    }
+
     /// Unmaps a logical unit (TRIM). Returns whether it was mapped.
     pub fn trim(&mut self, logical: u32) -> bool {
         let old = self.l2p[logical as usize];
@@ -646,10 +715,10 @@ impl Ftl {
         (physical != UNMAPPED).then_some(physical)
     }
 
-    /// The logical unit stored at a physical unit, if it holds valid data.
+    /// The logical unit stored at a physical unit, if it holds valid data (not stale data awaiting its TRIM).
     pub fn reverse(&self, physical: u32) -> Option<u32> {
         let logical = self.p2l[physical as usize];
-        (logical != UNMAPPED).then_some(logical)
+        (logical != UNMAPPED && logical != TRIM_PENDING).then_some(logical)
     }
 
     /// The fingerprint stored with a logical unit (None when unmapped or fingerprints are off).
@@ -700,6 +769,7 @@ impl Ftl {
                 );
             }
         }
+        let mut pending = 0u64;
         for block in 0..self.config.all_blocks() {
             let units = block * np..(block + 1) * np;
             let valid = units
@@ -709,7 +779,13 @@ impl Ftl {
             assert_eq!(self.valid[block as usize], valid, "block {block}: valid count");
             for p in units {
                 let logical = self.p2l[p as usize];
-                if logical != UNMAPPED {
+                if logical == TRIM_PENDING {
+                    pending += 1;
+                    assert!(
+                        p % np < self.written[block as usize],
+                        "a pending TRIM beyond the write pointer"
+                    );
+                } else if logical != UNMAPPED {
                     assert_eq!(
                         self.l2p[logical as usize], p,
                         "p2l points at a stale mapping in block {block}"
@@ -721,6 +797,11 @@ impl Ftl {
                 }
             }
         }
+        assert_eq!(pending, self.trim_pending_units, "pending TRIMs miscounted");
+        assert!(
+            self.trim_queue.len() as u64 >= pending,
+            "a pending TRIM fell out of the queue"
+        );
         for die in 0..self.config.dies {
             let in_free = self.free[die as usize].len() as u32;
             let mut closed = 0;
@@ -827,6 +908,8 @@ mod tests {
         WriteSlc(u32),
         Drain(u32),
         Trim(u32),
+        TrimDeferred(u32),
+        Reclaim(u64),
         Read(u32),
     }
 
@@ -837,6 +920,8 @@ mod tests {
                 3 => (0u32..512).prop_map(Action::WriteSlc),
                 1 => (0u32..2).prop_map(Action::Drain),
                 1 => (0u32..512).prop_map(Action::Trim),
+                1 => (0u32..512).prop_map(Action::TrimDeferred),
+                1 => (0u64..64).prop_map(Action::Reclaim),
                 2 => (0u32..512).prop_map(Action::Read),
             ],
             1..3000,
@@ -878,6 +963,12 @@ mod tests {
                     Action::Trim(l) => {
                         prop_assert_eq!(ftl.trim(l), oracle.remove(&l).is_some());
                     }
+                    Action::TrimDeferred(l) => {
+                        prop_assert_eq!(ftl.trim_deferred(l), oracle.remove(&l).is_some());
+                    }
+                    Action::Reclaim(n) => {
+                        ftl.reclaim_trimmed(n);
+                    }
                     Action::Read(l) => prop_assert_eq!(ftl.fingerprint(l), oracle.get(&l).copied()),
                 }
             }
@@ -885,6 +976,8 @@ mod tests {
             for l in 0..512 {
                 prop_assert_eq!(ftl.fingerprint(l), oracle.get(&l).copied());
             }
+            prop_assert_eq!(ftl.reclaim_trimmed(u64::MAX), 0, "every deferred TRIM is processed");
+            ftl.check_invariants();
         }
     }
 }

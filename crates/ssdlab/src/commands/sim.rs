@@ -105,6 +105,14 @@ fn info(args: &SimInfoArgs) -> Result<Outcome> {
             p.retention.slowdown(3.0),
             p.retention.slowdown(7.0)
         ),
+        match p.deferred_trim {
+            Some(t) => format!(
+                "TRIM             queued and reclaimed in the background: {:.0} MB/s while idle, {:.0} MB/s under host I/O",
+                t.idle_bytes_per_s / 1e6,
+                t.busy_bytes_per_s / 1e6
+            ),
+            None => "TRIM             processed at once".into(),
+        },
         format!("memory           about {} for the maps", BinaryBytes(g.map_bytes())),
     ];
     for line in &lines {

@@ -165,3 +165,37 @@ fn sim_targets_are_validated() {
             >= 7
     );
 }
+
+#[test]
+fn the_840_evo_reclaims_trimmed_space_in_the_background() {
+    let restored = |target: &str, extra: &[&str]| {
+        let dir = tempdir();
+        let out_dir = dir.path().join("t");
+        let mut args = vec![
+            "test",
+            "trim",
+            "--target",
+            target,
+            "--torture",
+            "5m",
+            "--measure",
+            "10s",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        run(&args);
+        read_result(&out_dir)["analysis"]["restored_fraction"]
+            .as_f64()
+            .unwrap()
+    };
+    // Right after the TRIM the queued TRIMs still count as data, so writes pay for garbage collection...
+    let at_once = restored("sim:840evo-120g?scale=1/16", &[]);
+    assert!(at_once < 0.75, "restored {at_once:.2} right after the TRIM");
+    // ...and an hour of idle time lets the firmware reclaim all of it.
+    let after_idle = restored("sim:840evo-120g?scale=1/16", &["--idle", "1h"]);
+    assert!(after_idle > 0.95, "restored {after_idle:.2} after an hour idle");
+    // A drive that processes TRIM at once needs no idle time.
+    let enterprise = restored("sim:enterprise-mlc-400g?scale=1/32", &[]);
+    assert!(enterprise > 0.95, "restored {enterprise:.2}");
+}
