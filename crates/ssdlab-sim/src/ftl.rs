@@ -204,10 +204,11 @@ pub struct Ftl {
     /// Per die, closed SLC blocks whose every unit was overwritten or trimmed: TurboWrite erases and reuses them
     /// at once instead of sending writes past a full cache.
     slc_reclaimable: Vec<u32>,
-    /// Units trimmed with [`Ftl::trim_deferred`] and not yet reclaimed, oldest first, each with its block's
-    /// erase count when queued (an entry whose block was erased since is stale: GC moved the unit and queued
-    /// its new place).
-    trim_queue: std::collections::VecDeque<(u32, u32)>,
+    /// Physical units trimmed with [`Ftl::trim_deferred`] and not yet reclaimed, oldest first (4 bytes per
+    /// pending TRIM). GC queues a pending unit's new place when it moves one; the old entry is then stale, and
+    /// an entry only counts where the reverse map still says [`TRIM_PENDING`], so a stale entry at worst
+    /// reclaims another pending unit early, never anything else.
+    trim_queue: std::collections::VecDeque<u32>,
     /// Units marked [`TRIM_PENDING`] now.
     trim_pending_units: u64,
     next_die: u32,
@@ -470,9 +471,7 @@ impl Ftl {
             if logical == TRIM_PENDING {
                 // The firmware has not processed this TRIM: the stale data is copied like live data, and its
                 // TRIM follows it to the new place.
-                let target_block = self.block_of(target);
-                self.trim_queue
-                    .push_back((target, self.erase_count[target_block as usize]));
+                self.trim_queue.push_back(target);
             } else {
                 self.l2p[logical as usize] = target;
             }
@@ -666,8 +665,7 @@ impl Ftl {
         }
         self.l2p[logical as usize] = UNMAPPED;
         self.p2l[old as usize] = TRIM_PENDING;
-        let block = self.block_of(old);
-        self.trim_queue.push_back((old, self.erase_count[block as usize]));
+        self.trim_queue.push_back(old);
         self.trim_pending_units += 1;
         self.counters.trimmed_units += 1;
         true
@@ -678,12 +676,11 @@ impl Ftl {
     pub fn reclaim_trimmed(&mut self, max_units: u64) -> u64 {
         let mut done = 0;
         while done < max_units {
-            let Some((physical, generation)) = self.trim_queue.pop_front() else {
+            let Some(physical) = self.trim_queue.pop_front() else {
                 break;
             };
-            let block = self.block_of(physical);
-            if self.erase_count[block as usize] != generation || self.p2l[physical as usize] != TRIM_PENDING {
-                continue; // moved by GC since; its new place is queued
+            if self.p2l[physical as usize] != TRIM_PENDING {
+                continue; // moved by GC since (its new place is queued), or reclaimed through a stale entry
             }
             self.invalidate(physical);
             self.trim_pending_units -= 1;
