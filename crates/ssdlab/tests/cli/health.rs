@@ -179,20 +179,25 @@ fn every_fixture_reads_and_failing_drives_exit_1() {
     assert!(analysis_drive(&out)["snapshot"]["nand_written_bytes"].is_null());
 }
 
+/// Writes an executable stand-in smartctl with this shell script into `dir`.
+fn stand_in(dir: &Path, script: String) -> PathBuf {
+    let path = dir.join("smartctl");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path
+}
+
 #[test]
 fn the_live_path_runs_smartctl_and_reads_its_exit_bits() {
     let dir = tempdir();
     // A stand-in smartctl that prints a failing drive's JSON and exits with its status, as the real one does.
-    let fake = dir.path().join("smartctl");
-    std::fs::write(
-        &fake,
+    let fake = stand_in(
+        dir.path(),
         format!(
             "#!/bin/sh\n[ \"$1\" = --json=c ] && [ \"$2\" = -x ] || exit 1\ncat '{}'\nexit 8\n",
             health_fixture("nvme-critical.json").display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    );
     let out = run(&[
         "health",
         "/dev/null",
@@ -224,9 +229,8 @@ fn the_live_path_runs_smartctl_and_reads_its_exit_bits() {
 fn one_unreadable_drive_does_not_silence_the_others() {
     let dir = tempdir();
     // A stand-in smartctl: /dev/null is a healthy NVMe drive, /dev/zero cannot be opened (exit bit 1).
-    let fake = dir.path().join("smartctl");
-    std::fs::write(
-        &fake,
+    let fake = stand_in(
+        dir.path(),
         format!(
             "#!/bin/sh
 case \"$3\" in
@@ -237,9 +241,7 @@ esac
             health_fixture("nvme-ok.json").display(),
             health_fixture("smartctl-open-failed.json").display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    );
     let prom = dir.path().join("health.prom");
     let out_dir = dir.path().join("out");
     let smartctl = fake.to_str().unwrap();
@@ -328,9 +330,8 @@ fn scan_reads_every_drive_smartctl_finds_with_its_type() {
     )
     .unwrap();
     let log = dir.path().join("ran.log");
-    let fake = dir.path().join("smartctl");
-    std::fs::write(
-        &fake,
+    let fake = stand_in(
+        dir.path(),
         format!(
             "#!/bin/sh\nif [ \"$1\" = --scan-open ]; then cat '{}'; exit 0; fi\n\
              if [ \"$3\" = -d ]; then echo \"$5 $4\" >> '{log}'; else echo \"$3 auto\" >> '{log}'; fi\n\
@@ -339,9 +340,7 @@ fn scan_reads_every_drive_smartctl_finds_with_its_type() {
             health_fixture("nvme-ok.json").display(),
             log = log.display(),
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    );
     let smartctl = fake.to_str().unwrap();
     let prom = dir.path().join("h.prom");
     let out = run(&[

@@ -25,6 +25,15 @@ fn random_fill(disk: &LoopDevice, mib: u64) {
     );
 }
 
+/// `op --set 25% --allow-destroy` on the device, with `--force` if asked.
+fn apply(disk: &LoopDevice, force: bool) -> Output {
+    let mut args = vec!["op", "--target", &disk.path, "--set", "25%", "--allow-destroy"];
+    if force {
+        args.push("--force");
+    }
+    run(&args)
+}
+
 /// Writes a GPT with partitions given as sfdisk lines onto the device.
 fn partition(disk: &LoopDevice, script: &str) {
     let mut child = Command::new("sfdisk")
@@ -91,7 +100,7 @@ fn op_reports_previews_and_discards_the_tail() {
     }
     assert!(image(&disk) == before, "a refusal changed the device");
 
-    let out = run(&["op", "--target", &disk.path, "--set", "25%", "--allow-destroy"]);
+    let out = apply(&disk, false);
     expect_code(&out, 0);
     let text = stderr(&out);
     assert!(text.contains("discarded   bytes 50331648..67108864"), "{text}");
@@ -114,18 +123,10 @@ fn op_keeps_partitions_and_the_gpt_backup() {
         "label: gpt\nstart=2048, size=40960\nstart=43008, size=79872\n",
     );
     let before = image(&disk);
-    let out = run(&["op", "--target", &disk.path, "--set", "25%", "--allow-destroy"]);
+    let out = apply(&disk, false);
     expect_code(&out, 2);
     assert!(stderr(&out).contains("GPT partition table"), "{}", stderr(&out));
-    let out = run(&[
-        "op",
-        "--target",
-        &disk.path,
-        "--set",
-        "25%",
-        "--allow-destroy",
-        "--force",
-    ]);
+    let out = apply(&disk, true);
     expect_code(&out, 2);
     let text = stderr(&out);
     assert!(
@@ -138,15 +139,7 @@ fn op_keeps_partitions_and_the_gpt_backup() {
     // One partition inside the usable area: the tail goes, the partition and the GPT backup stay.
     partition(&disk, "label: gpt\nstart=2048, size=40960\n");
     let before = image(&disk);
-    let out = run(&[
-        "op",
-        "--target",
-        &disk.path,
-        "--set",
-        "25%",
-        "--allow-destroy",
-        "--force",
-    ]);
+    let out = apply(&disk, true);
     expect_code(&out, 0);
     let text = stderr(&out);
     assert!(
@@ -167,15 +160,7 @@ fn op_keeps_partitions_and_the_gpt_backup() {
     // A file system on the whole device: refused even with --force (its end is the tail), and more so mounted.
     sh("mkfs.ext4", &["-q", "-F", &disk.path]);
     let before = image(&disk);
-    let out = run(&[
-        "op",
-        "--target",
-        &disk.path,
-        "--set",
-        "25%",
-        "--allow-destroy",
-        "--force",
-    ]);
+    let out = apply(&disk, true);
     expect_code(&out, 2);
     let text = stderr(&out);
     assert!(
@@ -187,15 +172,7 @@ fn op_keeps_partitions_and_the_gpt_backup() {
     expect_code(&out, 0);
     assert!(stderr(&out).contains("op would refuse"), "{}", stderr(&out));
     let mounted = Mounted::new(&disk.path);
-    let out = run(&[
-        "op",
-        "--target",
-        &disk.path,
-        "--set",
-        "25%",
-        "--allow-destroy",
-        "--force",
-    ]);
+    let out = apply(&disk, true);
     expect_code(&out, 2);
     assert!(stderr(&out).contains("mounted"), "{}", stderr(&out));
     drop(mounted);
