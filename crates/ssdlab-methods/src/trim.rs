@@ -72,14 +72,17 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
     };
     session.purge(span)?;
     let clean = session.phase("clean", &measured)?;
-    let clean_covered_span = clean.is_some_and(|i| session.phases[i].summary.bytes >= span.len_bytes)
-        || options.measure_ns.is_none();
-    if !clean_covered_span {
-        // The torture needs a full drive: the rest of the span is written first, as the seeds' drives were full.
+    // The torture needs a full drive, as the seeds' drives were: what the timed clean measurement did not
+    // reach is written now. (None: the session was stopped, and every later phase is skipped anyway.)
+    let clean_bytes = clean.map(|i| session.phases[i].summary.bytes);
+    if let Some(written) = clean_bytes
+        && options.measure_ns.is_some()
+        && written < span.len_bytes
+    {
         let rest = Workload {
             span: ssdlab_engine::workload::Span {
-                offset_bytes: session.phases[clean.expect("checked")].summary.bytes,
-                len_bytes: span.len_bytes - session.phases[clean.expect("checked")].summary.bytes,
+                offset_bytes: span.offset_bytes + written,
+                len_bytes: span.len_bytes - written,
             },
             ..sequential.clone()
         };
