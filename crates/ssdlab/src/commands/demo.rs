@@ -1,6 +1,7 @@
 //! `ssdlab demo`: the main job on the embedded default device, a virtual Samsung 840 EVO 250 GB. Runs the
 //! consistency test twice (as shipped, and with 25% extra over-provisioning), TRIM validation and
-//! transfer-size sweeps over 2 GiB and 512 MiB, each into its own result directory, reads the drive's health (host vs NAND writes,
+//! transfer-size sweeps over 2 GiB and 512 MiB and seed 000's field-report scan (files by data age, the slow ones
+//! rewritten), each into its own result directory, reads the drive's health (host vs NAND writes,
 //! write amplification, P/E used) from the consistency runs' counters, then draws them all into one report.
 
 use anyhow::{Result, bail};
@@ -81,6 +82,33 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
         }
         directories.push(args.out.join(name));
     }
+    // Seed 000's finding on a drive of the same kind: files of the field report's ages read slower the older
+    // they are, and rewriting the flagged ones in place makes them fresh again.
+    eprintln!("\n== demo: field-report");
+    let field_report = crate::cli::ScanArgs {
+        paths: vec![],
+        target: Some(args.target.clone()),
+        device: None,
+        regions: None,
+        region_bytes: None,
+        dataset: "field-report".into(),
+        refresh_flagged: true,
+        min_size: "64k".into(),
+        chunk: "1m".into(),
+        qd: 4,
+        slower_than: 0.5,
+        out: Some(args.out.join("field-report")),
+        prom: None,
+        json: false,
+        allow_atime: false,
+        state_dir: None,
+    };
+    match super::scan::run(&field_report)? {
+        Outcome::Interrupted => return Ok(Outcome::Interrupted),
+        Outcome::PipeClosed => return Ok(Outcome::PipeClosed),
+        Outcome::Passed | Outcome::Failed => {}
+    }
+    directories.push(args.out.join("field-report"));
     // The drive's health after all that: host vs NAND writes, write amplification and P/E used, from the
     // counters of each consistency run.
     eprintln!("\n== demo: health");
