@@ -293,6 +293,18 @@ pub trait Device {
     fn cache_stats(&self) -> Option<crate::schema::CacheStats> {
         None
     }
+
+    /// Submits one operation with nothing else in flight and waits for it (the methods' occasional direct reads,
+    /// discards and flushes; never the runner's hot loop). Returns its completion, whatever its result.
+    fn complete(&mut self, io: Io) -> DeviceResult<Completion> {
+        debug_assert_eq!(self.in_flight(), 0, "complete() waits for one operation alone");
+        self.submit(&[io])?;
+        let mut done = Vec::with_capacity(1);
+        while done.is_empty() {
+            self.reap(1, None, &mut done)?;
+        }
+        Ok(done[0])
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 //!
 //! It never decides whether erasing is allowed: the caller opens the device through the safety gate first.
 
-use ssdlab_core::device::{Completion, Device, Io, Op};
+use ssdlab_core::device::{Device, Io, Op};
 use ssdlab_core::rng::Rng;
 
 /// How to purge.
@@ -281,30 +281,19 @@ impl Samples {
             what: format!("byte {offset}"),
             cause,
         };
-        let mut done: Vec<Completion> = vec![];
         let mut prints = Vec::with_capacity(self.offsets.len());
         for (i, &offset) in self.offsets.iter().enumerate() {
-            let io = Io {
-                op: Op::Read,
-                offset,
-                len: self.block,
-                slot: 0,
-                tag: i as u64,
-            };
-            device
-                .submit(&[io])
-                .map_err(|e| read_error(offset, e.to_string()))?;
-            done.clear();
-            while done.is_empty() {
-                device
-                    .reap(1, None, &mut done)
-                    .map_err(|e| read_error(offset, e.to_string()))?;
-            }
-            if done[0].result != self.block as i64 {
-                return Err(read_error(
+            let done = device
+                .complete(Io {
+                    op: Op::Read,
                     offset,
-                    format!("the read returned {}", done[0].result),
-                ));
+                    len: self.block,
+                    slot: 0,
+                    tag: i as u64,
+                })
+                .map_err(|e| read_error(offset, e.to_string()))?;
+            if done.result != self.block as i64 {
+                return Err(read_error(offset, format!("the read returned {}", done.result)));
             }
             prints.push(Fingerprint::of(&device.buffer(0)[..self.block as usize]));
         }

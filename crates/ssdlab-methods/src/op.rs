@@ -13,7 +13,7 @@
 //! discards a byte a partition owns. It never decides whether writing to the device is allowed; the caller
 //! opens it through the safety gate first, and lists the partitions (from sysfs) for it.
 
-use ssdlab_core::device::{Completion, Device, DeviceError, Io, Op};
+use ssdlab_core::device::{Device, DeviceError, Io, Op};
 use ssdlab_core::rng::Rng;
 
 const GIB: u64 = 1 << 30;
@@ -569,21 +569,17 @@ fn discard<D: Device>(
 
 /// Runs one operation on slot 0 and waits for it; a short or failed result is an error.
 fn submit_one<D: Device>(device: &mut D, op: Op, offset: u64, len: u64) -> Result<(), OpError> {
-    device.submit(&[Io {
+    let done = device.complete(Io {
         op,
         offset,
         len,
         slot: 0,
         tag: 0,
-    }])?;
-    let mut done: Vec<Completion> = Vec::new();
-    while done.is_empty() {
-        device.reap(1, None, &mut done)?;
-    }
-    if done[0].result != len as i64 {
+    })?;
+    if done.result != len as i64 {
         return Err(OpError::Invalid(format!(
             "{op:?} of {len} bytes at byte {offset} returned {}; the tail may be partly discarded",
-            done[0].result
+            done.result
         )));
     }
     Ok(())

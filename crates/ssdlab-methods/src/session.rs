@@ -1,7 +1,7 @@
 //! A method's session: runs named phases on one device, collects their results, and stops cleanly when the
 //! caller asks (Ctrl-C), so what was measured is kept and marked incomplete.
 
-use ssdlab_core::device::{Completion, Device, DeviceError, Io, Op};
+use ssdlab_core::device::{Device, DeviceError, Io, Op};
 use ssdlab_core::schema::{Analysis, MethodAnalysis, PhaseResult, Verdict};
 use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload, WorkloadError};
 use ssdlab_engine::{Observer, run_phase};
@@ -165,21 +165,17 @@ impl<'a> Session<'a> {
     /// Reads `len` bytes at `offset` directly and says whether they are all zero (e.g. after a discard).
     pub fn reads_as_zero(&mut self, offset: u64, len: u64) -> Result<bool, MethodError> {
         self.device.prepare(1, len as usize)?;
-        self.device.submit(&[Io {
+        let done = self.device.complete(Io {
             op: Op::Read,
             offset,
             len,
             slot: 0,
             tag: 0,
-        }])?;
-        let mut done: Vec<Completion> = Vec::new();
-        while done.is_empty() {
-            self.device.reap(1, None, &mut done)?;
-        }
-        if done[0].result != len as i64 {
+        })?;
+        if done.result != len as i64 {
             return Err(MethodError::Invalid(format!(
                 "reading {len} bytes at {offset} returned {}",
-                done[0].result
+                done.result
             )));
         }
         Ok(self.device.buffer(0).iter().all(|&b| b == 0))
