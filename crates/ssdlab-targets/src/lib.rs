@@ -41,6 +41,37 @@ impl Access {
     }
 }
 
+/// What `--force` may override on a block device, beyond the `allow_destroy` every write needs. A device in use
+/// (mounted, swap, held, claimed) is refused whatever the scope.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ForceScope {
+    /// Every sign of past use (file system, volume, partition-table signatures), and the exclusive claim (O_EXCL)
+    /// with it: benchmarks.
+    #[default]
+    Signatures,
+    /// Every sign of past use, keeping the exclusive claim until the command ends (erase: nothing may mount the
+    /// device while it is purged).
+    SignaturesClaimed,
+    /// Only a partition table, keeping the exclusive claim (op: it keeps clear of every partition, but discards
+    /// the whole device's end, where a file system or volume on the whole device keeps data).
+    PartitionTablesClaimed,
+}
+
+impl ForceScope {
+    /// The findings `force` cannot override in this scope (signs of past use only; devices in use are refused
+    /// before this is asked).
+    pub fn unforceable(self, findings: &[guard::Finding]) -> Vec<&guard::Finding> {
+        findings
+            .iter()
+            .filter(|f| !f.in_use && self == ForceScope::PartitionTablesClaimed && !f.partition_table)
+            .collect()
+    }
+
+    fn keeps_claim(self) -> bool {
+        self != ForceScope::Signatures
+    }
+}
+
 /// How to open a target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpenOptions {
@@ -54,9 +85,8 @@ pub struct OpenOptions {
     pub lay_out_files: bool,
     /// The flag that named the target (`--target`, `--device`), for messages.
     pub flag: &'static str,
-    /// Keep the exclusive claim (O_EXCL) on a block device even with `force`, for a command whose own checks
-    /// must hold until it writes (`op` reads the partition table, then discards the tail).
-    pub exclusive_with_force: bool,
+    /// What `force` overrides on a block device, and whether the exclusive claim survives it.
+    pub force_scope: ForceScope,
 }
 
 /// Why a target was not opened. Nothing was written and nothing was created.
@@ -143,9 +173,14 @@ pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Resu
         (TargetSpec::File { path, size }, _) if !options.lay_out_files => {
             existing_file(options.flag, target, path, *size)?
         }
-        (TargetSpec::Block { path }, Access::Destructive { allow_destroy, force }) => {
-            gate_block_device(options.flag, target, path, allow_destroy, force)?
-        }
+        (TargetSpec::Block { path }, Access::Destructive { allow_destroy, force }) => gate_block_device(
+            options.flag,
+            target,
+            path,
+            allow_destroy,
+            force,
+            options.force_scope,
+        )?,
         _ => {}
     }
     let undo = FileSnapshot::take(spec);
@@ -153,9 +188,10 @@ pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Resu
         flag: options.flag,
         write: options.access.writes(),
         engine: options.engine,
-        // O_EXCL makes the kernel refuse a block device someone else claims; `force` opts out of it.
+        // O_EXCL makes the kernel refuse a block device someone else claims; `force` opts out of it unless the
+        // command's scope keeps the claim.
         exclusive: matches!(options.access, Access::Destructive { force: false, .. })
-            || (options.access.writes() && options.exclusive_with_force),
+            || (options.access.writes() && options.force_scope.keeps_claim()),
         no_atime: true,
         allow_atime: options.allow_atime,
     };
@@ -225,6 +261,7 @@ fn gate_block_device(
     path: &Path,
     allow_destroy: bool,
     force: bool,
+    scope: ForceScope,
 ) -> Result<(), OpenError> {
     if !allow_destroy {
         return Err(OpenError::Refused(format!(
@@ -255,6 +292,19 @@ fn gate_block_device(
         return Err(OpenError::Refused(format!(
             "refusing to write to {target}: {}. Nothing was written; --force does not override a device in use: unmount it or stop what holds it first",
             in_use.join("; ")
+        )));
+    }
+    let unforceable: Vec<String> = scope
+        .unforceable(&findings)
+        .iter()
+        .map(|f| f.to_string())
+        .collect();
+    if !unforceable.is_empty() {
+        return Err(OpenError::Refused(format!(
+            "refusing to write to {target}: {}. Nothing was written; this command refuses it even with --force, because \
+             it discards the end of the whole device, where that data lives. Partition the drive, or erase \
+             it first (ssdlab erase) if its data is expendable",
+            unforceable.join("; ")
         )));
     }
     if !findings.is_empty() && !force {

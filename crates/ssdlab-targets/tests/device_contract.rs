@@ -20,7 +20,7 @@ fn open(target: &str, engine: Engine) -> Box<dyn Device> {
         allow_atime: true,
         lay_out_files: true,
         flag: "--target",
-        exclusive_with_force: false,
+        force_scope: ssdlab_targets::ForceScope::Signatures,
     };
     Box::new(ssdlab_targets::open(target, &options).expect(target).device)
 }

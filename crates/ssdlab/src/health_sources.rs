@@ -142,7 +142,7 @@ fn read_sim(target: &str) -> Result<Reading> {
         allow_atime: true,
         lay_out_files: false,
         flag: "DEVICE",
-        exclusive_with_force: false,
+        force_scope: ssdlab_targets::ForceScope::Signatures,
     };
     let opened = ssdlab_targets::open(target, &options)?;
     let device = opened.device;

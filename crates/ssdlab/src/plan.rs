@@ -6,7 +6,7 @@ use anyhow::{Result, anyhow, bail};
 use ssdlab_core::units::{parse_duration_ns, parse_rate, parse_size};
 use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
 use ssdlab_io::Engine;
-use ssdlab_targets::{Access, OpenOptions, Opened};
+use ssdlab_targets::{Access, ForceScope, OpenOptions, Opened};
 
 use crate::cli::{EngineArg, RunArgs, TargetArgs};
 
@@ -127,9 +127,11 @@ fn engine(arg: EngineArg) -> Engine {
 pub enum Use {
     /// A benchmark that writes: the safety gate applies; a `file:` target is laid out.
     Writes,
-    /// Writes through the gate, keeping the exclusive claim even with `--force` (`op`: its partition check
-    /// must still hold when it discards).
+    /// Writes through the gate, keeping the exclusive claim even with `--force` (erase).
     WritesClaimed,
+    /// Writes the end of a whole device (op): `--force` lets only a partition table through, and the claim is
+    /// kept until the discard.
+    WritesTail,
     /// A benchmark that only reads: a `file:` target is still laid out to its size.
     Reads,
     /// A scan: reads what is there, never creating or extending anything.
@@ -143,7 +145,7 @@ pub fn open_target(args: &TargetArgs, usage: Use) -> Result<Opened> {
 
 /// [`open_target`] for a target given by another flag (`--device`), which the messages then name.
 pub fn open_target_as(args: &TargetArgs, usage: Use, flag: &'static str) -> Result<Opened> {
-    let destructive = matches!(usage, Use::Writes | Use::WritesClaimed);
+    let destructive = matches!(usage, Use::Writes | Use::WritesClaimed | Use::WritesTail);
     let access = if destructive {
         Access::Destructive {
             allow_destroy: args.allow_destroy,
@@ -158,7 +160,11 @@ pub fn open_target_as(args: &TargetArgs, usage: Use, flag: &'static str) -> Resu
         allow_atime: true,
         lay_out_files: usage != Use::Looks,
         flag,
-        exclusive_with_force: usage == Use::WritesClaimed,
+        force_scope: match usage {
+            Use::WritesClaimed => ForceScope::SignaturesClaimed,
+            Use::WritesTail => ForceScope::PartitionTablesClaimed,
+            _ => ForceScope::Signatures,
+        },
     };
     Ok(ssdlab_targets::open(&args.target, &options)?)
 }

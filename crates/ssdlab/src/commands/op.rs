@@ -15,6 +15,7 @@ use ssdlab_sim::spec::SimSpec;
 use super::Outcome;
 use crate::cli::OpArgs;
 use crate::plan::{Use, open_target};
+use ssdlab_targets::ForceScope;
 
 /// Sim geometry counts 4 KiB mapping units.
 const SIM_UNIT_BYTES: u64 = 4096;
@@ -74,29 +75,10 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
     if args.target.allow_destroy && unused_percent.is_none() {
         bail!("--allow-destroy: there is nothing to apply without --set PCT (the share to leave unused)");
     }
-    // --force lets a partition table through (op keeps clear of every partition), never a file system or
-    // volume on the whole device: its end is in the tail.
-    // A device in use is the gate's to refuse, with its own words.
-    let findings =
-        ssdlab_io::guard::destructive_findings(path).with_context(|| format!("--target {shown}"))?;
-    let whole_device_data = findings
-        .iter()
-        .all(|f| !f.in_use)
-        .then(|| findings.iter().find(|f| !f.partition_table).cloned())
-        .flatten();
-    if let (true, Some(finding)) = (applying, &whole_device_data) {
-        bail!(
-            "--target {shown}: {finding}, and op discards the end of the whole device, where that data lives; it \
-             never does, even with --force. Nothing was written. Partition the drive, or erase it first \
-             (ssdlab erase) if its data is expendable"
-        );
-    }
-    // Reports read the size and the partition table; applying goes through the safety gate and keeps its
-    // exclusive claim until the discard, so no partition appears between the check and the discard.
-    let opened = open_target(
-        &args.target,
-        if applying { Use::WritesClaimed } else { Use::Looks },
-    )?;
+    // Reports read the size and the partition table; applying goes through the safety gate, where --force lets
+    // only a partition table through (op keeps clear of partitions, but a file system or volume on the whole
+    // device lives in its end) and the exclusive claim holds until the discard.
+    let opened = open_target(&args.target, if applying { Use::WritesTail } else { Use::Looks })?;
     let mut device = opened.device;
     let info = device.info().clone();
     let (physical_bytes, source) = match &args.raw_nand {
@@ -197,7 +179,9 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
         bail!("--target {shown}: {}", ssdlab_methods::op::OpError::NoDiscard);
     }
     if !applying {
-        if let Some(finding) = &whole_device_data {
+        let findings =
+            ssdlab_io::guard::destructive_findings(path).with_context(|| format!("--target {shown}"))?;
+        for finding in ForceScope::PartitionTablesClaimed.unforceable(&findings) {
             eprintln!(
                 "note        {finding}: op would refuse to discard the tail of a file system or volume on the \
                  whole device"

@@ -49,7 +49,7 @@ impl ScanOpener for FileOpener {
             allow_atime: self.allow_atime,
             lay_out_files: false,
             flag: "PATH",
-            exclusive_with_force: false,
+            force_scope: ssdlab_targets::ForceScope::Signatures,
         };
         let opened =
             ssdlab_targets::open_spec(&escape_path(path), &spec, &options).map_err(|e| refusal(&e))?;
