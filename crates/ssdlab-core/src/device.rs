@@ -298,7 +298,12 @@ pub trait Device {
     /// discards and flushes; never the runner's hot loop). Returns its completion, whatever its result.
     fn complete(&mut self, io: Io) -> DeviceResult<Completion> {
         debug_assert_eq!(self.in_flight(), 0, "complete() waits for one operation alone");
-        self.submit(&[io])?;
+        if self.submit(&[io])? != 1 {
+            return Err(DeviceError::Invalid(format!(
+                "the device did not accept {:?}",
+                io.op
+            )));
+        }
         let mut done = Vec::with_capacity(1);
         while done.is_empty() {
             self.reap(1, None, &mut done)?;

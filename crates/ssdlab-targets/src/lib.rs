@@ -43,11 +43,10 @@ impl Access {
 
 /// What `--force` may override on a block device, beyond the `allow_destroy` every write needs. A device in use
 /// (mounted, swap, held, claimed) is refused whatever the scope.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ForceScope {
     /// Every sign of past use (file system, volume, partition-table signatures), and the exclusive claim (O_EXCL)
     /// with it: benchmarks.
-    #[default]
     Signatures,
     /// Every sign of past use, keeping the exclusive claim until the command ends (erase: nothing may mount the
     /// device while it is purged).
@@ -301,7 +300,7 @@ fn gate_block_device(
         .collect();
     if !unforceable.is_empty() {
         return Err(OpenError::Refused(format!(
-            "refusing to write to {target}: {}. Nothing was written; this command refuses it even with --force, because \
+            "{flag} {target}: refusing to write to it: {}. Nothing was written; this command refuses it even with --force, because \
              it discards the end of the whole device, where that data lives. Partition the drive, or erase \
              it first (ssdlab erase) if its data is expendable",
             unforceable.join("; ")
