@@ -25,6 +25,7 @@ use ssdlab_core::units::MONTH_S;
 
 use crate::ftl::{Ftl, FtlConfig, GcWork};
 use crate::profile::{Geometry, Profile, UNIT_BYTES};
+use crate::retention::Variation;
 use crate::spec::SimSpec;
 
 /// A pending completion: when, and for which slot.
@@ -34,6 +35,8 @@ pub struct SimDevice {
     info: DeviceInfo,
     profile: Profile,
     geometry: Geometry,
+    /// This drive's seeded variation of read retries (None when the profile has none).
+    variation: Option<Variation>,
     ftl: Ftl,
     now_ns: u64,
     controller_free_ns: u64,
@@ -50,6 +53,8 @@ pub struct SimDevice {
     buffered_units: u32,
     buffer_capacity_units: u32,
     next_die: u32,
+    /// Units already placed on `next_die`'s current page stripe.
+    units_on_die: u32,
     refresh_after_ns: Option<u64>,
     last_refresh_scan_ns: u64,
     host_bytes_read: u64,
@@ -85,6 +90,7 @@ impl SimDevice {
             fingerprints: false,
             slc_blocks_per_die: geometry.slc_blocks_per_die,
             slc_units_per_block: geometry.slc_units_per_block,
+            units_per_page: geometry.units_per_page,
         };
         config
             .validate()
@@ -121,6 +127,10 @@ impl SimDevice {
             buffer_capacity_units: profile
                 .write_buffer_units
                 .max(4 * geometry.dies * units_per_program),
+            variation: profile
+                .retention
+                .as_ref()
+                .map(|retry| Variation::new(retry, spec.seed)),
             profile,
             geometry,
             ftl: Ftl::new(config),
@@ -135,6 +145,7 @@ impl SimDevice {
             programs: BinaryHeap::new(),
             buffered_units: 0,
             next_die: 0,
+            units_on_die: 0,
             refresh_after_ns: spec.refresh_after_ns,
             last_refresh_scan_ns: 0,
             host_bytes_read: 0,
@@ -240,9 +251,16 @@ impl SimDevice {
         self.wait_until(until);
     }
 
+    /// The die the next written unit goes to. Units are striped over the dies a page at a time, as a drive
+    /// stripes its write stream: a die takes a whole page of consecutive units (4 KiB units, 16 KiB pages on
+    /// the 840 EVO), so a sequential read finds consecutive data in one page read per die.
     fn next_die(&mut self) -> u32 {
         let die = self.next_die;
-        self.next_die = (self.next_die + 1) % self.geometry.dies;
+        self.units_on_die += 1;
+        if self.units_on_die == self.units_per_program() {
+            self.units_on_die = 0;
+            self.next_die = (self.next_die + 1) % self.geometry.dies;
+        }
         die
     }
 
@@ -256,7 +274,7 @@ impl SimDevice {
 
     /// Mapping units one program (or page read) covers: a page on every plane, in either mode.
     fn units_per_program(&self) -> u32 {
-        (self.profile.program_bytes as u64 / UNIT_BYTES).max(1) as u32
+        self.geometry.units_per_page
     }
 
     /// Charges garbage collection (or an SLC drain) to a die: page reads of the moved units in `from_slc` mode,
@@ -398,33 +416,30 @@ impl SimDevice {
     fn read(&mut self, t_ns: u64, offset: u64, len: u64) -> u64 {
         let start = self.controller_free_ns.max(t_ns);
         self.controller_free_ns = start + self.profile.controller_read_ns;
-        let mut ready = start;
+        let units = self.unit_range(offset, len);
+        // The firmware translates the request before the dies start reading.
+        let nand_start = start + units.len() as u64 * self.profile.read_unit_latency_ns;
+        let mut ready = nand_start;
         let units_per_page = self.units_per_program();
-        // The page each die last read for this request: units striped over dies come back to a die's page.
+        // The page each die last read for this request: a request that covers consecutive units reads each
+        // page once.
         self.page_in_register.fill(u32::MAX);
-        for logical in self.unit_range(offset, len) {
+        for logical in units {
             let Some(physical) = self.ftl.lookup(logical) else {
                 continue; // unmapped: the controller answers zeroes without touching NAND
             };
-            let (die, block, programmed_ns) = self.ftl.locate(physical);
+            let (die, block, _) = self.ftl.locate(physical);
             let page = physical / units_per_page;
             let channel = self.channel_of(die);
             if self.page_in_register[die as usize] != page {
                 self.page_in_register[die as usize] = page;
-                let slc = self.ftl.is_slc(block);
-                let base_ns = if slc {
-                    self.profile.slc.read_ns
-                } else {
-                    self.profile.native.read_ns
-                };
-                let age_months = start.saturating_sub(programmed_ns) as f64 / 1e9 / MONTH_S;
-                let cost = if slc {
-                    1.0
-                } else {
-                    self.profile.read_cost_multiplier(age_months)
-                };
-                let read_start = self.die_free_ns[die as usize].max(start);
-                self.die_free_ns[die as usize] = read_start + (base_ns as f64 * cost) as u64;
+                let programmed_ns = self
+                    .ftl
+                    .page_programmed_at(physical)
+                    .expect("the device keeps page times");
+                let busy_ns = self.page_read_ns(block, page, nand_start.saturating_sub(programmed_ns));
+                let read_start = self.die_free_ns[die as usize].max(nand_start);
+                self.die_free_ns[die as usize] = read_start + busy_ns;
             }
             let transfer_start = self.channel_free_ns[channel].max(self.die_free_ns[die as usize]);
             self.channel_free_ns[channel] =
@@ -435,6 +450,26 @@ impl SimDevice {
         self.link_free_ns = link_start + Self::transfer_ns(len, self.profile.link_bytes_per_s);
         self.host_bytes_read += len;
         self.link_free_ns
+    }
+
+    /// How long a die is busy reading one page of `block` whose data is `age_ns` old: one array read, plus
+    /// per read-retry step another array read, a transfer of the unit to the controller and a decode attempt.
+    /// SLC-mode blocks hold young data with wide margins and never retry.
+    fn page_read_ns(&self, block: u32, page: u32, age_ns: u64) -> u64 {
+        if self.ftl.is_slc(block) {
+            return self.profile.slc.read_ns;
+        }
+        let base_ns = self.profile.native.read_ns;
+        let (Some(retry), Some(variation), Some(step_ns)) = (
+            &self.profile.retention,
+            &self.variation,
+            self.profile.retry_step_ns(),
+        ) else {
+            return base_ns;
+        };
+        let months = age_ns as f64 / 1e9 / MONTH_S;
+        let steps = retry.steps(months, variation.factor(block, page)) as u64;
+        base_ns + steps * step_ns
     }
 
     fn discard(&mut self, t_ns: u64, offset: u64, len: u64) -> u64 {

@@ -53,6 +53,10 @@ pub struct FtlConfig {
     /// Mapping units an SLC-mode block holds (a third of a TLC block's).
     #[serde(default)]
     pub slc_units_per_block: u32,
+    /// Mapping units per NAND page, to keep each page's program time (the age its retention counts from);
+    /// 0 keeps none.
+    #[serde(default)]
+    pub units_per_page: u32,
 }
 
 impl FtlConfig {
@@ -71,6 +75,7 @@ impl FtlConfig {
             fingerprints: false,
             slc_blocks_per_die: 0,
             slc_units_per_block: 0,
+            units_per_page: 0,
         }
     }
 
@@ -112,6 +117,13 @@ impl FtlConfig {
         if self.slc_blocks_per_die > 0 && !(1..=self.units_per_block).contains(&self.slc_units_per_block) {
             return Err("an SLC block must hold between 1 and units_per_block units".into());
         }
+        if self.units_per_page > 0
+            && (!self.units_per_block.is_multiple_of(self.units_per_page)
+                || (self.slc_blocks_per_die > 0
+                    && !self.slc_units_per_block.is_multiple_of(self.units_per_page)))
+        {
+            return Err("a block must hold whole pages".into());
+        }
         let physical = self.all_blocks() as u64 * self.units_per_block as u64;
         if physical >= UNMAPPED as u64 {
             return Err(format!("{physical} physical units exceed the 32-bit map"));
@@ -126,6 +138,10 @@ impl FtlConfig {
         Ok(())
     }
 }
+
+/// Page program times are kept in steps of 2^42 time units: about 73 minutes when the caller counts nanoseconds,
+/// so 16 bits reach nine years. Retention ages are months; an hour's error does not show.
+pub const PAGE_TIME_SHIFT: u32 = 42;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum BlockState {
@@ -191,6 +207,9 @@ pub struct Ftl {
     /// Time stamp of the block's first program since its erase, in the caller's time units (its oldest data:
     /// for retention and cost-benefit age).
     programmed_at: Vec<u64>,
+    /// Per page (with [`FtlConfig::units_per_page`]), when it was programmed, in steps of
+    /// [`PAGE_TIME_SHIFT`] bits of the caller's time units (saturating).
+    page_programmed: Vec<u16>,
     /// Doubly linked bucket lists of closed blocks by valid count, per die.
     next: Vec<u32>,
     prev: Vec<u32>,
@@ -259,6 +278,10 @@ impl Ftl {
             state: vec![BlockState::Free; blocks],
             erase_count: vec![0; blocks],
             programmed_at: vec![0; blocks],
+            page_programmed: match config.units_per_page {
+                0 => Vec::new(),
+                per_page => vec![0; physical / per_page as usize],
+            },
             next: vec![NIL; blocks],
             prev: vec![NIL; blocks],
             heads: vec![NIL; buckets],
@@ -421,10 +444,30 @@ impl Ftl {
         let offset = self.written[block as usize];
         self.written[block as usize] += 1;
         if offset == 0 {
-            // A block's age is its oldest data's: retention counts from the first program.
+            // A block's age is its oldest data's: cost-benefit GC and the firmware refresh count from it.
             self.programmed_at[block as usize] = self.now;
         }
-        block * self.config.units_per_block + offset
+        let physical = block * self.config.units_per_block + offset;
+        self.stamp_page(physical);
+        physical
+    }
+
+    /// Records the program time of the page `physical` opens (pages are programmed whole, in order).
+    #[inline]
+    fn stamp_page(&mut self, physical: u32) {
+        let per_page = self.config.units_per_page;
+        if per_page > 0 && physical.is_multiple_of(per_page) {
+            let step = (self.now >> PAGE_TIME_SHIFT).min(u16::MAX as u64) as u16;
+            self.page_programmed[(physical / per_page) as usize] = step;
+        }
+    }
+
+    /// When the page holding `physical` was programmed, to [`PAGE_TIME_SHIFT`] bits of the caller's time
+    /// units, rounded down (None without page times).
+    pub fn page_programmed_at(&self, physical: u32) -> Option<u64> {
+        let per_page = self.config.units_per_page;
+        (per_page > 0)
+            .then(|| (self.page_programmed[(physical / per_page) as usize] as u64) << PAGE_TIME_SHIFT)
     }
 
     /// Chooses the victim block of `die`, if any closed block holds invalid data.
@@ -592,10 +635,12 @@ impl Ftl {
         let offset = self.written[block as usize];
         self.written[block as usize] += 1;
         if offset == 0 {
-            // A block's age is its oldest data's: retention counts from the first program.
+            // A block's age is its oldest data's: cost-benefit GC and the firmware refresh count from it.
             self.programmed_at[block as usize] = self.now;
         }
-        block * self.config.units_per_block + offset
+        let physical = block * self.config.units_per_block + offset;
+        self.stamp_page(physical);
+        physical
     }
 
     /// Takes the oldest closed SLC block of `die` that holds nothing valid and erases it for reuse (its erase is

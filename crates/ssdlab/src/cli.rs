@@ -210,11 +210,22 @@ pub struct ScanArgs {
     /// Skip files smaller than this.
     #[arg(long, default_value = "64k")]
     pub min_size: String,
-    /// Read unit; each chunk is timed.
-    #[arg(long, default_value = "1m")]
-    pub chunk: String,
-    #[arg(long, default_value_t = 4)]
-    pub qd: u32,
+    /// How each file is read through: cat (sequential 128 KiB reads one at a time, what `cat FILE > /dev/null`
+    /// asks of a drive, as the field report read) or chunks (--chunk reads, --qd at a time; faster, and a deep
+    /// queue hides part of a slow drive's read retries) [default: cat with --target, chunks otherwise].
+    #[arg(long, value_enum)]
+    pub reader: Option<ReaderArg>,
+    /// With --reader chunks: the read unit; each chunk is timed [default: 1m].
+    #[arg(long)]
+    pub chunk: Option<String>,
+    /// With --reader chunks: reads in flight [default: 4].
+    #[arg(long)]
+    pub qd: Option<u32>,
+    /// Random 4 KiB reads per file at queue depth 1 after reading it through (the small random reads of a
+    /// search, the field report's second experiment), summarized per age [default: 256 with --target, 0
+    /// otherwise].
+    #[arg(long)]
+    pub random_reads: Option<u32>,
     /// Flag files reading slower than this fraction of the baseline (0.5 = half as fast).
     #[arg(long, default_value_t = 0.5)]
     pub slower_than: f64,
@@ -434,6 +445,14 @@ pub struct SimWaArgs {
 pub enum GcPolicyArg {
     Greedy,
     CostBenefit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReaderArg {
+    /// Sequential 128 KiB reads, one at a time (kernel readahead's pattern under `cat`).
+    Cat,
+    /// --chunk reads, --qd at a time.
+    Chunks,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

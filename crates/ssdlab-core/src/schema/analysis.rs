@@ -197,6 +197,40 @@ impl PercentileColumns {
     }
 }
 
+/// Random 4 KiB reads at queue depth 1 (seed 000's second experiment: the small random reads a search makes),
+/// in microseconds: the field report's columns plus p99 and the maximum.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RandomReadLatency {
+    pub reads: u32,
+    pub p25_us: f64,
+    pub p50_us: f64,
+    pub p75_us: f64,
+    pub p95_us: f64,
+    pub p99_us: f64,
+    pub mean_us: f64,
+    pub max_us: f64,
+}
+
+impl RandomReadLatency {
+    /// The columns of a set of latencies in nanoseconds (None for an empty set).
+    pub fn of_ns(latencies_ns: &[u64]) -> Option<Self> {
+        if latencies_ns.is_empty() {
+            return None;
+        }
+        let us: Vec<f64> = latencies_ns.iter().map(|&ns| ns as f64 / 1e3).collect();
+        Some(RandomReadLatency {
+            reads: us.len() as u32,
+            p25_us: percentile(&us, 25.0),
+            p50_us: percentile(&us, 50.0),
+            p75_us: percentile(&us, 75.0),
+            p95_us: percentile(&us, 95.0),
+            p99_us: percentile(&us, 99.0),
+            mean_us: mean(&us),
+            max_us: us.iter().copied().fold(0.0, f64::max),
+        })
+    }
+}
+
 /// How one file read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FileScan {
@@ -219,6 +253,13 @@ pub struct FileScan {
     /// Whether re-reading the slow chunks was slow again (a media slowdown, not contention).
     #[serde(default)]
     pub confirmed: bool,
+    /// The file's random 4 KiB reads (`scan --random-reads`), if any were made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random_reads: Option<RandomReadLatency>,
+    /// Each random read's latency, kept in memory for the age buckets' columns and not written out (the
+    /// columns above and the buckets' are).
+    #[serde(skip)]
+    pub random_read_ns: Vec<u64>,
 }
 
 /// One age bucket of the scan report: the field report's columns of read speed (MB/s), and the projected time
@@ -235,6 +276,31 @@ pub struct AgeBucket {
     /// Hours to read this bucket's bytes at its aggregate speed, and per 900 GB (the field report's unit).
     pub bulk_read_hours: f64,
     pub hours_per_900gb: f64,
+    /// The bucket's random 4 KiB reads, all files together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random_reads: Option<RandomReadLatency>,
+}
+
+/// One age of a virtual data set beside seed 000's figure for that age: bulk-read hours per 900 GB.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FieldReportRow {
+    pub months: f64,
+    pub files: u32,
+    /// This scan's figure, with its reader.
+    pub hours_per_900gb: f64,
+    /// The field report's (read with `cat`), where it has one for this age.
+    pub field_report_hours_per_900gb: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random_reads: Option<RandomReadLatency>,
+}
+
+/// A virtual data set's scan set against the field report, age by age.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FieldReportComparison {
+    /// Whether the scan read as the field report did (`--reader cat`); otherwise its hours are a prediction
+    /// for another reader and differ from the report's by design.
+    pub same_reader: bool,
+    pub rows: Vec<FieldReportRow>,
 }
 
 /// One device's part of a scan.
@@ -299,6 +365,11 @@ pub struct AfterRefresh {
     pub files: Vec<FileScan>,
     pub mean_mb_s_before: f64,
     pub mean_mb_s_after: f64,
+    /// The rewritten files' bulk-read hours per 900 GB, before and after (the field report: 10.49 h, then 1.0).
+    #[serde(default)]
+    pub hours_per_900gb_before: f64,
+    #[serde(default)]
+    pub hours_per_900gb_after: f64,
 }
 
 /// The stale-data scan's conclusions.
@@ -309,6 +380,9 @@ pub struct ScanAnalysis {
     pub baseline_source: String,
     /// A file is flagged when it reads this many times slower than the baseline and the slowness repeats.
     pub slowdown_threshold: f64,
+    /// How the files were read, in words (e.g. "cat: sequential 128 KiB reads, one at a time").
+    #[serde(default)]
+    pub reader: String,
     pub buckets: Vec<AgeBucket>,
     pub total_bytes: u64,
     pub total_bulk_read_hours: f64,
@@ -320,6 +394,9 @@ pub struct ScanAnalysis {
     pub skipped: Vec<SkippedFile>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_refresh: Option<AfterRefresh>,
+    /// For a virtual data set of the field report's ages: each age beside the report's figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_report: Option<FieldReportComparison>,
 }
 
 /// One region of a region scan.
@@ -401,8 +478,12 @@ mod tests {
             slowdown: f64::INFINITY,
             flagged: true,
             confirmed: true,
+            random_reads: RandomReadLatency::of_ns(&[100_000, 300_000]),
+            random_read_ns: vec![],
         };
         let back: FileScan = serde_json::from_str(&serde_json::to_string(&file).unwrap()).unwrap();
         assert_eq!(back, file);
+        let random = file.random_reads.as_ref().unwrap();
+        assert_eq!((random.reads, random.mean_us, random.max_us), (2, 200.0, 300.0));
     }
 }

@@ -155,6 +155,9 @@ pub struct RegionScanFlags {
     pub device: String,
     pub regions: u32,
     pub region_bytes: Option<String>,
+    /// `cat` or `chunks` (absent in results written before readers existed: chunks).
+    #[serde(default)]
+    pub reader: String,
     pub chunk: String,
     pub qd: u32,
     pub slower_than: f64,
@@ -167,8 +170,14 @@ pub struct FileScanFlags {
     pub target: Option<String>,
     pub dataset: String,
     pub min_size: String,
+    /// `cat` or `chunks` (absent in results written before readers existed: chunks).
+    #[serde(default)]
+    pub reader: String,
+    /// With the chunks reader, the chunk and queue depth used; with cat, 128k and 1.
     pub chunk: String,
     pub qd: u32,
+    #[serde(default)]
+    pub random_reads: u32,
     pub slower_than: f64,
 }
 

@@ -2,7 +2,9 @@
 //! (slow, and slow again when re-read), the age buckets with their bulk-read hours, and the per-device summary.
 //! Pure arithmetic over [`FileScan`]s; no I/O.
 
-use ssdlab_core::schema::{AgeBucket, DeviceSummary, FileScan, PercentileColumns, ScanAnalysis, Verdict};
+use ssdlab_core::schema::{
+    AgeBucket, DeviceSummary, FileScan, PercentileColumns, RandomReadLatency, ScanAnalysis, Verdict,
+};
 use ssdlab_core::stats::{median, percentile};
 use ssdlab_core::units::MONTH_S;
 
@@ -12,7 +14,8 @@ const DAY_S: f64 = 86_400.0;
 const EDGES: [f64; 10] = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 12.0, f64::INFINITY];
 
 /// Baseline, slowdowns, flags (with re-read confirmation) and the age buckets.
-pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64) -> ScanAnalysis {
+/// `reader` says in words how the files were read.
+pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64, reader: &str) -> ScanAnalysis {
     let speeds = |filter: &dyn Fn(&FileScan) -> bool| -> Vec<f64> {
         files
             .iter()
@@ -65,6 +68,10 @@ pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64) -> ScanAnalysi
         let seconds: f64 = members.iter().map(|f| f.seconds).sum();
         let mb_s: Vec<f64> = members.iter().map(|f| f.bytes_per_s / 1e6).collect();
         let aggregate = bytes as f64 / seconds.max(1e-9);
+        let latencies: Vec<u64> = members
+            .iter()
+            .flat_map(|f| f.random_read_ns.iter().copied())
+            .collect();
         buckets.push(AgeBucket {
             months_from: from,
             months_to: to.is_finite().then_some(to),
@@ -73,6 +80,7 @@ pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64) -> ScanAnalysi
             speed_mb_s: PercentileColumns::of(&mb_s),
             bulk_read_hours: bytes as f64 / aggregate / 3600.0,
             hours_per_900gb: 900e9 / aggregate / 3600.0,
+            random_reads: RandomReadLatency::of_ns(&latencies),
         });
     }
     let total_bytes = files.iter().map(|f| f.bytes).sum();
@@ -102,6 +110,7 @@ pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64) -> ScanAnalysi
         baseline_mb_s: baseline,
         baseline_source: source,
         slowdown_threshold,
+        reader: reader.to_string(),
         buckets,
         total_bytes,
         total_bulk_read_hours: total_seconds / 3600.0,
@@ -113,6 +122,7 @@ pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64) -> ScanAnalysi
         files,
         skipped: Vec::new(),
         after_refresh: None,
+        field_report: None,
     }
 }
 
@@ -154,6 +164,9 @@ mod tests {
             slowdown: 0.0,
             flagged: false,
             confirmed: false,
+            random_reads: None,
+            // Random reads as slow as the file: 100 us per 4 KiB at 500 MB/s-class speed, 1 ms at 50.
+            random_read_ns: vec![(50_000_000.0 / mb_s) as u64; 4],
         }
     }
 
@@ -166,7 +179,7 @@ mod tests {
             file("old-contended", 200.0, 50.0, false),
             file("old-fine", 205.0, 470.0, true),
         ];
-        let a = analyze(files, 2.0);
+        let a = analyze(files, 2.0, "test reader");
         assert_eq!(
             a.baseline_mb_s, 480.0,
             "median (nearest rank) of the files 1 to 30 days old"
@@ -178,6 +191,13 @@ mod tests {
             .find(|b| b.months_from == 6.0)
             .expect("a 6-7 month bucket");
         assert_eq!(old.files, 3);
+        // The bucket's random reads pool its files' samples: 8 of 1 ms and 4 of about 106 us.
+        let random = old.random_reads.as_ref().expect("random reads were made");
+        assert_eq!(random.reads, 12);
+        assert_eq!(random.p50_us, 1000.0);
+        assert!((random.p25_us - 106.0).abs() < 1.0, "{random:?}");
+        assert_eq!(random.max_us, 1000.0);
+        assert_eq!(a.reader, "test reader");
         assert!(a.buckets.iter().any(|b| b.months_from == 0.0 && b.files == 2));
         let fresh = &a.buckets[0];
         assert!(

@@ -7,17 +7,34 @@
 //! is `--refresh-flagged`'s rewrite, and only on the virtual drive it was given.
 
 use ssdlab_core::device::Device;
-use ssdlab_core::schema::{AfterRefresh, FileScan, ScanAnalysis};
+use ssdlab_core::schema::{
+    AfterRefresh, FieldReportComparison, FieldReportRow, FileScan, RandomReadLatency, ScanAnalysis,
+};
 use ssdlab_core::units::{MONTH_S, parse_duration_ns, parse_size};
 use ssdlab_engine::runner::Quiet;
 use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
 
 use super::age::analyze;
-use super::read::{ScanItem, scan_item};
+use super::read::{Reader, ScanItem, ScanReads, scan_item};
 use crate::session::MethodError;
 
 /// Seed 000's drive ages in months (the 0.5-month files give the fresh baseline).
 pub const FIELD_REPORT_MONTHS: [f64; 8] = [0.5, 0.9, 2.0, 3.0, 4.0, 5.1, 6.0, 7.0];
+
+/// Seed 000's bulk-read hours per 900 GB by data age in months, measured with `cat index/* > /dev/null`. The
+/// 5.1- and 6.0-month drives read faster than the trend (the drives differ; the virtual drive follows the trend).
+pub const FIELD_REPORT_BULK_READ_HOURS: [(f64, f64); 7] = [
+    (0.9, 1.11),
+    (2.0, 3.51),
+    (3.0, 6.06),
+    (4.0, 8.70),
+    (5.1, 5.85),
+    (6.0, 5.23),
+    (7.0, 10.49),
+];
+
+/// Seed 000's bulk-read hours per 900 GB after rewriting the data in place.
+pub const FIELD_REPORT_REFRESHED_HOURS: f64 = 1.0;
 
 /// The smallest file a data set may hold: one 4 KiB block (a smaller one measures only request overhead).
 pub const MIN_FILE_BYTES: u64 = 4096;
@@ -76,8 +93,7 @@ pub fn parse_dataset(spec: &str) -> Result<Vec<DatasetFile>, String> {
 /// How to scan the data set.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DatasetScanOptions {
-    pub chunk_bytes: u64,
-    pub queue_depth: u32,
+    pub reads: ScanReads,
     /// The flag threshold as a fraction of fresh speed.
     pub slower_than: f64,
     /// Rewrite the flagged files in place, let them settle two days, and scan them again.
@@ -108,10 +124,12 @@ pub fn scan_dataset(
     let scan_all = |device: &mut dyn Device, items: &[ScanItem]| -> Result<Vec<FileScan>, MethodError> {
         items
             .iter()
-            .map(|item| Ok(scan_item(device, item, options.chunk_bytes, options.queue_depth)?))
+            .map(|item| Ok(scan_item(device, item, &options.reads)?))
             .collect()
     };
-    let mut analysis = analyze(scan_all(device, &items)?, 1.0 / options.slower_than);
+    let reader = options.reads.reader.describe();
+    let mut analysis = analyze(scan_all(device, &items)?, 1.0 / options.slower_than, &reader);
+    analysis.field_report = compare_with_field_report(&analysis.files, options.reads.reader);
     if !options.refresh_flagged {
         return Ok(analysis);
     }
@@ -126,7 +144,7 @@ pub fn scan_dataset(
     // Let the rewritten data settle (out of the SLC cache) for two days, then measure again.
     let until = device.now_ns() + 2 * 86_400 * 1_000_000_000;
     device.wait_until(until);
-    let after = analyze(scan_all(device, &refreshed)?, 1.0 / options.slower_than);
+    let after = analyze(scan_all(device, &refreshed)?, 1.0 / options.slower_than, &reader);
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     let before_mb_s: Vec<f64> = analysis
         .files
@@ -135,12 +153,56 @@ pub fn scan_dataset(
         .map(|f| f.bytes_per_s / 1e6)
         .collect();
     let after_mb_s: Vec<f64> = after.files.iter().map(|f| f.bytes_per_s / 1e6).collect();
+    let flagged_files: Vec<&FileScan> = analysis.files.iter().filter(|f| f.flagged).collect();
     analysis.after_refresh = Some(AfterRefresh {
         mean_mb_s_before: mean(&before_mb_s),
         mean_mb_s_after: mean(&after_mb_s),
+        hours_per_900gb_before: hours_per_900gb(&flagged_files),
+        hours_per_900gb_after: hours_per_900gb(&after.files.iter().collect::<Vec<_>>()),
         files: after.files,
     });
     Ok(analysis)
+}
+
+/// Hours to read 900 GB at the files' aggregate speed (their bytes over their reading time).
+fn hours_per_900gb(files: &[&FileScan]) -> f64 {
+    let bytes: u64 = files.iter().map(|f| f.bytes).sum();
+    let seconds: f64 = files.iter().map(|f| f.seconds).sum();
+    900e9 / (bytes as f64 / seconds.max(1e-9)) / 3600.0
+}
+
+/// Each age of the data set beside the field report's figure for it; None when no age is one of the report's.
+fn compare_with_field_report(files: &[FileScan], reader: Reader) -> Option<FieldReportComparison> {
+    let mut ages: Vec<f64> = files.iter().map(|f| f.age_s).collect();
+    ages.sort_by(f64::total_cmp);
+    ages.dedup();
+    let rows: Vec<FieldReportRow> = ages
+        .iter()
+        .map(|&age_s| {
+            let members: Vec<&FileScan> = files.iter().filter(|f| f.age_s == age_s).collect();
+            let months = age_s / MONTH_S;
+            let latencies: Vec<u64> = members
+                .iter()
+                .flat_map(|f| f.random_read_ns.iter().copied())
+                .collect();
+            FieldReportRow {
+                months,
+                files: members.len() as u32,
+                hours_per_900gb: hours_per_900gb(&members),
+                field_report_hours_per_900gb: FIELD_REPORT_BULK_READ_HOURS
+                    .iter()
+                    .find(|(m, _)| (m - months).abs() < 0.01)
+                    .map(|&(_, hours)| hours),
+                random_reads: RandomReadLatency::of_ns(&latencies),
+            }
+        })
+        .collect();
+    rows.iter()
+        .any(|r| r.field_report_hours_per_900gb.is_some())
+        .then_some(FieldReportComparison {
+            same_reader: reader == Reader::Cat,
+            rows,
+        })
 }
 
 /// Rewrites one range sequentially in 1 MiB writes: on the virtual drive the data is new from now on.

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use ssdlab_core::device::Device;
 use ssdlab_core::schema::{FileScan, SkippedFile};
 
-use super::read::{ScanItem, scan_item};
+use super::read::{ScanItem, ScanReads, scan_item};
 
 /// A file found by the walk, with what the scan needs to know about it.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,8 +61,7 @@ pub trait ScanOpener: Sync {
 pub fn scan_files(
     candidates: Vec<ScanCandidate>,
     opener: &dyn ScanOpener,
-    chunk_bytes: u64,
-    queue_depth: u32,
+    reads: ScanReads,
 ) -> (Vec<FileScan>, Vec<SkippedFile>) {
     let mut by_device: std::collections::BTreeMap<u64, Vec<ScanCandidate>> = Default::default();
     for c in candidates {
@@ -71,7 +70,7 @@ pub fn scan_files(
     let results: Vec<(Vec<FileScan>, Vec<SkippedFile>)> = std::thread::scope(|scope| {
         let workers: Vec<_> = by_device
             .into_values()
-            .map(|files| scope.spawn(move || scan_one_device(files, opener, chunk_bytes, queue_depth)))
+            .map(|files| scope.spawn(move || scan_one_device(files, opener, reads)))
             .collect();
         workers
             .into_iter()
@@ -90,8 +89,7 @@ pub fn scan_files(
 fn scan_one_device(
     files: Vec<ScanCandidate>,
     opener: &dyn ScanOpener,
-    chunk_bytes: u64,
-    queue_depth: u32,
+    reads: ScanReads,
 ) -> (Vec<FileScan>, Vec<SkippedFile>) {
     let mut scans = Vec::new();
     let mut skipped = Vec::new();
@@ -104,8 +102,7 @@ fn scan_one_device(
                 age_s: file.age_s,
                 ranges: opened.data_ranges,
             };
-            scan_item(opened.device.as_mut(), &item, chunk_bytes, queue_depth)
-                .map_err(|e| ScanRefusal::Failed(e.to_string()))
+            scan_item(opened.device.as_mut(), &item, &reads).map_err(|e| ScanRefusal::Failed(e.to_string()))
         });
         match scanned {
             Ok(scan) => scans.push(scan),

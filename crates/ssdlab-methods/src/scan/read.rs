@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 use ssdlab_core::device::{Completion, Device, DeviceError, Io, Op};
-use ssdlab_core::schema::FileScan;
+use ssdlab_core::rng::Rng;
+use ssdlab_core::schema::{FileScan, RandomReadLatency};
 use ssdlab_core::stats::median;
 
 /// One file to scan: where its data is on the device, and how old it is.
@@ -21,14 +22,71 @@ pub struct ScanItem {
     pub ranges: Vec<(u64, u64)>,
 }
 
-/// Reads one file's ranges in `chunk_bytes` pieces at queue depth `qd`, timing every chunk, then re-reads the
-/// slowest chunks (up to 8) to see whether their slowness repeats.
+/// How a scan reads each file's data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// What `cat FILE > /dev/null` asks of a drive: sequential 128 KiB requests, one at a time (the window of
+    /// kernel readahead), as seed 000 read its shards. The scan reads with O_DIRECT, so the page cache is
+    /// neither used nor filled.
+    Cat,
+    /// Aligned chunks of `chunk_bytes`, `queue_depth` at a time: faster, and a deep queue lets a drive's dies
+    /// work in parallel, which hides part of an old page's read retries.
+    Chunks { chunk_bytes: u64, queue_depth: u32 },
+}
+
+/// What a scan does with each file: read it through with `reader`, then make `random_reads` random 4 KiB reads
+/// at queue depth 1 inside its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanReads {
+    pub reader: Reader,
+    pub random_reads: u32,
+}
+
+/// The request size `cat` gets from kernel readahead.
+pub const CAT_REQUEST_BYTES: u64 = 128 << 10;
+
+/// The size of a random read (`--random-reads`).
+pub const RANDOM_READ_BYTES: u64 = 4096;
+
+impl Reader {
+    pub fn chunk_bytes(&self) -> u64 {
+        match *self {
+            Reader::Cat => CAT_REQUEST_BYTES,
+            Reader::Chunks { chunk_bytes, .. } => chunk_bytes,
+        }
+    }
+
+    pub fn queue_depth(&self) -> u32 {
+        match *self {
+            Reader::Cat => 1,
+            Reader::Chunks { queue_depth, .. } => queue_depth,
+        }
+    }
+
+    /// The reader in words, for tables and result.json.
+    pub fn describe(&self) -> String {
+        match *self {
+            Reader::Cat => "cat: sequential 128 KiB reads, one at a time".into(),
+            Reader::Chunks {
+                chunk_bytes,
+                queue_depth,
+            } => format!(
+                "chunks: {} reads, {queue_depth} at a time",
+                ssdlab_core::units::BinaryBytes(chunk_bytes)
+            ),
+        }
+    }
+}
+
+/// Reads one file's ranges as the reader does, timing every request, then re-reads the slowest requests (up to
+/// 8) to see whether their slowness repeats; then makes the random 4 KiB reads at queue depth 1 inside the
+/// file's data (offsets drawn from a generator seeded by the file's name).
 pub fn scan_item(
     device: &mut dyn Device,
     item: &ScanItem,
-    chunk_bytes: u64,
-    qd: u32,
+    reads: &ScanReads,
 ) -> Result<FileScan, DeviceError> {
+    let (chunk_bytes, qd) = (reads.reader.chunk_bytes(), reads.reader.queue_depth());
     let align = device.info().logical_block_bytes.max(512) as u64;
     let mut chunks: Vec<(u64, u64)> = Vec::new();
     for &(start, len) in &item.ranges {
@@ -61,6 +119,7 @@ pub fn scan_item(
         let again = read_chunks(device, &[(offset, len)], chunk_bytes, 1)?;
         slow_chunks.push((offset, first_ns, again.first().map_or(0, |t| t.1)));
     }
+    let random_read_ns = random_read_latencies(device, item, reads.random_reads)?;
     Ok(FileScan {
         name: item.name.clone(),
         name_bytes_hex: item.name_bytes_hex.clone(),
@@ -73,6 +132,59 @@ pub fn scan_item(
         slowdown: 0.0,
         flagged: false,
         confirmed: false,
+        random_reads: RandomReadLatency::of_ns(&random_read_ns),
+        random_read_ns,
+    })
+}
+
+/// `count` random 4 KiB reads at queue depth 1 at 4 KiB-aligned places inside the item's data ranges; their
+/// latencies in nanoseconds. A file with no whole 4 KiB block of data gets none.
+fn random_read_latencies(
+    device: &mut dyn Device,
+    item: &ScanItem,
+    count: u32,
+) -> Result<Vec<u64>, DeviceError> {
+    // Whole, aligned 4 KiB blocks of each range: (first block's offset, blocks).
+    let blocks: Vec<(u64, u64)> = item
+        .ranges
+        .iter()
+        .map(|&(start, len)| {
+            let first = start.next_multiple_of(RANDOM_READ_BYTES);
+            let end = (start + len) / RANDOM_READ_BYTES * RANDOM_READ_BYTES;
+            (first, end.saturating_sub(first) / RANDOM_READ_BYTES)
+        })
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    let total: u64 = blocks.iter().map(|b| b.1).sum();
+    if count == 0 || total == 0 {
+        return Ok(Vec::new());
+    }
+    let mut rng = Rng::new(name_seed(&item.name));
+    let reads: Vec<(u64, u64)> = (0..count)
+        .map(|_| {
+            let mut k = rng.below(total);
+            let &(first, _) = blocks
+                .iter()
+                .find(|&&(_, n)| {
+                    let here = k < n;
+                    if !here {
+                        k -= n;
+                    }
+                    here
+                })
+                .expect("k is below the total block count");
+            (first + k * RANDOM_READ_BYTES, RANDOM_READ_BYTES)
+        })
+        .collect();
+    // One at a time, each timed on its own: queue depth 1, as a search's dependent lookups are.
+    let timed = read_chunks(device, &reads, RANDOM_READ_BYTES, 1)?;
+    Ok(timed.iter().map(|t| t.1).collect())
+}
+
+/// A seed from a file's name (FNV-1a), so a file's random offsets are the same scan after scan.
+fn name_seed(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
     })
 }
 

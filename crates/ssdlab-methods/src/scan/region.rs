@@ -8,7 +8,7 @@ use ssdlab_core::device::{Device, DeviceInfo};
 use ssdlab_core::schema::{RegionRow, RegionScanAnalysis, Verdict};
 use ssdlab_core::stats::median;
 
-use super::read::{ScanItem, scan_item};
+use super::read::{Reader, ScanItem, ScanReads, scan_item};
 use crate::session::MethodError;
 
 /// What to read.
@@ -18,8 +18,7 @@ pub struct RegionScanOptions {
     pub regions: u32,
     /// How much of each region to read (None: all of it).
     pub read_bytes: Option<u64>,
-    pub chunk_bytes: u64,
-    pub queue_depth: u32,
+    pub reader: Reader,
     /// A region is slow below this fraction of the median speed, twice.
     pub slower_than: f64,
 }
@@ -77,7 +76,11 @@ pub fn region_scan(
             age_s: 0.0,
             ranges: vec![(offset, plan.read_bytes)],
         };
-        Ok(scan_item(device, &item, options.chunk_bytes, options.queue_depth)?.bytes_per_s)
+        let reads = ScanReads {
+            reader: options.reader,
+            random_reads: 0,
+        };
+        Ok(scan_item(device, &item, &reads)?.bytes_per_s)
     };
     let mut regions = Vec::with_capacity(options.regions as usize);
     for i in 0..options.regions as u64 {

@@ -94,8 +94,11 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
         dataset: "field-report".into(),
         refresh_flagged: true,
         min_size: "64k".into(),
-        chunk: "1m".into(),
-        qd: 4,
+        // Read as the field report read (cat), with the random reads of its second experiment.
+        reader: Some(crate::cli::ReaderArg::Cat),
+        chunk: None,
+        qd: None,
+        random_reads: None,
         slower_than: 0.5,
         out: Some(args.out.join("field-report")),
         prom: None,

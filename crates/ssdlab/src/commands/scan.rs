@@ -15,12 +15,13 @@ use ssdlab_io::Engine;
 use ssdlab_methods::refresh::file::{escape_path, path_bytes_hex};
 use ssdlab_methods::scan::dataset::{DatasetScanOptions, parse_dataset, scan_dataset};
 use ssdlab_methods::scan::files::{OpenedFile, ScanCandidate, ScanOpener, ScanRefusal, scan_files};
+use ssdlab_methods::scan::read::{Reader, ScanReads};
 use ssdlab_methods::scan::region::{RegionScanOptions, plan as plan_regions, region_scan as scan_regions};
 use ssdlab_methods::scan::{analyze, verdict};
 use ssdlab_targets::{Access, AnyDevice, OpenOptions};
 
 use super::Outcome;
-use crate::cli::ScanArgs;
+use crate::cli::{ReaderArg, ScanArgs};
 use crate::output::{self, Reporter};
 use crate::plan::{self, size_flag};
 
@@ -61,7 +62,7 @@ impl ScanOpener for FileOpener {
 }
 
 /// Walks the paths and scans every file of at least `min_size` bytes.
-fn scan_paths(args: &ScanArgs, chunk: u64, min_size: u64) -> Result<ScanAnalysis> {
+fn scan_paths(args: &ScanArgs, reads: ScanReads, min_size: u64) -> Result<ScanAnalysis> {
     let state_dir = args
         .state_dir
         .clone()
@@ -106,7 +107,7 @@ fn scan_paths(args: &ScanArgs, chunk: u64, min_size: u64) -> Result<ScanAnalysis
     let opener = FileOpener {
         allow_atime: args.allow_atime,
     };
-    let (scans, mut skipped) = scan_files(candidates, &opener, chunk, args.qd);
+    let (scans, mut skipped) = scan_files(candidates, &opener, reads);
     skipped.splice(
         0..0,
         walked
@@ -118,14 +119,14 @@ fn scan_paths(args: &ScanArgs, chunk: u64, min_size: u64) -> Result<ScanAnalysis
                 reason,
             }),
     );
-    let mut analysis = analyze(scans, 1.0 / args.slower_than);
+    let mut analysis = analyze(scans, 1.0 / args.slower_than, &reads.reader.describe());
     analysis.skipped = skipped;
     Ok(analysis)
 }
 
 /// Lays the virtual data set out on the simulator and scans it (and, with `--refresh-flagged`, rewrites the
 /// flagged files there and scans them again).
-fn scan_sim(args: &ScanArgs, target: &str, chunk: u64) -> Result<ScanAnalysis> {
+fn scan_sim(args: &ScanArgs, target: &str, reads: ScanReads) -> Result<ScanAnalysis> {
     let target_args = crate::cli::TargetArgs {
         target: target.to_string(),
         allow_destroy: false,
@@ -142,8 +143,7 @@ fn scan_sim(args: &ScanArgs, target: &str, chunk: u64) -> Result<ScanAnalysis> {
         .lay_out_dataset(&layout)
         .map_err(|e| anyhow!("--dataset {}: {e}", args.dataset))?;
     let options = DatasetScanOptions {
-        chunk_bytes: chunk,
-        queue_depth: args.qd,
+        reads,
         slower_than: args.slower_than,
         refresh_flagged: args.refresh_flagged,
     };
@@ -151,6 +151,7 @@ fn scan_sim(args: &ScanArgs, target: &str, chunk: u64) -> Result<ScanAnalysis> {
 }
 
 fn print_table(analysis: &ScanAnalysis) {
+    eprintln!("reader    {}", analysis.reader);
     eprintln!(
         "baseline  {:.1} MB/s ({})",
         analysis.baseline_mb_s, analysis.baseline_source
@@ -181,6 +182,30 @@ fn print_table(analysis: &ScanAnalysis) {
         analysis.total_bulk_read_hours,
         analysis.files.len()
     );
+    if analysis.buckets.iter().any(|b| b.random_reads.is_some()) {
+        eprintln!(
+            "{:>12}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}   random 4 KiB reads at QD1, latency in us",
+            "age (months)", "reads", "25%", "median", "75%", "95%", "99%", "mean"
+        );
+        for b in &analysis.buckets {
+            let Some(r) = &b.random_reads else { continue };
+            let to = b.months_to.map_or("+".into(), |to| format!("{to:.0}"));
+            eprintln!(
+                "{:>12}{:>9}{:>9.0}{:>9.0}{:>9.0}{:>9.0}{:>9.0}{:>9.0}",
+                format!("{:.0}-{to}", b.months_from),
+                r.reads,
+                r.p25_us,
+                r.p50_us,
+                r.p75_us,
+                r.p95_us,
+                r.p99_us,
+                r.mean_us
+            );
+        }
+    }
+    if let Some(comparison) = &analysis.field_report {
+        print_field_report(comparison);
+    }
     if analysis.devices.len() > 1 {
         eprintln!(
             "{:>20}{:>7}{:>11}{:>9}{:>9}{:>9}{:>14}",
@@ -214,11 +239,96 @@ fn print_table(analysis: &ScanAnalysis) {
     }
 }
 
+/// The virtual data set age by age beside the field report's bulk-read hours (read with cat).
+fn print_field_report(comparison: &ssdlab_core::schema::FieldReportComparison) {
+    eprintln!(
+        "{:>12}{:>7}{:>14}{:>14}{:>8}{:>11}{:>9}{:>9}",
+        "age (months)", "files", "h per 900 GB", "field report", "diff", "4K median", "95%", "99%"
+    );
+    for row in &comparison.rows {
+        let reference = row
+            .field_report_hours_per_900gb
+            .map_or("-".into(), |h| format!("{h:.2}"));
+        let diff = row.field_report_hours_per_900gb.map_or("".into(), |h| {
+            format!("{:+.0}%", 100.0 * (row.hours_per_900gb / h - 1.0))
+        });
+        let (p50, p95, p99) = row
+            .random_reads
+            .as_ref()
+            .map_or(("-".into(), "-".into(), "-".into()), |r| {
+                (
+                    format!("{:.0}", r.p50_us),
+                    format!("{:.0}", r.p95_us),
+                    format!("{:.0}", r.p99_us),
+                )
+            });
+        eprintln!(
+            "{:>12.1}{:>7}{:>14.2}{:>14}{:>8}{:>11}{:>9}{:>9}",
+            row.months, row.files, row.hours_per_900gb, reference, diff, p50, p95, p99
+        );
+    }
+    if comparison.same_reader {
+        eprintln!(
+            "field     seed 000's bulk-read hours per 900 GB, read with cat as this scan was; its 5.1- and 6.0-month drives read faster than the trend the virtual drive follows; random-read latencies in us"
+        );
+    } else {
+        eprintln!(
+            "field     seed 000 read with cat; this scan's reader differs, so its hours are a prediction for that reader, not a reproduction (--reader cat reads as the report did)"
+        );
+    }
+}
+
+/// Random reads per virtual file unless `--random-reads` says otherwise: 6 files of an age give 1536 samples.
+const DEFAULT_VIRTUAL_RANDOM_READS: u32 = 256;
+
+/// The reader `--reader`, `--chunk` and `--qd` ask for. Without `--reader`, a virtual data set is read as the
+/// field report read (cat) unless a chunk or depth is given, and files and devices in chunks.
+fn reader_of(args: &ScanArgs) -> Result<Reader> {
+    let chunks_given = args.chunk.is_some() || args.qd.is_some();
+    let default = if args.target.is_some() && !chunks_given {
+        ReaderArg::Cat
+    } else {
+        ReaderArg::Chunks
+    };
+    match args.reader.unwrap_or(default) {
+        ReaderArg::Cat => {
+            if chunks_given {
+                bail!(
+                    "--chunk and --qd shape --reader chunks; --reader cat reads 128 KiB at a time, one at a time, as cat does: leave them out or say --reader chunks"
+                );
+            }
+            Ok(Reader::Cat)
+        }
+        ReaderArg::Chunks => {
+            let text = args.chunk.as_deref().unwrap_or("1m");
+            let chunk_bytes = size_flag("chunk", text)?;
+            if !(4096..=64 << 20).contains(&chunk_bytes) || !chunk_bytes.is_multiple_of(4096) {
+                bail!("--chunk {text}: use a multiple of 4k from 4k to 64m");
+            }
+            let queue_depth = args.qd.unwrap_or(4);
+            if !(1..=256).contains(&queue_depth) {
+                bail!("--qd {queue_depth}: use 1 to 256");
+            }
+            Ok(Reader::Chunks {
+                chunk_bytes,
+                queue_depth,
+            })
+        }
+    }
+}
+
+fn reader_name(reader: Reader) -> &'static str {
+    match reader {
+        Reader::Cat => "cat",
+        Reader::Chunks { .. } => "chunks",
+    }
+}
+
 /// Regions of a region scan unless `--regions` says otherwise.
 const DEFAULT_REGIONS: u32 = 128;
 
 /// The region scan: MB/s across the LBA range of one device, read-only.
-fn region_scan(args: &ScanArgs, target: &str, chunk: u64) -> Result<Outcome> {
+fn region_scan(args: &ScanArgs, target: &str, reader: Reader) -> Result<Outcome> {
     let options = RegionScanOptions {
         regions: args.regions.unwrap_or(DEFAULT_REGIONS),
         read_bytes: args
@@ -226,8 +336,7 @@ fn region_scan(args: &ScanArgs, target: &str, chunk: u64) -> Result<Outcome> {
             .as_deref()
             .map(|v| size_flag("region-bytes", v))
             .transpose()?,
-        chunk_bytes: chunk,
-        queue_depth: args.qd,
+        reader,
         slower_than: args.slower_than,
     };
     let target_args = crate::cli::TargetArgs {
@@ -271,8 +380,9 @@ fn region_scan(args: &ScanArgs, target: &str, chunk: u64) -> Result<Outcome> {
         device: target.to_string(),
         regions: options.regions,
         region_bytes: args.region_bytes.clone(),
-        chunk: args.chunk.clone(),
-        qd: args.qd,
+        reader: reader_name(reader).into(),
+        chunk: BinaryBytes(reader.chunk_bytes()).to_string(),
+        qd: reader.queue_depth(),
         slower_than: args.slower_than,
     });
     output::publish_analysis(
@@ -291,13 +401,19 @@ fn region_scan(args: &ScanArgs, target: &str, chunk: u64) -> Result<Outcome> {
 
 pub fn run(args: &ScanArgs) -> Result<Outcome> {
     let min_size = size_flag("min-size", &args.min_size)?;
-    let chunk = size_flag("chunk", &args.chunk)?;
-    if !(4096..=64 << 20).contains(&chunk) || !chunk.is_multiple_of(4096) {
-        bail!("--chunk {}: use a multiple of 4k from 4k to 64m", args.chunk);
+    let reader = reader_of(args)?;
+    let random_reads = args.random_reads.unwrap_or(if args.target.is_some() {
+        DEFAULT_VIRTUAL_RANDOM_READS
+    } else {
+        0
+    });
+    if random_reads > 100_000 {
+        bail!("--random-reads {random_reads}: use 0 to 100000 per file");
     }
-    if !(1..=256).contains(&args.qd) {
-        bail!("--qd {}: use 1 to 256", args.qd);
+    if args.device.is_some() && args.random_reads.is_some() {
+        bail!("--random-reads: a region scan reads regions through, not files; leave it out with --device");
     }
+    let reads = ScanReads { reader, random_reads };
     if !(args.slower_than > 0.0 && args.slower_than < 1.0) {
         bail!(
             "--slower-than {}: a fraction of the baseline speed between 0 and 1, e.g. 0.5",
@@ -316,7 +432,7 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
         output::check_prom_path(prom)?;
     }
     if let Some(device) = &args.device {
-        return region_scan(args, device, chunk);
+        return region_scan(args, device, reader);
     }
     if args.regions.is_some() || args.region_bytes.is_some() {
         bail!(
@@ -324,7 +440,7 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
         );
     }
     let (analysis, subject) = match &args.target {
-        Some(target) => (scan_sim(args, target, chunk)?, target.clone()),
+        Some(target) => (scan_sim(args, target, reads)?, target.clone()),
         None => {
             let subject = args
                 .paths
@@ -332,7 +448,7 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
                 .map(|p| escape_path(p))
                 .collect::<Vec<_>>()
                 .join(" ");
-            (scan_paths(args, chunk, min_size)?, subject)
+            (scan_paths(args, reads, min_size)?, subject)
         }
     };
     for skipped in &analysis.skipped {
@@ -348,10 +464,13 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
     print_table(&analysis);
     if let Some(after) = &analysis.after_refresh {
         eprintln!(
-            "refresh   {} flagged files rewritten on the virtual drive: {:.1} MB/s before, {:.1} MB/s after",
+            "refresh   {} flagged files rewritten on the virtual drive: {:.1} MB/s before, {:.1} MB/s after ({:.2} h per 900 GB before, {:.2} after; the field report: 10.49 before on its oldest drive, {:.2} after)",
             after.files.len(),
             after.mean_mb_s_before,
-            after.mean_mb_s_after
+            after.mean_mb_s_after,
+            after.hours_per_900gb_before,
+            after.hours_per_900gb_after,
+            ssdlab_methods::scan::dataset::FIELD_REPORT_REFRESHED_HOURS
         );
     }
     let verdict = verdict(&analysis, args.slower_than);
@@ -391,8 +510,10 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
         target: args.target.clone(),
         dataset: args.dataset.clone(),
         min_size: args.min_size.clone(),
-        chunk: args.chunk.clone(),
-        qd: args.qd,
+        reader: reader_name(reader).into(),
+        chunk: BinaryBytes(reader.chunk_bytes()).to_string(),
+        qd: reader.queue_depth(),
+        random_reads,
         slower_than: args.slower_than,
     });
     let csv = files_csv(&analysis);

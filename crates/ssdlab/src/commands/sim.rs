@@ -96,15 +96,20 @@ fn info(args: &SimInfoArgs) -> Result<Outcome> {
             p.spec_seq_read_bytes_per_s / 1e6,
             p.spec_seq_write_bytes_per_s / 1e6
         ),
-        format!(
-            "retention        page-read cost x{:.1} at 1 month, x{:.1} at 3, x{:.1} at 7 (bulk-read slowdown {:.2} / {:.2} / {:.2})",
-            p.read_cost_multiplier(1.0),
-            p.read_cost_multiplier(3.0),
-            p.read_cost_multiplier(7.0),
-            p.retention.slowdown(1.0),
-            p.retention.slowdown(3.0),
-            p.retention.slowdown(7.0)
-        ),
+        match (&p.retention, p.retry_step_ns()) {
+            (Some(r), Some(step_ns)) => format!(
+                "retention        median read-retry steps per page {:.1} at 1 month, {:.1} at 3, {:.1} at 7 ({:.0} us each); spread x{:.2} per page, x{:.2} per block, x{:.2} per drive (1 sigma); this seed's drive x{:.2}",
+                r.median_steps(1.0),
+                r.median_steps(3.0),
+                r.median_steps(7.0),
+                us(step_ns),
+                r.page_sigma.exp(),
+                r.block_sigma.exp(),
+                r.drive_sigma.exp(),
+                ssdlab_sim::retention::Variation::new(r, spec.seed).drive_factor()
+            ),
+            _ => "retention        none: data reads at full speed at any age".into(),
+        },
         match p.deferred_trim {
             Some(t) => format!(
                 "TRIM             queued and reclaimed in the background: {:.0} MB/s while idle, {:.0} MB/s under host I/O",
