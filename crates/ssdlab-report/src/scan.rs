@@ -1,9 +1,10 @@
 //! The stale-data section: read speed against data age (every file, and each age bucket's median), the
-//! projected bulk-read hours per 900 GB, the field report's table per result, and the flagged files.
+//! projected bulk-read hours per 900 GB (beside the field report's, for a virtual data set), random 4 KiB read
+//! latency against age, the field report's table per result, and the flagged files.
 
 use std::fmt::Write;
 
-use ssdlab_core::schema::{Analysis, RunResult, ScanAnalysis};
+use ssdlab_core::schema::{Analysis, FieldReportComparison, RandomReadLatency, RunResult, ScanAnalysis};
 use ssdlab_core::units::MONTH_S;
 
 use crate::svg::{Axis, Chart, Mark, Scale, Series};
@@ -22,6 +23,7 @@ pub(crate) fn scan(group: &[&RunResult]) -> String {
         .collect();
     let mut scatter = Vec::new();
     let mut hours = Vec::new();
+    let mut random = Vec::new();
     for (r, a) in &scans {
         let prefix = overlay_prefix(group, r);
         let months = |age_s: f64| (age_s / MONTH_S).max(YOUNGEST_DRAWN_MONTHS);
@@ -65,6 +67,46 @@ pub(crate) fn scan(group: &[&RunResult]) -> String {
                 .collect(),
             mark: Mark::LineWithDots,
         });
+        // Random reads by age: at each virtual age exactly when the data set has them, else per bucket.
+        let by_age: Vec<(f64, &RandomReadLatency)> = match &a.field_report {
+            Some(c) => c
+                .rows
+                .iter()
+                .filter_map(|row| Some((row.months.max(YOUNGEST_DRAWN_MONTHS), row.random_reads.as_ref()?)))
+                .collect(),
+            None => youngest
+                .iter()
+                .zip(&a.buckets)
+                .filter_map(|(age, b)| Some((*age, b.random_reads.as_ref()?)))
+                .collect(),
+        };
+        if !by_age.is_empty() {
+            for (name, column) in [
+                (
+                    "median",
+                    (|r: &RandomReadLatency| r.p50_us) as fn(&RandomReadLatency) -> f64,
+                ),
+                ("95%", |r| r.p95_us),
+                ("99%", |r| r.p99_us),
+            ] {
+                random.push(Series {
+                    name: format!("{prefix}4 KiB random read {name}"),
+                    points: by_age.iter().map(|(age, r)| (*age, column(r))).collect(),
+                    mark: Mark::LineWithDots,
+                });
+            }
+        }
+        if let Some(c) = &a.field_report {
+            hours.push(Series {
+                name: format!("{prefix}field report (seed 000, cat)"),
+                points: c
+                    .rows
+                    .iter()
+                    .filter_map(|row| Some((row.months, row.field_report_hours_per_900gb?)))
+                    .collect(),
+                mark: Mark::Dots,
+            });
+        }
     }
     let mut out = charts(&[
         Chart {
@@ -80,10 +122,74 @@ pub(crate) fn scan(group: &[&RunResult]) -> String {
             series: hours,
         },
     ]);
+    if !random.is_empty() {
+        out.push_str(&charts(&[Chart {
+            title: "Random 4 KiB reads at QD1 against data age".into(),
+            x: Axis::new("age (months, log scale)", Scale::Log10),
+            y: Axis::new("latency (us, log scale)", Scale::Log10),
+            series: random,
+        }]));
+    }
     for (r, a) in &scans {
         out.push_str(&bucket_table(r, a));
+        if let Some(c) = &a.field_report {
+            out.push_str(&field_report_table(c));
+        }
         out.push_str(&flagged_list(a));
     }
+    out
+}
+
+/// The virtual data set age by age beside seed 000's bulk-read hours, with the random reads' columns.
+fn field_report_table(c: &FieldReportComparison) -> String {
+    let header: Vec<String> = [
+        "age (months)",
+        "files",
+        "h per 900 GB",
+        "field report (cat)",
+        "difference",
+        "4K 25% (us)",
+        "median",
+        "75%",
+        "95%",
+        "99%",
+        "mean",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let rows: Vec<Vec<String>> = c
+        .rows
+        .iter()
+        .map(|row| {
+            let mut cells = vec![
+                format!("{:.1}", row.months),
+                row.files.to_string(),
+                format!("{:.2}", row.hours_per_900gb),
+                row.field_report_hours_per_900gb
+                    .map_or("–".into(), |h| format!("{h:.2}")),
+                row.field_report_hours_per_900gb.map_or(String::new(), |h| {
+                    format!("{:+.0}%", 100.0 * (row.hours_per_900gb / h - 1.0))
+                }),
+            ];
+            match &row.random_reads {
+                Some(r) => cells.extend(
+                    [r.p25_us, r.p50_us, r.p75_us, r.p95_us, r.p99_us, r.mean_us].map(|v| format!("{v:.0}")),
+                ),
+                None => cells.extend(std::iter::repeat_n("–".to_string(), 6)),
+            }
+            cells
+        })
+        .collect();
+    let mut out = String::from("<h3>Against the field report</h3>");
+    out.push_str(&table(&header, &rows));
+    out.push_str(if c.same_reader {
+        "<p>Seed 000 read its shards with <code>cat</code>, as this scan did; its 5.1- and 6.0-month drives read \
+         faster than the trend the virtual drive follows.</p>"
+    } else {
+        "<p>Seed 000 read with <code>cat</code>; this scan's reader differs, so its hours are a prediction for \
+         that reader, not a reproduction.</p>"
+    });
     out
 }
 

@@ -278,7 +278,9 @@ impl SimDevice {
     }
 
     /// Charges garbage collection (or an SLC drain) to a die: page reads of the moved units in `from_slc` mode,
-    /// native programs and erases. Data moves inside the die (copyback), so no channel time.
+    /// native programs and erases. Moved data goes through the controller, not copyback inside the die: TLC
+    /// drives check and correct it with ECC on the way (copyback would carry its bit errors into the new page),
+    /// so each moved unit crosses the channel twice while the die waits for it.
     fn charge_moves(&mut self, die: u32, work: GcWork, from_slc: bool, at_ns: u64) {
         if work.relocated_units == 0 && work.erased_blocks == 0 {
             return;
@@ -291,11 +293,18 @@ impl SimDevice {
             self.profile.native.read_ns
         };
         let programs = (work.relocated_units as u64).div_ceil(per_program);
+        let transfer_ns = Self::transfer_ns(
+            2 * work.relocated_units as u64 * UNIT_BYTES,
+            self.profile.channel_bytes_per_s,
+        );
         let busy = reads * read_ns
+            + transfer_ns
             + programs * self.profile.native.program_ns
             + work.erased_blocks as u64 * self.profile.native.erase_ns;
         let start = self.die_free_ns[die as usize].max(at_ns);
         self.die_free_ns[die as usize] = start + busy;
+        let channel = self.channel_of(die);
+        self.channel_free_ns[channel] = self.channel_free_ns[channel].max(start) + transfer_ns;
     }
 
     /// Schedules the pending units of a die's pool as one program.
