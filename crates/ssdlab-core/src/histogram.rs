@@ -42,7 +42,7 @@ pub fn bucket_range(index: usize) -> (u64, u64) {
 
 /// The value reported for a bucket: its midpoint (exact for unit-width buckets).
 #[inline]
-fn bucket_value(index: usize) -> u64 {
+pub fn bucket_value(index: usize) -> u64 {
     let (low, width) = bucket_range(index);
     low + (width - 1) / 2
 }

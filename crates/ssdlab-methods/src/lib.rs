@@ -8,6 +8,7 @@
 pub mod analysis;
 pub mod consistency;
 pub mod erase;
+pub mod fanout;
 pub mod latency;
 pub mod op;
 pub mod session;

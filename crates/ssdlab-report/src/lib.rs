@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod consistency;
+mod fanout;
 pub mod health;
 mod latency;
 mod region_scan;
@@ -123,6 +124,7 @@ pub fn render(results: &[RunResult]) -> String {
             Analysis::RegionScan(_) => region_scan::region_scan(&group),
             Analysis::Run => run::run(&group),
             Analysis::Health(_) => health::health(&group),
+            Analysis::Fanout(_) => fanout::fanout(&group),
         });
         html.push_str("</section>");
     }
@@ -139,6 +141,7 @@ fn heading(kind: &str) -> String {
         "scan" => "Stale data: read speed by data age".into(),
         "region-scan" => "Read speed across the device (region scan)".into(),
         "health" => "Drive health: host and NAND writes, write amplification, wear".into(),
+        "fanout" => "Fan-out: the query that waits for every drive, and the straggler".into(),
         other => other.to_string(),
     }
 }

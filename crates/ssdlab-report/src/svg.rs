@@ -390,6 +390,47 @@ pub fn render(chart: &Chart, id: usize) -> String {
     svg
 }
 
+/// A ranked horizontal bar chart: one bar per item, longest first as given, each labelled with its name and
+/// its value (formatted by `format`), on a linear axis from zero to the largest value.
+pub fn bars(title: &str, axis_label: &str, items: &[(String, f64)], format: fn(f64) -> String) -> String {
+    let (width, row) = (800.0, 20.0);
+    let (left, right, top) = (150.0, 80.0, 34.0);
+    let height = top + row * items.len() as f64 + 40.0;
+    let max = items.iter().map(|i| i.1).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
+    let span = width - left - right;
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg class="chart bars" viewBox="0 0 {width} {height}" role="img" aria-label="{t}" xmlns="http://www.w3.org/2000/svg"><text class="title" x="12" y="20">{t}</text>"#,
+        t = escape(title)
+    );
+    for (i, (name, value)) in items.iter().enumerate() {
+        let y = top + i as f64 * row;
+        let w = (value / max * span).max(0.0);
+        let _ = write!(
+            svg,
+            r#"<g class="bar" data-name="{n}"><text class="tick" x="{lx}" y="{ty:.1}" text-anchor="end">{n}</text><rect x="{left}" y="{ry:.1}" width="{w:.1}" height="{h:.1}" fill="{c}"/><text class="tick" x="{vx:.1}" y="{ty:.1}">{v}</text></g>"#,
+            n = escape(name),
+            lx = left - 6.0,
+            ty = y + row * 0.7,
+            ry = y + 3.0,
+            h = row - 6.0,
+            c = COLOURS[0],
+            vx = left + w + 6.0,
+            v = escape(&format(*value))
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<line class="frame" x1="{left}" y1="{top}" x2="{left}" y2="{yb:.1}"/><text class="label" x="{cx:.1}" y="{ly:.1}" text-anchor="middle">{}</text></svg>"#,
+        escape(axis_label),
+        yb = top + row * items.len() as f64,
+        cx = left + span / 2.0,
+        ly = height - 12.0
+    );
+    svg
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -440,6 +481,15 @@ mod tests {
             svg, expected,
             "chart markup changed; if intended, rerun with UPDATE_SNAPSHOTS=1 and review the diff"
         );
+    }
+
+    #[test]
+    fn bars_are_ranked_and_scaled_to_the_largest() {
+        let items = vec![("slow <1>".to_string(), 0.5), ("fast".to_string(), 0.25)];
+        let svg = bars("tail", "share", &items, |v| format!("{:.0}%", 100.0 * v));
+        assert!(svg.contains(r#"data-name="slow &lt;1&gt;""#), "names are escaped");
+        assert!(svg.contains(r#"width="570.0""#) && svg.contains(r#"width="285.0""#), "{svg}");
+        assert!(svg.contains(">50%<") && svg.contains(">25%<"));
     }
 
     #[test]

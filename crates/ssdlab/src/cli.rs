@@ -50,6 +50,63 @@ pub enum Command {
     /// unused adds (--set 25%), and, with --allow-destroy, discarding that tail and printing the partition size
     /// to use.
     Op(OpArgs),
+    /// Fan-out: the same random reads on every drive at once; the latency of a query that waits for all of them
+    /// (computed from their histograms, or measured), what-ifs (more shards, hedged requests, replicas), and the
+    /// straggler that makes the tail, with what fixing it buys. Read-only.
+    Fanout(FanoutArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FanoutArgs {
+    /// A drive of the fan-out (repeat it: --target /dev/sdb --target /dev/sdc); /dev/NAME, file:PATH or sim:...
+    /// (give a sim: drive data to read: sim:840evo-1t?scale=1/1024&fill=100%&age=4mo).
+    #[arg(long = "target", value_name = "T", required_unless_present = "fleet")]
+    pub targets: Vec<String>,
+    /// field-report (seed 000's 25 virtual 840 EVO 1 TB shards, data 0.9 to 7 months old), or a file listing one
+    /// target a line (TARGET [NAME]; # comments).
+    #[arg(long, value_name = "field-report|FILE", conflicts_with = "targets")]
+    pub fleet: Option<String>,
+    /// With --fleet field-report: age every drive's data by this much more (e.g. 6w).
+    #[arg(long, value_name = "DURATION")]
+    pub age_by: Option<String>,
+    /// With --fleet field-report: every drive's data rewritten two days before (the fix).
+    #[arg(long, conflicts_with = "age_by")]
+    pub refresh_all: bool,
+    /// Also compute a query over this many shards like these (repeatable) [default: 100].
+    #[arg(long, value_name = "N")]
+    pub shards: Vec<u32>,
+    /// Hedge after this percentile of the fleet's read latency (p90, p95, p99).
+    #[arg(long, default_value = "p95")]
+    pub hedge: String,
+    /// computed: every drive reads on its own, the query is computed from their histograms; measured: also
+    /// synchronized queries (one read to every drive at the same instant, waiting for all), to check it.
+    #[arg(long, value_enum, default_value = "computed")]
+    pub mode: FanoutModeArg,
+    /// How long every drive reads (its own clock: virtual time on sim:).
+    #[arg(long, default_value = "30s")]
+    pub runtime: String,
+    /// Read size.
+    #[arg(long, default_value = "4k")]
+    pub bs: String,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write result.json, drives.csv and report.html here.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Write per-drive and query latencies in Prometheus text format to FILE (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub prom: Option<PathBuf>,
+    /// Stream JSON Lines (begin, analysis, verdict) to stdout.
+    #[arg(long)]
+    pub json: bool,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub engine: EngineArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FanoutModeArg {
+    Computed,
+    Measured,
 }
 
 #[derive(Debug, Args)]

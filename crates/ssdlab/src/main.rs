@@ -35,6 +35,7 @@ fn main() -> ExitCode {
         Command::Health(args) => commands::health::run(args),
         Command::Erase(args) => commands::erase::run(args),
         Command::Op(args) => commands::op::run(args),
+        Command::Fanout(args) => commands::fanout::run(args),
     };
     match result {
         Ok(Outcome::Passed) | Ok(Outcome::PipeClosed) => ExitCode::SUCCESS,

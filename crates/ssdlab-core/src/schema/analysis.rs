@@ -26,6 +26,7 @@ pub enum Analysis {
     Scan(ScanAnalysis),
     RegionScan(RegionScanAnalysis),
     Health(crate::schema::health::HealthAnalysis),
+    Fanout(crate::schema::fanout::FanoutAnalysis),
 }
 
 impl Analysis {
@@ -40,6 +41,7 @@ impl Analysis {
             Analysis::Scan(_) => "scan",
             Analysis::RegionScan(_) => "region-scan",
             Analysis::Health(_) => "health",
+            Analysis::Fanout(_) => "fanout",
         }
     }
 
@@ -50,7 +52,11 @@ impl Analysis {
             Analysis::Trim(m) => &m.notes,
             Analysis::Sweep(m) => &m.notes,
             Analysis::Latency(m) => &m.notes,
-            Analysis::Run | Analysis::Scan(_) | Analysis::RegionScan(_) | Analysis::Health(_) => &[],
+            Analysis::Run
+            | Analysis::Scan(_)
+            | Analysis::RegionScan(_)
+            | Analysis::Health(_)
+            | Analysis::Fanout(_) => &[],
         }
     }
 }

@@ -6,6 +6,7 @@
 
 mod analysis;
 mod cache;
+pub mod fanout;
 pub mod health;
 pub mod options;
 
@@ -240,5 +241,6 @@ fn analysis_object<S: Serializer>(analysis: &Analysis, serializer: S) -> Result<
         Analysis::Scan(a) => a.serialize(serializer),
         Analysis::RegionScan(a) => a.serialize(serializer),
         Analysis::Health(a) => a.serialize(serializer),
+        Analysis::Fanout(a) => a.serialize(serializer),
     }
 }

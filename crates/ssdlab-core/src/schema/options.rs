@@ -25,6 +25,23 @@ pub enum RunOptions {
     FileScan(FileScanFlags),
     /// `ssdlab health`.
     Health(HealthFlags),
+    /// `ssdlab fanout`.
+    Fanout(FanoutFlags),
+}
+
+/// `ssdlab fanout`'s flags as given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FanoutFlags {
+    pub targets: Vec<String>,
+    pub fleet: Option<String>,
+    pub age_by: Option<String>,
+    pub refresh_all: bool,
+    pub shards: Vec<u32>,
+    pub hedge: String,
+    pub mode: String,
+    pub runtime: String,
+    pub bs: String,
+    pub seed: u64,
 }
 
 /// How the target was opened.

@@ -3,6 +3,7 @@
 
 pub mod demo;
 pub mod erase;
+pub mod fanout;
 pub mod health;
 pub mod op;
 pub mod refresh;

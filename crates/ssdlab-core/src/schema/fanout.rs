@@ -1,0 +1,84 @@
+//! What `ssdlab fanout` concluded: each drive's read latency, the latency of a query that waits for all of
+//! them, what-ifs (more shards, hedged requests, replicas, the stragglers fixed) and which drives make the tail.
+
+use serde::{Deserialize, Serialize};
+
+use super::LatencyNs;
+use crate::histogram::SparseHistogram;
+
+/// One drive of the fan-out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FanoutDrive {
+    /// A short name (the virtual fleet's `drive-07`, or the target as given).
+    pub name: String,
+    pub target: String,
+    /// The age of the drive's data in months, when known (the virtual fleet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_age_months: Option<f64>,
+    pub reads: u64,
+    pub latency_ns: LatencyNs,
+    /// Every read's latency, for the query arithmetic and for redrawing.
+    pub histogram: SparseHistogram,
+    /// Per second of the run: (seconds since start, median ns, p99 ns).
+    pub per_second: Vec<(f64, u64, u64)>,
+}
+
+/// A query's latency under some assumption, and how much extra load it costs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryCase {
+    /// What the case assumes, in words.
+    pub case: String,
+    pub shards: u32,
+    pub latency_ns: LatencyNs,
+    /// Reads sent per query over one read per shard, minus one (0.05 = 5% more reads).
+    pub extra_load_ratio: f64,
+}
+
+/// A drive's part in the query's tail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StragglerShare {
+    pub name: String,
+    /// The probability that this drive is the slowest of a query at least as slow as the query's p95 (p99),
+    /// ties shared.
+    pub share_of_p95_ratio: f64,
+    pub share_of_p99_ratio: f64,
+}
+
+/// Synchronized queries as measured (`--mode measured`): one read to every drive at the same instant, waiting
+/// for all.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeasuredQueries {
+    pub queries: u64,
+    pub latency_ns: LatencyNs,
+    pub histogram: SparseHistogram,
+}
+
+/// The fan-out's conclusions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FanoutAnalysis {
+    /// The read workload on every drive, in words.
+    pub workload: String,
+    /// `computed` (independent loads, the query computed from the drives' histograms) or `measured` (also
+    /// synchronized queries).
+    pub mode: String,
+    pub runtime_s: f64,
+    pub drives: Vec<FanoutDrive>,
+    /// The query over the drives given, computed: its CDF is the product of theirs.
+    pub query: QueryCase,
+    /// That query's CDF, (latency ns, probability of being at most that), at most a few hundred points.
+    pub query_cdf: Vec<(u64, f64)>,
+    /// What-ifs: more shards like these, hedged requests, replicas.
+    pub what_if: Vec<QueryCase>,
+    /// Every drive's share of the query's tail, largest p99 share first.
+    pub stragglers: Vec<StragglerShare>,
+    /// The drives that take at least twice their fair share of the p99 tail.
+    pub dominant: Vec<String>,
+    /// The query if the dominant drives read like the median drive (None without dominant drives).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed: Option<QueryCase>,
+    /// The drive the fixed case uses as the typical one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_drive: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<MeasuredQueries>,
+}

@@ -1,0 +1,310 @@
+//! `ssdlab fanout`: the same random reads on every drive of a fleet, the latency of a query that waits for all
+//! of them, and the straggler. Parses, opens the drives read-only, calls the library, prints.
+
+use anyhow::{Context, Result, anyhow, bail};
+use ssdlab_core::schema::Analysis;
+use ssdlab_core::schema::LatencyNs;
+use ssdlab_core::schema::fanout::{FanoutAnalysis, QueryCase};
+use ssdlab_core::schema::options::{FanoutFlags, RunOptions};
+use ssdlab_core::units::parse_duration_ns;
+use ssdlab_methods::fanout::fleet::{FleetDrive, field_report_fleet, parse_age_by, parse_fleet_file};
+use ssdlab_methods::fanout::measure::{ReadLoad, run_independent, run_synchronized};
+use ssdlab_methods::fanout::{RunShape, WhatIf, analyze, verdict};
+
+use super::Outcome;
+use crate::cli::{FanoutArgs, FanoutModeArg, TargetArgs};
+use crate::output::{self, Reporter};
+use crate::plan::{self, size_flag};
+
+/// Shards computed when `--shards` is not given: the "what if we had 100 shards like these" of the issue.
+const DEFAULT_WHAT_IF_SHARDS: u32 = 100;
+
+/// The fleet the flags describe.
+fn fleet(args: &FanoutArgs) -> Result<Vec<FleetDrive>> {
+    let field_report = args.fleet.as_deref() == Some("field-report");
+    if (args.age_by.is_some() || args.refresh_all) && !field_report {
+        bail!(
+            "--age-by and --refresh-all change the virtual fleet: add --fleet field-report (a fleet of your own ages with its data)"
+        );
+    }
+    match &args.fleet {
+        Some(_) if field_report => {
+            let age_by_s = args
+                .age_by
+                .as_deref()
+                .map(parse_age_by)
+                .transpose()
+                .map_err(|e| anyhow!(e))?
+                .unwrap_or(0.0);
+            Ok(field_report_fleet(age_by_s, args.refresh_all, args.seed))
+        }
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--fleet {path}: cannot read it (field-report, or a file of targets)"))?;
+            parse_fleet_file(&text).map_err(|e| anyhow!("--fleet {path}: {e}"))
+        }
+        None => Ok(args
+            .targets
+            .iter()
+            .map(|t| FleetDrive {
+                name: t.clone(),
+                target: t.clone(),
+                data_age_months: None,
+            })
+            .collect()),
+    }
+}
+
+fn hedge_percentile(text: &str) -> Result<f64> {
+    let value: f64 = text
+        .trim_start_matches(['p', 'P'])
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| anyhow!("--hedge {text}: write a percentile, e.g. p95"))?;
+    if !(50.0..100.0).contains(&value) {
+        bail!("--hedge {text}: hedge after a percentile from p50 to below p100, e.g. p95");
+    }
+    Ok(value)
+}
+
+pub fn run(args: &FanoutArgs) -> Result<Outcome> {
+    let runtime_ns = parse_duration_ns(&args.runtime).map_err(|e| anyhow!("--runtime {}: {e}", args.runtime))?;
+    if runtime_ns < 100_000_000 {
+        bail!("--runtime {}: read for at least 100ms", args.runtime);
+    }
+    let block_bytes = size_flag("bs", &args.bs)?;
+    if !(512..=1 << 20).contains(&block_bytes) || !block_bytes.is_multiple_of(512) {
+        bail!("--bs {}: use a multiple of 512 from 512 to 1m", args.bs);
+    }
+    let hedge = hedge_percentile(&args.hedge)?;
+    if let Some(bad) = args.shards.iter().find(|&&n| !(1..=100_000).contains(&n)) {
+        bail!("--shards {bad}: use 1 to 100000");
+    }
+    let drives = fleet(args)?;
+    if let Some(dir) = &args.out {
+        output::prepare_out_dir(dir)?;
+    }
+    if let Some(prom) = &args.prom {
+        output::check_prom_path(prom)?;
+    }
+    let mut devices = Vec::with_capacity(drives.len());
+    for drive in &drives {
+        let target = TargetArgs {
+            target: drive.target.clone(),
+            allow_destroy: false,
+            force: false,
+            engine: args.engine,
+        };
+        // Read-only: the opener never creates, extends or claims anything for writing.
+        devices.push(plan::open_target_as(&target, plan::Use::Looks, "--target")?.device);
+    }
+    let load = ReadLoad {
+        block_bytes,
+        runtime_ns,
+        seed: args.seed,
+    };
+    let mode = match args.mode {
+        FanoutModeArg::Computed => "computed",
+        FanoutModeArg::Measured => "measured",
+    };
+    let workload = format!(
+        "{} random reads at QD1 on every drive for {}",
+        ssdlab_core::units::BinaryBytes(block_bytes),
+        args.runtime
+    );
+    eprintln!(
+        "fanout    {} drives, {workload}, {}",
+        drives.len(),
+        match args.mode {
+            FanoutModeArg::Computed => "all at once, each on its own (the query computed from their histograms)",
+            FanoutModeArg::Measured => "in synchronized queries (one read to every drive at once, waiting for all)",
+        }
+    );
+    let stop = ssdlab_io::sys::interrupt_flag();
+    let (reads, measured) = match args.mode {
+        FanoutModeArg::Computed => (run_independent(&mut devices, &load, stop)?, None),
+        FanoutModeArg::Measured => {
+            let (reads, queries) = run_synchronized(&mut devices, &load, stop)?;
+            (reads, Some(queries))
+        }
+    };
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("fanout    interrupted: the analysis covers the reads made so far");
+    }
+    let runtime_s = reads.iter().map(|r| r.runtime_s).fold(0.0, f64::max);
+    let what_if = WhatIf {
+        shards: if args.shards.is_empty() {
+            vec![DEFAULT_WHAT_IF_SHARDS]
+        } else {
+            args.shards.clone()
+        },
+        hedge_percentile: hedge,
+    };
+    let shape = RunShape {
+        workload,
+        mode: mode.into(),
+        runtime_s,
+    };
+    let analysis = analyze(&drives, reads, measured, &what_if, shape)?;
+    print_tables(&analysis);
+    let verdict = verdict(&analysis);
+    let info = ssdlab_core::DeviceInfo {
+        target: match &args.fleet {
+            Some(fleet) => format!("fleet {fleet}"),
+            None => args.targets.join(" "),
+        },
+        kind: if drives.iter().all(|d| ssdlab_targets::is_virtual(&d.target)) {
+            ssdlab_core::device::TargetKind::Sim
+        } else {
+            ssdlab_core::device::TargetKind::BlockDevice
+        },
+        model: format!("a fan-out over {} drives", drives.len()),
+        capacity_bytes: devices.iter().map(|d| ssdlab_core::Device::info(d).capacity_bytes).sum(),
+        logical_block_bytes: 512,
+        physical_block_bytes: 4096,
+        memory_align_bytes: 4096,
+        max_transfer_bytes: block_bytes,
+        discard_supported: false,
+        discard_max_bytes: 0,
+        rotational: false,
+        clock: ssdlab_core::Device::info(&devices[0]).clock,
+        backend: "random reads at QD1, one worker per drive".into(),
+        direct_io: true,
+        notes: vec![],
+    };
+    let options = RunOptions::Fanout(FanoutFlags {
+        targets: args.targets.clone(),
+        fleet: args.fleet.clone(),
+        age_by: args.age_by.clone(),
+        refresh_all: args.refresh_all,
+        shards: what_if.shards.clone(),
+        hedge: args.hedge.clone(),
+        mode: mode.into(),
+        runtime: args.runtime.clone(),
+        bs: args.bs.clone(),
+        seed: args.seed,
+    });
+    if let Some(prom) = &args.prom {
+        let mut exposition = ssdlab_core::prom::Exposition::new();
+        ssdlab_methods::fanout::export::fanout_metrics(&mut exposition, &analysis, output::unix_now_s());
+        output::write_prom(prom, &exposition)?;
+    }
+    let csv = ssdlab_methods::fanout::export::drives_csv(&analysis);
+    let mut reporter = Reporter::new(args.json);
+    output::publish_analysis(
+        &mut reporter,
+        args.out.as_deref(),
+        info,
+        options,
+        Analysis::Fanout(analysis),
+        &verdict,
+    )?;
+    if let Some(dir) = &args.out {
+        std::fs::write(dir.join("drives.csv"), csv)
+            .with_context(|| format!("--out {}: cannot write drives.csv", dir.display()))?;
+        eprintln!("results   {} (report.html, result.json, drives.csv)", dir.display());
+    }
+    for reason in &verdict.reasons {
+        eprintln!("verdict   {reason}");
+    }
+    Ok(Outcome::of_verdict(reporter.pipe_closed(), verdict.passed))
+}
+
+/// Milliseconds, for the tables.
+fn ms(ns: u64) -> String {
+    format!("{:.2}", ns as f64 / 1e6)
+}
+
+fn latency_cells(l: &LatencyNs) -> String {
+    format!(
+        "{:>8}{:>8}{:>8}{:>8}{:>8}{:>8}{:>8}",
+        ms(l.p25),
+        ms(l.p50),
+        ms(l.p75),
+        ms(l.p95),
+        format!("{:.2}", l.mean / 1e6),
+        ms(l.p99),
+        ms(l.p999)
+    )
+}
+
+fn case_line(label: &str, case: &QueryCase) {
+    eprintln!(
+        "{label:<34}{}{:>9}",
+        latency_cells(&case.latency_ns),
+        if case.extra_load_ratio > 0.0 {
+            format!("+{:.0}%", 100.0 * case.extra_load_ratio)
+        } else {
+            String::new()
+        }
+    );
+}
+
+fn print_tables(a: &FanoutAnalysis) {
+    let header = format!(
+        "{:>8}{:>8}{:>8}{:>8}{:>8}{:>8}{:>8}",
+        "25%", "median", "75%", "95%", "mean", "99%", "99.9%"
+    );
+    eprintln!(
+        "{:<20}{:>8}{:>9}{header}{:>10}",
+        "drive", "age (mo)", "reads", "p99 share"
+    );
+    for d in &a.drives {
+        let share = a
+            .stragglers
+            .iter()
+            .find(|s| s.name == d.name)
+            .map_or(0.0, |s| s.share_of_p99_ratio);
+        eprintln!(
+            "{:<20}{:>8}{:>9}{}{:>9.0}%",
+            d.name,
+            d.data_age_months.map_or("".into(), |m| format!("{m:.1}")),
+            d.reads,
+            latency_cells(&d.latency_ns),
+            100.0 * share
+        );
+    }
+    eprintln!("{:<34}{header}{:>9}", "query (latencies in ms)", "load");
+    case_line(&format!("all {} drives", a.query.shards), &a.query);
+    if let Some(m) = &a.measured {
+        eprintln!(
+            "{:<34}{}   ({} synchronized queries)",
+            "  measured",
+            latency_cells(&m.latency_ns),
+            m.queries
+        );
+    }
+    for case in &a.what_if {
+        let label = if case.case.starts_with("hedged") {
+            "hedged".to_string()
+        } else if case.case.starts_with("two replicas") {
+            "two replicas, first answer".to_string()
+        } else {
+            format!("{} shards like these", case.shards)
+        };
+        case_line(&label, case);
+    }
+    if let Some(fixed) = &a.fixed {
+        case_line("stragglers fixed", fixed);
+    }
+    for case in a.what_if.iter().filter(|c| c.case.starts_with("hedged")) {
+        eprintln!("what-if   {}", case.case);
+    }
+    if let Some(fixed) = &a.fixed {
+        eprintln!("what-if   stragglers fixed: {}", fixed.case);
+    }
+    let top: Vec<String> = a
+        .stragglers
+        .iter()
+        .take(5)
+        .map(|s| {
+            format!(
+                "{} {:.0}% of the p99 tail ({:.0}% of the p95)",
+                s.name,
+                100.0 * s.share_of_p99_ratio,
+                100.0 * s.share_of_p95_ratio
+            )
+        })
+        .collect();
+    eprintln!("tail      {}", top.join("; "));
+}
