@@ -23,6 +23,7 @@ fn every_kind_reads_back_typed() {
         "scan",
         "region-scan",
         "health",
+        "fanout",
     ] {
         let result = read(kind);
         assert_eq!(result.kind(), kind);
@@ -35,6 +36,7 @@ fn every_kind_reads_back_typed() {
             Analysis::Scan(s) => !s.files.is_empty(),
             Analysis::RegionScan(r) => r.regions.len() == 4,
             Analysis::Health(h) => h.drives.iter().all(|d| d.snapshot.host_written_bytes.is_some()),
+            Analysis::Fanout(f) => f.drives.len() == 2 && f.measured.is_some() && f.query.latency_ns.p50 > 0,
         };
         assert!(
             measured,
@@ -60,6 +62,7 @@ fn every_kind_reads_back_typed() {
                 "region-scan"
             }
             RunOptions::Health(_) => "health",
+            RunOptions::Fanout(_) => "fanout",
         };
         assert_eq!(options_kind, kind, "{kind}: options {:?}", result.options);
         // Written again, it reads back the same.

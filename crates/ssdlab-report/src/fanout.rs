@@ -3,28 +3,56 @@
 
 use std::fmt::Write;
 
-use ssdlab_core::histogram::{SparseHistogram, bucket_value};
-use ssdlab_core::schema::fanout::{FanoutAnalysis, QueryCase};
+use ssdlab_core::histogram::bucket_value;
+use ssdlab_core::schema::fanout::{FanoutAnalysis, HistogramBuckets, QueryCase};
 use ssdlab_core::schema::{Analysis, LatencyNs, RunResult};
 
 use crate::svg::{Axis, Chart, Mark, Scale, Series, bars};
 use crate::{charts, escape, label, table};
 
-/// The smallest tail fraction drawn: a one-in-ten-thousand read.
+/// The smallest tail share drawn: a one-in-ten-thousand read.
 const SMALLEST_FRACTION: f64 = 1e-4;
 
-/// (latency ms, fraction of reads slower) along a histogram.
-fn tail_of(h: &SparseHistogram) -> Vec<(f64, f64)> {
-    let mut seen = 0u64;
-    h.buckets
+/// (latency ms, fraction of reads at least that slow) along a histogram: each value with the share of reads
+/// at or beyond it, so the slowest value still shows (with the share that took it).
+fn tail_of(h: &HistogramBuckets) -> Vec<(f64, f64)> {
+    let mut below = 0u64;
+    let cdf: Vec<(u64, f64)> = h
+        .buckets
         .iter()
         .map(|&(index, count)| {
-            seen += count;
-            let value = bucket_value(index as usize).clamp(h.min_ns, h.max_ns);
-            (value as f64 / 1e6, 1.0 - seen as f64 / h.count as f64)
+            below += count;
+            (
+                bucket_value(index as usize).clamp(h.min_ns, h.max_ns),
+                below as f64 / h.count as f64,
+            )
         })
-        .filter(|&(_, slower)| slower >= SMALLEST_FRACTION)
+        .collect();
+    at_or_beyond(&cdf)
+}
+
+/// A CDF's points as (latency ms, P(X >= value)), down to [`SMALLEST_FRACTION`].
+fn at_or_beyond(cdf: &[(u64, f64)]) -> Vec<(f64, f64)> {
+    let mut previous = 0.0;
+    cdf.iter()
+        .map(|&(ns, f)| {
+            let point = (ns as f64 / 1e6, 1.0 - previous);
+            previous = f;
+            point
+        })
+        .filter(|&(_, share)| share >= SMALLEST_FRACTION)
         .collect()
+}
+
+/// Fractions as percentages: 0.01 -> "1%", 0.001 -> "0.1%".
+fn percent(v: f64) -> String {
+    let p = 100.0 * v;
+    if p >= 1.0 {
+        format!("{p:.0}%")
+    } else {
+        let digits = (-p.log10()).ceil() as usize;
+        format!("{p:.digits$}%")
+    }
 }
 
 pub(crate) fn fanout(group: &[&RunResult]) -> String {
@@ -45,12 +73,7 @@ fn one(a: &FanoutAnalysis) -> String {
     let mut series: Vec<Series> = Vec::new();
     series.push(Series {
         name: format!("query over all {} drives", a.query.shards),
-        points: a
-            .query_cdf
-            .iter()
-            .map(|&(ns, f)| (ns as f64 / 1e6, 1.0 - f))
-            .filter(|&(_, slower)| slower >= SMALLEST_FRACTION)
-            .collect(),
+        points: at_or_beyond(&a.query_cdf),
         mark: Mark::LineWithDots,
     });
     if let Some(m) = &a.measured {
@@ -73,7 +96,7 @@ fn one(a: &FanoutAnalysis) -> String {
     let mut out = charts(&[Chart {
         title: "Read latency tail: every drive and the query that waits for all".into(),
         x: Axis::new("latency (ms, log scale)", Scale::Log10),
-        y: Axis::new("fraction of reads slower (log scale)", Scale::Log10),
+        y: Axis::new("reads at least this slow (log scale)", Scale::Log10).format(percent),
         series,
     }]);
     let ranked: Vec<(String, f64)> = a
@@ -183,4 +206,21 @@ fn one(a: &FanoutAnalysis) -> String {
         escape(&a.mode)
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_slowest_value_keeps_the_share_that_took_it() {
+        // 94% at 5 ms, 6% at 24.5 ms: the tail shows 100% at 5 ms and 6% at 24.5 ms.
+        let points = at_or_beyond(&[(5_000_000, 0.94), (24_500_000, 1.0)]);
+        assert_eq!(points.len(), 2);
+        assert_eq!(points[0], (5.0, 1.0));
+        assert!((points[1].0 - 24.5).abs() < 1e-9 && (points[1].1 - 0.06).abs() < 1e-9);
+        assert_eq!(percent(0.06), "6%");
+        assert_eq!(percent(0.001), "0.1%");
+        assert_eq!(percent(0.0001), "0.01%");
+    }
 }

@@ -396,7 +396,11 @@ pub fn bars(title: &str, axis_label: &str, items: &[(String, f64)], format: fn(f
     let (width, row) = (800.0, 20.0);
     let (left, right, top) = (150.0, 80.0, 34.0);
     let height = top + row * items.len() as f64 + 40.0;
-    let max = items.iter().map(|i| i.1).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
+    let max = items
+        .iter()
+        .map(|i| i.1)
+        .fold(0.0, f64::max)
+        .max(f64::MIN_POSITIVE);
     let span = width - left - right;
     let mut svg = String::new();
     let _ = write!(
@@ -488,7 +492,10 @@ mod tests {
         let items = vec![("slow <1>".to_string(), 0.5), ("fast".to_string(), 0.25)];
         let svg = bars("tail", "share", &items, |v| format!("{:.0}%", 100.0 * v));
         assert!(svg.contains(r#"data-name="slow &lt;1&gt;""#), "names are escaped");
-        assert!(svg.contains(r#"width="570.0""#) && svg.contains(r#"width="285.0""#), "{svg}");
+        assert!(
+            svg.contains(r#"width="570.0""#) && svg.contains(r#"width="285.0""#),
+            "{svg}"
+        );
         assert!(svg.contains(">50%<") && svg.contains(">25%<"));
     }
 

@@ -462,7 +462,8 @@ impl SimDevice {
     }
 
     /// How long a die is busy reading one page of `block` whose data is `age_ns` old: one array read, plus
-    /// per read-retry step another array read, a transfer of the unit to the controller and a decode attempt.
+    /// per read-retry step another array read, a transfer of the unit to the controller and a decode attempt,
+    /// plus the last resort's time when the retry table ran out.
     /// SLC-mode blocks hold young data with wide margins and never retry.
     fn page_read_ns(&self, block: u32, page: u32, age_ns: u64) -> u64 {
         if self.ftl.is_slc(block) {
@@ -477,8 +478,9 @@ impl SimDevice {
             return base_ns;
         };
         let months = age_ns as f64 / 1e9 / MONTH_S;
-        let steps = retry.steps(months, variation.factor(block, page)) as u64;
-        base_ns + steps * step_ns
+        let retries = retry.retries(months, variation.block_factor(block), variation.page_z(page));
+        let recovery_ns = if retries.recovery { retry.recovery_ns } else { 0 };
+        base_ns + retries.steps as u64 * step_ns + recovery_ns
     }
 
     fn discard(&mut self, t_ns: u64, offset: u64, len: u64) -> u64 {

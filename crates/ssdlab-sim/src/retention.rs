@@ -7,11 +7,16 @@
 //! depends on its cells (page to page), on the block (wear, position on the die) and on the drive (its NAND
 //! lot), and it grows with the data's age.
 //!
-//! The model: a page of data `a` months old needs `floor(m(a) x d x b x p)` steps, where `m` is the profile's
-//! median-steps curve, and `d`, `b`, `p` are log-normal factors of median 1 drawn from the drive's seed for the
-//! drive, for the block and for the page. The draws are stateless hashes of (seed, block) and (seed, page), so
+//! The model: a page of data `a` months old needs `floor(m(a) x d x b x exp(s(a) z))` steps, where `m` is the
+//! profile's median-steps curve, `d` and `b` are log-normal factors of median 1 drawn from the drive's seed for
+//! the drive and for the block, `z` is the page's standard normal draw and `s(a)` the page spread, which widens
+//! with age (a weak page stays weak and grows weaker faster). The draws are stateless hashes of (seed, block) and (seed, page), so
 //! a page needs the same number of steps every time it is read at one age (a slow chunk is slow again when read
 //! again, as on a real drive), and a drive with another seed is a different but statistically equal drive.
+//!
+//! A page that needs more steps than the retry table holds takes the whole table and then the controller's
+//! last resort (soft decoding, parity): rare on young data, and the source of the very slow reads whose chance
+//! rises with age.
 //!
 //! This module only draws and counts steps; what a step costs in time is the timing model's business
 //! (`device.rs`). It never reads the wall clock or any global state.
@@ -25,46 +30,86 @@ pub struct ReadRetry {
     /// (age in months, median retry steps per page read), interpolated linearly in log(age) (threshold
     /// voltage drift is roughly linear in log time); no retries before the first point, flat after the last.
     pub median_steps: Vec<(f64, f64)>,
-    /// Spread (standard deviation of the natural log) of the page, block and drive factors.
-    pub page_sigma: f64,
+    /// (age in months, spread of the page factor), interpolated like the median: the standard deviation of the
+    /// natural log of a page's factor. It widens with age, because weak cells keep leaking faster than strong
+    /// ones, so old data's slowest reads grow more than its typical ones (seed 000: the median search time
+    /// stays flat from 4 to 7 months while the quartiles move apart and bulk reads slow by another 20%).
+    pub page_sigma: Vec<(f64, f64)>,
+    /// Spread of the block and drive factors, the same at every age.
     pub block_sigma: f64,
     pub drive_sigma: f64,
     /// One decode attempt by the controller's ECC engine, per retry step.
     pub decode_ns: u64,
+    /// The read-retry table's length. A page that needs more steps has run out of shifted references: the
+    /// controller's last resort (soft-decision decoding, rebuilding from parity across dies) takes over.
+    pub table_steps: u32,
+    /// What that last resort costs on top of the whole table.
+    pub recovery_ns: u64,
 }
 
-/// The most steps one page read can take: the end of the retry table, where the controller's last resort
-/// (soft decoding, parity across dies) takes over, priced here as the table's last step.
-pub const MAX_STEPS: u32 = 400;
+/// How a page read went: retry steps, and whether the table ran out and recovery was needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retries {
+    pub steps: u32,
+    pub recovery: bool,
+}
 
 impl ReadRetry {
-    /// The median number of steps a page of `months`-old data needs.
+    /// The median number of steps a page of `months`-old data needs: none before the curve's first age.
     pub fn median_steps(&self, months: f64) -> f64 {
-        let pts = &self.median_steps;
-        let Some(&(first_age, _)) = pts.first() else {
-            return 0.0;
-        };
-        if months <= first_age {
-            return 0.0;
+        match self.median_steps.first() {
+            Some(&(first_age, _)) if months > first_age => log_age_interpolate(&self.median_steps, months),
+            _ => 0.0,
         }
-        for pair in pts.windows(2) {
-            let ((a0, m0), (a1, m1)) = (pair[0], pair[1]);
-            if months <= a1 {
-                let f = (months.ln() - a0.ln()) / (a1.ln() - a0.ln());
-                return m0 + f.clamp(0.0, 1.0) * (m1 - m0);
-            }
-        }
-        pts[pts.len() - 1].1
     }
 
-    /// The steps a page needs given its combined variation factor (drive x block x page).
-    pub fn steps(&self, months: f64, variation: f64) -> u32 {
+    /// The spread of the page factor for `months`-old data.
+    pub fn page_sigma(&self, months: f64) -> f64 {
+        log_age_interpolate(&self.page_sigma, months)
+    }
+
+    /// The steps a page needs, given its draws: the drive's and its block's factor together, and the page's
+    /// standard normal draw, which the age's spread scales. Past the table's end it takes the whole table and
+    /// recovery.
+    pub fn retries(&self, months: f64, drive_and_block: f64, page_z: f64) -> Retries {
         let m = self.median_steps(months);
         if m <= 0.0 {
-            return 0;
+            return Retries {
+                steps: 0,
+                recovery: false,
+            };
         }
-        ((m * variation).floor() as u32).min(MAX_STEPS)
+        let needed = m * drive_and_block * (self.page_sigma(months) * page_z).exp();
+        if needed >= self.table_steps as f64 + 1.0 {
+            Retries {
+                steps: self.table_steps,
+                recovery: true,
+            }
+        } else {
+            Retries {
+                steps: needed.floor() as u32,
+                recovery: false,
+            }
+        }
     }
+}
+
+/// Linear interpolation in log(age) between (age, value) points, flat beyond the ends (0 without points).
+fn log_age_interpolate(points: &[(f64, f64)], months: f64) -> f64 {
+    let Some(&(first_age, first)) = points.first() else {
+        return 0.0;
+    };
+    if months <= first_age {
+        return first;
+    }
+    for pair in points.windows(2) {
+        let ((a0, v0), (a1, v1)) = (pair[0], pair[1]);
+        if months <= a1 {
+            let f = (months.ln() - a0.ln()) / (a1.ln() - a0.ln());
+            return v0 + f.clamp(0.0, 1.0) * (v1 - v0);
+        }
+    }
+    points[points.len() - 1].1
 }
 
 /// The seeded variation of one drive: its own factor, and the per-block and per-page factors it draws.
@@ -73,7 +118,6 @@ pub struct Variation {
     seed: u64,
     drive_factor: f64,
     block_sigma: f64,
-    page_sigma: f64,
 }
 
 /// Stream numbers that keep the drive, block and page draws independent.
@@ -87,7 +131,6 @@ impl Variation {
             seed,
             drive_factor: (retry.drive_sigma * standard_normal(seed, DRIVE_STREAM, 0)).exp(),
             block_sigma: retry.block_sigma,
-            page_sigma: retry.page_sigma,
         }
     }
 
@@ -96,11 +139,14 @@ impl Variation {
         self.drive_factor
     }
 
-    /// The combined factor of a page: the drive's, its block's and its own.
-    pub fn factor(&self, block: u32, page: u32) -> f64 {
-        let z = self.block_sigma * standard_normal(self.seed, BLOCK_STREAM, block as u64)
-            + self.page_sigma * standard_normal(self.seed, PAGE_STREAM, page as u64);
-        self.drive_factor * z.exp()
+    /// The factor of a block on this drive: the drive's times the block's.
+    pub fn block_factor(&self, block: u32) -> f64 {
+        self.drive_factor * (self.block_sigma * standard_normal(self.seed, BLOCK_STREAM, block as u64)).exp()
+    }
+
+    /// A page's standard normal draw: where it sits among the drive's pages, whatever the age.
+    pub fn page_z(&self, page: u32) -> f64 {
+        standard_normal(self.seed, PAGE_STREAM, page as u64)
     }
 }
 
@@ -120,10 +166,12 @@ mod tests {
     fn curve() -> ReadRetry {
         ReadRetry {
             median_steps: vec![(0.5, 0.0), (1.0, 2.0), (8.0, 20.0)],
-            page_sigma: 0.4,
+            page_sigma: vec![(1.0, 0.4), (8.0, 0.8)],
             block_sigma: 0.3,
             drive_sigma: 0.1,
             decode_ns: 10_000,
+            table_steps: 200,
+            recovery_ns: 5_000_000,
         }
     }
 
@@ -136,8 +184,15 @@ mod tests {
         // Half-way in log(age) between 1 and 8 months is sqrt(8).
         assert!((c.median_steps(8f64.sqrt()) - 11.0).abs() < 1e-9);
         assert_eq!(c.median_steps(30.0), 20.0);
-        assert_eq!(c.steps(0.2, 5.0), 0, "fresh data never retries");
-        assert_eq!(c.steps(8.0, 1e9), MAX_STEPS);
+        assert!((c.page_sigma(8f64.sqrt()) - 0.6).abs() < 1e-9);
+        assert_eq!(c.page_sigma(0.2), 0.4);
+        assert_eq!(c.retries(0.2, 5.0, 3.0).steps, 0, "fresh data never retries");
+        let exhausted = c.retries(8.0, 1e9, 0.0);
+        assert_eq!((exhausted.steps, exhausted.recovery), (200, true));
+        assert!(!c.retries(8.0, 1.0, 0.0).recovery);
+        // A weak page (z = 2) falls further behind the median with age.
+        let lead = |months: f64| c.retries(months, 1.0, 2.0).steps as f64 / c.median_steps(months);
+        assert!(lead(8.0) > 1.5 * lead(1.5), "{} vs {}", lead(8.0), lead(1.5));
     }
 
     #[test]
@@ -157,14 +212,15 @@ mod tests {
     fn two_seeds_are_two_drives_of_one_population() {
         let c = curve();
         let (a, b) = (Variation::new(&c, 1), Variation::new(&c, 2));
-        assert_ne!(a.factor(3, 17), b.factor(3, 17));
-        assert_eq!(a.factor(3, 17), Variation::new(&c, 1).factor(3, 17));
-        // Over many pages the median factor is the drive's own.
+        assert_ne!(a.block_factor(3), b.block_factor(3));
+        assert_ne!(a.page_z(17), b.page_z(17));
+        assert_eq!(a.block_factor(3), Variation::new(&c, 1).block_factor(3));
+        // Over many blocks the median factor is the drive's own.
         for v in [a, b] {
-            let mut f: Vec<f64> = (0..20_001).map(|p| v.factor(p / 192, p)).collect();
+            let mut f: Vec<f64> = (0..20_001).map(|block| v.block_factor(block)).collect();
             f.sort_by(f64::total_cmp);
             let median = f[f.len() / 2];
-            assert!((median / v.drive_factor() - 1.0).abs() < 0.05, "{median}");
+            assert!((median / v.drive_factor() - 1.0).abs() < 0.02, "{median}");
         }
     }
 }

@@ -26,7 +26,7 @@ pub enum Analysis {
     Scan(ScanAnalysis),
     RegionScan(RegionScanAnalysis),
     Health(crate::schema::health::HealthAnalysis),
-    Fanout(crate::schema::fanout::FanoutAnalysis),
+    Fanout(Box<crate::schema::fanout::FanoutAnalysis>),
 }
 
 impl Analysis {

@@ -6,6 +6,42 @@ use serde::{Deserialize, Serialize};
 use super::LatencyNs;
 use crate::histogram::SparseHistogram;
 
+/// A latency histogram as an analysis keeps it: the log-linear buckets of [`crate::histogram`] with their
+/// counts, and the exact count, extremes and mean. (The sum is not kept as a 128-bit integer: serde cannot read
+/// one back inside a tagged analysis.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistogramBuckets {
+    pub count: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub mean_ns: f64,
+    /// (bucket index, count) pairs, ascending.
+    pub buckets: Vec<(u32, u64)>,
+}
+
+impl HistogramBuckets {
+    pub fn of(h: &SparseHistogram) -> Self {
+        HistogramBuckets {
+            count: h.count,
+            min_ns: h.min_ns,
+            max_ns: h.max_ns,
+            mean_ns: h.mean(),
+            buckets: h.buckets.clone(),
+        }
+    }
+
+    /// The histogram again (its sum from the mean, exact to a nanosecond per value).
+    pub fn to_sparse(&self) -> SparseHistogram {
+        SparseHistogram {
+            count: self.count,
+            sum_ns: (self.mean_ns * self.count as f64).round() as u128,
+            min_ns: self.min_ns,
+            max_ns: self.max_ns,
+            buckets: self.buckets.clone(),
+        }
+    }
+}
+
 /// One drive of the fan-out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FanoutDrive {
@@ -18,7 +54,7 @@ pub struct FanoutDrive {
     pub reads: u64,
     pub latency_ns: LatencyNs,
     /// Every read's latency, for the query arithmetic and for redrawing.
-    pub histogram: SparseHistogram,
+    pub histogram: HistogramBuckets,
     /// Per second of the run: (seconds since start, median ns, p99 ns).
     pub per_second: Vec<(f64, u64, u64)>,
 }
@@ -50,7 +86,7 @@ pub struct StragglerShare {
 pub struct MeasuredQueries {
     pub queries: u64,
     pub latency_ns: LatencyNs,
-    pub histogram: SparseHistogram,
+    pub histogram: HistogramBuckets,
 }
 
 /// The fan-out's conclusions.

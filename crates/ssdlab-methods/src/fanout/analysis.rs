@@ -4,7 +4,7 @@
 
 use ssdlab_core::Histogram;
 use ssdlab_core::schema::fanout::{
-    FanoutAnalysis, FanoutDrive, MeasuredQueries, QueryCase, StragglerShare,
+    FanoutAnalysis, FanoutDrive, HistogramBuckets, MeasuredQueries, QueryCase, StragglerShare,
 };
 use ssdlab_core::schema::{LatencyNs, Verdict};
 
@@ -145,7 +145,7 @@ pub fn analyze(
             data_age_months: d.data_age_months,
             reads: r.histogram.count(),
             latency_ns: LatencyNs::from_histogram(&r.histogram),
-            histogram: r.histogram.to_sparse(),
+            histogram: HistogramBuckets::of(&r.histogram.to_sparse()),
             per_second: r.per_second,
         })
         .collect();
@@ -169,7 +169,7 @@ pub fn analyze(
         measured: measured.map(|h| MeasuredQueries {
             queries: h.count(),
             latency_ns: LatencyNs::from_histogram(&h),
-            histogram: h.to_sparse(),
+            histogram: HistogramBuckets::of(&h.to_sparse()),
         }),
     })
 }

@@ -285,15 +285,15 @@ mod tests {
 
     #[test]
     fn the_straggler_takes_the_tail() {
-        let fast = Dist::from_points(&[(1 * MS, 0.99), (5 * MS, 0.01)]);
-        let slow = Dist::from_points(&[(1 * MS, 0.5), (20 * MS, 0.5)]);
+        let fast = Dist::from_points(&[(MS, 0.99), (5 * MS, 0.01)]);
+        let slow = Dist::from_points(&[(MS, 0.5), (20 * MS, 0.5)]);
         let shards = [&fast, &fast, &slow, &fast];
         let query = Dist::max_of(&shards);
         let shares = tail_shares(&shards, query.percentile(95.0));
         assert!(shares[2] > 0.95, "{shares:?}");
         assert!((shares.iter().sum::<f64>() - 1.0).abs() < 1e-9);
         // Equal drives share equally.
-        let even = tail_shares(&[&slow, &slow], 1 * MS);
+        let even = tail_shares(&[&slow, &slow], MS);
         assert!((even[0] - 0.5).abs() < 1e-9, "{even:?}");
     }
 

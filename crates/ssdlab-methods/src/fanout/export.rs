@@ -8,14 +8,16 @@ use ssdlab_core::schema::LatencyNs;
 use ssdlab_core::schema::fanout::FanoutAnalysis;
 
 fn quantiles(e: &mut Exposition, name: &str, help: &str, labels: &[(&str, &str)], l: &LatencyNs) {
-    for (quantile, ns) in [
-        ("0.5", l.p50 as f64),
-        ("0.95", l.p95 as f64),
-        ("0.99", l.p99 as f64),
-        ("0.999", l.p999 as f64),
+    // A gauge per percentile, labelled as the scan's are: promtool keeps "quantile" for summaries.
+    for (statistic, ns) in [
+        ("p50", l.p50 as f64),
+        ("p95", l.p95 as f64),
+        ("p99", l.p99 as f64),
+        ("p999", l.p999 as f64),
+        ("mean", l.mean),
     ] {
         let mut with = labels.to_vec();
-        with.push(("quantile", quantile));
+        with.push(("statistic", statistic));
         e.sample(name, MetricType::Gauge, help, &with, ns / 1e9);
     }
 }

@@ -105,12 +105,20 @@ mod tests {
 
     #[test]
     fn fleet_files_name_their_bad_lines() {
-        let fleet = parse_fleet_file("# shards\n/dev/sdb shard-1\nsim:840evo-1t?fill=100%  # virtual\n").unwrap();
+        let fleet =
+            parse_fleet_file("# shards\n/dev/sdb shard-1\nsim:840evo-1t?fill=100%  # virtual\n").unwrap();
         assert_eq!(fleet.len(), 2);
-        assert_eq!((fleet[0].name.as_str(), fleet[0].target.as_str()), ("shard-1", "/dev/sdb"));
+        assert_eq!(
+            (fleet[0].name.as_str(), fleet[0].target.as_str()),
+            ("shard-1", "/dev/sdb")
+        );
         assert_eq!(fleet[1].name, "sim:840evo-1t?fill=100%");
         assert!(parse_fleet_file("a b c").unwrap_err().contains("line 1"));
-        assert!(parse_fleet_file("# nothing\n").unwrap_err().contains("no targets"));
+        assert!(
+            parse_fleet_file("# nothing\n")
+                .unwrap_err()
+                .contains("no targets")
+        );
         assert!(parse_age_by("6").unwrap_err().contains("--age-by"));
         assert_eq!(parse_age_by("1w").unwrap(), 7.0 * 86_400.0);
     }

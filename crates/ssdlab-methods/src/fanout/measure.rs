@@ -7,9 +7,9 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use ssdlab_core::Histogram;
 use ssdlab_core::device::{ClockKind, Completion, Device, DeviceError, Io, Op};
 use ssdlab_core::rng::Rng;
-use ssdlab_core::Histogram;
 
 use crate::session::MethodError;
 
@@ -130,18 +130,26 @@ fn failed(device: &dyn Device, c: &Completion) -> MethodError {
     ))
 }
 
+/// Opens drive `i` of the fan-out on the thread that will use it (an io_uring ring belongs to the thread that
+/// made it).
+pub type DriveOpener<'a> = dyn Fn(usize) -> Result<Box<dyn Device>, MethodError> + Sync + 'a;
+
 /// Every drive reads on its own worker thread, all at once, until the runtime has passed on its clock or `stop`
-/// is set; one result per drive, in order.
-pub fn run_independent<D: Device + Send>(
-    devices: &mut [D],
+/// is set; one result per drive, in order. Each worker opens its drive with `open`.
+pub fn run_independent(
+    drives: usize,
+    open: &DriveOpener,
     load: &ReadLoad,
     stop: &AtomicBool,
 ) -> Result<Vec<DriveReads>, MethodError> {
     std::thread::scope(|scope| {
-        let workers: Vec<_> = devices
-            .iter_mut()
-            .enumerate()
-            .map(|(i, device)| scope.spawn(move || read_alone(device, load, i, stop)))
+        let workers: Vec<_> = (0..drives)
+            .map(|i| {
+                scope.spawn(move || {
+                    let mut device = open(i)?;
+                    read_alone(device.as_mut(), load, i, stop)
+                })
+            })
             .collect();
         workers
             .into_iter()

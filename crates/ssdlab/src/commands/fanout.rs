@@ -10,6 +10,7 @@ use ssdlab_core::units::parse_duration_ns;
 use ssdlab_methods::fanout::fleet::{FleetDrive, field_report_fleet, parse_age_by, parse_fleet_file};
 use ssdlab_methods::fanout::measure::{ReadLoad, run_independent, run_synchronized};
 use ssdlab_methods::fanout::{RunShape, WhatIf, analyze, verdict};
+use ssdlab_methods::session::MethodError;
 
 use super::Outcome;
 use crate::cli::{FanoutArgs, FanoutModeArg, TargetArgs};
@@ -39,8 +40,9 @@ fn fleet(args: &FanoutArgs) -> Result<Vec<FleetDrive>> {
             Ok(field_report_fleet(age_by_s, args.refresh_all, args.seed))
         }
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("--fleet {path}: cannot read it (field-report, or a file of targets)"))?;
+            let text = std::fs::read_to_string(path).with_context(|| {
+                format!("--fleet {path}: cannot read it (field-report, or a file of targets)")
+            })?;
             parse_fleet_file(&text).map_err(|e| anyhow!("--fleet {path}: {e}"))
         }
         None => Ok(args
@@ -68,7 +70,8 @@ fn hedge_percentile(text: &str) -> Result<f64> {
 }
 
 pub fn run(args: &FanoutArgs) -> Result<Outcome> {
-    let runtime_ns = parse_duration_ns(&args.runtime).map_err(|e| anyhow!("--runtime {}: {e}", args.runtime))?;
+    let runtime_ns =
+        parse_duration_ns(&args.runtime).map_err(|e| anyhow!("--runtime {}: {e}", args.runtime))?;
     if runtime_ns < 100_000_000 {
         bail!("--runtime {}: read for at least 100ms", args.runtime);
     }
@@ -87,17 +90,18 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
     if let Some(prom) = &args.prom {
         output::check_prom_path(prom)?;
     }
-    let mut devices = Vec::with_capacity(drives.len());
-    for drive in &drives {
+    // Read-only: the opener never creates, extends or claims anything for writing.
+    let open = |drive: &FleetDrive| -> Result<ssdlab_targets::AnyDevice> {
         let target = TargetArgs {
             target: drive.target.clone(),
             allow_destroy: false,
             force: false,
             engine: args.engine,
         };
-        // Read-only: the opener never creates, extends or claims anything for writing.
-        devices.push(plan::open_target_as(&target, plan::Use::Looks, "--target")?.device);
-    }
+        Ok(plan::open_target_as(&target, plan::Use::Looks, "--target")?.device)
+    };
+    // Every drive is opened here first, so a bad target is refused before any drive starts reading.
+    let mut devices = drives.iter().map(open).collect::<Result<Vec<_>>>()?;
     let load = ReadLoad {
         block_bytes,
         runtime_ns,
@@ -116,13 +120,23 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
         "fanout    {} drives, {workload}, {}",
         drives.len(),
         match args.mode {
-            FanoutModeArg::Computed => "all at once, each on its own (the query computed from their histograms)",
-            FanoutModeArg::Measured => "in synchronized queries (one read to every drive at once, waiting for all)",
+            FanoutModeArg::Computed =>
+                "all at once, each on its own (the query computed from their histograms)",
+            FanoutModeArg::Measured =>
+                "in synchronized queries (one read to every drive at once, waiting for all)",
         }
     );
     let stop = ssdlab_io::sys::interrupt_flag();
     let (reads, measured) = match args.mode {
-        FanoutModeArg::Computed => (run_independent(&mut devices, &load, stop)?, None),
+        FanoutModeArg::Computed => {
+            // Each worker opens its own drive again: an io_uring ring serves only the thread that made it.
+            let reopen = |i: usize| -> Result<Box<dyn ssdlab_core::Device>, MethodError> {
+                open(&drives[i])
+                    .map(|d| Box::new(d) as Box<dyn ssdlab_core::Device>)
+                    .map_err(|e| MethodError::Invalid(format!("{e:#}")))
+            };
+            (run_independent(drives.len(), &reopen, &load, stop)?, None)
+        }
         FanoutModeArg::Measured => {
             let (reads, queries) = run_synchronized(&mut devices, &load, stop)?;
             (reads, Some(queries))
@@ -159,7 +173,10 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
             ssdlab_core::device::TargetKind::BlockDevice
         },
         model: format!("a fan-out over {} drives", drives.len()),
-        capacity_bytes: devices.iter().map(|d| ssdlab_core::Device::info(d).capacity_bytes).sum(),
+        capacity_bytes: devices
+            .iter()
+            .map(|d| ssdlab_core::Device::info(d).capacity_bytes)
+            .sum(),
         logical_block_bytes: 512,
         physical_block_bytes: 4096,
         memory_align_bytes: 4096,
@@ -196,13 +213,16 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
         args.out.as_deref(),
         info,
         options,
-        Analysis::Fanout(analysis),
+        Analysis::Fanout(Box::new(analysis)),
         &verdict,
     )?;
     if let Some(dir) = &args.out {
         std::fs::write(dir.join("drives.csv"), csv)
             .with_context(|| format!("--out {}: cannot write drives.csv", dir.display()))?;
-        eprintln!("results   {} (report.html, result.json, drives.csv)", dir.display());
+        eprintln!(
+            "results   {} (report.html, result.json, drives.csv)",
+            dir.display()
+        );
     }
     for reason in &verdict.reasons {
         eprintln!("verdict   {reason}");

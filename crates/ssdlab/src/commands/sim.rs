@@ -98,12 +98,13 @@ fn info(args: &SimInfoArgs) -> Result<Outcome> {
         ),
         match (&p.retention, p.retry_step_ns()) {
             (Some(r), Some(step_ns)) => format!(
-                "retention        median read-retry steps per page {:.1} at 1 month, {:.1} at 3, {:.1} at 7 ({:.0} us each); spread x{:.2} per page, x{:.2} per block, x{:.2} per drive (1 sigma); this seed's drive x{:.2}",
+                "retention        median read-retry steps per page {:.1} at 1 month, {:.1} at 3, {:.1} at 7 ({:.0} us each); spread x{:.2} per page at 3 months (x{:.2} at 7), x{:.2} per block, x{:.2} per drive (1 sigma); this seed's drive x{:.2}",
                 r.median_steps(1.0),
                 r.median_steps(3.0),
                 r.median_steps(7.0),
                 us(step_ns),
-                r.page_sigma.exp(),
+                r.page_sigma(3.0).exp(),
+                r.page_sigma(7.0).exp(),
                 r.block_sigma.exp(),
                 r.drive_sigma.exp(),
                 ssdlab_sim::retention::Variation::new(r, spec.seed).drive_factor()

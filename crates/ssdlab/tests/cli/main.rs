@@ -9,6 +9,7 @@ mod common;
 mod crash_oracle;
 mod engine;
 mod erase;
+mod fanout;
 mod health;
 mod input;
 mod methods;

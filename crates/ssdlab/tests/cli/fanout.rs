@@ -1,0 +1,195 @@
+//! Fan-out: the query that waits for every drive, the straggler, the virtual fleet and real loop devices.
+
+use serde_json::Value;
+
+use crate::*;
+
+/// The analysis a `fanout --json` run streamed.
+fn fanout_analysis(args: &[&str]) -> (std::process::Output, Value) {
+    let mut all = vec!["fanout", "--json"];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    let analysis = event(&json_lines(&out), "analysis")["data"].clone();
+    (out, analysis)
+}
+
+fn ms(latency: &Value, key: &str) -> f64 {
+    latency[key].as_f64().unwrap() / 1e6
+}
+
+#[test]
+fn the_virtual_fleet_shows_the_field_reports_effect_and_its_fix() {
+    let runtime = ["--fleet", "field-report", "--runtime", "120s"];
+    let (_, now) = fanout_analysis(&runtime);
+    let (_, older) = fanout_analysis(&[&runtime[..], &["--age-by", "6w"]].concat());
+    let (_, fixed) = fanout_analysis(&[&runtime[..], &["--refresh-all"]].concat());
+    assert_eq!(now["drives"].as_array().unwrap().len(), 25);
+    let q = |a: &Value, key: &str| ms(&a["query"]["latency_ns"], key);
+    // Six weeks on, the chance that some shard reads very slowly has risen: the query's mean and p95 rise much
+    // more than its median (seed 000: "the chances of very poor performance searches rises").
+    let rise = |key: &str| q(&older, key) - q(&now, key);
+    assert!(rise("p50") > 0.0, "the data got older");
+    assert!(
+        rise("mean") > 1.5 * rise("p50") && rise("p95") > 3.0 * rise("p50"),
+        "median +{:.2} ms, mean +{:.2} ms, p95 +{:.2} ms",
+        rise("p50"),
+        rise("mean"),
+        rise("p95")
+    );
+    // After the refresh every figure falls back, below a millisecond.
+    for key in ["p50", "mean", "p95", "p99"] {
+        assert!(
+            q(&fixed, key) < 1.0,
+            "{key} after the refresh: {} ms",
+            q(&fixed, key)
+        );
+    }
+    // The straggler is an old drive, never one of the young ones.
+    let dominant: Vec<&str> = now["dominant"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap())
+        .collect();
+    assert!(!dominant.is_empty());
+    for name in dominant {
+        let drive = now["drives"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["name"] == name)
+            .unwrap();
+        assert!(drive["data_age_months"].as_f64().unwrap() > 3.0, "{drive}");
+    }
+}
+
+#[test]
+fn measured_queries_agree_with_the_computed_distribution() {
+    // Independent virtual drives with three-month-old data: the product of their CDFs is the query's CDF, to
+    // the histogram's 0.4% plus sampling error.
+    let targets: Vec<String> = (1..=4)
+        .map(|seed| format!("sim:840evo-1t?scale=1/1024&fill=100%&age=3mo&seed={seed}"))
+        .collect();
+    let mut args = vec!["--mode", "measured", "--runtime", "120s"];
+    for t in &targets {
+        args.extend(["--target", t.as_str()]);
+    }
+    let (out, a) = fanout_analysis(&args);
+    let measured = &a["measured"];
+    assert!(measured["queries"].as_u64().unwrap() > 20_000, "{measured}");
+    for key in ["p25", "p50", "p75", "p95", "mean"] {
+        let (computed, seen) = (
+            ms(&a["query"]["latency_ns"], key),
+            ms(&measured["latency_ns"], key),
+        );
+        assert!(
+            (seen / computed - 1.0).abs() < 0.05,
+            "{key}: computed {computed:.3} ms, measured {seen:.3} ms"
+        );
+    }
+    assert!(stderr(&out).contains("synchronized queries"));
+}
+
+#[test]
+fn the_old_drive_among_fresh_ones_is_named_and_fixing_it_is_priced() {
+    let fresh = |seed: u32| format!("sim:840evo-1t?scale=1/1024&fill=100%&age=2d&seed={seed}");
+    let old = "sim:840evo-1t?scale=1/1024&fill=100%&age=7mo&seed=9".to_string();
+    let targets = [fresh(1), fresh(2), old.clone(), fresh(3)];
+    let mut args = vec!["--runtime", "20s"];
+    for t in &targets {
+        args.extend(["--target", t.as_str()]);
+    }
+    let (out, a) = fanout_analysis(&args);
+    expect_code(&out, 1);
+    assert_eq!(a["dominant"], serde_json::json!([old]));
+    assert!(a["stragglers"][0]["share_of_p99_ratio"].as_f64().unwrap() > 0.9);
+    let fixed = &a["fixed"]["latency_ns"];
+    assert!(
+        ms(fixed, "p99") < 0.5 && ms(&a["query"]["latency_ns"], "p99") > 2.0,
+        "{a}"
+    );
+    assert!(stderr(&out).contains("stragglers"), "{}", stderr(&out));
+    // Four fresh drives: nobody takes the tail, exit 0.
+    let mut args = vec!["--runtime", "5s"];
+    let fresh: Vec<String> = (1..=4).map(fresh).collect();
+    for t in &fresh {
+        args.extend(["--target", t.as_str()]);
+    }
+    let (out, a) = fanout_analysis(&args);
+    expect_code(&out, 0);
+    assert_eq!(a["dominant"], serde_json::json!([]));
+}
+
+#[test]
+fn fanout_over_loop_devices_writes_every_output_and_reads_only() {
+    let (one, two) = (LoopDevice::new(64 << 20), LoopDevice::new(64 << 20));
+    let dir = tempdir();
+    let fleet = dir.path().join("fleet.txt");
+    std::fs::write(
+        &fleet,
+        format!("# two shards\n{} shard-a\n{} shard-b\n", one.path, two.path),
+    )
+    .unwrap();
+    let out_dir = dir.path().join("fanout");
+    let prom = dir.path().join("fanout.prom");
+    for mode in ["computed", "measured"] {
+        let out = run(&[
+            "fanout",
+            "--fleet",
+            fleet.to_str().unwrap(),
+            "--runtime",
+            "1s",
+            "--mode",
+            mode,
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--prom",
+            prom.to_str().unwrap(),
+        ]);
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+        let result = read_result(&out_dir);
+        assert_eq!(result["kind"], "fanout");
+        let a = &result["analysis"];
+        assert_eq!(a["drives"][0]["name"], "shard-a");
+        assert!(a["drives"][1]["reads"].as_u64().unwrap() > 10);
+        assert_eq!(a["measured"].is_object(), mode == "measured");
+    }
+    let text = promtool_checked(&prom);
+    assert!(
+        text.contains("ssdlab_fanout_read_latency_seconds{drive=\"shard-b\""),
+        "{text}"
+    );
+    let csv = std::fs::read_to_string(out_dir.join("drives.csv")).unwrap();
+    assert!(
+        csv.starts_with("drive,target,") && csv.lines().count() == 3,
+        "{csv}"
+    );
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("Read latency tail") && html.contains("class=\"chart bars\""));
+    assert_eq!(one.image_blocks() + two.image_blocks(), 0, "nothing was written");
+}
+
+#[test]
+fn fanout_refuses_what_it_cannot_do() {
+    let sim = "sim:840evo-1t?scale=1/1024&fill=100%";
+    expect_usage_error(&run(&["fanout", "--target", sim, "--age-by", "6w"]), "--age-by");
+    expect_usage_error(
+        &run(&["fanout", "--fleet", "field-report", "--age-by", "6"]),
+        "--age-by",
+    );
+    expect_usage_error(&run(&["fanout", "--target", sim, "--hedge", "p100"]), "--hedge");
+    expect_usage_error(&run(&["fanout", "--target", sim, "--shards", "0"]), "--shards");
+    expect_usage_error(
+        &run(&["fanout", "--target", sim, "--runtime", "10ms"]),
+        "--runtime",
+    );
+    expect_usage_error(&run(&["fanout", "--fleet", "/no/such/fleet"]), "--fleet");
+    let dir = tempdir();
+    let fleet = dir.path().join("fleet.txt");
+    std::fs::write(&fleet, "sim:840evo-1t name extra\n").unwrap();
+    let out = run(&["fanout", "--fleet", fleet.to_str().unwrap()]);
+    expect_usage_error(&out, "--fleet");
+    assert!(stderr(&out).contains("line 1"), "{}", stderr(&out));
+    expect_usage_error(&run(&["fanout", "--target", "sim:no-such-drive"]), "--target");
+}
