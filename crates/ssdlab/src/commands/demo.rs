@@ -1,7 +1,8 @@
 //! `ssdlab demo`: the main job on the embedded default device, a virtual Samsung 840 EVO 250 GB. Runs the
 //! consistency test twice (as shipped, and with 25% extra over-provisioning), TRIM validation and
-//! transfer-size sweeps over 2 GiB and 512 MiB and seed 000's field-report scan (files by data age, the slow ones
-//! rewritten), each into its own result directory, reads the drive's health (host vs NAND writes,
+//! transfer-size sweeps over 2 GiB and 512 MiB, seed 000's field-report scan (files by data age, the slow ones
+//! rewritten) and its 25-drive fan-out (the query that waits for every shard, and the stragglers), each into its
+//! own result directory, reads the drive's health (host vs NAND writes,
 //! write amplification, P/E used) from the consistency runs' counters, then draws them all into one report.
 
 use anyhow::{Result, bail};
@@ -112,6 +113,30 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
         Outcome::Passed | Outcome::Failed => {}
     }
     directories.push(args.out.join("field-report"));
+    // Seed 000's search machine: 25 virtual 1 TB drives whose data is 0.9 to 7 months old, one shard each; the
+    // query that waits for all of them, and which drives make its tail.
+    eprintln!("\n== demo: fanout");
+    let fanout = crate::cli::FanoutArgs {
+        targets: vec![],
+        fleet: Some("field-report".into()),
+        age_by: None,
+        refresh_all: false,
+        shards: vec![],
+        hedge: "p95".into(),
+        mode: crate::cli::FanoutModeArg::Computed,
+        runtime: "60s".into(),
+        bs: "4k".into(),
+        seed: 1,
+        out: Some(args.out.join("fanout")),
+        prom: None,
+        json: false,
+        engine: crate::cli::EngineArg::Auto,
+    };
+    match super::fanout::run(&fanout)? {
+        Outcome::Interrupted => return Ok(Outcome::Interrupted),
+        Outcome::PipeClosed => return Ok(Outcome::PipeClosed),
+        Outcome::Passed | Outcome::Failed => directories.push(args.out.join("fanout")),
+    }
     // The drive's health after all that: host vs NAND writes, write amplification and P/E used, from the
     // counters of each consistency run.
     eprintln!("\n== demo: health");
