@@ -72,6 +72,11 @@ pub struct SimDevice {
 const NATIVE: usize = 0;
 const SLC: usize = 1;
 
+/// The oldest data a virtual drive can hold: page program times are 16-bit steps of about 73 minutes (nine
+/// years), and ages up to eight years leave room for the runs that follow.
+pub const MAX_AGE_NS: u64 = 8 * 365 * 86_400 * 1_000_000_000;
+const YEAR_S: f64 = 365.0 * 86_400.0;
+
 /// How long the host must be quiet before background work (SLC drain, refresh) starts.
 pub const IDLE_DELAY_NS: u64 = 50_000_000;
 
@@ -228,6 +233,13 @@ impl SimDevice {
         }
         let start = self.now_ns;
         let oldest = files.iter().map(|f| f.1).max().unwrap_or(0);
+        if oldest > MAX_AGE_NS {
+            return Err(DeviceError::Invalid(format!(
+                "data {:.1} years old: the virtual drive keeps page program times for {} years",
+                oldest as f64 / 1e9 / YEAR_S,
+                MAX_AGE_NS as f64 / 1e9 / YEAR_S
+            )));
+        }
         let mut order: Vec<usize> = (0..files.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(files[i].1));
         for i in order {
@@ -575,6 +587,23 @@ impl SimDevice {
                 if logicals.is_empty() {
                     continue;
                 }
+                // Reading old data back costs its read retries, page by page, before the moves.
+                let per_page = self.units_per_program();
+                let retry_ns: u64 = (first..first + units_per_block)
+                    .step_by(per_page as usize)
+                    .filter(|&page_first| {
+                        (page_first..page_first + per_page).any(|p| self.ftl.reverse(p).is_some())
+                    })
+                    .map(|page_first| {
+                        let programmed = self
+                            .ftl
+                            .page_programmed_at(page_first)
+                            .expect("the device keeps page times");
+                        self.page_read_ns(block, page_first / per_page, at.saturating_sub(programmed))
+                            .saturating_sub(self.profile.native.read_ns)
+                    })
+                    .sum();
+                self.die_free_ns[die as usize] = self.die_free_ns[die as usize].max(at) + retry_ns;
                 self.ftl.set_time(at);
                 let mut work = GcWork::default();
                 for logical in &logicals {

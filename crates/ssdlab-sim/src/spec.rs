@@ -93,7 +93,14 @@ impl SimSpec {
                     }
                     parsed.fill = pct / 100.0;
                 }
-                "age" => parsed.age_ns = parse_duration_ns(value).map_err(|e| bad(&e.to_string()))?,
+                "age" => {
+                    parsed.age_ns = parse_duration_ns(value).map_err(|e| bad(&e.to_string()))?;
+                    if parsed.age_ns > crate::device::MAX_AGE_NS {
+                        return Err(bad(
+                            "at most 8 years (the virtual drive keeps page program times for nine), e.g. age=7mo",
+                        ));
+                    }
+                }
                 "refresh" => {
                     parsed.refresh_after_ns = Some(parse_duration_ns(value).map_err(|e| bad(&e.to_string()))?)
                 }
@@ -139,6 +146,19 @@ mod tests {
                 .contains("scale=1/N")
         );
         assert!(SimSpec::parse("840evo-250g?scale=0").is_err());
+        assert!(
+            SimSpec::parse("840evo-250g?age=9y")
+                .unwrap_err()
+                .0
+                .contains("8 years")
+        );
+        assert!(
+            SimSpec::parse("840evo-250g?age=8y")
+                .unwrap_err()
+                .0
+                .contains("8 years")
+        );
+        assert!(SimSpec::parse("840evo-250g?age=7y").is_ok());
         assert!(SimSpec::parse("840evo-250g?op=-5").is_err());
         assert!(SimSpec::parse("840evo-250g?op").is_err());
     }

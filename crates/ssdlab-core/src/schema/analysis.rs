@@ -371,11 +371,12 @@ pub struct AfterRefresh {
     pub files: Vec<FileScan>,
     pub mean_mb_s_before: f64,
     pub mean_mb_s_after: f64,
-    /// The rewritten files' bulk-read hours per 900 GB, before and after (the field report: 10.49 h, then 1.0).
-    #[serde(default)]
-    pub hours_per_900gb_before: f64,
-    #[serde(default)]
-    pub hours_per_900gb_after: f64,
+    /// The rewritten files' bulk-read hours per 900 GB, before and after (the field report: 10.49 h, then 1.0);
+    /// absent when nothing was flagged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hours_per_900gb_before: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hours_per_900gb_after: Option<f64>,
 }
 
 /// The stale-data scan's conclusions.

@@ -57,6 +57,10 @@ pub struct FanoutDrive {
     pub histogram: HistogramBuckets,
     /// Per second of the run: (seconds since start, median ns, p99 ns).
     pub per_second: Vec<(f64, u64, u64)>,
+    /// The read that failed, in words; the drive read no more after it (a failing drive is the worst
+    /// straggler).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 /// A query's latency under some assumption, and how much extra load it costs.

@@ -45,10 +45,13 @@ pub fn analyze(
     let mut dists = Vec::with_capacity(drives.len());
     for (drive, r) in drives.iter().zip(&reads) {
         dists.push(Dist::from_histogram(&r.histogram.to_sparse()).ok_or_else(|| {
-            MethodError::Invalid(format!(
-                "--target {}: no read completed in the runtime; give a longer --runtime",
-                drive.target
-            ))
+            MethodError::Invalid(match &r.failure {
+                Some(failure) => format!("--target {}: its first read failed: {failure}", drive.target),
+                None => format!(
+                    "--target {}: no read completed in the runtime; give a longer --runtime",
+                    drive.target
+                ),
+            })
         })?);
     }
     let all: Vec<&Dist> = dists.iter().collect();
@@ -147,6 +150,7 @@ pub fn analyze(
             latency_ns: LatencyNs::from_histogram(&r.histogram),
             histogram: HistogramBuckets::of(&r.histogram.to_sparse()),
             per_second: r.per_second,
+            failure: r.failure,
         })
         .collect();
     Ok(FanoutAnalysis {
@@ -191,9 +195,20 @@ fn thin(points: Vec<(u64, f64)>, max: usize) -> Vec<(u64, f64)> {
     kept
 }
 
-/// Passed when no drive takes twice its fair share of the query's p99 tail; otherwise names the stragglers and
-/// what fixing them would buy.
+/// Passed when no drive failed a read and none takes twice its fair share of the query's p99 tail; otherwise
+/// names the failing drives, or the stragglers and what fixing them would buy.
 pub fn verdict(analysis: &FanoutAnalysis) -> Verdict {
+    let failures: Vec<String> = analysis
+        .drives
+        .iter()
+        .filter_map(|d| Some(format!("{} failed a read ({})", d.name, d.failure.as_ref()?)))
+        .collect();
+    if !failures.is_empty() {
+        return Verdict {
+            passed: false,
+            reasons: failures,
+        };
+    }
     let Some(fixed) = &analysis.fixed else {
         return Verdict {
             passed: true,

@@ -1,14 +1,16 @@
 //! Reading on every drive of a fan-out: random reads at queue depth 1, each drive's latencies kept in a
 //! histogram overall and per second. Two ways: independent loads (one worker thread per drive, all at once, as
 //! shards in one box are loaded together), or synchronized queries (one read to every drive at the same instant,
-//! waiting for all, as a distributed search does), which measures the query latency itself.
+//! waiting for all, as a distributed search does), which measures the query latency itself. A read that fails
+//! ends its drive's part (and a synchronized run) and is reported with the reads made before it.
 //!
 //! It only reads, through [`Device`]; opening the drives (read-only) is the caller's job. It never writes.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Barrier, Mutex};
 
 use ssdlab_core::Histogram;
-use ssdlab_core::device::{ClockKind, Completion, Device, DeviceError, Io, Op};
+use ssdlab_core::device::{ClockKind, Completion, Device, Io, Op};
 use ssdlab_core::rng::Rng;
 
 use crate::session::MethodError;
@@ -29,6 +31,8 @@ pub struct DriveReads {
     /// (seconds since the start, median ns, p99 ns) per second.
     pub per_second: Vec<(f64, u64, u64)>,
     pub runtime_s: f64,
+    /// The first read that failed, in words; the drive read no more after it.
+    pub failure: Option<String>,
 }
 
 /// Per-second windows of one drive's latencies.
@@ -38,6 +42,7 @@ struct Windows {
     current: Histogram,
     total: Histogram,
     per_second: Vec<(f64, u64, u64)>,
+    failure: Option<String>,
 }
 
 impl Windows {
@@ -48,6 +53,7 @@ impl Windows {
             current: Histogram::new(),
             total: Histogram::new(),
             per_second: Vec::new(),
+            failure: None,
         }
     }
 
@@ -80,6 +86,7 @@ impl Windows {
             histogram: self.total,
             per_second: self.per_second,
             runtime_s: end_ns.saturating_sub(self.start_ns) as f64 / 1e9,
+            failure: self.failure,
         }
     }
 }
@@ -123,13 +130,6 @@ fn read_io(offset: u64, len: u64) -> Io {
     }
 }
 
-fn failed(device: &dyn Device, c: &Completion) -> MethodError {
-    MethodError::Device(DeviceError::os(
-        format!("reading {}", device.info().target),
-        std::io::Error::from_raw_os_error((-c.result) as i32),
-    ))
-}
-
 /// Opens drive `i` of the fan-out on the thread that will use it (an io_uring ring belongs to the thread that
 /// made it).
 pub type DriveOpener<'a> = dyn Fn(usize) -> Result<Box<dyn Device>, MethodError> + Sync + 'a;
@@ -170,30 +170,64 @@ fn read_alone(
     let mut windows = Windows::new(start);
     let mut done = Vec::with_capacity(1);
     while device.now_ns() - start < load.runtime_ns && !stop.load(Ordering::Relaxed) {
-        device.submit(&[read_io(offsets.next(), load.block_bytes)])?;
-        done.clear();
-        device.reap(1, None, &mut done)?;
-        let c = &done[0];
-        if c.result < 0 {
-            return Err(failed(device, c));
+        match read_once(device, &mut offsets, load, &mut done)? {
+            Ok((completed_ns, latency_ns)) => windows.record(completed_ns, latency_ns),
+            Err(failure) => {
+                windows.failure = Some(failure);
+                break;
+            }
         }
-        windows.record(c.completed_ns, c.completed_ns - c.submitted_ns);
     }
     Ok(windows.finish(device.now_ns()))
 }
 
-/// Synchronized queries: each query sends one read to every drive at the same instant and waits for all; the
-/// query's latency is the slowest read's. Runs until the runtime has passed on the first drive's clock or `stop`
-/// is set. Returns each drive's reads and the queries' latencies.
-///
-/// On a virtual drive each read is timed on its own clock, and a drive that answered early idles until the
-/// query's end, as a real drive does while the host waits for the slowest. Real drives are polled without
-/// blocking, so each completion is timed when it happens, not when its turn to be reaped comes.
-pub fn run_synchronized<D: Device>(
+/// One read, waited for: Ok((completed ns, latency ns)), or the read's failure in words. A device that does not
+/// take the read or cannot be reaped is an error of the run, not of the read.
+fn read_once(
+    device: &mut dyn Device,
+    offsets: &mut Offsets,
+    load: &ReadLoad,
+    done: &mut Vec<Completion>,
+) -> Result<Result<(u64, u64), String>, MethodError> {
+    let offset = offsets.next();
+    if device.submit(&[read_io(offset, load.block_bytes)])? != 1 {
+        return Err(MethodError::Invalid(format!(
+            "--target {}: the device did not take a read",
+            device.info().target
+        )));
+    }
+    done.clear();
+    device.reap(1, None, done)?;
+    let c = done.first().ok_or_else(|| {
+        MethodError::Invalid(format!(
+            "--target {}: a read was submitted but never completed",
+            device.info().target
+        ))
+    })?;
+    if c.result < 0 {
+        return Ok(Err(format!(
+            "reading {} bytes at offset {offset}: {}",
+            load.block_bytes,
+            std::io::Error::from_raw_os_error((-c.result) as i32)
+        )));
+    }
+    Ok(Ok((c.completed_ns, c.completed_ns - c.submitted_ns)))
+}
+
+/// Synchronized queries on virtual drives: each query sends one read to every drive at the same instant and
+/// waits for all; the query's latency is the slowest read's. Every read is timed on its own drive's clock, and
+/// a drive that answered early idles until the query's end, as a real drive does while the host waits for the
+/// slowest. Runs until the runtime has passed on the first drive's clock, `stop` is set or a read fails.
+/// Returns each drive's reads and the queries' latencies.
+pub fn run_synchronized_virtual<D: Device>(
     devices: &mut [D],
     load: &ReadLoad,
     stop: &AtomicBool,
 ) -> Result<(Vec<DriveReads>, Histogram), MethodError> {
+    assert!(
+        devices.iter().all(|d| d.info().clock == ClockKind::Virtual),
+        "virtual drives only: real ones are timed on their own threads"
+    );
     let mut offsets = Vec::with_capacity(devices.len());
     for (i, device) in devices.iter_mut().enumerate() {
         device.prepare(1, load.block_bytes as usize)?;
@@ -202,33 +236,22 @@ pub fn run_synchronized<D: Device>(
     let start_ns: Vec<u64> = devices.iter().map(|d| d.now_ns()).collect();
     let mut windows: Vec<Windows> = start_ns.iter().map(|&s| Windows::new(s)).collect();
     let mut queries = Histogram::new();
-    let mut latencies = vec![0u64; devices.len()];
     let mut done = Vec::with_capacity(1);
-    while devices[0].now_ns() - start_ns[0] < load.runtime_ns && !stop.load(Ordering::Relaxed) {
+    'queries: while devices[0].now_ns() - start_ns[0] < load.runtime_ns && !stop.load(Ordering::Relaxed) {
         let submitted: Vec<u64> = devices.iter().map(|d| d.now_ns()).collect();
-        for (device, offsets) in devices.iter_mut().zip(&mut offsets) {
-            device.submit(&[read_io(offsets.next(), load.block_bytes)])?;
-        }
-        let mut pending: Vec<usize> = (0..devices.len()).collect();
-        while !pending.is_empty() {
-            let mut still = Vec::with_capacity(pending.len());
-            for &i in &pending {
-                let device = &mut devices[i];
-                let blocking = device.info().clock == ClockKind::Virtual;
-                done.clear();
-                device.reap(usize::from(blocking), None, &mut done)?;
-                match done.first() {
-                    Some(c) if c.result < 0 => return Err(failed(device, c)),
-                    Some(c) => {
-                        latencies[i] = c.completed_ns - c.submitted_ns;
-                        windows[i].record(c.completed_ns, latencies[i]);
-                    }
-                    None => still.push(i),
+        let mut query_ns = 0;
+        for (i, device) in devices.iter_mut().enumerate() {
+            match read_once(device, &mut offsets[i], load, &mut done)? {
+                Ok((completed_ns, latency_ns)) => {
+                    windows[i].record(completed_ns, latency_ns);
+                    query_ns = query_ns.max(latency_ns);
+                }
+                Err(failure) => {
+                    windows[i].failure = Some(failure);
+                    break 'queries;
                 }
             }
-            pending = still;
         }
-        let query_ns = latencies.iter().copied().max().unwrap_or(0);
         queries.record(query_ns);
         // The next query starts when this one ended: every drive waits for the slowest.
         for (device, &at) in devices.iter_mut().zip(&submitted) {
@@ -240,5 +263,114 @@ pub fn run_synchronized<D: Device>(
         .zip(devices.iter())
         .map(|(w, d)| w.finish(d.now_ns()))
         .collect();
+    Ok((reads, queries))
+}
+
+/// Synchronized queries on real drives: one thread per drive (each opens its own), all released together for
+/// every query by a barrier, each waiting for its read in the kernel so its completion is timed when it
+/// happens; the first thread records the query's latency (the slowest read) and decides whether another query
+/// follows (runtime on its clock, `stop`, or a failed read).
+pub fn run_synchronized_real(
+    drives: usize,
+    open: &DriveOpener,
+    load: &ReadLoad,
+    stop: &AtomicBool,
+) -> Result<(Vec<DriveReads>, Histogram), MethodError> {
+    let barrier = Barrier::new(drives);
+    let latencies: Vec<AtomicU64> = (0..drives).map(|_| AtomicU64::new(0)).collect();
+    let open_failed = AtomicBool::new(false);
+    let read_failed = AtomicBool::new(false);
+    let finished = AtomicBool::new(false);
+    let queries = Mutex::new(Histogram::new());
+    let (barrier, latencies, open_failed, read_failed, finished, queries) = (
+        &barrier,
+        &latencies,
+        &open_failed,
+        &read_failed,
+        &finished,
+        &queries,
+    );
+    let results: Vec<Result<DriveReads, MethodError>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..drives)
+            .map(|i| {
+                scope.spawn(move || -> Result<DriveReads, MethodError> {
+                    // Every thread opens first; if any cannot, all leave together instead of waiting forever.
+                    let opened = open(i).and_then(|mut device| {
+                        device.prepare(1, load.block_bytes as usize)?;
+                        let offsets = Offsets::new(device.as_ref(), load, i)?;
+                        Ok((device, offsets))
+                    });
+                    if opened.is_err() {
+                        open_failed.store(true, Ordering::SeqCst);
+                    }
+                    barrier.wait();
+                    let (mut device, mut offsets) = opened?;
+                    if open_failed.load(Ordering::SeqCst) {
+                        return Ok(Windows::new(0).finish(0));
+                    }
+                    let start = device.now_ns();
+                    let mut windows = Windows::new(start);
+                    let mut done = Vec::with_capacity(1);
+                    // A device error is kept until every thread has left the loop together.
+                    let mut run_error = None;
+                    loop {
+                        barrier.wait();
+                        if finished.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        let read = read_once(device.as_mut(), &mut offsets, load, &mut done);
+                        let latency_ns = match &read {
+                            Ok(Ok((completed_ns, latency_ns))) => {
+                                windows.record(*completed_ns, *latency_ns);
+                                *latency_ns
+                            }
+                            Ok(Err(failure)) => {
+                                windows.failure = Some(failure.clone());
+                                read_failed.store(true, Ordering::SeqCst);
+                                0
+                            }
+                            Err(_) => {
+                                read_failed.store(true, Ordering::SeqCst);
+                                0
+                            }
+                        };
+                        if let Err(e) = read {
+                            run_error = Some(e);
+                        }
+                        latencies[i].store(latency_ns, Ordering::SeqCst);
+                        barrier.wait();
+                        if i == 0 {
+                            let failed = read_failed.load(Ordering::SeqCst);
+                            if !failed {
+                                let query_ns = latencies
+                                    .iter()
+                                    .map(|l| l.load(Ordering::SeqCst))
+                                    .max()
+                                    .unwrap_or(0);
+                                queries
+                                    .lock()
+                                    .expect("no thread panics holding it")
+                                    .record(query_ns);
+                            }
+                            let over = device.now_ns() - start >= load.runtime_ns;
+                            if failed || over || stop.load(Ordering::Relaxed) {
+                                finished.store(true, Ordering::SeqCst);
+                            }
+                        }
+                    }
+                    match run_error {
+                        Some(e) => Err(e),
+                        None => Ok(windows.finish(device.now_ns())),
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("a fan-out worker panicked"))
+            .collect()
+    });
+    let reads = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let queries = std::mem::take(&mut *queries.lock().expect("the workers are done"));
     Ok((reads, queries))
 }

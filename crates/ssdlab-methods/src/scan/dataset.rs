@@ -157,14 +157,15 @@ pub fn scan_dataset(
     analysis.after_refresh = Some(AfterRefresh {
         mean_mb_s_before: mean(&before_mb_s),
         mean_mb_s_after: mean(&after_mb_s),
-        hours_per_900gb_before: hours_per_900gb(&flagged_files),
-        hours_per_900gb_after: hours_per_900gb(&after.files.iter().collect::<Vec<_>>()),
+        hours_per_900gb_before: (!flagged_files.is_empty()).then(|| hours_per_900gb(&flagged_files)),
+        hours_per_900gb_after: (!after.files.is_empty())
+            .then(|| hours_per_900gb(&after.files.iter().collect::<Vec<_>>())),
         files: after.files,
     });
     Ok(analysis)
 }
 
-/// Hours to read 900 GB at the files' aggregate speed (their bytes over their reading time).
+/// Hours to read 900 GB at the files' aggregate speed (their bytes over their reading time); give it files.
 fn hours_per_900gb(files: &[&FileScan]) -> f64 {
     let bytes: u64 = files.iter().map(|f| f.bytes).sum();
     let seconds: f64 = files.iter().map(|f| f.seconds).sum();

@@ -8,7 +8,9 @@ use ssdlab_core::schema::fanout::{FanoutAnalysis, QueryCase};
 use ssdlab_core::schema::options::{FanoutFlags, RunOptions};
 use ssdlab_core::units::parse_duration_ns;
 use ssdlab_methods::fanout::fleet::{FleetDrive, field_report_fleet, parse_age_by, parse_fleet_file};
-use ssdlab_methods::fanout::measure::{ReadLoad, run_independent, run_synchronized};
+use ssdlab_methods::fanout::measure::{
+    ReadLoad, run_independent, run_synchronized_real, run_synchronized_virtual,
+};
 use ssdlab_methods::fanout::{RunShape, WhatIf, analyze, verdict};
 use ssdlab_methods::session::MethodError;
 
@@ -84,6 +86,25 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
         bail!("--shards {bad}: use 1 to 100000");
     }
     let drives = fleet(args)?;
+    // A drive twice breaks the independence the query arithmetic assumes, and its metrics would collide.
+    for (i, drive) in drives.iter().enumerate() {
+        if let Some(twin) = drives[..i]
+            .iter()
+            .find(|d| d.name == drive.name || d.target == drive.target)
+        {
+            let flag = if args.fleet.is_some() {
+                "--fleet"
+            } else {
+                "--target"
+            };
+            bail!(
+                "{flag} {}: a drive given twice ({} and {}); list every drive once, with a name of its own",
+                drive.target,
+                twin.name,
+                drive.name
+            );
+        }
+    }
     if let Some(dir) = &args.out {
         output::prepare_out_dir(dir)?;
     }
@@ -102,6 +123,24 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
     };
     // Every drive is opened here first, so a bad target is refused before any drive starts reading.
     let mut devices = drives.iter().map(open).collect::<Result<Vec<_>>>()?;
+    let virtual_clocks = devices
+        .iter()
+        .filter(|d| ssdlab_core::Device::info(*d).clock == ssdlab_core::device::ClockKind::Virtual)
+        .count();
+    if args.mode == FanoutModeArg::Measured && virtual_clocks != 0 && virtual_clocks != devices.len() {
+        bail!(
+            "--mode measured: the fleet mixes virtual and real drives, whose clocks differ; measure them apart, or use --mode computed"
+        );
+    }
+    let capacity_bytes: u64 = devices
+        .iter()
+        .map(|d| ssdlab_core::Device::info(d).capacity_bytes)
+        .sum();
+    let clock = if virtual_clocks == devices.len() {
+        ssdlab_core::device::ClockKind::Virtual
+    } else {
+        ssdlab_core::device::ClockKind::Real
+    };
     let load = ReadLoad {
         block_bytes,
         runtime_ns,
@@ -127,22 +166,34 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
         }
     );
     let stop = ssdlab_io::sys::interrupt_flag();
-    let (reads, measured) = match args.mode {
-        FanoutModeArg::Computed => {
-            // Each worker opens its own drive again: an io_uring ring serves only the thread that made it.
-            let reopen = |i: usize| -> Result<Box<dyn ssdlab_core::Device>, MethodError> {
-                open(&drives[i])
-                    .map(|d| Box::new(d) as Box<dyn ssdlab_core::Device>)
-                    .map_err(|e| MethodError::Invalid(format!("{e:#}")))
-            };
+    // Real drives are read on threads of their own, and each worker opens its drive again there: an io_uring
+    // ring serves only the thread that made it.
+    let reopen = |i: usize| -> Result<Box<dyn ssdlab_core::Device>, MethodError> {
+        open(&drives[i])
+            .map(|d| Box::new(d) as Box<dyn ssdlab_core::Device>)
+            .map_err(|e| MethodError::Invalid(format!("{e:#}")))
+    };
+    let (reads, measured) = match (args.mode, clock) {
+        (FanoutModeArg::Computed, _) => {
+            drop(devices);
             (run_independent(drives.len(), &reopen, &load, stop)?, None)
         }
-        FanoutModeArg::Measured => {
-            let (reads, queries) = run_synchronized(&mut devices, &load, stop)?;
+        (FanoutModeArg::Measured, ssdlab_core::device::ClockKind::Virtual) => {
+            let (reads, queries) = run_synchronized_virtual(&mut devices, &load, stop)?;
+            (reads, Some(queries))
+        }
+        (FanoutModeArg::Measured, ssdlab_core::device::ClockKind::Real) => {
+            drop(devices);
+            let (reads, queries) = run_synchronized_real(drives.len(), &reopen, &load, stop)?;
             (reads, Some(queries))
         }
     };
-    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+    let interrupted = stop.load(std::sync::atomic::Ordering::Relaxed);
+    if interrupted {
+        if reads.iter().any(|r| r.histogram.is_empty()) {
+            eprintln!("fanout    interrupted before every drive had read: nothing to analyze");
+            return Ok(Outcome::Interrupted);
+        }
         eprintln!("fanout    interrupted: the analysis covers the reads made so far");
     }
     let runtime_s = reads.iter().map(|r| r.runtime_s).fold(0.0, f64::max);
@@ -173,10 +224,7 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
             ssdlab_core::device::TargetKind::BlockDevice
         },
         model: format!("a fan-out over {} drives", drives.len()),
-        capacity_bytes: devices
-            .iter()
-            .map(|d| ssdlab_core::Device::info(d).capacity_bytes)
-            .sum(),
+        capacity_bytes,
         logical_block_bytes: 512,
         physical_block_bytes: 4096,
         memory_align_bytes: 4096,
@@ -184,8 +232,11 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
         discard_supported: false,
         discard_max_bytes: 0,
         rotational: false,
-        clock: ssdlab_core::Device::info(&devices[0]).clock,
-        backend: "random reads at QD1, one worker per drive".into(),
+        clock,
+        backend: match args.mode {
+            FanoutModeArg::Computed => "random reads at QD1, one worker per drive".into(),
+            FanoutModeArg::Measured => "random reads at QD1 in synchronized queries".into(),
+        },
         direct_io: true,
         notes: vec![],
     };
@@ -226,6 +277,9 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
     }
     for reason in &verdict.reasons {
         eprintln!("verdict   {reason}");
+    }
+    if interrupted {
+        return Ok(Outcome::Interrupted);
     }
     Ok(Outcome::of_verdict(reporter.pipe_closed(), verdict.passed))
 }

@@ -317,6 +317,14 @@ fn reader_of(args: &ScanArgs) -> Result<Reader> {
     }
 }
 
+/// `--chunk` as the user wrote it (or its default), or the cat reader's fixed 128k.
+fn chunk_as_given(args: &ScanArgs, reader: Reader) -> String {
+    match reader {
+        Reader::Cat => "128k".into(),
+        Reader::Chunks { .. } => args.chunk.clone().unwrap_or_else(|| "1m".into()),
+    }
+}
+
 fn reader_name(reader: Reader) -> &'static str {
     match reader {
         Reader::Cat => "cat",
@@ -381,7 +389,7 @@ fn region_scan(args: &ScanArgs, target: &str, reader: Reader) -> Result<Outcome>
         regions: options.regions,
         region_bytes: args.region_bytes.clone(),
         reader: reader_name(reader).into(),
-        chunk: BinaryBytes(reader.chunk_bytes()).to_string(),
+        chunk: chunk_as_given(args, reader),
         qd: reader.queue_depth(),
         slower_than: args.slower_than,
     });
@@ -463,13 +471,14 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
     eprintln!("scan      {subject}: {} files", analysis.files.len());
     print_table(&analysis);
     if let Some(after) = &analysis.after_refresh {
+        let hours = |h: Option<f64>| h.map_or("-".into(), |h| format!("{h:.2}"));
         eprintln!(
-            "refresh   {} flagged files rewritten on the virtual drive: {:.1} MB/s before, {:.1} MB/s after ({:.2} h per 900 GB before, {:.2} after; the field report: 10.49 before on its oldest drive, {:.2} after)",
+            "refresh   {} flagged files rewritten on the virtual drive: {:.1} MB/s before, {:.1} MB/s after ({} h per 900 GB before, {} after; the field report: 10.49 before on its oldest drive, {:.2} after)",
             after.files.len(),
             after.mean_mb_s_before,
             after.mean_mb_s_after,
-            after.hours_per_900gb_before,
-            after.hours_per_900gb_after,
+            hours(after.hours_per_900gb_before),
+            hours(after.hours_per_900gb_after),
             ssdlab_methods::scan::dataset::FIELD_REPORT_REFRESHED_HOURS
         );
     }
@@ -511,7 +520,7 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
         dataset: args.dataset.clone(),
         min_size: args.min_size.clone(),
         reader: reader_name(reader).into(),
-        chunk: BinaryBytes(reader.chunk_bytes()).to_string(),
+        chunk: chunk_as_given(args, reader),
         qd: reader.queue_depth(),
         random_reads,
         slower_than: args.slower_than,

@@ -192,4 +192,16 @@ fn fanout_refuses_what_it_cannot_do() {
     expect_usage_error(&out, "--fleet");
     assert!(stderr(&out).contains("line 1"), "{}", stderr(&out));
     expect_usage_error(&run(&["fanout", "--target", "sim:no-such-drive"]), "--target");
+    // A drive twice would break the independence the arithmetic assumes.
+    expect_usage_error(&run(&["fanout", "--target", sim, "--target", sim]), "--target");
+    std::fs::write(&fleet, "sim:840evo-1t?seed=1 a\nsim:840evo-1t?seed=2 a\n").unwrap();
+    expect_usage_error(&run(&["fanout", "--fleet", fleet.to_str().unwrap()]), "--fleet");
+    // A virtual and a real drive keep different clocks: no synchronized queries across them.
+    let image = dir.path().join("d.img");
+    std::fs::write(&image, vec![0u8; 1 << 20]).unwrap();
+    let file = format!("file:{}", image.display());
+    expect_usage_error(
+        &run(&["fanout", "--target", sim, "--target", &file, "--mode", "measured"]),
+        "--mode measured",
+    );
 }
