@@ -54,6 +54,25 @@ pub enum Command {
     /// (computed from their histograms, or measured), what-ifs (more shards, hedged requests, replicas), and the
     /// straggler that makes the tail, with what fixing it buys. Read-only.
     Fanout(FanoutArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) generated from these definitions,
+    /// e.g. `ssdlab completions bash > /etc/bash_completion.d/ssdlab`.
+    Completions(CompletionsArgs),
+    /// Write man pages generated from these definitions: ssdlab.1 and one per subcommand into --out DIR, or
+    /// ssdlab(1) to stdout.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// A directory for ssdlab.1 and ssdlab-SUBCOMMAND.1 (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -537,8 +556,8 @@ pub struct TargetArgs {
     /// device that is mounted, used as swap, held by md/dm/LVM or open exclusively is always refused.
     #[arg(long)]
     pub force: bool,
-    /// How I/O is issued.
-    #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
+    /// How I/O is issued (fio's --ioengine names: io_uring, psync).
+    #[arg(long, value_enum, default_value_t = EngineArg::Auto, alias = "ioengine")]
     pub engine: EngineArg,
 }
 
@@ -559,16 +578,16 @@ pub struct RunArgs {
     #[command(flatten)]
     pub target: TargetArgs,
     /// read, write, randread, randwrite, randrw, trim or randtrim.
-    #[arg(long, default_value = "randread")]
+    #[arg(long, default_value = "randread", alias = "readwrite")]
     pub rw: String,
     /// For randrw: reads as a percentage of operations.
-    #[arg(long, default_value_t = 70)]
+    #[arg(long, default_value_t = 70, alias = "rwmixread")]
     pub mix: u8,
     /// Block size, 512 B to 64 MiB, a multiple of the device's logical block size.
-    #[arg(long, default_value = "4k", allow_hyphen_values = true)]
+    #[arg(long, default_value = "4k", allow_hyphen_values = true, alias = "blocksize")]
     pub bs: String,
     /// Operations kept in flight, 1 to 1024.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, alias = "iodepth")]
     pub qd: u32,
     /// The region to use: a percentage of the target (100%) or OFFSET:LEN (e.g. 1g:8g).
     #[arg(long, default_value = "100%")]
@@ -602,4 +621,54 @@ pub struct RunArgs {
     /// Write result.json and samples.csv into this directory.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+}
+
+/// fio's option names that ssdlab spells differently or does not need, with what to write instead. (Names with
+/// the same meaning, such as --iodepth, --rwmixread, --blocksize, --readwrite and --ioengine, are accepted as
+/// hidden aliases instead.)
+const FIO_HINTS: [(&str, &str); 9] = [
+    (
+        "--filename",
+        "give the device or file as --target (/dev/NAME, or file:PATH[:SIZE] for a file)",
+    ),
+    (
+        "--numjobs",
+        "ssdlab runs one job per target; several drives at once are `ssdlab fanout --target ... --target ...`",
+    ),
+    (
+        "--size",
+        "use --span (100%, or OFFSET:LEN) for the region, or --bytes to stop after an amount",
+    ),
+    (
+        "--direct",
+        "ssdlab always uses O_DIRECT where the target allows it; leave it out",
+    ),
+    ("--time_based", "--runtime alone runs for that long; leave it out"),
+    (
+        "--output-format",
+        "use --json for JSON Lines on stdout, or --out DIR for result.json",
+    ),
+    (
+        "--name",
+        "ssdlab names results by their target and method; leave it out",
+    ),
+    (
+        "--rate_iops",
+        "use --rate with an IOPS figure, e.g. --rate 50kiops",
+    ),
+    (
+        "--ramp_time",
+        "ssdlab reports every second: drop the first seconds from the CSV, or use test consistency",
+    ),
+];
+
+/// The hint for a fio option among the arguments, if one was given: ssdlab's spelling of it.
+pub fn fio_hint(args: &[String]) -> Option<String> {
+    args.iter().skip(1).find_map(|arg| {
+        let name = arg.split('=').next().unwrap_or(arg);
+        FIO_HINTS
+            .iter()
+            .find(|(fio, _)| *fio == name)
+            .map(|(fio, instead)| format!("{fio} is fio's option: {instead}"))
+    })
 }

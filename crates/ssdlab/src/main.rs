@@ -22,6 +22,11 @@ use crate::cli::{Cli, Command};
 use crate::commands::Outcome;
 
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(hint) = cli::fio_hint(&args) {
+        eprintln!("ssdlab: error: {hint}");
+        return ExitCode::from(2);
+    }
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Run(args) => commands::run::run(args),
@@ -36,6 +41,8 @@ fn main() -> ExitCode {
         Command::Erase(args) => commands::erase::run(args),
         Command::Op(args) => commands::op::run(args),
         Command::Fanout(args) => commands::fanout::run(args),
+        Command::Completions(args) => commands::docs::completions(args),
+        Command::Man(args) => commands::docs::man(args),
     };
     match result {
         Ok(Outcome::Passed) | Ok(Outcome::PipeClosed) => ExitCode::SUCCESS,

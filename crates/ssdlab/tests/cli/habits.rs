@@ -1,0 +1,91 @@
+//! The habits engineers bring from other tools: shell completions, man pages, and fio's option names.
+
+use std::process::Command;
+
+use crate::*;
+
+#[test]
+fn completions_and_man_pages_come_from_the_definitions() {
+    let bash = run(&["completions", "bash"]);
+    expect_code(&bash, 0);
+    let script = String::from_utf8(bash.stdout).unwrap();
+    assert!(script.contains("fanout") && script.contains("--refresh-all"));
+    // The script is valid bash.
+    let dir = tempdir();
+    let path = dir.path().join("ssdlab.bash");
+    std::fs::write(&path, &script).unwrap();
+    let checked = Command::new("bash").arg("-n").arg(&path).output().unwrap();
+    assert!(
+        checked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    let zsh = String::from_utf8(run(&["completions", "zsh"]).stdout).unwrap();
+    assert!(
+        zsh.starts_with("#compdef ssdlab"),
+        "{}",
+        &zsh[..40.min(zsh.len())]
+    );
+    let tcsh = run(&["completions", "tcsh"]);
+    expect_code(&tcsh, 2);
+    assert!(stderr(&tcsh).contains("possible values: bash"));
+
+    let page = run(&["man"]);
+    expect_code(&page, 0);
+    assert!(String::from_utf8(page.stdout).unwrap().starts_with(".ie"));
+    let out = dir.path().join("man");
+    expect_code(&run(&["man", "--out", out.to_str().unwrap()]), 0);
+    for name in [
+        "ssdlab",
+        "ssdlab-fanout",
+        "ssdlab-test-consistency",
+        "ssdlab-sim-wa",
+    ] {
+        let text = std::fs::read_to_string(out.join(format!("{name}.1"))).unwrap();
+        assert!(text.contains(".TH"), "{name}.1");
+    }
+    let fanout = std::fs::read_to_string(out.join("ssdlab-fanout.1")).unwrap();
+    assert!(fanout.contains("hedge"), "every flag is documented");
+}
+
+#[test]
+fn fio_option_names_work_or_say_what_to_write() {
+    // Same meaning: accepted as they are.
+    let out = run(&[
+        "run",
+        "--target",
+        "null:64m",
+        "--iodepth",
+        "2",
+        "--blocksize",
+        "8k",
+        "--readwrite",
+        "randread",
+        "--ioengine",
+        "psync",
+        "--runtime",
+        "200ms",
+        "--json",
+    ]);
+    expect_code(&out, 0);
+    let begin = event(&json_lines(&out), "begin")["data"].clone();
+    let options = &begin["options"];
+    assert_eq!(options["workload"]["queue_depth"], 2, "{options}");
+    assert_eq!(options["workload"]["block_bytes"], 8192, "{options}");
+    assert_eq!(options["engine"], "psync", "{options}");
+    // Another meaning or no need: a hint with ssdlab's spelling, exit 2.
+    for (fio, ours) in [
+        ("--filename=/dev/sdb", "--target"),
+        ("--numjobs", "fanout"),
+        ("--size", "--span"),
+        ("--output-format=json", "--json"),
+    ] {
+        let out = run(&["run", "--target", "null", fio, "4"]);
+        expect_code(&out, 2);
+        let text = stderr(&out);
+        assert!(
+            text.contains("fio's option") && text.contains(ours),
+            "{fio}: {text}"
+        );
+    }
+}
