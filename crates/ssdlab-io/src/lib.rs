@@ -13,6 +13,7 @@ pub(crate) mod buffers;
 pub(crate) mod common;
 pub mod files;
 pub mod guard;
+pub mod inventory;
 pub mod layout;
 pub mod null;
 pub mod open;

@@ -54,12 +54,22 @@ pub enum Command {
     /// (computed from their histograms, or measured), what-ifs (more shards, hedged requests, replicas), and the
     /// straggler that makes the tail, with what fixing it buys. Read-only.
     Fanout(FanoutArgs),
+    /// List this machine's block devices with the facts the safety gate uses: size, model, rotational,
+    /// discard support, partitions, and whether it would find them in use (mounted, swap, held, signatures).
+    Devices(DevicesArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) generated from these definitions,
     /// e.g. `ssdlab completions bash > /etc/bash_completion.d/ssdlab`.
     Completions(CompletionsArgs),
     /// Write man pages generated from these definitions: ssdlab.1 and one per subcommand into --out DIR, or
     /// ssdlab(1) to stdout.
     Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DevicesArgs {
+    /// One JSON object per device on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -2,6 +2,7 @@
 //! propagate as `anyhow` errors and become exit code 2 in `main`.
 
 pub mod demo;
+pub mod devices;
 pub mod docs;
 pub mod erase;
 pub mod fanout;

@@ -89,3 +89,34 @@ fn fio_option_names_work_or_say_what_to_write() {
         );
     }
 }
+
+#[test]
+fn devices_lists_what_the_safety_gate_would_find() {
+    let (blank, formatted) = (LoopDevice::new(32 << 20), LoopDevice::new(32 << 20));
+    sh("mkfs.ext4", &["-q", &formatted.path]);
+    let out = run(&["devices", "--json"]);
+    expect_code(&out, 0);
+    let listed = json_lines(&out);
+    let find = |path: &str| {
+        listed
+            .iter()
+            .find(|d| d["device"] == path)
+            .unwrap_or_else(|| panic!("{path} not listed: {listed:?}"))
+            .clone()
+    };
+    let b = find(&blank.path);
+    assert_eq!(b["size_bytes"], 32 << 20);
+    assert_eq!(
+        (b["in_use"].as_bool(), b["findings"].as_array().map(Vec::len)),
+        (Some(false), Some(0))
+    );
+    let f = find(&formatted.path);
+    let findings = f["findings"].to_string();
+    assert!(findings.contains("ext2/3/4"), "{f}");
+    // The table says the same.
+    let table = stderr(&run(&["devices"]));
+    let line = table.lines().find(|l| l.starts_with(&formatted.path)).unwrap();
+    assert!(line.contains("holds data") && line.contains("ext2/3/4"), "{line}");
+    let line = table.lines().find(|l| l.starts_with(&blank.path)).unwrap();
+    assert!(line.contains("free"), "{line}");
+}
