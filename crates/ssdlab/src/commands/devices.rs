@@ -36,8 +36,8 @@ pub fn run(args: &DevicesArgs) -> Result<Outcome> {
         return Ok(Outcome::Passed);
     }
     eprintln!(
-        "{:<16}{:>11}{:>7}{:>6}{:>9}  {:<24}{}",
-        "device", "size", "sector", "rot", "discard", "model", "state (the safety gate's findings)"
+        "{:<16}{:>11}{:>7}{:>6}{:>9}  {:<24}state (the safety gate's findings)",
+        "device", "size", "sector", "rot", "discard", "model"
     );
     for d in &devices {
         let state = match (&d.inspect_error, d.findings.is_empty()) {
