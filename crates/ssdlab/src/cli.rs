@@ -312,8 +312,8 @@ pub struct ScanArgs {
     /// otherwise].
     #[arg(long)]
     pub random_reads: Option<u32>,
-    /// Flag files reading slower than this fraction of the baseline (0.5 = half as fast).
-    #[arg(long, default_value_t = 0.5)]
+    /// Flag files reading slower than this fraction of the baseline (0.5 or 50% = half as fast).
+    #[arg(long, default_value = "0.5", value_parser = fraction)]
     pub slower_than: f64,
     /// Write result.json and report.html here.
     #[arg(long, value_name = "DIR")]
@@ -348,8 +348,8 @@ pub struct RefreshArgs {
     /// Refresh the files a scan found slow: a scan result directory (its result.json).
     #[arg(long, value_name = "SCAN_DIR")]
     pub from: Option<PathBuf>,
-    /// With --from: files reading slower than this fraction of the scan's baseline (0.5 = half as fast).
-    #[arg(long, requires = "from")]
+    /// With --from: files reading slower than this fraction of the scan's baseline (0.5 or 50% = half as fast).
+    #[arg(long, requires = "from", value_parser = fraction)]
     pub slower_than: Option<f64>,
     /// Only files whose data is older than this (age = the earlier of mtime and birth time), e.g. 90d, 3mo.
     #[arg(long)]
@@ -424,8 +424,9 @@ pub struct ConsistencyArgs {
     /// How long the 4 KiB random writes run.
     #[arg(long, default_value = "2000s")]
     pub runtime: String,
-    /// Extra over-provisioning in percent, simulated by testing only the first (100 - OP)% of the LBAs.
-    #[arg(long, default_value_t = 0)]
+    /// Extra over-provisioning in percent (25 or 25%), simulated by testing only the first (100 - OP)% of the
+    /// LBAs.
+    #[arg(long, default_value = "0", value_parser = whole_percent)]
     pub op: u32,
     /// Sequential fill passes before the random writes.
     #[arg(long, default_value_t = 1)]
@@ -502,8 +503,8 @@ pub struct SimInfoArgs {
 
 #[derive(Debug, Args)]
 pub struct SimWaArgs {
-    /// Over-provisioning in percent: (physical - logical) / logical.
-    #[arg(long)]
+    /// Over-provisioning in percent (25 or 25%): (physical - logical) / logical.
+    #[arg(long, value_parser = percent)]
     pub op: f64,
     /// 4 KiB mapping units per erase block (the unit garbage collection reclaims).
     #[arg(long, default_value_t = 64)]
@@ -590,8 +591,8 @@ pub struct RunArgs {
     /// read, write, randread, randwrite, randrw, trim or randtrim.
     #[arg(long, default_value = "randread", alias = "readwrite")]
     pub rw: String,
-    /// For randrw: reads as a percentage of operations.
-    #[arg(long, default_value_t = 70, alias = "rwmixread")]
+    /// For randrw: reads as a percentage of operations (70 or 70%).
+    #[arg(long, default_value = "70", alias = "rwmixread", value_parser = whole_percent_u8)]
     pub mix: u8,
     /// Block size, 512 B to 64 MiB, a multiple of the device's logical block size.
     #[arg(long, default_value = "4k", allow_hyphen_values = true, alias = "blocksize")]
@@ -681,4 +682,60 @@ pub fn fio_hint(args: &[String]) -> Option<String> {
             .find(|(fio, _)| *fio == name)
             .map(|(fio, instead)| format!("{fio} is fio's option: {instead}"))
     })
+}
+
+/// A percentage written `25` or `25%`.
+fn percent(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("write a percentage, e.g. 25 or 25%, not '{text}'"))?;
+    if !value.is_finite() || value < 0.0 {
+        return Err(format!("'{text}' is not a percentage"));
+    }
+    Ok(value)
+}
+
+/// A whole percentage written `25` or `25%`.
+fn whole_percent(text: &str) -> Result<u32, String> {
+    let value = percent(text)?;
+    if value.fract() != 0.0 || value > u32::MAX as f64 {
+        return Err(format!("write a whole percentage, e.g. 25 or 25%, not '{text}'"));
+    }
+    Ok(value as u32)
+}
+
+fn whole_percent_u8(text: &str) -> Result<u8, String> {
+    let value = whole_percent(text)?;
+    u8::try_from(value).map_err(|_| format!("'{text}' is more than 100%"))
+}
+
+/// A fraction written `0.5` or as a percentage, `50%`.
+fn fraction(text: &str) -> Result<f64, String> {
+    match text.strip_suffix('%') {
+        Some(_) => Ok(percent(text)? / 100.0),
+        None => text
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| format!("write a fraction or a percentage, e.g. 0.5 or 50%, not '{text}'")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_take_both_spellings() {
+        assert_eq!(percent("25"), Ok(25.0));
+        assert_eq!(percent("25%"), Ok(25.0));
+        assert_eq!(whole_percent("25%"), Ok(25));
+        assert!(whole_percent("2.5").is_err());
+        assert!(whole_percent_u8("300").is_err());
+        assert_eq!(fraction("0.5"), Ok(0.5));
+        assert_eq!(fraction("50%"), Ok(0.5));
+        assert!(fraction("half").is_err());
+        assert!(percent("-5").is_err());
+    }
 }

@@ -120,3 +120,67 @@ fn devices_lists_what_the_safety_gate_would_find() {
     let line = table.lines().find(|l| l.starts_with(&blank.path)).unwrap();
     assert!(line.contains("free"), "{line}");
 }
+
+#[test]
+fn percentages_are_written_either_way() {
+    // --op 25% as the reviewers write it, --slower-than 50% for half as fast, --mix 70%.
+    let sim = "sim:840evo-250g?scale=1/256";
+    let a = run(&[
+        "test",
+        "consistency",
+        "--target",
+        sim,
+        "--op",
+        "25%",
+        "--runtime",
+        "5s",
+        "--json",
+    ]);
+    let b = run(&[
+        "test",
+        "consistency",
+        "--target",
+        sim,
+        "--op",
+        "25",
+        "--runtime",
+        "5s",
+        "--json",
+    ]);
+    let options = |out: &std::process::Output| event(&json_lines(out), "begin")["data"]["options"].clone();
+    assert_eq!(options(&a), options(&b));
+    let scan = |fraction: &str| {
+        let out = run(&[
+            "scan",
+            "--target",
+            "sim:840evo-1t?scale=1/256",
+            "--dataset",
+            "0.5mo:2x8m,7mo:2x8m",
+            "--random-reads",
+            "0",
+            "--slower-than",
+            fraction,
+            "--json",
+        ]);
+        event(&json_lines(&out), "analysis")["data"]["slowdown_threshold"].clone()
+    };
+    assert_eq!(scan("50%"), scan("0.5"));
+    let mixed = run(&[
+        "run",
+        "--target",
+        "null:16m",
+        "--rw",
+        "randrw",
+        "--mix",
+        "70%",
+        "--runtime",
+        "100ms",
+        "--json",
+    ]);
+    expect_code(&mixed, 0);
+    for bad in [["--op", "2.5%"], ["--op", "lots"]] {
+        let out = run(&["test", "consistency", "--target", sim, bad[0], bad[1]]);
+        expect_code(&out, 2);
+        assert!(stderr(&out).contains("--op"), "{}", stderr(&out));
+    }
+}
