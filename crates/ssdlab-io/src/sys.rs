@@ -215,6 +215,20 @@ pub fn interrupt_flag() -> &'static std::sync::atomic::AtomicBool {
     &INTERRUPTED
 }
 
+/// Sends this process's standard error to /dev/null from now on and returns a handle on the original one, for
+/// the messages that must still be seen (`--quiet`: errors only).
+pub fn silence_stderr() -> std::io::Result<std::fs::File> {
+    use std::os::fd::{AsFd, AsRawFd};
+    let original = std::io::stderr().as_fd().try_clone_to_owned()?;
+    let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
+    // SAFETY: both descriptors are open and owned for the duration of the call; dup2 only makes fd 2 refer to
+    // /dev/null, and the original stderr stays reachable through `original`.
+    if unsafe { libc::dup2(null.as_raw_fd(), libc::STDERR_FILENO) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(std::fs::File::from(original))
+}
+
 /// Lowers this thread's timer slack to 1 us (the default is 50 us), so the short sleeps of a rate-limited run wake
 /// close to the scheduled issue time instead of up to 50 us late.
 pub fn tighten_timer_slack() {

@@ -12,6 +12,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     about = "A storage lab in one binary: measure SSDs the way careful reviewers do."
 )]
 pub struct Cli {
+    /// Print nothing on stderr but errors (tables, progress and verdicts go; the exit status and --json stay).
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
 }

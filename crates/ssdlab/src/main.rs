@@ -14,6 +14,7 @@ mod kernel_purge;
 mod output;
 mod plan;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -28,6 +29,17 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let cli = Cli::parse();
+    // With --quiet, stderr goes to /dev/null and only errors reach the original.
+    let mut errors: Box<dyn std::io::Write> = Box::new(std::io::stderr());
+    if cli.quiet {
+        match ssdlab_io::sys::silence_stderr() {
+            Ok(original) => errors = Box::new(original),
+            Err(e) => {
+                eprintln!("ssdlab: error: --quiet: cannot silence stderr: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     let result = match &cli.command {
         Command::Run(args) => commands::run::run(args),
         Command::Test(command) => commands::test::run(command),
@@ -51,7 +63,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Interrupted) => ExitCode::from(130),
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("ssdlab: error: {error:#}");
+            let _ = writeln!(errors, "ssdlab: error: {error:#}");
             ExitCode::from(2)
         }
     }

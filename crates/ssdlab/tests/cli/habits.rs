@@ -184,3 +184,21 @@ fn percentages_are_written_either_way() {
         assert!(stderr(&out).contains("--op"), "{}", stderr(&out));
     }
 }
+
+#[test]
+fn quiet_leaves_only_errors_on_stderr() {
+    let out = run(&[
+        "--quiet",
+        "run",
+        "--target",
+        "null:16m",
+        "--runtime",
+        "100ms",
+        "--json",
+    ]);
+    expect_code(&out, 0);
+    assert_eq!(stderr(&out), "", "nothing but errors");
+    assert!(!json_lines(&out).is_empty(), "--json still streams");
+    let out = run(&["run", "-q", "--target", "null:16m", "--runtime", "1x"]);
+    expect_usage_error(&out, "--runtime");
+}
