@@ -10,9 +10,10 @@ cd "$(dirname "$0")/.."
 # script) and qemu-utils (qemu-io): real NBD clients of `ssdlab serve`; fuse3: nbdfuse's mounts (an export as a
 # file, for a loop device and a file system on top); nbdkit: the negative control of the crash oracle and of
 # block status; smartmontools: `ssdlab health` runs smartctl; prometheus: promtool checks every --prom output;
-# fdisk: sfdisk writes the partition tables `ssdlab op` must keep clear of.
+# fdisk: sfdisk writes the partition tables `ssdlab op` must keep clear of; python3-jsonschema: every result.json
+# the tests write is checked against the JSON Schema generated from the types (docs/result.schema.json).
 packages=(fio e2fsprogs util-linux mount chromium btrfs-progs xfsprogs attr libnbd-bin python3-libnbd qemu-utils fuse3 nbdkit
-    smartmontools prometheus fdisk)
+    smartmontools prometheus fdisk python3-jsonschema)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

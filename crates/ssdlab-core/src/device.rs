@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 /// What an operation does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Op {
     Read,
@@ -56,7 +56,7 @@ impl Completion {
 }
 
 /// Whether the device's clock is the host's or a simulator's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ClockKind {
     /// CLOCK_MONOTONIC nanoseconds since the device was opened.
@@ -66,7 +66,7 @@ pub enum ClockKind {
 }
 
 /// What kind of target a device is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TargetKind {
     BlockDevice,
@@ -76,7 +76,7 @@ pub enum TargetKind {
 }
 
 /// What a device is and what it can do. Everything here is known when the device is opened.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeviceInfo {
     /// The target as the user wrote it.
     pub target: String,

@@ -205,7 +205,7 @@ fn rank_for(q: f64, count: u64) -> u64 {
 }
 
 /// A histogram holding only its non-empty buckets, in ascending bucket order.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SparseHistogram {
     pub count: u64,
     pub sum_ns: u128,

@@ -37,7 +37,18 @@ pub enum TargetSpec {
 }
 
 /// How the DRAM cache treats writes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum CacheMode {
     /// Writes are acknowledged from memory and destaged later; a FLUSH waits for them.

@@ -103,7 +103,7 @@ pub fn parse_duration_ns(input: &str) -> Result<u64, ParseError> {
 pub const MONTH_S: f64 = 365.25 / 12.0 * 86_400.0;
 
 /// An open-loop rate limit.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Rate {
     /// Operations per second.

@@ -7,7 +7,7 @@ use crate::units::{BinaryBytes, Rate};
 use serde::{Deserialize, Serialize};
 
 /// The `--rw` modes, as in fio.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RwMode {
     Read,
@@ -67,7 +67,7 @@ impl RwMode {
 }
 
 /// How offsets are chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Pattern {
     Sequential,
@@ -78,14 +78,14 @@ pub enum Pattern {
 }
 
 /// The byte range a workload touches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Span {
     pub offset_bytes: u64,
     pub len_bytes: u64,
 }
 
 /// When the workload stops issuing: at whichever limit comes first. With none set it runs one pass.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StopAt {
     pub runtime_ns: Option<u64>,
     pub bytes: Option<u64>,
@@ -93,7 +93,7 @@ pub struct StopAt {
 }
 
 /// A complete description of one phase of I/O.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Workload {
     pub rw: RwMode,
     /// Reads as a percentage of operations, for `randrw`.

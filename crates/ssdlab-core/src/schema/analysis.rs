@@ -14,7 +14,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::stats::{mean, percentile};
 
 /// One result's kind and analysis, tagged as `result.json` writes them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", content = "analysis", rename_all = "kebab-case")]
 pub enum Analysis {
     /// A plain `ssdlab run`: the phases are the result, there is nothing more to conclude.
@@ -62,7 +62,7 @@ impl Analysis {
 }
 
 /// A device method's analysis: its figures when it got far enough to measure, and its notes either way.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MethodAnalysis<T> {
     #[serde(flatten)]
     pub measured: Option<T>,
@@ -71,7 +71,7 @@ pub struct MethodAnalysis<T> {
 }
 
 /// SNIA PTS steady state over a window of rounds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SniaSteadyState {
     /// Seconds per round (the series is averaged into rounds of this length).
     pub round_s: u32,
@@ -89,7 +89,7 @@ pub struct SniaSteadyState {
 }
 
 /// Where the write cliff falls.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cliff {
     /// Seconds from the start of the series.
     pub t_s: f64,
@@ -98,7 +98,7 @@ pub struct Cliff {
 }
 
 /// The performance-consistency test's random-write phase.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConsistencyAnalysis {
     pub tested_bytes: u64,
     pub op_percent: u32,
@@ -116,7 +116,7 @@ pub struct ConsistencyAnalysis {
 }
 
 /// TRIM validation: sequential write speed clean, dirty and after the span was discarded.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TrimAnalysis {
     #[serde(default)]
     pub span_bytes: u64,
@@ -143,7 +143,7 @@ pub struct TrimAnalysis {
 }
 
 /// One transfer size of a sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepRow {
     pub transfer_bytes: u64,
     pub write_bytes: u64,
@@ -155,7 +155,7 @@ pub struct SweepRow {
 }
 
 /// The transfer-size sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepAnalysis {
     pub region_bytes: u64,
     pub queue_depth: u32,
@@ -165,7 +165,7 @@ pub struct SweepAnalysis {
 }
 
 /// The QD1 latency test.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencyAnalysis {
     pub span_bytes: u64,
     pub iops: f64,
@@ -182,7 +182,7 @@ pub struct LatencyAnalysis {
 }
 
 /// The field report's columns: 25th, 50th, 75th and 95th percentiles and the mean.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PercentileColumns {
     pub p25: f64,
     pub p50: f64,
@@ -205,7 +205,7 @@ impl PercentileColumns {
 
 /// Random 4 KiB reads at queue depth 1 (seed 000's second experiment: the small random reads a search makes),
 /// in microseconds: the field report's columns plus p99 and the maximum.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RandomReadLatency {
     pub reads: u32,
     pub p25_us: f64,
@@ -238,7 +238,7 @@ impl RandomReadLatency {
 }
 
 /// How one file read.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileScan {
     pub name: String,
     /// The raw bytes of the path in hexadecimal, when it is not UTF-8 (`refresh --from` reads it back).
@@ -253,6 +253,7 @@ pub struct FileScan {
     pub slow_chunks: Vec<(u64, u64, u64)>,
     /// Baseline speed over this file's speed (infinite for a file that read nothing in its time).
     #[serde(default, deserialize_with = "null_is_infinite")]
+    #[schemars(with = "Option<f64>")]
     pub slowdown: f64,
     #[serde(default)]
     pub flagged: bool,
@@ -270,7 +271,7 @@ pub struct FileScan {
 
 /// One age bucket of the scan report: the field report's columns of read speed (MB/s), and the projected time
 /// to read its data in bulk at its mean speed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgeBucket {
     /// Lower and upper age in months; no upper bound for the last bucket.
     pub months_from: f64,
@@ -288,7 +289,7 @@ pub struct AgeBucket {
 }
 
 /// One age of a virtual data set beside seed 000's figure for that age: bulk-read hours per 900 GB.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FieldReportRow {
     pub months: f64,
     pub files: u32,
@@ -301,7 +302,7 @@ pub struct FieldReportRow {
 }
 
 /// A virtual data set's scan set against the field report, age by age.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FieldReportComparison {
     /// Whether the scan read as the field report did (`--reader cat`); otherwise its hours are a prediction
     /// for another reader and differ from the report's by design.
@@ -310,7 +311,7 @@ pub struct FieldReportComparison {
 }
 
 /// One device's part of a scan.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeviceSummary {
     pub device: String,
     pub files: u32,
@@ -321,13 +322,23 @@ pub struct DeviceSummary {
 }
 
 /// A path the scan passed over, and why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SkippedFile {
     /// The path, readable (bytes that are not UTF-8 as `\xNN`).
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name_bytes_hex: Option<String>,
     pub reason: String,
+}
+
+/// What a `skipped[]` entry may hold when read back: the typed form, or a `"path: reason"` string of a result
+/// written before it (the schema's view of [`SkippedFile`]'s reader).
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum SkippedFileAsRead {
+    Typed(SkippedFile),
+    Text(String),
 }
 
 impl<'de> Deserialize<'de> for SkippedFile {
@@ -365,7 +376,7 @@ impl<'de> Deserialize<'de> for SkippedFile {
 }
 
 /// What rewriting the flagged files bought on the virtual drive (`scan --refresh-flagged`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AfterRefresh {
     /// The flagged files scanned again two days after they were rewritten.
     pub files: Vec<FileScan>,
@@ -380,7 +391,7 @@ pub struct AfterRefresh {
 }
 
 /// The stale-data scan's conclusions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScanAnalysis {
     /// The speed fresh data reads at, MB/s, and how it was found.
     pub baseline_mb_s: f64,
@@ -398,6 +409,7 @@ pub struct ScanAnalysis {
     pub devices: Vec<DeviceSummary>,
     pub files: Vec<FileScan>,
     #[serde(default)]
+    #[schemars(with = "Vec<SkippedFileAsRead>")]
     pub skipped: Vec<SkippedFile>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_refresh: Option<AfterRefresh>,
@@ -407,7 +419,7 @@ pub struct ScanAnalysis {
 }
 
 /// One region of a region scan.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RegionRow {
     pub offset_bytes: u64,
     pub bytes: u64,
@@ -418,7 +430,7 @@ pub struct RegionRow {
 }
 
 /// Read speed across the LBA range of one device.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RegionScanAnalysis {
     pub regions: Vec<RegionRow>,
     pub region_bytes: u64,

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 /// Cumulative counters of a cache; a phase summary holds the difference over the phase ([`CacheStats::since`]),
 /// except the gauges (`dirty_bytes`, `cache_bytes`, `metadata_bytes`, `warmed_bytes`), which are as of the phase's
 /// end.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CacheStats {
     /// "writeback", "writethrough" or "readonly".
     pub mode: crate::target::CacheMode,

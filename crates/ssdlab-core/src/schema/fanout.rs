@@ -9,7 +9,7 @@ use crate::histogram::SparseHistogram;
 /// A latency histogram as an analysis keeps it: the log-linear buckets of [`crate::histogram`] with their
 /// counts, and the exact count, extremes and mean. (The sum is not kept as a 128-bit integer: serde cannot read
 /// one back inside a tagged analysis.)
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HistogramBuckets {
     pub count: u64,
     pub min_ns: u64,
@@ -43,7 +43,7 @@ impl HistogramBuckets {
 }
 
 /// One drive of the fan-out.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FanoutDrive {
     /// A short name (the virtual fleet's `drive-07`, or the target as given).
     pub name: String,
@@ -64,7 +64,7 @@ pub struct FanoutDrive {
 }
 
 /// A query's latency under some assumption, and how much extra load it costs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QueryCase {
     /// What the case assumes, in words.
     pub case: String,
@@ -75,7 +75,7 @@ pub struct QueryCase {
 }
 
 /// A drive's part in the query's tail.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StragglerShare {
     pub name: String,
     /// The probability that this drive is the slowest of a query at least as slow as the query's p95 (p99),
@@ -86,7 +86,7 @@ pub struct StragglerShare {
 
 /// Synchronized queries as measured (`--mode measured`): one read to every drive at the same instant, waiting
 /// for all.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MeasuredQueries {
     pub queries: u64,
     pub latency_ns: LatencyNs,
@@ -94,7 +94,7 @@ pub struct MeasuredQueries {
 }
 
 /// The fan-out's conclusions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FanoutAnalysis {
     /// The read workload on every drive, in words.
     pub workload: String,

@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 /// How the drive is attached, as far as its health data shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     Ata,
@@ -35,7 +35,7 @@ impl Protocol {
 }
 
 /// Which drive a snapshot describes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DriveIdentity {
     pub model: String,
     /// The key of the drive's history; empty when the source did not say (nvme-cli's smart-log).
@@ -48,7 +48,7 @@ pub struct DriveIdentity {
 }
 
 /// One ATA SMART attribute as the drive reported it (every one is kept, known or not).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AtaAttribute {
     pub id: u8,
     pub name: String,
@@ -65,14 +65,14 @@ pub struct AtaAttribute {
 }
 
 /// A reported value this model has no field for, kept as the source wrote it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NamedValue {
     pub name: String,
     pub value: String,
 }
 
 /// One drive at one moment, normalized.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HealthSnapshot {
     /// When the data was read (Unix seconds): smartctl's own time stamp when it has one.
     pub taken_at_s: u64,
@@ -80,12 +80,15 @@ pub struct HealthSnapshot {
     pub power_on_hours: Option<u64>,
     pub temperature_celsius: Option<f64>,
     #[serde(with = "wide", default)]
+    #[schemars(with = "Option<wide::Wide>")]
     pub host_written_bytes: Option<u128>,
     #[serde(with = "wide", default)]
+    #[schemars(with = "Option<wide::Wide>")]
     pub host_read_bytes: Option<u128>,
     /// Bytes the drive programmed into NAND (host writes plus its own garbage collection, wear leveling and
     /// refresh), where the drive exposes a counter for it.
     #[serde(with = "wide", default)]
+    #[schemars(with = "Option<wide::Wide>")]
     pub nand_written_bytes: Option<u128>,
     /// Which counter `nand_written_bytes` came from, or why there is none, in words.
     pub nand_written_source: String,
@@ -121,7 +124,7 @@ pub struct HealthSnapshot {
 }
 
 /// The drive's rated endurance, and where the rating came from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EnduranceRating {
     /// Terabytes written the warranty covers, in bytes.
     pub tbw_bytes: Option<u64>,
@@ -135,18 +138,20 @@ pub struct EnduranceRating {
 }
 
 /// One point of a drive's history, for charts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HistoryPoint {
     pub t_s: u64,
     #[serde(with = "wide", default)]
+    #[schemars(with = "Option<wide::Wide>")]
     pub host_written_bytes: Option<u128>,
     #[serde(with = "wide", default)]
+    #[schemars(with = "Option<wide::Wide>")]
     pub nand_written_bytes: Option<u128>,
     pub wear_used_percent: Option<f64>,
 }
 
 /// Rates over the history window (the oldest snapshot inside it to the newest).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WriteRates {
     pub from_s: u64,
     pub to_s: u64,
@@ -159,7 +164,7 @@ pub struct WriteRates {
 
 /// Remaining life from the wear trend: a least-squares line through the window's wear figures, with the
 /// 95% confidence interval of its slope giving the band.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LifeEstimate {
     /// What was extrapolated ("wear_used_percent", or host writes against the TBW rating).
     pub basis: String,
@@ -173,7 +178,9 @@ pub struct LifeEstimate {
 }
 
 /// Healthy, worth watching, or failing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum HealthLevel {
     Ok,
@@ -192,14 +199,14 @@ impl HealthLevel {
 }
 
 /// A drive's verdict and every reason behind it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HealthVerdict {
     pub level: HealthLevel,
     pub reasons: Vec<String>,
 }
 
 /// Everything `health` concluded about one drive.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DriveHealth {
     pub snapshot: HealthSnapshot,
     /// NAND bytes over host bytes over the drive's whole life.
@@ -213,7 +220,7 @@ pub struct DriveHealth {
 }
 
 /// `ssdlab health`: one entry per drive asked about.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HealthAnalysis {
     pub drives: Vec<DriveHealth>,
     /// The history directory used, if any.
@@ -224,7 +231,7 @@ pub struct HealthAnalysis {
 }
 
 /// A drive whose health could not be read, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UnreadableDrive {
     /// The device as given (e.g. /dev/sdc).
     pub device: String,
@@ -234,6 +241,14 @@ pub struct UnreadableDrive {
 /// `Option<u128>` as a JSON number while it fits in 64 bits, and as a decimal string beyond.
 mod wide {
     use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    /// A byte counter as written: a number below 2^64, a decimal string above.
+    #[derive(Deserialize, schemars::JsonSchema)]
+    #[serde(untagged)]
+    pub enum Wide {
+        Number(u64),
+        Text(String),
+    }
 
     pub fn serialize<S: Serializer>(value: &Option<u128>, serializer: S) -> Result<S::Ok, S::Error> {
         match value {
@@ -246,12 +261,6 @@ mod wide {
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u128>, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Wide {
-            Number(u64),
-            Text(String),
-        }
         match Option::<Wide>::deserialize(deserializer)? {
             None => Ok(None),
             Some(Wide::Number(n)) => Ok(Some(u128::from(n))),

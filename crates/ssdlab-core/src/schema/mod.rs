@@ -22,7 +22,7 @@ use crate::histogram::SparseHistogram;
 pub const SCHEMA: &str = "ssdlab/1";
 
 /// Latency percentiles and moments in nanoseconds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencyNs {
     pub min: u64,
     pub mean: f64,
@@ -52,7 +52,7 @@ impl LatencyNs {
 }
 
 /// Totals for one direction (read, write or discard).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DirectionSummary {
     pub ios: u64,
     pub bytes: u64,
@@ -63,7 +63,7 @@ pub struct DirectionSummary {
 
 /// What a device knows about its own NAND, like SMART counters (the virtual SSD reports them; real devices may
 /// later through SMART). In a phase summary the byte counts cover that phase; erase counts are as of its end.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeviceCounters {
     pub host_bytes_written: u64,
     pub nand_bytes_written: u64,
@@ -98,7 +98,7 @@ impl DeviceCounters {
 }
 
 /// The summary of a phase or a whole run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     pub ios: u64,
     pub bytes: u64,
@@ -132,7 +132,7 @@ pub struct Summary {
 }
 
 /// One second of a run (the last window may be shorter; `seconds` says how long it was).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sample {
     /// Seconds since the phase started at the end of this window.
     pub t_s: f64,
@@ -151,7 +151,7 @@ pub struct Sample {
 }
 
 /// One phase of a method (a plain `run` has a single phase named "run").
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseResult {
     pub name: String,
     pub samples: Vec<Sample>,
@@ -161,7 +161,7 @@ pub struct PhaseResult {
 }
 
 /// The host the run was made on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostInfo {
     pub hostname: String,
     pub kernel: String,
@@ -169,14 +169,14 @@ pub struct HostInfo {
 }
 
 /// Pass or fail, and why.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Verdict {
     pub passed: bool,
     pub reasons: Vec<String>,
 }
 
 /// A whole `result.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunResult {
     pub schema: String,
     /// The kind ("run", or the method's name) and what the method concluded, as `"kind"` and `"analysis"`.
@@ -205,7 +205,7 @@ impl RunResult {
 /// object (its kind was in `begin`), so events are written, never read back into this type.
 // Events are built about once per second, so the size of the largest variant costs nothing.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "type", content = "data", rename_all = "snake_case")]
 pub enum Event {
     Begin {

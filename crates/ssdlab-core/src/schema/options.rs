@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::workload::Workload;
 
 /// Every command's options, one variant per shape.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum RunOptions {
     /// `ssdlab test ...`: the target, the seed and the method's own options.
@@ -30,7 +30,7 @@ pub enum RunOptions {
 }
 
 /// `ssdlab fanout`'s flags as given.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FanoutFlags {
     pub targets: Vec<String>,
     pub fleet: Option<String>,
@@ -45,7 +45,7 @@ pub struct FanoutFlags {
 }
 
 /// How the target was opened.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TargetOptions {
     pub target: String,
     /// The engine as given (`auto`, `uring`, `psync`).
@@ -54,7 +54,7 @@ pub struct TargetOptions {
     pub force: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TestOptions {
     #[serde(flatten)]
     pub target: TargetOptions,
@@ -62,7 +62,7 @@ pub struct TestOptions {
     pub method: MethodOptions,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobOptions {
     #[serde(flatten)]
     pub target: TargetOptions,
@@ -70,7 +70,7 @@ pub struct JobOptions {
 }
 
 /// A method's options; which method is the result's kind.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum MethodOptions {
     Consistency(ConsistencyOptions),
@@ -79,7 +79,7 @@ pub enum MethodOptions {
     Latency(LatencyOptions),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConsistencyOptions {
     pub runtime_ns: u64,
     /// Extra over-provisioning simulated by leaving this percentage of the LBAs untouched.
@@ -103,7 +103,7 @@ impl Default for ConsistencyOptions {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TrimOptions {
     pub torture_ns: u64,
     /// Pass when after-TRIM speed is at least this fraction of clean speed.
@@ -129,7 +129,7 @@ impl Default for TrimOptions {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepOptions {
     pub test_bytes: u64,
     pub queue_depth: u32,
@@ -151,7 +151,7 @@ impl Default for SweepOptions {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencyOptions {
     pub span_bytes: u64,
     pub runtime_ns: u64,
@@ -167,7 +167,7 @@ impl Default for LatencyOptions {
 }
 
 /// `scan --device`'s flags as given.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RegionScanFlags {
     pub device: String,
     pub regions: u32,
@@ -181,7 +181,7 @@ pub struct RegionScanFlags {
 }
 
 /// `scan PATH...` / `scan --target sim:... --dataset ...` flags as given.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileScanFlags {
     pub paths: Vec<PathBuf>,
     pub target: Option<String>,
@@ -199,7 +199,7 @@ pub struct FileScanFlags {
 }
 
 /// `ssdlab health`'s flags as given.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HealthFlags {
     pub devices: Vec<String>,
     /// `--scan`: the drives smartctl found were read too.

@@ -202,3 +202,122 @@ fn quiet_leaves_only_errors_on_stderr() {
     let out = run(&["run", "-q", "--target", "null:16m", "--runtime", "1x"]);
     expect_usage_error(&out, "--runtime");
 }
+
+/// Checks JSON files against a JSON Schema with Debian's python3-jsonschema; returns the errors found.
+fn schema_errors(schema: &std::path::Path, files: &[std::path::PathBuf]) -> String {
+    const CHECK: &str = r#"
+import json, sys
+import jsonschema
+validator = jsonschema.Draft202012Validator(json.load(open(sys.argv[1])))
+def leaves(e):
+    # Under the kinds' oneOf, the leaves name the fields that broke each alternative.
+    if not e.context:
+        yield e
+    for c in e.context:
+        yield from leaves(c)
+for path in sys.argv[2:]:
+    for top in validator.iter_errors(json.load(open(path))):
+        for e in leaves(top):
+            print(f"{path}: {'/'.join(map(str, e.absolute_path))}: {e.message[:200]}")
+"#;
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", CHECK])
+        .arg(schema)
+        .args(files)
+        .output()
+        .expect("Debian's python3 (scripts/test.sh installs python3-jsonschema)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn every_result_kind_matches_the_published_schema() {
+    let schema = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result.schema.json");
+    let dir = tempdir();
+    let out = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let sim = "sim:840evo-1t?scale=1/1024&fill=100%&age=4mo";
+    for args in [
+        vec![
+            "run",
+            "--target",
+            "null:16m",
+            "--runtime",
+            "200ms",
+            "--out",
+            &out("run"),
+        ],
+        vec![
+            "test",
+            "latency",
+            "--target",
+            "sim:840evo-250g?scale=1/256",
+            "--runtime",
+            "2s",
+            "--out",
+            &out("latency"),
+        ],
+        vec![
+            "scan",
+            "--target",
+            "sim:840evo-1t?scale=1/256",
+            "--dataset",
+            "0.5mo:2x4m,7mo:2x4m",
+            "--refresh-flagged",
+            "--out",
+            &out("scan"),
+        ],
+        vec![
+            "scan",
+            "--device",
+            sim,
+            "--regions",
+            "4",
+            "--region-bytes",
+            "1m",
+            "--out",
+            &out("region-scan"),
+        ],
+        vec![
+            "fanout",
+            "--target",
+            sim,
+            "--target",
+            "sim:840evo-1t?scale=1/1024&fill=100%&seed=2",
+            "--runtime",
+            "1s",
+            "--mode",
+            "measured",
+            "--out",
+            &out("fanout"),
+        ],
+    ] {
+        let result = run(&args);
+        assert!(
+            matches!(result.status.code(), Some(0 | 1)),
+            "{args:?}: {}",
+            stderr(&result)
+        );
+    }
+    let mut files: Vec<std::path::PathBuf> = ["run", "latency", "scan", "region-scan", "fanout"]
+        .iter()
+        .map(|kind| dir.path().join(kind).join("result.json"))
+        .collect();
+    // And every kind an earlier ssdlab wrote (the reader's fixtures, older forms included).
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ssdlab-core/tests/fixtures/ssdlab1");
+    for entry in std::fs::read_dir(&fixtures).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            files.push(path);
+        }
+    }
+    let errors = schema_errors(&schema, &files);
+    assert!(errors.is_empty(), "{errors}");
+    // The check itself catches a result that breaks the schema.
+    let broken = dir.path().join("broken.json");
+    let mut result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("fanout/result.json")).unwrap()).unwrap();
+    result["analysis"]["query"]["shards"] = serde_json::json!("twenty-five");
+    std::fs::write(&broken, result.to_string()).unwrap();
+    assert!(schema_errors(&schema, &[broken]).contains("shards"));
+}
