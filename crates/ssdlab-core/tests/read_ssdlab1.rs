@@ -24,6 +24,7 @@ fn every_kind_reads_back_typed() {
         "region-scan",
         "health",
         "fanout",
+        "refresh",
     ] {
         let result = read(kind);
         assert_eq!(result.kind(), kind);
@@ -37,6 +38,7 @@ fn every_kind_reads_back_typed() {
             Analysis::RegionScan(r) => r.regions.len() == 4,
             Analysis::Health(h) => h.drives.iter().all(|d| d.snapshot.host_written_bytes.is_some()),
             Analysis::Fanout(f) => f.drives.len() == 2 && f.measured.is_some() && f.query.latency_ns.p50 > 0,
+            Analysis::Refresh(r) => r.files.len() == 2 && r.rewritten_bytes == 5_000_000,
         };
         assert!(
             measured,
@@ -63,6 +65,7 @@ fn every_kind_reads_back_typed() {
             }
             RunOptions::Health(_) => "health",
             RunOptions::Fanout(_) => "fanout",
+            RunOptions::Refresh(_) => "refresh",
         };
         assert_eq!(options_kind, kind, "{kind}: options {:?}", result.options);
         // Written again, it reads back the same.

@@ -10,6 +10,7 @@ mod consistency;
 mod fanout;
 pub mod health;
 mod latency;
+mod refresh;
 mod region_scan;
 mod run;
 mod scan;
@@ -125,6 +126,7 @@ pub fn render(results: &[RunResult]) -> String {
             Analysis::Run => run::run(&group),
             Analysis::Health(_) => health::health(&group),
             Analysis::Fanout(_) => fanout::fanout(&group),
+            Analysis::Refresh(_) => refresh::refresh(&group),
         });
         html.push_str("</section>");
     }
@@ -142,6 +144,7 @@ fn heading(kind: &str) -> String {
         "region-scan" => "Read speed across the device (region scan)".into(),
         "health" => "Drive health: host and NAND writes, write amplification, wear".into(),
         "fanout" => "Fan-out: the query that waits for every drive, and the straggler".into(),
+        "refresh" => "Refresh: stale files rewritten in place, and what it bought".into(),
         other => other.to_string(),
     }
 }

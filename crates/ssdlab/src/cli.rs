@@ -370,6 +370,12 @@ pub struct RefreshArgs {
     /// ~/.local/state/ssdlab).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Write result.json (every file and how it ended, before/after speeds) and report.html here.
+    #[arg(long, value_name = "DIR", conflicts_with = "forget")]
+    pub out: Option<PathBuf>,
+    /// Stream JSON Lines (begin, analysis, verdict) to stdout.
+    #[arg(long, conflicts_with = "forget")]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -27,6 +27,7 @@ pub enum Analysis {
     RegionScan(RegionScanAnalysis),
     Health(crate::schema::health::HealthAnalysis),
     Fanout(Box<crate::schema::fanout::FanoutAnalysis>),
+    Refresh(crate::schema::refresh::RefreshAnalysis),
 }
 
 impl Analysis {
@@ -42,6 +43,7 @@ impl Analysis {
             Analysis::RegionScan(_) => "region-scan",
             Analysis::Health(_) => "health",
             Analysis::Fanout(_) => "fanout",
+            Analysis::Refresh(_) => "refresh",
         }
     }
 
@@ -56,7 +58,8 @@ impl Analysis {
             | Analysis::Scan(_)
             | Analysis::RegionScan(_)
             | Analysis::Health(_)
-            | Analysis::Fanout(_) => &[],
+            | Analysis::Fanout(_)
+            | Analysis::Refresh(_) => &[],
         }
     }
 }

@@ -9,6 +9,7 @@ mod cache;
 pub mod fanout;
 pub mod health;
 pub mod options;
+pub mod refresh;
 
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -242,5 +243,6 @@ fn analysis_object<S: Serializer>(analysis: &Analysis, serializer: S) -> Result<
         Analysis::RegionScan(a) => a.serialize(serializer),
         Analysis::Health(a) => a.serialize(serializer),
         Analysis::Fanout(a) => a.serialize(serializer),
+        Analysis::Refresh(a) => a.serialize(serializer),
     }
 }

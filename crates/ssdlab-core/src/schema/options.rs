@@ -27,6 +27,20 @@ pub enum RunOptions {
     Health(HealthFlags),
     /// `ssdlab fanout`.
     Fanout(FanoutFlags),
+    /// `ssdlab refresh`.
+    Refresh(RefreshFlags),
+}
+
+/// `ssdlab refresh`'s flags as given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RefreshFlags {
+    pub paths: Vec<PathBuf>,
+    pub from: Option<PathBuf>,
+    pub slower_than: Option<f64>,
+    pub older_than: Option<String>,
+    pub rate: Option<String>,
+    pub chunk: String,
+    pub dry_run: bool,
 }
 
 /// `ssdlab fanout`'s flags as given.

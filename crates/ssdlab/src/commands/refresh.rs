@@ -11,6 +11,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
 use ssdlab_core::device::TargetKind;
+use ssdlab_core::schema::options::RefreshFlags;
+use ssdlab_core::schema::refresh::{RefreshAnalysis, RefreshOutcome, RefreshedFile};
 use ssdlab_core::schema::{Analysis, RunResult};
 use ssdlab_core::units::{BinaryBytes, Rate, parse_duration_ns, parse_rate};
 use ssdlab_io::pinned::{FileFacts, Identity, PinnedFile, reopen_pinned};
@@ -277,6 +279,9 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         Some(Rate::Iops(_)) => bail!("--rate: refresh is limited in bytes per second, e.g. --rate 200m"),
     };
     let chunk = size_flag("chunk", &args.chunk)?;
+    if let Some(dir) = &args.out {
+        crate::output::prepare_out_dir(dir)?;
+    }
     // A chunk is written in one window under a lease: 16 MiB keeps the window well inside the kernel's
     // lease-break time even on a medium that writes 1 MB/s, and keeps other openers' waits short.
     if !(64 << 10..=16 << 20).contains(&chunk) || !chunk.is_multiple_of(64 << 10) {
@@ -427,8 +432,21 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         );
     }
     print_estimate(&selection.files, bytes_per_s, &before_mb_s, total);
+    let mut record = Record {
+        analysis: RefreshAnalysis {
+            dry_run: args.dry_run,
+            selected_bytes: total,
+            younger_files: selection.younger as u32,
+            files: Vec::new(),
+            rewritten_bytes: 0,
+            seconds: 0.0,
+            paused_s: 0.0,
+            problems: 0,
+        },
+    };
     for (path, reason) in &walked.skipped {
         eprintln!("skip      {}: {reason}", escape_path(path));
+        record.file(path, RefreshOutcome::Skipped, 0, Some(reason.to_string()));
     }
     let Some(mut state) = state else {
         for c in &selection.files {
@@ -437,8 +455,12 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                 escape_path(&c.path),
                 BinaryBytes(c.size_bytes)
             );
+            record.file(&c.path, RefreshOutcome::Would, c.size_bytes, None);
+            if let Some(&mb_s) = before_mb_s.get(&c.path) {
+                record.last().before_bytes_per_s = Some(mb_s * 1e6);
+            }
         }
-        return Ok(Outcome::Passed);
+        return publish(args, record.analysis, problems, false);
     };
     let started = Instant::now();
     let mut env = Env {
@@ -461,6 +483,12 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         if state.journal.entry(&candidate.id).is_some() {
             problems += 1;
             eprintln!("skip      {shown}: an interrupted refresh of it is still pending (open elsewhere)");
+            record.file(
+                &candidate.path,
+                RefreshOutcome::Skipped,
+                candidate.size_bytes,
+                Some("an interrupted refresh of it is still pending (open elsewhere)".into()),
+            );
             continue;
         }
         let opened = PinnedFile::open(&candidate.root, &candidate.path, chunk as usize)
@@ -469,6 +497,12 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
             Ok(p) => p,
             Err(refusal) => {
                 eprintln!("skip      {shown}: {refusal}");
+                record.file(
+                    &candidate.path,
+                    RefreshOutcome::Skipped,
+                    candidate.size_bytes,
+                    Some(refusal.to_string()),
+                );
                 problems += 1;
                 continue;
             }
@@ -495,8 +529,15 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
             Err(e) => {
                 // An I/O error on one file (EIO, a read that fails) does not stop the others; its journal entry
                 // stays for the next run to settle.
-                eprintln!(
-                    "FAILED    {shown}: {e}; if a write was under way the file is marked modified now, and the next run settles its journal entry"
+                let reason = format!(
+                    "{e}; if a write was under way the file is marked modified now, and the next run settles its journal entry"
+                );
+                eprintln!("FAILED    {shown}: {reason}");
+                record.file(
+                    &candidate.path,
+                    RefreshOutcome::Failed,
+                    candidate.size_bytes,
+                    Some(reason),
                 );
                 problems += 1;
                 continue;
@@ -522,6 +563,20 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                 let after =
                     Target::mb_s(file.after).map_or("not measured".to_string(), |mb| format!("{mb:.1} MB/s"));
                 measured.push(format!("measured  {shown}: before {before}, after {after}"));
+                record.file(
+                    &candidate.path,
+                    RefreshOutcome::Refreshed,
+                    candidate.size_bytes,
+                    None,
+                );
+                let last = record.last();
+                last.rewritten_bytes = bytes;
+                last.before_bytes_per_s = before_mb_s
+                    .get(&candidate.path)
+                    .copied()
+                    .or(Target::mb_s(file.before))
+                    .map(|mb| mb * 1e6);
+                last.after_bytes_per_s = Target::mb_s(file.after).map(|mb| mb * 1e6);
                 let resumed = if resumed_from_chunk > 0 {
                     format!(", resumed at chunk {resumed_from_chunk}")
                 } else {
@@ -532,6 +587,12 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
             FileOutcome::Refused { reason } => {
                 problems += 1;
                 eprintln!("skip      {shown}: {reason}");
+                record.file(
+                    &candidate.path,
+                    RefreshOutcome::Skipped,
+                    candidate.size_bytes,
+                    Some(reason.to_string()),
+                );
             }
             FileOutcome::GaveWay {
                 reason,
@@ -545,11 +606,26 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                     "its data changed, so its times are left as they are"
                 };
                 eprintln!("gave way  {shown}: {reason}; left alone after {chunks_done} chunks, {times}");
+                record.file(
+                    &candidate.path,
+                    RefreshOutcome::GaveWay,
+                    candidate.size_bytes,
+                    Some(format!(
+                        "{reason}; left alone after {chunks_done} chunks, {times}"
+                    )),
+                );
             }
             FileOutcome::VerifyFailed { offset, .. } => {
                 problems += 1;
-                eprintln!(
-                    "FAILED    {shown}: the chunk at byte {offset} read back differently after rewriting (the original bytes were written again); check the drive"
+                let reason = format!(
+                    "the chunk at byte {offset} read back differently after rewriting (the original bytes were written again); check the drive"
+                );
+                eprintln!("FAILED    {shown}: {reason}");
+                record.file(
+                    &candidate.path,
+                    RefreshOutcome::Failed,
+                    candidate.size_bytes,
+                    Some(reason),
                 );
             }
             FileOutcome::WriteFailed {
@@ -563,13 +639,26 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                 } else {
                     "its times are left as they are (another process acted meanwhile)"
                 };
-                eprintln!(
-                    "FAILED    {shown}: writing the chunk at byte {offset}: {error}; the chunk reads back unchanged and {times}"
+                let reason = format!(
+                    "writing the chunk at byte {offset}: {error}; the chunk reads back unchanged and {times}"
+                );
+                eprintln!("FAILED    {shown}: {reason}");
+                record.file(
+                    &candidate.path,
+                    RefreshOutcome::Failed,
+                    candidate.size_bytes,
+                    Some(reason),
                 );
             }
             FileOutcome::Interrupted { chunks_done, .. } => {
                 interrupted = true;
                 eprintln!("stopped   {shown}: interrupted after {chunks_done} chunks; times put back");
+                record.file(
+                    &candidate.path,
+                    RefreshOutcome::Interrupted,
+                    candidate.size_bytes,
+                    Some(format!("interrupted after {chunks_done} chunks; times put back")),
+                );
                 break;
             }
         }
@@ -584,9 +673,105 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         env.paused.as_secs_f64(),
         problems
     );
+    record.analysis.rewritten_bytes = refreshed;
+    record.analysis.seconds = started.elapsed().as_secs_f64();
+    record.analysis.paused_s = env.paused.as_secs_f64();
+    publish(args, record.analysis, problems, interrupted)
+}
+
+/// What the run did, file by file, for --json and --out.
+struct Record {
+    analysis: RefreshAnalysis,
+}
+
+impl Record {
+    fn file(&mut self, path: &Path, outcome: RefreshOutcome, size_bytes: u64, reason: Option<String>) {
+        self.analysis.files.push(RefreshedFile {
+            name: escape_path(path),
+            outcome,
+            size_bytes,
+            rewritten_bytes: 0,
+            reason,
+            before_bytes_per_s: None,
+            after_bytes_per_s: None,
+        });
+    }
+
+    fn last(&mut self) -> &mut RefreshedFile {
+        self.analysis.files.last_mut().expect("a file was just recorded")
+    }
+}
+
+/// Streams and writes the run's record (with --json, --out) and turns it into the exit status: interrupted,
+/// passed when nothing was skipped, given up or failed, else failed.
+fn publish(
+    args: &RefreshArgs,
+    mut analysis: RefreshAnalysis,
+    problems: usize,
+    interrupted: bool,
+) -> Result<Outcome> {
+    analysis.problems = problems as u32;
+    let verdict = ssdlab_core::schema::Verdict {
+        passed: problems == 0 && !interrupted,
+        reasons: if problems == 0 {
+            vec![]
+        } else {
+            vec![format!(
+                "{problems} files skipped, given up, failed or left pending"
+            )]
+        },
+    };
+    let mut reporter = crate::output::Reporter::new(args.json);
+    if args.json || args.out.is_some() {
+        let info = ssdlab_core::DeviceInfo {
+            target: args
+                .paths
+                .iter()
+                .map(|p| escape_path(p))
+                .chain(args.from.iter().map(|d| format!("--from {}", d.display())))
+                .collect::<Vec<_>>()
+                .join(" "),
+            kind: TargetKind::File,
+            model: "files rewritten in place".into(),
+            capacity_bytes: analysis.selected_bytes,
+            logical_block_bytes: 512,
+            physical_block_bytes: 4096,
+            memory_align_bytes: 4096,
+            max_transfer_bytes: u64::MAX,
+            discard_supported: false,
+            discard_max_bytes: 0,
+            rotational: false,
+            clock: ssdlab_core::device::ClockKind::Real,
+            backend: "read, write, sync and verify per chunk under a write lease".into(),
+            direct_io: true,
+            notes: vec![],
+        };
+        let options = ssdlab_core::schema::options::RunOptions::Refresh(RefreshFlags {
+            paths: args.paths.clone(),
+            from: args.from.clone(),
+            slower_than: args.slower_than,
+            older_than: args.older_than.clone(),
+            rate: args.rate.clone(),
+            chunk: args.chunk.clone(),
+            dry_run: args.dry_run,
+        });
+        crate::output::publish_analysis(
+            &mut reporter,
+            args.out.as_deref(),
+            info,
+            options,
+            Analysis::Refresh(analysis),
+            &verdict,
+        )?;
+        if let Some(dir) = &args.out {
+            eprintln!("results   {} (report.html, result.json)", dir.display());
+        }
+    }
     Ok(if interrupted {
         Outcome::Interrupted
-    } else if problems == 0 {
+    } else if reporter.pipe_closed() {
+        Outcome::PipeClosed
+    } else if verdict.passed {
         Outcome::Passed
     } else {
         Outcome::Failed

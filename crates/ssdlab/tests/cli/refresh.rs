@@ -1049,3 +1049,55 @@ fn a_full_copy_on_write_file_system_fails_the_write_and_leaves_the_times() {
         }
     });
 }
+
+#[test]
+fn refresh_streams_and_writes_what_it_did() {
+    let dir = tempdir();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    write_random(&data.join("old.bin"), 1 << 20, 21);
+    write_random(&data.join("young.bin"), 1 << 20, 22);
+    sh(
+        "touch",
+        &["-d", "2020-01-01", data.join("old.bin").to_str().unwrap()],
+    );
+    let state = dir.path().join("state");
+    let out_dir = dir.path().join("out");
+    let out = run(&[
+        "refresh",
+        data.to_str().unwrap(),
+        "--older-than",
+        "90d",
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--json",
+    ]);
+    expect_code(&out, 0);
+    let events = json_lines(&out);
+    let a = &event(&events, "analysis")["data"];
+    assert_eq!(a["younger_files"], 1);
+    let files = a["files"].as_array().unwrap();
+    assert_eq!(files.len(), 1, "{a}");
+    assert_eq!(files[0]["outcome"], "refreshed");
+    assert_eq!(files[0]["rewritten_bytes"], 1 << 20);
+    assert!(files[0]["after_bytes_per_s"].as_f64().unwrap() > 0.0);
+    let result = read_result(&out_dir);
+    assert_eq!(result["kind"], "refresh");
+    assert_eq!(result["analysis"], *a);
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("Refresh: stale files rewritten") && html.contains("old.bin"));
+    // A dry run records what it would do and writes nothing.
+    let dry = run(&["refresh", data.to_str().unwrap(), "--dry-run", "--json"]);
+    expect_code(&dry, 0);
+    let events = json_lines(&dry);
+    let files = event(&events, "analysis")["data"]["files"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(files.iter().all(|f| f["outcome"] == "would"), "{files:?}");
+    let forget = run(&["refresh", "--forget", data.to_str().unwrap(), "--json"]);
+    expect_code(&forget, 2);
+    assert!(stderr(&forget).contains("--json"), "{}", stderr(&forget));
+}
