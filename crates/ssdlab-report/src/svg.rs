@@ -192,7 +192,8 @@ fn bounds(axis: &Axis, values: impl Iterator<Item = f64>) -> (f64, f64) {
     }
 }
 
-/// Tick positions: 1-2-5 steps on linear axes, powers of ten (or two) on log axes.
+/// Tick positions: 1-2-5 steps on linear axes, powers of ten (or two) on log axes, with 2 and 5 between the
+/// powers of ten when the axis spans two decades or less (so it never shows only one or two labels).
 fn ticks(scale: Scale, lo: f64, hi: f64) -> Vec<f64> {
     match scale {
         Scale::Linear => {
@@ -217,13 +218,37 @@ fn ticks(scale: Scale, lo: f64, hi: f64) -> Vec<f64> {
         }
         Scale::Log10 | Scale::Log2 => {
             let base: f64 = if scale == Scale::Log10 { 10.0 } else { 2.0 };
-            let (a, b) = (lo.log(base).ceil() as i32, hi.log(base).floor() as i32);
+            // A hair of tolerance: log10(1000) is 2.9999999999999996 in floating point.
+            let (a, b) = (
+                (lo.log(base) - 1e-9).ceil() as i32,
+                (hi.log(base) + 1e-9).floor() as i32,
+            );
+            if scale == Scale::Log10 && b - a <= 2 {
+                let within = |t: &f64| *t >= lo * (1.0 - 1e-9) && *t <= hi * (1.0 + 1e-9);
+                return (a - 1..=b)
+                    .flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e)))
+                    .filter(within)
+                    .collect();
+            }
             let every = ((b - a) / 10 + 1).max(1);
             (a..=b)
                 .filter(|e| (e - a) % every == 0)
                 .map(|e| base.powi(e))
                 .collect()
         }
+    }
+}
+
+/// A dot's radius and opacity: large and solid for a few points, smaller and see-through for thousands, so a
+/// sparse series stays visible and a dense one shows its density.
+fn dot_style(mark: Mark, points: usize) -> (f64, f64) {
+    let density = (200.0 / points.max(1) as f64).powf(0.25);
+    match mark {
+        Mark::Dots => (
+            (3.2 * density).clamp(1.8, 3.6),
+            if points > 500 { 0.55 } else { 0.85 },
+        ),
+        _ => (3.0, 1.0),
     }
 }
 
@@ -335,17 +360,26 @@ pub fn render(chart: &Chart, id: usize) -> String {
         w = width - left - right,
         h = height - top - bottom
     );
+    let mut clipped: Vec<(f64, f64, &str)> = Vec::new();
     for (i, series) in chart.series.iter().enumerate() {
         let (colour, dash) = style(i);
-        let visible: Vec<(f64, f64)> = series
+        let drawable: Vec<(f64, f64)> = series
             .points
             .iter()
+            .copied()
             .filter(|(px, py)| px.is_finite() && py.is_finite())
             .filter(|(px, py)| {
                 (chart.x.scale == Scale::Linear || *px > 0.0) && (chart.y.scale == Scale::Linear || *py > 0.0)
             })
-            .map(|&(px, py)| (x.map(px), y.map(py)))
             .collect();
+        // A point beyond a fixed y range is drawn as a marker on the plot's edge, not silently dropped.
+        for &(px, py) in &drawable {
+            if px >= x_lo && px <= x_hi && (py > y_hi || py < y_lo) {
+                let edge = if py > y_hi { y_hi } else { y_lo };
+                clipped.push((x.map(px), y.map(edge), colour));
+            }
+        }
+        let visible: Vec<(f64, f64)> = drawable.iter().map(|&(px, py)| (x.map(px), y.map(py))).collect();
         let _ = write!(
             svg,
             r#"<g class="series" data-name="{}" data-points="{}">"#,
@@ -361,17 +395,32 @@ pub fn render(chart: &Chart, id: usize) -> String {
             );
         }
         if matches!(series.mark, Mark::Dots | Mark::LineWithDots) {
-            let r = if series.mark == Mark::Dots { 1.6 } else { 3.0 };
+            let (r, opacity) = dot_style(series.mark, visible.len());
             for (a, b) in &visible {
                 let _ = write!(
                     svg,
-                    r#"<circle class="point" cx="{a:.1}" cy="{b:.1}" r="{r}" fill="{colour}"/>"#
+                    r#"<circle class="point" cx="{a:.1}" cy="{b:.1}" r="{r:.1}" fill="{colour}" fill-opacity="{opacity:.2}"/>"#
                 );
             }
         }
         svg.push_str("</g>");
     }
     svg.push_str("</g>");
+    for (cx, cy, colour) in &clipped {
+        // A small triangle pointing off the plot.
+        let up = *cy <= y.map(y_hi) + 0.5;
+        let (tip, base) = if up {
+            (cy - 1.0, cy + 7.0)
+        } else {
+            (cy + 1.0, cy - 7.0)
+        };
+        let _ = write!(
+            svg,
+            r#"<path class="clipped" d="M{cx:.1},{tip:.1} L{l:.1},{base:.1} L{r:.1},{base:.1} Z" fill="{colour}"/>"#,
+            l = cx - 4.0,
+            r = cx + 4.0
+        );
+    }
     // Legend, below the axis label.
     for (i, &(lx, row)) in legend.iter().enumerate() {
         let (colour, dash) = style(i);
@@ -513,6 +562,37 @@ mod tests {
             let t = ticks(Scale::Linear, a, b);
             assert!(!t.is_empty() && t.len() <= 21, "{lo}..{hi}: {} ticks", t.len());
         }
+    }
+
+    #[test]
+    fn narrow_log_axes_get_two_and_five_between_the_decades() {
+        assert_eq!(ticks(Scale::Log10, 1.0, 10.0), vec![1.0, 2.0, 5.0, 10.0]);
+        assert_eq!(ticks(Scale::Log10, 10.0, 100.0), vec![10.0, 20.0, 50.0, 100.0]);
+        assert_eq!(
+            ticks(Scale::Log10, 0.01, 1.0),
+            vec![0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0]
+        );
+        // Wide axes keep the decades.
+        assert_eq!(ticks(Scale::Log10, 1.0, 1000.0), vec![1.0, 10.0, 100.0, 1000.0]);
+    }
+
+    #[test]
+    fn points_past_a_fixed_range_are_marked_on_its_edge() {
+        let chart = Chart {
+            title: "IOPS".into(),
+            x: Axis::new("s", Scale::Linear),
+            y: Axis::new("IOPS", Scale::Linear).range(Some(0.0), Some(40_000.0)),
+            series: vec![Series {
+                name: "a".into(),
+                points: vec![(0.0, 66_000.0), (1.0, 5_000.0), (2.0, 66_000.0)],
+                mark: Mark::Dots,
+            }],
+        };
+        let svg = render(&chart, 1);
+        assert_eq!(svg.matches(r#"class="clipped""#).count(), 2, "{svg}");
+        // A few dots are drawn large; thousands small and see-through.
+        assert_eq!(dot_style(Mark::Dots, 48), (3.6, 0.85));
+        assert_eq!(dot_style(Mark::Dots, 20_000).0, 1.8);
     }
 
     #[test]
