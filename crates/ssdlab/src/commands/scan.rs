@@ -224,20 +224,39 @@ fn print_table(analysis: &ScanAnalysis) {
             );
         }
     }
-    for name in &analysis.flagged {
-        let f = analysis
-            .files
-            .iter()
-            .find(|f| &f.name == name)
-            .expect("flagged files are scanned files");
+    // The slowest first, a screenful at most; result.json and --json hold them all.
+    let mut flagged: Vec<&ssdlab_core::schema::FileScan> =
+        analysis.files.iter().filter(|f| f.flagged).collect();
+    flagged.sort_by(|a, b| b.slowdown.total_cmp(&a.slowdown));
+    for f in flagged.iter().take(FLAGGED_SHOWN) {
         eprintln!(
-            "FLAGGED   {name}: {:.1} MB/s, {:.1}x slower than fresh data, {:.1} months old; the slow chunks were slow again",
+            "FLAGGED   {}: {:.1} MB/s, {:.1}x slower than fresh data, {:.1} months old; the slow chunks were slow again",
+            f.name,
             f.bytes_per_s / 1e6,
             f.slowdown,
             f.age_s / MONTH_S
         );
     }
+    if !flagged.is_empty() {
+        let bytes: u64 = flagged.iter().map(|f| f.bytes).sum();
+        let seconds: f64 = flagged.iter().map(|f| f.seconds).sum();
+        eprintln!(
+            "flagged   {} files{}, {} holding {}: reading them took {:.1} s; `ssdlab refresh --from` the result rewrites them",
+            flagged.len(),
+            if flagged.len() > FLAGGED_SHOWN {
+                format!(" ({FLAGGED_SHOWN} slowest shown above)")
+            } else {
+                String::new()
+            },
+            if flagged.len() == 1 { "one" } else { "together" },
+            BinaryBytes(bytes),
+            seconds
+        );
+    }
 }
+
+/// Flagged files listed one by one on stderr; the rest are counted.
+const FLAGGED_SHOWN: usize = 10;
 
 /// The virtual data set age by age beside the field report's bulk-read hours (read with cat).
 fn print_field_report(comparison: &ssdlab_core::schema::FieldReportComparison) {

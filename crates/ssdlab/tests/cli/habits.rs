@@ -321,3 +321,26 @@ fn every_result_kind_matches_the_published_schema() {
     std::fs::write(&broken, result.to_string()).unwrap();
     assert!(schema_errors(&schema, &[broken]).contains("shards"));
 }
+
+#[test]
+fn a_scan_lists_the_slowest_flagged_files_and_counts_the_rest() {
+    let out = run(&[
+        "scan",
+        "--target",
+        "sim:840evo-1t?scale=1/256",
+        "--random-reads",
+        "0",
+    ]);
+    expect_code(&out, 1);
+    let text = stderr(&out);
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("FLAGGED")).count(),
+        10,
+        "{text}"
+    );
+    let total = text
+        .lines()
+        .find(|l| l.starts_with("flagged"))
+        .expect("a total line");
+    assert!(total.contains("36 files") && total.contains("GiB"), "{total}");
+}
