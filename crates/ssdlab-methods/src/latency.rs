@@ -1,6 +1,7 @@
-//! The QD1 latency test (seeds 000/001, IOmeter): 4 KiB random writes at queue depth 1 over a span (8 GiB by
-//! default), reporting IOPS, MB/s, average and maximum latency, CPU use and the field report's percentile
-//! columns (25% / median / 75% / 95% / mean).
+//! The QD1 latency test (seeds 000/001, IOmeter): 4 KiB operations at queue depth 1 over a span (8 GiB by
+//! default): random writes by default, as IOmeter's 4K QD1 write, or random or sequential reads, sequential
+//! writes, or a 70/30 random mix. Reports IOPS, MB/s, the mean and maximum latency, CPU use and the field
+//! report's percentile columns (25% / median / 75% / 95% / mean) with p99 and p99.9.
 
 pub use ssdlab_core::schema::LatencyAnalysis;
 use ssdlab_core::schema::{Analysis, Verdict};
@@ -9,7 +10,7 @@ use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
 
 use crate::session::{MethodError, MethodOutcome, Session};
 
-pub use ssdlab_core::schema::options::LatencyOptions;
+pub use ssdlab_core::schema::options::{LatencyOptions, LatencyRw};
 
 pub fn latency(mut session: Session<'_>, options: &LatencyOptions) -> Result<MethodOutcome, MethodError> {
     let capacity = session.device.info().capacity_bytes;
@@ -25,9 +26,29 @@ pub fn latency(mut session: Session<'_>, options: &LatencyOptions) -> Result<Met
         offset_bytes: 0,
         len_bytes: options.span_bytes.min(capacity) / 4096 * 4096,
     };
+    let (rw, pattern, phase) = match options.rw {
+        LatencyRw::RandWrite => (
+            RwMode::RandWrite,
+            Pattern::Random { random_map: false },
+            "qd1-random-write",
+        ),
+        LatencyRw::RandRead => (
+            RwMode::RandRead,
+            Pattern::Random { random_map: false },
+            "qd1-random-read",
+        ),
+        LatencyRw::RandRw => (
+            RwMode::RandRw,
+            Pattern::Random { random_map: false },
+            "qd1-random-mixed",
+        ),
+        LatencyRw::Read => (RwMode::Read, Pattern::Sequential, "qd1-sequential-read"),
+        LatencyRw::Write => (RwMode::Write, Pattern::Sequential, "qd1-sequential-write"),
+    };
     let workload = Workload {
-        rw: RwMode::RandWrite,
-        pattern: Pattern::Random { random_map: false },
+        rw,
+        mix_read_percent: 70,
+        pattern,
         block_bytes: 4096,
         queue_depth: 1,
         span,
@@ -37,7 +58,7 @@ pub fn latency(mut session: Session<'_>, options: &LatencyOptions) -> Result<Met
         },
         ..session.workload_base()
     };
-    let index = session.phase("qd1-random-write", &workload)?;
+    let index = session.phase(phase, &workload)?;
     let mut reasons = Vec::new();
     let analysis = index.map(|i| {
         let s = &session.phases[i].summary;
@@ -53,6 +74,7 @@ pub fn latency(mut session: Session<'_>, options: &LatencyOptions) -> Result<Met
             latency_ns_p75: l.p75,
             latency_ns_p95: l.p95,
             latency_ns_p99: l.p99,
+            latency_ns_p999: l.p999,
             cpu_percent: 100.0 * (s.cpu_user_s + s.cpu_sys_s) / s.seconds.max(1e-9),
         }
     });

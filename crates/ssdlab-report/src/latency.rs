@@ -1,11 +1,26 @@
 //! The QD1 latency section: the field report's percentile columns plus p99 and the maximum, and mean and p99
 //! latency per second.
 
+use ssdlab_core::schema::options::{MethodOptions, RunOptions, TestOptions};
 use ssdlab_core::schema::{Analysis, LatencyAnalysis, MethodAnalysis, RunResult};
 use ssdlab_core::units::Nanos;
 
 use crate::svg::{Axis, Chart, Mark, Scale};
 use crate::{charts, label, mb_s, series_of, table};
+
+/// The one phase of a latency result, whatever its `--rw` (`qd1-random-write`, `qd1-sequential-read`, ...).
+const QD1_PHASE: &str = "qd1-";
+
+/// The QD1 operations of a latency result (random writes for results written before `--rw`).
+fn operations(r: &RunResult) -> String {
+    match &r.options {
+        RunOptions::Test(TestOptions {
+            method: MethodOptions::Latency(o),
+            ..
+        }) => format!("4 KiB {}", o.rw.name()),
+        _ => "4 KiB randwrite".into(),
+    }
+}
 
 fn measured(r: &RunResult) -> Option<&LatencyAnalysis> {
     match &r.analysis {
@@ -18,7 +33,19 @@ fn measured(r: &RunResult) -> Option<&LatencyAnalysis> {
 
 pub(crate) fn latency(group: &[&RunResult]) -> String {
     let header: Vec<String> = [
-        "", "IOPS", "MB/s", "CPU", "mean", "25%", "median", "75%", "95%", "99%", "maximum",
+        "",
+        "operations",
+        "IOPS",
+        "MB/s",
+        "CPU",
+        "mean",
+        "25%",
+        "median",
+        "75%",
+        "95%",
+        "99%",
+        "99.9%",
+        "maximum",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -31,6 +58,7 @@ pub(crate) fn latency(group: &[&RunResult]) -> String {
                 measured: Some(a), ..
             }) => vec![
                 label(r),
+                operations(r),
                 format!("{:.0}", a.iops),
                 mb_s(a.bytes_per_s),
                 format!("{:.1}%", a.cpu_percent),
@@ -40,6 +68,11 @@ pub(crate) fn latency(group: &[&RunResult]) -> String {
                 ns(a.latency_ns_p75),
                 ns(a.latency_ns_p95),
                 ns(a.latency_ns_p99),
+                if a.latency_ns_p999 > 0 {
+                    ns(a.latency_ns_p999)
+                } else {
+                    "–".into()
+                },
                 ns(a.latency_ns_max),
             ],
             _ => vec![label(r), "not measured".into()],
@@ -64,6 +97,7 @@ pub(crate) fn latency(group: &[&RunResult]) -> String {
             };
             let mut row = vec![
                 format!("{} / {}", label(cached), label(plain)),
+                String::new(),
                 ratio(c.iops, p.iops),
                 ratio(c.bytes_per_s, p.bytes_per_s),
                 ratio(c.cpu_percent, p.cpu_percent),
@@ -75,6 +109,7 @@ pub(crate) fn latency(group: &[&RunResult]) -> String {
                 (c.latency_ns_p75, p.latency_ns_p75),
                 (c.latency_ns_p95, p.latency_ns_p95),
                 (c.latency_ns_p99, p.latency_ns_p99),
+                (c.latency_ns_p999, p.latency_ns_p999),
                 (c.latency_ns_max, p.latency_ns_max),
             ] {
                 row.push(ratio(a as f64, b as f64));
@@ -85,7 +120,7 @@ pub(crate) fn latency(group: &[&RunResult]) -> String {
     let mut out = table(&header, &rows);
     let mean = series_of(
         group,
-        "qd1-random-write",
+        QD1_PHASE,
         |p| {
             p.samples
                 .iter()
@@ -96,7 +131,7 @@ pub(crate) fn latency(group: &[&RunResult]) -> String {
     );
     let p99 = series_of(
         group,
-        "qd1-random-write",
+        QD1_PHASE,
         |p| {
             p.samples
                 .iter()

@@ -75,8 +75,12 @@ pub(crate) fn uncached_target(target: &str) -> Option<String> {
     }
 }
 
+/// The phase named `name`, or, for a name ending in `-`, the first phase whose name starts with it.
 pub(crate) fn phase<'a>(result: &'a RunResult, name: &str) -> Option<&'a PhaseResult> {
-    result.phases.iter().find(|p| p.name == name)
+    match name.strip_suffix('-') {
+        Some(_) => result.phases.iter().find(|p| p.name.starts_with(name)),
+        None => result.phases.iter().find(|p| p.name == name),
+    }
 }
 
 pub(crate) fn iops_over_time(phase: &PhaseResult) -> Vec<(f64, f64)> {
@@ -139,7 +143,7 @@ fn heading(kind: &str) -> String {
         "consistency" => "Performance consistency: 4 KiB random writes at QD32".into(),
         "trim" => "TRIM validation".into(),
         "sweep" => "Transfer-size sweep".into(),
-        "latency" => "QD1 latency: 4 KiB random writes".into(),
+        "latency" => "QD1 latency: 4 KiB operations one at a time".into(),
         "scan" => "Stale data: read speed by data age".into(),
         "region-scan" => "Read speed across the device (region scan)".into(),
         "health" => "Drive health: host and NAND writes, write amplification, wear".into(),

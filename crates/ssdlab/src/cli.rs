@@ -483,6 +483,10 @@ pub struct SweepArgs {
 pub struct LatencyArgs {
     #[command(flatten)]
     pub common: TestCommon,
+    /// The QD1 operations: randwrite (IOmeter's 4K QD1 write), randread, read, write, or randrw (70% reads).
+    /// Reads need no --allow-destroy.
+    #[arg(long, value_enum, default_value = "randwrite", alias = "readwrite")]
+    pub rw: LatencyRwArg,
     /// The region the random writes land in (clamped to the device).
     #[arg(long, default_value = "8g")]
     pub span: String,
@@ -541,6 +545,15 @@ pub struct SimWaArgs {
 pub enum GcPolicyArg {
     Greedy,
     CostBenefit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LatencyRwArg {
+    Randwrite,
+    Randread,
+    Read,
+    Write,
+    Randrw,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

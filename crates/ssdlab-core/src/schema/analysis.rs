@@ -180,6 +180,9 @@ pub struct LatencyAnalysis {
     pub latency_ns_p75: u64,
     pub latency_ns_p95: u64,
     pub latency_ns_p99: u64,
+    /// Absent (0) in results written before it was kept.
+    #[serde(default)]
+    pub latency_ns_p999: u64,
     /// Process CPU time over run time, in percent of one core.
     pub cpu_percent: f64,
 }

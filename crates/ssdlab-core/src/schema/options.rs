@@ -169,6 +169,41 @@ impl Default for SweepOptions {
 pub struct LatencyOptions {
     pub span_bytes: u64,
     pub runtime_ns: u64,
+    /// What the QD1 operations are. Results written before the flag hold none: random writes.
+    #[serde(default)]
+    pub rw: LatencyRw,
+}
+
+/// The operations of the QD1 latency test.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LatencyRw {
+    /// 4 KiB random writes, IOmeter's 4K QD1 write (seed 001).
+    #[default]
+    RandWrite,
+    RandRead,
+    Read,
+    Write,
+    /// Random, 70% reads.
+    RandRw,
+}
+
+impl LatencyRw {
+    /// The name as the flag and result.json write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LatencyRw::RandWrite => "randwrite",
+            LatencyRw::RandRead => "randread",
+            LatencyRw::Read => "read",
+            LatencyRw::Write => "write",
+            LatencyRw::RandRw => "randrw",
+        }
+    }
+
+    /// Whether the test writes (and so needs the destructive gate on a real device).
+    pub fn writes(self) -> bool {
+        !matches!(self, LatencyRw::RandRead | LatencyRw::Read)
+    }
 }
 
 impl Default for LatencyOptions {
@@ -176,6 +211,7 @@ impl Default for LatencyOptions {
         LatencyOptions {
             span_bytes: 8 << 30,
             runtime_ns: 60_000_000_000,
+            rw: LatencyRw::RandWrite,
         }
     }
 }

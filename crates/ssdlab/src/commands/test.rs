@@ -7,13 +7,13 @@ use ssdlab_core::schema::options::{MethodOptions, RunOptions, TestOptions};
 use ssdlab_core::schema::{Analysis, Event, MethodAnalysis, RunResult, SCHEMA};
 use ssdlab_core::units::{BinaryBytes, Nanos, rfc3339_utc};
 use ssdlab_methods::consistency::{self, ConsistencyOptions};
-use ssdlab_methods::latency::{self, LatencyOptions};
+use ssdlab_methods::latency::{self, LatencyOptions, LatencyRw};
 use ssdlab_methods::sweep::{self, SweepOptions};
 use ssdlab_methods::trim::{self, TrimOptions};
 use ssdlab_methods::{MethodError, MethodOutcome, Session};
 
 use super::Outcome;
-use crate::cli::{TestCommand, TestCommon};
+use crate::cli::{LatencyRwArg, TestCommand, TestCommon};
 use crate::output::{self, Reporter};
 use crate::plan::{self, duration_flag, size_flag};
 
@@ -45,6 +45,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
                 &args.common,
                 "consistency",
                 MethodOptions::Consistency(options),
+                plan::Use::Writes,
                 |s| consistency::consistency(s, &options),
             )
         }
@@ -76,9 +77,13 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             if options.torture_ns == 0 {
                 bail!("--torture 0: torture for at least a moment, e.g. --torture 30s");
             }
-            execute(&args.common, "trim", MethodOptions::Trim(options), |s| {
-                trim::trim(s, &options)
-            })
+            execute(
+                &args.common,
+                "trim",
+                MethodOptions::Trim(options),
+                plan::Use::Writes,
+                |s| trim::trim(s, &options),
+            )
         }
         TestCommand::Sweep(args) => {
             let options = SweepOptions {
@@ -104,14 +109,25 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             if options.test_bytes == 0 || options.size_runtime_ns == 0 {
                 bail!("--test-size and --size-runtime must be above zero");
             }
-            execute(&args.common, "sweep", MethodOptions::Sweep(options), |s| {
-                sweep::sweep(s, &options)
-            })
+            execute(
+                &args.common,
+                "sweep",
+                MethodOptions::Sweep(options),
+                plan::Use::Writes,
+                |s| sweep::sweep(s, &options),
+            )
         }
         TestCommand::Latency(args) => {
             let options = LatencyOptions {
                 span_bytes: size_flag("span", &args.span)?,
                 runtime_ns: duration_flag("runtime", &args.runtime)?,
+                rw: match args.rw {
+                    LatencyRwArg::Randwrite => LatencyRw::RandWrite,
+                    LatencyRwArg::Randread => LatencyRw::RandRead,
+                    LatencyRwArg::Read => LatencyRw::Read,
+                    LatencyRwArg::Write => LatencyRw::Write,
+                    LatencyRwArg::Randrw => LatencyRw::RandRw,
+                },
             };
             if options.span_bytes < 4096 {
                 bail!("--span {}: at least 4k", args.span);
@@ -119,9 +135,19 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             if options.runtime_ns == 0 {
                 bail!("--runtime 0: run for at least a moment");
             }
-            execute(&args.common, "latency", MethodOptions::Latency(options), |s| {
-                latency::latency(s, &options)
-            })
+            // Reads only read: a real device needs no --allow-destroy for them.
+            let usage = if options.rw.writes() {
+                plan::Use::Writes
+            } else {
+                plan::Use::Reads
+            };
+            execute(
+                &args.common,
+                "latency",
+                MethodOptions::Latency(options),
+                usage,
+                |s| latency::latency(s, &options),
+            )
         }
     }
 }
@@ -130,12 +156,13 @@ fn execute(
     common: &TestCommon,
     kind: &str,
     options: MethodOptions,
+    usage: plan::Use,
     method: impl FnOnce(Session<'_>) -> Result<MethodOutcome, MethodError>,
 ) -> Result<Outcome> {
     if let Some(dir) = &common.out {
         output::prepare_out_dir(dir)?;
     }
-    let opened = plan::open_target(&common.target, plan::Use::Writes)?;
+    let opened = plan::open_target(&common.target, usage)?;
     let (mut device, before) = (opened.device, opened.undo);
     let info = device.info().clone();
     let unix_s = output::unix_now_s();
@@ -323,24 +350,25 @@ fn print_analysis(analysis: &Analysis) {
             measured: Some(a), ..
         }) => {
             eprintln!(
-                "QD1       {:.0} IOPS, {}, average {}, maximum {}, CPU {:.1}%",
+                "QD1       {:.0} IOPS, {}, maximum latency {}, CPU {:.1}%",
                 a.iops,
                 mb(a.bytes_per_s),
-                Nanos(a.latency_ns_mean),
                 Nanos(a.latency_ns_max as f64),
                 a.cpu_percent
             );
             eprintln!(
-                "{:>10}{:>10}{:>10}{:>10}{:>10}",
-                "25%", "median", "75%", "95%", "mean"
+                "{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+                "25%", "median", "75%", "95%", "mean", "99%", "99.9%"
             );
             eprintln!(
-                "{:>10}{:>10}{:>10}{:>10}{:>10}",
+                "{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
                 Nanos(a.latency_ns_p25 as f64).to_string(),
                 Nanos(a.latency_ns_p50 as f64).to_string(),
                 Nanos(a.latency_ns_p75 as f64).to_string(),
                 Nanos(a.latency_ns_p95 as f64).to_string(),
-                Nanos(a.latency_ns_mean).to_string()
+                Nanos(a.latency_ns_mean).to_string(),
+                Nanos(a.latency_ns_p99 as f64).to_string(),
+                Nanos(a.latency_ns_p999 as f64).to_string()
             );
         }
         _ => {}

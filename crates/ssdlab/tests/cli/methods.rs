@@ -316,3 +316,60 @@ fn an_interrupted_test_keeps_what_it_measured() {
         "what was measured is kept"
     );
 }
+
+#[test]
+fn latency_reads_need_no_permission_to_destroy_and_report_the_tail() {
+    let dev = LoopDevice::new(32 << 20);
+    let dir = tempdir();
+    let out_dir = dir.path().join("lat");
+    let out = run(&[
+        "test",
+        "latency",
+        "--target",
+        &dev.path,
+        "--rw",
+        "randread",
+        "--runtime",
+        "500ms",
+        "--span",
+        "16m",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    let result = read_result(&out_dir);
+    assert_eq!(
+        result["options"]["method"]["rw"], "randread",
+        "{}",
+        result["options"]
+    );
+    assert!(
+        phase(&result, "qd1-random-read")["summary"]["ios"]
+            .as_u64()
+            .unwrap()
+            > 10
+    );
+    let a = &result["analysis"];
+    assert!(
+        a["latency_ns_p999"].as_u64().unwrap() >= a["latency_ns_p99"].as_u64().unwrap(),
+        "{a}"
+    );
+    assert!(stderr(&out).contains("99.9%"));
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("4 KiB randread"));
+    assert_eq!(dev.image_blocks(), 0, "reads wrote nothing");
+    // Writes still need --allow-destroy on a block device.
+    expect_code(
+        &run(&[
+            "test",
+            "latency",
+            "--target",
+            &dev.path,
+            "--rw",
+            "write",
+            "--runtime",
+            "200ms",
+        ]),
+        2,
+    );
+}
