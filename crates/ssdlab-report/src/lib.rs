@@ -51,6 +51,79 @@ pub(crate) fn escape(s: &str) -> String {
 /// A short name for a result in legends and table headers: the target, plus what tells two runs of one method
 /// on it apart (the over-provisioning of a consistency run, the test size of a sweep).
 pub fn label(result: &RunResult) -> String {
+    if let Some(label) = &result.label {
+        return label.clone();
+    }
+    default_label(result)
+}
+
+/// The results with labels that tell them apart: a result without a given label whose default one it shares with
+/// another of the same kind gets the options in which they differ (`seed=2`, `method.rw=randread`), or, when the
+/// options are the same, its start time.
+fn distinct_labels(results: &[RunResult]) -> Vec<RunResult> {
+    let mut out = results.to_vec();
+    let base: Vec<String> = out.iter().map(label).collect();
+    for i in 0..out.len() {
+        if out[i].label.is_some() {
+            continue;
+        }
+        let twins: Vec<usize> = (0..out.len())
+            .filter(|&j| base[j] == base[i] && out[j].kind() == out[i].kind())
+            .collect();
+        if twins.len() < 2 {
+            continue;
+        }
+        let flat: Vec<Vec<(String, String)>> = twins
+            .iter()
+            .map(|&j| flatten_options(&serde_json::to_value(&out[j].options).unwrap_or_default()))
+            .collect();
+        let mine = &flat[twins.iter().position(|&j| j == i).expect("i is its own twin")];
+        let differing: Vec<String> = mine
+            .iter()
+            .filter(|(key, value)| {
+                flat.iter()
+                    .any(|other| other.iter().find(|(k, _)| k == key).map(|(_, v)| v) != Some(value))
+            })
+            .map(|(key, value)| format!("{key}={value}"))
+            .take(3)
+            .collect();
+        let suffix = if differing.is_empty() {
+            out[i].started_at.clone()
+        } else {
+            differing.join(", ")
+        };
+        out[i].label = Some(format!("{} ({suffix})", base[i]));
+    }
+    out
+}
+
+/// Every leaf of an options object as (dotted path, value as text), the target's own keys left out (the label
+/// names the target already).
+fn flatten_options(value: &serde_json::Value) -> Vec<(String, String)> {
+    fn walk(prefix: &str, value: &serde_json::Value, out: &mut Vec<(String, String)>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, v) in map {
+                    let path = if prefix.is_empty() {
+                        key.clone()
+                    } else {
+                        format!("{prefix}.{key}")
+                    };
+                    walk(&path, v, out);
+                }
+            }
+            serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
+            other => out.push((prefix.to_string(), other.to_string())),
+        }
+    }
+    let mut out = Vec::new();
+    walk("", value, &mut out);
+    out.retain(|(key, _)| key != "target" && !key.starts_with("target."));
+    out
+}
+
+/// The label a result gets from itself alone.
+fn default_label(result: &RunResult) -> String {
     let op = consistency::analysis(result)
         .map(|a| a.op_percent)
         .filter(|&op| op > 0);
@@ -97,6 +170,8 @@ pub(crate) fn mb_s(v: f64) -> String {
 
 /// Renders results into one HTML page.
 pub fn render(results: &[RunResult]) -> String {
+    let labelled = distinct_labels(results);
+    let results = labelled.as_slice();
     let mut html = String::new();
     let title = match results {
         [one] => format!("ssdlab {} — {}", one.kind(), one.target.target),

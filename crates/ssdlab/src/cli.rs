@@ -396,6 +396,10 @@ pub struct ReportArgs {
     /// Where to write the page.
     #[arg(long, default_value = "report.html")]
     pub out: PathBuf,
+    /// A name for each result, in order (repeat it once per RESULT_DIR); by default the target, plus the options
+    /// in which results of one target differ.
+    #[arg(long, value_name = "NAME")]
+    pub label: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -407,6 +407,7 @@ pub fn publish_analysis(
             analysis,
             verdict: verdict.clone(),
             complete: true,
+            label: None,
         };
         write_result_dir(dir, &result)?;
         write_report(&dir.join("report.html"), &[result])?;

@@ -193,6 +193,9 @@ pub struct RunResult {
     pub phases: Vec<PhaseResult>,
     pub verdict: Verdict,
     pub complete: bool,
+    /// The name `ssdlab report --label` gave this result in the page (never written by a run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
 impl RunResult {

@@ -8,7 +8,19 @@ use crate::cli::ReportArgs;
 use crate::output;
 
 pub fn run(args: &ReportArgs) -> Result<Outcome> {
-    let results = read_results(&args.results)?;
+    let mut results = read_results(&args.results)?;
+    if !args.label.is_empty() {
+        if args.label.len() != results.len() {
+            bail!(
+                "--label: {} names for {} results; give one --label per RESULT_DIR, in the same order",
+                args.label.len(),
+                results.len()
+            );
+        }
+        for (result, name) in results.iter_mut().zip(&args.label) {
+            result.label = Some(name.clone());
+        }
+    }
     if args.out.is_dir() {
         bail!(
             "--out {}: is a directory; name the HTML file to write, e.g. --out report.html",

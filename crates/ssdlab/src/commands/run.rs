@@ -170,6 +170,7 @@ fn run_on<D: Device>(
             analysis: Analysis::Run,
             verdict: verdict.clone(),
             complete: outcome.complete,
+            label: None,
         };
         output::write_result_dir(dir, &result)?;
         eprintln!("results   {}", dir.display());

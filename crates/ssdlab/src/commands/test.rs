@@ -217,6 +217,7 @@ fn execute(
             analysis: outcome.analysis,
             verdict: outcome.verdict.clone(),
             complete: outcome.complete,
+            label: None,
         };
         output::write_result_dir(dir, &result)?;
         output::write_report(&dir.join("report.html"), &[result])?;

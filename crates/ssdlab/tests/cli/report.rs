@@ -206,3 +206,43 @@ fn rapid_style_comparison_shows_cache_ratios_and_sweeps_side_by_side() {
         "no side-by-side sweep table"
     );
 }
+
+#[test]
+fn two_runs_on_one_target_get_labels_that_tell_them_apart() {
+    let dir = tempdir();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for (out, seed) in [(&a, "1"), (&b, "2")] {
+        let run_out = run(&[
+            "run",
+            "--target",
+            "null:16m",
+            "--runtime",
+            "100ms",
+            "--seed",
+            seed,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        expect_code(&run_out, 0);
+    }
+    let page = dir.path().join("page.html");
+    let (a, b, page_s) = (a.to_str().unwrap(), b.to_str().unwrap(), page.to_str().unwrap());
+    expect_code(&run(&["report", a, b, "--out", page_s]), 0);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("null:16m (workload.seed=1)") && html.contains("null:16m (workload.seed=2)"),
+        "{html}"
+    );
+    expect_code(
+        &run(&[
+            "report", a, b, "--label", "before", "--label", "after", "--out", page_s,
+        ]),
+        0,
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<th>before</th>") && html.contains("<th>after</th>"));
+    expect_usage_error(
+        &run(&["report", a, b, "--label", "one", "--out", page_s]),
+        "--label",
+    );
+}
