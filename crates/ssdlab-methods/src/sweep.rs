@@ -81,14 +81,14 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
             ..session.workload_base()
         };
         let write = session.phase(
-            &format!("write-{size}"),
+            &format!("write-{}", size_name(size)),
             &Workload {
                 rw: RwMode::Write,
                 ..base.clone()
             },
         )?;
         let read = session.phase(
-            &format!("read-{size}"),
+            &format!("read-{}", size_name(size)),
             &Workload {
                 rw: RwMode::Read,
                 ..base
@@ -135,5 +135,24 @@ mod tests {
         assert_eq!(super::sizes(512, 4096), vec![512, 1024, 2048, 4096]);
         assert_eq!(super::sizes(512, 64 << 20).len(), 18);
         assert_eq!(super::sizes(3000, 5000), vec![4096]);
+    }
+}
+
+/// A transfer size as a phase name: `512`, `4k`, `64k`, `1m`, `64m` (the sizes are powers of two).
+fn size_name(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b.is_multiple_of(1 << 20) => format!("{}m", b >> 20),
+        b if b >= 1 << 10 && b.is_multiple_of(1 << 10) => format!("{}k", b >> 10),
+        b => b.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod size_name_tests {
+    #[test]
+    fn phase_names_read_like_the_flags() {
+        assert_eq!(super::size_name(512), "512");
+        assert_eq!(super::size_name(4096), "4k");
+        assert_eq!(super::size_name(64 << 20), "64m");
     }
 }

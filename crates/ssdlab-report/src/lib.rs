@@ -16,6 +16,7 @@ mod run;
 mod scan;
 pub mod svg;
 mod sweep;
+pub mod tidy;
 mod trim;
 
 use std::fmt::Write;

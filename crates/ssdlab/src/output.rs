@@ -455,6 +455,9 @@ pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<()> {
             samples_csv(&phase.samples).as_bytes(),
         )?;
     }
+    if let Some((name, csv)) = ssdlab_report::tidy::tidy_csv(result) {
+        write_atomically(&dir.join(name), csv.as_bytes())?;
+    }
     Ok(())
 }
 

@@ -1,0 +1,109 @@
+//! One tidy CSV per test, one row per point, beside the per-phase series: the sweep's transfer sizes, the TRIM
+//! test's three states, the QD1 latency test's one row, a scan's files. Columns are named like the JSON fields
+//! (documented in docs/result-schema.md). Pure formatting of the typed analysis.
+
+use std::fmt::Write;
+
+use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult};
+
+/// The test's tidy CSV as (file name, text), or None for kinds that have none.
+pub fn tidy_csv(result: &RunResult) -> Option<(&'static str, String)> {
+    match &result.analysis {
+        Analysis::Sweep(MethodAnalysis {
+            measured: Some(a), ..
+        }) => {
+            let mut csv = String::from(
+                "transfer_bytes,write_bytes,write_bytes_per_s,write_iops,read_bytes,read_bytes_per_s,read_iops\n",
+            );
+            for r in &a.rows {
+                let _ = writeln!(
+                    csv,
+                    "{},{},{:.1},{:.1},{},{:.1},{:.1}",
+                    r.transfer_bytes,
+                    r.write_bytes,
+                    r.write_bytes_per_s,
+                    r.write_iops,
+                    r.read_bytes,
+                    r.read_bytes_per_s,
+                    r.read_iops
+                );
+            }
+            Some(("sweep.csv", csv))
+        }
+        Analysis::Trim(MethodAnalysis {
+            measured: Some(a), ..
+        }) => {
+            let mut csv = String::from("state,bytes_per_s,ratio_to_clean\n");
+            for (state, bytes_per_s) in [
+                ("clean", a.clean_bytes_per_s),
+                ("dirty", a.dirty_bytes_per_s),
+                ("after-trim", a.after_trim_bytes_per_s),
+            ] {
+                let ratio = if a.clean_bytes_per_s > 0.0 {
+                    bytes_per_s / a.clean_bytes_per_s
+                } else {
+                    0.0
+                };
+                let _ = writeln!(csv, "{state},{bytes_per_s:.1},{ratio:.4}");
+            }
+            Some(("trim.csv", csv))
+        }
+        Analysis::Latency(MethodAnalysis {
+            measured: Some(a), ..
+        }) => {
+            let mut csv = String::from(
+                "span_bytes,iops,bytes_per_s,latency_ns_mean,latency_ns_p25,latency_ns_p50,latency_ns_p75,\
+                 latency_ns_p95,latency_ns_p99,latency_ns_p999,latency_ns_max,cpu_percent\n",
+            );
+            let _ = writeln!(
+                csv,
+                "{},{:.1},{:.1},{:.1},{},{},{},{},{},{},{},{:.2}",
+                a.span_bytes,
+                a.iops,
+                a.bytes_per_s,
+                a.latency_ns_mean,
+                a.latency_ns_p25,
+                a.latency_ns_p50,
+                a.latency_ns_p75,
+                a.latency_ns_p95,
+                a.latency_ns_p99,
+                a.latency_ns_p999,
+                a.latency_ns_max,
+                a.cpu_percent
+            );
+            Some(("latency.csv", csv))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweep_is_one_row_per_transfer_size() {
+        let text = include_str!("../../ssdlab-core/tests/fixtures/ssdlab1/sweep.json");
+        let result: RunResult = serde_json::from_str(text).unwrap();
+        let (name, csv) = tidy_csv(&result).unwrap();
+        assert_eq!(name, "sweep.csv");
+        let Analysis::Sweep(MethodAnalysis {
+            measured: Some(a), ..
+        }) = &result.analysis
+        else {
+            panic!("a sweep")
+        };
+        assert_eq!(csv.lines().count(), 1 + a.rows.len());
+        assert!(
+            csv.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with(&a.rows[0].transfer_bytes.to_string())
+        );
+        let trim: RunResult =
+            serde_json::from_str(include_str!("../../ssdlab-core/tests/fixtures/ssdlab1/trim.json")).unwrap();
+        let (_, csv) = tidy_csv(&trim).unwrap();
+        assert_eq!(csv.lines().count(), 4);
+        assert!(csv.contains("\nclean,") && csv.contains("\nafter-trim,"));
+    }
+}
