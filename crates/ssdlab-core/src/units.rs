@@ -159,6 +159,21 @@ impl fmt::Display for BinaryBytes {
     }
 }
 
+/// Formats a throughput as fio does: decimal MB/s with binary MiB/s beside it, `21.0 MB/s (20.0 MiB/s)`, so a
+/// `--rate 20m` (20 MiB/s) reads back as what it is.
+pub struct Throughput(pub f64);
+
+impl fmt::Display for Throughput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:.1} MB/s ({:.1} MiB/s)",
+            self.0 / 1e6,
+            self.0 / (1u64 << 20) as f64
+        )
+    }
+}
+
 /// Formats bytes with decimal multiples, as drive vendors rate writes: `512 B`, `3.91 GB`, `2.10 PB`.
 pub struct DecimalBytes(pub f64);
 
@@ -339,5 +354,17 @@ mod time_tests {
         }
         assert_eq!(super::parse_rfc3339_utc("2026-13-01T00:00:00Z"), None);
         assert_eq!(super::parse_rfc3339_utc("yesterday"), None);
+    }
+}
+
+#[cfg(test)]
+mod throughput_tests {
+    #[test]
+    fn throughput_shows_both_conventions() {
+        assert_eq!(
+            super::Throughput(20.0 * 1048576.0).to_string(),
+            "21.0 MB/s (20.0 MiB/s)"
+        );
+        assert_eq!(super::Throughput(550e6).to_string(), "550.0 MB/s (524.5 MiB/s)");
     }
 }

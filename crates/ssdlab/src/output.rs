@@ -155,10 +155,10 @@ impl ssdlab_methods::MethodObserver for Reporter {
         self.finish_phase();
         let s = &phase.summary;
         eprintln!(
-            "phase     {:<16} {:>10.0} IOPS {:>9.1} MB/s  {} in {:.1} s  p99 {}{}",
+            "phase     {:<16} {:>10.0} IOPS {:>26}  {} in {:.1} s  p99 {}{}",
             phase.name,
             s.iops,
-            s.bytes_per_s / 1e6,
+            ssdlab_core::units::Throughput(s.bytes_per_s).to_string(),
             BinaryBytes(s.bytes),
             s.seconds,
             Nanos(s.latency_ns.p99 as f64),

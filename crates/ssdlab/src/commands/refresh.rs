@@ -787,9 +787,9 @@ fn print_estimate(
 ) {
     match bytes_per_s {
         Some(rate) => eprintln!(
-            "estimate  {:.0} s at the --rate of {}/s",
+            "estimate  {:.0} s at the --rate of {}",
             total as f64 / rate,
-            BinaryBytes(rate as u64)
+            ssdlab_core::units::Throughput(rate)
         ),
         None if !before_mb_s.is_empty() => {
             let seconds: f64 = files

@@ -235,7 +235,7 @@ fn execute(
 }
 
 fn mb(bytes_per_s: f64) -> String {
-    format!("{:.1} MB/s", bytes_per_s / 1e6)
+    ssdlab_core::units::Throughput(bytes_per_s).to_string()
 }
 
 /// The method's table on stderr.
