@@ -1,15 +1,16 @@
 //! The transfer-size sweep (seed 001, ATTO): sequential write then read MB/s for every power of two from
 //! `from_bytes` to `to_bytes` over a test region at a fixed queue depth. Counters are 64-bit throughout (ATTO's
-//! 32-bit counters overflowed on fast drives).
+//! 32-bit counters overflowed on fast drives). With the queue-depth axis, random write then read at one block
+//! size for every power-of-two queue depth from 1 to `max_queue_depth`: the queue-depth scaling chart.
 
 use ssdlab_core::schema::{Analysis, Verdict};
 pub use ssdlab_core::schema::{SweepAnalysis, SweepRow};
 use ssdlab_core::units::BinaryBytes;
-use ssdlab_engine::workload::{RwMode, Span, StopAt, Workload};
+use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
 
 use crate::session::{MethodError, MethodOutcome, Session};
 
-pub use ssdlab_core::schema::options::SweepOptions;
+pub use ssdlab_core::schema::options::{SweepAxis, SweepOptions};
 
 /// The transfer sizes of a sweep: powers of two from `from` to `to` (both rounded to powers of two).
 pub fn sizes(from: u64, to: u64) -> Vec<u64> {
@@ -23,6 +24,9 @@ pub fn sizes(from: u64, to: u64) -> Vec<u64> {
 }
 
 pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodOutcome, MethodError> {
+    if options.axis == SweepAxis::Qd {
+        return queue_depth_sweep(session, options);
+    }
     if options.from_bytes > options.to_bytes {
         return Err(MethodError::Invalid(format!(
             "--from {} is above --to {}: give the smaller size first",
@@ -100,6 +104,7 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
         let (w, r) = (&session.phases[write].summary, &session.phases[read].summary);
         rows.push(SweepRow {
             transfer_bytes: size,
+            queue_depth: None,
             write_bytes: w.bytes,
             write_bytes_per_s: w.bytes_per_s,
             write_iops: w.iops,
@@ -116,10 +121,100 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
         reasons.push("interrupted before every transfer size ran".into());
     }
     let analysis = SweepAnalysis {
+        axis: SweepAxis::Size,
         region_bytes: region,
         queue_depth: options.queue_depth,
         rows,
         skipped,
+    };
+    let verdict = Verdict {
+        passed: reasons.is_empty(),
+        reasons,
+    };
+    Ok(session.finish(Analysis::Sweep, Some(analysis), verdict))
+}
+
+/// The queue-depth axis: random write then random read of `block_bytes` at QD 1, 2, 4, ... up to
+/// `max_queue_depth`, each for `size_runtime_ns` or one pass over the region.
+fn queue_depth_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodOutcome, MethodError> {
+    let info = session.device.info().clone();
+    let block = options.block_bytes;
+    if block < info.logical_block_bytes as u64 || !block.is_multiple_of(info.logical_block_bytes as u64) {
+        return Err(MethodError::Invalid(format!(
+            "--bs {}: a multiple of the device's {}-byte logical block",
+            BinaryBytes(block),
+            info.logical_block_bytes
+        )));
+    }
+    let region = options.test_bytes.min(info.capacity_bytes) / block * block;
+    if region == 0 {
+        return Err(MethodError::Invalid(format!(
+            "--test-size {} holds no {} block: give a larger --test-size or a smaller --bs",
+            BinaryBytes(options.test_bytes),
+            BinaryBytes(block)
+        )));
+    }
+    let mut rows = Vec::new();
+    let mut depth = 1u32;
+    while depth <= options.max_queue_depth {
+        let base = Workload {
+            block_bytes: block,
+            queue_depth: depth,
+            pattern: Pattern::Random { random_map: false },
+            span: Span {
+                offset_bytes: 0,
+                len_bytes: region,
+            },
+            stop: StopAt {
+                passes: Some(1),
+                runtime_ns: Some(options.size_runtime_ns),
+                bytes: None,
+            },
+            ..session.workload_base()
+        };
+        let write = session.phase(
+            &format!("randwrite-qd{depth}"),
+            &Workload {
+                rw: RwMode::RandWrite,
+                ..base.clone()
+            },
+        )?;
+        let read = session.phase(
+            &format!("randread-qd{depth}"),
+            &Workload {
+                rw: RwMode::RandRead,
+                ..base
+            },
+        )?;
+        let (Some(write), Some(read)) = (write, read) else {
+            break;
+        };
+        let (w, r) = (&session.phases[write].summary, &session.phases[read].summary);
+        rows.push(SweepRow {
+            transfer_bytes: block,
+            queue_depth: Some(depth),
+            write_bytes: w.bytes,
+            write_bytes_per_s: w.bytes_per_s,
+            write_iops: w.iops,
+            read_bytes: r.bytes,
+            read_bytes_per_s: r.bytes_per_s,
+            read_iops: r.iops,
+        });
+        if session.stopped {
+            break;
+        }
+        depth *= 2;
+    }
+    let mut reasons = Vec::new();
+    if session.stopped {
+        reasons.push("interrupted before every queue depth ran".into());
+    }
+    let analysis = SweepAnalysis {
+        axis: SweepAxis::Qd,
+        region_bytes: region,
+        queue_depth: options.max_queue_depth,
+        rows,
+        skipped: Vec::new(),
     };
     let verdict = Verdict {
         passed: reasons.is_empty(),

@@ -1,7 +1,9 @@
-//! The transfer-size sweep section: write and read MB/s against transfer size, and a table per result.
+//! The sweep section: write and read MB/s against transfer size (ATTO), or random IOPS against queue depth, and
+//! a table per result.
 
 use std::fmt::Write;
 
+use ssdlab_core::schema::options::SweepAxis;
 use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult, SweepRow};
 
 use crate::svg::{Axis, Chart, Mark, Scale, Series, binary_size};
@@ -11,6 +13,79 @@ use crate::{charts, escape, label, mb_s, overlay_prefix, table};
 type Speed = fn(&SweepRow) -> f64;
 
 pub(crate) fn sweep(group: &[&RunResult]) -> String {
+    let (by_size, by_qd): (Vec<&RunResult>, Vec<&RunResult>) =
+        group.iter().partition(|r| axis_of(r) == SweepAxis::Size);
+    let mut out = String::new();
+    if !by_size.is_empty() {
+        out.push_str(&size_sweeps(&by_size));
+    }
+    if !by_qd.is_empty() {
+        out.push_str(&queue_depth_sweeps(&by_qd));
+    }
+    out
+}
+
+fn axis_of(r: &RunResult) -> SweepAxis {
+    match &r.analysis {
+        Analysis::Sweep(MethodAnalysis {
+            measured: Some(a), ..
+        }) => a.axis,
+        _ => SweepAxis::Size,
+    }
+}
+
+/// The queue-depth scaling chart: random IOPS against queue depth, write and read, and a table per result.
+fn queue_depth_sweeps(group: &[&RunResult]) -> String {
+    let mut series = Vec::new();
+    for r in group {
+        let prefix = overlay_prefix(group, r);
+        let directions: [(&str, Speed); 2] = [("write", |row| row.write_iops), ("read", |row| row.read_iops)];
+        for (direction, iops) in directions {
+            series.push(Series {
+                name: format!("{prefix}random {direction}"),
+                points: rows_of(r)
+                    .iter()
+                    .filter_map(|row| Some((row.queue_depth? as f64, iops(row))))
+                    .collect(),
+                mark: Mark::LineWithDots,
+            });
+        }
+    }
+    let block = group
+        .first()
+        .and_then(|r| rows_of(r).first())
+        .map_or(4096, |row| row.transfer_bytes);
+    let mut out = charts(&[Chart {
+        title: format!("Random {} IOPS by queue depth", binary_size(block as f64)),
+        x: Axis::new("queue depth", Scale::Log2),
+        y: Axis::new("IOPS", Scale::Linear),
+        series,
+    }]);
+    for r in group {
+        let header: Vec<String> = ["QD", "write IOPS", "read IOPS", "write MB/s", "read MB/s"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let rows: Vec<Vec<String>> = rows_of(r)
+            .iter()
+            .map(|row| {
+                vec![
+                    row.queue_depth.map_or("–".into(), |q| q.to_string()),
+                    format!("{:.0}", row.write_iops),
+                    format!("{:.0}", row.read_iops),
+                    mb_s(row.write_bytes_per_s),
+                    mb_s(row.read_bytes_per_s),
+                ]
+            })
+            .collect();
+        let _ = write!(out, "<h3>{}</h3>", escape(&label(r)));
+        out.push_str(&table(&header, &rows));
+    }
+    out
+}
+
+/// ATTO's chart and tables: sequential MB/s against transfer size.
+fn size_sweeps(group: &[&RunResult]) -> String {
     let mut series = Vec::new();
     for r in group {
         let rows = rows_of(r);

@@ -481,6 +481,21 @@ pub struct SweepArgs {
     /// Each size and direction stops after one pass over the region or this long, whichever is first.
     #[arg(long, default_value = "10s")]
     pub size_runtime: String,
+    /// size: sequential MB/s by transfer size (ATTO); qd: random IOPS by queue depth, 1 to --max-qd, at --bs.
+    #[arg(long, value_enum, default_value = "size")]
+    pub axis: SweepAxisArg,
+    /// With --axis qd: the block size.
+    #[arg(long)]
+    pub bs: Option<String>,
+    /// With --axis qd: the deepest queue (powers of two from 1).
+    #[arg(long)]
+    pub max_qd: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SweepAxisArg {
+    Size,
+    Qd,
 }
 
 #[derive(Debug, Args)]

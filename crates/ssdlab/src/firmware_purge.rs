@@ -186,7 +186,19 @@ impl FirmwarePurger {
 
 /// Runs one command line, or says why it could not start (a missing tool names its Debian package).
 fn run_tool(argv: &[String]) -> Result<ToolRun, String> {
-    let out = Command::new(&argv[0]).args(&argv[1..]).output().map_err(|e| {
+    // "Text file busy": something still holds the executable open for writing (a package upgrade replacing
+    // it, or a process forked while it was being written): it passes, so try again for a moment.
+    let mut attempt = 0;
+    let output = loop {
+        match Command::new(&argv[0]).args(&argv[1..]).output() {
+            Err(e) if e.raw_os_error() == Some(libc_etxtbsy()) && attempt < 20 => {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => break other,
+        }
+    };
+    let out = output.map_err(|e| {
         let package = if argv[0].ends_with("nvme") {
             "nvme-cli"
         } else {
@@ -203,6 +215,11 @@ fn run_tool(argv: &[String]) -> Result<ToolRun, String> {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     })
+}
+
+/// ETXTBSY, the same number on every Linux architecture.
+const fn libc_etxtbsy() -> i32 {
+    26
 }
 
 #[cfg(test)]

@@ -149,6 +149,9 @@ pub struct TrimAnalysis {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepRow {
     pub transfer_bytes: u64,
+    /// The queue depth of this point (a queue-depth sweep; absent in size sweeps, which use the analysis's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_depth: Option<u32>,
     pub write_bytes: u64,
     pub write_bytes_per_s: f64,
     pub write_iops: f64,
@@ -160,6 +163,9 @@ pub struct SweepRow {
 /// The transfer-size sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepAnalysis {
+    /// What the sweep varied.
+    #[serde(default)]
+    pub axis: crate::schema::options::SweepAxis,
     pub region_bytes: u64,
     pub queue_depth: u32,
     pub rows: Vec<SweepRow>,

@@ -151,6 +151,33 @@ pub struct SweepOptions {
     pub to_bytes: u64,
     /// Each direction at each size stops after one pass over the region or this long, whichever comes first.
     pub size_runtime_ns: u64,
+    /// What the sweep varies: the transfer size (sequential, ATTO's) or the queue depth (random, at
+    /// `block_bytes`, from 1 to `max_queue_depth`). Results written before the axis existed swept sizes.
+    #[serde(default)]
+    pub axis: SweepAxis,
+    #[serde(default = "default_sweep_block")]
+    pub block_bytes: u64,
+    #[serde(default = "default_sweep_max_qd")]
+    pub max_queue_depth: u32,
+}
+
+fn default_sweep_block() -> u64 {
+    4096
+}
+
+fn default_sweep_max_qd() -> u32 {
+    256
+}
+
+/// What a sweep varies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SweepAxis {
+    /// Sequential write and read at every power-of-two transfer size (ATTO).
+    #[default]
+    Size,
+    /// Random write and read at every power-of-two queue depth (the queue-depth scaling chart).
+    Qd,
 }
 
 impl Default for SweepOptions {
@@ -161,6 +188,9 @@ impl Default for SweepOptions {
             from_bytes: 512,
             to_bytes: 64 << 20,
             size_runtime_ns: 10_000_000_000,
+            axis: SweepAxis::Size,
+            block_bytes: default_sweep_block(),
+            max_queue_depth: default_sweep_max_qd(),
         }
     }
 }

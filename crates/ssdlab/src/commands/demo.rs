@@ -53,6 +53,9 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
             from: "512".into(),
             to: "64m".into(),
             size_runtime: "10s".into(),
+            axis: crate::cli::SweepAxisArg::Size,
+            bs: None,
+            max_qd: None,
         })
     };
     let steps = [

@@ -8,12 +8,12 @@ use ssdlab_core::schema::{Analysis, Event, MethodAnalysis, RunResult, SCHEMA};
 use ssdlab_core::units::{BinaryBytes, Nanos, rfc3339_utc};
 use ssdlab_methods::consistency::{self, ConsistencyOptions};
 use ssdlab_methods::latency::{self, LatencyOptions, LatencyRw};
-use ssdlab_methods::sweep::{self, SweepOptions};
+use ssdlab_methods::sweep::{self, SweepAxis, SweepOptions};
 use ssdlab_methods::trim::{self, TrimOptions};
 use ssdlab_methods::{MethodError, MethodOutcome, Session};
 
 use super::Outcome;
-use crate::cli::{LatencyRwArg, TestCommand, TestCommon};
+use crate::cli::{LatencyRwArg, SweepAxisArg, TestCommand, TestCommon};
 use crate::output::{self, Reporter};
 use crate::plan::{self, duration_flag, size_flag};
 
@@ -86,12 +86,26 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             )
         }
         TestCommand::Sweep(args) => {
+            let axis = match args.axis {
+                SweepAxisArg::Size => SweepAxis::Size,
+                SweepAxisArg::Qd => SweepAxis::Qd,
+            };
+            if axis == SweepAxis::Size && (args.bs.is_some() || args.max_qd.is_some()) {
+                bail!("--bs and --max-qd shape a queue-depth sweep: add --axis qd, or leave them out");
+            }
+            let max_queue_depth = args.max_qd.unwrap_or(256);
+            if !(1..=1024).contains(&max_queue_depth) {
+                bail!("--max-qd {max_queue_depth}: between 1 and 1024");
+            }
             let options = SweepOptions {
                 test_bytes: size_flag("test-size", &args.test_size)?,
                 queue_depth: args.qd,
                 from_bytes: size_flag("from", &args.from)?,
                 to_bytes: size_flag("to", &args.to)?,
                 size_runtime_ns: duration_flag("size-runtime", &args.size_runtime)?,
+                axis,
+                block_bytes: size_flag("bs", args.bs.as_deref().unwrap_or("4k"))?,
+                max_queue_depth,
             };
             if !(1..=1024).contains(&args.qd) {
                 bail!("--qd {}: queue depth must be between 1 and 1024", args.qd);
@@ -328,15 +342,31 @@ fn print_analysis(analysis: &Analysis) {
         Analysis::Sweep(MethodAnalysis {
             measured: Some(a), ..
         }) => {
-            eprintln!("region    {} at QD{}", BinaryBytes(a.region_bytes), a.queue_depth);
+            let by_qd = a.axis == SweepAxis::Qd;
+            if by_qd {
+                eprintln!(
+                    "region    {}, random, QD 1 to {}",
+                    BinaryBytes(a.region_bytes),
+                    a.queue_depth
+                );
+            } else {
+                eprintln!("region    {} at QD{}", BinaryBytes(a.region_bytes), a.queue_depth);
+            }
             eprintln!(
                 "{:>10}{:>14}{:>14}{:>12}{:>12}",
-                "transfer", "write MB/s", "read MB/s", "write IOPS", "read IOPS"
+                if by_qd { "QD" } else { "transfer" },
+                "write MB/s",
+                "read MB/s",
+                "write IOPS",
+                "read IOPS"
             );
             for r in &a.rows {
                 eprintln!(
                     "{:>10}{:>14.1}{:>14.1}{:>12.0}{:>12.0}",
-                    BinaryBytes(r.transfer_bytes).to_string(),
+                    match r.queue_depth {
+                        Some(qd) if by_qd => qd.to_string(),
+                        _ => BinaryBytes(r.transfer_bytes).to_string(),
+                    },
                     r.write_bytes_per_s / 1e6,
                     r.read_bytes_per_s / 1e6,
                     r.write_iops,

@@ -373,3 +373,69 @@ fn latency_reads_need_no_permission_to_destroy_and_report_the_tail() {
         2,
     );
 }
+
+#[test]
+fn a_queue_depth_sweep_scales_random_iops_with_the_queue() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("qd");
+    let out = run(&[
+        "test",
+        "sweep",
+        "--target",
+        "sim:840evo-250g?scale=1/64",
+        "--axis",
+        "qd",
+        "--max-qd",
+        "32",
+        "--test-size",
+        "128m",
+        "--size-runtime",
+        "1s",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    let result = read_result(&out_dir);
+    let a = &result["analysis"];
+    assert_eq!(a["axis"], "qd");
+    let rows = a["rows"].as_array().unwrap();
+    let depths: Vec<u64> = rows.iter().map(|r| r["queue_depth"].as_u64().unwrap()).collect();
+    assert_eq!(depths, vec![1, 2, 4, 8, 16, 32]);
+    let read_iops: Vec<f64> = rows.iter().map(|r| r["read_iops"].as_f64().unwrap()).collect();
+    // The dies answer in parallel: a deeper queue reads more, up to the controller's limit.
+    assert!(read_iops[5] > 4.0 * read_iops[0], "{read_iops:?}");
+    let csv = std::fs::read_to_string(out_dir.join("sweep.csv")).unwrap();
+    assert!(
+        csv.starts_with("transfer_bytes,queue_depth,") && csv.lines().count() == 7,
+        "{csv}"
+    );
+    assert!(
+        std::fs::read_to_string(out_dir.join("report.html"))
+            .unwrap()
+            .contains("IOPS by queue depth")
+    );
+    expect_usage_error(
+        &run(&[
+            "test",
+            "sweep",
+            "--target",
+            "sim:840evo-250g?scale=1/64",
+            "--bs",
+            "8k",
+        ]),
+        "--axis qd",
+    );
+    expect_usage_error(
+        &run(&[
+            "test",
+            "sweep",
+            "--target",
+            "sim:840evo-250g?scale=1/64",
+            "--axis",
+            "qd",
+            "--max-qd",
+            "0",
+        ]),
+        "--max-qd",
+    );
+}
