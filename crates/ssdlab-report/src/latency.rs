@@ -84,7 +84,10 @@ pub(crate) fn latency(group: &[&RunResult]) -> String {
         let Some(plain_target) = crate::uncached_target(&cached.target.target) else {
             continue;
         };
-        let Some(plain) = group.iter().find(|r| r.target.target == plain_target) else {
+        let Some(plain) = group
+            .iter()
+            .find(|r| r.target.target == plain_target && operations(r) == operations(cached))
+        else {
             continue;
         };
         if let (Some(c), Some(p)) = (measured(cached), measured(plain)) {

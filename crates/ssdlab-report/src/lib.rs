@@ -79,14 +79,24 @@ fn distinct_labels(results: &[RunResult]) -> Vec<RunResult> {
             .map(|&j| flatten_options(&serde_json::to_value(&out[j].options).unwrap_or_default()))
             .collect();
         let mine = &flat[twins.iter().position(|&j| j == i).expect("i is its own twin")];
-        let differing: Vec<String> = mine
+        // Keys that tell this result from a twin, the method's own first; values cut short.
+        let mut differing: Vec<(&String, &String)> = mine
             .iter()
             .filter(|(key, value)| {
                 flat.iter()
                     .any(|other| other.iter().find(|(k, _)| k == key).map(|(_, v)| v) != Some(value))
             })
-            .map(|(key, value)| format!("{key}={value}"))
+            .map(|(k, v)| (k, v))
+            .collect();
+        differing.sort_by_key(|(key, _)| !key.starts_with("method.") && !key.starts_with("workload."));
+        let differing: Vec<String> = differing
+            .iter()
             .take(3)
+            .map(|(key, value)| {
+                let short: String = value.chars().take(32).collect();
+                let cut = if short.len() < value.len() { "…" } else { "" };
+                format!("{key}={short}{cut}")
+            })
             .collect();
         let suffix = if differing.is_empty() {
             out[i].started_at.clone()
@@ -94,6 +104,14 @@ fn distinct_labels(results: &[RunResult]) -> Vec<RunResult> {
             differing.join(", ")
         };
         out[i].label = Some(format!("{} ({suffix})", base[i]));
+    }
+    // Whatever still collides (the same directory twice, twins past three keys) is numbered.
+    for i in 0..out.len() {
+        let name = label(&out[i]);
+        let same: Vec<usize> = (i + 1..out.len()).filter(|&j| label(&out[j]) == name).collect();
+        for (n, j) in same.into_iter().enumerate() {
+            out[j].label = Some(format!("{name} #{}", n + 2));
+        }
     }
     out
 }

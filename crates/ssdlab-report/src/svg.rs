@@ -217,6 +217,9 @@ fn ticks(scale: Scale, lo: f64, hi: f64) -> Vec<f64> {
                 .collect()
         }
         Scale::Log10 | Scale::Log2 => {
+            if !(lo > 0.0 && hi.is_finite() && hi >= lo) {
+                return vec![lo, hi];
+            }
             let base: f64 = if scale == Scale::Log10 { 10.0 } else { 2.0 };
             // A hair of tolerance: log10(1000) is 2.9999999999999996 in floating point.
             let (a, b) = (
@@ -231,10 +234,12 @@ fn ticks(scale: Scale, lo: f64, hi: f64) -> Vec<f64> {
                     .collect();
             }
             let every = ((b - a) / 10 + 1).max(1);
-            (a..=b)
+            let decades: Vec<f64> = (a..=b)
                 .filter(|e| (e - a) % every == 0)
                 .map(|e| base.powi(e))
-                .collect()
+                .collect();
+            // A range inside one decade (explicit limits) still gets its ends.
+            if decades.is_empty() { vec![lo, hi] } else { decades }
         }
     }
 }
@@ -574,6 +579,10 @@ mod tests {
         );
         // Wide axes keep the decades.
         assert_eq!(ticks(Scale::Log10, 1.0, 1000.0), vec![1.0, 10.0, 100.0, 1000.0]);
+        // Degenerate limits give their ends, never nothing and never a panic.
+        assert_eq!(ticks(Scale::Log2, 3.0, 3.5), vec![3.0, 3.5]);
+        assert_eq!(ticks(Scale::Log10, 0.0, 10.0), vec![0.0, 10.0]);
+        assert_eq!(ticks(Scale::Log10, 1.0, f64::INFINITY).len(), 2);
     }
 
     #[test]

@@ -14,7 +14,6 @@ mod kernel_purge;
 mod output;
 mod plan;
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -23,17 +22,24 @@ use crate::cli::{Cli, Command};
 use crate::commands::Outcome;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    if let Some(hint) = cli::fio_hint(&args) {
-        eprintln!("ssdlab: error: {hint}");
-        return ExitCode::from(2);
-    }
-    let cli = Cli::parse();
-    // With --quiet, stderr goes to /dev/null and only errors reach the original.
-    let mut errors: Box<dyn std::io::Write> = Box::new(std::io::stderr());
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // An argument clap does not know may be fio's spelling of one ssdlab has: say which.
+            if e.kind() == clap::error::ErrorKind::UnknownArgument {
+                let args: Vec<String> = std::env::args().collect();
+                if let Some(hint) = cli::fio_hint(&args) {
+                    eprintln!("ssdlab: error: {hint}");
+                    return ExitCode::from(2);
+                }
+            }
+            e.exit()
+        }
+    };
+    // With --quiet, stderr goes to /dev/null; errors, alarms and panics still reach the original.
     if cli.quiet {
         match ssdlab_io::sys::silence_stderr() {
-            Ok(original) => errors = Box::new(original),
+            Ok(original) => output::keep_original_stderr(original),
             Err(e) => {
                 eprintln!("ssdlab: error: --quiet: cannot silence stderr: {e}");
                 return ExitCode::from(2);
@@ -63,7 +69,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Interrupted) => ExitCode::from(130),
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            let _ = writeln!(errors, "ssdlab: error: {error:#}");
+            output::alarm(&format!("ssdlab: error: {error:#}"));
             ExitCode::from(2)
         }
     }

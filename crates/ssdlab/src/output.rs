@@ -15,6 +15,32 @@ use ssdlab_core::schema::{
 use ssdlab_core::units::{BinaryBytes, Nanos};
 use ssdlab_engine::Observer;
 
+/// The original stderr while `--quiet` sends fd 2 to /dev/null (None when not quiet).
+static ORIGINAL_STDERR: std::sync::OnceLock<std::sync::Mutex<std::fs::File>> = std::sync::OnceLock::new();
+
+/// Keeps the original stderr for [`alarm`] and for panics, which `--quiet` must not hide.
+pub fn keep_original_stderr(original: std::fs::File) {
+    if ORIGINAL_STDERR.set(std::sync::Mutex::new(original)).is_ok() {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            alarm(&format!("ssdlab: {info}"));
+            default(info);
+        }));
+    }
+}
+
+/// A line the user must see even with `--quiet`: an error, a failed verification, data left pending.
+pub fn alarm(line: &str) {
+    use std::io::Write as _;
+    match ORIGINAL_STDERR.get() {
+        Some(original) => {
+            let mut file = original.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let _ = writeln!(file, "{line}");
+        }
+        None => eprintln!("{line}"),
+    }
+}
+
 /// Streams events to stdout as JSON Lines, shows progress on stderr, and relays Ctrl-C to the runner.
 pub struct Reporter {
     json: bool,
@@ -384,6 +410,7 @@ pub fn publish_analysis(
     options: ssdlab_core::schema::options::RunOptions,
     analysis: Analysis,
     verdict: &ssdlab_core::schema::Verdict,
+    complete: bool,
 ) -> Result<()> {
     let unix_s = unix_now_s();
     let started_at = ssdlab_core::units::rfc3339_utc(unix_s);
@@ -406,7 +433,7 @@ pub fn publish_analysis(
             phases: vec![],
             analysis,
             verdict: verdict.clone(),
-            complete: true,
+            complete,
             label: None,
         };
         write_result_dir(dir, &result)?;

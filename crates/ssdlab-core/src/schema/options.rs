@@ -34,8 +34,9 @@ pub enum RunOptions {
 /// `ssdlab refresh`'s flags as given.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RefreshFlags {
-    pub paths: Vec<PathBuf>,
-    pub from: Option<PathBuf>,
+    /// As given, readable (bytes that are not UTF-8 as `\xNN`).
+    pub paths: Vec<String>,
+    pub from: Option<String>,
     pub slower_than: Option<f64>,
     pub older_than: Option<String>,
     pub rate: Option<String>,

@@ -35,7 +35,8 @@ pub fn run(args: &DevicesArgs) -> Result<Outcome> {
         }
         return Ok(Outcome::Passed);
     }
-    eprintln!(
+    // The table is the command's output, so it goes to stdout (as `sim profiles` does).
+    println!(
         "{:<16}{:>11}{:>7}{:>6}{:>9}  {:<24}state (the safety gate's findings)",
         "device", "size", "sector", "rot", "discard", "model"
     );
@@ -54,7 +55,7 @@ pub fn run(args: &DevicesArgs) -> Result<Outcome> {
         } else {
             format!(" [partitions {}]", d.partitions.join(" "))
         };
-        eprintln!(
+        println!(
             "{:<16}{:>11}{:>7}{:>6}{:>9}  {:<24}{state}{partitions}",
             d.path.display().to_string(),
             BinaryBytes(d.size_bytes).to_string(),

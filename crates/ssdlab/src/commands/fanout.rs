@@ -266,6 +266,7 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
         options,
         Analysis::Fanout(Box::new(analysis)),
         &verdict,
+        !interrupted,
     )?;
     if let Some(dir) = &args.out {
         std::fs::write(dir.join("drives.csv"), csv)

@@ -133,6 +133,7 @@ pub fn run(args: &HealthArgs) -> Result<Outcome> {
         options,
         Analysis::Health(analysis),
         &verdict,
+        true,
     )?;
     if let Some(dir) = &args.out {
         eprintln!("results   {} (report.html, result.json)", dir.display());

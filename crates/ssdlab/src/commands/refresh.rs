@@ -380,17 +380,17 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                 ),
                 Ok(SettleOutcome::Busy { path }) => {
                     problems += 1;
-                    eprintln!(
+                    crate::output::alarm(&format!(
                         "pending   {}: open in another process; the next run puts its times back",
                         path.escaped()
-                    );
+                    ));
                 }
                 Err((path, e)) => {
                     problems += 1;
-                    eprintln!(
+                    crate::output::alarm(&format!(
                         "pending   {}: cannot settle the interrupted refresh ({e}); the next run tries again (--forget drops it)",
                         path.escaped()
-                    );
+                    ));
                 }
             }
         }
@@ -474,9 +474,10 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
     let mut refreshed = 0u64;
     let mut measured: Vec<String> = Vec::new();
     let mut interrupted = false;
-    for candidate in &selection.files {
+    for (index, candidate) in selection.files.iter().enumerate() {
         if env.interrupted() {
             interrupted = true;
+            record.not_reached(&selection.files[index..]);
             break;
         }
         let shown = escape_path(&candidate.path);
@@ -532,7 +533,7 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                 let reason = format!(
                     "{e}; if a write was under way the file is marked modified now, and the next run settles its journal entry"
                 );
-                eprintln!("FAILED    {shown}: {reason}");
+                crate::output::alarm(&format!("FAILED    {shown}: {reason}"));
                 record.file(
                     &candidate.path,
                     RefreshOutcome::Failed,
@@ -620,7 +621,7 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                 let reason = format!(
                     "the chunk at byte {offset} read back differently after rewriting (the original bytes were written again); check the drive"
                 );
-                eprintln!("FAILED    {shown}: {reason}");
+                crate::output::alarm(&format!("FAILED    {shown}: {reason}"));
                 record.file(
                     &candidate.path,
                     RefreshOutcome::Failed,
@@ -642,7 +643,7 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                 let reason = format!(
                     "writing the chunk at byte {offset}: {error}; the chunk reads back unchanged and {times}"
                 );
-                eprintln!("FAILED    {shown}: {reason}");
+                crate::output::alarm(&format!("FAILED    {shown}: {reason}"));
                 record.file(
                     &candidate.path,
                     RefreshOutcome::Failed,
@@ -659,6 +660,7 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                     candidate.size_bytes,
                     Some(format!("interrupted after {chunks_done} chunks; times put back")),
                 );
+                record.not_reached(&selection.files[index + 1..]);
                 break;
             }
         }
@@ -695,6 +697,18 @@ impl Record {
             before_bytes_per_s: None,
             after_bytes_per_s: None,
         });
+    }
+
+    /// The files a stopped run never reached.
+    fn not_reached(&mut self, files: &[Found]) {
+        for c in files {
+            self.file(
+                &c.path,
+                RefreshOutcome::Interrupted,
+                c.size_bytes,
+                Some("not reached before the stop".into()),
+            );
+        }
     }
 
     fn last(&mut self) -> &mut RefreshedFile {
@@ -747,24 +761,33 @@ fn publish(
             notes: vec![],
         };
         let options = ssdlab_core::schema::options::RunOptions::Refresh(RefreshFlags {
-            paths: args.paths.clone(),
-            from: args.from.clone(),
+            paths: args.paths.iter().map(|p| escape_path(p)).collect(),
+            from: args.from.as_deref().map(escape_path),
             slower_than: args.slower_than,
             older_than: args.older_than.clone(),
             rate: args.rate.clone(),
             chunk: args.chunk.clone(),
             dry_run: args.dry_run,
         });
-        crate::output::publish_analysis(
+        // The files are rewritten by now: a result that cannot be written is reported, and the run's own outcome
+        // stands.
+        match crate::output::publish_analysis(
             &mut reporter,
             args.out.as_deref(),
             info,
             options,
             Analysis::Refresh(analysis),
             &verdict,
-        )?;
-        if let Some(dir) = &args.out {
-            eprintln!("results   {} (report.html, result.json)", dir.display());
+            !interrupted,
+        ) {
+            Ok(()) => {
+                if let Some(dir) = &args.out {
+                    eprintln!("results   {} (report.html, result.json)", dir.display());
+                }
+            }
+            Err(e) => crate::output::alarm(&format!(
+                "ssdlab: error: the refresh ran, but its result was not written: {e:#}"
+            )),
         }
     }
     Ok(if interrupted {

@@ -419,6 +419,7 @@ fn region_scan(args: &ScanArgs, target: &str, reader: Reader) -> Result<Outcome>
         options,
         Analysis::RegionScan(analysis),
         &verdict,
+        true,
     )?;
     if let Some(dir) = &args.out {
         eprintln!("results   {} (report.html, result.json)", dir.display());
@@ -557,6 +558,7 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
         options,
         Analysis::Scan(analysis),
         &verdict,
+        true,
     )?;
     if let Some(dir) = &args.out {
         std::fs::write(dir.join("files.csv"), csv)

@@ -114,7 +114,7 @@ fn devices_lists_what_the_safety_gate_would_find() {
     let findings = f["findings"].to_string();
     assert!(findings.contains("ext2/3/4"), "{f}");
     // The table says the same.
-    let table = stderr(&run(&["devices"]));
+    let table = String::from_utf8(run(&["devices"]).stdout).unwrap();
     let line = table.lines().find(|l| l.starts_with(&formatted.path)).unwrap();
     assert!(line.contains("holds data") && line.contains("ext2/3/4"), "{line}");
     let line = table.lines().find(|l| l.starts_with(&blank.path)).unwrap();
