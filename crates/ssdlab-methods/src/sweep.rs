@@ -84,34 +84,17 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
             },
             ..session.workload_base()
         };
-        let write = session.phase(
-            &format!("write-{}", size_name(size)),
-            &Workload {
-                rw: RwMode::Write,
-                ..base.clone()
-            },
-        )?;
-        let read = session.phase(
-            &format!("read-{}", size_name(size)),
-            &Workload {
-                rw: RwMode::Read,
-                ..base
-            },
-        )?;
-        let (Some(write), Some(read)) = (write, read) else {
+        let Some(row) = write_then_read(
+            &mut session,
+            &base,
+            (RwMode::Write, &format!("write-{}", size_name(size))),
+            (RwMode::Read, &format!("read-{}", size_name(size))),
+            None,
+        )?
+        else {
             break;
         };
-        let (w, r) = (&session.phases[write].summary, &session.phases[read].summary);
-        rows.push(SweepRow {
-            transfer_bytes: size,
-            queue_depth: None,
-            write_bytes: w.bytes,
-            write_bytes_per_s: w.bytes_per_s,
-            write_iops: w.iops,
-            read_bytes: r.bytes,
-            read_bytes_per_s: r.bytes_per_s,
-            read_iops: r.iops,
-        });
+        rows.push(row);
         if session.stopped {
             break;
         }
@@ -132,6 +115,45 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
         reasons,
     };
     Ok(session.finish(Analysis::Sweep, Some(analysis), verdict))
+}
+
+/// One point of a sweep: the write phase, then the read phase, on the same workload; None when the session
+/// stopped before both ran.
+fn write_then_read(
+    session: &mut Session<'_>,
+    base: &Workload,
+    (write_rw, write_name): (RwMode, &str),
+    (read_rw, read_name): (RwMode, &str),
+    queue_depth: Option<u32>,
+) -> Result<Option<SweepRow>, MethodError> {
+    let write = session.phase(
+        write_name,
+        &Workload {
+            rw: write_rw,
+            ..base.clone()
+        },
+    )?;
+    let read = session.phase(
+        read_name,
+        &Workload {
+            rw: read_rw,
+            ..base.clone()
+        },
+    )?;
+    let (Some(write), Some(read)) = (write, read) else {
+        return Ok(None);
+    };
+    let (w, r) = (&session.phases[write].summary, &session.phases[read].summary);
+    Ok(Some(SweepRow {
+        transfer_bytes: base.block_bytes,
+        queue_depth,
+        write_bytes: w.bytes,
+        write_bytes_per_s: w.bytes_per_s,
+        write_iops: w.iops,
+        read_bytes: r.bytes,
+        read_bytes_per_s: r.bytes_per_s,
+        read_iops: r.iops,
+    }))
 }
 
 /// The queue-depth axis: random write then random read of `block_bytes` at QD 1, 2, 4, ... up to
@@ -172,34 +194,17 @@ fn queue_depth_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result
             },
             ..session.workload_base()
         };
-        let write = session.phase(
-            &format!("randwrite-qd{depth}"),
-            &Workload {
-                rw: RwMode::RandWrite,
-                ..base.clone()
-            },
-        )?;
-        let read = session.phase(
-            &format!("randread-qd{depth}"),
-            &Workload {
-                rw: RwMode::RandRead,
-                ..base
-            },
-        )?;
-        let (Some(write), Some(read)) = (write, read) else {
+        let Some(row) = write_then_read(
+            &mut session,
+            &base,
+            (RwMode::RandWrite, &format!("randwrite-qd{depth}")),
+            (RwMode::RandRead, &format!("randread-qd{depth}")),
+            Some(depth),
+        )?
+        else {
             break;
         };
-        let (w, r) = (&session.phases[write].summary, &session.phases[read].summary);
-        rows.push(SweepRow {
-            transfer_bytes: block,
-            queue_depth: Some(depth),
-            write_bytes: w.bytes,
-            write_bytes_per_s: w.bytes_per_s,
-            write_iops: w.iops,
-            read_bytes: r.bytes,
-            read_bytes_per_s: r.bytes_per_s,
-            read_iops: r.iops,
-        });
+        rows.push(row);
         if session.stopped {
             break;
         }

@@ -533,13 +533,7 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                 let reason = format!(
                     "{e}; if a write was under way the file is marked modified now, and the next run settles its journal entry"
                 );
-                crate::output::alarm(&format!("FAILED    {shown}: {reason}"));
-                record.file(
-                    &candidate.path,
-                    RefreshOutcome::Failed,
-                    candidate.size_bytes,
-                    Some(reason),
-                );
+                record.failed(&candidate.path, candidate.size_bytes, reason);
                 problems += 1;
                 continue;
             }
@@ -621,13 +615,7 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                 let reason = format!(
                     "the chunk at byte {offset} read back differently after rewriting (the original bytes were written again); check the drive"
                 );
-                crate::output::alarm(&format!("FAILED    {shown}: {reason}"));
-                record.file(
-                    &candidate.path,
-                    RefreshOutcome::Failed,
-                    candidate.size_bytes,
-                    Some(reason),
-                );
+                record.failed(&candidate.path, candidate.size_bytes, reason);
             }
             FileOutcome::WriteFailed {
                 offset,
@@ -643,13 +631,7 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                 let reason = format!(
                     "writing the chunk at byte {offset}: {error}; the chunk reads back unchanged and {times}"
                 );
-                crate::output::alarm(&format!("FAILED    {shown}: {reason}"));
-                record.file(
-                    &candidate.path,
-                    RefreshOutcome::Failed,
-                    candidate.size_bytes,
-                    Some(reason),
-                );
+                record.failed(&candidate.path, candidate.size_bytes, reason);
             }
             FileOutcome::Interrupted { chunks_done, .. } => {
                 interrupted = true;
@@ -697,6 +679,12 @@ impl Record {
             before_bytes_per_s: None,
             after_bytes_per_s: None,
         });
+    }
+
+    /// A file whose refresh failed: the alarm (seen even with --quiet) and the record.
+    fn failed(&mut self, path: &Path, size_bytes: u64, reason: String) {
+        crate::output::alarm(&format!("FAILED    {}: {reason}", escape_path(path)));
+        self.file(path, RefreshOutcome::Failed, size_bytes, Some(reason));
     }
 
     /// The files a stopped run never reached.
