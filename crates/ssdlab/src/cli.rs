@@ -59,6 +59,8 @@ pub enum Command {
     Fanout(FanoutArgs),
     /// List this machine's block devices with the facts the safety gate uses: size, model, rotational,
     /// discard support, partitions, and whether it would find them in use (mounted, swap, held, signatures).
+    /// Like the gate, it opens each device read-only and, for an instant, exclusively (to see whether something
+    /// else holds it).
     Devices(DevicesArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) generated from these definitions,
     /// e.g. `ssdlab completions bash > /etc/bash_completion.d/ssdlab`.
