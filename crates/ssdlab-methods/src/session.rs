@@ -16,6 +16,10 @@ pub trait MethodObserver: Observer {
     fn phase_cpu(&self) -> (f64, f64) {
         (0.0, 0.0)
     }
+
+    /// Whether a line per phase is worth showing: a method of many short phases (the sweep's 36 sizes) prints
+    /// its own table instead. The phases are still streamed and recorded.
+    fn show_phase_lines(&mut self, _show: bool) {}
 }
 
 /// Why a method could not run.

@@ -56,6 +56,8 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
     }
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
+    // Two phases per size: the table at the end says it better than a line for each.
+    session.observer.show_phase_lines(false);
     for size in sizes(options.from_bytes, options.to_bytes) {
         if size < info.logical_block_bytes as u64 {
             skipped.push(format!(
@@ -177,6 +179,7 @@ fn queue_depth_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result
         )));
     }
     let mut rows = Vec::new();
+    session.observer.show_phase_lines(false);
     let mut depth = 1u32;
     while depth <= options.max_queue_depth {
         let base = Workload {

@@ -53,6 +53,8 @@ pub struct Reporter {
     /// measured part ended (before any verify read-back).
     cpu_at_start: ssdlab_io::sys::CpuTimes,
     cpu_at_end: Option<ssdlab_io::sys::CpuTimes>,
+    /// Whether each phase's start and end get a line on stderr (a method of many phases turns them off).
+    phase_lines: bool,
 }
 
 impl Reporter {
@@ -65,6 +67,7 @@ impl Reporter {
             interrupted: ssdlab_io::sys::interrupt_flag(),
             cpu_at_start: ssdlab_io::sys::cpu_times(),
             cpu_at_end: None,
+            phase_lines: true,
         }
     }
 
@@ -170,7 +173,7 @@ impl Observer for Reporter {
 
 impl ssdlab_methods::MethodObserver for Reporter {
     fn begin_phase(&mut self, name: &str) {
-        if self.progress.is_none() && !io::stderr().is_terminal() {
+        if self.phase_lines && self.progress.is_none() && !io::stderr().is_terminal() {
             eprintln!("phase     {name} started");
         }
         // A stdout failure other than a closed pipe surfaces at the final events.
@@ -180,16 +183,18 @@ impl ssdlab_methods::MethodObserver for Reporter {
     fn end_phase(&mut self, phase: &PhaseResult) {
         self.finish_phase();
         let s = &phase.summary;
-        eprintln!(
-            "phase     {:<16} {:>10.0} IOPS {:>26}  {} in {:.1} s  p99 {}{}",
-            phase.name,
-            s.iops,
-            ssdlab_core::units::Throughput(s.bytes_per_s).to_string(),
-            BinaryBytes(s.bytes),
-            s.seconds,
-            Nanos(s.latency_ns.p99 as f64),
-            if phase.complete { "" } else { "  (interrupted)" }
-        );
+        if self.phase_lines {
+            eprintln!(
+                "phase     {:<16} {:>10.0} IOPS {:>26}  {} in {:.1} s  p99 {}{}",
+                phase.name,
+                s.iops,
+                ssdlab_core::units::Throughput(s.bytes_per_s).to_string(),
+                BinaryBytes(s.bytes),
+                s.seconds,
+                Nanos(s.latency_ns.p99 as f64),
+                if phase.complete { "" } else { "  (interrupted)" }
+            );
+        }
         let _ = self.emit(&Event::Summary {
             phase: phase.name.clone(),
             summary: s.clone(),
@@ -200,6 +205,10 @@ impl ssdlab_methods::MethodObserver for Reporter {
     fn phase_cpu(&self) -> (f64, f64) {
         let cpu = Reporter::phase_cpu(self);
         (cpu.user_s, cpu.sys_s)
+    }
+
+    fn show_phase_lines(&mut self, show: bool) {
+        self.phase_lines = show;
     }
 }
 
