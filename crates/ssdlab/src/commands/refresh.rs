@@ -713,15 +713,18 @@ fn publish(
     interrupted: bool,
 ) -> Result<Outcome> {
     analysis.problems = problems as u32;
+    let mut reasons = Vec::new();
+    if problems > 0 {
+        reasons.push(format!(
+            "{problems} files skipped, given up, failed or left pending"
+        ));
+    }
+    if interrupted {
+        reasons.push("interrupted before every file was refreshed".to_string());
+    }
     let verdict = ssdlab_core::schema::Verdict {
-        passed: problems == 0 && !interrupted,
-        reasons: if problems == 0 {
-            vec![]
-        } else {
-            vec![format!(
-                "{problems} files skipped, given up, failed or left pending"
-            )]
-        },
+        passed: reasons.is_empty(),
+        reasons,
     };
     let mut reporter = crate::output::Reporter::new(args.json);
     if args.json || args.out.is_some() {
