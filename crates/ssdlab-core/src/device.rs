@@ -104,6 +104,41 @@ pub struct DeviceInfo {
     pub notes: Vec<String>,
 }
 
+impl DeviceInfo {
+    /// What a result is about when it is not one opened device (files, a virtual data set, a fleet, a set of
+    /// drives): named, sized and described, on a virtual clock when it is virtual, with the usual 512/4096-byte
+    /// blocks and no discard. Callers set what differs (`direct_io`, `max_transfer_bytes`) with struct update.
+    pub fn subject(
+        target: String,
+        kind: TargetKind,
+        model: String,
+        capacity_bytes: u64,
+        backend: String,
+    ) -> Self {
+        DeviceInfo {
+            target,
+            kind,
+            model,
+            capacity_bytes,
+            logical_block_bytes: 512,
+            physical_block_bytes: 4096,
+            memory_align_bytes: 4096,
+            max_transfer_bytes: 0,
+            discard_supported: false,
+            discard_max_bytes: 0,
+            rotational: false,
+            clock: if kind == TargetKind::Sim {
+                ClockKind::Virtual
+            } else {
+                ClockKind::Real
+            },
+            backend,
+            direct_io: false,
+            notes: vec![],
+        }
+    }
+}
+
 /// Why a device operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum DeviceError {

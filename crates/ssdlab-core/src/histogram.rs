@@ -42,7 +42,7 @@ pub fn bucket_range(index: usize) -> (u64, u64) {
 
 /// The value reported for a bucket: its midpoint (exact for unit-width buckets).
 #[inline]
-pub fn bucket_value(index: usize) -> u64 {
+fn bucket_value(index: usize) -> u64 {
     let (low, width) = bucket_range(index);
     low + (width - 1) / 2
 }
@@ -237,6 +237,22 @@ impl SparseHistogram {
         } else {
             self.sum_ns as f64 / self.count as f64
         }
+    }
+
+    /// The empirical CDF: each non-empty bucket at its reported value (clamped to the exact extremes, as
+    /// percentiles are), with the fraction of values at or below it. Ascending; empty when the histogram is.
+    pub fn cdf_points(&self) -> Vec<(u64, f64)> {
+        let mut seen = 0u64;
+        self.buckets
+            .iter()
+            .map(|&(index, count)| {
+                seen += count;
+                (
+                    bucket_value(index as usize).clamp(self.min_ns, self.max_ns),
+                    seen as f64 / self.count as f64,
+                )
+            })
+            .collect()
     }
 }
 

@@ -9,6 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::guard::{SYS_ROOT, destructive_findings};
+use crate::layout::read_u64;
 
 /// One whole block device.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,13 +83,4 @@ pub fn block_devices() -> io::Result<Vec<BlockDeviceFacts>> {
         });
     }
     Ok(devices)
-}
-
-fn read_u64(path: &Path) -> io::Result<u64> {
-    fs::read_to_string(path)?.trim().parse().map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("{} is not a number", path.display()),
-        )
-    })
 }

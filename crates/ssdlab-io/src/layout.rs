@@ -63,7 +63,7 @@ fn sysdir_of(path: &Path) -> io::Result<PathBuf> {
     fs::canonicalize(&link)
 }
 
-fn read_u64(path: &Path) -> io::Result<u64> {
+pub(crate) fn read_u64(path: &Path) -> io::Result<u64> {
     let text = fs::read_to_string(path)?;
     text.trim().parse().map_err(|_| {
         io::Error::new(

@@ -72,20 +72,7 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
             ));
             continue;
         }
-        let base = Workload {
-            block_bytes: size,
-            queue_depth: options.queue_depth,
-            span: Span {
-                offset_bytes: 0,
-                len_bytes: region / size * size,
-            },
-            stop: StopAt {
-                passes: Some(1),
-                runtime_ns: Some(options.size_runtime_ns),
-                bytes: None,
-            },
-            ..session.workload_base()
-        };
+        let base = point_workload(&session, size, options.queue_depth, region / size * size, options);
         let Some(row) = write_then_read(
             &mut session,
             &base,
@@ -117,6 +104,31 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
         reasons,
     };
     Ok(session.finish(Analysis::Sweep, Some(analysis), verdict))
+}
+
+/// The workload of one sweep point: `block` bytes at queue depth `depth` over the first `region` bytes, stopping
+/// after one pass or the per-point runtime.
+fn point_workload(
+    session: &Session<'_>,
+    block: u64,
+    depth: u32,
+    region: u64,
+    options: &SweepOptions,
+) -> Workload {
+    Workload {
+        block_bytes: block,
+        queue_depth: depth,
+        span: Span {
+            offset_bytes: 0,
+            len_bytes: region,
+        },
+        stop: StopAt {
+            passes: Some(1),
+            runtime_ns: Some(options.size_runtime_ns),
+            bytes: None,
+        },
+        ..session.workload_base()
+    }
 }
 
 /// One point of a sweep: the write phase, then the read phase, on the same workload; None when the session
@@ -183,19 +195,8 @@ fn queue_depth_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result
     let mut depth = 1u32;
     while depth <= options.max_queue_depth {
         let base = Workload {
-            block_bytes: block,
-            queue_depth: depth,
             pattern: Pattern::Random { random_map: false },
-            span: Span {
-                offset_bytes: 0,
-                len_bytes: region,
-            },
-            stop: StopAt {
-                passes: Some(1),
-                runtime_ns: Some(options.size_runtime_ns),
-                bytes: None,
-            },
-            ..session.workload_base()
+            ..point_workload(&session, block, depth, region, options)
         };
         let Some(row) = write_then_read(
             &mut session,

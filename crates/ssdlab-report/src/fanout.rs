@@ -3,7 +3,6 @@
 
 use std::fmt::Write;
 
-use ssdlab_core::histogram::bucket_value;
 use ssdlab_core::schema::fanout::{FanoutAnalysis, HistogramBuckets, QueryCase};
 use ssdlab_core::schema::{Analysis, LatencyNs, RunResult};
 
@@ -16,19 +15,7 @@ const SMALLEST_FRACTION: f64 = 1e-4;
 /// (latency ms, fraction of reads at least that slow) along a histogram: each value with the share of reads
 /// at or beyond it, so the slowest value still shows (with the share that took it).
 fn tail_of(h: &HistogramBuckets) -> Vec<(f64, f64)> {
-    let mut below = 0u64;
-    let cdf: Vec<(u64, f64)> = h
-        .buckets
-        .iter()
-        .map(|&(index, count)| {
-            below += count;
-            (
-                bucket_value(index as usize).clamp(h.min_ns, h.max_ns),
-                below as f64 / h.count as f64,
-            )
-        })
-        .collect();
-    at_or_beyond(&cdf)
+    at_or_beyond(&h.to_sparse().cdf_points())
 }
 
 /// A CDF's points as (latency ms, P(X >= value)), down to [`SMALLEST_FRACTION`].

@@ -6,10 +6,7 @@ use ssdlab_core::schema::{Analysis, LatencyAnalysis, MethodAnalysis, RunResult};
 use ssdlab_core::units::Nanos;
 
 use crate::svg::{Axis, Chart, Mark, Scale};
-use crate::{charts, label, mb_s, series_of, table};
-
-/// The one phase of a latency result, whatever its `--rw` (`qd1-random-write`, `qd1-sequential-read`, ...).
-const QD1_PHASE: &str = "qd1-";
+use crate::{charts, label, mb_s, series_of_phase, table};
 
 /// The QD1 operations of a latency result (random writes for results written before `--rw`).
 fn operations(r: &RunResult) -> String {
@@ -121,9 +118,10 @@ pub(crate) fn latency(group: &[&RunResult]) -> String {
         }
     }
     let mut out = table(&header, &rows);
-    let mean = series_of(
+    let mean = series_of_phase(
         group,
-        QD1_PHASE,
+        // A latency result has one phase, named by its operations (qd1-random-write, qd1-sequential-read, ...).
+        |r| r.phases.first(),
         |p| {
             p.samples
                 .iter()
@@ -132,9 +130,9 @@ pub(crate) fn latency(group: &[&RunResult]) -> String {
         },
         Mark::Line,
     );
-    let p99 = series_of(
+    let p99 = series_of_phase(
         group,
-        QD1_PHASE,
+        |r| r.phases.first(),
         |p| {
             p.samples
                 .iter()

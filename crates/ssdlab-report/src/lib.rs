@@ -167,12 +167,8 @@ pub(crate) fn uncached_target(target: &str) -> Option<String> {
     }
 }
 
-/// The phase named `name`, or, for a name ending in `-`, the first phase whose name starts with it.
 pub(crate) fn phase<'a>(result: &'a RunResult, name: &str) -> Option<&'a PhaseResult> {
-    match name.strip_suffix('-') {
-        Some(_) => result.phases.iter().find(|p| p.name.starts_with(name)),
-        None => result.phases.iter().find(|p| p.name == name),
-    }
+    result.phases.iter().find(|p| p.name == name)
 }
 
 pub(crate) fn iops_over_time(phase: &PhaseResult) -> Vec<(f64, f64)> {
@@ -368,10 +364,20 @@ pub(crate) fn series_of(
     points: impl Fn(&PhaseResult) -> Vec<(f64, f64)>,
     mark: Mark,
 ) -> Vec<Series> {
+    series_of_phase(group, |r| phase(r, phase_name), points, mark)
+}
+
+/// [`series_of`] for the phase `pick` chooses in each result.
+pub(crate) fn series_of_phase<'a>(
+    group: &[&'a RunResult],
+    pick: impl Fn(&'a RunResult) -> Option<&'a PhaseResult>,
+    points: impl Fn(&PhaseResult) -> Vec<(f64, f64)>,
+    mark: Mark,
+) -> Vec<Series> {
     group
         .iter()
         .filter_map(|r| {
-            phase(r, phase_name).map(|p| Series {
+            pick(r).map(|p| Series {
                 name: label(r),
                 points: points(p),
                 mark,

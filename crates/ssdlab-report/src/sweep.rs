@@ -62,24 +62,9 @@ fn queue_depth_sweeps(group: &[&RunResult]) -> String {
         series,
     }]);
     for r in group {
-        let header: Vec<String> = ["QD", "write IOPS", "read IOPS", "write MB/s", "read MB/s"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let rows: Vec<Vec<String>> = rows_of(r)
-            .iter()
-            .map(|row| {
-                vec![
-                    row.queue_depth.map_or("–".into(), |q| q.to_string()),
-                    format!("{:.0}", row.write_iops),
-                    format!("{:.0}", row.read_iops),
-                    mb_s(row.write_bytes_per_s),
-                    mb_s(row.read_bytes_per_s),
-                ]
-            })
-            .collect();
-        let _ = write!(out, "<h3>{}</h3>", escape(&label(r)));
-        out.push_str(&table(&header, &rows));
+        out.push_str(&result_table(r, "QD", |row| {
+            row.queue_depth.map_or("–".into(), |q| q.to_string())
+        }));
     }
     out
 }
@@ -116,26 +101,32 @@ fn size_sweeps(group: &[&RunResult]) -> String {
         return out;
     }
     for r in group {
-        let header: Vec<String> = ["transfer", "write MB/s", "read MB/s", "write IOPS", "read IOPS"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let rows: Vec<Vec<String>> = rows_of(r)
-            .iter()
-            .map(|row| {
-                vec![
-                    binary_size(row.transfer_bytes as f64),
-                    mb_s(row.write_bytes_per_s),
-                    mb_s(row.read_bytes_per_s),
-                    format!("{:.0}", row.write_iops),
-                    format!("{:.0}", row.read_iops),
-                ]
-            })
-            .collect();
-        let _ = write!(out, "<h3>{}</h3>", escape(&label(r)));
-        out.push_str(&table(&header, &rows));
+        out.push_str(&result_table(r, "transfer", |row| {
+            binary_size(row.transfer_bytes as f64)
+        }));
     }
     out
+}
+
+/// One result's points as a table under its name: the point (`first`), then write and read MB/s and IOPS.
+fn result_table(r: &RunResult, first: &str, point: fn(&SweepRow) -> String) -> String {
+    let header: Vec<String> = [first, "write MB/s", "read MB/s", "write IOPS", "read IOPS"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let rows: Vec<Vec<String>> = rows_of(r)
+        .iter()
+        .map(|row| {
+            vec![
+                point(row),
+                mb_s(row.write_bytes_per_s),
+                mb_s(row.read_bytes_per_s),
+                format!("{:.0}", row.write_iops),
+                format!("{:.0}", row.read_iops),
+            ]
+        })
+        .collect();
+    format!("<h3>{}</h3>{}", escape(&label(r)), table(&header, &rows))
 }
 
 /// Several sweeps in one table, as ATTO comparisons are published: a row per transfer size, write and read MB/s

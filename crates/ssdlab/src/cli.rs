@@ -730,7 +730,7 @@ pub fn fio_hint(args: &[String]) -> Option<String> {
 }
 
 /// A percentage written `25` or `25%`.
-fn percent(text: &str) -> Result<f64, String> {
+pub(crate) fn percent(text: &str) -> Result<f64, String> {
     let value: f64 = text
         .trim_end_matches('%')
         .parse()

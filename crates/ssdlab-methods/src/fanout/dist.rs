@@ -5,7 +5,7 @@
 //! bucket at its reported value). Shards are independent, so the query's CDF is the product of theirs, exactly;
 //! the only error is the histogram's (0.39% of a value). Pure functions: no I/O, no clock.
 
-use ssdlab_core::histogram::{SparseHistogram, bucket_value};
+use ssdlab_core::histogram::SparseHistogram;
 use ssdlab_core::schema::LatencyNs;
 
 /// A discrete latency distribution: ascending distinct values and their probabilities (summing to 1).
@@ -22,17 +22,16 @@ impl Dist {
         if h.count == 0 {
             return None;
         }
-        let mut points: Vec<(u64, f64)> = h
-            .buckets
-            .iter()
-            .map(|&(index, count)| {
-                (
-                    bucket_value(index as usize).clamp(h.min_ns, h.max_ns),
-                    count as f64 / h.count as f64,
-                )
+        let mut below = 0.0;
+        let points: Vec<(u64, f64)> = h
+            .cdf_points()
+            .into_iter()
+            .map(|(value, cdf)| {
+                let p = cdf - below;
+                below = cdf;
+                (value, p)
             })
             .collect();
-        points.sort_by_key(|p| p.0);
         Some(Self::from_points(&points))
     }
 

@@ -13,6 +13,11 @@ const DAY_S: f64 = 86_400.0;
 /// Bucket edges in months: the field report's monthly steps, then half-years.
 const EDGES: [f64; 10] = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 12.0, f64::INFINITY];
 
+/// Hours to read 900 GB (the field report's unit) at the speed of `bytes` read in `seconds`.
+pub fn hours_per_900gb(bytes: u64, seconds: f64) -> f64 {
+    900e9 / (bytes as f64 / seconds.max(1e-9)) / 3600.0
+}
+
 /// Baseline, slowdowns, flags (with re-read confirmation) and the age buckets.
 /// `reader` says in words how the files were read.
 pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64, reader: &str) -> ScanAnalysis {
@@ -79,7 +84,7 @@ pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64, reader: &str) 
             bytes,
             speed_mb_s: PercentileColumns::of(&mb_s),
             bulk_read_hours: bytes as f64 / aggregate / 3600.0,
-            hours_per_900gb: 900e9 / aggregate / 3600.0,
+            hours_per_900gb: hours_per_900gb(bytes, seconds),
             random_reads: RandomReadLatency::of_ns(&latencies),
         });
     }
@@ -101,7 +106,7 @@ pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64, reader: &str) 
                 bytes,
                 speed_mb_s: PercentileColumns::of(&mb_s),
                 flagged: members.iter().filter(|f| f.flagged).count() as u32,
-                hours_per_900gb: 900e9 / (bytes as f64 / seconds.max(1e-9)) / 3600.0,
+                hours_per_900gb: hours_per_900gb(bytes, seconds),
             }
         })
         .collect();

@@ -14,7 +14,7 @@ use ssdlab_core::units::{MONTH_S, parse_duration_ns, parse_size};
 use ssdlab_engine::runner::Quiet;
 use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
 
-use super::age::analyze;
+use super::age::{analyze, hours_per_900gb};
 use super::read::{Reader, ScanItem, ScanReads, scan_item};
 use crate::session::MethodError;
 
@@ -157,19 +157,20 @@ pub fn scan_dataset(
     analysis.after_refresh = Some(AfterRefresh {
         mean_mb_s_before: mean(&before_mb_s),
         mean_mb_s_after: mean(&after_mb_s),
-        hours_per_900gb_before: (!flagged_files.is_empty()).then(|| hours_per_900gb(&flagged_files)),
+        hours_per_900gb_before: (!flagged_files.is_empty()).then(|| files_hours_per_900gb(&flagged_files)),
         hours_per_900gb_after: (!after.files.is_empty())
-            .then(|| hours_per_900gb(&after.files.iter().collect::<Vec<_>>())),
+            .then(|| files_hours_per_900gb(&after.files.iter().collect::<Vec<_>>())),
         files: after.files,
     });
     Ok(analysis)
 }
 
 /// Hours to read 900 GB at the files' aggregate speed (their bytes over their reading time); give it files.
-fn hours_per_900gb(files: &[&FileScan]) -> f64 {
-    let bytes: u64 = files.iter().map(|f| f.bytes).sum();
-    let seconds: f64 = files.iter().map(|f| f.seconds).sum();
-    900e9 / (bytes as f64 / seconds.max(1e-9)) / 3600.0
+fn files_hours_per_900gb(files: &[&FileScan]) -> f64 {
+    hours_per_900gb(
+        files.iter().map(|f| f.bytes).sum(),
+        files.iter().map(|f| f.seconds).sum(),
+    )
 }
 
 /// Each age of the data set beside the field report's figure for it; None when no age is one of the report's.
@@ -189,7 +190,7 @@ fn compare_with_field_report(files: &[FileScan], reader: Reader) -> Option<Field
             FieldReportRow {
                 months,
                 files: members.len() as u32,
-                hours_per_900gb: hours_per_900gb(&members),
+                hours_per_900gb: files_hours_per_900gb(&members),
                 field_report_hours_per_900gb: FIELD_REPORT_BULK_READ_HOURS
                     .iter()
                     .find(|(m, _)| (m - months).abs() < 0.01)

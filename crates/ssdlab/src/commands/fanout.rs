@@ -60,10 +60,7 @@ fn fleet(args: &FanoutArgs) -> Result<Vec<FleetDrive>> {
 }
 
 fn hedge_percentile(text: &str) -> Result<f64> {
-    let value: f64 = text
-        .trim_start_matches(['p', 'P'])
-        .trim_end_matches('%')
-        .parse()
+    let value = crate::cli::percent(text.trim_start_matches(['p', 'P']))
         .map_err(|_| anyhow!("--hedge {text}: write a percentile, e.g. p95"))?;
     if !(50.0..100.0).contains(&value) {
         bail!("--hedge {text}: hedge after a percentile from p50 to below p100, e.g. p95");
@@ -214,31 +211,26 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
     print_tables(&analysis);
     let verdict = verdict(&analysis);
     let info = ssdlab_core::DeviceInfo {
-        target: match &args.fleet {
-            Some(fleet) => format!("fleet {fleet}"),
-            None => args.targets.join(" "),
-        },
-        kind: if drives.iter().all(|d| ssdlab_targets::is_virtual(&d.target)) {
-            ssdlab_core::device::TargetKind::Sim
-        } else {
-            ssdlab_core::device::TargetKind::BlockDevice
-        },
-        model: format!("a fan-out over {} drives", drives.len()),
-        capacity_bytes,
-        logical_block_bytes: 512,
-        physical_block_bytes: 4096,
-        memory_align_bytes: 4096,
         max_transfer_bytes: block_bytes,
-        discard_supported: false,
-        discard_max_bytes: 0,
-        rotational: false,
         clock,
-        backend: match args.mode {
-            FanoutModeArg::Computed => "random reads at QD1, one worker per drive".into(),
-            FanoutModeArg::Measured => "random reads at QD1 in synchronized queries".into(),
-        },
         direct_io: true,
-        notes: vec![],
+        ..ssdlab_core::DeviceInfo::subject(
+            match &args.fleet {
+                Some(fleet) => format!("fleet {fleet}"),
+                None => args.targets.join(" "),
+            },
+            if drives.iter().all(|d| ssdlab_targets::is_virtual(&d.target)) {
+                ssdlab_core::device::TargetKind::Sim
+            } else {
+                ssdlab_core::device::TargetKind::BlockDevice
+            },
+            format!("a fan-out over {} drives", drives.len()),
+            capacity_bytes,
+            match args.mode {
+                FanoutModeArg::Computed => "random reads at QD1, one worker per drive".into(),
+                FanoutModeArg::Measured => "random reads at QD1 in synchronized queries".into(),
+            },
+        )
     };
     let options = RunOptions::Fanout(FanoutFlags {
         targets: args.targets.clone(),

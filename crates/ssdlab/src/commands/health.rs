@@ -3,7 +3,7 @@
 
 use anyhow::{Result, anyhow, bail};
 use ssdlab_core::DeviceInfo;
-use ssdlab_core::device::{ClockKind, TargetKind};
+use ssdlab_core::device::TargetKind;
 use ssdlab_core::prom::Exposition;
 use ssdlab_core::schema::health::{DriveHealth, HealthAnalysis, HealthLevel, Protocol, UnreadableDrive};
 use ssdlab_core::schema::options::{HealthFlags, RunOptions};
@@ -285,31 +285,17 @@ fn subject(analysis: &HealthAnalysis) -> DeviceInfo {
         .drives
         .iter()
         .all(|d| d.snapshot.identity.protocol == Protocol::Virtual);
-    DeviceInfo {
+    DeviceInfo::subject(
         target,
-        kind: if virtual_only {
+        if virtual_only {
             TargetKind::Sim
         } else {
             TargetKind::BlockDevice
         },
         model,
-        capacity_bytes: capacity,
-        logical_block_bytes: 512,
-        physical_block_bytes: 4096,
-        memory_align_bytes: 4096,
-        max_transfer_bytes: 0,
-        discard_supported: false,
-        discard_max_bytes: 0,
-        rotational: false,
-        clock: if virtual_only {
-            ClockKind::Virtual
-        } else {
-            ClockKind::Real
-        },
-        backend: "SMART / NVMe health data (smartctl, nvme-cli) or the simulator's counters".into(),
-        direct_io: false,
-        notes: vec![],
-    }
+        capacity,
+        "SMART / NVMe health data (smartctl, nvme-cli) or the simulator's counters".into(),
+    )
 }
 
 fn bytes(b: Option<u128>) -> String {

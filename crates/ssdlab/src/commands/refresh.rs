@@ -729,27 +729,20 @@ fn publish(
     let mut reporter = crate::output::Reporter::new(args.json);
     if args.json || args.out.is_some() {
         let info = ssdlab_core::DeviceInfo {
-            target: args
-                .paths
-                .iter()
-                .map(|p| escape_path(p))
-                .chain(args.from.iter().map(|d| format!("--from {}", d.display())))
-                .collect::<Vec<_>>()
-                .join(" "),
-            kind: TargetKind::File,
-            model: "files rewritten in place".into(),
-            capacity_bytes: analysis.selected_bytes,
-            logical_block_bytes: 512,
-            physical_block_bytes: 4096,
-            memory_align_bytes: 4096,
             max_transfer_bytes: u64::MAX,
-            discard_supported: false,
-            discard_max_bytes: 0,
-            rotational: false,
-            clock: ssdlab_core::device::ClockKind::Real,
-            backend: "read, write, sync and verify per chunk under a write lease".into(),
             direct_io: true,
-            notes: vec![],
+            ..ssdlab_core::DeviceInfo::subject(
+                args.paths
+                    .iter()
+                    .map(|p| escape_path(p))
+                    .chain(args.from.iter().map(|d| format!("--from {}", d.display())))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                TargetKind::File,
+                "files rewritten in place".into(),
+                analysis.selected_bytes,
+                "read, write, sync and verify per chunk under a write lease".into(),
+            )
         };
         let options = ssdlab_core::schema::options::RunOptions::Refresh(RefreshFlags {
             paths: args.paths.iter().map(|p| escape_path(p)).collect(),

@@ -506,33 +506,23 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
     let mut reporter = Reporter::new(args.json);
     let virtual_set = args.target.is_some();
     let info = ssdlab_core::DeviceInfo {
-        target: subject.clone(),
-        kind: if virtual_set {
-            ssdlab_core::device::TargetKind::Sim
-        } else {
-            ssdlab_core::device::TargetKind::File
-        },
-        model: if virtual_set {
-            format!("virtual data set {} on {subject}", args.dataset)
-        } else {
-            "files".into()
-        },
-        capacity_bytes: analysis.total_bytes,
-        logical_block_bytes: 512,
-        physical_block_bytes: 4096,
-        memory_align_bytes: 4096,
         max_transfer_bytes: u64::MAX,
-        discard_supported: false,
-        discard_max_bytes: 0,
-        rotational: false,
-        clock: if virtual_set {
-            ssdlab_core::device::ClockKind::Virtual
-        } else {
-            ssdlab_core::device::ClockKind::Real
-        },
-        backend: "timed chunk reads through the engine's devices".into(),
         direct_io: true,
-        notes: vec![],
+        ..ssdlab_core::DeviceInfo::subject(
+            subject.clone(),
+            if virtual_set {
+                ssdlab_core::device::TargetKind::Sim
+            } else {
+                ssdlab_core::device::TargetKind::File
+            },
+            if virtual_set {
+                format!("virtual data set {} on {subject}", args.dataset)
+            } else {
+                "files".into()
+            },
+            analysis.total_bytes,
+            "timed chunk reads through the engine's devices".into(),
+        )
     };
     let options = RunOptions::FileScan(FileScanFlags {
         paths: args.paths.clone(),
