@@ -365,9 +365,34 @@ pub fn print_summary(summary: &Summary, queue_depth: u32) {
 /// Writes a file atomically: to a temporary name in the same directory, then renamed over the target, so a
 /// reader never sees a half-written file and an interrupted write loses nothing that was there.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("tmp-ssdlab");
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} into place", tmp.display()))
+    use std::io::Write as _;
+    let tmp = fresh_sibling(path, "tmp-ssdlab");
+    // A new file of a name no one else uses: never a symlink followed, never someone's file truncated.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .with_context(|| format!("creating {}", tmp.display()))?;
+    if let Err(e) = file.write_all(bytes) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("writing {}", tmp.display()));
+    }
+    drop(file);
+    std::fs::rename(&tmp, path).with_context(|| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("renaming {} into place", tmp.display())
+    })
+}
+
+/// A name beside `path` that this process has not used and no one else can have planted on purpose for it:
+/// `.NAME.PID.N.SUFFIX` (files are then created with `create_new`, so a planted one is refused, not followed).
+fn fresh_sibling(path: &Path, suffix: &str) -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let name = path
+        .file_name()
+        .map_or("ssdlab".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.{}.{n}.{suffix}", std::process::id()))
 }
 
 /// The wall clock in whole seconds since the Unix epoch (0 if the clock is before it), for time stamps.
@@ -467,8 +492,11 @@ pub fn prepare_out_dir(dir: &Path) -> Result<()> {
     }
     std::fs::create_dir_all(dir)
         .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
-    let probe = dir.join(".ssdlab-write-probe");
-    std::fs::write(&probe, b"")
+    let probe = fresh_sibling(&dir.join("ssdlab-write-probe"), "probe");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
         .with_context(|| format!("--out {}: cannot write into the directory", dir.display()))?;
     let _ = std::fs::remove_file(&probe);
     Ok(())

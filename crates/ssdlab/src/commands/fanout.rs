@@ -261,7 +261,7 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
         !interrupted,
     )?;
     if let Some(dir) = &args.out {
-        std::fs::write(dir.join("drives.csv"), csv)
+        output::write_atomically(&dir.join("drives.csv"), csv.as_bytes())
             .with_context(|| format!("--out {}: cannot write drives.csv", dir.display()))?;
         eprintln!(
             "results   {} (report.html, result.json, drives.csv)",

@@ -279,9 +279,6 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         Some(Rate::Iops(_)) => bail!("--rate: refresh is limited in bytes per second, e.g. --rate 200m"),
     };
     let chunk = size_flag("chunk", &args.chunk)?;
-    if let Some(dir) = &args.out {
-        crate::output::prepare_out_dir(dir)?;
-    }
     // A chunk is written in one window under a lease: 16 MiB keeps the window well inside the kernel's
     // lease-break time even on a medium that writes 1 MB/s, and keeps other openers' waits short.
     if !(64 << 10..=16 << 20).contains(&chunk) || !chunk.is_multiple_of(64 << 10) {
@@ -321,6 +318,9 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         .iter()
         .map(|p| std::path::absolute(p).with_context(|| format!("PATH {}", escape_path(p))))
         .collect::<Result<_>>()?;
+    if let Some(out) = &args.out {
+        refuse_out_inside(out, &paths)?;
+    }
     let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     // The lock comes first: a second run says who holds it before doing anything.
     let mut state = if args.dry_run {
@@ -331,6 +331,10 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
             other => anyhow!("--state-dir {other}"),
         })?)
     };
+    // Prepared after the lock, so a run that cannot start leaves no directory behind.
+    if let Some(dir) = &args.out {
+        crate::output::prepare_out_dir(dir)?;
+    }
     let mut resume: HashMap<FileId, (u64, u64)> = HashMap::new();
     let mut problems = 0usize;
     if let Some(state) = &mut state {
@@ -529,7 +533,8 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
             Ok(outcome) => outcome,
             Err(e) => {
                 // An I/O error on one file (EIO, a read that fails) does not stop the others; its journal entry
-                // stays for the next run to settle.
+                // stays for the next run to settle. The file (and any window on it) is let go before saying so.
+                drop(file);
                 let reason = format!(
                     "{e}; if a write was under way the file is marked modified now, and the next run settles its journal entry"
                 );
@@ -660,7 +665,31 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
     record.analysis.rewritten_bytes = refreshed;
     record.analysis.seconds = started.elapsed().as_secs_f64();
     record.analysis.paused_s = env.paused.as_secs_f64();
+    // The next run may start as soon as this one is done rewriting: the lock is not held while the result is
+    // written (a --json reader that stops reading must not keep it).
+    drop(state);
     publish(args, record.analysis, problems, interrupted)
+}
+
+/// `--out` must lie outside every PATH: a later run would otherwise rewrite its own results, and preparing the
+/// directory would touch the tree being refreshed.
+fn refuse_out_inside(out: &Path, paths: &[PathBuf]) -> Result<()> {
+    let resolve = |p: &Path| {
+        std::fs::canonicalize(p)
+            .or_else(|_| std::path::absolute(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    };
+    let out_resolved = resolve(out);
+    for path in paths {
+        if out_resolved.starts_with(resolve(path)) {
+            bail!(
+                "--out {}: inside PATH {}, which is being refreshed; write the results outside it",
+                out.display(),
+                escape_path(path)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// What the run did, file by file, for --json and --out.

@@ -551,7 +551,7 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
         true,
     )?;
     if let Some(dir) = &args.out {
-        std::fs::write(dir.join("files.csv"), csv)
+        output::write_atomically(&dir.join("files.csv"), csv.as_bytes())
             .with_context(|| format!("--out {}: cannot write files.csv", dir.display()))?;
         eprintln!(
             "results   {} (report.html, result.json, files.csv)",

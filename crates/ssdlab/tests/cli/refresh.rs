@@ -1101,3 +1101,22 @@ fn refresh_streams_and_writes_what_it_did() {
     expect_code(&forget, 2);
     assert!(stderr(&forget).contains("--json"), "{}", stderr(&forget));
 }
+
+#[test]
+fn refresh_refuses_results_inside_the_tree_it_rewrites() {
+    let dir = tempdir();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    write_random(&data.join("old.bin"), 1 << 20, 23);
+    let inside = data.join("results");
+    let out = run(&[
+        "refresh",
+        data.to_str().unwrap(),
+        "--state-dir",
+        dir.path().join("state").to_str().unwrap(),
+        "--out",
+        inside.to_str().unwrap(),
+    ]);
+    expect_usage_error(&out, "--out");
+    assert!(!inside.exists(), "nothing was created in the tree");
+}
