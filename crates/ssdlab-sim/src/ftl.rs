@@ -139,9 +139,8 @@ impl FtlConfig {
     }
 }
 
-/// Page program times are kept in steps of 2^42 time units: about 73 minutes when the caller counts nanoseconds,
-/// so 16 bits reach nine years. Retention ages are months; an hour's error does not show.
-pub const PAGE_TIME_SHIFT: u32 = 42;
+pub use crate::page_times::PAGE_TIME_SHIFT;
+use crate::page_times::PageTimes;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum BlockState {
@@ -207,9 +206,8 @@ pub struct Ftl {
     /// Time stamp of the block's first program since its erase, in the caller's time units (its oldest data:
     /// for retention and cost-benefit age).
     programmed_at: Vec<u64>,
-    /// Per page (with [`FtlConfig::units_per_page`]), when it was programmed, in steps of
-    /// [`PAGE_TIME_SHIFT`] bits of the caller's time units (saturating).
-    page_programmed: Vec<u16>,
+    /// When each page was programmed (with [`FtlConfig::units_per_page`]).
+    page_times: PageTimes,
     /// Doubly linked bucket lists of closed blocks by valid count, per die.
     next: Vec<u32>,
     prev: Vec<u32>,
@@ -278,10 +276,7 @@ impl Ftl {
             state: vec![BlockState::Free; blocks],
             erase_count: vec![0; blocks],
             programmed_at: vec![0; blocks],
-            page_programmed: match config.units_per_page {
-                0 => Vec::new(),
-                per_page => vec![0; physical / per_page as usize],
-            },
+            page_times: PageTimes::new(blocks, config.units_per_block, config.units_per_page),
             next: vec![NIL; blocks],
             prev: vec![NIL; blocks],
             heads: vec![NIL; buckets],
@@ -448,26 +443,14 @@ impl Ftl {
             self.programmed_at[block as usize] = self.now;
         }
         let physical = block * self.config.units_per_block + offset;
-        self.stamp_page(physical);
+        self.page_times.stamp(physical, self.now);
         physical
-    }
-
-    /// Records the program time of the page `physical` opens (pages are programmed whole, in order).
-    #[inline]
-    fn stamp_page(&mut self, physical: u32) {
-        let per_page = self.config.units_per_page;
-        if per_page > 0 && physical.is_multiple_of(per_page) {
-            let step = (self.now >> PAGE_TIME_SHIFT).min(u16::MAX as u64) as u16;
-            self.page_programmed[(physical / per_page) as usize] = step;
-        }
     }
 
     /// When the page holding `physical` was programmed, to [`PAGE_TIME_SHIFT`] bits of the caller's time
     /// units, rounded down (None without page times).
     pub fn page_programmed_at(&self, physical: u32) -> Option<u64> {
-        let per_page = self.config.units_per_page;
-        (per_page > 0)
-            .then(|| (self.page_programmed[(physical / per_page) as usize] as u64) << PAGE_TIME_SHIFT)
+        self.page_times.programmed_at(physical)
     }
 
     /// Chooses the victim block of `die`, if any closed block holds invalid data.
@@ -639,7 +622,7 @@ impl Ftl {
             self.programmed_at[block as usize] = self.now;
         }
         let physical = block * self.config.units_per_block + offset;
-        self.stamp_page(physical);
+        self.page_times.stamp(physical, self.now);
         physical
     }
 

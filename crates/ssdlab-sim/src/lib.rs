@@ -8,6 +8,7 @@
 
 pub mod device;
 pub mod ftl;
+mod page_times;
 pub mod profile;
 pub mod retention;
 pub mod spec;
