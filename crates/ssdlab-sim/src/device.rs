@@ -15,7 +15,7 @@
 //! The device stores no data: reads return zeroes. It never reads the wall clock.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 
 use ssdlab_core::device::{
     ClockKind, Completion, Device, DeviceError, DeviceInfo, DeviceResult, Extent, Io, Op, TargetKind,
@@ -57,8 +57,6 @@ pub struct SimDevice {
     units_on_die: u32,
     refresh_after_ns: Option<u64>,
     last_refresh_scan_ns: u64,
-    /// The firmware refresh's lists of old blocks' valid units, read from the forward map in batches.
-    refresh_lists: HashMap<u32, RefreshList>,
     host_bytes_read: u64,
     refreshed_units: u64,
     /// Deferred TRIM processing: up to when it has run, and the fraction of a unit it has earned.
@@ -69,17 +67,6 @@ pub struct SimDevice {
     slots: Vec<Option<Completion>>,
     due: BinaryHeap<Due>,
     in_flight: usize,
-}
-
-/// Old blocks whose valid units one pass over the forward map lists for the firmware refresh.
-const REFRESH_BATCH_BLOCKS: usize = 1024;
-
-/// A block's valid units as (physical, logical), listed for the firmware refresh while the block had this many
-/// erases and units written. A unit listed is still there only while the forward map says so; a unit not listed
-/// cannot have appeared without the version changing.
-struct RefreshList {
-    version: (u32, u32),
-    units: Vec<(u32, u32)>,
 }
 
 const NATIVE: usize = 0;
@@ -166,7 +153,6 @@ impl SimDevice {
             units_on_die: 0,
             refresh_after_ns: spec.refresh_after_ns,
             last_refresh_scan_ns: 0,
-            refresh_lists: HashMap::new(),
             host_bytes_read: 0,
             refreshed_units: 0,
             trim_reclaimed_to_ns: 0,
@@ -594,31 +580,26 @@ impl SimDevice {
                 if at.saturating_sub(programmed) < older_than_ns {
                     continue;
                 }
-                if self.ftl.valid_in_block(block) == 0 {
-                    continue;
-                }
                 // Rewrite every logical unit still mapped into this block.
-                let units = self.refresh_list(block, i, from_ns, older_than_ns);
-                let units: Vec<(u32, u32)> = units
-                    .into_iter()
-                    .filter(|&(physical, logical)| self.ftl.lookup(logical) == Some(physical))
+                let logicals: Vec<u32> = (first..first + units_per_block)
+                    .filter_map(|p| self.ftl.reverse(p))
                     .collect();
-                if units.is_empty() {
+                if logicals.is_empty() {
                     continue;
                 }
-                let logicals: Vec<u32> = units.iter().map(|&(_, logical)| logical).collect();
                 // Reading old data back costs its read retries, page by page, before the moves.
                 let per_page = self.units_per_program();
-                let mut pages: Vec<u32> = units.iter().map(|&(physical, _)| physical / per_page).collect();
-                pages.dedup();
-                let retry_ns: u64 = pages
-                    .into_iter()
-                    .map(|page| {
+                let retry_ns: u64 = (first..first + units_per_block)
+                    .step_by(per_page as usize)
+                    .filter(|&page_first| {
+                        (page_first..page_first + per_page).any(|p| self.ftl.reverse(p).is_some())
+                    })
+                    .map(|page_first| {
                         let programmed = self
                             .ftl
-                            .page_programmed_at(page * per_page)
+                            .page_programmed_at(page_first)
                             .expect("the device keeps page times");
-                        self.page_read_ns(block, page, at.saturating_sub(programmed))
+                        self.page_read_ns(block, page_first / per_page, at.saturating_sub(programmed))
                             .saturating_sub(self.profile.native.read_ns)
                     })
                     .sum();
@@ -634,43 +615,6 @@ impl SimDevice {
                 self.charge_moves(die, work, false, at);
             }
         }
-    }
-
-    /// The valid units of old `block` (the `index`-th of its die) as last listed, taking the list and leaving
-    /// an empty one in its place. A block not listed since its version changed is listed now, with the die's
-    /// next old blocks after it, in one pass over the forward map.
-    fn refresh_list(&mut self, block: u32, index: u32, from_ns: u64, older_than_ns: u64) -> Vec<(u32, u32)> {
-        let version = self.ftl.block_version(block);
-        let listed = self
-            .refresh_lists
-            .get(&block)
-            .is_some_and(|list| list.version == version);
-        if !listed {
-            let blocks_per_die = self.ftl.config().blocks_per_die;
-            let die = block / blocks_per_die;
-            let at = self.die_free_ns[die as usize].max(from_ns);
-            let units_per_block = self.geometry.units_per_block;
-            let batch: Vec<u32> = (index..blocks_per_die)
-                .map(|i| die * blocks_per_die + i)
-                .filter(|&b| {
-                    let (_, _, programmed) = self.ftl.locate(b * units_per_block);
-                    b == block
-                        || (at.saturating_sub(programmed) >= older_than_ns
-                            && self.ftl.valid_in_block(b) > 0
-                            && self
-                                .refresh_lists
-                                .get(&b)
-                                .is_none_or(|list| list.version != self.ftl.block_version(b)))
-                })
-                .take(REFRESH_BATCH_BLOCKS)
-                .collect();
-            for (b, units) in batch.iter().zip(self.ftl.valid_units(&batch)) {
-                let version = self.ftl.block_version(*b);
-                self.refresh_lists.insert(*b, RefreshList { version, units });
-            }
-        }
-        let list = self.refresh_lists.get_mut(&block).expect("listed above");
-        std::mem::take(&mut list.units)
     }
 }
 

@@ -11,29 +11,19 @@
 //! (the reserve and the open frontier come on top), and over-provisioning is (data-holding physical units -
 //! logical units) / logical units.
 //!
-//! The forward map is the only full map. Reverse maps (physical to logical) exist only for the open frontiers,
-//! the SLC cache and the next garbage-collection victims ([`crate::reverse_maps`]): when the greedy victim has
-//! none, one pass over the forward map rebuilds them for the best `1/CANDIDATE_SHARE` of every die's closed
-//! blocks at once. A recorded entry is only a claim; a unit is valid while the forward map points back at it
-//! (or its TRIM is pending, [`crate::pending_trims`]). Victims and relocation order are exactly those of a full
-//! reverse map, so results do not change; only memory does (about 4.4 bytes per logical unit instead of 9).
-//!
-//! This module owns mapping state only: no time, no I/O. The invariants (every recorded reverse entry of a valid
-//! unit agrees with the map, valid counts match, a block is in exactly one of free/open/closed) are asserted in
-//! release builds where it is cheap and fully by [`Ftl::check_invariants`].
+//! This module owns mapping state only: no time, no I/O. The invariants (map and reverse map agree, valid counts
+//! match, a block is in exactly one of free/open/closed) are asserted in release builds where it is cheap and
+//! fully by [`Ftl::check_invariants`].
 
-use crate::pending_trims::PendingTrims;
-use crate::reverse_maps::{NO_LOGICAL, ReverseMaps};
 use serde::{Deserialize, Serialize};
 
 /// A logical or physical unit that is not mapped.
 pub const UNMAPPED: u32 = u32::MAX;
+/// In the reverse map: a unit whose logical block was trimmed, but whose TRIM the firmware has not processed
+/// yet (deferred reclamation). It still counts as valid, so garbage collection copies it, until
+/// [`Ftl::reclaim_trimmed`] invalidates it.
+const TRIM_PENDING: u32 = u32::MAX - 1;
 const NIL: u32 = u32::MAX;
-/// Reverse maps are rebuilt for this share of every die's closed blocks (1/10: the next tenth of the victims).
-/// A larger share costs 4 bytes per unit of those blocks; a smaller one more passes over the forward map.
-const CANDIDATE_SHARE: u32 = 10;
-/// How many more valid units than the fewest a victim with its reverse map at hand may have (0: exact greedy).
-const GREEDY_SLACK: u32 = 0;
 
 /// How the victim block is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -207,16 +197,7 @@ impl FtlCounters {
 pub struct Ftl {
     config: FtlConfig,
     l2p: Vec<u32>,
-    /// Reverse maps of the main pool's frontiers and GC candidates.
-    maps: ReverseMaps,
-    /// Reverse maps of the SLC cache's blocks that hold data.
-    slc_maps: ReverseMaps,
-    /// The main-pool blocks given a reverse map by the last rebuild.
-    candidates: Vec<u32>,
-    /// Passes over the forward map that rebuilt reverse maps.
-    rebuilds: u64,
-    /// Units holding stale data of a deferred TRIM.
-    pending: PendingTrims,
+    p2l: Vec<u32>,
     fingerprints: Vec<u64>,
     valid: Vec<u32>,
     written: Vec<u32>,
@@ -227,8 +208,7 @@ pub struct Ftl {
     programmed_at: Vec<u64>,
     /// When each page was programmed (with [`FtlConfig::units_per_page`]).
     page_times: PageTimes,
-    /// Doubly linked bucket lists of closed blocks by valid count and by whether they have a reverse map, per
-    /// die.
+    /// Doubly linked bucket lists of closed blocks by valid count, per die.
     next: Vec<u32>,
     prev: Vec<u32>,
     heads: Vec<u32>,
@@ -243,10 +223,10 @@ pub struct Ftl {
     slc_reclaimable: Vec<u32>,
     /// Physical units trimmed with [`Ftl::trim_deferred`] and not yet reclaimed, oldest first (4 bytes per
     /// pending TRIM). GC queues a pending unit's new place when it moves one; the old entry is then stale, and
-    /// an entry only counts where the unit's pending bit is still set, so a stale entry at worst reclaims
-    /// another pending unit early, never anything else.
+    /// an entry only counts where the reverse map still says [`TRIM_PENDING`], so a stale entry at worst
+    /// reclaims another pending unit early, never anything else.
     trim_queue: std::collections::VecDeque<u32>,
-    /// Units holding stale data of a pending TRIM now.
+    /// Units marked [`TRIM_PENDING`] now.
     trim_pending_units: u64,
     next_die: u32,
     in_gc: bool,
@@ -264,8 +244,7 @@ impl Ftl {
         }
         let blocks = config.all_blocks() as usize;
         let physical = blocks * config.units_per_block as usize;
-        let first_slc = config.total_blocks();
-        let buckets = 2 * config.dies as usize * (config.units_per_block as usize + 1);
+        let buckets = config.dies as usize * (config.units_per_block as usize + 1);
         let free = (0..config.dies)
             .map(|die| {
                 (0..config.blocks_per_die)
@@ -274,6 +253,7 @@ impl Ftl {
                     .collect()
             })
             .collect();
+        let first_slc = config.total_blocks();
         let slc_free = (0..config.dies)
             .map(|die| {
                 (0..config.slc_blocks_per_die)
@@ -285,15 +265,7 @@ impl Ftl {
         Ftl {
             config,
             l2p: vec![UNMAPPED; config.logical_units as usize],
-            maps: ReverseMaps::new(0, first_slc, config.units_per_block),
-            slc_maps: ReverseMaps::new(
-                first_slc,
-                config.dies * config.slc_blocks_per_die,
-                config.slc_units_per_block.max(1),
-            ),
-            candidates: Vec::new(),
-            rebuilds: 0,
-            pending: PendingTrims::new(blocks, config.units_per_block),
+            p2l: vec![UNMAPPED; physical],
             fingerprints: if config.fingerprints {
                 vec![0; physical]
             } else {
@@ -358,24 +330,13 @@ impl Ftl {
         block >= self.config.total_blocks()
     }
 
-    /// The list of `die`'s closed blocks with `valid` units, with or without a reverse map.
     #[inline]
-    fn bucket(&self, die: u32, valid: u32, mapped: bool) -> usize {
-        2 * (die * (self.config.units_per_block + 1) + valid) as usize + usize::from(mapped)
-    }
-
-    /// The list a closed block belongs in now.
-    #[inline]
-    fn bucket_of(&self, block: u32) -> usize {
-        self.bucket(
-            self.die_of_block(block),
-            self.valid[block as usize],
-            self.maps.has(block),
-        )
+    fn bucket(&self, die: u32, valid: u32) -> usize {
+        (die * (self.config.units_per_block + 1) + valid) as usize
     }
 
     fn link(&mut self, block: u32) {
-        let head = self.bucket_of(block);
+        let head = self.bucket(self.die_of_block(block), self.valid[block as usize]);
         let first = self.heads[head];
         self.next[block as usize] = first;
         self.prev[block as usize] = NIL;
@@ -390,7 +351,7 @@ impl Ftl {
         if p != NIL {
             self.next[p as usize] = n;
         } else {
-            let head = self.bucket_of(block);
+            let head = self.bucket(self.die_of_block(block), self.valid[block as usize]);
             debug_assert_eq!(self.heads[head], block);
             self.heads[head] = n;
         }
@@ -411,6 +372,7 @@ impl Ftl {
             "invalidating a unit of block {block}, which holds no valid data"
         );
         self.valid[block as usize] -= 1;
+        self.p2l[physical as usize] = UNMAPPED;
         if closed {
             self.link(block);
         }
@@ -428,8 +390,6 @@ impl Ftl {
         let old = self.frontier[die as usize];
         if old != NIL {
             self.state[old as usize] = BlockState::Closed;
-            // A closed block needs its reverse map again only when it is among the next victims.
-            self.maps.detach(old);
             self.link(old);
             self.frontier[die as usize] = NIL;
         }
@@ -467,7 +427,6 @@ impl Ftl {
         assert_eq!(self.written[block as usize], 0, "a free block must be erased");
         self.state[block as usize] = BlockState::Open;
         self.frontier[die as usize] = block;
-        self.maps.attach(block);
     }
 
     /// Allocates the next unit of `die`'s frontier.
@@ -497,20 +456,9 @@ impl Ftl {
     /// Chooses the victim block of `die`, if any closed block holds invalid data.
     fn victim(&self, die: u32) -> Option<u32> {
         match self.config.policy {
-            // Of the blocks with the fewest valid units (or up to GREEDY_SLACK more), one whose reverse map is
-            // at hand.
-            GcPolicy::Greedy => {
-                let np = self.config.units_per_block;
-                let fewest = (0..np).find(|&valid| {
-                    self.heads[self.bucket(die, valid, true)] != NIL
-                        || self.heads[self.bucket(die, valid, false)] != NIL
-                })?;
-                let slack = GREEDY_SLACK;
-                (fewest..np.min(fewest + slack + 1))
-                    .map(|valid| self.heads[self.bucket(die, valid, true)])
-                    .find(|&head| head != NIL)
-                    .or(Some(self.heads[self.bucket(die, fewest, false)]))
-            }
+            GcPolicy::Greedy => (0..self.config.units_per_block)
+                .map(|valid| self.heads[self.bucket(die, valid)])
+                .find(|&head| head != NIL),
             GcPolicy::CostBenefit => {
                 let first = die * self.config.blocks_per_die;
                 (first..first + self.config.blocks_per_die)
@@ -533,59 +481,32 @@ impl Ftl {
         }
     }
 
-    /// Records that `physical`, just programmed, holds `logical` (or stale data of a pending TRIM, with
-    /// [`NO_LOGICAL`]).
-    #[inline]
-    fn record(&mut self, physical: u32, logical: u32) {
-        let np = self.config.units_per_block;
-        let block = physical / np;
-        if self.is_slc(block) {
-            self.slc_maps.set(block, physical % np, logical);
-        } else {
-            self.maps.set(block, physical % np, logical);
-        }
-    }
-
-    /// The logical unit whose data `physical` holds, if it is valid and not stale data of a pending TRIM. The
-    /// block must have a reverse map.
-    #[inline]
-    fn holder(&self, physical: u32) -> Option<u32> {
-        let np = self.config.units_per_block;
-        let block = physical / np;
-        let logical = if self.is_slc(block) {
-            self.slc_maps.get(block, physical % np)
-        } else {
-            self.maps.get(block, physical % np)
-        };
-        (logical != NO_LOGICAL && self.l2p[logical as usize] == physical).then_some(logical)
-    }
-
-    /// Moves every valid unit of `block` (which has a reverse map) into `die`'s main-pool frontier and erases
-    /// the block (the caller puts it on a free list). Returns the units moved.
+    /// Moves every valid unit of `block` into `die`'s main-pool frontier and erases the block (the caller puts it
+    /// on a free list). Returns the units moved.
     fn empty_block(&mut self, block: u32, die: u32) -> u32 {
         let np = self.config.units_per_block;
         let mut moved = 0;
         for offset in 0..self.written[block as usize] {
             let physical = block * np + offset;
-            if self.pending.block_has_any(block) && self.pending.get(physical) {
-                // The firmware has not processed this TRIM: the stale data is copied like live data, and its
-                // TRIM follows it to the new place.
-                let target = self.allocate(die);
-                self.pending.clear(physical);
-                self.pending.set(target);
-                self.record(target, NO_LOGICAL);
-                self.trim_queue.push_back(target);
-                self.moved(physical, target);
-                moved += 1;
+            let logical = self.p2l[physical as usize];
+            if logical == UNMAPPED {
                 continue;
             }
-            let Some(logical) = self.holder(physical) else {
-                continue;
-            };
             let target = self.allocate(die);
-            self.record(target, logical);
-            self.l2p[logical as usize] = target;
-            self.moved(physical, target);
+            self.p2l[target as usize] = logical;
+            if logical == TRIM_PENDING {
+                // The firmware has not processed this TRIM: the stale data is copied like live data, and its
+                // TRIM follows it to the new place.
+                self.trim_queue.push_back(target);
+            } else {
+                self.l2p[logical as usize] = target;
+            }
+            if self.config.fingerprints {
+                self.fingerprints[target as usize] = self.fingerprints[physical as usize];
+            }
+            let target_block = self.block_of(target);
+            self.valid[target_block as usize] += 1;
+            self.p2l[physical as usize] = UNMAPPED;
             moved += 1;
         }
         assert_eq!(
@@ -595,37 +516,15 @@ impl Ftl {
         self.valid[block as usize] = 0;
         self.written[block as usize] = 0;
         self.erase_count[block as usize] += 1;
-        self.pending.clear_block(block);
-        if self.is_slc(block) {
-            self.slc_maps.detach(block);
-        } else {
-            self.maps.detach(block);
-        }
         moved
-    }
-
-    /// The bookkeeping of one unit copied from `from` to `to`.
-    #[inline]
-    fn moved(&mut self, from: u32, to: u32) {
-        if self.config.fingerprints {
-            self.fingerprints[to as usize] = self.fingerprints[from as usize];
-        }
-        let target_block = self.block_of(to);
-        self.valid[target_block as usize] += 1;
     }
 
     /// Collects one victim on `die`: relocates its valid units into the frontier and erases it. Returns false
     /// when there is nothing to collect.
     fn collect(&mut self, die: u32) -> bool {
-        let Some(mut victim) = self.victim(die) else {
+        let Some(victim) = self.victim(die) else {
             return false;
         };
-        if !self.maps.has(victim) {
-            self.rebuild_reverse_maps(victim);
-            // As good a victim, now with its reverse map (the same block under cost-benefit).
-            victim = self.victim(die).expect("there was a victim a moment ago");
-        }
-        assert!(self.maps.has(victim), "victim {victim} has no reverse map");
         self.unlink(victim);
         self.state[victim as usize] = BlockState::Free; // not linked anywhere while being emptied
         let relocated = self.empty_block(victim, die);
@@ -637,83 +536,6 @@ impl Ftl {
         self.pending_gc.relocated_units += relocated;
         self.pending_gc.erased_blocks += 1;
         true
-    }
-
-    /// The closed main-pool blocks of `die` that the policy would collect first, best first, at most `count`.
-    fn next_victims(&self, die: u32, count: usize) -> Vec<u32> {
-        match self.config.policy {
-            GcPolicy::Greedy => {
-                let mut blocks = Vec::with_capacity(count);
-                for valid in 0..self.config.units_per_block {
-                    for mapped in [true, false] {
-                        let mut block = self.heads[self.bucket(die, valid, mapped)];
-                        while block != NIL && blocks.len() < count {
-                            blocks.push(block);
-                            block = self.next[block as usize];
-                        }
-                    }
-                }
-                blocks
-            }
-            GcPolicy::CostBenefit => {
-                let first = die * self.config.blocks_per_die;
-                let mut blocks: Vec<u32> = (first..first + self.config.blocks_per_die)
-                    .filter(|&b| {
-                        self.state[b as usize] == BlockState::Closed
-                            && self.valid[b as usize] < self.config.units_per_block
-                    })
-                    .collect();
-                blocks.sort_by(|&a, &b| self.benefit(b).total_cmp(&self.benefit(a)));
-                blocks.truncate(count);
-                blocks
-            }
-        }
-    }
-
-    /// Gives `victim` and the next victims of every die a reverse map, read back from the forward map in one
-    /// pass (the candidates of the previous rebuild that were not collected give theirs up first).
-    fn rebuild_reverse_maps(&mut self, victim: u32) {
-        for block in std::mem::take(&mut self.candidates) {
-            // A candidate that was collected since may be a frontier again: that map stays.
-            if self.state[block as usize] == BlockState::Closed {
-                self.unlink(block);
-                self.maps.detach(block);
-                self.link(block);
-            }
-        }
-        let per_die = (self.config.blocks_per_die / CANDIDATE_SHARE).max(1) as usize;
-        for die in 0..self.config.dies {
-            for block in self.next_victims(die, per_die) {
-                self.unlink(block);
-                self.maps.attach(block);
-                self.link(block);
-                self.candidates.push(block);
-            }
-        }
-        if !self.maps.has(victim) {
-            // Cost-benefit ties can leave the chosen victim just outside the share.
-            self.unlink(victim);
-            self.maps.attach(victim);
-            self.link(victim);
-            self.candidates.push(victim);
-        }
-        let np = self.config.units_per_block;
-        let first_slc = self.config.total_blocks();
-        for (logical, &physical) in self.l2p.iter().enumerate() {
-            if physical == UNMAPPED {
-                continue;
-            }
-            let block = physical / np;
-            if block < first_slc {
-                self.maps.set_if_mapped(block, physical % np, logical as u32);
-            }
-        }
-        self.rebuilds += 1;
-    }
-
-    /// Passes over the forward map that rebuilt reverse maps, and the most blocks that had one at once.
-    pub fn reverse_map_rebuilds(&self) -> (u64, usize) {
-        (self.rebuilds, self.maps.slots() + self.slc_maps.slots())
     }
 
     /// Writes logical unit `logical` (with an optional content fingerprint) to the next die in turn.
@@ -753,8 +575,6 @@ impl Ftl {
         let old = self.l2p[logical as usize];
         if old != UNMAPPED {
             self.invalidate(old);
-            // Unmapped before allocating: collection during the allocation must not see the old copy as valid.
-            self.l2p[logical as usize] = UNMAPPED;
         }
         self.pending_gc = GcWork::default();
         let physical = if slc {
@@ -762,7 +582,7 @@ impl Ftl {
         } else {
             self.allocate(die)
         };
-        self.record(physical, logical);
+        self.p2l[physical as usize] = logical;
         self.l2p[logical as usize] = physical;
         let block = self.block_of(physical);
         self.valid[block as usize] += 1;
@@ -794,7 +614,6 @@ impl Ftl {
             };
             self.state[block as usize] = BlockState::Open;
             self.slc_frontier[die as usize] = block;
-            self.slc_maps.attach(block);
         }
         let offset = self.written[block as usize];
         self.written[block as usize] += 1;
@@ -823,8 +642,6 @@ impl Ftl {
         );
         self.written[block as usize] = 0;
         self.erase_count[block as usize] += 1;
-        self.pending.clear_block(block);
-        self.slc_maps.detach(block);
         self.counters.erases += 1;
         self.pending_gc.erased_blocks += 1;
         block
@@ -875,7 +692,7 @@ impl Ftl {
             return false;
         }
         self.l2p[logical as usize] = UNMAPPED;
-        self.pending.set(old);
+        self.p2l[old as usize] = TRIM_PENDING;
         self.trim_queue.push_back(old);
         self.trim_pending_units += 1;
         self.counters.trimmed_units += 1;
@@ -890,10 +707,9 @@ impl Ftl {
             let Some(physical) = self.trim_queue.pop_front() else {
                 break;
             };
-            if !self.pending.get(physical) {
+            if self.p2l[physical as usize] != TRIM_PENDING {
                 continue; // moved by GC since (its new place is queued), or reclaimed through a stale entry
             }
-            self.pending.clear(physical);
             self.invalidate(physical);
             self.trim_pending_units -= 1;
             done += 1;
@@ -924,28 +740,10 @@ impl Ftl {
         (physical != UNMAPPED).then_some(physical)
     }
 
-    /// For each of `blocks`, its valid units as (physical, logical) in physical order, read back from the forward
-    /// map in one pass (stale data of pending TRIMs is not listed). For the firmware refresh, which rewrites
-    /// whole blocks.
-    pub fn valid_units(&self, blocks: &[u32]) -> Vec<Vec<(u32, u32)>> {
-        let mut index = vec![NIL; self.config.all_blocks() as usize];
-        for (at, &block) in blocks.iter().enumerate() {
-            index[block as usize] = at as u32;
-        }
-        let mut units = vec![Vec::new(); blocks.len()];
-        let np = self.config.units_per_block;
-        for (logical, &physical) in self.l2p.iter().enumerate() {
-            if physical != UNMAPPED {
-                let at = index[(physical / np) as usize];
-                if at != NIL {
-                    units[at as usize].push((physical, logical as u32));
-                }
-            }
-        }
-        for list in &mut units {
-            list.sort_unstable();
-        }
-        units
+    /// The logical unit stored at a physical unit, if it holds valid data (not stale data awaiting its TRIM).
+    pub fn reverse(&self, physical: u32) -> Option<u32> {
+        let logical = self.p2l[physical as usize];
+        (logical != UNMAPPED && logical != TRIM_PENDING).then_some(logical)
     }
 
     /// The fingerprint stored with a logical unit (None when unmapped or fingerprints are off).
@@ -964,17 +762,6 @@ impl Ftl {
             block,
             self.programmed_at[block as usize],
         )
-    }
-
-    /// Units of `block` counted valid (including stale data of pending TRIMs).
-    pub fn valid_in_block(&self, block: u32) -> u32 {
-        self.valid[block as usize]
-    }
-
-    /// `block`'s erases and units written since its last erase: what it holds cannot change without this
-    /// changing too, except that units become invalid.
-    pub fn block_version(&self, block: u32) -> (u32, u32) {
-        (self.erase_count[block as usize], self.written[block as usize])
     }
 
     /// (min, mean, max) erase count over all blocks.
@@ -999,69 +786,42 @@ impl Ftl {
     /// Checks every invariant by brute force (tests and `--paranoid` runs); panics with the first violation.
     pub fn check_invariants(&self) {
         let np = self.config.units_per_block;
-        let physical_units = self.config.all_blocks() as usize * np as usize;
-        let mut p2l = vec![UNMAPPED; physical_units];
         for (logical, &physical) in self.l2p.iter().enumerate() {
             if physical != UNMAPPED {
                 assert_eq!(
-                    p2l[physical as usize], UNMAPPED,
-                    "two logical units map to physical {physical}"
+                    self.p2l[physical as usize], logical as u32,
+                    "l2p and p2l disagree at logical {logical}"
                 );
-                assert!(
-                    !self.pending.get(physical),
-                    "logical {logical} maps to stale data of a pending TRIM"
-                );
-                p2l[physical as usize] = logical as u32;
             }
         }
         let mut pending = 0u64;
         for block in 0..self.config.all_blocks() {
-            let slc = self.is_slc(block);
-            let has_map = if slc {
-                self.slc_maps.has(block)
-            } else {
-                self.maps.has(block)
-            };
-            let must_have_map = match self.state[block as usize] {
-                BlockState::Open => true,
-                BlockState::Closed => slc,
-                BlockState::Free => false,
-            };
-            assert!(
-                has_map || !must_have_map,
-                "block {block} is written to (or in the SLC cache) without a reverse map"
-            );
-            let mut valid = 0;
-            for p in block * np..(block + 1) * np {
-                let logical = p2l[p as usize];
-                if self.pending.get(p) {
+            let units = block * np..(block + 1) * np;
+            let valid = units
+                .clone()
+                .filter(|&p| self.p2l[p as usize] != UNMAPPED)
+                .count() as u32;
+            assert_eq!(self.valid[block as usize], valid, "block {block}: valid count");
+            for p in units {
+                let logical = self.p2l[p as usize];
+                if logical == TRIM_PENDING {
                     pending += 1;
-                    valid += 1;
                     assert!(
                         p % np < self.written[block as usize],
                         "a pending TRIM beyond the write pointer"
                     );
                 } else if logical != UNMAPPED {
-                    valid += 1;
+                    assert_eq!(
+                        self.l2p[logical as usize], p,
+                        "p2l points at a stale mapping in block {block}"
+                    );
                     assert!(
                         p % np < self.written[block as usize],
                         "valid data beyond the write pointer"
                     );
-                    if has_map {
-                        assert_eq!(
-                            self.holder(p),
-                            Some(logical),
-                            "block {block}: its reverse map lost logical {logical}"
-                        );
-                    }
                 }
             }
-            assert_eq!(self.valid[block as usize], valid, "block {block}: valid count");
         }
-        assert!(
-            self.maps.attached() <= self.config.dies as usize + self.candidates.len(),
-            "reverse maps held beyond the frontiers and the candidates"
-        );
         assert_eq!(pending, self.trim_pending_units, "pending TRIMs miscounted");
         assert!(
             self.trim_queue.len() as u64 >= pending,
@@ -1071,15 +831,12 @@ impl Ftl {
             let in_free = self.free[die as usize].len() as u32;
             let mut closed = 0;
             for valid in 0..=np {
-                for mapped in [false, true] {
-                    let mut b = self.heads[self.bucket(die, valid, mapped)];
-                    while b != NIL {
-                        assert_eq!(self.state[b as usize], BlockState::Closed);
-                        assert_eq!(self.valid[b as usize], valid, "block {b} in the wrong bucket");
-                        assert_eq!(self.maps.has(b), mapped, "block {b} in the wrong list");
-                        closed += 1;
-                        b = self.next[b as usize];
-                    }
+                let mut b = self.heads[self.bucket(die, valid)];
+                while b != NIL {
+                    assert_eq!(self.state[b as usize], BlockState::Closed);
+                    assert_eq!(self.valid[b as usize], valid, "block {b} in the wrong bucket");
+                    closed += 1;
+                    b = self.next[b as usize];
                 }
             }
             let slc_total = self.slc_free[die as usize].len() as u32

@@ -9,9 +9,7 @@
 pub mod device;
 pub mod ftl;
 mod page_times;
-mod pending_trims;
 pub mod profile;
 pub mod retention;
-mod reverse_maps;
 pub mod spec;
 pub mod wa;
