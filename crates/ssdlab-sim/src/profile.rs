@@ -302,12 +302,13 @@ impl Geometry {
     }
 
     /// Bytes the simulator's maps take: 4 bytes per logical unit (map) and per physical unit (reverse map),
-    /// and 2 bytes per page for its program time.
+    /// and about 64 bytes per block for its pages' program times (one run when it filled within an hour).
     pub fn map_bytes(&self) -> u64 {
         let blocks = self.dies as u64 * (self.data_blocks_per_die + self.reserve_blocks_per_die + 1) as u64
             + self.dies as u64 * self.slc_blocks_per_die as u64;
         let physical = blocks * self.units_per_block as u64;
-        4 * self.logical_units as u64 + 4 * physical + 2 * physical / self.units_per_page.max(1) as u64
+        let page_times = if self.units_per_page > 0 { 64 * blocks } else { 0 };
+        4 * self.logical_units as u64 + 4 * physical + page_times
     }
 }
 
