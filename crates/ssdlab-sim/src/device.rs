@@ -298,7 +298,7 @@ impl SimDevice {
             return;
         }
         let per_program = self.units_per_program() as u64;
-        let reads = (work.relocated_units as u64).div_ceil(per_program);
+        let reads = work.read_pages as u64;
         let read_ns = if from_slc {
             self.profile.slc.read_ns
         } else {
@@ -589,12 +589,15 @@ impl SimDevice {
                 }
                 // Reading old data back costs its read retries, page by page, before the moves.
                 let per_page = self.units_per_program();
-                let retry_ns: u64 = (first..first + units_per_block)
+                let pages: Vec<u32> = (first..first + units_per_block)
                     .step_by(per_page as usize)
                     .filter(|&page_first| {
                         (page_first..page_first + per_page).any(|p| self.ftl.reverse(p).is_some())
                     })
-                    .map(|page_first| {
+                    .collect();
+                let retry_ns: u64 = pages
+                    .iter()
+                    .map(|&page_first| {
                         let programmed = self
                             .ftl
                             .page_programmed_at(page_first)
@@ -605,10 +608,14 @@ impl SimDevice {
                     .sum();
                 self.die_free_ns[die as usize] = self.die_free_ns[die as usize].max(at) + retry_ns;
                 self.ftl.set_time(at);
-                let mut work = GcWork::default();
+                let mut work = GcWork {
+                    read_pages: pages.len() as u32,
+                    ..GcWork::default()
+                };
                 for logical in &logicals {
                     let placement = self.ftl.write_to(*logical, 0, die);
                     work.relocated_units += 1 + placement.gc.relocated_units;
+                    work.read_pages += placement.gc.read_pages;
                     work.erased_blocks += placement.gc.erased_blocks;
                 }
                 self.refreshed_units += logicals.len() as u64;

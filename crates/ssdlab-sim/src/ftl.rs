@@ -154,6 +154,9 @@ enum BlockState {
 pub struct GcWork {
     /// Valid units copied out of victim blocks.
     pub relocated_units: u32,
+    /// NAND pages read to copy them: every page that held a valid unit (a sparse victim needs more reads per
+    /// unit moved than a dense one).
+    pub read_pages: u32,
     pub erased_blocks: u32,
 }
 
@@ -482,15 +485,22 @@ impl Ftl {
     }
 
     /// Moves every valid unit of `block` into `die`'s main-pool frontier and erases the block (the caller puts it
-    /// on a free list). Returns the units moved.
-    fn empty_block(&mut self, block: u32, die: u32) -> u32 {
+    /// on a free list). Returns the units moved and the pages read to move them.
+    fn empty_block(&mut self, block: u32, die: u32) -> (u32, u32) {
         let np = self.config.units_per_block;
+        let per_page = self.config.units_per_page.max(1);
         let mut moved = 0;
+        let mut read_pages = 0;
+        let mut last_page = u32::MAX;
         for offset in 0..self.written[block as usize] {
             let physical = block * np + offset;
             let logical = self.p2l[physical as usize];
             if logical == UNMAPPED {
                 continue;
+            }
+            if physical / per_page != last_page {
+                last_page = physical / per_page;
+                read_pages += 1;
             }
             let target = self.allocate(die);
             self.p2l[target as usize] = logical;
@@ -516,7 +526,7 @@ impl Ftl {
         self.valid[block as usize] = 0;
         self.written[block as usize] = 0;
         self.erase_count[block as usize] += 1;
-        moved
+        (moved, read_pages)
     }
 
     /// Collects one victim on `die`: relocates its valid units into the frontier and erases it. Returns false
@@ -527,13 +537,14 @@ impl Ftl {
         };
         self.unlink(victim);
         self.state[victim as usize] = BlockState::Free; // not linked anywhere while being emptied
-        let relocated = self.empty_block(victim, die);
+        let (relocated, read_pages) = self.empty_block(victim, die);
         self.free[die as usize].push(victim);
         self.counters.relocated_units += relocated as u64;
         self.counters.nand_units_written += relocated as u64;
         self.counters.erases += 1;
         self.counters.gc_runs += 1;
         self.pending_gc.relocated_units += relocated;
+        self.pending_gc.read_pages += read_pages;
         self.pending_gc.erased_blocks += 1;
         true
     }
@@ -671,7 +682,7 @@ impl Ftl {
             self.slc_reclaimable[die as usize] -= 1;
         }
         self.pending_gc = GcWork::default();
-        let moved = self.empty_block(block, die);
+        let (moved, read_pages) = self.empty_block(block, die);
         self.state[block as usize] = BlockState::Free;
         self.slc_free[die as usize].push(block);
         self.counters.nand_units_written += moved as u64;
@@ -679,6 +690,7 @@ impl Ftl {
         self.counters.erases += 1;
         let mut work = self.pending_gc;
         work.relocated_units += moved;
+        work.read_pages += read_pages;
         work.erased_blocks += 1;
         Some(work)
     }
