@@ -11,6 +11,7 @@ pub mod erase;
 pub mod fanout;
 pub mod latency;
 pub mod op;
+pub mod pts;
 pub mod session;
 pub mod sweep;
 pub mod trim;

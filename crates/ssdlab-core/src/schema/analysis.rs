@@ -23,6 +23,7 @@ pub enum Analysis {
     Trim(MethodAnalysis<TrimAnalysis>),
     Sweep(MethodAnalysis<SweepAnalysis>),
     Latency(MethodAnalysis<LatencyAnalysis>),
+    Pts(MethodAnalysis<crate::schema::pts::PtsAnalysis>),
     Scan(ScanAnalysis),
     RegionScan(RegionScanAnalysis),
     Health(crate::schema::health::HealthAnalysis),
@@ -39,6 +40,7 @@ impl Analysis {
             Analysis::Trim(_) => "trim",
             Analysis::Sweep(_) => "sweep",
             Analysis::Latency(_) => "latency",
+            Analysis::Pts(_) => "pts",
             Analysis::Scan(_) => "scan",
             Analysis::RegionScan(_) => "region-scan",
             Analysis::Health(_) => "health",
@@ -54,6 +56,7 @@ impl Analysis {
             Analysis::Trim(m) => &m.notes,
             Analysis::Sweep(m) => &m.notes,
             Analysis::Latency(m) => &m.notes,
+            Analysis::Pts(m) => &m.notes,
             Analysis::Run
             | Analysis::Scan(_)
             | Analysis::RegionScan(_)

@@ -9,6 +9,7 @@ mod cache;
 pub mod fanout;
 pub mod health;
 pub mod options;
+pub mod pts;
 pub mod refresh;
 
 use serde::{Deserialize, Serialize, Serializer};
@@ -242,6 +243,7 @@ fn analysis_object<S: Serializer>(analysis: &Analysis, serializer: S) -> Result<
         Analysis::Trim(a) => a.serialize(serializer),
         Analysis::Sweep(a) => a.serialize(serializer),
         Analysis::Latency(a) => a.serialize(serializer),
+        Analysis::Pts(a) => a.serialize(serializer),
         Analysis::Scan(a) => a.serialize(serializer),
         Analysis::RegionScan(a) => a.serialize(serializer),
         Analysis::Health(a) => a.serialize(serializer),

@@ -92,6 +92,7 @@ pub enum MethodOptions {
     Sweep(SweepOptions),
     Trim(TrimOptions),
     Latency(LatencyOptions),
+    Pts(crate::schema::pts::PtsOptions),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
