@@ -25,6 +25,7 @@ fn every_kind_reads_back_typed() {
         "health",
         "fanout",
         "refresh",
+        "pts",
     ] {
         let result = read(kind);
         assert_eq!(result.kind(), kind);
@@ -34,6 +35,10 @@ fn every_kind_reads_back_typed() {
             Analysis::Trim(m) => m.measured.as_ref().is_some_and(|t| t.discard_supported),
             Analysis::Sweep(m) => m.measured.as_ref().is_some_and(|s| !s.rows.is_empty()),
             Analysis::Latency(m) => m.measured.as_ref().is_some_and(|l| l.iops > 0.0),
+            Analysis::Pts(m) => m
+                .measured
+                .as_ref()
+                .is_some_and(|p| p.matrix.len() == 4 && p.steady_state.achieved),
             Analysis::Scan(s) => !s.files.is_empty(),
             Analysis::RegionScan(r) => r.regions.len() == 4,
             Analysis::Health(h) => h.drives.iter().all(|d| d.snapshot.host_written_bytes.is_some()),
@@ -51,6 +56,7 @@ fn every_kind_reads_back_typed() {
             MethodOptions::Sweep(_) => "sweep",
             MethodOptions::Trim(_) => "trim",
             MethodOptions::Latency(_) => "latency",
+            MethodOptions::Pts(_) => "pts",
         };
         let options_kind = match &result.options {
             RunOptions::Run(job) => {

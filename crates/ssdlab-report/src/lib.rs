@@ -10,6 +10,7 @@ mod consistency;
 mod fanout;
 pub mod health;
 mod latency;
+mod pts;
 mod refresh;
 mod region_scan;
 mod run;
@@ -215,6 +216,7 @@ pub fn render(results: &[RunResult]) -> String {
             Analysis::Trim(_) => trim::trim(&group),
             Analysis::Sweep(_) => sweep::sweep(&group),
             Analysis::Latency(_) => latency::latency(&group),
+            Analysis::Pts(_) => pts::pts(&group),
             Analysis::Scan(_) => scan::scan(&group),
             Analysis::RegionScan(_) => region_scan::region_scan(&group),
             Analysis::Run => run::run(&group),
@@ -234,6 +236,7 @@ fn heading(kind: &str) -> String {
         "trim" => "TRIM validation".into(),
         "sweep" => "Transfer-size sweep".into(),
         "latency" => "QD1 latency: 4 KiB operations one at a time".into(),
+        "pts" => "SNIA PTS: rounds to steady state, and the matrix at steady state".into(),
         "scan" => "Stale data: read speed by data age".into(),
         "region-scan" => "Read speed across the device (region scan)".into(),
         "health" => "Drive health: host and NAND writes, write amplification, wear".into(),

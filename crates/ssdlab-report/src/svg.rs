@@ -489,6 +489,103 @@ pub fn bars(title: &str, axis_label: &str, items: &[(String, f64)], format: fn(f
     svg
 }
 
+/// A heat map: one cell per (row, column), shaded from light to dark by its value on a log scale between the
+/// grid's smallest and largest value, with the value written in it (formatted by `format`). A missing value is
+/// left blank and marked "–".
+pub fn heatmap(
+    title: &str,
+    rows_label: &str,
+    columns_label: &str,
+    rows: &[String],
+    columns: &[String],
+    values: &[Vec<Option<f64>>],
+    format: fn(f64) -> String,
+) -> String {
+    let (width, row) = (800.0, 30.0);
+    let (left, right, top) = (90.0, 16.0, 56.0);
+    let cell_w = (width - left - right) / columns.len().max(1) as f64;
+    let height = top + row * rows.len() as f64 + 40.0;
+    let present: Vec<f64> = values
+        .iter()
+        .flatten()
+        .flatten()
+        .copied()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect();
+    let lo = present.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = present.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    // 0 (lightest) to 1 (darkest) on a log scale; a flat grid is mid-tone.
+    let shade = |v: f64| {
+        if hi > lo {
+            ((v.ln() - lo.ln()) / (hi.ln() - lo.ln())).clamp(0.0, 1.0)
+        } else {
+            0.5
+        }
+    };
+    let (light, dark) = ([0xee, 0xf3, 0xfb], [0x1f, 0x4e, 0x96]);
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg class="chart heatmap" viewBox="0 0 {width} {height}" role="img" aria-label="{t}" xmlns="http://www.w3.org/2000/svg"><text class="title" x="12" y="20">{t}</text><text class="label" x="{cx:.1}" y="40" text-anchor="middle">{cl}</text>"#,
+        t = escape(title),
+        cx = left + (width - left - right) / 2.0,
+        cl = escape(columns_label)
+    );
+    for (j, name) in columns.iter().enumerate() {
+        let _ = write!(
+            svg,
+            r#"<text class="tick" x="{x:.1}" y="{y:.1}" text-anchor="middle">{n}</text>"#,
+            x = left + cell_w * (j as f64 + 0.5),
+            y = top - 4.0,
+            n = escape(name)
+        );
+    }
+    for (i, name) in rows.iter().enumerate() {
+        let y = top + row * i as f64;
+        let _ = write!(
+            svg,
+            r#"<text class="tick" x="{x:.1}" y="{ty:.1}" text-anchor="end">{n}</text>"#,
+            x = left - 8.0,
+            ty = y + row * 0.62,
+            n = escape(name)
+        );
+        for j in 0..columns.len() {
+            let x = left + cell_w * j as f64;
+            let value = values.get(i).and_then(|r| r.get(j)).copied().flatten();
+            let (fill, ink, text) = match value.filter(|v| v.is_finite() && *v > 0.0) {
+                Some(v) => {
+                    let t = shade(v);
+                    let c: Vec<u8> = (0..3)
+                        .map(|k| (light[k] as f64 + (dark[k] as f64 - light[k] as f64) * t).round() as u8)
+                        .collect();
+                    (
+                        format!("#{:02x}{:02x}{:02x}", c[0], c[1], c[2]),
+                        if t > 0.55 { "#ffffff" } else { "#1d2330" },
+                        format(v),
+                    )
+                }
+                None => ("#fbfcfe".to_string(), "#4a5263", "–".to_string()),
+            };
+            let _ = write!(
+                svg,
+                r##"<g class="cell"><rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}" fill="{fill}" stroke="#ffffff"/><text x="{tx:.1}" y="{ty:.1}" text-anchor="middle" font-size="12" fill="{ink}">{v}</text></g>"##,
+                w = cell_w,
+                h = row,
+                tx = x + cell_w / 2.0,
+                ty = y + row * 0.62,
+                v = escape(&text)
+            );
+        }
+    }
+    let _ = write!(
+        svg,
+        r#"<text class="label" x="12" y="{ly:.1}">{rl}</text></svg>"#,
+        ly = height - 12.0,
+        rl = escape(rows_label)
+    );
+    svg
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -539,6 +636,29 @@ mod tests {
             svg, expected,
             "chart markup changed; if intended, rerun with UPDATE_SNAPSHOTS=1 and review the diff"
         );
+    }
+
+    #[test]
+    fn heatmap_shades_by_log_value_and_marks_missing_cells() {
+        let svg = heatmap(
+            "IOPS <matrix>",
+            "block size",
+            "R/W mix",
+            &["1m".into(), "4k".into()],
+            &["100/0".into(), "0/100".into()],
+            &[vec![Some(100.0), Some(1000.0)], vec![Some(10_000.0), None]],
+            |v| format!("{v:.0}"),
+        );
+        assert!(svg.contains("IOPS &lt;matrix&gt;"), "titles are escaped");
+        assert_eq!(svg.matches("<g class=\"cell\">").count(), 4);
+        assert!(
+            svg.contains("fill=\"#eef3fb\""),
+            "the smallest value is the lightest"
+        );
+        assert!(svg.contains("fill=\"#1f4e96\""), "the largest is the darkest");
+        // 1000 is half way between 100 and 10000 on a log scale.
+        assert!(svg.contains("fill=\"#87a1c9\""), "{svg}");
+        assert!(svg.contains(">–<"), "a missing cell says so");
     }
 
     #[test]

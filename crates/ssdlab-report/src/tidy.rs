@@ -1,5 +1,5 @@
 //! One tidy CSV per test, one row per point, beside the per-phase series: the sweep's transfer sizes, the TRIM
-//! test's three states, the QD1 latency test's one row, a scan's files. Columns are named like the JSON fields
+//! test's three states, the QD1 latency test's one row, the PTS rounds' cells, a scan's files. Columns are named like the JSON fields
 //! (documented in docs/result-schema.md). Pure formatting of the typed analysis.
 
 use std::fmt::Write;
@@ -30,6 +30,34 @@ pub fn tidy_csv(result: &RunResult) -> Option<(&'static str, String)> {
                 );
             }
             Some(("sweep.csv", csv))
+        }
+        Analysis::Pts(MethodAnalysis {
+            measured: Some(a), ..
+        }) => {
+            // Every cell of every round, then the window's averages as round "window".
+            let mut csv = String::from(
+                "round,read_percent,block_bytes,sequential,queue_depth,iops,bytes_per_s,latency_ns_mean,latency_ns_max\n",
+            );
+            let rows = a
+                .rounds
+                .iter()
+                .flat_map(|r| r.cells.iter().map(move |c| (r.round.to_string(), c)))
+                .chain(a.matrix.iter().map(|c| ("window".to_string(), c)));
+            for (round, c) in rows {
+                let _ = writeln!(
+                    csv,
+                    "{round},{},{},{},{},{:.1},{:.1},{:.1},{}",
+                    c.cell.read_percent,
+                    c.cell.block_bytes,
+                    c.cell.sequential,
+                    c.cell.queue_depth,
+                    c.iops,
+                    c.bytes_per_s,
+                    c.latency_ns_mean,
+                    c.latency_ns_max
+                );
+            }
+            Some(("pts.csv", csv))
         }
         Analysis::Trim(MethodAnalysis {
             measured: Some(a), ..

@@ -415,6 +415,9 @@ pub enum TestCommand {
     Sweep(SweepArgs),
     /// QD1 latency (IOmeter-like): 4 KiB random writes at queue depth 1 with percentile columns.
     Latency(LatencyArgs),
+    /// SNIA PTS: purge, precondition with 2x the capacity, then rounds of the IOPS (8 block sizes x 7 mixes),
+    /// throughput or latency matrix until the tracking variable reaches steady state (at most 25 rounds).
+    Pts(PtsArgs),
 }
 
 /// Flags every test shares.
@@ -566,6 +569,35 @@ pub struct SimWaArgs {
 pub enum GcPolicyArg {
     Greedy,
     CostBenefit,
+}
+
+#[derive(Debug, Args)]
+pub struct PtsArgs {
+    #[command(flatten)]
+    pub common: TestCommon,
+    /// Which PTS test: iops (random, 0.5-1024 KiB by R/W 100/0 to 0/100), throughput (sequential 1024 and
+    /// 128 KiB) or latency (QD1, 0.5/4/8 KiB by R/W 100/0, 65/35, 0/100).
+    #[arg(long, value_enum, default_value = "iops")]
+    pub test: PtsTestArg,
+    /// How long each cell of the matrix runs per round (the PTS: 1 minute; shorten for a quick look).
+    #[arg(long, default_value = "60s")]
+    pub round_time: String,
+    /// The ActiveRange: the share of the LBAs the rounds address (100 or 100%).
+    #[arg(long, default_value = "100", value_parser = percent)]
+    pub span: f64,
+    /// Outstanding I/Os of the IOPS and throughput tests (the latency test runs at 1).
+    #[arg(long, default_value_t = 32, alias = "iodepth")]
+    pub qd: u32,
+    /// Rounds before giving up on steady state.
+    #[arg(long, default_value_t = 25)]
+    pub max_rounds: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PtsTestArg {
+    Iops,
+    Throughput,
+    Latency,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -508,7 +508,9 @@ pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<()> {
         .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
     let json = serde_json::to_vec_pretty(result).context("serializing result.json")?;
     write_atomically(&dir.join("result.json"), &json)?;
-    for phase in &result.phases {
+    // A PTS run has up to 1400 cells: its rounds are pts.csv, not a file per phase.
+    let per_phase = !matches!(result.analysis, ssdlab_core::schema::Analysis::Pts(_));
+    for phase in result.phases.iter().filter(|_| per_phase) {
         let name = if result.phases.len() == 1 {
             "samples".to_string()
         } else {

@@ -8,12 +8,13 @@ use ssdlab_core::schema::{Analysis, Event, MethodAnalysis, RunResult, SCHEMA};
 use ssdlab_core::units::{BinaryBytes, Nanos, rfc3339_utc};
 use ssdlab_methods::consistency::{self, ConsistencyOptions};
 use ssdlab_methods::latency::{self, LatencyOptions, LatencyRw};
+use ssdlab_methods::pts::{self, PtsOptions, PtsTest};
 use ssdlab_methods::sweep::{self, SweepAxis, SweepOptions};
 use ssdlab_methods::trim::{self, TrimOptions};
 use ssdlab_methods::{MethodError, MethodOutcome, Session};
 
 use super::Outcome;
-use crate::cli::{LatencyRwArg, SweepAxisArg, TestCommand, TestCommon};
+use crate::cli::{LatencyRwArg, PtsTestArg, SweepAxisArg, TestCommand, TestCommon};
 use crate::output::{self, Reporter};
 use crate::plan::{self, duration_flag, size_flag};
 
@@ -163,7 +164,54 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
                 |s| latency::latency(s, &options),
             )
         }
+        TestCommand::Pts(args) => {
+            let options = pts_options(args)?;
+            execute(
+                &args.common,
+                "pts",
+                MethodOptions::Pts(options),
+                plan::Use::Writes,
+                |s| pts::pts(s, &options),
+            )
+        }
     }
+}
+
+fn pts_options(args: &crate::cli::PtsArgs) -> Result<PtsOptions> {
+    let options = PtsOptions {
+        test: match args.test {
+            PtsTestArg::Iops => PtsTest::Iops,
+            PtsTestArg::Throughput => PtsTest::Throughput,
+            PtsTestArg::Latency => PtsTest::Latency,
+        },
+        cell_ns: duration_flag("round-time", &args.round_time)?,
+        active_range_percent: args.span,
+        queue_depth: args.qd,
+        max_rounds: args.max_rounds,
+        ..PtsOptions::default()
+    };
+    if options.cell_ns < 100_000_000 {
+        bail!(
+            "--round-time {}: run each cell for at least 100ms (the PTS runs a minute)",
+            args.round_time
+        );
+    }
+    if !(args.span > 0.0 && args.span <= 100.0) {
+        bail!(
+            "--span {}: the ActiveRange is a percentage above 0 and at most 100",
+            args.span
+        );
+    }
+    if !(1..=1024).contains(&args.qd) {
+        bail!("--qd {}: queue depth must be between 1 and 1024", args.qd);
+    }
+    if !(5..=1000).contains(&args.max_rounds) {
+        bail!(
+            "--max-rounds {}: between 5 (one steady-state window) and 1000; the PTS allows 25",
+            args.max_rounds
+        );
+    }
+    Ok(options)
 }
 
 fn execute(
@@ -317,9 +365,10 @@ fn print_analysis(analysis: &Analysis) {
                     String::new()
                 }
             );
-            eprintln!("{:<10}{:>14}{:>14}{:>14}", "", "Clean", "Dirty", "After TRIM");
+            // Each figure is "172.5 MB/s (164.5 MiB/s)": 24 characters and a gap.
+            eprintln!("{:<10}{:>26}{:>26}{:>26}", "", "Clean", "Dirty", "After TRIM");
             eprintln!(
-                "{:<10}{:>14}{:>14}{:>14}",
+                "{:<10}{:>26}{:>26}{:>26}",
                 "seq write",
                 mb(a.clean_bytes_per_s),
                 mb(a.dirty_bytes_per_s),
@@ -402,6 +451,91 @@ fn print_analysis(analysis: &Analysis) {
                 Nanos(a.latency_ns_p999 as f64).to_string()
             );
         }
+        Analysis::Pts(MethodAnalysis {
+            measured: Some(a), ..
+        }) => print_pts(a),
         _ => {}
+    }
+}
+
+/// The PTS result on stderr: how it ran, the steady-state determination and the matrix at steady state.
+fn print_pts(a: &ssdlab_core::schema::pts::PtsAnalysis) {
+    use ssdlab_core::schema::pts::PtsTest;
+    use ssdlab_methods::pts::matrix;
+    let cells = a.rounds.first().map_or(0, |r| r.cells.len());
+    eprintln!(
+        "PTS       {} test: {} round(s) of {cells} cells x {} s over {:.0}% of the device ({}), QD{}; preconditioned with {}{}",
+        a.test.name(),
+        a.rounds.len(),
+        a.cell_s,
+        a.active_range_percent,
+        BinaryBytes(a.active_range_bytes),
+        a.tracking_cell.queue_depth,
+        BinaryBytes(a.preconditioning_bytes),
+        if a.purged {
+            " after a purge"
+        } else {
+            ", not purged"
+        }
+    );
+    let tracking = |v: f64| match a.tracking_metric {
+        ssdlab_core::schema::pts::PtsMetric::Iops => format!("{v:.0} IOPS"),
+        ssdlab_core::schema::pts::PtsMetric::BytesPerS => mb(v),
+        ssdlab_core::schema::pts::PtsMetric::LatencyNsMean => Nanos(v).to_string(),
+    };
+    let series: Vec<String> = a.rounds.iter().map(|r| tracking(r.tracking)).collect();
+    eprintln!("rounds    {}", series.join(", "));
+    let st = &a.steady_state;
+    match (st.window_first_round, st.window_last_round, st.window_mean) {
+        (Some(first), Some(last), Some(mean)) => eprintln!(
+            "steady    {} in rounds {first}-{last}: mean {}, range {:.1}% (<= 20%), slope {:.1}% (<= 10%)",
+            if st.achieved { "achieved" } else { "NOT achieved" },
+            tracking(mean),
+            100.0 * st.range_excursion.unwrap_or(f64::NAN),
+            100.0 * st.slope_excursion.unwrap_or(f64::NAN)
+        ),
+        _ => eprintln!(
+            "steady    not assessed: {} round(s), fewer than 5",
+            a.rounds.len()
+        ),
+    }
+    let mut mixes: Vec<u32> = a.matrix.iter().map(|c| c.cell.read_percent).collect();
+    mixes.dedup();
+    mixes.sort_unstable_by(|x, y| y.cmp(x));
+    mixes.dedup();
+    let mut sizes: Vec<u64> = a.matrix.iter().map(|c| c.cell.block_bytes).collect();
+    sizes.sort_unstable_by(|x, y| y.cmp(x));
+    sizes.dedup();
+    let (what, figure): (&str, fn(&ssdlab_core::schema::pts::PtsCellResult) -> String) = match a.test {
+        PtsTest::Iops => ("IOPS", |c| format!("{:.0}", c.iops)),
+        PtsTest::Throughput => ("MB/s", |c| format!("{:.1}", c.bytes_per_s / 1e6)),
+        PtsTest::Latency => ("mean / maximum response time", |c| {
+            format!(
+                "{} / {}",
+                Nanos(c.latency_ns_mean),
+                Nanos(c.latency_ns_max as f64)
+            )
+        }),
+    };
+    let width = if a.test == PtsTest::Latency { 22 } else { 10 };
+    eprintln!("matrix    {what} over the measurement window, by block size and R/W mix");
+    let mut header = format!("{:>10}", "block");
+    for m in &mixes {
+        header.push_str(&format!("{:>width$}", format!("{m}/{}", 100 - m)));
+    }
+    eprintln!("{header}");
+    for size in sizes {
+        let mut line = format!("{:>10}", matrix::size_token(size));
+        for m in &mixes {
+            let cell = a
+                .matrix
+                .iter()
+                .find(|c| c.cell.block_bytes == size && c.cell.read_percent == *m);
+            line.push_str(&format!("{:>width$}", cell.map_or("–".to_string(), figure)));
+        }
+        eprintln!("{line}");
+    }
+    for s in &a.skipped {
+        eprintln!("skipped   {s}");
     }
 }

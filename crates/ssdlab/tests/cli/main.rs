@@ -16,6 +16,7 @@ mod input;
 mod methods;
 mod nbd;
 mod op;
+mod pts;
 mod refresh;
 mod report;
 mod safety;
