@@ -11,9 +11,10 @@ cd "$(dirname "$0")/.."
 # file, for a loop device and a file system on top); nbdkit: the negative control of the crash oracle and of
 # block status; smartmontools: `ssdlab health` runs smartctl; prometheus: promtool checks every --prom output;
 # fdisk: sfdisk writes the partition tables `ssdlab op` must keep clear of; python3-jsonschema: every result.json
-# the tests write is checked against the JSON Schema generated from the types (docs/result.schema.json).
+# the tests write is checked against the JSON Schema generated from the types (docs/result.schema.json);
+# blktrace: blktrace and blkparse record a real trace of a loop device for `test replay`'s blkparse reader.
 packages=(fio e2fsprogs util-linux mount chromium btrfs-progs xfsprogs attr libnbd-bin python3-libnbd qemu-utils fuse3 nbdkit
-    smartmontools prometheus fdisk python3-jsonschema)
+    smartmontools prometheus fdisk python3-jsonschema blktrace)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

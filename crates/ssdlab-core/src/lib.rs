@@ -16,6 +16,7 @@ pub mod rng;
 pub mod schema;
 pub mod stats;
 pub mod target;
+pub mod trace;
 pub mod units;
 pub mod workload;
 

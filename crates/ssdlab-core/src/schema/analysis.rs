@@ -24,6 +24,7 @@ pub enum Analysis {
     Sweep(MethodAnalysis<SweepAnalysis>),
     Latency(MethodAnalysis<LatencyAnalysis>),
     Pts(MethodAnalysis<crate::schema::pts::PtsAnalysis>),
+    Replay(MethodAnalysis<crate::schema::replay::ReplayAnalysis>),
     Scan(ScanAnalysis),
     RegionScan(RegionScanAnalysis),
     Health(crate::schema::health::HealthAnalysis),
@@ -41,6 +42,7 @@ impl Analysis {
             Analysis::Sweep(_) => "sweep",
             Analysis::Latency(_) => "latency",
             Analysis::Pts(_) => "pts",
+            Analysis::Replay(_) => "replay",
             Analysis::Scan(_) => "scan",
             Analysis::RegionScan(_) => "region-scan",
             Analysis::Health(_) => "health",
@@ -57,6 +59,7 @@ impl Analysis {
             Analysis::Sweep(m) => &m.notes,
             Analysis::Latency(m) => &m.notes,
             Analysis::Pts(m) => &m.notes,
+            Analysis::Replay(m) => &m.notes,
             Analysis::Run
             | Analysis::Scan(_)
             | Analysis::RegionScan(_)

@@ -11,6 +11,7 @@ pub mod health;
 pub mod options;
 pub mod pts;
 pub mod refresh;
+pub mod replay;
 
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -244,6 +245,7 @@ fn analysis_object<S: Serializer>(analysis: &Analysis, serializer: S) -> Result<
         Analysis::Sweep(a) => a.serialize(serializer),
         Analysis::Latency(a) => a.serialize(serializer),
         Analysis::Pts(a) => a.serialize(serializer),
+        Analysis::Replay(a) => a.serialize(serializer),
         Analysis::Scan(a) => a.serialize(serializer),
         Analysis::RegionScan(a) => a.serialize(serializer),
         Analysis::Health(a) => a.serialize(serializer),

@@ -93,6 +93,7 @@ pub enum MethodOptions {
     Trim(TrimOptions),
     Latency(LatencyOptions),
     Pts(crate::schema::pts::PtsOptions),
+    Replay(crate::schema::replay::ReplayOptions),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

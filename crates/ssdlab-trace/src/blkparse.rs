@@ -1,0 +1,221 @@
+//! `blkparse`'s default text output: one line per event,
+//! `MAJ,MIN CPU SEQ SECONDS.NANOS PID ACTION RWBS SECTOR + SECTORS [PROCESS]`.
+//!
+//! A request appears several times (queued Q, dispatched D, completed C, and merges, plugs, ...). The queue
+//! events are what the application asked for, so they are replayed; a trace without Q events (recorded with a
+//! filter) falls back to the dispatch events. RWBS: R read, W write, D discard, F flush (a flush without a range
+//! is a flush; with one, a write with FUA), N none. The per-CPU summary blkparse prints at the end is skipped.
+
+use ssdlab_core::device::Op;
+
+use crate::{Trace, TraceError, TraceFormat, TraceOp, number};
+
+/// The event fields every line has: `MAJ,MIN CPU SEQ SECONDS.NANOS PID ACTION`.
+fn prefix(line: &str) -> Option<(u64, &str, Vec<&str>)> {
+    let tokens: Vec<&str> = line.split_whitespace().collect();
+    if tokens.len() < 6 {
+        return None;
+    }
+    let (major, minor) = tokens[0].split_once(',')?;
+    major.parse::<u32>().ok()?;
+    minor.parse::<u32>().ok()?;
+    tokens[1].parse::<u32>().ok()?;
+    tokens[2].parse::<u64>().ok()?;
+    let at_ns = seconds_ns(tokens[3])?;
+    tokens[4].parse::<u64>().ok()?;
+    let action = tokens[5];
+    Some((at_ns, action, tokens[6..].to_vec()))
+}
+
+/// `12.000345678` seconds as nanoseconds, without a float's rounding.
+fn seconds_ns(text: &str) -> Option<u64> {
+    let (s, frac) = text.split_once('.')?;
+    if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let ns: u64 = format!("{frac:0<9}").parse().ok()?;
+    s.parse::<u64>().ok()?.checked_mul(1_000_000_000)?.checked_add(ns)
+}
+
+pub(crate) fn is_event_line(line: &str) -> bool {
+    prefix(line).is_some()
+}
+
+/// The summary blkparse prints after the events: `CPU0 (sda):`, `Total (sda):` and what follows.
+fn is_summary_start(line: &str) -> bool {
+    let head = line.split_whitespace().next().unwrap_or("");
+    (head.starts_with("CPU") && head[3..].bytes().all(|b| b.is_ascii_digit()) && line.contains('('))
+        || head == "Total"
+}
+
+pub(crate) fn read(text: &str) -> Result<Trace, TraceError> {
+    let mut queued = Vec::new();
+    let mut dispatched = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if is_summary_start(line) {
+            break;
+        }
+        let Some((at_ns, action, rest)) = prefix(line) else {
+            return Err(TraceError::line(
+                n,
+                format!("not a blkparse event ('MAJ,MIN CPU SEQ SECONDS PID ACTION RWBS ...'): '{line}'"),
+            ));
+        };
+        let list = match action {
+            "Q" => &mut queued,
+            "D" => &mut dispatched,
+            _ => continue, // completions, merges, plugs, notes: not requests
+        };
+        let rwbs = *rest
+            .first()
+            .ok_or_else(|| TraceError::line(n, "a Q or D event without its RWBS field"))?;
+        // `SECTOR + SECTORS`, absent for a bare flush.
+        let range = match rest.get(1..4) {
+            Some([sector, "+", sectors]) => {
+                Some((number(n, "sector", sector)?, number(n, "sector count", sectors)?))
+            }
+            _ => None,
+        };
+        let op = if rwbs.contains('D') {
+            Op::Discard
+        } else if rwbs.contains('W') {
+            Op::Write
+        } else if rwbs.contains('R') {
+            Op::Read
+        } else if rwbs.contains('F') {
+            Op::Flush
+        } else if rwbs.contains('N') {
+            continue;
+        } else {
+            return Err(TraceError::line(
+                n,
+                format!("RWBS '{rwbs}' names no read, write, discard or flush"),
+            ));
+        };
+        let op = match (op, range) {
+            (Op::Write, None) if rwbs.contains('F') => Op::Flush,
+            (op, _) => op,
+        };
+        let (offset_bytes, len_bytes) = match (op, range) {
+            (Op::Flush, _) => (0, 0),
+            (_, Some((_, 0))) => continue, // a zero-length request carries no data (e.g. a flush's write half)
+            (_, Some((sector, sectors))) => (sector * 512, sectors * 512),
+            (_, None) => {
+                return Err(TraceError::line(
+                    n,
+                    format!("a {rwbs} event without 'SECTOR + SECTORS'"),
+                ));
+            }
+        };
+        list.push(TraceOp {
+            at_ns,
+            op,
+            offset_bytes,
+            len_bytes,
+        });
+    }
+    let (ops, events) = if queued.is_empty() {
+        (dispatched, "dispatch (D)")
+    } else {
+        (queued, "queue (Q)")
+    };
+    // blkparse's times are from the first event; start the replay at the first request.
+    let first = ops.iter().map(|o| o.at_ns).min().unwrap_or(0);
+    let ops = ops
+        .into_iter()
+        .map(|o| TraceOp {
+            at_ns: o.at_ns - first,
+            ..o
+        })
+        .collect();
+    Ok(Trace {
+        format: TraceFormat::Blkparse,
+        ops,
+        notes: vec![format!("blkparse text: the {events} events")],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "  7,0    0        1     0.000000000  4242  Q   W 0 + 128 [dd]
+  7,0    0        2     0.000000500  4242  D   W 0 + 128 [dd]
+  7,0    0        3     0.000009000  4242  C   W 0 + 128 [0]
+  7,0    1        4     0.000049000  4242  Q   R 128 + 8 [dd]
+  7,0    1        5     0.000049500  4242  P   N [dd]
+  7,0    0        6     0.000089000  4242  Q   D 2048 + 2048 [blkdiscard]
+  7,0    0        7     0.000090000  4242  Q FWS [kworker]
+  7,0    0        8     0.100000000  4242  Q  WS 4096 + 8 [jbd2]
+CPU0 (syn):
+ Reads Queued:           1,        4KiB\t Writes Queued:           2,     1088KiB
+Total (syn):
+";
+
+    #[test]
+    fn queue_events_become_operations() {
+        let t = read(SAMPLE).unwrap();
+        let ops: Vec<(u64, Op, u64, u64)> = t
+            .ops
+            .iter()
+            .map(|o| (o.at_ns, o.op, o.offset_bytes, o.len_bytes))
+            .collect();
+        assert_eq!(
+            ops,
+            [
+                (0, Op::Write, 0, 65536),
+                (49_000, Op::Read, 65536, 4096),
+                (89_000, Op::Discard, 1 << 20, 1 << 20),
+                (90_000, Op::Flush, 0, 0),
+                (100_000_000, Op::Write, 2 << 20, 4096),
+            ]
+        );
+        assert!(t.notes[0].contains("queue (Q)"));
+    }
+
+    #[test]
+    fn dispatch_events_when_there_are_no_queue_events() {
+        let only_d: String = SAMPLE
+            .lines()
+            .filter(|l| !l.contains(" Q "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let t = read(&only_d).unwrap();
+        assert_eq!(t.ops.len(), 1);
+        assert_eq!(t.ops[0].at_ns, 0, "times start at the first request");
+        assert!(t.notes[0].contains("dispatch (D)"));
+    }
+
+    #[test]
+    fn malformed_events_name_their_line() {
+        for (text, line, needle) in [
+            (
+                "  7,0 0 1 0.000000000 1 Q W 0 + 8 [x]\n  7,0 0 2 zero 1 Q W 0 + 8 [x]\n",
+                2,
+                "not a blkparse event",
+            ),
+            ("  7,0 0 1 0.000000000 1 Q W x + 8 [x]\n", 1, "sector 'x'"),
+            (
+                "  7,0 0 1 0.000000000 1 Q W [x]\n",
+                1,
+                "without 'SECTOR + SECTORS'",
+            ),
+            ("  7,0 0 1 0.000000000 1 Q Z 0 + 8 [x]\n", 1, "RWBS 'Z'"),
+        ] {
+            match read(text) {
+                Err(TraceError::Line { line: l, message }) => {
+                    assert_eq!(l, line, "{message}");
+                    assert!(message.contains(needle), "{message}");
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        assert_eq!(seconds_ns("1.5"), Some(1_500_000_000));
+        assert_eq!(seconds_ns("1.5e3"), None);
+    }
+}

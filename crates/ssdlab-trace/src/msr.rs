@@ -1,0 +1,165 @@
+//! The MSR Cambridge block traces (SNIA IOTTA): CSV rows of
+//! `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime`, no header, the timestamp a Windows FILETIME
+//! (100 ns ticks since 1601), Type `Read` or `Write`, offset and size in bytes. A file may hold several disks;
+//! one is replayed. The recorded response time is not used: the replay measures its own.
+
+use ssdlab_core::device::Op;
+
+use crate::{Trace, TraceError, TraceFormat, TraceOp, number};
+
+fn fields(line: &str) -> Vec<&str> {
+    line.split(',').map(str::trim).collect()
+}
+
+pub(crate) fn looks_like_row(line: &str) -> bool {
+    let f = fields(line);
+    f.len() == 7
+        && f[0].parse::<u64>().is_ok()
+        && matches!(f[3].to_ascii_lowercase().as_str(), "read" | "write")
+}
+
+fn is_header(line: &str) -> bool {
+    line.to_ascii_lowercase().starts_with("timestamp,")
+}
+
+pub(crate) fn read(text: &str, disk: Option<u32>) -> Result<Trace, TraceError> {
+    // (ticks, disk, op, offset, size), in file order.
+    let mut rows = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        let line = raw.trim();
+        if line.is_empty() || (rows.is_empty() && is_header(line)) {
+            continue;
+        }
+        let f = fields(line);
+        if f.len() != 7 {
+            return Err(TraceError::line(
+                n,
+                format!(
+                    "expected 7 comma-separated fields (Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime), found {}",
+                    f.len()
+                ),
+            ));
+        }
+        let ticks = number(n, "timestamp", f[0])?;
+        let disk_number = number(n, "disk number", f[2])?;
+        let op = match f[3].to_ascii_lowercase().as_str() {
+            "read" => Op::Read,
+            "write" => Op::Write,
+            other => {
+                return Err(TraceError::line(
+                    n,
+                    format!("type '{other}' is neither Read nor Write"),
+                ));
+            }
+        };
+        let offset = number(n, "offset", f[4])?;
+        let size = number(n, "size", f[5])?;
+        if size == 0 {
+            return Err(TraceError::line(n, "an operation of 0 bytes"));
+        }
+        rows.push((ticks, disk_number, op, offset, size));
+    }
+    let mut disks: Vec<u64> = rows.iter().map(|r| r.1).collect();
+    disks.sort_unstable();
+    disks.dedup();
+    let chosen = match (disk, disks.as_slice()) {
+        (Some(d), _) if disks.contains(&(d as u64)) => d as u64,
+        (Some(d), _) => {
+            return Err(TraceError::Invalid(format!(
+                "--disk {d}: the trace holds disk(s) {}",
+                list(&disks)
+            )));
+        }
+        (None, [one]) => *one,
+        (None, []) => return Err(TraceError::Empty),
+        (None, many) => {
+            return Err(TraceError::Invalid(format!(
+                "the trace holds disks {}: choose one with --disk N",
+                list(many)
+            )));
+        }
+    };
+    let first = rows
+        .iter()
+        .filter(|r| r.1 == chosen)
+        .map(|r| r.0)
+        .min()
+        .unwrap_or(0);
+    let ops = rows
+        .iter()
+        .filter(|r| r.1 == chosen)
+        .map(|&(ticks, _, op, offset_bytes, len_bytes)| TraceOp {
+            at_ns: (ticks - first).saturating_mul(100),
+            op,
+            offset_bytes,
+            len_bytes,
+        })
+        .collect();
+    Ok(Trace {
+        format: TraceFormat::Msr,
+        ops,
+        notes: vec![format!("MSR Cambridge CSV: disk {chosen}")],
+    })
+}
+
+fn list(disks: &[u64]) -> String {
+    disks.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "128166372003061629,hm,1,Read,3420143616,65536,1366
+128166372016382155,hm,1,Write,3420208128,4096,1150
+128166372016383598,hm,1,Write,3420213248,512,1006
+";
+
+    #[test]
+    fn rows_become_operations_in_100ns_ticks() {
+        let t = read(SAMPLE, None).unwrap();
+        let ops: Vec<(u64, Op, u64, u64)> = t
+            .ops
+            .iter()
+            .map(|o| (o.at_ns, o.op, o.offset_bytes, o.len_bytes))
+            .collect();
+        assert_eq!(
+            ops,
+            [
+                (0, Op::Read, 3420143616, 65536),
+                (1_332_052_600, Op::Write, 3420208128, 4096),
+                (1_332_196_900, Op::Write, 3420213248, 512),
+            ]
+        );
+        let with_header = format!("Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n{SAMPLE}");
+        assert_eq!(read(&with_header, None).unwrap().ops.len(), 3);
+    }
+
+    #[test]
+    fn several_disks_need_a_choice() {
+        let two = format!("{SAMPLE}128166372016383600,hm,2,Read,0,4096,10\n");
+        let err = read(&two, None).unwrap_err().to_string();
+        assert!(err.contains("disks 1, 2") && err.contains("--disk"), "{err}");
+        assert_eq!(read(&two, Some(2)).unwrap().ops.len(), 1);
+        assert!(read(&two, Some(3)).unwrap_err().to_string().contains("--disk 3"));
+    }
+
+    #[test]
+    fn malformed_rows_name_their_line() {
+        for (text, line, needle) in [
+            ("1,hm,1,Read,0,4096,1\n2,hm,1,Read,0\n", 2, "7 comma-separated"),
+            ("1,hm,1,Erase,0,4096,1\n", 1, "neither Read nor Write"),
+            ("1,hm,1,Read,-5,4096,1\n", 1, "offset '-5'"),
+            ("1,hm,1,Read,0,0,1\n", 1, "0 bytes"),
+        ] {
+            match read(text, None) {
+                Err(TraceError::Line { line: l, message }) => {
+                    assert_eq!(l, line, "{message}");
+                    assert!(message.contains(needle), "{message}");
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+}
