@@ -136,6 +136,20 @@ impl Histogram {
         self.max
     }
 
+    /// How many recorded values are above `value`, to the bucket resolution: a bucket counts as above when its
+    /// lower edge is.
+    pub fn count_above(&self, value: u64) -> u64 {
+        if self.count == 0 || value >= self.max {
+            return 0;
+        }
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| bucket_range(*index).0 > value)
+            .map(|(_, &c)| c)
+            .sum()
+    }
+
     /// Adds every count of `other` into this histogram.
     pub fn merge(&mut self, other: &Histogram) {
         for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
@@ -259,6 +273,18 @@ impl SparseHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn count_above_counts_whole_buckets_past_the_value() {
+        let mut h = Histogram::new();
+        for v in [10, 500_000, 2_000_000, 9_000_000] {
+            h.record(v);
+        }
+        assert_eq!(h.count_above(1_000_000), 2);
+        assert_eq!(h.count_above(9_000_000), 0);
+        assert_eq!(h.count_above(0), 4);
+        assert_eq!(Histogram::new().count_above(0), 0);
+    }
     use proptest::prelude::*;
 
     fn exact_percentile(sorted: &[u64], q: f64) -> u64 {

@@ -39,6 +39,10 @@ fn every_kind_reads_back_typed() {
                 .measured
                 .as_ref()
                 .is_some_and(|p| p.matrix.len() == 4 && p.steady_state.achieved),
+            Analysis::Replay(m) => m
+                .measured
+                .as_ref()
+                .is_some_and(|r| r.replayed_ops > 0 && r.average_data_rate_bytes_per_s > 0.0),
             Analysis::Scan(s) => !s.files.is_empty(),
             Analysis::RegionScan(r) => r.regions.len() == 4,
             Analysis::Health(h) => h.drives.iter().all(|d| d.snapshot.host_written_bytes.is_some()),
@@ -57,6 +61,7 @@ fn every_kind_reads_back_typed() {
             MethodOptions::Trim(_) => "trim",
             MethodOptions::Latency(_) => "latency",
             MethodOptions::Pts(_) => "pts",
+            MethodOptions::Replay(_) => "replay",
         };
         let options_kind = match &result.options {
             RunOptions::Run(job) => {

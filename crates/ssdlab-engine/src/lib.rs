@@ -11,6 +11,7 @@
 pub mod access;
 pub mod accounting;
 pub mod data;
+pub mod replay;
 pub mod runner;
 /// The workload description lives in ssdlab-core (result.json records it); re-exported for the engine's users.
 pub use ssdlab_core::workload;

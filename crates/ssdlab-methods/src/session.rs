@@ -3,6 +3,7 @@
 
 use ssdlab_core::device::{Device, DeviceError, Io, Op};
 use ssdlab_core::schema::{Analysis, MethodAnalysis, PhaseResult, Verdict};
+use ssdlab_engine::replay::{ReplayPlan, run_trace};
 use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload, WorkloadError};
 use ssdlab_engine::{Observer, run_phase};
 
@@ -76,6 +77,27 @@ impl<'a> Session<'a> {
         workload.validate(self.device.info())?;
         self.observer.begin_phase(name);
         let outcome = run_phase(self.device, workload, self.observer)?;
+        Ok(Some(self.record(name, outcome)))
+    }
+
+    /// Replays a fitted trace as one phase unless the session has stopped; returns the phase's index and what
+    /// only a replay measures (busy time, lateness).
+    pub fn replay(
+        &mut self,
+        name: &str,
+        plan: &ReplayPlan<'_>,
+    ) -> Result<Option<(usize, u64, Option<ssdlab_core::Histogram>)>, MethodError> {
+        if self.stopped {
+            return Ok(None);
+        }
+        self.observer.begin_phase(name);
+        let outcome = run_trace(self.device, plan, self.observer)?;
+        let index = self.record(name, outcome.phase);
+        Ok(Some((index, outcome.busy_ns, outcome.lateness)))
+    }
+
+    /// Keeps a finished phase: CPU time, failure notes, the observer told, later phases skipped if it stopped.
+    fn record(&mut self, name: &str, outcome: ssdlab_engine::PhaseOutcome) -> usize {
         let mut summary = outcome.summary;
         let (user, sys) = self.observer.phase_cpu();
         summary.cpu_user_s = user;
@@ -94,7 +116,7 @@ impl<'a> Session<'a> {
             self.stopped = true;
         }
         self.phases.push(phase);
-        Ok(Some(self.phases.len() - 1))
+        self.phases.len() - 1
     }
 
     /// The whole device rounded down to `align` bytes.

@@ -1,0 +1,318 @@
+//! The trace runner: issues a trace's operations on a device at the trace's times (open loop) or as fast as the
+//! slots allow, and accounts every completion like the workload runner does.
+//!
+//! Open loop: each operation is due at the phase start plus its trace time; latency is measured from that due
+//! time, so a device that falls behind is charged for the wait (no coordinated omission), and how late each
+//! issue was is kept as the replay's fidelity. Busy time (at least one operation in flight) is measured for the
+//! storage bench's average data rate. The caller fits the trace to the device first: every operation must be
+//! within the device and aligned to its logical block.
+
+use ssdlab_core::Histogram;
+use ssdlab_core::device::{Completion, Device, DeviceError, Io, Op};
+use ssdlab_core::rng::Rng;
+use ssdlab_core::trace::TraceOp;
+
+use crate::accounting::Accounting;
+use crate::data;
+use crate::runner::{IoFailure, Observer, PhaseOutcome};
+
+/// What to replay and how.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplayPlan<'a> {
+    /// In time order, fitted to the device.
+    pub ops: &'a [TraceOp],
+    /// Ignore the trace's times: issue whenever a slot is free.
+    pub as_fast_as_possible: bool,
+    /// The most operations in flight.
+    pub queue_depth: u32,
+    pub seed: u64,
+}
+
+/// A replay's phase and what only a replay measures.
+#[derive(Debug, Clone)]
+pub struct ReplayOutcome {
+    pub phase: PhaseOutcome,
+    /// Time with at least one operation in flight.
+    pub busy_ns: u64,
+    /// How late each operation was issued against its trace time (None when as fast as possible).
+    pub lateness: Option<Histogram>,
+    /// Operations issued (all of them unless stopped or failed).
+    pub issued: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct SlotState {
+    offset: u64,
+    len: u64,
+    intended_ns: u64,
+}
+
+/// Replays `plan` on `device`.
+pub fn run_trace<D: Device + ?Sized, O: Observer + ?Sized>(
+    device: &mut D,
+    plan: &ReplayPlan<'_>,
+    observer: &mut O,
+) -> Result<ReplayOutcome, DeviceError> {
+    let qd = plan.queue_depth.max(1);
+    let max_len = plan.ops.iter().map(|o| o.len_bytes).max().unwrap_or(0).max(4096);
+    device.prepare(qd, max_len as usize)?;
+    let mut rng = Rng::stream(plan.seed, 0xDA7A);
+    for slot in 0..qd {
+        rng.fill(device.buffer_mut(slot));
+    }
+    let mut slots = vec![SlotState::default(); qd as usize];
+    let mut free: Vec<u32> = (0..qd).rev().collect();
+    let mut batch: Vec<Io> = Vec::with_capacity(qd as usize);
+    let mut completions: Vec<Completion> = Vec::with_capacity(2 * qd as usize);
+    let mut lateness = (!plan.as_fast_as_possible).then(Histogram::new);
+
+    observer.started();
+    let counters_before = device.counters();
+    let cache_before = device.cache_stats();
+    let start_ns = device.now_ns();
+    let due = |i: usize| start_ns + plan.ops[i].at_ns;
+    let mut accounting = Accounting::new(start_ns);
+    let mut next = 0usize;
+    let mut busy_ns = 0u64;
+    let mut busy_since: Option<u64> = None;
+    let mut io_failure: Option<IoFailure> = None;
+    let mut io_errors = 0u64;
+    let mut stopped_early = false;
+    let mut streamed = 0usize;
+    let mut last_progress_s = 0u64;
+
+    loop {
+        let now = device.now_ns();
+        let mut issuing = io_failure.is_none() && next < plan.ops.len();
+        if issuing && observer.stop_requested() {
+            stopped_early = true;
+            issuing = false;
+        }
+        batch.clear();
+        while issuing && !free.is_empty() && next < plan.ops.len() {
+            let intended_ns = if plan.as_fast_as_possible {
+                now
+            } else {
+                if due(next) > now {
+                    break;
+                }
+                due(next)
+            };
+            if let Some(late) = lateness.as_mut() {
+                late.record(now - intended_ns);
+            }
+            let op = plan.ops[next];
+            let slot = free.pop().expect("checked non-empty");
+            if op.op == Op::Write {
+                data::stamp(&mut device.buffer_mut(slot)[..op.len_bytes as usize], &mut rng);
+            }
+            slots[slot as usize] = SlotState {
+                offset: op.offset_bytes,
+                len: op.len_bytes,
+                intended_ns,
+            };
+            batch.push(Io {
+                op: op.op,
+                offset: op.offset_bytes,
+                len: op.len_bytes,
+                slot,
+                tag: next as u64,
+            });
+            next += 1;
+        }
+        if !batch.is_empty() {
+            if device.in_flight() == 0 {
+                busy_since = Some(now);
+            }
+            let accepted = device.submit(&batch)?;
+            assert_eq!(
+                accepted,
+                batch.len(),
+                "devices accept up to their prepared slot count"
+            );
+        }
+        let more = issuing && next < plan.ops.len();
+        if device.in_flight() == 0 {
+            if !more {
+                break;
+            }
+            // Idle until the next operation is due; the device learns the host is idle.
+            device.wait_until(due(next));
+            continue;
+        }
+        let reap_deadline = (more && !free.is_empty() && !plan.as_fast_as_possible).then(|| due(next));
+        completions.clear();
+        device.reap(1, reap_deadline, &mut completions)?;
+        let last_completed = completions
+            .iter()
+            .map(|c| c.completed_ns)
+            .max()
+            .unwrap_or(now)
+            .max(now);
+        for c in &completions {
+            let state = slots[c.slot as usize];
+            free.push(c.slot);
+            let expected = if c.op == Op::Flush { 0 } else { state.len as i64 };
+            if c.result != expected && !(c.op == Op::Flush && c.result >= 0) {
+                io_errors += 1;
+                io_failure.get_or_insert(IoFailure {
+                    op: c.op,
+                    offset: state.offset,
+                    len: state.len,
+                    result: c.result,
+                });
+                continue;
+            }
+            let latency_ns = c.completed_ns.saturating_sub(state.intended_ns);
+            accounting.record(c.op, state.len, latency_ns, c.submitted_ns, c.completed_ns);
+        }
+        if device.in_flight() == 0
+            && let Some(since) = busy_since.take()
+        {
+            busy_ns += last_completed.saturating_sub(since);
+        }
+        let streamable = accounting.windows_closed().saturating_sub(1);
+        if streamable > streamed {
+            for sample in accounting.samples_since(streamed).take(streamable - streamed) {
+                observer.sample(&sample);
+            }
+            streamed = streamable;
+        }
+        let elapsed_s = (last_completed - start_ns) / 1_000_000_000;
+        if elapsed_s > last_progress_s {
+            last_progress_s = elapsed_s;
+            observer.progress(next as f64 / plan.ops.len().max(1) as f64);
+        }
+    }
+    let end_ns = device.now_ns();
+    if let Some(since) = busy_since {
+        busy_ns += end_ns.saturating_sub(since);
+    }
+    let mut finished = accounting.finish(end_ns, None);
+    finished.summary.device = device
+        .counters()
+        .zip(counters_before)
+        .map(|(after, before)| after.since(&before));
+    finished.summary.cache = device
+        .cache_stats()
+        .zip(cache_before)
+        .map(|(after, before)| after.since(&before));
+    finished.summary.io_errors = io_errors;
+    for sample in finished.samples.iter().skip(streamed) {
+        observer.sample(sample);
+    }
+    observer.progress(1.0);
+    observer.measured();
+    Ok(ReplayOutcome {
+        phase: PhaseOutcome {
+            samples: finished.samples,
+            histograms: finished.histograms,
+            summary: finished.summary,
+            complete: !stopped_early && io_failure.is_none(),
+            verify_failures: Vec::new(),
+            io_failure,
+            passes: 0,
+        },
+        busy_ns,
+        lateness,
+        issued: next as u64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::Quiet;
+    use crate::testdev::MemDevice;
+
+    fn op(at_us: u64, op: Op, offset: u64, len: u64) -> TraceOp {
+        TraceOp {
+            at_ns: at_us * 1000,
+            op,
+            offset_bytes: offset,
+            len_bytes: len,
+        }
+    }
+
+    #[test]
+    fn open_loop_issues_each_operation_at_its_time_and_counts_busy_time() {
+        // 100 us per operation; two bursts 10 ms apart.
+        let mut dev = MemDevice::new(1 << 20, 100_000);
+        let ops = [
+            op(0, Op::Write, 0, 4096),
+            op(0, Op::Write, 4096, 8192),
+            op(10_000, Op::Read, 0, 4096),
+            op(10_050, Op::Flush, 0, 0),
+            op(10_050, Op::Discard, 65536, 65536),
+        ];
+        let plan = ReplayPlan {
+            ops: &ops,
+            as_fast_as_possible: false,
+            queue_depth: 4,
+            seed: 1,
+        };
+        let out = run_trace(&mut dev, &plan, &mut Quiet).unwrap();
+        assert!(out.phase.complete);
+        assert_eq!(out.issued, 5);
+        let issued: Vec<(Op, u64, u64)> = dev.log.clone();
+        assert_eq!(
+            issued,
+            [
+                (Op::Write, 0, 4096),
+                (Op::Write, 4096, 8192),
+                (Op::Read, 0, 4096),
+                (Op::Flush, 0, 0),
+                (Op::Discard, 65536, 65536)
+            ]
+        );
+        let s = &out.phase.summary;
+        assert_eq!(s.ios, 5);
+        assert_eq!(s.read.as_ref().unwrap().bytes, 4096);
+        // Busy: the first burst (100 us, two slots in parallel), then the read and the flush and discard.
+        assert!(
+            out.busy_ns >= 200_000 && out.busy_ns < 400_000,
+            "busy {}",
+            out.busy_ns
+        );
+        assert!(
+            s.seconds >= 0.0100,
+            "the replay waited for the second burst: {}",
+            s.seconds
+        );
+        let late = out.lateness.unwrap();
+        assert_eq!(late.count(), 5);
+        assert_eq!(late.max(), 0, "the device kept up: nothing was late");
+    }
+
+    #[test]
+    fn a_slow_device_makes_issues_late_and_latency_counts_from_the_trace_time() {
+        // 1 ms per operation, one slot, ten operations due every 100 us: each waits for the one before.
+        let mut dev = MemDevice::new(1 << 20, 1_000_000);
+        let ops: Vec<TraceOp> = (0..10).map(|i| op(i * 100, Op::Read, i * 4096, 4096)).collect();
+        let plan = ReplayPlan {
+            ops: &ops,
+            as_fast_as_possible: false,
+            queue_depth: 1,
+            seed: 1,
+        };
+        let out = run_trace(&mut dev, &plan, &mut Quiet).unwrap();
+        let late = out.lateness.unwrap();
+        assert!(
+            late.max() >= 8_000_000,
+            "the last issue was 8.1 ms late: {}",
+            late.max()
+        );
+        // The last read completes at 10 ms but was due at 0.9 ms: 9.1 ms of latency.
+        assert!(out.phase.summary.latency_ns.max >= 9_000_000);
+        // As fast as possible, latency is the service time alone and nothing is late.
+        let mut dev = MemDevice::new(1 << 20, 1_000_000);
+        let afap = ReplayPlan {
+            as_fast_as_possible: true,
+            ..plan
+        };
+        let out = run_trace(&mut dev, &afap, &mut Quiet).unwrap();
+        assert!(out.lateness.is_none());
+        assert!(out.phase.summary.latency_ns.max <= 1_010_000);
+        assert_eq!(out.busy_ns, 10_000_000);
+    }
+}

@@ -1,0 +1,308 @@
+//! `ssdlab test replay`: a recorded trace replayed on any device, reported as a storage bench reports it
+//! (average data rate over busy time, average service time) with the latency distribution, the per-second
+//! series and how faithfully the replay kept the trace's times.
+//!
+//! The trace is fitted to the device first, and everything the fit changed is said: operations past the end are
+//! folded or scaled onto it, ranges are widened to whole logical blocks (O_DIRECT), TRIMs are dropped on a device
+//! without discard. It never reads trace files; the caller hands over parsed operations.
+
+use ssdlab_core::device::{DeviceInfo, Op};
+use ssdlab_core::schema::replay::{
+    ReplayAnalysis, ReplayFidelity, ReplayFit, ReplayFitReport, ReplayOptions, TraceFormat,
+};
+use ssdlab_core::schema::{Analysis, LatencyNs, Verdict};
+use ssdlab_core::trace::TraceOp;
+use ssdlab_engine::replay::ReplayPlan;
+
+use crate::session::{MethodError, MethodOutcome, Session};
+
+/// A parsed trace as the method takes it.
+#[derive(Debug, Clone, Copy)]
+pub struct TraceInput<'a> {
+    pub format: TraceFormat,
+    pub ops: &'a [TraceOp],
+    /// What the reader noticed (events used, files merged), carried into the result's notes.
+    pub notes: &'a [String],
+}
+
+/// A trace fitted to a device.
+#[derive(Debug, Clone)]
+pub struct Fitted {
+    pub ops: Vec<TraceOp>,
+    pub report: ReplayFitReport,
+}
+
+/// Fits `ops` onto the device `info` describes, scaling times by `time_scale`.
+pub fn fit(ops: &[TraceOp], info: &DeviceInfo, how: ReplayFit, time_scale: f64) -> Fitted {
+    let logical = u64::from(info.logical_block_bytes.max(512));
+    let capacity = info.capacity_bytes / logical * logical;
+    let extent = ops
+        .iter()
+        .filter(|o| o.op != Op::Flush)
+        .map(|o| o.offset_bytes.saturating_add(o.len_bytes))
+        .max()
+        .unwrap_or(0);
+    let mut report = ReplayFitReport {
+        fit: how,
+        trace_extent_bytes: extent,
+        capacity_bytes: capacity,
+        remapped_ops: 0,
+        aligned_ops: 0,
+        dropped_ops: 0,
+        dropped_reasons: Vec::new(),
+    };
+    let (mut no_discard, mut too_large) = (0u64, 0u64);
+    let mut fitted = Vec::with_capacity(ops.len());
+    for op in ops {
+        let at_ns = (op.at_ns as f64 * time_scale) as u64;
+        if op.op == Op::Flush {
+            fitted.push(TraceOp { at_ns, ..*op });
+            continue;
+        }
+        if op.op == Op::Discard && !info.discard_supported {
+            no_discard += 1;
+            continue;
+        }
+        let start = op.offset_bytes / logical * logical;
+        let end = op.offset_bytes.saturating_add(op.len_bytes).div_ceil(logical) * logical;
+        let len = end - start;
+        if len > capacity {
+            too_large += 1;
+            continue;
+        }
+        if start != op.offset_bytes || len != op.len_bytes {
+            report.aligned_ops += 1;
+        }
+        let mut offset = start;
+        if extent > capacity {
+            offset = match how {
+                ReplayFit::Fold => offset % capacity,
+                ReplayFit::Scale => {
+                    (offset as u128 * capacity as u128 / extent as u128) as u64 / logical * logical
+                }
+            };
+        }
+        if offset + len > capacity {
+            offset = capacity - len;
+        }
+        if offset != start {
+            report.remapped_ops += 1;
+        }
+        fitted.push(TraceOp {
+            at_ns,
+            op: op.op,
+            offset_bytes: offset,
+            len_bytes: len,
+        });
+    }
+    if no_discard > 0 {
+        report.dropped_reasons.push(format!(
+            "{no_discard} TRIM(s): {} does not support discard",
+            info.target
+        ));
+    }
+    if too_large > 0 {
+        report
+            .dropped_reasons
+            .push(format!("{too_large} operation(s) larger than the whole device"));
+    }
+    report.dropped_ops = no_discard + too_large;
+    Fitted { ops: fitted, report }
+}
+
+fn direction(summary: Option<&ssdlab_core::schema::DirectionSummary>) -> Option<LatencyNs> {
+    summary.map(|d| d.latency_ns.clone())
+}
+
+/// Replays `trace` on the session's device.
+pub fn replay(
+    mut session: Session<'_>,
+    trace: TraceInput<'_>,
+    options: &ReplayOptions,
+) -> Result<MethodOutcome, MethodError> {
+    if !(options.time_scale.is_finite() && options.time_scale > 0.0) {
+        return Err(MethodError::Invalid(format!(
+            "--time-scale {}: a factor above 0 (0.5 replays twice as fast)",
+            options.time_scale
+        )));
+    }
+    if !(1..=1024).contains(&options.queue_depth) {
+        return Err(MethodError::Invalid(format!(
+            "--qd {}: between 1 and 1024 operations in flight",
+            options.queue_depth
+        )));
+    }
+    let info = session.device.info().clone();
+    let fitted = fit(trace.ops, &info, options.fit, options.time_scale);
+    if fitted.ops.is_empty() {
+        return Err(MethodError::Invalid(format!(
+            "nothing of the trace can be replayed on {}: {}",
+            info.target,
+            fitted.report.dropped_reasons.join("; ")
+        )));
+    }
+    session.notes.extend(trace.notes.iter().cloned());
+    let r = &fitted.report;
+    if r.remapped_ops > 0 {
+        session.notes.push(format!(
+            "the trace reaches {} bytes, beyond the device's {}: {} operation(s) were {} onto it",
+            r.trace_extent_bytes,
+            r.capacity_bytes,
+            r.remapped_ops,
+            match r.fit {
+                ReplayFit::Fold => "folded (offset modulo the capacity)",
+                ReplayFit::Scale => "scaled (offset x capacity / extent)",
+            }
+        ));
+    }
+    if r.aligned_ops > 0 {
+        session.notes.push(format!(
+            "{} operation(s) widened to whole {}-byte logical blocks",
+            r.aligned_ops, info.logical_block_bytes
+        ));
+    }
+    for reason in &r.dropped_reasons {
+        session.notes.push(format!("not replayed: {reason}"));
+    }
+    let plan = ReplayPlan {
+        ops: &fitted.ops,
+        as_fast_as_possible: options.as_fast_as_possible,
+        queue_depth: options.queue_depth,
+        seed: session.seed,
+    };
+    let ran = session.replay("replay", &plan)?;
+    let count = |op: Op| fitted.ops.iter().filter(|o| o.op == op).count() as u64;
+    let bytes = |op: Op| {
+        fitted
+            .ops
+            .iter()
+            .filter(|o| o.op == op)
+            .map(|o| o.len_bytes)
+            .sum::<u64>()
+    };
+    let first = trace.ops.iter().map(|o| o.at_ns).min().unwrap_or(0);
+    let last = trace.ops.iter().map(|o| o.at_ns).max().unwrap_or(0);
+    let analysis = ran.map(|(index, busy_ns, lateness)| {
+        let s = &session.phases[index].summary;
+        let moved = s.read.as_ref().map_or(0, |d| d.bytes) + s.write.as_ref().map_or(0, |d| d.bytes);
+        let busy_s = busy_ns as f64 / 1e9;
+        ReplayAnalysis {
+            format: trace.format,
+            trace_ops: trace.ops.len() as u64,
+            replayed_ops: s.ios,
+            reads: count(Op::Read),
+            writes: count(Op::Write),
+            trims: count(Op::Discard),
+            flushes: count(Op::Flush),
+            read_bytes: bytes(Op::Read),
+            write_bytes: bytes(Op::Write),
+            trim_bytes: bytes(Op::Discard),
+            trace_duration_s: (last - first) as f64 / 1e9,
+            replay_duration_s: s.seconds,
+            time_scale: options.time_scale,
+            as_fast_as_possible: options.as_fast_as_possible,
+            queue_depth: options.queue_depth,
+            fit: fitted.report.clone(),
+            busy_s,
+            average_data_rate_bytes_per_s: if busy_s > 0.0 { moved as f64 / busy_s } else { 0.0 },
+            average_service_time_ns: s.latency_ns.mean,
+            latency_ns: s.latency_ns.clone(),
+            read_latency_ns: direction(s.read.as_ref()),
+            write_latency_ns: direction(s.write.as_ref()),
+            fidelity: lateness.filter(|h| !h.is_empty()).map(|h| ReplayFidelity {
+                late_ns_p50: h.percentile(50.0),
+                late_ns_p99: h.percentile(99.0),
+                late_ns_max: h.max(),
+                late_over_1ms_ratio: h.count_above(1_000_000) as f64 / h.count() as f64,
+            }),
+        }
+    });
+    if let Some(f) = analysis.as_ref().and_then(|a| a.fidelity)
+        && f.late_over_1ms_ratio > 0.01
+    {
+        session.notes.push(format!(
+            "the device fell behind the trace: {:.1}% of operations were issued more than 1 ms late (p99 {:.1} ms), \
+             and their latency includes the wait",
+            100.0 * f.late_over_1ms_ratio,
+            f.late_ns_p99 as f64 / 1e6
+        ));
+    }
+    let mut reasons = Vec::new();
+    if session.stopped {
+        reasons.push("interrupted or stopped by an I/O error before the end of the trace".into());
+    }
+    let verdict = Verdict {
+        passed: reasons.is_empty(),
+        reasons,
+    };
+    Ok(session.finish(Analysis::Replay, analysis, verdict))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ssdlab_core::Device;
+    use ssdlab_engine::testdev::MemDevice;
+
+    fn op(at_ns: u64, op: Op, offset_bytes: u64, len_bytes: u64) -> TraceOp {
+        TraceOp {
+            at_ns,
+            op,
+            offset_bytes,
+            len_bytes,
+        }
+    }
+
+    #[test]
+    fn a_trace_is_aligned_folded_or_scaled_onto_a_smaller_device() {
+        let info = MemDevice::new(1 << 20, 1000).info().clone();
+        let ops = [
+            op(1000, Op::Read, 100, 1000),               // widened to 0..1024
+            op(2000, Op::Write, (1 << 20) + 4096, 4096), // past the end
+            op(3000, Op::Write, (4 << 20) - 4096, 4096), // the trace's furthest operation
+            op(4000, Op::Flush, 0, 0),
+        ];
+        let fold = fit(&ops, &info, ReplayFit::Fold, 2.0);
+        assert_eq!(fold.report.trace_extent_bytes, 4 << 20);
+        assert_eq!(
+            (
+                fold.report.aligned_ops,
+                fold.report.remapped_ops,
+                fold.report.dropped_ops
+            ),
+            (1, 2, 0)
+        );
+        assert_eq!((fold.ops[0].offset_bytes, fold.ops[0].len_bytes), (0, 1536));
+        assert_eq!(
+            fold.ops[1].offset_bytes, 4096,
+            "folded: offset modulo the capacity"
+        );
+        assert_eq!(fold.ops[2].offset_bytes, (1 << 20) - 4096);
+        assert_eq!(
+            fold.ops.iter().map(|o| o.at_ns).collect::<Vec<_>>(),
+            [2000, 4000, 6000, 8000]
+        );
+        let scale = fit(&ops, &info, ReplayFit::Scale, 1.0);
+        assert_eq!(
+            scale.ops[1].offset_bytes,
+            ((1 << 20) + 4096) / 4 / 512 * 512,
+            "scaled by capacity / extent"
+        );
+        assert!(scale.ops.iter().all(|o| o.offset_bytes + o.len_bytes <= 1 << 20));
+    }
+
+    #[test]
+    fn trims_are_dropped_where_the_device_cannot_discard_and_said() {
+        let mut info = MemDevice::new(1 << 20, 1000).info().clone();
+        info.discard_supported = false;
+        let fitted = fit(
+            &[op(0, Op::Discard, 0, 4096), op(1, Op::Read, 0, 4096)],
+            &info,
+            ReplayFit::Fold,
+            1.0,
+        );
+        assert_eq!(fitted.ops.len(), 1);
+        assert_eq!(fitted.report.dropped_ops, 1);
+        assert!(fitted.report.dropped_reasons[0].contains("does not support discard"));
+    }
+}
