@@ -257,7 +257,7 @@ mod tests {
     fn a_trace_is_aligned_folded_or_scaled_onto_a_smaller_device() {
         let info = MemDevice::new(1 << 20, 1000).info().clone();
         let ops = [
-            op(1000, Op::Read, 100, 1000),               // widened to 0..1024
+            op(1000, Op::Read, 100, 1000),               // widened to 0..1536
             op(2000, Op::Write, (1 << 20) + 4096, 4096), // past the end
             op(3000, Op::Write, (4 << 20) - 4096, 4096), // the trace's furthest operation
             op(4000, Op::Flush, 0, 0),

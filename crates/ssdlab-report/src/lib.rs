@@ -13,6 +13,7 @@ mod latency;
 mod pts;
 mod refresh;
 mod region_scan;
+mod replay;
 mod run;
 mod scan;
 pub mod svg;
@@ -217,6 +218,7 @@ pub fn render(results: &[RunResult]) -> String {
             Analysis::Sweep(_) => sweep::sweep(&group),
             Analysis::Latency(_) => latency::latency(&group),
             Analysis::Pts(_) => pts::pts(&group),
+            Analysis::Replay(_) => replay::replay(&group),
             Analysis::Scan(_) => scan::scan(&group),
             Analysis::RegionScan(_) => region_scan::region_scan(&group),
             Analysis::Run => run::run(&group),
@@ -237,6 +239,7 @@ fn heading(kind: &str) -> String {
         "sweep" => "Transfer-size sweep".into(),
         "latency" => "QD1 latency: 4 KiB operations one at a time".into(),
         "pts" => "SNIA PTS: rounds to steady state, and the matrix at steady state".into(),
+        "replay" => "Trace replay: the storage bench's average data rate and service time".into(),
         "scan" => "Stale data: read speed by data age".into(),
         "region-scan" => "Read speed across the device (region scan)".into(),
         "health" => "Drive health: host and NAND writes, write amplification, wear".into(),

@@ -31,6 +31,38 @@ pub fn tidy_csv(result: &RunResult) -> Option<(&'static str, String)> {
             }
             Some(("sweep.csv", csv))
         }
+        Analysis::Replay(MethodAnalysis {
+            measured: Some(a), ..
+        }) => {
+            let mut csv = String::from(
+                "format,trace_ops,replayed_ops,reads,writes,trims,flushes,read_bytes,write_bytes,busy_s,\
+                 average_data_rate_bytes_per_s,average_service_time_ns,latency_ns_p50,latency_ns_p99,latency_ns_max,\
+                 late_ns_p99,late_over_1ms_ratio\n",
+            );
+            let _ = writeln!(
+                csv,
+                "{},{},{},{},{},{},{},{},{},{:.6},{:.1},{:.1},{},{},{},{},{}",
+                a.format.name(),
+                a.trace_ops,
+                a.replayed_ops,
+                a.reads,
+                a.writes,
+                a.trims,
+                a.flushes,
+                a.read_bytes,
+                a.write_bytes,
+                a.busy_s,
+                a.average_data_rate_bytes_per_s,
+                a.average_service_time_ns,
+                a.latency_ns.p50,
+                a.latency_ns.p99,
+                a.latency_ns.max,
+                a.fidelity.map_or(String::new(), |f| f.late_ns_p99.to_string()),
+                a.fidelity
+                    .map_or(String::new(), |f| format!("{:.6}", f.late_over_1ms_ratio))
+            );
+            Some(("replay.csv", csv))
+        }
         Analysis::Pts(MethodAnalysis {
             measured: Some(a), ..
         }) => {

@@ -57,6 +57,9 @@ pub enum Command {
     /// (computed from their histograms, or measured), what-ifs (more shards, hedged requests, replicas), and the
     /// straggler that makes the tail, with what fixing it buys. Read-only.
     Fanout(FanoutArgs),
+    /// Block I/O traces: synthetic desktop traces to replay with `ssdlab test replay` (or fio --read_iolog).
+    #[command(subcommand)]
+    Trace(TraceCommand),
     /// List this machine's block devices with the facts the safety gate uses: size, model, rotational,
     /// discard support, partitions, and whether it would find them in use (mounted, swap, held, signatures).
     /// Like the gate, it opens each device read-only and, for an instant, exclusively (to see whether something
@@ -418,6 +421,80 @@ pub enum TestCommand {
     /// SNIA PTS: purge, precondition with 2x the capacity, then rounds of the IOPS (8 block sizes x 7 mixes),
     /// throughput or latency matrix until the tracking variable reaches steady state (at most 25 rounds).
     Pts(PtsArgs),
+    /// Replay a recorded trace (fio iolog v2/v3, blkparse text, MSR Cambridge CSV) at its own times or as fast as
+    /// possible: the storage bench's average data rate and service time, latency, and replay fidelity.
+    Replay(ReplayArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub common: TestCommon,
+    /// The trace file.
+    #[arg(long, value_name = "FILE")]
+    pub trace: PathBuf,
+    /// The trace's format; detected from its first line when not given.
+    #[arg(long, value_enum)]
+    pub format: Option<TraceFormatArg>,
+    /// Multiply the trace's times by this: 0.5 replays twice as fast, 2 half as fast.
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// Ignore the trace's times and issue each operation as soon as a slot is free (closed loop).
+    #[arg(long)]
+    pub as_fast_as_possible: bool,
+    /// The most operations in flight at once.
+    #[arg(long, default_value_t = 32, alias = "iodepth")]
+    pub qd: u32,
+    /// Operations beyond the device's end: fold (offset modulo the capacity, keeps locality) or scale (offset x
+    /// capacity / the trace's extent, keeps the spread).
+    #[arg(long, value_enum, default_value = "fold")]
+    pub fit: ReplayFitArg,
+    /// MSR traces holding several disks: the disk to replay.
+    #[arg(long, value_name = "N")]
+    pub disk: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TraceFormatArg {
+    FioIolog,
+    Blkparse,
+    Msr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReplayFitArg {
+    Fold,
+    Scale,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Write a synthetic trace with the mix of a desktop storage bench (light: office and browsing; heavy:
+    /// workstation) as a fio iolog v3, documented in docs/trace.md.
+    Synth(SynthArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SynthArgs {
+    #[arg(long, value_enum)]
+    pub profile: SynthProfileArg,
+    /// Write the trace here instead of stdout (refused if it exists).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// How long the trace runs.
+    #[arg(long, default_value = "60s")]
+    pub duration: String,
+    /// The footprint it addresses (light: 16g, heavy: 32g).
+    #[arg(long)]
+    pub span: Option<String>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SynthProfileArg {
+    Light,
+    Heavy,
 }
 
 /// Flags every test shares.

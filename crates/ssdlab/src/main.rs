@@ -59,6 +59,7 @@ fn main() -> ExitCode {
         Command::Erase(args) => commands::erase::run(args),
         Command::Op(args) => commands::op::run(args),
         Command::Fanout(args) => commands::fanout::run(args),
+        Command::Trace(command) => commands::trace::run(command),
         Command::Devices(args) => commands::devices::run(args),
         Command::Completions(args) => commands::docs::completions(args),
         Command::Man(args) => commands::docs::man(args),

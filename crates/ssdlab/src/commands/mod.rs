@@ -15,6 +15,7 @@ pub mod scan;
 pub mod serve;
 pub mod sim;
 pub mod test;
+pub mod trace;
 
 /// How a command that ran ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

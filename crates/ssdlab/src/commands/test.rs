@@ -9,12 +9,15 @@ use ssdlab_core::units::{BinaryBytes, Nanos, rfc3339_utc};
 use ssdlab_methods::consistency::{self, ConsistencyOptions};
 use ssdlab_methods::latency::{self, LatencyOptions, LatencyRw};
 use ssdlab_methods::pts::{self, PtsOptions, PtsTest};
+use ssdlab_methods::replay::{self, TraceInput};
 use ssdlab_methods::sweep::{self, SweepAxis, SweepOptions};
 use ssdlab_methods::trim::{self, TrimOptions};
 use ssdlab_methods::{MethodError, MethodOutcome, Session};
 
 use super::Outcome;
-use crate::cli::{LatencyRwArg, PtsTestArg, SweepAxisArg, TestCommand, TestCommon};
+use crate::cli::{
+    LatencyRwArg, PtsTestArg, ReplayFitArg, SweepAxisArg, TestCommand, TestCommon, TraceFormatArg,
+};
 use crate::output::{self, Reporter};
 use crate::plan::{self, duration_flag, size_flag};
 
@@ -162,6 +165,68 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
                 MethodOptions::Latency(options),
                 usage,
                 |s| latency::latency(s, &options),
+            )
+        }
+        TestCommand::Replay(args) => {
+            use ssdlab_core::schema::replay::{ReplayFit, ReplayOptions, TraceFormat};
+            let shown = args.trace.display();
+            let text = std::fs::read_to_string(&args.trace)
+                .with_context(|| format!("--trace {shown}: cannot read it as text"))?;
+            let format = args.format.map(|f| match f {
+                TraceFormatArg::FioIolog => TraceFormat::FioIolog,
+                TraceFormatArg::Blkparse => TraceFormat::Blkparse,
+                TraceFormatArg::Msr => TraceFormat::Msr,
+            });
+            let trace = ssdlab_trace::read(&text, format, ssdlab_trace::ReadOptions { msr_disk: args.disk })
+                .map_err(|e| anyhow!("--trace {shown}: {e}"))?;
+            if args.disk.is_some() && trace.format != TraceFormat::Msr {
+                bail!(
+                    "--disk chooses a disk of an MSR trace; {shown} is {}",
+                    trace.format.name()
+                );
+            }
+            if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
+                bail!(
+                    "--time-scale {}: a factor above 0 (0.5 replays twice as fast, 2 half as fast)",
+                    args.time_scale
+                );
+            }
+            if !(1..=1024).contains(&args.qd) {
+                bail!("--qd {}: between 1 and 1024 operations in flight", args.qd);
+            }
+            let options = ReplayOptions {
+                trace: shown.to_string(),
+                format: trace.format,
+                time_scale: args.time_scale,
+                as_fast_as_possible: args.as_fast_as_possible,
+                queue_depth: args.qd,
+                fit: match args.fit {
+                    ReplayFitArg::Fold => ReplayFit::Fold,
+                    ReplayFitArg::Scale => ReplayFit::Scale,
+                },
+                msr_disk: args.disk,
+            };
+            // A trace of reads alone (and flushes) opens a real device read-only.
+            let writes = trace
+                .ops
+                .iter()
+                .any(|o| matches!(o.op, ssdlab_core::Op::Write | ssdlab_core::Op::Discard));
+            let usage = if writes {
+                plan::Use::Writes
+            } else {
+                plan::Use::Reads
+            };
+            let input = TraceInput {
+                format: trace.format,
+                ops: &trace.ops,
+                notes: &trace.notes,
+            };
+            execute(
+                &args.common,
+                "replay",
+                MethodOptions::Replay(options.clone()),
+                usage,
+                |s| replay::replay(s, input, &options),
             )
         }
         TestCommand::Pts(args) => {
@@ -454,6 +519,9 @@ fn print_analysis(analysis: &Analysis) {
         Analysis::Pts(MethodAnalysis {
             measured: Some(a), ..
         }) => print_pts(a),
+        Analysis::Replay(MethodAnalysis {
+            measured: Some(a), ..
+        }) => print_replay(a),
         _ => {}
     }
 }
@@ -537,5 +605,75 @@ fn print_pts(a: &ssdlab_core::schema::pts::PtsAnalysis) {
     }
     for s in &a.skipped {
         eprintln!("skipped   {s}");
+    }
+}
+
+/// The replay's figures on stderr: what was replayed, the storage bench's two figures, latency and fidelity.
+fn print_replay(a: &ssdlab_core::schema::replay::ReplayAnalysis) {
+    let gb = |b: u64| format!("{:.2} GB", b as f64 / 1e9);
+    eprintln!(
+        "trace     {}: {} operations over {:.1} s: {} reads ({}), {} writes ({}), {} TRIMs, {} flushes",
+        a.format.name(),
+        a.trace_ops,
+        a.trace_duration_s,
+        a.reads,
+        gb(a.read_bytes),
+        a.writes,
+        gb(a.write_bytes),
+        a.trims,
+        a.flushes
+    );
+    eprintln!(
+        "replayed  {} operations in {:.1} s, {}, at most {} in flight",
+        a.replayed_ops,
+        a.replay_duration_s,
+        if a.as_fast_as_possible {
+            "as fast as possible".to_string()
+        } else if a.time_scale == 1.0 {
+            "at the trace's times".to_string()
+        } else {
+            format!("at the trace's times x{}", a.time_scale)
+        },
+        a.queue_depth
+    );
+    eprintln!(
+        "bench     average data rate {} over {:.2} s busy; average service time {}",
+        mb(a.average_data_rate_bytes_per_s),
+        a.busy_s,
+        Nanos(a.average_service_time_ns)
+    );
+    let l = &a.latency_ns;
+    eprintln!(
+        "{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+        "", "25%", "median", "75%", "95%", "99%", "99.9%", "maximum"
+    );
+    let row = |name: &str, l: &ssdlab_core::schema::LatencyNs| {
+        eprintln!(
+            "{name:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+            Nanos(l.p25 as f64).to_string(),
+            Nanos(l.p50 as f64).to_string(),
+            Nanos(l.p75 as f64).to_string(),
+            Nanos(l.p95 as f64).to_string(),
+            Nanos(l.p99 as f64).to_string(),
+            Nanos(l.p999 as f64).to_string(),
+            Nanos(l.max as f64).to_string()
+        )
+    };
+    row("all", l);
+    if let Some(r) = &a.read_latency_ns {
+        row("reads", r);
+    }
+    if let Some(w) = &a.write_latency_ns {
+        row("writes", w);
+    }
+    match &a.fidelity {
+        Some(f) => eprintln!(
+            "fidelity  issued late by: median {}, p99 {}, max {}; {:.2}% more than 1 ms late",
+            Nanos(f.late_ns_p50 as f64),
+            Nanos(f.late_ns_p99 as f64),
+            Nanos(f.late_ns_max as f64),
+            100.0 * f.late_over_1ms_ratio
+        ),
+        None => eprintln!("fidelity  not measured: replayed as fast as possible"),
     }
 }

@@ -1,0 +1,139 @@
+//! The trace-replay section: the storage bench's table (average data rate, average service time) with the
+//! latency columns and the replay's fidelity, RAPID's comparison (a `cached:` result against its plain target on
+//! the same trace) as percentages, and the per-second data rate and latency.
+
+use ssdlab_core::schema::replay::ReplayAnalysis;
+use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult};
+use ssdlab_core::units::Nanos;
+
+use crate::svg::{Axis, Chart, Mark, Scale};
+use crate::{charts, label, mb_s, series_of_phase, table};
+
+fn measured(r: &RunResult) -> Option<&ReplayAnalysis> {
+    match &r.analysis {
+        Analysis::Replay(MethodAnalysis {
+            measured: Some(a), ..
+        }) => Some(a),
+        _ => None,
+    }
+}
+
+/// The trace a result replayed, as its options name it.
+fn trace_of(r: &RunResult) -> String {
+    match &r.options {
+        ssdlab_core::schema::options::RunOptions::Test(t) => match &t.method {
+            ssdlab_core::schema::options::MethodOptions::Replay(o) => o.trace.clone(),
+            _ => String::new(),
+        },
+        _ => String::new(),
+    }
+}
+
+pub(crate) fn replay(group: &[&RunResult]) -> String {
+    let header: Vec<String> = [
+        "",
+        "trace",
+        "operations",
+        "avg data rate (MB/s)",
+        "avg service time",
+        "median",
+        "99%",
+        "maximum",
+        "busy (s)",
+        "issued >1 ms late",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let ns = |v: u64| Nanos(v as f64).to_string();
+    let mut rows: Vec<Vec<String>> = group
+        .iter()
+        .map(|r| match measured(r) {
+            Some(a) => vec![
+                label(r),
+                format!("{} ({})", trace_of(r), a.format.name()),
+                a.replayed_ops.to_string(),
+                mb_s(a.average_data_rate_bytes_per_s),
+                Nanos(a.average_service_time_ns).to_string(),
+                ns(a.latency_ns.p50),
+                ns(a.latency_ns.p99),
+                ns(a.latency_ns.max),
+                format!("{:.2}", a.busy_s),
+                a.fidelity.map_or("as fast as possible".into(), |f| {
+                    format!("{:.2}%", 100.0 * f.late_over_1ms_ratio)
+                }),
+            ],
+            None => vec![label(r), trace_of(r), "not measured".into()],
+        })
+        .collect();
+    // RAPID's table: the cached drive against the same drive without the cache, on the same trace.
+    for cached in group {
+        let Some(plain_target) = crate::uncached_target(&cached.target.target) else {
+            continue;
+        };
+        let Some(plain) = group
+            .iter()
+            .find(|r| r.target.target == plain_target && trace_of(r) == trace_of(cached))
+        else {
+            continue;
+        };
+        if let (Some(c), Some(p)) = (measured(cached), measured(plain)) {
+            let change = |a: f64, b: f64| {
+                if b > 0.0 {
+                    format!("{:+.1}%", 100.0 * (a / b - 1.0))
+                } else {
+                    "–".into()
+                }
+            };
+            rows.push(vec![
+                format!("{} vs {}", label(cached), label(plain)),
+                String::new(),
+                String::new(),
+                change(c.average_data_rate_bytes_per_s, p.average_data_rate_bytes_per_s),
+                change(c.average_service_time_ns, p.average_service_time_ns),
+                change(c.latency_ns.p50 as f64, p.latency_ns.p50 as f64),
+                change(c.latency_ns.p99 as f64, p.latency_ns.p99 as f64),
+                change(c.latency_ns.max as f64, p.latency_ns.max as f64),
+            ]);
+        }
+    }
+    let mut out = table(&header, &rows);
+    out.push_str(
+        "<p>Average data rate is the bytes read and written over the time at least one operation was in flight; \
+         average service time is the mean time from each operation's time in the trace (or its issue, replayed \
+         as fast as possible) to its completion, as the trace-based storage benches report them.</p>",
+    );
+    let rate = series_of_phase(
+        group,
+        |r| r.phases.iter().find(|p| p.name == "replay"),
+        |p| p.samples.iter().map(|s| (s.t_s, s.bytes_per_s / 1e6)).collect(),
+        Mark::Line,
+    );
+    let latency = series_of_phase(
+        group,
+        |r| r.phases.iter().find(|p| p.name == "replay"),
+        |p| {
+            p.samples
+                .iter()
+                .filter(|s| s.ios > 0)
+                .map(|s| (s.t_s, s.latency_ns_mean / 1e3))
+                .collect()
+        },
+        Mark::Line,
+    );
+    out.push_str(&charts(&[
+        Chart {
+            title: "Data moved per second".into(),
+            x: Axis::new("time (s)", Scale::Linear),
+            y: Axis::new("MB/s", Scale::Linear).range(Some(0.0), None),
+            series: rate,
+        },
+        Chart {
+            title: "Mean latency per second".into(),
+            x: Axis::new("time (s)", Scale::Linear),
+            y: Axis::new("microseconds", Scale::Log10),
+            series: latency,
+        },
+    ]));
+    out
+}

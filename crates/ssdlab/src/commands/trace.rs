@@ -1,0 +1,62 @@
+//! `ssdlab trace synth`: writes a synthetic desktop trace (ssdlab-trace's generator) as a fio iolog v3.
+
+use std::io::Write;
+
+use anyhow::{Context, Result, bail};
+use ssdlab_trace::synth::{self, Profile};
+
+use super::Outcome;
+use crate::cli::{SynthProfileArg, TraceCommand};
+use crate::plan::{duration_flag, size_flag};
+
+pub fn run(command: &TraceCommand) -> Result<Outcome> {
+    let TraceCommand::Synth(args) = command;
+    let profile = match args.profile {
+        SynthProfileArg::Light => Profile::Light,
+        SynthProfileArg::Heavy => Profile::Heavy,
+    };
+    let duration_ns = duration_flag("duration", &args.duration)?;
+    if duration_ns < 1_000_000_000 {
+        bail!("--duration {}: at least 1s", args.duration);
+    }
+    let span_bytes = args.span.as_deref().map(|s| size_flag("span", s)).transpose()?;
+    if span_bytes.is_some_and(|s| s < 4 << 20) {
+        bail!("--span {}: at least 4m", args.span.as_deref().unwrap_or_default());
+    }
+    let ops = synth::generate(profile, args.seed, duration_ns, span_bytes);
+    let text = synth::to_fio_iolog(&ops, "/dev/ssdlab-synth");
+    let mix = profile.mix();
+    match &args.out {
+        Some(path) => {
+            // Never overwrite: a trace file is somebody's recording.
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+                .with_context(|| {
+                    format!(
+                        "--out {}: cannot create it (it must not exist yet)",
+                        path.display()
+                    )
+                })?;
+            file.write_all(text.as_bytes())
+                .with_context(|| format!("--out {}: writing the trace", path.display()))?;
+            eprintln!(
+                "trace     {} profile: {} operations over {}, {}% reads, footprint {}, seed {} -> {}",
+                profile.name(),
+                ops.len(),
+                args.duration,
+                mix.read_percent,
+                ssdlab_core::units::BinaryBytes(span_bytes.unwrap_or(mix.span_bytes)),
+                args.seed,
+                path.display()
+            );
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())
+                .context("writing the trace to stdout")?;
+        }
+    }
+    Ok(Outcome::Passed)
+}
