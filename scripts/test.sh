@@ -12,9 +12,10 @@ cd "$(dirname "$0")/.."
 # block status; smartmontools: `ssdlab health` runs smartctl; prometheus: promtool checks every --prom output;
 # fdisk: sfdisk writes the partition tables `ssdlab op` must keep clear of; python3-jsonschema: every result.json
 # the tests write is checked against the JSON Schema generated from the types (docs/result.schema.json);
-# blktrace: blktrace and blkparse record a real trace of a loop device for `test replay`'s blkparse reader.
+# blktrace: blktrace and blkparse record a real trace of a loop device for `test replay`'s blkparse reader;
+# strace: watches the reads and writes a replay issues, to check them against the trace.
 packages=(fio e2fsprogs util-linux mount chromium btrfs-progs xfsprogs attr libnbd-bin python3-libnbd qemu-utils fuse3 nbdkit
-    smartmontools prometheus fdisk python3-jsonschema blktrace)
+    smartmontools prometheus fdisk python3-jsonschema blktrace strace)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,15 +1,18 @@
 //! `ssdlab demo`: the main job on the embedded default device, a virtual Samsung 840 EVO 250 GB. Runs the
 //! consistency test twice (as shipped, and with 25% extra over-provisioning), TRIM validation and
 //! transfer-size sweeps over 2 GiB and 512 MiB, seed 000's field-report scan (files by data age, the slow ones
-//! rewritten) and its 25-drive fan-out (the query that waits for every shard, and the stragglers), each into its
-//! own result directory, reads the drive's health (host vs NAND writes,
-//! write amplification, P/E used) from the consistency runs' counters, then draws them all into one report.
+//! rewritten) and its 25-drive fan-out (the query that waits for every shard, and the stragglers), a quick SNIA
+//! PTS IOPS test (the drive at 1/64 scale, 1 s cells), seed 001's storage-bench table (synthetic light and heavy
+//! desktop traces replayed with and without the RAPID-like cache), each into its own result directory, reads the
+//! drive's health (host vs NAND writes, write amplification, P/E used) from the consistency runs' counters, then
+//! draws them all into one report.
 
 use anyhow::{Result, bail};
 
 use super::Outcome;
 use crate::cli::{
-    ConsistencyArgs, DemoArgs, EngineArg, SweepArgs, TargetArgs, TestCommand, TestCommon, TrimArgs,
+    ConsistencyArgs, DemoArgs, EngineArg, PtsArgs, PtsTestArg, ReplayArgs, ReplayFitArg, SweepArgs, TargetArgs,
+    TestCommand, TestCommon, TrimArgs,
 };
 use crate::output;
 
@@ -26,9 +29,9 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
             args.out.display()
         );
     }
-    let common = |name: &str| TestCommon {
+    let on = |target: &str, name: &str| TestCommon {
         target: TargetArgs {
-            target: args.target.clone(),
+            target: target.to_string(),
             allow_destroy: false,
             force: false,
             engine: EngineArg::Auto,
@@ -37,6 +40,7 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
         json: false,
         seed: 1,
     };
+    let common = |name: &str| on(&args.target, name);
     let consistency = |name: &str, op: u32| {
         TestCommand::Consistency(ConsistencyArgs {
             common: common(name),
@@ -74,6 +78,19 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
         // 3 GB, whose overwritten SLC blocks are reclaimed, so both run at the SLC cache's speed.
         ("sweep", sweep("sweep", "2g")),
         ("sweep-512m", sweep("sweep-512m", "512m")),
+        // The PTS on a 1/64-scale drive with 1-second cells: a full-scale drive needs the specification's minute
+        // per cell (56 minutes a round) to reach steady state.
+        (
+            "pts",
+            TestCommand::Pts(PtsArgs {
+                common: on(&scaled(&args.target, "1/64"), "pts"),
+                test: PtsTestArg::Iops,
+                round_time: "1s".into(),
+                span: 100.0,
+                qd: 32,
+                max_rounds: 25,
+            }),
+        ),
     ];
     let started = std::time::Instant::now();
     let mut directories = Vec::new();
@@ -164,6 +181,34 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
         Outcome::Interrupted => return Ok(Outcome::Interrupted),
         Outcome::Passed | Outcome::Failed => directories.push(args.out.join("health")),
     }
+    // Seed 001's storage-bench table: synthetic light and heavy desktop traces replayed on the drive, then on the
+    // same drive behind the RAPID-like cache.
+    let traces = args.out.join("traces");
+    std::fs::create_dir_all(&traces)?;
+    for profile in [ssdlab_trace::synth::Profile::Light, ssdlab_trace::synth::Profile::Heavy] {
+        let trace = traces.join(format!("{}.iolog", profile.name()));
+        let ops = ssdlab_trace::synth::generate(profile, 1, 60_000_000_000, None);
+        output::write_atomically(&trace, ssdlab_trace::synth::to_fio_iolog(&ops, "/dev/ssdlab-synth").as_bytes())?;
+        for (kind, target) in [("plain", args.target.clone()), ("rapid", cached(&args.target))] {
+            let name = format!("replay-{}-{kind}", profile.name());
+            eprintln!("\n== demo: {name}");
+            let command = TestCommand::Replay(ReplayArgs {
+                common: on(&target, &name),
+                trace: trace.clone(),
+                format: None,
+                time_scale: 1.0,
+                as_fast_as_possible: false,
+                qd: 32,
+                fit: ReplayFitArg::Fold,
+                disk: None,
+            });
+            match super::test::run(&command)? {
+                Outcome::Interrupted => return Ok(Outcome::Interrupted),
+                Outcome::PipeClosed => return Ok(Outcome::PipeClosed),
+                Outcome::Passed | Outcome::Failed => directories.push(args.out.join(&name)),
+            }
+        }
+    }
     let results = super::report::read_results(&directories)?;
     let report = args.out.join("report.html");
     output::write_report(&report, &results)?;
@@ -174,4 +219,24 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
         report.display()
     );
     Ok(Outcome::Passed)
+}
+
+/// `target` at `scale` (unless it names a scale already).
+fn scaled(target: &str, scale: &str) -> String {
+    if target.contains("scale=") {
+        target.to_string()
+    } else if target.contains('?') {
+        format!("{target}&scale={scale}")
+    } else {
+        format!("{target}?scale={scale}")
+    }
+}
+
+/// `target` behind a 1 GiB DRAM cache, RAPID's most.
+fn cached(target: &str) -> String {
+    if target.contains('?') {
+        format!("cached:{target}&size=1g")
+    } else {
+        format!("cached:{target}?size=1g")
+    }
 }

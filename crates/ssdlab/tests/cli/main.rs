@@ -18,6 +18,7 @@ mod nbd;
 mod op;
 mod pts;
 mod refresh;
+mod replay;
 mod report;
 mod safety;
 mod scan;

@@ -1,0 +1,484 @@
+//! `ssdlab test replay` and `ssdlab trace synth`: traces from the real tools (fio's write_iolog, blkparse),
+//! replayed onto loop devices and the virtual drive, checked against what was recorded.
+
+use crate::*;
+
+/// Every pread64/pwrite64 strace (run with -y, which names each descriptor's file) saw on `device`:
+/// (is_write, offset, length).
+fn straced_io(path: &Path, device: &str) -> Vec<(bool, u64, u64)> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let on_device = format!("<{device}>");
+    let mut calls = Vec::new();
+    for line in text.lines() {
+        let Some(at) = line.find("pread64(").or_else(|| line.find("pwrite64(")) else {
+            continue;
+        };
+        let args = &line[at..];
+        let fd_end = args.find(',').unwrap();
+        if !args[..fd_end].ends_with(&on_device) {
+            continue; // the loader reading the binary, or anything else
+        }
+        let write = args.starts_with("pwrite64");
+        // ..., LEN, OFFSET) = RET
+        let close = args.rfind(')').unwrap();
+        let fields: Vec<&str> = args[..close].rsplitn(3, ',').map(str::trim).collect();
+        calls.push((write, fields[0].parse().unwrap(), fields[1].parse().unwrap()));
+    }
+    calls
+}
+
+#[test]
+fn a_recorded_fio_iolog_replays_as_the_same_operations() {
+    let dev = LoopDevice::new(64 << 20);
+    let dir = tempdir();
+    let log = dir.path().join("fio.iolog");
+    // fio records its own run on a real device.
+    let fio = Command::new("fio")
+        .args([
+            "--name=rec",
+            &format!("--filename={}", dev.path),
+            "--direct=1",
+            "--ioengine=psync",
+            "--rw=randrw",
+            "--bsrange=4k-64k",
+            "--size=32m",
+            "--io_size=4m",
+            "--randseed=7",
+            &format!("--write_iolog={}", log.display()),
+        ])
+        .output()
+        .expect("fio (scripts/test.sh installs it)");
+    assert!(fio.status.success(), "{}", String::from_utf8_lossy(&fio.stderr));
+    let recorded: Vec<(bool, u64, u64)> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            match f.as_slice() {
+                [_, _, "read", off, len] => Some((false, off.parse().unwrap(), len.parse().unwrap())),
+                [_, _, "write", off, len] => Some((true, off.parse().unwrap(), len.parse().unwrap())),
+                _ => None,
+            }
+        })
+        .collect();
+    assert!(recorded.len() > 50, "fio recorded {} operations", recorded.len());
+    // ssdlab replays it through pread/pwrite, one at a time, while strace watches every call.
+    let calls = dir.path().join("strace.txt");
+    let out_dir = dir.path().join("replay");
+    let status = Command::new("strace")
+        .args(["-f", "-y", "-e", "trace=pread64,pwrite64", "-o"])
+        .arg(&calls)
+        .arg(env!("CARGO_BIN_EXE_ssdlab"))
+        .args([
+            "test",
+            "replay",
+            "--target",
+            &dev.path,
+            "--engine",
+            "psync",
+            "--allow-destroy",
+        ])
+        .arg("--trace")
+        .arg(&log)
+        .args(["--as-fast-as-possible", "--qd", "1", "--out"])
+        .arg(&out_dir)
+        .output()
+        .expect("strace (scripts/test.sh installs it)");
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    assert_eq!(
+        straced_io(&calls, &dev.path),
+        recorded,
+        "the replay issued exactly the recorded operations, in order"
+    );
+    let a = &read_result(&out_dir)["analysis"];
+    assert_eq!(a["format"], "fio-iolog");
+    assert_eq!(a["replayed_ops"].as_u64().unwrap() as usize, recorded.len());
+    assert_eq!(a["fit"]["remapped_ops"], 0);
+    assert!(
+        a["fidelity"].is_null(),
+        "as fast as possible: no fidelity to report"
+    );
+    assert!(a["average_data_rate_bytes_per_s"].as_f64().unwrap() > 0.0);
+}
+
+/// One blktrace record (struct blk_io_trace, little-endian) as the kernel writes it.
+fn blk_io_trace(seq: u32, time_ns: u64, sector: u64, bytes: u32, action: u32, pdu: &[u8]) -> Vec<u8> {
+    let mut r = Vec::new();
+    r.extend_from_slice(&0x6561_7407u32.to_le_bytes()); // magic | version 7
+    r.extend_from_slice(&seq.to_le_bytes());
+    r.extend_from_slice(&time_ns.to_le_bytes());
+    r.extend_from_slice(&sector.to_le_bytes());
+    r.extend_from_slice(&bytes.to_le_bytes());
+    r.extend_from_slice(&action.to_le_bytes());
+    r.extend_from_slice(&4242u32.to_le_bytes()); // pid
+    r.extend_from_slice(&(7u32 << 20).to_le_bytes()); // device 7,0
+    r.extend_from_slice(&0u32.to_le_bytes()); // cpu
+    r.extend_from_slice(&0u16.to_le_bytes()); // error
+    r.extend_from_slice(&(pdu.len() as u16).to_le_bytes());
+    r.extend_from_slice(pdu);
+    r
+}
+
+#[test]
+fn blkparse_output_of_the_real_tool_replays_its_queued_requests() {
+    // Categories and actions from linux/blktrace_api.h.
+    const READ: u32 = 1 << 0;
+    const WRITE: u32 = 1 << 1;
+    const QUEUE: u32 = 1 << 4;
+    const ISSUE: u32 = 1 << 6;
+    const COMPLETE: u32 = 1 << 7;
+    const NOTIFY: u32 = 1 << 10;
+    const DISCARD: u32 = 1 << 13;
+    let act = |ta: u32, tc: u32| (tc << 16) | ta;
+    let dir = tempdir();
+    // (time, sector, bytes, category): a 64 KiB write, a 4 KiB read 5 ms later, a 1 MiB discard.
+    let requests = [
+        (1_000u64, 0u64, 65536u32, WRITE),
+        (5_001_000, 128, 4096, READ),
+        (9_000_000, 2048, 1 << 20, WRITE | DISCARD),
+    ];
+    let mut bin = blk_io_trace(0, 0, 0, 0, act(0, NOTIFY), b"dd\0");
+    let mut seq = 1;
+    for (t, sector, bytes, tc) in requests {
+        for (ta, extra, dt) in [(1, QUEUE, 0), (7, ISSUE, 500), (8, COMPLETE, 90_000)] {
+            bin.extend(blk_io_trace(seq, t + dt, sector, bytes, act(ta, tc | extra), &[]));
+            seq += 1;
+        }
+    }
+    std::fs::write(dir.path().join("syn.blktrace.0"), bin).unwrap();
+    let parsed = Command::new("blkparse")
+        .args(["-i", "syn", "-D"])
+        .arg(dir.path())
+        .output()
+        .expect("blkparse (scripts/test.sh installs blktrace)");
+    assert!(
+        parsed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&parsed.stderr)
+    );
+    let text = dir.path().join("trace.txt");
+    std::fs::write(&text, &parsed.stdout).unwrap();
+    let out_dir = dir.path().join("replay");
+    let out = run(&[
+        "test",
+        "replay",
+        "--target",
+        "sim:840evo-120g?scale=1/64",
+        "--trace",
+        text.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    let a = &read_result(&out_dir)["analysis"];
+    assert_eq!(a["format"], "blkparse");
+    assert_eq!(
+        (a["reads"].as_u64(), a["writes"].as_u64(), a["trims"].as_u64()),
+        (Some(1), Some(1), Some(1))
+    );
+    assert_eq!(
+        (
+            a["read_bytes"].as_u64(),
+            a["write_bytes"].as_u64(),
+            a["trim_bytes"].as_u64()
+        ),
+        (Some(4096), Some(65536), Some(1 << 20))
+    );
+    // The queue events' times, from the first: 9 ms from the write to the discard.
+    assert!(
+        (a["trace_duration_s"].as_f64().unwrap() - 0.008999).abs() < 1e-9,
+        "{}",
+        a["trace_duration_s"]
+    );
+    assert!(stderr(&out).contains("the queue (Q) events"));
+}
+
+#[test]
+fn blktrace_records_a_loop_device_where_the_kernel_allows_it() {
+    let dev = LoopDevice::new(32 << 20);
+    let dir = tempdir();
+    if !Path::new("/sys/kernel/debug/block").exists() {
+        let _ = Command::new("mount")
+            .args(["-t", "debugfs", "none", "/sys/kernel/debug"])
+            .output();
+    }
+    let mut blktrace = Command::new("blktrace")
+        .args(["-d", &dev.path, "-o", "rec", "-w", "3", "-D"])
+        .arg(dir.path())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("blktrace (scripts/test.sh installs it)");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let dd = Command::new("dd")
+        .args([
+            &format!("of={}", dev.path),
+            "if=/dev/zero",
+            "bs=64k",
+            "count=16",
+            "oflag=direct",
+        ])
+        .output()
+        .unwrap();
+    assert!(dd.status.success());
+    let traced = blktrace.wait_with_output().unwrap();
+    let complaint = String::from_utf8_lossy(&traced.stderr).to_string();
+    if !traced.status.success() || complaint.contains("failed") {
+        eprintln!(
+            "SKIPPED blktrace_records_a_loop_device_where_the_kernel_allows_it: this kernel refused blktrace \
+             (needs debugfs and CONFIG_BLK_DEV_IO_TRACE, and no lockdown): {}",
+            complaint.lines().next().unwrap_or("")
+        );
+        return;
+    }
+    let parsed = Command::new("blkparse")
+        .args(["-i", "rec", "-D"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = dir.path().join("rec.txt");
+    std::fs::write(&text, &parsed.stdout).unwrap();
+    let out_dir = dir.path().join("replay");
+    let out = run(&[
+        "test",
+        "replay",
+        "--target",
+        "sim:840evo-120g?scale=1/64",
+        "--trace",
+        text.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    let a = &read_result(&out_dir)["analysis"];
+    assert_eq!(
+        a["write_bytes"].as_u64(),
+        Some(16 * 65536),
+        "dd's 16 writes of 64 KiB"
+    );
+}
+
+#[test]
+fn an_msr_trace_is_folded_onto_a_smaller_device_and_said() {
+    let dir = tempdir();
+    let csv = dir.path().join("hm_1.csv");
+    // Three rows in the MSR Cambridge layout, the last past a 1/256-scale drive's end (about 470 MB).
+    std::fs::write(
+        &csv,
+        "128166372003061629,hm,1,Read,3420143616,65536,1366\n\
+         128166372016382155,hm,1,Write,4096,4096,1150\n\
+         128166372016383598,hm,1,Write,3420213248,512,1006\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("msr");
+    let out = run(&[
+        "test",
+        "replay",
+        "--target",
+        "sim:840evo-120g?scale=1/256",
+        "--trace",
+        csv.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    let err = stderr(&out);
+    assert!(err.contains("2 operation(s) were folded"), "{err}");
+    assert!(
+        err.contains("widened to whole 512-byte logical blocks") || err.contains("trace     msr"),
+        "{err}"
+    );
+    let a = &read_result(&out_dir)["analysis"];
+    assert_eq!(a["format"], "msr");
+    assert_eq!(a["fit"]["remapped_ops"], 2);
+    // Two disks in one file: the choice is asked for by its flag.
+    std::fs::write(&csv, "1,hm,1,Read,0,4096,1\n2,hm,2,Read,0,4096,1\n").unwrap();
+    let out = run(&[
+        "test",
+        "replay",
+        "--target",
+        "sim:840evo-120g?scale=1/256",
+        "--trace",
+        csv.to_str().unwrap(),
+    ]);
+    expect_usage_error(&out, "--disk");
+}
+
+#[test]
+fn the_cache_speeds_a_synthetic_desktop_trace_in_the_storage_bench_table() {
+    let dir = tempdir();
+    let trace = dir.path().join("light.iolog");
+    let out = run(&[
+        "trace",
+        "synth",
+        "--profile",
+        "light",
+        "--duration",
+        "20s",
+        "--out",
+        trace.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    let mut dirs = Vec::new();
+    for (name, target) in [
+        ("plain", "sim:840evo-250g?scale=1/16"),
+        ("rapid", "cached:sim:840evo-250g?scale=1/16&size=256m"),
+    ] {
+        let out_dir = dir.path().join(name);
+        let out = run(&[
+            "test",
+            "replay",
+            "--target",
+            target,
+            "--trace",
+            trace.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        expect_code(&out, 0);
+        assert!(stderr(&out).contains("bench     average data rate"));
+        dirs.push(out_dir);
+    }
+    let plain = read_result(&dirs[0]);
+    let rapid = read_result(&dirs[1]);
+    let figure = |r: &Value, k: &str| r["analysis"][k].as_f64().unwrap();
+    assert_eq!(
+        plain["analysis"]["replayed_ops"],
+        rapid["analysis"]["replayed_ops"]
+    );
+    assert!(figure(&rapid, "average_service_time_ns") < figure(&plain, "average_service_time_ns"));
+    assert!(
+        figure(&rapid, "average_data_rate_bytes_per_s") > figure(&plain, "average_data_rate_bytes_per_s")
+    );
+    assert!(plain["analysis"]["fidelity"]["late_ns_max"].as_u64().is_some());
+    let csv = std::fs::read_to_string(dirs[0].join("replay.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 2);
+    // Side by side, the report adds RAPID's comparison row.
+    let page = dir.path().join("both.html");
+    let out = run(&[
+        "report",
+        dirs[0].to_str().unwrap(),
+        dirs[1].to_str().unwrap(),
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    let html = std::fs::read_to_string(page).unwrap();
+    assert!(
+        html.contains("avg service time") && html.contains(" vs "),
+        "the comparison row"
+    );
+}
+
+#[test]
+fn trace_synth_never_overwrites_and_bad_input_is_named() {
+    let dir = tempdir();
+    let trace = dir.path().join("t.iolog");
+    std::fs::write(&trace, "keep me").unwrap();
+    let out = run(&[
+        "trace",
+        "synth",
+        "--profile",
+        "heavy",
+        "--out",
+        trace.to_str().unwrap(),
+    ]);
+    expect_usage_error(&out, "--out");
+    assert_eq!(std::fs::read_to_string(&trace).unwrap(), "keep me");
+    expect_usage_error(
+        &run(&["trace", "synth", "--profile", "light", "--duration", "0s"]),
+        "--duration",
+    );
+    // To stdout: a fio iolog v3 that starts with its header.
+    let out = run(&["trace", "synth", "--profile", "light", "--duration", "2s"]);
+    expect_code(&out, 0);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("fio version 3 iolog\n"));
+
+    // Malformed traces: the line at fault, and nothing run.
+    std::fs::write(
+        &trace,
+        "fio version 3 iolog\n1 /f read 0 4096\n2 /f read zero 4096\n",
+    )
+    .unwrap();
+    let out = run(&[
+        "test",
+        "replay",
+        "--target",
+        "sim:840evo-120g?scale=1/256",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    expect_usage_error(&out, "line 3");
+    std::fs::write(&trace, "nothing I know\n").unwrap();
+    let out = run(&[
+        "test",
+        "replay",
+        "--target",
+        "sim:840evo-120g?scale=1/256",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    expect_usage_error(&out, "--format");
+    let missing = dir.path().join("absent");
+    let out = run(&[
+        "test",
+        "replay",
+        "--target",
+        "sim:840evo-120g?scale=1/256",
+        "--trace",
+        missing.to_str().unwrap(),
+    ]);
+    expect_usage_error(&out, "--trace");
+    for (flag, value) in [("--time-scale", "0"), ("--qd", "0")] {
+        std::fs::write(&trace, "fio version 3 iolog\n1 /f read 0 4096\n").unwrap();
+        let out = run(&[
+            "test",
+            "replay",
+            "--target",
+            "sim:840evo-120g?scale=1/256",
+            "--trace",
+            trace.to_str().unwrap(),
+            flag,
+            value,
+        ]);
+        expect_usage_error(&out, flag);
+    }
+}
+
+#[test]
+fn a_trace_that_writes_needs_allow_destroy_on_a_device_and_one_that_reads_does_not() {
+    let dev = LoopDevice::new(16 << 20);
+    let dir = tempdir();
+    let reads = dir.path().join("reads.iolog");
+    std::fs::write(
+        &reads,
+        "fio version 3 iolog\n0 /f read 0 4096\n100 /f read 8192 4096\n",
+    )
+    .unwrap();
+    let out = run(&[
+        "test",
+        "replay",
+        "--target",
+        &dev.path,
+        "--trace",
+        reads.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    let writes = dir.path().join("writes.iolog");
+    std::fs::write(&writes, "fio version 3 iolog\n0 /f write 0 4096\n").unwrap();
+    let before = std::fs::read(&dev.image).unwrap();
+    let out = run(&[
+        "test",
+        "replay",
+        "--target",
+        &dev.path,
+        "--trace",
+        writes.to_str().unwrap(),
+    ]);
+    expect_usage_error(&out, "--allow-destroy");
+    assert_eq!(std::fs::read(&dev.image).unwrap(), before, "nothing was written");
+}
