@@ -206,7 +206,7 @@ fn blktrace_records_a_loop_device_where_the_kernel_allows_it() {
             .args(["-t", "debugfs", "none", "/sys/kernel/debug"])
             .output();
     }
-    let mut blktrace = Command::new("blktrace")
+    let blktrace = Command::new("blktrace")
         .args(["-d", &dev.path, "-o", "rec", "-w", "3", "-D"])
         .arg(dir.path())
         .stderr(Stdio::piped())
