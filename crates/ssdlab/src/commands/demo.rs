@@ -11,8 +11,8 @@ use anyhow::{Result, bail};
 
 use super::Outcome;
 use crate::cli::{
-    ConsistencyArgs, DemoArgs, EngineArg, PtsArgs, PtsTestArg, ReplayArgs, ReplayFitArg, SweepArgs, TargetArgs,
-    TestCommand, TestCommon, TrimArgs,
+    ConsistencyArgs, DemoArgs, EngineArg, PtsArgs, PtsTestArg, ReplayArgs, ReplayFitArg, SweepArgs,
+    TargetArgs, TestCommand, TestCommon, TrimArgs,
 };
 use crate::output;
 
@@ -185,10 +185,16 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
     // same drive behind the RAPID-like cache.
     let traces = args.out.join("traces");
     std::fs::create_dir_all(&traces)?;
-    for profile in [ssdlab_trace::synth::Profile::Light, ssdlab_trace::synth::Profile::Heavy] {
+    for profile in [
+        ssdlab_trace::synth::Profile::Light,
+        ssdlab_trace::synth::Profile::Heavy,
+    ] {
         let trace = traces.join(format!("{}.iolog", profile.name()));
         let ops = ssdlab_trace::synth::generate(profile, 1, 60_000_000_000, None);
-        output::write_atomically(&trace, ssdlab_trace::synth::to_fio_iolog(&ops, "/dev/ssdlab-synth").as_bytes())?;
+        output::write_atomically(
+            &trace,
+            ssdlab_trace::synth::to_fio_iolog(&ops, "/dev/ssdlab-synth").as_bytes(),
+        )?;
         for (kind, target) in [("plain", args.target.clone()), ("rapid", cached(&args.target))] {
             let name = format!("replay-{}-{kind}", profile.name());
             eprintln!("\n== demo: {name}");
