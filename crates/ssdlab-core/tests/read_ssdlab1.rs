@@ -26,6 +26,7 @@ fn every_kind_reads_back_typed() {
         "fanout",
         "refresh",
         "pts",
+        "replay",
     ] {
         let result = read(kind);
         assert_eq!(result.kind(), kind);

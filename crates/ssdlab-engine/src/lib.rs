@@ -10,6 +10,7 @@
 
 pub mod access;
 pub mod accounting;
+mod books;
 pub mod data;
 pub mod replay;
 pub mod runner;

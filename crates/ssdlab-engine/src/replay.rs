@@ -12,9 +12,9 @@ use ssdlab_core::device::{Completion, Device, DeviceError, Io, Op};
 use ssdlab_core::rng::Rng;
 use ssdlab_core::trace::TraceOp;
 
-use crate::accounting::Accounting;
+use crate::books::PhaseBooks;
 use crate::data;
-use crate::runner::{IoFailure, Observer, PhaseOutcome};
+use crate::runner::{Observer, PhaseOutcome};
 
 /// What to replay and how.
 #[derive(Debug, Clone, Copy)]
@@ -67,23 +67,18 @@ pub fn run_trace<D: Device + ?Sized, O: Observer + ?Sized>(
     let mut lateness = (!plan.as_fast_as_possible).then(Histogram::new);
 
     observer.started();
-    let counters_before = device.counters();
-    let cache_before = device.cache_stats();
+    let mut books = PhaseBooks::open(device);
     let start_ns = device.now_ns();
     let due = |i: usize| start_ns + plan.ops[i].at_ns;
-    let mut accounting = Accounting::new(start_ns);
     let mut next = 0usize;
     let mut busy_ns = 0u64;
     let mut busy_since: Option<u64> = None;
-    let mut io_failure: Option<IoFailure> = None;
-    let mut io_errors = 0u64;
     let mut stopped_early = false;
-    let mut streamed = 0usize;
     let mut last_progress_s = 0u64;
 
     loop {
         let now = device.now_ns();
-        let mut issuing = io_failure.is_none() && next < plan.ops.len();
+        let mut issuing = books.io_failure.is_none() && next < plan.ops.len();
         if issuing && observer.stop_requested() {
             stopped_early = true;
             issuing = false;
@@ -152,57 +147,25 @@ pub fn run_trace<D: Device + ?Sized, O: Observer + ?Sized>(
         for c in &completions {
             let state = slots[c.slot as usize];
             free.push(c.slot);
-            let expected = if c.op == Op::Flush { 0 } else { state.len as i64 };
-            if c.result != expected && !(c.op == Op::Flush && c.result >= 0) {
-                io_errors += 1;
-                io_failure.get_or_insert(IoFailure {
-                    op: c.op,
-                    offset: state.offset,
-                    len: state.len,
-                    result: c.result,
-                });
-                continue;
-            }
             let latency_ns = c.completed_ns.saturating_sub(state.intended_ns);
-            accounting.record(c.op, state.len, latency_ns, c.submitted_ns, c.completed_ns);
+            books.complete(c, state.offset, state.len, latency_ns);
         }
         if device.in_flight() == 0
             && let Some(since) = busy_since.take()
         {
             busy_ns += last_completed.saturating_sub(since);
         }
-        let streamable = accounting.windows_closed().saturating_sub(1);
-        if streamable > streamed {
-            for sample in accounting.samples_since(streamed).take(streamable - streamed) {
-                observer.sample(&sample);
-            }
-            streamed = streamable;
-        }
+        books.stream(observer);
         let elapsed_s = (last_completed - start_ns) / 1_000_000_000;
         if elapsed_s > last_progress_s {
             last_progress_s = elapsed_s;
             observer.progress(next as f64 / plan.ops.len().max(1) as f64);
         }
     }
-    let end_ns = device.now_ns();
     if let Some(since) = busy_since {
-        busy_ns += end_ns.saturating_sub(since);
+        busy_ns += device.now_ns().saturating_sub(since);
     }
-    let mut finished = accounting.finish(end_ns, None);
-    finished.summary.device = device
-        .counters()
-        .zip(counters_before)
-        .map(|(after, before)| after.since(&before));
-    finished.summary.cache = device
-        .cache_stats()
-        .zip(cache_before)
-        .map(|(after, before)| after.since(&before));
-    finished.summary.io_errors = io_errors;
-    for sample in finished.samples.iter().skip(streamed) {
-        observer.sample(sample);
-    }
-    observer.progress(1.0);
-    observer.measured();
+    let (finished, io_failure) = books.close(device, None, observer);
     Ok(ReplayOutcome {
         phase: PhaseOutcome {
             samples: finished.samples,

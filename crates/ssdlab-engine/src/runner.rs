@@ -13,7 +13,7 @@ use ssdlab_core::rng::Rng;
 use ssdlab_core::schema::{Sample, Summary};
 
 use crate::access::Access;
-use crate::accounting::Accounting;
+use crate::books::PhaseBooks;
 use crate::data;
 use crate::workload::Workload;
 
@@ -147,24 +147,19 @@ pub fn run_phase<D: Device + ?Sized, O: Observer + ?Sized>(
     let mut completions: Vec<Completion> = Vec::with_capacity(2 * qd as usize);
 
     observer.started();
-    let counters_before = device.counters();
-    let cache_before = device.cache_stats();
+    let mut books = PhaseBooks::open(device);
     let start_ns = device.now_ns();
     let deadline_ns = workload.stop.runtime_ns.map(|r| start_ns.saturating_add(r));
-    let mut accounting = Accounting::new(start_ns);
     let mut issued: u64 = 0;
     let mut next_intended = start_ns as f64;
     let mut verify_failures = Vec::new();
     let mut verify_errors: u64 = 0;
-    let mut io_errors: u64 = 0;
-    let mut io_failure: Option<IoFailure> = None;
     let mut stopped_early = false;
-    let mut streamed = 0usize;
     let mut last_progress_s = 0u64;
 
     loop {
         let now = device.now_ns();
-        let mut issuing = io_failure.is_none();
+        let mut issuing = books.io_failure.is_none();
         if deadline_ns.is_some_and(|d| now >= d) || block_limit.is_some_and(|l| issued >= l) {
             issuing = false;
         } else if issuing && observer.stop_requested() {
@@ -261,18 +256,9 @@ pub fn run_phase<D: Device + ?Sized, O: Observer + ?Sized>(
                 c.submitted_ns
             };
             let latency_ns = c.completed_ns.saturating_sub(began_ns);
-            let expected = if c.op == Op::Flush { 0 } else { state.len as i64 };
-            if c.result != expected && !(c.op == Op::Flush && c.result >= 0) {
-                io_errors += 1;
-                io_failure.get_or_insert(IoFailure {
-                    op: c.op,
-                    offset: state.offset,
-                    len: state.len,
-                    result: c.result,
-                });
+            if !books.complete(c, state.offset, state.len, latency_ns) {
                 continue;
             }
-            accounting.record(c.op, state.len, latency_ns, c.submitted_ns, c.completed_ns);
             if c.op == Op::Write
                 && let Some(bits) = written.as_mut()
             {
@@ -287,14 +273,7 @@ pub fn run_phase<D: Device + ?Sized, O: Observer + ?Sized>(
             }
         }
 
-        // The newest closed window is held back: the phase's short tail may still be folded into it.
-        let streamable = accounting.windows_closed().saturating_sub(1);
-        if streamable > streamed {
-            for sample in accounting.samples_since(streamed).take(streamable - streamed) {
-                observer.sample(&sample);
-            }
-            streamed = streamable;
-        }
+        books.stream(observer);
         let elapsed_s = (last_completed - start_ns) / 1_000_000_000;
         if elapsed_s > last_progress_s {
             last_progress_s = elapsed_s;
@@ -302,21 +281,7 @@ pub fn run_phase<D: Device + ?Sized, O: Observer + ?Sized>(
         }
     }
 
-    let end_ns = device.now_ns();
-    let mut finished = accounting.finish(end_ns, workload.stop.runtime_ns);
-    finished.summary.device = device
-        .counters()
-        .zip(counters_before)
-        .map(|(after, before)| after.since(&before));
-    finished.summary.cache = device
-        .cache_stats()
-        .zip(cache_before)
-        .map(|(after, before)| after.since(&before));
-    for sample in finished.samples.iter().skip(streamed) {
-        observer.sample(sample);
-    }
-    observer.progress(1.0);
-    observer.measured();
+    let (mut finished, io_failure) = books.close(device, workload.stop.runtime_ns, observer);
     if let Some(bits) = &written
         && io_failure.is_none()
         && !stopped_early
@@ -329,7 +294,6 @@ pub fn run_phase<D: Device + ?Sized, O: Observer + ?Sized>(
             stopped_early = true;
         }
     }
-    finished.summary.io_errors = io_errors;
     finished.summary.verify_errors = verify_errors;
     Ok(PhaseOutcome {
         samples: finished.samples,

@@ -1,0 +1,95 @@
+//! What every phase keeps around its issue loop, whatever decides what to issue (a workload or a trace): the
+//! accounting, the device's counters at the start, the check of each completion's result, the samples streamed
+//! to the observer as their windows close, and the summary with the device's and cache's counters over the
+//! phase. It never issues anything.
+
+use ssdlab_core::device::{Completion, Device, Op};
+use ssdlab_core::schema::{CacheStats, DeviceCounters};
+
+use crate::accounting::{Accounting, Finished};
+use crate::runner::{IoFailure, Observer};
+
+pub(crate) struct PhaseBooks {
+    accounting: Accounting,
+    counters_before: Option<DeviceCounters>,
+    cache_before: Option<CacheStats>,
+    streamed: usize,
+    pub(crate) io_errors: u64,
+    /// The first failed operation; the phase stops issuing at it.
+    pub(crate) io_failure: Option<IoFailure>,
+}
+
+impl PhaseBooks {
+    /// Books for a phase starting now on `device`.
+    pub(crate) fn open<D: Device + ?Sized>(device: &D) -> Self {
+        PhaseBooks {
+            accounting: Accounting::new(device.now_ns()),
+            counters_before: device.counters(),
+            cache_before: device.cache_stats(),
+            streamed: 0,
+            io_errors: 0,
+            io_failure: None,
+        }
+    }
+
+    /// Accounts completion `c` of `len` bytes at `offset` with `latency_ns`, or counts it as failed (a negative
+    /// result, or a short transfer; a flush succeeds with any non-negative result). Returns whether it succeeded.
+    pub(crate) fn complete(&mut self, c: &Completion, offset: u64, len: u64, latency_ns: u64) -> bool {
+        let expected = if c.op == Op::Flush { 0 } else { len as i64 };
+        if c.result != expected && !(c.op == Op::Flush && c.result >= 0) {
+            self.io_errors += 1;
+            self.io_failure.get_or_insert(IoFailure {
+                op: c.op,
+                offset,
+                len,
+                result: c.result,
+            });
+            return false;
+        }
+        self.accounting
+            .record(c.op, len, latency_ns, c.submitted_ns, c.completed_ns);
+        true
+    }
+
+    /// Shows the observer every window closed since the last call but the newest, which the phase's short tail
+    /// may still be folded into.
+    pub(crate) fn stream<O: Observer + ?Sized>(&mut self, observer: &mut O) {
+        let streamable = self.accounting.windows_closed().saturating_sub(1);
+        if streamable > self.streamed {
+            for sample in self
+                .accounting
+                .samples_since(self.streamed)
+                .take(streamable - self.streamed)
+            {
+                observer.sample(&sample);
+            }
+            self.streamed = streamable;
+        }
+    }
+
+    /// Ends the phase now: the samples and summary (with the device's and cache's counters over the phase and the
+    /// failed operations), the rest of the samples shown, progress complete.
+    pub(crate) fn close<D: Device + ?Sized, O: Observer + ?Sized>(
+        self,
+        device: &D,
+        runtime_ns: Option<u64>,
+        observer: &mut O,
+    ) -> (Finished, Option<IoFailure>) {
+        let mut finished = self.accounting.finish(device.now_ns(), runtime_ns);
+        finished.summary.device = device
+            .counters()
+            .zip(self.counters_before)
+            .map(|(after, before)| after.since(&before));
+        finished.summary.cache = device
+            .cache_stats()
+            .zip(self.cache_before)
+            .map(|(after, before)| after.since(&before));
+        finished.summary.io_errors = self.io_errors;
+        for sample in finished.samples.iter().skip(self.streamed) {
+            observer.sample(sample);
+        }
+        observer.progress(1.0);
+        observer.measured();
+        (finished, self.io_failure)
+    }
+}
