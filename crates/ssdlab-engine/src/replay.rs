@@ -32,12 +32,20 @@ pub struct ReplayPlan<'a> {
 #[derive(Debug, Clone)]
 pub struct ReplayOutcome {
     pub phase: PhaseOutcome,
+    pub facts: ReplayFacts,
+}
+
+/// What only a replay measures.
+#[derive(Debug, Clone)]
+pub struct ReplayFacts {
     /// Time with at least one operation in flight.
     pub busy_ns: u64,
     /// How late each operation was issued against its trace time (None when as fast as possible).
     pub lateness: Option<Histogram>,
-    /// Operations issued (all of them unless stopped or failed).
+    /// Operations issued (all of them unless stopped or failed), in trace order.
     pub issued: u64,
+    /// Mean time from submission to completion: the device's own time, without any wait for a free slot.
+    pub device_time_ns_mean: f64,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -54,7 +62,19 @@ pub fn run_trace<D: Device + ?Sized, O: Observer + ?Sized>(
     observer: &mut O,
 ) -> Result<ReplayOutcome, DeviceError> {
     let qd = plan.queue_depth.max(1);
-    let max_len = plan.ops.iter().map(|o| o.len_bytes).max().unwrap_or(0).max(4096);
+    // Buffers carry reads and writes only: a TRIM of gigabytes needs none.
+    let max_len = plan
+        .ops
+        .iter()
+        .filter(|o| matches!(o.op, Op::Read | Op::Write))
+        .map(|o| o.len_bytes)
+        .max()
+        .unwrap_or(0)
+        .max(4096);
+    assert!(
+        max_len.saturating_mul(qd as u64) <= ssdlab_core::workload::BUFFER_LIMIT_BYTES,
+        "the caller keeps a replay's buffers within the limit (checked when fitting)"
+    );
     device.prepare(qd, max_len as usize)?;
     let mut rng = Rng::stream(plan.seed, 0xDA7A);
     for slot in 0..qd {
@@ -69,7 +89,13 @@ pub fn run_trace<D: Device + ?Sized, O: Observer + ?Sized>(
     observer.started();
     let mut books = PhaseBooks::open(device);
     let start_ns = device.now_ns();
-    let due = |i: usize| start_ns + plan.ops[i].at_ns;
+    let due = |i: usize| start_ns.saturating_add(plan.ops[i].at_ns);
+    // A real device sleeps through the trace's idle gaps; in slices, so Ctrl-C is heard within one.
+    let slice_ns = match device.info().clock {
+        ssdlab_core::device::ClockKind::Real => 100_000_000,
+        ssdlab_core::device::ClockKind::Virtual => u64::MAX,
+    };
+    let (mut device_ns_sum, mut device_ns_count) = (0u128, 0u64);
     let mut next = 0usize;
     let mut busy_ns = 0u64;
     let mut busy_since: Option<u64> = None;
@@ -132,7 +158,7 @@ pub fn run_trace<D: Device + ?Sized, O: Observer + ?Sized>(
                 break;
             }
             // Idle until the next operation is due; the device learns the host is idle.
-            device.wait_until(due(next));
+            device.wait_until(due(next).min(now.saturating_add(slice_ns)));
             continue;
         }
         let reap_deadline = (more && !free.is_empty() && !plan.as_fast_as_possible).then(|| due(next));
@@ -148,7 +174,10 @@ pub fn run_trace<D: Device + ?Sized, O: Observer + ?Sized>(
             let state = slots[c.slot as usize];
             free.push(c.slot);
             let latency_ns = c.completed_ns.saturating_sub(state.intended_ns);
-            books.complete(c, state.offset, state.len, latency_ns);
+            if books.complete(c, state.offset, state.len, latency_ns) {
+                device_ns_sum += c.completed_ns.saturating_sub(c.submitted_ns) as u128;
+                device_ns_count += 1;
+            }
         }
         if device.in_flight() == 0
             && let Some(since) = busy_since.take()
@@ -176,9 +205,16 @@ pub fn run_trace<D: Device + ?Sized, O: Observer + ?Sized>(
             io_failure,
             passes: 0,
         },
-        busy_ns,
-        lateness,
-        issued: next as u64,
+        facts: ReplayFacts {
+            busy_ns,
+            lateness,
+            issued: next as u64,
+            device_time_ns_mean: if device_ns_count == 0 {
+                0.0
+            } else {
+                device_ns_sum as f64 / device_ns_count as f64
+            },
+        },
     })
 }
 
@@ -216,7 +252,7 @@ mod tests {
         };
         let out = run_trace(&mut dev, &plan, &mut Quiet).unwrap();
         assert!(out.phase.complete);
-        assert_eq!(out.issued, 5);
+        assert_eq!(out.facts.issued, 5);
         let issued: Vec<(Op, u64, u64)> = dev.log.clone();
         assert_eq!(
             issued,
@@ -233,16 +269,16 @@ mod tests {
         assert_eq!(s.read.as_ref().unwrap().bytes, 4096);
         // Busy: the first burst (100 us, two slots in parallel), then the read and the flush and discard.
         assert!(
-            out.busy_ns >= 200_000 && out.busy_ns < 400_000,
+            out.facts.busy_ns >= 200_000 && out.facts.busy_ns < 400_000,
             "busy {}",
-            out.busy_ns
+            out.facts.busy_ns
         );
         assert!(
             s.seconds >= 0.0100,
             "the replay waited for the second burst: {}",
             s.seconds
         );
-        let late = out.lateness.unwrap();
+        let late = out.facts.lateness.unwrap();
         assert_eq!(late.count(), 5);
         assert_eq!(late.max(), 0, "the device kept up: nothing was late");
     }
@@ -259,7 +295,7 @@ mod tests {
             seed: 1,
         };
         let out = run_trace(&mut dev, &plan, &mut Quiet).unwrap();
-        let late = out.lateness.unwrap();
+        let late = out.facts.lateness.unwrap();
         assert!(
             late.max() >= 8_000_000,
             "the last issue was 8.1 ms late: {}",
@@ -274,8 +310,8 @@ mod tests {
             ..plan
         };
         let out = run_trace(&mut dev, &afap, &mut Quiet).unwrap();
-        assert!(out.lateness.is_none());
+        assert!(out.facts.lateness.is_none());
         assert!(out.phase.summary.latency_ns.max <= 1_010_000);
-        assert_eq!(out.busy_ns, 10_000_000);
+        assert_eq!(out.facts.busy_ns, 10_000_000);
     }
 }

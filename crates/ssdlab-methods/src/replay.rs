@@ -32,14 +32,44 @@ pub struct Fitted {
     pub report: ReplayFitReport,
 }
 
+/// The largest read or write replayed (larger ones are dropped and said): a replay's buffers are this per slot.
+pub const MAX_TRANSFER_BYTES: u64 = 64 << 20;
+
+/// The byte range `op` covers once fitted to whole logical blocks: reads and writes widened outward, TRIMs shrunk
+/// inward (a partial block must not lose data the trace never trimmed). None when nothing is left or the range
+/// is past 2^64.
+fn aligned_range(op: &TraceOp, logical: u64) -> Option<(u64, u64)> {
+    let end = op.offset_bytes.checked_add(op.len_bytes)?;
+    let (start, end) = if op.op == Op::Discard {
+        (
+            op.offset_bytes.checked_next_multiple_of(logical)?,
+            end / logical * logical,
+        )
+    } else {
+        (
+            op.offset_bytes / logical * logical,
+            end.checked_next_multiple_of(logical)?,
+        )
+    };
+    (end > start).then_some((start, end))
+}
+
 /// Fits `ops` onto the device `info` describes, scaling times by `time_scale`.
 pub fn fit(ops: &[TraceOp], info: &DeviceInfo, how: ReplayFit, time_scale: f64) -> Fitted {
     let logical = u64::from(info.logical_block_bytes.max(512));
     let capacity = info.capacity_bytes / logical * logical;
+    let kept = |o: &&TraceOp| match o.op {
+        Op::Flush => false,
+        Op::Discard => info.discard_supported,
+        Op::Read | Op::Write => o.len_bytes <= MAX_TRANSFER_BYTES,
+    };
+    // The extent of what will be replayed: a dropped outlier must not fold or squeeze everything else.
     let extent = ops
         .iter()
-        .filter(|o| o.op != Op::Flush)
-        .map(|o| o.offset_bytes.saturating_add(o.len_bytes))
+        .filter(kept)
+        .filter_map(|o| aligned_range(o, logical))
+        .filter(|&(start, end)| end - start <= capacity)
+        .map(|(_, end)| end)
         .max()
         .unwrap_or(0);
     let mut report = ReplayFitReport {
@@ -51,9 +81,10 @@ pub fn fit(ops: &[TraceOp], info: &DeviceInfo, how: ReplayFit, time_scale: f64) 
         dropped_ops: 0,
         dropped_reasons: Vec::new(),
     };
-    let (mut no_discard, mut too_large) = (0u64, 0u64);
+    let (mut no_discard, mut too_large, mut unusable) = (0u64, 0u64, 0u64);
     let mut fitted = Vec::with_capacity(ops.len());
     for op in ops {
+        // Saturating: a float cast past u64::MAX gives u64::MAX.
         let at_ns = (op.at_ns as f64 * time_scale) as u64;
         if op.op == Op::Flush {
             fitted.push(TraceOp { at_ns, ..*op });
@@ -63,10 +94,12 @@ pub fn fit(ops: &[TraceOp], info: &DeviceInfo, how: ReplayFit, time_scale: f64) 
             no_discard += 1;
             continue;
         }
-        let start = op.offset_bytes / logical * logical;
-        let end = op.offset_bytes.saturating_add(op.len_bytes).div_ceil(logical) * logical;
+        let Some((start, end)) = aligned_range(op, logical) else {
+            unusable += 1;
+            continue;
+        };
         let len = end - start;
-        if len > capacity {
+        if len > capacity || (op.op != Op::Discard && len > MAX_TRANSFER_BYTES) {
             too_large += 1;
             continue;
         }
@@ -102,11 +135,17 @@ pub fn fit(ops: &[TraceOp], info: &DeviceInfo, how: ReplayFit, time_scale: f64) 
         ));
     }
     if too_large > 0 {
-        report
-            .dropped_reasons
-            .push(format!("{too_large} operation(s) larger than the whole device"));
+        report.dropped_reasons.push(format!(
+            "{too_large} operation(s) larger than the whole device, or reads and writes over {} MiB",
+            MAX_TRANSFER_BYTES >> 20
+        ));
     }
-    report.dropped_ops = no_discard + too_large;
+    if unusable > 0 {
+        report.dropped_reasons.push(format!(
+            "{unusable} operation(s) with a range past 2^64 bytes, or TRIMs smaller than one logical block"
+        ));
+    }
+    report.dropped_ops = no_discard + too_large + unusable;
     Fitted { ops: fitted, report }
 }
 
@@ -164,6 +203,23 @@ pub fn replay(
     for reason in &r.dropped_reasons {
         session.notes.push(format!("not replayed: {reason}"));
     }
+    let largest = fitted
+        .ops
+        .iter()
+        .filter(|o| matches!(o.op, Op::Read | Op::Write))
+        .map(|o| o.len_bytes)
+        .max()
+        .unwrap_or(0);
+    if largest.saturating_mul(options.queue_depth as u64) > ssdlab_core::workload::BUFFER_LIMIT_BYTES {
+        return Err(MethodError::Invalid(format!(
+            "--qd {}: {} slots of the trace's largest transfer ({} bytes) need more than {} GiB of buffers; use a \
+             smaller --qd",
+            options.queue_depth,
+            options.queue_depth,
+            largest,
+            ssdlab_core::workload::BUFFER_LIMIT_BYTES >> 30
+        )));
+    }
     let plan = ReplayPlan {
         ops: &fitted.ops,
         as_fast_as_possible: options.as_fast_as_possible,
@@ -171,10 +227,12 @@ pub fn replay(
         seed: session.seed,
     };
     let ran = session.replay("replay", &plan)?;
-    let count = |op: Op| fitted.ops.iter().filter(|o| o.op == op).count() as u64;
+    // What was issued: the first `issued` of the fitted operations (all of them unless stopped).
+    let issued = ran.as_ref().map_or(0, |(_, facts)| facts.issued as usize);
+    let replayed = &fitted.ops[..issued.min(fitted.ops.len())];
+    let count = |op: Op| replayed.iter().filter(|o| o.op == op).count() as u64;
     let bytes = |op: Op| {
-        fitted
-            .ops
+        replayed
             .iter()
             .filter(|o| o.op == op)
             .map(|o| o.len_bytes)
@@ -182,7 +240,8 @@ pub fn replay(
     };
     let first = trace.ops.iter().map(|o| o.at_ns).min().unwrap_or(0);
     let last = trace.ops.iter().map(|o| o.at_ns).max().unwrap_or(0);
-    let analysis = ran.map(|(index, busy_ns, lateness)| {
+    let analysis = ran.map(|(index, facts)| {
+        let (busy_ns, lateness) = (facts.busy_ns, facts.lateness);
         let s = &session.phases[index].summary;
         let moved = s.read.as_ref().map_or(0, |d| d.bytes) + s.write.as_ref().map_or(0, |d| d.bytes);
         let busy_s = busy_ns as f64 / 1e9;
@@ -206,6 +265,7 @@ pub fn replay(
             busy_s,
             average_data_rate_bytes_per_s: if busy_s > 0.0 { moved as f64 / busy_s } else { 0.0 },
             average_service_time_ns: s.latency_ns.mean,
+            average_device_time_ns: facts.device_time_ns_mean,
             latency_ns: s.latency_ns.clone(),
             read_latency_ns: direction(s.read.as_ref()),
             write_latency_ns: direction(s.write.as_ref()),

@@ -3,7 +3,7 @@
 
 use ssdlab_core::device::{Device, DeviceError, Io, Op};
 use ssdlab_core::schema::{Analysis, MethodAnalysis, PhaseResult, Verdict};
-use ssdlab_engine::replay::{ReplayPlan, run_trace};
+use ssdlab_engine::replay::{ReplayFacts, ReplayPlan, run_trace};
 use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload, WorkloadError};
 use ssdlab_engine::{Observer, run_phase};
 
@@ -86,14 +86,14 @@ impl<'a> Session<'a> {
         &mut self,
         name: &str,
         plan: &ReplayPlan<'_>,
-    ) -> Result<Option<(usize, u64, Option<ssdlab_core::Histogram>)>, MethodError> {
+    ) -> Result<Option<(usize, ReplayFacts)>, MethodError> {
         if self.stopped {
             return Ok(None);
         }
         self.observer.begin_phase(name);
         let outcome = run_trace(self.device, plan, self.observer)?;
         let index = self.record(name, outcome.phase);
-        Ok(Some((index, outcome.busy_ns, outcome.lateness)))
+        Ok(Some((index, outcome.facts)))
     }
 
     /// Keeps a finished phase: CPU time, failure notes, the observer told, later phases skipped if it stopped.

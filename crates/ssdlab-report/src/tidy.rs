@@ -36,12 +36,12 @@ pub fn tidy_csv(result: &RunResult) -> Option<(&'static str, String)> {
         }) => {
             let mut csv = String::from(
                 "format,trace_ops,replayed_ops,reads,writes,trims,flushes,read_bytes,write_bytes,busy_s,\
-                 average_data_rate_bytes_per_s,average_service_time_ns,latency_ns_p50,latency_ns_p99,latency_ns_max,\
+                 average_data_rate_bytes_per_s,average_service_time_ns,average_device_time_ns,latency_ns_p50,latency_ns_p99,latency_ns_max,\
                  late_ns_p99,late_over_1ms_ratio\n",
             );
             let _ = writeln!(
                 csv,
-                "{},{},{},{},{},{},{},{},{},{:.6},{:.1},{:.1},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{:.6},{:.1},{:.1},{:.1},{},{},{},{},{}",
                 a.format.name(),
                 a.trace_ops,
                 a.replayed_ops,
@@ -54,6 +54,7 @@ pub fn tidy_csv(result: &RunResult) -> Option<(&'static str, String)> {
                 a.busy_s,
                 a.average_data_rate_bytes_per_s,
                 a.average_service_time_ns,
+                a.average_device_time_ns,
                 a.latency_ns.p50,
                 a.latency_ns.p99,
                 a.latency_ns.max,

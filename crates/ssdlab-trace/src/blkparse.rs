@@ -10,8 +10,8 @@ use ssdlab_core::device::Op;
 
 use crate::{Trace, TraceError, TraceFormat, TraceOp, number};
 
-/// The event fields every line has: `MAJ,MIN CPU SEQ SECONDS.NANOS PID ACTION`.
-fn prefix(line: &str) -> Option<(u64, &str, Vec<&str>)> {
+/// The event fields every line has: `MAJ,MIN CPU SEQ SECONDS.NANOS PID ACTION`, as (device, time, action, rest).
+fn prefix(line: &str) -> Option<(&str, u64, &str, Vec<&str>)> {
     let tokens: Vec<&str> = line.split_whitespace().collect();
     if tokens.len() < 6 {
         return None;
@@ -24,7 +24,7 @@ fn prefix(line: &str) -> Option<(u64, &str, Vec<&str>)> {
     let at_ns = seconds_ns(tokens[3])?;
     tokens[4].parse::<u64>().ok()?;
     let action = tokens[5];
-    Some((at_ns, action, tokens[6..].to_vec()))
+    Some((tokens[0], at_ns, action, tokens[6..].to_vec()))
 }
 
 /// `12.000345678` seconds as nanoseconds, without a float's rounding.
@@ -51,6 +51,10 @@ fn is_summary_start(line: &str) -> bool {
 pub(crate) fn read(text: &str) -> Result<Trace, TraceError> {
     let mut queued = Vec::new();
     let mut dispatched = Vec::new();
+    // A recording of several devices (or of a device-mapper stack, where a request is queued at each layer) is
+    // not one address space: the first device's events are replayed and the others' left out, said.
+    let mut device: Option<String> = None;
+    let mut others: Vec<String> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
         let line = raw.trim();
@@ -60,12 +64,25 @@ pub(crate) fn read(text: &str) -> Result<Trace, TraceError> {
         if is_summary_start(line) {
             break;
         }
-        let Some((at_ns, action, rest)) = prefix(line) else {
+        let Some((dev, at_ns, action, rest)) = prefix(line) else {
             return Err(TraceError::line(
                 n,
                 format!("not a blkparse event ('MAJ,MIN CPU SEQ SECONDS PID ACTION RWBS ...'): '{line}'"),
             ));
         };
+        if !matches!(action, "Q" | "D") {
+            continue; // completions, merges, plugs, notes: not requests
+        }
+        match &device {
+            None => device = Some(dev.to_string()),
+            Some(first) if first != dev => {
+                if !others.iter().any(|o| o == dev) {
+                    others.push(dev.to_string());
+                }
+                continue;
+            }
+            Some(_) => {}
+        }
         let list = match action {
             "Q" => &mut queued,
             "D" => &mut dispatched,
@@ -104,7 +121,15 @@ pub(crate) fn read(text: &str) -> Result<Trace, TraceError> {
         let (offset_bytes, len_bytes) = match (op, range) {
             (Op::Flush, _) => (0, 0),
             (_, Some((_, 0))) => continue, // a zero-length request carries no data (e.g. a flush's write half)
-            (_, Some((sector, sectors))) => (sector * 512, sectors * 512),
+            (_, Some((sector, sectors))) => match (sector.checked_mul(512), sectors.checked_mul(512)) {
+                (Some(offset), Some(len)) if offset.checked_add(len).is_some() => (offset, len),
+                _ => {
+                    return Err(TraceError::line(
+                        n,
+                        format!("sector {sector} + {sectors} reaches past 2^64 bytes"),
+                    ));
+                }
+            },
             (_, None) => {
                 return Err(TraceError::line(
                     n,
@@ -133,10 +158,20 @@ pub(crate) fn read(text: &str) -> Result<Trace, TraceError> {
             ..o
         })
         .collect();
+    let mut notes = vec![format!(
+        "blkparse text: the {events} events of device {}",
+        device.unwrap_or_default()
+    )];
+    if !others.is_empty() {
+        notes.push(format!(
+            "the events of device(s) {} were left out: one device is one address space",
+            others.join(", ")
+        ));
+    }
     Ok(Trace {
         format: TraceFormat::Blkparse,
         ops,
-        notes: vec![format!("blkparse text: the {events} events")],
+        notes,
     })
 }
 
@@ -179,6 +214,14 @@ Total (syn):
     }
 
     #[test]
+    fn a_second_device_is_left_out_and_said() {
+        let two = "  253,0 0 1 0.000000000 1 Q W 0 + 8 [x]\n  7,0 0 2 0.000001000 1 Q W 8 + 8 [x]\n";
+        let t = read(two).unwrap();
+        assert_eq!(t.ops.len(), 1);
+        assert!(t.notes[1].contains("7,0"), "{:?}", t.notes);
+    }
+
+    #[test]
     fn dispatch_events_when_there_are_no_queue_events() {
         let only_d: String = SAMPLE
             .lines()
@@ -206,6 +249,11 @@ Total (syn):
                 "without 'SECTOR + SECTORS'",
             ),
             ("  7,0 0 1 0.000000000 1 Q Z 0 + 8 [x]\n", 1, "RWBS 'Z'"),
+            (
+                "  7,0 0 1 0.000000000 1 Q W 36028797018963968 + 8 [x]\n",
+                1,
+                "past 2^64",
+            ),
         ] {
             match read(text) {
                 Err(TraceError::Line { line: l, message }) => {

@@ -62,7 +62,7 @@ pub(crate) fn read(text: &str) -> Result<Trace, TraceError> {
             ("wait", Some((usec, _))) if version == 2 => {
                 let usec = number(n, "wait", usec)?;
                 if usec >= 100 {
-                    clock_ns = clock_ns.saturating_add(usec * 1000);
+                    clock_ns = clock_ns.saturating_add(usec.saturating_mul(1000));
                 }
                 continue;
             }

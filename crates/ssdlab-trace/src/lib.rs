@@ -56,7 +56,11 @@ pub struct ReadOptions {
 
 /// The format of a trace's text, from its first meaningful line.
 pub fn detect(text: &str) -> Option<TraceFormat> {
-    let first = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    // The first meaningful line; an MSR file's optional CSV header does not count.
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.to_ascii_lowercase().starts_with("timestamp,"))?;
     if first.starts_with("fio version 2 iolog") || first.starts_with("fio version 3 iolog") {
         Some(TraceFormat::FioIolog)
     } else if blkparse::is_event_line(first) {
@@ -106,6 +110,10 @@ mod tests {
         );
         assert_eq!(
             detect("128166372003061629,hm,1,Read,3420143616,65536,1366\n"),
+            Some(TraceFormat::Msr)
+        );
+        assert_eq!(
+            detect("Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n1,hm,1,Read,0,4096,1\n"),
             Some(TraceFormat::Msr)
         );
         assert_eq!(detect("hello\n"), None);

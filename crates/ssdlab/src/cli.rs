@@ -662,9 +662,9 @@ pub struct PtsArgs {
     /// The ActiveRange: the share of the LBAs the rounds address (100 or 100%).
     #[arg(long, default_value = "100", value_parser = percent)]
     pub span: f64,
-    /// Outstanding I/Os of the IOPS and throughput tests (the latency test runs at 1).
-    #[arg(long, default_value_t = 32, alias = "iodepth")]
-    pub qd: u32,
+    /// Outstanding I/Os of the IOPS and throughput tests [default: 32]; the latency test runs at 1.
+    #[arg(long, alias = "iodepth")]
+    pub qd: Option<u32>,
     /// Rounds before giving up on steady state.
     #[arg(long, default_value_t = 25)]
     pub max_rounds: u32,

@@ -112,6 +112,11 @@ pub struct ReplayAnalysis {
     /// Mean completion time minus issue time (the trace's time in open-loop replay): the storage bench's
     /// average service time.
     pub average_service_time_ns: f64,
+    /// Mean time from each operation's submission to its completion: the device's own time, without the wait
+    /// for a free slot or for an issue that fell behind the trace (equal to the service time when nothing did).
+    /// Absent from results written before it existed.
+    #[serde(default)]
+    pub average_device_time_ns: f64,
     pub latency_ns: LatencyNs,
     pub read_latency_ns: Option<LatencyNs>,
     pub write_latency_ns: Option<LatencyNs>,

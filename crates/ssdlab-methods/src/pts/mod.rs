@@ -21,8 +21,9 @@ pub use ssdlab_core::schema::pts::{PtsOptions, PtsTest};
 /// Every span the rounds use is a multiple of the largest block size, so every cell addresses the same range.
 const ALIGN_BYTES: u64 = 1 << 20;
 
-/// The workload of one cell over `span` for `cell_ns`.
-fn cell_workload(session: &Session<'_>, cell: &PtsCell, span: Span, cell_ns: u64) -> Workload {
+/// The workload of one cell over `span` for `cell_ns`, with its own seed: every cell of every round draws its
+/// own offsets, so the rounds cover the ActiveRange instead of rewriting one cell's blocks each time.
+fn cell_workload(session: &Session<'_>, cell: &PtsCell, span: Span, cell_ns: u64, seed: u64) -> Workload {
     let (rw, pattern) = match (cell.sequential, cell.read_percent) {
         (true, 100) => (RwMode::Read, Pattern::Sequential),
         (true, _) => (RwMode::Write, Pattern::Sequential),
@@ -41,6 +42,7 @@ fn cell_workload(session: &Session<'_>, cell: &PtsCell, span: Span, cell_ns: u64
             runtime_ns: Some(cell_ns),
             ..StopAt::default()
         },
+        seed,
         ..session.workload_base()
     }
 }
@@ -68,8 +70,8 @@ pub fn pts(mut session: Session<'_>, options: &PtsOptions) -> Result<MethodOutco
     };
     if active.len_bytes == 0 {
         return Err(MethodError::Invalid(format!(
-            "{}: an ActiveRange of {}% holds less than one 1 MiB block; the PTS needs at least that",
-            info.target, options.active_range_percent
+            "--span {}%: on {} that ActiveRange holds less than one 1 MiB block; the PTS needs at least that",
+            options.active_range_percent, info.target
         )));
     }
     let (tracking_cell, tracking_metric) = matrix::tracking(options.test, options.queue_depth);
@@ -78,15 +80,23 @@ pub fn pts(mut session: Session<'_>, options: &PtsOptions) -> Result<MethodOutco
     let logical = u64::from(info.logical_block_bytes.max(1));
     cells.retain(|c| {
         let fits = c.block_bytes >= logical && c.block_bytes.is_multiple_of(logical);
-        if !fits {
-            skipped.push(format!(
-                "{} KiB cells: below the device's {logical}-byte logical block",
-                c.block_bytes as f64 / 1024.0
-            ));
+        let why = format!(
+            "{} KiB cells: below the device's {logical}-byte logical block",
+            c.block_bytes as f64 / 1024.0
+        );
+        if !fits && !skipped.contains(&why) {
+            skipped.push(why);
         }
         fits
     });
-    skipped.dedup();
+    // Refused before the purge: without its tracking cell the test cannot decide steady state.
+    if !cells.contains(&tracking_cell) {
+        return Err(MethodError::Invalid(format!(
+            "{}: the tracking cell ({} KiB) is below the device's {logical}-byte logical block",
+            info.target,
+            tracking_cell.block_bytes / 1024
+        )));
+    }
 
     let purged = session.purge(whole)?;
     if !purged {
@@ -116,8 +126,9 @@ pub fn pts(mut session: Session<'_>, options: &PtsOptions) -> Result<MethodOutco
     let mut rounds: Vec<PtsRound> = Vec::new();
     for round in 1..=options.max_rounds {
         let mut results = Vec::with_capacity(cells.len());
-        for cell in &cells {
-            let workload = cell_workload(&session, cell, active, options.cell_ns);
+        for (index, cell) in cells.iter().enumerate() {
+            let seed = ssdlab_core::rng::splitmix64(session.seed ^ ((round as u64) << 32 | index as u64));
+            let workload = cell_workload(&session, cell, active, options.cell_ns, seed);
             let Some(i) = session.phase(&matrix::phase_name(round, cell), &workload)? else {
                 break;
             };
@@ -147,13 +158,7 @@ pub fn pts(mut session: Session<'_>, options: &PtsOptions) -> Result<MethodOutco
             .iter()
             .find(|r| r.cell == tracking_cell)
             .map(|r| matrix::value(r, tracking_metric))
-            .ok_or_else(|| {
-                MethodError::Invalid(format!(
-                    "{}: the tracking cell ({} KiB) cannot run on this device",
-                    info.target,
-                    tracking_cell.block_bytes / 1024
-                ))
-            })?;
+            .expect("the tracking cell is one of the cells, checked before the purge");
         rounds.push(PtsRound {
             round,
             tracking,

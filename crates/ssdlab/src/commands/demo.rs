@@ -87,7 +87,7 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
                 test: PtsTestArg::Iops,
                 round_time: "1s".into(),
                 span: 100.0,
-                qd: 32,
+                qd: None,
                 max_rounds: 25,
             }),
         ),

@@ -169,6 +169,15 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
         }
         TestCommand::Replay(args) => {
             use ssdlab_core::schema::replay::{ReplayFit, ReplayOptions, TraceFormat};
+            if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
+                bail!(
+                    "--time-scale {}: a factor above 0 (0.5 replays twice as fast, 2 half as fast)",
+                    args.time_scale
+                );
+            }
+            if !(1..=1024).contains(&args.qd) {
+                bail!("--qd {}: between 1 and 1024 operations in flight", args.qd);
+            }
             let shown = args.trace.display();
             let text = std::fs::read_to_string(&args.trace)
                 .with_context(|| format!("--trace {shown}: cannot read it as text"))?;
@@ -184,15 +193,6 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
                     "--disk chooses a disk of an MSR trace; {shown} is {}",
                     trace.format.name()
                 );
-            }
-            if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
-                bail!(
-                    "--time-scale {}: a factor above 0 (0.5 replays twice as fast, 2 half as fast)",
-                    args.time_scale
-                );
-            }
-            if !(1..=1024).contains(&args.qd) {
-                bail!("--qd {}: between 1 and 1024 operations in flight", args.qd);
             }
             let options = ReplayOptions {
                 trace: shown.to_string(),
@@ -251,7 +251,7 @@ fn pts_options(args: &crate::cli::PtsArgs) -> Result<PtsOptions> {
         },
         cell_ns: duration_flag("round-time", &args.round_time)?,
         active_range_percent: args.span,
-        queue_depth: args.qd,
+        queue_depth: args.qd.unwrap_or(32),
         max_rounds: args.max_rounds,
         ..PtsOptions::default()
     };
@@ -267,8 +267,13 @@ fn pts_options(args: &crate::cli::PtsArgs) -> Result<PtsOptions> {
             args.span
         );
     }
-    if !(1..=1024).contains(&args.qd) {
-        bail!("--qd {}: queue depth must be between 1 and 1024", args.qd);
+    if let Some(qd) = args.qd {
+        if options.test == PtsTest::Latency {
+            bail!("--qd {qd}: the PTS latency test runs at QD1 by definition; leave --qd out");
+        }
+        if !(1..=1024).contains(&qd) {
+            bail!("--qd {qd}: queue depth must be between 1 and 1024");
+        }
     }
     if !(5..=1000).contains(&args.max_rounds) {
         bail!(
@@ -612,19 +617,13 @@ fn print_pts(a: &ssdlab_core::schema::pts::PtsAnalysis) {
 fn print_replay(a: &ssdlab_core::schema::replay::ReplayAnalysis) {
     let gb = |b: u64| format!("{:.2} GB", b as f64 / 1e9);
     eprintln!(
-        "trace     {}: {} operations over {:.1} s: {} reads ({}), {} writes ({}), {} TRIMs, {} flushes",
+        "trace     {}: {} operations over {:.1} s",
         a.format.name(),
         a.trace_ops,
-        a.trace_duration_s,
-        a.reads,
-        gb(a.read_bytes),
-        a.writes,
-        gb(a.write_bytes),
-        a.trims,
-        a.flushes
+        a.trace_duration_s
     );
     eprintln!(
-        "replayed  {} operations in {:.1} s, {}, at most {} in flight",
+        "replayed  {} operations in {:.1} s, {}, at most {} in flight: {} reads ({}), {} writes ({}), {} TRIMs, {} flushes",
         a.replayed_ops,
         a.replay_duration_s,
         if a.as_fast_as_possible {
@@ -634,13 +633,20 @@ fn print_replay(a: &ssdlab_core::schema::replay::ReplayAnalysis) {
         } else {
             format!("at the trace's times x{}", a.time_scale)
         },
-        a.queue_depth
+        a.queue_depth,
+        a.reads,
+        gb(a.read_bytes),
+        a.writes,
+        gb(a.write_bytes),
+        a.trims,
+        a.flushes
     );
     eprintln!(
-        "bench     average data rate {} over {:.2} s busy; average service time {}",
+        "bench     average data rate {} over {:.2} s busy; average service time {} (the device's own: {})",
         mb(a.average_data_rate_bytes_per_s),
         a.busy_s,
-        Nanos(a.average_service_time_ns)
+        Nanos(a.average_service_time_ns),
+        Nanos(a.average_device_time_ns)
     );
     let l = &a.latency_ns;
     eprintln!(

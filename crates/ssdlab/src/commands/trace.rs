@@ -16,8 +16,9 @@ pub fn run(command: &TraceCommand) -> Result<Outcome> {
         SynthProfileArg::Heavy => Profile::Heavy,
     };
     let duration_ns = duration_flag("duration", &args.duration)?;
-    if duration_ns < 1_000_000_000 {
-        bail!("--duration {}: at least 1s", args.duration);
+    // The trace is built in memory (about 300 operations a second for heavy): a day is plenty for a bench.
+    if !(1_000_000_000..=86_400_000_000_000).contains(&duration_ns) {
+        bail!("--duration {}: between 1s and 24h", args.duration);
     }
     let span_bytes = args.span.as_deref().map(|s| size_flag("span", s)).transpose()?;
     if span_bytes.is_some_and(|s| s < 4 << 20) {
@@ -54,8 +55,10 @@ pub fn run(command: &TraceCommand) -> Result<Outcome> {
         }
         None => {
             let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())
-                .context("writing the trace to stdout")?;
+            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(Outcome::PipeClosed),
+                result => result.context("writing the trace to stdout")?,
+            }
         }
     }
     Ok(Outcome::Passed)

@@ -482,3 +482,47 @@ fn a_trace_that_writes_needs_allow_destroy_on_a_device_and_one_that_reads_does_n
     expect_usage_error(&out, "--allow-destroy");
     assert_eq!(std::fs::read(&dev.image).unwrap(), before, "nothing was written");
 }
+
+#[test]
+fn ctrl_c_during_a_long_gap_in_the_trace_stops_the_replay_at_once() {
+    // Two reads an hour apart on a real device: the replay sleeps through the gap in slices and hears Ctrl-C.
+    let dev = LoopDevice::new(16 << 20);
+    let dir = tempdir();
+    let trace = dir.path().join("gap.iolog");
+    std::fs::write(
+        &trace,
+        "fio version 3 iolog\n0 /f read 0 4096\n3600000000 /f read 8192 4096\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("gap");
+    let mut child = ssdlab()
+        .args(["test", "replay", "--target", &dev.path, "--trace"])
+        .arg(&trace)
+        .arg("--out")
+        .arg(&out_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stderr.take().unwrap()));
+    for line in lines.by_ref() {
+        if line.unwrap().contains("replay started") {
+            break;
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let asked = std::time::Instant::now();
+    sh("kill", &["-INT", &child.id().to_string()]);
+    let _rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(5),
+        "stopped within a slice, not after the hour"
+    );
+    let result = read_result(&out_dir);
+    assert_eq!(result["complete"], false);
+    assert_eq!(
+        result["analysis"]["replayed_ops"], 1,
+        "the read before the gap is kept"
+    );
+}
