@@ -149,8 +149,8 @@ pub fn fit(ops: &[TraceOp], info: &DeviceInfo, how: ReplayFit, time_scale: f64) 
     Fitted { ops: fitted, report }
 }
 
-fn direction(summary: Option<&ssdlab_core::schema::DirectionSummary>) -> Option<LatencyNs> {
-    summary.map(|d| d.latency_ns.clone())
+fn direction(summary: Option<&ssdlab_core::schema::DirectionSummary>) -> Option<Box<LatencyNs>> {
+    summary.map(|d| Box::new(d.latency_ns.clone()))
 }
 
 /// Replays `trace` on the session's device.
@@ -265,8 +265,8 @@ pub fn replay(
             busy_s,
             average_data_rate_bytes_per_s: if busy_s > 0.0 { moved as f64 / busy_s } else { 0.0 },
             average_service_time_ns: s.latency_ns.mean,
-            average_device_time_ns: facts.device_time_ns_mean,
-            latency_ns: s.latency_ns.clone(),
+            average_device_time_ns: Some(facts.device_time_ns_mean),
+            latency_ns: Box::new(s.latency_ns.clone()),
             read_latency_ns: direction(s.read.as_ref()),
             write_latency_ns: direction(s.write.as_ref()),
             fidelity: lateness.filter(|h| !h.is_empty()).map(|h| ReplayFidelity {

@@ -56,7 +56,8 @@ pub(crate) fn replay(group: &[&RunResult]) -> String {
                 a.replayed_ops.to_string(),
                 mb_s(a.average_data_rate_bytes_per_s),
                 Nanos(a.average_service_time_ns).to_string(),
-                Nanos(a.average_device_time_ns).to_string(),
+                a.average_device_time_ns
+                    .map_or("–".into(), |t| Nanos(t).to_string()),
                 ns(a.latency_ns.p50),
                 ns(a.latency_ns.p99),
                 ns(a.latency_ns.max),
@@ -81,7 +82,7 @@ pub(crate) fn replay(group: &[&RunResult]) -> String {
         };
         if let (Some(c), Some(p)) = (measured(cached), measured(plain)) {
             let change = |a: f64, b: f64| {
-                if b > 0.0 {
+                if b > 0.0 && a.is_finite() {
                     format!("{:+.1}%", 100.0 * (a / b - 1.0))
                 } else {
                     "–".into()
@@ -93,7 +94,10 @@ pub(crate) fn replay(group: &[&RunResult]) -> String {
                 String::new(),
                 change(c.average_data_rate_bytes_per_s, p.average_data_rate_bytes_per_s),
                 change(c.average_service_time_ns, p.average_service_time_ns),
-                change(c.average_device_time_ns, p.average_device_time_ns),
+                change(
+                    c.average_device_time_ns.unwrap_or(f64::NAN),
+                    p.average_device_time_ns.unwrap_or(f64::NAN),
+                ),
                 change(c.latency_ns.p50 as f64, p.latency_ns.p50 as f64),
                 change(c.latency_ns.p99 as f64, p.latency_ns.p99 as f64),
                 change(c.latency_ns.max as f64, p.latency_ns.max as f64),

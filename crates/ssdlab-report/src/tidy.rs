@@ -41,7 +41,7 @@ pub fn tidy_csv(result: &RunResult) -> Option<(&'static str, String)> {
             );
             let _ = writeln!(
                 csv,
-                "{},{},{},{},{},{},{},{},{},{:.6},{:.1},{:.1},{:.1},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{:.6},{:.1},{:.1},{},{},{},{},{},{}",
                 a.format.name(),
                 a.trace_ops,
                 a.replayed_ops,
@@ -54,7 +54,8 @@ pub fn tidy_csv(result: &RunResult) -> Option<(&'static str, String)> {
                 a.busy_s,
                 a.average_data_rate_bytes_per_s,
                 a.average_service_time_ns,
-                a.average_device_time_ns,
+                a.average_device_time_ns
+                    .map_or(String::new(), |t| format!("{t:.1}")),
                 a.latency_ns.p50,
                 a.latency_ns.p99,
                 a.latency_ns.max,

@@ -405,6 +405,10 @@ pub struct ReportArgs {
     /// in which results of one target differ.
     #[arg(long, value_name = "NAME")]
     pub label: Vec<String>,
+    /// Set every result against this one (a RESULT_DIR above, or another added first): each kind's headline
+    /// figures with their change in percent, better or worse.
+    #[arg(long, value_name = "DIR")]
+    pub baseline: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

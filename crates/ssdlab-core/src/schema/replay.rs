@@ -114,12 +114,13 @@ pub struct ReplayAnalysis {
     pub average_service_time_ns: f64,
     /// Mean time from each operation's submission to its completion: the device's own time, without the wait
     /// for a free slot or for an issue that fell behind the trace (equal to the service time when nothing did).
-    /// Absent from results written before it existed.
+    /// None in results written before it existed.
     #[serde(default)]
-    pub average_device_time_ns: f64,
-    pub latency_ns: LatencyNs,
-    pub read_latency_ns: Option<LatencyNs>,
-    pub write_latency_ns: Option<LatencyNs>,
+    pub average_device_time_ns: Option<f64>,
+    /// Boxed, as the other large figures of a result are, to keep the analysis enum small.
+    pub latency_ns: Box<LatencyNs>,
+    pub read_latency_ns: Option<Box<LatencyNs>>,
+    pub write_latency_ns: Option<Box<LatencyNs>>,
     /// None with `--as-fast-as-possible`.
     pub fidelity: Option<ReplayFidelity>,
 }

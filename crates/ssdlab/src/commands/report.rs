@@ -9,15 +9,35 @@ use crate::output;
 
 pub fn run(args: &ReportArgs) -> Result<Outcome> {
     let mut results = read_results(&args.results)?;
+    // The baseline: one of the results, or read from its own directory and drawn first.
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        a == b
+            || std::fs::canonicalize(a)
+                .ok()
+                .is_some_and(|a| std::fs::canonicalize(b).ok() == Some(a))
+    };
+    let mut baseline = None;
+    if let Some(dir) = &args.baseline {
+        baseline = Some(match args.results.iter().position(|r| same(r, dir)) {
+            Some(i) => i,
+            None => {
+                let base = read_results(std::slice::from_ref(dir))
+                    .map_err(|e| anyhow::anyhow!("--baseline {}: {e:#}", dir.display()))?;
+                results.insert(0, base.into_iter().next().expect("one result read"));
+                0
+            }
+        });
+    }
     if !args.label.is_empty() {
-        if args.label.len() != results.len() {
+        if args.label.len() != args.results.len() {
             bail!(
                 "--label: {} names for {} results; give one --label per RESULT_DIR, in the same order",
                 args.label.len(),
-                results.len()
+                args.results.len()
             );
         }
-        for (result, name) in results.iter_mut().zip(&args.label) {
+        let given = results.len() - args.results.len();
+        for (result, name) in results.iter_mut().skip(given).zip(&args.label) {
             result.label = Some(name.clone());
         }
     }
@@ -27,7 +47,10 @@ pub fn run(args: &ReportArgs) -> Result<Outcome> {
             args.out.display()
         );
     }
-    output::write_report(&args.out, &results)?;
+    output::write_atomically(
+        &args.out,
+        ssdlab_report::render_against(&results, baseline).as_bytes(),
+    )?;
     eprintln!("report    {} ({} results)", args.out.display(), results.len());
     Ok(Outcome::Passed)
 }

@@ -646,7 +646,7 @@ fn print_replay(a: &ssdlab_core::schema::replay::ReplayAnalysis) {
         mb(a.average_data_rate_bytes_per_s),
         a.busy_s,
         Nanos(a.average_service_time_ns),
-        Nanos(a.average_device_time_ns)
+        Nanos(a.average_device_time_ns.unwrap_or(f64::NAN))
     );
     let l = &a.latency_ns;
     eprintln!(

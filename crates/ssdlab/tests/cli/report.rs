@@ -76,8 +76,21 @@ fn the_report_renders_in_headless_chromium_with_axes_labels_and_points() {
     assert!(dom.status.success(), "{}", String::from_utf8_lossy(&dom.stderr));
     let dom = String::from_utf8(dom.stdout).unwrap();
     let charts: Vec<&str> = dom.split("<svg class=\"chart\"").skip(1).collect();
-    assert_eq!(charts.len(), 4, "the consistency section draws four charts");
-    for chart in &charts {
+    assert_eq!(
+        charts.len(),
+        6,
+        "the consistency section draws four charts, and the latency CDF and tail"
+    );
+    let (consistency, distribution) = charts.split_at(4);
+    for chart in distribution {
+        assert_eq!(
+            chart.matches("<g class=\"series\"").count(),
+            2,
+            "both results' distributions"
+        );
+        assert!(chart.contains("<polyline"), "drawn as lines");
+    }
+    for chart in consistency {
         assert!(
             chart.contains("class=\"axis x-axis\"") && chart.contains("class=\"axis y-axis\""),
             "axes"
@@ -245,4 +258,75 @@ fn two_runs_on_one_target_get_labels_that_tell_them_apart() {
         &run(&["report", a, b, "--label", "one", "--out", page_s]),
         "--label",
     );
+}
+
+#[test]
+fn a_baseline_sets_every_result_against_it_in_percent() {
+    let dir = tempdir();
+    let mut dirs = Vec::new();
+    // The same QD1 latency test on a slower and a faster virtual drive.
+    for (name, target) in [
+        ("evo", "sim:840evo-250g?scale=1/256"),
+        ("mlc", "sim:enterprise-mlc-400g?scale=1/256"),
+    ] {
+        let out_dir = dir.path().join(name);
+        let out = run(&[
+            "test",
+            "latency",
+            "--target",
+            target,
+            "--span",
+            "64m",
+            "--runtime",
+            "2s",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        expect_code(&out, 0);
+        dirs.push(out_dir);
+    }
+    let page = dir.path().join("vs.html");
+    let out = run(&[
+        "report",
+        dirs[1].to_str().unwrap(),
+        "--baseline",
+        dirs[0].to_str().unwrap(),
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    assert!(stderr(&out).contains("(2 results)"), "the baseline is drawn too");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let table = &html[html.find("Against the baseline").expect("the comparison table")..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert!(table.contains("(baseline)"));
+    for figure in ["IOPS", "mean latency", "p99 latency", "maximum latency"] {
+        assert!(table.contains(figure), "{figure}");
+    }
+    // Each figure's change is in percent and marked better or worse.
+    let changes = table.matches("%)</td>").count();
+    assert_eq!(changes, 4, "{table}");
+    assert!(table.contains("class=\"better\"") || table.contains("class=\"worse\""));
+    // A baseline among the results is not drawn twice; a missing one is named by its flag.
+    let out = run(&[
+        "report",
+        dirs[0].to_str().unwrap(),
+        dirs[1].to_str().unwrap(),
+        "--baseline",
+        dirs[0].to_str().unwrap(),
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    assert!(stderr(&out).contains("(2 results)"));
+    let missing = dir.path().join("absent");
+    let out = run(&[
+        "report",
+        dirs[0].to_str().unwrap(),
+        "--baseline",
+        missing.to_str().unwrap(),
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    expect_usage_error(&out, "--baseline");
 }
