@@ -24,8 +24,10 @@ pub fn sizes(from: u64, to: u64) -> Vec<u64> {
 }
 
 pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodOutcome, MethodError> {
-    if options.axis == SweepAxis::Qd {
-        return queue_depth_sweep(session, options);
+    match options.axis {
+        SweepAxis::Qd => return queue_depth_sweep(session, options),
+        SweepAxis::Mix => return mix_sweep(session, options),
+        SweepAxis::Size => {}
     }
     if options.from_bytes > options.to_bytes {
         return Err(MethodError::Invalid(format!(
@@ -161,6 +163,7 @@ fn write_then_read(
     Ok(Some(SweepRow {
         transfer_bytes: base.block_bytes,
         queue_depth,
+        read_percent: None,
         write_bytes: w.bytes,
         write_bytes_per_s: w.bytes_per_s,
         write_iops: w.iops,
@@ -170,10 +173,9 @@ fn write_then_read(
     }))
 }
 
-/// The queue-depth axis: random write then random read of `block_bytes` at QD 1, 2, 4, ... up to
-/// `max_queue_depth`, each for `size_runtime_ns` or one pass over the region.
-fn queue_depth_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodOutcome, MethodError> {
-    let info = session.device.info().clone();
+/// The block size a random sweep runs at and the region it covers, or why it cannot run.
+fn random_region(session: &Session<'_>, options: &SweepOptions) -> Result<(u64, u64), MethodError> {
+    let info = session.device.info();
     let block = options.block_bytes;
     if block < info.logical_block_bytes as u64 || !block.is_multiple_of(info.logical_block_bytes as u64) {
         return Err(MethodError::Invalid(format!(
@@ -190,6 +192,69 @@ fn queue_depth_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result
             BinaryBytes(block)
         )));
     }
+    Ok((block, region))
+}
+
+/// The read/write-mix axis: random I/O of `block_bytes` at `queue_depth`, reads from 0% to 100% of operations in
+/// steps of 10, each point one mixed run (for `size_runtime_ns` or one pass over the region) whose reads and writes
+/// are counted apart.
+fn mix_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodOutcome, MethodError> {
+    let (block, region) = random_region(&session, options)?;
+    let mut rows = Vec::new();
+    session.observer.show_phase_lines(false);
+    for read_percent in (0..=100u32).step_by(10) {
+        let workload = Workload {
+            rw: RwMode::RandRw,
+            mix_read_percent: read_percent as u8,
+            pattern: Pattern::Random { random_map: false },
+            ..point_workload(&session, block, options.queue_depth, region, options)
+        };
+        let Some(index) = session.phase(&format!("mix-rw{read_percent}"), &workload)? else {
+            break;
+        };
+        let s = &session.phases[index].summary;
+        let (r, w) = (
+            s.read.clone().unwrap_or_default(),
+            s.write.clone().unwrap_or_default(),
+        );
+        // Each direction's share of the one run: IOPS and bytes per second over the whole run.
+        rows.push(SweepRow {
+            transfer_bytes: block,
+            queue_depth: Some(options.queue_depth),
+            read_percent: Some(read_percent),
+            write_bytes: w.bytes,
+            write_bytes_per_s: w.bytes_per_s,
+            write_iops: w.iops,
+            read_bytes: r.bytes,
+            read_bytes_per_s: r.bytes_per_s,
+            read_iops: r.iops,
+        });
+        if session.stopped {
+            break;
+        }
+    }
+    let mut reasons = Vec::new();
+    if session.stopped {
+        reasons.push("interrupted before every mix ran".into());
+    }
+    let analysis = SweepAnalysis {
+        axis: SweepAxis::Mix,
+        region_bytes: region,
+        queue_depth: options.queue_depth,
+        rows,
+        skipped: Vec::new(),
+    };
+    let verdict = Verdict {
+        passed: reasons.is_empty(),
+        reasons,
+    };
+    Ok(session.finish(Analysis::Sweep, Some(analysis), verdict))
+}
+
+/// The queue-depth axis: random write then random read of `block_bytes` at QD 1, 2, 4, ... up to
+/// `max_queue_depth`, each for `size_runtime_ns` or one pass over the region.
+fn queue_depth_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodOutcome, MethodError> {
+    let (block, region) = random_region(&session, options)?;
     let mut rows = Vec::new();
     session.observer.show_phase_lines(false);
     let mut depth = 1u32;

@@ -13,9 +13,14 @@ use crate::{charts, escape, label, mb_s, overlay_prefix, table};
 type Speed = fn(&SweepRow) -> f64;
 
 pub(crate) fn sweep(group: &[&RunResult]) -> String {
-    let (by_size, by_qd): (Vec<&RunResult>, Vec<&RunResult>) =
+    let (by_size, others): (Vec<&RunResult>, Vec<&RunResult>) =
         group.iter().partition(|r| axis_of(r) == SweepAxis::Size);
+    let (by_mix, by_qd): (Vec<&RunResult>, Vec<&RunResult>) =
+        others.into_iter().partition(|r| axis_of(r) == SweepAxis::Mix);
     let mut out = String::new();
+    if !by_mix.is_empty() {
+        out.push_str(&mix_sweeps(&by_mix));
+    }
     if !by_size.is_empty() {
         out.push_str(&size_sweeps(&by_size));
     }
@@ -32,6 +37,51 @@ fn axis_of(r: &RunResult) -> SweepAxis {
         }) => a.axis,
         _ => SweepAxis::Size,
     }
+}
+
+/// The mix chart: random IOPS against the share of reads (all, and each direction's part), and a table per
+/// result.
+fn mix_sweeps(group: &[&RunResult]) -> String {
+    let mut series = Vec::new();
+    for r in group {
+        let prefix = overlay_prefix(group, r);
+        let parts: [(&str, Speed); 3] = [
+            ("all operations", |row| row.read_iops + row.write_iops),
+            ("reads", |row| row.read_iops),
+            ("writes", |row| row.write_iops),
+        ];
+        for (part, iops) in parts {
+            series.push(Series {
+                name: format!("{prefix}{part}"),
+                points: rows_of(r)
+                    .iter()
+                    .filter_map(|row| Some((row.read_percent? as f64, iops(row))))
+                    .collect(),
+                mark: Mark::LineWithDots,
+            });
+        }
+    }
+    let (block, qd) = group
+        .first()
+        .and_then(|r| rows_of(r).first())
+        .map_or((4096, 0), |row| {
+            (row.transfer_bytes, row.queue_depth.unwrap_or(0))
+        });
+    let mut out = charts(&[Chart {
+        title: format!(
+            "Random {} IOPS at QD{qd} by share of reads",
+            binary_size(block as f64)
+        ),
+        x: Axis::new("reads (% of operations)", Scale::Linear).range(Some(0.0), Some(100.0)),
+        y: Axis::new("IOPS", Scale::Linear).range(Some(0.0), None),
+        series,
+    }]);
+    for r in group {
+        out.push_str(&result_table(r, "reads", |row| {
+            row.read_percent.map_or("–".into(), |p| format!("{p}%"))
+        }));
+    }
+    out
 }
 
 /// The queue-depth scaling chart: random IOPS against queue depth, write and read, and a table per result.

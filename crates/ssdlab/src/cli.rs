@@ -567,10 +567,11 @@ pub struct SweepArgs {
     /// Each size and direction stops after one pass over the region or this long, whichever is first.
     #[arg(long, default_value = "10s")]
     pub size_runtime: String,
-    /// size: sequential MB/s by transfer size (ATTO); qd: random IOPS by queue depth, 1 to --max-qd, at --bs.
+    /// size: sequential MB/s by transfer size (ATTO); qd: random IOPS by queue depth, 1 to --max-qd, at --bs;
+    /// mix: random IOPS at --bs and --qd with reads from 0% to 100% of operations, in steps of 10.
     #[arg(long, value_enum, default_value = "size")]
     pub axis: SweepAxisArg,
-    /// With --axis qd: the block size.
+    /// With --axis qd or mix: the block size.
     #[arg(long)]
     pub bs: Option<String>,
     /// With --axis qd: the deepest queue (powers of two from 1).
@@ -582,6 +583,7 @@ pub struct SweepArgs {
 pub enum SweepAxisArg {
     Size,
     Qd,
+    Mix,
 }
 
 #[derive(Debug, Args)]

@@ -158,6 +158,10 @@ pub struct SweepRow {
     /// The queue depth of this point (a queue-depth sweep; absent in size sweeps, which use the analysis's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_depth: Option<u32>,
+    /// Reads as a percentage of the point's operations (a mix sweep, where one mixed run gives both directions'
+    /// figures; absent in size and queue-depth sweeps, which write, then read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_percent: Option<u32>,
     pub write_bytes: u64,
     pub write_bytes_per_s: f64,
     pub write_iops: f64,

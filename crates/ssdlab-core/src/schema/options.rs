@@ -181,6 +181,8 @@ pub enum SweepAxis {
     Size,
     /// Random write and read at every power-of-two queue depth (the queue-depth scaling chart).
     Qd,
+    /// Random I/O at one block size and queue depth with reads from 0% to 100% of operations, in steps of 10.
+    Mix,
 }
 
 impl Default for SweepOptions {

@@ -93,9 +93,15 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             let axis = match args.axis {
                 SweepAxisArg::Size => SweepAxis::Size,
                 SweepAxisArg::Qd => SweepAxis::Qd,
+                SweepAxisArg::Mix => SweepAxis::Mix,
             };
             if axis == SweepAxis::Size && (args.bs.is_some() || args.max_qd.is_some()) {
-                bail!("--bs and --max-qd shape a queue-depth sweep: add --axis qd, or leave them out");
+                bail!(
+                    "--bs and --max-qd shape a queue-depth or mix sweep: add --axis qd or mix, or leave them out"
+                );
+            }
+            if axis == SweepAxis::Mix && args.max_qd.is_some() {
+                bail!("--max-qd shapes a queue-depth sweep; a mix sweep runs at --qd");
             }
             let max_queue_depth = args.max_qd.unwrap_or(256);
             if !(1..=1024).contains(&max_queue_depth) {
@@ -461,6 +467,30 @@ fn print_analysis(analysis: &Analysis) {
         Analysis::Sweep(MethodAnalysis {
             measured: Some(a), ..
         }) => {
+            if a.axis == SweepAxis::Mix {
+                let block = a.rows.first().map_or(0, |r| r.transfer_bytes);
+                eprintln!(
+                    "region    {}, random {} at QD{}, reads from 0% to 100% of operations",
+                    BinaryBytes(a.region_bytes),
+                    BinaryBytes(block),
+                    a.queue_depth
+                );
+                eprintln!(
+                    "{:>10}{:>12}{:>12}{:>12}{:>14}",
+                    "reads", "IOPS", "read IOPS", "write IOPS", "MB/s"
+                );
+                for r in &a.rows {
+                    eprintln!(
+                        "{:>9}%{:>12.0}{:>12.0}{:>12.0}{:>14.1}",
+                        r.read_percent.unwrap_or(0),
+                        r.read_iops + r.write_iops,
+                        r.read_iops,
+                        r.write_iops,
+                        (r.read_bytes_per_s + r.write_bytes_per_s) / 1e6
+                    );
+                }
+                return;
+            }
             let by_qd = a.axis == SweepAxis::Qd;
             if by_qd {
                 eprintln!(

@@ -439,3 +439,69 @@ fn a_queue_depth_sweep_scales_random_iops_with_the_queue() {
         "--max-qd",
     );
 }
+
+#[test]
+fn a_mix_sweep_runs_reads_from_none_to_all_and_counts_each_direction() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("mix");
+    let out = run(&[
+        "test",
+        "sweep",
+        "--target",
+        "sim:840evo-250g?scale=1/64",
+        "--axis",
+        "mix",
+        "--test-size",
+        "256m",
+        "--size-runtime",
+        "1s",
+        "--qd",
+        "32",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    let a = &read_result(&out_dir)["analysis"];
+    assert_eq!(a["axis"], "mix");
+    let rows = a["rows"].as_array().unwrap();
+    let percents: Vec<u64> = rows.iter().map(|r| r["read_percent"].as_u64().unwrap()).collect();
+    assert_eq!(percents, (0..=100).step_by(10).collect::<Vec<u64>>());
+    for row in rows {
+        let (reads, writes) = (
+            row["read_iops"].as_f64().unwrap(),
+            row["write_iops"].as_f64().unwrap(),
+        );
+        let share = reads / (reads + writes);
+        let wanted = row["read_percent"].as_f64().unwrap() / 100.0;
+        assert!(
+            (share - wanted).abs() < 0.03,
+            "{wanted}: reads are {share} of the operations"
+        );
+    }
+    // Mixed I/O is slower than either pure direction on a drive collecting garbage: the bathtub.
+    let total = |i: usize| rows[i]["read_iops"].as_f64().unwrap() + rows[i]["write_iops"].as_f64().unwrap();
+    assert!(
+        total(5) < total(0) && total(5) < total(10),
+        "{} {} {}",
+        total(0),
+        total(5),
+        total(10)
+    );
+    let csv = std::fs::read_to_string(out_dir.join("sweep.csv")).unwrap();
+    assert!(csv.starts_with("transfer_bytes,queue_depth,read_percent,"));
+    assert_eq!(csv.lines().count(), 12);
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("by share of reads"));
+    // --max-qd shapes a queue-depth sweep only.
+    let out = run(&[
+        "test",
+        "sweep",
+        "--target",
+        "sim:840evo-250g?scale=1/64",
+        "--axis",
+        "mix",
+        "--max-qd",
+        "8",
+    ]);
+    expect_usage_error(&out, "--max-qd");
+}
