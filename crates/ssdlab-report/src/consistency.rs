@@ -66,6 +66,7 @@ pub(crate) fn consistency(group: &[&RunResult]) -> String {
             y: Axis::new("IOPS", Scale::Log10),
             series: by_gb,
         },
+        snia_rounds(group),
     ]);
     let mut header = vec![String::new()];
     header.extend(group.iter().map(|r| label(r)));
@@ -105,6 +106,63 @@ pub(crate) fn consistency(group: &[&RunResult]) -> String {
     ];
     out.push_str(&table(&header, &rows));
     out
+}
+
+/// The SNIA PTS view of the random writes: IOPS averaged per round, and over the last five rounds (the window
+/// the verdict judges) the band of +-10% around their mean (the 20% range rule) with the least-squares line (the
+/// slope rule).
+fn snia_rounds(group: &[&RunResult]) -> Chart {
+    let mut series = Vec::new();
+    let mut round_s = 60;
+    for r in group {
+        let (Some(a), Some(phase)) = (analysis(r), crate::phase(r, "random-write")) else {
+            continue;
+        };
+        round_s = a.snia.round_s.max(1);
+        let per_second: Vec<f64> = phase.samples.iter().map(|s| s.iops).collect();
+        let rounds: Vec<f64> = per_second
+            .chunks_exact(round_s as usize)
+            .map(|c| c.iter().sum::<f64>() / c.len() as f64)
+            .collect();
+        let prefix = crate::overlay_prefix(group, r);
+        series.push(Series {
+            name: format!("{prefix}round means"),
+            points: rounds
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| (i as f64 + 1.0, v))
+                .collect(),
+            mark: Mark::LineWithDots,
+        });
+        let Some(start) = rounds.len().checked_sub(5) else {
+            continue;
+        };
+        let window = &rounds[start..];
+        let mean = window.iter().sum::<f64>() / 5.0;
+        let (first, last) = (start as f64 + 1.0, start as f64 + 5.0);
+        series.push(Series {
+            name: format!(
+                "{prefix}window mean +-10% ({})",
+                if a.snia.achieved { "steady" } else { "not steady" }
+            ),
+            points: vec![(first, 0.9 * mean), (last, 1.1 * mean)],
+            mark: Mark::Band,
+        });
+        let xs: Vec<f64> = (0..5).map(|i| i as f64).collect();
+        if let Some(line) = ssdlab_core::stats::least_squares(&xs, window) {
+            series.push(Series {
+                name: format!("{prefix}least-squares fit"),
+                points: vec![(first, line.intercept), (last, line.intercept + 4.0 * line.slope)],
+                mark: Mark::Line,
+            });
+        }
+    }
+    Chart {
+        title: format!("SNIA PTS steady state: IOPS per {round_s}-second round, the last five judged"),
+        x: Axis::new("round", Scale::Linear),
+        y: Axis::new("IOPS", Scale::Linear).range(Some(0.0), None),
+        series,
+    }
 }
 
 /// The consistency figures of a result, when it measured them.

@@ -224,8 +224,11 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
                     mark: Mark::LineWithDots,
                 },
                 flat("window mean", mean),
-                flat("110% of mean", 1.1 * mean),
-                flat("90% of mean", 0.9 * mean),
+                Series {
+                    name: "mean +-10% (the 20% range rule)".into(),
+                    points: vec![(lo, 0.9 * mean * scale), (hi, 1.1 * mean * scale)],
+                    mark: Mark::Band,
+                },
             ];
             if let (Some(slope), Some(intercept)) = (s.slope_per_round, s.intercept) {
                 series.push(Series {

@@ -34,6 +34,9 @@ pub enum Mark {
     Dots,
     Line,
     LineWithDots,
+    /// A shaded band: two points, (x from, y low) and (x to, y high), drawn under the data (e.g. the SNIA
+    /// steady-state window's +-10% of its mean).
+    Band,
 }
 
 #[derive(Debug, Clone)]
@@ -98,8 +101,12 @@ pub fn compact(v: f64) -> String {
     };
     let text = if value.fract() == 0.0 || value.abs() >= 10.0 {
         format!("{value:.0}")
-    } else {
+    } else if value.abs() >= 0.1 || value == 0.0 {
         format!("{value:.1}")
+    } else {
+        // Below 0.1 (a log axis of shares: 0.01, 0.002): enough decimals for the first significant digit.
+        let decimals = (-value.abs().log10()).ceil() as usize;
+        format!("{value:.decimals$}")
     };
     format!("{text}{suffix}")
 }
@@ -365,8 +372,28 @@ pub fn render(chart: &Chart, id: usize) -> String {
         w = width - left - right,
         h = height - top - bottom
     );
+    // Bands first, under every series.
+    for (i, series) in chart.series.iter().enumerate() {
+        if let (Mark::Band, [(x0, y0), (x1, y1)]) = (series.mark, series.points.as_slice()) {
+            let (colour, _) = style(i);
+            let (ax, bx) = (x.map(x0.min(*x1)), x.map(x0.max(*x1)));
+            let (ay, by) = (y.map(y1.max(*y0)), y.map(y0.min(*y1)));
+            if [ax, bx, ay, by].iter().all(|v| v.is_finite()) {
+                let _ = write!(
+                    svg,
+                    r#"<rect class="band" data-name="{}" x="{ax:.1}" y="{ay:.1}" width="{w:.1}" height="{h:.1}" fill="{colour}" fill-opacity="0.16"/>"#,
+                    escape(&series.name),
+                    w = (bx - ax).max(0.0),
+                    h = (by - ay).max(0.0)
+                );
+            }
+        }
+    }
     let mut clipped: Vec<(f64, f64, &str)> = Vec::new();
     for (i, series) in chart.series.iter().enumerate() {
+        if series.mark == Mark::Band {
+            continue;
+        }
         let (colour, dash) = style(i);
         let drawable: Vec<(f64, f64)> = series
             .points
@@ -430,12 +457,22 @@ pub fn render(chart: &Chart, id: usize) -> String {
     for (i, &(lx, row)) in legend.iter().enumerate() {
         let (colour, dash) = style(i);
         let ly = height + row as f64 * LEGEND_ROW;
+        let swatch = if chart.series[i].mark == Mark::Band {
+            format!(
+                r#"<rect x="{lx:.1}" y="{y:.1}" width="18" height="10" fill="{colour}" fill-opacity="0.3"/>"#,
+                y = ly - 4.0
+            )
+        } else {
+            format!(
+                r#"<line x1="{lx:.1}" y1="{y:.1}" x2="{x2:.1}" y2="{y:.1}" stroke="{colour}" stroke-width="4" stroke-dasharray="{dash}"/>"#,
+                y = ly + 1.0,
+                x2 = lx + 18.0
+            )
+        };
         let _ = write!(
             svg,
-            r#"<g class="legend"><line x1="{lx:.1}" y1="{y:.1}" x2="{x2:.1}" y2="{y:.1}" stroke="{colour}" stroke-width="4" stroke-dasharray="{dash}"/><text x="{tx:.1}" y="{ty:.1}">{}</text></g>"#,
+            r#"<g class="legend">{swatch}<text x="{tx:.1}" y="{ty:.1}">{}</text></g>"#,
             escape(&chart.series[i].name),
-            y = ly + 1.0,
-            x2 = lx + 18.0,
             tx = lx + 24.0,
             ty = ly + 5.0
         );
@@ -659,6 +696,16 @@ mod tests {
         // 1000 is half way between 100 and 10000 on a log scale.
         assert!(svg.contains("fill=\"#87a1c9\""), "{svg}");
         assert!(svg.contains(">–<"), "a missing cell says so");
+    }
+
+    #[test]
+    fn compact_numbers_keep_small_shares_apart() {
+        assert_eq!(compact(12_345.0), "12K");
+        assert_eq!(compact(0.5), "0.5");
+        assert_eq!(compact(0.01), "0.01");
+        assert_eq!(compact(0.002), "0.002");
+        assert_eq!(compact(0.0001), "0.0001");
+        assert_eq!(compact(0.0), "0");
     }
 
     #[test]

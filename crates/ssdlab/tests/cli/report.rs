@@ -78,10 +78,14 @@ fn the_report_renders_in_headless_chromium_with_axes_labels_and_points() {
     let charts: Vec<&str> = dom.split("<svg class=\"chart\"").skip(1).collect();
     assert_eq!(
         charts.len(),
-        6,
-        "the consistency section draws four charts, and the latency CDF and tail"
+        7,
+        "the consistency section draws five charts, and the latency CDF and tail"
     );
-    let (consistency, distribution) = charts.split_at(4);
+    let (consistency, rest) = charts.split_at(4);
+    let (snia, distribution) = rest.split_at(1);
+    // The SNIA view: each result's round means, its window shaded as a band, and the fitted line.
+    assert_eq!(snia[0].matches("<rect class=\"band\"").count(), 2, "{}", snia[0]);
+    assert!(snia[0].contains("least-squares fit") && snia[0].contains("<circle class=\"point\""));
     for chart in distribution {
         assert_eq!(
             chart.matches("<g class=\"series\"").count(),
