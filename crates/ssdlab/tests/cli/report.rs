@@ -334,3 +334,275 @@ fn a_baseline_sets_every_result_against_it_in_percent() {
     ]);
     expect_usage_error(&out, "--baseline");
 }
+
+/// The numbers in `attr="..."` for every occurrence of `attr` in `text`.
+fn attribute_values(text: &str, attr: &str) -> Vec<f64> {
+    let needle = format!(" {attr}=\"");
+    text.match_indices(&needle)
+        .filter_map(|(at, _)| {
+            let rest = &text[at + needle.len()..];
+            rest[..rest.find('"')?].parse().ok()
+        })
+        .collect()
+}
+
+#[test]
+fn every_chart_kind_renders_with_ticks_on_both_axes_and_its_legend_below_the_data() {
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("Chromium is needed for the report test (scripts/test.sh installs it)");
+    let dir = tempdir();
+    let sim = "sim:840evo-120g?scale=1/256";
+    let trace = dir.path().join("light.iolog");
+    expect_code(
+        &run(&[
+            "trace",
+            "synth",
+            "--profile",
+            "light",
+            "--duration",
+            "5s",
+            "--out",
+            trace.to_str().unwrap(),
+        ]),
+        0,
+    );
+    let trace = trace.to_str().unwrap().to_string();
+    // One small result of every kind that draws line/dot charts (bars and heat maps have their own tests).
+    let kinds: Vec<(&str, Vec<&str>)> = vec![
+        (
+            "run",
+            vec!["run", "--target", sim, "--rw", "randrw", "--runtime", "3s"],
+        ),
+        (
+            "consistency",
+            vec!["test", "consistency", "--target", sim, "--runtime", "360s"],
+        ),
+        (
+            "trim",
+            vec![
+                "test",
+                "trim",
+                "--target",
+                sim,
+                "--torture",
+                "30s",
+                "--measure",
+                "5s",
+            ],
+        ),
+        (
+            "sweep",
+            vec![
+                "test",
+                "sweep",
+                "--target",
+                sim,
+                "--test-size",
+                "64m",
+                "--from",
+                "4k",
+                "--to",
+                "1m",
+                "--size-runtime",
+                "200ms",
+            ],
+        ),
+        (
+            "sweep-qd",
+            vec![
+                "test",
+                "sweep",
+                "--target",
+                sim,
+                "--axis",
+                "qd",
+                "--max-qd",
+                "8",
+                "--test-size",
+                "64m",
+                "--size-runtime",
+                "200ms",
+            ],
+        ),
+        (
+            "sweep-mix",
+            vec![
+                "test",
+                "sweep",
+                "--target",
+                sim,
+                "--axis",
+                "mix",
+                "--test-size",
+                "64m",
+                "--size-runtime",
+                "200ms",
+            ],
+        ),
+        (
+            "latency",
+            vec![
+                "test",
+                "latency",
+                "--target",
+                sim,
+                "--span",
+                "64m",
+                "--runtime",
+                "2s",
+            ],
+        ),
+        (
+            "pts",
+            vec![
+                "test",
+                "pts",
+                "--target",
+                sim,
+                "--test",
+                "throughput",
+                "--round-time",
+                "200ms",
+            ],
+        ),
+        (
+            "replay",
+            vec!["test", "replay", "--target", sim, "--trace", &trace],
+        ),
+        (
+            "scan",
+            vec![
+                "scan",
+                "--target",
+                "sim:840evo-1t?scale=1/256",
+                "--dataset",
+                "field-report",
+            ],
+        ),
+        (
+            "fanout",
+            vec!["fanout", "--fleet", "field-report", "--runtime", "2s"],
+        ),
+    ];
+    let mut dirs = Vec::new();
+    for (name, args) in &kinds {
+        let out_dir = dir.path().join(name);
+        let mut args = args.clone();
+        args.extend(["--out", out_dir.to_str().unwrap()]);
+        let out = run(&args);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{name}: {}",
+            stderr(&out)
+        );
+        dirs.push(out_dir);
+    }
+    let page = dir.path().join("all.html");
+    let mut args = vec!["report".to_string()];
+    args.extend(dirs.iter().map(|d| d.to_str().unwrap().to_string()));
+    args.extend(["--out".into(), page.to_str().unwrap().into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    expect_code(&run(&args), 0);
+    let profile = dir.path().join("profile");
+    let browse = |extra: &[&str]| {
+        Command::new(chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .args(extra)
+            .arg(format!("file://{}", page.display()))
+            .output()
+            .unwrap()
+    };
+    let dom = browse(&["--dump-dom"]);
+    assert!(dom.status.success());
+    let dom = String::from_utf8(dom.stdout).unwrap();
+    let charts: Vec<&str> = dom
+        .split("<svg class=\"chart\"")
+        .skip(1)
+        .map(|c| &c[..c.find("</svg>").unwrap()])
+        .collect();
+    assert!(charts.len() >= 25, "{} charts", charts.len());
+    // Every chart kind the page holds (by title), with its ticks and legend checked.
+    let mut titles = Vec::new();
+    for chart in &charts {
+        let title_at = chart.find("class=\"title\"").unwrap();
+        let title = &chart[title_at..];
+        let title = &title[title.find('>').unwrap() + 1..title.find('<').unwrap()];
+        titles.push(title.to_string());
+        let axis = |class: &str| {
+            let at = chart
+                .find(&format!("class=\"axis {class}\""))
+                .unwrap_or_else(|| panic!("{title}: no {class}"));
+            let group = &chart[at..];
+            group[..group.find("</g>").unwrap()]
+                .matches("class=\"tick\"")
+                .count()
+        };
+        assert!(axis("x-axis") >= 2, "{title}: fewer than two x ticks");
+        assert!(axis("y-axis") >= 2, "{title}: fewer than two y ticks");
+        // The plot is 34..308 (user units); data drawn inside it, the legend below the axis label.
+        let plot_bottom = 308.0;
+        for (at, _) in chart.match_indices("<g class=\"legend\">") {
+            let legend = &chart[at..];
+            let legend = &legend[..legend.find("</g>").unwrap()];
+            for y in attribute_values(legend, "y")
+                .into_iter()
+                .chain(attribute_values(legend, "y1"))
+            {
+                assert!(
+                    y > plot_bottom + 40.0,
+                    "{title}: a legend entry at y {y} is over the plot"
+                );
+            }
+        }
+        let data_ys: Vec<f64> = attribute_values(chart, "cy");
+        assert!(
+            data_ys.iter().all(|&y| y <= plot_bottom + 0.5),
+            "{title}: a point below the plot"
+        );
+    }
+    for kind in [
+        "IOPS over the whole run",
+        "SNIA PTS steady state",
+        "Sequential 128 KiB writes",
+        "Sequential throughput by transfer size",
+        "IOPS by queue depth",
+        "by share of reads",
+        "Mean latency per second",
+        "Steady-state convergence",
+        "Data moved per second",
+        "Latency CDF",
+        "Latency tail",
+    ] {
+        assert!(
+            titles.iter().any(|t| t.contains(kind)),
+            "no chart titled '{kind}' in {titles:?}"
+        );
+    }
+    // And the page as a browser draws it.
+    let shot = dir.path().join("all.png");
+    let shot_run = browse(&[
+        &format!("--screenshot={}", shot.display()),
+        "--window-size=1280,6000",
+    ]);
+    assert!(shot_run.status.success());
+    let png = std::fs::read(&shot).expect("a screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 100_000,
+        "a real rendering: {} bytes",
+        png.len()
+    );
+}
