@@ -233,14 +233,39 @@ fn mix_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
             break;
         }
     }
+    Ok(finish_random(
+        session,
+        SweepAxis::Mix,
+        region,
+        options.queue_depth,
+        rows,
+    ))
+}
+
+/// Ends a random sweep (queue depth or mix): its analysis, and a verdict that fails only when it was
+/// interrupted before every point ran.
+fn finish_random(
+    session: Session<'_>,
+    axis: SweepAxis,
+    region_bytes: u64,
+    queue_depth: u32,
+    rows: Vec<SweepRow>,
+) -> MethodOutcome {
     let mut reasons = Vec::new();
     if session.stopped {
-        reasons.push("interrupted before every mix ran".into());
+        reasons.push(format!(
+            "interrupted before every {} ran",
+            if axis == SweepAxis::Mix {
+                "mix"
+            } else {
+                "queue depth"
+            }
+        ));
     }
     let analysis = SweepAnalysis {
-        axis: SweepAxis::Mix,
-        region_bytes: region,
-        queue_depth: options.queue_depth,
+        axis,
+        region_bytes,
+        queue_depth,
         rows,
         skipped: Vec::new(),
     };
@@ -248,7 +273,7 @@ fn mix_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
         passed: reasons.is_empty(),
         reasons,
     };
-    Ok(session.finish(Analysis::Sweep, Some(analysis), verdict))
+    session.finish(Analysis::Sweep, Some(analysis), verdict)
 }
 
 /// The queue-depth axis: random write then random read of `block_bytes` at QD 1, 2, 4, ... up to
@@ -279,22 +304,13 @@ fn queue_depth_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result
         }
         depth *= 2;
     }
-    let mut reasons = Vec::new();
-    if session.stopped {
-        reasons.push("interrupted before every queue depth ran".into());
-    }
-    let analysis = SweepAnalysis {
-        axis: SweepAxis::Qd,
-        region_bytes: region,
-        queue_depth: options.max_queue_depth,
+    Ok(finish_random(
+        session,
+        SweepAxis::Qd,
+        region,
+        options.max_queue_depth,
         rows,
-        skipped: Vec::new(),
-    };
-    let verdict = Verdict {
-        passed: reasons.is_empty(),
-        reasons,
-    };
-    Ok(session.finish(Analysis::Sweep, Some(analysis), verdict))
+    ))
 }
 
 #[cfg(test)]

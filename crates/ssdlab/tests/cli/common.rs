@@ -163,3 +163,37 @@ pub(crate) fn file_target(path: &Path, size: Option<&str>) -> String {
         None => format!("file:{}", path.display()),
     }
 }
+
+/// Headless Chromium opening `page` with a profile in `profile`, plus `extra` flags (`--dump-dom`,
+/// `--screenshot=FILE`); panics with the way to install it when there is none.
+pub(crate) fn chromium(page: &Path, profile: &Path, extra: &[&str]) -> Output {
+    let browser = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect(
+            "Chromium is needed for the report tests (apt-get install chromium; scripts/test.sh installs it)",
+        );
+    Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+        ])
+        .args([
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap()
+}

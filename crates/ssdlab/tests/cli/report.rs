@@ -4,15 +4,6 @@ use crate::*;
 
 #[test]
 fn the_report_renders_in_headless_chromium_with_axes_labels_and_points() {
-    let chromium = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|c| {
-            Command::new(c)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .expect("Chromium is needed for the report test (apt-get install chromium; .ci/run installs it)");
     let dir = tempdir();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     for (out, op) in [(&a, "0"), (&b, "25")] {
@@ -52,26 +43,7 @@ fn the_report_renders_in_headless_chromium_with_axes_labels_and_points() {
     );
 
     let profile = dir.path().join("profile");
-    let browser = |extra: &[&str]| {
-        Command::new(chromium)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-            ])
-            .args([
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ])
-            .arg(format!("--user-data-dir={}", profile.display()))
-            .args(extra)
-            .arg(format!("file://{}", page.display()))
-            .output()
-            .unwrap()
-    };
+    let browser = |extra: &[&str]| chromium(&page, &profile, extra);
     let dom = browser(&["--dump-dom"]);
     assert!(dom.status.success(), "{}", String::from_utf8_lossy(&dom.stderr));
     let dom = String::from_utf8(dom.stdout).unwrap();
@@ -348,15 +320,6 @@ fn attribute_values(text: &str, attr: &str) -> Vec<f64> {
 
 #[test]
 fn every_chart_kind_renders_with_ticks_on_both_axes_and_its_legend_below_the_data() {
-    let chromium = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|c| {
-            Command::new(c)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .expect("Chromium is needed for the report test (scripts/test.sh installs it)");
     let dir = tempdir();
     let sim = "sim:840evo-120g?scale=1/256";
     let trace = dir.path().join("light.iolog");
@@ -511,21 +474,7 @@ fn every_chart_kind_renders_with_ticks_on_both_axes_and_its_legend_below_the_dat
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     expect_code(&run(&args), 0);
     let profile = dir.path().join("profile");
-    let browse = |extra: &[&str]| {
-        Command::new(chromium)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--disable-background-networking",
-            ])
-            .arg(format!("--user-data-dir={}", profile.display()))
-            .args(extra)
-            .arg(format!("file://{}", page.display()))
-            .output()
-            .unwrap()
-    };
+    let browse = |extra: &[&str]| chromium(&page, &profile, extra);
     let dom = browse(&["--dump-dom"]);
     assert!(dom.status.success());
     let dom = String::from_utf8(dom.stdout).unwrap();
