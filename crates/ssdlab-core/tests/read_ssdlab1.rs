@@ -9,7 +9,7 @@ fn read(kind: &str) -> RunResult {
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(&path).unwrap();
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    RunResult::from_json(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 #[test]

@@ -41,9 +41,9 @@ pub(crate) fn region_scan(group: &[&RunResult]) -> String {
         .map(|(r, a)| {
             vec![
                 label(r),
-                format!("{:.1}", a.min_mb_s),
-                format!("{:.1}", a.median_mb_s),
-                format!("{:.1}", a.max_mb_s),
+                format!("{:.1}", a.min_bytes_per_s / 1e6),
+                format!("{:.1}", a.median_bytes_per_s / 1e6),
+                format!("{:.1}", a.max_bytes_per_s / 1e6),
                 a.slow_region_offsets.len().to_string(),
             ]
         })

@@ -54,7 +54,7 @@ pub(crate) fn scan(group: &[&RunResult]) -> String {
             points: youngest
                 .iter()
                 .zip(&a.buckets)
-                .map(|(age, b)| (*age, b.speed_mb_s.p50))
+                .map(|(age, b)| (*age, b.speed_bytes_per_s.p50 / 1e6))
                 .collect(),
             mark: Mark::LineWithDots,
         });
@@ -84,10 +84,10 @@ pub(crate) fn scan(group: &[&RunResult]) -> String {
             for (name, column) in [
                 (
                     "median",
-                    (|r: &RandomReadLatency| r.p50_us) as fn(&RandomReadLatency) -> f64,
+                    (|r: &RandomReadLatency| r.p50_ns / 1e3) as fn(&RandomReadLatency) -> f64,
                 ),
-                ("95%", |r| r.p95_us),
-                ("99%", |r| r.p99_us),
+                ("95%", |r| r.p95_ns / 1e3),
+                ("99%", |r| r.p99_ns / 1e3),
             ] {
                 random.push(Series {
                     name: format!("{prefix}4 KiB random read {name}"),
@@ -174,7 +174,8 @@ fn field_report_table(c: &FieldReportComparison) -> String {
             ];
             match &row.random_reads {
                 Some(r) => cells.extend(
-                    [r.p25_us, r.p50_us, r.p75_us, r.p95_us, r.p99_us, r.mean_us].map(|v| format!("{v:.0}")),
+                    [r.p25_ns, r.p50_ns, r.p75_ns, r.p95_ns, r.p99_ns, r.mean_ns]
+                        .map(|v| format!("{:.0}", v / 1e3)),
                 ),
                 None => cells.extend(std::iter::repeat_n("–".to_string(), 6)),
             }
@@ -211,7 +212,7 @@ fn bucket_table(r: &RunResult, a: &ScanAnalysis) -> String {
         .buckets
         .iter()
         .map(|b| {
-            let c = &b.speed_mb_s;
+            let c = &b.speed_bytes_per_s;
             vec![
                 format!(
                     "{:.0}-{}",
@@ -219,11 +220,11 @@ fn bucket_table(r: &RunResult, a: &ScanAnalysis) -> String {
                     b.months_to.map_or("+".into(), |to| format!("{to:.0}"))
                 ),
                 b.files.to_string(),
-                format!("{:.1}", c.p25),
-                format!("{:.1}", c.p50),
-                format!("{:.1}", c.p75),
-                format!("{:.1}", c.p95),
-                format!("{:.1}", c.mean),
+                format!("{:.1}", c.p25 / 1e6),
+                format!("{:.1}", c.p50 / 1e6),
+                format!("{:.1}", c.p75 / 1e6),
+                format!("{:.1}", c.p95 / 1e6),
+                format!("{:.1}", c.mean / 1e6),
                 format!("{:.2}", b.hours_per_900gb),
             ]
         })
@@ -231,7 +232,7 @@ fn bucket_table(r: &RunResult, a: &ScanAnalysis) -> String {
     let mut out = format!(
         "<h3>{} — baseline {:.1} MB/s ({})</h3>",
         escape(&label(r)),
-        a.baseline_mb_s,
+        a.baseline_bytes_per_s / 1e6,
         escape(&a.baseline_source)
     );
     out.push_str(&table(&header, &rows));

@@ -148,7 +148,7 @@ mod tests {
     #[test]
     fn a_sweep_is_one_row_per_transfer_size() {
         let text = include_str!("../../ssdlab-core/tests/fixtures/ssdlab1/sweep.json");
-        let result: RunResult = serde_json::from_str(text).unwrap();
+        let result = RunResult::from_json(text).unwrap();
         let (name, csv) = tidy_csv(&result).unwrap();
         assert_eq!(name, "sweep.csv");
         let Analysis::Sweep(MethodAnalysis {

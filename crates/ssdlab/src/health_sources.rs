@@ -182,7 +182,7 @@ pub fn read_file(path: &Path) -> Result<Reading> {
         )
     })?;
     let name = file.display().to_string();
-    if let Ok(result) = serde_json::from_str::<RunResult>(&text) {
+    if let Ok(result) = RunResult::from_json(&text) {
         return from_result(&name, &result);
     }
     // A saved file without smartctl's time stamp was taken no later than it was last written.

@@ -5,8 +5,9 @@
 //! in a table. A method that was interrupted before it could measure anything still writes its notes; its
 //! figures are then absent ([`MethodAnalysis::measured`] is `None`).
 //!
-//! Serialization must stay compatible with every `ssdlab/1` file already written: fields may be added as
-//! optional, never renamed or given a new meaning. Values that can be infinite are stored as `Option` or read
+//! Serialization must stay compatible with every file already written: within a schema version fields may be
+//! added as optional, never renamed or given a new meaning. A rename (as `ssdlab/2` gave the scans' fields their
+//! SI units) bumps the version and adds its step to [`crate::schema::migrate`], so old files still read. Values that can be infinite are stored as `Option` or read
 //! back from JSON's `null` (serde_json writes non-finite numbers as `null`).
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -214,6 +215,17 @@ pub struct PercentileColumns {
 }
 
 impl PercentileColumns {
+    /// Every column multiplied by `factor` (bytes per second to MB/s for a table, say).
+    pub fn scaled(&self, factor: f64) -> Self {
+        PercentileColumns {
+            p25: self.p25 * factor,
+            p50: self.p50 * factor,
+            p75: self.p75 * factor,
+            p95: self.p95 * factor,
+            mean: self.mean * factor,
+        }
+    }
+
     pub fn of(values: &[f64]) -> Self {
         PercentileColumns {
             p25: percentile(values, 25.0),
@@ -226,17 +238,17 @@ impl PercentileColumns {
 }
 
 /// Random 4 KiB reads at queue depth 1 (seed 000's second experiment: the small random reads a search makes),
-/// in microseconds: the field report's columns plus p99 and the maximum.
+/// in nanoseconds: the field report's columns plus p99 and the maximum.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RandomReadLatency {
     pub reads: u32,
-    pub p25_us: f64,
-    pub p50_us: f64,
-    pub p75_us: f64,
-    pub p95_us: f64,
-    pub p99_us: f64,
-    pub mean_us: f64,
-    pub max_us: f64,
+    pub p25_ns: f64,
+    pub p50_ns: f64,
+    pub p75_ns: f64,
+    pub p95_ns: f64,
+    pub p99_ns: f64,
+    pub mean_ns: f64,
+    pub max_ns: f64,
 }
 
 impl RandomReadLatency {
@@ -245,16 +257,16 @@ impl RandomReadLatency {
         if latencies_ns.is_empty() {
             return None;
         }
-        let us: Vec<f64> = latencies_ns.iter().map(|&ns| ns as f64 / 1e3).collect();
+        let ns: Vec<f64> = latencies_ns.iter().map(|&ns| ns as f64).collect();
         Some(RandomReadLatency {
-            reads: us.len() as u32,
-            p25_us: percentile(&us, 25.0),
-            p50_us: percentile(&us, 50.0),
-            p75_us: percentile(&us, 75.0),
-            p95_us: percentile(&us, 95.0),
-            p99_us: percentile(&us, 99.0),
-            mean_us: mean(&us),
-            max_us: us.iter().copied().fold(0.0, f64::max),
+            reads: ns.len() as u32,
+            p25_ns: percentile(&ns, 25.0),
+            p50_ns: percentile(&ns, 50.0),
+            p75_ns: percentile(&ns, 75.0),
+            p95_ns: percentile(&ns, 95.0),
+            p99_ns: percentile(&ns, 99.0),
+            mean_ns: mean(&ns),
+            max_ns: ns.iter().copied().fold(0.0, f64::max),
         })
     }
 }
@@ -276,7 +288,7 @@ pub struct FileScan {
     /// Baseline speed over this file's speed (infinite for a file that read nothing in its time).
     #[serde(default, deserialize_with = "null_is_infinite")]
     #[schemars(with = "Option<f64>")]
-    pub slowdown: f64,
+    pub slowdown_ratio: f64,
     #[serde(default)]
     pub flagged: bool,
     /// Whether re-reading the slow chunks was slow again (a media slowdown, not contention).
@@ -291,7 +303,7 @@ pub struct FileScan {
     pub random_read_ns: Vec<u64>,
 }
 
-/// One age bucket of the scan report: the field report's columns of read speed (MB/s), and the projected time
+/// One age bucket of the scan report: the field report's columns of read speed, and the projected time
 /// to read its data in bulk at its mean speed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgeBucket {
@@ -300,8 +312,8 @@ pub struct AgeBucket {
     pub months_to: Option<f64>,
     pub files: u32,
     pub bytes: u64,
-    /// Read speed in MB/s (10^6 bytes per second).
-    pub speed_mb_s: PercentileColumns,
+    /// Read speed in bytes per second.
+    pub speed_bytes_per_s: PercentileColumns,
     /// Hours to read this bucket's bytes at its aggregate speed, and per 900 GB (the field report's unit).
     pub bulk_read_hours: f64,
     pub hours_per_900gb: f64,
@@ -338,7 +350,7 @@ pub struct DeviceSummary {
     pub device: String,
     pub files: u32,
     pub bytes: u64,
-    pub speed_mb_s: PercentileColumns,
+    pub speed_bytes_per_s: PercentileColumns,
     pub flagged: u32,
     pub hours_per_900gb: f64,
 }
@@ -402,8 +414,8 @@ impl<'de> Deserialize<'de> for SkippedFile {
 pub struct AfterRefresh {
     /// The flagged files scanned again two days after they were rewritten.
     pub files: Vec<FileScan>,
-    pub mean_mb_s_before: f64,
-    pub mean_mb_s_after: f64,
+    pub mean_bytes_per_s_before: f64,
+    pub mean_bytes_per_s_after: f64,
     /// The rewritten files' bulk-read hours per 900 GB, before and after (the field report: 10.49 h, then 1.0);
     /// absent when nothing was flagged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -415,11 +427,12 @@ pub struct AfterRefresh {
 /// The stale-data scan's conclusions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScanAnalysis {
-    /// The speed fresh data reads at, MB/s, and how it was found.
-    pub baseline_mb_s: f64,
+    /// The speed fresh data reads at, and how it was found.
+    pub baseline_bytes_per_s: f64,
     pub baseline_source: String,
-    /// A file is flagged when it reads this many times slower than the baseline and the slowness repeats.
-    pub slowdown_threshold: f64,
+    /// A file is flagged when it reads slower than this share of the baseline (`--slower-than`) and the
+    /// slowness repeats.
+    pub slower_than_ratio: f64,
     /// How the files were read, in words (e.g. "cat: sequential 128 KiB reads, one at a time").
     #[serde(default)]
     pub reader: String,
@@ -456,9 +469,9 @@ pub struct RegionRow {
 pub struct RegionScanAnalysis {
     pub regions: Vec<RegionRow>,
     pub region_bytes: u64,
-    pub median_mb_s: f64,
-    pub min_mb_s: f64,
-    pub max_mb_s: f64,
+    pub median_bytes_per_s: f64,
+    pub min_bytes_per_s: f64,
+    pub max_bytes_per_s: f64,
     /// Regions that read below the threshold twice: a media slowdown, not contention.
     pub slow_region_offsets: Vec<u64>,
 }
@@ -516,7 +529,7 @@ mod tests {
             seconds: 1.0,
             bytes_per_s: 0.0,
             slow_chunks: vec![],
-            slowdown: f64::INFINITY,
+            slowdown_ratio: f64::INFINITY,
             flagged: true,
             confirmed: true,
             random_reads: RandomReadLatency::of_ns(&[100_000, 300_000]),
@@ -525,6 +538,9 @@ mod tests {
         let back: FileScan = serde_json::from_str(&serde_json::to_string(&file).unwrap()).unwrap();
         assert_eq!(back, file);
         let random = file.random_reads.as_ref().unwrap();
-        assert_eq!((random.reads, random.mean_us, random.max_us), (2, 200.0, 300.0));
+        assert_eq!(
+            (random.reads, random.mean_ns, random.max_ns),
+            (2, 200_000.0, 300_000.0)
+        );
     }
 }

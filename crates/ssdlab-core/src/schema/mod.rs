@@ -1,4 +1,4 @@
-//! The result schema: what `--json` streams and `result.json` holds (schema "ssdlab/1").
+//! The result schema: what `--json` streams and `result.json` holds (schema "ssdlab/2"; `migrate` reads "ssdlab/1").
 //!
 //! Field names carry their units as suffixes. The report crate renders only from these types, so any old
 //! result directory can be redrawn. Changing a field's meaning needs a new schema version; adding optional
@@ -8,6 +8,7 @@ mod analysis;
 mod cache;
 pub mod fanout;
 pub mod health;
+pub mod migrate;
 pub mod options;
 pub mod pts;
 pub mod refresh;
@@ -22,7 +23,7 @@ use crate::device::DeviceInfo;
 use crate::histogram::SparseHistogram;
 
 /// The schema identifier written into every result.
-pub const SCHEMA: &str = "ssdlab/1";
+pub const SCHEMA: &str = "ssdlab/2";
 
 /// Latency percentiles and moments in nanoseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -51,7 +51,7 @@ pub fn select(found: Vec<Found>, older_than_s: Option<f64>, log: &RefreshLog, no
 pub fn slow_in_scan(scan: &ScanAnalysis, fraction: f64) -> Vec<(PathBuf, f64)> {
     scan.files
         .iter()
-        .filter(|f| f.bytes_per_s / 1e6 < fraction * scan.baseline_mb_s)
+        .filter(|f| f.bytes_per_s < fraction * scan.baseline_bytes_per_s)
         .filter_map(|f| {
             let path = match &f.name_bytes_hex {
                 Some(hex) => path_from_hex(hex)?,

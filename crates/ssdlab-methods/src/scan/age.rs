@@ -18,14 +18,15 @@ pub fn hours_per_900gb(bytes: u64, seconds: f64) -> f64 {
     900e9 / (bytes as f64 / seconds.max(1e-9)) / 3600.0
 }
 
-/// Baseline, slowdowns, flags (with re-read confirmation) and the age buckets.
-/// `reader` says in words how the files were read.
-pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64, reader: &str) -> ScanAnalysis {
+/// Baseline, slowdowns, flags (with re-read confirmation) and the age buckets. A file is slow when it reads
+/// below `slower_than` (a share, `--slower-than`) of the baseline; `reader` says in words how the files were read.
+pub fn analyze(mut files: Vec<FileScan>, slower_than: f64, reader: &str) -> ScanAnalysis {
+    let slowdown_threshold = 1.0 / slower_than;
     let speeds = |filter: &dyn Fn(&FileScan) -> bool| -> Vec<f64> {
         files
             .iter()
             .filter(|f| filter(f))
-            .map(|f| f.bytes_per_s / 1e6)
+            .map(|f| f.bytes_per_s)
             .collect()
     };
     // Fresh data: written more than a day ago (younger data may still sit in an SLC cache) and less than a month.
@@ -43,21 +44,20 @@ pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64, reader: &str) 
         )
     };
     for f in &mut files {
-        let mb_s = f.bytes_per_s / 1e6;
-        f.slowdown = if mb_s > 0.0 {
-            baseline / mb_s
+        f.slowdown_ratio = if f.bytes_per_s > 0.0 {
+            baseline / f.bytes_per_s
         } else {
             f64::INFINITY
         };
         // Slowness that repeats where it was seen is the medium; one that vanishes was contention.
         let repeats = |&(_, first, again): &(u64, u64, u64)| again as f64 >= 0.5 * first as f64;
         f.confirmed = if f.slow_chunks.is_empty() {
-            f.slowdown >= slowdown_threshold
+            f.slowdown_ratio >= slowdown_threshold
         } else {
             f.slow_chunks.iter().all(repeats)
         };
         // Data younger than a day is not stale, whatever the moment's contention: it is never flagged.
-        f.flagged = f.slowdown >= slowdown_threshold && f.confirmed && f.age_s >= DAY_S;
+        f.flagged = f.slowdown_ratio >= slowdown_threshold && f.confirmed && f.age_s >= DAY_S;
     }
     let mut buckets = Vec::new();
     for pair in EDGES.windows(2) {
@@ -71,7 +71,7 @@ pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64, reader: &str) 
         }
         let bytes: u64 = members.iter().map(|f| f.bytes).sum();
         let seconds: f64 = members.iter().map(|f| f.seconds).sum();
-        let mb_s: Vec<f64> = members.iter().map(|f| f.bytes_per_s / 1e6).collect();
+        let speeds: Vec<f64> = members.iter().map(|f| f.bytes_per_s).collect();
         let aggregate = bytes as f64 / seconds.max(1e-9);
         let latencies: Vec<u64> = members
             .iter()
@@ -82,7 +82,7 @@ pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64, reader: &str) 
             months_to: to.is_finite().then_some(to),
             files: members.len() as u32,
             bytes,
-            speed_mb_s: PercentileColumns::of(&mb_s),
+            speed_bytes_per_s: PercentileColumns::of(&speeds),
             bulk_read_hours: bytes as f64 / aggregate / 3600.0,
             hours_per_900gb: hours_per_900gb(bytes, seconds),
             random_reads: RandomReadLatency::of_ns(&latencies),
@@ -99,12 +99,12 @@ pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64, reader: &str) 
             let members: Vec<&FileScan> = files.iter().filter(|f| f.device == device).collect();
             let bytes: u64 = members.iter().map(|f| f.bytes).sum();
             let seconds: f64 = members.iter().map(|f| f.seconds).sum();
-            let mb_s: Vec<f64> = members.iter().map(|f| f.bytes_per_s / 1e6).collect();
+            let speeds: Vec<f64> = members.iter().map(|f| f.bytes_per_s).collect();
             DeviceSummary {
                 device: device.to_string(),
                 files: members.len() as u32,
                 bytes,
-                speed_mb_s: PercentileColumns::of(&mb_s),
+                speed_bytes_per_s: PercentileColumns::of(&speeds),
                 flagged: members.iter().filter(|f| f.flagged).count() as u32,
                 hours_per_900gb: hours_per_900gb(bytes, seconds),
             }
@@ -112,9 +112,9 @@ pub fn analyze(mut files: Vec<FileScan>, slowdown_threshold: f64, reader: &str) 
         .collect();
     ScanAnalysis {
         devices,
-        baseline_mb_s: baseline,
+        baseline_bytes_per_s: baseline,
         baseline_source: source,
-        slowdown_threshold,
+        slower_than_ratio: slower_than,
         reader: reader.to_string(),
         buckets,
         total_bytes,
@@ -166,7 +166,7 @@ mod tests {
             } else {
                 vec![]
             },
-            slowdown: 0.0,
+            slowdown_ratio: 0.0,
             flagged: false,
             confirmed: false,
             random_reads: None,
@@ -184,9 +184,9 @@ mod tests {
             file("old-contended", 200.0, 50.0, false),
             file("old-fine", 205.0, 470.0, true),
         ];
-        let a = analyze(files, 2.0, "test reader");
+        let a = analyze(files, 0.5, "test reader");
         assert_eq!(
-            a.baseline_mb_s, 480.0,
+            a.baseline_bytes_per_s, 480e6,
             "median (nearest rank) of the files 1 to 30 days old"
         );
         assert_eq!(a.flagged, vec!["old-slow".to_string()]);
@@ -199,9 +199,10 @@ mod tests {
         // The bucket's random reads pool its files' samples: 8 of 1 ms and 4 of about 106 us.
         let random = old.random_reads.as_ref().expect("random reads were made");
         assert_eq!(random.reads, 12);
-        assert_eq!(random.p50_us, 1000.0);
-        assert!((random.p25_us - 106.0).abs() < 1.0, "{random:?}");
-        assert_eq!(random.max_us, 1000.0);
+        assert_eq!(random.p50_ns, 1_000_000.0);
+        assert!((random.p25_ns - 106_000.0).abs() < 1000.0, "{random:?}");
+        assert_eq!(random.max_ns, 1_000_000.0);
+        assert_eq!(a.slower_than_ratio, 0.5);
         assert_eq!(a.reader, "test reader");
         assert!(a.buckets.iter().any(|b| b.months_from == 0.0 && b.files == 2));
         let fresh = &a.buckets[0];

@@ -128,7 +128,7 @@ pub fn scan_dataset(
             .collect()
     };
     let reader = options.reads.reader.describe();
-    let mut analysis = analyze(scan_all(device, &items)?, 1.0 / options.slower_than, &reader);
+    let mut analysis = analyze(scan_all(device, &items)?, options.slower_than, &reader);
     analysis.field_report = compare_with_field_report(&analysis.files, options.reads.reader);
     if !options.refresh_flagged {
         return Ok(analysis);
@@ -144,19 +144,19 @@ pub fn scan_dataset(
     // Let the rewritten data settle (out of the SLC cache) for two days, then measure again.
     let until = device.now_ns() + 2 * 86_400 * 1_000_000_000;
     device.wait_until(until);
-    let after = analyze(scan_all(device, &refreshed)?, 1.0 / options.slower_than, &reader);
+    let after = analyze(scan_all(device, &refreshed)?, options.slower_than, &reader);
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    let before_mb_s: Vec<f64> = analysis
+    let before_speeds: Vec<f64> = analysis
         .files
         .iter()
         .filter(|f| f.flagged)
-        .map(|f| f.bytes_per_s / 1e6)
+        .map(|f| f.bytes_per_s)
         .collect();
-    let after_mb_s: Vec<f64> = after.files.iter().map(|f| f.bytes_per_s / 1e6).collect();
+    let after_speeds: Vec<f64> = after.files.iter().map(|f| f.bytes_per_s).collect();
     let flagged_files: Vec<&FileScan> = analysis.files.iter().filter(|f| f.flagged).collect();
     analysis.after_refresh = Some(AfterRefresh {
-        mean_mb_s_before: mean(&before_mb_s),
-        mean_mb_s_after: mean(&after_mb_s),
+        mean_bytes_per_s_before: mean(&before_speeds),
+        mean_bytes_per_s_after: mean(&after_speeds),
         hours_per_900gb_before: (!flagged_files.is_empty()).then(|| files_hours_per_900gb(&flagged_files)),
         hours_per_900gb_after: (!after.files.is_empty())
             .then(|| files_hours_per_900gb(&after.files.iter().collect::<Vec<_>>())),

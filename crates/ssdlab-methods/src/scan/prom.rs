@@ -5,25 +5,23 @@
 use ssdlab_core::prom::{Exposition, MetricType};
 use ssdlab_core::schema::{PercentileColumns, RegionScanAnalysis, ScanAnalysis};
 
-const MB: f64 = 1e6;
-
 fn columns(
     e: &mut Exposition,
     name: &str,
     help: &str,
     labels: &[(&str, &str)],
-    speed_mb_s: &PercentileColumns,
+    speed_bytes_per_s: &PercentileColumns,
 ) {
     for (statistic, value) in [
-        ("p25", speed_mb_s.p25),
-        ("p50", speed_mb_s.p50),
-        ("p75", speed_mb_s.p75),
-        ("p95", speed_mb_s.p95),
-        ("mean", speed_mb_s.mean),
+        ("p25", speed_bytes_per_s.p25),
+        ("p50", speed_bytes_per_s.p50),
+        ("p75", speed_bytes_per_s.p75),
+        ("p95", speed_bytes_per_s.p95),
+        ("mean", speed_bytes_per_s.mean),
     ] {
         let mut with = labels.to_vec();
         with.push(("statistic", statistic));
-        e.sample(name, MetricType::Gauge, help, &with, value * MB);
+        e.sample(name, MetricType::Gauge, help, &with, value);
     }
 }
 
@@ -42,7 +40,7 @@ pub fn scan_metrics(e: &mut Exposition, a: &ScanAnalysis, finished_at_s: u64) {
         Gauge,
         "Read speed of recently written files, the baseline slowdowns are measured against.",
         &[],
-        a.baseline_mb_s * MB,
+        a.baseline_bytes_per_s,
     );
     e.sample(
         "ssdlab_scan_bulk_read_seconds",
@@ -86,7 +84,7 @@ pub fn scan_metrics(e: &mut Exposition, a: &ScanAnalysis, finished_at_s: u64) {
             "ssdlab_scan_read_bytes_per_second",
             "File read speed on the device (statistic: p25, p50, p75, p95, mean over files).",
             &labels,
-            &d.speed_mb_s,
+            &d.speed_bytes_per_s,
         );
     }
     for b in &a.buckets {
@@ -105,7 +103,7 @@ pub fn scan_metrics(e: &mut Exposition, a: &ScanAnalysis, finished_at_s: u64) {
             "ssdlab_scan_age_read_bytes_per_second",
             "File read speed by data age (statistic: p25, p50, p75, p95, mean over files).",
             &labels,
-            &b.speed_mb_s,
+            &b.speed_bytes_per_s,
         );
     }
 }
@@ -121,17 +119,17 @@ pub fn region_scan_metrics(e: &mut Exposition, device: &str, a: &RegionScanAnaly
         &labels,
         finished_at_s as f64,
     );
-    for (statistic, mb_s) in [
-        ("min", a.min_mb_s),
-        ("median", a.median_mb_s),
-        ("max", a.max_mb_s),
+    for (statistic, bytes_per_s) in [
+        ("min", a.min_bytes_per_s),
+        ("median", a.median_bytes_per_s),
+        ("max", a.max_bytes_per_s),
     ] {
         e.sample(
             "ssdlab_region_scan_read_bytes_per_second",
             Gauge,
             "Read speed across the device's regions (statistic: min, median, max).",
             &[("device", device), ("statistic", statistic)],
-            mb_s * MB,
+            bytes_per_s,
         );
     }
     e.sample(

@@ -129,7 +129,7 @@ pub fn scan_item(
         seconds: wall_s,
         bytes_per_s: bytes as f64 / wall_s,
         slow_chunks,
-        slowdown: 0.0,
+        slowdown_ratio: 0.0,
         flagged: false,
         confirmed: false,
         random_reads: RandomReadLatency::of_ns(&random_read_ns),

@@ -92,9 +92,9 @@ pub fn region_scan(
             reread_bytes_per_s: None,
         });
     }
-    let speeds_mb_s: Vec<f64> = regions.iter().map(|r| r.bytes_per_s / 1e6).collect();
-    let median_mb_s = median(&speeds_mb_s);
-    let limit_bytes_per_s = options.slower_than * median_mb_s * 1e6;
+    let speeds: Vec<f64> = regions.iter().map(|r| r.bytes_per_s).collect();
+    let median_bytes_per_s = median(&speeds);
+    let limit_bytes_per_s = options.slower_than * median_bytes_per_s;
     let mut slow_region_offsets = Vec::new();
     for row in regions.iter_mut().filter(|r| r.bytes_per_s < limit_bytes_per_s) {
         let again = read(device, row.offset_bytes)?;
@@ -105,9 +105,9 @@ pub fn region_scan(
     }
     let analysis = RegionScanAnalysis {
         region_bytes: plan.region_bytes,
-        median_mb_s,
-        min_mb_s: speeds_mb_s.iter().copied().fold(f64::INFINITY, f64::min),
-        max_mb_s: speeds_mb_s.iter().copied().fold(0.0, f64::max),
+        median_bytes_per_s,
+        min_bytes_per_s: speeds.iter().copied().fold(f64::INFINITY, f64::min),
+        max_bytes_per_s: speeds.iter().copied().fold(0.0, f64::max),
         slow_region_offsets,
         regions,
     };

@@ -854,8 +854,12 @@ fn slow_files_from_scan(dir: &Path, fraction: f64) -> Result<Vec<(PathBuf, f64)>
     };
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("--from {}: cannot read {}", dir.display(), file.display()))?;
-    let result: RunResult = serde_json::from_str(&text)
-        .with_context(|| format!("--from {}: not an ssdlab result", dir.display()))?;
+    let result = RunResult::from_json(&text).map_err(|e| {
+        anyhow!(
+            "--from {}: not an ssdlab result this version reads: {e}",
+            dir.display()
+        )
+    })?;
     let Analysis::Scan(scan) = &result.analysis else {
         bail!(
             "--from {}: a {} result, not a scan; give a directory written by ssdlab scan --out",

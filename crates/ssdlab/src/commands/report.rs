@@ -1,7 +1,7 @@
 //! `ssdlab report RESULT_DIR... [--out report.html]`: redraws results from their result.json alone.
 
 use anyhow::{Context, Result, bail};
-use ssdlab_core::schema::{RunResult, SCHEMA};
+use ssdlab_core::schema::RunResult;
 
 use super::Outcome;
 use crate::cli::ReportArgs;
@@ -66,20 +66,14 @@ pub fn read_results(paths: &[std::path::PathBuf]) -> Result<Vec<RunResult>> {
         };
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("RESULT_DIR {}: cannot read {}", path.display(), file.display()))?;
-        let result: RunResult = serde_json::from_str(&text).with_context(|| {
-            format!(
-                "RESULT_DIR {}: {} is not an ssdlab result",
+        // Any readable schema, in this version's names and units.
+        let result = RunResult::from_json(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "RESULT_DIR {}: {} is not an ssdlab result this version can draw: {e}",
                 path.display(),
                 file.display()
             )
         })?;
-        if result.schema != SCHEMA {
-            bail!(
-                "RESULT_DIR {}: schema {} is not {SCHEMA}; this ssdlab cannot draw it",
-                path.display(),
-                result.schema
-            );
-        }
         results.push(result);
     }
     Ok(results)

@@ -119,7 +119,7 @@ fn scan_paths(args: &ScanArgs, reads: ScanReads, min_size: u64) -> Result<ScanAn
                 reason,
             }),
     );
-    let mut analysis = analyze(scans, 1.0 / args.slower_than, &reads.reader.describe());
+    let mut analysis = analyze(scans, args.slower_than, &reads.reader.describe());
     analysis.skipped = skipped;
     Ok(analysis)
 }
@@ -154,7 +154,8 @@ fn print_table(analysis: &ScanAnalysis) {
     eprintln!("reader    {}", analysis.reader);
     eprintln!(
         "baseline  {:.1} MB/s ({})",
-        analysis.baseline_mb_s, analysis.baseline_source
+        analysis.baseline_bytes_per_s / 1e6,
+        analysis.baseline_source
     );
     eprintln!(
         "{:>12}{:>7}{:>11}{:>9}{:>9}{:>9}{:>9}{:>9}{:>14}",
@@ -162,7 +163,7 @@ fn print_table(analysis: &ScanAnalysis) {
     );
     for b in &analysis.buckets {
         let to = b.months_to.map_or("+".into(), |to| format!("{to:.0}"));
-        let c = &b.speed_mb_s;
+        let c = b.speed_bytes_per_s.scaled(1e-6);
         eprintln!(
             "{:>12}{:>7}{:>11}{:>9.1}{:>9.1}{:>9.1}{:>9.1}{:>9.1}{:>14.2}",
             format!("{:.0}-{to}", b.months_from),
@@ -194,12 +195,12 @@ fn print_table(analysis: &ScanAnalysis) {
                 "{:>12}{:>9}{:>9.0}{:>9.0}{:>9.0}{:>9.0}{:>9.0}{:>9.0}",
                 format!("{:.0}-{to}", b.months_from),
                 r.reads,
-                r.p25_us,
-                r.p50_us,
-                r.p75_us,
-                r.p95_us,
-                r.p99_us,
-                r.mean_us
+                r.p25_ns / 1e3,
+                r.p50_ns / 1e3,
+                r.p75_ns / 1e3,
+                r.p95_ns / 1e3,
+                r.p99_ns / 1e3,
+                r.mean_ns / 1e3
             );
         }
     }
@@ -217,8 +218,8 @@ fn print_table(analysis: &ScanAnalysis) {
                 d.device,
                 d.files,
                 BinaryBytes(d.bytes).to_string(),
-                d.speed_mb_s.p50,
-                d.speed_mb_s.p95,
+                d.speed_bytes_per_s.p50 / 1e6,
+                d.speed_bytes_per_s.p95 / 1e6,
                 d.flagged,
                 d.hours_per_900gb
             );
@@ -227,13 +228,13 @@ fn print_table(analysis: &ScanAnalysis) {
     // The slowest first, a screenful at most; result.json and --json hold them all.
     let mut flagged: Vec<&ssdlab_core::schema::FileScan> =
         analysis.files.iter().filter(|f| f.flagged).collect();
-    flagged.sort_by(|a, b| b.slowdown.total_cmp(&a.slowdown));
+    flagged.sort_by(|a, b| b.slowdown_ratio.total_cmp(&a.slowdown_ratio));
     for f in flagged.iter().take(FLAGGED_SHOWN) {
         eprintln!(
             "FLAGGED   {}: {:.1} MB/s, {:.1}x slower than fresh data, {:.1} months old; the slow chunks were slow again",
             f.name,
             f.bytes_per_s / 1e6,
-            f.slowdown,
+            f.slowdown_ratio,
             f.age_s / MONTH_S
         );
     }
@@ -276,9 +277,9 @@ fn print_field_report(comparison: &ssdlab_core::schema::FieldReportComparison) {
             .as_ref()
             .map_or(("-".into(), "-".into(), "-".into()), |r| {
                 (
-                    format!("{:.0}", r.p50_us),
-                    format!("{:.0}", r.p95_us),
-                    format!("{:.0}", r.p99_us),
+                    format!("{:.0}", r.p50_ns / 1e3),
+                    format!("{:.0}", r.p95_ns / 1e3),
+                    format!("{:.0}", r.p99_ns / 1e3),
                 )
             });
         eprintln!(
@@ -386,9 +387,9 @@ fn region_scan(args: &ScanArgs, target: &str, reader: Reader) -> Result<Outcome>
     let (analysis, verdict) = scan_regions(&mut device, &options)?;
     eprintln!(
         "regions   MB/s min {:.1}, median {:.1}, max {:.1}; {} regions below {} of the median, twice",
-        analysis.min_mb_s,
-        analysis.median_mb_s,
-        analysis.max_mb_s,
+        analysis.min_bytes_per_s / 1e6,
+        analysis.median_bytes_per_s / 1e6,
+        analysis.max_bytes_per_s / 1e6,
         analysis.slow_region_offsets.len(),
         args.slower_than
     );
@@ -495,8 +496,8 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
         eprintln!(
             "refresh   {} flagged files rewritten on the virtual drive: {:.1} MB/s before, {:.1} MB/s after ({} h per 900 GB before, {} after; the field report: 10.49 before on its oldest drive, {:.2} after)",
             after.files.len(),
-            after.mean_mb_s_before,
-            after.mean_mb_s_after,
+            after.mean_bytes_per_s_before / 1e6,
+            after.mean_bytes_per_s_after / 1e6,
             hours(after.hours_per_900gb_before),
             hours(after.hours_per_900gb_after),
             ssdlab_methods::scan::dataset::FIELD_REPORT_REFRESHED_HOURS
@@ -563,7 +564,7 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
 
 /// One row per scanned file, columns named like the JSON fields.
 fn files_csv(analysis: &ScanAnalysis) -> String {
-    let mut csv = String::from("name,device,age_s,bytes,seconds,bytes_per_s,slowdown,flagged\n");
+    let mut csv = String::from("name,device,age_s,bytes,seconds,bytes_per_s,slowdown_ratio,flagged\n");
     for f in &analysis.files {
         csv.push_str(&format!(
             "\"{}\",{},{:.0},{},{:.6},{:.1},{:.3},{}\n",
@@ -573,7 +574,7 @@ fn files_csv(analysis: &ScanAnalysis) -> String {
             f.bytes,
             f.seconds,
             f.bytes_per_s,
-            f.slowdown,
+            f.slowdown_ratio,
             f.flagged
         ));
     }

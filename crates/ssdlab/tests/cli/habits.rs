@@ -162,7 +162,7 @@ fn percentages_are_written_either_way() {
             fraction,
             "--json",
         ]);
-        event(&json_lines(&out), "analysis")["data"]["slowdown_threshold"].clone()
+        event(&json_lines(&out), "analysis")["data"]["slower_than_ratio"].clone()
     };
     assert_eq!(scan("50%"), scan("0.5"));
     let mixed = run(&[
@@ -302,13 +302,23 @@ fn every_result_kind_matches_the_published_schema() {
         .iter()
         .map(|kind| dir.path().join(kind).join("result.json"))
         .collect();
-    // And every kind an earlier ssdlab wrote (the reader's fixtures, older forms included).
+    // And every kind an earlier ssdlab wrote (the reader's fixtures, older forms included), as a reader sees
+    // it: read through the migration to this version, then checked.
     let fixtures =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ssdlab-core/tests/fixtures/ssdlab1");
     for entry in std::fs::read_dir(&fixtures).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "json") {
-            files.push(path);
+            let text = std::fs::read_to_string(&path).unwrap();
+            let result = ssdlab_core::schema::RunResult::from_json(&text)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert_eq!(result.schema, ssdlab_core::schema::SCHEMA);
+            let migrated = dir.path().join(format!(
+                "migrated-{}",
+                path.file_name().unwrap().to_string_lossy()
+            ));
+            std::fs::write(&migrated, serde_json::to_string(&result).unwrap()).unwrap();
+            files.push(migrated);
         }
     }
     let errors = schema_errors(&schema, &files);

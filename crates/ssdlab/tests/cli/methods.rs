@@ -36,7 +36,7 @@ fn consistency_on_a_loop_device_records_every_second() {
     assert!(stderr(&out).contains("steady state not reached"));
     let result = read_result(&out_dir);
     assert_eq!(result["kind"], "consistency");
-    assert_eq!(result["schema"], "ssdlab/1");
+    assert_eq!(result["schema"], "ssdlab/2");
     assert_eq!(
         phase(&result, "fill")["summary"]["bytes"],
         64 << 20,

@@ -58,9 +58,9 @@ fn sim_scan_reproduces_the_field_report_and_refresh_restores_speed() {
         // and spread (p95 at least twice the median) once retries dominate.
         let random = &row["random_reads"];
         let (p50, p95, p99) = (
-            random["p50_us"].as_f64().unwrap(),
-            random["p95_us"].as_f64().unwrap(),
-            random["p99_us"].as_f64().unwrap(),
+            random["p50_ns"].as_f64().unwrap() / 1e3,
+            random["p95_ns"].as_f64().unwrap() / 1e3,
+            random["p99_ns"].as_f64().unwrap() / 1e3,
         );
         if months < 0.6 {
             assert!((50.0..=150.0).contains(&p50), "fresh median {p50} us");
@@ -74,7 +74,7 @@ fn sim_scan_reproduces_the_field_report_and_refresh_restores_speed() {
     // Rewriting the flagged files brings them back to fresh speed: about 1.0 h per 900 GB, as in the report.
     let after = &a["after_refresh"];
     assert!(
-        after["mean_mb_s_after"].as_f64().unwrap() > 0.9 * a["baseline_mb_s"].as_f64().unwrap(),
+        after["mean_bytes_per_s_after"].as_f64().unwrap() > 0.9 * a["baseline_bytes_per_s"].as_f64().unwrap(),
         "{after}"
     );
     let hours_after = after["hours_per_900gb_after"].as_f64().unwrap();
@@ -216,7 +216,7 @@ fn refresh_from_a_scan_rewrites_only_the_slow_files_and_scan_then_counts_them_fr
         stderr(&scanned)
     );
     let mut result = read_result(&scan_dir);
-    result["analysis"]["baseline_mb_s"] = serde_json::json!(500.0);
+    result["analysis"]["baseline_bytes_per_s"] = serde_json::json!(500e6);
     for f in result["analysis"]["files"].as_array_mut().unwrap() {
         let mb_s = if f["name"] == slow.to_str().unwrap() {
             40.0

@@ -1,0 +1,176 @@
+//! Reading every result an earlier ssdlab wrote. `ssdlab/2` names every field with its SI unit (`_bytes_per_s`,
+//! `_ns`, `_ratio`); `ssdlab/1` results of the stale-data scans carried MB/s, microseconds and a slowdown factor.
+//! [`RunResult::from_json`] reads either: a version-1 scan or region scan is rewritten field by field into
+//! version 2 before the typed reading, so no reader ever sees the old units. Nothing here writes a file.
+
+use serde_json::{Map, Value};
+
+use crate::schema::{RunResult, SCHEMA};
+
+/// The schemas this ssdlab reads.
+pub const READABLE: [&str; 2] = ["ssdlab/1", SCHEMA];
+
+/// Renames `old` to `new` in `object`, multiplying a number by `factor` (a `null`, JSON's infinity, stays).
+fn convert(object: &mut Map<String, Value>, old: &str, new: &str, factor: f64) {
+    if let Some(value) = object.remove(old) {
+        let value = match value.as_f64() {
+            Some(v) => serde_json::json!(v * factor),
+            None => value,
+        };
+        object.insert(new.to_string(), value);
+    }
+}
+
+/// The field report's percentile columns of MB/s as bytes per second.
+fn columns_mb_to_bytes(object: &mut Map<String, Value>, old: &str, new: &str) {
+    if let Some(Value::Object(mut columns)) = object.remove(old) {
+        for value in columns.values_mut() {
+            if let Some(v) = value.as_f64() {
+                *value = serde_json::json!(v * 1e6);
+            }
+        }
+        object.insert(new.to_string(), Value::Object(columns));
+    }
+}
+
+/// Random-read columns in microseconds as nanoseconds.
+fn random_reads_us_to_ns(object: &mut Map<String, Value>) {
+    if let Some(Value::Object(reads)) = object.get_mut("random_reads") {
+        for name in ["p25", "p50", "p75", "p95", "p99", "mean", "max"] {
+            convert(reads, &format!("{name}_us"), &format!("{name}_ns"), 1e3);
+        }
+    }
+}
+
+fn file_v1_to_v2(file: &mut Value) {
+    if let Some(file) = file.as_object_mut() {
+        if let Some(slowdown) = file.remove("slowdown") {
+            file.insert("slowdown_ratio".into(), slowdown);
+        }
+        random_reads_us_to_ns(file);
+    }
+}
+
+fn each(object: &mut Map<String, Value>, key: &str, f: impl Fn(&mut Value)) {
+    if let Some(Value::Array(items)) = object.get_mut(key) {
+        items.iter_mut().for_each(f);
+    }
+}
+
+/// Rewrites a version-1 scan or region-scan analysis in version 2's names and units.
+fn analysis_v1_to_v2(kind: &str, analysis: &mut Map<String, Value>) {
+    match kind {
+        "scan" => {
+            convert(analysis, "baseline_mb_s", "baseline_bytes_per_s", 1e6);
+            if let Some(threshold) = analysis.remove("slowdown_threshold").and_then(|v| v.as_f64()) {
+                analysis.insert("slower_than_ratio".into(), serde_json::json!(1.0 / threshold));
+            }
+            each(analysis, "buckets", |bucket| {
+                if let Some(bucket) = bucket.as_object_mut() {
+                    columns_mb_to_bytes(bucket, "speed_mb_s", "speed_bytes_per_s");
+                    random_reads_us_to_ns(bucket);
+                }
+            });
+            each(analysis, "devices", |device| {
+                if let Some(device) = device.as_object_mut() {
+                    columns_mb_to_bytes(device, "speed_mb_s", "speed_bytes_per_s");
+                }
+            });
+            each(analysis, "files", file_v1_to_v2);
+            if let Some(Value::Object(after)) = analysis.get_mut("after_refresh") {
+                convert(after, "mean_mb_s_before", "mean_bytes_per_s_before", 1e6);
+                convert(after, "mean_mb_s_after", "mean_bytes_per_s_after", 1e6);
+                each(after, "files", file_v1_to_v2);
+            }
+            if let Some(Value::Object(report)) = analysis.get_mut("field_report") {
+                each(report, "rows", |row| {
+                    if let Some(row) = row.as_object_mut() {
+                        random_reads_us_to_ns(row);
+                    }
+                });
+            }
+        }
+        "region-scan" => {
+            for name in ["median", "min", "max"] {
+                convert(
+                    analysis,
+                    &format!("{name}_mb_s"),
+                    &format!("{name}_bytes_per_s"),
+                    1e6,
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+impl RunResult {
+    /// Reads a `result.json` of any readable schema, in this version's names and units.
+    pub fn from_json(text: &str) -> Result<RunResult, String> {
+        let mut value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let schema = value
+            .get("schema")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if !READABLE.contains(&schema.as_str()) {
+            return Err(format!(
+                "schema '{schema}' is not one this ssdlab reads ({})",
+                READABLE.join(", ")
+            ));
+        }
+        if schema == "ssdlab/1" {
+            let kind = value
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            if let Some(Value::Object(analysis)) = value.get_mut("analysis") {
+                analysis_v1_to_v2(&kind, analysis);
+            }
+            value["schema"] = Value::String(SCHEMA.into());
+        }
+        serde_json::from_value(value).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_1_scan_reads_in_si_units() {
+        let mut analysis: Map<String, Value> = serde_json::from_str(
+            r#"{"baseline_mb_s": 250.0, "slowdown_threshold": 2.0,
+                "buckets": [{"speed_mb_s": {"p25": 1.5, "p50": 2.0, "p75": 3.0, "p95": 4.0, "mean": 2.5},
+                             "random_reads": {"reads": 2, "p25_us": 100.0, "p50_us": 150.0, "p75_us": 200.0,
+                                              "p95_us": 300.0, "p99_us": 400.0, "mean_us": 160.0, "max_us": 500.0}}],
+                "files": [{"slowdown": null}, {"slowdown": 10.5}],
+                "after_refresh": {"mean_mb_s_before": 20.0, "mean_mb_s_after": 240.0, "files": []}}"#,
+        )
+        .unwrap();
+        analysis_v1_to_v2("scan", &mut analysis);
+        let v = Value::Object(analysis);
+        assert_eq!(v["baseline_bytes_per_s"], 250e6);
+        assert_eq!(v["slower_than_ratio"], 0.5);
+        assert_eq!(v["buckets"][0]["speed_bytes_per_s"]["p50"], 2e6);
+        assert_eq!(v["buckets"][0]["random_reads"]["p99_ns"], 400e3);
+        assert_eq!(
+            v["files"][0]["slowdown_ratio"],
+            Value::Null,
+            "infinity stays null"
+        );
+        assert_eq!(v["files"][1]["slowdown_ratio"], 10.5);
+        assert_eq!(v["after_refresh"]["mean_bytes_per_s_after"], 240e6);
+        assert!(v.get("baseline_mb_s").is_none() && v["buckets"][0].get("speed_mb_s").is_none());
+    }
+
+    #[test]
+    fn unknown_schemas_are_refused_by_name() {
+        let err = RunResult::from_json(r#"{"schema": "ssdlab/9"}"#).unwrap_err();
+        assert!(
+            err.contains("ssdlab/9") && err.contains("ssdlab/1, ssdlab/2"),
+            "{err}"
+        );
+    }
+}
