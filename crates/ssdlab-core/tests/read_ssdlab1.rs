@@ -94,4 +94,12 @@ fn old_scan_forms_read_back() {
     assert_eq!(scan.buckets.last().unwrap().months_to, None);
     assert_eq!(scan.skipped[0].name, "/data/gone");
     assert!(scan.skipped[0].reason.starts_with("vanished"));
+    // Version 1's MB/s and its inverted threshold, in version 2's units: the flag's own 0.5.
+    assert!((scan.baseline_bytes_per_s - 56.575_723e6).abs() < 1.0);
+    assert!((scan.buckets[0].speed_bytes_per_s.p50 - 56.575_723e6).abs() < 1.0);
+    assert_eq!(scan.slower_than_ratio, 0.5);
+    let Analysis::RegionScan(region) = read("region-scan").analysis else {
+        panic!("not a region scan")
+    };
+    assert!((region.median_bytes_per_s - 12_914.561_159e6).abs() < 1.0);
 }

@@ -173,6 +173,33 @@ fn write_then_read(
     }))
 }
 
+/// Writes the whole region once, sequentially, before a random sweep: random reads of never-written blocks
+/// would cost a drive nothing (unmapped) and flatter the read side.
+fn fill_region(session: &mut Session<'_>, block: u64, region: u64) -> Result<(), MethodError> {
+    let transfer = if region.is_multiple_of(128 << 10) {
+        128 << 10
+    } else {
+        block
+    };
+    let fill = Workload {
+        rw: RwMode::Write,
+        pattern: Pattern::Sequential,
+        block_bytes: transfer,
+        queue_depth: 32,
+        span: Span {
+            offset_bytes: 0,
+            len_bytes: region,
+        },
+        stop: StopAt {
+            passes: Some(1),
+            ..StopAt::default()
+        },
+        ..session.workload_base()
+    };
+    session.phase("fill", &fill)?;
+    Ok(())
+}
+
 /// The block size a random sweep runs at and the region it covers, or why it cannot run.
 fn random_region(session: &Session<'_>, options: &SweepOptions) -> Result<(u64, u64), MethodError> {
     let info = session.device.info();
@@ -200,6 +227,7 @@ fn random_region(session: &Session<'_>, options: &SweepOptions) -> Result<(u64, 
 /// are counted apart.
 fn mix_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodOutcome, MethodError> {
     let (block, region) = random_region(&session, options)?;
+    fill_region(&mut session, block, region)?;
     let mut rows = Vec::new();
     session.observer.show_phase_lines(false);
     for read_percent in (0..=100u32).step_by(10) {
@@ -280,6 +308,7 @@ fn finish_random(
 /// `max_queue_depth`, each for `size_runtime_ns` or one pass over the region.
 fn queue_depth_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodOutcome, MethodError> {
     let (block, region) = random_region(&session, options)?;
+    fill_region(&mut session, block, region)?;
     let mut rows = Vec::new();
     session.observer.show_phase_lines(false);
     let mut depth = 1u32;

@@ -2,6 +2,7 @@
 //! its change in percent, marked better or worse. The figures are each kind's own headline numbers, taken from
 //! the typed analysis; a kind without comparable figures gets no table.
 
+use ssdlab_core::schema::options::SweepAxis;
 use ssdlab_core::schema::pts::PtsMetric;
 use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult};
 use ssdlab_core::units::Nanos;
@@ -82,13 +83,29 @@ fn figures(r: &RunResult) -> Vec<Figure> {
         Analysis::Sweep(MethodAnalysis {
             measured: Some(a), ..
         }) => {
+            // Each axis has its own figures, so sweeps of different axes are never set against each other.
             let max = |f: fn(&ssdlab_core::schema::SweepRow) -> f64| a.rows.iter().map(f).fold(0.0, f64::max);
-            vec![
-                figure("best write", max(|r| r.write_bytes_per_s), Higher, mb),
-                figure("best read", max(|r| r.read_bytes_per_s), Higher, mb),
-                figure("best write IOPS", max(|r| r.write_iops), Higher, count),
-                figure("best read IOPS", max(|r| r.read_iops), Higher, count),
-            ]
+            let at_mix = |p: u32| {
+                a.rows
+                    .iter()
+                    .find(|r| r.read_percent == Some(p))
+                    .map_or(f64::NAN, |r| r.read_iops + r.write_iops)
+            };
+            match a.axis {
+                SweepAxis::Size => vec![
+                    figure("best sequential write", max(|r| r.write_bytes_per_s), Higher, mb),
+                    figure("best sequential read", max(|r| r.read_bytes_per_s), Higher, mb),
+                ],
+                SweepAxis::Qd => vec![
+                    figure("best random write IOPS", max(|r| r.write_iops), Higher, count),
+                    figure("best random read IOPS", max(|r| r.read_iops), Higher, count),
+                ],
+                SweepAxis::Mix => vec![
+                    figure("IOPS, 0% reads", at_mix(0), Higher, count),
+                    figure("IOPS, 50% reads", at_mix(50), Higher, count),
+                    figure("IOPS, 100% reads", at_mix(100), Higher, count),
+                ],
+            }
         }
         Analysis::Latency(MethodAnalysis {
             measured: Some(a), ..
@@ -101,14 +118,15 @@ fn figures(r: &RunResult) -> Vec<Figure> {
         Analysis::Pts(MethodAnalysis {
             measured: Some(a), ..
         }) => {
-            let (better, format): (Better, fn(f64) -> String) = match a.tracking_metric {
-                PtsMetric::Iops => (Higher, count),
-                PtsMetric::BytesPerS => (Higher, mb),
-                PtsMetric::LatencyNsMean => (Lower, ns),
+            // Named by what is tracked, so PTS tests of different kinds are never set against each other.
+            let (name, better, format): (&'static str, Better, fn(f64) -> String) = match a.tracking_metric {
+                PtsMetric::Iops => ("steady-state IOPS (tracking)", Higher, count),
+                PtsMetric::BytesPerS => ("steady-state bandwidth (tracking)", Higher, mb),
+                PtsMetric::LatencyNsMean => ("steady-state mean response (tracking)", Lower, ns),
             };
             a.steady_state
                 .window_mean
-                .map(|m| vec![figure("tracking variable, window mean", m, better, format)])
+                .map(|m| vec![figure(name, m, better, format)])
                 .unwrap_or_default()
         }
         Analysis::Replay(MethodAnalysis {
@@ -160,8 +178,19 @@ pub(crate) fn against(group: &[&RunResult], baseline: &RunResult) -> String {
                 t.push_str("<td>–</td>");
                 continue;
             };
-            if is_base || b.value == 0.0 || !m.value.is_finite() || !b.value.is_finite() {
+            if is_base || !m.value.is_finite() || !b.value.is_finite() {
                 t.push_str(&format!("<td>{}</td>", escape(&(m.format)(m.value))));
+                continue;
+            }
+            if b.value == 0.0 {
+                // No percentage from zero; still better or worse.
+                let class = match (m.value == 0.0, m.better, m.value > 0.0) {
+                    (true, _, _) => "",
+                    (false, Better::Higher, true) | (false, Better::Lower, false) => " class=\"better\"",
+                    _ => " class=\"worse\"",
+                };
+                let note = if m.value == 0.0 { "" } else { " (from 0)" };
+                t.push_str(&format!("<td{class}>{}{note}</td>", escape(&(m.format)(m.value))));
                 continue;
             }
             let change = m.value / b.value - 1.0;

@@ -248,7 +248,7 @@ fn heading(kind: &str) -> String {
     match kind {
         "consistency" => "Performance consistency: 4 KiB random writes at QD32".into(),
         "trim" => "TRIM validation".into(),
-        "sweep" => "Transfer-size sweep".into(),
+        "sweep" => "Sweeps: transfer size (ATTO), queue depth, read/write mix".into(),
         "latency" => "QD1 latency: 4 KiB operations one at a time".into(),
         "pts" => "SNIA PTS: rounds to steady state, and the matrix at steady state".into(),
         "replay" => "Trace replay: the storage bench's average data rate and service time".into(),

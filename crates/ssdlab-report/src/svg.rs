@@ -288,6 +288,26 @@ fn legend_layout(chart: &Chart, width: f64) -> Vec<(f64, usize)> {
         .collect()
 }
 
+/// An axis's ticks with their labels. Labels that would read the same (0.005 and 0.01 both as "0.01" on a
+/// linear axis from 0 to 0.035) are written instead with the decimals the tick step needs.
+fn tick_labels(axis: &Axis, lo: f64, hi: f64) -> Vec<(f64, String)> {
+    let values = ticks(axis.scale, lo, hi);
+    let labels: Vec<String> = values.iter().map(|&t| (axis.format)(t)).collect();
+    let collide = labels.windows(2).any(|w| w[0] == w[1]);
+    if !collide || axis.scale != Scale::Linear || values.len() < 2 {
+        return values.into_iter().zip(labels).collect();
+    }
+    let step = values
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .fold(f64::INFINITY, f64::min);
+    let decimals = (-step.log10().floor()).max(0.0) as usize;
+    values
+        .into_iter()
+        .map(|t| (t, format!("{t:.decimals$}")))
+        .collect()
+}
+
 /// Renders a chart as an SVG element (800 user units wide, 360 tall plus a row per line of legend, scaled by
 /// CSS). `id` makes the element ids unique within a page.
 pub fn render(chart: &Chart, id: usize) -> String {
@@ -327,14 +347,14 @@ pub fn render(chart: &Chart, id: usize) -> String {
     );
     // Grid and ticks.
     let _ = write!(svg, r#"<g class="axis x-axis">"#);
-    for t in ticks(chart.x.scale, x_lo, x_hi) {
+    for (t, label) in tick_labels(&chart.x, x_lo, x_hi) {
         let px = x.map(t);
         let _ = write!(
             svg,
             r#"<line class="grid" x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{yb:.1}"/><text class="tick" x="{px:.1}" y="{ty:.1}" text-anchor="middle">{label}</text>"#,
             yb = height - bottom,
             ty = height - bottom + 16.0,
-            label = escape(&(chart.x.format)(t))
+            label = escape(&label)
         );
     }
     let _ = write!(
@@ -347,7 +367,7 @@ pub fn render(chart: &Chart, id: usize) -> String {
         ly = height - 10.0
     );
     let _ = write!(svg, r#"<g class="axis y-axis">"#);
-    for t in ticks(chart.y.scale, y_lo, y_hi) {
+    for (t, label) in tick_labels(&chart.y, y_lo, y_hi) {
         let py = y.map(t);
         let _ = write!(
             svg,
@@ -355,7 +375,7 @@ pub fn render(chart: &Chart, id: usize) -> String {
             xr = width - right,
             tx = left - 6.0,
             ty = py + 4.0,
-            label = escape(&(chart.y.format)(t))
+            label = escape(&label)
         );
     }
     let _ = write!(
@@ -696,6 +716,17 @@ mod tests {
         // 1000 is half way between 100 and 10000 on a log scale.
         assert!(svg.contains("fill=\"#87a1c9\""), "{svg}");
         assert!(svg.contains(">–<"), "a missing cell says so");
+    }
+
+    #[test]
+    fn tick_labels_never_repeat_on_a_linear_axis() {
+        for (lo, hi) in [(0.0, 0.035), (0.0, 0.3), (0.0, 1e6), (-5.0, 5.0)] {
+            let labels: Vec<String> = tick_labels(&Axis::new("x", Scale::Linear), lo, hi)
+                .into_iter()
+                .map(|(_, l)| l)
+                .collect();
+            assert!(labels.windows(2).all(|w| w[0] != w[1]), "{lo}..{hi}: {labels:?}");
+        }
     }
 
     #[test]

@@ -13,21 +13,21 @@ pub fn tidy_csv(result: &RunResult) -> Option<(&'static str, String)> {
             measured: Some(a), ..
         }) => {
             let mut csv = String::from(
-                "transfer_bytes,queue_depth,read_percent,write_bytes,write_bytes_per_s,write_iops,read_bytes,read_bytes_per_s,read_iops\n",
+                "transfer_bytes,queue_depth,write_bytes,write_bytes_per_s,write_iops,read_bytes,read_bytes_per_s,read_iops,read_percent\n",
             );
             for r in &a.rows {
                 let _ = writeln!(
                     csv,
-                    "{},{},{},{},{:.1},{:.1},{},{:.1},{:.1}",
+                    "{},{},{},{:.1},{:.1},{},{:.1},{:.1},{}",
                     r.transfer_bytes,
                     r.queue_depth.unwrap_or(a.queue_depth),
-                    r.read_percent.map_or(String::new(), |p| p.to_string()),
                     r.write_bytes,
                     r.write_bytes_per_s,
                     r.write_iops,
                     r.read_bytes,
                     r.read_bytes_per_s,
-                    r.read_iops
+                    r.read_iops,
+                    r.read_percent.map_or(String::new(), |p| p.to_string())
                 );
             }
             Some(("sweep.csv", csv))

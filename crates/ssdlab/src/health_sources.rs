@@ -182,7 +182,13 @@ pub fn read_file(path: &Path) -> Result<Reading> {
         )
     })?;
     let name = file.display().to_string();
-    if let Ok(result) = RunResult::from_json(&text) {
+    // An ssdlab result reads as one or fails as one (a newer schema, say), never as smartctl output.
+    let is_result = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("schema")?.as_str().map(|s| s.starts_with("ssdlab/")))
+        .unwrap_or(false);
+    if is_result {
+        let result = RunResult::from_json(&text).map_err(|e| anyhow::anyhow!("--from {name}: {e}"))?;
         return from_result(&name, &result);
     }
     // A saved file without smartctl's time stamp was taken no later than it was last written.

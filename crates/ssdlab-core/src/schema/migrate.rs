@@ -58,12 +58,18 @@ fn each(object: &mut Map<String, Value>, key: &str, f: impl Fn(&mut Value)) {
 }
 
 /// Rewrites a version-1 scan or region-scan analysis in version 2's names and units.
-fn analysis_v1_to_v2(kind: &str, analysis: &mut Map<String, Value>) {
+///
+/// `slower_than` is the `--slower-than` the file's options recorded: the threshold was written as its inverse,
+/// and 1 / (1 / 0.9) is not 0.9 in floating point.
+fn analysis_v1_to_v2(kind: &str, analysis: &mut Map<String, Value>, slower_than: Option<f64>) {
     match kind {
         "scan" => {
             convert(analysis, "baseline_mb_s", "baseline_bytes_per_s", 1e6);
-            if let Some(threshold) = analysis.remove("slowdown_threshold").and_then(|v| v.as_f64()) {
-                analysis.insert("slower_than_ratio".into(), serde_json::json!(1.0 / threshold));
+            if let Some(threshold) = analysis.remove("slowdown_threshold") {
+                let ratio = slower_than
+                    .or_else(|| threshold.as_f64().filter(|t| *t > 0.0).map(|t| 1.0 / t))
+                    .map_or(Value::Null, |r| serde_json::json!(r));
+                analysis.insert("slower_than_ratio".into(), ratio);
             }
             each(analysis, "buckets", |bucket| {
                 if let Some(bucket) = bucket.as_object_mut() {
@@ -125,8 +131,9 @@ impl RunResult {
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
+            let slower_than = value.pointer("/options/slower_than").and_then(Value::as_f64);
             if let Some(Value::Object(analysis)) = value.get_mut("analysis") {
-                analysis_v1_to_v2(&kind, analysis);
+                analysis_v1_to_v2(&kind, analysis, slower_than);
             }
             value["schema"] = Value::String(SCHEMA.into());
         }
@@ -149,7 +156,7 @@ mod tests {
                 "after_refresh": {"mean_mb_s_before": 20.0, "mean_mb_s_after": 240.0, "files": []}}"#,
         )
         .unwrap();
-        analysis_v1_to_v2("scan", &mut analysis);
+        analysis_v1_to_v2("scan", &mut analysis, None);
         let v = Value::Object(analysis);
         assert_eq!(v["baseline_bytes_per_s"], 250e6);
         assert_eq!(v["slower_than_ratio"], 0.5);

@@ -10,11 +10,20 @@ use crate::output;
 pub fn run(args: &ReportArgs) -> Result<Outcome> {
     let mut results = read_results(&args.results)?;
     // The baseline: one of the results, or read from its own directory and drawn first.
+    // The same result whether named by its directory or by its result.json.
+    let file_of = |p: &std::path::Path| {
+        if p.is_dir() {
+            p.join("result.json")
+        } else {
+            p.to_path_buf()
+        }
+    };
     let same = |a: &std::path::Path, b: &std::path::Path| {
+        let (a, b) = (file_of(a), file_of(b));
         a == b
-            || std::fs::canonicalize(a)
+            || std::fs::canonicalize(&a)
                 .ok()
-                .is_some_and(|a| std::fs::canonicalize(b).ok() == Some(a))
+                .is_some_and(|a| std::fs::canonicalize(&b).ok() == Some(a))
     };
     let mut baseline = None;
     if let Some(dir) = &args.baseline {
