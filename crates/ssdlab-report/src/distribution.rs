@@ -1,11 +1,68 @@
 //! The latency distribution of a result's measured phases, as fio-plot draws it: the CDF (share of operations
 //! at or below each latency, on a log latency axis) and the tail (share slower than each latency, log on both
-//! axes, where p99 and p99.9 stand apart). Drawn for every kind whose phases keep their whole-phase histogram.
+//! axes, where p99 and p99.9 stand apart), and fio's latency buckets as a table (the share of operations in each
+//! of fio's ranges, `lat (usec): 100=12.5%, 250=80.1%, ...`). Drawn for every kind whose phases keep their
+//! whole-phase histogram.
 
 use ssdlab_core::schema::{Analysis, RunResult};
 
 use crate::svg::{Axis, Chart, Mark, Scale, Series};
-use crate::{charts, label};
+use crate::{charts, label, table};
+
+/// fio's latency bucket edges in nanoseconds (its `lat (usec)` and `lat (msec)` lines): each bucket holds the
+/// operations above the previous edge and at or below its own; the last holds everything slower.
+const FIO_EDGES_NS: [u64; 21] = [
+    2_000,
+    4_000,
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    750_000,
+    1_000_000,
+    2_000_000,
+    4_000_000,
+    10_000_000,
+    20_000_000,
+    50_000_000,
+    100_000_000,
+    250_000_000,
+    500_000_000,
+    750_000_000,
+    1_000_000_000,
+    2_000_000_000,
+];
+
+/// How fio names a bucket by its upper edge.
+fn edge_name(ns: u64) -> String {
+    if ns < 1_000_000 {
+        format!("{} us", ns / 1_000)
+    } else {
+        format!("{} ms", ns / 1_000_000)
+    }
+}
+
+/// The share of operations in each of fio's buckets, from a histogram's CDF points (value, share at or below).
+fn fio_buckets(points: &[(u64, f64)]) -> Vec<f64> {
+    let at_most = |edge: u64| {
+        points
+            .iter()
+            .take_while(|&&(v, _)| v <= edge)
+            .last()
+            .map_or(0.0, |&(_, f)| f)
+    };
+    let mut shares = Vec::with_capacity(FIO_EDGES_NS.len() + 1);
+    let mut below = 0.0;
+    for edge in FIO_EDGES_NS {
+        let upto = at_most(edge);
+        shares.push(upto - below);
+        below = upto;
+    }
+    shares.push(1.0 - below);
+    shares
+}
 
 /// The phases whose latency a kind measures (the fill and purge phases are preparation).
 fn measured_phases(r: &RunResult) -> &'static [&'static str] {
@@ -24,6 +81,7 @@ fn measured_phases(r: &RunResult) -> &'static [&'static str] {
 pub(crate) fn distribution(group: &[&RunResult]) -> String {
     let mut cdf = Vec::new();
     let mut tail = Vec::new();
+    let mut buckets: Vec<(String, Vec<f64>)> = Vec::new();
     for r in group {
         for &name in measured_phases(r) {
             let phase = if name.is_empty() {
@@ -44,6 +102,7 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
                 (false, true) => name.to_string(),
                 (false, false) => phase.map_or(String::new(), |p| p.name.clone()),
             };
+            buckets.push((series_name.clone(), fio_buckets(&points)));
             cdf.push(Series {
                 name: series_name.clone(),
                 points: points
@@ -69,6 +128,26 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
         return String::new();
     }
     let mut out = String::from("<h3>Latency distribution</h3>");
+    // fio's buckets, only those where some phase has operations.
+    let used: Vec<usize> = (0..=FIO_EDGES_NS.len())
+        .filter(|&i| buckets.iter().any(|(_, shares)| shares[i] >= 0.00005))
+        .collect();
+    let mut header = vec!["operations in fio's range up to".to_string()];
+    header.extend(used.iter().map(|&i| match FIO_EDGES_NS.get(i) {
+        Some(&edge) => edge_name(edge),
+        None => format!("> {}", edge_name(FIO_EDGES_NS[FIO_EDGES_NS.len() - 1])),
+    }));
+    let rows: Vec<Vec<String>> = buckets
+        .iter()
+        .map(|(name, shares)| {
+            std::iter::once(name.clone())
+                .chain(used.iter().map(|&i| format!("{:.2}%", 100.0 * shares[i])))
+                .collect()
+        })
+        .collect();
+    out.push_str("<div class=\"wide\">");
+    out.push_str(&table(&header, &rows));
+    out.push_str("</div>");
     out.push_str(&charts(&[
         Chart {
             title: "Latency CDF: operations at or below each latency".into(),
@@ -84,4 +163,23 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
         },
     ]));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fio_buckets_share_out_every_operation() {
+        // A quarter at 1 us, half at 150 us, a quarter at 3 s.
+        let points = [(1_000, 0.25), (150_000, 0.75), (3_000_000_000, 1.0)];
+        let shares = fio_buckets(&points);
+        assert_eq!(shares.len(), FIO_EDGES_NS.len() + 1);
+        assert!((shares.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert_eq!(shares[0], 0.25, "at or below 2 us");
+        assert_eq!(shares[6], 0.5, "above 100 us, at or below 250 us");
+        assert_eq!(shares[FIO_EDGES_NS.len()], 0.25, "slower than 2 s");
+        assert_eq!(edge_name(250_000), "250 us");
+        assert_eq!(edge_name(2_000_000_000), "2000 ms");
+    }
 }

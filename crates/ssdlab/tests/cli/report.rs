@@ -283,6 +283,11 @@ fn a_baseline_sets_every_result_against_it_in_percent() {
     let changes = table.matches("%)</td>").count();
     assert_eq!(changes, 4, "{table}");
     assert!(table.contains("class=\"better\"") || table.contains("class=\"worse\""));
+    // Each result's latency in fio's buckets, as `lat (usec): ...` lines read.
+    assert!(
+        html.contains("operations in fio&#39;s range up to")
+            || html.contains("operations in fio's range up to")
+    );
     // A baseline among the results is not drawn twice; a missing one is named by its flag.
     let out = run(&[
         "report",
