@@ -3,11 +3,29 @@
 //! to the observer as their windows close, and the summary with the device's and cache's counters over the
 //! phase. It never issues anything.
 
-use ssdlab_core::device::{Completion, Device, Op};
+use ssdlab_core::device::{Completion, Device, DeviceError, Op};
 use ssdlab_core::schema::{CacheStats, DeviceCounters};
 
 use crate::accounting::{Accounting, Finished};
 use crate::runner::{IoFailure, Observer};
+
+/// Reaps at least one completion into `completions` (cleared first), waiting no later than `deadline` when
+/// there is one, and returns the newest completion time (at least `now`): the clock the loop's progress reads.
+pub(crate) fn reap_some<D: Device + ?Sized>(
+    device: &mut D,
+    deadline: Option<u64>,
+    completions: &mut Vec<Completion>,
+    now: u64,
+) -> Result<u64, DeviceError> {
+    completions.clear();
+    device.reap(1, deadline, completions)?;
+    Ok(completions
+        .iter()
+        .map(|c| c.completed_ns)
+        .max()
+        .unwrap_or(now)
+        .max(now))
+}
 
 pub(crate) struct PhaseBooks {
     accounting: Accounting,

@@ -12,7 +12,7 @@ use ssdlab_core::device::{Completion, Device, DeviceError, Io, Op};
 use ssdlab_core::rng::Rng;
 use ssdlab_core::trace::TraceOp;
 
-use crate::books::PhaseBooks;
+use crate::books::{PhaseBooks, reap_some};
 use crate::data;
 use crate::runner::{Observer, PhaseOutcome};
 
@@ -162,14 +162,7 @@ pub fn run_trace<D: Device + ?Sized, O: Observer + ?Sized>(
             continue;
         }
         let reap_deadline = (more && !free.is_empty() && !plan.as_fast_as_possible).then(|| due(next));
-        completions.clear();
-        device.reap(1, reap_deadline, &mut completions)?;
-        let last_completed = completions
-            .iter()
-            .map(|c| c.completed_ns)
-            .max()
-            .unwrap_or(now)
-            .max(now);
+        let last_completed = reap_some(device, reap_deadline, &mut completions, now)?;
         for c in &completions {
             let state = slots[c.slot as usize];
             free.push(c.slot);

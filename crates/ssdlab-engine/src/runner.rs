@@ -13,7 +13,7 @@ use ssdlab_core::rng::Rng;
 use ssdlab_core::schema::{Sample, Summary};
 
 use crate::access::Access;
-use crate::books::PhaseBooks;
+use crate::books::{PhaseBooks, reap_some};
 use crate::data;
 use crate::workload::Workload;
 
@@ -239,14 +239,7 @@ pub fn run_phase<D: Device + ?Sized, O: Observer + ?Sized>(
 
         let reap_deadline =
             (interval_ns.is_some() && issuing && !free.is_empty()).then_some(next_intended as u64);
-        completions.clear();
-        device.reap(1, reap_deadline, &mut completions)?;
-        let last_completed = completions
-            .iter()
-            .map(|c| c.completed_ns)
-            .max()
-            .unwrap_or(now)
-            .max(now);
+        let last_completed = reap_some(device, reap_deadline, &mut completions, now)?;
         for c in &completions {
             let state = slots[c.slot as usize];
             free.push(c.slot);

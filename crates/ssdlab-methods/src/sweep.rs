@@ -160,17 +160,31 @@ fn write_then_read(
         return Ok(None);
     };
     let (w, r) = (&session.phases[write].summary, &session.phases[read].summary);
-    Ok(Some(SweepRow {
-        transfer_bytes: base.block_bytes,
+    Ok(Some(row(
+        (base.block_bytes, queue_depth, None),
+        (w.bytes, w.bytes_per_s, w.iops),
+        (r.bytes, r.bytes_per_s, r.iops),
+    )))
+}
+
+/// A sweep point from its (transfer size, queue depth, read share) and each direction's (bytes, bytes per
+/// second, IOPS).
+fn row(
+    (transfer_bytes, queue_depth, read_percent): (u64, Option<u32>, Option<u32>),
+    (write_bytes, write_bytes_per_s, write_iops): (u64, f64, f64),
+    (read_bytes, read_bytes_per_s, read_iops): (u64, f64, f64),
+) -> SweepRow {
+    SweepRow {
+        transfer_bytes,
         queue_depth,
-        read_percent: None,
-        write_bytes: w.bytes,
-        write_bytes_per_s: w.bytes_per_s,
-        write_iops: w.iops,
-        read_bytes: r.bytes,
-        read_bytes_per_s: r.bytes_per_s,
-        read_iops: r.iops,
-    }))
+        read_percent,
+        write_bytes,
+        write_bytes_per_s,
+        write_iops,
+        read_bytes,
+        read_bytes_per_s,
+        read_iops,
+    }
 }
 
 /// Writes the whole region once, sequentially, before a random sweep: random reads of never-written blocks
@@ -246,17 +260,11 @@ fn mix_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
             s.write.clone().unwrap_or_default(),
         );
         // Each direction's share of the one run: IOPS and bytes per second over the whole run.
-        rows.push(SweepRow {
-            transfer_bytes: block,
-            queue_depth: Some(options.queue_depth),
-            read_percent: Some(read_percent),
-            write_bytes: w.bytes,
-            write_bytes_per_s: w.bytes_per_s,
-            write_iops: w.iops,
-            read_bytes: r.bytes,
-            read_bytes_per_s: r.bytes_per_s,
-            read_iops: r.iops,
-        });
+        rows.push(row(
+            (block, Some(options.queue_depth), Some(read_percent)),
+            (w.bytes, w.bytes_per_s, w.iops),
+            (r.bytes, r.bytes_per_s, r.iops),
+        ));
         if session.stopped {
             break;
         }

@@ -195,13 +195,8 @@ Total (syn):
     #[test]
     fn queue_events_become_operations() {
         let t = read(SAMPLE).unwrap();
-        let ops: Vec<(u64, Op, u64, u64)> = t
-            .ops
-            .iter()
-            .map(|o| (o.at_ns, o.op, o.offset_bytes, o.len_bytes))
-            .collect();
         assert_eq!(
-            ops,
+            crate::tuples(&t),
             [
                 (0, Op::Write, 0, 65536),
                 (49_000, Op::Read, 65536, 4096),

@@ -88,6 +88,16 @@ pub fn read(text: &str, format: Option<TraceFormat>, options: ReadOptions) -> Re
     Ok(trace)
 }
 
+/// A trace's operations as (time, op, offset, length), for tests to compare whole lists.
+#[cfg(test)]
+pub(crate) fn tuples(trace: &Trace) -> Vec<(u64, ssdlab_core::device::Op, u64, u64)> {
+    trace
+        .ops
+        .iter()
+        .map(|o| (o.at_ns, o.op, o.offset_bytes, o.len_bytes))
+        .collect()
+}
+
 /// Parses a decimal number field, naming it in the error.
 pub(crate) fn number(line: usize, what: &str, text: &str) -> Result<u64, TraceError> {
     text.parse()

@@ -119,13 +119,8 @@ mod tests {
     #[test]
     fn rows_become_operations_in_100ns_ticks() {
         let t = read(SAMPLE, None).unwrap();
-        let ops: Vec<(u64, Op, u64, u64)> = t
-            .ops
-            .iter()
-            .map(|o| (o.at_ns, o.op, o.offset_bytes, o.len_bytes))
-            .collect();
         assert_eq!(
-            ops,
+            crate::tuples(&t),
             [
                 (0, Op::Read, 3420143616, 65536),
                 (1_332_052_600, Op::Write, 3420208128, 4096),

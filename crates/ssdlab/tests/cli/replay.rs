@@ -3,6 +3,13 @@
 
 use crate::*;
 
+/// `ssdlab test replay --target TARGET --trace TRACE EXTRA...`.
+fn replay(target: &str, trace: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["test", "replay", "--target", target, "--trace", trace];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
 /// Every pread64/pwrite64 strace (run with -y, which names each descriptor's file) saw on `device`:
 /// (is_write, offset, length).
 fn straced_io(path: &Path, device: &str) -> Vec<(bool, u64, u64)> {
@@ -163,16 +170,11 @@ fn blkparse_output_of_the_real_tool_replays_its_queued_requests() {
     let text = dir.path().join("trace.txt");
     std::fs::write(&text, &parsed.stdout).unwrap();
     let out_dir = dir.path().join("replay");
-    let out = run(&[
-        "test",
-        "replay",
-        "--target",
+    let out = replay(
         "sim:840evo-120g?scale=1/64",
-        "--trace",
         text.to_str().unwrap(),
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
+        &["--out", out_dir.to_str().unwrap()],
+    );
     expect_code(&out, 0);
     let a = &read_result(&out_dir)["analysis"];
     assert_eq!(a["format"], "blkparse");
@@ -243,16 +245,11 @@ fn blktrace_records_a_loop_device_where_the_kernel_allows_it() {
     let text = dir.path().join("rec.txt");
     std::fs::write(&text, &parsed.stdout).unwrap();
     let out_dir = dir.path().join("replay");
-    let out = run(&[
-        "test",
-        "replay",
-        "--target",
+    let out = replay(
         "sim:840evo-120g?scale=1/64",
-        "--trace",
         text.to_str().unwrap(),
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
+        &["--out", out_dir.to_str().unwrap()],
+    );
     expect_code(&out, 0);
     let a = &read_result(&out_dir)["analysis"];
     assert_eq!(
@@ -275,16 +272,11 @@ fn an_msr_trace_is_folded_onto_a_smaller_device_and_said() {
     )
     .unwrap();
     let out_dir = dir.path().join("msr");
-    let out = run(&[
-        "test",
-        "replay",
-        "--target",
+    let out = replay(
         "sim:840evo-120g?scale=1/256",
-        "--trace",
         csv.to_str().unwrap(),
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
+        &["--out", out_dir.to_str().unwrap()],
+    );
     expect_code(&out, 0);
     let err = stderr(&out);
     assert!(err.contains("2 operation(s) were folded"), "{err}");
@@ -297,14 +289,7 @@ fn an_msr_trace_is_folded_onto_a_smaller_device_and_said() {
     assert_eq!(a["fit"]["remapped_ops"], 2);
     // Two disks in one file: the choice is asked for by its flag.
     std::fs::write(&csv, "1,hm,1,Read,0,4096,1\n2,hm,2,Read,0,4096,1\n").unwrap();
-    let out = run(&[
-        "test",
-        "replay",
-        "--target",
-        "sim:840evo-120g?scale=1/256",
-        "--trace",
-        csv.to_str().unwrap(),
-    ]);
+    let out = replay("sim:840evo-120g?scale=1/256", csv.to_str().unwrap(), &[]);
     expect_usage_error(&out, "--disk");
 }
 
@@ -329,16 +314,11 @@ fn the_cache_speeds_a_synthetic_desktop_trace_in_the_storage_bench_table() {
         ("rapid", "cached:sim:840evo-250g?scale=1/16&size=256m"),
     ] {
         let out_dir = dir.path().join(name);
-        let out = run(&[
-            "test",
-            "replay",
-            "--target",
+        let out = replay(
             target,
-            "--trace",
             trace.to_str().unwrap(),
-            "--out",
-            out_dir.to_str().unwrap(),
-        ]);
+            &["--out", out_dir.to_str().unwrap()],
+        );
         expect_code(&out, 0);
         assert!(stderr(&out).contains("bench     average data rate"));
         dirs.push(out_dir);
@@ -404,47 +384,21 @@ fn trace_synth_never_overwrites_and_bad_input_is_named() {
         "fio version 3 iolog\n1 /f read 0 4096\n2 /f read zero 4096\n",
     )
     .unwrap();
-    let out = run(&[
-        "test",
-        "replay",
-        "--target",
-        "sim:840evo-120g?scale=1/256",
-        "--trace",
-        trace.to_str().unwrap(),
-    ]);
+    let out = replay("sim:840evo-120g?scale=1/256", trace.to_str().unwrap(), &[]);
     expect_usage_error(&out, "line 3");
     std::fs::write(&trace, "nothing I know\n").unwrap();
-    let out = run(&[
-        "test",
-        "replay",
-        "--target",
-        "sim:840evo-120g?scale=1/256",
-        "--trace",
-        trace.to_str().unwrap(),
-    ]);
+    let out = replay("sim:840evo-120g?scale=1/256", trace.to_str().unwrap(), &[]);
     expect_usage_error(&out, "--format");
     let missing = dir.path().join("absent");
-    let out = run(&[
-        "test",
-        "replay",
-        "--target",
-        "sim:840evo-120g?scale=1/256",
-        "--trace",
-        missing.to_str().unwrap(),
-    ]);
+    let out = replay("sim:840evo-120g?scale=1/256", missing.to_str().unwrap(), &[]);
     expect_usage_error(&out, "--trace");
     for (flag, value) in [("--time-scale", "0"), ("--qd", "0")] {
         std::fs::write(&trace, "fio version 3 iolog\n1 /f read 0 4096\n").unwrap();
-        let out = run(&[
-            "test",
-            "replay",
-            "--target",
+        let out = replay(
             "sim:840evo-120g?scale=1/256",
-            "--trace",
             trace.to_str().unwrap(),
-            flag,
-            value,
-        ]);
+            &[flag, value],
+        );
         expect_usage_error(&out, flag);
     }
 }
@@ -459,26 +413,12 @@ fn a_trace_that_writes_needs_allow_destroy_on_a_device_and_one_that_reads_does_n
         "fio version 3 iolog\n0 /f read 0 4096\n100 /f read 8192 4096\n",
     )
     .unwrap();
-    let out = run(&[
-        "test",
-        "replay",
-        "--target",
-        &dev.path,
-        "--trace",
-        reads.to_str().unwrap(),
-    ]);
+    let out = replay(&dev.path, reads.to_str().unwrap(), &[]);
     expect_code(&out, 0);
     let writes = dir.path().join("writes.iolog");
     std::fs::write(&writes, "fio version 3 iolog\n0 /f write 0 4096\n").unwrap();
     let before = std::fs::read(&dev.image).unwrap();
-    let out = run(&[
-        "test",
-        "replay",
-        "--target",
-        &dev.path,
-        "--trace",
-        writes.to_str().unwrap(),
-    ]);
+    let out = replay(&dev.path, writes.to_str().unwrap(), &[]);
     expect_usage_error(&out, "--allow-destroy");
     assert_eq!(std::fs::read(&dev.image).unwrap(), before, "nothing was written");
 }
