@@ -1,13 +1,13 @@
 //! The latency distribution of a result's measured phases, as fio-plot draws it: the CDF (share of operations
 //! at or below each latency, on a log latency axis) and the tail (share slower than each latency, log on both
 //! axes, where p99 and p99.9 stand apart), and fio's latency buckets as a table (the share of operations in each
-//! of fio's ranges, `lat (usec): 100=12.5%, 250=80.1%, ...`). Drawn for every kind whose phases keep their
-//! whole-phase histogram.
+//! of fio's ranges, `lat (usec): 100=12.5%, 250=80.1%, ...`) and as a column chart, fio-plot's histogram. Drawn
+//! for every kind whose phases keep their whole-phase histogram.
 
 use ssdlab_core::schema::{Analysis, RunResult};
 
-use crate::svg::{Axis, Chart, Mark, Scale, Series};
-use crate::{charts, label, table};
+use crate::svg::{Axis, Chart, Mark, Scale, Series, columns};
+use crate::{chart_svg, label, table};
 
 /// fio's latency bucket edges in nanoseconds (its `lat (usec)` and `lat (msec)` lines): each bucket holds the
 /// operations above the previous edge and at or below its own; the last holds everything slower.
@@ -132,11 +132,15 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
     let used: Vec<usize> = (0..=FIO_EDGES_NS.len())
         .filter(|&i| buckets.iter().any(|(_, shares)| shares[i] >= 0.00005))
         .collect();
+    let bucket_names: Vec<String> = used
+        .iter()
+        .map(|&i| match FIO_EDGES_NS.get(i) {
+            Some(&edge) => edge_name(edge),
+            None => format!("> {}", edge_name(FIO_EDGES_NS[FIO_EDGES_NS.len() - 1])),
+        })
+        .collect();
     let mut header = vec!["operations in fio's range up to".to_string()];
-    header.extend(used.iter().map(|&i| match FIO_EDGES_NS.get(i) {
-        Some(&edge) => edge_name(edge),
-        None => format!("> {}", edge_name(FIO_EDGES_NS[FIO_EDGES_NS.len() - 1])),
-    }));
+    header.extend(bucket_names.iter().cloned());
     let rows: Vec<Vec<String>> = buckets
         .iter()
         .map(|(name, shares)| {
@@ -145,10 +149,21 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
                 .collect()
         })
         .collect();
-    out.push_str("<div class=\"wide\">");
-    out.push_str(&table(&header, &rows));
-    out.push_str("</div>");
-    out.push_str(&charts(&[
+    out.push_str(&table(&header, &rows).replacen("scroll", "scroll wide", 1));
+    // The histogram as fio-plot draws it: a column per bucket and phase, the share of operations on a linear axis.
+    let histogram: Vec<(String, Vec<f64>)> = buckets
+        .iter()
+        .map(|(name, shares)| (name.clone(), used.iter().map(|&i| 100.0 * shares[i]).collect()))
+        .collect();
+    out.push_str("<div class=\"charts\">");
+    out.push_str(&columns(
+        "Latency histogram: operations in each of fio's ranges",
+        "latency, up to (fio's ranges)",
+        &Axis::new("% of operations", Scale::Linear),
+        &bucket_names,
+        &histogram,
+    ));
+    for chart in [
         Chart {
             title: "Latency CDF: operations at or below each latency".into(),
             x: Axis::new("latency (microseconds)", Scale::Log10),
@@ -161,7 +176,10 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
             y: Axis::new("% of operations slower", Scale::Log10),
             series: tail,
         },
-    ]));
+    ] {
+        out.push_str(&chart_svg(&chart));
+    }
+    out.push_str("</div>");
     out
 }
 

@@ -10,7 +10,10 @@ mod baseline;
 mod consistency;
 mod distribution;
 mod fanout;
+mod figures;
+mod header;
 pub mod health;
+mod labels;
 mod latency;
 mod pts;
 mod refresh;
@@ -25,9 +28,11 @@ mod trim;
 
 use std::fmt::Write;
 
-use ssdlab_core::schema::{Analysis, MethodAnalysis, PhaseResult, RunResult};
-use ssdlab_core::units::BinaryBytes;
+use ssdlab_core::schema::{Analysis, PhaseResult, RunResult};
 use svg::{Chart, Mark, Series};
+
+pub use labels::label;
+pub(crate) use labels::uncached_target;
 
 const CSS: &str = r#"
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1180px; padding: 18px 24px 48px; color: #1d2330; background: #fff; }
@@ -37,139 +42,22 @@ h3 { font-size: 16px; margin: 18px 0 6px; }
 table { border-collapse: collapse; margin: 8px 0 14px; font-variant-numeric: tabular-nums; }
 th, td { border: 1px solid #d8dce4; padding: 4px 10px; text-align: right; } th:first-child, td:first-child { text-align: left; }
 th { background: #f2f4f8; font-weight: 600; }
-table.header td, table.header th { text-align: left; }
+table.header td, table.header th, table.summary td, table.differs td { text-align: left; }
+table.summary th { text-align: left; } table.summary td.device { min-width: 300px; } table.summary td.verdict { min-width: 240px; } table.summary td:first-child { max-width: 240px; } td { overflow-wrap: break-word; }
 .pass { color: #0a7b33; font-weight: 600; } .fail { color: #b3261e; font-weight: 600; }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr)); gap: 14px; }
 .charts > svg.chart:only-child { max-width: 860px; }
 svg.chart { width: 100%; height: auto; background: #fbfcfe; border: 1px solid #e3e6ec; border-radius: 4px; }
-svg .title { font-size: 15px; font-weight: 600; fill: #1d2330; } svg .tick { font-size: 11px; fill: #4a5263; }
-svg .label { font-size: 12px; fill: #1d2330; } svg .grid { stroke: #e6e9ef; } svg .frame { stroke: #8a93a6; }
-svg .legend text { font-size: 12px; fill: #1d2330; }
+svg .title { font-size: 16px; font-weight: 600; fill: #1d2330; } svg .tick { font-size: 12.5px; fill: #4a5263; }
+svg .label { font-size: 13.5px; fill: #1d2330; } svg .grid { stroke: #e6e9ef; } svg .frame { stroke: #8a93a6; }
+svg .legend text { font-size: 13px; fill: #1d2330; }
 .better { color: #0a7b33; } .worse { color: #b3261e; }
-.wide { overflow-x: auto; } .wide th { font-size: 13px; }
+.wide, .scroll { overflow-x: auto; } .wide th { font-size: 13px; }
 details { margin: 6px 0; } pre { background: #f6f7f9; padding: 8px; overflow-x: auto; font-size: 12px; }
 "#;
 
 pub(crate) fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
-}
-
-/// A short name for a result in legends and table headers: the target, plus what tells two runs of one method
-/// on it apart (the over-provisioning of a consistency run, the test size of a sweep).
-pub fn label(result: &RunResult) -> String {
-    if let Some(label) = &result.label {
-        return label.clone();
-    }
-    default_label(result)
-}
-
-/// The results with labels that tell them apart: a result without a given label whose default one it shares with
-/// another of the same kind gets the options in which they differ (`seed=2`, `method.rw=randread`), or, when the
-/// options are the same, its start time.
-fn distinct_labels(results: &[RunResult]) -> Vec<RunResult> {
-    let mut out = results.to_vec();
-    let base: Vec<String> = out.iter().map(label).collect();
-    for i in 0..out.len() {
-        if out[i].label.is_some() {
-            continue;
-        }
-        let twins: Vec<usize> = (0..out.len())
-            .filter(|&j| base[j] == base[i] && out[j].kind() == out[i].kind())
-            .collect();
-        if twins.len() < 2 {
-            continue;
-        }
-        let flat: Vec<Vec<(String, String)>> = twins
-            .iter()
-            .map(|&j| flatten_options(&serde_json::to_value(&out[j].options).unwrap_or_default()))
-            .collect();
-        let mine = &flat[twins.iter().position(|&j| j == i).expect("i is its own twin")];
-        // Keys that tell this result from a twin, the method's own first; values cut short.
-        let mut differing: Vec<(&String, &String)> = mine
-            .iter()
-            .filter(|(key, value)| {
-                flat.iter()
-                    .any(|other| other.iter().find(|(k, _)| k == key).map(|(_, v)| v) != Some(value))
-            })
-            .map(|(k, v)| (k, v))
-            .collect();
-        differing.sort_by_key(|(key, _)| !key.starts_with("method.") && !key.starts_with("workload."));
-        let differing: Vec<String> = differing
-            .iter()
-            .take(3)
-            .map(|(key, value)| {
-                let short: String = value.chars().take(32).collect();
-                let cut = if short.len() < value.len() { "…" } else { "" };
-                format!("{key}={short}{cut}")
-            })
-            .collect();
-        let suffix = if differing.is_empty() {
-            out[i].started_at.clone()
-        } else {
-            differing.join(", ")
-        };
-        out[i].label = Some(format!("{} ({suffix})", base[i]));
-    }
-    // Whatever still collides (the same directory twice, twins past three keys) is numbered.
-    for i in 0..out.len() {
-        let name = label(&out[i]);
-        let same: Vec<usize> = (i + 1..out.len()).filter(|&j| label(&out[j]) == name).collect();
-        for (n, j) in same.into_iter().enumerate() {
-            out[j].label = Some(format!("{name} #{}", n + 2));
-        }
-    }
-    out
-}
-
-/// Every leaf of an options object as (dotted path, value as text), the target's own keys left out (the label
-/// names the target already).
-fn flatten_options(value: &serde_json::Value) -> Vec<(String, String)> {
-    fn walk(prefix: &str, value: &serde_json::Value, out: &mut Vec<(String, String)>) {
-        match value {
-            serde_json::Value::Object(map) => {
-                for (key, v) in map {
-                    let path = if prefix.is_empty() {
-                        key.clone()
-                    } else {
-                        format!("{prefix}.{key}")
-                    };
-                    walk(&path, v, out);
-                }
-            }
-            serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
-            other => out.push((prefix.to_string(), other.to_string())),
-        }
-    }
-    let mut out = Vec::new();
-    walk("", value, &mut out);
-    out.retain(|(key, _)| key != "target" && !key.starts_with("target."));
-    out
-}
-
-/// The label a result gets from itself alone.
-fn default_label(result: &RunResult) -> String {
-    let op = consistency::analysis(result)
-        .map(|a| a.op_percent)
-        .filter(|&op| op > 0);
-    if let Some(op) = op {
-        return format!("{} ({op}% OP)", result.target.target);
-    }
-    if let Analysis::Sweep(MethodAnalysis {
-        measured: Some(a), ..
-    }) = &result.analysis
-    {
-        return format!("{} ({} test)", result.target.target, BinaryBytes(a.region_bytes));
-    }
-    result.target.target.clone()
-}
-
-/// The target under a `cached:` prefix and the cache's own keys (`cached:sim:x?size=1g&scale=1/4` names
-/// `sim:x?scale=1/4`), or None for a target without a cache.
-pub(crate) fn uncached_target(target: &str) -> Option<String> {
-    match ssdlab_core::target::TargetSpec::parse(target).ok()? {
-        ssdlab_core::target::TargetSpec::Cached { inner_target, .. } => Some(inner_target),
-        _ => None,
-    }
 }
 
 pub(crate) fn phase<'a>(result: &'a RunResult, name: &str) -> Option<&'a PhaseResult> {
@@ -195,7 +83,7 @@ pub fn render(results: &[RunResult]) -> String {
 
 /// Renders results into one HTML page, each set against `results[baseline]` where it is of the same kind.
 pub fn render_against(results: &[RunResult], baseline: Option<usize>) -> String {
-    let labelled = distinct_labels(results);
+    let labelled = labels::distinct_labels(results);
     let results = labelled.as_slice();
     let mut html = String::new();
     let title = match results {
@@ -208,7 +96,7 @@ pub fn render_against(results: &[RunResult], baseline: Option<usize>) -> String 
         escape(&title)
     );
     let _ = write!(html, "<h1>{}</h1>", escape(&title));
-    html.push_str(&header_table(results));
+    html.push_str(&header::page_header(results));
     // Group results of the same kind so they are drawn together.
     let mut kinds: Vec<&str> = results.iter().map(|r| r.kind()).collect();
     kinds.sort_unstable();
@@ -220,6 +108,7 @@ pub fn render_against(results: &[RunResult], baseline: Option<usize>) -> String 
             "<section class=\"kind-{kind}\"><h2>{}</h2>",
             escape(&heading(kind))
         );
+        html.push_str(&header::section_header(&group, results.len()));
         html.push_str(&match &group[0].analysis {
             Analysis::Consistency(_) => consistency::consistency(&group),
             Analysis::Trim(_) => trim::trim(&group),
@@ -234,6 +123,7 @@ pub fn render_against(results: &[RunResult], baseline: Option<usize>) -> String 
             Analysis::Fanout(_) => fanout::fanout(&group),
             Analysis::Refresh(_) => refresh::refresh(&group),
         });
+        html.push_str(&figures::ranking(&group));
         if let Some(base) = baseline.map(|i| &results[i]).filter(|b| b.kind() == kind) {
             html.push_str(&baseline::against(&group, base));
         }
@@ -261,80 +151,6 @@ fn heading(kind: &str) -> String {
     }
 }
 
-/// One row of the header block: how to describe a result.
-type HeaderField = fn(&RunResult) -> String;
-
-/// The header block: what ran where, with every option.
-fn header_table(results: &[RunResult]) -> String {
-    let mut t = String::from("<table class=\"header\"><tr><th></th>");
-    for r in results {
-        let _ = write!(t, "<th>{}</th>", escape(&label(r)));
-    }
-    t.push_str("</tr>");
-    let rows: [(&str, HeaderField); 8] = [
-        ("test", |r| r.kind().to_string()),
-        ("device", |r| r.target.model.clone()),
-        ("capacity", |r| {
-            format!(
-                "{} ({} bytes)",
-                BinaryBytes(r.target.capacity_bytes),
-                r.target.capacity_bytes
-            )
-        }),
-        ("I/O", |r| {
-            format!(
-                "{}, {}",
-                r.target.backend,
-                if r.target.direct_io {
-                    "O_DIRECT"
-                } else {
-                    "buffered"
-                }
-            )
-        }),
-        ("host", |r| {
-            format!("{} {} ({} CPUs)", r.host.hostname, r.host.kernel, r.host.cpus)
-        }),
-        ("ssdlab", |r| r.ssdlab_version.clone()),
-        ("started", |r| r.started_at.clone()),
-        ("verdict", |r| {
-            if r.verdict.passed {
-                "passed".into()
-            } else {
-                format!("failed: {}", r.verdict.reasons.join("; "))
-            }
-        }),
-    ];
-    for (name, value) in rows {
-        let _ = write!(t, "<tr><td>{name}</td>");
-        for r in results {
-            let text = value(r);
-            let class = match (name, r.verdict.passed) {
-                ("verdict", true) => " class=\"pass\"",
-                ("verdict", false) => " class=\"fail\"",
-                _ => "",
-            };
-            let incomplete = if name == "verdict" && !r.complete {
-                " (incomplete)"
-            } else {
-                ""
-            };
-            let _ = write!(t, "<td{class}>{}{incomplete}</td>", escape(&text));
-        }
-        t.push_str("</tr>");
-    }
-    t.push_str("</table>");
-    for r in results {
-        let _ = write!(
-            t,
-            "<details><summary>Options of {}</summary><pre>{}</pre></details>",
-            escape(&label(r)),
-            escape(&serde_json::to_string_pretty(&r.options).unwrap_or_default())
-        );
-    }
-    t
-}
-
 /// A series-name prefix naming the result when several are overlaid (nothing for a lone result).
 pub(crate) fn overlay_prefix(group: &[&RunResult], r: &RunResult) -> String {
     if group.len() > 1 {
@@ -347,20 +163,27 @@ pub(crate) fn overlay_prefix(group: &[&RunResult], r: &RunResult) -> String {
 pub(crate) fn charts(charts: &[Chart]) -> String {
     let mut s = String::from("<div class=\"charts\">");
     for chart in charts {
-        // Ids only need to differ between the charts of one page; the title and series make a stable one.
-        let id = chart
-            .title
-            .bytes()
-            .chain(chart.series.iter().flat_map(|x| x.name.bytes()))
-            .fold(7usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
-        s.push_str(&svg::render(chart, id));
+        s.push_str(&chart_svg(chart));
     }
     s.push_str("</div>");
     s
 }
 
+/// One chart's SVG element, with an id unique within the page.
+pub(crate) fn chart_svg(chart: &Chart) -> String {
+    // Ids only need to differ between the charts of one page; the title and series make a stable one.
+    let id = chart
+        .title
+        .bytes()
+        .chain(chart.series.iter().flat_map(|x| x.name.bytes()))
+        .fold(7usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
+    svg::render(chart, id)
+}
+
+/// A table with a header row, in a box that scrolls sideways when the table is wider than the page (a wide table
+/// never spills over the page's edge).
 pub(crate) fn table(header: &[String], rows: &[Vec<String>]) -> String {
-    let mut t = String::from("<table><tr>");
+    let mut t = String::from("<div class=\"scroll\"><table><tr>");
     for h in header {
         let _ = write!(t, "<th>{}</th>", escape(h));
     }
@@ -372,7 +195,7 @@ pub(crate) fn table(header: &[String], rows: &[Vec<String>]) -> String {
         }
         t.push_str("</tr>");
     }
-    t.push_str("</table>");
+    t.push_str("</table></div>");
     t
 }
 

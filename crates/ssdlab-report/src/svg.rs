@@ -20,7 +20,14 @@ fn style(i: usize) -> (&'static str, &'static str) {
 }
 
 /// Height of one legend row below the plot.
-const LEGEND_ROW: f64 = 18.0;
+const LEGEND_ROW: f64 = 20.0;
+
+/// The width of one character of a tick label (12.5 px, the page's CSS), in user units, on average: enough to
+/// know where labels would collide.
+const TICK_CHAR: f64 = 7.5;
+
+/// The same for a legend entry (13 px): DejaVu Sans, the usual Linux fallback, is about 0.6 em a character.
+const LEGEND_CHAR: f64 = 8.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scale {
@@ -264,19 +271,27 @@ fn dot_style(mark: Mark, points: usize) -> (f64, f64) {
     }
 }
 
-/// Where each series' legend entry goes: its x and its row, wrapping at the chart's width. Empty when the chart
-/// has a single unnamed series.
-fn legend_layout(chart: &Chart, width: f64) -> Vec<(f64, usize)> {
-    if chart.series.len() <= 1 && chart.series.first().is_none_or(|s| s.name.is_empty()) {
+/// How a legend entry shows its series: a line (dashed as the series is), a light shade (a band), or a solid
+/// block (a column).
+#[derive(Clone, Copy)]
+enum Swatch {
+    Line,
+    Shade,
+    Solid,
+}
+
+/// Where each series' legend entry goes: its x and its row, wrapping at the chart's width. Empty when there is a
+/// single unnamed series.
+fn legend_layout(names: &[&str], width: f64) -> Vec<(f64, usize)> {
+    if names.len() <= 1 && names.first().is_none_or(|n| n.is_empty()) {
         return Vec::new();
     }
     let (start, end) = (24.0, width - 12.0);
     let (mut x, mut row) = (start, 0);
-    chart
-        .series
+    names
         .iter()
-        .map(|series| {
-            let entry = 34.0 + 6.6 * series.name.chars().count() as f64;
+        .map(|name| {
+            let entry = 34.0 + LEGEND_CHAR * name.chars().count() as f64;
             if x > start && x + entry > end {
                 x = start;
                 row += 1;
@@ -313,7 +328,8 @@ fn tick_labels(axis: &Axis, lo: f64, hi: f64) -> Vec<(f64, String)> {
 pub fn render(chart: &Chart, id: usize) -> String {
     let (width, height) = (800.0, 360.0);
     // The legend goes below the plot, never over the data: lay it out first to know how tall the chart is.
-    let legend = legend_layout(chart, width);
+    let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
+    let legend = legend_layout(&names, width);
     let legend_rows = legend.iter().map(|&(_, row)| row + 1).max().unwrap_or(0);
     let total_height = height + legend_rows as f64 * LEGEND_ROW + if legend_rows > 0 { 6.0 } else { 0.0 };
     let (left, right, top, bottom) = (72.0, 20.0, 34.0, 52.0);
@@ -473,43 +489,201 @@ pub fn render(chart: &Chart, id: usize) -> String {
             r = cx + 4.0
         );
     }
-    // Legend, below the axis label.
-    for (i, &(lx, row)) in legend.iter().enumerate() {
-        let (colour, dash) = style(i);
-        let ly = height + row as f64 * LEGEND_ROW;
-        let swatch = if chart.series[i].mark == Mark::Band {
-            format!(
-                r#"<rect x="{lx:.1}" y="{y:.1}" width="18" height="10" fill="{colour}" fill-opacity="0.3"/>"#,
-                y = ly - 4.0
-            )
-        } else {
-            format!(
-                r#"<line x1="{lx:.1}" y1="{y:.1}" x2="{x2:.1}" y2="{y:.1}" stroke="{colour}" stroke-width="4" stroke-dasharray="{dash}"/>"#,
-                y = ly + 1.0,
-                x2 = lx + 18.0
-            )
-        };
-        let _ = write!(
-            svg,
-            r#"<g class="legend">{swatch}<text x="{tx:.1}" y="{ty:.1}">{}</text></g>"#,
-            escape(&chart.series[i].name),
-            tx = lx + 24.0,
-            ty = ly + 5.0
-        );
-    }
+    let swatches: Vec<Swatch> = chart
+        .series
+        .iter()
+        .map(|s| {
+            if s.mark == Mark::Band {
+                Swatch::Shade
+            } else {
+                Swatch::Line
+            }
+        })
+        .collect();
+    draw_legend(&mut svg, &names, &swatches, &legend, height);
     svg.push_str("</svg>");
     svg
 }
 
-/// A ranked horizontal bar chart: one bar per item, longest first as given, each labelled with its name and
-/// its value (formatted by `format`), on a linear axis from zero to the largest value.
+/// The legend entries, from the top `from` (below the axis label) down, as `legend_layout` placed them.
+fn draw_legend(svg: &mut String, names: &[&str], swatches: &[Swatch], layout: &[(f64, usize)], from: f64) {
+    for (i, &(lx, row)) in layout.iter().enumerate() {
+        let (colour, dash) = style(i);
+        let ly = from + row as f64 * LEGEND_ROW;
+        let swatch = match swatches[i] {
+            Swatch::Shade | Swatch::Solid => format!(
+                r#"<rect x="{lx:.1}" y="{y:.1}" width="18" height="10" fill="{colour}" fill-opacity="{o}"/>"#,
+                y = ly - 4.0,
+                o = if matches!(swatches[i], Swatch::Shade) {
+                    "0.3"
+                } else {
+                    "1"
+                }
+            ),
+            Swatch::Line => format!(
+                r#"<line x1="{lx:.1}" y1="{y:.1}" x2="{x2:.1}" y2="{y:.1}" stroke="{colour}" stroke-width="4" stroke-dasharray="{dash}"/>"#,
+                y = ly + 1.0,
+                x2 = lx + 18.0
+            ),
+        };
+        let _ = write!(
+            svg,
+            r#"<g class="legend">{swatch}<text x="{tx:.1}" y="{ty:.1}">{}</text></g>"#,
+            escape(names[i]),
+            tx = lx + 24.0,
+            ty = ly + 5.0
+        );
+    }
+}
+
+/// A column chart over named categories (fio's latency buckets): for each category a group of columns, one per
+/// series in its colour, on a linear y axis from zero with ticks and grid, category names under the axis
+/// (slanted when they would touch), the legend below. Each series has one value per category; a value that is
+/// not finite is left out.
+pub fn columns(
+    title: &str,
+    x_label: &str,
+    y: &Axis,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+) -> String {
+    let width = 800.0;
+    let (left, right, top) = (72.0, 20.0, 34.0);
+    let plot_w = width - left - right;
+    let slot = plot_w / categories.len().max(1) as f64;
+    let longest = categories.iter().map(|c| c.chars().count()).max().unwrap_or(0);
+    // Names that would run into each other are slanted, which needs more room under the axis.
+    let slanted = longest as f64 * TICK_CHAR > slot - 4.0;
+    let bottom = if slanted {
+        52.0 + longest as f64 * 0.65 * TICK_CHAR
+    } else {
+        52.0
+    };
+    let height = 308.0 + bottom;
+    let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
+    let legend = legend_layout(&names, width);
+    let legend_rows = legend.iter().map(|&(_, row)| row + 1).max().unwrap_or(0);
+    let total_height = height + legend_rows as f64 * LEGEND_ROW + if legend_rows > 0 { 6.0 } else { 0.0 };
+    let (lo, hi) = bounds(y, series.iter().flat_map(|(_, v)| v.iter().copied()));
+    let map = Mapping {
+        scale: Scale::Linear,
+        lo,
+        hi,
+        from: height - bottom,
+        to: top,
+    };
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg class="chart columns" viewBox="0 0 {width} {total_height:.1}" role="img" aria-label="{t}" xmlns="http://www.w3.org/2000/svg"><text class="title" x="{left}" y="20">{t}</text>"#,
+        t = escape(title)
+    );
+    let _ = write!(svg, r#"<g class="axis y-axis">"#);
+    for (t, label) in tick_labels(y, lo, hi) {
+        let py = map.map(t);
+        let _ = write!(
+            svg,
+            r#"<line class="grid" x1="{left}" y1="{py:.1}" x2="{xr}" y2="{py:.1}"/><text class="tick" x="{tx:.1}" y="{ty:.1}" text-anchor="end">{label}</text>"#,
+            xr = width - right,
+            tx = left - 6.0,
+            ty = py + 4.0,
+            label = escape(&label)
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<line class="frame" x1="{left}" y1="{top}" x2="{left}" y2="{yb}"/><text class="label" transform="translate(16 {cy:.1}) rotate(-90)" text-anchor="middle">{}</text></g>"#,
+        escape(&y.label),
+        yb = height - bottom,
+        cy = (top + height - bottom) / 2.0
+    );
+    let base = height - bottom;
+    let _ = write!(svg, r#"<g class="axis x-axis">"#);
+    for (c, name) in categories.iter().enumerate() {
+        let cx = left + slot * (c as f64 + 0.5);
+        let ty = base + 16.0;
+        let placed = if slanted {
+            format!(r#"x="{cx:.1}" y="{ty:.1}" text-anchor="end" transform="rotate(-40 {cx:.1} {ty:.1})""#)
+        } else {
+            format!(r#"x="{cx:.1}" y="{ty:.1}" text-anchor="middle""#)
+        };
+        let _ = write!(svg, r#"<text class="tick" {placed}>{}</text>"#, escape(name));
+    }
+    let _ = write!(
+        svg,
+        r#"<line class="frame" x1="{left}" y1="{base:.1}" x2="{xr}" y2="{base:.1}"/><text class="label" x="{cx:.1}" y="{ly:.1}" text-anchor="middle">{}</text></g>"#,
+        escape(x_label),
+        xr = width - right,
+        cx = (left + width - right) / 2.0,
+        ly = height - 10.0
+    );
+    let group_w = slot * 0.8;
+    let column_w = group_w / series.len().max(1) as f64;
+    for (i, (name, values)) in series.iter().enumerate() {
+        let (colour, _) = style(i);
+        let _ = write!(svg, r#"<g class="series" data-name="{}">"#, escape(name));
+        for (c, &v) in values.iter().enumerate().take(categories.len()) {
+            if !v.is_finite() {
+                continue;
+            }
+            let top_y = map.map(v.clamp(lo, hi));
+            let x = left + slot * c as f64 + (slot - group_w) / 2.0 + column_w * i as f64;
+            let _ = write!(
+                svg,
+                r#"<rect class="column" x="{x:.1}" y="{top_y:.1}" width="{w:.1}" height="{h:.1}" fill="{colour}"/>"#,
+                w = (column_w - 1.0).max(0.5),
+                h = (base - top_y).max(0.0)
+            );
+        }
+        svg.push_str("</g>");
+    }
+    let swatches = vec![Swatch::Solid; series.len()];
+    draw_legend(&mut svg, &names, &swatches, &legend, height);
+    svg.push_str("</svg>");
+    svg
+}
+
+/// A ranked horizontal bar chart: one bar per item, in the order given, each labelled with its name and its
+/// value (formatted by `format`), on a linear axis from zero to the largest value.
 pub fn bars(title: &str, axis_label: &str, items: &[(String, f64)], format: fn(f64) -> String) -> String {
-    let (width, row) = (800.0, 20.0);
-    let (left, right, top) = (150.0, 80.0, 34.0);
+    let coloured: Vec<(String, f64, usize)> = items.iter().map(|(n, v)| (n.clone(), *v, 0)).collect();
+    bars_coloured(title, axis_label, &coloured, format)
+}
+
+/// [`bars`] with each bar's colour given as a series index (`(name, value, colour)`), so a result keeps its
+/// colour from the line charts, or "before" and "after" bars differ.
+pub fn bars_coloured(
+    title: &str,
+    axis_label: &str,
+    items: &[(String, f64, usize)],
+    format: fn(f64) -> String,
+) -> String {
+    // The widest margin (360 units) holds 46 characters at TICK_CHAR; two spare.
+    const MAX_NAME: usize = 44;
+    // Names longer than fits are cut in the middle, which keeps both a target's start and its distinguishing end.
+    let names: Vec<String> = items
+        .iter()
+        .map(|(name, _, _)| {
+            let chars: Vec<char> = name.chars().collect();
+            if chars.len() <= MAX_NAME {
+                name.clone()
+            } else {
+                let half = (MAX_NAME - 1) / 2;
+                let head: String = chars[..half].iter().collect();
+                let tail: String = chars[chars.len() - half..].iter().collect();
+                format!("{head}…{tail}")
+            }
+        })
+        .collect();
+    let longest = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    let (width, row) = (800.0, 24.0);
+    let left = (longest as f64 * TICK_CHAR + 14.0).clamp(90.0, 360.0);
+    let (right, top) = (90.0, 34.0);
     let height = top + row * items.len() as f64 + 40.0;
     let max = items
         .iter()
         .map(|i| i.1)
+        .filter(|v| v.is_finite())
         .fold(0.0, f64::max)
         .max(f64::MIN_POSITIVE);
     let span = width - left - right;
@@ -519,25 +693,29 @@ pub fn bars(title: &str, axis_label: &str, items: &[(String, f64)], format: fn(f
         r#"<svg class="chart bars" viewBox="0 0 {width} {height}" role="img" aria-label="{t}" xmlns="http://www.w3.org/2000/svg"><text class="title" x="12" y="20">{t}</text>"#,
         t = escape(title)
     );
-    for (i, (name, value)) in items.iter().enumerate() {
+    for (i, ((_, value, colour), name)) in items.iter().zip(&names).enumerate() {
         let y = top + i as f64 * row;
-        let w = (value / max * span).max(0.0);
+        let w = if value.is_finite() {
+            (value / max * span).max(0.0)
+        } else {
+            0.0
+        };
         let _ = write!(
             svg,
-            r#"<g class="bar" data-name="{n}"><text class="tick" x="{lx}" y="{ty:.1}" text-anchor="end">{n}</text><rect x="{left}" y="{ry:.1}" width="{w:.1}" height="{h:.1}" fill="{c}"/><text class="tick" x="{vx:.1}" y="{ty:.1}">{v}</text></g>"#,
+            r#"<g class="bar" data-name="{n}"><text class="tick" x="{lx:.1}" y="{ty:.1}" text-anchor="end">{n}</text><rect x="{left:.1}" y="{ry:.1}" width="{w:.1}" height="{h:.1}" fill="{c}"/><text class="tick" x="{vx:.1}" y="{ty:.1}">{v}</text></g>"#,
             n = escape(name),
             lx = left - 6.0,
             ty = y + row * 0.7,
             ry = y + 3.0,
             h = row - 6.0,
-            c = COLOURS[0],
+            c = style(*colour).0,
             vx = left + w + 6.0,
             v = escape(&format(*value))
         );
     }
     let _ = write!(
         svg,
-        r#"<line class="frame" x1="{left}" y1="{top}" x2="{left}" y2="{yb:.1}"/><text class="label" x="{cx:.1}" y="{ly:.1}" text-anchor="middle">{}</text></svg>"#,
+        r#"<line class="frame" x1="{left:.1}" y1="{top}" x2="{left:.1}" y2="{yb:.1}"/><text class="label" x="{cx:.1}" y="{ly:.1}" text-anchor="middle">{}</text></svg>"#,
         escape(axis_label),
         yb = top + row * items.len() as f64,
         cx = left + span / 2.0,
@@ -745,10 +923,29 @@ mod tests {
         let svg = bars("tail", "share", &items, |v| format!("{:.0}%", 100.0 * v));
         assert!(svg.contains(r#"data-name="slow &lt;1&gt;""#), "names are escaped");
         assert!(
-            svg.contains(r#"width="570.0""#) && svg.contains(r#"width="285.0""#),
+            svg.contains(r#"width="620.0""#) && svg.contains(r#"width="310.0""#),
             "{svg}"
         );
         assert!(svg.contains(">50%<") && svg.contains(">25%<"));
+    }
+
+    #[test]
+    fn long_bar_names_widen_the_margin_and_are_cut_in_the_middle() {
+        let long = format!("cached:sim:840evo-250g?size=1g ({}light.iolog)", "x".repeat(40));
+        let items = vec![(long.clone(), 2.0, 1), ("short".to_string(), 1.0, 0)];
+        let svg = bars_coloured("rate", "MB/s", &items, |v| format!("{v}"));
+        assert!(!svg.contains(&long), "a name past 44 characters is cut");
+        assert!(svg.contains(">cached:sim:840evo-250…x"), "{svg}");
+        assert!(
+            svg.contains("xlight.iolog)<"),
+            "the end that tells names apart stays"
+        );
+        // 21 + 1 + 21 characters at TICK_CHAR units each, plus the gap.
+        assert!(svg.contains(r#"<rect x="336.5""#), "{svg}");
+        assert!(
+            svg.contains(&format!(r#"fill="{}""#, COLOURS[1])),
+            "each bar has its colour"
+        );
     }
 
     #[test]

@@ -197,3 +197,56 @@ pub(crate) fn chromium(page: &Path, profile: &Path, extra: &[&str]) -> Output {
         .output()
         .unwrap()
 }
+
+/// A chart that breaks every layout rule: a legend entry drawn over a data point, and a label past the chart's
+/// left edge. Added to a page, it shows that the layout check catches what it looks for.
+pub(crate) const KNOWN_BAD_CHART: &str = r#"<svg class="chart" viewBox="0 0 800 400" xmlns="http://www.w3.org/2000/svg"><text class="title" x="12" y="20">known bad</text><g class="series"><circle cx="100" cy="100" r="3"/></g><g class="legend"><text x="90" y="104">over the data</text></g><text x="-60" y="200">cut</text></svg>"#;
+
+/// How headless Chromium lays out a report page's charts: the number of charts and the problems
+/// `layout.js` found (legend entries overlapping each other or the data, text past a chart's edge). The check
+/// runs on a copy of the page with the script and `extra_markup` (say, a known-bad chart) added; the report
+/// itself has no scripts.
+pub(crate) fn chart_layout(page: &Path, profile: &Path, extra_markup: &str) -> (usize, Vec<String>) {
+    let html = std::fs::read_to_string(page).expect("the report page");
+    let checked = page.with_extension("layout.html");
+    let script = include_str!("layout.js");
+    let html = html.replacen(
+        "</body>",
+        &format!("{extra_markup}<script>{script}</script></body>"),
+        1,
+    );
+    std::fs::write(&checked, html).unwrap();
+    let out = chromium(
+        &checked,
+        profile,
+        &[
+            "--dump-dom",
+            "--virtual-time-budget=10000",
+            "--window-size=1280,4000",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "chromium: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let at = dom
+        .rfind("<pre id=\"layout-check\">")
+        .expect("the layout check ran (is JavaScript enabled in headless Chromium?)");
+    let text = &dom[at + "<pre id=\"layout-check\">".len()..];
+    let text = &text[..text.find("</pre>").unwrap()];
+    let text = text
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">");
+    let found: Value = serde_json::from_str(&text).expect("the layout check's JSON");
+    let problems = found["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    (found["charts"].as_u64().unwrap() as usize, problems)
+}

@@ -288,6 +288,48 @@ fn a_baseline_sets_every_result_against_it_in_percent() {
         html.contains("operations in fio&#39;s range up to")
             || html.contains("operations in fio's range up to")
     );
+    // The section opens with what differs between the two (the target here), and ranks the headline figures,
+    // best first: IOPS from the highest, latency from the lowest.
+    let differs = &html[html
+        .find("<table class=\"differs\">")
+        .expect("the options that differ")..];
+    let differs = &differs[..differs.find("</table>").unwrap()];
+    assert!(
+        differs.contains("<td>target</td>")
+            && differs.contains("sim:840evo-250g?scale=1/256")
+            && differs.contains("sim:enterprise-mlc-400g?scale=1/256"),
+        "{differs}"
+    );
+    let ranked = |title: &str| -> Vec<f64> {
+        let chart = &html[html.find(title).unwrap_or_else(|| panic!("no '{title}' chart"))..];
+        let chart = &chart[..chart.find("</svg>").unwrap()];
+        chart
+            .split("<g class=\"bar\"")
+            .skip(1)
+            .map(|bar| {
+                // The bar's value is its last text; figures read as "12345" or "81.2 us".
+                let bar = &bar[..bar.find("</g>").unwrap()];
+                let text = &bar[..bar.rfind("</text>").unwrap()];
+                let value = &text[text.rfind('>').unwrap() + 1..];
+                let (number, unit) = value.split_once(' ').unwrap_or((value, ""));
+                let scale = match unit {
+                    "ns" => 1e-3,
+                    "ms" => 1e3,
+                    "s" => 1e6,
+                    _ => 1.0,
+                };
+                number.parse::<f64>().unwrap_or_else(|_| panic!("{value}")) * scale
+            })
+            .collect()
+    };
+    let iops = ranked("IOPS, ranked (higher is better)");
+    assert_eq!(iops.len(), 2);
+    assert!(iops[0] >= iops[1], "{iops:?}");
+    let mean = ranked("mean latency, ranked (lower is better)");
+    assert!(mean.len() == 2 && mean[0] <= mean[1], "{mean:?}");
+    let (laid_out, problems) = chart_layout(&page, &dir.path().join("profile"), "");
+    assert!(laid_out >= 7, "{laid_out} charts");
+    assert!(problems.is_empty(), "{problems:#?}");
     // A baseline among the results is not drawn twice; a missing one is named by its flag.
     let out = run(&[
         "report",
@@ -350,7 +392,15 @@ fn every_chart_kind_renders_with_ticks_on_both_axes_and_its_legend_below_the_dat
         ),
         (
             "consistency",
-            vec!["test", "consistency", "--target", sim, "--runtime", "360s"],
+            // The 250 GB drive's 66K plateau is past the linear chart's fixed 40K.
+            vec![
+                "test",
+                "consistency",
+                "--target",
+                "sim:840evo-250g?scale=1/64",
+                "--runtime",
+                "360s",
+            ],
         ),
         (
             "trim",
@@ -546,6 +596,41 @@ fn every_chart_kind_renders_with_ticks_on_both_axes_and_its_legend_below_the_dat
             "no chart titled '{kind}' in {titles:?}"
         );
     }
+    // A point clipped by a fixed range is marked: the 840 EVO's 66K plateau is past the linear chart's 40K.
+    let linear = charts
+        .iter()
+        .find(|c| c.contains("IOPS, linear scale up to 40K"))
+        .expect("the linear consistency chart");
+    assert!(linear.contains("class=\"clipped\""), "no clipped-point marker");
+    // The latency histogram: a column chart with a y axis of ticks and a name under every bucket.
+    let histogram = dom
+        .split("<svg class=\"chart columns\"")
+        .nth(1)
+        .map(|c| &c[..c.find("</svg>").unwrap()])
+        .expect("a latency histogram");
+    assert!(histogram.contains("Latency histogram"));
+    let y_axis = &histogram[histogram.find("class=\"axis y-axis\"").unwrap()..];
+    assert!(
+        y_axis[..y_axis.find("</g>").unwrap()]
+            .matches("class=\"tick\"")
+            .count()
+            >= 2
+    );
+    let x_axis = &histogram[histogram.find("class=\"axis x-axis\"").unwrap()..];
+    let buckets = x_axis[..x_axis.find("</g>").unwrap()]
+        .matches("class=\"tick\"")
+        .count();
+    assert!(buckets >= 2, "{buckets} bucket names");
+    assert!(histogram.matches("class=\"column\"").count() >= buckets);
+    // Laid out by the browser with its real fonts: no legend entry over another or over the data, no text cut
+    // off; and the check is shown to catch both on a chart built to break them.
+    let (laid_out, problems) = chart_layout(&page, &profile, KNOWN_BAD_CHART);
+    assert!(laid_out > charts.len(), "{laid_out} charts measured");
+    let (caught, real): (Vec<String>, Vec<String>) =
+        problems.into_iter().partition(|p| p.starts_with("known bad: "));
+    assert!(real.is_empty(), "{real:#?}");
+    assert!(caught.iter().any(|p| p.contains("covers data")), "{caught:?}");
+    assert!(caught.iter().any(|p| p.contains("cut off")), "{caught:?}");
     // And the page as a browser draws it.
     let shot = dir.path().join("all.png");
     let shot_run = browse(&[

@@ -1,0 +1,201 @@
+//! Each kind's headline figures, taken from the typed analysis: the numbers a reviewer quotes (plateau and
+//! steady IOPS, the TRIM states, the best sequential speeds, p99 latency, the storage bench's data rate). The
+//! baseline table sets them against one result, and the ranking draws them as bars when several results of a
+//! kind are compared. It never renders a result's own sections.
+
+use ssdlab_core::schema::options::SweepAxis;
+use ssdlab_core::schema::pts::PtsMetric;
+use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult};
+use ssdlab_core::units::Nanos;
+
+use crate::label;
+use crate::svg::bars_coloured;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Better {
+    Higher,
+    Lower,
+}
+
+/// One headline figure of a result.
+pub(crate) struct Figure {
+    pub name: &'static str,
+    pub value: f64,
+    pub better: Better,
+    pub format: fn(f64) -> String,
+}
+
+fn mb(v: f64) -> String {
+    format!("{:.1} MB/s", v / 1e6)
+}
+
+fn count(v: f64) -> String {
+    format!("{v:.0}")
+}
+
+fn ns(v: f64) -> String {
+    Nanos(v).to_string()
+}
+
+fn percent(v: f64) -> String {
+    format!("{:.0}%", 100.0 * v)
+}
+
+fn figure(name: &'static str, value: f64, better: Better, format: fn(f64) -> String) -> Figure {
+    Figure {
+        name,
+        value,
+        better,
+        format,
+    }
+}
+
+/// The headline figures of `r`, by kind.
+pub(crate) fn figures(r: &RunResult) -> Vec<Figure> {
+    use Better::{Higher, Lower};
+    match &r.analysis {
+        Analysis::Run => r
+            .phases
+            .first()
+            .map(|p| {
+                let s = &p.summary;
+                vec![
+                    figure("IOPS", s.iops, Higher, count),
+                    figure("throughput", s.bytes_per_s, Higher, mb),
+                    figure("mean latency", s.latency_ns.mean, Lower, ns),
+                    figure("p99 latency", s.latency_ns.p99 as f64, Lower, ns),
+                ]
+            })
+            .unwrap_or_default(),
+        Analysis::Consistency(MethodAnalysis {
+            measured: Some(a), ..
+        }) => vec![
+            figure("plateau IOPS", a.plateau_iops, Higher, count),
+            figure("steady IOPS", a.steady_iops_mean, Higher, count),
+            figure("steady std dev", a.steady_iops_std_dev, Lower, count),
+        ],
+        Analysis::Trim(MethodAnalysis {
+            measured: Some(a), ..
+        }) => vec![
+            figure("clean", a.clean_bytes_per_s, Higher, mb),
+            figure("dirty", a.dirty_bytes_per_s, Higher, mb),
+            figure("after TRIM", a.after_trim_bytes_per_s, Higher, mb),
+            figure("restored", a.restored_fraction, Higher, percent),
+        ],
+        Analysis::Sweep(MethodAnalysis {
+            measured: Some(a), ..
+        }) => {
+            // Each axis has its own figures, so sweeps of different axes are never set against each other.
+            let max = |f: fn(&ssdlab_core::schema::SweepRow) -> f64| a.rows.iter().map(f).fold(0.0, f64::max);
+            let at_mix = |p: u32| {
+                a.rows
+                    .iter()
+                    .find(|r| r.read_percent == Some(p))
+                    .map_or(f64::NAN, |r| r.read_iops + r.write_iops)
+            };
+            match a.axis {
+                SweepAxis::Size => vec![
+                    figure("best sequential write", max(|r| r.write_bytes_per_s), Higher, mb),
+                    figure("best sequential read", max(|r| r.read_bytes_per_s), Higher, mb),
+                ],
+                SweepAxis::Qd => vec![
+                    figure("best random write IOPS", max(|r| r.write_iops), Higher, count),
+                    figure("best random read IOPS", max(|r| r.read_iops), Higher, count),
+                ],
+                SweepAxis::Mix => vec![
+                    figure("IOPS, 0% reads", at_mix(0), Higher, count),
+                    figure("IOPS, 50% reads", at_mix(50), Higher, count),
+                    figure("IOPS, 100% reads", at_mix(100), Higher, count),
+                ],
+            }
+        }
+        Analysis::Latency(MethodAnalysis {
+            measured: Some(a), ..
+        }) => vec![
+            figure("IOPS", a.iops, Higher, count),
+            figure("mean latency", a.latency_ns_mean, Lower, ns),
+            figure("p99 latency", a.latency_ns_p99 as f64, Lower, ns),
+            figure("maximum latency", a.latency_ns_max as f64, Lower, ns),
+        ],
+        Analysis::Pts(MethodAnalysis {
+            measured: Some(a), ..
+        }) => {
+            // Named by what is tracked, so PTS tests of different kinds are never set against each other.
+            let (name, better, format): (&'static str, Better, fn(f64) -> String) = match a.tracking_metric {
+                PtsMetric::Iops => ("steady-state IOPS (tracking)", Higher, count),
+                PtsMetric::BytesPerS => ("steady-state bandwidth (tracking)", Higher, mb),
+                PtsMetric::LatencyNsMean => ("steady-state mean response (tracking)", Lower, ns),
+            };
+            a.steady_state
+                .window_mean
+                .map(|m| vec![figure(name, m, better, format)])
+                .unwrap_or_default()
+        }
+        Analysis::Replay(MethodAnalysis {
+            measured: Some(a), ..
+        }) => vec![
+            figure("average data rate", a.average_data_rate_bytes_per_s, Higher, mb),
+            figure("average service time", a.average_service_time_ns, Lower, ns),
+            figure("p99 latency", a.latency_ns.p99 as f64, Lower, ns),
+        ],
+        Analysis::Fanout(a) => vec![
+            figure("query median", a.query.latency_ns.p50 as f64, Lower, ns),
+            figure("query p95", a.query.latency_ns.p95 as f64, Lower, ns),
+            figure("query p99", a.query.latency_ns.p99 as f64, Lower, ns),
+        ],
+        Analysis::Scan(a) => vec![
+            figure("bulk-read hours", a.total_bulk_read_hours, Lower, |v| {
+                format!("{v:.2} h")
+            }),
+            figure("flagged files", a.flagged.len() as f64, Lower, count),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// Ranked bar charts of `group`'s headline figures, one per figure that at least two results have, best first
+/// (highest or lowest, as the figure is better), each bar in its result's series colour. Nothing for a lone
+/// result.
+pub(crate) fn ranking(group: &[&RunResult]) -> String {
+    if group.len() < 2 {
+        return String::new();
+    }
+    let all: Vec<Vec<Figure>> = group.iter().map(|r| figures(r)).collect();
+    let mut names: Vec<&'static str> = Vec::new();
+    for f in all.iter().flatten() {
+        if !names.contains(&f.name) {
+            names.push(f.name);
+        }
+    }
+    let mut charts = String::new();
+    for name in names {
+        let mut items: Vec<(String, f64, usize)> = Vec::new();
+        let mut shape = None;
+        for (i, (r, figs)) in group.iter().zip(&all).enumerate() {
+            if let Some(f) = figs.iter().find(|f| f.name == name && f.value.is_finite()) {
+                items.push((label(r), f.value, i));
+                shape = Some((f.better, f.format));
+            }
+        }
+        let Some((better, format)) = shape else {
+            continue;
+        };
+        if items.len() < 2 {
+            continue;
+        }
+        let order = |a: &(String, f64, usize), b: &(String, f64, usize)| a.1.total_cmp(&b.1);
+        match better {
+            Better::Higher => items.sort_by(|a, b| order(b, a)),
+            Better::Lower => items.sort_by(order),
+        }
+        let title = match better {
+            Better::Higher => format!("{name}, ranked (higher is better)"),
+            Better::Lower => format!("{name}, ranked (lower is better)"),
+        };
+        charts.push_str(&bars_coloured(&title, name, &items, format));
+    }
+    if charts.is_empty() {
+        return String::new();
+    }
+    format!("<h3>Ranked</h3><div class=\"charts\">{charts}</div>")
+}

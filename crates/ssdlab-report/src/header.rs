@@ -1,0 +1,237 @@
+//! The page's header and each section's. The page says what ran where: a field list for a lone result, one row
+//! per result when there are several (so thirteen results still fit the page). A section comparing several
+//! results opens with the options in which they differ, one row per option and a column per result, so every
+//! table and chart below it is read knowing what was varied; every result's full options are one click away.
+//! It renders from `RunResult` only and never chooses labels (`labels.rs` does).
+
+use std::fmt::Write;
+
+use ssdlab_core::schema::RunResult;
+use ssdlab_core::units::BinaryBytes;
+
+use crate::escape;
+use crate::labels::{differing_options, label, options_of};
+
+/// One field of the header: how to describe a result.
+type HeaderField = fn(&RunResult) -> String;
+
+/// At most this many differing options are listed above a section; the rest are in each result's options.
+const MAX_DIFFERING_ROWS: usize = 16;
+
+fn fields() -> [(&'static str, HeaderField); 8] {
+    [
+        ("test", |r| r.kind().to_string()),
+        ("device", |r| r.target.model.clone()),
+        ("capacity", |r| {
+            format!(
+                "{} ({} bytes)",
+                BinaryBytes(r.target.capacity_bytes),
+                r.target.capacity_bytes
+            )
+        }),
+        ("I/O", |r| {
+            format!(
+                "{}, {}",
+                r.target.backend,
+                if r.target.direct_io {
+                    "O_DIRECT"
+                } else {
+                    "buffered"
+                }
+            )
+        }),
+        ("host", |r| {
+            format!("{} {} ({} CPUs)", r.host.hostname, r.host.kernel, r.host.cpus)
+        }),
+        ("ssdlab", |r| r.ssdlab_version.clone()),
+        ("started", |r| r.started_at.clone()),
+        ("verdict", verdict),
+    ]
+}
+
+fn verdict(r: &RunResult) -> String {
+    let incomplete = if r.complete { "" } else { " (incomplete)" };
+    if r.verdict.passed {
+        format!("passed{incomplete}")
+    } else {
+        format!("failed: {}{incomplete}", r.verdict.reasons.join("; "))
+    }
+}
+
+fn cell(name: &str, r: &RunResult, text: &str) -> String {
+    let class = match (name, r.verdict.passed) {
+        ("verdict", true) => " class=\"verdict pass\"",
+        ("verdict", false) => " class=\"verdict fail\"",
+        ("device", _) => " class=\"device\"",
+        _ => "",
+    };
+    format!("<td{class}>{}</td>", escape(text))
+}
+
+fn options_details(r: &RunResult) -> String {
+    format!(
+        "<details><summary>Options of {}</summary><pre>{}</pre></details>",
+        escape(&label(r)),
+        escape(&serde_json::to_string_pretty(&r.options).unwrap_or_default())
+    )
+}
+
+/// The page's header: what ran where.
+pub(crate) fn page_header(results: &[RunResult]) -> String {
+    let fields = fields();
+    let mut t = String::new();
+    if let [one] = results {
+        t.push_str("<table class=\"header\">");
+        for (name, value) in fields {
+            let _ = write!(t, "<tr><td>{name}</td>{}</tr>", cell(name, one, &value(one)));
+        }
+        t.push_str("</table>");
+        t.push_str(&options_details(one));
+        return t;
+    }
+    // Fields every result shares (the host, the version) are said once above the table.
+    let shared = |name: &str| {
+        let (_, value) = fields.iter().find(|(n, _)| *n == name).expect("a header field");
+        let first = value(&results[0]);
+        results.iter().all(|r| value(r) == first).then_some(first)
+    };
+    let once: Vec<(&str, String)> = ["host", "ssdlab", "I/O"]
+        .into_iter()
+        .filter_map(|name| shared(name).map(|v| (name, v)))
+        .collect();
+    if !once.is_empty() {
+        let said: Vec<String> = once.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+        let _ = write!(t, "<p class=\"meta\">{}</p>", escape(&said.join("; ")));
+    }
+    // The capacity without its byte count: the table is an index, and the lone-result header has the bytes. How
+    // the I/O was done is said above each section instead, where it is read.
+    let columns: Vec<(&str, HeaderField)> = fields
+        .into_iter()
+        .filter(|(name, _)| *name != "I/O" && !once.iter().any(|(n, _)| n == name))
+        .map(|(name, value)| match name {
+            "capacity" => (
+                name,
+                (|r| BinaryBytes(r.target.capacity_bytes).to_string()) as HeaderField,
+            ),
+            _ => (name, value),
+        })
+        .collect();
+    t.push_str("<div class=\"wide\"><table class=\"summary\"><tr><th>result</th>");
+    for (name, _) in &columns {
+        let _ = write!(t, "<th>{name}</th>");
+    }
+    t.push_str("</tr>");
+    for r in results {
+        let _ = write!(t, "<tr><td>{}</td>", escape(&label(r)));
+        for (name, value) in &columns {
+            t.push_str(&cell(name, r, &value(r)));
+        }
+        t.push_str("</tr>");
+    }
+    t.push_str("</table></div>");
+    t
+}
+
+/// A value short enough for a table cell: a long path keeps its end (the file's name), anything else its start.
+fn shorten(value: &str) -> String {
+    const MAX: usize = 48;
+    let chars: Vec<char> = value.chars().collect();
+    if chars.len() <= MAX {
+        value.to_string()
+    } else if value.contains('/') {
+        format!("…{}", chars[chars.len() - (MAX - 1)..].iter().collect::<String>())
+    } else {
+        format!("{}…", chars[..MAX - 1].iter().collect::<String>())
+    }
+}
+
+/// The header of a section holding `group`: for several results, the options in which they differ (the target
+/// first when the targets differ) and each result's full options; for a lone result on a page of several, its
+/// options.
+pub(crate) fn section_header(group: &[&RunResult], page_results: usize) -> String {
+    let mut t = String::new();
+    let io = |r: &RunResult| {
+        let (_, value) = fields()
+            .into_iter()
+            .find(|(n, _)| *n == "I/O")
+            .expect("the I/O field");
+        value(r)
+    };
+    let same_io = group.iter().all(|r| io(r) == io(group[0]));
+    if page_results > 1 && same_io {
+        let _ = write!(t, "<p class=\"meta\">I/O: {}</p>", escape(&io(group[0])));
+    }
+    if group.len() > 1 {
+        let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+        if group.iter().any(|r| r.target.target != group[0].target.target) {
+            rows.push((
+                "target".into(),
+                group.iter().map(|r| r.target.target.clone()).collect(),
+            ));
+        }
+        if !same_io {
+            rows.push(("I/O".into(), group.iter().map(|r| io(r)).collect()));
+        }
+        let options: Vec<Vec<(String, String)>> = group.iter().map(|r| options_of(r)).collect();
+        for key in differing_options(group) {
+            let values = options
+                .iter()
+                .map(|o| {
+                    o.iter()
+                        .find(|(k, _)| *k == key)
+                        .map_or_else(|| "–".to_string(), |(_, v)| shorten(v))
+                })
+                .collect();
+            rows.push((key, values));
+        }
+        if rows.is_empty() {
+            t.push_str("<p class=\"meta\">These results share every option.</p>");
+        } else {
+            t.push_str("<div class=\"wide\"><table class=\"differs\"><tr><th>options that differ</th>");
+            for r in group {
+                let _ = write!(t, "<th>{}</th>", escape(&label(r)));
+            }
+            t.push_str("</tr>");
+            let more = rows.len().saturating_sub(MAX_DIFFERING_ROWS);
+            for (key, values) in rows.into_iter().take(MAX_DIFFERING_ROWS) {
+                let _ = write!(t, "<tr><td>{}</td>", escape(&key));
+                for v in values {
+                    let _ = write!(t, "<td>{}</td>", escape(&v));
+                }
+                t.push_str("</tr>");
+            }
+            t.push_str("</table></div>");
+            if more > 0 {
+                let _ = write!(
+                    t,
+                    "<p class=\"meta\">and {more} more options that differ, in each result's options below.</p>"
+                );
+            }
+        }
+    }
+    if page_results > 1 {
+        for r in group {
+            t.push_str(&options_details(r));
+        }
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shorten;
+
+    #[test]
+    fn long_values_keep_the_part_that_names_them() {
+        assert_eq!(shorten("randwrite"), "randwrite");
+        let path = format!("/tmp/{}/traces/light.iolog", "x".repeat(60));
+        let short = shorten(&path);
+        assert!(
+            short.starts_with('…') && short.ends_with("/traces/light.iolog"),
+            "{short}"
+        );
+        assert_eq!(short.chars().count(), 48);
+        let text = "y".repeat(60);
+        assert!(shorten(&text).ends_with('…'));
+    }
+}

@@ -1,0 +1,142 @@
+//! Names for results: the label each one carries in legends, table headers and bar charts, and the options in
+//! which results of one kind differ. It owns telling results apart; it never reads or renders anything.
+
+use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult};
+use ssdlab_core::units::BinaryBytes;
+
+use crate::consistency;
+
+/// A short name for a result in legends and table headers: the target, plus what tells two runs of one method
+/// on it apart (the over-provisioning of a consistency run, the test size of a sweep).
+pub fn label(result: &RunResult) -> String {
+    if let Some(label) = &result.label {
+        return label.clone();
+    }
+    default_label(result)
+}
+
+/// The results with labels that tell them apart: a result without a given label whose default one it shares with
+/// another of the same kind gets the options in which they differ (`seed=2`, `method.rw=randread`), or, when the
+/// options are the same, its start time. Results of different kinds are drawn in different sections, so they may
+/// share a label.
+pub(crate) fn distinct_labels(results: &[RunResult]) -> Vec<RunResult> {
+    let mut out = results.to_vec();
+    let base: Vec<String> = out.iter().map(label).collect();
+    for i in 0..out.len() {
+        if out[i].label.is_some() {
+            continue;
+        }
+        let twins: Vec<&RunResult> = (0..out.len())
+            .filter(|&j| base[j] == base[i] && out[j].kind() == out[i].kind())
+            .map(|j| &results[j])
+            .collect();
+        if twins.len() < 2 {
+            continue;
+        }
+        let mine = options_of(&results[i]);
+        // Keys that tell this result from a twin, the method's own first; values cut short.
+        let differing: Vec<String> = differing_options(&twins)
+            .iter()
+            .filter_map(|key| {
+                let (_, value) = mine.iter().find(|(k, _)| k == key)?;
+                // A path is named by its file (the section's header has the whole path).
+                let value = match value.rsplit_once('/') {
+                    Some((_, file)) if !file.is_empty() => file,
+                    _ => value.as_str(),
+                };
+                let short: String = value.chars().take(32).collect();
+                let cut = if short.len() < value.len() { "…" } else { "" };
+                Some(format!("{key}={short}{cut}"))
+            })
+            .take(3)
+            .collect();
+        let suffix = if differing.is_empty() {
+            out[i].started_at.clone()
+        } else {
+            differing.join(", ")
+        };
+        out[i].label = Some(format!("{} ({suffix})", base[i]));
+    }
+    // Whatever still collides within a kind (the same directory twice, twins past three keys) is numbered.
+    for i in 0..out.len() {
+        let name = label(&out[i]);
+        let same: Vec<usize> = (i + 1..out.len())
+            .filter(|&j| label(&out[j]) == name && out[j].kind() == out[i].kind())
+            .collect();
+        for (n, j) in same.into_iter().enumerate() {
+            out[j].label = Some(format!("{name} #{}", n + 2));
+        }
+    }
+    out
+}
+
+/// A result's options as (dotted path, value as text), the target's own keys left out.
+pub(crate) fn options_of(result: &RunResult) -> Vec<(String, String)> {
+    flatten_options(&serde_json::to_value(&result.options).unwrap_or_default())
+}
+
+/// The option keys whose values are not the same in every result of `group` (missing counts as a value), the
+/// method's and the workload's own first, then in the order the options list them.
+pub(crate) fn differing_options(group: &[&RunResult]) -> Vec<String> {
+    let flat: Vec<Vec<(String, String)>> = group.iter().map(|r| options_of(r)).collect();
+    let value = |i: usize, key: &str| flat[i].iter().find(|(k, _)| k == key).map(|(_, v)| v);
+    let mut keys: Vec<String> = Vec::new();
+    for (key, _) in flat.iter().flatten() {
+        if !keys.contains(key) && (1..flat.len()).any(|i| value(i, key) != value(0, key)) {
+            keys.push(key.clone());
+        }
+    }
+    keys.sort_by_key(|key| !key.starts_with("method.") && !key.starts_with("workload."));
+    keys
+}
+
+/// Every leaf of an options object as (dotted path, value as text), the target's own keys left out (the label
+/// names the target already).
+fn flatten_options(value: &serde_json::Value) -> Vec<(String, String)> {
+    fn walk(prefix: &str, value: &serde_json::Value, out: &mut Vec<(String, String)>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, v) in map {
+                    let path = if prefix.is_empty() {
+                        key.clone()
+                    } else {
+                        format!("{prefix}.{key}")
+                    };
+                    walk(&path, v, out);
+                }
+            }
+            serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
+            other => out.push((prefix.to_string(), other.to_string())),
+        }
+    }
+    let mut out = Vec::new();
+    walk("", value, &mut out);
+    out.retain(|(key, _)| key != "target" && !key.starts_with("target."));
+    out
+}
+
+/// The label a result gets from itself alone.
+fn default_label(result: &RunResult) -> String {
+    let op = consistency::analysis(result)
+        .map(|a| a.op_percent)
+        .filter(|&op| op > 0);
+    if let Some(op) = op {
+        return format!("{} ({op}% OP)", result.target.target);
+    }
+    if let Analysis::Sweep(MethodAnalysis {
+        measured: Some(a), ..
+    }) = &result.analysis
+    {
+        return format!("{} ({} test)", result.target.target, BinaryBytes(a.region_bytes));
+    }
+    result.target.target.clone()
+}
+
+/// The target under a `cached:` prefix and the cache's own keys (`cached:sim:x?size=1g&scale=1/4` names
+/// `sim:x?scale=1/4`), or None for a target without a cache.
+pub(crate) fn uncached_target(target: &str) -> Option<String> {
+    match ssdlab_core::target::TargetSpec::parse(target).ok()? {
+        ssdlab_core::target::TargetSpec::Cached { inner_target, .. } => Some(inner_target),
+        _ => None,
+    }
+}

@@ -1,0 +1,36 @@
+// Run by headless Chromium inside a copy of a report page: measures every chart as the browser laid it out, with
+// the fonts it really has, and writes what it finds into a pre element (id layout-check) for the test to read from the
+// dumped DOM. Problems: two legend entries overlapping, a legend entry over a data mark (point, line, column,
+// band or clipped-point marker), and text that runs past the chart's left or right edge.
+(function () {
+  const problems = [];
+  const meet = (a, b) =>
+    a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+  let charts = 0;
+  for (const svg of document.querySelectorAll('svg.chart')) {
+    charts++;
+    const title = (svg.querySelector('.title') || {}).textContent || '?';
+    const view = svg.viewBox.baseVal;
+    const legends = [...svg.querySelectorAll('g.legend')].map((g) => g.getBBox());
+    for (let i = 0; i < legends.length; i++)
+      for (let j = i + 1; j < legends.length; j++)
+        if (meet(legends[i], legends[j])) problems.push(`${title}: legend entries ${i} and ${j} overlap`);
+    const marks = [
+      ...svg.querySelectorAll('g.series circle, g.series polyline, rect.column, path.clipped, rect.band'),
+    ].map((e) => e.getBBox());
+    legends.forEach((l, i) => {
+      if (marks.some((m) => meet(l, m))) problems.push(`${title}: legend entry ${i} covers data`);
+    });
+    for (const t of svg.querySelectorAll('text')) {
+      // Rotated text (the y-axis label, slanted category names) is measured before its rotation; left out.
+      if (t.hasAttribute('transform')) continue;
+      const b = t.getBBox();
+      if (b.x < -0.5 || b.x + b.width > view.width + 0.5)
+        problems.push(`${title}: text '${t.textContent}' is cut off at the chart's edge`);
+    }
+  }
+  const pre = document.createElement('pre');
+  pre.id = 'layout-check';
+  pre.textContent = JSON.stringify({ charts, problems });
+  document.body.appendChild(pre);
+})();
