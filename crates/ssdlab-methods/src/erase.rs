@@ -17,66 +17,7 @@
 use ssdlab_core::device::{Device, Io, Op};
 use ssdlab_core::rng::Rng;
 
-/// How to purge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EraseMethod {
-    /// The drive's firmware sanitize (NVMe or ATA SANITIZE: crypto erase, block erase or overwrite).
-    Sanitize,
-    /// The drive's firmware secure erase (NVMe format with secure erase, ATA SECURITY ERASE UNIT).
-    SecureErase,
-    /// BLKSECDISCARD.
-    SecDiscard,
-    /// BLKDISCARD.
-    Discard,
-    /// BLKZEROOUT: every LBA reads back as zeroes.
-    Zero,
-}
-
-impl EraseMethod {
-    pub const ALL: [EraseMethod; 5] = [
-        EraseMethod::Sanitize,
-        EraseMethod::SecureErase,
-        EraseMethod::SecDiscard,
-        EraseMethod::Discard,
-        EraseMethod::Zero,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            EraseMethod::Sanitize => "sanitize",
-            EraseMethod::SecureErase => "secure-erase",
-            EraseMethod::SecDiscard => "secdiscard",
-            EraseMethod::Discard => "discard",
-            EraseMethod::Zero => "zero",
-        }
-    }
-
-    /// What the method does not promise, in NIST SP 800-88's terms (a purge makes data unrecoverable by any
-    /// means; a clear only by reading the LBAs).
-    pub fn caveat(self) -> Option<&'static str> {
-        match self {
-            EraseMethod::Sanitize | EraseMethod::SecDiscard => None,
-            EraseMethod::SecureErase => Some(
-                "how far a secure erase reaches into an SSD's spare and retired blocks is up to its firmware; NIST \
-                 SP 800-88 prefers sanitize where the drive offers it",
-            ),
-            EraseMethod::Discard => Some(
-                "a discard unmaps the blocks and they read back as zeroes, but it is not a purge: old data can \
-                 stay in the NAND until garbage collection erases it; use a firmware erase for a purge",
-            ),
-            EraseMethod::Zero => Some(
-                "zero fill clears every LBA, but it is not a purge: old copies can stay in spare blocks until \
-                 garbage collection erases them; use a firmware erase for a purge",
-            ),
-        }
-    }
-
-    /// Whether the drive's firmware did it: a block may then read back as all ones (the NAND's erased state) or
-    /// as noise (a cryptographic erase) rather than as zeroes.
-    fn is_firmware(self) -> bool {
-        matches!(self, EraseMethod::Sanitize | EraseMethod::SecureErase)
-    }
-}
+pub use ssdlab_core::schema::erase::{EraseAnalysis, EraseMethod, EraseStep};
 
 /// What a device can do to purge itself, beyond reads and writes.
 pub trait Purger {
@@ -104,22 +45,6 @@ impl From<String> for PurgeFailure {
     }
 }
 
-/// How an erase went.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EraseReport {
-    /// The method whose result verified, if any.
-    pub method: Option<EraseMethod>,
-    /// Each method tried or passed over, and what happened, in order.
-    pub steps: Vec<(EraseMethod, String)>,
-    /// Blocks read back after the last method that ran.
-    pub samples: u32,
-    /// Offsets of sampled blocks that did not read back erased.
-    pub not_erased: Vec<u64>,
-    /// Sampled blocks that held data (neither all zeroes nor all ones) before the erase: when none did, the
-    /// check after it shows little.
-    pub held_data_before: u32,
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum EraseError {
     #[error("reading back {what}: {cause}")]
@@ -134,30 +59,33 @@ pub fn erase<D: Device>(
     requested: Option<EraseMethod>,
     samples: u32,
     seed: u64,
-) -> Result<EraseReport, EraseError> {
+) -> Result<EraseAnalysis, EraseError> {
     let methods: Vec<EraseMethod> = match requested {
         Some(m) => vec![m],
         None => EraseMethod::ALL.to_vec(),
     };
-    let mut report = EraseReport {
+    let started_ns = device.now_ns();
+    let mut report = EraseAnalysis {
         method: None,
         steps: vec![],
         samples: 0,
-        not_erased: vec![],
+        not_erased_offsets_bytes: vec![],
         held_data_before: 0,
+        elapsed_s: 0.0,
     };
+    let step = |method, outcome: String| EraseStep { method, outcome };
     let sampled = Samples::new(device, samples, seed)?;
     let before = sampled.read_all(device)?;
     report.held_data_before = before.iter().filter(|b| !b.zeroes && !b.ones).count() as u32;
     for method in methods {
         if let Err(why) = purger.offers(method) {
-            report.steps.push((method, format!("not offered: {why}")));
+            report.steps.push(step(method, format!("not offered: {why}")));
             continue;
         }
         let what = match purger.purge(method) {
             Ok(what) => what,
             Err(failure) if failure.started => {
-                report.steps.push((
+                report.steps.push(step(
                     method,
                     format!(
                         "failed after it started: {}; nothing else was tried",
@@ -167,7 +95,9 @@ pub fn erase<D: Device>(
                 break;
             }
             Err(failure) => {
-                report.steps.push((method, format!("failed: {}", failure.reason)));
+                report
+                    .steps
+                    .push(step(method, format!("failed: {}", failure.reason)));
                 continue;
             }
         };
@@ -181,15 +111,15 @@ pub fn erase<D: Device>(
             .collect();
         report.samples = samples;
         if not_erased.is_empty() {
-            report.steps.push((
+            report.steps.push(step(
                 method,
                 format!("done ({what}); {samples} sampled blocks read back erased"),
             ));
             report.method = Some(method);
-            report.not_erased.clear();
+            report.not_erased_offsets_bytes.clear();
             break;
         }
-        report.steps.push((
+        report.steps.push(step(
             method,
             format!(
                 "ran ({what}), but {} of {samples} sampled blocks still hold data (first at byte {})",
@@ -197,8 +127,9 @@ pub fn erase<D: Device>(
                 not_erased[0]
             ),
         ));
-        report.not_erased = not_erased;
+        report.not_erased_offsets_bytes = not_erased;
     }
+    report.elapsed_s = device.now_ns().saturating_sub(started_ns) as f64 / 1e9;
     Ok(report)
 }
 
@@ -330,9 +261,9 @@ mod tests {
         let report = erase(&mut device, &mut purger, None, 16, 7).unwrap();
         assert_eq!(report.method, Some(EraseMethod::Discard));
         assert_eq!(purger.1, vec![EraseMethod::Discard], "zero fill was not needed");
-        let names: Vec<&str> = report.steps.iter().map(|(m, _)| m.name()).collect();
+        let names: Vec<&str> = report.steps.iter().map(|s| s.method.name()).collect();
         assert_eq!(names, ["sanitize", "secure-erase", "secdiscard", "discard"]);
-        assert!(report.steps[0].1.starts_with("not offered"));
+        assert!(report.steps[0].outcome.starts_with("not offered"));
     }
 
     #[test]
@@ -345,9 +276,9 @@ mod tests {
         let report = erase(&mut device, &mut purger, None, 8, 7).unwrap();
         assert_eq!(report.method, None);
         assert_eq!(purger.1, EraseMethod::ALL.to_vec());
-        assert_eq!(report.not_erased, vec![(1 << 20) - 4096]);
+        assert_eq!(report.not_erased_offsets_bytes, vec![(1 << 20) - 4096]);
         assert!(
-            report.steps.iter().all(|(_, s)| s.contains("still hold data")),
+            report.steps.iter().all(|s| s.outcome.contains("still hold data")),
             "{:?}",
             report.steps
         );
@@ -434,7 +365,7 @@ mod tests {
         let report = erase(&mut device, &mut Started, None, 8, 1).unwrap();
         assert_eq!(report.method, None);
         assert_eq!(report.steps.len(), 1, "{:?}", report.steps);
-        assert!(report.steps[0].1.contains("nothing else was tried"));
+        assert!(report.steps[0].outcome.contains("nothing else was tried"));
         assert_eq!(report.held_data_before, 8);
     }
 }

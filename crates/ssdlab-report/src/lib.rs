@@ -9,6 +9,7 @@
 mod baseline;
 mod consistency;
 mod distribution;
+mod erase;
 mod fanout;
 mod figures;
 mod header;
@@ -122,6 +123,7 @@ pub fn render_against(results: &[RunResult], baseline: Option<usize>) -> String 
             Analysis::Health(_) => health::health(&group),
             Analysis::Fanout(_) => fanout::fanout(&group),
             Analysis::Refresh(_) => refresh::refresh(&group),
+            Analysis::Erase(_) => erase::erase(&group),
         });
         html.push_str(&figures::ranking(&group));
         if let Some(base) = baseline.map(|i| &results[i]).filter(|b| b.kind() == kind) {
@@ -147,6 +149,7 @@ fn heading(kind: &str) -> String {
         "health" => "Drive health: host and NAND writes, write amplification, wear".into(),
         "fanout" => "Fan-out: the query that waits for every drive, and the straggler".into(),
         "refresh" => "Refresh: stale files rewritten in place, and what it bought".into(),
+        "erase" => "Erase: the purge, and whether the device reads back erased".into(),
         other => other.to_string(),
     }
 }

@@ -160,6 +160,13 @@ pub struct EraseArgs {
     /// Seed of the sampled blocks.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// The erase record as JSON Lines on stdout (begin, analysis, verdict).
+    #[arg(long)]
+    pub json: bool,
+    /// Write the erase record into DIR: result.json (the device's identity and capacity, every method tried and
+    /// what it did, the read-back check) and report.html. Checked before anything is erased.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

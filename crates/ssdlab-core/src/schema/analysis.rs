@@ -31,6 +31,8 @@ pub enum Analysis {
     Health(crate::schema::health::HealthAnalysis),
     Fanout(Box<crate::schema::fanout::FanoutAnalysis>),
     Refresh(crate::schema::refresh::RefreshAnalysis),
+    /// `ssdlab erase`: the purge's record.
+    Erase(crate::schema::erase::EraseAnalysis),
 }
 
 impl Analysis {
@@ -49,6 +51,7 @@ impl Analysis {
             Analysis::Health(_) => "health",
             Analysis::Fanout(_) => "fanout",
             Analysis::Refresh(_) => "refresh",
+            Analysis::Erase(_) => "erase",
         }
     }
 
@@ -66,7 +69,8 @@ impl Analysis {
             | Analysis::RegionScan(_)
             | Analysis::Health(_)
             | Analysis::Fanout(_)
-            | Analysis::Refresh(_) => &[],
+            | Analysis::Refresh(_)
+            | Analysis::Erase(_) => &[],
         }
     }
 }

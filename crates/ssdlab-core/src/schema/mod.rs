@@ -6,6 +6,7 @@
 
 mod analysis;
 mod cache;
+pub mod erase;
 pub mod fanout;
 pub mod health;
 pub mod migrate;
@@ -252,5 +253,6 @@ fn analysis_object<S: Serializer>(analysis: &Analysis, serializer: S) -> Result<
         Analysis::Health(a) => a.serialize(serializer),
         Analysis::Fanout(a) => a.serialize(serializer),
         Analysis::Refresh(a) => a.serialize(serializer),
+        Analysis::Erase(a) => a.serialize(serializer),
     }
 }

@@ -29,6 +29,19 @@ pub enum RunOptions {
     Fanout(FanoutFlags),
     /// `ssdlab refresh`.
     Refresh(RefreshFlags),
+    /// `ssdlab erase`.
+    Erase(EraseFlags),
+}
+
+/// `ssdlab erase`'s flags as given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EraseFlags {
+    #[serde(flatten)]
+    pub target: TargetOptions,
+    /// `--method` as given: `auto` or one method's name.
+    pub erase_method: String,
+    pub samples: u32,
+    pub seed: u64,
 }
 
 /// `ssdlab refresh`'s flags as given.

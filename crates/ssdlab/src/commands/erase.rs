@@ -1,13 +1,17 @@
-//! `ssdlab erase --target DEV --allow-destroy`: purge a whole block device and check it reads back erased.
+//! `ssdlab erase --target DEV --allow-destroy`: purge a whole block device and check it reads back erased; with
+//! `--out` or `--json`, the erase record.
 
 use anyhow::{Context, Result, bail};
 use ssdlab_core::Device;
+use ssdlab_core::schema::options::{EraseFlags, RunOptions};
+use ssdlab_core::schema::{Analysis, Verdict};
 use ssdlab_core::target::TargetSpec;
 use ssdlab_methods::erase::{EraseMethod, erase};
 
 use super::Outcome;
 use crate::cli::{EraseArgs, EraseMethodArg};
 use crate::kernel_purge::KernelPurger;
+use crate::output::{self, Reporter};
 use crate::plan::{Use, open_target};
 
 pub fn run(args: &EraseArgs) -> Result<Outcome> {
@@ -23,6 +27,11 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
     let gated_rdev = std::os::unix::fs::MetadataExt::rdev(
         &std::fs::metadata(&path).with_context(|| format!("--target {}", path.display()))?,
     );
+    // The record's directory must take it before anything is erased: a purge whose record cannot be written has
+    // destroyed the data without the proof.
+    if let Some(dir) = &args.out {
+        output::prepare_out_dir(dir)?;
+    }
     // The safety gate: --allow-destroy, never a device in use, signs of past use only with --force.
     // The exclusive claim holds even with --force: nothing may mount the device while it is purged.
     let opened = open_target(&args.target, Use::WritesClaimed)?;
@@ -46,16 +55,46 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
     );
     let report = erase(&mut device, &mut purger, requested, args.samples, args.seed)
         .with_context(|| format!("--target {}", path.display()))?;
-    for (method, what) in &report.steps {
-        eprintln!("  {:<13} {what}", method.name());
+    for step in &report.steps {
+        eprintln!("  {:<13} {}", step.method.name(), step.outcome);
     }
-    if let (Some(method), [(_, what)]) = (requested, report.steps.as_slice())
-        && what.starts_with("not offered")
+    if let (Some(method), [step]) = (requested, report.steps.as_slice())
+        && step.outcome.starts_with("not offered")
     {
         bail!(
-            "--method {}: {what}; nothing was erased (try --method auto)",
-            method.name()
+            "--method {}: {}; nothing was erased (try --method auto)",
+            method.name(),
+            step.outcome
         );
+    }
+    let verdict = Verdict {
+        passed: report.method.is_some(),
+        reasons: match report.method {
+            Some(_) => vec![],
+            None => vec![format!(
+                "no method that ran left the {} sampled blocks erased",
+                report.samples
+            )],
+        },
+    };
+    let options = RunOptions::Erase(EraseFlags {
+        target: args.target.recorded(),
+        erase_method: requested.map_or("auto", EraseMethod::name).to_string(),
+        samples: args.samples,
+        seed: args.seed,
+    });
+    let mut reporter = Reporter::new(args.json);
+    output::publish_analysis(
+        &mut reporter,
+        args.out.as_deref(),
+        info,
+        options,
+        Analysis::Erase(report.clone()),
+        &verdict,
+        true,
+    )?;
+    if let Some(dir) = &args.out {
+        eprintln!("record    {} (result.json, report.html)", dir.display());
     }
     match report.method {
         Some(method) => {
@@ -78,10 +117,10 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
         None => {
             eprintln!(
                 "NOT ERASED: no method that ran left the sampled blocks erased{}",
-                if report.not_erased.is_empty() {
+                if report.not_erased_offsets_bytes.is_empty() {
                     String::new()
                 } else {
-                    format!(" ({} still hold data)", report.not_erased.len())
+                    format!(" ({} still hold data)", report.not_erased_offsets_bytes.len())
                 }
             );
             Ok(Outcome::Failed)

@@ -60,6 +60,17 @@ fn refusals_leave_every_byte_in_place() {
     let dir = tempdir();
     let file = dir.path().join("x.img");
     std::fs::write(&file, b"keep").unwrap();
+    // A record that could not be written: refused before anything is erased.
+    let out = run(&[
+        "erase",
+        "--target",
+        &disk.path,
+        "--allow-destroy",
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    expect_usage_error(&out, "--out");
+    assert!(head(&disk) == before, "an erase without its record ran");
     expect_usage_error(
         &run(&["erase", "--target", &file_target(&file, None), "--allow-destroy"]),
         "--target",
@@ -102,6 +113,8 @@ fn auto_and_zero_erase_the_whole_device() {
     assert_eq!(disk.image_blocks(), 0, "discard deallocated the image");
 
     fill(&disk);
+    let dir = tempdir();
+    let record = dir.path().join("record");
     let out = run(&[
         "erase",
         "--target",
@@ -111,6 +124,9 @@ fn auto_and_zero_erase_the_whole_device() {
         "zero",
         "--samples",
         "64",
+        "--json",
+        "--out",
+        record.to_str().unwrap(),
     ]);
     expect_code(&out, 0);
     assert!(
@@ -119,4 +135,36 @@ fn auto_and_zero_erase_the_whole_device() {
         stderr(&out)
     );
     assert!(all_zero(&disk));
+    // The erase record: the device, the method that verified, every step, the read-back check; streamed and
+    // written, and as the published schema describes it.
+    let events = json_lines(&out);
+    assert_eq!(event(&events, "analysis")["data"]["method"], "zero");
+    assert_eq!(event(&events, "verdict")["data"]["passed"], true);
+    let result: Value = serde_json::from_slice(&std::fs::read(record.join("result.json")).unwrap()).unwrap();
+    assert_eq!(result["kind"], "erase");
+    assert_eq!(result["target"]["capacity_bytes"], 16 << 20);
+    assert_eq!(result["options"]["erase_method"], "zero");
+    assert_eq!(result["analysis"]["samples"], 64);
+    assert_eq!(
+        result["analysis"]["held_data_before"], 64,
+        "fill() wrote every block"
+    );
+    assert_eq!(result["analysis"]["steps"][0]["method"], "zero");
+    assert!(
+        result["analysis"]["caveat"].is_null(),
+        "the caveat is the method's, not stored twice"
+    );
+    // Read back as a reader does: the options as erase's own shape, not another command's.
+    let text = std::fs::read_to_string(record.join("result.json")).unwrap();
+    let read = ssdlab_core::schema::RunResult::from_json(&text).unwrap();
+    assert!(
+        matches!(read.options, ssdlab_core::schema::options::RunOptions::Erase(_)),
+        "{:?}",
+        read.options
+    );
+    let errors = schema_errors(&result_schema(), &[record.join("result.json")]);
+    assert!(errors.is_empty(), "{errors}");
+    let page = std::fs::read_to_string(record.join("report.html")).unwrap();
+    assert!(page.contains("erased with zero: all 64 sampled blocks read back erased"));
+    assert!(page.contains("zero fill clears every LBA"), "the caveat is shown");
 }

@@ -203,33 +203,6 @@ fn quiet_leaves_only_errors_on_stderr() {
     expect_usage_error(&out, "--runtime");
 }
 
-/// Checks JSON files against a JSON Schema with Debian's python3-jsonschema; returns the errors found.
-fn schema_errors(schema: &std::path::Path, files: &[std::path::PathBuf]) -> String {
-    const CHECK: &str = r#"
-import json, sys
-import jsonschema
-validator = jsonschema.Draft202012Validator(json.load(open(sys.argv[1])))
-def leaves(e):
-    # Under the kinds' oneOf, the leaves name the fields that broke each alternative.
-    if not e.context:
-        yield e
-    for c in e.context:
-        yield from leaves(c)
-for path in sys.argv[2:]:
-    for top in validator.iter_errors(json.load(open(path))):
-        for e in leaves(top):
-            print(f"{path}: {'/'.join(map(str, e.absolute_path))}: {e.message[:200]}")
-"#;
-    let out = Command::new("/usr/bin/python3")
-        .args(["-c", CHECK])
-        .arg(schema)
-        .args(files)
-        .output()
-        .expect("Debian's python3 (scripts/test.sh installs python3-jsonschema)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
 #[test]
 fn every_result_kind_matches_the_published_schema() {
     let schema = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result.schema.json");

@@ -1,0 +1,68 @@
+//! The erase record: which purge ran on the device, every method tried or passed over and why, and the read-back
+//! check. The device's identity and capacity are in the page header.
+
+use std::fmt::Write;
+
+use ssdlab_core::schema::{Analysis, RunResult};
+
+use crate::{escape, label, table};
+
+pub(crate) fn erase(group: &[&RunResult]) -> String {
+    let mut out = String::new();
+    for r in group {
+        let Analysis::Erase(a) = &r.analysis else {
+            continue;
+        };
+        if group.len() > 1 {
+            let _ = write!(out, "<h3>{}</h3>", escape(&label(r)));
+        }
+        let outcome = match a.method {
+            Some(m) => format!(
+                "erased with {}: all {} sampled blocks read back erased",
+                m.name(),
+                a.samples
+            ),
+            None => format!(
+                "NOT ERASED: {} of {} sampled blocks still hold data",
+                a.not_erased_offsets_bytes.len(),
+                a.samples
+            ),
+        };
+        let rows = vec![
+            vec!["outcome".to_string(), outcome],
+            vec![
+                "sampled blocks that held data before".into(),
+                format!("{} of {}", a.held_data_before, a.samples),
+            ],
+            vec!["time".into(), format!("{:.1} s", a.elapsed_s)],
+            vec![
+                "what it does not promise".into(),
+                a.caveat().unwrap_or("nothing: a purge").to_string(),
+            ],
+        ];
+        out.push_str(&table(&["record".into(), String::new()], &rows).replacen(
+            "<table>",
+            "<table class=\"header\">",
+            1,
+        ));
+        let steps: Vec<Vec<String>> = a
+            .steps
+            .iter()
+            .map(|s| vec![s.method.name().to_string(), s.outcome.clone()])
+            .collect();
+        out.push_str(
+            &table(&["method".into(), "what happened".into()], &steps).replacen(
+                "<table>",
+                "<table class=\"header\">",
+                1,
+            ),
+        );
+        if let Some(first) = a.not_erased_offsets_bytes.first() {
+            let _ = write!(
+                out,
+                "<p class=\"fail\">The first block that still holds data is at byte {first}.</p>"
+            );
+        }
+    }
+    out
+}
