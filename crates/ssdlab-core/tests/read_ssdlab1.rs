@@ -50,7 +50,7 @@ fn every_kind_reads_back_typed() {
             Analysis::Fanout(f) => f.drives.len() == 2 && f.measured.is_some() && f.query.latency_ns.p50 > 0,
             Analysis::Refresh(r) => r.files.len() == 2 && r.rewritten_bytes == 5_000_000,
             // Erase records began with ssdlab/2; the CLI's erase test reads one back.
-            Analysis::Erase(_) => unreachable!("no ssdlab/1 erase records"),
+            Analysis::Erase(_) | Analysis::Op(_) => unreachable!("no ssdlab/1 erase or op records"),
         };
         assert!(
             measured,
@@ -81,6 +81,7 @@ fn every_kind_reads_back_typed() {
             RunOptions::Fanout(_) => "fanout",
             RunOptions::Refresh(_) => "refresh",
             RunOptions::Erase(_) => "erase",
+            RunOptions::Op(_) => "op",
         };
         assert_eq!(options_kind, kind, "{kind}: options {:?}", result.options);
         // Written again, it reads back the same.

@@ -16,6 +16,8 @@
 use ssdlab_core::device::{Device, DeviceError, Io, Op};
 use ssdlab_core::rng::Rng;
 
+pub use ssdlab_core::schema::op::{OpApplied, Partition, RawNandSource, SpareArea};
+
 const GIB: u64 = 1 << 30;
 const GB: u64 = 1_000_000_000;
 /// Where the usable area ends is rounded down to this, so the partition size printed is aligned for any
@@ -43,19 +45,16 @@ impl Spare {
     pub fn spare_factor_ratio(&self) -> f64 {
         (self.physical_bytes as f64 - self.logical_bytes as f64) / self.physical_bytes as f64
     }
-}
 
-/// Where a raw NAND figure came from: how far to trust the OP computed from it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RawNandSource {
-    /// `--raw-nand`, given by the user.
-    Given,
-    /// The known-drive table; the text names the source.
-    Known(&'static str),
-    /// The virtual SSD's own geometry (data-holding blocks only).
-    Simulated,
-    /// Nothing better known: a drive sold as N GB carries at least N GiB of NAND, so this is a lower bound.
-    Assumed,
+    /// As `result.json` keeps it, with both ratios.
+    pub fn recorded(&self) -> SpareArea {
+        SpareArea {
+            logical_bytes: self.logical_bytes,
+            physical_bytes: self.physical_bytes,
+            op_ratio: self.op_ratio(),
+            spare_factor_ratio: self.spare_factor_ratio(),
+        }
+    }
 }
 
 /// Raw NAND of drives whose figures are published, by the model sysfs reports (SATA models are cut to 16
@@ -108,7 +107,7 @@ pub fn raw_nand(model: &str, capacity_bytes: u64) -> (u64, RawNandSource) {
         .iter()
         .find(|k| k.capacity_gb == gb && model.trim().starts_with(k.model_prefix));
     match known {
-        Some(k) => (k.raw_gib * GIB, RawNandSource::Known(k.source)),
+        Some(k) => (k.raw_gib * GIB, RawNandSource::Known(k.source.to_string())),
         None => (
             (u128::from(capacity_bytes) * u128::from(GIB) / u128::from(GB)) as u64,
             RawNandSource::Assumed,
@@ -180,28 +179,6 @@ impl OpPlan {
             physical_bytes,
         }
     }
-}
-
-/// A partition of the disk, as sysfs describes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Partition {
-    pub name: String,
-    pub start_bytes: u64,
-    pub len_bytes: u64,
-}
-
-/// What applying a plan did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OpApplied {
-    /// The discarded range.
-    pub offset_bytes: u64,
-    pub len_bytes: u64,
-    /// Bytes at the very end left alone because they hold the GPT's backup (0 without a GPT).
-    pub gpt_backup_bytes: u64,
-    /// Blocks of the tail read back afterwards.
-    pub samples: u32,
-    /// Whether every sampled block read back as zeroes (drives need not promise it after a discard).
-    pub tail_reads_zero: bool,
 }
 
 /// The partition table as it is on the disk (not as the kernel last read it): the partitions, and where a GPT's

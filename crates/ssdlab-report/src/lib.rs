@@ -16,6 +16,7 @@ mod header;
 pub mod health;
 mod labels;
 mod latency;
+mod op;
 mod pts;
 mod refresh;
 mod region_scan;
@@ -124,6 +125,7 @@ pub fn render_against(results: &[RunResult], baseline: Option<usize>) -> String 
             Analysis::Fanout(_) => fanout::fanout(&group),
             Analysis::Refresh(_) => refresh::refresh(&group),
             Analysis::Erase(_) => erase::erase(&group),
+            Analysis::Op(_) => op::op(&group),
         });
         html.push_str(&figures::ranking(&group));
         if let Some(base) = baseline.map(|i| &results[i]).filter(|b| b.kind() == kind) {
@@ -150,6 +152,7 @@ fn heading(kind: &str) -> String {
         "fanout" => "Fan-out: the query that waits for every drive, and the straggler".into(),
         "refresh" => "Refresh: stale files rewritten in place, and what it bought".into(),
         "erase" => "Erase: the purge, and whether the device reads back erased".into(),
+        "op" => "Over-provisioning: the spare area, and the tail left unused".into(),
         other => other.to_string(),
     }
 }

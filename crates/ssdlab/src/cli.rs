@@ -186,6 +186,13 @@ pub struct OpArgs {
     /// Seed of the sampled blocks.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// The record as JSON Lines on stdout (begin, analysis, verdict).
+    #[arg(long)]
+    pub json: bool,
+    /// Write the record into DIR: result.json (the spare area in both conventions, the partitions, the plan and
+    /// what was discarded) and report.html. Checked before anything is discarded.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -33,6 +33,8 @@ pub enum Analysis {
     Refresh(crate::schema::refresh::RefreshAnalysis),
     /// `ssdlab erase`: the purge's record.
     Erase(crate::schema::erase::EraseAnalysis),
+    /// `ssdlab op`: the spare area, the plan and what applying it did.
+    Op(crate::schema::op::OpAnalysis),
 }
 
 impl Analysis {
@@ -52,6 +54,7 @@ impl Analysis {
             Analysis::Fanout(_) => "fanout",
             Analysis::Refresh(_) => "refresh",
             Analysis::Erase(_) => "erase",
+            Analysis::Op(_) => "op",
         }
     }
 
@@ -71,6 +74,7 @@ impl Analysis {
             | Analysis::Fanout(_)
             | Analysis::Refresh(_)
             | Analysis::Erase(_) => &[],
+            Analysis::Op(a) => &a.notes,
         }
     }
 }

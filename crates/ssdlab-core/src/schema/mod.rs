@@ -10,6 +10,7 @@ pub mod erase;
 pub mod fanout;
 pub mod health;
 pub mod migrate;
+pub mod op;
 pub mod options;
 pub mod pts;
 pub mod refresh;
@@ -254,5 +255,6 @@ fn analysis_object<S: Serializer>(analysis: &Analysis, serializer: S) -> Result<
         Analysis::Fanout(a) => a.serialize(serializer),
         Analysis::Refresh(a) => a.serialize(serializer),
         Analysis::Erase(a) => a.serialize(serializer),
+        Analysis::Op(a) => a.serialize(serializer),
     }
 }

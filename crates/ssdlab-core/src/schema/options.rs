@@ -31,6 +31,20 @@ pub enum RunOptions {
     Refresh(RefreshFlags),
     /// `ssdlab erase`.
     Erase(EraseFlags),
+    /// `ssdlab op`.
+    Op(OpFlags),
+}
+
+/// `ssdlab op`'s flags as given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct OpFlags {
+    #[serde(flatten)]
+    pub target: TargetOptions,
+    /// `--set` as given (`25` or `25%`).
+    pub set: Option<String>,
+    pub raw_nand: Option<String>,
+    pub samples: u32,
+    pub seed: u64,
 }
 
 /// `ssdlab erase`'s flags as given.

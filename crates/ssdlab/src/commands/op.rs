@@ -4,6 +4,9 @@
 
 use anyhow::{Context, Result, anyhow, bail};
 use ssdlab_core::Device;
+use ssdlab_core::schema::op::{OpAnalysis, OpPlanned};
+use ssdlab_core::schema::options::{OpFlags, RunOptions};
+use ssdlab_core::schema::{Analysis, Verdict};
 use ssdlab_core::target::TargetSpec;
 use ssdlab_core::units::{BinaryBytes, DecimalBytes, parse_size};
 use ssdlab_io::layout::DriveKind;
@@ -14,6 +17,7 @@ use ssdlab_sim::spec::SimSpec;
 
 use super::Outcome;
 use crate::cli::OpArgs;
+use crate::output::{self, Reporter};
 use crate::plan::{Use, open_target};
 use ssdlab_targets::ForceScope;
 
@@ -22,6 +26,10 @@ const SIM_UNIT_BYTES: u64 = 4096;
 
 pub fn run(args: &OpArgs) -> Result<Outcome> {
     let unused_percent = args.set.as_deref().map(parse_share).transpose()?;
+    // The record's directory must take it before anything is discarded.
+    if let Some(dir) = &args.out {
+        output::prepare_out_dir(dir)?;
+    }
     match TargetSpec::parse(&args.target.target).map_err(|e| anyhow!("{e}"))? {
         TargetSpec::Block { path } => drive(args, &path, unused_percent),
         TargetSpec::Sim { spec } => simulated(args, &spec, unused_percent),
@@ -118,7 +126,9 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
         info.model.trim(),
         bytes(info.capacity_bytes)
     );
-    if ssdlab_io::layout::drive_kind(path).ok() == Some(DriveKind::Virtual) && args.raw_nand.is_none() {
+    let virtual_block =
+        ssdlab_io::layout::drive_kind(path).ok() == Some(DriveKind::Virtual) && args.raw_nand.is_none();
+    if virtual_block {
         eprintln!(
             "note        {shown} is a virtual block device with no NAND of its own: the figures below show the \
              arithmetic only"
@@ -138,16 +148,31 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
             ""
         }
     );
-    print_partitions(&kernel_partitions, &on_disk.partitions, info.capacity_bytes);
+    let partitions = distinct_partitions(&kernel_partitions, &on_disk.partitions);
+    print_partitions(&partitions, info.capacity_bytes);
+    let mut record = OpAnalysis {
+        raw_nand_source: source.clone(),
+        built_in: built_in.recorded(),
+        partitions,
+        planned: None,
+        applied: None,
+        notes: vec![],
+    };
+    if virtual_block {
+        record.notes.push(
+            "a virtual block device with no NAND of its own: the figures show the arithmetic only".into(),
+        );
+    }
     if let Some(note) = layout_note {
         eprintln!("note        {note}");
+        record.notes.push(note);
     }
     let Some(unused_percent) = unused_percent else {
         eprintln!(
             "to add spare area, leave a share of the drive unused: --set 25% shows what it means, and with \
              --allow-destroy discards that tail"
         );
-        return Ok(Outcome::Passed);
+        return publish(args, info, record);
     };
     let plan = OpPlan::new(info.capacity_bytes, unused_percent).map_err(|e| anyhow!("{e}"))?;
     eprintln!(
@@ -178,14 +203,23 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
     if !info.discard_supported {
         bail!("--target {shown}: {}", ssdlab_methods::op::OpError::NoDiscard);
     }
+    record.planned = Some(OpPlanned {
+        unused_percent,
+        usable_bytes: plan.usable_bytes,
+        with_tail_unused: plan.spare(physical_bytes).recorded(),
+        tail_offset_bytes: Some(tail.offset_bytes),
+        tail_len_bytes: Some(tail.len_bytes),
+        equivalent_target: None,
+    });
     if !applying {
         let findings =
             ssdlab_io::guard::destructive_findings(path).with_context(|| format!("--target {shown}"))?;
         for finding in ForceScope::PartitionTablesClaimed.unforceable(&findings) {
-            eprintln!(
-                "note        {finding}: op would refuse to discard the tail of a file system or volume on the \
-                 whole device"
+            let note = format!(
+                "{finding}: op would refuse to discard the tail of a file system or volume on the whole device"
             );
+            eprintln!("note        {note}");
+            record.notes.push(note);
         }
         eprintln!(
             "nothing was written: add --allow-destroy to discard bytes {}..{} so the drive can use them as spare \
@@ -193,7 +227,7 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
             tail.offset_bytes,
             tail.offset_bytes + tail.len_bytes
         );
-        return Ok(Outcome::Passed);
+        return publish(args, info, record);
     }
     let applied = apply(&mut device, &plan, &kernel_partitions, args.samples, args.seed)
         .map_err(|e| anyhow!("--target {shown}: {e}"))?;
@@ -224,20 +258,59 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
         "done        keep every partition below byte {}: a write to the tail takes the spare area back",
         plan.usable_bytes
     );
+    record.applied = Some(applied);
+    publish(args, info, record)
+}
+
+/// Streams the record with `--json` and writes it with `--out`: what `op` found and did. Passed: `op` reports,
+/// and what it could not do is an error, not a verdict.
+fn publish(args: &OpArgs, info: ssdlab_core::DeviceInfo, analysis: OpAnalysis) -> Result<Outcome> {
+    if !args.json && args.out.is_none() {
+        return Ok(Outcome::Passed);
+    }
+    let options = RunOptions::Op(OpFlags {
+        target: args.target.recorded(),
+        set: args.set.clone(),
+        raw_nand: args.raw_nand.clone(),
+        samples: args.samples,
+        seed: args.seed,
+    });
+    let verdict = Verdict {
+        passed: true,
+        reasons: vec![],
+    };
+    let mut reporter = Reporter::new(args.json);
+    output::publish_analysis(
+        &mut reporter,
+        args.out.as_deref(),
+        info,
+        options,
+        Analysis::Op(analysis),
+        &verdict,
+        true,
+    )?;
+    if let Some(dir) = &args.out {
+        eprintln!("record      {} (result.json, report.html)", dir.display());
+    }
     Ok(Outcome::Passed)
 }
 
 /// The partitions the kernel lists and the disk's table holds, each range once (the kernel's name first).
-fn print_partitions(kernel: &[Partition], on_disk: &[Partition], capacity_bytes: u64) {
-    let mut shown: Vec<&Partition> = vec![];
+fn distinct_partitions(kernel: &[Partition], on_disk: &[Partition]) -> Vec<Partition> {
+    let mut shown: Vec<Partition> = vec![];
     for p in kernel.iter().chain(on_disk) {
         if !shown
             .iter()
             .any(|q| (q.start_bytes, q.len_bytes) == (p.start_bytes, p.len_bytes))
         {
-            shown.push(p);
+            shown.push(p.clone());
         }
     }
+    shown
+}
+
+/// Prints the partitions and what follows the last one.
+fn print_partitions(shown: &[Partition], capacity_bytes: u64) {
     let Some(end) = shown
         .iter()
         .map(|p| p.start_bytes.saturating_add(p.len_bytes))
@@ -307,8 +380,26 @@ fn simulated(args: &OpArgs, spec_text: &str, unused_percent: Option<f64>) -> Res
         source_text(&RawNandSource::Simulated)
     );
     eprintln!("built in    {}", describe(&built_in));
+    let info = ssdlab_core::DeviceInfo::subject(
+        target.clone(),
+        ssdlab_core::device::TargetKind::Sim,
+        format!("virtual {}", spec.profile.name),
+        logical_bytes,
+        "the virtual SSD's geometry (nothing opened)".into(),
+    );
+    let mut record = OpAnalysis {
+        raw_nand_source: RawNandSource::Simulated,
+        built_in: built_in.recorded(),
+        partitions: vec![],
+        planned: None,
+        applied: None,
+        notes: vec![
+            "the raw NAND counts data blocks only: the GC reserve, open blocks and the SLC cache are extra"
+                .into(),
+        ],
+    };
     let Some(unused_percent) = unused_percent else {
-        return Ok(Outcome::Passed);
+        return publish(args, info, record);
     };
     let plan = OpPlan::new(logical_bytes, unused_percent).map_err(|e| anyhow!("{e}"))?;
     let spare = plan.spare(physical_bytes);
@@ -329,7 +420,15 @@ fn simulated(args: &OpArgs, spec_text: &str, unused_percent: Option<f64>) -> Res
              --target '{built}'"
         );
     }
-    Ok(Outcome::Passed)
+    record.planned = Some(OpPlanned {
+        unused_percent,
+        usable_bytes: plan.usable_bytes,
+        with_tail_unused: spare.recorded(),
+        tail_offset_bytes: None,
+        tail_len_bytes: None,
+        equivalent_target: Some(built),
+    });
+    publish(args, info, record)
 }
 
 /// The sim target with its `op=` set to `op_percent` and its other options kept.

@@ -98,13 +98,62 @@ fn op_reports_previews_and_discards_the_tail() {
     for target in ["null", "file:/tmp/ssdlab-op-test.img:1m"] {
         expect_usage_error(&run(&["op", "--target", target, "--set", "25"]), "--target");
     }
+    // A record that could not be written: refused before the discard.
+    let dir = tempdir();
+    let not_a_dir = dir.path().join("file");
+    std::fs::write(&not_a_dir, b"x").unwrap();
+    let mut refused = vec!["op", "--target", &disk.path, "--set", "25%", "--allow-destroy"];
+    refused.extend(["--out", not_a_dir.to_str().unwrap()]);
+    expect_usage_error(&run(&refused), "--out");
     assert!(image(&disk) == before, "a refusal changed the device");
 
-    let out = apply(&disk, false);
+    let record = dir.path().join("record");
+    let out = run(&[
+        "op",
+        "--target",
+        &disk.path,
+        "--set",
+        "25%",
+        "--allow-destroy",
+        "--json",
+        "--out",
+        record.to_str().unwrap(),
+    ]);
     expect_code(&out, 0);
     let text = stderr(&out);
     assert!(text.contains("discarded   bytes 50331648..67108864"), "{text}");
     assert!(text.contains("64 sampled tail blocks read as zeroes"), "{text}");
+    // The record: streamed and written, read back as op's own shape, as the published schema describes it.
+    let events = json_lines(&out);
+    assert_eq!(
+        event(&events, "analysis")["data"]["applied"]["offset_bytes"],
+        50331648
+    );
+    let json = std::fs::read_to_string(record.join("result.json")).unwrap();
+    let result = ssdlab_core::schema::RunResult::from_json(&json).unwrap();
+    let ssdlab_core::schema::Analysis::Op(a) = &result.analysis else {
+        panic!("{:?}", result.analysis);
+    };
+    assert!(matches!(
+        result.options,
+        ssdlab_core::schema::options::RunOptions::Op(_)
+    ));
+    assert!((a.built_in.op_ratio - 0.0737).abs() < 0.001, "{a:?}");
+    let planned = a.planned.as_ref().unwrap();
+    assert_eq!(planned.usable_bytes, 48 << 20);
+    assert_eq!(
+        (planned.tail_offset_bytes, planned.tail_len_bytes),
+        (Some(48 << 20), Some(16 << 20))
+    );
+    let applied = a.applied.as_ref().unwrap();
+    assert!(applied.tail_reads_zero && applied.len_bytes == 16 << 20);
+    let errors = schema_errors(&result_schema(), &[record.join("result.json")]);
+    assert!(errors.is_empty(), "{errors}");
+    let page = std::fs::read_to_string(record.join("report.html")).unwrap();
+    assert!(
+        page.contains("discarded bytes 50331648..67108864"),
+        "the report shows it"
+    );
     let after = image(&disk);
     assert!(after[..48 << 20] == before[..48 << 20], "the usable area changed");
     assert!(
@@ -181,11 +230,25 @@ fn op_keeps_partitions_and_the_gpt_backup() {
 
 #[test]
 fn op_on_a_virtual_drive_points_to_its_parameter() {
-    let out = run(&["op", "--target", "sim:840evo-250g?scale=1/64", "--set", "25%"]);
+    let out = run(&[
+        "op",
+        "--target",
+        "sim:840evo-250g?scale=1/64",
+        "--set",
+        "25%",
+        "--json",
+    ]);
     expect_code(&out, 0);
     let text = stderr(&out);
     assert!(text.contains("built in    OP 6.9%"), "{text}");
     assert!(text.contains("sim:840evo-250g?op=42.6&scale=1/64"), "{text}");
+    let events = json_lines(&out);
+    let planned = &event(&events, "analysis")["data"]["planned"];
+    assert_eq!(planned["equivalent_target"], "sim:840evo-250g?op=42.6&scale=1/64");
+    assert!(
+        planned["tail_offset_bytes"].is_null(),
+        "nothing to discard on a virtual drive"
+    );
     let out = run(&[
         "op",
         "--target",
