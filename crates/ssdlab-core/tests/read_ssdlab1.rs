@@ -50,7 +50,9 @@ fn every_kind_reads_back_typed() {
             Analysis::Fanout(f) => f.drives.len() == 2 && f.measured.is_some() && f.query.latency_ns.p50 > 0,
             Analysis::Refresh(r) => r.files.len() == 2 && r.rewritten_bytes == 5_000_000,
             // Erase records began with ssdlab/2; the CLI's erase test reads one back.
-            Analysis::Erase(_) | Analysis::Op(_) => unreachable!("no ssdlab/1 erase or op records"),
+            Analysis::Erase(_) | Analysis::Op(_) | Analysis::Serve(_) => {
+                unreachable!("no ssdlab/1 erase, op or serve records")
+            }
         };
         assert!(
             measured,
@@ -82,6 +84,7 @@ fn every_kind_reads_back_typed() {
             RunOptions::Refresh(_) => "refresh",
             RunOptions::Erase(_) => "erase",
             RunOptions::Op(_) => "op",
+            RunOptions::Serve(_) => "serve",
         };
         assert_eq!(options_kind, kind, "{kind}: options {:?}", result.options);
         // Written again, it reads back the same.

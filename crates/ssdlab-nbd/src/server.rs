@@ -128,25 +128,8 @@ pub struct ServeOptions {
     pub slots: u32,
 }
 
-/// What the server did, for the closing summary.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ServeStats {
-    pub connections: u64,
-    pub handshakes_failed: u64,
-    pub reads: u64,
-    pub writes: u64,
-    pub flushes: u64,
-    pub trims: u64,
-    pub write_zeroes: u64,
-    pub block_status: u64,
-    pub fua_writes: u64,
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    /// Requests answered with an NBD error.
-    pub errors: u64,
-    /// Connections closed because the client broke the protocol.
-    pub protocol_violations: u64,
-}
+/// What the server did, for the closing summary (the type is the result schema's).
+pub use ssdlab_core::schema::serve::ServeStats;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {

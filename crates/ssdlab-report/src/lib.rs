@@ -23,6 +23,7 @@ mod region_scan;
 mod replay;
 mod run;
 mod scan;
+mod serve;
 pub mod svg;
 mod sweep;
 pub mod tidy;
@@ -126,6 +127,7 @@ pub fn render_against(results: &[RunResult], baseline: Option<usize>) -> String 
             Analysis::Refresh(_) => refresh::refresh(&group),
             Analysis::Erase(_) => erase::erase(&group),
             Analysis::Op(_) => op::op(&group),
+            Analysis::Serve(_) => serve::serve(&group),
         });
         html.push_str(&figures::ranking(&group));
         if let Some(base) = baseline.map(|i| &results[i]).filter(|b| b.kind() == kind) {
@@ -153,6 +155,7 @@ fn heading(kind: &str) -> String {
         "refresh" => "Refresh: stale files rewritten in place, and what it bought".into(),
         "erase" => "Erase: the purge, and whether the device reads back erased".into(),
         "op" => "Over-provisioning: the spare area, and the tail left unused".into(),
+        "serve" => "NBD export: what the clients asked for, and how the cache ended".into(),
         other => other.to_string(),
     }
 }

@@ -289,6 +289,13 @@ pub struct ServeArgs {
     /// Operations in flight at the device at once, across all clients.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub qd: u32,
+    /// The session's record as JSON Lines on stdout when the server stops (begin, analysis, verdict).
+    #[arg(long)]
+    pub json: bool,
+    /// Write the session's record into DIR when the server stops: result.json (the export, what the clients
+    /// asked for, the cache's counters) and report.html. Checked before the server listens.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -618,12 +625,19 @@ pub struct LatencyArgs {
 #[derive(Debug, Subcommand)]
 pub enum SimCommand {
     /// List the built-in drive profiles.
-    Profiles,
+    Profiles(SimProfilesArgs),
     /// Show a profile's geometry, timings, over-provisioning and memory at a scale.
     Info(SimInfoArgs),
     /// Measure greedy-GC write amplification under uniform random 4 KiB overwrites after a full fill, next to
     /// the closed-form model (Desnoyers).
     Wa(SimWaArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SimProfilesArgs {
+    /// One JSON object per profile on stdout (every parameter, at full scale) instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -476,6 +476,22 @@ pub fn publish_analysis(
     Ok(())
 }
 
+/// Writes a command's own output (a table, JSON Lines) to stdout, line by line: a reader that goes away (`| head`)
+/// ends it quietly with [`Outcome::PipeClosed`], as Unix tools do, instead of a panic.
+pub fn print_lines(lines: impl IntoIterator<Item = String>) -> Result<crate::commands::Outcome> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for line in lines {
+        if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                return Ok(crate::commands::Outcome::PipeClosed);
+            }
+            return Err(e).context("writing to stdout");
+        }
+    }
+    Ok(crate::commands::Outcome::Passed)
+}
+
 /// Renders results into a report page and writes it atomically.
 pub fn write_report(path: &Path, results: &[RunResult]) -> Result<()> {
     write_atomically(path, ssdlab_report::render(results).as_bytes())

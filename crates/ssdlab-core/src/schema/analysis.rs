@@ -35,6 +35,8 @@ pub enum Analysis {
     Erase(crate::schema::erase::EraseAnalysis),
     /// `ssdlab op`: the spare area, the plan and what applying it did.
     Op(crate::schema::op::OpAnalysis),
+    /// `ssdlab serve`: the NBD session.
+    Serve(crate::schema::serve::ServeAnalysis),
 }
 
 impl Analysis {
@@ -55,6 +57,7 @@ impl Analysis {
             Analysis::Refresh(_) => "refresh",
             Analysis::Erase(_) => "erase",
             Analysis::Op(_) => "op",
+            Analysis::Serve(_) => "serve",
         }
     }
 
@@ -73,7 +76,8 @@ impl Analysis {
             | Analysis::Health(_)
             | Analysis::Fanout(_)
             | Analysis::Refresh(_)
-            | Analysis::Erase(_) => &[],
+            | Analysis::Erase(_)
+            | Analysis::Serve(_) => &[],
             Analysis::Op(a) => &a.notes,
         }
     }

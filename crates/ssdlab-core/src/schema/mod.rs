@@ -15,6 +15,7 @@ pub mod options;
 pub mod pts;
 pub mod refresh;
 pub mod replay;
+pub mod serve;
 
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -256,5 +257,6 @@ fn analysis_object<S: Serializer>(analysis: &Analysis, serializer: S) -> Result<
         Analysis::Refresh(a) => a.serialize(serializer),
         Analysis::Erase(a) => a.serialize(serializer),
         Analysis::Op(a) => a.serialize(serializer),
+        Analysis::Serve(a) => a.serialize(serializer),
     }
 }

@@ -33,6 +33,21 @@ pub enum RunOptions {
     Erase(EraseFlags),
     /// `ssdlab op`.
     Op(OpFlags),
+    /// `ssdlab serve`.
+    Serve(ServeFlags),
+}
+
+/// `ssdlab serve`'s flags as given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ServeFlags {
+    #[serde(flatten)]
+    pub target: TargetOptions,
+    pub socket: Option<PathBuf>,
+    pub listen: Option<String>,
+    pub allow_remote: bool,
+    pub read_only: bool,
+    pub name: String,
+    pub qd: u32,
 }
 
 /// `ssdlab op`'s flags as given.

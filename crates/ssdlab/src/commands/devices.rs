@@ -1,20 +1,18 @@
 //! `ssdlab devices`: the machine's block devices and what the safety gate would say about each. Reads only.
 
-use std::io::Write;
-
 use anyhow::{Context, Result};
 use ssdlab_core::units::BinaryBytes;
 use ssdlab_io::inventory::block_devices;
 
 use super::Outcome;
 use crate::cli::DevicesArgs;
+use crate::output;
 
 pub fn run(args: &DevicesArgs) -> Result<Outcome> {
     let devices = block_devices().context("cannot list /sys/block")?;
     if args.json {
-        let mut out = std::io::stdout().lock();
-        for d in &devices {
-            let line = serde_json::json!({
+        let lines = devices.iter().map(|d| {
+            serde_json::json!({
                 "device": d.path,
                 "model": d.model,
                 "size_bytes": d.size_bytes,
@@ -25,21 +23,16 @@ pub fn run(args: &DevicesArgs) -> Result<Outcome> {
                 "in_use": d.in_use,
                 "findings": d.findings,
                 "inspect_error": d.inspect_error,
-            });
-            if let Err(e) = writeln!(out, "{line}") {
-                if e.kind() == std::io::ErrorKind::BrokenPipe {
-                    return Ok(Outcome::PipeClosed);
-                }
-                return Err(e).context("writing to stdout");
-            }
-        }
-        return Ok(Outcome::Passed);
+            })
+            .to_string()
+        });
+        return output::print_lines(lines);
     }
     // The table is the command's output, so it goes to stdout (as `sim profiles` does).
-    println!(
+    let mut lines = vec![format!(
         "{:<16}{:>11}{:>7}{:>6}{:>9}  {:<24}state (the safety gate's findings)",
         "device", "size", "sector", "rot", "discard", "model"
-    );
+    )];
     for d in &devices {
         let state = match (&d.inspect_error, d.findings.is_empty()) {
             (Some(e), _) => format!("not inspected: {e}"),
@@ -55,7 +48,7 @@ pub fn run(args: &DevicesArgs) -> Result<Outcome> {
         } else {
             format!(" [partitions {}]", d.partitions.join(" "))
         };
-        println!(
+        lines.push(format!(
             "{:<16}{:>11}{:>7}{:>6}{:>9}  {:<24}{state}{partitions}",
             d.path.display().to_string(),
             BinaryBytes(d.size_bytes).to_string(),
@@ -63,7 +56,10 @@ pub fn run(args: &DevicesArgs) -> Result<Outcome> {
             if d.rotational { "yes" } else { "no" },
             if d.discard_max_bytes > 0 { "yes" } else { "no" },
             if d.model.is_empty() { "-" } else { d.model.as_str() },
-        );
+        ));
+    }
+    if output::print_lines(lines)? == Outcome::PipeClosed {
+        return Ok(Outcome::PipeClosed);
     }
     eprintln!(
         "{} block devices; `--allow-destroy` is refused on IN USE ones always, on ones that hold data unless `--force`",

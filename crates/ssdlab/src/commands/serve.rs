@@ -7,15 +7,23 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use ssdlab_core::Device;
+use ssdlab_core::schema::options::{RunOptions, ServeFlags};
+use ssdlab_core::schema::serve::ServeAnalysis;
+use ssdlab_core::schema::{Analysis, Verdict};
 use ssdlab_nbd::protocol::ExportInfo;
 use ssdlab_nbd::{Listener, ServeOptions, serve};
 use ssdlab_targets::DeviceVisitor;
 
 use super::Outcome;
 use crate::cli::ServeArgs;
+use crate::output::{self, Reporter};
 use crate::plan;
 
 pub fn run(args: &ServeArgs) -> Result<Outcome> {
+    // The session's record must have somewhere to go before a client writes anything.
+    if let Some(dir) = &args.out {
+        output::prepare_out_dir(dir)?;
+    }
     let (listener, place) = listen(args)?;
     // The socket file is ours from here: removed on every way out.
     let _socket = SocketFile(args.socket.clone());
@@ -105,7 +113,10 @@ impl DeviceVisitor for ServeOn<'_> {
         };
         let target = self.args.target.target.clone();
         let place = self.place;
+        let started = std::time::Instant::now();
+        let mut exported = (String::new(), 0u64);
         let stats = serve(&mut device, self.listener, &options, stop, |export: &ExportInfo| {
+            exported = (export.name.clone(), export.size_bytes);
             eprintln!(
                 "serving   {target} as NBD export '{}' ({} bytes, {}-byte blocks, {}) on {place}; Ctrl-C or SIGTERM to stop",
                 export.name,
@@ -130,7 +141,8 @@ impl DeviceVisitor for ServeOn<'_> {
             stats.errors,
             stats.protocol_violations
         );
-        if let Some(cache) = device.cache_stats() {
+        let cache = device.cache_stats();
+        if let Some(cache) = &cache {
             eprintln!(
                 "cache     read hits {} of {}, destaged {} bytes in {} writes, dirty now {} bytes",
                 cache.read_hits,
@@ -139,6 +151,47 @@ impl DeviceVisitor for ServeOn<'_> {
                 cache.destage_writes,
                 cache.dirty_bytes
             );
+        }
+        if !self.args.json && self.args.out.is_none() {
+            return Ok(Outcome::Passed);
+        }
+        let args = self.args;
+        let analysis = ServeAnalysis {
+            export_name: exported.0,
+            export_size_bytes: exported.1,
+            listen: place.clone(),
+            read_only: args.read_only,
+            duration_s: started.elapsed().as_secs_f64(),
+            stats,
+            cache,
+        };
+        let options = RunOptions::Serve(ServeFlags {
+            target: args.target.recorded(),
+            socket: args.socket.clone(),
+            listen: args.listen.clone(),
+            allow_remote: args.allow_remote,
+            read_only: args.read_only,
+            name: args.name.clone(),
+            qd: args.qd,
+        });
+        // Serving is not a test: a client's bad request is answered and counted, and the session still served
+        // (the exit status says the same).
+        let verdict = Verdict {
+            passed: true,
+            reasons: vec![],
+        };
+        let mut reporter = Reporter::new(args.json);
+        output::publish_analysis(
+            &mut reporter,
+            args.out.as_deref(),
+            device.info().clone(),
+            options,
+            Analysis::Serve(analysis),
+            &verdict,
+            true,
+        )?;
+        if let Some(dir) = &args.out {
+            eprintln!("record    {} (result.json, report.html)", dir.display());
         }
         Ok(Outcome::Passed)
     }

@@ -9,29 +9,35 @@ use ssdlab_sim::wa::{self, WaRun};
 
 use super::Outcome;
 use crate::cli::{GcPolicyArg, SimCommand, SimInfoArgs, SimWaArgs};
+use crate::output;
 
 pub fn run(command: &SimCommand) -> Result<Outcome> {
     match command {
-        SimCommand::Profiles => list_profiles(),
+        SimCommand::Profiles(args) => list_profiles(args.json),
         SimCommand::Info(args) => info(args),
         SimCommand::Wa(args) => write_amplification(args),
     }
 }
 
-fn list_profiles() -> Result<Outcome> {
+fn list_profiles(json: bool) -> Result<Outcome> {
     // The list is the command's output, so it goes to stdout.
+    let mut lines = Vec::new();
     for p in profiles() {
-        println!(
-            "{:<20} {:>5} GB user / {:>4} GiB raw, {:>2} dies, SLC cache {:>2} GB  {}",
-            p.name,
-            p.user_bytes / 1_000_000_000,
-            p.raw_nand_bytes >> 30,
-            p.dies,
-            p.slc_cache_bytes / 1_000_000_000,
-            p.description
-        );
+        lines.push(if json {
+            serde_json::to_string(&p)?
+        } else {
+            format!(
+                "{:<20} {:>5} GB user / {:>4} GiB raw, {:>2} dies, SLC cache {:>2} GB  {}",
+                p.name,
+                p.user_bytes / 1_000_000_000,
+                p.raw_nand_bytes >> 30,
+                p.dies,
+                p.slc_cache_bytes / 1_000_000_000,
+                p.description
+            )
+        });
     }
-    Ok(Outcome::Passed)
+    output::print_lines(lines)
 }
 
 fn info(args: &SimInfoArgs) -> Result<Outcome> {
@@ -129,11 +135,11 @@ fn info(args: &SimInfoArgs) -> Result<Outcome> {
             "profile": p,
             "scale": spec.scale,
             "geometry": g,
-            "op": g.op(),
-            "spare_factor": g.spare_factor(),
+            "op_ratio": g.op(),
+            "spare_factor_ratio": g.spare_factor(),
             "map_bytes": g.map_bytes(),
         });
-        println!("{json}");
+        return output::print_lines([json.to_string()]);
     }
     Ok(Outcome::Passed)
 }
@@ -199,7 +205,7 @@ fn write_amplification(args: &SimWaArgs) -> Result<Outcome> {
         host_writes as f64 / wall_s / 1e6
     );
     if args.json {
-        println!("{}", serde_json::to_string(&result)?);
+        return output::print_lines([serde_json::to_string(&result)?]);
     }
     Ok(Outcome::Passed)
 }

@@ -162,7 +162,8 @@ fn a_cached_export_is_destaged_when_the_server_is_stopped() {
     let dir = tempdir();
     let image = dir.path().join("cached.img");
     let target = format!("cached:{}?size=64m", file_target(&image, Some("16m")));
-    let server = Server::start(&target, &[]);
+    let record = dir.path().join("record");
+    let server = Server::start(&target, &["--out", record.to_str().unwrap()]);
     let source = dir.path().join("source.img");
     random_file(&source, 16 << 20, 2);
     // Small requests, so the writes are absorbed by the cache rather than sent around it.
@@ -177,6 +178,36 @@ fn a_cached_export_is_destaged_when_the_server_is_stopped() {
     assert!(
         std::fs::read(&source).unwrap() == std::fs::read(&image).unwrap(),
         "the file holds the copy"
+    );
+    // The session's record: what nbdcopy wrote, and the cache destaged to the last byte.
+    let json = std::fs::read_to_string(record.join("result.json")).unwrap();
+    let result = ssdlab_core::schema::RunResult::from_json(&json).unwrap();
+    let ssdlab_core::schema::Analysis::Serve(a) = &result.analysis else {
+        panic!("{:?}", result.analysis);
+    };
+    assert!(matches!(
+        result.options,
+        ssdlab_core::schema::options::RunOptions::Serve(_)
+    ));
+    assert_eq!(
+        (a.export_name.as_str(), a.export_size_bytes),
+        ("ssdlab", 16 << 20)
+    );
+    assert_eq!(a.stats.bytes_written, 16 << 20);
+    let cache = a.cache.as_ref().expect("a cached export's counters");
+    assert_eq!(cache.dirty_bytes, 0);
+    // What the cache absorbed it destaged; the sequential run past its cutoff went around it.
+    assert_eq!(
+        cache.destaged_bytes + cache.sequential_bypass_bytes,
+        16 << 20,
+        "{cache:?}"
+    );
+    let errors = schema_errors(&result_schema(), &[record.join("result.json")]);
+    assert!(errors.is_empty(), "{errors}");
+    assert!(
+        std::fs::read_to_string(record.join("report.html"))
+            .unwrap()
+            .contains("NBD export")
     );
 }
 

@@ -164,6 +164,33 @@ fn sim_targets_are_validated() {
             .count()
             >= 7
     );
+    // As JSON Lines, one profile each; and sim info's JSON names its ratios as ratios.
+    let profiles = json_lines(&run(&["sim", "profiles", "--json"]));
+    assert!(profiles.len() >= 7);
+    assert!(
+        profiles
+            .iter()
+            .any(|p| p["name"] == "840evo-250g" && p["dies"].is_u64())
+    );
+    let info = json_lines(&run(&["sim", "info", "840evo-250g", "--json"]));
+    assert!(
+        (info[0]["op_ratio"].as_f64().unwrap() - 0.062).abs() < 0.001,
+        "{}",
+        info[0]
+    );
+    // A reader that went away (`| head`) ends the listing quietly: exit 0, no panic. Its end of the pipe is
+    // closed before ssdlab starts, so the first write fails with EPIPE every time.
+    for args in [
+        &["sim", "profiles"][..],
+        &["sim", "profiles", "--json"],
+        &["devices"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = ssdlab().args(args).stdout(writer).output().unwrap();
+        expect_code(&out, 0);
+        assert!(!stderr(&out).contains("panicked"), "{args:?}: {}", stderr(&out));
+    }
 }
 
 #[test]

@@ -1,0 +1,42 @@
+//! `ssdlab serve`'s session record: what was exported where, how long, what the clients asked for and how the
+//! cache (for a `cached:` target) ended. Written to `result.json` when the server stops, so a RAPID-style cache
+//! run over NBD leaves its figures beside the tests'. It only describes; serving is `ssdlab_nbd`'s.
+
+use serde::{Deserialize, Serialize};
+
+use crate::schema::CacheStats;
+
+/// What the server did, counted over every connection.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ServeStats {
+    pub connections: u64,
+    pub handshakes_failed: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub flushes: u64,
+    pub trims: u64,
+    pub write_zeroes: u64,
+    pub block_status: u64,
+    pub fua_writes: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Requests answered with an NBD error.
+    pub errors: u64,
+    /// Connections closed because the client broke the protocol.
+    pub protocol_violations: u64,
+}
+
+/// One NBD session, from listening to the stop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ServeAnalysis {
+    pub export_name: String,
+    pub export_size_bytes: u64,
+    /// Where it listened: `unix:PATH` or `nbd://HOST:PORT`.
+    pub listen: String,
+    pub read_only: bool,
+    /// From listening to the end of the final destage and flush.
+    pub duration_s: f64,
+    pub stats: ServeStats,
+    /// The cache's counters at the end (a `cached:` target only).
+    pub cache: Option<CacheStats>,
+}
