@@ -76,6 +76,7 @@ pub fn erase<D: Device>(
     let step = |method, outcome: String| EraseStep { method, outcome };
     let sampled = Samples::new(device, samples, seed)?;
     let before = sampled.read_all(device)?;
+    report.samples = samples;
     report.held_data_before = before.iter().filter(|b| !b.zeroes && !b.ones).count() as u32;
     for method in methods {
         if let Err(why) = purger.offers(method) {
@@ -101,7 +102,21 @@ pub fn erase<D: Device>(
                 continue;
             }
         };
-        let after = sampled.read_all(device)?;
+        // The purge ran: a read-back that fails now is part of the record, not an error that would lose it
+        // (a drive still sanitizing in the background fails reads until it is done).
+        let after = match sampled.read_all(device) {
+            Ok(after) => after,
+            Err(e) => {
+                report.steps.push(step(
+                    method,
+                    format!(
+                        "ran ({what}), but reading the samples back failed ({e}), so it is not verified; \
+                         nothing else was tried"
+                    ),
+                ));
+                break;
+            }
+        };
         let not_erased: Vec<u64> = sampled
             .offsets
             .iter()
@@ -109,7 +124,6 @@ pub fn erase<D: Device>(
             .filter(|(_, (was, now))| !erased(method, was, now))
             .map(|(&offset, _)| offset)
             .collect();
-        report.samples = samples;
         if not_erased.is_empty() {
             report.steps.push(step(
                 method,
@@ -366,6 +380,83 @@ mod tests {
         assert_eq!(report.method, None);
         assert_eq!(report.steps.len(), 1, "{:?}", report.steps);
         assert!(report.steps[0].outcome.contains("nothing else was tried"));
+        assert_eq!(report.held_data_before, 8);
+    }
+
+    /// A device whose reads fail once `failing` is set: a drive still sanitizing in the background.
+    struct BusyAfterPurge {
+        inner: MemDevice,
+        failing: std::rc::Rc<std::cell::Cell<bool>>,
+    }
+
+    impl Device for BusyAfterPurge {
+        fn info(&self) -> &ssdlab_core::device::DeviceInfo {
+            self.inner.info()
+        }
+        fn prepare(&mut self, slots: u32, buffer_bytes: usize) -> ssdlab_core::device::DeviceResult<()> {
+            self.inner.prepare(slots, buffer_bytes)
+        }
+        fn buffer(&self, slot: u32) -> &[u8] {
+            self.inner.buffer(slot)
+        }
+        fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
+            self.inner.buffer_mut(slot)
+        }
+        fn submit(&mut self, ios: &[Io]) -> ssdlab_core::device::DeviceResult<usize> {
+            if self.failing.get() && ios.iter().any(|io| io.op == Op::Read) {
+                return Err(ssdlab_core::device::DeviceError::Invalid(
+                    "sanitize in progress".into(),
+                ));
+            }
+            self.inner.submit(ios)
+        }
+        fn reap(
+            &mut self,
+            min: usize,
+            deadline_ns: Option<u64>,
+            out: &mut Vec<ssdlab_core::device::Completion>,
+        ) -> ssdlab_core::device::DeviceResult<usize> {
+            self.inner.reap(min, deadline_ns, out)
+        }
+        fn now_ns(&self) -> u64 {
+            self.inner.now_ns()
+        }
+        fn wait_until(&mut self, t_ns: u64) {
+            self.inner.wait_until(t_ns)
+        }
+        fn in_flight(&self) -> usize {
+            self.inner.in_flight()
+        }
+    }
+
+    #[test]
+    fn a_purge_whose_read_back_fails_is_recorded_unverified_not_lost() {
+        struct Sanitizing(std::rc::Rc<std::cell::Cell<bool>>);
+        impl Purger for Sanitizing {
+            fn offers(&mut self, _: EraseMethod) -> Result<(), String> {
+                Ok(())
+            }
+            fn purge(&mut self, _: EraseMethod) -> Result<String, PurgeFailure> {
+                self.0.set(true);
+                Ok("sanitize started".into())
+            }
+        }
+        let failing = std::rc::Rc::new(std::cell::Cell::new(false));
+        let mut inner = MemDevice::new(1 << 20, 1000);
+        inner.data.fill(7);
+        let mut device = BusyAfterPurge {
+            inner,
+            failing: failing.clone(),
+        };
+        let report =
+            erase(&mut device, &mut Sanitizing(failing), None, 8, 1).expect("a record, not an error");
+        assert_eq!(report.method, None, "not verified");
+        assert_eq!(report.steps.len(), 1, "{:?}", report.steps);
+        let outcome = &report.steps[0].outcome;
+        assert!(
+            outcome.contains("ran (sanitize started)") && outcome.contains("sanitize in progress"),
+            "{outcome}"
+        );
         assert_eq!(report.held_data_before, 8);
     }
 }

@@ -7,7 +7,7 @@
 use ssdlab_core::schema::{Analysis, RunResult};
 
 use crate::svg::{Axis, Chart, Mark, Scale, Series, columns};
-use crate::{chart_svg, label, table};
+use crate::{chart_svg, label, table_with_class};
 
 /// fio's latency bucket edges in nanoseconds (its `lat (usec)` and `lat (msec)` lines): each bucket holds the
 /// operations above the previous edge and at or below its own; the last holds everything slower.
@@ -149,7 +149,7 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
                 .collect()
         })
         .collect();
-    out.push_str(&table(&header, &rows).replacen("scroll", "scroll wide", 1));
+    out.push_str(&table_with_class("wide", &header, &rows));
     // The histogram as fio-plot draws it: a column per bucket and phase, the share of operations on a linear axis.
     let histogram: Vec<(String, Vec<f64>)> = buckets
         .iter()

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use ssdlab_core::schema::{Analysis, RunResult};
 
-use crate::{escape, label, table};
+use crate::{escape, label, table_with_class};
 
 pub(crate) fn erase(group: &[&RunResult]) -> String {
     let mut out = String::new();
@@ -22,41 +22,46 @@ pub(crate) fn erase(group: &[&RunResult]) -> String {
                 m.name(),
                 a.samples
             ),
-            None => format!(
+            None if !a.not_erased_offsets_bytes.is_empty() => format!(
                 "NOT ERASED: {} of {} sampled blocks still hold data",
                 a.not_erased_offsets_bytes.len(),
                 a.samples
             ),
+            None => {
+                "NOT ERASED, or not verified: no method that was tried left the samples readable as erased \
+                     (each step says why)"
+                    .to_string()
+            }
         };
-        let rows = vec![
+        let mut rows = vec![
             vec!["outcome".to_string(), outcome],
             vec![
                 "sampled blocks that held data before".into(),
                 format!("{} of {}", a.held_data_before, a.samples),
             ],
             vec!["time".into(), format!("{:.1} s", a.elapsed_s)],
-            vec![
+        ];
+        if a.method.is_some() {
+            rows.push(vec![
                 "what it does not promise".into(),
                 a.caveat().unwrap_or("nothing: a purge").to_string(),
-            ],
-        ];
-        out.push_str(&table(&["record".into(), String::new()], &rows).replacen(
-            "<table>",
-            "<table class=\"header\">",
-            1,
+            ]);
+        }
+        out.push_str(&table_with_class(
+            "header",
+            &["record".into(), String::new()],
+            &rows,
         ));
         let steps: Vec<Vec<String>> = a
             .steps
             .iter()
             .map(|s| vec![s.method.name().to_string(), s.outcome.clone()])
             .collect();
-        out.push_str(
-            &table(&["method".into(), "what happened".into()], &steps).replacen(
-                "<table>",
-                "<table class=\"header\">",
-                1,
-            ),
-        );
+        out.push_str(&table_with_class(
+            "header",
+            &["method".into(), "what happened".into()],
+            &steps,
+        ));
         if let Some(first) = a.not_erased_offsets_bytes.first() {
             let _ = write!(
                 out,

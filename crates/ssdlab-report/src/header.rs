@@ -80,6 +80,9 @@ fn options_details(r: &RunResult) -> String {
 pub(crate) fn page_header(results: &[RunResult]) -> String {
     let fields = fields();
     let mut t = String::new();
+    if results.is_empty() {
+        return t;
+    }
     if let [one] = results {
         t.push_str("<table class=\"header\">");
         for (name, value) in fields {
@@ -95,7 +98,7 @@ pub(crate) fn page_header(results: &[RunResult]) -> String {
         let first = value(&results[0]);
         results.iter().all(|r| value(r) == first).then_some(first)
     };
-    let once: Vec<(&str, String)> = ["host", "ssdlab", "I/O"]
+    let once: Vec<(&str, String)> = ["host", "ssdlab"]
         .into_iter()
         .filter_map(|name| shared(name).map(|v| (name, v)))
         .collect();
@@ -132,13 +135,14 @@ pub(crate) fn page_header(results: &[RunResult]) -> String {
     t
 }
 
-/// A value short enough for a table cell: a long path keeps its end (the file's name), anything else its start.
+/// A value short enough for a table cell: a long absolute path keeps its end (the file's name), anything else
+/// its start.
 fn shorten(value: &str) -> String {
     const MAX: usize = 48;
     let chars: Vec<char> = value.chars().collect();
     if chars.len() <= MAX {
         value.to_string()
-    } else if value.contains('/') {
+    } else if value.starts_with('/') {
         format!("…{}", chars[chars.len() - (MAX - 1)..].iter().collect::<String>())
     } else {
         format!("{}…", chars[..MAX - 1].iter().collect::<String>())

@@ -39,9 +39,10 @@ pub(crate) fn distinct_labels(results: &[RunResult]) -> Vec<RunResult> {
             .iter()
             .filter_map(|key| {
                 let (_, value) = mine.iter().find(|(k, _)| k == key)?;
-                // A path is named by its file (the section's header has the whole path).
+                // An absolute path is named by its file (the section's header has the whole path); other values
+                // with a slash (`scale=1/64`, a list of paths) stay as they are.
                 let value = match value.rsplit_once('/') {
-                    Some((_, file)) if !file.is_empty() => file,
+                    Some((_, file)) if value.starts_with('/') && !file.is_empty() => file,
                     _ => value.as_str(),
                 };
                 let short: String = value.chars().take(32).collect();

@@ -192,7 +192,25 @@ pub(crate) fn chart_svg(chart: &Chart) -> String {
 /// A table with a header row, in a box that scrolls sideways when the table is wider than the page (a wide table
 /// never spills over the page's edge).
 pub(crate) fn table(header: &[String], rows: &[Vec<String>]) -> String {
-    let mut t = String::from("<div class=\"scroll\"><table><tr>");
+    styled_table("scroll", "", header, rows)
+}
+
+/// [`table`] with a CSS class: `header` for a field/value list (left-aligned), `wide` for a long row of numbers
+/// (smaller headings).
+pub(crate) fn table_with_class(class: &str, header: &[String], rows: &[Vec<String>]) -> String {
+    match class {
+        "wide" => styled_table("scroll wide", "", header, rows),
+        _ => styled_table("scroll", class, header, rows),
+    }
+}
+
+fn styled_table(wrapper: &str, class: &str, header: &[String], rows: &[Vec<String>]) -> String {
+    let class = if class.is_empty() {
+        String::new()
+    } else {
+        format!(" class=\"{class}\"")
+    };
+    let mut t = format!("<div class=\"{wrapper}\"><table{class}><tr>");
     for h in header {
         let _ = write!(t, "<th>{}</th>", escape(h));
     }

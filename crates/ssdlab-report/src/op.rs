@@ -7,7 +7,7 @@ use ssdlab_core::schema::op::{RawNandSource, SpareArea};
 use ssdlab_core::schema::{Analysis, RunResult};
 use ssdlab_core::units::DecimalBytes;
 
-use crate::{escape, label, table};
+use crate::{escape, label, table_with_class};
 
 fn spare(s: &SpareArea) -> String {
     format!(
@@ -84,6 +84,12 @@ pub(crate) fn op(group: &[&RunResult]) -> String {
         rows.push(vec![
             "applied".into(),
             match &a.applied {
+                Some(d) if d.read_back_error.is_some() => format!(
+                    "discarded bytes {}..{}; the read-back after it failed: {}",
+                    d.offset_bytes,
+                    d.offset_bytes + d.len_bytes,
+                    d.read_back_error.as_deref().unwrap_or_default()
+                ),
                 Some(d) => format!(
                     "discarded bytes {}..{}{}; {} sampled tail blocks {}",
                     d.offset_bytes,
@@ -106,10 +112,10 @@ pub(crate) fn op(group: &[&RunResult]) -> String {
         for note in &a.notes {
             rows.push(vec!["note".into(), note.clone()]);
         }
-        out.push_str(&table(&["spare area".into(), String::new()], &rows).replacen(
-            "<table>",
-            "<table class=\"header\">",
-            1,
+        out.push_str(&table_with_class(
+            "header",
+            &["spare area".into(), String::new()],
+            &rows,
         ));
     }
     out

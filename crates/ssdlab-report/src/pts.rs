@@ -9,7 +9,7 @@ use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult};
 use ssdlab_core::units::{BinaryBytes, Nanos};
 
 use crate::svg::{self, Axis, Chart, Mark, Scale, Series};
-use crate::{charts, escape, label, table};
+use crate::{charts, escape, label, table, table_with_class};
 
 fn measured(r: &RunResult) -> Option<&PtsAnalysis> {
     match &r.analysis {
@@ -145,7 +145,7 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
         })
         .collect();
     // Text fields: left-aligned like the page's header block.
-    out.push_str(&table(&header, &rows).replacen("<table>", "<table class=\"header\">", 1));
+    out.push_str(&table_with_class("header", &header, &rows));
 
     for r in group {
         let Some(a) = measured(r) else {

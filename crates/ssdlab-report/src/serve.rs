@@ -7,7 +7,7 @@ use std::fmt::Write;
 use ssdlab_core::schema::{Analysis, RunResult};
 use ssdlab_core::units::{BinaryBytes, DecimalBytes};
 
-use crate::{escape, label, table};
+use crate::{escape, label, table_with_class};
 
 pub(crate) fn serve(group: &[&RunResult]) -> String {
     let mut out = String::new();
@@ -103,10 +103,10 @@ pub(crate) fn serve(group: &[&RunResult]) -> String {
                 ),
             ]);
         }
-        out.push_str(&table(&["session".into(), String::new()], &rows).replacen(
-            "<table>",
-            "<table class=\"header\">",
-            1,
+        out.push_str(&table_with_class(
+            "header",
+            &["session".into(), String::new()],
+            &rows,
         ));
     }
     out

@@ -280,6 +280,22 @@ enum Swatch {
     Solid,
 }
 
+/// `name` cut in the middle to at most `max` characters, which keeps both a target's start and the end that tells
+/// it from another.
+fn cut_middle(name: &str, max: usize) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    if chars.len() <= max {
+        return name.to_string();
+    }
+    let half = (max - 1) / 2;
+    let head: String = chars[..half].iter().collect();
+    let tail: String = chars[chars.len() - half..].iter().collect();
+    format!("{head}…{tail}")
+}
+
+/// The longest legend entry, in characters: one row of an 800-unit chart at LEGEND_CHAR.
+const MAX_LEGEND_NAME: usize = 90;
+
 /// Where each series' legend entry goes: its x and its row, wrapping at the chart's width. Empty when there is a
 /// single unnamed series.
 fn legend_layout(names: &[&str], width: f64) -> Vec<(f64, usize)> {
@@ -291,7 +307,7 @@ fn legend_layout(names: &[&str], width: f64) -> Vec<(f64, usize)> {
     names
         .iter()
         .map(|name| {
-            let entry = 34.0 + LEGEND_CHAR * name.chars().count() as f64;
+            let entry = 34.0 + LEGEND_CHAR * cut_middle(name, MAX_LEGEND_NAME).chars().count() as f64;
             if x > start && x + entry > end {
                 x = start;
                 row += 1;
@@ -529,7 +545,7 @@ fn draw_legend(svg: &mut String, names: &[&str], swatches: &[Swatch], layout: &[
         let _ = write!(
             svg,
             r#"<g class="legend">{swatch}<text x="{tx:.1}" y="{ty:.1}">{}</text></g>"#,
-            escape(names[i]),
+            escape(&cut_middle(names[i], MAX_LEGEND_NAME)),
             tx = lx + 24.0,
             ty = ly + 5.0
         );
@@ -650,8 +666,8 @@ pub fn bars(title: &str, axis_label: &str, items: &[(String, f64)], format: fn(f
     bars_coloured(title, axis_label, &coloured, format)
 }
 
-/// [`bars`] with each bar's colour given as a series index (`(name, value, colour)`), so a result keeps its
-/// colour from the line charts, or "before" and "after" bars differ.
+/// [`bars`] with each bar's colour given as a series index (`(name, value, colour)`): the ranked charts give a
+/// result the same colour in each of them, the refresh chart tells "before" from "after".
 pub fn bars_coloured(
     title: &str,
     axis_label: &str,
@@ -660,25 +676,18 @@ pub fn bars_coloured(
 ) -> String {
     // The widest margin (360 units) holds 46 characters at TICK_CHAR; two spare.
     const MAX_NAME: usize = 44;
-    // Names longer than fits are cut in the middle, which keeps both a target's start and its distinguishing end.
     let names: Vec<String> = items
         .iter()
-        .map(|(name, _, _)| {
-            let chars: Vec<char> = name.chars().collect();
-            if chars.len() <= MAX_NAME {
-                name.clone()
-            } else {
-                let half = (MAX_NAME - 1) / 2;
-                let head: String = chars[..half].iter().collect();
-                let tail: String = chars[chars.len() - half..].iter().collect();
-                format!("{head}…{tail}")
-            }
-        })
+        .map(|(name, _, _)| cut_middle(name, MAX_NAME))
         .collect();
+    let values: Vec<String> = items.iter().map(|(_, value, _)| format(*value)).collect();
     let longest = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    let longest_value = values.iter().map(|v| v.chars().count()).max().unwrap_or(0);
     let (width, row) = (800.0, 24.0);
     let left = (longest as f64 * TICK_CHAR + 14.0).clamp(90.0, 360.0);
-    let (right, top) = (90.0, 34.0);
+    // The value is written after its bar: the longest bar leaves room for the longest value.
+    let right = (longest_value as f64 * TICK_CHAR + 16.0).clamp(60.0, 220.0);
+    let top = 34.0;
     let height = top + row * items.len() as f64 + 40.0;
     let max = items
         .iter()
@@ -693,7 +702,7 @@ pub fn bars_coloured(
         r#"<svg class="chart bars" viewBox="0 0 {width} {height}" role="img" aria-label="{t}" xmlns="http://www.w3.org/2000/svg"><text class="title" x="12" y="20">{t}</text>"#,
         t = escape(title)
     );
-    for (i, ((_, value, colour), name)) in items.iter().zip(&names).enumerate() {
+    for (i, (((_, value, colour), name), text)) in items.iter().zip(&names).zip(&values).enumerate() {
         let y = top + i as f64 * row;
         let w = if value.is_finite() {
             (value / max * span).max(0.0)
@@ -710,7 +719,7 @@ pub fn bars_coloured(
             h = row - 6.0,
             c = style(*colour).0,
             vx = left + w + 6.0,
-            v = escape(&format(*value))
+            v = escape(text)
         );
     }
     let _ = write!(
@@ -923,10 +932,60 @@ mod tests {
         let svg = bars("tail", "share", &items, |v| format!("{:.0}%", 100.0 * v));
         assert!(svg.contains(r#"data-name="slow &lt;1&gt;""#), "names are escaped");
         assert!(
-            svg.contains(r#"width="620.0""#) && svg.contains(r#"width="310.0""#),
+            svg.contains(r#"width="650.0""#) && svg.contains(r#"width="325.0""#),
             "{svg}"
         );
         assert!(svg.contains(">50%<") && svg.contains(">25%<"));
+    }
+
+    #[test]
+    fn the_longest_value_fits_after_the_longest_bar() {
+        let items = vec![("nvme".to_string(), 3.5e9), ("sata".to_string(), 5.5e8)];
+        let svg = bars("read", "MB/s", &items, |v| format!("{:.1} MB/s", v / 1e6));
+        let at = svg.find(">3500.0 MB/s<").expect("the value");
+        let x: f64 = attribute_after(&svg[..at], "x=\"");
+        assert!(
+            x + 11.0 * TICK_CHAR <= 800.0,
+            "the value ends at {}",
+            x + 11.0 * TICK_CHAR
+        );
+    }
+
+    #[test]
+    fn legend_names_past_one_row_are_cut_in_the_middle() {
+        let long = format!("cached:file:/{}/image.img?size=1g", "d".repeat(120));
+        let chart = Chart {
+            title: "t".into(),
+            x: Axis::new("x", Scale::Linear),
+            y: Axis::new("y", Scale::Linear),
+            series: vec![
+                Series {
+                    name: long.clone(),
+                    points: vec![(0.0, 1.0)],
+                    mark: Mark::Line,
+                },
+                Series {
+                    name: "b".into(),
+                    points: vec![(1.0, 2.0)],
+                    mark: Mark::Line,
+                },
+            ],
+        };
+        let svg = render(&chart, 1);
+        assert!(
+            !svg.contains(&format!(">{long}</text>")),
+            "the legend does not write it whole"
+        );
+        assert!(
+            svg.contains("cached:file:/ddd") && svg.contains("d/image.img?size=1g</text>"),
+            "{svg}"
+        );
+    }
+
+    /// The number in the last `attr` before the end of `text`.
+    fn attribute_after(text: &str, attr: &str) -> f64 {
+        let at = text.rfind(attr).unwrap() + attr.len();
+        text[at..at + text[at..].find('"').unwrap()].parse().unwrap()
     }
 
     #[test]

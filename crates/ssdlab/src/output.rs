@@ -435,8 +435,18 @@ pub fn write_prom(path: &Path, exposition: &ssdlab_core::prom::Exposition) -> Re
     Ok(())
 }
 
-/// For commands whose result is an analysis (no phases): emits `begin`, `analysis` and `verdict` as JSON Lines
-/// and, with `out`, writes result.json and report.html there.
+/// When the command now running began (Unix seconds), or 0 before [`mark_command_start`].
+static COMMAND_STARTED_S: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Notes that a command whose result is an analysis begins now, so its `started_at` is when it began, not when
+/// it published (a purge, a fan-out run or an NBD session can take hours). The demo runs several in turn.
+pub fn mark_command_start() {
+    COMMAND_STARTED_S.store(unix_now_s(), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// For commands whose result is an analysis (no phases): with `out`, writes result.json and report.html there,
+/// then emits `begin`, `analysis` and `verdict` as JSON Lines (the record first: a stream that fails must not
+/// lose it). `started_at` is the command's start ([`mark_command_start`]).
 pub fn publish_analysis(
     reporter: &mut Reporter,
     out: Option<&Path>,
@@ -446,33 +456,36 @@ pub fn publish_analysis(
     verdict: &ssdlab_core::schema::Verdict,
     complete: bool,
 ) -> Result<()> {
-    let unix_s = unix_now_s();
+    let unix_s = match COMMAND_STARTED_S.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => unix_now_s(),
+        started => started,
+    };
     let started_at = ssdlab_core::units::rfc3339_utc(unix_s);
-    reporter.emit(&Event::Begin {
-        kind: analysis.kind().into(),
-        target: target.clone(),
-        options: options.clone(),
-        started_at: started_at.clone(),
-    })?;
-    reporter.emit(&Event::Analysis(analysis.clone()))?;
-    reporter.emit(&Event::Verdict(verdict.clone()))?;
+    let result = RunResult {
+        schema: ssdlab_core::schema::SCHEMA.into(),
+        ssdlab_version: env!("CARGO_PKG_VERSION").into(),
+        started_at,
+        host: ssdlab_io::sys::host_info(),
+        target,
+        options,
+        phases: vec![],
+        analysis,
+        verdict: verdict.clone(),
+        complete,
+        label: None,
+    };
     if let Some(dir) = out {
-        let result = RunResult {
-            schema: ssdlab_core::schema::SCHEMA.into(),
-            ssdlab_version: env!("CARGO_PKG_VERSION").into(),
-            started_at,
-            host: ssdlab_io::sys::host_info(),
-            target,
-            options,
-            phases: vec![],
-            analysis,
-            verdict: verdict.clone(),
-            complete,
-            label: None,
-        };
         write_result_dir(dir, &result)?;
-        write_report(&dir.join("report.html"), &[result])?;
+        write_report(&dir.join("report.html"), std::slice::from_ref(&result))?;
     }
+    reporter.emit(&Event::Begin {
+        kind: result.kind().into(),
+        target: result.target,
+        options: result.options,
+        started_at: result.started_at,
+    })?;
+    reporter.emit(&Event::Analysis(result.analysis))?;
+    reporter.emit(&Event::Verdict(result.verdict))?;
     Ok(())
 }
 
@@ -497,15 +510,22 @@ pub fn write_report(path: &Path, results: &[RunResult]) -> Result<()> {
     write_atomically(path, ssdlab_report::render(results).as_bytes())
 }
 
-/// Makes sure `--out DIR` can take the results before anything is measured: it is created if missing, must be
-/// a directory, and must accept a file (a run that fails only when it saves its results has wasted the run).
-pub fn prepare_out_dir(dir: &Path) -> Result<()> {
+/// Refuses an `--out` that names something other than a directory, without creating anything: the first check of
+/// commands that create the directory only once their safety gate has let them through.
+pub fn check_out_dir(dir: &Path) -> Result<()> {
     if dir.exists() && !dir.is_dir() {
         bail!(
             "--out {}: exists and is not a directory; name a directory",
             dir.display()
         );
     }
+    Ok(())
+}
+
+/// Makes sure `--out DIR` can take the results before anything is measured: it is created if missing, must be
+/// a directory, and must accept a file (a run that fails only when it saves its results has wasted the run).
+pub fn prepare_out_dir(dir: &Path) -> Result<()> {
+    check_out_dir(dir)?;
     std::fs::create_dir_all(dir)
         .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
     let probe = fresh_sibling(&dir.join("ssdlab-write-probe"), "probe");

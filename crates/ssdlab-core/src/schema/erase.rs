@@ -83,7 +83,7 @@ pub struct EraseAnalysis {
     pub method: Option<EraseMethod>,
     /// Each method tried or passed over, in order.
     pub steps: Vec<EraseStep>,
-    /// Blocks read back after the last method that ran.
+    /// Blocks sampled: read before the erase, and again after each method that ran.
     pub samples: u32,
     /// Byte offsets of sampled blocks that did not read back erased.
     pub not_erased_offsets_bytes: Vec<u64>,

@@ -39,6 +39,9 @@ pub struct OpApplied {
     pub samples: u32,
     /// Whether every sampled block read back as zeroes (drives need not promise it after a discard).
     pub tail_reads_zero: bool,
+    /// The flush or read-back after the discard failed (the discard itself was done): why.
+    #[serde(default)]
+    pub read_back_error: Option<String>,
 }
 
 /// Logical and physical capacity and the two ratios between them, as `result.json` keeps them.

@@ -1,6 +1,9 @@
 //! The options a result was produced with, as `result.json`'s `options` holds them: every flag as given or
 //! defaulted, so the run can be repeated. One type per command; the JSON carries no tag of its own (the
-//! result's `kind` says which), and each shape has fields the others lack, so reading one back is unambiguous.
+//! result's `kind` says which). [`RunOptions`] is untagged, so a shape is read as the first variant whose required
+//! fields it has: each variant has a required field every variant before it lacks, except that `EraseFlags`'
+//! required fields include all of `OpFlags'` (whose `set` and `raw_nand` are optional), so `Erase` must stay
+//! before `Op`. The tests below read every new shape back as itself.
 //!
 //! The method option types live here, not in ssdlab-methods, because the result schema names them; the
 //! methods re-export them.
@@ -340,4 +343,58 @@ pub struct HealthFlags {
     pub rated_dwpd: Option<f64>,
     pub rated_pe: Option<u32>,
     pub warranty_years: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target() -> TargetOptions {
+        TargetOptions {
+            target: "/dev/loop9".into(),
+            engine: "auto".into(),
+            allow_destroy: true,
+            force: false,
+        }
+    }
+
+    fn read_back(options: &RunOptions) -> RunOptions {
+        serde_json::from_str(&serde_json::to_string(options).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_record_commands_options_read_back_as_their_own_shape() {
+        let erase = RunOptions::Erase(EraseFlags {
+            target: target(),
+            erase_method: "auto".into(),
+            samples: 256,
+            seed: 1,
+        });
+        let op = RunOptions::Op(OpFlags {
+            target: target(),
+            set: Some("25%".into()),
+            raw_nand: None,
+            samples: 64,
+            seed: 1,
+        });
+        let op_bare = RunOptions::Op(OpFlags {
+            target: target(),
+            set: None,
+            raw_nand: None,
+            samples: 64,
+            seed: 1,
+        });
+        let serve = RunOptions::Serve(ServeFlags {
+            target: target(),
+            socket: Some("/run/nbd.sock".into()),
+            listen: None,
+            allow_remote: false,
+            read_only: true,
+            name: "ssdlab".into(),
+            qd: 32,
+        });
+        for options in [erase, op, op_bare, serve] {
+            assert_eq!(read_back(&options), options);
+        }
+    }
 }

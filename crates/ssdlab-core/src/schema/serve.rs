@@ -34,7 +34,7 @@ pub struct ServeAnalysis {
     /// Where it listened: `unix:PATH` or `nbd://HOST:PORT`.
     pub listen: String,
     pub read_only: bool,
-    /// From listening to the end of the final destage and flush.
+    /// From the command's start (listening, opening the target) to the end of the final destage and flush.
     pub duration_s: f64,
     pub stats: ServeStats,
     /// The cache's counters at the end (a `cached:` target only).

@@ -15,6 +15,10 @@ use crate::output::{self, Reporter};
 use crate::plan::{Use, open_target};
 
 pub fn run(args: &EraseArgs) -> Result<Outcome> {
+    crate::output::mark_command_start();
+    if let Some(dir) = &args.out {
+        crate::output::check_out_dir(dir)?;
+    }
     let path = match TargetSpec::parse(&args.target.target) {
         Ok(TargetSpec::Block { path }) => path,
         Ok(_) => bail!(
@@ -27,14 +31,15 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
     let gated_rdev = std::os::unix::fs::MetadataExt::rdev(
         &std::fs::metadata(&path).with_context(|| format!("--target {}", path.display()))?,
     );
-    // The record's directory must take it before anything is erased: a purge whose record cannot be written has
-    // destroyed the data without the proof.
-    if let Some(dir) = &args.out {
-        output::prepare_out_dir(dir)?;
-    }
     // The safety gate: --allow-destroy, never a device in use, signs of past use only with --force.
     // The exclusive claim holds even with --force: nothing may mount the device while it is purged.
     let opened = open_target(&args.target, Use::WritesClaimed)?;
+    // The record's directory must take it before anything is erased (a purge whose record cannot be written has
+    // destroyed the data without the proof), and only once the gate has let the erase through, so a refusal
+    // leaves nothing behind.
+    if let Some(dir) = &args.out {
+        output::prepare_out_dir(dir)?;
+    }
     let mut device = opened.device;
     let info = device.info().clone();
     let mut purger = KernelPurger::open(&path, &info, gated_rdev)
@@ -71,10 +76,10 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
         passed: report.method.is_some(),
         reasons: match report.method {
             Some(_) => vec![],
-            None => vec![format!(
-                "no method that ran left the {} sampled blocks erased",
-                report.samples
-            )],
+            None => vec![
+                "no method that was tried left the sampled blocks readable as erased (each step says why)"
+                    .into(),
+            ],
         },
     };
     let options = RunOptions::Erase(EraseFlags {
@@ -83,6 +88,8 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
         samples: args.samples,
         seed: args.seed,
     });
+    // What happened is said before the record is written, so a record that cannot be written never hides it.
+    let outcome = summarize(&report);
     let mut reporter = Reporter::new(args.json);
     output::publish_analysis(
         &mut reporter,
@@ -92,10 +99,22 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
         Analysis::Erase(report.clone()),
         &verdict,
         true,
-    )?;
+    )
+    .with_context(|| {
+        let what = match report.method {
+            Some(m) => format!("the device WAS erased with {}", m.name()),
+            None => "the steps above ran on the device".into(),
+        };
+        format!("--out: {what}, but its record could not be written")
+    })?;
     if let Some(dir) = &args.out {
         eprintln!("record    {} (result.json, report.html)", dir.display());
     }
+    Ok(outcome)
+}
+
+/// Prints how the erase ended, and the exit it calls for.
+fn summarize(report: &ssdlab_core::schema::erase::EraseAnalysis) -> Outcome {
     match report.method {
         Some(method) => {
             eprintln!(
@@ -112,18 +131,18 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
                      them back shows little"
                 );
             }
-            Ok(Outcome::Passed)
+            Outcome::Passed
         }
         None => {
             eprintln!(
-                "NOT ERASED: no method that ran left the sampled blocks erased{}",
+                "NOT ERASED: no method that was tried left the sampled blocks readable as erased{}",
                 if report.not_erased_offsets_bytes.is_empty() {
                     String::new()
                 } else {
                     format!(" ({} still hold data)", report.not_erased_offsets_bytes.len())
                 }
             );
-            Ok(Outcome::Failed)
+            Outcome::Failed
         }
     }
 }

@@ -69,6 +69,7 @@ fn hedge_percentile(text: &str) -> Result<f64> {
 }
 
 pub fn run(args: &FanoutArgs) -> Result<Outcome> {
+    crate::output::mark_command_start();
     let runtime_ns =
         parse_duration_ns(&args.runtime).map_err(|e| anyhow!("--runtime {}: {e}", args.runtime))?;
     if runtime_ns < 100_000_000 {

@@ -19,6 +19,7 @@ use crate::health_sources::{
 use crate::output::{self, Reporter};
 
 pub fn run(args: &HealthArgs) -> Result<Outcome> {
+    crate::output::mark_command_start();
     let window_s = window(&args.window)?;
     let flags = rating_flags(args)?;
     if let Some(prom) = &args.prom {

@@ -25,11 +25,11 @@ use ssdlab_targets::ForceScope;
 const SIM_UNIT_BYTES: u64 = 4096;
 
 pub fn run(args: &OpArgs) -> Result<Outcome> {
-    let unused_percent = args.set.as_deref().map(parse_share).transpose()?;
-    // The record's directory must take it before anything is discarded.
+    crate::output::mark_command_start();
     if let Some(dir) = &args.out {
-        output::prepare_out_dir(dir)?;
+        crate::output::check_out_dir(dir)?;
     }
+    let unused_percent = args.set.as_deref().map(parse_share).transpose()?;
     match TargetSpec::parse(&args.target.target).map_err(|e| anyhow!("{e}"))? {
         TargetSpec::Block { path } => drive(args, &path, unused_percent),
         TargetSpec::Sim { spec } => simulated(args, &spec, unused_percent),
@@ -89,6 +89,9 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
     let opened = open_target(&args.target, if applying { Use::WritesTail } else { Use::Looks })?;
     let mut device = opened.device;
     let info = device.info().clone();
+    if info.capacity_bytes == 0 {
+        bail!("--target {shown}: the device holds 0 bytes; there is no capacity to over-provision");
+    }
     let (physical_bytes, source) = match &args.raw_nand {
         Some(text) => (
             parse_size(text).map_err(|e| anyhow!("--raw-nand {text}: {e}"))?,
@@ -229,6 +232,10 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
         );
         return publish(args, info, record);
     }
+    // The record's directory must take it before the discard, and only once the gate has let the discard through.
+    if let Some(dir) = &args.out {
+        output::prepare_out_dir(dir)?;
+    }
     let applied = apply(&mut device, &plan, &kernel_partitions, args.samples, args.seed)
         .map_err(|e| anyhow!("--target {shown}: {e}"))?;
     eprintln!(
@@ -245,15 +252,20 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
             String::new()
         }
     );
-    eprintln!(
-        "read back   {} sampled tail blocks {}",
-        applied.samples,
-        if applied.tail_reads_zero {
-            "read as zeroes"
-        } else {
-            "do not all read as zeroes (the drive does not promise zeroes after a discard; the blocks are unmapped all the same)"
+    match &applied.read_back_error {
+        Some(e) => {
+            eprintln!("read back   failed after the discard: {e}; the tail was discarded all the same")
         }
-    );
+        None => eprintln!(
+            "read back   {} sampled tail blocks {}",
+            applied.samples,
+            if applied.tail_reads_zero {
+                "read as zeroes"
+            } else {
+                "do not all read as zeroes (the drive does not promise zeroes after a discard; the blocks are unmapped all the same)"
+            }
+        ),
+    }
     eprintln!(
         "done        keep every partition below byte {}: a write to the tail takes the spare area back",
         plan.usable_bytes
@@ -279,6 +291,10 @@ fn publish(args: &OpArgs, info: ssdlab_core::DeviceInfo, analysis: OpAnalysis) -
         passed: true,
         reasons: vec![],
     };
+    if let Some(dir) = &args.out {
+        output::prepare_out_dir(dir)?;
+    }
+    let applied = analysis.applied.is_some();
     let mut reporter = Reporter::new(args.json);
     output::publish_analysis(
         &mut reporter,
@@ -288,7 +304,14 @@ fn publish(args: &OpArgs, info: ssdlab_core::DeviceInfo, analysis: OpAnalysis) -
         Analysis::Op(analysis),
         &verdict,
         true,
-    )?;
+    )
+    .with_context(|| {
+        if applied {
+            "--out: the tail WAS discarded, but the record could not be written"
+        } else {
+            "--out: the record could not be written"
+        }
+    })?;
     if let Some(dir) = &args.out {
         eprintln!("record      {} (result.json, report.html)", dir.display());
     }

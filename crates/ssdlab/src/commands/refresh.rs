@@ -256,6 +256,7 @@ fn forget(args: &RefreshArgs) -> Result<Outcome> {
 }
 
 pub fn run(args: &RefreshArgs) -> Result<Outcome> {
+    crate::output::mark_command_start();
     if !args.forget.is_empty() {
         return forget(args);
     }

@@ -429,6 +429,7 @@ fn region_scan(args: &ScanArgs, target: &str, reader: Reader) -> Result<Outcome>
 }
 
 pub fn run(args: &ScanArgs) -> Result<Outcome> {
+    crate::output::mark_command_start();
     let min_size = size_flag("min-size", &args.min_size)?;
     let reader = reader_of(args)?;
     let random_reads = args.random_reads.unwrap_or(if args.target.is_some() {

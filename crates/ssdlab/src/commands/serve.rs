@@ -20,10 +20,11 @@ use crate::output::{self, Reporter};
 use crate::plan;
 
 pub fn run(args: &ServeArgs) -> Result<Outcome> {
-    // The session's record must have somewhere to go before a client writes anything.
+    crate::output::mark_command_start();
     if let Some(dir) = &args.out {
-        output::prepare_out_dir(dir)?;
+        crate::output::check_out_dir(dir)?;
     }
+    let started = std::time::Instant::now();
     let (listener, place) = listen(args)?;
     // The socket file is ours from here: removed on every way out.
     let _socket = SocketFile(args.socket.clone());
@@ -35,10 +36,16 @@ pub fn run(args: &ServeArgs) -> Result<Outcome> {
             plan::Use::Writes
         },
     )?;
+    // The session's record must have somewhere to go before a client writes anything, and only once the gate
+    // has let the export through.
+    if let Some(dir) = &args.out {
+        output::prepare_out_dir(dir)?;
+    }
     opened.device.visit(ServeOn {
         args,
         listener,
         place,
+        started,
     })
 }
 
@@ -99,6 +106,8 @@ struct ServeOn<'a> {
     args: &'a ServeArgs,
     listener: Listener,
     place: String,
+    /// When the command began: the session's duration counts from here (opening a virtual drive takes time too).
+    started: std::time::Instant,
 }
 
 impl DeviceVisitor for ServeOn<'_> {
@@ -113,7 +122,7 @@ impl DeviceVisitor for ServeOn<'_> {
         };
         let target = self.args.target.target.clone();
         let place = self.place;
-        let started = std::time::Instant::now();
+        let started = self.started;
         let mut exported = (String::new(), 0u64);
         let stats = serve(&mut device, self.listener, &options, stop, |export: &ExportInfo| {
             exported = (export.name.clone(), export.size_bytes);

@@ -71,6 +71,13 @@ fn refusals_leave_every_byte_in_place() {
     ]);
     expect_usage_error(&out, "--out");
     assert!(head(&disk) == before, "an erase without its record ran");
+    // A refusal at the gate leaves nothing behind, not even the record's directory.
+    let record = dir.path().join("record");
+    expect_usage_error(
+        &run(&["erase", "--target", &disk.path, "--out", record.to_str().unwrap()]),
+        "--allow-destroy",
+    );
+    assert!(!record.exists(), "a refused erase created its --out directory");
     expect_usage_error(
         &run(&["erase", "--target", &file_target(&file, None), "--allow-destroy"]),
         "--target",

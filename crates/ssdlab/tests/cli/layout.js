@@ -1,7 +1,8 @@
 // Run by headless Chromium inside a copy of a report page: measures every chart as the browser laid it out, with
 // the fonts it really has, and writes what it finds into a pre element (id layout-check) for the test to read from the
 // dumped DOM. Problems: two legend entries overlapping, a legend entry over a data mark (point, line, column,
-// band or clipped-point marker), and text that runs past the chart's left or right edge.
+// band or clipped-point marker), and text that runs past any edge of the chart (rotated text included: it is
+// measured as drawn, on the page).
 (function () {
   const problems = [];
   const meet = (a, b) =>
@@ -10,7 +11,6 @@
   for (const svg of document.querySelectorAll('svg.chart')) {
     charts++;
     const title = (svg.querySelector('.title') || {}).textContent || '?';
-    const view = svg.viewBox.baseVal;
     const legends = [...svg.querySelectorAll('g.legend')].map((g) => g.getBBox());
     for (let i = 0; i < legends.length; i++)
       for (let j = i + 1; j < legends.length; j++)
@@ -21,11 +21,10 @@
     legends.forEach((l, i) => {
       if (marks.some((m) => meet(l, m))) problems.push(`${title}: legend entry ${i} covers data`);
     });
+    const edge = svg.getBoundingClientRect();
     for (const t of svg.querySelectorAll('text')) {
-      // Rotated text (the y-axis label, slanted category names) is measured before its rotation; left out.
-      if (t.hasAttribute('transform')) continue;
-      const b = t.getBBox();
-      if (b.x < -0.5 || b.x + b.width > view.width + 0.5)
+      const b = t.getBoundingClientRect();
+      if (b.left < edge.left - 0.5 || b.right > edge.right + 0.5 || b.top < edge.top - 0.5 || b.bottom > edge.bottom + 0.5)
         problems.push(`${title}: text '${t.textContent}' is cut off at the chart's edge`);
     }
   }
