@@ -12,6 +12,7 @@ mod distribution;
 mod erase;
 mod fanout;
 mod figures;
+mod files;
 mod header;
 pub mod health;
 mod labels;
@@ -34,6 +35,7 @@ use std::fmt::Write;
 use ssdlab_core::schema::{Analysis, PhaseResult, RunResult};
 use svg::{Chart, Mark, Series};
 
+pub use files::{ChartFile, chart_files};
 pub use labels::label;
 pub(crate) use labels::uncached_target;
 
@@ -51,12 +53,16 @@ table.summary th { text-align: left; } table.summary td.device { min-width: 300p
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr)); gap: 14px; }
 .charts > svg.chart:only-child { max-width: 860px; }
 svg.chart { width: 100%; height: auto; background: #fbfcfe; border: 1px solid #e3e6ec; border-radius: 4px; }
-svg .title { font-size: 16px; font-weight: 600; fill: #1d2330; } svg .tick { font-size: 12.5px; fill: #4a5263; }
-svg .label { font-size: 13.5px; fill: #1d2330; } svg .grid { stroke: #e6e9ef; } svg .frame { stroke: #8a93a6; }
-svg .legend text { font-size: 13px; fill: #1d2330; }
 .better { color: #0a7b33; } .worse { color: #b3261e; }
 .wide, .scroll { overflow-x: auto; } .wide th { font-size: 13px; }
 details { margin: 6px 0; } pre { background: #f6f7f9; padding: 8px; overflow-x: auto; font-size: 12px; }
+"#;
+
+/// The charts' own styles: in the page, and inside every standalone chart file, so a chart looks the same in both.
+pub(crate) const CHART_CSS: &str = r#"
+svg .title { font-size: 16px; font-weight: 600; fill: #1d2330; } svg .tick { font-size: 12.5px; fill: #4a5263; }
+svg .label { font-size: 13.5px; fill: #1d2330; } svg .grid { stroke: #e6e9ef; } svg .frame { stroke: #8a93a6; }
+svg .legend text { font-size: 13px; fill: #1d2330; }
 "#;
 
 pub(crate) fn escape(s: &str) -> String {
@@ -95,7 +101,7 @@ pub fn render_against(results: &[RunResult], baseline: Option<usize>) -> String 
     };
     let _ = write!(
         html,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{CSS}</style></head><body>",
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{CSS}{CHART_CSS}</style></head><body>",
         escape(&title)
     );
     let _ = write!(html, "<h1>{}</h1>", escape(&title));

@@ -538,7 +538,8 @@ pub fn prepare_out_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes `result.json` and one `PHASE.csv` of per-second samples per phase (`samples.csv` for a lone phase).
+/// Writes `result.json`, one `PHASE.csv` of per-second samples per phase (`samples.csv` for a lone phase), the
+/// test's tidy CSV and every chart as an SVG file in `charts/`.
 pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
@@ -559,6 +560,34 @@ pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<()> {
     }
     if let Some((name, csv)) = ssdlab_report::tidy::tidy_csv(result) {
         write_atomically(&dir.join(name), csv.as_bytes())?;
+    }
+    write_chart_files(&dir.join("charts"), result)
+}
+
+/// Writes each chart of `result` as a standalone SVG into `charts` (`01-iops-over-the-whole-run.svg`, ...),
+/// first removing the numbered charts an earlier run left there, so the directory holds this result's charts
+/// only. Nothing else in it is touched.
+fn write_chart_files(charts: &Path, result: &RunResult) -> Result<()> {
+    let files = ssdlab_report::chart_files(result);
+    if let Ok(entries) = std::fs::read_dir(charts) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let ours = name.ends_with(".svg")
+                && name.len() > 3
+                && name.as_bytes()[..2].iter().all(u8::is_ascii_digit)
+                && name.as_bytes()[2] == b'-';
+            if ours && entry.file_type().is_ok_and(|t| t.is_file()) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    if files.is_empty() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(charts).with_context(|| format!("--out: cannot create {}", charts.display()))?;
+    for file in files {
+        write_atomically(&charts.join(&file.name), file.svg.as_bytes())?;
     }
     Ok(())
 }

@@ -173,7 +173,11 @@ fn run_on<D: Device>(
             label: None,
         };
         output::write_result_dir(dir, &result)?;
-        eprintln!("results   {}", dir.display());
+        output::write_report(&dir.join("report.html"), std::slice::from_ref(&result))?;
+        eprintln!(
+            "results   {} (report.html, result.json, samples.csv, charts/)",
+            dir.display()
+        );
     }
     Ok(if reporter.pipe_closed() {
         Outcome::PipeClosed

@@ -359,7 +359,10 @@ fn execute(
         };
         output::write_result_dir(dir, &result)?;
         output::write_report(&dir.join("report.html"), &[result])?;
-        eprintln!("results   {} (report.html, result.json, CSV)", dir.display());
+        eprintln!(
+            "results   {} (report.html, result.json, CSV, charts/)",
+            dir.display()
+        );
     }
     Ok(if reporter.pipe_closed() {
         Outcome::PipeClosed

@@ -522,6 +522,69 @@ fn every_chart_kind_renders_with_ticks_on_both_axes_and_its_legend_below_the_dat
         );
         dirs.push(out_dir);
     }
+    // Every chart of every result is also a standalone SVG file in its charts/, as many as its page draws, each
+    // well-formed XML that opens on its own.
+    let mut svg_files = Vec::new();
+    for out_dir in &dirs {
+        let page = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+        let drawn = page.matches("<svg class=\"chart").count();
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(out_dir.join("charts"))
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        files.sort();
+        assert_eq!(files.len(), drawn, "{}: {files:?}", out_dir.display());
+        svg_files.extend(files);
+    }
+    assert!(svg_files.len() >= 30, "{} chart files", svg_files.len());
+    let parsed = Command::new("/usr/bin/python3")
+        .args([
+            "-c",
+            "import sys, xml.etree.ElementTree as ET\nfor f in sys.argv[1:]: ET.parse(f)",
+        ])
+        .args(&svg_files)
+        .output()
+        .unwrap();
+    assert!(
+        parsed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&parsed.stderr)
+    );
+    let standalone = dir.path().join("standalone.png");
+    let shot = chromium(
+        &svg_files[0],
+        &dir.path().join("profile-svg"),
+        &[
+            &format!("--screenshot={}", standalone.display()),
+            "--window-size=800,420",
+        ],
+    );
+    assert!(shot.status.success());
+    let png = std::fs::read(&standalone).unwrap();
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "{} bytes",
+        png.len()
+    );
+    // Writing a result again replaces its numbered charts and leaves anything else in charts/ alone.
+    let charts = dirs[0].join("charts");
+    std::fs::write(charts.join("99-from-an-older-run.svg"), "<svg/>").unwrap();
+    std::fs::write(charts.join("notes.txt"), "mine").unwrap();
+    expect_code(
+        &run(&[
+            "run",
+            "--target",
+            sim,
+            "--rw",
+            "randrw",
+            "--runtime",
+            "1s",
+            "--out",
+            dirs[0].to_str().unwrap(),
+        ]),
+        0,
+    );
+    assert!(!charts.join("99-from-an-older-run.svg").exists());
+    assert_eq!(std::fs::read_to_string(charts.join("notes.txt")).unwrap(), "mine");
     let page = dir.path().join("all.html");
     let mut args = vec!["report".to_string()];
     args.extend(dirs.iter().map(|d| d.to_str().unwrap().to_string()));
