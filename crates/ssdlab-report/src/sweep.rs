@@ -84,7 +84,8 @@ fn mix_sweeps(group: &[&RunResult]) -> String {
     out
 }
 
-/// The queue-depth scaling chart: random IOPS against queue depth, write and read, and a table per result.
+/// The queue-depth scaling charts: random IOPS, and mean and p99 latency, against queue depth, write and read; and
+/// a table per result.
 fn queue_depth_sweeps(group: &[&RunResult]) -> String {
     let mut series = Vec::new();
     for r in group {
@@ -105,12 +106,49 @@ fn queue_depth_sweeps(group: &[&RunResult]) -> String {
         .first()
         .and_then(|r| rows_of(r).first())
         .map_or(4096, |row| row.transfer_bytes);
-    let mut out = charts(&[Chart {
+    // Latency against queue depth, from each point's phase (`randwrite-qd8`): flat while the drive has idle
+    // parallelism, then rising with the queue once IOPS stop scaling (Little's law).
+    let mut latency = Vec::new();
+    for r in group {
+        let prefix = overlay_prefix(group, r);
+        for direction in ["write", "read"] {
+            for (figure, pick) in [
+                ("mean", (|l| l.mean) as fn(&ssdlab_core::schema::LatencyNs) -> f64),
+                ("p99", |l| l.p99 as f64),
+            ] {
+                let points: Vec<(f64, f64)> = rows_of(r)
+                    .iter()
+                    .filter_map(|row| {
+                        let qd = row.queue_depth?;
+                        let phase = crate::phase(r, &format!("rand{direction}-qd{qd}"))?;
+                        Some((f64::from(qd), pick(&phase.summary.latency_ns) / 1e3))
+                    })
+                    .collect();
+                if !points.is_empty() {
+                    latency.push(Series {
+                        name: format!("{prefix}random {direction}, {figure}"),
+                        points,
+                        mark: Mark::LineWithDots,
+                    });
+                }
+            }
+        }
+    }
+    let mut figures = vec![Chart {
         title: format!("Random {} IOPS by queue depth", binary_size(block as f64)),
         x: Axis::new("queue depth", Scale::Log2),
         y: Axis::new("IOPS", Scale::Linear),
         series,
-    }]);
+    }];
+    if !latency.is_empty() {
+        figures.push(Chart {
+            title: format!("Random {} latency by queue depth", binary_size(block as f64)),
+            x: Axis::new("queue depth", Scale::Log2),
+            y: Axis::new("latency (microseconds, log scale)", Scale::Log10),
+            series: latency,
+        });
+    }
+    let mut out = charts(&figures);
     for r in group {
         out.push_str(&result_table(r, "QD", |row| {
             row.queue_depth.map_or("–".into(), |q| q.to_string())

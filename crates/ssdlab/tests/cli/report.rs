@@ -647,6 +647,7 @@ fn every_chart_kind_renders_with_ticks_on_both_axes_and_its_legend_below_the_dat
         "Sequential 128 KiB writes",
         "Sequential throughput by transfer size",
         "IOPS by queue depth",
+        "latency by queue depth",
         "by share of reads",
         "Mean latency per second",
         "Steady-state convergence",
