@@ -41,18 +41,7 @@ pub(crate) fn op(group: &[&RunResult]) -> String {
             vec!["raw NAND".to_string(), source(&a.raw_nand_source)],
             vec!["built in".into(), spare(&a.built_in)],
         ];
-        let partitions: Vec<String> = a
-            .partitions
-            .iter()
-            .map(|p| {
-                format!(
-                    "{} (bytes {}..{})",
-                    p.name,
-                    p.start_bytes,
-                    p.start_bytes + p.len_bytes
-                )
-            })
-            .collect();
+        let partitions: Vec<String> = a.partitions.iter().map(|p| p.to_string()).collect();
         rows.push(vec![
             "partitions".into(),
             if partitions.is_empty() {

@@ -398,25 +398,7 @@ pub fn render(chart: &Chart, id: usize) -> String {
         cx = (left + width - right) / 2.0,
         ly = height - 10.0
     );
-    let _ = write!(svg, r#"<g class="axis y-axis">"#);
-    for (t, label) in tick_labels(&chart.y, y_lo, y_hi) {
-        let py = y.map(t);
-        let _ = write!(
-            svg,
-            r#"<line class="grid" x1="{left}" y1="{py:.1}" x2="{xr}" y2="{py:.1}"/><text class="tick" x="{tx:.1}" y="{ty:.1}" text-anchor="end">{label}</text>"#,
-            xr = width - right,
-            tx = left - 6.0,
-            ty = py + 4.0,
-            label = escape(&label)
-        );
-    }
-    let _ = write!(
-        svg,
-        r#"<line class="frame" x1="{left}" y1="{top}" x2="{left}" y2="{yb}"/><text class="label" transform="translate(16 {cy:.1}) rotate(-90)" text-anchor="middle">{}</text></g>"#,
-        escape(&chart.y.label),
-        yb = height - bottom,
-        cy = (top + height - bottom) / 2.0
-    );
+    draw_y_axis(&mut svg, &chart.y, (y_lo, y_hi), &y, (left, width - right));
     // Data, clipped to the plot area.
     let _ = write!(
         svg,
@@ -521,6 +503,35 @@ pub fn render(chart: &Chart, id: usize) -> String {
     svg
 }
 
+/// The y axis: a grid line and a label per tick across the plot (`x_span`: its left and right edges), the frame
+/// on the left and the axis label turned upright beside it. `map` places values between the plot's bottom and top.
+fn draw_y_axis(
+    svg: &mut String,
+    axis: &Axis,
+    (lo, hi): (f64, f64),
+    map: &Mapping,
+    (left, right): (f64, f64),
+) {
+    let (bottom, top) = (map.from, map.to);
+    let _ = write!(svg, r#"<g class="axis y-axis">"#);
+    for (t, label) in tick_labels(axis, lo, hi) {
+        let py = map.map(t);
+        let _ = write!(
+            svg,
+            r#"<line class="grid" x1="{left}" y1="{py:.1}" x2="{right}" y2="{py:.1}"/><text class="tick" x="{tx:.1}" y="{ty:.1}" text-anchor="end">{label}</text>"#,
+            tx = left - 6.0,
+            ty = py + 4.0,
+            label = escape(&label)
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<line class="frame" x1="{left}" y1="{top}" x2="{left}" y2="{bottom}"/><text class="label" transform="translate(16 {cy:.1}) rotate(-90)" text-anchor="middle">{}</text></g>"#,
+        escape(&axis.label),
+        cy = (top + bottom) / 2.0
+    );
+}
+
 /// The legend entries, from the top `from` (below the axis label) down, as `legend_layout` placed them.
 fn draw_legend(svg: &mut String, names: &[&str], swatches: &[Swatch], layout: &[(f64, usize)], from: f64) {
     for (i, &(lx, row)) in layout.iter().enumerate() {
@@ -594,25 +605,7 @@ pub fn columns(
         r#"<svg class="chart columns" viewBox="0 0 {width} {total_height:.1}" role="img" aria-label="{t}" xmlns="http://www.w3.org/2000/svg"><text class="title" x="{left}" y="20">{t}</text>"#,
         t = escape(title)
     );
-    let _ = write!(svg, r#"<g class="axis y-axis">"#);
-    for (t, label) in tick_labels(y, lo, hi) {
-        let py = map.map(t);
-        let _ = write!(
-            svg,
-            r#"<line class="grid" x1="{left}" y1="{py:.1}" x2="{xr}" y2="{py:.1}"/><text class="tick" x="{tx:.1}" y="{ty:.1}" text-anchor="end">{label}</text>"#,
-            xr = width - right,
-            tx = left - 6.0,
-            ty = py + 4.0,
-            label = escape(&label)
-        );
-    }
-    let _ = write!(
-        svg,
-        r#"<line class="frame" x1="{left}" y1="{top}" x2="{left}" y2="{yb}"/><text class="label" transform="translate(16 {cy:.1}) rotate(-90)" text-anchor="middle">{}</text></g>"#,
-        escape(&y.label),
-        yb = height - bottom,
-        cy = (top + height - bottom) / 2.0
-    );
+    draw_y_axis(&mut svg, y, (lo, hi), &map, (left, width - right));
     let base = height - bottom;
     let _ = write!(svg, r#"<g class="axis x-axis">"#);
     for (c, name) in categories.iter().enumerate() {

@@ -27,6 +27,19 @@ pub struct Partition {
     pub len_bytes: u64,
 }
 
+impl std::fmt::Display for Partition {
+    /// `sda1 (bytes 1048576..2097152)`: the name and the byte range it covers.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (bytes {}..{})",
+            self.name,
+            self.start_bytes,
+            self.start_bytes.saturating_add(self.len_bytes)
+        )
+    }
+}
+
 /// What applying a plan did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OpApplied {

@@ -342,17 +342,7 @@ fn print_partitions(shown: &[Partition], capacity_bytes: u64) {
         eprintln!("partitions  none");
         return;
     };
-    let names: Vec<String> = shown
-        .iter()
-        .map(|p| {
-            format!(
-                "{} (bytes {}..{})",
-                p.name,
-                p.start_bytes,
-                p.start_bytes.saturating_add(p.len_bytes)
-            )
-        })
-        .collect();
+    let names: Vec<String> = shown.iter().map(|p| p.to_string()).collect();
     eprintln!(
         "partitions  {}; {} after the last unpartitioned (spare only if it was discarded and never written since)",
         names.join(", "),
