@@ -503,7 +503,7 @@ pub enum TraceCommand {
 pub struct SynthArgs {
     #[arg(long, value_enum)]
     pub profile: SynthProfileArg,
-    /// Write the trace here instead of stdout (refused if it exists).
+    /// Write the trace here instead of stdout (`-`: stdout; a file that exists is refused).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// How long the trace runs.

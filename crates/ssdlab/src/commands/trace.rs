@@ -27,7 +27,8 @@ pub fn run(command: &TraceCommand) -> Result<Outcome> {
     let ops = synth::generate(profile, args.seed, duration_ns, span_bytes);
     let text = synth::to_fio_iolog(&ops, "/dev/ssdlab-synth");
     let mix = profile.mix();
-    match &args.out {
+    // `--out -` is stdout, as for fio and most tools, never a file named "-".
+    match args.out.as_ref().filter(|p| p.as_os_str() != "-") {
         Some(path) => {
             // Never overwrite: a trace file is somebody's recording.
             let mut file = std::fs::OpenOptions::new()

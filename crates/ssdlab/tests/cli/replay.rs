@@ -377,6 +377,24 @@ fn trace_synth_never_overwrites_and_bad_input_is_named() {
     let out = run(&["trace", "synth", "--profile", "light", "--duration", "2s"]);
     expect_code(&out, 0);
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("fio version 3 iolog\n"));
+    // `--out -` is stdout too, not a file named "-" (run from the temporary directory, where one would appear).
+    let dash = ssdlab()
+        .args([
+            "trace",
+            "synth",
+            "--profile",
+            "light",
+            "--duration",
+            "2s",
+            "--out",
+            "-",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    expect_code(&dash, 0);
+    assert_eq!(dash.stdout, out.stdout, "the same trace, on stdout");
+    assert!(!dir.path().join("-").exists());
 
     // Malformed traces: the line at fault, and nothing run.
     std::fs::write(
