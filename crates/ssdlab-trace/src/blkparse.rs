@@ -8,7 +8,7 @@
 
 use ssdlab_core::device::Op;
 
-use crate::{Trace, TraceError, TraceFormat, TraceOp, number};
+use crate::{Lines, Trace, TraceError, TraceFormat, TraceOp, number};
 
 /// The event fields every line has: `MAJ,MIN CPU SEQ SECONDS.NANOS PID ACTION`, as (device, time, action, rest).
 fn prefix(line: &str) -> Option<(&str, u64, &str, Vec<&str>)> {
@@ -48,15 +48,16 @@ fn is_summary_start(line: &str) -> bool {
         || head == "Total"
 }
 
-pub(crate) fn read(text: &str) -> Result<Trace, TraceError> {
+pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
     let mut queued = Vec::new();
     let mut dispatched = Vec::new();
     // A recording of several devices (or of a device-mapper stack, where a request is queued at each layer) is
     // not one address space: the first device's events are replayed and the others' left out, said.
     let mut device: Option<String> = None;
     let mut others: Vec<String> = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
+    for (i, raw) in lines.enumerate() {
         let n = i + 1;
+        let raw = raw?;
         let line = raw.trim();
         if line.is_empty() {
             continue;
@@ -178,6 +179,11 @@ pub(crate) fn read(text: &str) -> Result<Trace, TraceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reader on a text, as the tests write traces.
+    fn read(text: &str) -> Result<Trace, TraceError> {
+        super::read(&mut crate::test_lines(text))
+    }
 
     const SAMPLE: &str = "  7,0    0        1     0.000000000  4242  Q   W 0 + 128 [dd]
   7,0    0        2     0.000000500  4242  D   W 0 + 128 [dd]

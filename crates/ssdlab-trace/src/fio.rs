@@ -7,15 +7,22 @@
 
 use ssdlab_core::device::Op;
 
-use crate::{Trace, TraceError, TraceFormat, TraceOp, number};
+use crate::{Lines, Trace, TraceError, TraceFormat, TraceOp, number};
 
-pub(crate) fn read(text: &str) -> Result<Trace, TraceError> {
-    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim()));
-    let (header_line, header) = lines
-        .by_ref()
-        .find(|(_, l)| !l.is_empty())
-        .ok_or(TraceError::Empty)?;
-    let version = match header {
+pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
+    let mut lines = lines.enumerate().map(|(i, l)| l.map(|l| (i + 1, l)));
+    let (header_line, header) = loop {
+        match lines.next() {
+            None => return Err(TraceError::Empty),
+            Some(line) => {
+                let (n, text) = line?;
+                if !text.trim().is_empty() {
+                    break (n, text);
+                }
+            }
+        }
+    };
+    let version = match header.trim() {
         "fio version 2 iolog" => 2,
         "fio version 3 iolog" => 3,
         other => {
@@ -28,7 +35,9 @@ pub(crate) fn read(text: &str) -> Result<Trace, TraceError> {
     let mut ops = Vec::new();
     let mut files: Vec<String> = Vec::new();
     let mut clock_ns: u64 = 0;
-    for (n, line) in lines {
+    for line in lines {
+        let (n, line) = line?;
+        let line = line.trim();
         if line.is_empty() {
             continue;
         }
@@ -121,6 +130,11 @@ pub(crate) fn read(text: &str) -> Result<Trace, TraceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reader on a text, as the tests write traces.
+    fn read(text: &str) -> Result<Trace, TraceError> {
+        super::read(&mut crate::test_lines(text))
+    }
 
     #[test]
     fn version_3_as_fio_writes_it() {

@@ -2,8 +2,9 @@
 //!
 //! Readers for the formats people record with real tools (fio's `write_iolog`, `blktrace` + `blkparse`, the MSR
 //! Cambridge traces), format detection, and the synthetic desktop traces of `ssdlab trace synth`, written as fio
-//! iolog v3. Parsing is pure: the caller reads the file and hands over its text, so a malformed trace fails with
-//! the line at fault and nothing else happens. It never touches a device.
+//! iolog v3. Parsing reads the trace line by line from any reader (a file of millions of operations is never held
+//! as text; only its operations are kept), and a malformed trace fails with the line at fault before anything
+//! else happens. It never touches a device.
 #![forbid(unsafe_code)]
 
 mod blkparse;
@@ -72,13 +73,45 @@ pub fn detect(text: &str) -> Option<TraceFormat> {
     }
 }
 
+/// A trace's lines, one at a time, as the readers take them.
+pub(crate) type Lines<'a> = dyn Iterator<Item = Result<String, TraceError>> + 'a;
+
 /// Reads `text` as `format` (detected when None).
 pub fn read(text: &str, format: Option<TraceFormat>, options: ReadOptions) -> Result<Trace, TraceError> {
-    let format = format.or_else(|| detect(text)).ok_or(TraceError::Unknown)?;
+    read_from(text.as_bytes(), format, options)
+}
+
+/// Reads a trace from `input` line by line as `format` (detected from its first meaningful line when None).
+pub fn read_from(
+    input: impl std::io::BufRead,
+    format: Option<TraceFormat>,
+    options: ReadOptions,
+) -> Result<Trace, TraceError> {
+    let mut numbered = input
+        .lines()
+        .enumerate()
+        .map(|(i, line)| line.map_err(|e| TraceError::line(i + 1, format!("cannot be read as text ({e})"))));
+    // The lines up to the first meaningful one are kept to detect the format, then read again by the reader.
+    let mut head = Vec::new();
+    if format.is_none() {
+        for line in numbered.by_ref() {
+            let line = line?;
+            let meaningful =
+                !line.trim().is_empty() && !line.trim().to_ascii_lowercase().starts_with("timestamp,");
+            head.push(line);
+            if meaningful {
+                break;
+            }
+        }
+    }
+    let format = format
+        .or_else(|| head.last().and_then(|line| detect(line)))
+        .ok_or(TraceError::Unknown)?;
+    let mut lines = head.into_iter().map(Ok).chain(numbered);
     let mut trace = match format {
-        TraceFormat::FioIolog => fio::read(text)?,
-        TraceFormat::Blkparse => blkparse::read(text)?,
-        TraceFormat::Msr => msr::read(text, options.msr_disk)?,
+        TraceFormat::FioIolog => fio::read(&mut lines)?,
+        TraceFormat::Blkparse => blkparse::read(&mut lines)?,
+        TraceFormat::Msr => msr::read(&mut lines, options.msr_disk)?,
     };
     if trace.ops.is_empty() {
         return Err(TraceError::Empty);
@@ -86,6 +119,12 @@ pub fn read(text: &str, format: Option<TraceFormat>, options: ReadOptions) -> Re
     // Replay issues in time order; equal times keep the file's order.
     trace.ops.sort_by_key(|op| op.at_ns);
     Ok(trace)
+}
+
+/// A text's lines as a reader takes them, for the readers' own tests.
+#[cfg(test)]
+pub(crate) fn test_lines(text: &str) -> impl Iterator<Item = Result<String, TraceError>> + '_ {
+    text.lines().map(|l| Ok(l.to_string()))
 }
 
 /// A trace's operations as (time, op, offset, length), for tests to compare whole lists.

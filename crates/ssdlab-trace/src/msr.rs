@@ -5,7 +5,7 @@
 
 use ssdlab_core::device::Op;
 
-use crate::{Trace, TraceError, TraceFormat, TraceOp, number};
+use crate::{Lines, Trace, TraceError, TraceFormat, TraceOp, number};
 
 fn fields(line: &str) -> Vec<&str> {
     line.split(',').map(str::trim).collect()
@@ -22,11 +22,12 @@ fn is_header(line: &str) -> bool {
     line.to_ascii_lowercase().starts_with("timestamp,")
 }
 
-pub(crate) fn read(text: &str, disk: Option<u32>) -> Result<Trace, TraceError> {
+pub(crate) fn read(lines: &mut Lines<'_>, disk: Option<u32>) -> Result<Trace, TraceError> {
     // (ticks, disk, op, offset, size), in file order.
     let mut rows = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
+    for (i, raw) in lines.enumerate() {
         let n = i + 1;
+        let raw = raw?;
         let line = raw.trim();
         if line.is_empty() || (rows.is_empty() && is_header(line)) {
             continue;
@@ -110,6 +111,11 @@ fn list(disks: &[u64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reader on a text, as the tests write traces.
+    fn read(text: &str, disk: Option<u32>) -> Result<Trace, TraceError> {
+        super::read(&mut crate::test_lines(text), disk)
+    }
 
     const SAMPLE: &str = "128166372003061629,hm,1,Read,3420143616,65536,1366
 128166372016382155,hm,1,Write,3420208128,4096,1150

@@ -185,15 +185,23 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
                 bail!("--qd {}: between 1 and 1024 operations in flight", args.qd);
             }
             let shown = args.trace.display();
-            let text = std::fs::read_to_string(&args.trace)
-                .with_context(|| format!("--trace {shown}: cannot read it as text"))?;
+            // Read line by line: a trace of millions of operations is kept as its operations, never as text.
+            let file = std::fs::File::open(&args.trace)
+                .with_context(|| format!("--trace {shown}: cannot open it"))?;
+            if file.metadata().is_ok_and(|m| m.is_dir()) {
+                bail!("--trace {shown}: is a directory; name a trace file");
+            }
             let format = args.format.map(|f| match f {
                 TraceFormatArg::FioIolog => TraceFormat::FioIolog,
                 TraceFormatArg::Blkparse => TraceFormat::Blkparse,
                 TraceFormatArg::Msr => TraceFormat::Msr,
             });
-            let trace = ssdlab_trace::read(&text, format, ssdlab_trace::ReadOptions { msr_disk: args.disk })
-                .map_err(|e| anyhow!("--trace {shown}: {e}"))?;
+            let trace = ssdlab_trace::read_from(
+                std::io::BufReader::with_capacity(1 << 20, file),
+                format,
+                ssdlab_trace::ReadOptions { msr_disk: args.disk },
+            )
+            .map_err(|e| anyhow!("--trace {shown}: {e}"))?;
             if args.disk.is_some() && trace.format != TraceFormat::Msr {
                 bail!(
                     "--disk chooses a disk of an MSR trace; {shown} is {}",

@@ -410,6 +410,16 @@ fn trace_synth_never_overwrites_and_bad_input_is_named() {
     let missing = dir.path().join("absent");
     let out = replay("sim:840evo-120g?scale=1/256", missing.to_str().unwrap(), &[]);
     expect_usage_error(&out, "--trace");
+    let out = replay("sim:840evo-120g?scale=1/256", dir.path().to_str().unwrap(), &[]);
+    expect_usage_error(&out, "is a directory");
+    // The trace is read line by line: a line that is not text is named by its number.
+    std::fs::write(
+        &trace,
+        b"fio version 3 iolog\n1 /f read 0 4096\n2 /f read \xff\xfe 4096\n".as_slice(),
+    )
+    .unwrap();
+    let out = replay("sim:840evo-120g?scale=1/256", trace.to_str().unwrap(), &[]);
+    expect_usage_error(&out, "line 3: cannot be read as text");
     for (flag, value) in [("--time-scale", "0"), ("--qd", "0")] {
         std::fs::write(&trace, "fio version 3 iolog\n1 /f read 0 4096\n").unwrap();
         let out = replay(
