@@ -16,13 +16,14 @@ use ssdlab_engine::replay::ReplayPlan;
 
 use crate::session::{MethodError, MethodOutcome, Session};
 
-/// A parsed trace as the method takes it.
-#[derive(Debug, Clone, Copy)]
-pub struct TraceInput<'a> {
+/// A parsed trace as the method takes it: owned, so fitting it to the device rewrites the operations in place
+/// rather than keeping a second copy of millions of them.
+#[derive(Debug, Clone)]
+pub struct TraceInput {
     pub format: TraceFormat,
-    pub ops: &'a [TraceOp],
+    pub ops: Vec<TraceOp>,
     /// What the reader noticed (events used, files merged), carried into the result's notes.
-    pub notes: &'a [String],
+    pub notes: Vec<String>,
 }
 
 /// A trace fitted to a device.
@@ -55,7 +56,7 @@ fn aligned_range(op: &TraceOp, logical: u64) -> Option<(u64, u64)> {
 }
 
 /// Fits `ops` onto the device `info` describes, scaling times by `time_scale`.
-pub fn fit(ops: &[TraceOp], info: &DeviceInfo, how: ReplayFit, time_scale: f64) -> Fitted {
+pub fn fit(mut ops: Vec<TraceOp>, info: &DeviceInfo, how: ReplayFit, time_scale: f64) -> Fitted {
     let logical = u64::from(info.logical_block_bytes.max(512));
     let capacity = info.capacity_bytes / logical * logical;
     let kept = |o: &&TraceOp| match o.op {
@@ -82,26 +83,26 @@ pub fn fit(ops: &[TraceOp], info: &DeviceInfo, how: ReplayFit, time_scale: f64) 
         dropped_reasons: Vec::new(),
     };
     let (mut no_discard, mut too_large, mut unusable) = (0u64, 0u64, 0u64);
-    let mut fitted = Vec::with_capacity(ops.len());
-    for op in ops {
+    // Each operation is kept (rewritten in place) or dropped and counted.
+    ops.retain_mut(|op| {
         // Saturating: a float cast past u64::MAX gives u64::MAX.
         let at_ns = (op.at_ns as f64 * time_scale) as u64;
         if op.op == Op::Flush {
-            fitted.push(TraceOp { at_ns, ..*op });
-            continue;
+            op.at_ns = at_ns;
+            return true;
         }
         if op.op == Op::Discard && !info.discard_supported {
             no_discard += 1;
-            continue;
+            return false;
         }
         let Some((start, end)) = aligned_range(op, logical) else {
             unusable += 1;
-            continue;
+            return false;
         };
         let len = end - start;
         if len > capacity || (op.op != Op::Discard && len > MAX_TRANSFER_BYTES) {
             too_large += 1;
-            continue;
+            return false;
         }
         if start != op.offset_bytes || len != op.len_bytes {
             report.aligned_ops += 1;
@@ -121,13 +122,14 @@ pub fn fit(ops: &[TraceOp], info: &DeviceInfo, how: ReplayFit, time_scale: f64) 
         if offset != start {
             report.remapped_ops += 1;
         }
-        fitted.push(TraceOp {
+        *op = TraceOp {
             at_ns,
             op: op.op,
             offset_bytes: offset,
             len_bytes: len,
-        });
-    }
+        };
+        true
+    });
     if no_discard > 0 {
         report.dropped_reasons.push(format!(
             "{no_discard} TRIM(s): {} does not support discard",
@@ -146,7 +148,7 @@ pub fn fit(ops: &[TraceOp], info: &DeviceInfo, how: ReplayFit, time_scale: f64) 
         ));
     }
     report.dropped_ops = no_discard + too_large + unusable;
-    Fitted { ops: fitted, report }
+    Fitted { ops, report }
 }
 
 fn direction(summary: Option<&ssdlab_core::schema::DirectionSummary>) -> Option<Box<LatencyNs>> {
@@ -156,7 +158,7 @@ fn direction(summary: Option<&ssdlab_core::schema::DirectionSummary>) -> Option<
 /// Replays `trace` on the session's device.
 pub fn replay(
     mut session: Session<'_>,
-    trace: TraceInput<'_>,
+    trace: TraceInput,
     options: &ReplayOptions,
 ) -> Result<MethodOutcome, MethodError> {
     if !(options.time_scale.is_finite() && options.time_scale > 0.0) {
@@ -172,6 +174,10 @@ pub fn replay(
         )));
     }
     let info = session.device.info().clone();
+    // What the trace was, before fitting rewrites it.
+    let trace_ops = trace.ops.len() as u64;
+    let first = trace.ops.iter().map(|o| o.at_ns).min().unwrap_or(0);
+    let last = trace.ops.iter().map(|o| o.at_ns).max().unwrap_or(0);
     let fitted = fit(trace.ops, &info, options.fit, options.time_scale);
     if fitted.ops.is_empty() {
         return Err(MethodError::Invalid(format!(
@@ -180,7 +186,7 @@ pub fn replay(
             fitted.report.dropped_reasons.join("; ")
         )));
     }
-    session.notes.extend(trace.notes.iter().cloned());
+    session.notes.extend(trace.notes);
     let r = &fitted.report;
     if r.remapped_ops > 0 {
         session.notes.push(format!(
@@ -238,8 +244,6 @@ pub fn replay(
             .map(|o| o.len_bytes)
             .sum::<u64>()
     };
-    let first = trace.ops.iter().map(|o| o.at_ns).min().unwrap_or(0);
-    let last = trace.ops.iter().map(|o| o.at_ns).max().unwrap_or(0);
     let analysis = ran.map(|(index, facts)| {
         let (busy_ns, lateness) = (facts.busy_ns, facts.lateness);
         let s = &session.phases[index].summary;
@@ -247,7 +251,7 @@ pub fn replay(
         let busy_s = busy_ns as f64 / 1e9;
         ReplayAnalysis {
             format: trace.format,
-            trace_ops: trace.ops.len() as u64,
+            trace_ops,
             replayed_ops: s.ios,
             reads: count(Op::Read),
             writes: count(Op::Write),
@@ -322,7 +326,7 @@ mod tests {
             op(3000, Op::Write, (4 << 20) - 4096, 4096), // the trace's furthest operation
             op(4000, Op::Flush, 0, 0),
         ];
-        let fold = fit(&ops, &info, ReplayFit::Fold, 2.0);
+        let fold = fit(ops.to_vec(), &info, ReplayFit::Fold, 2.0);
         assert_eq!(fold.report.trace_extent_bytes, 4 << 20);
         assert_eq!(
             (
@@ -342,7 +346,7 @@ mod tests {
             fold.ops.iter().map(|o| o.at_ns).collect::<Vec<_>>(),
             [2000, 4000, 6000, 8000]
         );
-        let scale = fit(&ops, &info, ReplayFit::Scale, 1.0);
+        let scale = fit(ops.to_vec(), &info, ReplayFit::Scale, 1.0);
         assert_eq!(
             scale.ops[1].offset_bytes,
             ((1 << 20) + 4096) / 4 / 512 * 512,
@@ -356,7 +360,7 @@ mod tests {
         let mut info = MemDevice::new(1 << 20, 1000).info().clone();
         info.discard_supported = false;
         let fitted = fit(
-            &[op(0, Op::Discard, 0, 4096), op(1, Op::Read, 0, 4096)],
+            vec![op(0, Op::Discard, 0, 4096), op(1, Op::Read, 0, 4096)],
             &info,
             ReplayFit::Fold,
             1.0,

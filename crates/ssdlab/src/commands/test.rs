@@ -232,8 +232,8 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             };
             let input = TraceInput {
                 format: trace.format,
-                ops: &trace.ops,
-                notes: &trace.notes,
+                ops: trace.ops,
+                notes: trace.notes,
             };
             execute(
                 &args.common,
