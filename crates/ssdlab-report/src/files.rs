@@ -8,6 +8,9 @@ use ssdlab_core::schema::RunResult;
 
 use crate::{CHART_CSS, render};
 
+/// The comment on the second line of every chart file: how a later run knows a file is one it may replace.
+const MARKER: &str = "<!-- ssdlab chart: rewritten when the result is written again -->";
+
 /// One chart, ready to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChartFile {
@@ -16,8 +19,14 @@ pub struct ChartFile {
     pub svg: String,
 }
 
-/// The file-name part of a title: lower case letters and digits, words joined by `-`, at most 60 characters.
+/// The file-name part of a title (escaped markup): lower case letters and digits, words joined by `-`, at most 60
+/// characters; `chart` when nothing is left.
 fn slug(title: &str) -> String {
+    let title = title
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
     let mut out = String::new();
     for c in title.chars() {
         if c.is_ascii_alphanumeric() {
@@ -29,7 +38,12 @@ fn slug(title: &str) -> String {
             break;
         }
     }
-    out.trim_end_matches('-').to_string()
+    let out = out.trim_end_matches('-');
+    if out.is_empty() {
+        "chart".into()
+    } else {
+        out.to_string()
+    }
 }
 
 /// The value of `name="..."` in an element's opening tag.
@@ -41,9 +55,32 @@ fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
 
 /// Every chart of `result`'s report, as standalone SVG files.
 pub fn chart_files(result: &RunResult) -> Vec<ChartFile> {
-    let page = render(std::slice::from_ref(result));
+    chart_files_of_page(&render(std::slice::from_ref(result)))
+}
+
+/// Whether the file at `path` is a chart file ssdlab wrote: its name (`NN-title.svg`, two digits or more) and
+/// the marker on its second line.
+pub fn is_chart_file(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    let digits = name.bytes().take_while(u8::is_ascii_digit).count();
+    if digits < 2 || !name[digits..].starts_with('-') || !name.ends_with(".svg") {
+        return false;
+    }
+    let mut head = [0u8; 160];
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let n = file.read(&mut head).unwrap_or(0);
+    String::from_utf8_lossy(&head[..n]).contains(MARKER)
+}
+
+/// Every chart of a rendered page, as standalone SVG files.
+pub fn chart_files_of_page(page: &str) -> Vec<ChartFile> {
     let mut files = Vec::new();
-    let mut rest = page.as_str();
+    let mut rest = page;
     while let Some(at) = rest.find("<svg class=\"chart") {
         let chart = &rest[at..];
         // Charts hold no nested <svg>, so the first end tag closes this one.
@@ -67,7 +104,7 @@ pub fn chart_files(result: &RunResult) -> Vec<ChartFile> {
             1,
         );
         let svg = format!(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{open}<style>svg {{ font-family: system-ui, -apple-system, \"Segoe UI\", \"DejaVu Sans\", sans-serif; }}{CHART_CSS}</style><rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>{body}\n"
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{MARKER}\n{open}<style>svg {{ font-family: system-ui, -apple-system, \"Segoe UI\", \"DejaVu Sans\", sans-serif; }}{CHART_CSS}</style><rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>{body}\n"
         );
         files.push(ChartFile { name, svg });
     }
@@ -88,7 +125,8 @@ mod tests {
             slug("Latency CDF: operations at or below each latency"),
             "latency-cdf-operations-at-or-below-each-latency"
         );
-        assert_eq!(slug("&lt;weird&gt; — title!"), "lt-weird-gt-title");
+        assert_eq!(slug("&lt;weird&gt; — title &amp; more!"), "weird-title-more");
+        assert_eq!(slug("— … —"), "chart");
         assert!(slug(&"long words ".repeat(20)).len() <= 60);
     }
 }

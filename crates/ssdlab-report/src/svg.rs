@@ -132,8 +132,17 @@ pub fn binary_size(v: f64) -> String {
     }
 }
 
+/// Text for SVG markup: the XML specials escaped, and the control characters XML 1.0 forbids (a file name may
+/// hold them) replaced, so a chart is also a well-formed standalone file.
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
+    s.chars()
+        .map(|c| match c {
+            '\t' | '\n' | '\r' => c,
+            c if c < ' ' || c == '\u{fffe}' || c == '\u{ffff}' => '\u{fffd}',
+            c => c,
+        })
+        .collect::<String>()
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
@@ -929,6 +938,14 @@ mod tests {
             "{svg}"
         );
         assert!(svg.contains(">50%<") && svg.contains(">25%<"));
+    }
+
+    #[test]
+    fn text_that_xml_forbids_is_replaced() {
+        assert_eq!(
+            escape("a\u{1}b\u{1b}c\td<&>\""),
+            "a\u{fffd}b\u{fffd}c\td&lt;&amp;&gt;&quot;"
+        );
     }
 
     #[test]

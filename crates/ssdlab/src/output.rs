@@ -476,7 +476,6 @@ pub fn publish_analysis(
     };
     if let Some(dir) = out {
         write_result_dir(dir, &result)?;
-        write_report(&dir.join("report.html"), std::slice::from_ref(&result))?;
     }
     reporter.emit(&Event::Begin {
         kind: result.kind().into(),
@@ -539,7 +538,7 @@ pub fn prepare_out_dir(dir: &Path) -> Result<()> {
 }
 
 /// Writes `result.json`, one `PHASE.csv` of per-second samples per phase (`samples.csv` for a lone phase), the
-/// test's tidy CSV and every chart as an SVG file in `charts/`.
+/// test's tidy CSV, `report.html`, and every chart as an SVG file in `charts/`.
 pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
@@ -561,31 +560,41 @@ pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<()> {
     if let Some((name, csv)) = ssdlab_report::tidy::tidy_csv(result) {
         write_atomically(&dir.join(name), csv.as_bytes())?;
     }
-    write_chart_files(&dir.join("charts"), result)
+    // The page is rendered once, for report.html and for the chart files taken from it. The charts are extras:
+    // a directory that cannot take them is said, and the result stands.
+    let page = ssdlab_report::render(std::slice::from_ref(result));
+    write_atomically(&dir.join("report.html"), page.as_bytes())?;
+    if let Err(e) = write_chart_files(&dir.join("charts"), &page) {
+        alarm(&format!("warning   --out {}: {e:#}", dir.display()));
+    }
+    Ok(())
 }
 
-/// Writes each chart of `result` as a standalone SVG into `charts` (`01-iops-over-the-whole-run.svg`, ...),
-/// first removing the numbered charts an earlier run left there, so the directory holds this result's charts
-/// only. Nothing else in it is touched.
-fn write_chart_files(charts: &Path, result: &RunResult) -> Result<()> {
-    let files = ssdlab_report::chart_files(result);
-    if let Ok(entries) = std::fs::read_dir(charts) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            let ours = name.ends_with(".svg")
-                && name.len() > 3
-                && name.as_bytes()[..2].iter().all(u8::is_ascii_digit)
-                && name.as_bytes()[2] == b'-';
-            if ours && entry.file_type().is_ok_and(|t| t.is_file()) {
-                let _ = std::fs::remove_file(entry.path());
+/// Writes each chart of the rendered `page` as a standalone SVG into `charts` (`01-iops-over-the-whole-run.svg`,
+/// ...), first removing the charts an earlier run wrote there, so the directory holds this result's charts only.
+/// Only files that carry ssdlab's chart marker are removed, and a `charts` that is a symlink is left alone, so
+/// nothing of anyone else's is touched.
+fn write_chart_files(charts: &Path, page: &str) -> Result<()> {
+    let files = ssdlab_report::chart_files_of_page(page);
+    match std::fs::symlink_metadata(charts) {
+        Ok(m) if !m.is_dir() => bail!(
+            "{} is not a directory ssdlab made (a file or a symlink); the charts were not written",
+            charts.display()
+        ),
+        Ok(_) => {
+            for entry in std::fs::read_dir(charts)?.flatten() {
+                let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+                if is_file && ssdlab_report::is_chart_file(&entry.path()) {
+                    let _ = std::fs::remove_file(entry.path());
+                }
             }
         }
+        Err(_) => {}
     }
     if files.is_empty() {
         return Ok(());
     }
-    std::fs::create_dir_all(charts).with_context(|| format!("--out: cannot create {}", charts.display()))?;
+    std::fs::create_dir_all(charts).with_context(|| format!("cannot create {}", charts.display()))?;
     for file in files {
         write_atomically(&charts.join(&file.name), file.svg.as_bytes())?;
     }

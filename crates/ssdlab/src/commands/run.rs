@@ -173,7 +173,6 @@ fn run_on<D: Device>(
             label: None,
         };
         output::write_result_dir(dir, &result)?;
-        output::write_report(&dir.join("report.html"), std::slice::from_ref(&result))?;
         eprintln!(
             "results   {} (report.html, result.json, samples.csv, charts/)",
             dir.display()

@@ -366,7 +366,6 @@ fn execute(
             label: None,
         };
         output::write_result_dir(dir, &result)?;
-        output::write_report(&dir.join("report.html"), &[result])?;
         eprintln!(
             "results   {} (report.html, result.json, CSV, charts/)",
             dir.display()

@@ -565,9 +565,11 @@ fn every_chart_kind_renders_with_ticks_on_both_axes_and_its_legend_below_the_dat
         "{} bytes",
         png.len()
     );
-    // Writing a result again replaces its numbered charts and leaves anything else in charts/ alone.
+    // Writing a result again replaces the charts ssdlab wrote there (they carry its marker) and leaves anything
+    // else in charts/ alone, a numbered SVG of someone else's included.
     let charts = dirs[0].join("charts");
-    std::fs::write(charts.join("99-from-an-older-run.svg"), "<svg/>").unwrap();
+    std::fs::copy(&svg_files[0], charts.join("99-from-an-older-run.svg")).unwrap();
+    std::fs::write(charts.join("01-mine.svg"), "<svg/>").unwrap();
     std::fs::write(charts.join("notes.txt"), "mine").unwrap();
     expect_code(
         &run(&[
@@ -585,6 +587,30 @@ fn every_chart_kind_renders_with_ticks_on_both_axes_and_its_legend_below_the_dat
     );
     assert!(!charts.join("99-from-an-older-run.svg").exists());
     assert_eq!(std::fs::read_to_string(charts.join("notes.txt")).unwrap(), "mine");
+    assert_eq!(
+        std::fs::read_to_string(charts.join("01-mine.svg")).unwrap(),
+        "<svg/>"
+    );
+    // A charts/ that is not a directory costs the charts, with a warning, never the result.
+    let odd = dir.path().join("odd");
+    std::fs::create_dir_all(&odd).unwrap();
+    std::fs::write(odd.join("charts"), "a file").unwrap();
+    let out = run(&[
+        "run",
+        "--target",
+        sim,
+        "--runtime",
+        "1s",
+        "--out",
+        odd.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    assert!(
+        stderr(&out).contains("charts were not written"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(odd.join("result.json").exists() && odd.join("report.html").exists());
     let page = dir.path().join("all.html");
     let mut args = vec!["report".to_string()];
     args.extend(dirs.iter().map(|d| d.to_str().unwrap().to_string()));
