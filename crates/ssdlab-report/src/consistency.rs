@@ -133,6 +133,7 @@ fn snia_rounds(group: &[&RunResult]) -> Chart {
                 .map(|(i, &v)| (i as f64 + 1.0, v))
                 .collect(),
             mark: Mark::LineWithDots,
+            style: crate::result_style(group, r, 0),
         });
         let Some(start) = rounds.len().checked_sub(5) else {
             continue;
@@ -147,6 +148,7 @@ fn snia_rounds(group: &[&RunResult]) -> Chart {
             ),
             points: vec![(first, 0.9 * mean), (last, 1.1 * mean)],
             mark: Mark::Band,
+            style: crate::result_style(group, r, 0),
         });
         let xs: Vec<f64> = (0..5).map(|i| i as f64).collect();
         if let Some(line) = ssdlab_core::stats::least_squares(&xs, window) {
@@ -154,6 +156,7 @@ fn snia_rounds(group: &[&RunResult]) -> Chart {
                 name: format!("{prefix}least-squares fit"),
                 points: vec![(first, line.intercept), (last, line.intercept + 4.0 * line.slope)],
                 mark: Mark::Line,
+                style: crate::result_style(group, r, 1),
             });
         }
     }

@@ -83,7 +83,7 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
     let mut tail = Vec::new();
     let mut buckets: Vec<(String, Vec<f64>)> = Vec::new();
     for r in group {
-        for &name in measured_phases(r) {
+        for (kind, &name) in measured_phases(r).iter().enumerate() {
             let phase = if name.is_empty() {
                 r.phases.first()
             } else {
@@ -110,6 +110,7 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
                     .map(|&(ns, f)| (ns as f64 / 1e3, 100.0 * f))
                     .collect(),
                 mark: Mark::Line,
+                style: crate::result_style(group, r, kind),
             });
             // The tail: share of operations slower than each latency; the last bucket (0%) has no place on a log
             // axis.
@@ -121,6 +122,7 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
                     .map(|&(ns, f)| (ns as f64 / 1e3, 100.0 * (1.0 - f)))
                     .collect(),
                 mark: Mark::Line,
+                style: crate::result_style(group, r, kind),
             });
         }
     }

@@ -62,12 +62,14 @@ fn one(a: &FanoutAnalysis) -> String {
         name: format!("query over all {} drives", a.query.shards),
         points: at_or_beyond(&a.query_cdf),
         mark: Mark::LineWithDots,
+        style: None,
     });
     if let Some(m) = &a.measured {
         series.push(Series {
             name: "query as measured".into(),
             points: tail_of(&m.histogram),
             mark: Mark::Line,
+            style: None,
         });
     }
     for d in &a.drives {
@@ -78,6 +80,7 @@ fn one(a: &FanoutAnalysis) -> String {
             },
             points: tail_of(&d.histogram),
             mark: Mark::Line,
+            style: None,
         });
     }
     let mut out = charts(&[Chart {

@@ -131,12 +131,14 @@ pub(crate) fn health(group: &[&RunResult]) -> String {
                 name: format!("{name} host"),
                 points: host,
                 mark: Mark::LineWithDots,
+                style: None,
             });
             if !nand.is_empty() {
                 writes.push(Series {
                     name: format!("{name} NAND"),
                     points: nand,
                     mark: Mark::LineWithDots,
+                    style: None,
                 });
             }
             wear.push(Series {
@@ -147,6 +149,7 @@ pub(crate) fn health(group: &[&RunResult]) -> String {
                     .filter_map(|p| p.wear_used_percent.map(|w| (days(p.t_s), w)))
                     .collect(),
                 mark: Mark::LineWithDots,
+                style: None,
             });
         }
         out.push_str(&charts(&[

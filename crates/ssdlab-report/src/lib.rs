@@ -166,6 +166,16 @@ fn heading(kind: &str) -> String {
     }
 }
 
+/// The style of a result's `kind`-th series (a phase, a fitted line) when several results share a chart: the
+/// result's colour (its place in the group, as in the ranked bars) and a dash per kind, so a drive reads as one
+/// colour and its phases as solid, dashed and dotted. None for a lone result, whose series take a colour each.
+pub(crate) fn result_style(group: &[&RunResult], r: &RunResult, kind: usize) -> Option<(usize, usize)> {
+    if group.len() < 2 {
+        return None;
+    }
+    group.iter().position(|g| std::ptr::eq(*g, r)).map(|i| (i, kind))
+}
+
 /// A series-name prefix naming the result when several are overlaid (nothing for a lone result).
 pub(crate) fn overlay_prefix(group: &[&RunResult], r: &RunResult) -> String {
     if group.len() > 1 {
@@ -255,6 +265,7 @@ pub(crate) fn series_of_phase<'a>(
                 name: label(r),
                 points: points(p),
                 mark,
+                style: None,
             })
         })
         .collect()

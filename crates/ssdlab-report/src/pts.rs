@@ -184,6 +184,7 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
                     ),
                     points,
                     mark: Mark::LineWithDots,
+                    style: None,
                 });
             }
         }
@@ -216,18 +217,21 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
                 name: name.into(),
                 points: vec![(lo, v * scale), (hi, v * scale)],
                 mark: Mark::Line,
+                style: None,
             };
             let mut series = vec![
                 Series {
                     name: tracking_name(a),
                     points: tracked,
                     mark: Mark::LineWithDots,
+                    style: None,
                 },
                 flat("window mean", mean),
                 Series {
                     name: "mean +-10% (the 20% range rule)".into(),
                     points: vec![(lo, 0.9 * mean * scale), (hi, 1.1 * mean * scale)],
                     mark: Mark::Band,
+                    style: None,
                 },
             ];
             if let (Some(slope), Some(intercept)) = (s.slope_per_round, s.intercept) {
@@ -238,6 +242,7 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
                         (hi, (intercept + slope * (hi - lo)) * scale),
                     ],
                     mark: Mark::Line,
+                    style: None,
                 });
             }
             let y_unit = match a.tracking_metric {

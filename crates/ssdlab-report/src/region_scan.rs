@@ -24,6 +24,7 @@ pub(crate) fn region_scan(group: &[&RunResult]) -> String {
                 .map(|x| (x.offset_bytes as f64 / 1e9, x.bytes_per_s / 1e6))
                 .collect(),
             mark: Mark::LineWithDots,
+            style: None,
         })
         .collect();
     let mut out = charts(&[Chart {

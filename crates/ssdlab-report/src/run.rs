@@ -11,7 +11,7 @@ pub(crate) fn run(group: &[&RunResult]) -> String {
     let mut p99 = Vec::new();
     let mut rows = Vec::new();
     for r in group {
-        for p in &r.phases {
+        for (kind, p) in r.phases.iter().enumerate() {
             let name = if group.len() > 1 || r.phases.len() > 1 {
                 format!("{} {}", label(r), p.name)
             } else {
@@ -21,6 +21,7 @@ pub(crate) fn run(group: &[&RunResult]) -> String {
                 name: name.clone(),
                 points: iops_over_time(p),
                 mark: Mark::Line,
+                style: crate::result_style(group, r, kind),
             });
             p99.push(Series {
                 name: name.clone(),
@@ -30,6 +31,7 @@ pub(crate) fn run(group: &[&RunResult]) -> String {
                     .map(|s| (s.t_s, s.latency_ns_p99 as f64 / 1e3))
                     .collect(),
                 mark: Mark::Line,
+                style: crate::result_style(group, r, kind),
             });
             let s = &p.summary;
             rows.push(vec![

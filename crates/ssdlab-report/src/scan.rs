@@ -35,6 +35,7 @@ pub(crate) fn scan(group: &[&RunResult]) -> String {
                 .map(|f| (months(f.age_s), f.bytes_per_s / 1e6))
                 .collect(),
             mark: Mark::Dots,
+            style: None,
         });
         // Each bucket is drawn at the age of its youngest file.
         let youngest: Vec<f64> = a
@@ -57,6 +58,7 @@ pub(crate) fn scan(group: &[&RunResult]) -> String {
                 .map(|(age, b)| (*age, b.speed_bytes_per_s.p50 / 1e6))
                 .collect(),
             mark: Mark::LineWithDots,
+            style: None,
         });
         hours.push(Series {
             name: format!("{prefix}hours per 900 GB"),
@@ -66,6 +68,7 @@ pub(crate) fn scan(group: &[&RunResult]) -> String {
                 .map(|(age, b)| (*age, b.hours_per_900gb))
                 .collect(),
             mark: Mark::LineWithDots,
+            style: None,
         });
         // Random reads by age: at each virtual age exactly when the data set has them, else per bucket.
         let by_age: Vec<(f64, &RandomReadLatency)> = match &a.field_report {
@@ -93,6 +96,7 @@ pub(crate) fn scan(group: &[&RunResult]) -> String {
                     name: format!("{prefix}4 KiB random read {name}"),
                     points: by_age.iter().map(|(age, r)| (*age, column(r))).collect(),
                     mark: Mark::LineWithDots,
+                    style: None,
                 });
             }
         }
@@ -105,6 +109,7 @@ pub(crate) fn scan(group: &[&RunResult]) -> String {
                     .filter_map(|row| Some((row.months, row.field_report_hours_per_900gb?)))
                     .collect(),
                 mark: Mark::Dots,
+                style: None,
             });
         }
     }

@@ -9,14 +9,24 @@ const COLOURS: [&str; 7] = [
     "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000",
 ];
 
+/// Dash patterns: solid, dashed, dotted.
+const DASHES: [&str; 3] = ["", "6 3", "2 3"];
+
 /// The colour and dash pattern of series `i`.
 fn style(i: usize) -> (&'static str, &'static str) {
-    let dash = match (i / COLOURS.len()) % 3 {
-        0 => "",
-        1 => "6 3",
-        _ => "2 3",
-    };
-    (COLOURS[i % COLOURS.len()], dash)
+    (COLOURS[i % COLOURS.len()], DASHES[(i / COLOURS.len()) % 3])
+}
+
+/// The colour and dash of each series: its own [`Series::style`], or by its position.
+fn styles(series: &[Series]) -> Vec<(&'static str, &'static str)> {
+    series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| match s.style {
+            Some((colour, dash)) => (COLOURS[colour % COLOURS.len()], DASHES[dash % DASHES.len()]),
+            None => style(i),
+        })
+        .collect()
 }
 
 /// Height of one legend row below the plot.
@@ -51,6 +61,9 @@ pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
     pub mark: Mark,
+    /// (colour, dash) indices when the series belongs to a result drawn with several series (its phases, its
+    /// window and fit): the result's colour, a dash per kind of series. None: by position.
+    pub style: Option<(usize, usize)>,
 }
 
 #[derive(Debug, Clone)]
@@ -415,10 +428,11 @@ pub fn render(chart: &Chart, id: usize) -> String {
         w = width - left - right,
         h = height - top - bottom
     );
+    let series_styles = styles(&chart.series);
     // Bands first, under every series.
     for (i, series) in chart.series.iter().enumerate() {
         if let (Mark::Band, [(x0, y0), (x1, y1)]) = (series.mark, series.points.as_slice()) {
-            let (colour, _) = style(i);
+            let (colour, _) = series_styles[i];
             let (ax, bx) = (x.map(x0.min(*x1)), x.map(x0.max(*x1)));
             let (ay, by) = (y.map(y1.max(*y0)), y.map(y0.min(*y1)));
             if [ax, bx, ay, by].iter().all(|v| v.is_finite()) {
@@ -437,7 +451,7 @@ pub fn render(chart: &Chart, id: usize) -> String {
         if series.mark == Mark::Band {
             continue;
         }
-        let (colour, dash) = style(i);
+        let (colour, dash) = series_styles[i];
         let drawable: Vec<(f64, f64)> = series
             .points
             .iter()
@@ -507,7 +521,7 @@ pub fn render(chart: &Chart, id: usize) -> String {
             }
         })
         .collect();
-    draw_legend(&mut svg, &names, &swatches, &legend, height);
+    draw_legend(&mut svg, &names, &swatches, &series_styles, &legend, height);
     svg.push_str("</svg>");
     svg
 }
@@ -542,9 +556,16 @@ fn draw_y_axis(
 }
 
 /// The legend entries, from the top `from` (below the axis label) down, as `legend_layout` placed them.
-fn draw_legend(svg: &mut String, names: &[&str], swatches: &[Swatch], layout: &[(f64, usize)], from: f64) {
+fn draw_legend(
+    svg: &mut String,
+    names: &[&str],
+    swatches: &[Swatch],
+    styles: &[(&str, &str)],
+    layout: &[(f64, usize)],
+    from: f64,
+) {
     for (i, &(lx, row)) in layout.iter().enumerate() {
-        let (colour, dash) = style(i);
+        let (colour, dash) = styles[i];
         let ly = from + row as f64 * LEGEND_ROW;
         let swatch = match swatches[i] {
             Swatch::Shade | Swatch::Solid => format!(
@@ -635,10 +656,11 @@ pub fn columns(
         cx = (left + width - right) / 2.0,
         ly = height - 10.0
     );
+    let column_styles: Vec<(&str, &str)> = (0..series.len()).map(style).collect();
     let group_w = slot * 0.8;
     let column_w = group_w / series.len().max(1) as f64;
     for (i, (name, values)) in series.iter().enumerate() {
-        let (colour, _) = style(i);
+        let (colour, _) = column_styles[i];
         let _ = write!(svg, r#"<g class="series" data-name="{}">"#, escape(name));
         for (c, &v) in values.iter().enumerate().take(categories.len()) {
             if !v.is_finite() {
@@ -656,7 +678,7 @@ pub fn columns(
         svg.push_str("</g>");
     }
     let swatches = vec![Swatch::Solid; series.len()];
-    draw_legend(&mut svg, &names, &swatches, &legend, height);
+    draw_legend(&mut svg, &names, &swatches, &column_styles, &legend, height);
     svg.push_str("</svg>");
     svg
 }
@@ -846,11 +868,13 @@ mod tests {
                     name: "a".into(),
                     points: vec![(0.0, 60_000.0), (1.0, 5_000.0), (2.0, 0.0)],
                     mark: Mark::Dots,
+                    style: None,
                 },
                 Series {
                     name: "b".into(),
                     points: vec![(0.0, 100.0), (2.0, 200.0)],
                     mark: Mark::Line,
+                    style: None,
                 },
             ],
         }
@@ -941,6 +965,34 @@ mod tests {
     }
 
     #[test]
+    fn a_series_with_its_own_style_keeps_its_results_colour_and_dash() {
+        let series = |name: &str, style| Series {
+            name: name.into(),
+            points: vec![(0.0, 1.0), (1.0, 2.0)],
+            mark: Mark::Line,
+            style,
+        };
+        let chart = Chart {
+            title: "t".into(),
+            x: Axis::new("x", Scale::Linear),
+            y: Axis::new("y", Scale::Linear),
+            // Drive B's second phase: B's colour (index 1), the second dash, though it is the first series.
+            series: vec![series("B dirty", Some((1, 1))), series("A clean", None)],
+        };
+        let svg = render(&chart, 3);
+        let stroke = |colour: &str, dash: &str| {
+            format!("stroke=\"{colour}\" stroke-width=\"1.8\" stroke-dasharray=\"{dash}\"")
+        };
+        let first = &svg[svg.find("data-name=\"B dirty\"").unwrap()..];
+        assert!(first.contains(&stroke(COLOURS[1], "6 3")), "{svg}");
+        let second = &svg[svg.find("data-name=\"A clean\"").unwrap()..];
+        assert!(
+            second.contains(&stroke(COLOURS[1], "")),
+            "a series without a style takes its place's colour"
+        );
+    }
+
+    #[test]
     fn text_that_xml_forbids_is_replaced() {
         assert_eq!(
             escape("a\u{1}b\u{1b}c\td<&>\""),
@@ -973,11 +1025,13 @@ mod tests {
                     name: long.clone(),
                     points: vec![(0.0, 1.0)],
                     mark: Mark::Line,
+                    style: None,
                 },
                 Series {
                     name: "b".into(),
                     points: vec![(1.0, 2.0)],
                     mark: Mark::Line,
+                    style: None,
                 },
             ],
         };
@@ -1059,6 +1113,7 @@ mod tests {
                 name: "a".into(),
                 points: vec![(0.0, 66_000.0), (1.0, 5_000.0), (2.0, 66_000.0)],
                 mark: Mark::Dots,
+                style: None,
             }],
         };
         let svg = render(&chart, 1);

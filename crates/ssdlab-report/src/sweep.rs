@@ -58,6 +58,7 @@ fn mix_sweeps(group: &[&RunResult]) -> String {
                     .filter_map(|row| Some((row.read_percent? as f64, iops(row))))
                     .collect(),
                 mark: Mark::LineWithDots,
+                style: None,
             });
         }
     }
@@ -99,6 +100,7 @@ fn queue_depth_sweeps(group: &[&RunResult]) -> String {
                     .filter_map(|row| Some((row.queue_depth? as f64, iops(row))))
                     .collect(),
                 mark: Mark::LineWithDots,
+                style: None,
             });
         }
     }
@@ -129,6 +131,7 @@ fn queue_depth_sweeps(group: &[&RunResult]) -> String {
                         name: format!("{prefix}random {direction}, {figure}"),
                         points,
                         mark: Mark::LineWithDots,
+                        style: None,
                     });
                 }
             }
@@ -175,6 +178,7 @@ fn size_sweeps(group: &[&RunResult]) -> String {
                     .map(|row| (row.transfer_bytes as f64, speed(row) / 1e6))
                     .collect(),
                 mark: Mark::LineWithDots,
+                style: None,
             });
         }
     }

@@ -46,7 +46,7 @@ pub(crate) fn trim(group: &[&RunResult]) -> String {
     let mut out = table(&header, &rows);
     let mut series = Vec::new();
     for r in group {
-        for name in ["clean", "dirty", "after-trim"] {
+        for (kind, name) in ["clean", "dirty", "after-trim"].into_iter().enumerate() {
             if let Some(p) = phase(r, name) {
                 let prefix = overlay_prefix(group, r);
                 // Against the data each pass has written (as reviewers draw it), so a long dirty pass does not
@@ -64,6 +64,7 @@ pub(crate) fn trim(group: &[&RunResult]) -> String {
                     name: format!("{prefix}{name}"),
                     points,
                     mark: Mark::LineWithDots,
+                    style: crate::result_style(group, r, kind),
                 });
             }
         }
