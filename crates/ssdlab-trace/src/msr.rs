@@ -23,13 +23,14 @@ fn is_header(line: &str) -> bool {
 }
 
 pub(crate) fn read(lines: &mut Lines<'_>, disk: Option<u32>) -> Result<Trace, TraceError> {
-    // (ticks, disk, op, offset, size), in file order.
-    let mut rows = Vec::new();
+    let mut ops: Vec<TraceOp> = Vec::new();
+    // Every disk number seen, in the order first seen.
+    let mut disks: Vec<u64> = Vec::new();
     for (i, raw) in lines.enumerate() {
         let n = i + 1;
         let raw = raw?;
         let line = raw.trim();
-        if line.is_empty() || (rows.is_empty() && is_header(line)) {
+        if line.is_empty() || (disks.is_empty() && is_header(line)) {
             continue;
         }
         let f = fields(line);
@@ -59,11 +60,21 @@ pub(crate) fn read(lines: &mut Lines<'_>, disk: Option<u32>) -> Result<Trace, Tr
         if size == 0 {
             return Err(TraceError::line(n, "an operation of 0 bytes"));
         }
-        rows.push((ticks, disk_number, op, offset, size));
+        // Only the disk that will be replayed is kept (the one asked for, or the first seen: a second one is an
+        // error below), with its raw ticks until the trace's start is known.
+        if !disks.contains(&disk_number) {
+            disks.push(disk_number);
+        }
+        if disk.map_or(disk_number == disks[0], |d| u64::from(d) == disk_number) {
+            ops.push(TraceOp {
+                at_ns: ticks,
+                op,
+                offset_bytes: offset,
+                len_bytes: size,
+            });
+        }
     }
-    let mut disks: Vec<u64> = rows.iter().map(|r| r.1).collect();
     disks.sort_unstable();
-    disks.dedup();
     let chosen = match (disk, disks.as_slice()) {
         (Some(d), _) if disks.contains(&(d as u64)) => d as u64,
         (Some(d), _) => {
@@ -81,22 +92,11 @@ pub(crate) fn read(lines: &mut Lines<'_>, disk: Option<u32>) -> Result<Trace, Tr
             )));
         }
     };
-    let first = rows
-        .iter()
-        .filter(|r| r.1 == chosen)
-        .map(|r| r.0)
-        .min()
-        .unwrap_or(0);
-    let ops = rows
-        .iter()
-        .filter(|r| r.1 == chosen)
-        .map(|&(ticks, _, op, offset_bytes, len_bytes)| TraceOp {
-            at_ns: (ticks - first).saturating_mul(100),
-            op,
-            offset_bytes,
-            len_bytes,
-        })
-        .collect();
+    debug_assert!(disks.contains(&chosen));
+    let first = ops.iter().map(|o| o.at_ns).min().unwrap_or(0);
+    for op in &mut ops {
+        op.at_ns = (op.at_ns - first).saturating_mul(100);
+    }
     Ok(Trace {
         format: TraceFormat::Msr,
         ops,
