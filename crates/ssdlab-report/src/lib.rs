@@ -170,7 +170,8 @@ fn heading(kind: &str) -> String {
 /// result's colour (its place in the group, as in the ranked bars) and a dash per kind, so a drive reads as one
 /// colour and its phases as solid, dashed and dotted. None for a lone result, whose series take a colour each.
 pub(crate) fn result_style(group: &[&RunResult], r: &RunResult, kind: usize) -> Option<(usize, usize)> {
-    if group.len() < 2 {
+    // Past the palette, colours repeat: positions (colour, then dash) keep every series apart instead.
+    if group.len() < 2 || group.len() > svg::COLOUR_COUNT {
         return None;
     }
     group.iter().position(|g| std::ptr::eq(*g, r)).map(|i| (i, kind))
@@ -261,11 +262,12 @@ pub(crate) fn series_of_phase<'a>(
     group
         .iter()
         .filter_map(|r| {
+            // The result's own colour, even when a result before it lacks the phase.
             pick(r).map(|p| Series {
                 name: label(r),
                 points: points(p),
                 mark,
-                style: None,
+                style: result_style(group, r, 0),
             })
         })
         .collect()

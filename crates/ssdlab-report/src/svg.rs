@@ -9,6 +9,9 @@ const COLOURS: [&str; 7] = [
     "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000",
 ];
 
+/// How many results can each have a colour of their own.
+pub(crate) const COLOUR_COUNT: usize = COLOURS.len();
+
 /// Dash patterns: solid, dashed, dotted.
 const DASHES: [&str; 3] = ["", "6 3", "2 3"];
 
