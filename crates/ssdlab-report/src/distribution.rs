@@ -81,7 +81,8 @@ fn measured_phases(r: &RunResult) -> &'static [&'static str] {
 pub(crate) fn distribution(group: &[&RunResult]) -> String {
     let mut cdf = Vec::new();
     let mut tail = Vec::new();
-    let mut buckets: Vec<(String, Vec<f64>)> = Vec::new();
+    // Each phase's shares of fio's buckets, named and styled as its series.
+    let mut buckets: Vec<crate::svg::Columns> = Vec::new();
     for r in group {
         for (kind, &name) in measured_phases(r).iter().enumerate() {
             let phase = if name.is_empty() {
@@ -102,7 +103,11 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
                 (false, true) => name.to_string(),
                 (false, false) => phase.map_or(String::new(), |p| p.name.clone()),
             };
-            buckets.push((series_name.clone(), fio_buckets(&points)));
+            buckets.push((
+                series_name.clone(),
+                fio_buckets(&points),
+                crate::result_style(group, r, kind),
+            ));
             cdf.push(Series {
                 name: series_name.clone(),
                 points: points
@@ -132,7 +137,7 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
     let mut out = String::from("<h3>Latency distribution</h3>");
     // fio's buckets, only those where some phase has operations.
     let used: Vec<usize> = (0..=FIO_EDGES_NS.len())
-        .filter(|&i| buckets.iter().any(|(_, shares)| shares[i] >= 0.00005))
+        .filter(|&i| buckets.iter().any(|(_, shares, _)| shares[i] >= 0.00005))
         .collect();
     let bucket_names: Vec<String> = used
         .iter()
@@ -145,7 +150,7 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
     header.extend(bucket_names.iter().cloned());
     let rows: Vec<Vec<String>> = buckets
         .iter()
-        .map(|(name, shares)| {
+        .map(|(name, shares, _)| {
             std::iter::once(name.clone())
                 .chain(used.iter().map(|&i| format!("{:.2}%", 100.0 * shares[i])))
                 .collect()
@@ -153,9 +158,15 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
         .collect();
     out.push_str(&table_with_class("wide", &header, &rows));
     // The histogram as fio-plot draws it: a column per bucket and phase, the share of operations on a linear axis.
-    let histogram: Vec<(String, Vec<f64>)> = buckets
+    let histogram: Vec<crate::svg::Columns> = buckets
         .iter()
-        .map(|(name, shares)| (name.clone(), used.iter().map(|&i| 100.0 * shares[i]).collect()))
+        .map(|(name, shares, style)| {
+            (
+                name.clone(),
+                used.iter().map(|&i| 100.0 * shares[i]).collect(),
+                *style,
+            )
+        })
         .collect();
     out.push_str("<div class=\"charts\">");
     out.push_str(&columns(

@@ -302,7 +302,8 @@ fn dot_style(mark: Mark, points: usize) -> (f64, f64) {
 enum Swatch {
     Line,
     Shade,
-    Solid,
+    /// A filled block at this opacity (a column; lighter for a result's second and third kind of series).
+    Solid(f64),
 }
 
 /// `name` cut in the middle to at most `max` characters, which keeps both a target's start and the end that tells
@@ -571,13 +572,12 @@ fn draw_legend(
         let (colour, dash) = styles[i];
         let ly = from + row as f64 * LEGEND_ROW;
         let swatch = match swatches[i] {
-            Swatch::Shade | Swatch::Solid => format!(
+            Swatch::Shade | Swatch::Solid(_) => format!(
                 r#"<rect x="{lx:.1}" y="{y:.1}" width="18" height="10" fill="{colour}" fill-opacity="{o}"/>"#,
                 y = ly - 4.0,
-                o = if matches!(swatches[i], Swatch::Shade) {
-                    "0.3"
-                } else {
-                    "1"
+                o = match swatches[i] {
+                    Swatch::Solid(opacity) => opacity,
+                    _ => 0.3,
                 }
             ),
             Swatch::Line => format!(
@@ -596,17 +596,18 @@ fn draw_legend(
     }
 }
 
+/// Column fill opacities in place of dashes: solid, then lighter.
+const SHADES: [f64; 3] = [1.0, 0.6, 0.35];
+
+/// One series of a column chart: its name, one value per category, and its style as [`Series::style`] (a
+/// result's colour; its kind of series drawn lighter instead of dashed).
+pub type Columns = (String, Vec<f64>, Option<(usize, usize)>);
+
 /// A column chart over named categories (fio's latency buckets): for each category a group of columns, one per
 /// series in its colour, on a linear y axis from zero with ticks and grid, category names under the axis
 /// (slanted when they would touch), the legend below. Each series has one value per category; a value that is
 /// not finite is left out.
-pub fn columns(
-    title: &str,
-    x_label: &str,
-    y: &Axis,
-    categories: &[String],
-    series: &[(String, Vec<f64>)],
-) -> String {
+pub fn columns(title: &str, x_label: &str, y: &Axis, categories: &[String], series: &[Columns]) -> String {
     let width = 800.0;
     let (left, right, top) = (72.0, 20.0, 34.0);
     let plot_w = width - left - right;
@@ -620,11 +621,11 @@ pub fn columns(
         52.0
     };
     let height = 308.0 + bottom;
-    let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
+    let names: Vec<&str> = series.iter().map(|(n, _, _)| n.as_str()).collect();
     let legend = legend_layout(&names, width);
     let legend_rows = legend.iter().map(|&(_, row)| row + 1).max().unwrap_or(0);
     let total_height = height + legend_rows as f64 * LEGEND_ROW + if legend_rows > 0 { 6.0 } else { 0.0 };
-    let (lo, hi) = bounds(y, series.iter().flat_map(|(_, v)| v.iter().copied()));
+    let (lo, hi) = bounds(y, series.iter().flat_map(|(_, v, _)| v.iter().copied()));
     let map = Mapping {
         scale: Scale::Linear,
         lo,
@@ -659,11 +660,22 @@ pub fn columns(
         cx = (left + width - right) / 2.0,
         ly = height - 10.0
     );
-    let column_styles: Vec<(&str, &str)> = (0..series.len()).map(style).collect();
+    // (colour, opacity) per series: its own style, or by position (colours, then lighter shades past the palette).
+    let fills: Vec<(&str, f64)> = series
+        .iter()
+        .enumerate()
+        .map(|(i, (_, _, style))| match style {
+            Some((colour, kind)) => (COLOURS[colour % COLOURS.len()], SHADES[kind % SHADES.len()]),
+            None => (
+                COLOURS[i % COLOURS.len()],
+                SHADES[(i / COLOURS.len()) % SHADES.len()],
+            ),
+        })
+        .collect();
     let group_w = slot * 0.8;
     let column_w = group_w / series.len().max(1) as f64;
-    for (i, (name, values)) in series.iter().enumerate() {
-        let (colour, _) = column_styles[i];
+    for (i, (name, values, _)) in series.iter().enumerate() {
+        let (colour, opacity) = fills[i];
         let _ = write!(svg, r#"<g class="series" data-name="{}">"#, escape(name));
         for (c, &v) in values.iter().enumerate().take(categories.len()) {
             if !v.is_finite() {
@@ -673,15 +685,16 @@ pub fn columns(
             let x = left + slot * c as f64 + (slot - group_w) / 2.0 + column_w * i as f64;
             let _ = write!(
                 svg,
-                r#"<rect class="column" x="{x:.1}" y="{top_y:.1}" width="{w:.1}" height="{h:.1}" fill="{colour}"/>"#,
+                r#"<rect class="column" x="{x:.1}" y="{top_y:.1}" width="{w:.1}" height="{h:.1}" fill="{colour}" fill-opacity="{opacity}"/>"#,
                 w = (column_w - 1.0).max(0.5),
                 h = (base - top_y).max(0.0)
             );
         }
         svg.push_str("</g>");
     }
-    let swatches = vec![Swatch::Solid; series.len()];
-    draw_legend(&mut svg, &names, &swatches, &column_styles, &legend, height);
+    let swatches: Vec<Swatch> = fills.iter().map(|&(_, opacity)| Swatch::Solid(opacity)).collect();
+    let legend_styles: Vec<(&str, &str)> = fills.iter().map(|&(colour, _)| (colour, "")).collect();
+    draw_legend(&mut svg, &names, &swatches, &legend_styles, &legend, height);
     svg.push_str("</svg>");
     svg
 }
@@ -992,6 +1005,35 @@ mod tests {
         assert!(
             second.contains(&stroke(COLOURS[1], "")),
             "a series without a style takes its place's colour"
+        );
+    }
+
+    #[test]
+    fn columns_take_their_results_colour_and_a_lighter_shade_per_kind() {
+        let categories: Vec<String> = ["2 us", "4 us"].iter().map(|s| s.to_string()).collect();
+        let mut series: Vec<Columns> = vec![
+            ("A clean".into(), vec![50.0, 50.0], Some((0, 0))),
+            ("A dirty".into(), vec![20.0, 80.0], Some((0, 1))),
+        ];
+        let svg = columns("h", "x", &Axis::new("%", Scale::Linear), &categories, &series);
+        let dirty = &svg[svg.find("data-name=\"A dirty\"").unwrap()..];
+        assert!(
+            dirty.contains(&format!("fill=\"{}\" fill-opacity=\"0.6\"", COLOURS[0])),
+            "{svg}"
+        );
+        // Its legend swatch is the same shade.
+        let legend = &svg[svg.rfind("<g class=\"legend\">").unwrap()..];
+        assert!(
+            legend.contains("fill-opacity=\"0.6\"") && legend.contains("A dirty"),
+            "{legend}"
+        );
+        // Past the palette, positions give lighter shades instead of repeating a colour exactly.
+        series = (0..8).map(|i| (format!("s{i}"), vec![1.0, 2.0], None)).collect();
+        let svg = columns("h", "x", &Axis::new("%", Scale::Linear), &categories, &series);
+        let eighth = &svg[svg.find("data-name=\"s7\"").unwrap()..];
+        assert!(
+            eighth.contains(&format!("fill=\"{}\" fill-opacity=\"0.6\"", COLOURS[0])),
+            "{svg}"
         );
     }
 
