@@ -4,9 +4,7 @@
 //! renderer and a file never differs from what the report shows. Pure: it returns names and text; the caller
 //! writes them.
 
-use ssdlab_core::schema::RunResult;
-
-use crate::{CHART_CSS, render};
+use crate::CHART_CSS;
 
 /// The comment on the second line of every chart file: how a later run knows a file is one it may replace.
 const MARKER: &str = "<!-- ssdlab chart: rewritten when the result is written again -->";
@@ -53,28 +51,17 @@ fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
     Some(&tag[at..at + tag[at..].find('"')?])
 }
 
-/// Every chart of `result`'s report, as standalone SVG files.
-pub fn chart_files(result: &RunResult) -> Vec<ChartFile> {
-    chart_files_of_page(&render(std::slice::from_ref(result)))
-}
+/// How many bytes of a file's start [`is_chart_file`] needs: the XML declaration and the marker line.
+pub const CHART_FILE_HEAD_BYTES: usize = 160;
 
-/// Whether the file at `path` is a chart file ssdlab wrote: its name (`NN-title.svg`, two digits or more) and
-/// the marker on its second line.
-pub fn is_chart_file(path: &std::path::Path) -> bool {
-    use std::io::Read;
-    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-        return false;
-    };
+/// Whether a file named `name` that starts with `head` is a chart file ssdlab wrote: its name (`NN-title.svg`, two
+/// digits or more) and the marker on its second line. The caller reads the file; this crate does no I/O.
+pub fn is_chart_file(name: &str, head: &[u8]) -> bool {
     let digits = name.bytes().take_while(u8::is_ascii_digit).count();
-    if digits < 2 || !name[digits..].starts_with('-') || !name.ends_with(".svg") {
-        return false;
-    }
-    let mut head = [0u8; 160];
-    let Ok(mut file) = std::fs::File::open(path) else {
-        return false;
-    };
-    let n = file.read(&mut head).unwrap_or(0);
-    String::from_utf8_lossy(&head[..n]).contains(MARKER)
+    digits >= 2
+        && name[digits..].starts_with('-')
+        && name.ends_with(".svg")
+        && String::from_utf8_lossy(head).contains(MARKER)
 }
 
 /// Every chart of a rendered page, as standalone SVG files.

@@ -29,17 +29,7 @@ fn fields() -> [(&'static str, HeaderField); 8] {
                 r.target.capacity_bytes
             )
         }),
-        ("I/O", |r| {
-            format!(
-                "{}, {}",
-                r.target.backend,
-                if r.target.direct_io {
-                    "O_DIRECT"
-                } else {
-                    "buffered"
-                }
-            )
-        }),
+        ("I/O", io_path),
         ("host", |r| {
             format!("{} {} ({} CPUs)", r.host.hostname, r.host.kernel, r.host.cpus)
         }),
@@ -47,6 +37,16 @@ fn fields() -> [(&'static str, HeaderField); 8] {
         ("started", |r| r.started_at.clone()),
         ("verdict", verdict),
     ]
+}
+
+/// How the I/O was done: the backend and whether it bypassed the page cache.
+fn io_path(r: &RunResult) -> String {
+    let cache = if r.target.direct_io {
+        "O_DIRECT"
+    } else {
+        "buffered"
+    };
+    format!("{}, {cache}", r.target.backend)
 }
 
 fn verdict(r: &RunResult) -> String {
@@ -154,13 +154,7 @@ fn shorten(value: &str) -> String {
 /// options.
 pub(crate) fn section_header(group: &[&RunResult], page_results: usize) -> String {
     let mut t = String::new();
-    let io = |r: &RunResult| {
-        let (_, value) = fields()
-            .into_iter()
-            .find(|(n, _)| *n == "I/O")
-            .expect("the I/O field");
-        value(r)
-    };
+    let io = io_path;
     let same_io = group.iter().all(|r| io(r) == io(group[0]));
     if page_results > 1 && same_io {
         let _ = write!(t, "<p class=\"meta\">I/O: {}</p>", escape(&io(group[0])));

@@ -35,7 +35,7 @@ use std::fmt::Write;
 use ssdlab_core::schema::{Analysis, PhaseResult, RunResult};
 use svg::{Chart, Mark, Series};
 
-pub use files::{ChartFile, chart_files, chart_files_of_page, is_chart_file};
+pub use files::{CHART_FILE_HEAD_BYTES, ChartFile, chart_files_of_page, is_chart_file};
 pub use labels::label;
 pub(crate) use labels::uncached_target;
 

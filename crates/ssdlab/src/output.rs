@@ -570,6 +570,18 @@ pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<()> {
     Ok(())
 }
 
+/// Whether the file at `path` (named `name`) is a chart an earlier run wrote: the report crate judges its name and
+/// first bytes.
+fn is_chart_file(path: &Path, name: &str) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; ssdlab_report::CHART_FILE_HEAD_BYTES];
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let n = file.read(&mut head).unwrap_or(0);
+    ssdlab_report::is_chart_file(name, &head[..n])
+}
+
 /// Writes each chart of the rendered `page` as a standalone SVG into `charts` (`01-iops-over-the-whole-run.svg`,
 /// ...), first removing the charts an earlier run wrote there, so the directory holds this result's charts only.
 /// Only files that carry ssdlab's chart marker are removed, and a `charts` that is a symlink is left alone, so
@@ -584,7 +596,8 @@ fn write_chart_files(charts: &Path, page: &str) -> Result<()> {
         Ok(_) => {
             for entry in std::fs::read_dir(charts)?.flatten() {
                 let is_file = entry.file_type().is_ok_and(|t| t.is_file());
-                if is_file && ssdlab_report::is_chart_file(&entry.path()) {
+                let name = entry.file_name();
+                if is_file && is_chart_file(&entry.path(), &name.to_string_lossy()) {
                     let _ = std::fs::remove_file(entry.path());
                 }
             }

@@ -4,6 +4,22 @@
 use crate::*;
 
 /// `ssdlab test replay --target TARGET --trace TRACE EXTRA...`.
+/// Saves blkparse's text as `name` in `dir`, replays it on a small virtual 840 EVO and returns the result's
+/// output and the result's analysis.
+fn replay_blkparse_text(dir: &Path, name: &str, text: &[u8]) -> (Output, Value) {
+    let trace = dir.join(name);
+    std::fs::write(&trace, text).unwrap();
+    let out_dir = dir.join("replay");
+    let out = replay(
+        "sim:840evo-120g?scale=1/64",
+        trace.to_str().unwrap(),
+        &["--out", out_dir.to_str().unwrap()],
+    );
+    expect_code(&out, 0);
+    let analysis = read_result(&out_dir)["analysis"].clone();
+    (out, analysis)
+}
+
 fn replay(target: &str, trace: &str, extra: &[&str]) -> Output {
     let mut args = vec!["test", "replay", "--target", target, "--trace", trace];
     args.extend_from_slice(extra);
@@ -167,16 +183,7 @@ fn blkparse_output_of_the_real_tool_replays_its_queued_requests() {
         "{}",
         String::from_utf8_lossy(&parsed.stderr)
     );
-    let text = dir.path().join("trace.txt");
-    std::fs::write(&text, &parsed.stdout).unwrap();
-    let out_dir = dir.path().join("replay");
-    let out = replay(
-        "sim:840evo-120g?scale=1/64",
-        text.to_str().unwrap(),
-        &["--out", out_dir.to_str().unwrap()],
-    );
-    expect_code(&out, 0);
-    let a = &read_result(&out_dir)["analysis"];
+    let (out, a) = replay_blkparse_text(dir.path(), "trace.txt", &parsed.stdout);
     assert_eq!(a["format"], "blkparse");
     assert_eq!(
         (a["reads"].as_u64(), a["writes"].as_u64(), a["trims"].as_u64()),
@@ -242,16 +249,7 @@ fn blktrace_records_a_loop_device_where_the_kernel_allows_it() {
         .arg(dir.path())
         .output()
         .unwrap();
-    let text = dir.path().join("rec.txt");
-    std::fs::write(&text, &parsed.stdout).unwrap();
-    let out_dir = dir.path().join("replay");
-    let out = replay(
-        "sim:840evo-120g?scale=1/64",
-        text.to_str().unwrap(),
-        &["--out", out_dir.to_str().unwrap()],
-    );
-    expect_code(&out, 0);
-    let a = &read_result(&out_dir)["analysis"];
+    let (_, a) = replay_blkparse_text(dir.path(), "rec.txt", &parsed.stdout);
     assert_eq!(
         a["write_bytes"].as_u64(),
         Some(16 * 65536),
