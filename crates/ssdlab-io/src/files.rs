@@ -233,6 +233,270 @@ pub(crate) fn open_beneath(dir: &File, relative: &Path, flags: libc::c_int) -> i
     Ok(unsafe { File::from_raw_fd(fd) })
 }
 
+/// Removes the file at `path` only if it is the regular file (`st_dev`, `st_ino`): the file is first renamed to
+/// a private name in its directory (RENAME_NOREPLACE), checked there, and unlinked only if it is that inode;
+/// anything else is renamed back and left alone. So whatever another program put at the path meanwhile, even a
+/// symlink or a device node, is never removed. The caller keeps the file open meanwhile: an inode that is still
+/// open cannot be freed, so its number cannot be reused by someone else's new file.
+pub fn remove_if_same(path: &Path, st_dev: u64, st_ino: u64) -> io::Result<crate::laid_out::Undone> {
+    use crate::laid_out::Undone;
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let name = path.file_name().ok_or(io::ErrorKind::InvalidInput)?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let dir = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(parent)?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let private = format!(
+        ".ssdlab-undo-{}-{nanos:x}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let c_name = CString::new(name.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
+    let c_private = CString::new(private.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
+    let fd = dir.as_raw_fd();
+    // SAFETY: both names are NUL-terminated and live; the directory descriptor is open.
+    let moved = unsafe {
+        libc::renameat2(
+            fd,
+            c_name.as_ptr(),
+            fd,
+            c_private.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    let checked_name = if moved == 0 {
+        &c_private
+    } else {
+        let e = last_error();
+        match e.raw_os_error() {
+            Some(libc::ENOENT) => {
+                return Ok(Undone::LeftAlone(format!("{} no longer exists", path.display())));
+            }
+            // A file system without RENAME_NOREPLACE: check and unlink in place (a narrower guarantee).
+            Some(libc::EINVAL) | Some(libc::ENOSYS) => &c_name,
+            _ => return Err(e),
+        }
+    };
+    // SAFETY: stat is plain old data; all-zero bytes are a valid value of it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: the name is NUL-terminated, `st` is a live local of the right type.
+    let stat_rc = unsafe { libc::fstatat(fd, checked_name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+    let same = stat_rc == 0
+        && (st.st_mode & libc::S_IFMT) == libc::S_IFREG
+        && (st.st_dev, st.st_ino) == (st_dev, st_ino);
+    if same {
+        // SAFETY: as above; flags 0 unlinks a non-directory.
+        if unsafe { libc::unlinkat(fd, checked_name.as_ptr(), 0) } != 0 {
+            return Err(last_error());
+        }
+        return Ok(Undone::Removed);
+    }
+    if moved == 0 {
+        // SAFETY: as for the first rename.
+        let back = unsafe {
+            libc::renameat2(
+                fd,
+                c_private.as_ptr(),
+                fd,
+                c_name.as_ptr(),
+                libc::RENAME_NOREPLACE,
+            )
+        };
+        if back != 0 {
+            return Ok(Undone::LeftAlone(format!(
+                "{} was replaced by another file, which was moved aside to {} and could not be put back: {}",
+                path.display(),
+                parent.join(&private).display(),
+                last_error()
+            )));
+        }
+    }
+    Ok(Undone::LeftAlone(format!(
+        "{} is no longer the file ssdlab created; it was left alone",
+        path.display()
+    )))
+}
+
+/// What [`replace_if_same`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replaced {
+    Replaced,
+    /// The path no longer names the file that was expected there; nothing at it was changed.
+    LeftAlone(String),
+}
+
+/// Writes `bytes` to `path` atomically (a new file beside it, synced, then renamed over it), but only over what
+/// was there when the caller looked: nothing (`expected` None: a file that appears meanwhile is kept) or the
+/// regular file (`st_dev`, `st_ino`). The new file is created O_EXCL under an unpredictable name and no symlink
+/// is followed. Where the file system can exchange two names atomically (RENAME_EXCHANGE), the check is made
+/// after the exchange on the file that was displaced, and undone if it was not the expected one.
+pub fn replace_if_same(path: &Path, expected: Option<FileIdentity>, bytes: &[u8]) -> io::Result<Replaced> {
+    use std::ffi::CString;
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let name = path.file_name().ok_or(io::ErrorKind::InvalidInput)?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let dir = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(parent)?;
+    let fd = dir.as_raw_fd();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let tmp = format!(
+        ".{}.{}-{nanos:x}-{}.tmp",
+        name.to_string_lossy(),
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let c_name = CString::new(name.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
+    let c_tmp = CString::new(tmp.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
+    // SAFETY: the name is NUL-terminated and live, the directory open; a new descriptor or -1 comes back.
+    let raw = unsafe {
+        libc::openat(
+            fd,
+            c_tmp.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o644 as libc::c_uint,
+        )
+    };
+    if raw < 0 {
+        return Err(last_error());
+    }
+    // SAFETY: a fresh descriptor that nothing else owns.
+    let mut file = unsafe { File::from_raw_fd(raw) };
+    let unlink_tmp = || {
+        // SAFETY: as above.
+        unsafe { libc::unlinkat(fd, c_tmp.as_ptr(), 0) };
+    };
+    if let Err(e) = file.write_all(bytes).and_then(|()| file.sync_all()) {
+        unlink_tmp();
+        return Err(e);
+    }
+    drop(file);
+    let rename = |flags: libc::c_uint| {
+        // SAFETY: both names are NUL-terminated and live; the directory descriptor is open.
+        unsafe { libc::renameat2(fd, c_tmp.as_ptr(), fd, c_name.as_ptr(), flags) }
+    };
+    let result = match expected {
+        None => {
+            if rename(libc::RENAME_NOREPLACE) == 0 {
+                Replaced::Replaced
+            } else {
+                let e = last_error();
+                unlink_tmp();
+                if e.raw_os_error() != Some(libc::EEXIST) {
+                    return Err(e);
+                }
+                Replaced::LeftAlone(format!(
+                    "{} appeared while ssdlab ran; it was left alone",
+                    path.display()
+                ))
+            }
+        }
+        Some(identity) => {
+            if rename(libc::RENAME_EXCHANGE) != 0 {
+                let e = last_error();
+                unlink_tmp();
+                return match e.raw_os_error() {
+                    Some(libc::ENOENT) => Ok(Replaced::LeftAlone(format!(
+                        "{} was removed while ssdlab ran; it was left alone",
+                        path.display()
+                    ))),
+                    _ => Err(e),
+                };
+            }
+            // The displaced file now has the temporary name: it must be the one expected.
+            // SAFETY: stat is plain old data; all-zero bytes are a valid value of it.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: the name is NUL-terminated, `st` a live local of the right type.
+            let rc = unsafe { libc::fstatat(fd, c_tmp.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+            let same =
+                rc == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFREG && (st.st_dev, st.st_ino) == identity;
+            if same {
+                unlink_tmp();
+                Replaced::Replaced
+            } else {
+                // Put it back: the exchange is its own inverse.
+                if rename(libc::RENAME_EXCHANGE) != 0 {
+                    return Err(last_error());
+                }
+                unlink_tmp();
+                Replaced::LeftAlone(format!(
+                    "{} was replaced by another file while ssdlab ran; it was left alone",
+                    path.display()
+                ))
+            }
+        }
+    };
+    dir.sync_all()?;
+    Ok(result)
+}
+
+/// A file's identity: (st_dev, st_ino).
+pub type FileIdentity = (u64, u64);
+
+/// Reads the regular file at `path` without following a symlink in its last component and without blocking on
+/// a FIFO or device, refusing anything larger than `max_bytes`. None when nothing is there; also its identity.
+pub fn read_regular(path: &Path, max_bytes: u64) -> io::Result<Option<(Vec<u8>, FileIdentity)>> {
+    use std::io::Read;
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "it is a symbolic link",
+            ));
+        }
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "it is not a regular file",
+        ));
+    }
+    if meta.len() > max_bytes {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "it holds {} bytes, more than the {max_bytes} expected at most",
+                meta.len()
+            ),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max_bytes + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "it grew past the size expected",
+        ));
+    }
+    Ok(Some((bytes, (meta.dev(), meta.ino()))))
+}
+
 /// (device, inode) of every active swap file (one /proc/swaps parser: the guard's).
 pub(crate) fn swap_inodes() -> Vec<(u64, u64)> {
     crate::guard::swap_paths(&std::fs::read_to_string("/proc/swaps").unwrap_or_default())
@@ -259,6 +523,96 @@ pub(crate) fn unwritten_extents(file: &File) -> io::Result<Vec<(u64, u64)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_created_inode_is_removed() {
+        use crate::laid_out::Undone;
+        let base = std::env::temp_dir().join(format!("ssdlab-remove-{}", std::process::id()));
+        std::fs::create_dir_all(&base).unwrap();
+        let path = base.join("t.img");
+        std::fs::write(&path, b"ours").unwrap();
+        // Held open, as the device holds the file it created, so its inode number cannot be reused.
+        let held = File::open(&path).unwrap();
+        let ours = held.metadata().unwrap();
+        // Someone replaces it with their own file, then with a symlink to it: both stay.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, b"theirs").unwrap();
+        assert!(matches!(
+            remove_if_same(&path, ours.dev(), ours.ino()).unwrap(),
+            Undone::LeftAlone(_)
+        ));
+        assert_eq!(std::fs::read(&path).unwrap(), b"theirs");
+        std::fs::rename(&path, base.join("real")).unwrap();
+        std::os::unix::fs::symlink(base.join("real"), &path).unwrap();
+        assert!(matches!(
+            remove_if_same(&path, ours.dev(), ours.ino()).unwrap(),
+            Undone::LeftAlone(_)
+        ));
+        assert!(std::fs::symlink_metadata(&path).unwrap().file_type().is_symlink());
+        drop(held);
+        // The file itself goes, and nothing is left beside it.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, b"ours").unwrap();
+        let ours = std::fs::metadata(&path).unwrap();
+        assert_eq!(
+            remove_if_same(&path, ours.dev(), ours.ino()).unwrap(),
+            Undone::Removed
+        );
+        assert!(!path.exists());
+        assert!(matches!(
+            remove_if_same(&path, ours.dev(), ours.ino()).unwrap(),
+            Undone::LeftAlone(_)
+        ));
+        let mut left: Vec<_> = std::fs::read_dir(&base)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        left.sort();
+        assert_eq!(left, vec![std::ffi::OsString::from("real")]);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_replace_only_replaces_what_was_expected_and_never_follows_a_symlink() {
+        let base = std::env::temp_dir().join(format!("ssdlab-replace-{}", std::process::id()));
+        std::fs::create_dir_all(&base).unwrap();
+        let path = base.join("map");
+        assert_eq!(replace_if_same(&path, None, b"one").unwrap(), Replaced::Replaced);
+        let (bytes, identity) = read_regular(&path, 100).unwrap().unwrap();
+        assert_eq!(bytes, b"one");
+        assert_eq!(
+            replace_if_same(&path, Some(identity), b"two").unwrap(),
+            Replaced::Replaced
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        // The file was replaced by someone else's: it stays, and so does a file that appeared where none was.
+        assert!(matches!(
+            replace_if_same(&path, Some(identity), b"three").unwrap(),
+            Replaced::LeftAlone(_)
+        ));
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        assert!(matches!(
+            replace_if_same(&path, None, b"four").unwrap(),
+            Replaced::LeftAlone(_)
+        ));
+        // A symlink at the path is neither read through nor replaced.
+        let victim = base.join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        assert!(read_regular(&path, 100).is_err());
+        let (_, victim_identity) = read_regular(&victim, 100).unwrap().unwrap();
+        assert!(matches!(
+            replace_if_same(&path, Some(victim_identity), b"five").unwrap(),
+            Replaced::LeftAlone(_)
+        ));
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert!(std::fs::symlink_metadata(&path).unwrap().file_type().is_symlink());
+        assert!(read_regular(&victim, 3).is_err(), "too large");
+        let left = std::fs::read_dir(&base).unwrap().count();
+        assert_eq!(left, 2, "no temporary file is left behind");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 
     #[test]
     fn opening_beneath_a_root_never_follows_a_symlinked_directory() {

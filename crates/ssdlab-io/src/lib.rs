@@ -10,10 +10,12 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub(crate) mod buffers;
+pub mod claim;
 pub(crate) mod common;
 pub mod files;
 pub mod guard;
 pub mod inventory;
+pub mod laid_out;
 pub mod layout;
 pub mod null;
 pub mod open;

@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use ssdlab_core::device::{ClockKind, Device, DeviceInfo, TargetKind};
 use ssdlab_core::target::TargetSpec;
 
+use crate::claim::ClaimedBlock;
 use crate::common::{Backing, BackingKind};
+use crate::laid_out::{Change, LaidOut};
 use crate::null::NullDevice;
 use crate::psync::PsyncDevice;
 use crate::sys;
@@ -35,8 +37,6 @@ pub struct OpenRequest {
     pub flag: &'static str,
     pub write: bool,
     pub engine: Engine,
-    /// Open a block device with O_EXCL, so the kernel refuses one that is mounted or claimed by md/dm.
-    pub exclusive: bool,
     /// Read a file without updating its access time (O_NOATIME where the caller may use it): a scan must not
     /// change what it measures, nor the times a refresh restores.
     pub no_atime: bool,
@@ -50,7 +50,6 @@ impl Default for OpenRequest {
             flag: "--target",
             write: false,
             engine: Engine::default(),
-            exclusive: false,
             no_atime: false,
             allow_atime: false,
         }
@@ -81,6 +80,15 @@ pub enum RealDevice {
 }
 
 impl RealDevice {
+    /// The open file or block device behind it; None for null.
+    pub fn backing_file(&self) -> Option<&std::fs::File> {
+        match self {
+            RealDevice::Uring(d) => Some(d.backing_file()),
+            RealDevice::Psync(d) => Some(d.backing_file()),
+            RealDevice::Null(_) => None,
+        }
+    }
+
     pub fn info(&self) -> &DeviceInfo {
         match self {
             RealDevice::Uring(d) => d.info(),
@@ -90,11 +98,34 @@ impl RealDevice {
     }
 }
 
-/// Opens `/dev/NAME`, `file:PATH[:SIZE]` or `null[:SIZE]`. `target` is the string the user gave.
-pub fn open_target(target: &str, spec: &TargetSpec, request: OpenRequest) -> Result<RealDevice, OpenError> {
-    let (info, backing) = match spec {
-        TargetSpec::Null { size } => return Ok(RealDevice::Null(NullDevice::new(target, *size))),
-        TargetSpec::Block { path } => open_block(target, path, request)?,
+/// An opened real target, and what opening it laid out on the file system (a `file:` target created or
+/// extended), so a command that refuses before any I/O can take exactly that back.
+pub struct OpenedReal {
+    pub device: RealDevice,
+    pub laid_out: Option<LaidOut>,
+}
+
+/// Opens `/dev/NAME` (for reading), `file:PATH[:SIZE]` or `null[:SIZE]`. `target` is the string the user gave. A
+/// block device is opened for writing only through the safety gate: [`crate::claim::claim_block`], then
+/// [`open_claimed_block`].
+pub fn open_target(target: &str, spec: &TargetSpec, request: OpenRequest) -> Result<OpenedReal, OpenError> {
+    let (info, backing, laid_out) = match spec {
+        TargetSpec::Null { size } => {
+            return Ok(OpenedReal {
+                device: RealDevice::Null(NullDevice::new(target, *size)),
+                laid_out: None,
+            });
+        }
+        TargetSpec::Block { .. } if request.write => {
+            return Err(OpenError::Refused(format!(
+                "{} {target}: a block device is opened for writing only through the safety gate",
+                request.flag
+            )));
+        }
+        TargetSpec::Block { path } => {
+            let (info, backing) = open_block(target, path, request)?;
+            (info, backing, None)
+        }
         TargetSpec::File { path, size } => open_file(target, path, *size, request)?,
         TargetSpec::Sim { .. } | TargetSpec::Cached { .. } => {
             return Err(OpenError::Refused(format!(
@@ -102,7 +133,32 @@ pub fn open_target(target: &str, spec: &TargetSpec, request: OpenRequest) -> Res
             )));
         }
     };
-    with_engine(info, backing, request.engine)
+    Ok(OpenedReal {
+        device: with_engine(info, backing, request.engine)?,
+        laid_out,
+    })
+}
+
+/// Drives a block device the safety gate has claimed and passed, through the very descriptor it judged (now with
+/// O_DIRECT), holding the exclusive claim until the device is dropped.
+pub fn open_claimed_block(
+    target: &str,
+    claimed: ClaimedBlock,
+    flag: &'static str,
+    engine: Engine,
+) -> Result<RealDevice, OpenError> {
+    let file = claimed.into_file();
+    sys::set_direct(&file).map_err(|e| os(format!("{flag} {target}: cannot turn on O_DIRECT"), e))?;
+    let info = block_info(target, flag, &file)?;
+    with_engine(
+        info,
+        Backing {
+            file,
+            kind: BackingKind::BlockDevice,
+            buffered: false,
+        },
+        engine,
+    )
 }
 
 fn with_engine(mut info: DeviceInfo, backing: Backing, engine: Engine) -> Result<RealDevice, OpenError> {
@@ -181,19 +237,10 @@ fn permission_hint(e: &io::Error) -> &'static str {
     }
 }
 
+/// Opens a block device for reading (symlinks such as /dev/disk/by-id/... are followed: reading harms nothing).
 fn open_block(target: &str, path: &Path, request: OpenRequest) -> Result<(DeviceInfo, Backing), OpenError> {
     let flag = request.flag;
-    let meta = std::fs::symlink_metadata(path).map_err(|e| os(format!("{flag} {target}: cannot stat"), e))?;
-    if meta.file_type().is_symlink() && request.write {
-        let real = path
-            .canonicalize()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|_| "?".into());
-        return Err(OpenError::Refused(format!(
-            "{flag} {target} is a symbolic link (to {real}); ssdlab never follows a link into a write: \
-             give the device's own path"
-        )));
-    }
+    debug_assert!(!request.write, "block devices are written only through the gate");
     let meta = std::fs::metadata(path).map_err(|e| os(format!("{flag} {target}: cannot stat"), e))?;
     if !meta.file_type().is_block_device() {
         return Err(OpenError::Refused(format!(
@@ -201,26 +248,27 @@ fn open_block(target: &str, path: &Path, request: OpenRequest) -> Result<(Device
             path.display()
         )));
     }
-    let mut flags = libc::O_DIRECT;
-    if request.write {
-        // The symlink check above and this open must agree: never follow a link into a write.
-        flags |= libc::O_NOFOLLOW;
-    }
-    if request.write && request.exclusive {
-        flags |= libc::O_EXCL;
-    }
-    let file = OpenOptions::new().read(true).write(request.write).custom_flags(flags).open(path).map_err(|e| {
-        if e.raw_os_error() == Some(libc::EBUSY) {
-            OpenError::Refused(format!(
-                "{flag} {target} is in use (the kernel refused exclusive access: mounted, or claimed by md/dm); \
-                 unmount or release it first"
-            ))
-        } else {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| {
             let hint = permission_hint(&e);
             os(format!("{flag} {target}: cannot open{hint}"), e)
-        }
-    })?;
-    // Describe what was opened, not what the path named a moment earlier.
+        })?;
+    let info = block_info(target, flag, &file)?;
+    Ok((
+        info,
+        Backing {
+            file,
+            kind: BackingKind::BlockDevice,
+            buffered: false,
+        },
+    ))
+}
+
+/// Describes the block device open as `file`: what was opened, not what the path named a moment earlier.
+fn block_info(target: &str, flag: &str, file: &std::fs::File) -> Result<DeviceInfo, OpenError> {
     let meta = file
         .metadata()
         .map_err(|e| os(format!("{flag} {target}: cannot stat"), e))?;
@@ -237,8 +285,8 @@ fn open_block(target: &str, path: &Path, request: OpenRequest) -> Result<(Device
         .unwrap_or(u64::MAX);
     let discard_max = read_number(&disk.join("queue/discard_max_bytes")).unwrap_or(0);
     let capacity =
-        sys::block_device_size(&file).map_err(|e| os(format!("{flag} {target}: BLKGETSIZE64"), e))?;
-    let info = DeviceInfo {
+        sys::block_device_size(file).map_err(|e| os(format!("{flag} {target}: BLKGETSIZE64"), e))?;
+    Ok(DeviceInfo {
         target: target.to_string(),
         kind: TargetKind::BlockDevice,
         model: block_model(&disk),
@@ -254,15 +302,7 @@ fn open_block(target: &str, path: &Path, request: OpenRequest) -> Result<(Device
         backend: String::new(),
         direct_io: true,
         notes: Vec::new(),
-    };
-    Ok((
-        info,
-        Backing {
-            file,
-            kind: BackingKind::BlockDevice,
-            buffered: false,
-        },
-    ))
+    })
 }
 
 fn open_file(
@@ -270,7 +310,7 @@ fn open_file(
     path: &Path,
     size: Option<u64>,
     request: OpenRequest,
-) -> Result<(DeviceInfo, Backing), OpenError> {
+) -> Result<(DeviceInfo, Backing, Option<LaidOut>), OpenError> {
     let flag = request.flag;
     let mut notes = Vec::new();
     let existing = match std::fs::symlink_metadata(path) {
@@ -319,26 +359,55 @@ fn open_file(
             "the file was created for this run and holds no data yet: reads measure unwritten extents".into(),
         );
     }
-    let create = existing.is_none();
-    if create {
-        // Create it plainly first: an O_DIRECT create on a filesystem without O_DIRECT would make the file and
-        // then fail, leaving the retry below to trip over it.
-        OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
-            .map_err(|e| {
-                let hint = permission_hint(&e);
-                os(
-                    format!("{flag} {target}: cannot create {}{hint}", path.display()),
-                    e,
-                )
-            })?;
-    }
+    // Created with O_CREAT|O_EXCL and then reopened through that descriptor, so the file laid out, written and
+    // (on a refusal) removed is the very inode ssdlab made, whatever appears at the path meanwhile. Created
+    // plainly first: an O_DIRECT create on a file system without O_DIRECT would make the file and then fail.
+    let created = match existing {
+        Some(_) => None,
+        None => Some(
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o644)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(path)
+                .map_err(|e| {
+                    let hint = permission_hint(&e);
+                    os(
+                        format!("{flag} {target}: cannot create {}{hint}", path.display()),
+                        e,
+                    )
+                })?,
+        ),
+    };
+    let create = created.is_some();
+    let created_identity = match &created {
+        Some(file) => {
+            let meta = file
+                .metadata()
+                .map_err(|e| os(format!("{flag} {target}: cannot stat the file it created"), e))?;
+            Some((meta.dev(), meta.ino()))
+        }
+        None => None,
+    };
+    // From here on, a failure removes the file it created (and only that inode).
+    let undo_created = |e: OpenError| {
+        if let Some((st_dev, st_ino)) = created_identity {
+            let _ = crate::files::remove_if_same(path, st_dev, st_ino);
+        }
+        e
+    };
+    let opened_path = match &created {
+        Some(file) => PathBuf::from(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(file))),
+        None => path.to_path_buf(),
+    };
     let open = |direct: bool| {
-        let mut flags = libc::O_NOFOLLOW;
+        // The magic link of the created file is followed on purpose: it is that file.
+        let mut flags = if create {
+            libc::O_CLOEXEC
+        } else {
+            libc::O_NOFOLLOW | libc::O_CLOEXEC
+        };
         if direct {
             flags |= libc::O_DIRECT;
         }
@@ -347,7 +416,7 @@ fn open_file(
                 .read(true)
                 .write(request.write || create)
                 .custom_flags(flags | extra)
-                .open(path)
+                .open(&opened_path)
         };
         if request.no_atime {
             // O_NOATIME needs ownership (or CAP_FOWNER); without it the access time would move, which a scan
@@ -363,81 +432,105 @@ fn open_file(
             with(0)
         }
     };
-    let (file, buffered) = match open(true) {
-        Ok(file) => (file, false),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            notes.push(format!(
-                "O_DIRECT is not supported on the filesystem holding {}; using buffered I/O with \
-                 posix_fadvise(DONTNEED) after each transfer",
-                path.display()
-            ));
-            let file = open(false).map_err(|e| os(format!("{flag} {target}: cannot open"), e))?;
-            (file, true)
-        }
-        Err(e) => {
-            let hint = permission_hint(&e);
-            return Err(os(
-                format!("{flag} {target}: cannot open {}{hint}", path.display()),
-                e,
-            ));
-        }
-    };
-    let current = file
-        .metadata()
-        .map_err(|e| os(format!("{flag} {target}: cannot stat"), e))?
-        .len();
-    let capacity = match size {
-        Some(size) if size > current => {
-            // Reserve the space so a write test neither allocates as it goes nor runs out of room midway.
-            if sys::allocate(&file, size).is_err() {
-                file.set_len(size)
-                    .map_err(|e| os(format!("{flag} {target}: cannot extend to {size} bytes"), e))?;
+    let finish = || -> Result<(DeviceInfo, Backing, Option<LaidOut>), OpenError> {
+        let (file, buffered) = match open(true) {
+            Ok(file) => (file, false),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                notes.push(format!(
+                    "O_DIRECT is not supported on the filesystem holding {}; using buffered I/O with \
+                     posix_fadvise(DONTNEED) after each transfer",
+                    path.display()
+                ));
+                let file = open(false).map_err(|e| os(format!("{flag} {target}: cannot open"), e))?;
+                (file, true)
             }
-            size
+            Err(e) => {
+                let hint = permission_hint(&e);
+                return Err(os(
+                    format!("{flag} {target}: cannot open {}{hint}", path.display()),
+                    e,
+                ));
+            }
+        };
+        let current = file
+            .metadata()
+            .map_err(|e| os(format!("{flag} {target}: cannot stat"), e))?
+            .len();
+        let capacity = match size {
+            Some(size) if size > current => {
+                // Reserve the space so a write test neither allocates as it goes nor runs out of room midway.
+                if sys::allocate(&file, size).is_err() {
+                    file.set_len(size)
+                        .map_err(|e| os(format!("{flag} {target}: cannot extend to {size} bytes"), e))?;
+                }
+                size
+            }
+            // Never shrink a user's file: a smaller size only limits the region tested.
+            Some(size) => size,
+            None => current,
+        };
+        if capacity == 0 {
+            return Err(OpenError::Refused(format!(
+                "{flag} {target}: {} is empty; give a size to extend it, e.g. file:{}:1g",
+                path.display(),
+                path.display()
+            )));
         }
-        // Never shrink a user's file: a smaller size only limits the region tested.
-        Some(size) => size,
-        None => current,
+        let fs_block = file.metadata().map(|m| m.blksize()).unwrap_or(4096);
+        let (memory_align, offset_align) = sys::direct_io_alignment(path).unwrap_or_else(|| {
+            let meta = file.metadata().ok();
+            let logical = meta
+                .and_then(|m| read_number(&sysfs_dir(m.dev()).join("queue/logical_block_size")))
+                .unwrap_or(512) as u32;
+            (logical, logical)
+        });
+        let offset_align = if buffered { 512 } else { offset_align };
+        let info = DeviceInfo {
+            target: target.to_string(),
+            kind: TargetKind::File,
+            model: format!("regular file {}", path.display()),
+            capacity_bytes: capacity,
+            logical_block_bytes: offset_align,
+            physical_block_bytes: (fs_block as u32).max(offset_align),
+            memory_align_bytes: memory_align.max(offset_align),
+            max_transfer_bytes: u64::MAX,
+            discard_supported: true,
+            discard_max_bytes: u64::MAX,
+            rotational: false,
+            clock: ClockKind::Real,
+            backend: String::new(),
+            direct_io: !buffered,
+            notes,
+        };
+        let identity = file
+            .metadata()
+            .map_err(|e| os(format!("{flag} {target}: cannot stat"), e))?;
+        let change = match created_identity {
+            Some(_) => Some(Change::Created),
+            None if capacity > current => Some(Change::Extended { from_bytes: current }),
+            None => None,
+        };
+        let laid_out = match change {
+            Some(change) => Some(LaidOut {
+                path: path.to_path_buf(),
+                st_dev: identity.dev(),
+                st_ino: identity.ino(),
+                change,
+                pin: file
+                    .try_clone()
+                    .map_err(|e| os(format!("{flag} {target}: cannot hold the file open"), e))?,
+            }),
+            None => None,
+        };
+        Ok((
+            info,
+            Backing {
+                file,
+                kind: BackingKind::RegularFile,
+                buffered,
+            },
+            laid_out,
+        ))
     };
-    if capacity == 0 {
-        return Err(OpenError::Refused(format!(
-            "{flag} {target}: {} is empty; give a size to extend it, e.g. file:{}:1g",
-            path.display(),
-            path.display()
-        )));
-    }
-    let fs_block = file.metadata().map(|m| m.blksize()).unwrap_or(4096);
-    let (memory_align, offset_align) = sys::direct_io_alignment(path).unwrap_or_else(|| {
-        let meta = file.metadata().ok();
-        let logical = meta
-            .and_then(|m| read_number(&sysfs_dir(m.dev()).join("queue/logical_block_size")))
-            .unwrap_or(512) as u32;
-        (logical, logical)
-    });
-    let offset_align = if buffered { 512 } else { offset_align };
-    let info = DeviceInfo {
-        target: target.to_string(),
-        kind: TargetKind::File,
-        model: format!("regular file {}", path.display()),
-        capacity_bytes: capacity,
-        logical_block_bytes: offset_align,
-        physical_block_bytes: (fs_block as u32).max(offset_align),
-        memory_align_bytes: memory_align.max(offset_align),
-        max_transfer_bytes: u64::MAX,
-        discard_supported: true,
-        discard_max_bytes: u64::MAX,
-        rotational: false,
-        clock: ClockKind::Real,
-        backend: String::new(),
-        direct_io: !buffered,
-        notes,
-    };
-    Ok((
-        info,
-        Backing {
-            file,
-            kind: BackingKind::RegularFile,
-            buffered,
-        },
-    ))
+    finish().map_err(undo_created)
 }

@@ -18,6 +18,12 @@ pub struct PsyncDevice {
 }
 
 impl PsyncDevice {
+    /// The open file or block device behind it (for identity checks and ioctls on the very descriptor the
+    /// safety gate judged).
+    pub fn backing_file(&self) -> &std::fs::File {
+        &self.backing.file
+    }
+
     pub fn new(info: DeviceInfo, backing: Backing) -> Self {
         let align = info.memory_align_bytes as usize;
         PsyncDevice {

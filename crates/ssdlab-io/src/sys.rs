@@ -259,3 +259,117 @@ pub fn block_in_flight(st_dev: u64) -> Option<u64> {
 pub fn device_name(dev: u64) -> String {
     format!("{}:{}", libc::major(dev), libc::minor(dev))
 }
+
+/// What the loop driver says a loop device is backed by (LOOP_GET_STATUS64): the backing file's device and
+/// inode, and its `rdev` when the backing file is itself a block device (0 for a regular file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoopBacking {
+    pub st_dev: u64,
+    pub st_ino: u64,
+    pub st_rdev: u64,
+    pub offset_bytes: u64,
+    /// 0: up to the end of the backing file.
+    pub sizelimit_bytes: u64,
+}
+
+/// `struct loop_info64` of <linux/loop.h>.
+#[repr(C)]
+struct LoopInfo64 {
+    lo_device: u64,
+    lo_inode: u64,
+    lo_rdevice: u64,
+    lo_offset: u64,
+    lo_sizelimit: u64,
+    lo_number: u32,
+    lo_encrypt_type: u32,
+    lo_encrypt_key_size: u32,
+    lo_flags: u32,
+    lo_file_name: [u8; 64],
+    lo_crypt_name: [u8; 64],
+    lo_encrypt_key: [u8; 32],
+    lo_init: [u64; 2],
+}
+
+const LOOP_GET_STATUS64: libc::c_ulong = 0x4C05;
+
+/// The backing of an open loop device (LOOP_GET_STATUS64). ENXIO when no file is attached.
+pub fn loop_backing(file: &File) -> io::Result<LoopBacking> {
+    // SAFETY: loop_info64 is plain old data; all-zero bytes are a valid value of it.
+    let mut info: LoopInfo64 = unsafe { std::mem::zeroed() };
+    // SAFETY: LOOP_GET_STATUS64 writes one struct loop_info64 through the pointer, which points to a live local
+    // of exactly that layout.
+    check(unsafe { libc::ioctl(file.as_raw_fd(), LOOP_GET_STATUS64, &mut info as *mut LoopInfo64) })?;
+    // The kernel encodes device numbers with huge_encode_dev, the same layout as glibc's for majors below 4096.
+    Ok(LoopBacking {
+        st_dev: info.lo_device,
+        st_ino: info.lo_inode,
+        st_rdev: info.lo_rdevice,
+        offset_bytes: info.lo_offset,
+        sizelimit_bytes: info.lo_sizelimit,
+    })
+}
+
+/// Opens `path` with `flags` (O_CLOEXEC added) where no component of the path is a symbolic link, magic links
+/// such as /proc/self/fd/N included (openat2 with RESOLVE_NO_SYMLINKS). ELOOP when one is. Kernels before 5.6
+/// have no openat2: there every component is checked with lstat first and the last is opened O_NOFOLLOW, which
+/// leaves a window between the check and the open that openat2 closes.
+pub fn open_no_symlinks(path: &Path, flags: libc::c_int) -> io::Result<File> {
+    use std::os::fd::FromRawFd;
+    let c_path =
+        std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
+    // struct open_how of <linux/openat2.h>.
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let how = OpenHow {
+        flags: (flags | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_NO_SYMLINKS,
+    };
+    // SAFETY: the path is NUL-terminated and `how` is a live local of the size passed; the kernel returns a new
+    // descriptor or -1.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: a fresh descriptor that nothing else owns.
+        return Ok(unsafe { File::from_raw_fd(fd as libc::c_int) });
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() != Some(libc::ENOSYS) {
+        return Err(e);
+    }
+    let mut prefix = std::path::PathBuf::new();
+    for component in path.components() {
+        prefix.push(component);
+        if std::fs::symlink_metadata(&prefix)?.file_type().is_symlink() {
+            return Err(io::Error::from_raw_os_error(libc::ELOOP));
+        }
+    }
+    // SAFETY: as above, with open.
+    let fd = unsafe { libc::open(c_path.as_ptr(), flags | libc::O_CLOEXEC | libc::O_NOFOLLOW) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor that nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Turns O_DIRECT on for an open file (fcntl F_SETFL), so a device can be probed through the page cache and then
+/// written around it through the same descriptor.
+pub fn set_direct(file: &File) -> io::Result<()> {
+    // SAFETY: F_GETFL takes no argument and returns the flags or -1.
+    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+    check(flags)?;
+    // SAFETY: F_SETFL takes the new flags as an int.
+    check(unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags | libc::O_DIRECT) })
+}

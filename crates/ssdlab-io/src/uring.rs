@@ -61,6 +61,12 @@ pub struct Refused {
 }
 
 impl UringDevice {
+    /// The open file or block device behind it (for identity checks and ioctls on the very descriptor the
+    /// safety gate judged).
+    pub fn backing_file(&self) -> &std::fs::File {
+        &self.backing.file
+    }
+
     pub fn new(mut info: DeviceInfo, backing: Backing) -> Result<Self, Box<Refused>> {
         let ring = match new_ring(8).and_then(|ring| {
             ring.submitter()

@@ -378,6 +378,30 @@ pub fn disk_layout<D: Device>(device: &mut D) -> Result<DiskLayout, OpError> {
         return Err(damaged("its entry array's checksum does not match".into()));
     }
     partitions.extend(gpt_partitions(entries, &header, block)?);
+    // The backup header must be there and agree: a discard of the tail keeps the last blocks, so a missing backup
+    // would stay missing, and a stale one would describe other partitions than the ones kept clear of.
+    let last = read_at(device, (blocks - 1) * block, block)?;
+    match gpt_header(&last)? {
+        None => {
+            return Err(damaged(format!(
+                "its backup header is missing: LBA {} holds no GPT header",
+                blocks - 1
+            )));
+        }
+        Some(backup)
+            if backup.my_lba != blocks - 1
+                || backup.alternate_lba != 1
+                || backup.entries_crc != header.entries_crc
+                || backup.last_usable_lba != header.last_usable_lba =>
+        {
+            return Err(damaged(
+                "its backup header does not match the primary (its own LBA, the primary's LBA, the entries' \
+                 checksum or the usable area differ)"
+                    .into(),
+            ));
+        }
+        Some(_) => {}
+    }
     Ok(DiskLayout {
         partitions,
         gpt_usable_end_bytes: Some((header.last_usable_lba + 1) * block),
@@ -674,6 +698,19 @@ mod tests {
         h[88..92].copy_from_slice(&entries_crc.to_le_bytes());
         let header_crc = crc32(&h[..92]);
         h[16..20].copy_from_slice(&header_crc.to_le_bytes());
+        // The backup: the entries again in the 32 blocks before the last, its header (the primary's with its own
+        // and the alternate LBA swapped) in the last block.
+        let mut backup = data[512..1024].to_vec();
+        let backup_entries_lba = blocks - 33;
+        backup[24..32].copy_from_slice(&(blocks - 1).to_le_bytes());
+        backup[32..40].copy_from_slice(&1u64.to_le_bytes());
+        backup[72..80].copy_from_slice(&backup_entries_lba.to_le_bytes());
+        backup[16..20].fill(0);
+        let backup_crc = crc32(&backup[..92]);
+        backup[16..20].copy_from_slice(&backup_crc.to_le_bytes());
+        let at = (backup_entries_lba * 512) as usize;
+        data.copy_within(1024..1024 + 128 * 128, at);
+        data[(blocks as usize - 1) * 512..].copy_from_slice(&backup);
         last_usable
     }
 
@@ -690,15 +727,13 @@ mod tests {
         // 1 MiB..41 MiB: reaches past the usable half. The kernel lists nothing (no partition scan).
         write_gpt(&mut device.data[..], &[(2048, 2048 + 40 * 2048 - 1)]);
         let plan = OpPlan::new(capacity, 50.0).unwrap();
+        let before = device.data.clone();
         let e = apply(&mut device, &plan, &[], 4, 1).unwrap_err();
         assert!(
             matches!(e, OpError::PartitionInTail { ref name, .. } if name == "GPT entry 1"),
             "{e}"
         );
-        assert!(
-            device.data[32 << 20..].iter().all(|&b| b == 0x11),
-            "a refusal discarded nothing"
-        );
+        assert!(device.data == before, "a refusal discarded nothing");
 
         write_gpt(&mut device.data[..], &[(2048, 2048 + 31 * 2048 - 1)]);
         let kernel = Partition {
@@ -706,14 +741,11 @@ mod tests {
             start_bytes: 1 << 20,
             len_bytes: 31 << 20,
         };
+        let backup_before = device.data[capacity as usize - 33 * 512..].to_vec();
         let applied = apply(&mut device, &plan, &[kernel], 4, 1).unwrap();
         // The last usable LBA is 34 sectors from the end, so the 33 after it (entries and header) are kept.
         assert_eq!(applied.gpt_backup_bytes, 33 * 512);
-        assert!(
-            device.data[capacity as usize - 33 * 512..]
-                .iter()
-                .all(|&b| b == 0x11)
-        );
+        assert!(device.data[capacity as usize - 33 * 512..] == backup_before[..]);
         assert!(
             device.data[32 << 20..capacity as usize - 33 * 512]
                 .iter()
@@ -780,6 +812,17 @@ mod tests {
         let small = fresh();
         device.data[..8 << 20].copy_from_slice(&small.data);
         refused(&mut device, "backup header is at LBA");
+        // The backup header missing (zeroed), or not matching the primary.
+        let mut device = fresh();
+        let last = device.data.len() - 512;
+        device.data[last..].fill(0);
+        refused(&mut device, "backup header is missing");
+        let mut device = fresh();
+        device.data[last + 88] ^= 1; // the entries' checksum, with the header's checksum fixed
+        device.data[last + 16..last + 20].fill(0);
+        let crc = crc32(&device.data[last..last + 92]);
+        device.data[last + 16..last + 20].copy_from_slice(&crc.to_le_bytes());
+        refused(&mut device, "does not match the primary");
         // A partition past the usable area.
         let mut device = MemDevice::new(8 << 20, 1000);
         write_gpt(&mut device.data[..], &[(2048, 16383)]);

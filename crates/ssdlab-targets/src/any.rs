@@ -20,6 +20,18 @@ pub enum AnyDevice {
     Cached(Box<CachedDevice<AnyDevice>>),
 }
 
+impl AnyDevice {
+    /// The open file or block device behind a real target (not through a cache): ioctls and identity checks
+    /// go to the very descriptor the safety gate judged.
+    pub fn backing_file(&self) -> Option<&std::fs::File> {
+        match self {
+            AnyDevice::Uring(d) => Some(d.backing_file()),
+            AnyDevice::Psync(d) => Some(d.backing_file()),
+            AnyDevice::Null(_) | AnyDevice::Sim(_) | AnyDevice::Cached(_) => None,
+        }
+    }
+}
+
 /// Calls `$body` with `$d` bound to the concrete device in every arm.
 macro_rules! each {
     ($self:expr, $d:ident => $body:expr) => {

@@ -2,16 +2,18 @@
 //!
 //! A hot map lists block numbers only, so the worst a wrong one can do is cost warm-up reads; still, a map is
 //! used only for the device that wrote it (same file by device and inode, or same block device number, model and
-//! size), and it is replaced atomically (written beside, synced, renamed) so a crash leaves the old map or the
-//! new one. It never opens the device.
+//! size), and it is replaced atomically (written beside under an unpredictable name, O_EXCL, synced, renamed) so
+//! a crash leaves the old map or the new one. Only a hot map is ever replaced: a path that holds anything else
+//! (another file, a symlink, a device) is refused when the cache opens, and a path whose file changed while the
+//! cache ran is left alone at close. It never opens the device.
 
-use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use ssdlab_cache::{CachedDevice, HotMap};
+use ssdlab_cache::{CachedDevice, HotMap, HotMapError};
 use ssdlab_core::device::{Device, DeviceInfo};
 use ssdlab_core::target::{HotMapSetting, TargetSpec};
+use ssdlab_io::files::Replaced;
 
 use crate::{AnyDevice, OpenError};
 
@@ -81,74 +83,78 @@ pub(crate) fn attach(
         return Ok(());
     }
     let info = cache.inner().info().clone();
-    let identity = identity(flag, target, inner, &info)?;
+    let identity_text = identity(flag, target, inner, &info)?;
     let path = match setting {
         HotMapSetting::File(path) => path.clone(),
         _ => default_state_dir()
             .join("cache")
-            .join(HotMap::file_name(&identity)),
+            .join(HotMap::file_name(&identity_text)),
     };
-    match std::fs::read(&path) {
-        Ok(bytes) => match HotMap::decode(&bytes) {
-            Ok(map) if map.identity == identity && map.capacity_bytes == info.capacity_bytes => {
-                cache.add_note(format!(
-                    "warm start: {} blocks from the hot map {}",
-                    map.blocks.len(),
-                    path.display()
-                ));
-                cache.warm_at_start(map.blocks);
-            }
-            Ok(map) => cache.add_note(format!(
-                "the hot map {} is for another device ({}), not this one ({identity}): starting cold",
-                path.display(),
-                map.identity
-            )),
-            Err(e) => cache.add_note(format!(
-                "the hot map {} was not used: {e}; starting cold",
-                path.display()
-            )),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => cache.add_note(format!(
-            "no hot map at {} yet: starting cold; it is written when the cache closes",
+    // A hot map is at most a few MiB (8 bytes a block of a cache of at most half the memory, 4 KiB a block).
+    const MAX_MAP_BYTES: u64 = 256 << 20;
+    let refuse = |why: String| {
+        OpenError::Refused(format!(
+            "{flag} {target}: hot-map={}: {why}; ssdlab never replaces a file that is not its own hot map: name \
+             another path",
             path.display()
-        )),
-        Err(e) => {
-            return Err(OpenError::Refused(format!(
-                "{flag} {target}: cannot read the hot map {}: {e}",
-                path.display()
-            )));
+        ))
+    };
+    // What is at the path now, so the close replaces only that (or creates it only where nothing is).
+    let expected = match ssdlab_io::files::read_regular(&path, MAX_MAP_BYTES) {
+        Ok(Some((bytes, identity))) => {
+            match HotMap::decode(&bytes) {
+                Ok(map) if map.identity == identity_text && map.capacity_bytes == info.capacity_bytes => {
+                    cache.add_note(format!(
+                        "warm start: {} blocks from the hot map {}",
+                        map.blocks.len(),
+                        path.display()
+                    ));
+                    cache.warm_at_start(map.blocks);
+                }
+                Ok(map) => cache.add_note(format!(
+                    "the hot map {} is for another device ({}), not this one ({identity_text}): starting cold",
+                    path.display(),
+                    map.identity
+                )),
+                Err(HotMapError::Damaged) => cache.add_note(format!(
+                    "the hot map {} is damaged ({}); starting cold, and it is rewritten when the cache closes",
+                    path.display(),
+                    HotMapError::Damaged
+                )),
+                Err(e @ HotMapError::NotAHotMap) => return Err(refuse(e.to_string())),
+            }
+            Some(identity)
         }
-    }
+        Ok(None) => {
+            cache.add_note(format!(
+                "no hot map at {} yet: starting cold; it is written when the cache closes",
+                path.display()
+            ));
+            None
+        }
+        Err(e) => return Err(refuse(e.to_string())),
+    };
     let capacity_bytes = info.capacity_bytes;
     cache.on_close(Box::new(move |blocks| {
         let map = HotMap {
-            identity,
+            identity: identity_text,
             capacity_bytes,
             blocks,
         };
         // The cache is closing and nobody is left to return an error to: say it where the user sees it.
-        if let Err(e) = replace_atomically(&path, &map.encode()) {
-            eprintln!(
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let saved = std::fs::create_dir_all(dir)
+            .and_then(|()| ssdlab_io::files::replace_if_same(&path, expected, &map.encode()));
+        match saved {
+            Ok(Replaced::Replaced) => {}
+            Ok(Replaced::LeftAlone(why)) => {
+                eprintln!("ssdlab: the cache's hot map was not saved: {why}");
+            }
+            Err(e) => eprintln!(
                 "ssdlab: could not save the cache's hot map to {}: {e}",
                 path.display()
-            );
+            ),
         }
     }));
     Ok(())
-}
-
-/// Writes `bytes` to `path` so that a crash leaves either the old file or the new one.
-fn replace_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    // Named per process, so two caches closing on one map cannot write into each other's file.
-    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(format!(".{}.tmp", std::process::id()));
-    let tmp = dir.join(tmp_name);
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path)?;
-    std::fs::File::open(dir)?.sync_all()
 }

@@ -14,17 +14,20 @@
 mod any;
 mod cpu_load;
 mod hot_map;
-mod snapshot;
+mod undo;
 
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 pub use any::{AnyDevice, DeviceVisitor};
 pub use hot_map::default_state_dir;
-pub use snapshot::FileSnapshot;
 use ssdlab_cache::{CacheConfig, CachedDevice};
 use ssdlab_core::device::Device;
 use ssdlab_core::target::TargetSpec;
-use ssdlab_io::{Engine, OpenRequest, RealDevice, guard, open_target};
+use ssdlab_io::claim::{ClaimError, ClaimedBlock, claim_block};
+use ssdlab_io::guard::{self, OwnClaim};
+use ssdlab_io::{Engine, OpenRequest, RealDevice, open_target};
+pub use undo::Undo;
 
 /// What the command will do to the target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,18 +45,16 @@ impl Access {
 }
 
 /// What `--force` may override on a block device, beyond the `allow_destroy` every write needs. A device in use
-/// (mounted, swap, held, claimed) is refused whatever the scope.
+/// (mounted, swap, held, claimed) is refused whatever the scope, and the exclusive claim (O_EXCL) is held from
+/// the gate's open until the device closes, whatever the scope: `--force` overrides signatures only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ForceScope {
-    /// Every sign of past use (file system, volume, partition-table signatures), and the exclusive claim (O_EXCL)
-    /// with it: benchmarks.
+    /// Every sign of past use: file system, volume, RAID and partition-table signatures, loop devices over the
+    /// device that nothing uses (benchmarks, erase).
     Signatures,
-    /// Every sign of past use, keeping the exclusive claim until the command ends (erase: nothing may mount the
-    /// device while it is purged).
-    SignaturesClaimed,
-    /// Only a partition table, keeping the exclusive claim (op: it keeps clear of every partition, but discards
-    /// the whole device's end, where a file system or volume on the whole device keeps data).
-    PartitionTablesClaimed,
+    /// Only a partition table (op: it keeps clear of every partition, but discards the whole device's end, where
+    /// a file system or volume on the whole device keeps data).
+    PartitionTables,
 }
 
 impl ForceScope {
@@ -62,12 +63,8 @@ impl ForceScope {
     pub fn unforceable(self, findings: &[guard::Finding]) -> Vec<&guard::Finding> {
         findings
             .iter()
-            .filter(|f| !f.in_use && self == ForceScope::PartitionTablesClaimed && !f.partition_table)
+            .filter(|f| !f.in_use && self == ForceScope::PartitionTables && !f.partition_table)
             .collect()
-    }
-
-    fn keeps_claim(self) -> bool {
-        self != ForceScope::Signatures
     }
 }
 
@@ -84,11 +81,11 @@ pub struct OpenOptions {
     pub lay_out_files: bool,
     /// The flag that named the target (`--target`, `--device`), for messages.
     pub flag: &'static str,
-    /// What `force` overrides on a block device, and whether the exclusive claim survives it.
+    /// What `force` overrides on a block device.
     pub force_scope: ForceScope,
 }
 
-/// Why a target was not opened. Nothing was written and nothing was created.
+/// Why a target was not opened. Nothing was written, and nothing created in this run is left behind.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     /// The target string, or a value in it, is not understood; the text starts with the flag.
@@ -104,8 +101,8 @@ pub enum OpenError {
 /// An opened target and what to do if the command then refuses to run before any I/O.
 pub struct Opened {
     pub device: AnyDevice,
-    /// Undoes the creation or extension of a `file:` target.
-    pub undo: FileSnapshot,
+    /// Takes back the creation or extension of a `file:` target.
+    pub undo: Undo,
 }
 
 /// Parses `target` and opens it with `options`, applying the safety gate before anything is opened for
@@ -165,45 +162,74 @@ pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Resu
             .map_err(|e| OpenError::Spec(format!("{flag} {target}: {e}")))?;
         return Ok(Opened {
             device: AnyDevice::Sim(device),
-            undo: FileSnapshot::none(),
+            undo: Undo::none(),
         });
     }
     match (spec, options.access) {
         (TargetSpec::File { path, size }, _) if !options.lay_out_files => {
             existing_file(options.flag, target, path, *size)?
         }
-        (TargetSpec::Block { path }, Access::Destructive { allow_destroy, force }) => gate_block_device(
-            options.flag,
-            target,
-            path,
-            allow_destroy,
-            force,
-            options.force_scope,
-        )?,
+        (TargetSpec::Block { path }, Access::Destructive { allow_destroy, force }) => {
+            let claimed = gate_block_device(
+                options.flag,
+                target,
+                path,
+                allow_destroy,
+                force,
+                options.force_scope,
+            )?;
+            let device = ssdlab_io::open::open_claimed_block(target, claimed, options.flag, options.engine)?;
+            return Ok(Opened {
+                device: real(device),
+                undo: Undo::none(),
+            });
+        }
         _ => {}
     }
-    let undo = FileSnapshot::take(spec);
     let request = OpenRequest {
         flag: options.flag,
         write: options.access.writes(),
         engine: options.engine,
-        // O_EXCL makes the kernel refuse a block device someone else claims; `force` opts out of it unless the
-        // command's scope keeps the claim.
-        exclusive: matches!(options.access, Access::Destructive { force: false, .. })
-            || (options.access.writes() && options.force_scope.keeps_claim()),
         no_atime: true,
         allow_atime: options.allow_atime,
     };
-    let device = match open_target(target, spec, request) {
-        Ok(RealDevice::Uring(d)) => AnyDevice::Uring(d),
-        Ok(RealDevice::Psync(d)) => AnyDevice::Psync(d),
-        Ok(RealDevice::Null(d)) => AnyDevice::Null(d),
-        Err(e) => {
+    let opened = open_target(target, spec, request)?;
+    let undo = Undo::of(opened.laid_out);
+    let device = real(opened.device);
+    // A file written as a disk must not be the backing of a mounted (or otherwise used) loop device.
+    if options.access.writes()
+        && let Some(file) = device.backing_file()
+        && let TargetSpec::File { .. } = spec
+    {
+        let meta = file
+            .metadata()
+            .map_err(|e| OpenError::Refused(format!("{} {target}: cannot stat: {e}", options.flag)))?;
+        let uses = guard::uses_of_file(meta.dev(), meta.ino()).map_err(|e| {
+            OpenError::Refused(format!(
+                "{} {target}: cannot check whether the file is in use as a disk: {e}",
+                options.flag
+            ))
+        })?;
+        if !uses.is_empty() {
+            drop(device);
             undo.restore();
-            return Err(e.into());
+            let found: Vec<String> = uses.iter().map(|f| f.to_string()).collect();
+            return Err(OpenError::Refused(format!(
+                "refusing to write to {target}: it is the disk of a loop device in use: {}. Nothing was written; \
+                 unmount it or detach the loop device first (losetup -d)",
+                found.join("; ")
+            )));
         }
-    };
+    }
     Ok(Opened { device, undo })
+}
+
+fn real(device: RealDevice) -> AnyDevice {
+    match device {
+        RealDevice::Uring(d) => AnyDevice::Uring(d),
+        RealDevice::Psync(d) => AnyDevice::Psync(d),
+        RealDevice::Null(d) => AnyDevice::Null(d),
+    }
 }
 
 /// Whether `target` names a virtual drive, cached or not (its results come in virtual time).
@@ -236,16 +262,19 @@ fn cache_size(flag: &str, target: &str, given: Option<u64>) -> Result<u64, OpenE
     }
 }
 
-/// A command that only looks reads what exists: it never creates a file or extends one to a given size.
+/// A command that only reads reads what exists: it never creates a file or extends one to a given size.
 fn existing_file(flag: &str, target: &str, path: &Path, size: Option<u64>) -> Result<(), OpenError> {
     let existing = std::fs::symlink_metadata(path).ok().map(|m| m.len());
     match (existing, size) {
         (None, _) => Err(OpenError::Refused(format!(
-            "{flag} {target}: {} does not exist; a scan never creates a file",
+            "{flag} {target}: {} does not exist, and a command that only reads never creates a file: write it \
+             first (ssdlab run --rw write --target file:{}:SIZE)",
+            path.display(),
             path.display()
         ))),
         (Some(len), Some(size)) if size > len => Err(OpenError::Refused(format!(
-            "{flag} {target}: {} holds {len} bytes; a scan never extends a file, so give no size",
+            "{flag} {target}: {} holds {len} bytes, and a command that only reads never extends a file: give no \
+             size, or one of at most {len} bytes",
             path.display()
         ))),
         _ => Ok(()),
@@ -253,7 +282,9 @@ fn existing_file(flag: &str, target: &str, path: &Path, size: Option<u64>) -> Re
 }
 
 /// DESIGN.md section 2: a block device is written only with `--allow-destroy`, never through a symbolic link,
-/// never while in use, and with signs of past use only with `--force`.
+/// never while in use, and with signs of past use only with `--force`. The device is claimed (opened
+/// exclusively, no symlink in its path) first and judged through that descriptor, so the device checked is the
+/// device written, and nothing can mount or claim it between the check and the writes.
 fn gate_block_device(
     flag: &str,
     target: &str,
@@ -261,27 +292,41 @@ fn gate_block_device(
     allow_destroy: bool,
     force: bool,
     scope: ForceScope,
-) -> Result<(), OpenError> {
+) -> Result<ClaimedBlock, OpenError> {
     if !allow_destroy {
         return Err(OpenError::Refused(format!(
             "{flag} {target}: this writes to a block device and destroys its data; add --allow-destroy if that is what you want (nothing was written)"
         )));
     }
-    let meta = std::fs::symlink_metadata(path)
-        .map_err(|e| OpenError::Refused(format!("{flag} {target}: cannot stat: {e}")))?;
-    if meta.file_type().is_symlink() {
-        return Err(OpenError::Refused(format!(
-            "{flag} {target} is a symbolic link; ssdlab never follows a link into a destructive operation: give the device's own path ({})",
-            path.canonicalize()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|_| "unresolved".into())
-        )));
-    }
-    let findings = guard::destructive_findings(path).map_err(|e| {
+    let claimed = claim_block(path).map_err(|e| match e {
+        ClaimError::Symlink { resolved } => OpenError::Refused(format!(
+            "{flag} {target}: a component of its path is a symbolic link; ssdlab never follows a link into a \
+             destructive operation: give the device's own path ({resolved})"
+        )),
+        ClaimError::Busy { findings } if findings.is_empty() => OpenError::Refused(format!(
+            "refusing to write to {target}: it is in use (the kernel refused exclusive access: something holds it \
+             open exclusively, such as a mount in another namespace, a ZFS pool or a virtual machine). Nothing \
+             was written; --force does not override a device in use: release it first"
+        )),
+        ClaimError::Busy { findings } => OpenError::Refused(format!(
+            "refusing to write to {target}: {}. Nothing was written; --force does not override a device in use: \
+             unmount it or stop what holds it first",
+            findings.iter().map(|f| f.to_string()).collect::<Vec<_>>().join("; ")
+        )),
+        ClaimError::NotBlockDevice => OpenError::Refused(format!(
+            "{flag} {target} is not a block device; for a regular file write file:{}",
+            path.display()
+        )),
+        ClaimError::Os(e) => OpenError::Refused(format!("{flag} {target}: cannot open it: {e}")),
+    })?;
+    let inspect_error = |e: std::io::Error| {
         OpenError::Refused(format!(
             "{flag} {target}: cannot check whether the device is in use: {e}"
         ))
-    })?;
+    };
+    let mut findings =
+        guard::uses_of_device(claimed.rdev(), OwnClaim::HeldByCaller).map_err(inspect_error)?;
+    findings.extend(guard::signature_findings(claimed.file()).map_err(inspect_error)?);
     let in_use: Vec<String> = findings
         .iter()
         .filter(|f| f.in_use)
@@ -313,5 +358,5 @@ fn gate_block_device(
             found.join("; ")
         )));
     }
-    Ok(())
+    Ok(claimed)
 }

@@ -22,20 +22,14 @@ pub struct KernelPurger {
 }
 
 impl KernelPurger {
-    /// Opens `path` again for the ioctls (the gate's descriptor is exclusive and inside the device). It must be
-    /// the same device the gate checked: `gated_rdev` is its device number, taken before the gate opened it,
-    /// and the size must match.
-    pub fn open(path: &Path, info: &DeviceInfo, gated_rdev: u64) -> std::io::Result<Self> {
-        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(ssdlab_io::sys::O_NOFOLLOW)
-            .open(path)?;
-        let same = file.metadata()?.rdev() == gated_rdev
-            && ssdlab_io::sys::block_device_size(&file)? == info.capacity_bytes;
-        if !same {
+    /// Purges through `file`, a duplicate of the descriptor the safety gate judged and claimed (never a second
+    /// open by path); the drive's own purges name the device by `path`, checked against its number.
+    pub fn new(file: File, path: &Path, info: &DeviceInfo) -> std::io::Result<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let gated_rdev = file.metadata()?.rdev();
+        if ssdlab_io::sys::block_device_size(&file)? != info.capacity_bytes {
             return Err(std::io::Error::other(
-                "the device node changed between the safety check and the purge; nothing was erased",
+                "the device's size changed after the safety check; nothing was erased",
             ));
         }
         Ok(KernelPurger {

@@ -125,17 +125,14 @@ fn engine(arg: EngineArg) -> Engine {
 /// How a command uses its `--target`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Use {
-    /// A benchmark that writes: the safety gate applies; a `file:` target is laid out.
+    /// Writes: the safety gate applies (its exclusive claim held until the device closes, `--force` or not); a
+    /// `file:` target is laid out (created or extended to its size).
     Writes,
-    /// Writes through the gate, keeping the exclusive claim even with `--force` (erase).
-    WritesClaimed,
-    /// Writes the end of a whole device (op): `--force` lets only a partition table through, and the claim is
-    /// kept until the discard.
+    /// Writes the end of a whole device (op): `--force` lets only a partition table through.
     WritesTail,
-    /// A benchmark that only reads: a `file:` target is still laid out to its size.
+    /// Only reads what is there: never creates or extends a file, never writes (read benchmarks, scans, op's
+    /// preview).
     Reads,
-    /// A scan: reads what is there, never creating or extending anything.
-    Looks,
 }
 
 /// Opens `--target` through the one opener.
@@ -145,7 +142,7 @@ pub fn open_target(args: &TargetArgs, usage: Use) -> Result<Opened> {
 
 /// [`open_target`] for a target given by another flag (`--device`), which the messages then name.
 pub fn open_target_as(args: &TargetArgs, usage: Use, flag: &'static str) -> Result<Opened> {
-    let destructive = matches!(usage, Use::Writes | Use::WritesClaimed | Use::WritesTail);
+    let destructive = matches!(usage, Use::Writes | Use::WritesTail);
     let access = if destructive {
         Access::Destructive {
             allow_destroy: args.allow_destroy,
@@ -158,11 +155,10 @@ pub fn open_target_as(args: &TargetArgs, usage: Use, flag: &'static str) -> Resu
         access,
         engine: engine(args.engine),
         allow_atime: true,
-        lay_out_files: usage != Use::Looks,
+        lay_out_files: destructive,
         flag,
         force_scope: match usage {
-            Use::WritesClaimed => ForceScope::SignaturesClaimed,
-            Use::WritesTail => ForceScope::PartitionTablesClaimed,
+            Use::WritesTail => ForceScope::PartitionTables,
             _ => ForceScope::Signatures,
         },
     };

@@ -28,12 +28,9 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
         ),
         Err(e) => bail!("{e}"),
     };
-    let gated_rdev = std::os::unix::fs::MetadataExt::rdev(
-        &std::fs::metadata(&path).with_context(|| format!("--target {}", path.display()))?,
-    );
-    // The safety gate: --allow-destroy, never a device in use, signs of past use only with --force.
-    // The exclusive claim holds even with --force: nothing may mount the device while it is purged.
-    let opened = open_target(&args.target, Use::WritesClaimed)?;
+    // The safety gate: --allow-destroy, never a device in use, signs of past use only with --force. Its
+    // exclusive claim holds until the device closes: nothing may mount the device while it is purged.
+    let opened = open_target(&args.target, Use::Writes)?;
     // The record's directory must take it before anything is erased (a purge whose record cannot be written has
     // destroyed the data without the proof), and only once the gate has let the erase through, so a refusal
     // leaves nothing behind.
@@ -42,8 +39,14 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
     }
     let mut device = opened.device;
     let info = device.info().clone();
-    let mut purger = KernelPurger::open(&path, &info, gated_rdev)
-        .with_context(|| format!("--target {}: cannot open it for the purge", path.display()))?;
+    // The purges' ioctls go to the very descriptor the gate judged and claimed.
+    let gated = device
+        .backing_file()
+        .context("the gate opened a block device")?
+        .try_clone()
+        .with_context(|| format!("--target {}: cannot duplicate its descriptor", path.display()))?;
+    let mut purger = KernelPurger::new(gated, &path, &info)
+        .with_context(|| format!("--target {}: cannot prepare the purge", path.display()))?;
     let requested = match args.method {
         EraseMethodArg::Auto => None,
         EraseMethodArg::Sanitize => Some(EraseMethod::Sanitize),

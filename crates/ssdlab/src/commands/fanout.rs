@@ -117,7 +117,7 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
             force: false,
             engine: args.engine,
         };
-        Ok(plan::open_target_as(&target, plan::Use::Looks, "--target")?.device)
+        Ok(plan::open_target_as(&target, plan::Use::Reads, "--target")?.device)
     };
     // Every drive is opened here first, so a bad target is refused before any drive starts reading.
     let mut devices = drives.iter().map(open).collect::<Result<Vec<_>>>()?;

@@ -86,7 +86,7 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
     // Reports read the size and the partition table; applying goes through the safety gate, where --force lets
     // only a partition table through (op keeps clear of partitions, but a file system or volume on the whole
     // device lives in its end) and the exclusive claim holds until the discard.
-    let opened = open_target(&args.target, if applying { Use::WritesTail } else { Use::Looks })?;
+    let opened = open_target(&args.target, if applying { Use::WritesTail } else { Use::Reads })?;
     let mut device = opened.device;
     let info = device.info().clone();
     if info.capacity_bytes == 0 {
@@ -217,7 +217,7 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
     if !applying {
         let findings =
             ssdlab_io::guard::destructive_findings(path).with_context(|| format!("--target {shown}"))?;
-        for finding in ForceScope::PartitionTablesClaimed.unforceable(&findings) {
+        for finding in ForceScope::PartitionTables.unforceable(&findings) {
             let note = format!(
                 "{finding}: op would refuse to discard the tail of a file system or volume on the whole device"
             );

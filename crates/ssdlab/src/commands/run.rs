@@ -6,7 +6,7 @@ use ssdlab_core::schema::options::{JobOptions, RunOptions};
 use ssdlab_core::schema::{Analysis, Event, PhaseResult, RunResult, SCHEMA, Verdict};
 use ssdlab_core::units::{BinaryBytes, Nanos, rfc3339_utc};
 use ssdlab_engine::{Workload, run_phase};
-use ssdlab_targets::{DeviceVisitor, FileSnapshot};
+use ssdlab_targets::{DeviceVisitor, Undo};
 
 use super::Outcome;
 use crate::cli::RunArgs;
@@ -40,7 +40,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
 struct RunOn<'a> {
     args: &'a RunArgs,
     flags: &'a RunFlags,
-    undo: FileSnapshot,
+    undo: Undo,
 }
 
 impl DeviceVisitor for RunOn<'_> {
@@ -79,12 +79,7 @@ fn describe(w: &Workload) -> String {
     )
 }
 
-fn run_on<D: Device>(
-    mut device: D,
-    args: &RunArgs,
-    flags: &RunFlags,
-    before: FileSnapshot,
-) -> Result<Outcome> {
+fn run_on<D: Device>(mut device: D, args: &RunArgs, flags: &RunFlags, before: Undo) -> Result<Outcome> {
     let workload = match plan::run_workload(args, flags, device.info()) {
         Ok(workload) => workload,
         Err(e) => {

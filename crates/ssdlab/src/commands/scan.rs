@@ -134,7 +134,7 @@ fn scan_sim(args: &ScanArgs, target: &str, reads: ScanReads) -> Result<ScanAnaly
         engine: crate::cli::EngineArg::Auto,
     };
     // The virtual data set is written into the virtual drive's past: only a virtual drive has one.
-    let AnyDevice::Sim(mut device) = plan::open_target(&target_args, plan::Use::Looks)?.device else {
+    let AnyDevice::Sim(mut device) = plan::open_target(&target_args, plan::Use::Reads)?.device else {
         bail!("--target {target}: scan takes a sim: target; for real files give PATHs");
     };
     let files = parse_dataset(&args.dataset).map_err(|e| anyhow!(e))?;
@@ -374,7 +374,7 @@ fn region_scan(args: &ScanArgs, target: &str, reader: Reader) -> Result<Outcome>
         engine: crate::cli::EngineArg::Auto,
     };
     // A region scan is read-only: the opener never creates or extends the file it is given.
-    let mut device = plan::open_target_as(&target_args, plan::Use::Looks, "--device")?.device;
+    let mut device = plan::open_target_as(&target_args, plan::Use::Reads, "--device")?.device;
     let info = device.info().clone();
     let layout = plan_regions(&info, &options)?;
     eprintln!(

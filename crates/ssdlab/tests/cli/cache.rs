@@ -58,6 +58,8 @@ fn writes_through_the_cache_verify_and_are_on_the_file_after_exit() {
 fn hot_reads_are_served_from_memory_and_counted() {
     let dir = tempdir();
     let path = dir.path().join("hot.img");
+    // A read-only run reads what is there and never creates a file.
+    std::fs::File::create(&path).unwrap().set_len(64 << 20).unwrap();
     let target = format!("cached:{}?size=16m", file_target(&path, Some("64m")));
     let out = run(&[
         "run",
@@ -183,6 +185,7 @@ fn the_safety_gate_applies_through_the_cache() {
 fn a_hot_map_warms_the_next_run_only_for_its_own_device_and_never_for_a_virtual_one() {
     let dir = tempdir();
     let path = dir.path().join("warm.img");
+    std::fs::File::create(&path).unwrap().set_len(64 << 20).unwrap();
     let map = dir.path().join("maps/warm.map");
     let target = format!(
         "cached:{}?size=16m&hot-map={}",
@@ -219,6 +222,7 @@ fn a_hot_map_warms_the_next_run_only_for_its_own_device_and_never_for_a_virtual_
     assert!(notes.contains("warm start"), "{notes}");
     // The same map named for another file is not used.
     let other = dir.path().join("other.img");
+    std::fs::File::create(&other).unwrap().set_len(64 << 20).unwrap();
     let other_target = format!(
         "cached:{}?size=16m&hot-map={}",
         file_target(&other, Some("64m")),
@@ -228,14 +232,19 @@ fn a_hot_map_warms_the_next_run_only_for_its_own_device_and_never_for_a_virtual_
     assert_eq!(cache_stats(&third)["warmed_bytes"], 0);
     let notes = event(&third, "begin")["data"]["target"]["notes"].to_string();
     assert!(notes.contains("is for another device"), "{notes}");
-    // A damaged map is reported and ignored.
-    let mut bytes = std::fs::read(&map).unwrap();
-    let last = bytes.len() - 1;
-    bytes[last] ^= 1;
-    std::fs::write(&map, bytes).unwrap();
+    // A damaged map is reported, ignored and rewritten.
+    let mut damaged = std::fs::read(&map).unwrap();
+    let last = damaged.len() - 1;
+    damaged[last] ^= 1;
+    std::fs::write(&map, &damaged).unwrap();
     let fourth = hot_reads(&other_target);
     let notes = event(&fourth, "begin")["data"]["target"]["notes"].to_string();
-    assert!(notes.contains("was not used"), "{notes}");
+    assert!(notes.contains("is damaged"), "{notes}");
+    let rewritten = std::fs::read(&map).unwrap();
+    assert!(
+        rewritten.starts_with(b"SSDLAB-HOTMAP") && rewritten != damaged,
+        "rewritten when the cache closed"
+    );
     // A virtual drive keeps no data between runs: a hot map is refused before anything runs.
     let out = run(&[
         "run",

@@ -52,11 +52,17 @@ fn bad_file_targets_are_explained_and_left_alone() {
         "run",
         "--target",
         &file_target(&fresh, Some("8m")),
+        "--rw",
+        "write",
         "--bs",
         "1000",
     ]);
     expect_usage_error(&out, "--bs");
     assert!(!fresh.exists(), "the file created for a refused run is removed");
+    // A run that only reads never creates a file.
+    let out = run(&["run", "--target", &file_target(&fresh, Some("8m"))]);
+    expect_usage_error(&out, "never creates a file");
+    assert!(!fresh.exists());
 
     let small = dir.path().join("small.img");
     std::fs::write(&small, vec![7u8; 1 << 20]).unwrap();
@@ -146,6 +152,8 @@ fn an_open_failure_names_the_flag_given_and_its_cause_once() {
                 "run",
                 "--target",
                 "file:/ssdlab-no-such-dir/x:1m",
+                "--rw",
+                "write",
                 "--runtime",
                 "1s",
             ][..],

@@ -275,10 +275,12 @@ fn request(command: u16, offset: u64, length: u32) -> Vec<u8> {
 #[test]
 fn bad_requests_get_nbd_errors_a_broken_stream_loses_only_its_connection() {
     let dir = tempdir();
-    let server = Server::start(
-        &file_target(&dir.path().join("e.img"), Some("1m")),
-        &["--read-only"],
-    );
+    // A read-only export serves what is there: it never creates a file.
+    std::fs::File::create(dir.path().join("e.img"))
+        .unwrap()
+        .set_len(1 << 20)
+        .unwrap();
+    let server = Server::start(&file_target(&dir.path().join("e.img"), None), &["--read-only"]);
     let mut s = negotiate(&server.socket);
     let expect_error = |s: &mut UnixStream, req: Vec<u8>, errno: u32| {
         s.write_all(&req).unwrap();

@@ -45,7 +45,7 @@ fn a_device_with_a_filesystem_is_refused_unless_forced() {
         "1s",
         "--allow-destroy",
     ]);
-    expect_usage_error(&out, "ext2/3/4");
+    expect_usage_error(&out, "a file system: ext4 (at byte 1080)");
     assert!(
         stderr(&out).contains("--force"),
         "the refusal says how to override"
@@ -143,7 +143,8 @@ fn a_mounted_device_is_refused_even_with_force() {
         "1s",
     ]);
     let _ = Command::new("losetup").args(["-d", &sibling]).output();
-    expect_usage_error(&out, "a loop device over the same file, is mounted");
+    expect_usage_error(&out, "is mounted at");
+    assert!(stderr(&out).contains("-> disk.img <-"), "{}", stderr(&out));
 }
 
 /// #14 defect 1: a destructive test never touches more than the region it was given.

@@ -1,0 +1,392 @@
+//! Which block devices share bytes with which: the partition, loop and holder graph of this machine, read from
+//! sysfs and the loop driver, judged by identities (device numbers, inodes), never by path names.
+//!
+//! Every block device is a node. A node other than a disk of its own stores its bytes on something lower: a
+//! partition on a range of its disk, a loop device on a range of its backing block device or regular file (by
+//! device and inode, so hard links, bind mounts and renames name the same file), an md, dm or bcache device
+//! somewhere on each of its slaves. From that, [`Graph::relation`] says how any device relates to a target:
+//! stacked on it (at any depth), under it, or beside it over the same bytes.
+//!
+//! It only reads sysfs; the loop driver is asked through the caller's [`LoopOracle`]. It never writes and
+//! never decides what is allowed.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::sys::LoopBacking;
+
+/// A block device number (major, minor).
+pub type DevNum = (u32, u32);
+
+/// How deep stacks are followed; deeper ones are cut there (and then still related through what was seen).
+const MAX_DEPTH: usize = 32;
+
+/// Where bytes are kept: a block device, or a regular file behind a loop device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Store {
+    Device(DevNum),
+    File { st_dev: u64, st_ino: u64 },
+}
+
+/// What a node stores its bytes on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lower {
+    /// Exactly `len` bytes at `start` of `store` (a partition, a loop device).
+    Range { store: Store, start: u64, len: u64 },
+    /// Somewhere on each of these devices; exactly where is not known here (md, dm, bcache).
+    Slaves(Vec<DevNum>),
+    /// A loop device whose backing file cannot be identified (deleted, or only visible in another mount
+    /// namespace); the text is what sysfs says of it.
+    Unknown(String),
+}
+
+/// What kind of block device a node is, for messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    Disk,
+    Partition,
+    /// A loop device, with its backing file as sysfs names it.
+    Loop(String),
+    /// A device-mapper device, with its dm name.
+    DeviceMapper(Option<String>),
+    /// An md RAID device, with its level.
+    Md(Option<String>),
+    /// Any other stacked device (bcache, ...), by kernel name.
+    Stacked,
+}
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub dev: DevNum,
+    /// The kernel's name (`loop3p1`, `dm-0`; a `!` in sysfs is a `/`, as in `cciss/c0d0`).
+    pub name: String,
+    pub size_bytes: u64,
+    pub kind: Kind,
+    pub lower: Option<Lower>,
+}
+
+impl Node {
+    /// The device's path under /dev.
+    pub fn dev_path(&self) -> String {
+        format!("/dev/{}", self.name)
+    }
+
+    /// A kernel holder: md, dm or another stacked device, which the kernel keeps open as long as it exists.
+    pub fn is_holder(&self) -> bool {
+        matches!(self.lower, Some(Lower::Slaves(_)))
+    }
+}
+
+/// Asks the loop driver what a loop device is backed by (LOOP_GET_STATUS64 in real use; a table in tests).
+pub type LoopOracle<'a> = &'a dyn Fn(&Node) -> Option<LoopBacking>;
+
+/// How a device relates to the target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Relation {
+    /// The target itself.
+    Itself,
+    /// Stacked on the target (its bytes are on it); `chain` runs from this device down to the target.
+    Above { chain: Vec<DevNum> },
+    /// The target is stacked on it; `chain` runs from the target down to this device.
+    Below { chain: Vec<DevNum> },
+    /// Beside the target over the same bytes of `store`; `up` runs from the device down to the store, `down`
+    /// from the target down to it.
+    Beside {
+        store: Store,
+        device_chain: Vec<DevNum>,
+        target_chain: Vec<DevNum>,
+    },
+}
+
+/// A range a device covers on a store, and how it got there.
+#[derive(Debug, Clone)]
+struct Extent {
+    store: Store,
+    start: u64,
+    end: u64,
+    /// Devices from the node down to (not including) the store.
+    path: Vec<DevNum>,
+    /// Some edge on the way was a holder's, whose place on its slave is not known: the range is the whole slave.
+    imprecise: bool,
+}
+
+/// Every block device of the machine.
+pub struct Graph {
+    nodes: BTreeMap<DevNum, Node>,
+    /// Backing files by store, as sysfs names them (for messages).
+    file_names: BTreeMap<Store, String>,
+}
+
+impl Graph {
+    /// Reads every block device under `sys_root/class/block`, asking `loop_oracle` for loop devices' backings.
+    pub fn read(sys_root: &Path, loop_oracle: LoopOracle<'_>) -> io::Result<Graph> {
+        let class = sys_root.join("class/block");
+        let entries = fs::read_dir(&class)
+            .map_err(|e| super::context(e, format_args!("cannot list {}", class.display())))?;
+        let mut dirs: Vec<(String, PathBuf)> = Vec::new();
+        for entry in entries {
+            let entry =
+                entry.map_err(|e| super::context(e, format_args!("cannot list {}", class.display())))?;
+            dirs.push((
+                entry.file_name().to_string_lossy().replace('!', "/"),
+                entry.path(),
+            ));
+        }
+        let mut devs_by_dir: BTreeMap<PathBuf, DevNum> = BTreeMap::new();
+        let mut devs_by_name: BTreeMap<String, DevNum> = BTreeMap::new();
+        for (name, dir) in &dirs {
+            // A device that went away while we looked is no user.
+            if let Some(dev) = read_trimmed(&dir.join("dev")).and_then(|t| parse_dev(&t)) {
+                devs_by_dir.insert(fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()), dev);
+                devs_by_name.insert(name.clone(), dev);
+            }
+        }
+        let mut graph = Graph {
+            nodes: BTreeMap::new(),
+            file_names: BTreeMap::new(),
+        };
+        for (name, dir) in &dirs {
+            let Some(&dev) = devs_by_name.get(name) else {
+                continue;
+            };
+            let size_bytes = read_trimmed(&dir.join("size"))
+                .and_then(|t| t.parse::<u64>().ok())
+                .unwrap_or(0)
+                .saturating_mul(512);
+            let mut node = Node {
+                dev,
+                name: name.clone(),
+                size_bytes,
+                kind: Kind::Disk,
+                lower: None,
+            };
+            if let Some(start) = read_trimmed(&dir.join("partition")).and(read_trimmed(&dir.join("start"))) {
+                let canonical = fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+                let disk = canonical.parent().and_then(|p| devs_by_dir.get(p)).copied();
+                node.kind = Kind::Partition;
+                node.lower = match (disk, start.parse::<u64>()) {
+                    (Some(disk), Ok(start)) => Some(Lower::Range {
+                        store: Store::Device(disk),
+                        start: start.saturating_mul(512),
+                        len: size_bytes,
+                    }),
+                    _ => Some(Lower::Unknown(format!("the disk of partition {name}"))),
+                };
+            } else if let Some(backing) = read_trimmed(&dir.join("loop/backing_file")) {
+                node.kind = Kind::Loop(backing.clone());
+                node.lower = Some(match loop_oracle(&node) {
+                    Some(b) if b.st_rdev != 0 => Lower::Range {
+                        store: Store::Device((libc::major(b.st_rdev), libc::minor(b.st_rdev))),
+                        start: b.offset_bytes,
+                        len: size_bytes,
+                    },
+                    Some(b) => {
+                        let store = Store::File {
+                            st_dev: b.st_dev,
+                            st_ino: b.st_ino,
+                        };
+                        graph.file_names.entry(store).or_insert(backing);
+                        Lower::Range {
+                            store,
+                            start: b.offset_bytes,
+                            len: size_bytes,
+                        }
+                    }
+                    None => Lower::Unknown(backing),
+                });
+            } else {
+                let slaves = list_names(&dir.join("slaves"));
+                if !slaves.is_empty() {
+                    node.kind = if dir.join("dm").is_dir() {
+                        Kind::DeviceMapper(read_trimmed(&dir.join("dm/name")))
+                    } else if dir.join("md").is_dir() {
+                        Kind::Md(read_trimmed(&dir.join("md/level")))
+                    } else {
+                        Kind::Stacked
+                    };
+                    node.lower = Some(Lower::Slaves(
+                        slaves
+                            .iter()
+                            .filter_map(|s| devs_by_name.get(&s.replace('!', "/")).copied())
+                            .collect(),
+                    ));
+                }
+            }
+            graph.nodes.insert(dev, node);
+        }
+        Ok(graph)
+    }
+
+    pub fn node(&self, dev: DevNum) -> Option<&Node> {
+        self.nodes.get(&dev)
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.values()
+    }
+
+    /// A store's name for messages: a device's kernel name, or a file's name as sysfs gave it.
+    pub fn store_name(&self, store: Store) -> String {
+        match store {
+            Store::Device(dev) => self.name(dev),
+            Store::File { st_ino, .. } => self
+                .file_names
+                .get(&store)
+                .map(|p| p.rsplit('/').next().unwrap_or(p).to_string())
+                .unwrap_or_else(|| format!("inode {st_ino}")),
+        }
+    }
+
+    /// A device's kernel name, or its number when it is not in the graph.
+    pub fn name(&self, dev: DevNum) -> String {
+        self.nodes
+            .get(&dev)
+            .map(|n| n.name.clone())
+            .unwrap_or_else(|| format!("{}:{}", dev.0, dev.1))
+    }
+
+    /// Every range `dev` covers, on itself and on everything below it.
+    fn extents(&self, dev: DevNum) -> Vec<Extent> {
+        let size = self.nodes.get(&dev).map_or(u64::MAX, |n| n.size_bytes);
+        let mut out = Vec::new();
+        self.extents_into(dev, 0, size, Vec::new(), false, &mut out);
+        out
+    }
+
+    fn extents_into(
+        &self,
+        dev: DevNum,
+        start: u64,
+        end: u64,
+        path: Vec<DevNum>,
+        imprecise: bool,
+        out: &mut Vec<Extent>,
+    ) {
+        out.push(Extent {
+            store: Store::Device(dev),
+            start,
+            end,
+            path: path.clone(),
+            imprecise,
+        });
+        if path.len() >= MAX_DEPTH || path.contains(&dev) {
+            return;
+        }
+        let mut below = path;
+        below.push(dev);
+        match self.nodes.get(&dev).and_then(|n| n.lower.as_ref()) {
+            Some(Lower::Range {
+                store: Store::Device(lower),
+                start: at,
+                len,
+            }) => {
+                let (s, e) = (at.saturating_add(start), at.saturating_add(end.min(*len)));
+                self.extents_into(*lower, s, e, below, imprecise, out);
+            }
+            Some(Lower::Range {
+                store: store @ Store::File { .. },
+                start: at,
+                len,
+            }) => out.push(Extent {
+                store: *store,
+                start: at.saturating_add(start),
+                end: at.saturating_add(end.min(*len)),
+                path: below,
+                imprecise,
+            }),
+            Some(Lower::Slaves(slaves)) => {
+                for slave in slaves {
+                    let size = self.nodes.get(slave).map_or(u64::MAX, |n| n.size_bytes);
+                    self.extents_into(*slave, 0, size, below.clone(), true, out);
+                }
+            }
+            Some(Lower::Unknown(_)) | None => {}
+        }
+    }
+
+    /// How `dev` relates to `target`: None when they share no bytes.
+    ///
+    /// Two holders beside each other over one slave (two LVM logical volumes of one physical volume) are not
+    /// related: neither knows where the other is, and the volume manager keeps them apart. A holder beside a
+    /// device whose place is known is assumed to overlap it.
+    pub fn relation(&self, target: DevNum, dev: DevNum) -> Option<Relation> {
+        if target == dev {
+            return Some(Relation::Itself);
+        }
+        let of_target = self.extents(target);
+        let of_dev = self.extents(dev);
+        if let Some(e) = of_dev.iter().find(|e| e.store == Store::Device(target)) {
+            let mut chain = e.path.clone();
+            chain.push(target);
+            return Some(Relation::Above { chain });
+        }
+        if let Some(e) = of_target.iter().find(|e| e.store == Store::Device(dev)) {
+            let mut chain = e.path.clone();
+            chain.push(dev);
+            return Some(Relation::Below { chain });
+        }
+        for t in &of_target {
+            for d in &of_dev {
+                let overlaps = t.store == d.store && t.start < d.end && d.start < t.end;
+                if overlaps && !(t.imprecise && d.imprecise) {
+                    return Some(Relation::Beside {
+                        store: t.store,
+                        device_chain: d.path.clone(),
+                        target_chain: t.path.clone(),
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// Every loop device stacked, at any depth, on the regular file (`st_dev`, `st_ino`), with the chain from it
+    /// down to the file.
+    pub fn above_file(&self, st_dev: u64, st_ino: u64) -> Vec<(DevNum, Vec<DevNum>)> {
+        let store = Store::File { st_dev, st_ino };
+        self.nodes
+            .keys()
+            .filter_map(|&dev| {
+                let e = self.extents(dev).into_iter().find(|e| e.store == store)?;
+                Some((dev, e.path))
+            })
+            .collect()
+    }
+
+    /// "loop7 -> loop3": a chain of devices by kernel name, each stored on the next.
+    pub fn chain_text(&self, chain: &[DevNum]) -> String {
+        chain
+            .iter()
+            .map(|d| self.name(*d))
+            .collect::<Vec<_>>()
+            .join(" -> ")
+    }
+}
+
+fn read_trimmed(path: &Path) -> Option<String> {
+    let text = fs::read_to_string(path).ok()?;
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_string())
+}
+
+/// The entries of a directory, sorted; none when it does not exist.
+fn list_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// "MAJ:MIN" (with surrounding whitespace, as sysfs `dev` files have) to numbers.
+pub(crate) fn parse_dev(text: &str) -> Option<DevNum> {
+    let (major, minor) = text.trim().split_once(':')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}

@@ -1,0 +1,484 @@
+//! Deciding whether a block device (or a file) is in use, before ssdlab writes to, discards or fills it.
+//!
+//! This module owns one question: what uses this device? It answers with a list of [`Finding`]s, each naming
+//! one use and where it is: the device, a partition of it, or anything stacked on it at any depth (loop devices
+//! at any offset, md, dm/LVM, bcache), under it, or beside it over the same bytes (another loop device over the
+//! same file, by device and inode) is mounted, used as swap, held by the kernel or open exclusively by another
+//! program; or the device carries a file system, volume or partition-table signature, as libblkid finds them
+//! over the whole device. Identities decide, never names: device numbers, inodes, the loop driver's own account
+//! of each loop device's backing, mountinfo by device number.
+//!
+//! A finding marked `in_use` is refused whatever the flags; the others are signs of past use the caller may let
+//! `--force` override. [`uses_of_device`] and [`signature_findings`] are the gate's two questions, asked of a
+//! device the caller already holds open exclusively; [`destructive_findings`] asks both of a path, for
+//! `ssdlab devices` and previews, which print exactly its answer.
+//!
+//! It must never change anything: it never writes to a device and never opens one for writing. It reads sysfs
+//! and /proc, asks loop devices for their backing (a read-only open), and probes exclusive claims with a
+//! read-only exclusive open that it closes at once.
+
+mod blkid;
+pub mod graph;
+mod mounts;
+
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+pub use blkid::{Signature, Usage, signatures};
+use graph::{DevNum, Graph, Kind, Lower, Node, Relation};
+pub use mounts::mounts_of;
+use mounts::{MountEntry, list_mount_points, mount_points, parse_mountinfo};
+pub(crate) use mounts::{mount_point_of, swap_paths};
+
+use crate::sys::LoopBacking;
+
+/// Where sysfs is mounted; block devices are found under `SYS_ROOT/class/block`.
+pub const SYS_ROOT: &str = "/sys";
+/// Where procfs is mounted; `PROC_ROOT/self/mountinfo` and `PROC_ROOT/swaps` are read.
+pub const PROC_ROOT: &str = "/proc";
+
+/// One reason a device is in use. `Display` gives a sentence fragment such as
+/// "/dev/loop3p1 is mounted at /mnt/data" or "it carries an ext4 file system (signature at byte 1080)".
+///
+/// "it" always means the device the caller asked about; other devices are named by their `/dev` path, and a
+/// device reached through a stack says how, as a chain of kernel names where `a -> b` means `a` is stored on
+/// `b` ("loop7 -> loop3", "loop5 -> disk.img <- loop3").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub what: String,
+    /// The device is in use right now (mounted, swap, claimed by a holder or another exclusive opener): no flag
+    /// overrides this. Otherwise the finding is a sign of past use (a signature, a partition table, a loop
+    /// device over it that nothing uses) that `--force` may override.
+    pub in_use: bool,
+    /// The sign is a partition table (GPT or DOS). `op`, which keeps clear of every partition, lets `--force`
+    /// override only these: a file system or volume on the whole device would lose its end.
+    pub partition_table: bool,
+}
+
+impl Finding {
+    fn past(what: impl Into<String>) -> Self {
+        Self {
+            what: what.into(),
+            in_use: false,
+            partition_table: false,
+        }
+    }
+
+    fn in_use(what: impl Into<String>) -> Self {
+        Self {
+            what: what.into(),
+            in_use: true,
+            partition_table: false,
+        }
+    }
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.what)
+    }
+}
+
+/// Whether the caller already holds the device's exclusive claim (then a claim by anyone else is impossible)
+/// or the guard should probe for one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnClaim {
+    HeldByCaller,
+    Probe,
+}
+
+/// What uses the block device numbered `rdev` right now (its `st_rdev`): mounts, swap, holders, claims and
+/// loop devices anywhere on its stack, as [`Finding`]s. Signatures are [`signature_findings`]' question.
+pub fn uses_of_device(rdev: u64, claim: OwnClaim) -> io::Result<Vec<Finding>> {
+    let probe = Probe::real();
+    uses_with(&probe, split_dev(rdev), claim)
+}
+
+/// What uses the regular file (`st_dev`, `st_ino`) as a disk: every loop device over it, at any depth of
+/// stacking, that is mounted, swapped on, held or claimed. A loop device over it that nothing uses is no
+/// finding: the file is the user's to write.
+pub fn uses_of_file(st_dev: u64, st_ino: u64) -> io::Result<Vec<Finding>> {
+    let probe = Probe::real();
+    file_uses_with(&probe, st_dev, st_ino)
+}
+
+/// Every signature libblkid finds on the device open as `file` (not O_DIRECT), as findings.
+pub fn signature_findings(file: &File) -> io::Result<Vec<Finding>> {
+    Ok(signatures(file)?.iter().map(signature_finding).collect())
+}
+
+/// Everything that makes a destructive operation on the block device at `path` unsafe: [`uses_of_device`] with
+/// an exclusive-claim probe, then [`signature_findings`] through a read-only open. Errors only when the device
+/// cannot be inspected at all.
+pub fn destructive_findings(path: &Path) -> io::Result<Vec<Finding>> {
+    let meta = fs::metadata(path).map_err(|e| context(e, format_args!("cannot stat {}", path.display())))?;
+    if !meta.file_type().is_block_device() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a block device", path.display()),
+        ));
+    }
+    let mut findings = uses_of_device(meta.rdev(), OwnClaim::Probe)?;
+    let file = File::open(path).map_err(|e| context(e, format_args!("cannot read {}", path.display())))?;
+    let same = file.metadata().is_ok_and(|m| m.rdev() == meta.rdev());
+    if !same {
+        return Err(io::Error::other(format!(
+            "{} changed while it was inspected",
+            path.display()
+        )));
+    }
+    findings.extend(
+        signature_findings(&file)
+            .map_err(|e| context(e, format_args!("cannot probe {} for signatures", path.display())))?,
+    );
+    Ok(findings)
+}
+
+/// The operating-system facts the guard reads, replaceable so tests can fake a sysfs and procfs tree.
+struct Probe<'a> {
+    sys_root: &'a Path,
+    proc_root: &'a Path,
+    /// The (major, minor) of the block device a path names, or `None` if it is not one (or cannot be
+    /// stat'ed). Used for the paths listed in /proc/swaps and for mount sources.
+    block_dev_of: fn(&Path) -> Option<DevNum>,
+    /// The loop driver's account of a loop device's backing.
+    loop_backing: &'a dyn Fn(&Node) -> Option<LoopBacking>,
+    /// Whether something else holds the device open exclusively (a read-only O_EXCL open fails with EBUSY).
+    claimed: &'a dyn Fn(&Node) -> bool,
+}
+
+impl Probe<'static> {
+    fn real() -> Self {
+        Probe {
+            sys_root: Path::new(SYS_ROOT),
+            proc_root: Path::new(PROC_ROOT),
+            block_dev_of: real_block_dev_of,
+            loop_backing: &real_loop_backing,
+            claimed: &real_claimed,
+        }
+    }
+}
+
+/// The mount table and swap devices, read once per question.
+struct Uses {
+    mounts: Vec<MountEntry>,
+    swaps: Vec<DevNum>,
+}
+
+impl Uses {
+    fn read(probe: &Probe<'_>) -> io::Result<Uses> {
+        // A missing mountinfo means procfs is not there, and then nothing can be vouched for.
+        let mountinfo_path = probe.proc_root.join("self/mountinfo");
+        let mountinfo = fs::read_to_string(&mountinfo_path)
+            .map_err(|e| context(e, format_args!("cannot read {}", mountinfo_path.display())))?;
+        // A kernel built without swap support has no /proc/swaps, and then nothing can be swapped on.
+        let swaps_path = probe.proc_root.join("swaps");
+        let swaps = match fs::read_to_string(&swaps_path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(context(e, format_args!("cannot read {}", swaps_path.display()))),
+        };
+        Ok(Uses {
+            mounts: parse_mountinfo(&mountinfo),
+            swaps: swap_paths(&swaps)
+                .iter()
+                .filter_map(|p| (probe.block_dev_of)(Path::new(p)))
+                .collect(),
+        })
+    }
+
+    /// "is mounted at /a, /b" and "is in use as swap" for one device.
+    fn of(&self, dev: DevNum, block_dev_of: fn(&Path) -> Option<DevNum>) -> Vec<String> {
+        let mut found = Vec::new();
+        let points = mount_points(&self.mounts, &[dev], block_dev_of);
+        if !points.is_empty() {
+            found.push(format!("is mounted at {}", list_mount_points(&points)));
+        }
+        if self.swaps.contains(&dev) {
+            found.push("is in use as swap".to_string());
+        }
+        found
+    }
+}
+
+/// [`uses_of_device`] over the facts `probe` gives.
+fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<Vec<Finding>> {
+    let graph = Graph::read(probe.sys_root, probe.loop_backing)?;
+    let uses = Uses::read(probe)?;
+    let Some(target_node) = graph.node(target) else {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "block device {}:{} is not in sysfs ({}/class/block): cannot inspect it",
+                target.0,
+                target.1,
+                probe.sys_root.display()
+            ),
+        ));
+    };
+    let mut related: Vec<(&Node, Relation)> = graph
+        .nodes()
+        .filter_map(|n| Some((n, graph.relation(target, n.dev)?)))
+        .collect();
+    // The device itself, its own partitions, then stacks on it, devices beside it and devices under it.
+    related.sort_by_key(|(n, r)| {
+        let rank = match r {
+            Relation::Itself => 0,
+            Relation::Above { chain } if chain.len() == 2 && n.kind == Kind::Partition => 1,
+            Relation::Above { .. } => 2,
+            Relation::Beside { .. } => 3,
+            Relation::Below { .. } => 4,
+        };
+        (rank, n.name.clone())
+    });
+    let mut findings = Vec::new();
+    for (node, relation) in &related {
+        let (label, how) = describe(&graph, node, relation);
+        let used = uses.of(node.dev, probe.block_dev_of);
+        for what in &used {
+            findings.push(Finding::in_use(format!("{label} {what}{how}")));
+        }
+        match relation {
+            Relation::Above { .. } | Relation::Beside { .. } if node.is_holder() => {
+                findings.push(Finding::in_use(format!(
+                    "{label}, {}, is active over it{how}",
+                    kind_text(&node.kind)
+                )));
+            }
+            // A mounted loop device is claimed by its file system; saying so twice helps nobody.
+            Relation::Above { .. } | Relation::Beside { .. }
+                if matches!(node.kind, Kind::Loop(_)) && used.is_empty() =>
+            {
+                if (probe.claimed)(node) {
+                    findings.push(Finding::in_use(format!(
+                        "{label} is open exclusively by another program or kernel subsystem{how}"
+                    )));
+                } else {
+                    findings.push(Finding::past(format!(
+                        "{label} is a loop device over {}{how}",
+                        if matches!(relation, Relation::Above { .. }) {
+                            "it"
+                        } else {
+                            "the same bytes"
+                        }
+                    )));
+                }
+            }
+            _ => {}
+        }
+    }
+    // Loop devices whose backing cannot be identified might be over this device: refuse if one is in use.
+    for node in graph.nodes() {
+        if let Some(Lower::Unknown(backing)) = &node.lower
+            && matches!(node.kind, Kind::Loop(_))
+        {
+            let used = uses.of(node.dev, probe.block_dev_of);
+            if !used.is_empty() || (probe.claimed)(node) {
+                findings.push(Finding::in_use(format!(
+                    "{} is in use and its backing file ({backing}) cannot be identified, so it may be this device",
+                    node.dev_path()
+                )));
+            }
+        }
+    }
+    // The kernel refuses an exclusive open of a device that is mounted, held or claimed by another exclusive
+    // opener, also from another mount namespace. Mounts and holders are already named above; this catches users
+    // that leave no other trace here, such as a ZFS pool, a virtual machine or a mount in a container.
+    if claim == OwnClaim::Probe && !findings.iter().any(|f| f.in_use) && (probe.claimed)(target_node) {
+        findings.push(Finding::in_use(
+            "it is open exclusively by another program or kernel subsystem (for example a ZFS pool, a virtual \
+             machine, a multi-device file system or a mount in another namespace)",
+        ));
+    }
+    Ok(findings)
+}
+
+/// [`uses_of_file`] over the facts `probe` gives.
+fn file_uses_with(probe: &Probe<'_>, st_dev: u64, st_ino: u64) -> io::Result<Vec<Finding>> {
+    let graph = Graph::read(probe.sys_root, probe.loop_backing)?;
+    let uses = Uses::read(probe)?;
+    let mut findings = Vec::new();
+    for (dev, chain) in graph.above_file(st_dev, st_ino) {
+        let Some(node) = graph.node(dev) else { continue };
+        let file_name = graph.store_name(graph::Store::File { st_dev, st_ino });
+        let how = format!(" ({} -> {file_name})", graph.chain_text(&chain));
+        for what in uses.of(dev, probe.block_dev_of) {
+            findings.push(Finding::in_use(format!("{} {what}{how}", node.dev_path())));
+        }
+        if node.is_holder() {
+            findings.push(Finding::in_use(format!(
+                "{}, {}, is active over it{how}",
+                node.dev_path(),
+                kind_text(&node.kind)
+            )));
+        } else if matches!(node.kind, Kind::Loop(_)) && (probe.claimed)(node) {
+            findings.push(Finding::in_use(format!(
+                "{} is open exclusively by another program or kernel subsystem{how}",
+                node.dev_path()
+            )));
+        }
+    }
+    Ok(findings)
+}
+
+/// How a finding names a related device, and the chain that relates it (empty for the device itself and its
+/// own partitions).
+fn describe(graph: &Graph, node: &Node, relation: &Relation) -> (String, String) {
+    match relation {
+        Relation::Itself => ("it".to_string(), String::new()),
+        Relation::Above { chain } if chain.len() == 2 && node.kind == Kind::Partition => {
+            (node.dev_path(), String::new())
+        }
+        Relation::Above { chain } | Relation::Below { chain } => {
+            (node.dev_path(), format!(" ({})", graph.chain_text(chain)))
+        }
+        Relation::Beside {
+            store,
+            device_chain,
+            target_chain,
+        } => {
+            let down: Vec<String> = device_chain.iter().map(|d| graph.name(*d)).collect();
+            let mut up: Vec<String> = target_chain.iter().map(|d| graph.name(*d)).collect();
+            up.reverse();
+            (
+                node.dev_path(),
+                format!(
+                    " ({} -> {} <- {})",
+                    down.join(" -> "),
+                    graph.store_name(*store),
+                    up.join(" <- ")
+                ),
+            )
+        }
+    }
+}
+
+fn kind_text(kind: &Kind) -> String {
+    match kind {
+        Kind::DeviceMapper(Some(name)) => format!("a device-mapper/LVM device ({name})"),
+        Kind::DeviceMapper(None) => "a device-mapper/LVM device".to_string(),
+        Kind::Md(Some(level)) => format!("an md RAID device ({level})"),
+        Kind::Md(None) => "an md RAID device".to_string(),
+        Kind::Loop(_) => "a loop device".to_string(),
+        Kind::Stacked => "a stacked block device".to_string(),
+        Kind::Disk | Kind::Partition => "a block device".to_string(),
+    }
+}
+
+/// A libblkid signature as a finding: what it is, by libblkid's own name (as blkid and wipefs print it), and
+/// where its magic is.
+fn signature_finding(s: &Signature) -> Finding {
+    let kind = match s.usage {
+        Usage::Filesystem => "a file system",
+        Usage::Raid => "a RAID or volume-manager member signature",
+        Usage::Crypto => "an encrypted volume header",
+        Usage::PartitionTable => "a partition table",
+        Usage::Other => "a signature",
+    };
+    let place = match s.offset_bytes {
+        Some(offset) => format!(" (at byte {offset})"),
+        None => String::new(),
+    };
+    Finding {
+        partition_table: s.usage == Usage::PartitionTable,
+        ..Finding::past(format!("it carries {kind}: {}{place}", s.type_name))
+    }
+}
+
+/// Splits a `dev_t` into (major, minor).
+fn split_dev(rdev: u64) -> DevNum {
+    (libc::major(rdev), libc::minor(rdev))
+}
+
+/// The real [`Probe::block_dev_of`]: stat, following symlinks (as /dev/mapper names are).
+fn real_block_dev_of(path: &Path) -> Option<DevNum> {
+    let meta = fs::metadata(path).ok()?;
+    meta.file_type().is_block_device().then(|| split_dev(meta.rdev()))
+}
+
+/// The device node of `node` under /dev, if it is there and is that device.
+fn dev_node(node: &Node) -> Option<std::path::PathBuf> {
+    let path = Path::new("/dev").join(&node.name);
+    let meta = fs::metadata(&path).ok()?;
+    (meta.file_type().is_block_device() && split_dev(meta.rdev()) == node.dev).then_some(path)
+}
+
+/// The real [`Probe::loop_backing`]: the loop driver's LOOP_GET_STATUS64 through a read-only open of the loop
+/// device; else, where the node is missing, the backing file as sysfs names it, stat'ed.
+fn real_loop_backing(node: &Node) -> Option<LoopBacking> {
+    if let Some(path) = dev_node(node)
+        && let Ok(file) = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NONBLOCK)
+            .open(&path)
+        && file.metadata().is_ok_and(|m| split_dev(m.rdev()) == node.dev)
+        && let Ok(backing) = crate::sys::loop_backing(&file)
+    {
+        return Some(backing);
+    }
+    let Kind::Loop(backing) = &node.kind else {
+        return None;
+    };
+    // A deleted backing file can no longer be named; a path that now names something else would mislead.
+    if backing.ends_with("(deleted)") {
+        return None;
+    }
+    let meta = fs::metadata(backing).ok()?;
+    let offset = fs::read_to_string(
+        Path::new(SYS_ROOT)
+            .join("class/block")
+            .join(&node.name)
+            .join("loop/offset"),
+    )
+    .ok()
+    .and_then(|t| t.trim().parse().ok())
+    .unwrap_or(0);
+    Some(LoopBacking {
+        st_dev: meta.dev(),
+        st_ino: meta.ino(),
+        st_rdev: if meta.file_type().is_block_device() {
+            meta.rdev()
+        } else {
+            0
+        },
+        offset_bytes: offset,
+        sizelimit_bytes: 0,
+    })
+}
+
+/// The real [`Probe::claimed`]: a read-only exclusive open (O_EXCL without O_CREAT), which on a block device
+/// fails with EBUSY when the kernel or another program has claimed it. A claim can outlive its holder by a few
+/// milliseconds (the kernel releases io_uring's registered files and udev's probes asynchronously), so EBUSY is
+/// retried briefly before it counts.
+fn real_claimed(node: &Node) -> bool {
+    const ATTEMPTS: u32 = 10;
+    let Some(path) = dev_node(node) else {
+        return false;
+    };
+    for attempt in 1..=ATTEMPTS {
+        match OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_EXCL | libc::O_CLOEXEC | libc::O_NONBLOCK)
+            .open(&path)
+        {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                if attempt < ATTEMPTS {
+                    std::thread::sleep(std::time::Duration::from_millis(30));
+                }
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Adds what was being done to an error, keeping its kind.
+pub(crate) fn context(e: io::Error, what: fmt::Arguments<'_>) -> io::Error {
+    io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
+#[cfg(test)]
+mod tests;
