@@ -482,6 +482,16 @@ pub fn run_plan(
     max_polls: u32,
 ) -> Result<Vec<String>, RunFailure> {
     let mut log = vec![];
+    // What the drive says before anything is sent: a completion it reports already is an earlier sanitize's,
+    // and must not be taken for this one's (ATA's status does not say which sanitize completed).
+    let before = match &plan.status {
+        Some((status, format)) => Some(read_state(run, status, *format).map_err(|reason| RunFailure {
+            reason: format!("cannot read the sanitize status before starting: {reason}; nothing was sent"),
+            started: false,
+        })?),
+        None => None,
+    };
+    let leftover = matches!(before, Some(SanitizeState::Succeeded { .. }));
     for (i, step) in plan.steps.iter().enumerate() {
         let outcome = run(step).and_then(|r| {
             if r.success {
@@ -494,18 +504,28 @@ pub fn run_plan(
             Ok(_) => log.push(format!("ran `{}`", step.join(" "))),
             Err(why) => {
                 // The last step starts the purge: a timeout or a dropped command there may have started it all
-                // the same, so nothing else is sent to the drive after it.
-                let starts_purge = i + 1 == plan.steps.len();
-                let why = if starts_purge {
-                    format!(
-                        "{why}; the drive may have begun the purge all the same: check it before anything else"
-                    )
-                } else {
-                    why
-                };
+                // the same, so nothing else is sent to the drive after it, not even the undo.
+                if i + 1 == plan.steps.len() {
+                    let unlock = match (&plan.undo, &plan.identify) {
+                        (Some(undo), Some(identify)) => format!(
+                            "; once `{}` shows it is not erasing, `{}` takes the temporary password off if one is \
+                             left",
+                            identify.join(" "),
+                            undo.join(" ")
+                        ),
+                        _ => String::new(),
+                    };
+                    return Err(RunFailure {
+                        reason: format!(
+                            "{why}; the drive may have begun the purge all the same, so nothing else was sent to \
+                             it: check it before anything else{unlock}"
+                        ),
+                        started: true,
+                    });
+                }
                 return Err(RunFailure {
                     reason: undo(plan, run, why),
-                    started: starts_purge,
+                    started: false,
                 });
             }
         }
@@ -522,38 +542,36 @@ pub fn run_plan(
         started: true,
     };
     let mut idle = 0;
+    let mut seen_in_progress = false;
     for _ in 0..max_polls {
-        let r = run(status).map_err(started)?;
-        if !r.success {
-            return Err(started(format!(
-                "`{}` failed: {}",
-                status.join(" "),
-                r.stderr.trim()
-            )));
-        }
-        let state = match format {
-            StatusFormat::NvmeSanitizeLog => {
-                parse_nvme_sanitize_log(&r.stdout).map_err(|e| started(e.to_string()))?
-            }
-            StatusFormat::HdparmSanitizeStatus => parse_hdparm_sanitize_status(&r.stdout),
-        };
+        let state = read_state(run, status, *format).map_err(started)?;
         match state {
             // A completed sanitize of another kind is an earlier one: this one has not begun reporting.
             SanitizeState::Succeeded { action: Some(a) } if plan.expected_action.is_some_and(|e| e != a) => {
                 idle += 1
             }
+            // The completion the drive reported before we started, until this sanitize has shown itself.
+            SanitizeState::Succeeded { .. } if leftover && !seen_in_progress => idle += 1,
             SanitizeState::Succeeded { .. } => {
                 log.push("the drive reports the sanitize completed".into());
                 return Ok(log);
             }
             SanitizeState::Failed(why) => return Err(started(why)),
             SanitizeState::Idle => idle += 1,
-            SanitizeState::InProgress { .. } => idle = 0,
+            SanitizeState::InProgress { .. } => {
+                idle = 0;
+                seen_in_progress = true;
+            }
         }
         if idle >= MAX_IDLE_POLLS {
+            let earlier = if leftover {
+                " (it reported a completed sanitize from before this one started, and never this one in progress)"
+            } else {
+                ""
+            };
             return Err(started(format!(
                 "the drive accepted the sanitize but has not reported it in progress or completed in \
-                 {MAX_IDLE_POLLS} polls"
+                 {MAX_IDLE_POLLS} polls{earlier}"
             )));
         }
         sleep(poll_interval_s);
@@ -564,7 +582,23 @@ pub fn run_plan(
     )))
 }
 
-/// After a failed step: runs the plan's undo, if it has one, and says what is left on the drive.
+/// Runs the status command once and reads its answer.
+fn read_state(
+    run: &mut dyn FnMut(&[String]) -> Result<ToolRun, String>,
+    status: &[String],
+    format: StatusFormat,
+) -> Result<SanitizeState, String> {
+    let r = run(status)?;
+    if !r.success {
+        return Err(format!("`{}` failed: {}", status.join(" "), r.stderr.trim()));
+    }
+    Ok(match format {
+        StatusFormat::NvmeSanitizeLog => parse_nvme_sanitize_log(&r.stdout).map_err(|e| e.to_string())?,
+        StatusFormat::HdparmSanitizeStatus => parse_hdparm_sanitize_status(&r.stdout),
+    })
+}
+
+/// After a failed step that cannot have started the purge: runs the plan's undo, if it has one, and says what is left on the drive.
 fn undo(plan: &PurgePlan, run: &mut dyn FnMut(&[String]) -> Result<ToolRun, String>, why: String) -> String {
     let Some(undo) = &plan.undo else {
         return why;

@@ -277,29 +277,46 @@ impl Script {
 fn a_sanitize_is_started_and_polled_to_its_end() {
     let caps = parse_nvme_id_ctrl(&fixture("nvme-id-ctrl-sanitize.json")).unwrap();
     let plan = nvme_sanitize_plan(&caps, "nvme", "/dev/nvme0").unwrap();
+    let never = fixture("nvme-sanitize-log-never.json");
     let mut script = Script::new(&[
+        (true, &never),
         (true, ""),
-        (true, &fixture("nvme-sanitize-log-never.json")),
+        (true, &never),
         (true, &fixture("nvme-sanitize-log-progress.json")),
         (true, &fixture("nvme-sanitize-log-done.json")),
     ]);
     let log = script.play(&plan, 100).unwrap();
-    assert_eq!(script.ran.len(), 4);
+    assert_eq!(script.ran.len(), 5);
+    assert_eq!(
+        script.ran[0],
+        plan.status.clone().unwrap().0,
+        "the status is read before anything is sent"
+    );
     assert_eq!(script.slept_s, 10, "two polls before the end, 5 s apart");
     assert_eq!(log.last().unwrap(), "the drive reports the sanitize completed");
 
     // A failure once started says the drive may still be at it, and is marked started (auto stops there).
-    let mut failing = Script::new(&[(true, ""), (true, &fixture("nvme-sanitize-log-failed.json"))]);
+    let mut failing = Script::new(&[
+        (true, &never),
+        (true, ""),
+        (true, &fixture("nvme-sanitize-log-failed.json")),
+    ]);
     let e = failing.play(&plan, 100).unwrap_err();
     assert!(e.started && e.reason.contains("may still be sanitizing"), "{e:?}");
-    let mut lost = Script::new(&[(true, ""), (false, "Permission denied")]);
+    let mut lost = Script::new(&[(true, &never), (true, ""), (false, "Permission denied")]);
     assert!(lost.play(&plan, 100).unwrap_err().started);
     // The start failed: it may have begun all the same (a timeout), so it counts as started.
-    let mut refused = Script::new(&[(false, "timed out")]);
+    let mut refused = Script::new(&[(true, &never), (false, "timed out")]);
     let e = refused.play(&plan, 100).unwrap_err();
     assert!(e.started && e.reason.contains("may have begun"), "{e:?}");
+    // The status cannot be read before starting: nothing is sent.
+    let mut blind = Script::new(&[(false, "Permission denied")]);
+    let e = blind.play(&plan, 100).unwrap_err();
+    assert!(!e.started && e.reason.contains("nothing was sent"), "{e:?}");
+    assert_eq!(blind.ran.len(), 1);
 
     let mut slow = Script::new(&[
+        (true, &never),
         (true, ""),
         (true, &fixture("nvme-sanitize-log-progress.json")),
         (true, &fixture("nvme-sanitize-log-progress.json")),
@@ -313,7 +330,7 @@ fn a_sanitize_is_started_and_polled_to_its_end() {
     // A drive that never reports this sanitize (idle, or an earlier block erase's completion: SANACT 2, not 4)
     // is given up on after twelve polls instead of a day.
     let earlier = fixture("nvme-sanitize-log-done.json").replace("\"cdw10_info\": 4", "\"cdw10_info\": 2");
-    let mut outputs = vec![(true, String::new())];
+    let mut outputs = vec![(true, never.clone()), (true, String::new())];
     outputs.extend((0..12).map(|i| {
         let log = if i % 2 == 0 {
             earlier.clone()
@@ -326,7 +343,33 @@ fn a_sanitize_is_started_and_polled_to_its_end() {
     let mut idle = Script::new(&outputs);
     let e = idle.play(&plan, 1000).unwrap_err();
     assert!(e.started && e.reason.contains("has not reported it"), "{e:?}");
-    assert_eq!(idle.ran.len(), 13);
+    assert_eq!(idle.ran.len(), 14);
+}
+
+#[test]
+fn an_ata_sanitize_completion_left_from_an_earlier_one_is_not_taken_for_this_one() {
+    let caps = parse_hdparm_identify(&fixture("hdparm-identify-sanitize.txt")).unwrap();
+    let plan = ata_sanitize_plan(&caps, "hdparm", "/dev/sdb").unwrap();
+    let done = fixture("hdparm-sanitize-done.txt");
+    let progress = fixture("hdparm-sanitize-progress.txt");
+    // The drive reports "completed" before this sanitize starts and never shows it in progress: given up on,
+    // marked started, and the reason says why.
+    let mut outputs = vec![(true, done.as_str()), (true, "")];
+    outputs.extend((0..12).map(|_| (true, done.as_str())));
+    let mut stale = Script::new(&outputs);
+    let e = stale.play(&plan, 1000).unwrap_err();
+    assert!(
+        e.started && e.reason.contains("from before this one started"),
+        "{e:?}"
+    );
+    // Shown in progress, then completed: that completion is this one's.
+    let mut fresh = Script::new(&[(true, &done), (true, ""), (true, &progress), (true, &done)]);
+    let log = fresh.play(&plan, 1000).unwrap();
+    assert_eq!(log.last().unwrap(), "the drive reports the sanitize completed");
+    // Idle before it started: a completion at the first poll is this one's (a crypto scramble takes seconds).
+    let idle = "\n/dev/sdb:\nSanitize Idle\n";
+    let mut quick = Script::new(&[(true, idle), (true, ""), (true, &done)]);
+    assert!(quick.play(&plan, 1000).is_ok());
 }
 
 #[test]
@@ -340,27 +383,37 @@ fn a_failed_ata_erase_takes_the_temporary_password_off() {
             .contains("--security-disable ssdlab /dev/sdb"),
         "the password and how to unlock are said before anything runs"
     );
-    // The password is set, the erase fails (a bridge dropped the command), the undo runs.
-    let mut script = Script::new(&[(true, ""), (false, "SG_IO: bad/missing sense data"), (true, "")]);
-    let e = script.play(&plan, 1).unwrap_err().reason;
+    // The password is set, the erase fails (a bridge dropped the command): it may have begun all the same, so
+    // nothing else is sent to the drive; the reason says how to check it and take the password off.
+    let mut script = Script::new(&[(true, ""), (false, "SG_IO: bad/missing sense data")]);
+    let e = script.play(&plan, 1).unwrap_err();
+    assert!(e.started, "the erase command itself failed: it may have begun");
     assert!(
-        e.contains("bad/missing sense data") && e.contains("taken off again"),
-        "{e}"
+        e.reason.contains("bad/missing sense data")
+            && e.reason.contains("nothing else was sent")
+            && e.reason.contains("hdparm -I /dev/sdb")
+            && e.reason.contains("--security-disable ssdlab /dev/sdb"),
+        "{e:?}"
     );
-    assert_eq!(script.ran[2], plan.undo.clone().unwrap());
+    assert_eq!(
+        script.ran.len(),
+        2,
+        "no --security-disable and no -I after the erase command"
+    );
 
-    // The undo fails too, and the drive says a password is set: the error says how to unlock it.
+    // Setting the password fails, and so does the undo; the drive says a password is set: the error says how to
+    // unlock it.
     let locked = fixture("hdparm-identify-locked.txt");
-    let mut script = Script::new(&[(true, ""), (false, "timeout"), (false, "locked"), (true, &locked)]);
+    let mut script = Script::new(&[(false, "timeout"), (false, "locked"), (true, &locked)]);
     let e = script.play(&plan, 1).unwrap_err();
     assert!(
         e.reason
             .contains("may be locked with the user password \"ssdlab\""),
         "{e:?}"
     );
-    assert!(e.started, "the erase command itself failed: it may have begun");
+    assert!(!e.started);
     assert_eq!(
-        script.ran[3],
+        script.ran[2],
         plan.identify.clone().unwrap(),
         "the drive was asked"
     );

@@ -497,6 +497,65 @@ pub fn read_regular(path: &Path, max_bytes: u64) -> io::Result<Option<(Vec<u8>, 
     Ok(Some((bytes, (meta.dev(), meta.ino()))))
 }
 
+/// The kernel's pseudo file systems (by statfs magic): their files are views of kernel state, not data on a drive,
+/// and reading or writing them can have effects (PCI config space, EFI variables, tracing).
+const PSEUDO_FILE_SYSTEMS: &[(i64, &str)] = &[
+    (0x6265_6572, "sysfs"),
+    (0x9fa0, "procfs"),
+    (0x6462_6720, "debugfs"),
+    (0x7472_6163, "tracefs"),
+    (0x6265_6570, "configfs"),
+    (0x7363_6673, "securityfs"),
+    (0x0027_e0eb, "cgroup"),
+    (0x6367_7270, "cgroup2"),
+    (0xcafe_4a11, "bpf"),
+    (0x1cd1, "devpts"),
+    (0xde5e_81e4, "efivarfs"),
+    (0x6165_676c, "pstore"),
+    (0x6573_5543, "fusectl"),
+    (0x4249_4e4d, "binfmt_misc"),
+    (0x1962_0104, "mqueue"),
+    (0x9584_58f6, "hugetlbfs"),
+    (0x0187, "autofs"),
+    (0x6e73_6673, "nsfs"),
+    (0xf97c_ff8c, "selinuxfs"),
+    (0x4341_5d53, "smackfs"),
+];
+
+/// Names the pseudo file system `path` is on (sysfs, procfs, debugfs, devtmpfs, ...), or None for a file system
+/// that holds data. Asks statfs without opening anything; devtmpfs, which shares tmpfs's magic, is told apart by
+/// its mount's type.
+pub fn pseudo_file_system(path: &Path) -> io::Result<Option<&'static str>> {
+    use std::os::unix::ffi::OsStrExt;
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    let c_path =
+        std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
+    // SAFETY: struct statfs is plain old data; all-zero bytes are a valid value.
+    let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the path is NUL-terminated and `buf` a live local the kernel fills.
+    if unsafe { libc::statfs(c_path.as_ptr(), &mut buf) } < 0 {
+        return Err(last_error());
+    }
+    let magic = buf.f_type as i64;
+    if let Some((_, name)) = PSEUDO_FILE_SYSTEMS.iter().find(|(m, _)| *m == magic) {
+        return Ok(Some(name));
+    }
+    if magic == TMPFS_MAGIC {
+        // statx's mount id names the mount; mountinfo says its type.
+        // SAFETY: statx is plain old data; all-zero bytes are a valid value.
+        let mut sx: libc::statx = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; sx is a live local the kernel fills.
+        let rc = unsafe { libc::statx(libc::AT_FDCWD, c_path.as_ptr(), 0, libc::STATX_MNT_ID, &mut sx) };
+        if rc == 0 && sx.stx_mask & libc::STATX_MNT_ID != 0 {
+            let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+            if crate::guard::mount_type_of(&mountinfo, sx.stx_mnt_id).as_deref() == Some("devtmpfs") {
+                return Ok(Some("devtmpfs"));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// (device, inode) of every active swap file (one /proc/swaps parser: the guard's).
 pub(crate) fn swap_inodes() -> Vec<(u64, u64)> {
     crate::guard::swap_paths(&std::fs::read_to_string("/proc/swaps").unwrap_or_default())
@@ -612,6 +671,21 @@ mod tests {
         let left = std::fs::read_dir(&base).unwrap().count();
         assert_eq!(left, 2, "no temporary file is left behind");
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn pseudo_file_systems_are_named_and_data_file_systems_are_not() {
+        assert_eq!(
+            pseudo_file_system(Path::new("/sys/devices")).unwrap(),
+            Some("sysfs")
+        );
+        assert_eq!(
+            pseudo_file_system(Path::new("/proc/self")).unwrap(),
+            Some("procfs")
+        );
+        assert_eq!(pseudo_file_system(Path::new("/dev")).unwrap(), Some("devtmpfs"));
+        assert_eq!(pseudo_file_system(&std::env::temp_dir()).unwrap(), None);
+        assert!(pseudo_file_system(Path::new("/nonexistent/ssdlab")).is_err());
     }
 
     #[test]

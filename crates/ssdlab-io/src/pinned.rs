@@ -476,6 +476,17 @@ impl PinnedFile {
         )
     }
 
+    /// The bytes its file system has free for this user (fstatvfs: available blocks times their size).
+    pub fn free_bytes(&self) -> io::Result<u64> {
+        // SAFETY: struct statvfs is plain old data; all-zero bytes are a valid value.
+        let mut buf: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: fstatvfs writes one struct statvfs through the pointer, which points to a live local.
+        if unsafe { libc::fstatvfs(self.pin.as_raw_fd(), &mut buf) } < 0 {
+            return Err(last_error());
+        }
+        Ok(buf.f_bavail.saturating_mul(buf.f_frsize))
+    }
+
     pub fn facts(&self) -> io::Result<FileFacts> {
         let sx = statx_fd(self.pin.as_raw_fd())?;
         let mode = sx.stx_mode as u32;

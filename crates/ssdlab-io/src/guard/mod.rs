@@ -31,7 +31,7 @@ pub use blkid::{Signature, Usage, signatures};
 use graph::{DevNum, Graph, Kind, Lower, Node, Relation};
 pub use mounts::mounts_of;
 use mounts::{MountEntry, list_mount_points, mount_points, parse_mountinfo};
-pub(crate) use mounts::{mount_point_of, swap_paths};
+pub(crate) use mounts::{mount_point_of, mount_type_of, swap_paths};
 
 use crate::sys::LoopBacking;
 

@@ -25,6 +25,7 @@ pub(crate) struct MountEntry {
     mount_id: u64,
     dev: DevNum,
     mount_point: String,
+    fs_type: String,
     source: String,
 }
 
@@ -41,6 +42,10 @@ pub(crate) fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
             let dev = parse_dev(fields.get(2)?)?;
             let mount_point = unescape_octal(fields.get(4)?);
             let separator = 6 + fields.get(6..)?.iter().position(|f| *f == "-")?;
+            let fs_type = fields
+                .get(separator + 1)
+                .map(|s| s.to_string())
+                .unwrap_or_default();
             let source = fields
                 .get(separator + 2)
                 .map(|s| unescape_octal(s))
@@ -49,10 +54,19 @@ pub(crate) fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
                 mount_id,
                 dev,
                 mount_point,
+                fs_type,
                 source,
             })
         })
         .collect()
+}
+
+/// The file system type of the mount with this id (statx's `stx_mnt_id`), from mountinfo's text.
+pub(crate) fn mount_type_of(mountinfo: &str, mount_id: u64) -> Option<String> {
+    parse_mountinfo(mountinfo)
+        .into_iter()
+        .find(|e| e.mount_id == mount_id)
+        .map(|e| e.fs_type)
 }
 
 /// Where the mount with this id (statx's `stx_mnt_id`) is mounted, from mountinfo's text.

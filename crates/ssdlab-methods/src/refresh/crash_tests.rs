@@ -20,6 +20,10 @@ const SECOND: i64 = 1_000_000_000;
 /// The machine: one file, one journal, one clock, and the crash switch.
 struct World {
     data: Vec<u8>,
+    /// On a copy-on-write file system: its free bytes, which every write takes its length from, and what another
+    /// program takes meanwhile, per write of ours.
+    cow_free_bytes: Option<u64>,
+    cow_taken_by_others: u64,
     ranges: Vec<(u64, u64)>,
     facts: Facts,
     birth: Time,
@@ -170,7 +174,10 @@ impl RefreshTarget for MemFile {
         Ok(false)
     }
     fn copy_on_write(&self) -> bool {
-        false
+        self.world.borrow().cow_free_bytes.is_some()
+    }
+    fn free_bytes(&mut self) -> io::Result<u64> {
+        Ok(self.world.borrow().cow_free_bytes.unwrap_or(u64::MAX))
     }
     fn open_window(&mut self) -> io::Result<Window> {
         let w = self.world.borrow();
@@ -235,6 +242,10 @@ impl RefreshTarget for MemFile {
             "refresh overwrote other bytes at {offset}"
         );
         w.writes_checked += 1;
+        let taken = buf.len() as u64 + w.cow_taken_by_others;
+        if let Some(free) = &mut w.cow_free_bytes {
+            *free = free.saturating_sub(taken);
+        }
         let torn = !w.step()?;
         // As in the kernel, the write's time is set when the write starts.
         let mut t = w.tick();
@@ -370,6 +381,8 @@ fn new_world(seed: u64) -> Shared {
     let data: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
     Rc::new(RefCell::new(World {
         data,
+        cow_free_bytes: None,
+        cow_taken_by_others: 0,
         // A hole from one chunk to two: never written.
         ranges: vec![(0, CHUNK), (2 * CHUNK, len as u64 - 2 * CHUNK)],
         facts: Facts {
@@ -985,4 +998,47 @@ fn a_change_between_the_window_and_the_verify_is_seen_even_with_the_time_put_bac
         "{outcome:?}"
     );
     assert_eq!(world.borrow().data[10], original ^ 0xff, "their edit stands");
+}
+
+#[test]
+fn a_full_copy_on_write_file_system_stops_the_file_cleanly_before_it_runs_out() {
+    let remaining: u64 = new_world(3).borrow().ranges.iter().map(|r| r.1).sum();
+    let margin = 32 << 20;
+    // Too little room for the whole file's new copy from the start: nothing is written.
+    let world = new_world(3);
+    let before = world.borrow().data.clone();
+    world.borrow_mut().cow_free_bytes = Some(margin + remaining + CHUNK - 1);
+    let outcome = one_run(&world).unwrap();
+    match &outcome {
+        Some(FileOutcome::GaveWay {
+            reason,
+            chunks_done: 0,
+            rewritten_bytes: 0,
+            times_restored: true,
+        }) => assert!(reason.contains("copy-on-write file system has"), "{reason}"),
+        _ => panic!("{outcome:?}"),
+    }
+    assert_eq!(world.borrow().writes_checked, 0);
+    // Room at first, but another program takes a chunk's worth per chunk rewritten: three chunks go, then
+    // refresh stops with room to spare, its times put back and the content as it was.
+    let world = new_world(3);
+    {
+        let mut w = world.borrow_mut();
+        w.cow_free_bytes = Some(margin + remaining + 3 * CHUNK);
+        w.cow_taken_by_others = CHUNK;
+    }
+    let outcome = one_run(&world).unwrap();
+    match &outcome {
+        Some(FileOutcome::GaveWay {
+            chunks_done,
+            rewritten_bytes,
+            times_restored: true,
+            ..
+        }) => assert_eq!((*chunks_done, *rewritten_bytes), (3, 3 * CHUNK)),
+        _ => panic!("{outcome:?}"),
+    }
+    let w = world.borrow();
+    assert_eq!(w.data, before);
+    assert_eq!(w.facts.mtime, ORIGINAL_MTIME);
+    assert!(w.cow_free_bytes.unwrap() >= margin, "the margin is kept");
 }

@@ -115,8 +115,11 @@ pub trait RefreshTarget {
     fn data_ranges(&mut self) -> io::Result<Vec<(u64, u64)>>;
     /// Whether any extent is shared with another file (reflink, snapshot): a write would unshare it.
     fn shares_extents(&mut self) -> io::Result<bool>;
-    /// Whether the file system is copy-on-write (extents can become shared while we run: re-check them).
+    /// Whether the file system is copy-on-write (extents can become shared while we run: re-check them; every
+    /// rewrite takes new space before the old is freed: check there is room).
     fn copy_on_write(&self) -> bool;
+    /// The bytes the file system has free for this user (statvfs: available blocks times their size).
+    fn free_bytes(&mut self) -> io::Result<u64>;
     fn open_window(&mut self) -> io::Result<Window>;
     fn close_window(&mut self);
     /// Inside a window: whether our lease still stands (false once anyone has asked for the file).

@@ -108,6 +108,11 @@ pub trait RefreshEnv {
     fn lease_break_ns(&self) -> u64;
 }
 
+/// The largest extent a copy-on-write file system keeps whole while parts of it are rewritten (btrfs's largest
+/// data extent).
+const COW_EXTENT_BYTES: u64 = 128 << 20;
+/// Room always left free on a copy-on-write file system (its own metadata needs space to commit).
+const COW_MARGIN_BYTES: u64 = 32 << 20;
 /// How long another process may keep a file open before refresh gives it up for this run.
 pub const PATIENCE_MS: u64 = 10_000;
 /// How often a chunk may lose its lease to other openers before refresh gives the file up for this run.
@@ -138,6 +143,8 @@ pub enum FileOutcome {
     GaveWay {
         reason: String,
         chunks_done: u64,
+        /// The bytes of those chunks, rewritten and verified before it gave way.
+        rewritten_bytes: u64,
         times_restored: bool,
     },
     /// A chunk read back differently after rewriting (a failing medium); its bytes were written once more.
@@ -150,7 +157,11 @@ pub enum FileOutcome {
         times_restored: bool,
     },
     /// Stopped by the user between chunks; the times are put back.
-    Interrupted { chunks_done: u64, times_restored: bool },
+    Interrupted {
+        chunks_done: u64,
+        rewritten_bytes: u64,
+        times_restored: bool,
+    },
 }
 
 /// What settling an interrupted run's entry did.
@@ -574,6 +585,7 @@ pub fn refresh_file(
             return Ok(FileOutcome::GaveWay {
                 reason: $reason.into(),
                 chunks_done: index as u64,
+                rewritten_bytes: refreshed_bytes,
                 times_restored,
             });
         }};
@@ -585,8 +597,25 @@ pub fn refresh_file(
             let times_restored = give_up(target, journal, id, &ours)?;
             return Ok(FileOutcome::Interrupted {
                 chunks_done: index as u64,
+                rewritten_bytes: refreshed_bytes,
                 times_restored,
             });
+        }
+        // A copy-on-write file system writes every rewritten chunk to new space before it frees the old, and
+        // frees an old extent only once all of it is rewritten (and the transaction commits): stop while there
+        // is room rather than fill it.
+        if target.copy_on_write() {
+            let free = target.free_bytes()?;
+            let remaining: u64 = chunks[index..].iter().map(|&(_, l)| l).sum();
+            let needed = len + remaining.min(COW_EXTENT_BYTES) + COW_MARGIN_BYTES;
+            if free < needed {
+                give_way!(format!(
+                    "its copy-on-write file system has {free} bytes free, and rewriting the next chunk needs \
+                     {needed} ({len} for the chunk's new copy, {} for old extents that stay allocated until \
+                     rewritten whole, {COW_MARGIN_BYTES} to spare); free some space and run again",
+                    remaining.min(COW_EXTENT_BYTES)
+                ));
+            }
         }
         env.pace(len);
         // Read and announce before the window opens, so the window itself is short (a write and a time restore):

@@ -97,6 +97,9 @@ impl RefreshTarget for Target {
     fn copy_on_write(&self) -> bool {
         self.inner.copy_on_write()
     }
+    fn free_bytes(&mut self) -> io::Result<u64> {
+        self.inner.free_bytes()
+    }
     fn open_window(&mut self) -> io::Result<Window> {
         Ok(if self.inner.open_window()? {
             Window::Open
@@ -312,6 +315,17 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
     for path in &paths {
         if std::fs::symlink_metadata(path).is_err() {
             bail!("PATH {}: does not exist", escape_path(path));
+        }
+        // Before anything is opened: the files of sysfs, procfs and their kind are kernel state, not data on
+        // a drive, and reading some of them has effects.
+        if let Some(kind) = ssdlab_io::files::pseudo_file_system(path)
+            .with_context(|| format!("PATH {}: cannot tell its file system", escape_path(path)))?
+        {
+            bail!(
+                "PATH {}: it is on {kind}, a pseudo file system of the kernel; its files are not data on a drive, \
+                 so refresh never reads or rewrites them: give a path on a disk's file system",
+                escape_path(path)
+            );
         }
     }
     // The journal records absolute paths, so a run from another directory settles what this one left.
@@ -598,9 +612,12 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
             FileOutcome::GaveWay {
                 reason,
                 chunks_done,
+                rewritten_bytes,
                 times_restored,
             } => {
                 problems += 1;
+                // The chunks done before it gave way were rewritten and verified: they count.
+                refreshed += rewritten_bytes;
                 let times = if times_restored {
                     "times put back"
                 } else {
@@ -615,6 +632,7 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                         "{reason}; left alone after {chunks_done} chunks, {times}"
                     )),
                 );
+                record.last().rewritten_bytes = rewritten_bytes;
             }
             FileOutcome::VerifyFailed { offset, .. } => {
                 problems += 1;
@@ -639,8 +657,13 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                 );
                 record.failed(&candidate.path, candidate.size_bytes, reason);
             }
-            FileOutcome::Interrupted { chunks_done, .. } => {
+            FileOutcome::Interrupted {
+                chunks_done,
+                rewritten_bytes,
+                ..
+            } => {
                 interrupted = true;
+                refreshed += rewritten_bytes;
                 eprintln!("stopped   {shown}: interrupted after {chunks_done} chunks; times put back");
                 record.file(
                     &candidate.path,
@@ -648,6 +671,7 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                     candidate.size_bytes,
                     Some(format!("interrupted after {chunks_done} chunks; times put back")),
                 );
+                record.last().rewritten_bytes = rewritten_bytes;
                 record.not_reached(&selection.files[index + 1..]);
                 break;
             }
