@@ -14,8 +14,14 @@ cd "$(dirname "$0")/.."
 # the tests write is checked against the JSON Schema generated from the types (docs/result.schema.json);
 # blktrace: blktrace and blkparse record a real trace of a loop device for `test replay`'s blkparse reader;
 # strace: watches the reads and writes a replay issues, to check them against the trace.
+# The safety gate's signature test puts every signature a Debian package can create on a loop device and checks
+# that wipefs sees it and ssdlab refuses it: dosfstools, exfatprogs, ntfs-3g, f2fs-tools, jfsutils,
+# reiserfsprogs, nilfs-tools, udftools (file systems), squashfs-tools and genisoimage (images), cryptsetup-bin
+# (LUKS1/2), lvm2 (pvcreate), bcache-tools (make-bcache).
 packages=(fio e2fsprogs util-linux mount chromium btrfs-progs xfsprogs attr libnbd-bin python3-libnbd qemu-utils fuse3 nbdkit
-    smartmontools prometheus fdisk python3-jsonschema blktrace strace)
+    smartmontools prometheus fdisk python3-jsonschema blktrace strace
+    dosfstools exfatprogs ntfs-3g f2fs-tools jfsutils reiserfsprogs nilfs-tools udftools squashfs-tools genisoimage
+    cryptsetup-bin lvm2 bcache-tools)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -10,6 +10,7 @@ mod crash_oracle;
 mod engine;
 mod erase;
 mod fanout;
+mod gate;
 mod habits;
 mod health;
 mod input;
