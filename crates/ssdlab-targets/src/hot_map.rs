@@ -7,6 +7,7 @@
 //! (another file, a symlink, a device) is refused when the cache opens, and a path whose file changed while the
 //! cache ran is left alone at close. It never opens the device.
 
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -147,13 +148,20 @@ pub(crate) fn attach(
             .and_then(|()| ssdlab_io::files::replace_if_same(&path, expected, &map.encode()));
         match saved {
             Ok(Replaced::Replaced) => {}
+            // A closed stderr must not turn this into a panic while the cache closes.
             Ok(Replaced::LeftAlone(why)) => {
-                eprintln!("ssdlab: the cache's hot map was not saved: {why}");
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "ssdlab: the cache's hot map was not saved: {why}"
+                );
             }
-            Err(e) => eprintln!(
-                "ssdlab: could not save the cache's hot map to {}: {e}",
-                path.display()
-            ),
+            Err(e) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "ssdlab: could not save the cache's hot map to {}: {e}",
+                    path.display()
+                );
+            }
         }
     }));
     Ok(())

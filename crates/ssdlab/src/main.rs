@@ -6,6 +6,18 @@
 
 #![forbid(unsafe_code)]
 
+/// Writes a line to stderr, as std's `eprintln!` does, but a closed stderr (its reader went away: `2>&1 | head`)
+/// never panics: the line is dropped and the command goes on to write its results and exit as it would have.
+/// Defined before the modules so it stands in for std's in every one of them.
+macro_rules! eprintln {
+    () => {
+        $crate::output::stderr_line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::stderr_line(format_args!($($arg)*))
+    };
+}
+
 mod cli;
 mod commands;
 mod firmware_purge;

@@ -29,6 +29,13 @@ pub fn keep_original_stderr(original: std::fs::File) {
     }
 }
 
+/// One line on stderr; a write error (a reader that went away) is ignored, so output never costs a result.
+pub fn stderr_line(args: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let mut stderr = io::stderr().lock();
+    let _ = stderr.write_fmt(args).and_then(|()| stderr.write_all(b"\n"));
+}
+
 /// A line the user must see even with `--quiet`: an error, a failed verification, data left pending.
 pub fn alarm(line: &str) {
     use std::io::Write as _;

@@ -4,6 +4,7 @@
 //! Loop-device tests need root (CI runs as root). Every loop device, mount and image is released by a guard's
 //! `Drop`, so a failing assertion still detaches it.
 
+mod bounds;
 mod cache;
 mod common;
 mod crash_oracle;
