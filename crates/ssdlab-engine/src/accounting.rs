@@ -22,6 +22,10 @@ fn direction(op: Op) -> usize {
     }
 }
 
+/// Seconds without a completion beyond which they are kept as one window instead of one each: an hour, far
+/// longer than any stall a per-second analysis looks at, far shorter than an idle gap that would fill memory.
+const IDLE_RUN_S: u64 = 3600;
+
 /// One closed window.
 #[derive(Debug, Clone, Default)]
 struct Window {
@@ -81,10 +85,19 @@ impl Accounting {
         self.bytes[d] += bytes;
     }
 
-    /// Closes every window that ends at or before `t_ns`.
+    /// Closes every window that ends at or before `t_ns`. A run of more than [`IDLE_RUN_S`] seconds without a
+    /// completion is one window (a sample whose `seconds` says how long), so an idle gap of any length in a
+    /// replayed trace or on a virtual clock costs one sample, not one per second.
     #[inline]
     fn advance_to(&mut self, t_ns: u64) {
         let second = t_ns.saturating_sub(self.start_ns) / NS_PER_S;
+        if self.second < second {
+            self.close_window(NS_PER_S);
+        }
+        let empty = second.saturating_sub(self.second);
+        if empty > IDLE_RUN_S {
+            self.close_window(empty.saturating_mul(NS_PER_S));
+        }
         while self.second < second {
             self.close_window(NS_PER_S);
         }
@@ -109,7 +122,7 @@ impl Accounting {
         self.ios = [0; DIRECTIONS];
         self.bytes = [0; DIRECTIONS];
         self.qd_area = 0.0;
-        self.second += 1;
+        self.second += (len_ns / NS_PER_S).max(1);
     }
 
     /// Samples closed so far (for streaming), starting at `from`.
@@ -270,6 +283,26 @@ mod tests {
             4,
             "without a runtime the 0.8 s tail is a window of its own"
         );
+    }
+
+    #[test]
+    fn an_idle_gap_of_any_length_is_one_sample() {
+        let mut a = Accounting::new(0);
+        a.record(Op::Read, 4096, 1_000, 0, 1_000);
+        // The next completion ten million seconds later (a replayed trace's idle gap, in virtual time).
+        let later = 10_000_000 * NS_PER_S + 500_000_000;
+        a.record(Op::Read, 4096, 1_000, later - 1_000, later);
+        let f = a.finish(later + 600_000_000, None);
+        let seconds: Vec<f64> = f.samples.iter().map(|s| s.seconds).collect();
+        assert_eq!(seconds, vec![1.0, 9_999_999.0, 1.1]);
+        assert_eq!(f.samples[1].ios, 0);
+        assert_eq!(f.samples.iter().map(|s| s.ios).sum::<u64>(), 2);
+        assert_eq!(f.samples[2].t_s, 10_000_001.1);
+        // An hour's stall or less is still one zero sample per second.
+        let mut a = Accounting::new(0);
+        a.record(Op::Read, 4096, 1_000, 0, 1_000);
+        a.record(Op::Read, 4096, 1_000, 0, 3_600 * NS_PER_S + 1);
+        assert_eq!(a.finish(3_601 * NS_PER_S, None).samples.len(), 3_601);
     }
 
     #[test]

@@ -514,7 +514,7 @@ const PSEUDO_FILE_SYSTEMS: &[(i64, &str)] = &[
     (0x6165_676c, "pstore"),
     (0x6573_5543, "fusectl"),
     (0x4249_4e4d, "binfmt_misc"),
-    (0x1962_0104, "mqueue"),
+    (0x1980_0202, "mqueue"),
     (0x9584_58f6, "hugetlbfs"),
     (0x0187, "autofs"),
     (0x6e73_6673, "nsfs"),
@@ -554,6 +554,74 @@ pub fn pseudo_file_system(path: &Path) -> io::Result<Option<&'static str>> {
         }
     }
     Ok(None)
+}
+
+/// Opens a file the user named as input (a trace, a result, a saved smartctl output): only a regular file, opened
+/// without blocking (a FIFO would wait forever for a writer) and without following a symlink into anything but a
+/// regular file. A directory, FIFO, socket or device is an `InvalidInput` error that names what it is.
+pub fn open_input(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    use std::os::unix::fs::FileTypeExt;
+    let what = if kind.is_file() {
+        return Ok(file);
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    };
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("it is {what}, not a regular file"),
+    ))
+}
+
+/// Reads a whole input file ([`open_input`]'s rules) of at most `max_bytes`: a larger one is an `InvalidInput`
+/// error saying its size, before anything is read.
+pub fn read_input(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = open_input(path)?;
+    let len = file.metadata()?.len();
+    if len > max_bytes {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("it holds {len} bytes, more than the {max_bytes} this input may have"),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(max_bytes + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("it grew past the {max_bytes} bytes this input may have while it was read"),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The first component of `path` (from the root) that is a symbolic link, among those that exist.
+pub fn first_symlink_in(path: &Path) -> Option<std::path::PathBuf> {
+    let mut prefix = std::path::PathBuf::new();
+    for component in path.components() {
+        prefix.push(component);
+        match std::fs::symlink_metadata(&prefix) {
+            Ok(m) if m.file_type().is_symlink() => return Some(prefix),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
 /// (device, inode) of every active swap file (one /proc/swaps parser: the guard's).

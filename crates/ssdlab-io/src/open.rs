@@ -336,15 +336,37 @@ fn open_file(
             )));
         }
         if kind.is_block_device() {
-            return Err(OpenError::Refused(format!(
-                "{flag} {target}: {} is a block device; write {flag} {} instead",
-                path.display(),
-                path.display()
-            )));
+            // Block targets are named by their /dev path; the kernel's name for this node's device says which.
+            let (major, minor) = (libc::major(meta.rdev()), libc::minor(meta.rdev()));
+            let name = std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/uevent"))
+                .ok()
+                .and_then(|u| {
+                    u.lines()
+                        .find_map(|l| l.strip_prefix("DEVNAME=").map(str::to_string))
+                });
+            return Err(OpenError::Refused(match name {
+                Some(name) => format!(
+                    "{flag} {target}: {} is a block device (/dev/{name}); to use it, write {flag} /dev/{name}",
+                    path.display()
+                ),
+                None => format!(
+                    "{flag} {target}: {} is a block device ({major}:{minor}); name it by its /dev path",
+                    path.display()
+                ),
+            }));
         }
         if !kind.is_file() {
             return Err(OpenError::Refused(format!(
                 "{flag} {target}: {} is not a regular file",
+                path.display()
+            )));
+        }
+        // Checked before the file is opened for writing or extended: the kernel refuses writes to an active swap
+        // file, but not its extension.
+        if request.write && crate::files::swap_inodes().contains(&(meta.dev(), meta.ino())) {
+            return Err(OpenError::Refused(format!(
+                "{flag} {target}: {} is an active swap file (swapon); ssdlab never writes it: swapoff it first, \
+                 or name another file",
                 path.display()
             )));
         }
@@ -359,6 +381,36 @@ fn open_file(
             "the file was created for this run and holds no data yet: reads measure unwritten extents".into(),
         );
     }
+    // A file that is written is reached without a symbolic link anywhere in its path, as a block device is:
+    // pinned by an O_PATH descriptor (no symlink in any component), which the opens below go through.
+    let no_link = |e: io::Error, what: &Path| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            OpenError::Refused(format!(
+                "{flag} {target}: a component of {} is a symbolic link; ssdlab never follows a link into a \
+                 write: give the real path ({})",
+                what.display(),
+                path.canonicalize()
+                    .or_else(|_| path.parent().unwrap_or(Path::new(".")).canonicalize())
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|_| "unresolved".into())
+            ))
+        } else {
+            os(format!("{flag} {target}: cannot open {}", what.display()), e)
+        }
+    };
+    let pinned = match (&existing, request.write) {
+        (Some(_), true) => Some(sys::open_no_symlinks(path, libc::O_PATH).map_err(|e| no_link(e, path))?),
+        (None, _) => {
+            let parent = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            sys::open_no_symlinks(parent, libc::O_PATH | libc::O_DIRECTORY)
+                .map_err(|e| no_link(e, parent))?;
+            None
+        }
+        (Some(_), false) => None,
+    };
     // Created with O_CREAT|O_EXCL and then reopened through that descriptor, so the file laid out, written and
     // (on a refusal) removed is the very inode ssdlab made, whatever appears at the path meanwhile. Created
     // plainly first: an O_DIRECT create on a file system without O_DIRECT would make the file and then fail.
@@ -397,13 +449,17 @@ fn open_file(
         }
         e
     };
-    let opened_path = match &created {
-        Some(file) => PathBuf::from(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(file))),
-        None => path.to_path_buf(),
+    let through = |file: &std::fs::File| {
+        PathBuf::from(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(file)))
     };
+    let opened_path = match (&created, &pinned) {
+        (Some(file), _) | (None, Some(file)) => through(file),
+        (None, None) => path.to_path_buf(),
+    };
+    let via_descriptor = created.is_some() || pinned.is_some();
     let open = |direct: bool| {
-        // The magic link of the created file is followed on purpose: it is that file.
-        let mut flags = if create {
+        // The magic link of a pinned or created file is followed on purpose: it is that file.
+        let mut flags = if via_descriptor {
             libc::O_CLOEXEC
         } else {
             libc::O_NOFOLLOW | libc::O_CLOEXEC

@@ -101,7 +101,7 @@ pub fn render_against(results: &[RunResult], baseline: Option<usize>) -> String 
     };
     let _ = write!(
         html,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{CSS}{CHART_CSS}</style></head><body>",
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><meta name=\"generator\" content=\"ssdlab\"><title>{}</title><style>{CSS}{CHART_CSS}</style></head><body>",
         escape(&title)
     );
     let _ = write!(html, "<h1>{}</h1>", escape(&title));

@@ -100,6 +100,13 @@ pub(crate) fn attach(
             path.display()
         ))
     };
+    // Written at close: no symbolic link on the way, as for every write.
+    if let Some(link) = ssdlab_io::files::first_symlink_in(&path) {
+        return Err(refuse(format!(
+            "{} is a symbolic link, which ssdlab never follows into a write",
+            link.display()
+        )));
+    }
     // What is at the path now, so the close replaces only that (or creates it only where nothing is).
     let expected = match ssdlab_io::files::read_regular(&path, MAX_MAP_BYTES) {
         Ok(Some((bytes, identity))) => {

@@ -8,7 +8,7 @@
 
 use ssdlab_core::device::Op;
 
-use crate::{Lines, Trace, TraceError, TraceFormat, TraceOp, number};
+use crate::{Distinct, Lines, Trace, TraceError, TraceFormat, TraceOp, number, quote};
 
 /// The event fields every line has: `MAJ,MIN CPU SEQ SECONDS.NANOS PID ACTION`, as (device, time, action, rest).
 fn prefix(line: &str) -> Option<(&str, u64, &str, Vec<&str>)> {
@@ -54,10 +54,9 @@ pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
     // A recording of several devices (or of a device-mapper stack, where a request is queued at each layer) is
     // not one address space: the first device's events are replayed and the others' left out, said.
     let mut device: Option<String> = None;
-    let mut others: Vec<String> = Vec::new();
-    for (i, raw) in lines.enumerate() {
-        let n = i + 1;
-        let raw = raw?;
+    let mut others: Distinct<String> = Distinct::new();
+    for raw in lines {
+        let (n, raw) = raw?;
         let line = raw.trim();
         if line.is_empty() {
             continue;
@@ -68,7 +67,10 @@ pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
         let Some((dev, at_ns, action, rest)) = prefix(line) else {
             return Err(TraceError::line(
                 n,
-                format!("not a blkparse event ('MAJ,MIN CPU SEQ SECONDS PID ACTION RWBS ...'): '{line}'"),
+                format!(
+                    "not a blkparse event ('MAJ,MIN CPU SEQ SECONDS PID ACTION RWBS ...'): {}",
+                    quote(line)
+                ),
             ));
         };
         if !matches!(action, "Q" | "D") {
@@ -77,9 +79,7 @@ pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
         match &device {
             None => device = Some(dev.to_string()),
             Some(first) if first != dev => {
-                if !others.iter().any(|o| o == dev) {
-                    others.push(dev.to_string());
-                }
+                others.insert(&dev.to_string());
                 continue;
             }
             Some(_) => {}
@@ -112,7 +112,7 @@ pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
         } else {
             return Err(TraceError::line(
                 n,
-                format!("RWBS '{rwbs}' names no read, write, discard or flush"),
+                format!("RWBS {} names no read, write, discard or flush", quote(rwbs)),
             ));
         };
         let op = match (op, range) {
@@ -163,10 +163,10 @@ pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
         "blkparse text: the {events} events of device {}",
         device.unwrap_or_default()
     )];
-    if !others.is_empty() {
+    if others.len() > 0 {
         notes.push(format!(
             "the events of device(s) {} were left out: one device is one address space",
-            others.join(", ")
+            others.named()
         ));
     }
     Ok(Trace {

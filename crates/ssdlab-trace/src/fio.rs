@@ -7,10 +7,9 @@
 
 use ssdlab_core::device::Op;
 
-use crate::{Lines, Trace, TraceError, TraceFormat, TraceOp, number};
+use crate::{Distinct, Lines, Trace, TraceError, TraceFormat, TraceOp, number, quote};
 
 pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
-    let mut lines = lines.enumerate().map(|(i, l)| l.map(|l| (i + 1, l)));
     let (header_line, header) = loop {
         match lines.next() {
             None => return Err(TraceError::Empty),
@@ -28,12 +27,15 @@ pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
         other => {
             return Err(TraceError::line(
                 header_line,
-                format!("expected 'fio version 2 iolog' or 'fio version 3 iolog', found '{other}'"),
+                format!(
+                    "expected 'fio version 2 iolog' or 'fio version 3 iolog', found {}",
+                    quote(other)
+                ),
             ));
         }
     };
     let mut ops = Vec::new();
-    let mut files: Vec<String> = Vec::new();
+    let mut files: Distinct<String> = Distinct::new();
     let mut clock_ns: u64 = 0;
     for line in lines {
         let (n, line) = line?;
@@ -62,7 +64,10 @@ pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
             _ => {
                 return Err(TraceError::line(
                     n,
-                    format!("expected '[TIME] FILE ACTION [OFFSET LENGTH]', found '{line}'"),
+                    format!(
+                        "expected '[TIME] FILE ACTION [OFFSET LENGTH]', found {}",
+                        quote(line)
+                    ),
                 ));
             }
         };
@@ -89,7 +94,8 @@ pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
                 return Err(TraceError::line(
                     n,
                     format!(
-                        "unknown action '{other}' (fio's are add, open, close, read, write, trim, sync, datasync, wait)"
+                        "unknown action {} (fio's are add, open, close, read, write, trim, sync, datasync, wait)",
+                        quote(other)
                     ),
                 ));
             }
@@ -102,9 +108,7 @@ pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
         if op != Op::Flush && len_bytes == 0 {
             return Err(TraceError::line(n, format!("a {action} of 0 bytes")));
         }
-        if !files.contains(&file) {
-            files.push(file);
-        }
+        files.insert(&file);
         ops.push(TraceOp {
             at_ns,
             op,
@@ -117,7 +121,7 @@ pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
         notes.push(format!(
             "{} files in the trace ({}) were replayed as one address space",
             files.len(),
-            files.join(", ")
+            files.named()
         ));
     }
     Ok(Trace {

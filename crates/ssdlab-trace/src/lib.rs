@@ -73,12 +73,129 @@ pub fn detect(text: &str) -> Option<TraceFormat> {
     }
 }
 
-/// A trace's lines, one at a time, as the readers take them.
-pub(crate) type Lines<'a> = dyn Iterator<Item = Result<String, TraceError>> + 'a;
+/// A trace's lines, one at a time with their numbers (from 1), as the readers take them.
+pub(crate) type Lines<'a> = dyn Iterator<Item = Result<(usize, String), TraceError>> + 'a;
+
+/// The longest line a trace may have: real trace lines are under 200 bytes; one without an end is not a trace.
+pub const MAX_LINE_BYTES: usize = 64 << 10;
 
 /// Reads `text` as `format` (detected when None).
 pub fn read(text: &str, format: Option<TraceFormat>, options: ReadOptions) -> Result<Trace, TraceError> {
     read_from(text.as_bytes(), format, options)
+}
+
+/// `input`'s lines with their numbers, each at most [`MAX_LINE_BYTES`] (a longer one is an error, quoted by a
+/// short prefix only), so no input can make one line cost more memory than that.
+fn numbered_lines(
+    mut input: impl std::io::BufRead,
+) -> impl Iterator<Item = Result<(usize, String), TraceError>> {
+    let mut number = 0;
+    let mut done = false;
+    let mut buf = Vec::new();
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        number += 1;
+        buf.clear();
+        let read = std::io::BufRead::read_until(
+            &mut std::io::Read::take(&mut input, MAX_LINE_BYTES as u64 + 1),
+            b'\n',
+            &mut buf,
+        );
+        match read {
+            Err(e) => {
+                done = true;
+                Some(Err(TraceError::line(number, format!("cannot be read ({e})"))))
+            }
+            Ok(0) => None,
+            Ok(_) => {
+                let ended = buf.last() == Some(&b'\n');
+                if ended {
+                    buf.pop();
+                    if buf.last() == Some(&b'\r') {
+                        buf.pop();
+                    }
+                }
+                if !ended && buf.len() > MAX_LINE_BYTES {
+                    done = true;
+                    return Some(Err(TraceError::line(
+                        number,
+                        format!(
+                            "longer than {MAX_LINE_BYTES} bytes, which no trace line is (it starts {})",
+                            quote(&String::from_utf8_lossy(&buf))
+                        ),
+                    )));
+                }
+                match String::from_utf8(std::mem::take(&mut buf)) {
+                    Ok(line) => Some(Ok((number, line))),
+                    Err(_) => {
+                        done = true;
+                        Some(Err(TraceError::line(
+                            number,
+                            "cannot be read as text (it is not UTF-8)",
+                        )))
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Distinct values seen (files, devices, disks), each looked up in constant time so a trace of many names stays
+/// linear, with the first few kept in order to name them.
+pub(crate) struct Distinct<T> {
+    seen: std::collections::HashSet<T>,
+    first: Vec<T>,
+}
+
+impl<T: std::hash::Hash + Eq + Clone + std::fmt::Display> Distinct<T> {
+    /// How many values are named before the rest are counted.
+    const NAMED: usize = 5;
+
+    pub(crate) fn new() -> Self {
+        Distinct {
+            seen: std::collections::HashSet::new(),
+            first: Vec::new(),
+        }
+    }
+
+    /// Adds `value`; true when it was not seen before.
+    pub(crate) fn insert(&mut self, value: &T) -> bool {
+        if self.seen.contains(value) {
+            return false;
+        }
+        if self.first.len() < Self::NAMED {
+            self.first.push(value.clone());
+        }
+        self.seen.insert(value.clone());
+        true
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.seen.len()
+    }
+
+    /// "a, b, c" or "a, b, c, d, e and 7 more", in the order first seen.
+    pub(crate) fn named(&self) -> String {
+        let shown: Vec<String> = self.first.iter().map(|v| v.to_string()).collect();
+        match self.seen.len() - self.first.len() {
+            0 => shown.join(", "),
+            more => format!("{} and {more} more", shown.join(", ")),
+        }
+    }
+}
+
+/// Quotes at most the first 60 characters of `text`, so a bad line of any length makes a short message.
+pub(crate) fn quote(text: &str) -> String {
+    const SHOWN: usize = 60;
+    let mut chars = text.chars();
+    let shown: String = chars.by_ref().take(SHOWN).collect();
+    if chars.next().is_some() {
+        format!("'{shown}...'")
+    } else {
+        format!("'{shown}'")
+    }
 }
 
 /// Reads a trace from `input` line by line as `format` (detected from its first meaningful line when None).
@@ -87,25 +204,26 @@ pub fn read_from(
     format: Option<TraceFormat>,
     options: ReadOptions,
 ) -> Result<Trace, TraceError> {
-    let mut numbered = input
-        .lines()
-        .enumerate()
-        .map(|(i, line)| line.map_err(|e| TraceError::line(i + 1, format!("cannot be read as text ({e})"))));
-    // The lines up to the first meaningful one are kept to detect the format, then read again by the reader.
+    let mut numbered = numbered_lines(input);
+    // The first meaningful line decides the format and is then read again by the reader; blank lines and an MSR
+    // header before it are kept only as a count (their numbers stay right).
     let mut head = Vec::new();
     if format.is_none() {
         for line in numbered.by_ref() {
-            let line = line?;
-            let meaningful =
-                !line.trim().is_empty() && !line.trim().to_ascii_lowercase().starts_with("timestamp,");
-            head.push(line);
-            if meaningful {
+            let (n, line) = line?;
+            let trimmed = line.trim();
+            if trimmed.is_empty() {
+                continue;
+            }
+            let header = trimmed.to_ascii_lowercase().starts_with("timestamp,");
+            head.push((n, line));
+            if !header {
                 break;
             }
         }
     }
     let format = format
-        .or_else(|| head.last().and_then(|line| detect(line)))
+        .or_else(|| head.last().and_then(|(_, line)| detect(line)))
         .ok_or(TraceError::Unknown)?;
     let mut lines = head.into_iter().map(Ok).chain(numbered);
     let mut trace = match format {
@@ -123,8 +241,8 @@ pub fn read_from(
 
 /// A text's lines as a reader takes them, for the readers' own tests.
 #[cfg(test)]
-pub(crate) fn test_lines(text: &str) -> impl Iterator<Item = Result<String, TraceError>> + '_ {
-    text.lines().map(|l| Ok(l.to_string()))
+pub(crate) fn test_lines(text: &str) -> impl Iterator<Item = Result<(usize, String), TraceError>> + '_ {
+    text.lines().enumerate().map(|(i, l)| Ok((i + 1, l.to_string())))
 }
 
 /// A trace's operations as (time, op, offset, length), for tests to compare whole lists.
@@ -140,7 +258,7 @@ pub(crate) fn tuples(trace: &Trace) -> Vec<(u64, ssdlab_core::device::Op, u64, u
 /// Parses a decimal number field, naming it in the error.
 pub(crate) fn number(line: usize, what: &str, text: &str) -> Result<u64, TraceError> {
     text.parse()
-        .map_err(|_| TraceError::line(line, format!("{what} '{text}' is not a whole number")))
+        .map_err(|_| TraceError::line(line, format!("{what} {} is not a whole number", quote(text))))
 }
 
 #[cfg(test)]
@@ -173,6 +291,46 @@ mod tests {
         assert_eq!(
             read("fio version 3 iolog\n0 /f add\n", None, ReadOptions::default()),
             Err(TraceError::Empty)
+        );
+    }
+
+    #[test]
+    fn a_line_without_an_end_is_refused_quoting_a_short_prefix() {
+        // /dev/zero as a trace: NUL bytes and never a newline.
+        let zeros = std::io::BufReader::new(std::io::Read::take(std::io::repeat(0), 1 << 30));
+        let e = read_from(zeros, None, ReadOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("line 1: longer than 65536 bytes"), "{e}");
+        assert!(e.len() < 200, "a short message: {e}");
+        let long = format!("fio version 3 iolog\n0 /f {} 0 4096\n", "x".repeat(200_000));
+        let e = read(&long, None, ReadOptions::default()).unwrap_err().to_string();
+        assert!(e.starts_with("line 2:") && e.len() < 200, "{e}");
+    }
+
+    #[test]
+    fn blank_lines_before_the_header_are_counted_not_kept_and_numbers_stay_right() {
+        let blanks = std::io::Read::take(std::io::repeat(b'\n'), 8 << 20);
+        let rest: &[u8] = b"fio version 3 iolog\n0 /f add\n10 /f read 0 4096\n20 /f read x 4096\n";
+        let input = std::io::BufReader::new(std::io::Read::chain(blanks, rest));
+        let e = read_from(input, None, ReadOptions::default()).unwrap_err();
+        assert_eq!(
+            e,
+            TraceError::line((8 << 20) + 4, "offset 'x' is not a whole number")
+        );
+    }
+
+    #[test]
+    fn many_distinct_names_are_counted_and_a_few_named() {
+        let mut text = String::from("fio version 3 iolog\n");
+        for i in 0..1000 {
+            text.push_str(&format!("{i} /f{i} read 0 4096\n"));
+        }
+        let trace = read(&text, None, ReadOptions::default()).unwrap();
+        assert_eq!(trace.ops.len(), 1000);
+        assert_eq!(
+            trace.notes[1],
+            "1000 files in the trace (/f0, /f1, /f2, /f3, /f4 and 995 more) were replayed as one address space"
         );
     }
 }

@@ -25,10 +25,11 @@ fn is_header(line: &str) -> bool {
 pub(crate) fn read(lines: &mut Lines<'_>, disk: Option<u32>) -> Result<Trace, TraceError> {
     let mut ops: Vec<TraceOp> = Vec::new();
     // Every disk number seen, in the order first seen.
-    let mut disks: Vec<u64> = Vec::new();
-    for (i, raw) in lines.enumerate() {
-        let n = i + 1;
-        let raw = raw?;
+    // Sorted for the messages, looked up in logarithmic time so a trace of many disks stays fast.
+    let mut disks: std::collections::BTreeSet<u64> = std::collections::BTreeSet::new();
+    let mut first_disk: Option<u64> = None;
+    for raw in lines {
+        let (n, raw) = raw?;
         let line = raw.trim();
         if line.is_empty() || (disks.is_empty() && is_header(line)) {
             continue;
@@ -51,7 +52,7 @@ pub(crate) fn read(lines: &mut Lines<'_>, disk: Option<u32>) -> Result<Trace, Tr
             other => {
                 return Err(TraceError::line(
                     n,
-                    format!("type '{other}' is neither Read nor Write"),
+                    format!("type {} is neither Read nor Write", crate::quote(other)),
                 ));
             }
         };
@@ -62,10 +63,9 @@ pub(crate) fn read(lines: &mut Lines<'_>, disk: Option<u32>) -> Result<Trace, Tr
         }
         // Only the disk that will be replayed is kept (the one asked for, or the first seen: a second one is an
         // error below), with its raw ticks until the trace's start is known.
-        if !disks.contains(&disk_number) {
-            disks.push(disk_number);
-        }
-        if disk.map_or(disk_number == disks[0], |d| u64::from(d) == disk_number) {
+        disks.insert(disk_number);
+        let first = *first_disk.get_or_insert(disk_number);
+        if disk.map_or(disk_number == first, |d| u64::from(d) == disk_number) {
             ops.push(TraceOp {
                 at_ns: ticks,
                 op,
@@ -74,9 +74,9 @@ pub(crate) fn read(lines: &mut Lines<'_>, disk: Option<u32>) -> Result<Trace, Tr
             });
         }
     }
-    disks.sort_unstable();
-    let chosen = match (disk, disks.as_slice()) {
-        (Some(d), _) if disks.contains(&(d as u64)) => d as u64,
+    let listed: Vec<u64> = disks.iter().copied().take(2).collect();
+    let chosen = match (disk, listed.as_slice()) {
+        (Some(d), _) if disks.contains(&u64::from(d)) => u64::from(d),
         (Some(d), _) => {
             return Err(TraceError::Invalid(format!(
                 "--disk {d}: the trace holds disk(s) {}",
@@ -85,14 +85,14 @@ pub(crate) fn read(lines: &mut Lines<'_>, disk: Option<u32>) -> Result<Trace, Tr
         }
         (None, [one]) => *one,
         (None, []) => return Err(TraceError::Empty),
-        (None, many) => {
+        (None, _) => {
             return Err(TraceError::Invalid(format!(
                 "the trace holds disks {}: choose one with --disk N",
-                list(many)
+                list(&disks)
             )));
         }
     };
-    debug_assert!(disks.contains(&chosen));
+    assert!(disks.contains(&chosen));
     let first = ops.iter().map(|o| o.at_ns).min().unwrap_or(0);
     for op in &mut ops {
         op.at_ns = (op.at_ns - first).saturating_mul(100);
@@ -104,8 +104,14 @@ pub(crate) fn read(lines: &mut Lines<'_>, disk: Option<u32>) -> Result<Trace, Tr
     })
 }
 
-fn list(disks: &[u64]) -> String {
-    disks.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+/// "1, 2, 3" or "1, 2, 3, 4, 5 and 9 more".
+fn list(disks: &std::collections::BTreeSet<u64>) -> String {
+    const NAMED: usize = 5;
+    let shown: Vec<String> = disks.iter().take(NAMED).map(u64::to_string).collect();
+    match disks.len().saturating_sub(NAMED) {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
+    }
 }
 
 #[cfg(test)]

@@ -174,13 +174,12 @@ pub fn read_file(path: &Path) -> Result<Reading> {
     } else {
         path.to_path_buf()
     };
-    let text = std::fs::read_to_string(&file).with_context(|| {
-        format!(
-            "--from {}: cannot read it; give a smartctl --json file, an nvme smart-log -o json file, or an \
-             ssdlab result directory",
-            file.display()
-        )
-    })?;
+    let text = crate::inputs::read_text(
+        &format!("--from {}", file.display()),
+        &file,
+        crate::inputs::MAX_RESULT_BYTES,
+        "give a smartctl --json file, an nvme smart-log -o json file, or an ssdlab result directory",
+    )?;
     let name = file.display().to_string();
     // An ssdlab result reads as one or fails as one (a newer schema, say), never as smartctl output.
     let is_result = serde_json::from_str::<serde_json::Value>(&text)
@@ -273,7 +272,7 @@ impl HistoryDir {
             return Ok(history::Loaded::default());
         };
         // Bytes, not a string: a line cut inside a character by a crash is skipped, not an error.
-        match std::fs::read(&path) {
+        match ssdlab_io::files::read_input(&path, crate::inputs::MAX_RESULT_BYTES) {
             Ok(bytes) => Ok(history::parse(&String::from_utf8_lossy(&bytes))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(history::Loaded::default()),
             Err(e) => Err(anyhow!("--history: cannot read {}: {e}", path.display())),

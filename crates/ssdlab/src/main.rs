@@ -22,6 +22,7 @@ mod cli;
 mod commands;
 mod firmware_purge;
 mod health_sources;
+mod inputs;
 mod kernel_purge;
 mod output;
 mod plan;

@@ -525,6 +525,84 @@ pub fn check_out_dir(dir: &Path) -> Result<()> {
             dir.display()
         );
     }
+    // ssdlab replaces only its own files: a directory holding someone else's result.json, report.html or CSV
+    // files is refused before anything runs.
+    if dir.is_dir() {
+        let ours = dir.join("result.json");
+        let has_result = ours.exists();
+        if has_result && !is_ssdlab_result(&ours) {
+            bail!(
+                "--out {}: its result.json is not one ssdlab wrote, and ssdlab never replaces a file that is not \
+                 its own: name another directory",
+                dir.display()
+            );
+        }
+        let page = dir.join("report.html");
+        if page.exists() && !has_result && !is_ssdlab_page(&page) {
+            bail!(
+                "--out {}: its report.html is not one ssdlab wrote, and ssdlab never replaces a file that is not \
+                 its own: name another directory",
+                dir.display()
+            );
+        }
+        let csv = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".csv"));
+        if csv && !has_result {
+            bail!(
+                "--out {}: it holds CSV files no ssdlab result.json accounts for, and ssdlab never replaces a file \
+                 that is not its own: name another directory",
+                dir.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The first bytes of a file that exists, if it is a regular file (never a FIFO's wait, never a symlink's target).
+fn head_of(path: &Path, len: usize) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(ssdlab_io::sys::O_NOFOLLOW | ssdlab_io::sys::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut head = Vec::new();
+    file.take(len as u64).read_to_end(&mut head).ok()?;
+    Some(head)
+}
+
+/// Whether `path` is a result.json ssdlab wrote (its schema field names ssdlab, near the start, as ssdlab writes
+/// it).
+fn is_ssdlab_result(path: &Path) -> bool {
+    head_of(path, 4096).is_some_and(|head| {
+        let text = String::from_utf8_lossy(&head);
+        text.trim_start().starts_with('{') && text.contains("\"schema\": \"ssdlab/")
+    })
+}
+
+/// Whether `path` is a report page ssdlab wrote (its generator meta tag).
+fn is_ssdlab_page(path: &Path) -> bool {
+    head_of(path, 1024).is_some_and(|head| {
+        String::from_utf8_lossy(&head).contains("<meta name=\"generator\" content=\"ssdlab\">")
+    })
+}
+
+/// `--out FILE` of `report`: refused when it names a file that is not a report ssdlab wrote.
+pub fn check_out_page(path: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(path).is_ok() && !is_ssdlab_page(path) {
+        bail!(
+            "--out {}: exists and is not a report ssdlab wrote; ssdlab never replaces a file that is not its own: \
+             name another file",
+            path.display()
+        );
+    }
     Ok(())
 }
 

@@ -355,6 +355,18 @@ impl Graph {
             .collect()
     }
 
+    /// The regular files `dev` is stored on, at any depth (a loop device's image), as (device, inode), each
+    /// with the chain from `dev` down to it.
+    pub fn files_below(&self, dev: DevNum) -> Vec<((u64, u64), Vec<DevNum>)> {
+        self.extents(dev)
+            .into_iter()
+            .filter_map(|e| match e.store {
+                Store::File { st_dev, st_ino } => Some(((st_dev, st_ino), e.path)),
+                Store::Device(_) => None,
+            })
+            .collect()
+    }
+
     /// "loop7 -> loop3": a chain of devices by kernel name, each stored on the next.
     pub fn chain_text(&self, chain: &[DevNum]) -> String {
         chain

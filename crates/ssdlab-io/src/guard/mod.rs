@@ -18,6 +18,7 @@
 //! read-only exclusive open that it closes at once.
 
 mod blkid;
+mod gpt_backup;
 pub mod graph;
 mod mounts;
 
@@ -105,9 +106,27 @@ pub fn uses_of_file(st_dev: u64, st_ino: u64) -> io::Result<Vec<Finding>> {
     file_uses_with(&probe, st_dev, st_ino)
 }
 
-/// Every signature libblkid finds on the device open as `file` (not O_DIRECT), as findings.
+/// Every signature libblkid finds on the device open as `file` (not O_DIRECT), as findings, and a GPT backup
+/// header alone at the end, which libblkid does not look for without a protective MBR.
 pub fn signature_findings(file: &File) -> io::Result<Vec<Finding>> {
-    Ok(signatures(file)?.iter().map(signature_finding).collect())
+    let found = signatures(file)?;
+    let mut findings: Vec<Finding> = found.iter().map(signature_finding).collect();
+    let size = match file.metadata()?.file_type().is_block_device() {
+        true => crate::sys::block_device_size(file)?,
+        false => file.metadata()?.len(),
+    };
+    if let Some(offset) = gpt_backup::backup_header_at(file, size)?
+        && !found
+            .iter()
+            .any(|s| s.type_name == "gpt" && s.offset_bytes == Some(offset))
+    {
+        findings.push(signature_finding(&Signature {
+            type_name: "gpt".into(),
+            offset_bytes: Some(offset),
+            usage: Usage::PartitionTable,
+        }));
+    }
+    Ok(findings)
 }
 
 /// Everything that makes a destructive operation on the block device at `path` unsafe: [`uses_of_device`] with
@@ -162,10 +181,12 @@ impl Probe<'static> {
     }
 }
 
-/// The mount table and swap devices, read once per question.
+/// The mount table, swap devices and swap files, read once per question.
 struct Uses {
     mounts: Vec<MountEntry>,
     swaps: Vec<DevNum>,
+    /// Active swap files, by (device, inode).
+    swap_files: Vec<(u64, u64)>,
 }
 
 impl Uses {
@@ -181,11 +202,18 @@ impl Uses {
             Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(context(e, format_args!("cannot read {}", swaps_path.display()))),
         };
+        let paths = swap_paths(&swaps);
         Ok(Uses {
             mounts: parse_mountinfo(&mountinfo),
-            swaps: swap_paths(&swaps)
+            swaps: paths
                 .iter()
                 .filter_map(|p| (probe.block_dev_of)(Path::new(p)))
+                .collect(),
+            swap_files: paths
+                .iter()
+                .filter_map(|p| fs::metadata(p).ok())
+                .filter(|m| m.is_file())
+                .map(|m| (m.dev(), m.ino()))
                 .collect(),
         })
     }
@@ -235,12 +263,38 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
         (rank, n.name.clone())
     });
     let mut findings = Vec::new();
+    let used_devs: Vec<DevNum> = related
+        .iter()
+        .filter(|(n, _)| !uses.of(n.dev, probe.block_dev_of).is_empty())
+        .map(|(n, _)| n.dev)
+        .collect();
+    let partitions_of = |dev: DevNum| {
+        graph.nodes().filter(move |p| {
+            p.kind == Kind::Partition
+                && matches!(p.lower, Some(Lower::Range { store: graph::Store::Device(d), .. }) if d == dev)
+        })
+    };
     for (node, relation) in &related {
         let (label, how) = describe(&graph, node, relation);
         let used = uses.of(node.dev, probe.block_dev_of);
         for what in &used {
             findings.push(Finding::in_use(format!("{label} {what}{how}")));
         }
+        // Whether something else holds the device open exclusively (a mount in another namespace, a virtual
+        // machine). Not asked of a device already found mounted or swapped on, nor of one whose partition is (its
+        // claim is theirs, already named); and not of a disk under the target that has partitions, whose claim
+        // may be a partition's that the target does not reach.
+        let claimed = || {
+            used.is_empty()
+                && !partitions_of(node.dev).any(|p| used_devs.contains(&p.dev))
+                && (probe.claimed)(node)
+        };
+        let claimed_finding = || {
+            Finding::in_use(format!(
+                "{label} is open exclusively by another program or kernel subsystem, such as a mount in another \
+                 namespace or a virtual machine{how}"
+            ))
+        };
         match relation {
             Relation::Above { .. } | Relation::Beside { .. } if node.is_holder() => {
                 findings.push(Finding::in_use(format!(
@@ -248,15 +302,10 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
                     kind_text(&node.kind)
                 )));
             }
-            // A mounted loop device is claimed by its file system; saying so twice helps nobody.
-            Relation::Above { .. } | Relation::Beside { .. }
-                if matches!(node.kind, Kind::Loop(_)) && used.is_empty() =>
-            {
-                if (probe.claimed)(node) {
-                    findings.push(Finding::in_use(format!(
-                        "{label} is open exclusively by another program or kernel subsystem{how}"
-                    )));
-                } else {
+            Relation::Above { .. } | Relation::Beside { .. } if matches!(node.kind, Kind::Loop(_)) => {
+                if claimed() {
+                    findings.push(claimed_finding());
+                } else if used.is_empty() {
                     findings.push(Finding::past(format!(
                         "{label} is a loop device over {}{how}",
                         if matches!(relation, Relation::Above { .. }) {
@@ -267,7 +316,24 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
                     )));
                 }
             }
+            Relation::Beside { .. } if claimed() => findings.push(claimed_finding()),
+            Relation::Below { .. } if partitions_of(node.dev).next().is_none() && claimed() => {
+                findings.push(claimed_finding())
+            }
             _ => {}
+        }
+    }
+    // A loop device over an active swap file (at any depth): writing it writes the swap area.
+    for (identity, chain) in graph.files_below(target) {
+        if uses.swap_files.contains(&identity) {
+            findings.push(Finding::in_use(format!(
+                "it is stored on an active swap file ({} -> {})",
+                graph.chain_text(&chain),
+                graph.store_name(graph::Store::File {
+                    st_dev: identity.0,
+                    st_ino: identity.1
+                })
+            )));
         }
     }
     // Loop devices whose backing cannot be identified might be over this device: refuse if one is in use.
@@ -301,6 +367,9 @@ fn file_uses_with(probe: &Probe<'_>, st_dev: u64, st_ino: u64) -> io::Result<Vec
     let graph = Graph::read(probe.sys_root, probe.loop_backing)?;
     let uses = Uses::read(probe)?;
     let mut findings = Vec::new();
+    if uses.swap_files.contains(&(st_dev, st_ino)) {
+        findings.push(Finding::in_use("it is an active swap file (swapon)"));
+    }
     for (dev, chain) in graph.above_file(st_dev, st_ino) {
         let Some(node) = graph.node(dev) else { continue };
         let file_name = graph.store_name(graph::Store::File { st_dev, st_ino });

@@ -264,7 +264,8 @@ fn a_loop_device_stacked_on_the_target_at_any_depth_is_found_and_a_mount_on_it_i
     let found = tree.uses(LOOP3, OwnClaim::Probe).unwrap();
     assert_eq!(
         found[1].what,
-        "/dev/loop9 is open exclusively by another program or kernel subsystem (loop9 -> loop7 -> loop3)"
+        "/dev/loop9 is open exclusively by another program or kernel subsystem, such as a mount in another \
+         namespace or a virtual machine (loop9 -> loop7 -> loop3)"
     );
     assert!(found[1].in_use);
 }
@@ -343,6 +344,66 @@ fn a_device_the_target_is_stored_on_is_in_use_when_mounted() {
         vec!["/dev/loop3 is mounted at /mnt (loop7 -> loop3)"]
     );
     assert!(found[0].in_use);
+}
+
+#[test]
+fn a_device_the_target_is_stored_on_claimed_elsewhere_is_in_use_unless_it_is_a_partitioned_disk() {
+    // The red team's F1: loop7 over loop3, which is mounted only in another mount namespace (so not in our
+    // mountinfo, but claimed).
+    let mut tree = Tree::new("below-claimed");
+    tree.loop_over(
+        "loop7",
+        "7:7",
+        32 << 20,
+        Over::Device("/dev/loop3", LOOP3, 94),
+        3 << 20,
+    );
+    tree.claimed.push("loop3".into());
+    let found = tree.uses((7, 7), OwnClaim::HeldByCaller).unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].in_use && found[0].what.starts_with("/dev/loop3 is open exclusively"),
+        "{found:?}"
+    );
+    // A disk with partitions under the target is claimed whenever any partition is: only overlapping
+    // partitions count, and they are asked themselves.
+    let mut tree = Tree::new("below-partitioned");
+    tree.partition("loop3", "loop3p1", 1, "259:0", 1 << 20, 8 << 20);
+    tree.partition("loop3", "loop3p2", 2, "259:1", 9 << 20, 8 << 20);
+    tree.loop_over(
+        "loop7",
+        "7:7",
+        8 << 20,
+        Over::Device("/dev/loop3", LOOP3, 94),
+        9 << 20,
+    );
+    tree.claimed.extend(["loop3".to_string(), "loop3p1".to_string()]);
+    assert_eq!(tree.uses((7, 7), OwnClaim::HeldByCaller).unwrap(), vec![]);
+    tree.claimed.push("loop3p2".into());
+    let found = tree.uses((7, 7), OwnClaim::HeldByCaller).unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].what.starts_with("/dev/loop3p2 is open exclusively"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_loop_device_whose_partition_is_mounted_is_named_once() {
+    let mut tree = Tree::new("partition-of-loop");
+    tree.loop_over("loop7", "7:7", 32 << 20, Over::Device("/dev/loop3", LOOP3, 94), 0);
+    tree.partition("loop7", "loop7p1", 1, "259:5", 1 << 20, 8 << 20);
+    tree.claimed.push("loop7".into());
+    tree.mountinfo("36 22 259:5 / /mnt rw - ext4 /dev/loop7p1 rw\n");
+    let found = tree.uses(LOOP3, OwnClaim::HeldByCaller).unwrap();
+    // The mount is named once; loop7 itself is only the stack it sits on, not a second claim.
+    assert_eq!(
+        whats(&found),
+        vec![
+            "/dev/loop7 is a loop device over it (loop7 -> loop3)",
+            "/dev/loop7p1 is mounted at /mnt (loop7p1 -> loop7 -> loop3)"
+        ]
+    );
 }
 
 #[test]

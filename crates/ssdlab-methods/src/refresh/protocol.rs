@@ -154,6 +154,8 @@ pub enum FileOutcome {
     WriteFailed {
         offset: u64,
         error: String,
+        /// The chunks before it, rewritten and verified.
+        rewritten_bytes: u64,
         times_restored: bool,
     },
     /// Stopped by the user between chunks; the times are put back.
@@ -641,6 +643,7 @@ pub fn refresh_file(
                 return Ok(FileOutcome::WriteFailed {
                     offset,
                     error: error.to_string(),
+                    rewritten_bytes: refreshed_bytes,
                     times_restored,
                 });
             }

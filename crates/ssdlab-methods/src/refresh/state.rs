@@ -21,6 +21,51 @@ use super::journal::{Journal, JournalError, JournalStore};
 
 pub const JOURNAL_FILE: &str = "refresh-journal.jsonl";
 pub const REFRESH_LOG_FILE: &str = "refreshed.jsonl";
+
+/// Opens a file of the state directory: never through a symlink (a link planted there must not make refresh
+/// truncate, overwrite or append to another file), never blocking on a FIFO, and only a regular file.
+fn open_state_file(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = options
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "{} is a symbolic link, which ssdlab never wrote: remove it",
+                        path.display()
+                    ),
+                )
+            } else {
+                e
+            }
+        })?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not a regular file, which ssdlab never wrote: remove it",
+                path.display()
+            ),
+        ));
+    }
+    Ok(file)
+}
+
+/// Reads a file of the state directory ([`open_state_file`]'s rules); empty when there is none.
+fn read_state_file(path: &Path) -> io::Result<Vec<u8>> {
+    match open_state_file(path, OpenOptions::new().read(true)) {
+        Ok(mut file) => {
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes)?;
+            Ok(bytes)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
 pub const LOCK_FILE: &str = "lock";
 
 #[derive(Debug, thiserror::Error)]
@@ -51,13 +96,15 @@ impl StateDir {
             cause: source,
         };
         std::fs::create_dir_all(dir).map_err(io_err)?;
-        let mut lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(dir.join(LOCK_FILE))
-            .map_err(io_err)?;
+        let mut lock = open_state_file(
+            &dir.join(LOCK_FILE),
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )
+        .map_err(io_err)?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
@@ -103,10 +150,10 @@ impl StateDir {
             path: PathBytes(path.to_path_buf()),
             unix_s,
         };
-        let mut log = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join(REFRESH_LOG_FILE))?;
+        let mut log = open_state_file(
+            &self.dir.join(REFRESH_LOG_FILE),
+            OpenOptions::new().create(true).append(true),
+        )?;
         let mut text = serde_json::to_vec(&line).map_err(io::Error::other)?;
         text.push(b'\n');
         log.write_all(&text)?;
@@ -130,7 +177,7 @@ pub struct RefreshLog {
 impl RefreshLog {
     /// The log in `dir`; empty when there is none (or it cannot be read: scan must still run).
     pub fn load(dir: &Path) -> Self {
-        let text = std::fs::read(dir.join(REFRESH_LOG_FILE)).unwrap_or_default();
+        let text = read_state_file(&dir.join(REFRESH_LOG_FILE)).unwrap_or_default();
         let mut refreshed_unix_s = HashMap::new();
         for line in text.split(|&b| b == b'\n') {
             // Lines from older versions (keyed by device number) and torn lines are ignored.
@@ -165,31 +212,35 @@ struct FileStore {
 
 impl JournalStore for FileStore {
     fn load(&mut self) -> io::Result<Vec<u8>> {
-        match std::fs::read(&self.path) {
-            Ok(bytes) => Ok(bytes),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(e),
-        }
+        read_state_file(&self.path)
     }
 
     fn append(&mut self, line: &[u8]) -> io::Result<()> {
-        let mut file = OpenOptions::new().create(true).append(true).open(&self.path)?;
+        let mut file = open_state_file(&self.path, OpenOptions::new().create(true).append(true))?;
         file.write_all(line)?;
         file.sync_data()
     }
 
     fn append_unsynced(&mut self, line: &[u8]) -> io::Result<()> {
-        OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?
-            .write_all(line)
+        open_state_file(&self.path, OpenOptions::new().create(true).append(true))?.write_all(line)
     }
 
     fn replace(&mut self, content: &[u8]) -> io::Result<()> {
         let tmp = self.path.with_extension("tmp");
+        // A temporary file left by a crash is ours (only the lock's holder writes here): it goes, but only if it
+        // is a regular file; then the new one is created O_EXCL.
+        match std::fs::symlink_metadata(&tmp) {
+            Ok(m) if m.is_file() => std::fs::remove_file(&tmp)?,
+            Ok(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{} is not a file ssdlab wrote: remove it", tmp.display()),
+                ));
+            }
+            Err(_) => {}
+        }
         {
-            let mut out = File::create(&tmp)?;
+            let mut out = open_state_file(&tmp, OpenOptions::new().write(true).create_new(true))?;
             out.write_all(content)?;
             out.sync_all()?;
         }
@@ -209,6 +260,42 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("ssdlab-state-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir
+    }
+
+    #[test]
+    fn symlinks_planted_in_the_state_directory_are_never_followed() {
+        for name in [
+            LOCK_FILE,
+            "refresh-journal.jsonl",
+            "refresh-journal.tmp",
+            REFRESH_LOG_FILE,
+        ] {
+            let dir = tempdir(&format!("planted-{name}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let victim = dir.with_extension("victim");
+            std::fs::write(&victim, b"someone's data").unwrap();
+            std::os::unix::fs::symlink(&victim, dir.join(name)).unwrap();
+            // Taking the lock, replaying and compacting the journal, and logging a refresh all refuse or skip the
+            // link; none of them writes through it.
+            if let Ok(mut state) = StateDir::lock(&dir) {
+                let _ = state.journal.compact();
+                let id = FileId {
+                    fs: 1,
+                    ino: 2,
+                    birth: None,
+                };
+                let _ = state.record_refreshed(id, Path::new("/x"), 1.0);
+            }
+            assert_eq!(std::fs::read(&victim).unwrap(), b"someone's data", "{name}");
+            assert!(
+                std::fs::symlink_metadata(dir.join(name))
+                    .unwrap()
+                    .file_type()
+                    .is_symlink()
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+            let _ = std::fs::remove_file(&victim);
+        }
     }
 
     #[test]

@@ -47,8 +47,13 @@ pub struct DatasetFile {
     pub age_ns: u64,
 }
 
-/// Parses `--dataset`: `field-report`, or `AGE:COUNTxSIZE,...` with units on both (`7mo:8x64m`).
-pub fn parse_dataset(spec: &str) -> Result<Vec<DatasetFile>, String> {
+/// The most files a virtual data set may have (each is scanned and reported one by one).
+pub const MAX_DATASET_FILES: u64 = 1_000_000;
+
+/// Parses `--dataset`: `field-report`, or `AGE:COUNTxSIZE,...` with units on both (`7mo:8x64m`), for a drive of
+/// `capacity_bytes`. The counts and sizes are checked against the drive (and [`MAX_DATASET_FILES`]) before a single
+/// file is built, so a few bytes of flag can never cost more memory than the data set's list.
+pub fn parse_dataset(spec: &str, capacity_bytes: u64) -> Result<Vec<DatasetFile>, String> {
     let month_ns = MONTH_S * 1e9;
     if spec == "field-report" {
         return Ok(FIELD_REPORT_MONTHS
@@ -64,13 +69,14 @@ pub fn parse_dataset(spec: &str) -> Result<Vec<DatasetFile>, String> {
             })
             .collect());
     }
-    let mut files = Vec::new();
+    let mut groups = Vec::new();
+    let (mut total_files, mut total_bytes) = (0u64, 0u64);
     for part in spec.split(',') {
         let bad = || format!("--dataset {part}: write AGE:COUNTxSIZE, e.g. 7mo:8x64m, or field-report");
         let (age, rest) = part.split_once(':').ok_or_else(bad)?;
         let (count, size) = rest.split_once('x').ok_or_else(bad)?;
         let age_ns = parse_duration_ns(age).map_err(|e| format!("--dataset {part}: the age {e}"))?;
-        let count: usize = count.parse().map_err(|_| bad())?;
+        let count: u64 = count.parse().map_err(|_| bad())?;
         if size.bytes().all(|b| b.is_ascii_digit()) {
             return Err(format!(
                 "--dataset {part}: the size {size} has no unit; write {size}m for MiB or {size}k for KiB"
@@ -82,12 +88,30 @@ pub fn parse_dataset(spec: &str) -> Result<Vec<DatasetFile>, String> {
                 "--dataset {part}: files must hold at least 4k (a smaller file measures request overhead, not the medium)"
             ));
         }
-        files.extend(std::iter::repeat_n(DatasetFile { size_bytes, age_ns }, count));
+        total_files = total_files.saturating_add(count);
+        // Each file takes whole 4 KiB units on the drive.
+        total_bytes = total_bytes.saturating_add(count.saturating_mul(size_bytes.next_multiple_of(4096)));
+        if total_files > MAX_DATASET_FILES {
+            return Err(format!(
+                "--dataset {spec}: more than {MAX_DATASET_FILES} files; use fewer, larger files (the field report \
+                 had 36 of 64 MiB)"
+            ));
+        }
+        if total_bytes > capacity_bytes {
+            return Err(format!(
+                "--dataset {spec}: the files need more than the drive's {capacity_bytes} bytes; use fewer or \
+                 smaller files, or a larger drive (a larger scale=)"
+            ));
+        }
+        groups.push((count, DatasetFile { size_bytes, age_ns }));
     }
-    if files.is_empty() {
+    if total_files == 0 {
         return Err(format!("--dataset {spec}: no files"));
     }
-    Ok(files)
+    Ok(groups
+        .into_iter()
+        .flat_map(|(count, file)| std::iter::repeat_n(file, count as usize))
+        .collect())
 }
 
 /// How to scan the data set.
@@ -238,15 +262,29 @@ mod tests {
 
     #[test]
     fn dataset_sizes_need_units_and_a_block() {
-        assert_eq!(parse_dataset("field-report").unwrap().len(), 48);
-        let files = parse_dataset("7mo:8x64m,1d:2x4k").unwrap();
+        assert_eq!(parse_dataset("field-report", 1 << 40).unwrap().len(), 48);
+        let files = parse_dataset("7mo:8x64m,1d:2x4k", 1 << 40).unwrap();
         assert_eq!(files.len(), 10);
         assert_eq!(files[0].size_bytes, 64 << 20);
         assert_eq!(files[9].size_bytes, 4096);
-        let err = parse_dataset("7mo:8x64").unwrap_err();
+        let err = parse_dataset("7mo:8x64", 1 << 40).unwrap_err();
         assert!(err.contains("no unit") && err.contains("64m"), "{err}");
-        assert!(parse_dataset("7mo:8x512b").unwrap_err().contains("at least 4k"));
-        assert!(parse_dataset("7:8x64m").unwrap_err().contains("the age"));
-        assert!(parse_dataset("7mo:0x64m").unwrap_err().contains("no files"));
+        assert!(
+            parse_dataset("7mo:8x512b", 1 << 40)
+                .unwrap_err()
+                .contains("at least 4k")
+        );
+        assert!(parse_dataset("7:8x64m", 1 << 40).unwrap_err().contains("the age"));
+        assert!(
+            parse_dataset("7mo:0x64m", 1 << 40)
+                .unwrap_err()
+                .contains("no files")
+        );
+        // A few bytes of flag never build more than the drive holds, nor a list of more than a million files.
+        let huge = parse_dataset("1d:18446744073709551615x4k", 1 << 40).unwrap_err();
+        assert!(huge.contains("more than 1000000 files"), "{huge}");
+        let big = parse_dataset("1d:200000x4k", 64 << 20).unwrap_err();
+        assert!(big.contains("need more than the drive's 67108864 bytes"), "{big}");
+        assert_eq!(parse_dataset("1d:16384x4k", 64 << 20).unwrap().len(), 16384);
     }
 }

@@ -42,9 +42,12 @@ fn fleet(args: &FanoutArgs) -> Result<Vec<FleetDrive>> {
             Ok(field_report_fleet(age_by_s, args.refresh_all, args.seed))
         }
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| {
-                format!("--fleet {path}: cannot read it (field-report, or a file of targets)")
-            })?;
+            let text = crate::inputs::read_text(
+                &format!("--fleet {path}"),
+                std::path::Path::new(path),
+                crate::inputs::MAX_SMALL_INPUT_BYTES,
+                "give field-report, or a file of targets",
+            )?;
             parse_fleet_file(&text).map_err(|e| anyhow!("--fleet {path}: {e}"))
         }
         None => Ok(args

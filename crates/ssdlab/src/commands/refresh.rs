@@ -316,6 +316,20 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         if std::fs::symlink_metadata(path).is_err() {
             bail!("PATH {}: does not exist", escape_path(path));
         }
+        // Refresh writes: no symbolic link anywhere in the path (a trailing slash after a link included), as
+        // for every write.
+        if let Err(e) = ssdlab_io::sys::open_no_symlinks(path, ssdlab_io::sys::O_PATH)
+            && e.raw_os_error() == Some(ssdlab_io::sys::ELOOP)
+        {
+            bail!(
+                "PATH {}: a component of it is a symbolic link; refresh never follows a link into a write: give \
+                 the real path ({})",
+                escape_path(path),
+                std::fs::canonicalize(path)
+                    .map(|p| escape_path(&p))
+                    .unwrap_or_else(|_| "unresolved".into())
+            );
+        }
         // Before anything is opened: the files of sysfs, procfs and their kind are kernel state, not data on
         // a drive, and reading some of them has effects.
         if let Some(kind) = ssdlab_io::files::pseudo_file_system(path)
@@ -644,9 +658,11 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
             FileOutcome::WriteFailed {
                 offset,
                 error,
+                rewritten_bytes,
                 times_restored,
             } => {
                 problems += 1;
+                refreshed += rewritten_bytes;
                 let times = if times_restored {
                     "its times are as they were"
                 } else {
@@ -656,6 +672,7 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
                     "writing the chunk at byte {offset}: {error}; the chunk reads back unchanged and {times}"
                 );
                 record.failed(&candidate.path, candidate.size_bytes, reason);
+                record.last().rewritten_bytes = rewritten_bytes;
             }
             FileOutcome::Interrupted {
                 chunks_done,
@@ -877,8 +894,12 @@ fn slow_files_from_scan(dir: &Path, fraction: f64) -> Result<Vec<(PathBuf, f64)>
     } else {
         dir.to_path_buf()
     };
-    let text = std::fs::read_to_string(&file)
-        .with_context(|| format!("--from {}: cannot read {}", dir.display(), file.display()))?;
+    let text = crate::inputs::read_text(
+        &format!("--from {} ({})", dir.display(), file.display()),
+        &file,
+        crate::inputs::MAX_RESULT_BYTES,
+        "",
+    )?;
     let result = RunResult::from_json(&text).map_err(|e| {
         anyhow!(
             "--from {}: not an ssdlab result this version reads: {e}",

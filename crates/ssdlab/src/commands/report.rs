@@ -1,6 +1,6 @@
 //! `ssdlab report RESULT_DIR... [--out report.html]`: redraws results from their result.json alone.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use ssdlab_core::schema::RunResult;
 
 use super::Outcome;
@@ -56,6 +56,7 @@ pub fn run(args: &ReportArgs) -> Result<Outcome> {
             args.out.display()
         );
     }
+    output::check_out_page(&args.out)?;
     output::write_atomically(
         &args.out,
         ssdlab_report::render_against(&results, baseline).as_bytes(),
@@ -73,8 +74,12 @@ pub fn read_results(paths: &[std::path::PathBuf]) -> Result<Vec<RunResult>> {
         } else {
             path.clone()
         };
-        let text = std::fs::read_to_string(&file)
-            .with_context(|| format!("RESULT_DIR {}: cannot read {}", path.display(), file.display()))?;
+        let text = crate::inputs::read_text(
+            &format!("RESULT_DIR {} ({})", path.display(), file.display()),
+            &file,
+            crate::inputs::MAX_RESULT_BYTES,
+            "",
+        )?;
         // Any readable schema, in this version's names and units.
         let result = RunResult::from_json(&text).map_err(|e| {
             anyhow::anyhow!(

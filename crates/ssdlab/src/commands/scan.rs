@@ -137,7 +137,7 @@ fn scan_sim(args: &ScanArgs, target: &str, reads: ScanReads) -> Result<ScanAnaly
     let AnyDevice::Sim(mut device) = plan::open_target(&target_args, plan::Use::Reads)?.device else {
         bail!("--target {target}: scan takes a sim: target; for real files give PATHs");
     };
-    let files = parse_dataset(&args.dataset).map_err(|e| anyhow!(e))?;
+    let files = parse_dataset(&args.dataset, device.info().capacity_bytes).map_err(|e| anyhow!(e))?;
     let layout: Vec<(u64, u64)> = files.iter().map(|f| (f.size_bytes, f.age_ns)).collect();
     let ranges = device
         .lay_out_dataset(&layout)

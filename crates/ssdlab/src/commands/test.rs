@@ -186,11 +186,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             }
             let shown = args.trace.display();
             // Read line by line: a trace of millions of operations is kept as its operations, never as text.
-            let file = std::fs::File::open(&args.trace)
-                .with_context(|| format!("--trace {shown}: cannot open it"))?;
-            if file.metadata().is_ok_and(|m| m.is_dir()) {
-                bail!("--trace {shown}: is a directory; name a trace file");
-            }
+            let file = crate::inputs::open(&format!("--trace {shown}"), &args.trace)?;
             let format = args.format.map(|f| match f {
                 TraceFormatArg::FioIolog => TraceFormat::FioIolog,
                 TraceFormatArg::Blkparse => TraceFormat::Blkparse,

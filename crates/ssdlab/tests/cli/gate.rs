@@ -700,7 +700,7 @@ fn refresh_refuses_pseudo_file_systems() {
     let state = tempdir();
     for (path, kind) in [
         ("/sys/devices", "sysfs"),
-        ("/proc/self", "procfs"),
+        ("/proc/sys", "procfs"),
         ("/dev", "devtmpfs"),
     ] {
         for dry in [true, false] {
@@ -993,4 +993,325 @@ fn every_signature_wipefs_reports_is_refused_and_named_with_its_place() {
         );
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A process holding a mount in a mount namespace of its own, killed (and the mount with it) on drop.
+struct NamespaceMount {
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl NamespaceMount {
+    fn new(device: &str) -> Self {
+        let dir = tempdir();
+        let script = format!(
+            "mount {device} {} && echo mounted && exec sleep 600",
+            dir.path().display()
+        );
+        let mut child = Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", &script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("unshare (util-linux) starts");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert_eq!(line.trim(), "mounted", "the mount in the namespace failed");
+        NamespaceMount { child, _dir: dir }
+    }
+}
+
+impl Drop for NamespaceMount {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The red team's F1: a loop device stacked on a device that is mounted only in another mount namespace (no
+/// trace in our mountinfo, but the kernel's claim) is in use, as the device itself is.
+#[test]
+fn a_loop_device_over_a_device_mounted_in_another_namespace_is_in_use() {
+    let disk = LoopDevice::new(64 << 20);
+    sh("mkfs.ext4", &["-q", "-F", &disk.path]);
+    let _mounted = NamespaceMount::new(&disk.path);
+    // At an offset past ext4's superblocks, where libblkid sees no signature.
+    let upper = Stacked::over(&disk.path, 3 << 20);
+    let out = run(&[
+        "run",
+        "--target",
+        &upper.path,
+        "--rw",
+        "write",
+        "--passes",
+        "1",
+        "--allow-destroy",
+        "--force",
+    ]);
+    expect_usage_error(&out, "open exclusively");
+    let name = disk.path.trim_start_matches("/dev/");
+    assert!(stderr(&out).contains(&format!("/dev/{name}")), "{}", stderr(&out));
+    let listed = json_lines(&run(&["devices", "--json"]));
+    let entry = listed
+        .iter()
+        .find(|d| d["device"] == upper.path.as_str())
+        .unwrap();
+    assert_eq!(entry["in_use"], true, "{entry}");
+}
+
+/// The red team's F2: a `file:` target written through a symlinked directory is refused (created or existing);
+/// read through one, it is fine.
+#[test]
+fn a_file_target_is_never_written_through_a_symlinked_directory() {
+    let dir = tempdir();
+    let outside = dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("big"), vec![5u8; 1 << 20]).unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&outside, &link).unwrap();
+    for target in [
+        file_target(&link.join("big"), None),
+        file_target(&link.join("new"), Some("1m")),
+    ] {
+        let out = run(&["run", "--target", &target, "--rw", "write", "--runtime", "1s"]);
+        expect_usage_error(&out, "symbolic link");
+        assert!(
+            stderr(&out).contains(outside.to_str().unwrap()),
+            "names the real path: {}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(std::fs::read(outside.join("big")).unwrap(), vec![5u8; 1 << 20]);
+    assert!(!outside.join("new").exists());
+    expect_code(
+        &run(&[
+            "run",
+            "--target",
+            &file_target(&link.join("big"), None),
+            "--rw",
+            "read",
+            "--runtime",
+            "1s",
+        ]),
+        0,
+    );
+    // refresh, which writes in place, the same.
+    let out = run(&["refresh", link.to_str().unwrap(), "--dry-run"]);
+    expect_usage_error(&out, "symbolic link");
+    // A hot map under a symlinked directory.
+    let data = dir.path().join("data.img");
+    std::fs::File::create(&data).unwrap().set_len(8 << 20).unwrap();
+    let target = format!(
+        "cached:{}?size=8m&hot-map={}",
+        file_target(&data, None),
+        link.join("m.map").display()
+    );
+    expect_usage_error(
+        &run(&["run", "--target", &target, "--runtime", "1s"]),
+        "symbolic link",
+    );
+    assert!(!outside.join("m.map").exists());
+}
+
+/// The red team's F5: an active swap file is never written or extended as a `file:` target, and a loop device
+/// over one is in use.
+#[test]
+fn an_active_swap_file_is_never_written() {
+    let dir = tempdir();
+    let swap = dir.path().join("swapfile");
+    sh(
+        "dd",
+        &[
+            "if=/dev/zero",
+            &format!("of={}", swap.display()),
+            "bs=1M",
+            "count=32",
+            "status=none",
+        ],
+    );
+    std::fs::set_permissions(&swap, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    sh("mkswap", &["-q", swap.to_str().unwrap()]);
+    sh("swapon", &[swap.to_str().unwrap()]);
+    struct SwapOff(PathBuf);
+    impl Drop for SwapOff {
+        fn drop(&mut self) {
+            let _ = Command::new("swapoff").arg(&self.0).output();
+        }
+    }
+    let _off = SwapOff(swap.clone());
+    for size in [None, Some("64m")] {
+        let out = run(&[
+            "run",
+            "--target",
+            &file_target(&swap, size),
+            "--rw",
+            "write",
+            "--runtime",
+            "1s",
+        ]);
+        expect_usage_error(&out, "active swap file");
+    }
+    assert_eq!(
+        std::fs::metadata(&swap).unwrap().len(),
+        32 << 20,
+        "never extended"
+    );
+    let over = Stacked {
+        path: sh("losetup", &["-f", "--show", swap.to_str().unwrap()]),
+    };
+    let out = run(&[
+        "run",
+        "--target",
+        &over.path,
+        "--rw",
+        "write",
+        "--passes",
+        "1",
+        "--allow-destroy",
+        "--force",
+    ]);
+    expect_usage_error(&out, "active swap file");
+}
+
+/// The red team's F6: `--out` replaces only ssdlab's own files, and `report --out` only a report ssdlab wrote.
+#[test]
+fn out_never_replaces_a_file_ssdlab_did_not_write() {
+    let dir = tempdir();
+    for (name, content) in [
+        ("report.html", "MY OWN PAGE"),
+        ("result.json", "{\"mine\": true}"),
+        ("data.csv", "a,b"),
+    ] {
+        let out_dir = dir.path().join(name);
+        std::fs::create_dir(&out_dir).unwrap();
+        std::fs::write(out_dir.join(name), content).unwrap();
+        let out = run(&[
+            "run",
+            "--target",
+            "null",
+            "--runtime",
+            "1s",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        expect_usage_error(&out, "never replaces a file that is not its own");
+        assert_eq!(std::fs::read_to_string(out_dir.join(name)).unwrap(), content);
+    }
+    // Its own result directory is rewritten, and its own report replaced.
+    let ours = dir.path().join("ours");
+    for _ in 0..2 {
+        expect_code(
+            &run(&[
+                "run",
+                "--target",
+                "null",
+                "--runtime",
+                "1s",
+                "--out",
+                ours.to_str().unwrap(),
+            ]),
+            0,
+        );
+    }
+    let page = dir.path().join("page.html");
+    std::fs::write(&page, "MY PAGE").unwrap();
+    expect_usage_error(
+        &run(&["report", ours.to_str().unwrap(), "--out", page.to_str().unwrap()]),
+        "not a report ssdlab wrote",
+    );
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), "MY PAGE");
+    let fresh = dir.path().join("fresh.html");
+    for _ in 0..2 {
+        expect_code(
+            &run(&["report", ours.to_str().unwrap(), "--out", fresh.to_str().unwrap()]),
+            0,
+        );
+    }
+}
+
+/// A GPT backup header alone at the end (no protective MBR, no primary, its entries gone): libblkid does not
+/// see it, the gate's own check does. A whole table with its start wiped is refused too, by one or the other.
+#[test]
+fn a_gpt_backup_header_alone_is_refused_though_libblkid_misses_it() {
+    let disk = LoopDevice::new(64 << 20);
+    let last_lba = (64u64 << 20) / 512 - 1;
+    // A header that checksums and names its own place, nothing else: written by hand (CRC-32 in Python).
+    let script = format!(
+        r#"
+import os, struct, zlib
+h = bytearray(512)
+h[0:8] = b"EFI PART"
+struct.pack_into("<IIIIQQQQ", h, 8, 0x10000, 92, 0, 0, {last_lba}, 1, 34, {last_lba} - 33)
+struct.pack_into("<QII", h, 72, {last_lba} - 32, 128, 128)
+struct.pack_into("<I", h, 16, zlib.crc32(bytes(h[:92])))
+fd = os.open("{dev}", os.O_WRONLY)
+os.pwrite(fd, bytes(h), {last_lba} * 512)
+os.fsync(fd)
+"#,
+        dev = disk.path
+    );
+    sh("python3", &["-c", &script]);
+    assert_eq!(
+        sh("wipefs", &["-n", "--noheadings", &disk.path]),
+        "",
+        "libblkid sees nothing"
+    );
+    let out = run(&[
+        "run",
+        "--target",
+        &disk.path,
+        "--rw",
+        "write",
+        "--passes",
+        "1",
+        "--allow-destroy",
+    ]);
+    expect_usage_error(
+        &out,
+        &format!("a partition table: gpt (at byte {})", last_lba * 512),
+    );
+    // sfdisk's whole table with the protective MBR, the primary and its entries wiped.
+    let mut child = Command::new("sfdisk")
+        .args(["-q", "--no-reread", &disk.path])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"label: gpt\nstart=2048, size=20480\n")
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    sh(
+        "dd",
+        &[
+            "if=/dev/zero",
+            &format!("of={}", disk.path),
+            "bs=512",
+            "count=34",
+            "oflag=direct",
+            "status=none",
+        ],
+    );
+    let out = run(&[
+        "run",
+        "--target",
+        &disk.path,
+        "--rw",
+        "write",
+        "--passes",
+        "1",
+        "--allow-destroy",
+    ]);
+    expect_usage_error(
+        &out,
+        &format!("a partition table: gpt (at byte {})", last_lba * 512),
+    );
 }
