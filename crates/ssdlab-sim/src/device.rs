@@ -62,8 +62,10 @@ pub struct SimDevice {
     /// Deferred TRIM processing: up to when it has run, and the fraction of a unit it has earned.
     trim_reclaimed_to_ns: u64,
     trim_credit_units: f64,
-    /// Slot buffers (contents are not stored on the device) and the slot table.
+    /// Slot buffers and the slot table.
     buffers: Vec<Vec<u8>>,
+    /// The data written, when the drive keeps it ([`SimDevice::keep_data`]); otherwise reads return zeroes.
+    store: Option<crate::store::DataStore>,
     slots: Vec<Option<Completion>>,
     due: BinaryHeap<Due>,
     in_flight: usize,
@@ -158,6 +160,7 @@ impl SimDevice {
             trim_reclaimed_to_ns: 0,
             trim_credit_units: 0.0,
             buffers: Vec::new(),
+            store: None,
             slots: Vec::new(),
             due: BinaryHeap::new(),
             in_flight: 0,
@@ -625,6 +628,25 @@ impl SimDevice {
     }
 }
 
+impl SimDevice {
+    /// Keeps the data written from now on, in a sparse in-memory store (what an NBD export of the virtual drive
+    /// needs, so a client can put a file system on it); without it the drive models timing and wear only and
+    /// reads return zeroes.
+    pub fn keep_data(&mut self) {
+        if self.store.is_none() {
+            self.store = Some(crate::store::DataStore::default());
+            self.info
+                .notes
+                .push("the virtual drive keeps the data written (sparse, in memory): reads return it".into());
+        }
+    }
+
+    /// The memory the kept data takes, in bytes (0 when it keeps none).
+    pub fn kept_data_bytes(&self) -> u64 {
+        self.store.as_ref().map_or(0, |s| s.bytes())
+    }
+}
+
 impl Device for SimDevice {
     fn info(&self) -> &DeviceInfo {
         &self.info
@@ -654,12 +676,25 @@ impl Device for SimDevice {
             io.check_bounds(self.info.capacity_bytes, self.buffers[slot].len())?;
             let t = self.now_ns;
             let (completed_ns, result) = match io.op {
-                Op::Write => (self.write(t, io.offset, io.len), io.len as i64),
+                Op::Write => {
+                    if let Some(store) = &mut self.store {
+                        store.write(io.offset, &self.buffers[slot][..io.len as usize]);
+                    }
+                    (self.write(t, io.offset, io.len), io.len as i64)
+                }
                 Op::Read => {
-                    self.buffers[slot][..io.len as usize].fill(0);
+                    match &self.store {
+                        Some(store) => store.read(io.offset, &mut self.buffers[slot][..io.len as usize]),
+                        None => self.buffers[slot][..io.len as usize].fill(0),
+                    }
                     (self.read(t, io.offset, io.len), io.len as i64)
                 }
-                Op::Discard => (self.discard(t, io.offset, io.len), io.len as i64),
+                Op::Discard => {
+                    if let Some(store) = &mut self.store {
+                        store.discard(io.offset, io.len);
+                    }
+                    (self.discard(t, io.offset, io.len), io.len as i64)
+                }
                 Op::Flush => (self.flush(t), 0),
             };
             self.slots[slot] = Some(Completion {
@@ -746,12 +781,13 @@ impl Device for SimDevice {
             let logical = (at / UNIT_BYTES) as u32;
             let unit_end = ((u64::from(logical) + 1) * UNIT_BYTES).min(stop);
             let mapped = logical < self.geometry.logical_units && self.ftl.lookup(logical).is_some();
+            let holds_data = self.store.as_ref().is_some_and(|s| s.holds(u64::from(logical)));
             Extent::push_merged(
                 out,
                 Extent {
                     len_bytes: unit_end - at,
-                    allocated: mapped,
-                    reads_zero: true,
+                    allocated: mapped || holds_data,
+                    reads_zero: !holds_data,
                 },
             );
             at = unit_end;
@@ -779,6 +815,34 @@ mod tests {
         let mut out = Vec::new();
         device.reap(1, None, &mut out).unwrap();
         assert_eq!(out[0].result, len as i64);
+    }
+
+    #[test]
+    fn a_drive_that_keeps_data_reads_back_what_was_written_and_one_that_does_not_reads_zeroes() {
+        let spec = SimSpec::parse("840evo-120g?scale=1/64").unwrap();
+        for keep in [false, true] {
+            let mut device = SimDevice::new("sim:840evo-120g?scale=1/64", &spec).unwrap();
+            if keep {
+                device.keep_data();
+            }
+            device.prepare(1, 8192).unwrap();
+            device.buffer_mut(0)[..8192].fill(0xa5);
+            run(&mut device, Op::Write, 1 << 20, 8192);
+            run(&mut device, Op::Discard, (1 << 20) + 4096, 4096);
+            device.buffer_mut(0).fill(0x11);
+            run(&mut device, Op::Read, 1 << 20, 8192);
+            let buf = device.buffer(0);
+            let first = if keep { 0xa5 } else { 0 };
+            assert!(buf[..4096].iter().all(|&b| b == first), "keep={keep}");
+            assert!(buf[4096..8192].iter().all(|&b| b == 0), "keep={keep}: trimmed");
+            assert_eq!(device.kept_data_bytes(), if keep { 4096 } else { 0 });
+            let mut extents = Vec::new();
+            device.extents(1 << 20, 4096, &mut extents).unwrap();
+            assert_eq!(
+                extents[0].reads_zero, !keep,
+                "block status never calls kept data zeroes"
+            );
+        }
     }
 
     #[test]

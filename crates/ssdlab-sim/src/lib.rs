@@ -12,4 +12,5 @@ mod page_times;
 pub mod profile;
 pub mod retention;
 pub mod spec;
+pub mod store;
 pub mod wa;
