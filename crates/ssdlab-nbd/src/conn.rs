@@ -97,6 +97,8 @@ pub struct Conn {
     pub watching: Option<(bool, bool)>,
     /// Listed for a look at the end of the event loop's turn.
     pub touched: bool,
+    /// In the server's queue for a device slot.
+    pub waiting_for_slot: bool,
 }
 
 impl Conn {
@@ -116,6 +118,7 @@ impl Conn {
             stalled: false,
             watching: Some((true, true)),
             touched: false,
+            waiting_for_slot: false,
         }
     }
 

@@ -142,6 +142,8 @@ pub(crate) struct Server<'a, D: Device> {
     pub free_slots: Vec<u32>,
     /// Write jobs waiting for an overlapping write whose edges are read and written back, in arrival order.
     pub deferred: VecDeque<u32>,
+    /// Write jobs held (at the device or deferred) whose edges are read and written back.
+    pub partial_writes: usize,
     /// Connections with a request waiting for a device slot, in the order they asked.
     pub waiting_for_slot: VecDeque<(usize, u32)>,
     /// Handshake deadlines in accept order (every handshake gets the same time, so they expire in order).
@@ -199,6 +201,7 @@ pub fn serve<D: Device>(
         jobs: (0..options.slots).map(|_| None).collect(),
         free_slots: (0..options.slots).rev().collect(),
         deferred: VecDeque::new(),
+        partial_writes: 0,
         waiting_for_slot: VecDeque::new(),
         deadlines: VecDeque::new(),
         touched: Vec::new(),
@@ -510,7 +513,10 @@ impl<D: Device> Server<'_, D> {
             let Some((i, generation)) = self.waiting_for_slot.pop_front() else {
                 return;
             };
-            if self.generations[i] == generation && self.conns[i].is_some() {
+            if self.generations[i] == generation
+                && let Some(conn) = self.conns[i].as_mut()
+            {
+                conn.waiting_for_slot = false;
                 self.parse(i);
                 self.touch(i);
             }

@@ -170,9 +170,9 @@ impl<D: Device> Server<'_, D> {
             if needs_slot && self.free_slots.is_empty() {
                 let conn = self.conns[i].as_mut().expect("checked");
                 conn.stalled = true;
-                let entry = (i, self.generations[i]);
-                if !self.waiting_for_slot.contains(&entry) {
-                    self.waiting_for_slot.push_back(entry);
+                if !conn.waiting_for_slot {
+                    conn.waiting_for_slot = true;
+                    self.waiting_for_slot.push_back((i, self.generations[i]));
                 }
                 return;
             }
@@ -285,7 +285,13 @@ impl<D: Device> Server<'_, D> {
             deferred: false,
             op_len: 0,
         });
-        if self.overlaps_partial_write(slot) {
+        let partial = self.jobs[slot as usize]
+            .as_ref()
+            .and_then(|p| p.job.write_blocks())
+            .is_some_and(|(_, _, partial)| partial);
+        self.partial_writes += usize::from(partial);
+        // Only a write whose edges are read and written back orders writes: without one, none is looked for.
+        if self.partial_writes > 0 && self.overlaps_partial_write(slot) {
             // Its first operation waits for the overlapping write to finish.
             self.jobs[slot as usize].as_mut().expect("just set").deferred = true;
             self.deferred.push_back(slot);
@@ -410,6 +416,9 @@ impl<D: Device> Server<'_, D> {
             self.touch(p.conn);
         }
         self.free_slots.push(slot);
+        if p.job.write_blocks().is_some_and(|(_, _, partial)| partial) {
+            self.partial_writes -= 1;
+        }
         if p.job.write_blocks().is_some() && !self.deferred.is_empty() {
             self.start_deferred();
         }

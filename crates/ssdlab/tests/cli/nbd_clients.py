@@ -362,6 +362,18 @@ def defaults(path):
     error, _, back = c.call(CMD_READ, 3999, 202)
     out["zeroes_read_back"] = error == 0 and back[1:201] == bytes(200)
     out["too_long_error"] = c.call(CMD_READ, 0, (32 << 20) + 1)[0]
+    # 300 small writes to different bytes of the same few blocks, pipelined: each is a read-modify-write of
+    # its block, and none may write another's block back over it.
+    base = 20000
+    pieces = [(base + 5 * k, rng.randbytes(3)) for k in range(300)]
+    for offset, piece in pieces:
+        c.send(CMD_WRITE, offset, 3, 0, piece)
+    errors = [c.reply()[0] for _ in pieces]
+    error, _, back = c.call(CMD_READ, base, 5 * 300)
+    out["pipelined_errors"] = sum(1 for e in errors if e)
+    out["pipelined_read_back"] = error == 0 and all(
+        back[5 * k : 5 * k + 3] == piece for k, (_, piece) in enumerate(pieces)
+    )
     c.close()
     return out
 

@@ -82,6 +82,8 @@ fn a_client_that_negotiates_nothing_is_served_the_protocols_defaults() {
             ("zeroes_read_back", json!(true)),
             // Past the protocol's 32 MiB: too long.
             ("too_long_error", json!(22)),
+            ("pipelined_errors", json!(0)),
+            ("pipelined_read_back", json!(true)),
         ] {
             assert_eq!(seen[key], want, "{target}: {key}: {seen}");
         }
