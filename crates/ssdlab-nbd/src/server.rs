@@ -402,6 +402,8 @@ impl<D: Device> Server<'_, D> {
                 continue;
             }
             self.conns[i] = Some(conn);
+            // The greeting fits any socket buffer: it goes now, not a turn later.
+            self.conns[i].as_mut().expect("just set").write_out();
             self.open += 1;
             self.deadlines.push_back((deadline, i, self.generations[i]));
             self.touch(i);
