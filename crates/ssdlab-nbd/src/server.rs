@@ -596,7 +596,7 @@ impl<D: Device> Server<'_, D> {
         drop(conn);
         self.generations[i] = self.generations[i].wrapping_add(1);
         self.free_conns.push(i);
-        self.open -= 1;
+        self.open = self.open.checked_sub(1).expect("open connections are counted");
         if let Some(l) = listener
             && !self.stopping
         {

@@ -405,8 +405,15 @@ impl<D: Device> Server<'_, D> {
         if self.generations[p.conn] == p.generation
             && let Some(conn) = self.conns[p.conn].as_mut()
         {
-            conn.in_flight -= 1;
-            conn.owed -= p.owed;
+            // Counted when the request was taken: an imbalance is a server bug, caught in release builds too.
+            conn.in_flight = conn
+                .in_flight
+                .checked_sub(1)
+                .expect("a connection's requests in flight are counted");
+            conn.owed = conn
+                .owed
+                .checked_sub(p.owed)
+                .expect("a connection's backlog counts what its requests hold");
             if p.request.command == protocol::CMD_READ && error == 0 {
                 let data = p.job.read_data(self.device.buffer(slot));
                 reply(conn, 0, &p.request, Some(data));
@@ -417,7 +424,10 @@ impl<D: Device> Server<'_, D> {
         }
         self.free_slots.push(slot);
         if p.job.write_blocks().is_some_and(|(_, _, partial)| partial) {
-            self.partial_writes -= 1;
+            self.partial_writes = self
+                .partial_writes
+                .checked_sub(1)
+                .expect("partial writes are counted when taken");
         }
         if p.job.write_blocks().is_some() && !self.deferred.is_empty() {
             self.start_deferred();
