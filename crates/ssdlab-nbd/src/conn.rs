@@ -15,7 +15,8 @@ use crate::negotiation::Negotiation;
 use crate::protocol::{Negotiated, REQUEST_BYTES, Request};
 
 /// A connection stops taking requests while this many bytes are owed to it (replies not yet sent, read data
-/// still at the device, write data held): a client that does not read its replies holds this much, not more.
+/// still at the device, write data held): a client that does not read its replies holds this much and one
+/// request more, and is no longer read.
 pub const BACKLOG_LIMIT_BYTES: usize = 8 << 20;
 /// Buffers larger than this are given back once empty (a large request has passed).
 const SHRINK_ABOVE_BYTES: usize = 1 << 20;
