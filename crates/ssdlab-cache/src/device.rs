@@ -31,6 +31,7 @@ use ssdlab_core::target::CacheMode;
 use crate::admission::{FrequencySketch, Streams};
 use crate::cost::CostModel;
 use crate::store::{BLOCK, Destaged, State, Store};
+use crate::watch::{MissWatch, Ticket};
 
 /// The largest destage write: dirty blocks are coalesced into runs of up to this many bytes.
 pub const DESTAGE_CHUNK_BYTES: u64 = 1 << 20;
@@ -157,11 +158,10 @@ pub struct CachedDevice<D: Device> {
     run: Vec<Destaged>,
     /// Per host slot, for a read miss at the device: the cached blocks of its range as they were when it was
     /// sent (the device may serve it before a destage of them lands, and they may be evicted meanwhile), and
-    /// the mutation count then.
+    /// its ticket for admission.
     misses: Vec<Miss>,
-    /// Writes and discards that reached the device without passing through a cached copy: a miss that
-    /// overlapped one may hold data older than the device's, so it is not admitted.
-    uncached_mutations: u64,
+    /// The blocks the host changed while a miss of them was at the device: those are never admitted from it.
+    watch: MissWatch,
     /// Blocks to read in at the first `prepare`, most recently used first (a warm start from a hot map).
     warm_blocks: Vec<u64>,
     /// Called with the cached blocks, most recently used first, when the cache is dropped (saves the hot map).
@@ -178,7 +178,8 @@ pub type CloseHook = Box<dyn FnOnce(Vec<u64>) + Send>;
 #[derive(Debug, Clone, Default)]
 struct Miss {
     cached: Vec<(u64, Vec<u8>)>,
-    mutations_at_submit: u64,
+    /// When it was sent, for [`MissWatch::unchanged_since`]; meaningful only for a miss that may admit.
+    ticket: Ticket,
 }
 
 impl<D: Device> CachedDevice<D> {
@@ -237,7 +238,7 @@ impl<D: Device> CachedDevice<D> {
             inner_out: Vec::new(),
             run: Vec::new(),
             misses: Vec::new(),
-            uncached_mutations: 0,
+            watch: MissWatch::default(),
             warm_blocks: Vec::new(),
             on_close: None,
             load_probe: None,
@@ -265,6 +266,14 @@ impl<D: Device> CachedDevice<D> {
             "every destage slot is free or carries blocks"
         );
         assert!(destaging <= self.store.pinned(), "destaged blocks are pinned");
+        let admitting = self
+            .host
+            .iter()
+            .any(|op| op.stage == Stage::Inner(Forwarded::MissRead { admit: true }));
+        assert!(
+            admitting || self.watch.watched_blocks() == 0,
+            "blocks are watched with no miss at the device"
+        );
     }
 
     pub fn inner(&self) -> &D {
@@ -588,24 +597,47 @@ impl<D: Device> CachedDevice<D> {
         if passing {
             self.stats.pass_through_ops += 1;
         }
+        // A block whose write is still at the device may be served as it was before that write lands: such a
+        // miss returns what it gets, but caches none of it.
+        let admit = !bypass && !self.device_write_in_flight(io);
         let miss = &mut self.misses[slot as usize];
         miss.cached.clear();
-        miss.mutations_at_submit = self.uncached_mutations;
-        for b in blocks {
+        for b in blocks.clone() {
             if let Some(frame) = self.store.lookup(b) {
                 miss.cached.push((b, self.store.data(frame).to_vec()));
             }
         }
-        self.forward(slot, Forwarded::MissRead { admit: !bypass });
+        if admit {
+            miss.ticket = self.watch.start(blocks.clone());
+        }
+        self.forward(slot, Forwarded::MissRead { admit });
+        if admit && !matches!(self.host[slot as usize].stage, Stage::Inner(_)) {
+            // The device refused it: it will never complete there.
+            self.watch.finish(blocks);
+        }
+    }
+
+    /// Whether a write or discard of the host overlapping `io`'s blocks is at the device now.
+    fn device_write_in_flight(&self, io: Io) -> bool {
+        let blocks = Self::block_span(io.offset, io.len);
+        self.host.iter().any(|op| {
+            matches!(
+                op.stage,
+                Stage::Inner(Forwarded::WriteAround | Forwarded::Discard)
+            ) && {
+                let other = Self::block_span(op.io.offset, op.io.len);
+                other.start < blocks.end && blocks.start < other.end
+            }
+        })
     }
 
     /// A read from the device finished: the cache's copies win (as they are now, or as they were when the read
-    /// was sent if they have been evicted since), and hot whole blocks are admitted unless a write went around
-    /// the cache meanwhile.
+    /// was sent if they have been evicted since), and hot whole blocks are admitted unless the host changed
+    /// them while the read was at the device (the device's answer, or the copy kept, may be older than what
+    /// the device holds now).
     fn miss_done(&mut self, slot: u32, admit: bool, c: &Completion) {
         let io = self.host[slot as usize].io;
         let miss = std::mem::take(&mut self.misses[slot as usize]);
-        let admit = admit && miss.mutations_at_submit == self.uncached_mutations;
         let mut copied = 0;
         if c.result == io.len as i64 {
             let buf = self.inner.buffer_mut(slot);
@@ -620,7 +652,7 @@ impl<D: Device> CachedDevice<D> {
                     buf[at..at + n].copy_from_slice(&data[within..within + n]);
                     copied += n as u64;
                 }
-                if admit && n == BLOCK as usize {
+                if admit && n == BLOCK as usize && self.watch.unchanged_since(b, miss.ticket) {
                     let hot = self.sketch.estimate(b);
                     let room = self.store.has_free()
                         || self.store.victim().is_some_and(|v| self.sketch.estimate(v) < hot);
@@ -630,6 +662,9 @@ impl<D: Device> CachedDevice<D> {
                     }
                 }
             }
+        }
+        if admit {
+            self.watch.finish(Self::block_span(io.offset, io.len));
         }
         self.misses[slot as usize] = miss;
         let completed_ns = match &self.cost {
@@ -699,6 +734,7 @@ impl<D: Device> CachedDevice<D> {
     /// first: once dirty they cannot be the victims of the new blocks' allocations.
     fn absorb(&mut self, slot: u32) {
         let io = self.host[slot as usize].io;
+        self.watch.changed(Self::block_span(io.offset, io.len));
         let buf = self.inner.buffer(slot);
         for cached_first in [true, false] {
             for b in Self::block_span(io.offset, io.len) {
@@ -720,13 +756,11 @@ impl<D: Device> CachedDevice<D> {
     fn write_around(&mut self, slot: u32) {
         let io = self.host[slot as usize].io;
         let admit = self.config.mode == CacheMode::Writethrough;
+        self.watch.changed(Self::block_span(io.offset, io.len));
         let buf = self.inner.buffer(slot);
         for b in Self::block_span(io.offset, io.len) {
             let (at, within, n) = Self::overlap(b, io.offset, io.len);
             let cached = self.store.lookup(b).is_some();
-            if !cached {
-                self.uncached_mutations += 1;
-            }
             if cached || (admit && n == BLOCK as usize) {
                 // Not dirty: a clean copy stays clean (the device is being written with the same data); a
                 // pinned copy is dirtied again so that its stale destage is followed by a current one.
@@ -748,7 +782,7 @@ impl<D: Device> CachedDevice<D> {
 
     fn discard(&mut self, slot: u32) {
         let io = self.host[slot as usize].io;
-        self.uncached_mutations += 1;
+        self.watch.changed(Self::block_span(io.offset, io.len));
         for b in Self::block_span(io.offset, io.len) {
             if Self::overlap(b, io.offset, io.len).2 == BLOCK as usize {
                 self.store.discard(b);

@@ -4,6 +4,7 @@
 //!
 //! [`store`] holds the memory and every state change of a cached block; [`admission`] decides what deserves a
 //! frame; [`device`] is the cache as a `Device` (the `cached:` target, and what the NBD server exports);
+//! [`watch`] says which blocks a read miss may cache (none the host changed while it was at the device);
 //! [`cost`] is what its work costs in virtual time; [`hotmap`] is the saved list of hot blocks for a warm start. The crate does no I/O of its own and never reads the wall
 //! clock: time is the inner device's clock.
 //!
@@ -17,6 +18,7 @@ pub mod cost;
 pub mod device;
 pub mod hotmap;
 pub mod store;
+pub mod watch;
 
 pub use device::{CacheConfig, CachedDevice};
 pub use hotmap::{HotMap, HotMapError};

@@ -2,13 +2,19 @@
 //! SSD or the DRAM cache over any of them, so real clients (nbdcopy, qemu-io, fio's nbd engine, nbdfuse and a
 //! file system on top) can use it.
 //!
-//! [`protocol`] is the wire format (handshake, requests, replies); [`server`] is the event loop that turns
-//! requests into device operations; [`status`] answers block-status queries. The crate opens no files and decides nothing about safety: the binary
+//! [`protocol`] is the wire format (requests, replies, the numbers); [`negotiation`] is the handshake as a
+//! state machine without I/O; [`server`] is the event loop (epoll) over the listener, the connections
+//! (`conn`) and the device; `transmission` turns requests into device work (`job`: chunks,
+//! read-modify-write of partial blocks, FUA) and answers them; [`status`] answers block-status queries. The crate opens no files and decides nothing about safety: the binary
 //! opens the target through ssdlab-targets (with its destructive-safety gate) and hands over a listener.
 #![forbid(unsafe_code)]
 
+mod conn;
+mod job;
+pub mod negotiation;
 pub mod protocol;
 pub mod server;
 pub mod status;
+mod transmission;
 
 pub use server::{Listener, ServeOptions, ServeStats, serve};

@@ -1,40 +1,54 @@
-//! The server: one thread, one event loop over the listener, every client connection and the device.
+//! The server: one thread, one event loop (epoll) over the listener, every client connection and the device.
 //!
-//! It owns the transmission phase of every connection (reading requests, validating them, turning them into
-//! device operations, writing replies in whatever order the device completes them) and the device's slots.
-//! It must never reply to a FLUSH before the device's flush completes, never reply to a FUA write before a
-//! flush issued after the write completes, never let a malformed request touch the device, and never crash
-//! on what a client sends: a request it cannot serve gets an NBD error; one it cannot even parse ends that
-//! client's connection.
+//! It owns the connections' lives: accepting them (up to a limit, past which a client hears why it is
+//! refused), their handshakes (a state machine fed from the loop, with a hard deadline on the whole of it), the
+//! readiness the loop watches each socket for, and closing them once nothing more can happen on them, whatever
+//! partial request a client left. It must never block on one client: sockets are non-blocking, the loop's cost
+//! follows the sockets that are ready (epoll), not the connections open, and a client that sends slowly, sends
+//! nothing or reads nothing holds up only itself. The transmission phase (requests into device work and
+//! replies) is [`crate::transmission`]'s.
 //!
-//! One thread keeps the protocol state simple and needs no locks: sockets are non-blocking, `poll` waits for
-//! them while the device is idle, and while operations are in flight the loop alternates a zero-timeout poll
-//! with a short reap. The handshake of a new client is done blocking, with a deadline (a slow client delays
-//! the others by at most that long).
+//! While the device has operations in flight the loop alternates a zero-timeout wait on the sockets with a
+//! short reap; while it is idle the loop waits on the sockets (at most until the next handshake deadline) and
+//! gives the device its idle time (a cache destages).
 
-use std::io::{self, ErrorKind, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::collections::VecDeque;
+use std::io::{self, ErrorKind};
+use std::net::TcpListener;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixListener;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rustix::event::{PollFd, PollFlags, poll};
+use rustix::event::epoll;
 use ssdlab_core::device::{Completion, Device, Io, Op};
 
-use crate::protocol::{self, ExportInfo, Handshake, Negotiated, ProtocolError, REQUEST_BYTES, Request};
+use crate::conn::{Conn, Phase, Stream};
+use crate::job::Job;
+use crate::negotiation::{MAX_OPTION_BYTES, Negotiation, Outcome};
+use crate::protocol::{self, ExportInfo, Request};
 
-/// The largest payload a client may send or ask for in one request (advertised in NBD_INFO_BLOCK_SIZE).
+/// The largest payload a client that negotiated block sizes may send or ask for in one request (advertised in
+/// NBD_INFO_BLOCK_SIZE); a client that did not may use the protocol's 32 MiB.
 pub const MAX_PAYLOAD_BYTES: u32 = 4 << 20;
-/// A write longer than this is not even read: the connection is closed.
-const HARD_PAYLOAD_LIMIT: u32 = 64 << 20;
-/// Each read or write of the handshake, and the whole handshake, must finish within these: one thread serves
-/// everyone, so a client that negotiates slowly holds the others up by at most the total.
-const HANDSHAKE_STEP_TIMEOUT: Duration = Duration::from_secs(2);
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-const READ_CHUNK: usize = 256 << 10;
-/// The most descriptors one block-status reply carries (the protocol asks servers to stay under 2^20).
-const MAX_STATUS_DESCRIPTORS: usize = 1 << 16;
+/// A write longer than this is not even skipped: the connection is closed.
+pub(crate) const HARD_PAYLOAD_LIMIT: u32 = 64 << 20;
+/// The whole handshake must be over within this, however the client paces its bytes.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections open at once, by default; past it a client is told why it is refused.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Connections past the limit that are still accepted to be told why; past these, new ones are closed at once.
+const REFUSALS_AT_ONCE: usize = 64;
+/// New connections taken per turn of the loop, so a flood of them does not starve the clients already in.
+const ACCEPTS_PER_TURN: usize = 64;
+pub(crate) const READ_CHUNK: usize = 256 << 10;
+/// How long the loop waits on the sockets while the device is idle (the stop flag is checked this often).
+const IDLE_WAIT: Duration = Duration::from_millis(100);
+/// How long a reap waits for the device while it has work, before the sockets are looked at again.
+const REAP_WAIT_NS: u64 = 200_000;
+/// How long a stopping server keeps sending replies to clients that do not read them.
+const SHUTDOWN_DRAIN: Duration = Duration::from_secs(30);
+const LISTENER: u64 = u64::MAX;
 
 /// Where to listen.
 pub enum Listener {
@@ -69,56 +83,6 @@ impl Listener {
     }
 }
 
-enum Stream {
-    Unix(UnixStream),
-    Tcp(TcpStream),
-}
-
-impl Stream {
-    fn set_blocking_with_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => {
-                s.set_nonblocking(timeout.is_none())?;
-                s.set_read_timeout(timeout)?;
-                s.set_write_timeout(timeout)
-            }
-            Stream::Tcp(s) => {
-                s.set_nonblocking(timeout.is_none())?;
-                s.set_read_timeout(timeout)?;
-                s.set_write_timeout(timeout)
-            }
-        }
-    }
-
-    fn fd(&self) -> BorrowedFd<'_> {
-        match self {
-            Stream::Unix(s) => s.as_fd(),
-            Stream::Tcp(s) => s.as_fd(),
-        }
-    }
-}
-
-impl Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.read(buf),
-            Stream::Tcp(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.write(buf),
-            Stream::Tcp(s) => s.write(buf),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 /// How to serve.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
@@ -126,6 +90,8 @@ pub struct ServeOptions {
     pub read_only: bool,
     /// Operations the device may have in flight at once (across all clients).
     pub slots: u32,
+    /// Connections open at once; past it, a client's options are refused with the reason.
+    pub max_connections: usize,
 }
 
 /// What the server did, for the closing summary (the type is the result schema's).
@@ -143,56 +109,55 @@ fn io_error(what: &'static str) -> impl FnOnce(io::Error) -> ServeError {
     move |cause| ServeError::Io { what, cause }
 }
 
-struct Conn {
-    stream: Stream,
-    negotiated: Negotiated,
-    inbuf: Vec<u8>,
-    outbuf: Vec<u8>,
-    /// Requests of this connection at the device.
-    in_flight: usize,
-    /// NBD_CMD_DISC received, or the client hung up: read nothing more, close once replies are out.
-    closing: bool,
-    /// The socket failed: replies are dropped.
-    dead: bool,
+/// A request's work at the device, on the slot it holds.
+pub(crate) struct Pending {
+    pub conn: usize,
+    /// The connection's generation: its slot in the table may be reused once it is closed.
+    pub generation: u32,
+    pub request: Request,
+    pub job: Job,
+    /// Bytes it counts in its connection's backlog.
+    pub owed: usize,
+    /// Waiting for an overlapping write to finish before its first operation (see `transmission`).
+    pub deferred: bool,
+    /// The length of its operation at the device now (a read or write that moves fewer bytes failed).
+    pub op_len: u64,
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Stage {
-    Main,
-    /// The write (or trim) is done; the flush that makes it durable (FUA) is at the device.
-    FuaFlush,
-    /// Zeroes written up to `next` of `end`.
-    Zeroing {
-        next: u64,
-        end: u64,
-    },
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Pending {
-    conn: usize,
-    request: Request,
-    stage: Stage,
-    /// The length of the operation at the device now (a chunk of a WRITE_ZEROES, 0 for a flush).
-    op_len: u64,
-}
-
-struct Server<'a, D: Device> {
-    device: &'a mut D,
-    export: ExportInfo,
-    read_only: bool,
-    conns: Vec<Option<Conn>>,
-    pending: Vec<Option<Pending>>,
-    free: Vec<u32>,
-    stats: ServeStats,
-    completions: Vec<Completion>,
+pub(crate) struct Server<'a, D: Device> {
+    pub device: &'a mut D,
+    pub export: ExportInfo,
+    pub read_only: bool,
+    /// The device's block: the unit of its operations and of block status.
+    pub device_block: u64,
+    /// The largest device operation: a slot's buffer.
+    pub chunk: u64,
+    max_connections: usize,
+    epoll: OwnedFd,
+    pub conns: Vec<Option<Conn>>,
+    pub generations: Vec<u32>,
+    free_conns: Vec<usize>,
+    open: usize,
+    pub jobs: Vec<Option<Pending>>,
+    pub free_slots: Vec<u32>,
+    /// Write jobs waiting for an overlapping write whose edges are read and written back, in arrival order.
+    pub deferred: VecDeque<u32>,
+    /// Write jobs held (at the device or deferred) whose edges are read and written back.
+    pub partial_writes: usize,
+    /// Connections with a request waiting for a device slot, in the order they asked.
+    pub waiting_for_slot: VecDeque<(usize, u32)>,
+    /// Handshake deadlines in accept order (every handshake gets the same time, so they expire in order).
+    deadlines: VecDeque<(Instant, usize, u32)>,
+    /// Connections to look at once this turn's events are handled.
+    touched: Vec<usize>,
+    listening: bool,
+    pub stats: ServeStats,
     /// Shutting down: no new request is taken.
-    stopping: bool,
+    pub stopping: bool,
     /// Reused for every socket read (allocating and zeroing it per request cost more than the request).
     read_chunk: Vec<u8>,
-    /// The last poll's answer per connection slot (readable, writable), and which slots it polled.
-    ready: Vec<(bool, bool)>,
-    polled: Vec<usize>,
+    events: Vec<epoll::Event>,
+    completions: Vec<Completion>,
 }
 
 /// Serves `device` on `listener` until `stop` is set, then finishes what is in flight, flushes the device
@@ -204,15 +169,65 @@ pub fn serve<D: Device>(
     stop: &AtomicBool,
     on_ready: impl FnOnce(&ExportInfo),
 ) -> Result<ServeStats, ServeError> {
-    if options.slots == 0 {
+    if options.slots == 0 || options.max_connections == 0 {
         return Err(ServeError::Io {
             what: "serving",
-            cause: io::Error::new(ErrorKind::InvalidInput, "the device needs at least one slot"),
+            cause: io::Error::new(
+                ErrorKind::InvalidInput,
+                "the server needs at least one slot and one connection",
+            ),
         });
     }
     let info = device.info().clone();
+    let block = u64::from(info.logical_block_bytes);
     let max_payload = MAX_PAYLOAD_BYTES.min(u32::try_from(info.max_transfer_bytes).unwrap_or(u32::MAX));
+    let chunk = u64::from(max_payload) / block * block;
     device.prepare(options.slots, max_payload as usize)?;
+    let mut server = Server {
+        export: export_info(&info, options, max_payload),
+        device,
+        read_only: options.read_only,
+        device_block: block,
+        chunk,
+        max_connections: options.max_connections,
+        epoll: epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|e| ServeError::Io {
+            what: "epoll",
+            cause: e.into(),
+        })?,
+        conns: Vec::new(),
+        generations: Vec::new(),
+        free_conns: Vec::new(),
+        open: 0,
+        jobs: (0..options.slots).map(|_| None).collect(),
+        free_slots: (0..options.slots).rev().collect(),
+        deferred: VecDeque::new(),
+        partial_writes: 0,
+        waiting_for_slot: VecDeque::new(),
+        deadlines: VecDeque::new(),
+        touched: Vec::new(),
+        listening: false,
+        stats: ServeStats::default(),
+        stopping: false,
+        read_chunk: vec![0; READ_CHUNK],
+        events: Vec::with_capacity(256),
+        completions: Vec::new(),
+    };
+    listener.set_nonblocking().map_err(io_error("listening"))?;
+    server.listen(&listener, true)?;
+    on_ready(&server.export);
+    server.run(&listener, stop)?;
+    server.shut_down(&listener)?;
+    Ok(server.stats)
+}
+
+/// What the export looks like: its size a whole number of the device's blocks (a file's last partial block
+/// cannot be read or written as a block, so it is not exported; the binary says so), and the transmission
+/// flags of what the device can do.
+fn export_info(
+    info: &ssdlab_core::device::DeviceInfo,
+    options: &ServeOptions,
+    max_payload: u32,
+) -> ExportInfo {
     // One device behind every connection: a FLUSH on any of them covers the writes completed on all of them,
     // which is what CAN_MULTI_CONN promises.
     let mut flags = protocol::TFLAG_HAS_FLAGS
@@ -231,510 +246,366 @@ pub fn serve<D: Device>(
     if info.rotational {
         flags |= protocol::TFLAG_ROTATIONAL;
     }
-    let export = ExportInfo {
+    let block = u64::from(info.logical_block_bytes);
+    ExportInfo {
         name: options.export_name.clone(),
-        size_bytes: info.capacity_bytes,
+        size_bytes: info.capacity_bytes / block * block,
         transmission_flags: flags,
         min_block_bytes: info.logical_block_bytes,
         preferred_block_bytes: info.physical_block_bytes.max(4096),
         max_payload_bytes: max_payload,
-    };
-    listener.set_nonblocking().map_err(io_error("listening"))?;
-    let mut server = Server {
-        device,
-        export,
-        read_only: options.read_only,
-        conns: Vec::new(),
-        pending: vec![None; options.slots as usize],
-        free: (0..options.slots).rev().collect(),
-        stats: ServeStats::default(),
-        completions: Vec::new(),
-        stopping: false,
-        read_chunk: vec![0; READ_CHUNK],
-        ready: Vec::new(),
-        polled: Vec::new(),
-    };
-    on_ready(&server.export);
-    server.run(&listener, stop)?;
-    server.shut_down()?;
-    Ok(server.stats)
+    }
 }
 
 impl<D: Device> Server<'_, D> {
     fn run(&mut self, listener: &Listener, stop: &AtomicBool) -> Result<(), ServeError> {
         while !stop.load(Ordering::Relaxed) {
-            let busy = self.device.in_flight() > 0;
-            let listener_ready = self.poll(Some(listener), if busy { 0 } else { 100 })?;
-            if listener_ready {
-                self.accept(listener);
-            }
-            self.service_sockets();
-            if busy {
-                self.reap(200_000)?;
-                // Completions freed slots: requests already buffered can go now, without waiting for the
-                // client (which is waiting for us).
-                for i in 0..self.conns.len() {
-                    self.parse(i);
-                }
-            } else if !listener_ready && self.ready.iter().all(|r| !r.0 && !r.1) {
-                // Nothing to do: a chance for the device's background work (a cache destages).
-                self.device.idle();
-            }
-            self.drop_finished();
+            self.turn(Some(listener))?;
         }
         Ok(())
     }
 
-    /// Polls the listener and every connection; returns whether the listener is ready, and leaves in
-    /// `self.ready`, per connection slot, (readable, writable). The vectors are reused: this runs once per
-    /// request.
-    fn poll(&mut self, listener: Option<&Listener>, timeout_ms: i32) -> Result<bool, ServeError> {
-        let reading = !self.free.is_empty();
-        let mut fds = Vec::with_capacity(self.conns.len() + 1);
-        self.polled.clear();
-        if let Some(l) = listener {
-            fds.push(PollFd::from_borrowed_fd(l.fd(), PollFlags::IN));
-        }
-        for (i, conn) in self.conns.iter().enumerate() {
-            let Some(conn) = conn else { continue };
-            let mut flags = PollFlags::empty();
-            if reading && !conn.closing && !conn.dead && conn.outbuf.len() < 16 << 20 {
-                flags |= PollFlags::IN;
-            }
-            if !conn.outbuf.is_empty() && !conn.dead {
-                flags |= PollFlags::OUT;
-            }
-            if flags.is_empty() {
+    /// One turn of the loop: wait for sockets (or not, while the device works), handle what is ready, expire
+    /// handshakes, reap the device, hand freed slots on, and settle every connection that changed.
+    fn turn(&mut self, listener: Option<&Listener>) -> Result<(), ServeError> {
+        let busy = self.device.in_flight() > 0;
+        let timeout = if busy {
+            Duration::ZERO
+        } else {
+            let next_deadline = self
+                .deadlines
+                .front()
+                .map(|d| d.0.saturating_duration_since(Instant::now()) + Duration::from_millis(1));
+            next_deadline.map_or(IDLE_WAIT, |d| d.min(IDLE_WAIT))
+        };
+        let ready = self.wait(timeout)?;
+        for k in 0..ready {
+            let event = self.events[k];
+            let token = event.data.u64();
+            if token == LISTENER {
+                if let Some(l) = listener {
+                    self.accept(l);
+                }
                 continue;
             }
-            fds.push(PollFd::from_borrowed_fd(conn.stream.fd(), flags));
-            self.polled.push(i);
-        }
-        let timeout = rustix::event::Timespec {
-            tv_sec: (timeout_ms / 1000) as i64,
-            tv_nsec: ((timeout_ms % 1000) as i64) * 1_000_000,
-        };
-        self.ready.clear();
-        self.ready.resize(self.conns.len(), (false, false));
-        match poll(&mut fds, Some(&timeout)) {
-            Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => return Ok(false),
-            Err(e) => {
-                return Err(ServeError::Io {
-                    what: "poll",
-                    cause: e.into(),
-                });
+            let (i, generation) = ((token & 0xffff_ffff) as usize, (token >> 32) as u32);
+            if self.generations.get(i) != Some(&generation) {
+                continue;
             }
+            self.socket_ready(i, event.flags);
         }
-        let offset = usize::from(listener.is_some());
-        let listener_ready = listener.is_some() && !fds[0].revents().is_empty();
-        for (k, &i) in self.polled.iter().enumerate() {
-            let revents = fds[k + offset].revents();
-            let hangup = revents.intersects(PollFlags::HUP | PollFlags::ERR);
-            self.ready[i] = (
-                revents.contains(PollFlags::IN) || hangup,
-                revents.contains(PollFlags::OUT) || hangup,
-            );
+        self.expire_handshakes();
+        if busy {
+            self.reap(REAP_WAIT_NS)?;
         }
-        Ok(listener_ready)
+        self.hand_out_slots();
+        self.settle(listener);
+        if !busy && ready == 0 && self.device.in_flight() == 0 {
+            // Nothing to do: a chance for the device's background work (a cache destages).
+            self.device.idle();
+        }
+        Ok(())
+    }
+
+    /// Waits for ready sockets; returns how many events are in `self.events`.
+    fn wait(&mut self, timeout: Duration) -> Result<usize, ServeError> {
+        self.events.clear();
+        let timeout = rustix::event::Timespec {
+            tv_sec: timeout.as_secs() as i64,
+            tv_nsec: i64::from(timeout.subsec_nanos()),
+        };
+        match epoll::wait(
+            &self.epoll,
+            rustix::buffer::spare_capacity(&mut self.events),
+            Some(&timeout),
+        ) {
+            Ok(_) => Ok(self.events.len()),
+            Err(rustix::io::Errno::INTR) => Ok(0),
+            Err(e) => Err(ServeError::Io {
+                what: "epoll_wait",
+                cause: e.into(),
+            }),
+        }
+    }
+
+    fn listen(&mut self, listener: &Listener, on: bool) -> Result<(), ServeError> {
+        if on == self.listening {
+            return Ok(());
+        }
+        let result = if on {
+            epoll::add(
+                &self.epoll,
+                listener.fd(),
+                epoll::EventData::new_u64(LISTENER),
+                epoll::EventFlags::IN,
+            )
+        } else {
+            epoll::delete(&self.epoll, listener.fd())
+        };
+        result.map_err(|e| ServeError::Io {
+            what: "watching the listener",
+            cause: e.into(),
+        })?;
+        self.listening = on;
+        Ok(())
     }
 
     fn accept(&mut self, listener: &Listener) {
-        loop {
-            let mut stream = match listener.accept() {
+        for _ in 0..ACCEPTS_PER_TURN {
+            let stream = match listener.accept() {
                 Ok(s) => s,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(_) => {
-                    // Out of descriptors or similar: the listener stays readable, so do not spin on it.
-                    std::thread::sleep(Duration::from_millis(10));
+                Err(e) if matches!(e.raw_os_error(), Some(23 | 24)) => {
+                    // Out of descriptors: stop listening until a connection closes (the listener would stay
+                    // ready and the loop would spin on it).
+                    let _ = self.listen(listener, false);
                     return;
                 }
+                // The client gave up before it was accepted, or similar: the next one may be fine.
+                Err(_) => continue,
             };
             self.stats.connections += 1;
-            let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
-            let negotiated = stream
-                .set_blocking_with_timeout(Some(HANDSHAKE_STEP_TIMEOUT))
-                .map_err(ProtocolError::from)
-                .and_then(|()| protocol::handshake(&mut stream, &self.export, deadline));
-            match negotiated {
-                Ok(Handshake::Transmission(negotiated)) if stream.set_blocking_with_timeout(None).is_ok() => {
-                    let conn = Conn {
-                        stream,
-                        negotiated,
-                        inbuf: Vec::new(),
-                        outbuf: Vec::new(),
-                        in_flight: 0,
-                        closing: false,
-                        dead: false,
-                    };
-                    match self.conns.iter().position(Option::is_none) {
-                        Some(i) => self.conns[i] = Some(conn),
-                        None => self.conns.push(Some(conn)),
-                    }
-                }
-                Ok(_) => {}
-                Err(_) => self.stats.handshakes_failed += 1,
+            if self.open >= self.max_connections + REFUSALS_AT_ONCE || stream.set_nonblocking().is_err() {
+                // No room even to say why.
+                self.stats.connections_refused += 1;
+                continue;
             }
-        }
-    }
-
-    fn service_sockets(&mut self) {
-        for i in 0..self.ready.len() {
-            let (readable, writable) = self.ready[i];
-            if writable {
-                self.write_out(i);
-            }
-            if readable {
-                self.read_in(i);
-            }
-            self.parse(i);
-        }
-    }
-
-    fn read_in(&mut self, i: usize) {
-        let Some(conn) = self.conns[i].as_mut() else {
-            return;
-        };
-        let chunk = &mut self.read_chunk;
-        loop {
-            match conn.stream.read(chunk) {
-                Ok(0) => {
-                    conn.closing = true;
-                    return;
-                }
-                Ok(n) => {
-                    conn.inbuf.extend_from_slice(&chunk[..n]);
-                    if conn.inbuf.len() > 2 * (MAX_PAYLOAD_BYTES as usize + REQUEST_BYTES) {
-                        return;
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => {
-                    conn.dead = true;
-                    conn.closing = true;
-                    return;
-                }
-            }
-        }
-    }
-
-    fn write_out(&mut self, i: usize) {
-        let Some(conn) = self.conns[i].as_mut() else {
-            return;
-        };
-        while !conn.outbuf.is_empty() && !conn.dead {
-            match conn.stream.write(&conn.outbuf) {
-                Ok(n) => {
-                    conn.outbuf.drain(..n);
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => {
-                    conn.dead = true;
-                    conn.closing = true;
-                    conn.outbuf.clear();
-                }
-            }
-        }
-    }
-
-    /// Answers request `r` on connection `i`: with `data` (a range of the slot's buffer) for a read. Reads on a
-    /// connection that negotiated structured replies are answered in one final chunk; everything else with a
-    /// simple reply, which the protocol allows for replies without data.
-    fn reply(&mut self, i: usize, error: u32, r: &Request, data: Option<std::ops::Range<usize>>, slot: u32) {
-        if error != 0 {
-            self.stats.errors += 1;
-        }
-        let Some(conn) = self.conns[i].as_mut() else {
-            return;
-        };
-        if conn.dead {
-            return;
-        }
-        let structured_read = conn.negotiated.structured && r.command == protocol::CMD_READ;
-        match (structured_read, data) {
-            (true, _) if error != 0 => {
-                let message = match error {
-                    protocol::EINVAL => "the read is outside the export or not aligned to its block size",
-                    protocol::EOVERFLOW => "the read is longer than the export's maximum payload",
-                    _ => "the device failed the read",
-                };
-                protocol::structured_error(&mut conn.outbuf, error, r.cookie, message);
-            }
-            (true, Some(range)) if !range.is_empty() => {
-                protocol::structured_header(
-                    &mut conn.outbuf,
-                    protocol::REPLY_FLAG_DONE,
-                    protocol::REPLY_TYPE_OFFSET_DATA,
-                    r.cookie,
-                    8 + range.len() as u32,
-                );
-                conn.outbuf.extend_from_slice(&r.offset.to_be_bytes());
-                conn.outbuf.extend_from_slice(&self.device.buffer(slot)[range]);
-            }
-            (true, _) => {
-                // A zero-length read: nothing to send but the end of the reply.
-                protocol::structured_header(
-                    &mut conn.outbuf,
-                    protocol::REPLY_FLAG_DONE,
-                    protocol::REPLY_TYPE_NONE,
-                    r.cookie,
-                    0,
-                );
-            }
-            (false, data) => {
-                protocol::simple_reply(&mut conn.outbuf, error, r.cookie);
-                if let Some(range) = data {
-                    conn.outbuf.extend_from_slice(&self.device.buffer(slot)[range]);
-                }
-            }
-        }
-        self.write_out(i);
-    }
-
-    /// Answers NBD_CMD_BLOCK_STATUS at once (the device answers from its tables, without I/O).
-    fn block_status(&mut self, i: usize, r: &Request) {
-        let mut extents = Vec::new();
-        let block = u64::from(self.export.min_block_bytes);
-        let answer = self.device.extents(r.offset, u64::from(r.length), &mut extents);
-        let Some(conn) = self.conns[i].as_mut() else {
-            return;
-        };
-        if conn.dead {
-            return;
-        }
-        let context = conn
-            .negotiated
-            .allocation_context
-            .expect("dispatch checked that a context was selected");
-        if let Err(e) = answer {
-            self.stats.errors += 1;
-            protocol::structured_error(&mut conn.outbuf, protocol::EIO, r.cookie, &e.to_string());
-            self.write_out(i);
-            return;
-        }
-        let aligned = crate::status::align(&extents, r.offset, block);
-        let max = if r.flags & protocol::CMD_FLAG_REQ_ONE != 0 {
-            1
-        } else {
-            MAX_STATUS_DESCRIPTORS
-        };
-        let descriptors = crate::status::descriptors(&aligned, u64::from(r.length), max);
-        if descriptors.is_empty() {
-            // A device that described nothing: the client hears an error, never an empty answer.
-            self.stats.errors += 1;
-            protocol::structured_error(
-                &mut conn.outbuf,
-                protocol::EIO,
-                r.cookie,
-                "the device described nothing",
-            );
-            self.write_out(i);
-            return;
-        }
-        protocol::structured_header(
-            &mut conn.outbuf,
-            protocol::REPLY_FLAG_DONE,
-            protocol::REPLY_TYPE_BLOCK_STATUS,
-            r.cookie,
-            4 + 8 * descriptors.len() as u32,
-        );
-        conn.outbuf.extend_from_slice(&context.to_be_bytes());
-        for (len, flags) in descriptors {
-            conn.outbuf.extend_from_slice(&len.to_be_bytes());
-            conn.outbuf.extend_from_slice(&flags.to_be_bytes());
-        }
-        self.stats.block_status += 1;
-        self.write_out(i);
-    }
-
-    /// Takes complete requests off a connection's input while device slots are free.
-    fn parse(&mut self, i: usize) {
-        loop {
-            let Some(conn) = self.conns[i].as_mut() else {
-                return;
-            };
-            if self.stopping || conn.dead || conn.inbuf.len() < REQUEST_BYTES || self.free.is_empty() {
-                return;
-            }
-            let header: [u8; REQUEST_BYTES] = conn.inbuf[..REQUEST_BYTES].try_into().expect("28 bytes");
-            let request = match Request::decode(&header) {
-                Ok(r) => r,
-                Err(_) => {
-                    self.violation(i);
-                    return;
-                }
-            };
-            let payload = if request.command == protocol::CMD_WRITE {
-                if request.length > HARD_PAYLOAD_LIMIT {
-                    self.violation(i);
-                    return;
-                }
-                request.length as usize
-            } else {
-                0
-            };
-            if conn.inbuf.len() < REQUEST_BYTES + payload {
-                return;
-            }
-            // The payload goes from the input buffer straight to the device's slot buffer.
-            let mut inbuf = std::mem::take(&mut conn.inbuf);
-            self.dispatch(i, request, &inbuf[REQUEST_BYTES..REQUEST_BYTES + payload]);
-            inbuf.drain(..REQUEST_BYTES + payload);
-            if let Some(conn) = self.conns[i].as_mut() {
-                conn.inbuf = inbuf;
-            }
-        }
-    }
-
-    fn structured(&self, i: usize) -> bool {
-        self.conns[i].as_ref().is_some_and(|c| c.negotiated.structured)
-    }
-
-    fn allocation_selected(&self, i: usize) -> bool {
-        self.conns[i]
-            .as_ref()
-            .is_some_and(|c| c.negotiated.allocation_context.is_some())
-    }
-
-    fn violation(&mut self, i: usize) {
-        self.stats.protocol_violations += 1;
-        if let Some(conn) = self.conns[i].as_mut() {
-            conn.dead = true;
-            conn.closing = true;
-            conn.inbuf.clear();
-        }
-    }
-
-    /// Checks a request and hands it to the device, or answers it at once.
-    fn dispatch(&mut self, i: usize, r: Request, payload: &[u8]) {
-        use protocol::*;
-        let modifies = matches!(r.command, CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES);
-        let in_range = r
-            .offset
-            .checked_add(u64::from(r.length))
-            .is_some_and(|end| end <= self.export.size_bytes);
-        let min = u64::from(self.export.min_block_bytes);
-        let aligned = r.offset.is_multiple_of(min) && u64::from(r.length).is_multiple_of(min);
-        let error = match r.command {
-            CMD_DISC => {
-                if let Some(conn) = self.conns[i].as_mut() {
-                    conn.closing = true;
-                }
-                return;
-            }
-            CMD_READ | CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES | CMD_CACHE | CMD_BLOCK_STATUS
-                if !in_range =>
-            {
-                EINVAL
-            }
-            CMD_READ | CMD_WRITE | CMD_TRIM | CMD_WRITE_ZEROES | CMD_BLOCK_STATUS if !aligned => EINVAL,
-            CMD_READ | CMD_WRITE if r.length > self.export.max_payload_bytes => EOVERFLOW,
-            CMD_BLOCK_STATUS if r.length == 0 || !self.allocation_selected(i) => EINVAL,
-            _ if modifies && self.read_only => EPERM,
-            CMD_TRIM if self.export.transmission_flags & TFLAG_SEND_TRIM == 0 => ENOTSUP,
-            CMD_READ | CMD_WRITE | CMD_FLUSH | CMD_TRIM | CMD_WRITE_ZEROES | CMD_CACHE | CMD_BLOCK_STATUS => {
-                0
-            }
-            _ => EINVAL,
-        };
-        if error != 0 {
-            if r.command == CMD_BLOCK_STATUS && self.structured(i) {
-                // A block-status reply must be structured, errors included.
-                self.stats.errors += 1;
-                if let Some(conn) = self.conns[i].as_mut() {
-                    protocol::structured_error(
-                        &mut conn.outbuf,
-                        error,
-                        r.cookie,
-                        "invalid block-status request",
-                    );
-                }
-                self.write_out(i);
-            } else {
-                self.reply(i, error, &r, None, 0);
-            }
-            return;
-        }
-        if r.command == CMD_BLOCK_STATUS {
-            self.block_status(i, &r);
-            return;
-        }
-        if r.command == CMD_CACHE || (r.length == 0 && r.command != CMD_FLUSH) {
-            self.reply(i, 0, &r, None, 0);
-            return;
-        }
-        let slot = self.free.pop().expect("parse checked a free slot");
-        let (op, offset, len, stage) = match r.command {
-            CMD_READ => {
-                self.stats.reads += 1;
-                (Op::Read, r.offset, u64::from(r.length), Stage::Main)
-            }
-            CMD_WRITE => {
-                self.stats.writes += 1;
-                self.device.buffer_mut(slot)[..payload.len()].copy_from_slice(payload);
-                (Op::Write, r.offset, u64::from(r.length), Stage::Main)
-            }
-            CMD_FLUSH => {
-                self.stats.flushes += 1;
-                (Op::Flush, 0, 0, Stage::Main)
-            }
-            CMD_TRIM => {
-                self.stats.trims += 1;
-                (Op::Discard, r.offset, u64::from(r.length), Stage::Main)
-            }
-            _ => {
-                self.stats.write_zeroes += 1;
-                let end = r.offset + u64::from(r.length);
-                let len = (end - r.offset).min(u64::from(self.export.max_payload_bytes));
-                let buf = self.device.buffer_mut(slot);
-                buf[..len as usize].fill(0);
-                (
-                    Op::Write,
-                    r.offset,
-                    len,
-                    Stage::Zeroing {
-                        next: r.offset + len,
-                        end,
-                    },
+            let refusal = (self.open >= self.max_connections).then(|| {
+                self.stats.connections_refused += 1;
+                format!(
+                    "ssdlab serve: too many connections (the limit is {}); try again later",
+                    self.max_connections
                 )
+            });
+            let mut greeting = Vec::new();
+            let negotiation = Negotiation::start(&mut greeting, refusal);
+            let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+            let conn = Conn::new(stream, Phase::Negotiating(Box::new(negotiation)), greeting);
+            let i = match self.free_conns.pop() {
+                Some(i) => i,
+                None => {
+                    self.conns.push(None);
+                    self.generations.push(0);
+                    self.conns.len() - 1
+                }
+            };
+            let token = u64::from(self.generations[i]) << 32 | i as u64;
+            // Watched for both from the start: the greeting goes out at once and the client answers it.
+            let registered = epoll::add(
+                &self.epoll,
+                conn.stream.fd(),
+                epoll::EventData::new_u64(token),
+                epoll::EventFlags::IN | epoll::EventFlags::OUT,
+            );
+            if registered.is_err() {
+                self.free_conns.push(i);
+                continue;
             }
-        };
-        if r.flags & CMD_FLAG_FUA != 0 && modifies {
-            self.stats.fua_writes += 1;
-        }
-        self.pending[slot as usize] = Some(Pending {
-            conn: i,
-            request: r,
-            stage,
-            op_len: len,
-        });
-        if let Some(conn) = self.conns[i].as_mut() {
-            conn.in_flight += 1;
-        }
-        self.submit(slot, op, offset, len);
-    }
-
-    fn submit(&mut self, slot: u32, op: Op, offset: u64, len: u64) {
-        if let Some(p) = self.pending[slot as usize].as_mut() {
-            p.op_len = len;
-        }
-        let io = Io {
-            op,
-            offset,
-            len,
-            slot,
-            tag: 0,
-        };
-        match self.device.submit(&[io]) {
-            Ok(1) => {}
-            // The device refused it outright: the client hears EIO, the server goes on.
-            Ok(_) | Err(_) => self.finish(slot, protocol::EIO, None),
+            self.conns[i] = Some(conn);
+            // The greeting fits any socket buffer: it goes now, not a turn later.
+            self.conns[i].as_mut().expect("just set").write_out();
+            self.open += 1;
+            self.deadlines.push_back((deadline, i, self.generations[i]));
+            self.touch(i);
         }
     }
 
-    fn reap(&mut self, wait_ns: u64) -> Result<(), ServeError> {
+    fn socket_ready(&mut self, i: usize, flags: epoll::EventFlags) {
+        let max_request = self.max_input(i);
+        let Some(conn) = self.conns[i].as_mut() else {
+            return;
+        };
+        if flags.intersects(epoll::EventFlags::ERR | epoll::EventFlags::HUP) {
+            // The peer is gone both ways: nothing more can be sent, and what it sent before is all there will
+            // be (its complete requests are still carried out). The socket is then no longer watched: a hang-up
+            // is reported on every turn.
+            conn.hang_up();
+            conn.read_rest(&mut self.read_chunk, max_request + READ_CHUNK);
+        } else {
+            if flags.contains(epoll::EventFlags::OUT) {
+                conn.write_out();
+            }
+            if flags.contains(epoll::EventFlags::IN) {
+                conn.read_in(&mut self.read_chunk, max_request);
+            }
+        }
+        self.touch(i);
+    }
+
+    /// The most input a connection may need buffered: an option during the handshake, the largest request of
+    /// what it negotiated during transmission.
+    fn max_input(&self, i: usize) -> usize {
+        match self.conns[i].as_ref().map(|c| &c.phase) {
+            Some(Phase::Transmission(n)) => self.limits(n).1 as usize,
+            _ => 16 + MAX_OPTION_BYTES as usize,
+        }
+    }
+
+    pub(crate) fn touch(&mut self, i: usize) {
+        if let Some(conn) = self.conns[i].as_mut()
+            && !conn.touched
+        {
+            conn.touched = true;
+            self.touched.push(i);
+        }
+    }
+
+    /// Ends every handshake past its deadline.
+    fn expire_handshakes(&mut self) {
+        let now = Instant::now();
+        while let Some(&(deadline, i, generation)) = self.deadlines.front() {
+            if deadline > now {
+                break;
+            }
+            self.deadlines.pop_front();
+            if self.generations[i] != generation {
+                continue;
+            }
+            if let Some(conn) = self.conns[i].as_mut()
+                && matches!(conn.phase, Phase::Negotiating(..))
+            {
+                self.stats.handshakes_failed += 1;
+                conn.kill();
+                self.touch(i);
+            }
+        }
+    }
+
+    /// Runs the handshake on what a negotiating connection has sent.
+    fn negotiate(&mut self, i: usize) {
+        let Some(conn) = self.conns[i].as_mut() else {
+            return;
+        };
+        let Phase::Negotiating(negotiation) = &mut conn.phase else {
+            return;
+        };
+        if conn.dead {
+            return;
+        }
+        match negotiation.advance(&self.export, &conn.inbuf, &mut conn.outbuf) {
+            Ok((used, outcome)) => {
+                conn.consume(used);
+                match outcome {
+                    Outcome::Pending => {
+                        if conn.read_closed {
+                            // The client hung up in the middle.
+                            self.stats.handshakes_failed += 1;
+                            conn.kill();
+                        }
+                    }
+                    Outcome::Transmission(negotiated) => conn.phase = Phase::Transmission(negotiated),
+                    Outcome::Close => {
+                        // Its last reply goes out, then the connection closes.
+                        conn.read_closed = true;
+                        conn.inbuf = Vec::new();
+                    }
+                }
+            }
+            Err(_) => {
+                self.stats.handshakes_failed += 1;
+                conn.kill();
+            }
+        }
+        conn.write_out();
+    }
+
+    /// Gives freed device slots to the connections that waited for one, in the order they asked.
+    fn hand_out_slots(&mut self) {
+        while !self.free_slots.is_empty() {
+            let Some((i, generation)) = self.waiting_for_slot.pop_front() else {
+                return;
+            };
+            if self.generations[i] == generation
+                && let Some(conn) = self.conns[i].as_mut()
+            {
+                conn.waiting_for_slot = false;
+                self.parse(i);
+                self.touch(i);
+            }
+        }
+    }
+
+    /// Looks at every connection that changed this turn: runs its handshake or takes its requests, watches its
+    /// socket for what it now needs, and closes it once nothing more can happen on it.
+    fn settle(&mut self, listener: Option<&Listener>) {
+        while let Some(i) = self.touched.pop() {
+            if let Some(conn) = self.conns[i].as_mut() {
+                conn.touched = false;
+            }
+            if matches!(
+                self.conns[i].as_ref().map(|c| &c.phase),
+                Some(Phase::Negotiating(..))
+            ) {
+                self.negotiate(i);
+            }
+            if matches!(
+                self.conns[i].as_ref().map(|c| &c.phase),
+                Some(Phase::Transmission(_))
+            ) {
+                self.parse(i);
+            }
+            let complete = self.complete_request_waiting(i);
+            let max_input = self.max_input(i);
+            let Some(conn) = self.conns[i].as_mut() else {
+                continue;
+            };
+            if conn.finished(complete) {
+                self.close(i, listener);
+                continue;
+            }
+            // A socket that can neither bring input nor take output is not watched at all: the peer's hang-up
+            // would be reported on every turn while its requests finish.
+            let silent = conn.dead || (conn.gone && conn.read_closed);
+            let want =
+                (!silent).then(|| (conn.wants_input(max_input, READ_CHUNK), conn.pending_output() > 0));
+            if want != conn.watching && conn.watching.is_some() {
+                let result = match want {
+                    None => epoll::delete(&self.epoll, conn.stream.fd()),
+                    Some((input, output)) => {
+                        let mut flags = epoll::EventFlags::empty();
+                        if input {
+                            flags |= epoll::EventFlags::IN;
+                        }
+                        if output {
+                            flags |= epoll::EventFlags::OUT;
+                        }
+                        let token = u64::from(self.generations[i]) << 32 | i as u64;
+                        epoll::modify(
+                            &self.epoll,
+                            conn.stream.fd(),
+                            epoll::EventData::new_u64(token),
+                            flags,
+                        )
+                    }
+                };
+                conn.watching = want;
+                if result.is_err() && want.is_some() {
+                    let _ = epoll::delete(&self.epoll, conn.stream.fd());
+                    conn.watching = None;
+                    conn.kill();
+                }
+            }
+        }
+    }
+
+    fn close(&mut self, i: usize, listener: Option<&Listener>) {
+        let conn = self.conns[i].take().expect("an open connection closes");
+        if conn.watching.is_some() {
+            let _ = epoll::delete(&self.epoll, conn.stream.fd());
+        }
+        drop(conn);
+        self.generations[i] = self.generations[i].wrapping_add(1);
+        self.free_conns.push(i);
+        self.open = self.open.checked_sub(1).expect("open connections are counted");
+        if let Some(l) = listener
+            && !self.stopping
+        {
+            // A descriptor is free again.
+            let _ = self.listen(l, true);
+        }
+    }
+
+    pub(crate) fn reap(&mut self, wait_ns: u64) -> Result<(), ServeError> {
         let deadline = self.device.now_ns() + wait_ns;
         let mut out = std::mem::take(&mut self.completions);
         out.clear();
@@ -746,96 +617,28 @@ impl<D: Device> Server<'_, D> {
         Ok(())
     }
 
-    fn completed(&mut self, c: Completion) {
-        let Some(p) = self.pending[c.slot as usize] else {
-            panic!("a completion for slot {} with no request", c.slot);
-        };
-        let failed = c.result < 0 || (c.op != Op::Flush && c.result != p.op_len as i64);
-        if failed {
-            let errno = if c.result < 0 { (-c.result) as i32 } else { 5 };
-            self.finish(c.slot, protocol::nbd_error(errno), None);
-            return;
-        }
-        let fua = p.request.flags & protocol::CMD_FLAG_FUA != 0;
-        match p.stage {
-            Stage::Zeroing { next, end } if next < end => {
-                let len = (end - next).min(u64::from(self.export.max_payload_bytes));
-                self.pending[c.slot as usize] = Some(Pending {
-                    stage: Stage::Zeroing {
-                        next: next + len,
-                        end,
-                    },
-                    ..p
-                });
-                self.submit(c.slot, Op::Write, next, len);
-            }
-            Stage::Main | Stage::Zeroing { .. } if fua && c.op != Op::Flush => {
-                self.pending[c.slot as usize] = Some(Pending {
-                    stage: Stage::FuaFlush,
-                    ..p
-                });
-                self.submit(c.slot, Op::Flush, 0, 0);
-            }
-            _ => {
-                let data = (p.request.command == protocol::CMD_READ).then_some(0..p.request.length as usize);
-                if let Some(range) = &data {
-                    self.stats.bytes_read += range.len() as u64;
-                }
-                if p.request.command == protocol::CMD_WRITE {
-                    self.stats.bytes_written += u64::from(p.request.length);
-                }
-                self.finish(c.slot, 0, data);
-            }
-        }
-    }
-
-    fn finish(&mut self, slot: u32, error: u32, data: Option<std::ops::Range<usize>>) {
-        let p = self.pending[slot as usize]
-            .take()
-            .expect("a finished request was pending");
-        if let Some(conn) = self.conns[p.conn].as_mut() {
-            conn.in_flight -= 1;
-        }
-        self.reply(p.conn, error, &p.request, data, slot);
-        self.free.push(slot);
-    }
-
-    /// Closes connections that are done: closing, nothing in flight, replies written (or undeliverable).
-    fn drop_finished(&mut self) {
-        for conn in &mut self.conns {
-            if conn.as_ref().is_some_and(|c| {
-                let unparsed = !c.dead && !self.stopping && c.inbuf.len() >= REQUEST_BYTES;
-                c.closing && c.in_flight == 0 && !unparsed && (c.outbuf.is_empty() || c.dead)
-            }) {
-                *conn = None;
-            }
-        }
-    }
-
-    /// Stops taking requests, finishes those in flight and delivers their replies, then flushes the device
-    /// (a cache destages everything first).
-    fn shut_down(&mut self) -> Result<(), ServeError> {
+    /// Stops taking connections and requests, finishes what is in flight and delivers its replies (for a while,
+    /// to clients that read them), then flushes the device (a cache destages everything first).
+    fn shut_down(&mut self, listener: &Listener) -> Result<(), ServeError> {
         self.stopping = true;
-        for conn in self.conns.iter_mut().flatten() {
-            conn.closing = true;
+        self.listen(listener, false)?;
+        for i in 0..self.conns.len() {
+            if let Some(conn) = self.conns[i].as_mut() {
+                if matches!(conn.phase, Phase::Negotiating(..)) {
+                    conn.kill();
+                } else {
+                    conn.read_closed = true;
+                }
+                self.touch(i);
+            }
         }
-        let until = Instant::now() + Duration::from_secs(30);
-        while self.device.in_flight() > 0 {
-            self.reap(1_000_000)?;
-        }
-        while self
-            .conns
-            .iter()
-            .flatten()
-            .any(|c| !c.outbuf.is_empty() && !c.dead)
-            && Instant::now() < until
-        {
-            self.poll(None, 100)?;
-            self.service_sockets();
+        let until = Instant::now() + SHUTDOWN_DRAIN;
+        while self.jobs.iter().any(Option::is_some) || (self.open > 0 && Instant::now() < until) {
+            self.turn(None)?;
         }
         self.conns.clear();
         let slot = self
-            .free
+            .free_slots
             .pop()
             .expect("every slot is free when nothing is in flight");
         self.device.submit(&[Io {
@@ -849,7 +652,7 @@ impl<D: Device> Server<'_, D> {
         while self.device.in_flight() > 0 {
             self.device.reap(1, None, &mut out)?;
         }
-        self.free.push(slot);
+        self.free_slots.push(slot);
         match out.iter().find(|c| c.slot == slot) {
             Some(c) if c.result < 0 => Err(ServeError::Io {
                 what: "the final flush",

@@ -68,6 +68,25 @@ pub fn align(extents: &[Extent], start: u64, block: u64) -> Vec<Extent> {
     out
 }
 
+/// Drops the first `bytes` of `extents` (a query that starts inside a block is answered for that block, then
+/// cut to start where the query does).
+pub fn skip(extents: &[Extent], bytes: u64) -> Vec<Extent> {
+    let mut left = bytes;
+    let mut out = Vec::with_capacity(extents.len());
+    for e in extents {
+        if left >= e.len_bytes {
+            left -= e.len_bytes;
+            continue;
+        }
+        out.push(Extent {
+            len_bytes: e.len_bytes - left,
+            ..*e
+        });
+        left = 0;
+    }
+    out
+}
+
 /// Encodes at most `max` descriptors covering no more than `limit` bytes (the request's length): each is a
 /// length and the `base:allocation` flags.
 pub fn descriptors(extents: &[Extent], limit: u64, max: usize) -> Vec<(u32, u32)> {
@@ -126,6 +145,14 @@ mod tests {
             align(&[zero_data, hole(100)], 0, 4096),
             vec![zero_data, Extent::data(4096)]
         );
+    }
+
+    #[test]
+    fn skipping_cuts_the_first_extents_to_where_an_unaligned_query_starts() {
+        let extents = [hole(4096), Extent::data(4096)];
+        assert_eq!(skip(&extents, 100), vec![hole(3996), Extent::data(4096)]);
+        assert_eq!(skip(&extents, 4096), vec![Extent::data(4096)]);
+        assert_eq!(skip(&extents, 5000), vec![Extent::data(3192)]);
     }
 
     #[test]

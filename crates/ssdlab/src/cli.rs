@@ -289,6 +289,10 @@ pub struct ServeArgs {
     /// Operations in flight at the device at once, across all clients.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub qd: u32,
+    /// Client connections open at once; past it a client's options are refused with the reason (and past 64
+    /// more, new connections are closed at once).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub max_connections: u32,
     /// The session's record as JSON Lines on stdout when the server stops (begin, analysis, verdict).
     #[arg(long)]
     pub json: bool,

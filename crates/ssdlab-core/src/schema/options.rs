@@ -51,6 +51,9 @@ pub struct ServeFlags {
     pub read_only: bool,
     pub name: String,
     pub qd: u32,
+    /// `--max-connections` (absent from records written before it existed).
+    #[serde(default)]
+    pub max_connections: Option<u32>,
 }
 
 /// `ssdlab op`'s flags as given.
@@ -392,6 +395,7 @@ mod tests {
             read_only: true,
             name: "ssdlab".into(),
             qd: 32,
+            max_connections: Some(1024),
         });
         for options in [erase, op, op_bare, serve] {
             assert_eq!(read_back(&options), options);

@@ -10,7 +10,12 @@ use crate::schema::CacheStats;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServeStats {
     pub connections: u64,
+    /// Handshakes that broke the protocol, ran past their deadline or were cut off by the client.
     pub handshakes_failed: u64,
+    /// Connections past the server's limit: told why in reply to their options (or closed at once when even
+    /// the refusals were too many).
+    #[serde(default)]
+    pub connections_refused: u64,
     pub reads: u64,
     pub writes: u64,
     pub flushes: u64,

@@ -119,13 +119,24 @@ impl DeviceVisitor for ServeOn<'_> {
             export_name: self.args.name.clone(),
             read_only: self.args.read_only,
             slots: self.args.qd,
+            max_connections: self.args.max_connections as usize,
         };
         let target = self.args.target.target.clone();
         let place = self.place;
         let started = self.started;
         let mut exported = (String::new(), 0u64);
+        let capacity = device.info().capacity_bytes;
         let stats = serve(&mut device, self.listener, &options, stop, |export: &ExportInfo| {
             exported = (export.name.clone(), export.size_bytes);
+            if export.size_bytes < capacity {
+                // NBD clients expect an export of whole blocks; a partial last block cannot be read or written
+                // as one.
+                eprintln!(
+                    "note      the target's last {} bytes are not exported: the export is a whole number of {}-byte blocks",
+                    capacity - export.size_bytes,
+                    export.min_block_bytes
+                );
+            }
             eprintln!(
                 "serving   {target} as NBD export '{}' ({} bytes, {}-byte blocks, {}) on {place}; Ctrl-C or SIGTERM to stop",
                 export.name,
@@ -136,8 +147,10 @@ impl DeviceVisitor for ServeOn<'_> {
         })
         .context("serving")?;
         eprintln!(
-            "served    {} connections: {} reads ({} bytes), {} writes ({} bytes, {} FUA), {} flushes, {} trims, {} write-zeroes, {} block-status queries; {} errors, {} protocol violations",
+            "served    {} connections ({} refused, {} failed handshakes): {} reads ({} bytes), {} writes ({} bytes, {} FUA), {} flushes, {} trims, {} write-zeroes, {} block-status queries; {} errors, {} protocol violations",
             stats.connections,
+            stats.connections_refused,
+            stats.handshakes_failed,
             stats.reads,
             stats.bytes_read,
             stats.writes,
@@ -182,6 +195,7 @@ impl DeviceVisitor for ServeOn<'_> {
             read_only: args.read_only,
             name: args.name.clone(),
             qd: args.qd,
+            max_connections: Some(args.max_connections),
         });
         // Serving is not a test: a client's bad request is answered and counted, and the session still served
         // (the exit status says the same).

@@ -17,6 +17,8 @@ mod health;
 mod input;
 mod methods;
 mod nbd;
+mod nbd_conformance;
+mod nbd_hostile;
 mod op;
 mod pts;
 mod refresh;

@@ -52,6 +52,31 @@ impl Server {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     }
+
+    /// Sends SIGTERM and waits for the exit, at most `guard` (a hang guard: past it the server is killed and
+    /// the test fails); returns the exit code and stderr.
+    pub(crate) fn stop_within(mut self, guard: std::time::Duration) -> (Option<i32>, String) {
+        let mut child = self.child.take().unwrap();
+        sh("kill", &["-TERM", &child.id().to_string()]);
+        let deadline = std::time::Instant::now() + guard;
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the server did not stop within {guard:?} of SIGTERM");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
 }
 
 impl Drop for Server {
@@ -63,14 +88,14 @@ impl Drop for Server {
     }
 }
 
-fn tool(name: &str, args: &[&str]) -> Output {
+pub(crate) fn tool(name: &str, args: &[&str]) -> Output {
     Command::new(name)
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("{name} runs (scripts/test.sh installs it): {e}"))
 }
 
-fn random_file(path: &Path, bytes: usize, seed: u8) {
+pub(crate) fn random_file(path: &Path, bytes: usize, seed: u8) {
     let mut data = vec![0u8; bytes];
     let mut x = 0x9E37_79B9u32 ^ u32::from(seed);
     for b in &mut data {
