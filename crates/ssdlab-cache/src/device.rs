@@ -280,6 +280,11 @@ impl<D: Device> CachedDevice<D> {
         &self.inner
     }
 
+    /// The device below, to change how it behaves before any I/O (a virtual drive told to keep its data).
+    pub fn inner_mut(&mut self) -> &mut D {
+        &mut self.inner
+    }
+
     /// Reads `blocks` (most recently used first) into the cache when it is first prepared, so a restarted cache
     /// starts warm. Blocks beyond the device or the cache's size are ignored. Only data the device holds then
     /// is cached: the list is a hint and never data.

@@ -12,6 +12,23 @@ pub fn str_at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
     at(value, path).and_then(Value::as_str)
 }
 
+/// A drive's identity text (model, serial, firmware, device name) as a tool reported it, trimmed and cut to 128
+/// characters: ATA and NVMe hold at most 40, and a longer one is a damaged or hostile file, never to be echoed
+/// whole into every line of the output.
+pub fn identity_at(value: &Value, path: &[&str]) -> Option<String> {
+    str_at(value, path).map(identity_text)
+}
+
+/// [`identity_at`]'s cut, for text found another way.
+pub fn identity_text(text: &str) -> String {
+    const MAX_CHARS: usize = 128;
+    let text = text.trim();
+    match text.char_indices().nth(MAX_CHARS) {
+        Some((at, _)) => format!("{}...", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 pub fn u64_at(value: &Value, path: &[&str]) -> Option<u64> {
     at(value, path).and_then(as_u64)
 }

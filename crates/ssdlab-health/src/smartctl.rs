@@ -10,7 +10,7 @@ use ssdlab_core::schema::health::{AtaAttribute, DriveIdentity, HealthSnapshot, N
 
 use crate::ParseError;
 use crate::ata::{self, DeviceStatistics};
-use crate::json::{as_u64, at, counter, f64_at, str_at, u64_at};
+use crate::json::{as_u64, at, counter, f64_at, identity_at, identity_text, str_at, u64_at};
 
 /// One NVMe data unit is 1000 logical blocks of 512 bytes, whatever the namespace's block size.
 pub const NVME_DATA_UNIT_BYTES: u128 = 512_000;
@@ -95,23 +95,23 @@ pub fn parse_value(source_name: &str, value: &Value, now_s: u64) -> Result<Healt
         _ if value.get("ata_smart_attributes").is_some() => Protocol::Ata,
         _ => Protocol::Unknown,
     };
-    let model = str_at(value, &["model_name"])
-        .or_else(|| str_at(value, &["scsi_model_name"]))
-        .or_else(|| str_at(value, &["product"]))
-        .unwrap_or("")
-        .trim()
-        .to_string();
+    let model = identity_text(
+        str_at(value, &["model_name"])
+            .or_else(|| str_at(value, &["scsi_model_name"]))
+            .or_else(|| str_at(value, &["product"]))
+            .unwrap_or(""),
+    );
     let capacity_bytes =
         u64_at(value, &["user_capacity", "bytes"]).or_else(|| u64_at(value, &["nvme_total_capacity"]));
     let mut snapshot = HealthSnapshot {
         taken_at_s: u64_at(value, &["local_time", "time_t"]).unwrap_or(now_s),
         identity: DriveIdentity {
             model,
-            serial: str_at(value, &["serial_number"]).unwrap_or("").trim().into(),
-            firmware: str_at(value, &["firmware_version"]).map(|s| s.trim().to_string()),
+            serial: identity_at(value, &["serial_number"]).unwrap_or_default(),
+            firmware: identity_at(value, &["firmware_version"]),
             capacity_bytes,
             protocol,
-            source: str_at(value, &["device", "name"]).unwrap_or(source_name).into(),
+            source: identity_text(str_at(value, &["device", "name"]).unwrap_or(source_name)),
         },
         power_on_hours: u64_at(value, &["power_on_time", "hours"]),
         temperature_celsius: f64_at(value, &["temperature", "current"]),

@@ -239,6 +239,21 @@ pub(crate) fn open_beneath(dir: &File, relative: &Path, flags: libc::c_int) -> i
 /// symlink or a device node, is never removed. The caller keeps the file open meanwhile: an inode that is still
 /// open cannot be freed, so its number cannot be reused by someone else's new file.
 pub fn remove_if_same(path: &Path, st_dev: u64, st_ino: u64) -> io::Result<crate::laid_out::Undone> {
+    remove_kind_if_same(path, libc::S_IFREG, st_dev, st_ino)
+}
+
+/// [`remove_if_same`] for the Unix socket (`st_dev`, `st_ino`) a server bound: a path someone else took over
+/// meanwhile (a file put in its place) is left alone.
+pub fn remove_socket_if_same(path: &Path, st_dev: u64, st_ino: u64) -> io::Result<crate::laid_out::Undone> {
+    remove_kind_if_same(path, libc::S_IFSOCK, st_dev, st_ino)
+}
+
+fn remove_kind_if_same(
+    path: &Path,
+    kind: libc::mode_t,
+    st_dev: u64,
+    st_ino: u64,
+) -> io::Result<crate::laid_out::Undone> {
     use crate::laid_out::Undone;
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
@@ -290,9 +305,8 @@ pub fn remove_if_same(path: &Path, st_dev: u64, st_ino: u64) -> io::Result<crate
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: the name is NUL-terminated, `st` is a live local of the right type.
     let stat_rc = unsafe { libc::fstatat(fd, checked_name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
-    let same = stat_rc == 0
-        && (st.st_mode & libc::S_IFMT) == libc::S_IFREG
-        && (st.st_dev, st.st_ino) == (st_dev, st_ino);
+    let same =
+        stat_rc == 0 && (st.st_mode & libc::S_IFMT) == kind && (st.st_dev, st.st_ino) == (st_dev, st_ino);
     if same {
         // SAFETY: as above; flags 0 unlinks a non-directory.
         if unsafe { libc::unlinkat(fd, checked_name.as_ptr(), 0) } != 0 {

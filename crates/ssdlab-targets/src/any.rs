@@ -21,6 +21,19 @@ pub enum AnyDevice {
 }
 
 impl AnyDevice {
+    /// Makes a virtual drive (plain or under a cache) keep the data written, as an NBD export needs; other
+    /// devices keep their data anyway. Returns whether it was a virtual drive.
+    pub fn keep_virtual_data(&mut self) -> bool {
+        match self {
+            AnyDevice::Sim(d) => {
+                d.keep_data();
+                true
+            }
+            AnyDevice::Cached(c) => c.inner_mut().keep_virtual_data(),
+            _ => false,
+        }
+    }
+
     /// The open file or block device behind a real target (not through a cache): ioctls and identity checks
     /// go to the very descriptor the safety gate judged.
     pub fn backing_file(&self) -> Option<&std::fs::File> {

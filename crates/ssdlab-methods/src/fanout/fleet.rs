@@ -60,10 +60,24 @@ pub fn parse_fleet_file(text: &str) -> Result<Vec<FleetDrive>, String> {
         let mut words = line.split_whitespace();
         let target = words.next().expect("a non-empty line has a word").to_string();
         let name = words.next().map(str::to_string);
+        // Names and targets are shown in every table: a drive's name is short, a longer one is not a fleet file.
+        const MAX_WORD_CHARS: usize = 256;
+        if let Some(long) = [Some(&target), name.as_ref()]
+            .into_iter()
+            .flatten()
+            .find(|w| w.chars().count() > MAX_WORD_CHARS)
+        {
+            return Err(format!(
+                "line {}: '{}...' is longer than {MAX_WORD_CHARS} characters; write TARGET [NAME] on each line",
+                n + 1,
+                long.chars().take(40).collect::<String>()
+            ));
+        }
         if let Some(extra) = words.next() {
             return Err(format!(
-                "line {}: '{extra}' after the target and its name; write TARGET [NAME] on each line",
-                n + 1
+                "line {}: '{}' after the target and its name; write TARGET [NAME] on each line",
+                n + 1,
+                extra.chars().take(40).collect::<String>()
             ));
         }
         drives.push(FleetDrive {

@@ -2,6 +2,7 @@
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::os::unix::fs::FileTypeExt;
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
@@ -26,9 +27,12 @@ pub fn run(args: &ServeArgs) -> Result<Outcome> {
     }
     let started = std::time::Instant::now();
     let (listener, place) = listen(args)?;
-    // The socket file is ours from here: removed on every way out.
-    let _socket = SocketFile(args.socket.clone());
-    let opened = plan::open_target(
+    // The socket file is ours from here: removed on every way out, if it is still the one bound.
+    let _socket = SocketFile(args.socket.as_ref().and_then(|path| {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        Some((path.clone(), meta.dev(), meta.ino()))
+    }));
+    let mut opened = plan::open_target(
         &args.target,
         if args.read_only {
             plan::Use::Reads
@@ -36,6 +40,8 @@ pub fn run(args: &ServeArgs) -> Result<Outcome> {
             plan::Use::Writes
         },
     )?;
+    // A virtual drive keeps what clients write, so a file system can live on it.
+    opened.device.keep_virtual_data();
     // The session's record must have somewhere to go before a client writes anything, and only once the gate
     // has let the export through.
     if let Some(dir) = &args.out {
@@ -49,12 +55,14 @@ pub fn run(args: &ServeArgs) -> Result<Outcome> {
     })
 }
 
-struct SocketFile(Option<PathBuf>);
+/// The socket bound, by path and identity.
+struct SocketFile(Option<(PathBuf, u64, u64)>);
 
 impl Drop for SocketFile {
     fn drop(&mut self) {
-        if let Some(path) = &self.0 {
-            let _ = std::fs::remove_file(path);
+        // Only the socket this server bound: a file someone put at the path meanwhile is theirs.
+        if let Some((path, dev, ino)) = &self.0 {
+            let _ = ssdlab_io::files::remove_socket_if_same(path, *dev, *ino);
         }
     }
 }

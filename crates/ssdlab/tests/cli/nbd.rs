@@ -657,3 +657,89 @@ fn block_status_maps_holes_and_reports_dirty_cached_blocks_as_data_where_nbdkits
         "the probe no longer catches nbdkit's cache filter (flags {peer_flags}, copied {peer_copied})"
     );
 }
+
+/// #28 defect 6: an export of a virtual drive keeps what clients write (a sparse store), so qemu-io's
+/// write-then-read checks pass and the drive's NAND counters move.
+#[test]
+fn an_export_of_a_virtual_drive_keeps_what_clients_write() {
+    let dir = tempdir();
+    let out = dir.path().join("record");
+    let server = Server::start("sim:840evo-250g?scale=1/256", &["--out", out.to_str().unwrap()]);
+    let run = tool(
+        "qemu-io",
+        &[
+            "-f",
+            "raw",
+            &server.uri,
+            "-c",
+            "write -P 0xab 1M 2M",
+            "-c",
+            "flush",
+            "-c",
+            "read -P 0xab 1M 2M",
+            "-c",
+            "write -P 0xcd 1536k 4k",
+            "-c",
+            "read -P 0xcd 1536k 4k",
+            "-c",
+            "read -P 0xab 1540k 4k",
+            "-c",
+            "discard 2M 1M",
+            "-c",
+            "read -P 0 2M 1M",
+            "-c",
+            "read -P 0 16M 64k",
+        ],
+    );
+    let text = String::from_utf8_lossy(&run.stdout).into_owned() + &String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success()
+            && !text.contains("failed")
+            && !text.contains("error")
+            && !text.contains("mismatch"),
+        "{text}"
+    );
+    let (code, stderr) = server.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    let notes = read_result(&out)["target"]["notes"].to_string();
+    assert!(notes.contains("keeps the data written"), "{notes}");
+}
+
+/// The red team's F4: the server removes its socket when it stops only if the path still holds that socket.
+#[test]
+fn a_stopped_server_never_removes_a_file_put_where_its_socket_was() {
+    let dir = tempdir();
+    let image = dir.path().join("i.img");
+    std::fs::File::create(&image).unwrap().set_len(1 << 20).unwrap();
+    let socket = dir.path().join("s.sock");
+    let child = ssdlab()
+        .args([
+            "serve",
+            "--target",
+            &file_target(&image, None),
+            "--read-only",
+            "--socket",
+        ])
+        .arg(&socket)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !socket.exists() {
+        assert!(std::time::Instant::now() < deadline, "the server never listened");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::fs::rename(&socket, dir.path().join("moved.sock")).unwrap();
+    std::fs::write(&socket, b"precious").unwrap();
+    sh("kill", &["-TERM", &child.id().to_string()]);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&socket).unwrap(), b"precious");
+}
