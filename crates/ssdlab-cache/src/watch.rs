@@ -56,6 +56,15 @@ impl MissWatch {
         if self.watched.is_empty() {
             return;
         }
+        // A change as wide as a whole-device discard walks the few watched blocks, not its own range.
+        if blocks.end.saturating_sub(blocks.start) > self.watched.len() as u64 {
+            for (b, w) in self.watched.iter_mut() {
+                if blocks.contains(b) {
+                    w.changed_at = self.seq;
+                }
+            }
+            return;
+        }
         for b in blocks {
             if let Some(w) = self.watched.get_mut(&b) {
                 w.changed_at = self.seq;
@@ -118,6 +127,11 @@ mod tests {
         w.changed(12..13);
         assert!(!w.unchanged_since(12, late));
         w.finish(10..13);
+        // A change wider than what is watched (a whole-device discard) is found by walking the watched blocks.
+        let miss = w.start(5..7);
+        w.changed(0..u64::MAX);
+        assert!(!w.unchanged_since(5, miss) && !w.unchanged_since(6, miss));
+        w.finish(5..7);
         assert_eq!(w.watched_blocks(), 0, "nothing is kept once no miss is in flight");
     }
 }
