@@ -9,9 +9,14 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+use super::file::PathBytes;
 use super::file::{Facts, FileId, Opener, PathChanges, RefreshTarget, Time, Window};
 use super::journal::{Journal, JournalStore};
-use super::protocol::{FileOutcome, RefreshEnv, SettleOutcome, refresh_file, settle_all};
+use super::protocol::{FileOutcome, RefreshEnv, RefreshError, SettleOutcome};
+use super::select::{Found, Selection, select};
+use super::session::{MeasuredTarget, SessionEvents, SessionPlan, SessionWorld, Walked, run_session};
+use super::state::RefreshLog;
+use ssdlab_core::schema::refresh::RefreshedFile;
 
 const CHUNK: u64 = 4096;
 /// A second of the fake clock, in its nanosecond ticks.
@@ -20,6 +25,8 @@ const SECOND: i64 = 1_000_000_000;
 /// The machine: one file, one journal, one clock, and the crash switch.
 struct World {
     data: Vec<u8>,
+    /// Files the session logged as rewritten whole (the refresh log's appends).
+    logged_refreshed: u32,
     /// On a copy-on-write file system: its free bytes, which every write takes its length from, and what another
     /// program takes meanwhile, per write of ours.
     cow_free_bytes: Option<u64>,
@@ -381,6 +388,7 @@ fn new_world(seed: u64) -> Shared {
     let data: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
     Rc::new(RefCell::new(World {
         data,
+        logged_refreshed: 0,
         cow_free_bytes: None,
         cow_taken_by_others: 0,
         // A hole from one chunk to two: never written.
@@ -428,47 +436,116 @@ fn new_world(seed: u64) -> Shared {
     }))
 }
 
-/// One run of `ssdlab refresh` on the file: open the journal, settle, refresh (resuming where settled).
+/// The in-memory world as a refresh run sees it: one file, `/r/f`, under the path `/r`.
+struct MemWorld {
+    env: Env,
+    opener: MemOpener,
+    world: Shared,
+}
+
+impl SessionWorld for MemWorld {
+    fn env(&mut self) -> &mut dyn RefreshEnv {
+        &mut self.env
+    }
+    fn settling(&mut self) -> (&mut dyn RefreshEnv, &mut dyn Opener) {
+        (&mut self.env, &mut self.opener)
+    }
+    fn walk(&mut self) -> io::Result<Walked> {
+        let w = self.world.borrow();
+        if w.crashed {
+            return Err(crash_err());
+        }
+        let found = w.facts.named.then(|| Found {
+            root: PathBuf::from("/r"),
+            path: PathBuf::from("/r/f"),
+            id: FileId {
+                fs: 1,
+                ino: 42,
+                birth: Some(w.birth),
+            },
+            size_bytes: w.facts.size_bytes,
+            mtime: w.facts.mtime,
+        });
+        Ok(Walked {
+            found: found.into_iter().collect(),
+            skipped: Vec::new(),
+        })
+    }
+    fn select(&mut self, found: Vec<Found>) -> Selection {
+        select(found, None, &RefreshLog::default(), 0.0)
+    }
+    fn open(&mut self, _file: &Found) -> Result<Box<dyn MeasuredTarget>, String> {
+        Ok(Box::new(MemFile {
+            world: self.world.clone(),
+            in_window: false,
+        }))
+    }
+    fn record_refreshed(&mut self, _id: FileId, _path: &Path) -> io::Result<()> {
+        // The refresh log's append is a durable step of its own.
+        let mut w = self.world.borrow_mut();
+        if !w.step()? {
+            return Err(crash_err());
+        }
+        w.logged_refreshed += 1;
+        Ok(())
+    }
+}
+
+impl MeasuredTarget for MemFile {
+    fn speeds_bytes_per_s(&self) -> (Option<f64>, Option<f64>) {
+        (None, None)
+    }
+}
+
+/// Keeps the file's outcome and record entry, as the binary prints them.
+#[derive(Default)]
+struct Outcomes {
+    outcome: Option<FileOutcome>,
+    record: Option<RefreshedFile>,
+}
+
+impl SessionEvents for Outcomes {
+    fn settled(&mut self, _outcome: &Result<SettleOutcome, (PathBytes, RefreshError)>) {}
+    fn selected(&mut self, _selection: &Selection, _skipped: &[(PathBuf, String)]) {}
+    fn file(&mut self, _file: &Found, record: &RefreshedFile, outcome: Option<&FileOutcome>) {
+        self.outcome = outcome.cloned();
+        self.record = Some(record.clone());
+    }
+}
+
+/// One run of `ssdlab refresh` on the file: the whole session (open the journal, settle, walk, select,
+/// refresh resuming where settled, log), as the binary runs it.
 fn one_run(world: &Shared) -> io::Result<Option<FileOutcome>> {
     let mut journal = Journal::open(Box::new(MemStore(world.clone()))).map_err(io::Error::other)?;
-    let mut env = Env(world.clone());
-    let mut resume = 0;
-    for outcome in settle_all(&mut journal, &mut MemOpener(world.clone()), &mut env) {
-        match outcome.map_err(|(_, e)| io::Error::other(e.to_string()))? {
-            SettleOutcome::Restored {
-                chunk_bytes,
-                resume_from,
-                ..
-            } if chunk_bytes == CHUNK => resume = resume_from,
-            SettleOutcome::Busy { .. } => return Ok(None),
-            _ => {}
-        }
-    }
+    let mut mem = MemWorld {
+        env: Env(world.clone()),
+        opener: MemOpener(world.clone()),
+        world: world.clone(),
+    };
+    let mut outcomes = Outcomes::default();
+    let plan = SessionPlan {
+        chunk_bytes: CHUNK,
+        before_bytes_per_s: Default::default(),
+    };
+    let report = run_session(&plan, &mut journal, &mut mem, &mut outcomes);
     if world.borrow().crashed {
-        // A crash in a step whose failure the run tolerates (compaction) still ends the process.
+        // A crash ends the process, whatever the run made of the failed step.
         return Err(crash_err());
     }
-    if !world.borrow().facts.named {
-        return Ok(None);
+    let report = report.map_err(|e| io::Error::other(e.to_string()))?;
+    assert!(
+        report.analysis.files.len() <= 1,
+        "one file in the world: {:?}",
+        report.analysis.files
+    );
+    // An I/O error in the file's refresh is recorded as a failure (the run goes on to other files); here it is
+    // the run's result.
+    if let (None, Some(record)) = (&outcomes.outcome, &outcomes.record)
+        && record.outcome == ssdlab_core::schema::refresh::RefreshOutcome::Failed
+    {
+        return Err(io::Error::other(record.reason.clone().unwrap_or_default()));
     }
-    let mut file = MemFile {
-        world: world.clone(),
-        in_window: false,
-    };
-    let (mut buf, mut check) = (Vec::new(), Vec::new());
-    let outcome = refresh_file(
-        &mut file,
-        Path::new("/r"),
-        &PathBuf::from("/r/f"),
-        &mut journal,
-        CHUNK,
-        resume,
-        &mut env,
-        &mut buf,
-        &mut check,
-    )
-    .map_err(|e| io::Error::other(e.to_string()))?;
-    Ok(Some(outcome))
+    Ok(outcomes.outcome)
 }
 
 /// What another program does between the crash and the next run.

@@ -7,7 +7,9 @@
 //! - [`state`]: the state directory: one exclusive lock, the journal, the refresh log and the one `data_age`
 //!   that scan and refresh both use;
 //! - [`protocol`]: refreshing one file in short lease windows, and settling an interrupted run's entries;
-//! - [`select`] and [`pace`]: which files, and how fast.
+//! - [`select`] and [`pace`]: which files, and how fast;
+//! - [`session`]: one whole run over ports (settle, walk, select, refresh each, record), so the crash tests
+//!   cover the run's ordering, not only one file's.
 //!
 //! It never opens a file itself: files come through [`RefreshTarget`] and [`Opener`], journal bytes through
 //! [`JournalStore`], so the crash tests below run the real protocol against in-memory files that crash at every
@@ -18,6 +20,7 @@ pub mod journal;
 pub mod pace;
 pub mod protocol;
 pub mod select;
+pub mod session;
 pub mod state;
 
 #[cfg(test)]
@@ -26,6 +29,6 @@ mod crash_tests;
 pub use file::{Facts, FileId, Opener, PathBytes, RefreshTarget, Stamp, Time, Window};
 pub use journal::{Journal, JournalError, JournalStore};
 pub use protocol::{
-    FileOutcome, RefreshEnv, SettleOutcome, checksum, refresh_file, settle_all, settle_entry,
+    FileOutcome, RefreshEnv, RefreshError, SettleOutcome, checksum, refresh_file, settle_all, settle_entry,
 };
 pub use state::{RefreshLog, StateDir, StateError};

@@ -145,20 +145,26 @@ impl StateDir {
 
     /// Records that `id` was rewritten at `unix_s`.
     pub fn record_refreshed(&mut self, id: FileId, path: &Path, unix_s: f64) -> io::Result<()> {
-        let line = LogLine {
-            id,
-            path: PathBytes(path.to_path_buf()),
-            unix_s,
-        };
-        let mut log = open_state_file(
-            &self.dir.join(REFRESH_LOG_FILE),
-            OpenOptions::new().create(true).append(true),
-        )?;
-        let mut text = serde_json::to_vec(&line).map_err(io::Error::other)?;
-        text.push(b'\n');
-        log.write_all(&text)?;
-        log.sync_data()
+        record_refreshed(&self.dir, id, path, unix_s)
     }
+}
+
+/// Appends to the refresh log of the state directory `dir` that `path` (`id`) was rewritten whole at `unix_s`.
+/// Only the holder of the directory's lock calls it.
+pub fn record_refreshed(dir: &Path, id: FileId, path: &Path, unix_s: f64) -> io::Result<()> {
+    let line = LogLine {
+        id,
+        path: PathBytes(path.to_path_buf()),
+        unix_s,
+    };
+    let mut log = open_state_file(
+        &dir.join(REFRESH_LOG_FILE),
+        OpenOptions::new().create(true).append(true),
+    )?;
+    let mut text = serde_json::to_vec(&line).map_err(io::Error::other)?;
+    text.push(b'\n');
+    log.write_all(&text)?;
+    log.sync_data()
 }
 
 #[derive(Serialize, Deserialize)]

@@ -18,10 +18,14 @@ use ssdlab_core::units::{BinaryBytes, Rate, parse_duration_ns, parse_rate};
 use ssdlab_io::pinned::{FileFacts, Identity, PinnedFile, reopen_pinned};
 use ssdlab_methods::refresh::file::{PathChanges, escape_path};
 use ssdlab_methods::refresh::pace::{BusyProbe, TokenBucket, pause_while_busy};
-use ssdlab_methods::refresh::select::{Found, select};
+use ssdlab_methods::refresh::select::{Found, Selection, select};
+use ssdlab_methods::refresh::session::{
+    MeasuredTarget, SessionEvents, SessionPlan, SessionWorld, Walked, run_session,
+};
+use ssdlab_methods::refresh::state::record_refreshed;
 use ssdlab_methods::refresh::{
-    Facts, FileId, FileOutcome, Opener, RefreshEnv, RefreshLog, RefreshTarget, SettleOutcome, StateDir,
-    StateError, Window, refresh_file, settle_all,
+    Facts, FileId, FileOutcome, Opener, PathBytes, RefreshEnv, RefreshError, RefreshLog, RefreshTarget,
+    SettleOutcome, StateDir, StateError, Window,
 };
 
 use super::Outcome;
@@ -144,6 +148,15 @@ impl RefreshTarget for Target {
     }
     fn set_mtime(&mut self, mtime: (i64, i64)) -> io::Result<()> {
         self.inner.set_mtime(mtime)
+    }
+}
+
+impl MeasuredTarget for Target {
+    fn speeds_bytes_per_s(&self) -> (Option<f64>, Option<f64>) {
+        (
+            Target::mb_s(self.before).map(|mb| mb * 1e6),
+            Target::mb_s(self.after).map(|mb| mb * 1e6),
+        )
     }
 }
 
@@ -352,7 +365,7 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
     }
     let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     // The lock comes first: a second run says who holds it before doing anything.
-    let mut state = if args.dry_run {
+    let state = if args.dry_run {
         None
     } else {
         Some(StateDir::lock(&state_dir).map_err(|e| match e {
@@ -364,353 +377,287 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
     if let Some(dir) = &args.out {
         crate::output::prepare_out_dir(dir)?;
     }
-    let mut resume: HashMap<FileId, (u64, u64)> = HashMap::new();
-    let mut problems = 0usize;
-    if let Some(state) = &mut state {
-        if state.journal.unreadable_lines > 0 {
-            eprintln!(
-                "journal   {} unreadable lines in {} were skipped",
-                state.journal.unreadable_lines,
-                state.path().display()
-            );
-        }
-        let mut env = Env {
-            started: Instant::now(),
-            bucket: TokenBucket::new(None),
-            st_dev: 0,
-            paused: Duration::ZERO,
-            lease_break: ssdlab_io::sys::lease_break_time(),
-        };
-        let mut opener = PathOpener {
-            chunk_bytes: chunk as usize,
-        };
-        // Every unfinished entry is settled first, whatever this run selects.
-        for outcome in settle_all(&mut state.journal, &mut opener, &mut env) {
-            match outcome {
-                Ok(SettleOutcome::Restored {
-                    path,
-                    id,
-                    chunk_bytes,
-                    resume_from,
-                }) => {
-                    eprintln!(
-                        "settled   {}: an interrupted refresh's times put back",
-                        path.escaped()
-                    );
-                    resume.insert(id, (chunk_bytes, resume_from));
-                }
-                Ok(SettleOutcome::ChangedByOthers { path }) => eprintln!(
-                    "settled   {}: changed by someone else since the interrupted refresh; its times are left as they are",
-                    path.escaped()
-                ),
-                Ok(SettleOutcome::Gone { path }) => eprintln!(
-                    "settled   {}: gone or replaced since the interrupted refresh; nothing to put back",
-                    path.escaped()
-                ),
-                Ok(SettleOutcome::LeftAsWritten { path }) => eprintln!(
-                    "settled   {}: the interrupted write's time cannot be told from another write in the same second (the file system keeps whole seconds); it is left, so the file looks modified",
-                    path.escaped()
-                ),
-                Ok(SettleOutcome::Busy { path }) => {
-                    problems += 1;
-                    crate::output::alarm(&format!(
-                        "pending   {}: open in another process; the next run puts its times back",
-                        path.escaped()
-                    ));
-                }
-                Err((path, e)) => {
-                    problems += 1;
-                    crate::output::alarm(&format!(
-                        "pending   {}: cannot settle the interrupted refresh ({e}); the next run tries again (--forget drops it)",
-                        path.escaped()
-                    ));
-                }
-            }
-        }
-    }
     let exclude: Vec<(u64, u64)> = std::fs::metadata(&state_dir)
         .map(|m| vec![(m.dev(), m.ino())])
         .unwrap_or_default();
-    let walked =
-        ssdlab_io::walk::walk(&paths, &exclude, true).with_context(|| "PATH: cannot walk".to_string())?;
-    let log = RefreshLog::load(&state_dir);
-    let found: Vec<Found> = walked
-        .files
-        .iter()
-        .map(|w| Found {
-            root: w.root.clone(),
-            path: w.path.clone(),
-            id: file_id(w.identity),
-            size_bytes: w.size_bytes,
-            mtime: w.mtime,
-        })
-        .collect();
-    let devices: HashMap<FileId, u64> = walked
-        .files
-        .iter()
-        .map(|w| (file_id(w.identity), w.dev))
-        .collect();
-    let selection = select(found, older_than_s, &log, now_unix_s());
-    let total: u64 = selection.files.iter().map(|c| c.size_bytes).sum();
-    eprintln!(
-        "refresh   {} files, {} to rewrite: the wear cost is {} of host writes (times the drive's write amplification)",
-        selection.files.len(),
-        BinaryBytes(total),
-        BinaryBytes(total)
-    );
-    if selection.younger > 0 {
-        eprintln!(
-            "younger   {} files written or refreshed more recently than --older-than",
-            selection.younger
-        );
-    }
-    print_estimate(&selection.files, bytes_per_s, &before_mb_s, total);
-    let mut record = Record {
-        analysis: RefreshAnalysis {
-            dry_run: args.dry_run,
-            selected_bytes: total,
+    let started = Instant::now();
+    let mut world = RealWorld {
+        paths: &paths,
+        exclude,
+        log: RefreshLog::load(&state_dir),
+        state_dir: state_dir.clone(),
+        older_than_s,
+        chunk_bytes: chunk as usize,
+        devices: HashMap::new(),
+        env: Env {
+            started,
+            bucket: TokenBucket::new(bytes_per_s),
+            st_dev: 0,
+            paused: Duration::ZERO,
+            lease_break: ssdlab_io::sys::lease_break_time(),
+        },
+        opener: PathOpener {
+            chunk_bytes: chunk as usize,
+        },
+    };
+    let Some(mut state) = state else {
+        // A dry run takes no lock and settles nothing: it walks, selects and says what it would do.
+        let walked = world.walk().context("PATH: cannot walk")?;
+        let selection = world.select(walked.found);
+        let mut printer = Printer::new(bytes_per_s, &before_mb_s);
+        printer.selected(&selection, &walked.skipped);
+        let mut analysis = RefreshAnalysis {
+            dry_run: true,
+            selected_bytes: selection.files.iter().map(|c| c.size_bytes).sum(),
             younger_files: selection.younger as u32,
             files: Vec::new(),
             rewritten_bytes: 0,
             seconds: 0.0,
             paused_s: 0.0,
             problems: 0,
-        },
-    };
-    for (path, reason) in &walked.skipped {
-        eprintln!("skip      {}: {reason}", escape_path(path));
-        record.file(path, RefreshOutcome::Skipped, 0, Some(reason.to_string()));
-    }
-    let Some(mut state) = state else {
+        };
+        for (path, reason) in &walked.skipped {
+            analysis.files.push(record_entry(
+                path,
+                RefreshOutcome::Skipped,
+                0,
+                Some(reason.clone()),
+            ));
+        }
         for c in &selection.files {
             eprintln!(
                 "would     {} ({})",
                 escape_path(&c.path),
                 BinaryBytes(c.size_bytes)
             );
-            record.file(&c.path, RefreshOutcome::Would, c.size_bytes, None);
-            if let Some(&mb_s) = before_mb_s.get(&c.path) {
-                record.last().before_bytes_per_s = Some(mb_s * 1e6);
-            }
+            let mut e = record_entry(&c.path, RefreshOutcome::Would, c.size_bytes, None);
+            e.before_bytes_per_s = before_mb_s.get(&c.path).map(|mb_s| mb_s * 1e6);
+            analysis.files.push(e);
         }
-        return publish(args, record.analysis, problems, false);
+        return publish(args, analysis, 0, false);
     };
-    let started = Instant::now();
-    let mut env = Env {
-        started,
-        bucket: TokenBucket::new(bytes_per_s),
-        st_dev: 0,
-        paused: Duration::ZERO,
-        lease_break: ssdlab_io::sys::lease_break_time(),
-    };
-    let (mut buf, mut check) = (Vec::new(), Vec::new());
-    let mut refreshed = 0u64;
-    let mut measured: Vec<String> = Vec::new();
-    let mut interrupted = false;
-    for (index, candidate) in selection.files.iter().enumerate() {
-        if env.interrupted() {
-            interrupted = true;
-            record.not_reached(&selection.files[index..]);
-            break;
-        }
-        let shown = escape_path(&candidate.path);
-        if state.journal.entry(&candidate.id).is_some() {
-            problems += 1;
-            eprintln!("skip      {shown}: an interrupted refresh of it is still pending (open elsewhere)");
-            record.file(
-                &candidate.path,
-                RefreshOutcome::Skipped,
-                candidate.size_bytes,
-                Some("an interrupted refresh of it is still pending (open elsewhere)".into()),
-            );
-            continue;
-        }
-        let opened = PinnedFile::open(&candidate.root, &candidate.path, chunk as usize)
-            .and_then(|mut p| p.probe_window().map(|()| p));
-        let pinned = match opened {
-            Ok(p) => p,
-            Err(refusal) => {
-                eprintln!("skip      {shown}: {refusal}");
-                record.file(
-                    &candidate.path,
-                    RefreshOutcome::Skipped,
-                    candidate.size_bytes,
-                    Some(refusal.to_string()),
-                );
-                problems += 1;
-                continue;
-            }
-        };
-        let mut file = Target::new(pinned);
-        env.st_dev = devices.get(&candidate.id).copied().unwrap_or(0);
-        let resume_from = resume
-            .get(&candidate.id)
-            .filter(|(bytes, _)| *bytes == chunk)
-            .map_or(0, |&(_, index)| index);
-        let result = refresh_file(
-            &mut file,
-            &candidate.root,
-            &candidate.path,
-            &mut state.journal,
-            chunk,
-            resume_from,
-            &mut env,
-            &mut buf,
-            &mut check,
+    if state.journal.unreadable_lines > 0 {
+        eprintln!(
+            "journal   {} unreadable lines in {} were skipped",
+            state.journal.unreadable_lines,
+            state.path().display()
         );
-        let outcome = match result {
-            Ok(outcome) => outcome,
-            Err(e) => {
-                // An I/O error on one file (EIO, a read that fails) does not stop the others; its journal entry
-                // stays for the next run to settle. The file (and any window on it) is let go before saying so.
-                drop(file);
-                let reason = format!(
-                    "{e}; if a write was under way the file is marked modified now, and the next run settles its journal entry"
-                );
-                record.failed(&candidate.path, candidate.size_bytes, reason);
-                problems += 1;
-                continue;
-            }
-        };
+    }
+    let plan = SessionPlan {
+        chunk_bytes: chunk,
+        before_bytes_per_s: before_mb_s
+            .iter()
+            .map(|(p, mb_s)| (p.clone(), mb_s * 1e6))
+            .collect(),
+    };
+    let mut printer = Printer::new(bytes_per_s, &before_mb_s);
+    let report = run_session(&plan, &mut state.journal, &mut world, &mut printer)
+        .with_context(|| format!("--state-dir {}", state_dir.display()))?;
+    for line in &printer.measured {
+        eprintln!("{line}");
+    }
+    let mut analysis = report.analysis;
+    eprintln!(
+        "refresh   {} rewritten and verified in {:.1} s ({:.1} s paused while the device was busy); {} files skipped, given up or pending",
+        BinaryBytes(analysis.rewritten_bytes),
+        started.elapsed().as_secs_f64(),
+        world.env.paused.as_secs_f64(),
+        report.problems
+    );
+    analysis.seconds = started.elapsed().as_secs_f64();
+    analysis.paused_s = world.env.paused.as_secs_f64();
+    // The next run may start as soon as this one is done rewriting: the lock is not held while the result is
+    // written (a --json reader that stops reading must not keep it).
+    drop(state);
+    publish(args, analysis, report.problems, report.interrupted)
+}
+
+/// The real file system and clock as the session's world: the walk beneath the paths given, selection by the
+/// refresh log's data age, pinned files under leases, and the log of what was rewritten.
+struct RealWorld<'a> {
+    paths: &'a [PathBuf],
+    /// The state directory itself is never refreshed (its journal is being written).
+    exclude: Vec<(u64, u64)>,
+    log: RefreshLog,
+    state_dir: PathBuf,
+    older_than_s: Option<f64>,
+    chunk_bytes: usize,
+    /// Each walked file's device, for the busy-device pause.
+    devices: HashMap<FileId, u64>,
+    env: Env,
+    opener: PathOpener,
+}
+
+impl SessionWorld for RealWorld<'_> {
+    fn env(&mut self) -> &mut dyn RefreshEnv {
+        &mut self.env
+    }
+    fn settling(&mut self) -> (&mut dyn RefreshEnv, &mut dyn Opener) {
+        (&mut self.env, &mut self.opener)
+    }
+    fn walk(&mut self) -> io::Result<Walked> {
+        let walked = ssdlab_io::walk::walk(self.paths, &self.exclude, true)?;
+        self.devices = walked
+            .files
+            .iter()
+            .map(|w| (file_id(w.identity), w.dev))
+            .collect();
+        Ok(Walked {
+            found: walked
+                .files
+                .iter()
+                .map(|w| Found {
+                    root: w.root.clone(),
+                    path: w.path.clone(),
+                    id: file_id(w.identity),
+                    size_bytes: w.size_bytes,
+                    mtime: w.mtime,
+                })
+                .collect(),
+            skipped: walked
+                .skipped
+                .into_iter()
+                .map(|(path, reason)| (path, reason.to_string()))
+                .collect(),
+        })
+    }
+    fn select(&mut self, found: Vec<Found>) -> Selection {
+        select(found, self.older_than_s, &self.log, now_unix_s())
+    }
+    fn open(&mut self, file: &Found) -> Result<Box<dyn MeasuredTarget>, String> {
+        let pinned = PinnedFile::open(&file.root, &file.path, self.chunk_bytes)
+            .and_then(|mut p| p.probe_window().map(|()| p))
+            .map_err(|refusal| refusal.to_string())?;
+        self.env.st_dev = self.devices.get(&file.id).copied().unwrap_or(0);
+        Ok(Box::new(Target::new(pinned)))
+    }
+    fn record_refreshed(&mut self, id: FileId, path: &Path) -> io::Result<()> {
+        record_refreshed(&self.state_dir, id, path, now_unix_s())
+    }
+}
+
+/// The run's lines on stderr as it goes: what was settled, the wear cost and estimate, and each file.
+struct Printer<'a> {
+    bytes_per_s: Option<f64>,
+    before_mb_s: &'a HashMap<PathBuf, f64>,
+    /// Before/after speeds of the files rewritten, said after the run.
+    measured: Vec<String>,
+}
+
+impl<'a> Printer<'a> {
+    fn new(bytes_per_s: Option<f64>, before_mb_s: &'a HashMap<PathBuf, f64>) -> Self {
+        Printer {
+            bytes_per_s,
+            before_mb_s,
+            measured: Vec::new(),
+        }
+    }
+}
+
+impl SessionEvents for Printer<'_> {
+    fn settled(&mut self, outcome: &Result<SettleOutcome, (PathBytes, RefreshError)>) {
         match outcome {
-            FileOutcome::Refreshed {
-                bytes,
-                resumed_from_chunk,
-                ..
-            } => {
-                refreshed += bytes;
-                state
-                    .record_refreshed(candidate.id, &candidate.path, now_unix_s())
-                    .with_context(|| {
-                        format!("--state-dir {}: cannot record the refresh", state_dir.display())
-                    })?;
-                let before = before_mb_s
-                    .get(&candidate.path)
-                    .copied()
-                    .or(Target::mb_s(file.before))
-                    .map_or("not measured".to_string(), |mb| format!("{mb:.1} MB/s"));
-                let after =
-                    Target::mb_s(file.after).map_or("not measured".to_string(), |mb| format!("{mb:.1} MB/s"));
-                measured.push(format!("measured  {shown}: before {before}, after {after}"));
-                record.file(
-                    &candidate.path,
-                    RefreshOutcome::Refreshed,
-                    candidate.size_bytes,
-                    None,
-                );
-                let last = record.last();
-                last.rewritten_bytes = bytes;
-                last.before_bytes_per_s = before_mb_s
-                    .get(&candidate.path)
-                    .copied()
-                    .or(Target::mb_s(file.before))
-                    .map(|mb| mb * 1e6);
-                last.after_bytes_per_s = Target::mb_s(file.after).map(|mb| mb * 1e6);
-                let resumed = if resumed_from_chunk > 0 {
+            Ok(SettleOutcome::Restored { path, .. }) => eprintln!(
+                "settled   {}: an interrupted refresh's times put back",
+                path.escaped()
+            ),
+            Ok(SettleOutcome::ChangedByOthers { path }) => eprintln!(
+                "settled   {}: changed by someone else since the interrupted refresh; its times are left as they are",
+                path.escaped()
+            ),
+            Ok(SettleOutcome::Gone { path }) => eprintln!(
+                "settled   {}: gone or replaced since the interrupted refresh; nothing to put back",
+                path.escaped()
+            ),
+            Ok(SettleOutcome::LeftAsWritten { path }) => eprintln!(
+                "settled   {}: the interrupted write's time cannot be told from another write in the same second (the file system keeps whole seconds); it is left, so the file looks modified",
+                path.escaped()
+            ),
+            Ok(SettleOutcome::Busy { path }) => crate::output::alarm(&format!(
+                "pending   {}: open in another process; the next run puts its times back",
+                path.escaped()
+            )),
+            Err((path, e)) => crate::output::alarm(&format!(
+                "pending   {}: cannot settle the interrupted refresh ({e}); the next run tries again (--forget drops it)",
+                path.escaped()
+            )),
+        }
+    }
+
+    fn selected(&mut self, selection: &Selection, skipped: &[(PathBuf, String)]) {
+        let total: u64 = selection.files.iter().map(|c| c.size_bytes).sum();
+        eprintln!(
+            "refresh   {} files, {} to rewrite: the wear cost is {} of host writes (times the drive's write amplification)",
+            selection.files.len(),
+            BinaryBytes(total),
+            BinaryBytes(total)
+        );
+        if selection.younger > 0 {
+            eprintln!(
+                "younger   {} files written or refreshed more recently than --older-than",
+                selection.younger
+            );
+        }
+        print_estimate(&selection.files, self.bytes_per_s, self.before_mb_s, total);
+        for (path, reason) in skipped {
+            eprintln!("skip      {}: {reason}", escape_path(path));
+        }
+    }
+
+    fn file(&mut self, file: &Found, record: &RefreshedFile, outcome: Option<&FileOutcome>) {
+        let shown = escape_path(&file.path);
+        let reason = record.reason.as_deref().unwrap_or("");
+        match (record.outcome, outcome) {
+            (
+                RefreshOutcome::Refreshed,
+                Some(FileOutcome::Refreshed {
+                    bytes,
+                    resumed_from_chunk,
+                    ..
+                }),
+            ) => {
+                let speed =
+                    |b: Option<f64>| b.map_or("not measured".to_string(), |b| format!("{:.1} MB/s", b / 1e6));
+                self.measured.push(format!(
+                    "measured  {shown}: before {}, after {}",
+                    speed(record.before_bytes_per_s),
+                    speed(record.after_bytes_per_s)
+                ));
+                let resumed = if *resumed_from_chunk > 0 {
                     format!(", resumed at chunk {resumed_from_chunk}")
                 } else {
                     String::new()
                 };
-                eprintln!("done      {shown} ({}, write lease{resumed})", BinaryBytes(bytes));
-            }
-            FileOutcome::Refused { reason } => {
-                problems += 1;
-                eprintln!("skip      {shown}: {reason}");
-                record.file(
-                    &candidate.path,
-                    RefreshOutcome::Skipped,
-                    candidate.size_bytes,
-                    Some(reason.to_string()),
+                eprintln!(
+                    "done      {shown} ({}, write lease{resumed})",
+                    BinaryBytes(*bytes)
                 );
             }
-            FileOutcome::GaveWay {
-                reason,
-                chunks_done,
-                rewritten_bytes,
-                times_restored,
-            } => {
-                problems += 1;
-                // The chunks done before it gave way were rewritten and verified: they count.
-                refreshed += rewritten_bytes;
-                let times = if times_restored {
-                    "times put back"
-                } else {
-                    "its data changed, so its times are left as they are"
-                };
-                eprintln!("gave way  {shown}: {reason}; left alone after {chunks_done} chunks, {times}");
-                record.file(
-                    &candidate.path,
-                    RefreshOutcome::GaveWay,
-                    candidate.size_bytes,
-                    Some(format!(
-                        "{reason}; left alone after {chunks_done} chunks, {times}"
-                    )),
-                );
-                record.last().rewritten_bytes = rewritten_bytes;
-            }
-            FileOutcome::VerifyFailed { offset, .. } => {
-                problems += 1;
-                let reason = format!(
-                    "the chunk at byte {offset} read back differently after rewriting (the original bytes were written again); check the drive"
-                );
-                record.failed(&candidate.path, candidate.size_bytes, reason);
-            }
-            FileOutcome::WriteFailed {
-                offset,
-                error,
-                rewritten_bytes,
-                times_restored,
-            } => {
-                problems += 1;
-                refreshed += rewritten_bytes;
-                let times = if times_restored {
-                    "its times are as they were"
-                } else {
-                    "its times are left as they are (another process acted meanwhile)"
-                };
-                let reason = format!(
-                    "writing the chunk at byte {offset}: {error}; the chunk reads back unchanged and {times}"
-                );
-                record.failed(&candidate.path, candidate.size_bytes, reason);
-                record.last().rewritten_bytes = rewritten_bytes;
-            }
-            FileOutcome::Interrupted {
-                chunks_done,
-                rewritten_bytes,
-                ..
-            } => {
-                interrupted = true;
-                refreshed += rewritten_bytes;
-                eprintln!("stopped   {shown}: interrupted after {chunks_done} chunks; times put back");
-                record.file(
-                    &candidate.path,
-                    RefreshOutcome::Interrupted,
-                    candidate.size_bytes,
-                    Some(format!("interrupted after {chunks_done} chunks; times put back")),
-                );
-                record.last().rewritten_bytes = rewritten_bytes;
-                record.not_reached(&selection.files[index + 1..]);
-                break;
-            }
+            (RefreshOutcome::GaveWay, _) => eprintln!("gave way  {shown}: {reason}"),
+            (RefreshOutcome::Failed, _) => crate::output::alarm(&format!("FAILED    {shown}: {reason}")),
+            (RefreshOutcome::Interrupted, Some(_)) => eprintln!("stopped   {shown}: {reason}"),
+            (RefreshOutcome::Interrupted, None) => {}
+            _ => eprintln!("skip      {shown}: {reason}"),
         }
     }
-    for line in &measured {
-        eprintln!("{line}");
+}
+
+/// One file's record entry.
+fn record_entry(
+    path: &Path,
+    outcome: RefreshOutcome,
+    size_bytes: u64,
+    reason: Option<String>,
+) -> RefreshedFile {
+    RefreshedFile {
+        name: escape_path(path),
+        outcome,
+        size_bytes,
+        rewritten_bytes: 0,
+        reason,
+        before_bytes_per_s: None,
+        after_bytes_per_s: None,
     }
-    eprintln!(
-        "refresh   {} rewritten and verified in {:.1} s ({:.1} s paused while the device was busy); {} files skipped, given up or pending",
-        BinaryBytes(refreshed),
-        started.elapsed().as_secs_f64(),
-        env.paused.as_secs_f64(),
-        problems
-    );
-    record.analysis.rewritten_bytes = refreshed;
-    record.analysis.seconds = started.elapsed().as_secs_f64();
-    record.analysis.paused_s = env.paused.as_secs_f64();
-    // The next run may start as soon as this one is done rewriting: the lock is not held while the result is
-    // written (a --json reader that stops reading must not keep it).
-    drop(state);
-    publish(args, record.analysis, problems, interrupted)
 }
 
 /// `--out` must lie outside every PATH: a later run would otherwise rewrite its own results, and preparing the
@@ -732,47 +679,6 @@ fn refuse_out_inside(out: &Path, paths: &[PathBuf]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// What the run did, file by file, for --json and --out.
-struct Record {
-    analysis: RefreshAnalysis,
-}
-
-impl Record {
-    fn file(&mut self, path: &Path, outcome: RefreshOutcome, size_bytes: u64, reason: Option<String>) {
-        self.analysis.files.push(RefreshedFile {
-            name: escape_path(path),
-            outcome,
-            size_bytes,
-            rewritten_bytes: 0,
-            reason,
-            before_bytes_per_s: None,
-            after_bytes_per_s: None,
-        });
-    }
-
-    /// A file whose refresh failed: the alarm (seen even with --quiet) and the record.
-    fn failed(&mut self, path: &Path, size_bytes: u64, reason: String) {
-        crate::output::alarm(&format!("FAILED    {}: {reason}", escape_path(path)));
-        self.file(path, RefreshOutcome::Failed, size_bytes, Some(reason));
-    }
-
-    /// The files a stopped run never reached.
-    fn not_reached(&mut self, files: &[Found]) {
-        for c in files {
-            self.file(
-                &c.path,
-                RefreshOutcome::Interrupted,
-                c.size_bytes,
-                Some("not reached before the stop".into()),
-            );
-        }
-    }
-
-    fn last(&mut self) -> &mut RefreshedFile {
-        self.analysis.files.last_mut().expect("a file was just recorded")
-    }
 }
 
 /// Streams and writes the run's record (with --json, --out) and turns it into the exit status: interrupted,

@@ -1,0 +1,312 @@
+//! One refresh run, from the settled journal to the record: every unfinished entry settled first (whatever this
+//! run selects), the files walked and selected by data age, each refreshed in turn (resuming where a settled run
+//! left off with the same chunk size), every outcome recorded as it happens and logged as young again when it
+//! was rewritten whole.
+//!
+//! The ordering of these steps is the safety of the whole run, so it lives here, over ports ([`SessionWorld`],
+//! [`SessionEvents`]) that the crash tests drive with in-memory files that crash at every durable step, and the
+//! binary with the real file system. It never opens, walks or prints anything itself, and never takes the state
+//! directory's lock: the caller holds it for as long as the journal it passes is in use.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use ssdlab_core::schema::refresh::{RefreshAnalysis, RefreshOutcome, RefreshedFile};
+
+use super::file::{FileId, Opener, PathBytes, RefreshTarget, escape_path};
+use super::journal::Journal;
+use super::protocol::{FileOutcome, RefreshEnv, RefreshError, SettleOutcome, refresh_file, settle_all};
+use super::select::{Found, Selection};
+
+/// A file opened for its refresh that also says how fast its own reads went: the first reads of each chunk are
+/// the data as it was, the verification re-reads the data rewritten (before/after speeds with no extra pass).
+pub trait MeasuredTarget: RefreshTarget {
+    /// Bytes per second of the first reads and of the verification reads, where there were any.
+    fn speeds_bytes_per_s(&self) -> (Option<f64>, Option<f64>);
+}
+
+/// What a run needs of the world beyond the journal.
+pub trait SessionWorld {
+    /// The run's clocks, pacing and stop flag.
+    fn env(&mut self) -> &mut dyn RefreshEnv;
+    /// The environment and the opener that finds journalled files again, at once: settling needs both.
+    fn settling(&mut self) -> (&mut dyn RefreshEnv, &mut dyn Opener);
+    /// The files under the paths given, found after settling (so a settled file is seen with its times put
+    /// back), with what the walk could not take and why. Never follows a symlink, never leaves a file system.
+    fn walk(&mut self) -> io::Result<Walked>;
+    /// Chooses among the walked files (by data age: the caller's log and clock).
+    fn select(&mut self, found: Vec<Found>) -> Selection;
+    /// Opens a selected file for its refresh, probed for a lease window, or the reason it is refused.
+    fn open(&mut self, file: &Found) -> Result<Box<dyn MeasuredTarget>, String>;
+    /// Records that `file` was rewritten whole now (it is young again to scan and refresh).
+    fn record_refreshed(&mut self, id: FileId, path: &Path) -> io::Result<()>;
+}
+
+/// What the walk found.
+#[derive(Debug, Default)]
+pub struct Walked {
+    pub found: Vec<Found>,
+    /// Paths the walk did not take (a symlink, another file system, unreadable), with the reason.
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
+/// What a run reports as it goes, for the caller to show (the record is returned at the end).
+pub trait SessionEvents {
+    /// An unfinished entry of an earlier run was settled (or could not be).
+    fn settled(&mut self, outcome: &Result<SettleOutcome, (PathBytes, RefreshError)>);
+    /// The selection is known: the files about to be rewritten and how many were younger.
+    fn selected(&mut self, selection: &Selection, walked_skipped: &[(PathBuf, String)]);
+    /// One file is done with (refreshed, skipped, given up, failed or stopped): its record entry, and the
+    /// protocol's outcome when it ran.
+    fn file(&mut self, file: &Found, record: &RefreshedFile, outcome: Option<&FileOutcome>);
+}
+
+/// How the run is asked for.
+#[derive(Debug, Clone)]
+pub struct SessionPlan {
+    pub chunk_bytes: u64,
+    /// Speeds a scan measured (`refresh --from`), in bytes per second by path: the record's "before".
+    pub before_bytes_per_s: HashMap<PathBuf, f64>,
+}
+
+/// What the run did.
+#[derive(Debug)]
+pub struct SessionReport {
+    pub analysis: RefreshAnalysis,
+    /// Files skipped, given up, failed or left pending (the exit status: any is a failure).
+    pub problems: usize,
+    /// Stopped by the user before every selected file was done.
+    pub interrupted: bool,
+}
+
+/// Runs one refresh over `journal` (its state directory locked by the caller).
+pub fn run_session(
+    plan: &SessionPlan,
+    journal: &mut Journal,
+    world: &mut dyn SessionWorld,
+    events: &mut dyn SessionEvents,
+) -> Result<SessionReport, RefreshError> {
+    assert!(plan.chunk_bytes > 0, "a chunk holds bytes");
+    let mut problems = 0usize;
+    // Every unfinished entry is settled first, whatever this run selects: a killed run's times go back before
+    // anything else happens, and a file whose entry stays pending is not touched again.
+    let mut resume: HashMap<FileId, (u64, u64)> = HashMap::new();
+    let outcomes = {
+        let (env, opener) = world.settling();
+        settle_all(journal, opener, env)
+    };
+    for outcome in &outcomes {
+        events.settled(outcome);
+        match outcome {
+            Ok(SettleOutcome::Restored {
+                id,
+                chunk_bytes,
+                resume_from,
+                ..
+            }) => {
+                resume.insert(*id, (*chunk_bytes, *resume_from));
+            }
+            Ok(SettleOutcome::Busy { .. }) | Err(_) => problems += 1,
+            Ok(_) => {}
+        }
+    }
+    let walked = world.walk()?;
+    let selection = world.select(walked.found);
+    events.selected(&selection, &walked.skipped);
+    let mut record = RefreshAnalysis {
+        dry_run: false,
+        selected_bytes: selection.files.iter().map(|c| c.size_bytes).sum(),
+        younger_files: selection.younger as u32,
+        files: Vec::new(),
+        rewritten_bytes: 0,
+        // The caller's clock measures the run; the session counts no time of its own.
+        seconds: 0.0,
+        paused_s: 0.0,
+        problems: 0,
+    };
+    for (path, reason) in &walked.skipped {
+        record
+            .files
+            .push(entry(path, RefreshOutcome::Skipped, 0, Some(reason.clone())));
+    }
+    let (mut buf, mut check) = (Vec::new(), Vec::new());
+    let mut interrupted = false;
+    for (index, file) in selection.files.iter().enumerate() {
+        if world.env().interrupted() {
+            interrupted = true;
+            for c in &selection.files[index..] {
+                let e = entry(
+                    &c.path,
+                    RefreshOutcome::Interrupted,
+                    c.size_bytes,
+                    Some("not reached before the stop".into()),
+                );
+                events.file(c, &e, None);
+                record.files.push(e);
+            }
+            break;
+        }
+        let refused =
+            |reason: String| entry(&file.path, RefreshOutcome::Skipped, file.size_bytes, Some(reason));
+        if journal.entry(&file.id).is_some() {
+            problems += 1;
+            let e = refused("an interrupted refresh of it is still pending (open elsewhere)".into());
+            events.file(file, &e, None);
+            record.files.push(e);
+            continue;
+        }
+        let mut target = match world.open(file) {
+            Ok(target) => target,
+            Err(reason) => {
+                problems += 1;
+                let e = refused(reason);
+                events.file(file, &e, None);
+                record.files.push(e);
+                continue;
+            }
+        };
+        let resume_from = resume
+            .get(&file.id)
+            .filter(|(bytes, _)| *bytes == plan.chunk_bytes)
+            .map_or(0, |&(_, index)| index);
+        let result = refresh_file(
+            target.as_mut(),
+            &file.root,
+            &file.path,
+            journal,
+            plan.chunk_bytes,
+            resume_from,
+            world.env(),
+            &mut buf,
+            &mut check,
+        );
+        let (before, after) = target.speeds_bytes_per_s();
+        // The file (and any window on it) is let go before anything is said about it.
+        drop(target);
+        let before = plan.before_bytes_per_s.get(&file.path).copied().or(before);
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                // An I/O error on one file (EIO, a read that fails) does not stop the others; its journal entry
+                // stays for the next run to settle.
+                problems += 1;
+                let e = entry(
+                    &file.path,
+                    RefreshOutcome::Failed,
+                    file.size_bytes,
+                    Some(format!(
+                        "{e}; if a write was under way the file is marked modified now, and the next run settles \
+                         its journal entry"
+                    )),
+                );
+                events.file(file, &e, None);
+                record.files.push(e);
+                continue;
+            }
+        };
+        let mut e = entry(&file.path, RefreshOutcome::Refreshed, file.size_bytes, None);
+        match &outcome {
+            FileOutcome::Refreshed { bytes, .. } => {
+                world.record_refreshed(file.id, &file.path)?;
+                e.rewritten_bytes = *bytes;
+                e.before_bytes_per_s = before;
+                e.after_bytes_per_s = after;
+            }
+            FileOutcome::Refused { reason } => {
+                problems += 1;
+                (e.outcome, e.reason) = (RefreshOutcome::Skipped, Some(reason.clone()));
+            }
+            FileOutcome::GaveWay {
+                reason,
+                chunks_done,
+                rewritten_bytes,
+                times_restored,
+            } => {
+                problems += 1;
+                let times = if *times_restored {
+                    "times put back"
+                } else {
+                    "its data changed, so its times are left as they are"
+                };
+                e.outcome = RefreshOutcome::GaveWay;
+                e.reason = Some(format!(
+                    "{reason}; left alone after {chunks_done} chunks, {times}"
+                ));
+                e.rewritten_bytes = *rewritten_bytes;
+            }
+            FileOutcome::VerifyFailed { offset, .. } => {
+                problems += 1;
+                e.outcome = RefreshOutcome::Failed;
+                e.reason = Some(format!(
+                    "the chunk at byte {offset} read back differently after rewriting (the original bytes were \
+                     written again); check the drive"
+                ));
+            }
+            FileOutcome::WriteFailed {
+                offset,
+                error,
+                rewritten_bytes,
+                times_restored,
+            } => {
+                problems += 1;
+                let times = if *times_restored {
+                    "its times are as they were"
+                } else {
+                    "its times are left as they are (another process acted meanwhile)"
+                };
+                e.outcome = RefreshOutcome::Failed;
+                e.reason = Some(format!(
+                    "writing the chunk at byte {offset}: {error}; the chunk reads back unchanged and {times}"
+                ));
+                e.rewritten_bytes = *rewritten_bytes;
+            }
+            FileOutcome::Interrupted {
+                chunks_done,
+                rewritten_bytes,
+                ..
+            } => {
+                interrupted = true;
+                e.outcome = RefreshOutcome::Interrupted;
+                e.reason = Some(format!("interrupted after {chunks_done} chunks; times put back"));
+                e.rewritten_bytes = *rewritten_bytes;
+            }
+        }
+        events.file(file, &e, Some(&outcome));
+        record.files.push(e);
+        if interrupted {
+            for c in &selection.files[index + 1..] {
+                let e = entry(
+                    &c.path,
+                    RefreshOutcome::Interrupted,
+                    c.size_bytes,
+                    Some("not reached before the stop".into()),
+                );
+                events.file(c, &e, None);
+                record.files.push(e);
+            }
+            break;
+        }
+    }
+    // Chunks rewritten and verified count, whether the file was finished or not.
+    record.rewritten_bytes = record.files.iter().map(|f| f.rewritten_bytes).sum();
+    record.problems = problems as u32;
+    Ok(SessionReport {
+        analysis: record,
+        problems,
+        interrupted,
+    })
+}
+
+/// One file's record entry.
+fn entry(path: &Path, outcome: RefreshOutcome, size_bytes: u64, reason: Option<String>) -> RefreshedFile {
+    RefreshedFile {
+        name: escape_path(path),
+        outcome,
+        size_bytes,
+        rewritten_bytes: 0,
+        reason,
+        before_bytes_per_s: None,
+        after_bytes_per_s: None,
+    }
+}
