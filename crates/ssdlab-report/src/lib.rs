@@ -27,6 +27,7 @@ mod scan;
 mod serve;
 pub mod svg;
 mod sweep;
+pub mod text;
 pub mod tidy;
 mod trim;
 

@@ -9,9 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ssdlab_core::DeviceInfo;
-use ssdlab_core::schema::{
-    Analysis, DirectionSummary, Event, LatencyNs, PhaseResult, RunResult, Sample, Summary,
-};
+use ssdlab_core::schema::{Analysis, Event, PhaseResult, RunResult, Sample};
 use ssdlab_core::units::{BinaryBytes, Nanos};
 use ssdlab_engine::Observer;
 
@@ -34,6 +32,13 @@ pub fn stderr_line(args: std::fmt::Arguments<'_>) {
     use std::io::Write as _;
     let mut stderr = io::stderr().lock();
     let _ = stderr.write_fmt(args).and_then(|()| stderr.write_all(b"\n"));
+}
+
+/// Prints lines on stderr (a renderer's text).
+pub fn print_lines_stderr(lines: impl IntoIterator<Item = String>) {
+    for line in lines {
+        eprintln!("{line}");
+    }
 }
 
 /// A line the user must see even with `--quiet`: an error, a failed verification, data left pending.
@@ -216,156 +221,6 @@ impl ssdlab_methods::MethodObserver for Reporter {
 
     fn show_phase_lines(&mut self, show: bool) {
         self.phase_lines = show;
-    }
-}
-
-/// One line describing the target, and its notes.
-pub fn print_target(info: &DeviceInfo) {
-    let direct = if info.direct_io { "O_DIRECT" } else { "buffered" };
-    eprintln!(
-        "target    {}: {}, {} ({} bytes), logical block {} B, {}, {}",
-        info.target,
-        info.model,
-        BinaryBytes(info.capacity_bytes),
-        info.capacity_bytes,
-        info.logical_block_bytes,
-        info.backend,
-        direct
-    );
-    for note in &info.notes {
-        eprintln!("note      {note}");
-    }
-}
-
-fn latency_cells(l: &LatencyNs) -> String {
-    [
-        l.min as f64,
-        l.mean,
-        l.p25 as f64,
-        l.p50 as f64,
-        l.p75 as f64,
-        l.p95 as f64,
-        l.p99 as f64,
-        l.p999 as f64,
-        l.max as f64,
-    ]
-    .iter()
-    .map(|&ns| format!("{:>9}", Nanos(ns).to_string()))
-    .collect::<Vec<_>>()
-    .join("")
-}
-
-fn direction_row(name: &str, d: &DirectionSummary) -> String {
-    format!(
-        "{name:<8}{:>12}{:>12.0}{:>10.1}{}",
-        d.ios,
-        d.iops,
-        d.bytes_per_s / 1e6,
-        latency_cells(&d.latency_ns)
-    )
-}
-
-/// The cache's line under a summary: what it served, what it wrote back, and what it cost the host.
-fn print_cache(c: &ssdlab_core::schema::CacheStats) {
-    eprintln!(
-        "cache     {} {}: read hits {} of {} ({:.1}%), admitted {}, evicted {}; writes absorbed {}, around {}; \
-         destaged {} in {} writes ({} each), dirty now {} (peak {}); flushes {}; waited on the dirty limit {}",
-        c.mode.name(),
-        BinaryBytes(c.cache_bytes),
-        c.read_hits,
-        c.read_hits + c.read_misses,
-        100.0 * c.read_hit_ratio(),
-        c.admissions,
-        c.evictions,
-        c.writes_absorbed,
-        c.writes_around,
-        BinaryBytes(c.destaged_bytes),
-        c.destage_writes,
-        BinaryBytes(c.destage_write_bytes_mean() as u64),
-        BinaryBytes(c.dirty_bytes),
-        BinaryBytes(c.dirty_bytes_peak),
-        c.flushes,
-        Nanos(c.dirty_limit_wait_ns as f64),
-    );
-    if c.pass_through_episodes > 0 || c.pass_through_ns > 0 {
-        eprintln!(
-            "cache     host CPU busy: passed {} reads and writes through in {} episodes, {} in all",
-            c.pass_through_ops,
-            c.pass_through_episodes,
-            Nanos(c.pass_through_ns as f64)
-        );
-    }
-    if c.warmed_bytes > 0 {
-        eprintln!(
-            "cache     warm start: {} read in from the hot map",
-            BinaryBytes(c.warmed_bytes)
-        );
-    }
-}
-
-/// The human summary table: IOPS, MB/s (decimal), latency percentiles, CPU and achieved queue depth.
-pub fn print_summary(summary: &Summary, queue_depth: u32) {
-    eprintln!(
-        "{:<8}{:>12}{:>12}{:>10}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}",
-        "", "ios", "IOPS", "MB/s", "min", "mean", "p25", "p50", "p75", "p95", "p99", "p99.9", "max"
-    );
-    let directions = [
-        ("read", &summary.read),
-        ("write", &summary.write),
-        ("discard", &summary.discard),
-    ];
-    let present: Vec<_> = directions
-        .iter()
-        .filter_map(|(n, d)| d.as_ref().map(|d| (*n, d)))
-        .collect();
-    for (name, d) in &present {
-        eprintln!("{}", direction_row(name, d));
-    }
-    if present.len() != 1 {
-        let total = DirectionSummary {
-            ios: summary.ios,
-            bytes: summary.bytes,
-            iops: summary.iops,
-            bytes_per_s: summary.bytes_per_s,
-            latency_ns: summary.latency_ns.clone(),
-        };
-        eprintln!("{}", direction_row("total", &total));
-    }
-    let seconds = summary.seconds.max(1e-9);
-    eprintln!(
-        "{} in {:.2} s   CPU user {:.1}% sys {:.1}% of one core   QD achieved {:.1} of {}",
-        BinaryBytes(summary.bytes),
-        summary.seconds,
-        100.0 * summary.cpu_user_s / seconds,
-        100.0 * summary.cpu_sys_s / seconds,
-        summary.qd_mean,
-        queue_depth
-    );
-    if let Some(d) = &summary.device {
-        eprintln!(
-            "NAND      host writes {}, NAND writes {}, write amplification {:.2}, SLC hits {}, GC copied {}, \
-             erase count min/mean/max {}/{:.1}/{}",
-            BinaryBytes(d.host_bytes_written),
-            BinaryBytes(d.nand_bytes_written),
-            d.write_amplification,
-            BinaryBytes(d.slc_hit_bytes),
-            BinaryBytes(d.gc_relocated_bytes),
-            d.erase_count_min,
-            d.erase_count_mean,
-            d.erase_count_max
-        );
-    }
-    if let Some(c) = &summary.cache {
-        print_cache(c);
-    }
-    if summary.io_errors > 0 {
-        eprintln!("I/O errors: {}", summary.io_errors);
-    }
-    if summary.verify_errors > 0 {
-        eprintln!(
-            "verify errors: {} blocks did not hold the expected pattern",
-            summary.verify_errors
-        );
     }
 }
 

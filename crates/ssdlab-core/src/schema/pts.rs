@@ -141,3 +141,12 @@ pub struct PtsAnalysis {
     /// Cells the device could not run (a block size below its logical block), with why.
     pub skipped: Vec<String>,
 }
+
+/// A block size as the PTS writes it: 0.5, 4, 1024 (KiB), as a phase-name-safe token ("512b", "4k", "1m").
+pub fn size_token(block_bytes: u64) -> String {
+    match block_bytes {
+        b if b >= 1 << 20 && b.is_multiple_of(1 << 20) => format!("{}m", b >> 20),
+        b if b >= 1 << 10 && b.is_multiple_of(1 << 10) => format!("{}k", b >> 10),
+        b => format!("{b}b"),
+    }
+}

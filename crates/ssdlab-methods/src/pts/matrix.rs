@@ -100,14 +100,7 @@ pub fn value(result: &PtsCellResult, metric: PtsMetric) -> f64 {
     }
 }
 
-/// A block size as the PTS writes it: 0.5, 4, 1024 (KiB), as a phase-name-safe token ("512b", "4k", "1m").
-pub fn size_token(block_bytes: u64) -> String {
-    match block_bytes {
-        b if b >= 1 << 20 && b.is_multiple_of(1 << 20) => format!("{}m", b >> 20),
-        b if b >= 1 << 10 && b.is_multiple_of(1 << 10) => format!("{}k", b >> 10),
-        b => format!("{b}b"),
-    }
-}
+pub use ssdlab_core::schema::pts::size_token;
 
 /// The phase name of a cell in a round: `r03-rw65-4k` (65% reads, random), `r03-seq-rw0-1m`.
 pub fn phase_name(round: u32, cell: &PtsCell) -> String {

@@ -5,10 +5,10 @@ use anyhow::{Result, anyhow, bail};
 use ssdlab_core::DeviceInfo;
 use ssdlab_core::device::TargetKind;
 use ssdlab_core::prom::Exposition;
-use ssdlab_core::schema::health::{DriveHealth, HealthAnalysis, HealthLevel, Protocol, UnreadableDrive};
+use ssdlab_core::schema::health::{HealthAnalysis, HealthLevel, Protocol, UnreadableDrive};
 use ssdlab_core::schema::options::{HealthFlags, RunOptions};
 use ssdlab_core::schema::{Analysis, Verdict};
-use ssdlab_core::units::{DecimalBytes, parse_duration_ns};
+use ssdlab_core::units::parse_duration_ns;
 use ssdlab_health::rating::{RatingFlags, rating};
 
 use super::Outcome;
@@ -82,7 +82,7 @@ pub fn run(args: &HealthArgs) -> Result<Outcome> {
     }
 
     for d in &drives {
-        print_drive(d);
+        output::print_lines_stderr(ssdlab_report::text::drive_lines(d));
     }
     if let Some(prom) = &args.prom {
         let mut exposition = Exposition::new();
@@ -297,124 +297,4 @@ fn subject(analysis: &HealthAnalysis) -> DeviceInfo {
         capacity,
         "SMART / NVMe health data (smartctl, nvme-cli) or the simulator's counters".into(),
     )
-}
-
-fn bytes(b: Option<u128>) -> String {
-    b.map_or("–".into(), |b| DecimalBytes(b as f64).to_string())
-}
-
-fn print_drive(d: &DriveHealth) {
-    let s = &d.snapshot;
-    let id = &s.identity;
-    eprintln!(
-        "\ndrive     {} {}{}{}  {}  ({})",
-        if id.model.is_empty() {
-            "(model not reported)"
-        } else {
-            &id.model
-        },
-        if id.serial.is_empty() || id.serial == id.source {
-            ""
-        } else {
-            &id.serial
-        },
-        id.firmware
-            .as_ref()
-            .map_or(String::new(), |f| format!("  fw {f}")),
-        id.capacity_bytes
-            .map_or(String::new(), |c| format!("  {:.1} GB", c as f64 / 1e9)),
-        id.protocol.name(),
-        id.source
-    );
-    eprintln!(
-        "verdict   {}: {}",
-        d.verdict.level.name(),
-        d.verdict.reasons.join("; ")
-    );
-    eprintln!(
-        "powered   {}   temperature {}",
-        s.power_on_hours.map_or("–".into(), |h| format!("{h} h")),
-        s.temperature_celsius.map_or("–".into(), |t| format!("{t:.0} °C"))
-    );
-    eprintln!(
-        "written   host {}   read {}   NAND {}",
-        bytes(s.host_written_bytes),
-        bytes(s.host_read_bytes),
-        if s.nand_written_bytes.is_some() {
-            bytes(s.nand_written_bytes)
-        } else {
-            "not exposed".into()
-        }
-    );
-    eprintln!("NAND      {}", s.nand_written_source);
-    if let Some(waf) = d.lifetime_write_amplification_ratio {
-        eprintln!("WAF       {waf:.2} over the drive's life (NAND / host bytes)");
-    }
-    match &d.rates {
-        Some(r) => eprintln!(
-            "window    {:.1} days, {} snapshots: host {} a day, NAND {} a day, WAF {}",
-            (r.to_s - r.from_s) as f64 / 86_400.0,
-            r.snapshots,
-            r.host_written_bytes_per_day
-                .map_or("–".into(), |b| DecimalBytes(b).to_string()),
-            r.nand_written_bytes_per_day
-                .map_or("–".into(), |b| DecimalBytes(b).to_string()),
-            r.write_amplification_ratio
-                .map_or("–".into(), |w| format!("{w:.2}"))
-        ),
-        None => {
-            eprintln!("window    one snapshot: rates and windowed WAF need a second, a day or more later")
-        }
-    }
-    eprintln!(
-        "wear      {}{}",
-        s.wear_used_percent.map_or("not reported".into(), |w| format!(
-            "{w:.1}% used ({})",
-            s.wear_source
-        )),
-        s.erase_count_mean
-            .map_or(String::new(), |e| format!("; mean erase count {e:.1}"))
-    );
-    if let Some(r) = &d.rating {
-        let mut parts = vec![];
-        if let Some(t) = r.tbw_bytes {
-            parts.push(format!("{:.0} TBW", t as f64 / 1e12));
-        }
-        if let Some(dwpd) = r.dwpd {
-            parts.push(format!("{dwpd:.2} DWPD"));
-        }
-        if let Some(pe) = r.pe_cycles {
-            parts.push(format!("{pe} P/E cycles"));
-        }
-        eprintln!("rating    {} ({})", parts.join(", "), r.source);
-    }
-    eprintln!("life      {}", ssdlab_report::health::life_text(d));
-    eprintln!("          from {}", d.life.basis);
-    if let Some(needs) = &d.life.needs {
-        eprintln!("          needs {needs}");
-    }
-    let count = |v: Option<u64>| v.map_or("–".into(), |n| n.to_string());
-    eprintln!(
-        "errors    media {}, CRC {}, reallocated {}, pending {}, unsafe shutdowns {}",
-        count(s.media_errors),
-        count(s.crc_errors),
-        count(s.reallocated),
-        count(s.pending_sectors),
-        count(s.unsafe_shutdowns)
-    );
-    if !s.attributes.is_empty() {
-        eprintln!(
-            "attributes ({}, every one the drive reported)",
-            s.attributes.len()
-        );
-        for a in &s.attributes {
-            eprintln!(
-                "  {:>3} {:<28} {:>3} {:>3} {:>3} {:<4} {}",
-                a.id, a.name, a.value, a.worst, a.thresh, a.when_failed, a.raw_string
-            );
-        }
-    }
-    for note in &s.notes {
-        eprintln!("note      {note}");
-    }
 }

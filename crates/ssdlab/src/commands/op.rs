@@ -152,7 +152,10 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
         }
     );
     let partitions = distinct_partitions(&kernel_partitions, &on_disk.partitions);
-    print_partitions(&partitions, info.capacity_bytes);
+    output::print_lines_stderr(ssdlab_report::text::partition_lines(
+        &partitions,
+        info.capacity_bytes,
+    ));
     let mut record = OpAnalysis {
         raw_nand_source: source.clone(),
         built_in: built_in.recorded(),
@@ -330,24 +333,6 @@ fn distinct_partitions(kernel: &[Partition], on_disk: &[Partition]) -> Vec<Parti
         }
     }
     shown
-}
-
-/// Prints the partitions and what follows the last one.
-fn print_partitions(shown: &[Partition], capacity_bytes: u64) {
-    let Some(end) = shown
-        .iter()
-        .map(|p| p.start_bytes.saturating_add(p.len_bytes))
-        .max()
-    else {
-        eprintln!("partitions  none");
-        return;
-    };
-    let names: Vec<String> = shown.iter().map(|p| p.to_string()).collect();
-    eprintln!(
-        "partitions  {}; {} after the last unpartitioned (spare only if it was discarded and never written since)",
-        names.join(", "),
-        bytes(capacity_bytes.saturating_sub(end))
-    );
 }
 
 fn source_text(source: &RawNandSource) -> String {

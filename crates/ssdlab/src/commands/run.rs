@@ -99,7 +99,7 @@ fn run_on<D: Device>(mut device: D, args: &RunArgs, flags: &RunFlags, before: Un
 
     let mut reporter = Reporter::new(args.json);
     eprintln!("ssdlab    run {}", describe(&workload));
-    output::print_target(&info);
+    output::print_lines_stderr(ssdlab_report::text::target_lines(&info));
     reporter.emit(&Event::Begin {
         kind: "run".into(),
         target: info.clone(),
@@ -144,7 +144,7 @@ fn run_on<D: Device>(mut device: D, args: &RunArgs, flags: &RunFlags, before: Un
     })?;
     reporter.emit(&Event::Verdict(verdict.clone()))?;
 
-    output::print_summary(&summary, workload.queue_depth);
+    output::print_lines_stderr(ssdlab_report::text::summary_lines(&summary, workload.queue_depth));
     for reason in &verdict.reasons {
         eprintln!("verdict   {reason}");
     }

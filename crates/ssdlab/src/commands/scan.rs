@@ -10,7 +10,7 @@ use ssdlab_core::Device;
 use ssdlab_core::schema::options::{FileScanFlags, RegionScanFlags, RunOptions};
 use ssdlab_core::schema::{Analysis, ScanAnalysis};
 use ssdlab_core::target::TargetSpec;
-use ssdlab_core::units::{BinaryBytes, MONTH_S};
+use ssdlab_core::units::BinaryBytes;
 use ssdlab_io::Engine;
 use ssdlab_methods::refresh::file::{escape_path, path_bytes_hex};
 use ssdlab_methods::scan::dataset::{DatasetScanOptions, parse_dataset, scan_dataset};
@@ -150,154 +150,6 @@ fn scan_sim(args: &ScanArgs, target: &str, reads: ScanReads) -> Result<ScanAnaly
     Ok(scan_dataset(&mut device, target, &files, &ranges, &options)?)
 }
 
-fn print_table(analysis: &ScanAnalysis) {
-    eprintln!("reader    {}", analysis.reader);
-    eprintln!(
-        "baseline  {:.1} MB/s ({})",
-        analysis.baseline_bytes_per_s / 1e6,
-        analysis.baseline_source
-    );
-    eprintln!(
-        "{:>12}{:>7}{:>11}{:>9}{:>9}{:>9}{:>9}{:>9}{:>14}",
-        "age (months)", "files", "data", "25%", "median", "75%", "95%", "mean", "h per 900 GB"
-    );
-    for b in &analysis.buckets {
-        let to = b.months_to.map_or("+".into(), |to| format!("{to:.0}"));
-        let c = b.speed_bytes_per_s.scaled(1e-6);
-        eprintln!(
-            "{:>12}{:>7}{:>11}{:>9.1}{:>9.1}{:>9.1}{:>9.1}{:>9.1}{:>14.2}",
-            format!("{:.0}-{to}", b.months_from),
-            b.files,
-            BinaryBytes(b.bytes).to_string(),
-            c.p25,
-            c.p50,
-            c.p75,
-            c.p95,
-            c.mean,
-            b.hours_per_900gb
-        );
-    }
-    eprintln!(
-        "total     {} read in {:.2} h of device time ({} files); speeds in MB/s",
-        BinaryBytes(analysis.total_bytes),
-        analysis.total_bulk_read_hours,
-        analysis.files.len()
-    );
-    if analysis.buckets.iter().any(|b| b.random_reads.is_some()) {
-        eprintln!(
-            "{:>12}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}   random 4 KiB reads at QD1, latency in us",
-            "age (months)", "reads", "25%", "median", "75%", "95%", "99%", "mean"
-        );
-        for b in &analysis.buckets {
-            let Some(r) = &b.random_reads else { continue };
-            let to = b.months_to.map_or("+".into(), |to| format!("{to:.0}"));
-            eprintln!(
-                "{:>12}{:>9}{:>9.0}{:>9.0}{:>9.0}{:>9.0}{:>9.0}{:>9.0}",
-                format!("{:.0}-{to}", b.months_from),
-                r.reads,
-                r.p25_ns / 1e3,
-                r.p50_ns / 1e3,
-                r.p75_ns / 1e3,
-                r.p95_ns / 1e3,
-                r.p99_ns / 1e3,
-                r.mean_ns / 1e3
-            );
-        }
-    }
-    if let Some(comparison) = &analysis.field_report {
-        print_field_report(comparison);
-    }
-    if analysis.devices.len() > 1 {
-        eprintln!(
-            "{:>20}{:>7}{:>11}{:>9}{:>9}{:>9}{:>14}",
-            "device", "files", "data", "median", "95%", "flagged", "h per 900 GB"
-        );
-        for d in &analysis.devices {
-            eprintln!(
-                "{:>20}{:>7}{:>11}{:>9.1}{:>9.1}{:>9}{:>14.2}",
-                d.device,
-                d.files,
-                BinaryBytes(d.bytes).to_string(),
-                d.speed_bytes_per_s.p50 / 1e6,
-                d.speed_bytes_per_s.p95 / 1e6,
-                d.flagged,
-                d.hours_per_900gb
-            );
-        }
-    }
-    // The slowest first, a screenful at most; result.json and --json hold them all.
-    let mut flagged: Vec<&ssdlab_core::schema::FileScan> =
-        analysis.files.iter().filter(|f| f.flagged).collect();
-    flagged.sort_by(|a, b| b.slowdown_ratio.total_cmp(&a.slowdown_ratio));
-    for f in flagged.iter().take(FLAGGED_SHOWN) {
-        eprintln!(
-            "FLAGGED   {}: {:.1} MB/s, {:.1}x slower than fresh data, {:.1} months old; the slow chunks were slow again",
-            f.name,
-            f.bytes_per_s / 1e6,
-            f.slowdown_ratio,
-            f.age_s / MONTH_S
-        );
-    }
-    if !flagged.is_empty() {
-        let bytes: u64 = flagged.iter().map(|f| f.bytes).sum();
-        let seconds: f64 = flagged.iter().map(|f| f.seconds).sum();
-        eprintln!(
-            "flagged   {} files{}, {} holding {}: reading them took {:.1} s; `ssdlab refresh --from` the result rewrites them",
-            flagged.len(),
-            if flagged.len() > FLAGGED_SHOWN {
-                format!(" ({FLAGGED_SHOWN} slowest shown above)")
-            } else {
-                String::new()
-            },
-            if flagged.len() == 1 { "one" } else { "together" },
-            BinaryBytes(bytes),
-            seconds
-        );
-    }
-}
-
-/// Flagged files listed one by one on stderr; the rest are counted.
-const FLAGGED_SHOWN: usize = 10;
-
-/// The virtual data set age by age beside the field report's bulk-read hours (read with cat).
-fn print_field_report(comparison: &ssdlab_core::schema::FieldReportComparison) {
-    eprintln!(
-        "{:>12}{:>7}{:>14}{:>14}{:>8}{:>11}{:>9}{:>9}",
-        "age (months)", "files", "h per 900 GB", "field report", "diff", "4K median", "95%", "99%"
-    );
-    for row in &comparison.rows {
-        let reference = row
-            .field_report_hours_per_900gb
-            .map_or("-".into(), |h| format!("{h:.2}"));
-        let diff = row.field_report_hours_per_900gb.map_or("".into(), |h| {
-            format!("{:+.0}%", 100.0 * (row.hours_per_900gb / h - 1.0))
-        });
-        let (p50, p95, p99) = row
-            .random_reads
-            .as_ref()
-            .map_or(("-".into(), "-".into(), "-".into()), |r| {
-                (
-                    format!("{:.0}", r.p50_ns / 1e3),
-                    format!("{:.0}", r.p95_ns / 1e3),
-                    format!("{:.0}", r.p99_ns / 1e3),
-                )
-            });
-        eprintln!(
-            "{:>12.1}{:>7}{:>14.2}{:>14}{:>8}{:>11}{:>9}{:>9}",
-            row.months, row.files, row.hours_per_900gb, reference, diff, p50, p95, p99
-        );
-    }
-    if comparison.same_reader {
-        eprintln!(
-            "field     seed 000's bulk-read hours per 900 GB, read with cat as this scan was; its 5.1- and 6.0-month drives read faster than the trend the virtual drive follows; random-read latencies in us"
-        );
-    } else {
-        eprintln!(
-            "field     seed 000 read with cat; this scan's reader differs, so its hours are a prediction for that reader, not a reproduction (--reader cat reads as the report did)"
-        );
-    }
-}
-
 /// Random reads per virtual file unless `--random-reads` says otherwise: 6 files of an age give 1536 samples.
 const DEFAULT_VIRTUAL_RANDOM_READS: u32 = 256;
 
@@ -383,7 +235,7 @@ fn region_scan(args: &ScanArgs, target: &str, reader: Reader) -> Result<Outcome>
         BinaryBytes(layout.region_bytes),
         BinaryBytes(layout.read_bytes)
     );
-    output::print_target(&info);
+    output::print_lines_stderr(ssdlab_report::text::target_lines(&info));
     let (analysis, verdict) = scan_regions(&mut device, &options)?;
     eprintln!(
         "regions   MB/s min {:.1}, median {:.1}, max {:.1}; {} regions below {} of the median, twice",
@@ -491,7 +343,7 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
         );
     }
     eprintln!("scan      {subject}: {} files", analysis.files.len());
-    print_table(&analysis);
+    output::print_lines_stderr(ssdlab_report::text::scan_lines(&analysis));
     if let Some(after) = &analysis.after_refresh {
         let hours = |h: Option<f64>| h.map_or("-".into(), |h| format!("{h:.2}"));
         eprintln!(

@@ -1,0 +1,149 @@
+//! A drive's health as stderr shows it: identity, host and NAND writes, write amplification, wear, remaining
+//! life and the verdict's reasons. It prints nothing itself.
+
+use ssdlab_core::units::DecimalBytes;
+
+use ssdlab_core::schema::health::DriveHealth;
+
+fn bytes(b: Option<u128>) -> String {
+    b.map_or("–".into(), |b| DecimalBytes(b as f64).to_string())
+}
+
+pub fn drive_lines(d: &DriveHealth) -> Vec<String> {
+    let mut out = Vec::new();
+    let s = &d.snapshot;
+    let id = &s.identity;
+    say!(
+        out,
+        "\ndrive     {} {}{}{}  {}  ({})",
+        if id.model.is_empty() {
+            "(model not reported)"
+        } else {
+            &id.model
+        },
+        if id.serial.is_empty() || id.serial == id.source {
+            ""
+        } else {
+            &id.serial
+        },
+        id.firmware
+            .as_ref()
+            .map_or(String::new(), |f| format!("  fw {f}")),
+        id.capacity_bytes
+            .map_or(String::new(), |c| format!("  {:.1} GB", c as f64 / 1e9)),
+        id.protocol.name(),
+        id.source
+    );
+    say!(
+        out,
+        "verdict   {}: {}",
+        d.verdict.level.name(),
+        d.verdict.reasons.join("; ")
+    );
+    say!(
+        out,
+        "powered   {}   temperature {}",
+        s.power_on_hours.map_or("–".into(), |h| format!("{h} h")),
+        s.temperature_celsius.map_or("–".into(), |t| format!("{t:.0} °C"))
+    );
+    say!(
+        out,
+        "written   host {}   read {}   NAND {}",
+        bytes(s.host_written_bytes),
+        bytes(s.host_read_bytes),
+        if s.nand_written_bytes.is_some() {
+            bytes(s.nand_written_bytes)
+        } else {
+            "not exposed".into()
+        }
+    );
+    say!(out, "NAND      {}", s.nand_written_source);
+    if let Some(waf) = d.lifetime_write_amplification_ratio {
+        say!(
+            out,
+            "WAF       {waf:.2} over the drive's life (NAND / host bytes)"
+        );
+    }
+    match &d.rates {
+        Some(r) => say!(
+            out,
+            "window    {:.1} days, {} snapshots: host {} a day, NAND {} a day, WAF {}",
+            (r.to_s - r.from_s) as f64 / 86_400.0,
+            r.snapshots,
+            r.host_written_bytes_per_day
+                .map_or("–".into(), |b| DecimalBytes(b).to_string()),
+            r.nand_written_bytes_per_day
+                .map_or("–".into(), |b| DecimalBytes(b).to_string()),
+            r.write_amplification_ratio
+                .map_or("–".into(), |w| format!("{w:.2}"))
+        ),
+        None => {
+            say!(
+                out,
+                "window    one snapshot: rates and windowed WAF need a second, a day or more later"
+            )
+        }
+    }
+    say!(
+        out,
+        "wear      {}{}",
+        s.wear_used_percent.map_or("not reported".into(), |w| format!(
+            "{w:.1}% used ({})",
+            s.wear_source
+        )),
+        s.erase_count_mean
+            .map_or(String::new(), |e| format!("; mean erase count {e:.1}"))
+    );
+    if let Some(r) = &d.rating {
+        let mut parts = vec![];
+        if let Some(t) = r.tbw_bytes {
+            parts.push(format!("{:.0} TBW", t as f64 / 1e12));
+        }
+        if let Some(dwpd) = r.dwpd {
+            parts.push(format!("{dwpd:.2} DWPD"));
+        }
+        if let Some(pe) = r.pe_cycles {
+            parts.push(format!("{pe} P/E cycles"));
+        }
+        say!(out, "rating    {} ({})", parts.join(", "), r.source);
+    }
+    say!(out, "life      {}", crate::health::life_text(d));
+    say!(out, "          from {}", d.life.basis);
+    if let Some(needs) = &d.life.needs {
+        say!(out, "          needs {needs}");
+    }
+    let count = |v: Option<u64>| v.map_or("–".into(), |n| n.to_string());
+    say!(
+        out,
+        "errors    media {}, CRC {}, reallocated {}, pending {}, unsafe shutdowns {}",
+        count(s.media_errors),
+        count(s.crc_errors),
+        count(s.reallocated),
+        count(s.pending_sectors),
+        count(s.unsafe_shutdowns)
+    );
+    if !s.attributes.is_empty() {
+        say!(
+            out,
+            "attributes ({}, every one the drive reported)",
+            s.attributes.len()
+        );
+        for a in &s.attributes {
+            say!(
+                out,
+                "  {:>3} {:<28} {:>3} {:>3} {:>3} {:<4} {}",
+                a.id,
+                a.name,
+                a.value,
+                a.worst,
+                a.thresh,
+                a.when_failed,
+                a.raw_string
+            );
+        }
+    }
+    for note in &s.notes {
+        say!(out, "note      {note}");
+    }
+    out
+}

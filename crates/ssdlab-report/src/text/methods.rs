@@ -1,0 +1,416 @@
+//! The test methods' tables as stderr shows them (consistency, TRIM, sweeps, latency, PTS, replay), rendered
+//! from the typed analysis as the HTML is, one line a string. It prints nothing itself.
+
+use ssdlab_core::schema::options::SweepAxis;
+use ssdlab_core::schema::{Analysis, MethodAnalysis};
+use ssdlab_core::units::{BinaryBytes, Nanos};
+
+fn mb(bytes_per_s: f64) -> String {
+    ssdlab_core::units::Throughput(bytes_per_s).to_string()
+}
+
+/// The method's table on stderr.
+pub fn method_lines(analysis: &Analysis) -> Vec<String> {
+    let mut out = Vec::new();
+    match analysis {
+        Analysis::Consistency(MethodAnalysis {
+            measured: Some(a), ..
+        }) => {
+            say!(
+                out,
+                "tested    {} ({}% extra over-provisioning)",
+                BinaryBytes(a.tested_bytes),
+                a.op_percent
+            );
+            say!(out, "plateau   {:.0} IOPS", a.plateau_iops);
+            match &a.cliff {
+                Some(c) => say!(
+                    out,
+                    "cliff     at {:.0} s, after {:.2} GB written",
+                    c.t_s,
+                    c.bytes_written as f64 / 1e9
+                ),
+                None => say!(
+                    out,
+                    "cliff     none found (IOPS never stayed below half the plateau)"
+                ),
+            }
+            say!(
+                out,
+                "steady    last {} s: mean {:.0} IOPS, standard deviation {:.0}{}",
+                a.steady_window_s,
+                a.steady_iops_mean,
+                a.steady_iops_std_dev,
+                a.steady_consistency_ratio
+                    .map_or(String::new(), |r| format!(", mean/sd {r:.1}"))
+            );
+            match (a.snia.window_mean, a.snia.range_excursion, a.snia.slope_excursion) {
+                (Some(mean), Some(range), Some(slope)) => say!(
+                    out,
+                    "SNIA      {} over the last 5 of {} rounds of {} s: mean {mean:.0} IOPS, range {:.1}% (<= 20%), slope {:.1}% (<= 10%){}",
+                    if a.snia.achieved {
+                        "steady state"
+                    } else {
+                        "NOT steady"
+                    },
+                    a.snia.rounds,
+                    a.snia.round_s,
+                    100.0 * range,
+                    100.0 * slope,
+                    a.snia
+                        .first_window_start_round
+                        .map_or(String::new(), |r| format!("; first steady window from round {r}"))
+                ),
+                _ => say!(
+                    out,
+                    "SNIA      not assessed: {} rounds of {} s, fewer than 5",
+                    a.snia.rounds,
+                    a.snia.round_s
+                ),
+            }
+        }
+        Analysis::Trim(MethodAnalysis {
+            measured: Some(a), ..
+        }) if a.discard_supported => {
+            say!(
+                out,
+                "measured  {}{}",
+                a.measure_s
+                    .map_or("a whole pass over the drive per state".to_string(), |s| format!(
+                        "{s:.0} s of sequential 128 KiB writes per state"
+                    )),
+                if a.idle_after_trim_s > 0.0 {
+                    format!("; idle {:.0} s after the TRIM", a.idle_after_trim_s)
+                } else {
+                    String::new()
+                }
+            );
+            // Each figure is "172.5 MB/s (164.5 MiB/s)": 24 characters and a gap.
+            say!(
+                out,
+                "{:<10}{:>26}{:>26}{:>26}",
+                "",
+                "Clean",
+                "Dirty",
+                "After TRIM"
+            );
+            say!(
+                out,
+                "{:<10}{:>26}{:>26}{:>26}",
+                "seq write",
+                mb(a.clean_bytes_per_s),
+                mb(a.dirty_bytes_per_s),
+                mb(a.after_trim_bytes_per_s)
+            );
+            say!(
+                out,
+                "restored  {:.0}% of clean speed after TRIM",
+                100.0 * a.restored_fraction
+            );
+            say!(
+                out,
+                "discard   advertised (discard_max_bytes {}); trimmed blocks read back as zeroes: {}",
+                a.discard_max_bytes,
+                a.trimmed_reads_zero.map_or("not checked".into(), |z| if z {
+                    "yes".to_string()
+                } else {
+                    "no".into()
+                })
+            );
+        }
+        Analysis::Sweep(MethodAnalysis {
+            measured: Some(a), ..
+        }) => {
+            if a.axis == SweepAxis::Mix {
+                let block = a.rows.first().map_or(0, |r| r.transfer_bytes);
+                say!(
+                    out,
+                    "region    {}, random {} at QD{}, reads from 0% to 100% of operations",
+                    BinaryBytes(a.region_bytes),
+                    BinaryBytes(block),
+                    a.queue_depth
+                );
+                say!(
+                    out,
+                    "{:>10}{:>12}{:>12}{:>12}{:>14}",
+                    "reads",
+                    "IOPS",
+                    "read IOPS",
+                    "write IOPS",
+                    "MB/s"
+                );
+                for r in &a.rows {
+                    say!(
+                        out,
+                        "{:>9}%{:>12.0}{:>12.0}{:>12.0}{:>14.1}",
+                        r.read_percent.unwrap_or(0),
+                        r.read_iops + r.write_iops,
+                        r.read_iops,
+                        r.write_iops,
+                        (r.read_bytes_per_s + r.write_bytes_per_s) / 1e6
+                    );
+                }
+                return out;
+            }
+            let by_qd = a.axis == SweepAxis::Qd;
+            if by_qd {
+                say!(
+                    out,
+                    "region    {}, random, QD 1 to {}",
+                    BinaryBytes(a.region_bytes),
+                    a.queue_depth
+                );
+            } else {
+                say!(
+                    out,
+                    "region    {} at QD{}",
+                    BinaryBytes(a.region_bytes),
+                    a.queue_depth
+                );
+            }
+            say!(
+                out,
+                "{:>10}{:>14}{:>14}{:>12}{:>12}",
+                if by_qd { "QD" } else { "transfer" },
+                "write MB/s",
+                "read MB/s",
+                "write IOPS",
+                "read IOPS"
+            );
+            for r in &a.rows {
+                say!(
+                    out,
+                    "{:>10}{:>14.1}{:>14.1}{:>12.0}{:>12.0}",
+                    match r.queue_depth {
+                        Some(qd) if by_qd => qd.to_string(),
+                        _ => BinaryBytes(r.transfer_bytes).to_string(),
+                    },
+                    r.write_bytes_per_s / 1e6,
+                    r.read_bytes_per_s / 1e6,
+                    r.write_iops,
+                    r.read_iops
+                );
+            }
+            for s in &a.skipped {
+                say!(out, "skipped   {s}");
+            }
+        }
+        Analysis::Latency(MethodAnalysis {
+            measured: Some(a), ..
+        }) => {
+            say!(
+                out,
+                "QD1       {:.0} IOPS, {}, maximum latency {}, CPU {:.1}%",
+                a.iops,
+                mb(a.bytes_per_s),
+                Nanos(a.latency_ns_max as f64),
+                a.cpu_percent
+            );
+            say!(
+                out,
+                "{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+                "25%",
+                "median",
+                "75%",
+                "95%",
+                "mean",
+                "99%",
+                "99.9%"
+            );
+            say!(
+                out,
+                "{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+                Nanos(a.latency_ns_p25 as f64).to_string(),
+                Nanos(a.latency_ns_p50 as f64).to_string(),
+                Nanos(a.latency_ns_p75 as f64).to_string(),
+                Nanos(a.latency_ns_p95 as f64).to_string(),
+                Nanos(a.latency_ns_mean).to_string(),
+                Nanos(a.latency_ns_p99 as f64).to_string(),
+                Nanos(a.latency_ns_p999 as f64).to_string()
+            );
+        }
+        Analysis::Pts(MethodAnalysis {
+            measured: Some(a), ..
+        }) => out.extend(pts_lines(a)),
+        Analysis::Replay(MethodAnalysis {
+            measured: Some(a), ..
+        }) => out.extend(replay_lines(a)),
+        _ => {}
+    }
+    out
+}
+
+/// The PTS result on stderr: how it ran, the steady-state determination and the matrix at steady state.
+pub fn pts_lines(a: &ssdlab_core::schema::pts::PtsAnalysis) -> Vec<String> {
+    let mut out = Vec::new();
+    use ssdlab_core::schema::pts::PtsTest;
+    let cells = a.rounds.first().map_or(0, |r| r.cells.len());
+    say!(
+        out,
+        "PTS       {} test: {} round(s) of {cells} cells x {} s over {:.0}% of the device ({}), QD{}; preconditioned with {}{}",
+        a.test.name(),
+        a.rounds.len(),
+        a.cell_s,
+        a.active_range_percent,
+        BinaryBytes(a.active_range_bytes),
+        a.tracking_cell.queue_depth,
+        BinaryBytes(a.preconditioning_bytes),
+        if a.purged {
+            " after a purge"
+        } else {
+            ", not purged"
+        }
+    );
+    let tracking = |v: f64| match a.tracking_metric {
+        ssdlab_core::schema::pts::PtsMetric::Iops => format!("{v:.0} IOPS"),
+        ssdlab_core::schema::pts::PtsMetric::BytesPerS => mb(v),
+        ssdlab_core::schema::pts::PtsMetric::LatencyNsMean => Nanos(v).to_string(),
+    };
+    let series: Vec<String> = a.rounds.iter().map(|r| tracking(r.tracking)).collect();
+    say!(out, "rounds    {}", series.join(", "));
+    let st = &a.steady_state;
+    match (st.window_first_round, st.window_last_round, st.window_mean) {
+        (Some(first), Some(last), Some(mean)) => say!(
+            out,
+            "steady    {} in rounds {first}-{last}: mean {}, range {:.1}% (<= 20%), slope {:.1}% (<= 10%)",
+            if st.achieved { "achieved" } else { "NOT achieved" },
+            tracking(mean),
+            100.0 * st.range_excursion.unwrap_or(f64::NAN),
+            100.0 * st.slope_excursion.unwrap_or(f64::NAN)
+        ),
+        _ => say!(
+            out,
+            "steady    not assessed: {} round(s), fewer than 5",
+            a.rounds.len()
+        ),
+    }
+    let mut mixes: Vec<u32> = a.matrix.iter().map(|c| c.cell.read_percent).collect();
+    mixes.dedup();
+    mixes.sort_unstable_by(|x, y| y.cmp(x));
+    mixes.dedup();
+    let mut sizes: Vec<u64> = a.matrix.iter().map(|c| c.cell.block_bytes).collect();
+    sizes.sort_unstable_by(|x, y| y.cmp(x));
+    sizes.dedup();
+    let (what, figure): (&str, fn(&ssdlab_core::schema::pts::PtsCellResult) -> String) = match a.test {
+        PtsTest::Iops => ("IOPS", |c| format!("{:.0}", c.iops)),
+        PtsTest::Throughput => ("MB/s", |c| format!("{:.1}", c.bytes_per_s / 1e6)),
+        PtsTest::Latency => ("mean / maximum response time", |c| {
+            format!(
+                "{} / {}",
+                Nanos(c.latency_ns_mean),
+                Nanos(c.latency_ns_max as f64)
+            )
+        }),
+    };
+    let width = if a.test == PtsTest::Latency { 22 } else { 10 };
+    say!(
+        out,
+        "matrix    {what} over the measurement window, by block size and R/W mix"
+    );
+    let mut header = format!("{:>10}", "block");
+    for m in &mixes {
+        header.push_str(&format!("{:>width$}", format!("{m}/{}", 100 - m)));
+    }
+    say!(out, "{header}");
+    for size in sizes {
+        let mut line = format!("{:>10}", ssdlab_core::schema::pts::size_token(size));
+        for m in &mixes {
+            let cell = a
+                .matrix
+                .iter()
+                .find(|c| c.cell.block_bytes == size && c.cell.read_percent == *m);
+            line.push_str(&format!("{:>width$}", cell.map_or("–".to_string(), figure)));
+        }
+        say!(out, "{line}");
+    }
+    for s in &a.skipped {
+        say!(out, "skipped   {s}");
+    }
+    out
+}
+
+/// The replay's figures on stderr: what was replayed, the storage bench's two figures, latency and fidelity.
+pub fn replay_lines(a: &ssdlab_core::schema::replay::ReplayAnalysis) -> Vec<String> {
+    let mut out = Vec::new();
+    let gb = |b: u64| format!("{:.2} GB", b as f64 / 1e9);
+    say!(
+        out,
+        "trace     {}: {} operations over {:.1} s",
+        a.format.name(),
+        a.trace_ops,
+        a.trace_duration_s
+    );
+    say!(
+        out,
+        "replayed  {} operations in {:.1} s, {}, at most {} in flight: {} reads ({}), {} writes ({}), {} TRIMs, {} flushes",
+        a.replayed_ops,
+        a.replay_duration_s,
+        if a.as_fast_as_possible {
+            "as fast as possible".to_string()
+        } else if a.time_scale == 1.0 {
+            "at the trace's times".to_string()
+        } else {
+            format!("at the trace's times x{}", a.time_scale)
+        },
+        a.queue_depth,
+        a.reads,
+        gb(a.read_bytes),
+        a.writes,
+        gb(a.write_bytes),
+        a.trims,
+        a.flushes
+    );
+    say!(
+        out,
+        "bench     average data rate {} over {:.2} s busy; average service time {} (the device's own: {})",
+        mb(a.average_data_rate_bytes_per_s),
+        a.busy_s,
+        Nanos(a.average_service_time_ns),
+        Nanos(a.average_device_time_ns.unwrap_or(f64::NAN))
+    );
+    let l = &a.latency_ns;
+    say!(
+        out,
+        "{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+        "",
+        "25%",
+        "median",
+        "75%",
+        "95%",
+        "99%",
+        "99.9%",
+        "maximum"
+    );
+    let mut row = |name: &str, l: &ssdlab_core::schema::LatencyNs| {
+        say!(
+            out,
+            "{name:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+            Nanos(l.p25 as f64).to_string(),
+            Nanos(l.p50 as f64).to_string(),
+            Nanos(l.p75 as f64).to_string(),
+            Nanos(l.p95 as f64).to_string(),
+            Nanos(l.p99 as f64).to_string(),
+            Nanos(l.p999 as f64).to_string(),
+            Nanos(l.max as f64).to_string()
+        )
+    };
+    row("all", l);
+    if let Some(r) = &a.read_latency_ns {
+        row("reads", r);
+    }
+    if let Some(w) = &a.write_latency_ns {
+        row("writes", w);
+    }
+    match &a.fidelity {
+        Some(f) => say!(
+            out,
+            "fidelity  issued late by: median {}, p99 {}, max {}; {:.2}% more than 1 ms late",
+            Nanos(f.late_ns_p50 as f64),
+            Nanos(f.late_ns_p99 as f64),
+            Nanos(f.late_ns_max as f64),
+            100.0 * f.late_over_1ms_ratio
+        ),
+        None => say!(out, "fidelity  not measured: replayed as fast as possible"),
+    }
+    out
+}

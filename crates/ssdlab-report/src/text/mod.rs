@@ -1,0 +1,27 @@
+//! Results as the text a terminal shows: each kind's tables and summaries as lines, rendered from the typed
+//! result alone (as the HTML is), so a result kind's renderers live together and the binary only prints them.
+//! It does no I/O.
+
+/// Pushes one formatted line (or an empty one) onto `out`.
+macro_rules! say {
+    ($out:ident) => {
+        $out.push(String::new())
+    };
+    ($out:ident, $($arg:tt)*) => {
+        $out.push(format!($($arg)*))
+    };
+}
+
+mod fanout;
+mod health;
+mod methods;
+mod op;
+mod run;
+mod scan;
+
+pub use fanout::fanout_lines;
+pub use health::drive_lines;
+pub use methods::{method_lines, pts_lines, replay_lines};
+pub use op::partition_lines;
+pub use run::{summary_lines, target_lines};
+pub use scan::{field_report_lines, scan_lines};

@@ -1,0 +1,183 @@
+//! A run's text: the target line and the phase summary table (IOPS, MB/s, latency percentiles, CPU, queue
+//! depth, the NAND and cache counters where there are any). It prints nothing itself.
+
+use ssdlab_core::units::{BinaryBytes, Nanos};
+
+use ssdlab_core::device::DeviceInfo;
+use ssdlab_core::schema::{DirectionSummary, LatencyNs, Summary};
+
+/// One line describing the target, and its notes.
+pub fn target_lines(info: &DeviceInfo) -> Vec<String> {
+    let mut out = Vec::new();
+    let direct = if info.direct_io { "O_DIRECT" } else { "buffered" };
+    say!(
+        out,
+        "target    {}: {}, {} ({} bytes), logical block {} B, {}, {}",
+        info.target,
+        info.model,
+        BinaryBytes(info.capacity_bytes),
+        info.capacity_bytes,
+        info.logical_block_bytes,
+        info.backend,
+        direct
+    );
+    for note in &info.notes {
+        say!(out, "note      {note}");
+    }
+    out
+}
+
+fn latency_cells(l: &LatencyNs) -> String {
+    [
+        l.min as f64,
+        l.mean,
+        l.p25 as f64,
+        l.p50 as f64,
+        l.p75 as f64,
+        l.p95 as f64,
+        l.p99 as f64,
+        l.p999 as f64,
+        l.max as f64,
+    ]
+    .iter()
+    .map(|&ns| format!("{:>9}", Nanos(ns).to_string()))
+    .collect::<Vec<_>>()
+    .join("")
+}
+
+fn direction_row(name: &str, d: &DirectionSummary) -> String {
+    format!(
+        "{name:<8}{:>12}{:>12.0}{:>10.1}{}",
+        d.ios,
+        d.iops,
+        d.bytes_per_s / 1e6,
+        latency_cells(&d.latency_ns)
+    )
+}
+
+/// The cache's line under a summary: what it served, what it wrote back, and what it cost the host.
+pub fn cache_lines(c: &ssdlab_core::schema::CacheStats) -> Vec<String> {
+    let mut out = Vec::new();
+    say!(
+        out,
+        "cache     {} {}: read hits {} of {} ({:.1}%), admitted {}, evicted {}; writes absorbed {}, around {}; \
+         destaged {} in {} writes ({} each), dirty now {} (peak {}); flushes {}; waited on the dirty limit {}",
+        c.mode.name(),
+        BinaryBytes(c.cache_bytes),
+        c.read_hits,
+        c.read_hits + c.read_misses,
+        100.0 * c.read_hit_ratio(),
+        c.admissions,
+        c.evictions,
+        c.writes_absorbed,
+        c.writes_around,
+        BinaryBytes(c.destaged_bytes),
+        c.destage_writes,
+        BinaryBytes(c.destage_write_bytes_mean() as u64),
+        BinaryBytes(c.dirty_bytes),
+        BinaryBytes(c.dirty_bytes_peak),
+        c.flushes,
+        Nanos(c.dirty_limit_wait_ns as f64),
+    );
+    if c.pass_through_episodes > 0 || c.pass_through_ns > 0 {
+        say!(
+            out,
+            "cache     host CPU busy: passed {} reads and writes through in {} episodes, {} in all",
+            c.pass_through_ops,
+            c.pass_through_episodes,
+            Nanos(c.pass_through_ns as f64)
+        );
+    }
+    if c.warmed_bytes > 0 {
+        say!(
+            out,
+            "cache     warm start: {} read in from the hot map",
+            BinaryBytes(c.warmed_bytes)
+        );
+    }
+    out
+}
+
+/// The human summary table: IOPS, MB/s (decimal), latency percentiles, CPU and achieved queue depth.
+pub fn summary_lines(summary: &Summary, queue_depth: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    say!(
+        out,
+        "{:<8}{:>12}{:>12}{:>10}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}",
+        "",
+        "ios",
+        "IOPS",
+        "MB/s",
+        "min",
+        "mean",
+        "p25",
+        "p50",
+        "p75",
+        "p95",
+        "p99",
+        "p99.9",
+        "max"
+    );
+    let directions = [
+        ("read", &summary.read),
+        ("write", &summary.write),
+        ("discard", &summary.discard),
+    ];
+    let present: Vec<_> = directions
+        .iter()
+        .filter_map(|(n, d)| d.as_ref().map(|d| (*n, d)))
+        .collect();
+    for (name, d) in &present {
+        say!(out, "{}", direction_row(name, d));
+    }
+    if present.len() != 1 {
+        let total = DirectionSummary {
+            ios: summary.ios,
+            bytes: summary.bytes,
+            iops: summary.iops,
+            bytes_per_s: summary.bytes_per_s,
+            latency_ns: summary.latency_ns.clone(),
+        };
+        say!(out, "{}", direction_row("total", &total));
+    }
+    let seconds = summary.seconds.max(1e-9);
+    say!(
+        out,
+        "{} in {:.2} s   CPU user {:.1}% sys {:.1}% of one core   QD achieved {:.1} of {}",
+        BinaryBytes(summary.bytes),
+        summary.seconds,
+        100.0 * summary.cpu_user_s / seconds,
+        100.0 * summary.cpu_sys_s / seconds,
+        summary.qd_mean,
+        queue_depth
+    );
+    if let Some(d) = &summary.device {
+        say!(
+            out,
+            "NAND      host writes {}, NAND writes {}, write amplification {:.2}, SLC hits {}, GC copied {}, \
+             erase count min/mean/max {}/{:.1}/{}",
+            BinaryBytes(d.host_bytes_written),
+            BinaryBytes(d.nand_bytes_written),
+            d.write_amplification,
+            BinaryBytes(d.slc_hit_bytes),
+            BinaryBytes(d.gc_relocated_bytes),
+            d.erase_count_min,
+            d.erase_count_mean,
+            d.erase_count_max
+        );
+    }
+    if let Some(c) = &summary.cache {
+        out.extend(cache_lines(c));
+    }
+    if summary.io_errors > 0 {
+        say!(out, "I/O errors: {}", summary.io_errors);
+    }
+    if summary.verify_errors > 0 {
+        say!(
+            out,
+            "verify errors: {} blocks did not hold the expected pattern",
+            summary.verify_errors
+        );
+    }
+    out
+}
