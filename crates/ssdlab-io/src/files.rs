@@ -340,6 +340,45 @@ fn remove_kind_if_same(
     )))
 }
 
+/// Writes `bytes` to `path` atomically and durably: a new file beside it (O_EXCL, an unpredictable name, never a
+/// symlink followed), synced, renamed over `path`, and the directory synced; a reader sees the old file or the
+/// new one, never a part. It replaces whatever is at `path`: a caller that must not replace someone else's file
+/// checks first, or uses [`replace_if_same`].
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let tmp = parent.join(temporary_name(path));
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&tmp)?;
+    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    drop(file);
+    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    File::open(parent)?.sync_all()
+}
+
+/// `.NAME.PID-NANOS-N.tmp`: a name beside `path` no one can have planted on purpose for it.
+fn temporary_name(path: &Path) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        ".{}.{}-{nanos:x}-{}.tmp",
+        path.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
+}
+
 /// What [`replace_if_same`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Replaced {
@@ -358,7 +397,6 @@ pub fn replace_if_same(path: &Path, expected: Option<FileIdentity>, bytes: &[u8]
     use std::io::Write;
     use std::os::fd::FromRawFd;
     use std::os::unix::ffi::OsStrExt;
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let name = path.file_name().ok_or(io::ErrorKind::InvalidInput)?;
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -369,15 +407,7 @@ pub fn replace_if_same(path: &Path, expected: Option<FileIdentity>, bytes: &[u8]
         .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
         .open(parent)?;
     let fd = dir.as_raw_fd();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let tmp = format!(
-        ".{}.{}-{nanos:x}-{}.tmp",
-        name.to_string_lossy(),
-        std::process::id(),
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    );
+    let tmp = temporary_name(path);
     let c_name = CString::new(name.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
     let c_tmp = CString::new(tmp.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
     // SAFETY: the name is NUL-terminated and live, the directory open; a new descriptor or -1 comes back.
@@ -556,11 +586,9 @@ pub fn pseudo_file_system(path: &Path) -> io::Result<Option<&'static str>> {
     }
     if magic == TMPFS_MAGIC {
         // statx's mount id names the mount; mountinfo says its type.
-        // SAFETY: statx is plain old data; all-zero bytes are a valid value.
-        let mut sx: libc::statx = unsafe { std::mem::zeroed() };
-        // SAFETY: as above; sx is a live local the kernel fills.
-        let rc = unsafe { libc::statx(libc::AT_FDCWD, c_path.as_ptr(), 0, libc::STATX_MNT_ID, &mut sx) };
-        if rc == 0 && sx.stx_mask & libc::STATX_MNT_ID != 0 {
+        if let Ok(sx) = crate::sys::statx(libc::AT_FDCWD, &c_path, 0, libc::STATX_MNT_ID)
+            && sx.stx_mask & libc::STATX_MNT_ID != 0
+        {
             let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
             if crate::guard::mount_type_of(&mountinfo, sx.stx_mnt_id).as_deref() == Some("devtmpfs") {
                 return Ok(Some("devtmpfs"));

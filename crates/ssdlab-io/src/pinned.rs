@@ -116,22 +116,12 @@ fn unsafe_zeroed_statfs() -> libc::statfs {
 
 /// statx of a descriptor (AT_EMPTY_PATH, which works on O_PATH descriptors), with birth time where known.
 fn statx_fd(fd: libc::c_int) -> io::Result<libc::statx> {
-    // SAFETY: statx is plain old data; all-zero bytes are a valid value.
-    let mut sx: libc::statx = unsafe { std::mem::zeroed() };
-    // SAFETY: the path is a NUL-terminated empty string and sx is a live local the kernel fills.
-    let ret = unsafe {
-        libc::statx(
-            fd,
-            c"".as_ptr(),
-            libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
-            libc::STATX_BASIC_STATS | libc::STATX_BTIME | libc::STATX_MNT_ID,
-            &mut sx,
-        )
-    };
-    if ret < 0 {
-        return Err(last_error());
-    }
-    Ok(sx)
+    crate::sys::statx(
+        fd,
+        c"",
+        libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+        libc::STATX_BASIC_STATS | libc::STATX_BTIME | libc::STATX_MNT_ID,
+    )
 }
 
 fn birth_of(sx: &libc::statx) -> Option<Time> {

@@ -126,23 +126,34 @@ pub fn drop_cache(file: &File, offset: u64, len: u64) -> io::Result<()> {
     }
 }
 
+/// statx: `path` relative to the directory descriptor `dirfd` (AT_FDCWD for the working directory; an empty
+/// path with AT_EMPTY_PATH names `dirfd` itself, an O_PATH descriptor included), asking for the fields in `mask`.
+/// The one wrapper of the call: every statx in ssdlab goes through it.
+pub fn statx(
+    dirfd: libc::c_int,
+    path: &std::ffi::CStr,
+    flags: libc::c_int,
+    mask: u32,
+) -> io::Result<libc::statx> {
+    // SAFETY: statx is plain old data; all-zero bytes are a valid value.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: the path is NUL-terminated and outlives the call; stx points to a live local the kernel fills.
+    check(unsafe { libc::statx(dirfd, path.as_ptr(), flags, mask, &mut stx) })?;
+    Ok(stx)
+}
+
 /// Direct-I/O alignment of a file as the kernel reports it (statx STATX_DIOALIGN, Linux 6.1+):
 /// `(memory alignment, offset alignment)`, or None when the filesystem does not say.
 pub fn direct_io_alignment(path: &Path) -> Option<(u32, u32)> {
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statx is plain old data; zeroed is a valid value.
-    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-    // SAFETY: the path is NUL-terminated and outlives the call; stx points to a live local.
-    let ret = unsafe {
-        libc::statx(
-            libc::AT_FDCWD,
-            c_path.as_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-            libc::STATX_DIOALIGN,
-            &mut stx,
-        )
-    };
-    if ret != 0 || stx.stx_mask & libc::STATX_DIOALIGN == 0 || stx.stx_dio_offset_align == 0 {
+    let stx = statx(
+        libc::AT_FDCWD,
+        &c_path,
+        libc::AT_SYMLINK_NOFOLLOW,
+        libc::STATX_DIOALIGN,
+    )
+    .ok()?;
+    if stx.stx_mask & libc::STATX_DIOALIGN == 0 || stx.stx_dio_offset_align == 0 {
         return None;
     }
     Some((stx.stx_dio_mem_align, stx.stx_dio_offset_align))

@@ -224,26 +224,10 @@ impl ssdlab_methods::MethodObserver for Reporter {
     }
 }
 
-/// Writes a file atomically: to a temporary name in the same directory, then renamed over the target, so a
-/// reader never sees a half-written file and an interrupted write loses nothing that was there.
+/// Writes a file atomically and durably (ssdlab-io's one atomic writer): a reader never sees a half-written file
+/// and an interrupted write loses nothing that was there.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write as _;
-    let tmp = fresh_sibling(path, "tmp-ssdlab");
-    // A new file of a name no one else uses: never a symlink followed, never someone's file truncated.
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .with_context(|| format!("creating {}", tmp.display()))?;
-    if let Err(e) = file.write_all(bytes) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("writing {}", tmp.display()));
-    }
-    drop(file);
-    std::fs::rename(&tmp, path).with_context(|| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("renaming {} into place", tmp.display())
-    })
+    ssdlab_io::files::write_atomically(path, bytes).with_context(|| format!("writing {}", path.display()))
 }
 
 /// A name beside `path` that this process has not used and no one else can have planted on purpose for it:
