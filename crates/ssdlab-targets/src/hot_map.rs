@@ -7,7 +7,6 @@
 //! (another file, a symlink, a device) is refused when the cache opens, and a path whose file changed while the
 //! cache ran is left alone at close. It never opens the device.
 
-use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -149,27 +148,34 @@ pub(crate) fn attach(
             capacity_bytes,
             blocks,
         };
-        // The cache is closing and nobody is left to return an error to: say it where the user sees it.
+        // The cache is closing and nobody is left to return an error to: the note waits for the binary, which
+        // prints what closing left to say before it exits (`close_notes`).
         let dir = path.parent().unwrap_or(Path::new("."));
         let saved = std::fs::create_dir_all(dir)
             .and_then(|()| ssdlab_io::files::replace_if_same(&path, expected, &map.encode()));
         match saved {
             Ok(Replaced::Replaced) => {}
-            // A closed stderr must not turn this into a panic while the cache closes.
             Ok(Replaced::LeftAlone(why)) => {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "ssdlab: the cache's hot map was not saved: {why}"
-                );
+                note_at_close(format!("the cache's hot map was not saved: {why}"))
             }
-            Err(e) => {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "ssdlab: could not save the cache's hot map to {}: {e}",
-                    path.display()
-                );
-            }
+            Err(e) => note_at_close(format!(
+                "could not save the cache's hot map to {}: {e}",
+                path.display()
+            )),
         }
     }));
     Ok(())
+}
+
+/// What closing a device had to say when no caller was left to tell (a hot map that could not be saved).
+static CLOSE_NOTES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn note_at_close(note: String) {
+    CLOSE_NOTES.lock().unwrap_or_else(|p| p.into_inner()).push(note);
+}
+
+/// Takes what closing devices had to say since the last call, for the binary to print: the library prints
+/// nothing itself.
+pub fn close_notes() -> Vec<String> {
+    std::mem::take(&mut *CLOSE_NOTES.lock().unwrap_or_else(|p| p.into_inner()))
 }

@@ -7,8 +7,8 @@
 //! made through a symbolic link, is refused always when the device is in use (mounted, swap, claimed), and when
 //! it only carries signs of past use unless `force`. Only a benchmark lays out (creates or extends) a file.
 //!
-//! It prints nothing (but for a cache's hot map that cannot be saved when the cache closes, when there is no
-//! caller left to tell); refusals come back as [`OpenError`]s whose text names the flag and the fix.
+//! It prints nothing: refusals come back as [`OpenError`]s whose text names the flag and the fix, and what a
+//! closing cache had to say (a hot map that could not be saved) waits in [`close_notes`] for the binary.
 #![forbid(unsafe_code)]
 
 mod any;
@@ -20,7 +20,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 pub use any::{AnyDevice, DeviceVisitor};
-pub use hot_map::default_state_dir;
+pub use hot_map::{close_notes, default_state_dir};
 use ssdlab_cache::{CacheConfig, CachedDevice};
 use ssdlab_core::device::Device;
 use ssdlab_core::target::TargetSpec;

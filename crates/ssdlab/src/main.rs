@@ -77,6 +77,10 @@ fn main() -> ExitCode {
         Command::Completions(args) => commands::docs::completions(args),
         Command::Man(args) => commands::docs::man(args),
     };
+    // What closing a device had to say when no caller was left (a cache's hot map not saved).
+    for note in ssdlab_targets::close_notes() {
+        output::alarm(&format!("ssdlab: {note}"));
+    }
     match result {
         Ok(Outcome::Passed) | Ok(Outcome::PipeClosed) => ExitCode::SUCCESS,
         Ok(Outcome::Failed) => ExitCode::from(1),
