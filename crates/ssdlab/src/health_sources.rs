@@ -2,6 +2,7 @@
 //! or an ssdlab result, opening a `sim:` target for its counters, and the per-drive history files. All parsing
 //! and arithmetic is ssdlab-health's; this module only does the I/O around it.
 
+use ssdlab_core::target::TargetSpec;
 use std::io::Write;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -39,7 +40,7 @@ pub enum DeviceFailure {
 /// Reads a positional DEVICE: a `sim:` target or a device node through smartctl.
 pub fn read_device(device: &str, smartctl_path: &Path) -> Result<Reading, DeviceFailure> {
     use DeviceFailure::{Input, Unreadable};
-    if device.starts_with("sim:") {
+    if let Ok(TargetSpec::Sim { .. }) = TargetSpec::parse(device) {
         return read_sim(device).map_err(Input);
     }
     let (device, device_type) = split_type(device);
@@ -129,8 +130,10 @@ pub fn scan_drives(smartctl_path: &Path) -> Result<Vec<(String, Option<String>)>
 
 /// The rated P/E cycles of a `sim:` target's profile.
 fn profile_pe(target: &str) -> Option<u32> {
-    let spec = target.strip_prefix("sim:")?;
-    ssdlab_sim::spec::SimSpec::parse(spec)
+    let Ok(TargetSpec::Sim { spec }) = TargetSpec::parse(target) else {
+        return None;
+    };
+    ssdlab_sim::spec::SimSpec::parse(&spec)
         .ok()
         .map(|s| s.profile.rated_pe_cycles)
 }

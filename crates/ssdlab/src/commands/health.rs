@@ -252,7 +252,10 @@ fn read_all(args: &HealthArgs) -> Result<Readings> {
 /// whole DEVICE:TYPE where one path is read as several drives (a RAID controller's megaraid,N).
 fn read_ok_label(device: &str, asked: &[String]) -> String {
     let path = |d: &str| -> String {
-        if d.starts_with("sim:") {
+        if matches!(
+            ssdlab_core::target::TargetSpec::parse(d),
+            Ok(ssdlab_core::target::TargetSpec::Sim { .. })
+        ) {
             d.to_string()
         } else {
             split_type(d).0.to_string()
