@@ -15,7 +15,7 @@ macro_rules! say {
 mod fanout;
 mod health;
 mod methods;
-mod op;
+pub mod op;
 mod run;
 mod scan;
 

@@ -8,11 +8,10 @@ use ssdlab_core::schema::op::{OpAnalysis, OpPlanned};
 use ssdlab_core::schema::options::{OpFlags, RunOptions};
 use ssdlab_core::schema::{Analysis, Verdict};
 use ssdlab_core::target::TargetSpec;
-use ssdlab_core::units::{BinaryBytes, DecimalBytes, parse_size};
+use ssdlab_core::units::parse_size;
 use ssdlab_io::layout::DriveKind;
-use ssdlab_methods::op::{
-    DiskLayout, OpPlan, Partition, RawNandSource, Spare, apply, disk_layout, plan_tail, raw_nand,
-};
+use ssdlab_methods::op::{OpPlan, OpRequest, Partition, RawNandSource, Spare, apply, examine};
+use ssdlab_report::text;
 use ssdlab_sim::spec::SimSpec;
 
 use super::Outcome;
@@ -58,20 +57,8 @@ fn parse_share(text: &str) -> Result<f64> {
     Ok(share)
 }
 
-fn describe(spare: &Spare) -> String {
-    format!(
-        "OP {:.1}% = (physical - logical) / logical; spare factor {:.1}% = (physical - logical) / physical",
-        100.0 * spare.op_ratio(),
-        100.0 * spare.spare_factor_ratio()
-    )
-}
-
-fn bytes(n: u64) -> String {
-    format!("{} ({})", DecimalBytes(n as f64), BinaryBytes(n))
-}
-
 fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> Result<Outcome> {
-    let shown = path.display();
+    let shown = path.display().to_string();
     if ssdlab_io::layout::is_partition(path).with_context(|| format!("--target {shown}"))? {
         bail!(
             "--target {shown} is a partition: over-provisioning is a share of the whole drive's NAND, so give the \
@@ -85,27 +72,10 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
     }
     // Reports read the size and the partition table; applying goes through the safety gate, where --force lets
     // only a partition table through (op keeps clear of partitions, but a file system or volume on the whole
-    // device lives in its end) and the exclusive claim holds until the discard.
+    // device lives in its end).
     let opened = open_target(&args.target, if applying { Use::WritesTail } else { Use::Reads })?;
     let mut device = opened.device;
     let info = device.info().clone();
-    if info.capacity_bytes == 0 {
-        bail!("--target {shown}: the device holds 0 bytes; there is no capacity to over-provision");
-    }
-    let (physical_bytes, source) = match &args.raw_nand {
-        Some(text) => (
-            parse_size(text).map_err(|e| anyhow!("--raw-nand {text}: {e}"))?,
-            RawNandSource::Given,
-        ),
-        None => raw_nand(&info.model, info.capacity_bytes),
-    };
-    if physical_bytes < info.capacity_bytes {
-        bail!(
-            "--raw-nand {}: smaller than the drive's logical capacity ({} bytes); give the NAND the drive carries",
-            args.raw_nand.as_deref().unwrap_or(""),
-            info.capacity_bytes
-        );
-    }
     // The kernel's view (sysfs) and the table on the disk: a kernel that has not re-read a changed table, or
     // has no partition support, still must not let the tail reach a partition.
     let kernel_partitions: Vec<Partition> = ssdlab_io::layout::partitions_of(path)
@@ -117,106 +87,23 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
             len_bytes: p.len_bytes,
         })
         .collect();
-    // A report still shows what it can when the table cannot be trusted; a plan refuses.
-    let (on_disk, layout_note) = match disk_layout(&mut device) {
-        Ok(layout) => (layout, None),
-        Err(e) if unused_percent.is_none() => (DiskLayout::default(), Some(e.to_string())),
-        Err(e) => bail!("--target {shown}: {e}"),
+    let request = OpRequest {
+        raw_nand_bytes: args
+            .raw_nand
+            .as_deref()
+            .map(|text| parse_size(text).map_err(|e| anyhow!("--raw-nand {text}: {e}")))
+            .transpose()?,
+        kernel_partitions: kernel_partitions.clone(),
+        unused_percent,
+        virtual_block: ssdlab_io::layout::drive_kind(path).ok() == Some(DriveKind::Virtual)
+            && args.raw_nand.is_none(),
     };
-
-    eprintln!(
-        "drive       {shown} ({}), {} logical",
-        info.model.trim(),
-        bytes(info.capacity_bytes)
-    );
-    let virtual_block =
-        ssdlab_io::layout::drive_kind(path).ok() == Some(DriveKind::Virtual) && args.raw_nand.is_none();
-    if virtual_block {
-        eprintln!(
-            "note        {shown} is a virtual block device with no NAND of its own: the figures below show the \
-             arithmetic only"
-        );
-    }
-    eprintln!("raw NAND    {}: {}", bytes(physical_bytes), source_text(&source));
-    let built_in = Spare {
-        logical_bytes: info.capacity_bytes,
-        physical_bytes,
-    };
-    eprintln!(
-        "built in    {}{}",
-        describe(&built_in),
-        if source == RawNandSource::Assumed {
-            " (at least)"
-        } else {
-            ""
-        }
-    );
-    let partitions = distinct_partitions(&kernel_partitions, &on_disk.partitions);
-    output::print_lines_stderr(ssdlab_report::text::partition_lines(
-        &partitions,
-        info.capacity_bytes,
-    ));
-    let mut record = OpAnalysis {
-        raw_nand_source: source.clone(),
-        built_in: built_in.recorded(),
-        partitions,
-        planned: None,
-        applied: None,
-        notes: vec![],
-    };
-    if virtual_block {
-        record.notes.push(
-            "a virtual block device with no NAND of its own: the figures show the arithmetic only".into(),
-        );
-    }
-    if let Some(note) = layout_note {
-        eprintln!("note        {note}");
-        record.notes.push(note);
-    }
-    let Some(unused_percent) = unused_percent else {
-        eprintln!(
-            "to add spare area, leave a share of the drive unused: --set 25% shows what it means, and with \
-             --allow-destroy discards that tail"
-        );
+    let examined = examine(&mut device, &request).map_err(|e| anyhow!("--target {shown}: {e}"))?;
+    let mut record = examined.record;
+    output::print_lines_stderr(text::op::drive_lines(&record, &info, &shown));
+    let Some((plan, tail)) = examined.plan else {
         return publish(args, info, record);
     };
-    let plan = OpPlan::new(info.capacity_bytes, unused_percent).map_err(|e| anyhow!("{e}"))?;
-    eprintln!(
-        "--set {unused_percent}% leaves the last {} unused: usable {}",
-        bytes(info.capacity_bytes - plan.usable_bytes),
-        bytes(plan.usable_bytes)
-    );
-    eprintln!("with it     {}", describe(&plan.spare(physical_bytes)));
-    let sector = u64::from(info.logical_block_bytes.max(512));
-    let first = (1u64 << 20) / sector;
-    let size = (plan.usable_bytes / sector).saturating_sub(first);
-    eprintln!(
-        "partitions  must end at or before byte {} (sector {} of {sector} bytes){}",
-        plan.usable_bytes,
-        plan.usable_bytes / sector,
-        if size > 0 {
-            format!(
-                "; e.g. one partition from 1 MiB: `printf 'label: gpt\\nstart={first}, size={size}\\n' | sfdisk \
-                 {shown}`, and leave the rest unpartitioned"
-            )
-        } else {
-            String::new()
-        }
-    );
-    // The same decision the discard makes, so a preview that passes is one that applies.
-    let tail = plan_tail(&plan, &on_disk, &kernel_partitions, sector)
-        .map_err(|e| anyhow!("--target {shown}: {e}"))?;
-    if !info.discard_supported {
-        bail!("--target {shown}: {}", ssdlab_methods::op::OpError::NoDiscard);
-    }
-    record.planned = Some(OpPlanned {
-        unused_percent,
-        usable_bytes: plan.usable_bytes,
-        with_tail_unused: plan.spare(physical_bytes).recorded(),
-        tail_offset_bytes: Some(tail.offset_bytes),
-        tail_len_bytes: Some(tail.len_bytes),
-        equivalent_target: None,
-    });
     if !applying {
         let findings =
             ssdlab_io::guard::destructive_findings(path).with_context(|| format!("--target {shown}"))?;
@@ -241,38 +128,7 @@ fn drive(args: &OpArgs, path: &std::path::Path, unused_percent: Option<f64>) -> 
     }
     let applied = apply(&mut device, &plan, &kernel_partitions, args.samples, args.seed)
         .map_err(|e| anyhow!("--target {shown}: {e}"))?;
-    eprintln!(
-        "discarded   bytes {}..{} ({}){}",
-        applied.offset_bytes,
-        applied.offset_bytes + applied.len_bytes,
-        bytes(applied.len_bytes),
-        if applied.gpt_backup_bytes > 0 {
-            format!(
-                "; the last {} bytes hold the GPT's backup and were kept",
-                applied.gpt_backup_bytes
-            )
-        } else {
-            String::new()
-        }
-    );
-    match &applied.read_back_error {
-        Some(e) => {
-            eprintln!("read back   failed after the discard: {e}; the tail was discarded all the same")
-        }
-        None => eprintln!(
-            "read back   {} sampled tail blocks {}",
-            applied.samples,
-            if applied.tail_reads_zero {
-                "read as zeroes"
-            } else {
-                "do not all read as zeroes (the drive does not promise zeroes after a discard; the blocks are unmapped all the same)"
-            }
-        ),
-    }
-    eprintln!(
-        "done        keep every partition below byte {}: a write to the tail takes the spare area back",
-        plan.usable_bytes
-    );
+    output::print_lines_stderr(text::op::applied_lines(&applied, plan.usable_bytes));
     record.applied = Some(applied);
     publish(args, info, record)
 }
@@ -321,33 +177,6 @@ fn publish(args: &OpArgs, info: ssdlab_core::DeviceInfo, analysis: OpAnalysis) -
     Ok(Outcome::Passed)
 }
 
-/// The partitions the kernel lists and the disk's table holds, each range once (the kernel's name first).
-fn distinct_partitions(kernel: &[Partition], on_disk: &[Partition]) -> Vec<Partition> {
-    let mut shown: Vec<Partition> = vec![];
-    for p in kernel.iter().chain(on_disk) {
-        if !shown
-            .iter()
-            .any(|q| (q.start_bytes, q.len_bytes) == (p.start_bytes, p.len_bytes))
-        {
-            shown.push(p.clone());
-        }
-    }
-    shown
-}
-
-fn source_text(source: &RawNandSource) -> String {
-    match source {
-        RawNandSource::Given => "given by --raw-nand".into(),
-        RawNandSource::Known(what) => format!("known drive: {what}"),
-        RawNandSource::Simulated => "the virtual drive's data blocks".into(),
-        RawNandSource::Assumed => {
-            "assumed: a drive sold as N GB carries at least N GiB of NAND (the decimal/binary \
-             difference); give --raw-nand SIZE for the exact figure"
-                .into()
-        }
-    }
-}
-
 /// A virtual drive: its geometry says exactly how much NAND holds data, and its over-provisioning is a parameter.
 fn simulated(args: &OpArgs, spec_text: &str, unused_percent: Option<f64>) -> Result<Outcome> {
     let target = &args.target.target;
@@ -370,14 +199,14 @@ fn simulated(args: &OpArgs, spec_text: &str, unused_percent: Option<f64>) -> Res
     eprintln!(
         "drive       {target} (virtual {}), {} logical",
         spec.profile.name,
-        bytes(logical_bytes)
+        text::op::bytes(logical_bytes)
     );
     eprintln!(
         "raw NAND    {} in data blocks: {} (GC reserve, open blocks and the SLC cache are extra)",
-        bytes(physical_bytes),
-        source_text(&RawNandSource::Simulated)
+        text::op::bytes(physical_bytes),
+        text::op::source_text(&RawNandSource::Simulated)
     );
-    eprintln!("built in    {}", describe(&built_in));
+    eprintln!("built in    {}", text::op::describe(&built_in.recorded()));
     let info = ssdlab_core::DeviceInfo::subject(
         target.clone(),
         ssdlab_core::device::TargetKind::Sim,
@@ -403,10 +232,10 @@ fn simulated(args: &OpArgs, spec_text: &str, unused_percent: Option<f64>) -> Res
     let spare = plan.spare(physical_bytes);
     eprintln!(
         "--set {unused_percent}% leaves the last {} unused: usable {}",
-        bytes(logical_bytes - plan.usable_bytes),
-        bytes(plan.usable_bytes)
+        text::op::bytes(logical_bytes - plan.usable_bytes),
+        text::op::bytes(plan.usable_bytes)
     );
-    eprintln!("with it     {}", describe(&spare));
+    eprintln!("with it     {}", text::op::describe(&spare.recorded()));
     let built = with_op(spec_text, 100.0 * spare.op_ratio());
     eprintln!(
         "the same drive built that way: {built} (or `test consistency --op {unused_percent}` on this one, which \

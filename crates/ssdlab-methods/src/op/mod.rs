@@ -18,6 +18,9 @@ use ssdlab_core::rng::Rng;
 
 pub use ssdlab_core::schema::op::{OpApplied, Partition, RawNandSource, SpareArea};
 
+mod examine;
+pub use examine::{Examined, OpRequest, examine};
+
 const GIB: u64 = 1 << 30;
 const GB: u64 = 1_000_000_000;
 /// Where the usable area ends is rounded down to this, so the partition size printed is aligned for any
