@@ -12,6 +12,7 @@ macro_rules! say {
     };
 }
 
+mod erase;
 mod fanout;
 mod health;
 mod methods;
@@ -19,6 +20,7 @@ pub mod op;
 mod run;
 mod scan;
 
+pub use erase::erase_lines;
 pub use fanout::fanout_lines;
 pub use health::drive_lines;
 pub use methods::{method_lines, pts_lines, replay_lines};

@@ -63,9 +63,7 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
     );
     let report = erase(&mut device, &mut purger, requested, args.samples, args.seed)
         .with_context(|| format!("--target {}", path.display()))?;
-    for step in &report.steps {
-        eprintln!("  {:<13} {}", step.method.name(), step.outcome);
-    }
+
     if let (Some(method), [step]) = (requested, report.steps.as_slice())
         && step.outcome.starts_with("not offered")
     {
@@ -116,36 +114,12 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
     Ok(outcome)
 }
 
-/// Prints how the erase ended, and the exit it calls for.
+/// Prints how the erase ended (the report crate's text), and the exit it calls for.
 fn summarize(report: &ssdlab_core::schema::erase::EraseAnalysis) -> Outcome {
-    match report.method {
-        Some(method) => {
-            eprintln!(
-                "erased    with {}; {} sampled blocks read back erased",
-                method.name(),
-                report.samples
-            );
-            if let Some(caveat) = method.caveat() {
-                eprintln!("note      {caveat}");
-            }
-            if report.held_data_before == 0 {
-                eprintln!(
-                    "note      none of the sampled blocks held data before the erase (all zeroes or ones), so reading \
-                     them back shows little"
-                );
-            }
-            Outcome::Passed
-        }
-        None => {
-            eprintln!(
-                "NOT ERASED: no method that was tried left the sampled blocks readable as erased{}",
-                if report.not_erased_offsets_bytes.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({} still hold data)", report.not_erased_offsets_bytes.len())
-                }
-            );
-            Outcome::Failed
-        }
+    output::print_lines_stderr(ssdlab_report::text::erase_lines(report));
+    if report.method.is_some() {
+        Outcome::Passed
+    } else {
+        Outcome::Failed
     }
 }
