@@ -215,7 +215,7 @@ pub fn run_trace<D: Device + ?Sized, O: Observer + ?Sized>(
 mod tests {
     use super::*;
     use crate::runner::Quiet;
-    use crate::testdev::MemDevice;
+    use ssdlab_testdev::MemDevice;
 
     fn op(at_us: u64, op: Op, offset: u64, len: u64) -> TraceOp {
         TraceOp {
@@ -246,7 +246,7 @@ mod tests {
         let out = run_trace(&mut dev, &plan, &mut Quiet).unwrap();
         assert!(out.phase.complete);
         assert_eq!(out.facts.issued, 5);
-        let issued: Vec<(Op, u64, u64)> = dev.log.clone();
+        let issued: Vec<(Op, u64, u64)> = dev.log().to_vec();
         assert_eq!(
             issued,
             [

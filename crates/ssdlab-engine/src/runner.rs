@@ -404,9 +404,9 @@ fn progress(workload: &Workload, issued: u64, block_limit: Option<u64>, elapsed_
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testdev::MemDevice;
     use crate::workload::{Pattern, RwMode, Span, StopAt};
     use ssdlab_core::units::Rate;
+    use ssdlab_testdev::MemDevice;
 
     fn workload(rw: RwMode, span_bytes: u64) -> Workload {
         Workload {
@@ -437,7 +437,7 @@ mod tests {
         assert_eq!(out.summary.ios, 256);
         assert_eq!(out.summary.bytes, 1 << 20);
         assert_eq!(out.passes, 1);
-        let mut offsets: Vec<u64> = dev.log.iter().map(|&(_, offset, _)| offset).collect();
+        let mut offsets: Vec<u64> = dev.log().iter().map(|&(_, offset, _)| offset).collect();
         offsets.sort_unstable();
         assert_eq!(offsets, (0..256).map(|b| b * 4096).collect::<Vec<_>>());
         assert!(out.complete);
@@ -516,11 +516,11 @@ mod tests {
                 .verify_errors,
             0
         );
-        dev.data[40_000] ^= 0x10;
+        dev.data_mut()[40_000] ^= 0x10;
         let out = run_phase(&mut dev, &read, &mut Quiet).unwrap();
         assert_eq!(out.summary.verify_errors, 1);
         assert_eq!(out.verify_failures[0].offset, 40_000 / 512 * 512);
-        dev.data[70_000] ^= 0x10;
+        dev.data_mut()[70_000] ^= 0x10;
         let out = run_phase(&mut dev, &w, &mut Quiet).unwrap();
         assert_eq!(out.summary.verify_errors, 0, "a rewrite heals the block");
     }

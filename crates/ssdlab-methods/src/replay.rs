@@ -306,7 +306,7 @@ pub fn replay(
 mod tests {
     use super::*;
     use ssdlab_core::Device;
-    use ssdlab_engine::testdev::MemDevice;
+    use ssdlab_testdev::MemDevice;
 
     fn op(at_ns: u64, op: Op, offset_bytes: u64, len_bytes: u64) -> TraceOp {
         TraceOp {
