@@ -21,46 +21,16 @@
 //! around the cache meanwhile), on 41 with the new rule but absorbed writes not counted as changes, and on
 //! seed 1 without the check for a write still at the device when the miss is sent.
 
-mod common;
-
-use std::cell::RefCell;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
-use std::rc::Rc;
+use std::collections::HashMap;
 
 use ssdlab_cache::{BLOCK, CacheConfig, CachedDevice};
-use ssdlab_core::device::{Completion, Device, DeviceInfo, DeviceResult, Io, Op};
+use ssdlab_core::device::{Device, Io, Op};
 use ssdlab_core::rng::Rng;
 use ssdlab_core::schema::CacheStats;
 use ssdlab_core::target::CacheMode;
+use ssdlab_testdev::{MemDevice, MemOptions, ReadsAt, Service, SlowReads};
 
 const SECTOR: u64 = 512;
-
-/// What the memory disk holds, shared with the test so it can be read after the cache is forgotten.
-#[derive(Default)]
-struct Disk {
-    /// What reads see.
-    visible: Vec<u8>,
-    /// What survives a power loss.
-    durable: Vec<u8>,
-    /// Writes completed and not yet flushed: (offset, bytes), in completion order.
-    unflushed: Vec<(u64, Vec<u8>)>,
-}
-
-struct MemDisk {
-    info: DeviceInfo,
-    disk: Rc<RefCell<Disk>>,
-    buffers: Vec<Vec<u8>>,
-    now_ns: u64,
-    due: BinaryHeap<Reverse<(u64, u32)>>,
-    pending: HashMap<u32, (Io, u64, usize)>,
-    /// Reads the disk served as soon as they arrived (a device may), by slot.
-    early_reads: HashMap<u32, Vec<u8>>,
-    rng: Rng,
-    tier: Tier,
-    /// The slot of the slow read at the disk, if one is.
-    slow_read: Option<u32>,
-}
 
 /// How the memory disk and the host behave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,173 +41,32 @@ enum Tier {
     SlowReads,
 }
 
-impl MemDisk {
-    fn new(capacity: u64, seed: u64, tier: Tier) -> (Self, Rc<RefCell<Disk>>) {
-        let disk = Rc::new(RefCell::new(Disk {
-            visible: vec![0; capacity as usize],
-            durable: vec![0; capacity as usize],
-            unflushed: Vec::new(),
-        }));
-        let info = common::virtual_info(
-            "memory disk with a volatile cache",
-            capacity,
-            SECTOR as u32,
-            64 << 10,
-            true,
-        );
-        let device = MemDisk {
-            info,
-            disk: disk.clone(),
-            buffers: Vec::new(),
-            now_ns: 0,
-            due: BinaryHeap::new(),
-            pending: HashMap::new(),
-            early_reads: HashMap::new(),
-            rng: Rng::new(seed ^ 0xD15C),
-            tier,
-            slow_read: None,
-        };
-        (device, disk)
-    }
-}
-
-impl Device for MemDisk {
-    fn info(&self) -> &DeviceInfo {
-        &self.info
-    }
-    fn prepare(&mut self, slots: u32, buffer_bytes: usize) -> DeviceResult<()> {
-        assert!(self.pending.is_empty());
-        self.buffers = vec![vec![0; buffer_bytes]; slots as usize];
-        Ok(())
-    }
-    fn buffer(&self, slot: u32) -> &[u8] {
-        assert!(!self.pending.contains_key(&slot), "buffer of a slot in flight");
-        &self.buffers[slot as usize]
-    }
-    fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
-        assert!(!self.pending.contains_key(&slot), "buffer of a slot in flight");
-        &mut self.buffers[slot as usize]
-    }
-    fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize> {
-        for io in ios {
-            assert!(
-                !self.pending.contains_key(&io.slot),
-                "slot {} reused in flight",
-                io.slot
-            );
-            io.check_bounds(self.info.capacity_bytes, self.buffers[io.slot as usize].len())?;
-            assert!(
-                io.len <= self.info.max_transfer_bytes,
-                "a transfer above the device's maximum"
-            );
-            // A heavy tail: now and then an operation takes a hundred times longer (a read stuck behind GC), so
-            // much happens in the cache while it is in flight.
-            let slow = if self.rng.below(16) == 0 { 100 } else { 1 };
-            let mut delay = (1_000 + self.rng.below(50_000)) * slow;
-            // A slow read takes the data it finds now and answers milliseconds later.
-            // One at a time, so the other slots keep the cache busy meanwhile.
-            let stale_read = self.tier == Tier::SlowReads
-                && io.op == Op::Read
-                && self.slow_read.is_none()
-                && self.rng.below(8) == 0;
-            if stale_read {
-                delay = 5_000_000 + self.rng.below(25_000_000);
-                self.slow_read = Some(io.slot);
-            }
-            let flushed_upto = self.disk.borrow().unflushed.len();
-            if io.op == Op::Read && (stale_read || self.rng.below(2) == 0) {
-                let range = io.offset as usize..(io.offset + io.len) as usize;
-                self.early_reads
-                    .insert(io.slot, self.disk.borrow().visible[range].to_vec());
-            }
-            self.pending.insert(io.slot, (*io, self.now_ns, flushed_upto));
-            self.due.push(Reverse((self.now_ns + delay, io.slot)));
-        }
-        Ok(ios.len())
-    }
-    fn reap(
-        &mut self,
-        min: usize,
-        deadline_ns: Option<u64>,
-        out: &mut Vec<Completion>,
-    ) -> DeviceResult<usize> {
-        let mut got = 0;
-        loop {
-            while let Some(&Reverse((at, slot))) = self.due.peek() {
-                if at > self.now_ns {
-                    break;
-                }
-                self.due.pop();
-                let (io, submitted_ns, flushed_upto) = self.pending.remove(&slot).unwrap();
-                if self.slow_read == Some(slot) {
-                    self.slow_read = None;
-                }
-                let mut disk = self.disk.borrow_mut();
-                let range = io.offset as usize..(io.offset + io.len) as usize;
-                match io.op {
-                    Op::Write => {
-                        let data = self.buffers[slot as usize][..io.len as usize].to_vec();
-                        disk.visible[range].copy_from_slice(&data);
-                        disk.unflushed.push((io.offset, data));
-                    }
-                    Op::Read => {
-                        let data = self
-                            .early_reads
-                            .remove(&slot)
-                            .unwrap_or_else(|| disk.visible[range].to_vec());
-                        self.buffers[slot as usize][..io.len as usize].copy_from_slice(&data);
-                    }
-                    Op::Discard => {
-                        disk.visible[range].fill(0);
-                        disk.unflushed.push((io.offset, vec![0; io.len as usize]));
-                    }
-                    Op::Flush => {
-                        // Durable: everything that had completed when the flush was submitted.
-                        let done: Vec<(u64, Vec<u8>)> = disk.unflushed.drain(..flushed_upto).collect();
-                        for (offset, data) in done {
-                            disk.durable[offset as usize..offset as usize + data.len()]
-                                .copy_from_slice(&data);
-                        }
-                        // Later flushes counted entries by index: shift their marks.
-                        for p in self.pending.values_mut() {
-                            p.2 = p.2.saturating_sub(flushed_upto);
-                        }
-                    }
-                }
-                out.push(Completion {
-                    slot,
-                    tag: io.tag,
-                    op: io.op,
-                    result: if io.op == Op::Flush { 0 } else { io.len as i64 },
-                    submitted_ns,
-                    completed_ns: at,
-                });
-                got += 1;
-            }
-            if got >= min {
-                return Ok(got);
-            }
-            let Some(&Reverse((next, _))) = self.due.peek() else {
-                return Ok(got);
-            };
-            if let Some(d) = deadline_ns
-                && d < next
-            {
-                self.now_ns = self.now_ns.max(d);
-                return Ok(got);
-            }
-            self.now_ns = next;
-        }
-    }
-    fn now_ns(&self) -> u64 {
-        self.now_ns
-    }
-    fn wait_until(&mut self, t_ns: u64) {
-        self.now_ns = self.now_ns.max(t_ns);
-    }
-    fn in_flight(&self) -> usize {
-        self.pending.len()
-    }
+/// The memory disk: a volatile write cache, random delays with a heavy tail (now and then an operation takes a
+/// hundred times longer, as a read stuck behind GC, so much happens in the cache while it is in flight), half
+/// the reads served on arrival, and in the slow-read tier one read at a time that takes its data on arrival and
+/// answers 5 to 30 ms later (the other slots keep the cache busy meanwhile).
+fn memory_disk(capacity: u64, seed: u64, tier: Tier) -> MemDevice {
+    MemDevice::with(MemOptions {
+        name: "memory disk with a volatile cache".into(),
+        max_transfer_bytes: 64 << 10,
+        volatile_cache: true,
+        service: Service::Random {
+            min_ns: 1_000,
+            spread_ns: 50_000,
+            tail_one_in: 16,
+            tail_factor: 100,
+        },
+        reads_at: ReadsAt::Either,
+        slow_reads: (tier == Tier::SlowReads).then_some(SlowReads {
+            longer_than_bytes: 0,
+            one_in: 8,
+            min_ns: 5_000_000,
+            spread_ns: 25_000_000,
+            one_at_a_time: true,
+        }),
+        seed: seed ^ 0xD15C,
+        ..MemOptions::new(capacity)
+    })
 }
 
 /// Every block's content is a version number stamped into each of its sectors with the sector's index.
@@ -325,7 +154,7 @@ impl Host {
 
 fn run(seed: u64, steps: u64, mode: CacheMode, crash: bool, tier: Tier) -> CacheStats {
     let capacity = 1 << 20;
-    let (disk_dev, disk) = MemDisk::new(capacity, seed, tier);
+    let disk = memory_disk(capacity, seed, tier);
     // The slow-read tier's cache is small, so a block can be written, destaged and evicted while one read is
     // at the disk.
     let frames = match tier {
@@ -339,7 +168,7 @@ fn run(seed: u64, steps: u64, mode: CacheMode, crash: bool, tier: Tier) -> Cache
     // Every other seed has a busy host now and then: pass-through must keep the same promises.
     config.cpu_limit_percent = 60;
     config.load_check_ns = 50_000;
-    let mut cache = CachedDevice::new(disk_dev, "cached:memdisk", config);
+    let mut cache = CachedDevice::new(disk, "cached:memdisk", config);
     if seed.is_multiple_of(2) && tier == Tier::Plain {
         let mut load = Rng::new(seed ^ 0x10ad);
         cache.set_load_probe(Box::new(move || Some(if load.below(4) == 0 { 0.9 } else { 0.2 })));
@@ -461,9 +290,9 @@ fn run(seed: u64, steps: u64, mode: CacheMode, crash: bool, tier: Tier) -> Cache
         // Power loss: the cache's memory is gone, and so is the disk's volatile cache.
         cache.check_invariants();
         let stats = cache.stats();
+        let durable = cache.inner().durable().to_vec();
         std::mem::forget(cache);
-        let disk = disk.borrow();
-        check_crash_image(seed, &host, &disk.durable);
+        check_crash_image(seed, &host, &durable);
         stats
     } else {
         while cache.in_flight() > 0 {
@@ -484,11 +313,12 @@ fn run(seed: u64, steps: u64, mode: CacheMode, crash: bool, tier: Tier) -> Cache
             stats.dirty_bytes, 0,
             "seed {seed}: flush_all leaves nothing dirty"
         );
+        // flush_all made everything durable: what the disk holds now is what a clean close leaves.
+        let durable = cache.inner().durable().to_vec();
         drop(cache);
-        let disk = disk.borrow();
         for (s, _) in host.sectors.iter().enumerate() {
             if let Some(want) = host.expected(s) {
-                let got = version_of(&disk.durable[s * SECTOR as usize..]);
+                let got = version_of(&durable[s * SECTOR as usize..]);
                 assert_eq!(
                     got, want,
                     "seed {seed}: after a clean shutdown sector {s} holds {got}, not {want}"
