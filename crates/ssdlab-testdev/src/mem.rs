@@ -228,7 +228,8 @@ impl Device for MemDevice {
 
     fn prepare(&mut self, slots: u32, buffer_bytes: usize) -> DeviceResult<()> {
         assert_eq!(self.in_flight, 0, "prepare with operations in flight");
-        self.buffers = vec![vec![0; buffer_bytes]; slots as usize];
+        // Each buffer allocated zeroed on its own (cloning one would write every page of every buffer).
+        self.buffers = (0..slots).map(|_| vec![0; buffer_bytes]).collect();
         self.slots = vec![None; slots as usize];
         Ok(())
     }
