@@ -19,8 +19,9 @@ pub enum Fault {
     /// It fails with this errno (its completion's result is the negative errno) and never reaches the device:
     /// a failed write writes nothing, a failed FLUSH makes nothing durable.
     Error(i32),
-    /// A read or write moves only its first `keep_bytes` (rounded down to the device's block) and completes
-    /// with that count: a short transfer. Other operations fail with EIO.
+    /// A read or write moves only its first `keep_bytes` and completes with that count: a short transfer (as a
+    /// read at the end of a file is, to the byte). The prefix goes to the device below as it is: over a device
+    /// that takes only whole blocks, keep a multiple of its block. Other operations fail with EIO.
     Short { keep_bytes: u64 },
     /// A write whose first `landed_bytes` (rounded down to the device's block) reach the device, completing
     /// with EIO: the caller cannot know how much landed. Other operations fail with EIO.

@@ -159,7 +159,7 @@ impl<D: Device> FaultDevice<D> {
             None => (Applied::Plain, Some(*io), 0),
             Some(Fault::Stall { ns }) => (Applied::Stalled(*ns), Some(*io), 0),
             Some(Fault::Error(errno)) => (Applied::MadeUp, None, -i64::from(*errno)),
-            Some(Fault::Short { keep_bytes }) if transfer => match self.prefix(io, *keep_bytes) {
+            Some(Fault::Short { keep_bytes }) if transfer => match (*keep_bytes).min(io.len) {
                 0 => (Applied::MadeUp, None, 0),
                 keep => (Applied::Short, Some(cut(keep)), 0),
             },

@@ -76,9 +76,9 @@ fn a_short_transfer_moves_only_its_prefix_and_says_so() {
     device.buffer_mut(1).fill(0);
     device.submit(&[io(Op::Read, 0, 4096, 1)]).unwrap();
     let c = reap_all(&mut device)[0];
-    assert_eq!(c.result, 1024, "1500 bytes rounded down to whole 512-byte blocks");
-    assert!(device.buffer(1)[..1024].iter().all(|&b| b == 9));
-    assert!(device.buffer(1)[1024..4096].iter().all(|&b| b == 0));
+    assert_eq!(c.result, 1500, "to the byte, as a read at the end of a file");
+    assert!(device.buffer(1)[..1500].iter().all(|&b| b == 9));
+    assert!(device.buffer(1)[1500..4096].iter().all(|&b| b == 0));
 }
 
 #[test]
