@@ -237,8 +237,13 @@ impl Samples {
                     tag: i as u64,
                 })
                 .map_err(|e| read_error(offset, e.to_string()))?;
+            if done.result < 0 {
+                let err = std::io::Error::from_raw_os_error((-done.result) as i32);
+                return Err(read_error(offset, err.to_string()));
+            }
             if done.result != self.block as i64 {
-                return Err(read_error(offset, format!("the read returned {}", done.result)));
+                let short = format!("only {} of {} bytes came back", done.result, self.block);
+                return Err(read_error(offset, short));
             }
             prints.push(Fingerprint::of(&device.buffer(0)[..self.block as usize]));
         }

@@ -293,7 +293,7 @@ pub fn replay(
     }
     let mut reasons = Vec::new();
     if session.stopped {
-        reasons.push("interrupted or stopped by an I/O error before the end of the trace".into());
+        reasons.push(format!("{} before the end of the trace", session.stop_reason()));
     }
     let verdict = Verdict {
         passed: reasons.is_empty(),

@@ -182,7 +182,11 @@ pub fn pts(mut session: Session<'_>, options: &PtsOptions) -> Result<MethodOutco
     };
     let mut reasons = Vec::new();
     if session.stopped {
-        reasons.push(format!("interrupted after {} complete round(s)", rounds.len()));
+        reasons.push(format!(
+            "{} after {} complete round(s)",
+            session.stop_reason(),
+            rounds.len()
+        ));
     } else if !steady_state.achieved {
         reasons.push(format!(
             "steady state not achieved in {} rounds: the last five moved {:.1}% (range, limit 20%) and {:.1}% \
