@@ -207,6 +207,37 @@ fn a_refusing_device_fails_host_operations_and_flushes_but_keeps_dirty_data() {
 }
 
 #[test]
+fn a_destage_refused_while_a_flush_waits_fails_the_flush_instead_of_stopping_the_cache() {
+    // Two runs of dirty blocks destaged one at a time: the first destage goes, the second is refused while
+    // the FLUSH waits for it.
+    let disk = MemDevice::with(MemOptions {
+        volatile_cache: true,
+        service: Service::Fixed { ns: 10_000 },
+        ..MemOptions::new(1 << 20)
+    });
+    let disk = FaultDevice::new(disk, 5).rule(
+        Rule::new(Fault::Refuse("busy".into()))
+            .on(&[Op::Write])
+            .after(1)
+            .once(),
+    );
+    let mut config = CacheConfig::new(64 * BLOCK, CacheMode::Writeback);
+    config.destage_qd = 1;
+    let mut cache = CachedDevice::new(disk, "cached:faulty", config);
+    cache.prepare(1, 64 << 10).unwrap();
+    write(&mut cache, 8, 1, 0xF1);
+    write(&mut cache, 20, 1, 0xF2);
+    assert!(
+        flush(&mut cache) < 0,
+        "the FLUSH fails as the refused destage did"
+    );
+    assert_eq!(cache.stats().dirty_bytes, BLOCK, "the refused block stays dirty");
+    assert_eq!(flush(&mut cache), 0);
+    assert!(durable_is(&cache, 8, 1, 0xF1) && durable_is(&cache, 20, 1, 0xF2));
+    cache.check_invariants();
+}
+
+#[test]
 fn a_clean_shutdown_that_cannot_destage_says_so_and_loses_nothing_it_may_still_write() {
     let on = Switch::new(true);
     let mut cache = cached(

@@ -22,10 +22,11 @@
 //! seed 1 without the check for a write still at the device when the miss is sent.
 //!
 //! **The fault tier** (`Tier::Faults`) runs the plain tier's host on a disk that fails now and then (writes fail,
-//! tear or come back short, reads fail or come back short, FLUSHes and discards fail, anything may stall): a
-//! host operation that fails leaves its sectors undefined, a FLUSH that fails promises nothing, and every other
-//! check stands; at a clean shutdown the disk works again and must end up holding every acknowledged write. It
-//! fails on 57 of the 60 seeds when a failed destage marks its blocks clean, and on 15 when a failed device
+//! tear or come back short, reads fail or come back short, FLUSHes and discards fail, anything may stall or be
+//! refused): a host operation that fails leaves its sectors undefined, a FLUSH that fails promises nothing, and
+//! every other check stands; at a clean shutdown the disk works again and must end up holding every
+//! acknowledged write. It
+//! fails on 57 of the 60 seeds when a failed destage marks its blocks clean, and on 17 when a failed device
 //! flush is acknowledged. (A failed write-around that leaves the cache's copy of the failed data is caught by
 //! `faults.rs`: the model cannot tell it, since a failed write may leave either value.)
 
@@ -52,7 +53,7 @@ enum Tier {
 }
 
 /// The fault tier's disk: writes fail, tear or come back short, reads fail or come back short, FLUSHes and
-/// discards fail, and any operation may stall for 5 ms, each by a small chance from the seed.
+/// discards fail, and any operation may stall for 5 ms or be refused, each by a small chance from the seed.
 fn fault_rules() -> Vec<Rule> {
     let sometimes = |fault: Fault, ops: &[Op], p: f64| Rule::new(fault).on(ops).chance(p);
     vec![
@@ -69,6 +70,11 @@ fn fault_rules() -> Vec<Rule> {
         sometimes(Fault::eio(), &[Op::Flush], 0.15),
         sometimes(
             Fault::Stall { ns: 5_000_000 },
+            &[Op::Read, Op::Write, Op::Discard, Op::Flush],
+            0.01,
+        ),
+        sometimes(
+            Fault::Refuse("busy".into()),
             &[Op::Read, Op::Write, Op::Discard, Op::Flush],
             0.01,
         ),
