@@ -9,7 +9,9 @@ use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use ssdlab_cache::{CacheConfig, CachedDevice};
 use ssdlab_core::device::{Device, Op};
+use ssdlab_core::target::CacheMode;
 use ssdlab_nbd::protocol::{self, Request};
 use ssdlab_nbd::server::ServeError;
 use ssdlab_nbd::{Listener, ServeOptions, ServeStats, serve};
@@ -309,4 +311,30 @@ fn a_final_flush_that_fails_is_the_servers_error() {
         Err(e) => assert!(e.to_string().contains("final flush"), "{e}"),
         Ok(stats) => panic!("a failed final flush was not reported: {stats:?}"),
     }
+}
+
+#[test]
+fn a_cached_export_fails_the_flush_whose_destage_failed_and_the_next_flush_makes_the_write_durable() {
+    let failing = Switch::new(true);
+    let disk = disk(vec![Rule::new(Fault::eio()).on(&[Op::Write]).when(&failing)]);
+    let mut cache = CachedDevice::new(
+        disk,
+        "cached:faulty",
+        CacheConfig::new(1 << 20, CacheMode::Writeback),
+    );
+    with_server(&mut cache, |addr| {
+        let mut c = Client::connect(addr);
+        assert_eq!(c.write(8192, &[0x77; 4096], 0), 0, "absorbed by the cache");
+        assert_eq!(c.flush(), protocol::EIO, "its destage failed, so the FLUSH does");
+        assert_eq!(
+            c.read(8192, 4096),
+            (0, vec![0x77; 4096]),
+            "the write is still there"
+        );
+        failing.set(false);
+        assert_eq!(c.flush(), 0);
+        c.disconnect();
+    })
+    .unwrap();
+    assert_eq!(cache.inner().inner().durable()[8192..12288], [0x77; 4096]);
 }
