@@ -220,8 +220,20 @@ fn run(seed: u64, steps: u64, mode: CacheMode, crash: bool, tier: Tier) -> Cache
     run_with_faults(seed, steps, mode, crash, tier).0
 }
 
+/// Says which run failed when a panic (the cache's own assertions included) unwinds through it.
+struct SayTheSeedOnPanic(String);
+
+impl Drop for SayTheSeedOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("failed in {}: replay it with CACHE_MODEL_SEED", self.0);
+        }
+    }
+}
+
 /// One run; with the fault tier, also what it saw of the faults.
 fn run_with_faults(seed: u64, steps: u64, mode: CacheMode, crash: bool, tier: Tier) -> (CacheStats, Faults) {
+    let _say = SayTheSeedOnPanic(format!("seed {seed} ({tier:?}, {mode:?}, crash {crash})"));
     let capacity = 1 << 20;
     // The faults are armed for the run and disarmed for the clean shutdown, which must then leave everything
     // acknowledged on the disk: blocks whose destage failed were kept.
