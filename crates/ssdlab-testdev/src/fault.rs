@@ -62,7 +62,9 @@ impl Switch {
 /// Which operations get a fault. An operation *matches* when its kind and byte range do (and the switch, if
 /// any, is on); of the matching operations the first `after` pass, then up to `times` get the fault, each with
 /// the rule's chance. Counts are per rule, in submission order, so "the third write fails" is
-/// `Rule::new(Fault::eio()).on(&[Op::Write]).after(2).once()`.
+/// `Rule::new(Fault::eio()).on(&[Op::Write]).after(2).once()`. A device asks its rules in the order they were
+/// added, and an operation one rule picks is not shown to the rules after it (they neither count it nor draw
+/// for it).
 #[derive(Debug, Clone)]
 pub struct Rule {
     pub(crate) fault: Fault,

@@ -180,27 +180,25 @@ impl<D: Device> FaultDevice<D> {
         self.arrivals += 1;
     }
 
-    /// Turns the device's completions into the caller's, holding stalled ones.
-    fn arrived(&mut self) {
-        for mut c in std::mem::take(&mut self.inner_out) {
-            let state = self.slots[c.slot as usize].expect("the device completed a slot in flight");
-            let mut due = c.completed_ns;
-            match state.applied {
-                Applied::Plain | Applied::Short => {}
-                Applied::Stalled(ns) => due = due.saturating_add(ns),
-                Applied::Torn => {
-                    if c.result >= 0 {
-                        c.result = -i64::from(EIO);
-                    }
+    /// Turns one of the device's completions into the caller's, holding a stalled one.
+    fn arrived(&mut self, mut c: Completion) {
+        let state = self.slots[c.slot as usize].expect("the device completed a slot in flight");
+        let mut due = c.completed_ns;
+        match state.applied {
+            Applied::Plain | Applied::Short => {}
+            Applied::Stalled(ns) => due = due.saturating_add(ns),
+            Applied::Torn => {
+                if c.result >= 0 {
+                    c.result = -i64::from(EIO);
                 }
-                Applied::MadeUp => unreachable!("a made-up completion never reaches the device"),
             }
-            // The caller sees its own operation, whatever was sent below.
-            c.completed_ns = due;
-            c.tag = state.io.tag;
-            c.op = state.io.op;
-            self.hold(due, c);
+            Applied::MadeUp => unreachable!("a made-up completion never reaches the device"),
         }
+        // The caller sees its own operation, whatever was sent below.
+        c.completed_ns = due;
+        c.tag = state.io.tag;
+        c.op = state.io.op;
+        self.hold(due, c);
     }
 
     /// Hands the caller every completion due by now, in time order.
@@ -235,8 +233,10 @@ impl<D: Device> FaultDevice<D> {
         let mut out = std::mem::take(&mut self.inner_out);
         out.clear();
         let result = self.inner.reap(usize::from(wait), until, &mut out);
+        for c in out.drain(..) {
+            self.arrived(c);
+        }
         self.inner_out = out;
-        self.arrived();
         result.map(drop)
     }
 }
