@@ -796,8 +796,23 @@ impl<D: Device> CachedDevice<D> {
         self.forward(slot, Forwarded::Discard);
     }
 
-    /// Issues what can go now: waiting writes that fit, FLUSHes whose data is destaged, and destage writes.
+    /// Issues what can go now: waiting writes that fit, FLUSHes whose data is destaged, and destage writes. A
+    /// destage the device refuses here fails what waits for destaging at once (a write at the dirty limit, a
+    /// FLUSH): nothing else would ever wake them.
     fn pump(&mut self) {
+        loop {
+            self.settle_waiting();
+            let failing_before = self.destage_error.is_some();
+            self.destage();
+            if failing_before || self.destage_error.is_none() {
+                return;
+            }
+        }
+    }
+
+    /// Takes the waiting writes that now fit, sends the FLUSHes whose data is destaged, and fails both when
+    /// destaging has failed.
+    fn settle_waiting(&mut self) {
         while let Some(&slot) = self.waiting_writes.front() {
             if let Some(errno) = self.destage_error {
                 // Nothing can be destaged: the write cannot be absorbed and fails as the device did.
@@ -837,7 +852,6 @@ impl<D: Device> CachedDevice<D> {
             self.waiting_flushes.pop_front();
             self.finish_here(slot, -errno, 0);
         }
-        self.destage();
     }
 
     fn destage(&mut self) {

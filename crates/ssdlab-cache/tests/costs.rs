@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Counting, one};
+use common::{counting, one};
 use ssdlab_cache::{BLOCK, CacheConfig, CachedDevice};
 use ssdlab_core::device::{Device, Io, Op};
 use ssdlab_core::target::CacheMode;
@@ -11,7 +11,7 @@ use ssdlab_core::target::CacheMode;
 #[test]
 fn a_flush_with_one_dirty_block_on_a_64_gib_device_is_one_write_and_one_device_flush() {
     let mut cache = CachedDevice::new(
-        Counting::new(64 << 30),
+        counting(64 << 30),
         "cached:counting",
         CacheConfig::new(64 << 20, CacheMode::Writeback),
     );
@@ -26,9 +26,9 @@ fn a_flush_with_one_dirty_block_on_a_64_gib_device_is_one_write_and_one_device_f
     let c = one(&mut cache, write);
     assert_eq!(c.result, 4096);
     assert!(
-        cache.inner().ops.is_empty(),
+        cache.inner().log().is_empty(),
         "the write was absorbed: {:?}",
-        cache.inner().ops
+        cache.inner().log()
     );
     assert!(
         c.completed_ns - c.submitted_ns < 10_000,
@@ -44,7 +44,7 @@ fn a_flush_with_one_dirty_block_on_a_64_gib_device_is_one_write_and_one_device_f
     let c = one(&mut cache, flush);
     assert_eq!(c.result, 0);
     assert_eq!(
-        cache.inner().ops,
+        cache.inner().log(),
         vec![(Op::Write, 40 << 30, 4096), (Op::Flush, 0, 0)],
         "one destage write, then the device's own flush"
     );
@@ -60,7 +60,7 @@ fn a_flush_with_one_dirty_block_on_a_64_gib_device_is_one_write_and_one_device_f
 #[test]
 fn neighbouring_dirty_blocks_are_destaged_as_one_large_write() {
     let mut cache = CachedDevice::new(
-        Counting::new(1 << 30),
+        counting(1 << 30),
         "cached:counting",
         CacheConfig::new(64 << 20, CacheMode::Writeback),
     );
@@ -89,7 +89,7 @@ fn neighbouring_dirty_blocks_are_destaged_as_one_large_write() {
         },
     );
     assert_eq!(
-        cache.inner().ops,
+        cache.inner().log(),
         vec![(Op::Write, 1 << 20, 64 * BLOCK), (Op::Flush, 0, 0)]
     );
 }
@@ -98,7 +98,7 @@ fn neighbouring_dirty_blocks_are_destaged_as_one_large_write() {
 fn the_bookkeeping_takes_at_most_two_percent_of_the_cache() {
     for size in [16u64 << 20, 256 << 20, 1 << 30] {
         let cache = CachedDevice::new(
-            Counting::new(1 << 40),
+            counting(1 << 40),
             "cached:counting",
             CacheConfig::new(size, CacheMode::Writeback),
         );

@@ -6,12 +6,13 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::Counting;
+use common::counting;
 use ssdlab_cache::{BLOCK, CacheConfig, CachedDevice};
 use ssdlab_core::device::{Completion, Device, Io, Op};
 use ssdlab_core::target::CacheMode;
+use ssdlab_testdev::MemDevice;
 
-fn one(cache: &mut CachedDevice<Counting>, op: Op, block: u64) -> Completion {
+fn one(cache: &mut CachedDevice<MemDevice>, op: Op, block: u64) -> Completion {
     let io = Io {
         op,
         offset: block * BLOCK,
@@ -27,7 +28,7 @@ fn a_busy_host_sends_writes_around_and_a_quiet_one_gets_the_cache_back_even_at_a
     let mut config = CacheConfig::new(16 << 20, CacheMode::Writeback);
     config.cpu_limit_percent = 5;
     config.load_check_ns = 1;
-    let mut cache = CachedDevice::new(Counting::new(1 << 30), "cached:counting", config);
+    let mut cache = CachedDevice::new(counting(1 << 30), "cached:counting", config);
     let load = Arc::new(Mutex::new(0.5));
     let probe_load = Arc::clone(&load);
     cache.set_load_probe(Box::new(move || Some(*probe_load.lock().unwrap())));
@@ -63,7 +64,7 @@ fn a_warm_start_reads_the_hot_blocks_in_and_an_unused_cache_keeps_its_list() {
     let saved: Arc<Mutex<Option<Vec<u64>>>> = Arc::default();
     // Never prepared: closing hands back the list it was given, not an empty one.
     let mut idle = CachedDevice::new(
-        Counting::new(1 << 30),
+        counting(1 << 30),
         "cached:counting",
         CacheConfig::new(16 << 20, CacheMode::Writeback),
     );
@@ -75,14 +76,14 @@ fn a_warm_start_reads_the_hot_blocks_in_and_an_unused_cache_keeps_its_list() {
 
     // Prepared: the blocks are read in coalesced runs, then served from memory.
     let mut cache = CachedDevice::new(
-        Counting::new(1 << 30),
+        counting(1 << 30),
         "cached:counting",
         CacheConfig::new(16 << 20, CacheMode::Writeback),
     );
     // Duplicates and blocks beyond the device are dropped.
     cache.warm_at_start(vec![12, 10, 11, 40, 10, (1 << 30) / BLOCK + 5]);
     cache.prepare(1, 1 << 20).unwrap();
-    let reads: Vec<(Op, u64, u64)> = cache.inner().ops.clone();
+    let reads: Vec<(Op, u64, u64)> = cache.inner().log().to_vec();
     assert_eq!(
         reads,
         vec![(Op::Read, 10 * BLOCK, 3 * BLOCK), (Op::Read, 40 * BLOCK, BLOCK)],

@@ -1,116 +1,28 @@
 //! Races the random model test reaches too rarely to prove, each played out step by step.
 
-mod common;
-
 use ssdlab_cache::{BLOCK, CacheConfig, CachedDevice};
-use ssdlab_core::device::{Completion, Device, DeviceInfo, DeviceResult, Io, Op};
+use ssdlab_core::device::{Completion, Device, Io, Op};
 use ssdlab_core::target::CacheMode;
+use ssdlab_testdev::{MemDevice, MemOptions, ReadsAt, Service, SlowReads};
 
 /// A memory disk with 512-byte sectors that answers a read with the data it held when the read arrived, after
-/// 100 ms for a read of more than one block and 10 µs for anything else.
-struct Disk {
-    info: DeviceInfo,
-    data: Vec<u8>,
-    buffers: Vec<Vec<u8>>,
-    now_ns: u64,
-    pending: Vec<(Completion, Option<Vec<u8>>, u64)>,
-}
-
-impl Disk {
-    fn new(capacity: u64) -> Self {
-        Disk {
-            info: common::virtual_info("scripted disk", capacity, 512, 1 << 20, false),
-            data: vec![0; capacity as usize],
-            buffers: vec![],
-            now_ns: 0,
-            pending: vec![],
-        }
-    }
-}
-
-impl Device for Disk {
-    fn info(&self) -> &DeviceInfo {
-        &self.info
-    }
-    fn prepare(&mut self, slots: u32, buffer_bytes: usize) -> DeviceResult<()> {
-        self.buffers = vec![vec![0; buffer_bytes]; slots as usize];
-        Ok(())
-    }
-    fn buffer(&self, slot: u32) -> &[u8] {
-        &self.buffers[slot as usize]
-    }
-    fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
-        &mut self.buffers[slot as usize]
-    }
-    fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize> {
-        for io in ios {
-            let range = io.offset as usize..(io.offset + io.len) as usize;
-            let delay = if io.op == Op::Read && io.len > BLOCK {
-                100_000_000
-            } else {
-                10_000
-            };
-            let early = match io.op {
-                Op::Read => Some(self.data[range].to_vec()),
-                Op::Write => Some(self.buffers[io.slot as usize][..io.len as usize].to_vec()),
-                _ => None,
-            };
-            let completion = Completion {
-                slot: io.slot,
-                tag: io.tag,
-                op: io.op,
-                result: if io.op == Op::Flush { 0 } else { io.len as i64 },
-                submitted_ns: self.now_ns,
-                completed_ns: self.now_ns + delay,
-            };
-            self.pending.push((completion, early, io.offset));
-        }
-        Ok(ios.len())
-    }
-    fn reap(&mut self, min: usize, deadline: Option<u64>, out: &mut Vec<Completion>) -> DeviceResult<usize> {
-        let mut got = 0;
-        loop {
-            self.pending.sort_by_key(|(c, _, _)| c.completed_ns);
-            while let Some((c, _, _)) = self.pending.first() {
-                if c.completed_ns > self.now_ns {
-                    break;
-                }
-                let (c, data, offset) = self.pending.remove(0);
-                if let Some(data) = data {
-                    let len = data.len();
-                    if c.op == Op::Read {
-                        self.buffers[c.slot as usize][..len].copy_from_slice(&data);
-                    } else {
-                        self.data[offset as usize..offset as usize + len].copy_from_slice(&data);
-                    }
-                }
-                out.push(c);
-                got += 1;
-            }
-            let Some((next, _, _)) = self.pending.first() else {
-                return Ok(got);
-            };
-            if got >= min {
-                return Ok(got);
-            }
-            if let Some(d) = deadline
-                && d < next.completed_ns
-            {
-                self.now_ns = self.now_ns.max(d);
-                return Ok(got);
-            }
-            self.now_ns = next.completed_ns;
-        }
-    }
-    fn now_ns(&self) -> u64 {
-        self.now_ns
-    }
-    fn wait_until(&mut self, t_ns: u64) {
-        self.now_ns = self.now_ns.max(t_ns);
-    }
-    fn in_flight(&self) -> usize {
-        self.pending.len()
-    }
+/// 100 ms for a read of more than one block and 10 µs for anything else: the slow read completes last.
+fn disk(capacity: u64) -> MemDevice {
+    MemDevice::with(MemOptions {
+        name: "scripted disk".into(),
+        max_transfer_bytes: 1 << 20,
+        discard: false,
+        service: Service::Fixed { ns: 10_000 },
+        reads_at: ReadsAt::Arrival,
+        slow_reads: Some(SlowReads {
+            longer_than_bytes: BLOCK,
+            one_in: 1,
+            min_ns: 100_000_000,
+            spread_ns: 0,
+            one_at_a_time: false,
+        }),
+        ..MemOptions::new(capacity)
+    })
 }
 
 fn io(op: Op, block: u64, blocks: u64, slot: u32) -> Io {
@@ -124,7 +36,7 @@ fn io(op: Op, block: u64, blocks: u64, slot: u32) -> Io {
 }
 
 #[track_caller]
-fn wait_for(cache: &mut CachedDevice<Disk>, slot: u32) -> Completion {
+fn wait_for(cache: &mut CachedDevice<MemDevice>, slot: u32) -> Completion {
     let mut out = Vec::new();
     loop {
         assert!(cache.in_flight() > 0, "slot {slot} has nothing in flight");
@@ -143,7 +55,7 @@ fn wait_for(cache: &mut CachedDevice<Disk>, slot: u32) -> Completion {
 fn a_slow_miss_returns_the_cached_data_it_overlapped_even_if_that_block_was_destaged_and_evicted_meanwhile() {
     // A cache of 64 frames: a single dirty block is left alone for a while (destaging starts at 4).
     let config = CacheConfig::new(64 * BLOCK, CacheMode::Writeback);
-    let mut cache = CachedDevice::new(Disk::new(1 << 20), "cached:disk", config);
+    let mut cache = CachedDevice::new(disk(1 << 20), "cached:disk", config);
     cache.prepare(2, 2 * BLOCK as usize).unwrap();
     // 1. Block 10 is written (absorbed, dirty): the disk still holds zeroes there.
     cache.buffer_mut(0)[..BLOCK as usize].fill(0xAB);
@@ -177,7 +89,7 @@ fn a_slow_miss_returns_the_cached_data_it_overlapped_even_if_that_block_was_dest
 fn a_miss_is_not_admitted_across_a_write_that_went_around_the_cache() {
     // Read-only mode: every write goes to the disk and only updates copies already cached.
     let config = CacheConfig::new(64 * BLOCK, CacheMode::Readonly);
-    let mut cache = CachedDevice::new(Disk::new(1 << 20), "cached:disk", config);
+    let mut cache = CachedDevice::new(disk(1 << 20), "cached:disk", config);
     cache.prepare(2, 2 * BLOCK as usize).unwrap();
     // Block 30 is seen once (not admitted), then a slow two-block read of 30..32 is sent (seen twice: hot).
     cache.submit(&[io(Op::Read, 30, 1, 1)]).unwrap();
@@ -198,27 +110,27 @@ fn a_miss_is_not_admitted_across_a_write_that_went_around_the_cache() {
 }
 
 /// Writes `fill` over `blocks` whole blocks at `block` from slot 1 and waits for it.
-fn write(cache: &mut CachedDevice<Disk>, block: u64, blocks: u64, fill: u8) {
+fn write(cache: &mut CachedDevice<MemDevice>, block: u64, blocks: u64, fill: u8) {
     cache.buffer_mut(1)[..(blocks * BLOCK) as usize].fill(fill);
     cache.submit(&[io(Op::Write, block, blocks, 1)]).unwrap();
     assert_eq!(wait_for(cache, 1).result, (blocks * BLOCK) as i64);
 }
 
 /// Reads one block on slot 1 and returns its bytes.
-fn read(cache: &mut CachedDevice<Disk>, block: u64) -> Vec<u8> {
+fn read(cache: &mut CachedDevice<MemDevice>, block: u64) -> Vec<u8> {
     cache.submit(&[io(Op::Read, block, 1, 1)]).unwrap();
     assert_eq!(wait_for(cache, 1).result, BLOCK as i64);
     cache.buffer(1)[..BLOCK as usize].to_vec()
 }
 
-fn flush(cache: &mut CachedDevice<Disk>) {
+fn flush(cache: &mut CachedDevice<MemDevice>) {
     cache.submit(&[io(Op::Flush, 0, 0, 1)]).unwrap();
     assert_eq!(wait_for(cache, 1).result, 0);
 }
 
 /// Absorbs 80 whole-block writes elsewhere and flushes them: their frames push every older clean frame out,
 /// whatever its frequency (a write is never refused a frame for being cold).
-fn evict_with_writes(cache: &mut CachedDevice<Disk>) {
+fn evict_with_writes(cache: &mut CachedDevice<MemDevice>) {
     let evictions = cache.stats().evictions;
     for b in 100..180 {
         write(cache, b, 1, 0xEE);
@@ -231,7 +143,7 @@ fn evict_with_writes(cache: &mut CachedDevice<Disk>) {
 /// it followed by a FLUSH leaves the rest of the block as `current` on the disk (a stale clean frame would be
 /// merged into and destaged over it).
 #[track_caller]
-fn expect_block_10_is(cache: &mut CachedDevice<Disk>, current: u8) {
+fn expect_block_10_is(cache: &mut CachedDevice<MemDevice>, current: u8) {
     let data = read(cache, 10);
     assert!(
         data.iter().all(|&b| b == current),
@@ -250,7 +162,7 @@ fn expect_block_10_is(cache: &mut CachedDevice<Disk>, current: u8) {
         .unwrap();
     assert_eq!(wait_for(cache, 1).result, 512);
     flush(cache);
-    let disk = &cache.inner().data[(10 * BLOCK) as usize..(11 * BLOCK) as usize];
+    let disk = &cache.inner().data()[(10 * BLOCK) as usize..(11 * BLOCK) as usize];
     assert!(disk[..512].iter().all(|&b| b == 0x11), "the partial write landed");
     assert!(
         disk[512..].iter().all(|&b| b == current),
@@ -261,7 +173,7 @@ fn expect_block_10_is(cache: &mut CachedDevice<Disk>, current: u8) {
 
 /// The slow two-block read of 10..12 on slot 0, sent after block 10 was read once (so it is hot when the read
 /// completes: seen twice).
-fn send_slow_miss(cache: &mut CachedDevice<Disk>) {
+fn send_slow_miss(cache: &mut CachedDevice<MemDevice>) {
     cache.submit(&[io(Op::Read, 10, 2, 0)]).unwrap();
 }
 
@@ -269,7 +181,7 @@ fn send_slow_miss(cache: &mut CachedDevice<Disk>) {
 fn a_slow_miss_does_not_cache_data_older_than_a_write_absorbed_destaged_and_evicted_while_it_was_at_the_disk()
 {
     let config = CacheConfig::new(64 * BLOCK, CacheMode::Writeback);
-    let mut cache = CachedDevice::new(Disk::new(1 << 20), "cached:disk", config);
+    let mut cache = CachedDevice::new(disk(1 << 20), "cached:disk", config);
     cache.prepare(2, 2 * BLOCK as usize).unwrap();
     // Block 10 is seen once (a miss, not admitted), then the slow read takes the disk's zeroes.
     read(&mut cache, 10);
@@ -289,7 +201,7 @@ fn a_slow_miss_does_not_cache_data_older_than_a_write_absorbed_destaged_and_evic
 fn a_slow_miss_does_not_cache_its_copy_of_a_dirty_block_rewritten_destaged_and_evicted_while_it_was_at_the_disk()
  {
     let config = CacheConfig::new(64 * BLOCK, CacheMode::Writeback);
-    let mut cache = CachedDevice::new(Disk::new(1 << 20), "cached:disk", config);
+    let mut cache = CachedDevice::new(disk(1 << 20), "cached:disk", config);
     cache.prepare(2, 2 * BLOCK as usize).unwrap();
     // Block 10 is dirty (0xAA) and read once (a hit) when the slow read is sent: the read keeps a copy of it.
     write(&mut cache, 10, 1, 0xAA);
@@ -309,7 +221,7 @@ fn a_slow_miss_does_not_cache_its_copy_of_a_dirty_block_rewritten_destaged_and_e
 fn a_miss_sent_while_a_write_around_of_its_block_is_at_the_disk_is_not_admitted() {
     // Read-only mode: writes go to the disk.
     let config = CacheConfig::new(64 * BLOCK, CacheMode::Readonly);
-    let mut cache = CachedDevice::new(Disk::new(1 << 20), "cached:disk", config);
+    let mut cache = CachedDevice::new(disk(1 << 20), "cached:disk", config);
     cache.prepare(2, 2 * BLOCK as usize).unwrap();
     read(&mut cache, 10);
     // The write reaches the disk first but lands 10 µs later; the slow read sent right after it takes the

@@ -3,7 +3,7 @@
 //! to the observer as their windows close, and the summary with the device's and cache's counters over the
 //! phase. It never issues anything.
 
-use ssdlab_core::device::{Completion, Device, DeviceError, Op};
+use ssdlab_core::device::{Completion, Device, DeviceError, Io, Op};
 use ssdlab_core::schema::{CacheStats, DeviceCounters};
 
 use crate::accounting::{Accounting, Finished};
@@ -26,6 +26,9 @@ pub(crate) fn reap_some<D: Device + ?Sized>(
         .unwrap_or(now)
         .max(now))
 }
+
+/// The errno of a refusal that carries none.
+const EIO: i32 = 5;
 
 pub(crate) struct PhaseBooks {
     accounting: Accounting,
@@ -61,12 +64,46 @@ impl PhaseBooks {
                 offset,
                 len,
                 result: c.result,
+                refused: None,
             });
             return false;
         }
         self.accounting
             .record(c.op, len, latency_ns, c.submitted_ns, c.completed_ns);
         true
+    }
+
+    /// Submits `batch` and returns how many operations the device took. A device that refuses it with an error
+    /// is an I/O failure of the phase, like a failed completion: the first operation it did not take is named,
+    /// their slots go back to `free`, and the loop stops issuing and drains what the device did take (told
+    /// apart by what is in flight, since a device may take part of a batch before it fails).
+    pub(crate) fn submit<D: Device + ?Sized>(
+        &mut self,
+        device: &mut D,
+        batch: &[Io],
+        free: &mut Vec<u32>,
+    ) -> usize {
+        let before = device.in_flight();
+        let error = match device.submit(batch) {
+            Ok(accepted) => return accepted,
+            Err(e) => e,
+        };
+        let taken = device.in_flight().saturating_sub(before).min(batch.len());
+        let first = batch[taken];
+        free.extend(batch[taken..].iter().map(|io| io.slot));
+        self.io_errors += 1;
+        let errno = match &error {
+            DeviceError::Os { cause, .. } => cause.raw_os_error().unwrap_or(EIO),
+            _ => EIO,
+        };
+        self.io_failure.get_or_insert(IoFailure {
+            op: first.op,
+            offset: first.offset,
+            len: first.len,
+            result: -i64::from(errno),
+            refused: Some(error.to_string()),
+        });
+        taken
     }
 
     /// Shows the observer every window closed since the last call but the newest, which the phase's short tail

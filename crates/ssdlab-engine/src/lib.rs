@@ -17,8 +17,5 @@ pub mod runner;
 /// The workload description lives in ssdlab-core (result.json records it); re-exported for the engine's users.
 pub use ssdlab_core::workload;
 
-/// A memory-backed device with a virtual clock, for tests of the runner and of the `Device` contract.
-pub mod testdev;
-
 pub use runner::{Observer, PhaseOutcome, run_phase};
 pub use workload::{Pattern, RwMode, Span, StopAt, Workload};

@@ -46,7 +46,7 @@ pub struct VerifyFailure {
     pub bad_sectors: u32,
 }
 
-/// An operation the device failed or cut short.
+/// An operation the device failed, cut short or refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IoFailure {
     pub op: Op,
@@ -54,12 +54,20 @@ pub struct IoFailure {
     pub len: u64,
     /// Negative errno, or the short byte count.
     pub result: i64,
+    /// Why the device refused to take the operation at all, when it did (it then never completed).
+    pub refused: Option<String>,
 }
 
 impl std::fmt::Display for IoFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let op = format!("{:?}", self.op).to_lowercase();
-        if self.result < 0 {
+        if let Some(reason) = &self.refused {
+            write!(
+                f,
+                "{op} of {} bytes at offset {} was refused by the device: {reason}",
+                self.len, self.offset
+            )
+        } else if self.result < 0 {
             let err = std::io::Error::from_raw_os_error((-self.result) as i32);
             write!(
                 f,
@@ -217,10 +225,11 @@ pub fn run_phase<D: Device + ?Sized, O: Observer + ?Sized>(
         }
 
         if !batch.is_empty() {
-            let accepted = device.submit(&batch)?;
-            assert_eq!(
-                accepted,
-                batch.len(),
+            // A device that refuses the batch ends the phase as a failed operation would: the slots it did not
+            // take are free again, and what it did take is drained below.
+            let accepted = books.submit(device, &batch, &mut free);
+            assert!(
+                accepted == batch.len() || books.io_failure.is_some(),
                 "devices accept up to their prepared slot count"
             );
         }
@@ -321,8 +330,8 @@ impl Failures<'_> {
 }
 
 /// Reads back every block marked in `written`, in order at the workload's queue depth, and checks it. This is
-/// verification, not measurement: it is not part of the phase's statistics. Returns false when the observer
-/// stopped it.
+/// verification, not measurement: it is not part of the phase's statistics. A read that fails, comes back short
+/// or is refused counts as a failed block. Returns false when the observer stopped it.
 fn verify_pass<D: Device + ?Sized, O: Observer + ?Sized>(
     device: &mut D,
     workload: &Workload,
@@ -366,9 +375,21 @@ fn verify_pass<D: Device + ?Sized, O: Observer + ?Sized>(
             });
         }
         if !batch.is_empty() {
-            device.submit(&batch)?;
+            // A read-back the device refuses is a block that could not be verified: counted, and the pass goes
+            // on (a device that refuses every read gets every remaining block counted).
+            let before = device.in_flight();
+            if device.submit(&batch).is_err() {
+                let taken = device.in_flight().saturating_sub(before).min(batch.len());
+                for io in &batch[taken..] {
+                    free.push(io.slot);
+                    *failures.count += 1;
+                }
+            }
         }
         if device.in_flight() == 0 {
+            if !exhausted {
+                continue;
+            }
             return Ok(!stopped);
         }
         completions.clear();
@@ -404,9 +425,9 @@ fn progress(workload: &Workload, issued: u64, block_limit: Option<u64>, elapsed_
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testdev::MemDevice;
     use crate::workload::{Pattern, RwMode, Span, StopAt};
     use ssdlab_core::units::Rate;
+    use ssdlab_testdev::MemDevice;
 
     fn workload(rw: RwMode, span_bytes: u64) -> Workload {
         Workload {
@@ -437,7 +458,7 @@ mod tests {
         assert_eq!(out.summary.ios, 256);
         assert_eq!(out.summary.bytes, 1 << 20);
         assert_eq!(out.passes, 1);
-        let mut offsets: Vec<u64> = dev.log.iter().map(|&(_, offset, _)| offset).collect();
+        let mut offsets: Vec<u64> = dev.log().iter().map(|&(_, offset, _)| offset).collect();
         offsets.sort_unstable();
         assert_eq!(offsets, (0..256).map(|b| b * 4096).collect::<Vec<_>>());
         assert!(out.complete);
@@ -516,11 +537,11 @@ mod tests {
                 .verify_errors,
             0
         );
-        dev.data[40_000] ^= 0x10;
+        dev.data_mut()[40_000] ^= 0x10;
         let out = run_phase(&mut dev, &read, &mut Quiet).unwrap();
         assert_eq!(out.summary.verify_errors, 1);
         assert_eq!(out.verify_failures[0].offset, 40_000 / 512 * 512);
-        dev.data[70_000] ^= 0x10;
+        dev.data_mut()[70_000] ^= 0x10;
         let out = run_phase(&mut dev, &w, &mut Quiet).unwrap();
         assert_eq!(out.summary.verify_errors, 0, "a rewrite heals the block");
     }

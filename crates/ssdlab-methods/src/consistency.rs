@@ -70,7 +70,7 @@ pub fn run(
     let Some(index) = session.phase("random-write", &random)? else {
         let verdict = Verdict {
             passed: false,
-            reasons: vec!["interrupted before the random-write phase".into()],
+            reasons: vec![format!("{} before the random-write phase", session.stop_reason())],
         };
         return Ok((None, verdict));
     };
@@ -93,7 +93,10 @@ pub fn run(
         )),
     }
     if !phase.complete {
-        reasons.push("interrupted before the end of the random-write phase".into());
+        reasons.push(format!(
+            "{} before the end of the random-write phase",
+            session.stop_reason()
+        ));
     }
     let verdict = Verdict {
         passed: reasons.is_empty(),

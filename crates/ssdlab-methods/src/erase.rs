@@ -237,8 +237,13 @@ impl Samples {
                     tag: i as u64,
                 })
                 .map_err(|e| read_error(offset, e.to_string()))?;
+            if done.result < 0 {
+                let err = std::io::Error::from_raw_os_error((-done.result) as i32);
+                return Err(read_error(offset, err.to_string()));
+            }
             if done.result != self.block as i64 {
-                return Err(read_error(offset, format!("the read returned {}", done.result)));
+                let short = format!("only {} of {} bytes came back", done.result, self.block);
+                return Err(read_error(offset, short));
             }
             prints.push(Fingerprint::of(&device.buffer(0)[..self.block as usize]));
         }
@@ -249,7 +254,7 @@ impl Samples {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ssdlab_engine::testdev::MemDevice;
+    use ssdlab_testdev::{Fault, FaultDevice, MemDevice, Rule, Switch};
 
     /// Offers what it is told to; "purges" nothing (the device's data is set up by the test).
     struct Offering(Vec<EraseMethod>, Vec<EraseMethod>);
@@ -284,8 +289,8 @@ mod tests {
     fn data_left_behind_is_found_and_every_method_is_tried() {
         let mut device = MemDevice::new(1 << 20, 1000);
         // The last block still holds data (sample 1 is always the last block).
-        let len = device.data.len();
-        device.data[len - 1] = 0x5a;
+        let len = device.data().len();
+        device.data_mut()[len - 1] = 0x5a;
         let mut purger = Offering(EraseMethod::ALL.to_vec(), vec![]);
         let report = erase(&mut device, &mut purger, None, 8, 7).unwrap();
         assert_eq!(report.method, None);
@@ -301,7 +306,7 @@ mod tests {
     #[test]
     fn only_a_firmware_erase_may_leave_ones() {
         let mut device = MemDevice::new(1 << 20, 1000);
-        device.data.fill(0xff);
+        device.data_mut().fill(0xff);
         let mut purger = Offering(EraseMethod::ALL.to_vec(), vec![]);
         let report = erase(&mut device, &mut purger, Some(EraseMethod::SecureErase), 8, 7).unwrap();
         assert_eq!(report.method, Some(EraseMethod::SecureErase));
@@ -375,7 +380,7 @@ mod tests {
             }
         }
         let mut device = MemDevice::new(1 << 20, 1000);
-        device.data.fill(7);
+        device.data_mut().fill(7);
         let report = erase(&mut device, &mut Started, None, 8, 1).unwrap();
         assert_eq!(report.method, None);
         assert_eq!(report.steps.len(), 1, "{:?}", report.steps);
@@ -383,55 +388,9 @@ mod tests {
         assert_eq!(report.held_data_before, 8);
     }
 
-    /// A device whose reads fail once `failing` is set: a drive still sanitizing in the background.
-    struct BusyAfterPurge {
-        inner: MemDevice,
-        failing: std::rc::Rc<std::cell::Cell<bool>>,
-    }
-
-    impl Device for BusyAfterPurge {
-        fn info(&self) -> &ssdlab_core::device::DeviceInfo {
-            self.inner.info()
-        }
-        fn prepare(&mut self, slots: u32, buffer_bytes: usize) -> ssdlab_core::device::DeviceResult<()> {
-            self.inner.prepare(slots, buffer_bytes)
-        }
-        fn buffer(&self, slot: u32) -> &[u8] {
-            self.inner.buffer(slot)
-        }
-        fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
-            self.inner.buffer_mut(slot)
-        }
-        fn submit(&mut self, ios: &[Io]) -> ssdlab_core::device::DeviceResult<usize> {
-            if self.failing.get() && ios.iter().any(|io| io.op == Op::Read) {
-                return Err(ssdlab_core::device::DeviceError::Invalid(
-                    "sanitize in progress".into(),
-                ));
-            }
-            self.inner.submit(ios)
-        }
-        fn reap(
-            &mut self,
-            min: usize,
-            deadline_ns: Option<u64>,
-            out: &mut Vec<ssdlab_core::device::Completion>,
-        ) -> ssdlab_core::device::DeviceResult<usize> {
-            self.inner.reap(min, deadline_ns, out)
-        }
-        fn now_ns(&self) -> u64 {
-            self.inner.now_ns()
-        }
-        fn wait_until(&mut self, t_ns: u64) {
-            self.inner.wait_until(t_ns)
-        }
-        fn in_flight(&self) -> usize {
-            self.inner.in_flight()
-        }
-    }
-
     #[test]
     fn a_purge_whose_read_back_fails_is_recorded_unverified_not_lost() {
-        struct Sanitizing(std::rc::Rc<std::cell::Cell<bool>>);
+        struct Sanitizing(Switch);
         impl Purger for Sanitizing {
             fn offers(&mut self, _: EraseMethod) -> Result<(), String> {
                 Ok(())
@@ -441,15 +400,17 @@ mod tests {
                 Ok("sanitize started".into())
             }
         }
-        let failing = std::rc::Rc::new(std::cell::Cell::new(false));
+        // A drive still sanitizing in the background refuses reads once the purge started.
+        let sanitizing = Switch::new(false);
         let mut inner = MemDevice::new(1 << 20, 1000);
-        inner.data.fill(7);
-        let mut device = BusyAfterPurge {
-            inner,
-            failing: failing.clone(),
-        };
+        inner.data_mut().fill(7);
+        let mut device = FaultDevice::new(inner, 1).rule(
+            Rule::new(Fault::Refuse("sanitize in progress".into()))
+                .on(&[Op::Read])
+                .when(&sanitizing),
+        );
         let report =
-            erase(&mut device, &mut Sanitizing(failing), None, 8, 1).expect("a record, not an error");
+            erase(&mut device, &mut Sanitizing(sanitizing), None, 8, 1).expect("a record, not an error");
         assert_eq!(report.method, None, "not verified");
         assert_eq!(report.steps.len(), 1, "{:?}", report.steps);
         let outcome = &report.steps[0].outcome;

@@ -79,7 +79,7 @@ pub fn latency(mut session: Session<'_>, options: &LatencyOptions) -> Result<Met
         }
     });
     if session.stopped {
-        reasons.push("interrupted before the end of the run".into());
+        reasons.push(format!("{} before the end of the run", session.stop_reason()));
     }
     let verdict = Verdict {
         passed: reasons.is_empty(),

@@ -293,7 +293,7 @@ pub fn replay(
     }
     let mut reasons = Vec::new();
     if session.stopped {
-        reasons.push("interrupted or stopped by an I/O error before the end of the trace".into());
+        reasons.push(format!("{} before the end of the trace", session.stop_reason()));
     }
     let verdict = Verdict {
         passed: reasons.is_empty(),
@@ -306,7 +306,7 @@ pub fn replay(
 mod tests {
     use super::*;
     use ssdlab_core::Device;
-    use ssdlab_engine::testdev::MemDevice;
+    use ssdlab_testdev::MemDevice;
 
     fn op(at_ns: u64, op: Op, offset_bytes: u64, len_bytes: u64) -> TraceOp {
         TraceOp {

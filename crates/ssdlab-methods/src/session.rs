@@ -1,5 +1,6 @@
 //! A method's session: runs named phases on one device, collects their results, and stops cleanly when the
-//! caller asks (Ctrl-C), so what was measured is kept and marked incomplete.
+//! caller asks (Ctrl-C) or an operation fails, so what was measured is kept and marked incomplete, and the
+//! verdict can say which of the two stopped it.
 
 use ssdlab_core::device::{Device, DeviceError, Io, Op};
 use ssdlab_core::schema::{Analysis, MethodAnalysis, PhaseResult, Verdict};
@@ -52,6 +53,8 @@ pub struct Session<'a> {
     pub phases: Vec<PhaseResult>,
     /// Set when a phase was interrupted or failed: later phases are skipped.
     pub stopped: bool,
+    /// The I/O failure that stopped the session, if one did ("phase NAME: what failed").
+    pub failure: Option<String>,
     /// Notes for the analysis (e.g. "the device does not support discard").
     pub notes: Vec<String>,
     pub seed: u64,
@@ -64,6 +67,7 @@ impl<'a> Session<'a> {
             observer,
             phases: Vec::new(),
             stopped: false,
+            failure: None,
             notes: Vec::new(),
             seed,
         }
@@ -103,7 +107,7 @@ impl<'a> Session<'a> {
         summary.cpu_user_s = user;
         summary.cpu_sys_s = sys;
         if let Some(failure) = &outcome.io_failure {
-            self.notes.push(format!("phase {name}: {failure}"));
+            self.fail(format!("phase {name}: {failure}"));
         }
         let phase = PhaseResult {
             name: name.to_string(),
@@ -119,6 +123,21 @@ impl<'a> Session<'a> {
         self.phases.len() - 1
     }
 
+    /// An operation failed: the session stops (later phases are skipped) and the failure is noted.
+    pub fn fail(&mut self, failure: String) {
+        self.stopped = true;
+        self.notes.push(failure.clone());
+        self.failure.get_or_insert(failure);
+    }
+
+    /// Why the session stopped, to begin a verdict's reason: an I/O error, or the caller's interruption.
+    pub fn stop_reason(&self) -> String {
+        match &self.failure {
+            Some(failure) => format!("stopped by an I/O error ({failure})"),
+            None => "interrupted".into(),
+        }
+    }
+
     /// The whole device rounded down to `align` bytes.
     pub fn whole_device(&self, align: u64) -> Span {
         let capacity = self.device.info().capacity_bytes;
@@ -129,7 +148,8 @@ impl<'a> Session<'a> {
     }
 
     /// Discards `span` (a purge: BLKDISCARD on a device, hole punching on a file, unmapping on the virtual SSD).
-    /// Returns false, with a note, when the device cannot discard.
+    /// Returns whether it purged: false, with a note, when the device cannot discard, and false when the purge
+    /// did not complete (interrupted, or a discard failed: the session has stopped).
     pub fn purge(&mut self, span: Span) -> Result<bool, MethodError> {
         let info = self.device.info();
         if !info.discard_supported {
@@ -166,7 +186,9 @@ impl<'a> Session<'a> {
             },
             ..self.workload_base()
         };
-        Ok(self.phase("purge", &workload)?.is_some())
+        Ok(self
+            .phase("purge", &workload)?
+            .is_some_and(|i| self.phases[i].complete))
     }
 
     /// A workload with this session's seed and neutral settings, to be filled in with struct update syntax.
@@ -188,23 +210,34 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Reads `len` bytes at `offset` directly and says whether they are all zero (e.g. after a discard).
-    pub fn reads_as_zero(&mut self, offset: u64, len: u64) -> Result<bool, MethodError> {
+    /// Reads `len` bytes at `offset` directly and says whether they are all zero (e.g. after a discard); None
+    /// when the read failed, came back short or was refused, which stops the session as a failed phase does.
+    pub fn reads_as_zero(&mut self, offset: u64, len: u64) -> Result<Option<bool>, MethodError> {
         self.device.prepare(1, len as usize)?;
-        let done = self.device.complete(Io {
+        let read = Io {
             op: Op::Read,
             offset,
             len,
             slot: 0,
             tag: 0,
-        })?;
-        if done.result != len as i64 {
-            return Err(MethodError::Invalid(format!(
-                "reading {len} bytes at {offset} returned {}",
-                done.result
-            )));
+        };
+        let what = |why: String| format!("reading {len} bytes at offset {offset} to check for zeroes: {why}");
+        match self.device.complete(read) {
+            Ok(done) if done.result == len as i64 => Ok(Some(self.device.buffer(0).iter().all(|&b| b == 0))),
+            Ok(done) if done.result < 0 => {
+                let err = std::io::Error::from_raw_os_error((-done.result) as i32);
+                self.fail(what(err.to_string()));
+                Ok(None)
+            }
+            Ok(done) => {
+                self.fail(what(format!("only {} bytes came back", done.result)));
+                Ok(None)
+            }
+            Err(e) => {
+                self.fail(what(format!("the device refused it: {e}")));
+                Ok(None)
+            }
         }
-        Ok(self.device.buffer(0).iter().all(|&b| b == 0))
     }
 
     /// Lets the device sit idle for `ns` (a real device sleeps; the virtual one does its background work).

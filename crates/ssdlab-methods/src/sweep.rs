@@ -92,7 +92,10 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
     }
     let mut reasons = Vec::new();
     if session.stopped {
-        reasons.push("interrupted before every transfer size ran".into());
+        reasons.push(format!(
+            "{} before every transfer size ran",
+            session.stop_reason()
+        ));
     }
     let analysis = SweepAnalysis {
         axis: SweepAxis::Size,
@@ -290,7 +293,8 @@ fn finish_random(
     let mut reasons = Vec::new();
     if session.stopped {
         reasons.push(format!(
-            "interrupted before every {} ran",
+            "{} before every {} ran",
+            session.stop_reason(),
             if axis == SweepAxis::Mix {
                 "mix"
             } else {

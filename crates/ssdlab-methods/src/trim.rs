@@ -94,11 +94,16 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
     if !session.stopped && session.purge(span)? {
         // Check the start, the middle and the end of the span.
         let probe = 64 << 10;
-        let mut zero = true;
+        let mut zero = Some(true);
         for offset in [0, span.len_bytes / 2 / probe * probe, span.len_bytes - probe] {
-            zero &= session.reads_as_zero(offset, probe)?;
+            // A read that fails leaves the answer unknown and stops the session.
+            let Some(this) = session.reads_as_zero(offset, probe)? else {
+                zero = None;
+                break;
+            };
+            zero = zero.map(|all| all && this);
         }
-        trimmed_reads_zero = Some(zero);
+        trimmed_reads_zero = zero;
     }
     if !session.stopped && options.idle_ns > 0 {
         session.idle(options.idle_ns);
@@ -126,7 +131,7 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
     };
     let mut reasons = Vec::new();
     if session.stopped {
-        reasons.push("interrupted before all phases ran".into());
+        reasons.push(format!("{} before all phases ran", session.stop_reason()));
     } else if analysis.restored_fraction < options.restore_threshold {
         reasons.push(format!(
             "TRIM restored {:.0}% of clean sequential write speed, below the {:.0}% threshold",

@@ -1,11 +1,11 @@
 //! The `Device` contract (ssdlab-core's device module), checked the same way against every backend: null,
-//! pread/pwrite, io_uring, the virtual SSD and the engine's memory test device. A backend that breaks a promise
-//! the runner relies on fails here by name.
+//! pread/pwrite, io_uring, the virtual SSD and the memory test device (bare and under the fault wrapper). A
+//! backend that breaks a promise the runner relies on fails here by name.
 
 use ssdlab_core::device::{Completion, Device, DeviceError, Io, Op};
-use ssdlab_engine::testdev::MemDevice;
 use ssdlab_io::Engine;
 use ssdlab_targets::{Access, OpenOptions};
+use ssdlab_testdev::{FaultDevice, MemDevice};
 
 const SLOTS: u32 = 4;
 const BYTES: usize = 64 << 10;
@@ -161,6 +161,8 @@ fn every_backend_keeps_the_device_contract() {
     contract(uring.as_mut(), true);
     contract(open("sim:840evo-120g?scale=1/256", Engine::Auto).as_mut(), false);
     contract(&mut MemDevice::new(16 << 20, 1000), true);
+    // The fault wrapper with no rules is the device below.
+    contract(&mut FaultDevice::new(MemDevice::new(16 << 20, 1000), 1), true);
     // The cache keeps the same contract over a real and a virtual device, in every mode.
     for mode in ["writeback", "writethrough", "readonly"] {
         let cached = format!("cached:{}?size=2m&mode={mode}", file(&format!("{mode}.img")));

@@ -211,6 +211,13 @@ fn read_once(
             std::io::Error::from_raw_os_error((-c.result) as i32)
         )));
     }
+    if c.result != load.block_bytes as i64 {
+        // A read cut short is a failed read, not a fast one.
+        return Ok(Err(format!(
+            "reading {} bytes at offset {offset}: only {} came back",
+            load.block_bytes, c.result
+        )));
+    }
     Ok(Ok((c.completed_ns, c.completed_ns - c.submitted_ns)))
 }
 

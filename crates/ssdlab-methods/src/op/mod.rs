@@ -606,7 +606,7 @@ fn read_at<D: Device>(device: &mut D, offset: u64, len: u64) -> Result<Vec<u8>, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ssdlab_engine::testdev::MemDevice;
+    use ssdlab_testdev::MemDevice;
 
     #[test]
     fn conventions_for_an_840_evo_250() {
@@ -658,15 +658,15 @@ mod tests {
     fn the_tail_is_discarded_and_nothing_before_it() {
         let capacity = 64 << 20;
         let mut device = MemDevice::new(capacity, 1000);
-        device.data.fill(0xa5);
+        device.data_mut().fill(0xa5);
         let plan = OpPlan::new(capacity, 25.0).unwrap();
         assert_eq!(plan.usable_bytes, 48 << 20);
         let applied = apply(&mut device, &plan, &[], 16, 3).unwrap();
         assert_eq!((applied.offset_bytes, applied.len_bytes), (48 << 20, 16 << 20));
         assert_eq!(applied.gpt_backup_bytes, 0);
         assert!(applied.tail_reads_zero);
-        assert!(device.data[..48 << 20].iter().all(|&b| b == 0xa5));
-        assert!(device.data[48 << 20..].iter().all(|&b| b == 0));
+        assert!(device.data()[..48 << 20].iter().all(|&b| b == 0xa5));
+        assert!(device.data()[48 << 20..].iter().all(|&b| b == 0));
     }
 
     /// Writes a valid GPT (protective MBR, header at LBA 1, 128 entries of 128 bytes from LBA 2, 512-byte
@@ -726,35 +726,35 @@ mod tests {
     fn a_gpt_backup_is_kept_and_a_partition_on_the_disk_refuses() {
         let capacity = 64u64 << 20;
         let mut device = MemDevice::new(capacity, 1000);
-        device.data.fill(0x11);
+        device.data_mut().fill(0x11);
         // 1 MiB..41 MiB: reaches past the usable half. The kernel lists nothing (no partition scan).
-        write_gpt(&mut device.data[..], &[(2048, 2048 + 40 * 2048 - 1)]);
+        write_gpt(device.data_mut(), &[(2048, 2048 + 40 * 2048 - 1)]);
         let plan = OpPlan::new(capacity, 50.0).unwrap();
-        let before = device.data.clone();
+        let before = device.data().to_vec();
         let e = apply(&mut device, &plan, &[], 4, 1).unwrap_err();
         assert!(
             matches!(e, OpError::PartitionInTail { ref name, .. } if name == "GPT entry 1"),
             "{e}"
         );
-        assert!(device.data == before, "a refusal discarded nothing");
+        assert!(device.data() == before, "a refusal discarded nothing");
 
-        write_gpt(&mut device.data[..], &[(2048, 2048 + 31 * 2048 - 1)]);
+        write_gpt(device.data_mut(), &[(2048, 2048 + 31 * 2048 - 1)]);
         let kernel = Partition {
             name: "p1".into(),
             start_bytes: 1 << 20,
             len_bytes: 31 << 20,
         };
-        let backup_before = device.data[capacity as usize - 33 * 512..].to_vec();
+        let backup_before = device.data()[capacity as usize - 33 * 512..].to_vec();
         let applied = apply(&mut device, &plan, &[kernel], 4, 1).unwrap();
         // The last usable LBA is 34 sectors from the end, so the 33 after it (entries and header) are kept.
         assert_eq!(applied.gpt_backup_bytes, 33 * 512);
-        assert!(device.data[capacity as usize - 33 * 512..] == backup_before[..]);
+        assert!(device.data()[capacity as usize - 33 * 512..] == backup_before[..]);
         assert!(
-            device.data[32 << 20..capacity as usize - 33 * 512]
+            device.data()[32 << 20..capacity as usize - 33 * 512]
                 .iter()
                 .all(|&b| b == 0)
         );
-        assert!(device.data[1 << 20..32 << 20].iter().all(|&b| b == 0x11));
+        assert!(device.data()[1 << 20..32 << 20].iter().all(|&b| b == 0x11));
     }
 
     #[test]
@@ -774,13 +774,13 @@ mod tests {
         );
 
         // An MBR whose second entry covers 40..60 MiB.
-        device.data[510] = 0x55;
-        device.data[511] = 0xAA;
+        device.data_mut()[510] = 0x55;
+        device.data_mut()[511] = 0xAA;
         let e2 = 446 + 16;
-        device.data[e2 + 4] = 0x83;
-        device.data[e2 + 8..e2 + 12].copy_from_slice(&(40u32 * 2048).to_le_bytes());
-        device.data[e2 + 12..e2 + 16].copy_from_slice(&(20u32 * 2048).to_le_bytes());
-        device.data[1 << 20] = 7;
+        device.data_mut()[e2 + 4] = 0x83;
+        device.data_mut()[e2 + 8..e2 + 12].copy_from_slice(&(40u32 * 2048).to_le_bytes());
+        device.data_mut()[e2 + 12..e2 + 16].copy_from_slice(&(20u32 * 2048).to_le_bytes());
+        device.data_mut()[1 << 20] = 7;
         let e = apply(&mut device, &plan, &[], 4, 1).unwrap_err();
         assert!(
             matches!(e, OpError::PartitionInTail { ref name, .. } if name == "MBR entry 2"),
@@ -795,7 +795,7 @@ mod tests {
     fn a_damaged_or_unplaceable_gpt_refuses() {
         let fresh = || {
             let mut device = MemDevice::new(8 << 20, 1000);
-            write_gpt(&mut device.data[..], &[(2048, 4095)]);
+            write_gpt(device.data_mut(), &[(2048, 4095)]);
             device
         };
         let refused = |device: &mut MemDevice, what: &str| {
@@ -805,38 +805,38 @@ mod tests {
         assert_eq!(disk_layout(&mut fresh()).unwrap().partitions.len(), 1);
 
         let mut device = fresh();
-        device.data[512 + 80] = 0xff; // the entry count, without fixing the checksum
+        device.data_mut()[512 + 80] = 0xff; // the entry count, without fixing the checksum
         refused(&mut device, "header's checksum");
         let mut device = fresh();
-        device.data[1024 + 40] ^= 1; // an entry, without fixing the array's checksum
+        device.data_mut()[1024 + 40] ^= 1; // an entry, without fixing the array's checksum
         refused(&mut device, "entry array's checksum");
         // A disk that grew: the backup header is no longer at the end.
         let mut device = MemDevice::new(16 << 20, 1000);
         let small = fresh();
-        device.data[..8 << 20].copy_from_slice(&small.data);
+        device.data_mut()[..8 << 20].copy_from_slice(small.data());
         refused(&mut device, "backup header is at LBA");
         // The backup header missing (zeroed), or not matching the primary.
         let mut device = fresh();
-        let last = device.data.len() - 512;
-        device.data[last..].fill(0);
+        let last = device.data().len() - 512;
+        device.data_mut()[last..].fill(0);
         refused(&mut device, "backup header is missing");
         let mut device = fresh();
-        device.data[last + 88] ^= 1; // the entries' checksum, with the header's checksum fixed
-        device.data[last + 16..last + 20].fill(0);
-        let crc = crc32(&device.data[last..last + 92]);
-        device.data[last + 16..last + 20].copy_from_slice(&crc.to_le_bytes());
+        device.data_mut()[last + 88] ^= 1; // the entries' checksum, with the header's checksum fixed
+        device.data_mut()[last + 16..last + 20].fill(0);
+        let crc = crc32(&device.data()[last..last + 92]);
+        device.data_mut()[last + 16..last + 20].copy_from_slice(&crc.to_le_bytes());
         refused(&mut device, "does not match the primary");
         // A partition past the usable area.
         let mut device = MemDevice::new(8 << 20, 1000);
-        write_gpt(&mut device.data[..], &[(2048, 16383)]);
+        write_gpt(device.data_mut(), &[(2048, 16383)]);
         refused(&mut device, "outside the usable area");
         // A protective MBR and no GPT header at LBA 1.
         let mut device = fresh();
-        device.data[512..520].fill(0);
+        device.data_mut()[512..520].fill(0);
         let e = disk_layout(&mut device).unwrap_err().to_string();
         assert!(e.contains("protective MBR but no GPT header"), "{e}");
         // A GPT for 4096-byte sectors on a 512-byte device.
-        device.data[4096..4104].copy_from_slice(b"EFI PART");
+        device.data_mut()[4096..4104].copy_from_slice(b"EFI PART");
         let e = disk_layout(&mut device).unwrap_err().to_string();
         assert!(e.contains("another sector size"), "{e}");
     }
@@ -848,14 +848,14 @@ mod tests {
         // md 1.0 keeps its superblock 8 KiB from the end; 0.90 64 KiB from the end.
         for offset in [capacity - 8192, capacity - 65536] {
             let mut device = MemDevice::new(capacity, 1000);
-            device.data[offset as usize..offset as usize + 4].copy_from_slice(&MD_MAGIC.to_le_bytes());
+            device.data_mut()[offset as usize..offset as usize + 4].copy_from_slice(&MD_MAGIC.to_le_bytes());
             let e = apply(&mut device, &plan, &[], 4, 1).unwrap_err().to_string();
             assert!(e.contains("md RAID superblock"), "{e}");
         }
         // A backup GPT header with no primary.
         let mut device = MemDevice::new(capacity, 1000);
         let last = capacity as usize - 512;
-        device.data[last..last + 8].copy_from_slice(b"EFI PART");
+        device.data_mut()[last..last + 8].copy_from_slice(b"EFI PART");
         assert!(
             apply(&mut device, &plan, &[], 4, 1)
                 .unwrap_err()
@@ -875,11 +875,11 @@ mod tests {
         ));
         // A hybrid MBR beside a valid GPT: its own entry in the tail refuses though the GPT's entries fit.
         let mut device = MemDevice::new(capacity, 1000);
-        write_gpt(&mut device.data[..], &[(2048, 4095)]);
+        write_gpt(device.data_mut(), &[(2048, 4095)]);
         let e2 = 446 + 16;
-        device.data[e2 + 4] = 0x0c;
-        device.data[e2 + 8..e2 + 12].copy_from_slice(&(12288u32).to_le_bytes());
-        device.data[e2 + 12..e2 + 16].copy_from_slice(&(2048u32).to_le_bytes());
+        device.data_mut()[e2 + 4] = 0x0c;
+        device.data_mut()[e2 + 8..e2 + 12].copy_from_slice(&(12288u32).to_le_bytes());
+        device.data_mut()[e2 + 12..e2 + 16].copy_from_slice(&(2048u32).to_le_bytes());
         let e = apply(&mut device, &plan, &[], 4, 1).unwrap_err();
         assert!(
             matches!(e, OpError::PartitionInTail { ref name, .. } if name == "MBR entry 2"),
@@ -887,12 +887,12 @@ mod tests {
         );
         // A GPT whose usable area runs into its own backup.
         let mut device = MemDevice::new(capacity, 1000);
-        write_gpt(&mut device.data[..], &[]);
+        write_gpt(device.data_mut(), &[]);
         let blocks = capacity / 512;
-        device.data[512 + 48..512 + 56].copy_from_slice(&(blocks - 2).to_le_bytes());
-        device.data[512 + 16..512 + 20].fill(0);
-        let crc = crc32(&device.data[512..512 + 92]);
-        device.data[512 + 16..512 + 20].copy_from_slice(&crc.to_le_bytes());
+        device.data_mut()[512 + 48..512 + 56].copy_from_slice(&(blocks - 2).to_le_bytes());
+        device.data_mut()[512 + 16..512 + 20].fill(0);
+        let crc = crc32(&device.data()[512..512 + 92]);
+        device.data_mut()[512 + 16..512 + 20].copy_from_slice(&crc.to_le_bytes());
         assert!(
             disk_layout(&mut device)
                 .unwrap_err()

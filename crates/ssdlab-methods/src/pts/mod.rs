@@ -182,7 +182,11 @@ pub fn pts(mut session: Session<'_>, options: &PtsOptions) -> Result<MethodOutco
     };
     let mut reasons = Vec::new();
     if session.stopped {
-        reasons.push(format!("interrupted after {} complete round(s)", rounds.len()));
+        reasons.push(format!(
+            "{} after {} complete round(s)",
+            session.stop_reason(),
+            rounds.len()
+        ));
     } else if !steady_state.achieved {
         reasons.push(format!(
             "steady state not achieved in {} rounds: the last five moved {:.1}% (range, limit 20%) and {:.1}% \
@@ -225,7 +229,7 @@ mod tests {
     use ssdlab_core::device::Op;
     use ssdlab_core::schema::PhaseResult;
     use ssdlab_engine::Observer;
-    use ssdlab_engine::testdev::MemDevice;
+    use ssdlab_testdev::MemDevice;
 
     struct Watch(Vec<String>);
     impl Observer for Watch {}
@@ -267,14 +271,14 @@ mod tests {
 
         // Purge: discards covering the device once, before anything else.
         let first_write = device
-            .log
+            .log()
             .iter()
             .position(|(op, _, _)| *op != Op::Discard)
             .unwrap();
-        let discarded: u64 = device.log[..first_write].iter().map(|(_, _, len)| len).sum();
+        let discarded: u64 = device.log()[..first_write].iter().map(|(_, _, len)| len).sum();
         assert_eq!(discarded, capacity);
         // Preconditioning: 128 KiB sequential writes, twice the capacity, in order.
-        let pre = &device.log[first_write..first_write + 2 * (capacity / (128 << 10)) as usize];
+        let pre = &device.log()[first_write..first_write + 2 * (capacity / (128 << 10)) as usize];
         assert!(
             pre.iter()
                 .all(|&(op, _, len)| op == Op::Write && len == 128 << 10)
@@ -294,7 +298,7 @@ mod tests {
             })
             .collect();
         assert_eq!(&watch.0[2..], expected.as_slice());
-        let rounds = &device.log[first_write + pre.len()..];
+        let rounds = &device.log()[first_write + pre.len()..];
         assert!(
             rounds
                 .iter()
@@ -341,6 +345,6 @@ mod tests {
         };
         let err = pts(Session::new(&mut device, &mut watch, 1), &few).unwrap_err();
         assert!(err.to_string().contains("--max-rounds"), "{err}");
-        assert!(device.log.is_empty(), "refused before any I/O");
+        assert!(device.log().is_empty(), "refused before any I/O");
     }
 }

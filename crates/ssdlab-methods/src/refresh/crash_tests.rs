@@ -2,7 +2,9 @@
 //! journal that crash at every durable step in turn (journal append, compaction, data write, sync, time
 //! restore); then the machine "reboots", the next run settles and finishes, and the result is checked against a
 //! model of the file's bytes and times. Between the crash and the next run, other programs act on the file
-//! (an edit, a chmod, a rename, the inode reused): the model says what must survive.
+//! (an edit, a chmod, a rename, the inode reused): the model says what must survive. The medium also fails
+//! without a crash: a write that fails (a full file system, a failing medium), and a read or a sync that fails
+//! or a read that comes back short, at every one of them in turn.
 
 use std::cell::RefCell;
 use std::io;
@@ -60,6 +62,13 @@ struct World {
     touch_now_during_write: bool,
     /// How the next write fails, if it does.
     write_fails: Option<WriteFailure>,
+    /// Reads from the medium and syncs so far, and the one of each that fails with EIO without a crash (a read
+    /// fails short instead when `short_read` is set: the file seems to end halfway).
+    reads: u64,
+    read_fails_at: Option<u64>,
+    short_read: bool,
+    syncs: u64,
+    sync_fails_at: Option<u64>,
     /// During the next write someone sets the modification time alone to now by path (no open, so no lease
     /// break; the kernel reports it as a modification, like the write's own).
     mtime_now_during_write: bool,
@@ -229,12 +238,20 @@ impl RefreshTarget for MemFile {
         Ok(!self.in_window || w.writer_waiting)
     }
     fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        let w = self.world.borrow();
+        let mut w = self.world.borrow_mut();
         if w.crashed {
             return Err(crash_err());
         }
+        w.reads += 1;
+        let failing = w.read_fails_at == Some(w.reads);
+        if failing && !w.short_read {
+            return Err(io::Error::from_raw_os_error(5));
+        }
         let start = (offset as usize).min(w.data.len());
-        let n = buf.len().min(w.data.len() - start);
+        let mut n = buf.len().min(w.data.len() - start);
+        if failing {
+            n /= 2;
+        }
         buf[..n].copy_from_slice(&w.data[start..start + n]);
         Ok(n)
     }
@@ -312,6 +329,10 @@ impl RefreshTarget for MemFile {
         let mut w = self.world.borrow_mut();
         if !w.step()? {
             return Err(crash_err());
+        }
+        w.syncs += 1;
+        if w.sync_fails_at == Some(w.syncs) {
+            return Err(io::Error::from_raw_os_error(5));
         }
         if std::mem::take(&mut w.edit_and_restore_time_during_sync) {
             let mtime = w.facts.mtime;
@@ -421,6 +442,11 @@ fn new_world(seed: u64) -> Shared {
         chmod_during_write: false,
         touch_now_during_write: false,
         write_fails: None,
+        reads: 0,
+        read_fails_at: None,
+        short_read: false,
+        syncs: 0,
+        sync_fails_at: None,
         mtime_now_during_write: false,
         both_times_atime_kept_during_write: false,
         first_restore_step: None,
@@ -1118,4 +1144,59 @@ fn a_full_copy_on_write_file_system_stops_the_file_cleanly_before_it_runs_out() 
     assert_eq!(w.data, before);
     assert_eq!(w.facts.mtime, ORIGINAL_MTIME);
     assert!(w.cow_free_bytes.unwrap() >= margin, "the margin is kept");
+}
+
+#[test]
+fn a_read_or_a_sync_that_fails_changes_nothing_and_the_next_run_finishes() {
+    // Every read from the medium in a run (the chunks' reads before their windows, the verify reads after the
+    // syncs) failing with EIO or coming back short, and every sync failing, each in its own run: the content
+    // never changes, the run says so (an error or a file not refreshed), and the next run (the medium well
+    // again) settles and finishes with the original times and an empty journal.
+    let seed = 5;
+    let clean = new_world(seed);
+    one_run(&clean).unwrap();
+    let (reads, syncs) = (clean.borrow().reads, clean.borrow().syncs);
+    assert!(reads >= 8 && syncs >= 4, "{reads} reads, {syncs} syncs");
+    let faults = (1..=reads)
+        .flat_map(|at| [(Some(at), false, None), (Some(at), true, None)])
+        .chain((1..=syncs).map(|at| (None, false, Some(at))));
+    for (read_fails_at, short_read, sync_fails_at) in faults {
+        let ctx = format!("read {read_fails_at:?} (short: {short_read}), sync {sync_fails_at:?}");
+        let world = new_world(seed);
+        let original = world.borrow().data.clone();
+        {
+            let mut w = world.borrow_mut();
+            (w.read_fails_at, w.short_read, w.sync_fails_at) = (read_fails_at, short_read, sync_fails_at);
+        }
+        let first = one_run(&world);
+        assert!(
+            !matches!(first, Ok(Some(FileOutcome::Refreshed { .. }))),
+            "{ctx}: a failed read or sync went unnoticed: {first:?}"
+        );
+        assert_eq!(world.borrow().data, original, "{ctx}: content changed");
+        {
+            let mut w = world.borrow_mut();
+            (w.read_fails_at, w.sync_fails_at) = (None, None);
+            w.clock_ns += 60 * SECOND;
+        }
+        let second = one_run(&world).unwrap_or_else(|e| panic!("{ctx}: the next run failed: {e}"));
+        let w = world.borrow();
+        assert_eq!(w.data, original, "{ctx}: content changed");
+        assert!(
+            matches!(second, Some(FileOutcome::Refreshed { .. })),
+            "{ctx}: {second:?}"
+        );
+        assert_eq!(
+            (w.facts.atime, w.facts.mtime),
+            (ORIGINAL_ATIME, ORIGINAL_MTIME),
+            "{ctx}: times not restored"
+        );
+        drop(w);
+        let journal = Journal::open(Box::new(MemStore(world.clone()))).unwrap();
+        assert!(
+            journal.unfinished().is_empty(),
+            "{ctx}: {:?}",
+            journal.unfinished()
+        );
+    }
 }

@@ -4,11 +4,13 @@
 //!
 //! This module parses the `--dataset` description and scans the laid-out files; laying them out is the virtual
 //! drive's job (its caller passes the ranges), so nothing here depends on the simulator. The one write it makes
-//! is `--refresh-flagged`'s rewrite, and only on the virtual drive it was given.
+//! is `--refresh-flagged`'s rewrite, and only on the virtual drive it was given. A file that fails to read, or
+//! whose rewrite fails, is reported in `skipped` and the scan goes on.
 
 use ssdlab_core::device::Device;
 use ssdlab_core::schema::{
     AfterRefresh, FieldReportComparison, FieldReportRow, FileScan, RandomReadLatency, ScanAnalysis,
+    SkippedFile,
 };
 use ssdlab_core::units::{MONTH_S, parse_duration_ns, parse_size};
 use ssdlab_engine::runner::Quiet;
@@ -145,21 +147,39 @@ pub fn scan_dataset(
             ranges: vec![range],
         })
         .collect();
-    let scan_all = |device: &mut dyn Device, items: &[ScanItem]| -> Result<Vec<FileScan>, MethodError> {
-        items
-            .iter()
-            .map(|item| Ok(scan_item(device, item, &options.reads)?))
-            .collect()
+    // A file that fails to read is reported and passed over, as a real file is: the scan goes on.
+    let scan_all = |device: &mut dyn Device, items: &[ScanItem], skipped: &mut Vec<SkippedFile>| {
+        let mut scans = Vec::with_capacity(items.len());
+        for item in items {
+            match scan_item(device, item, &options.reads) {
+                Ok(scan) => scans.push(scan),
+                Err(e) => skipped.push(skip(item, format!("failed mid-scan: {e}"))),
+            }
+        }
+        scans
     };
     let reader = options.reads.reader.describe();
-    let mut analysis = analyze(scan_all(device, &items)?, options.slower_than, &reader);
+    let mut skipped = Vec::new();
+    let mut analysis = analyze(
+        scan_all(device, &items, &mut skipped),
+        options.slower_than,
+        &reader,
+    );
     analysis.field_report = compare_with_field_report(&analysis.files, options.reads.reader);
     if !options.refresh_flagged {
+        analysis.skipped = skipped;
         return Ok(analysis);
     }
     let mut refreshed = Vec::new();
     for item in items.iter().filter(|i| analysis.flagged.contains(&i.name)) {
-        rewrite_in_place(device, item.ranges[0])?;
+        // A rewrite that failed refreshed nothing: it is said, and the file is not measured as refreshed.
+        if let Some(failure) = rewrite_in_place(device, item.ranges[0])? {
+            skipped.push(skip(
+                item,
+                format!("not refreshed: its rewrite failed: {failure}"),
+            ));
+            continue;
+        }
         refreshed.push(ScanItem {
             age_s: 2.0 * 86_400.0,
             ..item.clone()
@@ -168,7 +188,12 @@ pub fn scan_dataset(
     // Let the rewritten data settle (out of the SLC cache) for two days, then measure again.
     let until = device.now_ns() + 2 * 86_400 * 1_000_000_000;
     device.wait_until(until);
-    let after = analyze(scan_all(device, &refreshed)?, options.slower_than, &reader);
+    let after = analyze(
+        scan_all(device, &refreshed, &mut skipped),
+        options.slower_than,
+        &reader,
+    );
+    analysis.skipped = skipped;
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     let before_speeds: Vec<f64> = analysis
         .files
@@ -231,8 +256,21 @@ fn compare_with_field_report(files: &[FileScan], reader: Reader) -> Option<Field
         })
 }
 
-/// Rewrites one range sequentially in 1 MiB writes: on the virtual drive the data is new from now on.
-fn rewrite_in_place(device: &mut dyn Device, (offset, len): (u64, u64)) -> Result<(), MethodError> {
+/// A virtual file passed over, with why.
+fn skip(item: &ScanItem, reason: String) -> SkippedFile {
+    SkippedFile {
+        name: item.name.clone(),
+        name_bytes_hex: item.name_bytes_hex.clone(),
+        reason,
+    }
+}
+
+/// Rewrites one range sequentially in 1 MiB writes: on the virtual drive the data is new from now on. Returns
+/// the write that failed, if one did (the rewrite stops there).
+fn rewrite_in_place(
+    device: &mut dyn Device,
+    (offset, len): (u64, u64),
+) -> Result<Option<ssdlab_engine::runner::IoFailure>, MethodError> {
     let capacity = device.info().capacity_bytes;
     let workload = Workload {
         rw: RwMode::Write,
@@ -252,8 +290,7 @@ fn rewrite_in_place(device: &mut dyn Device, (offset, len): (u64, u64)) -> Resul
         seed: 1,
         verify: false,
     };
-    ssdlab_engine::run_phase(device, &workload, &mut Quiet)?;
-    Ok(())
+    Ok(ssdlab_engine::run_phase(device, &workload, &mut Quiet)?.io_failure)
 }
 
 #[cfg(test)]

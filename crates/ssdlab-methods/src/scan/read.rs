@@ -88,13 +88,18 @@ pub fn scan_item(
 ) -> Result<FileScan, DeviceError> {
     let (chunk_bytes, qd) = (reads.reader.chunk_bytes(), reads.reader.queue_depth());
     let align = device.info().logical_block_bytes.max(512) as u64;
-    let mut chunks: Vec<(u64, u64)> = Vec::new();
+    let mut chunks: Vec<Chunk> = Vec::new();
     for &(start, len) in &item.ranges {
         let mut offset = start / align * align;
         let end = start + len;
         while offset < end {
             let want = chunk_bytes.min(end - offset).next_multiple_of(align);
-            chunks.push((offset, want));
+            // The last chunk of a file may be cut at its end (a file's size need not be a whole block).
+            chunks.push(Chunk {
+                offset,
+                len: want,
+                needed: want.min(end - offset),
+            });
             offset += want;
         }
     }
@@ -115,8 +120,11 @@ pub fn scan_item(
     slow.truncate(8);
     let mut slow_chunks = Vec::new();
     for (offset, first_ns) in slow {
-        let len = chunks.iter().find(|c| c.0 == offset).map_or(chunk_bytes, |c| c.1);
-        let again = read_chunks(device, &[(offset, len)], chunk_bytes, 1)?;
+        let chunk = *chunks
+            .iter()
+            .find(|c| c.offset == offset)
+            .expect("a slow chunk is one of the chunks");
+        let again = read_chunks(device, &[chunk], chunk_bytes, 1)?;
         slow_chunks.push((offset, first_ns, again.first().map_or(0, |t| t.1)));
     }
     let random_read_ns = random_read_latencies(device, item, reads.random_reads)?;
@@ -160,7 +168,7 @@ fn random_read_latencies(
         return Ok(Vec::new());
     }
     let mut rng = Rng::new(name_seed(&item.name));
-    let reads: Vec<(u64, u64)> = (0..count)
+    let reads: Vec<Chunk> = (0..count)
         .map(|_| {
             let mut k = rng.below(total);
             let &(first, _) = blocks
@@ -173,7 +181,11 @@ fn random_read_latencies(
                     here
                 })
                 .expect("k is below the total block count");
-            (first + k * RANDOM_READ_BYTES, RANDOM_READ_BYTES)
+            Chunk {
+                offset: first + k * RANDOM_READ_BYTES,
+                len: RANDOM_READ_BYTES,
+                needed: RANDOM_READ_BYTES,
+            }
         })
         .collect();
     // One at a time, each timed on its own: queue depth 1, as a search's dependent lookups are.
@@ -188,10 +200,22 @@ fn name_seed(name: &str) -> u64 {
     })
 }
 
-/// Reads chunks at a queue depth; returns (offset, latency ns, completed ns, submitted ns) per chunk.
+/// One read of a scan: `len` bytes at `offset`, of which the first `needed` are the file's data (a read may
+/// stop at the end of a file, never before it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Chunk {
+    offset: u64,
+    len: u64,
+    needed: u64,
+}
+
+/// Reads chunks at a queue depth; returns (offset, latency ns, completed ns, submitted ns) per chunk. A read
+/// that fails, is refused or stops before its data ends fails the whole call, named by its offset, once the
+/// reads still in flight have completed: the device is left with nothing in flight, so it can read the next
+/// file.
 fn read_chunks(
     device: &mut dyn Device,
-    chunks: &[(u64, u64)],
+    chunks: &[Chunk],
     buffer_bytes: u64,
     qd: u32,
 ) -> Result<Vec<(u64, u64, u64, u64)>, DeviceError> {
@@ -202,45 +226,79 @@ fn read_chunks(
     let mut next = 0usize;
     let mut out = Vec::with_capacity(chunks.len());
     let mut done: Vec<Completion> = Vec::new();
-    let mut offsets = vec![0u64; qd as usize];
-    while out.len() < chunks.len() {
+    let mut carrying = vec![0usize; qd as usize];
+    let mut failure: Option<DeviceError> = None;
+    loop {
         let mut batch = Vec::new();
-        while let Some(&slot) = free.last() {
-            if next == chunks.len() {
-                break;
-            }
-            free.pop();
-            let (offset, len) = chunks[next];
-            offsets[slot as usize] = offset;
+        while failure.is_none()
+            && next < chunks.len()
+            && let Some(slot) = free.pop()
+        {
+            let chunk = chunks[next];
+            carrying[slot as usize] = next;
             batch.push(Io {
                 op: Op::Read,
-                offset,
-                len,
+                offset: chunk.offset,
+                len: chunk.len,
                 slot,
                 tag: next as u64,
             });
             next += 1;
         }
-        if !batch.is_empty() {
-            device.submit(&batch)?;
+        if !batch.is_empty()
+            && let Err(e) = device.submit(&batch)
+        {
+            // What the device took of the batch is drained below; nothing more is issued.
+            failure = Some(e);
+        }
+        if device.in_flight() == 0 {
+            break;
         }
         done.clear();
         device.reap(1, None, &mut done)?;
         for c in &done {
             free.push(c.slot);
-            if c.result < 0 {
-                return Err(DeviceError::os(
-                    format!("reading {} at offset {}", c.tag, offsets[c.slot as usize]),
-                    std::io::Error::from_raw_os_error((-c.result) as i32),
-                ));
+            let chunk = chunks[carrying[c.slot as usize]];
+            if let Some(e) = failed(&chunk, c.result) {
+                failure.get_or_insert(e);
+                continue;
             }
             out.push((
-                offsets[c.slot as usize],
+                chunk.offset,
                 c.completed_ns - c.submitted_ns,
                 c.completed_ns,
                 c.submitted_ns,
             ));
         }
     }
-    Ok(out)
+    match failure {
+        Some(e) => Err(e),
+        None => {
+            assert_eq!(out.len(), chunks.len(), "every chunk was read");
+            Ok(out)
+        }
+    }
+}
+
+/// Why a read of `chunk` that returned `result` failed, if it did.
+fn failed(chunk: &Chunk, result: i64) -> Option<DeviceError> {
+    let what = format!("reading {} bytes at offset {}", chunk.len, chunk.offset);
+    if result < 0 {
+        return Some(DeviceError::os(
+            what,
+            std::io::Error::from_raw_os_error((-result) as i32),
+        ));
+    }
+    (result < chunk.needed as i64).then(|| {
+        DeviceError::os(
+            what,
+            std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!(
+                    "only {result} of {} bytes came back: the file shrank, or the device cut the read short",
+                    chunk.len
+                ),
+            ),
+        )
+    })
 }

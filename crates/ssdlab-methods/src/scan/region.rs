@@ -4,7 +4,7 @@
 //!
 //! It only reads, through [`Device`]; opening the device read-only is the caller's job.
 
-use ssdlab_core::device::{Device, DeviceInfo};
+use ssdlab_core::device::{Device, DeviceError, DeviceInfo};
 use ssdlab_core::schema::{RegionRow, RegionScanAnalysis, Verdict};
 use ssdlab_core::stats::median;
 
@@ -61,7 +61,21 @@ pub fn plan(info: &DeviceInfo, options: &RegionScanOptions) -> Result<RegionPlan
     })
 }
 
-/// Reads every region, re-reads the slow ones, and judges.
+/// A read error, said as the region's: a region that cannot be read ends the region scan (a row without a speed
+/// would be a hole in the curve nobody sees), so the error says where.
+fn in_region(offset: u64, e: DeviceError) -> DeviceError {
+    match e {
+        DeviceError::Os { what, cause } => DeviceError::Os {
+            what: format!("the region at byte {offset}: {what}"),
+            cause,
+        },
+        DeviceError::Invalid(why) => DeviceError::Invalid(format!("the region at byte {offset}: {why}")),
+        other => other,
+    }
+}
+
+/// Reads every region, re-reads the slow ones, and judges. A region that fails to read ends it with an error
+/// naming the region.
 pub fn region_scan(
     device: &mut dyn Device,
     options: &RegionScanOptions,
@@ -80,7 +94,9 @@ pub fn region_scan(
             reader: options.reader,
             random_reads: 0,
         };
-        Ok(scan_item(device, &item, &reads)?.bytes_per_s)
+        scan_item(device, &item, &reads)
+            .map(|scan| scan.bytes_per_s)
+            .map_err(|e| MethodError::Device(in_region(offset, e)))
     };
     let mut regions = Vec::with_capacity(options.regions as usize);
     for i in 0..options.regions as u64 {

@@ -1,0 +1,340 @@
+//! The NBD server over a device that fails: every failure reaches the client as the errno the protocol has for
+//! it, on the request that failed, and the server keeps serving that client and every other one (the next
+//! request works). The server runs in-process on the test thread over an abstract Unix socket; the clients are
+//! plain fixed-newstyle clients on their own threads, with generous socket timeouts only as a hang guard.
+
+use std::io::{Read, Write};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use ssdlab_cache::{CacheConfig, CachedDevice};
+use ssdlab_core::device::{Device, Op};
+use ssdlab_core::target::CacheMode;
+use ssdlab_nbd::protocol::{self, Request};
+use ssdlab_nbd::server::ServeError;
+use ssdlab_nbd::{Listener, ServeOptions, ServeStats, serve};
+use ssdlab_testdev::{Fault, FaultDevice, MemDevice, MemOptions, Rule, Service, Switch};
+
+const KIB: u64 = 1024;
+
+/// A connected client after `NBD_OPT_EXPORT_NAME`: no block sizes negotiated, so any offset and length go.
+struct Client {
+    stream: UnixStream,
+    size: u64,
+    cookie: u64,
+}
+
+/// A reply: the NBD error (0 for success) and, for a successful read, its data.
+type Reply = (u32, Vec<u8>);
+
+impl Client {
+    fn connect(addr: &SocketAddr) -> Client {
+        let mut stream = UnixStream::connect_addr(addr).expect("the server listens");
+        // A hang guard only: every reply here comes in milliseconds.
+        stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let mut hello = [0u8; 18];
+        stream.read_exact(&mut hello).unwrap();
+        assert_eq!(
+            u64::from_be_bytes(hello[..8].try_into().unwrap()),
+            protocol::NBDMAGIC
+        );
+        let flags = u32::from(protocol::FLAG_FIXED_NEWSTYLE | protocol::FLAG_NO_ZEROES);
+        let mut out = flags.to_be_bytes().to_vec();
+        out.extend_from_slice(&protocol::IHAVEOPT.to_be_bytes());
+        out.extend_from_slice(&protocol::OPT_EXPORT_NAME.to_be_bytes());
+        out.extend_from_slice(&0u32.to_be_bytes());
+        stream.write_all(&out).unwrap();
+        let mut export = [0u8; 10];
+        stream.read_exact(&mut export).unwrap();
+        Client {
+            stream,
+            size: u64::from_be_bytes(export[..8].try_into().unwrap()),
+            cookie: 0,
+        }
+    }
+
+    fn send(&mut self, command: u16, flags: u16, offset: u64, length: u32, payload: &[u8]) -> u64 {
+        self.cookie += 1;
+        let request = Request {
+            flags,
+            command,
+            cookie: self.cookie,
+            offset,
+            length,
+        };
+        self.stream.write_all(&request.encode()).unwrap();
+        self.stream.write_all(payload).unwrap();
+        self.cookie
+    }
+
+    /// Reads one simple reply; `read_len` is the data that follows a successful read.
+    fn reply(&mut self, cookie: u64, read_len: usize) -> Reply {
+        let mut header = [0u8; 16];
+        self.stream.read_exact(&mut header).unwrap();
+        assert_eq!(
+            u32::from_be_bytes(header[..4].try_into().unwrap()),
+            protocol::SIMPLE_REPLY_MAGIC
+        );
+        let error = u32::from_be_bytes(header[4..8].try_into().unwrap());
+        assert_eq!(
+            u64::from_be_bytes(header[8..16].try_into().unwrap()),
+            cookie,
+            "replies in order"
+        );
+        let mut data = vec![0; if error == 0 { read_len } else { 0 }];
+        self.stream.read_exact(&mut data).unwrap();
+        (error, data)
+    }
+
+    fn read(&mut self, offset: u64, len: u64) -> Reply {
+        let cookie = self.send(protocol::CMD_READ, 0, offset, len as u32, &[]);
+        self.reply(cookie, len as usize)
+    }
+
+    fn write(&mut self, offset: u64, data: &[u8], flags: u16) -> u32 {
+        let cookie = self.send(protocol::CMD_WRITE, flags, offset, data.len() as u32, data);
+        self.reply(cookie, 0).0
+    }
+
+    fn flush(&mut self) -> u32 {
+        let cookie = self.send(protocol::CMD_FLUSH, 0, 0, 0, &[]);
+        self.reply(cookie, 0).0
+    }
+
+    fn disconnect(mut self) {
+        self.send(protocol::CMD_DISC, 0, 0, 0, &[]);
+    }
+}
+
+/// Sets the stop flag when dropped, so a client that panics still lets the server return.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Serves `device` on a fresh abstract socket while `clients` runs on its own thread, then stops the server;
+/// returns what `serve` returned. A client's panic is the test's.
+fn with_server<D: Device>(
+    device: &mut D,
+    clients: impl FnOnce(&SocketAddr) + Send,
+) -> Result<ServeStats, ServeError> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = format!(
+        "ssdlab-nbd-faults-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    );
+    let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let listener = UnixListener::bind_addr(&addr).unwrap();
+    let stop = AtomicBool::new(false);
+    let options = ServeOptions {
+        export_name: "faulty".into(),
+        read_only: false,
+        slots: 4,
+        max_connections: 8,
+    };
+    std::thread::scope(|scope| {
+        let client = scope.spawn(|| {
+            let _stop = StopOnDrop(&stop);
+            clients(&addr);
+        });
+        let served = serve(device, Listener::Unix(listener), &options, &stop, |_| {});
+        if let Err(panic) = client.join() {
+            std::panic::resume_unwind(panic);
+        }
+        served
+    })
+}
+
+/// A 1 MiB memory disk with a volatile cache, 10 µs per operation and 64 KiB transfers (so larger requests go
+/// in chunks), under the faults of `rules`.
+fn disk(rules: Vec<Rule>) -> FaultDevice<MemDevice> {
+    let mem = MemDevice::with(MemOptions {
+        max_transfer_bytes: 64 * KIB,
+        volatile_cache: true,
+        service: Service::Fixed { ns: 10_000 },
+        ..MemOptions::new(1 << 20)
+    });
+    let mut device = FaultDevice::new(mem, 3);
+    for rule in rules {
+        device.add(rule);
+    }
+    device
+}
+
+#[test]
+fn every_failure_reaches_the_client_as_its_errno_and_the_next_request_works() {
+    let fua_flush_fails = Switch::new(false);
+    let refusing = Switch::new(false);
+    let mut device = disk(vec![
+        Rule::new(Fault::eio()).on(&[Op::Read]).within(4 * KIB..8 * KIB),
+        Rule::new(Fault::eio())
+            .on(&[Op::Write])
+            .within(64 * KIB..68 * KIB)
+            .once(),
+        Rule::new(Fault::eio()).on(&[Op::Flush]).once(),
+        Rule::new(Fault::eio()).on(&[Op::Flush]).when(&fua_flush_fails),
+        Rule::new(Fault::Error(28))
+            .on(&[Op::Write])
+            .within(128 * KIB..132 * KIB),
+        Rule::new(Fault::Short { keep_bytes: 512 })
+            .on(&[Op::Read])
+            .within(256 * KIB..260 * KIB),
+        Rule::new(Fault::Torn { landed_bytes: 1024 })
+            .on(&[Op::Write])
+            .within(300 * KIB..304 * KIB),
+        Rule::new(Fault::Refuse("gone for a moment".into())).when(&refusing),
+        // A block inside a 192 KiB read that the server sends in 64 KiB chunks.
+        Rule::new(Fault::eio())
+            .on(&[Op::Read])
+            .within(520 * KIB..524 * KIB),
+        // The head block of an unaligned write, read before the write (read-modify-write).
+        Rule::new(Fault::eio())
+            .on(&[Op::Read])
+            .within(700 * KIB..701 * KIB),
+    ]);
+    let log = device.log();
+    let stats = with_server(&mut device, |addr| {
+        let mut c = Client::connect(addr);
+        assert_eq!(c.size, 1 << 20);
+        let block = vec![0x5a; 4096];
+        assert_eq!(c.write(0, &block, 0), 0);
+        assert_eq!(c.read(0, 4096), (0, block.clone()));
+        // A read the device fails: EIO, and the connection goes on.
+        assert_eq!(c.read(4 * KIB, 4096).0, protocol::EIO);
+        assert_eq!(c.read(0, 4096), (0, block.clone()), "the next request works");
+        // A write that fails once, then works.
+        assert_eq!(c.write(64 * KIB, &block, 0), protocol::EIO);
+        assert_eq!(c.write(64 * KIB, &block, 0), 0);
+        // A FLUSH that fails once, then works.
+        assert_eq!(c.flush(), protocol::EIO);
+        assert_eq!(c.flush(), 0);
+        // Out of space is said as such.
+        assert_eq!(c.write(128 * KIB, &block, 0), protocol::ENOSPC);
+        // A short read and a torn write are errors, never partial successes.
+        assert_eq!(c.read(256 * KIB, 4096).0, protocol::EIO);
+        assert_eq!(c.write(300 * KIB, &block, 0), protocol::EIO);
+        // A FUA write whose flush fails is not acknowledged.
+        fua_flush_fails.set(true);
+        assert_eq!(c.write(400 * KIB, &block, protocol::CMD_FLAG_FUA), protocol::EIO);
+        fua_flush_fails.set(false);
+        assert_eq!(c.write(400 * KIB, &block, protocol::CMD_FLAG_FUA), 0);
+        // A device that refuses work outright.
+        refusing.set(true);
+        assert_eq!(c.read(0, 4096).0, protocol::EIO);
+        refusing.set(false);
+        assert_eq!(c.read(0, 4096), (0, block.clone()));
+        // A chunk in the middle of a long read fails: the whole read fails, no partial data.
+        assert_eq!(c.read(480 * KIB, 192 * KIB).0, protocol::EIO);
+        // An unaligned write whose edge block cannot be read first is not made.
+        assert_eq!(c.write(700 * KIB + 100, &[1; 300], 0), protocol::EIO);
+        // Another client, and this one, are served as before.
+        let mut other = Client::connect(addr);
+        assert_eq!(other.read(0, 4096), (0, block.clone()));
+        assert_eq!(
+            c.write(800 * KIB + 7, &[9; 10], 0),
+            0,
+            "an unaligned write that can be made"
+        );
+        assert_eq!(other.read(800 * KIB, 4096).1[7..17], [9; 10]);
+        other.disconnect();
+        c.disconnect();
+    })
+    .expect("the server ran to its stop and flushed");
+    assert_eq!(stats.errors, 10, "{stats:?}");
+    // Every fault asked for was injected, on the request the client heard about.
+    let kinds: Vec<(Op, u64)> = log.entries().iter().map(|f| (f.io.op, f.io.offset)).collect();
+    assert!(kinds.contains(&(Op::Read, 4 * KIB)), "{kinds:?}");
+    assert!(
+        kinds.contains(&(Op::Read, 480 * KIB)),
+        "the 64 KiB chunk holding 520 KiB: {kinds:?}"
+    );
+    assert!(kinds.contains(&(Op::Read, 700 * KIB)), "{kinds:?}");
+    assert_eq!(device.inner().data()[..4096], [0x5a; 4096]);
+    assert_eq!(
+        device.inner().durable()[64 * KIB as usize..68 * KIB as usize],
+        [0x5a; 4096],
+        "the final flush made the retried write durable"
+    );
+    assert!(
+        device.inner().data()[700 * KIB as usize..701 * KIB as usize]
+            .iter()
+            .all(|&b| b == 0),
+        "the refused unaligned write wrote nothing"
+    );
+}
+
+#[test]
+fn a_stalled_request_is_answered_correctly_and_other_clients_are_served() {
+    // A read of block 0 stalls for a second of the device's clock.
+    let mut device = disk(vec![
+        Rule::new(Fault::Stall { ns: 1_000_000_000 })
+            .on(&[Op::Read])
+            .within(0..4096)
+            .once(),
+    ]);
+    with_server(&mut device, |addr| {
+        let mut slow = Client::connect(addr);
+        let mut quick = Client::connect(addr);
+        let cookie = slow.send(protocol::CMD_READ, 0, 0, 4096, &[]);
+        for i in 1..20u64 {
+            assert_eq!(quick.write(i * 4096, &[i as u8; 4096], 0), 0);
+            assert_eq!(quick.read(i * 4096, 4096), (0, vec![i as u8; 4096]));
+        }
+        assert_eq!(
+            slow.reply(cookie, 4096),
+            (0, vec![0; 4096]),
+            "a stall is slow, not wrong"
+        );
+        quick.disconnect();
+        slow.disconnect();
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_final_flush_that_fails_is_the_servers_error() {
+    let stopping = Switch::new(false);
+    let mut device = disk(vec![Rule::new(Fault::eio()).on(&[Op::Flush]).when(&stopping)]);
+    let result = with_server(&mut device, |addr| {
+        let mut c = Client::connect(addr);
+        assert_eq!(c.write(0, &[1; 4096], 0), 0);
+        c.disconnect();
+        stopping.set(true);
+    });
+    match result {
+        Err(e) => assert!(e.to_string().contains("final flush"), "{e}"),
+        Ok(stats) => panic!("a failed final flush was not reported: {stats:?}"),
+    }
+}
+
+#[test]
+fn a_cached_export_fails_the_flush_whose_destage_failed_and_the_next_flush_makes_the_write_durable() {
+    let failing = Switch::new(true);
+    let disk = disk(vec![Rule::new(Fault::eio()).on(&[Op::Write]).when(&failing)]);
+    let mut cache = CachedDevice::new(
+        disk,
+        "cached:faulty",
+        CacheConfig::new(1 << 20, CacheMode::Writeback),
+    );
+    with_server(&mut cache, |addr| {
+        let mut c = Client::connect(addr);
+        assert_eq!(c.write(8192, &[0x77; 4096], 0), 0, "absorbed by the cache");
+        assert_eq!(c.flush(), protocol::EIO, "its destage failed, so the FLUSH does");
+        assert_eq!(
+            c.read(8192, 4096),
+            (0, vec![0x77; 4096]),
+            "the write is still there"
+        );
+        failing.set(false);
+        assert_eq!(c.flush(), 0);
+        c.disconnect();
+    })
+    .unwrap();
+    assert_eq!(cache.inner().inner().durable()[8192..12288], [0x77; 4096]);
+}
