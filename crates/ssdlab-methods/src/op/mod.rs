@@ -758,6 +758,63 @@ mod tests {
     }
 
     #[test]
+    fn examine_plans_the_tail_the_discard_takes_and_reports_without_a_plan_even_on_a_damaged_table() {
+        let capacity = 64u64 << 20;
+        let mut device = MemDevice::new(capacity, 1000);
+        write_gpt(device.data_mut(), &[(2048, 2048 + 31 * 2048 - 1)]);
+        let kernel = Partition {
+            name: "p1".into(),
+            start_bytes: 1 << 20,
+            len_bytes: 31 << 20,
+        };
+        let request = |unused_percent| OpRequest {
+            raw_nand_bytes: None,
+            kernel_partitions: vec![kernel.clone()],
+            unused_percent,
+            virtual_block: true,
+        };
+        let report = examine(&mut device, &request(None)).unwrap();
+        assert!(report.plan.is_none() && report.record.planned.is_none());
+        assert_eq!(
+            report.record.partitions.len(),
+            1,
+            "the kernel's and the table's entry are one range"
+        );
+        assert!(report.record.notes[0].contains("virtual block device"));
+        let planned = examine(&mut device, &request(Some(25.0))).unwrap();
+        let (plan, tail) = planned.plan.unwrap();
+        assert_eq!(plan.usable_bytes, 48 << 20);
+        assert_eq!(tail.offset_bytes, 48 << 20);
+        assert_eq!(
+            tail.gpt_backup_bytes,
+            33 * 512,
+            "the backup header and entries are kept"
+        );
+        let recorded = planned.record.planned.unwrap();
+        assert_eq!(recorded.tail_offset_bytes, Some(tail.offset_bytes));
+        assert_eq!(recorded.tail_len_bytes, Some(tail.len_bytes));
+        // The same decision as the discard: a partition in the tail refuses both, and a damaged table refuses a
+        // plan but not a report.
+        let mut refused = request(Some(60.0));
+        refused.kernel_partitions[0].len_bytes = 40 << 20;
+        assert!(matches!(
+            examine(&mut device, &refused),
+            Err(OpError::PartitionInTail { .. })
+        ));
+        let last = device.data().len() - 512;
+        device.data_mut()[last..].fill(0);
+        assert!(examine(&mut device, &request(Some(25.0))).is_err());
+        let report = examine(&mut device, &request(None)).unwrap();
+        assert!(
+            report
+                .record
+                .notes
+                .iter()
+                .any(|n| n.contains("backup header is missing"))
+        );
+    }
+
+    #[test]
     fn a_kernel_partition_or_an_mbr_entry_in_the_tail_refuses() {
         let capacity = 64u64 << 20;
         let mut device = MemDevice::new(capacity, 1000);
