@@ -276,94 +276,140 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
     if !args.forget.is_empty() {
         return forget(args);
     }
-    let older_than_s = args
-        .older_than
-        .as_deref()
-        .map(|v| {
-            parse_duration_ns(v)
-                .map(|ns| ns as f64 / 1e9)
-                .map_err(|e| anyhow!("--older-than {e}"))
-        })
-        .transpose()?;
-    let rate = args
-        .rate
-        .as_deref()
-        .map(|v| parse_rate(v).map_err(|e| anyhow!("--rate {e}")))
-        .transpose()?;
-    let bytes_per_s = match rate {
-        None => None,
-        Some(Rate::BytesPerS(b)) => Some(b),
-        Some(Rate::Iops(_)) => bail!("--rate: refresh is limited in bytes per second, e.g. --rate 200m"),
-    };
-    let chunk = size_flag("chunk", &args.chunk)?;
-    // A chunk is written in one window under a lease: 16 MiB keeps the window well inside the kernel's
-    // lease-break time even on a medium that writes 1 MB/s, and keeps other openers' waits short.
-    if !(64 << 10..=16 << 20).contains(&chunk) || !chunk.is_multiple_of(64 << 10) {
-        bail!(
-            "--chunk {}: use a multiple of 64k between 64k and 16m",
-            args.chunk
-        );
-    }
-    let slower_than = args.slower_than.unwrap_or(0.5);
-    if !(slower_than > 0.0 && slower_than < 1.0) {
-        bail!(
-            "--slower-than {slower_than}: a fraction of the scan's baseline speed between 0 and 1, e.g. 0.5"
-        );
-    }
-    let mut before_mb_s = HashMap::new();
-    let mut paths = args.paths.clone();
-    if let Some(dir) = &args.from {
-        let slow = slow_files_from_scan(dir, slower_than)?;
-        eprintln!(
-            "from      {}: {} files read slower than {} of the baseline",
-            dir.display(),
-            slow.len(),
-            slower_than
-        );
-        for (path, mb_s) in slow {
-            before_mb_s.insert(path.clone(), mb_s);
-            paths.push(path);
-        }
-    }
-    for path in &paths {
-        if std::fs::symlink_metadata(path).is_err() {
-            bail!("PATH {}: does not exist", escape_path(path));
-        }
-        // Refresh writes: no symbolic link anywhere in the path (a trailing slash after a link included), as
-        // for every write.
-        if let Err(e) = ssdlab_io::sys::open_no_symlinks(path, ssdlab_io::sys::O_PATH)
-            && e.raw_os_error() == Some(ssdlab_io::sys::ELOOP)
-        {
+    let plan = RefreshPlan::from_args(args)?;
+    execute(args, plan)
+}
+
+/// The flags of one refresh, every one checked before anything is locked or opened: the paths (absolute, on a
+/// disk's file system, no symlink on the way, `--out` outside them), the files `--from` found slow, and the
+/// limits.
+struct RefreshPlan {
+    paths: Vec<PathBuf>,
+    older_than_s: Option<f64>,
+    bytes_per_s: Option<f64>,
+    chunk: u64,
+    /// The speeds a scan measured (`--from`), in MB/s by path.
+    before_mb_s: HashMap<PathBuf, f64>,
+    state_dir: PathBuf,
+}
+
+impl RefreshPlan {
+    fn from_args(args: &RefreshArgs) -> Result<RefreshPlan> {
+        let older_than_s = args
+            .older_than
+            .as_deref()
+            .map(|v| {
+                parse_duration_ns(v)
+                    .map(|ns| ns as f64 / 1e9)
+                    .map_err(|e| anyhow!("--older-than {e}"))
+            })
+            .transpose()?;
+        let rate = args
+            .rate
+            .as_deref()
+            .map(|v| parse_rate(v).map_err(|e| anyhow!("--rate {e}")))
+            .transpose()?;
+        let bytes_per_s = match rate {
+            None => None,
+            Some(Rate::BytesPerS(b)) => Some(b),
+            Some(Rate::Iops(_)) => bail!("--rate: refresh is limited in bytes per second, e.g. --rate 200m"),
+        };
+        let chunk = size_flag("chunk", &args.chunk)?;
+        // A chunk is written in one window under a lease: 16 MiB keeps the window well inside the kernel's
+        // lease-break time even on a medium that writes 1 MB/s, and keeps other openers' waits short.
+        if !(64 << 10..=16 << 20).contains(&chunk) || !chunk.is_multiple_of(64 << 10) {
             bail!(
-                "PATH {}: a component of it is a symbolic link; refresh never follows a link into a write: give \
+                "--chunk {}: use a multiple of 64k between 64k and 16m",
+                args.chunk
+            );
+        }
+        let slower_than = args.slower_than.unwrap_or(0.5);
+        if !(slower_than > 0.0 && slower_than < 1.0) {
+            bail!(
+                "--slower-than {slower_than}: a fraction of the scan's baseline speed between 0 and 1, e.g. 0.5"
+            );
+        }
+        let mut before_mb_s = HashMap::new();
+        let mut paths = args.paths.clone();
+        if let Some(dir) = &args.from {
+            let slow = slow_files_from_scan(dir, slower_than)?;
+            eprintln!(
+                "from      {}: {} files read slower than {} of the baseline",
+                dir.display(),
+                slow.len(),
+                slower_than
+            );
+            for (path, mb_s) in slow {
+                before_mb_s.insert(path.clone(), mb_s);
+                paths.push(path);
+            }
+        }
+        for path in &paths {
+            if std::fs::symlink_metadata(path).is_err() {
+                bail!("PATH {}: does not exist", escape_path(path));
+            }
+            // Refresh writes: no symbolic link anywhere in the path (a trailing slash after a link included), as
+            // for every write.
+            if let Err(e) = ssdlab_io::sys::open_no_symlinks(path, ssdlab_io::sys::O_PATH)
+                && e.raw_os_error() == Some(ssdlab_io::sys::ELOOP)
+            {
+                bail!(
+                    "PATH {}: a component of it is a symbolic link; refresh never follows a link into a write: give \
                  the real path ({})",
-                escape_path(path),
-                std::fs::canonicalize(path)
-                    .map(|p| escape_path(&p))
-                    .unwrap_or_else(|_| "unresolved".into())
-            );
-        }
-        // Before anything is opened: the files of sysfs, procfs and their kind are kernel state, not data on
-        // a drive, and reading some of them has effects.
-        if let Some(kind) = ssdlab_io::files::pseudo_file_system(path)
-            .with_context(|| format!("PATH {}: cannot tell its file system", escape_path(path)))?
-        {
-            bail!(
-                "PATH {}: it is on {kind}, a pseudo file system of the kernel; its files are not data on a drive, \
+                    escape_path(path),
+                    std::fs::canonicalize(path)
+                        .map(|p| escape_path(&p))
+                        .unwrap_or_else(|_| "unresolved".into())
+                );
+            }
+            // Before anything is opened: the files of sysfs, procfs and their kind are kernel state, not data on
+            // a drive, and reading some of them has effects.
+            if let Some(kind) = ssdlab_io::files::pseudo_file_system(path)
+                .with_context(|| format!("PATH {}: cannot tell its file system", escape_path(path)))?
+            {
+                bail!(
+                    "PATH {}: it is on {kind}, a pseudo file system of the kernel; its files are not data on a drive, \
                  so refresh never reads or rewrites them: give a path on a disk's file system",
-                escape_path(path)
-            );
+                    escape_path(path)
+                );
+            }
         }
+        // The journal records absolute paths, so a run from another directory settles what this one left.
+        let paths: Vec<PathBuf> = paths
+            .iter()
+            .map(|p| std::path::absolute(p).with_context(|| format!("PATH {}", escape_path(p))))
+            .collect::<Result<_>>()?;
+        if let Some(out) = &args.out {
+            refuse_out_inside(out, &paths)?;
+        }
+        let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
+        let plan = RefreshPlan {
+            paths,
+            older_than_s,
+            bytes_per_s,
+            chunk,
+            before_mb_s,
+            state_dir,
+        };
+        assert!(
+            plan.paths.iter().all(|p| p.is_absolute()),
+            "the journal records absolute paths"
+        );
+        assert!(plan.chunk.is_multiple_of(64 << 10) && plan.chunk > 0);
+        Ok(plan)
     }
-    // The journal records absolute paths, so a run from another directory settles what this one left.
-    let paths: Vec<PathBuf> = paths
-        .iter()
-        .map(|p| std::path::absolute(p).with_context(|| format!("PATH {}", escape_path(p))))
-        .collect::<Result<_>>()?;
-    if let Some(out) = &args.out {
-        refuse_out_inside(out, &paths)?;
-    }
-    let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
+}
+
+/// Runs a planned refresh: the lock, the session (or a dry run's listing), the record.
+fn execute(args: &RefreshArgs, plan: RefreshPlan) -> Result<Outcome> {
+    let RefreshPlan {
+        paths,
+        older_than_s,
+        bytes_per_s,
+        chunk,
+        before_mb_s,
+        state_dir,
+    } = plan;
     // The lock comes first: a second run says who holds it before doing anything.
     let state = if args.dry_run {
         None
