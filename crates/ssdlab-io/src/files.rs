@@ -193,39 +193,19 @@ pub(crate) fn open_beneath(dir: &File, relative: &Path, flags: libc::c_int) -> i
     use std::os::unix::ffi::OsStrExt;
     let c_path =
         std::ffi::CString::new(relative.as_os_str().as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
-    // struct open_how of <linux/openat2.h>.
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
+    let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_XDEV;
+    match crate::sys::openat2(dir.as_raw_fd(), &c_path, flags, resolve) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {}
+        other => return other,
     }
-    let how = OpenHow {
-        flags: (flags | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve: libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_XDEV,
-    };
-    // SAFETY: the path is NUL-terminated and `how` is a live local of the size passed; the kernel returns a new
-    // descriptor or -1.
+    // SAFETY: the path is NUL-terminated and the directory open; the kernel returns a new descriptor or -1.
     let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
+        libc::openat(
             dir.as_raw_fd(),
             c_path.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
+            flags | libc::O_CLOEXEC | libc::O_NOFOLLOW,
         )
     };
-    if fd >= 0 {
-        // SAFETY: a fresh descriptor that nothing else owns.
-        return Ok(unsafe { File::from_raw_fd(fd as libc::c_int) });
-    }
-    let e = last_error();
-    if e.raw_os_error() != Some(libc::ENOSYS) {
-        return Err(e);
-    }
-    // SAFETY: as above, with openat.
-    let fd = unsafe { libc::openat(dir.as_raw_fd(), c_path.as_ptr(), flags | libc::O_CLOEXEC) };
     if fd < 0 {
         return Err(last_error());
     }

@@ -334,6 +334,35 @@ pub fn open_no_symlinks(path: &Path, flags: libc::c_int) -> io::Result<File> {
     use std::os::fd::FromRawFd;
     let c_path =
         std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
+    match openat2(libc::AT_FDCWD, &c_path, flags, libc::RESOLVE_NO_SYMLINKS) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {}
+        other => return other,
+    }
+    let mut prefix = std::path::PathBuf::new();
+    for component in path.components() {
+        prefix.push(component);
+        if std::fs::symlink_metadata(&prefix)?.file_type().is_symlink() {
+            return Err(io::Error::from_raw_os_error(libc::ELOOP));
+        }
+    }
+    // SAFETY: the path is NUL-terminated; the kernel returns a new descriptor or -1.
+    let fd = unsafe { libc::open(c_path.as_ptr(), flags | libc::O_CLOEXEC | libc::O_NOFOLLOW) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor that nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// openat2 (Linux 5.6+) relative to `dirfd` with `flags` (O_CLOEXEC added) and `resolve` (RESOLVE_* flags).
+/// ENOSYS on an older kernel, for the caller's fallback.
+pub(crate) fn openat2(
+    dirfd: libc::c_int,
+    path: &std::ffi::CStr,
+    flags: libc::c_int,
+    resolve: u64,
+) -> io::Result<File> {
+    use std::os::fd::FromRawFd;
     // struct open_how of <linux/openat2.h>.
     #[repr(C)]
     struct OpenHow {
@@ -344,41 +373,24 @@ pub fn open_no_symlinks(path: &Path, flags: libc::c_int) -> io::Result<File> {
     let how = OpenHow {
         flags: (flags | libc::O_CLOEXEC) as u64,
         mode: 0,
-        resolve: libc::RESOLVE_NO_SYMLINKS,
+        resolve,
     };
     // SAFETY: the path is NUL-terminated and `how` is a live local of the size passed; the kernel returns a new
     // descriptor or -1.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_openat2,
-            libc::AT_FDCWD,
-            c_path.as_ptr(),
+            dirfd,
+            path.as_ptr(),
             &how as *const OpenHow,
             std::mem::size_of::<OpenHow>(),
         )
     };
-    if fd >= 0 {
-        // SAFETY: a fresh descriptor that nothing else owns.
-        return Ok(unsafe { File::from_raw_fd(fd as libc::c_int) });
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() != Some(libc::ENOSYS) {
-        return Err(e);
-    }
-    let mut prefix = std::path::PathBuf::new();
-    for component in path.components() {
-        prefix.push(component);
-        if std::fs::symlink_metadata(&prefix)?.file_type().is_symlink() {
-            return Err(io::Error::from_raw_os_error(libc::ELOOP));
-        }
-    }
-    // SAFETY: as above, with open.
-    let fd = unsafe { libc::open(c_path.as_ptr(), flags | libc::O_CLOEXEC | libc::O_NOFOLLOW) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: a fresh descriptor that nothing else owns.
-    Ok(unsafe { File::from_raw_fd(fd) })
+    Ok(unsafe { File::from_raw_fd(fd as libc::c_int) })
 }
 
 /// Turns O_DIRECT on for an open file (fcntl F_SETFL), so a device can be probed through the page cache and then

@@ -298,8 +298,8 @@ pub fn run_session(
     })
 }
 
-/// One file's record entry.
-fn entry(path: &Path, outcome: RefreshOutcome, size_bytes: u64, reason: Option<String>) -> RefreshedFile {
+/// One file's record entry, before its outcome fills it in.
+pub fn entry(path: &Path, outcome: RefreshOutcome, size_bytes: u64, reason: Option<String>) -> RefreshedFile {
     RefreshedFile {
         name: escape_path(path),
         outcome,

@@ -20,7 +20,7 @@ use ssdlab_methods::refresh::file::{PathChanges, escape_path};
 use ssdlab_methods::refresh::pace::{BusyProbe, TokenBucket, pause_while_busy};
 use ssdlab_methods::refresh::select::{Found, Selection, select};
 use ssdlab_methods::refresh::session::{
-    MeasuredTarget, SessionEvents, SessionPlan, SessionWorld, Walked, run_session,
+    MeasuredTarget, SessionEvents, SessionPlan, SessionWorld, Walked, entry as session_entry, run_session,
 };
 use ssdlab_methods::refresh::state::record_refreshed;
 use ssdlab_methods::refresh::{
@@ -463,7 +463,7 @@ fn execute(args: &RefreshArgs, plan: RefreshPlan) -> Result<Outcome> {
             problems: 0,
         };
         for (path, reason) in &walked.skipped {
-            analysis.files.push(record_entry(
+            analysis.files.push(session_entry(
                 path,
                 RefreshOutcome::Skipped,
                 0,
@@ -476,7 +476,7 @@ fn execute(args: &RefreshArgs, plan: RefreshPlan) -> Result<Outcome> {
                 escape_path(&c.path),
                 BinaryBytes(c.size_bytes)
             );
-            let mut e = record_entry(&c.path, RefreshOutcome::Would, c.size_bytes, None);
+            let mut e = session_entry(&c.path, RefreshOutcome::Would, c.size_bytes, None);
             e.before_bytes_per_s = before_mb_s.get(&c.path).map(|mb_s| mb_s * 1e6);
             analysis.files.push(e);
         }
@@ -685,24 +685,6 @@ impl SessionEvents for Printer<'_> {
             (RefreshOutcome::Interrupted, None) => {}
             _ => eprintln!("skip      {shown}: {reason}"),
         }
-    }
-}
-
-/// One file's record entry.
-fn record_entry(
-    path: &Path,
-    outcome: RefreshOutcome,
-    size_bytes: u64,
-    reason: Option<String>,
-) -> RefreshedFile {
-    RefreshedFile {
-        name: escape_path(path),
-        outcome,
-        size_bytes,
-        rewritten_bytes: 0,
-        reason,
-        before_bytes_per_s: None,
-        after_bytes_per_s: None,
     }
 }
 

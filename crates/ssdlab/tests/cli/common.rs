@@ -283,3 +283,21 @@ for path in sys.argv[2:]:
 pub(crate) fn result_schema() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result.schema.json")
 }
+
+/// Writes a GPT with partitions given as sfdisk lines onto the device.
+pub(crate) fn partition(disk: &LoopDevice, script: &str) {
+    let mut child = Command::new("sfdisk")
+        .args(["-q", "--no-reread", &disk.path])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sfdisk (fdisk package) starts");
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), script.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "sfdisk: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,7 +1,6 @@
 //! The safety gate against what a hostile but ordinary admin does on loop devices (issue #27): every defect the
 //! red team found, each a test that failed before its fix, and every signature `wipefs -n` reports, refused.
 
-use std::io::Write;
 use std::os::unix::fs::FileTypeExt;
 
 use crate::*;
@@ -649,20 +648,12 @@ fn a_symlinked_directory_in_the_path_is_never_followed_into_a_write() {
 #[test]
 fn op_refuses_a_gpt_whose_backup_header_is_missing() {
     let disk = LoopDevice::new(64 << 20);
-    let mut child = Command::new("sfdisk")
-        .args(["-q", "--no-reread", &disk.path])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"label: gpt\nstart=2048, size=20480\n")
-        .unwrap();
-    assert!(child.wait().unwrap().success());
+    partition(
+        &disk,
+        "label: gpt
+start=2048, size=20480
+",
+    );
     sh(
         "dd",
         &[
@@ -1275,20 +1266,12 @@ os.fsync(fd)
         &format!("a partition table: gpt (at byte {})", last_lba * 512),
     );
     // sfdisk's whole table with the protective MBR, the primary and its entries wiped.
-    let mut child = Command::new("sfdisk")
-        .args(["-q", "--no-reread", &disk.path])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"label: gpt\nstart=2048, size=20480\n")
-        .unwrap();
-    assert!(child.wait().unwrap().success());
+    partition(
+        &disk,
+        "label: gpt
+start=2048, size=20480
+",
+    );
     sh(
         "dd",
         &[

@@ -5,7 +5,6 @@
 //! the kernel's own list (sysfs) is merged with it in the same check, tested in ssdlab-methods.
 
 use crate::*;
-use std::io::Write;
 
 fn image(disk: &LoopDevice) -> Vec<u8> {
     std::fs::read(&disk.path).unwrap()
@@ -32,24 +31,6 @@ fn apply(disk: &LoopDevice, force: bool) -> Output {
         args.push("--force");
     }
     run(&args)
-}
-
-/// Writes a GPT with partitions given as sfdisk lines onto the device.
-fn partition(disk: &LoopDevice, script: &str) {
-    let mut child = Command::new("sfdisk")
-        .args(["-q", "--no-reread", &disk.path])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("sfdisk (fdisk package) starts");
-    child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "sfdisk: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 #[test]
