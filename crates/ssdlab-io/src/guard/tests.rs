@@ -112,34 +112,25 @@ impl Tree {
         self.file("proc/self/mountinfo", lines);
     }
 
-    fn uses(&self, target: DevNum, claim: OwnClaim) -> io::Result<Vec<Finding>> {
-        let loops = self.loops.clone();
-        let loop_backing = move |n: &Node| loops.get(&n.name).copied();
-        let claimed_names = self.claimed.clone();
-        let claimed = move |n: &Node| claimed_names.contains(&n.name);
-        let probe = Probe {
+    /// Runs `ask` with a probe over this tree: its loop devices' backings and the devices claimed elsewhere.
+    fn with_probe<T>(&self, ask: impl FnOnce(&Probe<'_>) -> T) -> T {
+        let loop_backing = |n: &Node| self.loops.get(&n.name).copied();
+        let claimed = |n: &Node| self.claimed.contains(&n.name);
+        ask(&Probe {
             sys_root: &self.root.join("sys"),
             proc_root: &self.root.join("proc"),
             block_dev_of: fake_block_dev_of,
             loop_backing: &loop_backing,
             claimed: &claimed,
-        };
-        uses_with(&probe, target, claim)
+        })
+    }
+
+    fn uses(&self, target: DevNum, claim: OwnClaim) -> io::Result<Vec<Finding>> {
+        self.with_probe(|probe| uses_with(probe, target, claim))
     }
 
     fn file_uses(&self, st_dev: u64, st_ino: u64) -> Vec<Finding> {
-        let loops = self.loops.clone();
-        let loop_backing = move |n: &Node| loops.get(&n.name).copied();
-        let claimed_names = self.claimed.clone();
-        let claimed = move |n: &Node| claimed_names.contains(&n.name);
-        let probe = Probe {
-            sys_root: &self.root.join("sys"),
-            proc_root: &self.root.join("proc"),
-            block_dev_of: fake_block_dev_of,
-            loop_backing: &loop_backing,
-            claimed: &claimed,
-        };
-        file_uses_with(&probe, st_dev, st_ino).unwrap()
+        self.with_probe(|probe| file_uses_with(probe, st_dev, st_ino).unwrap())
     }
 }
 
