@@ -16,7 +16,8 @@ use ssdlab_methods::{MethodError, MethodOutcome, Session};
 
 use super::Outcome;
 use crate::cli::{
-    LatencyRwArg, PtsTestArg, ReplayFitArg, SweepAxisArg, TestCommand, TestCommon, TraceFormatArg,
+    ConsistencyArgs, LatencyArgs, LatencyRwArg, PtsTestArg, ReplayArgs, ReplayFitArg, SweepArgs,
+    SweepAxisArg, TestCommand, TestCommon, TraceFormatArg, TrimArgs,
 };
 use crate::output::{self, Reporter};
 use crate::plan::{self, duration_flag, size_flag};
@@ -24,27 +25,7 @@ use crate::plan::{self, duration_flag, size_flag};
 pub fn run(command: &TestCommand) -> Result<Outcome> {
     match command {
         TestCommand::Consistency(args) => {
-            let options = ConsistencyOptions {
-                runtime_ns: duration_flag("runtime", &args.runtime)?,
-                op_percent: args.op,
-                fill_passes: args.fill_passes,
-                ..ConsistencyOptions::default()
-            };
-            if options.runtime_ns < 1_000_000_000 {
-                bail!(
-                    "--runtime {}: run the random writes for at least 1s",
-                    args.runtime
-                );
-            }
-            if args.op >= 100 {
-                bail!(
-                    "--op {}: the extra over-provisioning must be below 100 (percent of the LBAs left untested)",
-                    args.op
-                );
-            }
-            if args.fill_passes == 0 {
-                bail!("--fill-passes 0: fill at least once");
-            }
+            let options = consistency_options(args)?;
             execute(
                 &args.common,
                 "consistency",
@@ -54,33 +35,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             )
         }
         TestCommand::Trim(args) => {
-            let measure_ns = match args.measure.as_str() {
-                "full" => None,
-                value => {
-                    let ns = duration_flag("measure", value)
-                        .map_err(|e| anyhow!("{e}; or write 'full' for a whole pass"))?;
-                    if ns < 1_000_000_000 {
-                        bail!(
-                            "--measure {value}: measure for at least a second, e.g. --measure 60s, or 'full'"
-                        );
-                    }
-                    Some(ns)
-                }
-            };
-            let options = TrimOptions {
-                torture_ns: duration_flag("torture", &args.torture)?,
-                measure_ns,
-                idle_ns: args
-                    .idle
-                    .as_deref()
-                    .map(|v| duration_flag("idle", v))
-                    .transpose()?
-                    .unwrap_or(0),
-                ..TrimOptions::default()
-            };
-            if options.torture_ns == 0 {
-                bail!("--torture 0: torture for at least a moment, e.g. --torture 30s");
-            }
+            let options = trim_options(args)?;
             execute(
                 &args.common,
                 "trim",
@@ -90,49 +45,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             )
         }
         TestCommand::Sweep(args) => {
-            let axis = match args.axis {
-                SweepAxisArg::Size => SweepAxis::Size,
-                SweepAxisArg::Qd => SweepAxis::Qd,
-                SweepAxisArg::Mix => SweepAxis::Mix,
-            };
-            if axis == SweepAxis::Size && (args.bs.is_some() || args.max_qd.is_some()) {
-                bail!(
-                    "--bs and --max-qd shape a queue-depth or mix sweep: add --axis qd or mix, or leave them out"
-                );
-            }
-            if axis == SweepAxis::Mix && args.max_qd.is_some() {
-                bail!("--max-qd shapes a queue-depth sweep; a mix sweep runs at --qd");
-            }
-            let max_queue_depth = args.max_qd.unwrap_or(256);
-            if !(1..=1024).contains(&max_queue_depth) {
-                bail!("--max-qd {max_queue_depth}: between 1 and 1024");
-            }
-            let options = SweepOptions {
-                test_bytes: size_flag("test-size", &args.test_size)?,
-                queue_depth: args.qd,
-                from_bytes: size_flag("from", &args.from)?,
-                to_bytes: size_flag("to", &args.to)?,
-                size_runtime_ns: duration_flag("size-runtime", &args.size_runtime)?,
-                axis,
-                block_bytes: size_flag("bs", args.bs.as_deref().unwrap_or("4k"))?,
-                max_queue_depth,
-            };
-            if !(1..=1024).contains(&args.qd) {
-                bail!("--qd {}: queue depth must be between 1 and 1024", args.qd);
-            }
-            if options.from_bytes < 512
-                || options.to_bytes > 64 << 20
-                || options.from_bytes > options.to_bytes
-            {
-                bail!(
-                    "--from {} --to {}: sizes run from 512 B to 64 MiB, smaller first",
-                    args.from,
-                    args.to
-                );
-            }
-            if options.test_bytes == 0 || options.size_runtime_ns == 0 {
-                bail!("--test-size and --size-runtime must be above zero");
-            }
+            let options = sweep_options(args)?;
             execute(
                 &args.common,
                 "sweep",
@@ -142,23 +55,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             )
         }
         TestCommand::Latency(args) => {
-            let options = LatencyOptions {
-                span_bytes: size_flag("span", &args.span)?,
-                runtime_ns: duration_flag("runtime", &args.runtime)?,
-                rw: match args.rw {
-                    LatencyRwArg::Randwrite => LatencyRw::RandWrite,
-                    LatencyRwArg::Randread => LatencyRw::RandRead,
-                    LatencyRwArg::Read => LatencyRw::Read,
-                    LatencyRwArg::Write => LatencyRw::Write,
-                    LatencyRwArg::Randrw => LatencyRw::RandRw,
-                },
-            };
-            if options.span_bytes < 4096 {
-                bail!("--span {}: at least 4k", args.span);
-            }
-            if options.runtime_ns == 0 {
-                bail!("--runtime 0: run for at least a moment");
-            }
+            let options = latency_options(args)?;
             // Reads only read: a real device needs no --allow-destroy for them.
             let usage = if options.rw.writes() {
                 plan::Use::Writes
@@ -174,63 +71,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             )
         }
         TestCommand::Replay(args) => {
-            use ssdlab_core::schema::replay::{ReplayFit, ReplayOptions, TraceFormat};
-            if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
-                bail!(
-                    "--time-scale {}: a factor above 0 (0.5 replays twice as fast, 2 half as fast)",
-                    args.time_scale
-                );
-            }
-            if !(1..=1024).contains(&args.qd) {
-                bail!("--qd {}: between 1 and 1024 operations in flight", args.qd);
-            }
-            let shown = args.trace.display();
-            // Read line by line: a trace of millions of operations is kept as its operations, never as text.
-            let file = crate::inputs::open(&format!("--trace {shown}"), &args.trace)?;
-            let format = args.format.map(|f| match f {
-                TraceFormatArg::FioIolog => TraceFormat::FioIolog,
-                TraceFormatArg::Blkparse => TraceFormat::Blkparse,
-                TraceFormatArg::Msr => TraceFormat::Msr,
-            });
-            let trace = ssdlab_trace::read_from(
-                std::io::BufReader::with_capacity(1 << 20, file),
-                format,
-                ssdlab_trace::ReadOptions { msr_disk: args.disk },
-            )
-            .map_err(|e| anyhow!("--trace {shown}: {e}"))?;
-            if args.disk.is_some() && trace.format != TraceFormat::Msr {
-                bail!(
-                    "--disk chooses a disk of an MSR trace; {shown} is {}",
-                    trace.format.name()
-                );
-            }
-            let options = ReplayOptions {
-                trace: shown.to_string(),
-                format: trace.format,
-                time_scale: args.time_scale,
-                as_fast_as_possible: args.as_fast_as_possible,
-                queue_depth: args.qd,
-                fit: match args.fit {
-                    ReplayFitArg::Fold => ReplayFit::Fold,
-                    ReplayFitArg::Scale => ReplayFit::Scale,
-                },
-                msr_disk: args.disk,
-            };
-            // A trace of reads alone (and flushes) opens a real device read-only.
-            let writes = trace
-                .ops
-                .iter()
-                .any(|o| matches!(o.op, ssdlab_core::Op::Write | ssdlab_core::Op::Discard));
-            let usage = if writes {
-                plan::Use::Writes
-            } else {
-                plan::Use::Reads
-            };
-            let input = TraceInput {
-                format: trace.format,
-                ops: trace.ops,
-                notes: trace.notes,
-            };
+            let (options, input, usage) = replay_input(args)?;
             execute(
                 &args.common,
                 "replay",
@@ -250,6 +91,192 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             )
         }
     }
+}
+
+/// The consistency test's flags, checked.
+fn consistency_options(args: &ConsistencyArgs) -> Result<ConsistencyOptions> {
+    let options = ConsistencyOptions {
+        runtime_ns: duration_flag("runtime", &args.runtime)?,
+        op_percent: args.op,
+        fill_passes: args.fill_passes,
+        ..ConsistencyOptions::default()
+    };
+    if options.runtime_ns < 1_000_000_000 {
+        bail!(
+            "--runtime {}: run the random writes for at least 1s",
+            args.runtime
+        );
+    }
+    if args.op >= 100 {
+        bail!(
+            "--op {}: the extra over-provisioning must be below 100 (percent of the LBAs left untested)",
+            args.op
+        );
+    }
+    if args.fill_passes == 0 {
+        bail!("--fill-passes 0: fill at least once");
+    }
+    Ok(options)
+}
+
+/// The TRIM test's flags, checked.
+fn trim_options(args: &TrimArgs) -> Result<TrimOptions> {
+    let measure_ns = match args.measure.as_str() {
+        "full" => None,
+        value => {
+            let ns = duration_flag("measure", value)
+                .map_err(|e| anyhow!("{e}; or write 'full' for a whole pass"))?;
+            if ns < 1_000_000_000 {
+                bail!("--measure {value}: measure for at least a second, e.g. --measure 60s, or 'full'");
+            }
+            Some(ns)
+        }
+    };
+    let options = TrimOptions {
+        torture_ns: duration_flag("torture", &args.torture)?,
+        measure_ns,
+        idle_ns: args
+            .idle
+            .as_deref()
+            .map(|v| duration_flag("idle", v))
+            .transpose()?
+            .unwrap_or(0),
+        ..TrimOptions::default()
+    };
+    if options.torture_ns == 0 {
+        bail!("--torture 0: torture for at least a moment, e.g. --torture 30s");
+    }
+    Ok(options)
+}
+
+/// A sweep's flags, checked (the axis decides which apply).
+fn sweep_options(args: &SweepArgs) -> Result<SweepOptions> {
+    let axis = match args.axis {
+        SweepAxisArg::Size => SweepAxis::Size,
+        SweepAxisArg::Qd => SweepAxis::Qd,
+        SweepAxisArg::Mix => SweepAxis::Mix,
+    };
+    if axis == SweepAxis::Size && (args.bs.is_some() || args.max_qd.is_some()) {
+        bail!("--bs and --max-qd shape a queue-depth or mix sweep: add --axis qd or mix, or leave them out");
+    }
+    if axis == SweepAxis::Mix && args.max_qd.is_some() {
+        bail!("--max-qd shapes a queue-depth sweep; a mix sweep runs at --qd");
+    }
+    let max_queue_depth = args.max_qd.unwrap_or(256);
+    if !(1..=1024).contains(&max_queue_depth) {
+        bail!("--max-qd {max_queue_depth}: between 1 and 1024");
+    }
+    let options = SweepOptions {
+        test_bytes: size_flag("test-size", &args.test_size)?,
+        queue_depth: args.qd,
+        from_bytes: size_flag("from", &args.from)?,
+        to_bytes: size_flag("to", &args.to)?,
+        size_runtime_ns: duration_flag("size-runtime", &args.size_runtime)?,
+        axis,
+        block_bytes: size_flag("bs", args.bs.as_deref().unwrap_or("4k"))?,
+        max_queue_depth,
+    };
+    if !(1..=1024).contains(&args.qd) {
+        bail!("--qd {}: queue depth must be between 1 and 1024", args.qd);
+    }
+    if options.from_bytes < 512 || options.to_bytes > 64 << 20 || options.from_bytes > options.to_bytes {
+        bail!(
+            "--from {} --to {}: sizes run from 512 B to 64 MiB, smaller first",
+            args.from,
+            args.to
+        );
+    }
+    if options.test_bytes == 0 || options.size_runtime_ns == 0 {
+        bail!("--test-size and --size-runtime must be above zero");
+    }
+    Ok(options)
+}
+
+/// The latency test's flags, checked.
+fn latency_options(args: &LatencyArgs) -> Result<LatencyOptions> {
+    let options = LatencyOptions {
+        span_bytes: size_flag("span", &args.span)?,
+        runtime_ns: duration_flag("runtime", &args.runtime)?,
+        rw: match args.rw {
+            LatencyRwArg::Randwrite => LatencyRw::RandWrite,
+            LatencyRwArg::Randread => LatencyRw::RandRead,
+            LatencyRwArg::Read => LatencyRw::Read,
+            LatencyRwArg::Write => LatencyRw::Write,
+            LatencyRwArg::Randrw => LatencyRw::RandRw,
+        },
+    };
+    if options.span_bytes < 4096 {
+        bail!("--span {}: at least 4k", args.span);
+    }
+    if options.runtime_ns == 0 {
+        bail!("--runtime 0: run for at least a moment");
+    }
+    Ok(options)
+}
+
+/// A replay's flags, checked, and its trace read: the options, the trace's operations (fitted to the device
+/// later, by the method), and how the target is used (a trace of reads alone opens a real device read-only).
+fn replay_input(
+    args: &ReplayArgs,
+) -> Result<(ssdlab_core::schema::replay::ReplayOptions, TraceInput, plan::Use)> {
+    use ssdlab_core::schema::replay::{ReplayFit, ReplayOptions, TraceFormat};
+    if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
+        bail!(
+            "--time-scale {}: a factor above 0 (0.5 replays twice as fast, 2 half as fast)",
+            args.time_scale
+        );
+    }
+    if !(1..=1024).contains(&args.qd) {
+        bail!("--qd {}: between 1 and 1024 operations in flight", args.qd);
+    }
+    let shown = args.trace.display();
+    // Read line by line: a trace of millions of operations is kept as its operations, never as text.
+    let file = crate::inputs::open(&format!("--trace {shown}"), &args.trace)?;
+    let format = args.format.map(|f| match f {
+        TraceFormatArg::FioIolog => TraceFormat::FioIolog,
+        TraceFormatArg::Blkparse => TraceFormat::Blkparse,
+        TraceFormatArg::Msr => TraceFormat::Msr,
+    });
+    let trace = ssdlab_trace::read_from(
+        std::io::BufReader::with_capacity(1 << 20, file),
+        format,
+        ssdlab_trace::ReadOptions { msr_disk: args.disk },
+    )
+    .map_err(|e| anyhow!("--trace {shown}: {e}"))?;
+    if args.disk.is_some() && trace.format != TraceFormat::Msr {
+        bail!(
+            "--disk chooses a disk of an MSR trace; {shown} is {}",
+            trace.format.name()
+        );
+    }
+    let options = ReplayOptions {
+        trace: shown.to_string(),
+        format: trace.format,
+        time_scale: args.time_scale,
+        as_fast_as_possible: args.as_fast_as_possible,
+        queue_depth: args.qd,
+        fit: match args.fit {
+            ReplayFitArg::Fold => ReplayFit::Fold,
+            ReplayFitArg::Scale => ReplayFit::Scale,
+        },
+        msr_disk: args.disk,
+    };
+    // A trace of reads alone (and flushes) opens a real device read-only.
+    let writes = trace
+        .ops
+        .iter()
+        .any(|o| matches!(o.op, ssdlab_core::Op::Write | ssdlab_core::Op::Discard));
+    let usage = if writes {
+        plan::Use::Writes
+    } else {
+        plan::Use::Reads
+    };
+    let input = TraceInput {
+        format: trace.format,
+        ops: trace.ops,
+        notes: trace.notes,
+    };
+    Ok((options, input, usage))
 }
 
 fn pts_options(args: &crate::cli::PtsArgs) -> Result<PtsOptions> {
