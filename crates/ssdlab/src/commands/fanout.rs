@@ -71,39 +71,12 @@ fn hedge_percentile(text: &str) -> Result<f64> {
 
 pub fn run(args: &FanoutArgs) -> Result<Outcome> {
     crate::output::mark_command_start();
-    let runtime_ns =
-        parse_duration_ns(&args.runtime).map_err(|e| anyhow!("--runtime {}: {e}", args.runtime))?;
-    if runtime_ns < 100_000_000 {
-        bail!("--runtime {}: read for at least 100ms", args.runtime);
-    }
-    let block_bytes = size_flag("bs", &args.bs)?;
-    if !(512..=1 << 20).contains(&block_bytes) || !block_bytes.is_multiple_of(512) {
-        bail!("--bs {}: use a multiple of 512 from 512 to 1m", args.bs);
-    }
-    let hedge = hedge_percentile(&args.hedge)?;
-    if let Some(bad) = args.shards.iter().find(|&&n| !(1..=100_000).contains(&n)) {
-        bail!("--shards {bad}: use 1 to 100000");
-    }
-    let drives = fleet(args)?;
-    // A drive twice breaks the independence the query arithmetic assumes, and its metrics would collide.
-    for (i, drive) in drives.iter().enumerate() {
-        if let Some(twin) = drives[..i]
-            .iter()
-            .find(|d| d.name == drive.name || d.target == drive.target)
-        {
-            let flag = if args.fleet.is_some() {
-                "--fleet"
-            } else {
-                "--target"
-            };
-            bail!(
-                "{flag} {}: a drive given twice ({} and {}); list every drive once, with a name of its own",
-                drive.target,
-                twin.name,
-                drive.name
-            );
-        }
-    }
+    let FanoutPlan {
+        runtime_ns,
+        block_bytes,
+        hedge,
+        drives,
+    } = FanoutPlan::from_args(args)?;
     if let Some(dir) = &args.out {
         output::prepare_out_dir(dir)?;
     }
@@ -212,6 +185,95 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
     let analysis = analyze(&drives, reads, measured, &what_if, shape)?;
     output::print_lines_stderr(ssdlab_report::text::fanout_lines(&analysis));
     let verdict = verdict(&analysis);
+    let measured = Measured {
+        block_bytes,
+        clock,
+        capacity_bytes,
+        mode,
+        shards: what_if.shards.clone(),
+        interrupted,
+    };
+    publish(args, &drives, analysis, &verdict, measured)
+}
+
+/// The flags of a fan-out, checked: how long and how much each read, the hedge, and the drives (each once).
+struct FanoutPlan {
+    runtime_ns: u64,
+    block_bytes: u64,
+    hedge: f64,
+    drives: Vec<FleetDrive>,
+}
+
+impl FanoutPlan {
+    fn from_args(args: &FanoutArgs) -> Result<FanoutPlan> {
+        let runtime_ns =
+            parse_duration_ns(&args.runtime).map_err(|e| anyhow!("--runtime {}: {e}", args.runtime))?;
+        if runtime_ns < 100_000_000 {
+            bail!("--runtime {}: read for at least 100ms", args.runtime);
+        }
+        let block_bytes = size_flag("bs", &args.bs)?;
+        if !(512..=1 << 20).contains(&block_bytes) || !block_bytes.is_multiple_of(512) {
+            bail!("--bs {}: use a multiple of 512 from 512 to 1m", args.bs);
+        }
+        let hedge = hedge_percentile(&args.hedge)?;
+        if let Some(bad) = args.shards.iter().find(|&&n| !(1..=100_000).contains(&n)) {
+            bail!("--shards {bad}: use 1 to 100000");
+        }
+        let drives = fleet(args)?;
+        // A drive twice breaks the independence the query arithmetic assumes, and its metrics would collide.
+        for (i, drive) in drives.iter().enumerate() {
+            if let Some(twin) = drives[..i]
+                .iter()
+                .find(|d| d.name == drive.name || d.target == drive.target)
+            {
+                let flag = if args.fleet.is_some() {
+                    "--fleet"
+                } else {
+                    "--target"
+                };
+                bail!(
+                    "{flag} {}: a drive given twice ({} and {}); list every drive once, with a name of its own",
+                    drive.target,
+                    twin.name,
+                    drive.name
+                );
+            }
+        }
+        Ok(FanoutPlan {
+            runtime_ns,
+            block_bytes,
+            hedge,
+            drives,
+        })
+    }
+}
+
+/// How the reads were made, for the record.
+struct Measured {
+    block_bytes: u64,
+    clock: ssdlab_core::device::ClockKind,
+    capacity_bytes: u64,
+    mode: &'static str,
+    shards: Vec<u32>,
+    interrupted: bool,
+}
+
+/// Writes the record (--json, --out, --prom) and says the verdict; the exit it calls for.
+fn publish(
+    args: &FanoutArgs,
+    drives: &[FleetDrive],
+    analysis: ssdlab_core::schema::fanout::FanoutAnalysis,
+    verdict: &ssdlab_core::schema::Verdict,
+    measured: Measured,
+) -> Result<Outcome> {
+    let Measured {
+        block_bytes,
+        clock,
+        capacity_bytes,
+        mode,
+        shards,
+        interrupted,
+    } = measured;
     let info = ssdlab_core::DeviceInfo {
         max_transfer_bytes: block_bytes,
         clock,
@@ -239,7 +301,7 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
         fleet: args.fleet.clone(),
         age_by: args.age_by.clone(),
         refresh_all: args.refresh_all,
-        shards: what_if.shards.clone(),
+        shards,
         hedge: args.hedge.clone(),
         mode: mode.into(),
         runtime: args.runtime.clone(),
@@ -259,7 +321,7 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
         info,
         options,
         Analysis::Fanout(Box::new(analysis)),
-        &verdict,
+        verdict,
         !interrupted,
     )?;
     if let Some(dir) = &args.out {
