@@ -29,158 +29,41 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
             args.out.display()
         );
     }
-    let on = |target: &str, name: &str| TestCommon {
-        target: TargetArgs {
-            target: target.to_string(),
-            allow_destroy: false,
-            force: false,
-            engine: EngineArg::Auto,
-        },
-        out: Some(args.out.join(name)),
-        json: false,
-        seed: 1,
-    };
-    let common = |name: &str| on(&args.target, name);
-    let consistency = |name: &str, op: u32| {
-        TestCommand::Consistency(ConsistencyArgs {
-            common: common(name),
-            runtime: "2000s".into(),
-            op,
-            fill_passes: 1,
-        })
-    };
-    let sweep = |name: &str, test_size: &str| {
-        TestCommand::Sweep(SweepArgs {
-            common: common(name),
-            test_size: test_size.into(),
-            qd: 4,
-            from: "512".into(),
-            to: "64m".into(),
-            size_runtime: "10s".into(),
-            axis: crate::cli::SweepAxisArg::Size,
-            bs: None,
-            max_qd: None,
-        })
-    };
-    let steps = [
-        ("consistency", consistency("consistency", 0)),
-        ("consistency-op25", consistency("consistency-op25", 25)),
-        (
-            "trim",
-            TestCommand::Trim(TrimArgs {
-                common: common("trim"),
-                torture: "40m".into(),
-                measure: "60s".into(),
-                idle: None,
-            }),
-        ),
-        // ATTO's default 2 GB test file and seed 001's 512 MB one: both overwrite a region inside TurboWrite's
-        // 3 GB, whose overwritten SLC blocks are reclaimed, so both run at the SLC cache's speed.
-        ("sweep", sweep("sweep", "2g")),
-        ("sweep-512m", sweep("sweep-512m", "512m")),
-        // The PTS on a 1/64-scale drive with 1-second cells: a full-scale drive needs the specification's minute
-        // per cell (56 minutes a round) to reach steady state.
-        (
-            "pts",
-            TestCommand::Pts(PtsArgs {
-                common: on(&scaled(&args.target, "1/64"), "pts"),
-                test: PtsTestArg::Iops,
-                round_time: "1s".into(),
-                span: 100.0,
-                qd: None,
-                max_rounds: 25,
-            }),
-        ),
-    ];
+    let steps = method_steps(args);
+    let on = |target: &str, name: &str| step_common(args, target, name);
     let started = std::time::Instant::now();
     let mut directories = Vec::new();
     for (name, command) in &steps {
         eprintln!("\n== demo: {name}");
-        match super::test::run(command)? {
-            Outcome::Interrupted => return Ok(Outcome::Interrupted),
-            Outcome::PipeClosed => return Ok(Outcome::PipeClosed),
-            Outcome::Passed | Outcome::Failed => {}
+        if let Some(stop) = stopped(super::test::run(command)?) {
+            return Ok(stop);
         }
         directories.push(args.out.join(name));
     }
     // Seed 000's finding on a drive of the same kind: files of the field report's ages read slower the older
     // they are, and rewriting the flagged ones in place makes them fresh again.
     eprintln!("\n== demo: field-report");
-    let field_report = crate::cli::ScanArgs {
-        paths: vec![],
-        target: Some(args.target.clone()),
-        device: None,
-        regions: None,
-        region_bytes: None,
-        dataset: "field-report".into(),
-        refresh_flagged: true,
-        min_size: "64k".into(),
-        // Read as the field report read (cat), with the random reads of its second experiment.
-        reader: Some(crate::cli::ReaderArg::Cat),
-        chunk: None,
-        qd: None,
-        random_reads: None,
-        slower_than: 0.5,
-        out: Some(args.out.join("field-report")),
-        prom: None,
-        json: false,
-        allow_atime: false,
-        state_dir: None,
-    };
-    match super::scan::run(&field_report)? {
-        Outcome::Interrupted => return Ok(Outcome::Interrupted),
-        Outcome::PipeClosed => return Ok(Outcome::PipeClosed),
-        Outcome::Passed | Outcome::Failed => {}
+    let field_report = field_report_args(args);
+    if let Some(stop) = stopped(super::scan::run(&field_report)?) {
+        return Ok(stop);
     }
     directories.push(args.out.join("field-report"));
     // Seed 000's search machine: 25 virtual 1 TB drives whose data is 0.9 to 7 months old, one shard each; the
     // query that waits for all of them, and which drives make its tail.
     eprintln!("\n== demo: fanout");
-    let fanout = crate::cli::FanoutArgs {
-        targets: vec![],
-        fleet: Some("field-report".into()),
-        age_by: None,
-        refresh_all: false,
-        shards: vec![],
-        hedge: "p95".into(),
-        mode: crate::cli::FanoutModeArg::Computed,
-        runtime: "60s".into(),
-        bs: "4k".into(),
-        seed: 1,
-        out: Some(args.out.join("fanout")),
-        prom: None,
-        json: false,
-        engine: crate::cli::EngineArg::Auto,
-    };
-    match super::fanout::run(&fanout)? {
-        Outcome::Interrupted => return Ok(Outcome::Interrupted),
-        Outcome::PipeClosed => return Ok(Outcome::PipeClosed),
-        Outcome::Passed | Outcome::Failed => directories.push(args.out.join("fanout")),
+    let fanout = fanout_args(args);
+    if let Some(stop) = stopped(super::fanout::run(&fanout)?) {
+        return Ok(stop);
     }
+    directories.push(args.out.join("fanout"));
     // The drive's health after all that: host vs NAND writes, write amplification and P/E used, from the
     // counters of each consistency run.
     eprintln!("\n== demo: health");
-    let health = crate::cli::HealthArgs {
-        devices: vec![],
-        scan: false,
-        from: vec![args.out.join("consistency"), args.out.join("consistency-op25")],
-        history: None,
-        no_history: true,
-        window: "all".into(),
-        rated_tbw: None,
-        rated_dwpd: None,
-        warranty_years: None,
-        rated_pe: None,
-        prom: None,
-        json: false,
-        out: Some(args.out.join("health")),
-        smartctl: "smartctl".into(),
-    };
-    match super::health::run(&health)? {
-        Outcome::PipeClosed => return Ok(Outcome::PipeClosed),
-        Outcome::Interrupted => return Ok(Outcome::Interrupted),
-        Outcome::Passed | Outcome::Failed => directories.push(args.out.join("health")),
+    let health = health_args(args);
+    if let Some(stop) = stopped(super::health::run(&health)?) {
+        return Ok(stop);
     }
+    directories.push(args.out.join("health"));
     // Seed 001's storage-bench table: synthetic light and heavy desktop traces replayed on the drive, then on the
     // same drive behind the RAPID-like cache.
     let traces = args.out.join("traces");
@@ -208,11 +91,10 @@ pub fn run(args: &DemoArgs) -> Result<Outcome> {
                 fit: ReplayFitArg::Fold,
                 disk: None,
             });
-            match super::test::run(&command)? {
-                Outcome::Interrupted => return Ok(Outcome::Interrupted),
-                Outcome::PipeClosed => return Ok(Outcome::PipeClosed),
-                Outcome::Passed | Outcome::Failed => directories.push(args.out.join(&name)),
+            if let Some(stop) = stopped(super::test::run(&command)?) {
+                return Ok(stop);
             }
+            directories.push(args.out.join(&name));
         }
     }
     let results = super::report::read_results(&directories)?;
@@ -244,5 +126,150 @@ fn cached(target: &str) -> String {
         format!("cached:{target}&size=1g")
     } else {
         format!("cached:{target}?size=1g")
+    }
+}
+
+/// Seed 000's field-report scan of the virtual data set, read as `cat` read it, the flagged files rewritten.
+fn field_report_args(args: &DemoArgs) -> crate::cli::ScanArgs {
+    crate::cli::ScanArgs {
+        paths: vec![],
+        target: Some(args.target.clone()),
+        device: None,
+        regions: None,
+        region_bytes: None,
+        dataset: "field-report".into(),
+        refresh_flagged: true,
+        min_size: "64k".into(),
+        // Read as the field report read (cat), with the random reads of its second experiment.
+        reader: Some(crate::cli::ReaderArg::Cat),
+        chunk: None,
+        qd: None,
+        random_reads: None,
+        slower_than: 0.5,
+        out: Some(args.out.join("field-report")),
+        prom: None,
+        json: false,
+        allow_atime: false,
+        state_dir: None,
+    }
+}
+
+/// Seed 000's 25-shard fleet, the query computed from each drive's reads.
+fn fanout_args(args: &DemoArgs) -> crate::cli::FanoutArgs {
+    crate::cli::FanoutArgs {
+        targets: vec![],
+        fleet: Some("field-report".into()),
+        age_by: None,
+        refresh_all: false,
+        shards: vec![],
+        hedge: "p95".into(),
+        mode: crate::cli::FanoutModeArg::Computed,
+        runtime: "60s".into(),
+        bs: "4k".into(),
+        seed: 1,
+        out: Some(args.out.join("fanout")),
+        prom: None,
+        json: false,
+        engine: crate::cli::EngineArg::Auto,
+    }
+}
+
+/// The drive's health from the counters of both consistency runs.
+fn health_args(args: &DemoArgs) -> crate::cli::HealthArgs {
+    crate::cli::HealthArgs {
+        devices: vec![],
+        scan: false,
+        from: vec![args.out.join("consistency"), args.out.join("consistency-op25")],
+        history: None,
+        no_history: true,
+        window: "all".into(),
+        rated_tbw: None,
+        rated_dwpd: None,
+        warranty_years: None,
+        rated_pe: None,
+        prom: None,
+        json: false,
+        out: Some(args.out.join("health")),
+        smartctl: "smartctl".into(),
+    }
+}
+
+/// The outcome at which the demo stops (interrupted, or its output's reader gone); None to go on.
+fn stopped(outcome: Outcome) -> Option<Outcome> {
+    match outcome {
+        Outcome::Interrupted | Outcome::PipeClosed => Some(outcome),
+        Outcome::Passed | Outcome::Failed => None,
+    }
+}
+
+/// The test methods the demo runs, each with its result directory's name.
+fn method_steps(args: &DemoArgs) -> Vec<(&'static str, TestCommand)> {
+    let on = |target: &str, name: &str| step_common(args, target, name);
+    let common = |name: &str| on(&args.target, name);
+    let consistency = |name: &str, op: u32| {
+        TestCommand::Consistency(ConsistencyArgs {
+            common: common(name),
+            runtime: "2000s".into(),
+            op,
+            fill_passes: 1,
+        })
+    };
+    let sweep = |name: &str, test_size: &str| {
+        TestCommand::Sweep(SweepArgs {
+            common: common(name),
+            test_size: test_size.into(),
+            qd: 4,
+            from: "512".into(),
+            to: "64m".into(),
+            size_runtime: "10s".into(),
+            axis: crate::cli::SweepAxisArg::Size,
+            bs: None,
+            max_qd: None,
+        })
+    };
+    vec![
+        ("consistency", consistency("consistency", 0)),
+        ("consistency-op25", consistency("consistency-op25", 25)),
+        (
+            "trim",
+            TestCommand::Trim(TrimArgs {
+                common: common("trim"),
+                torture: "40m".into(),
+                measure: "60s".into(),
+                idle: None,
+            }),
+        ),
+        // ATTO's default 2 GB test file and seed 001's 512 MB one: both overwrite a region inside TurboWrite's
+        // 3 GB, whose overwritten SLC blocks are reclaimed, so both run at the SLC cache's speed.
+        ("sweep", sweep("sweep", "2g")),
+        ("sweep-512m", sweep("sweep-512m", "512m")),
+        // The PTS on a 1/64-scale drive with 1-second cells: a full-scale drive needs the specification's minute
+        // per cell (56 minutes a round) to reach steady state.
+        (
+            "pts",
+            TestCommand::Pts(PtsArgs {
+                common: on(&scaled(&args.target, "1/64"), "pts"),
+                test: PtsTestArg::Iops,
+                round_time: "1s".into(),
+                span: 100.0,
+                qd: None,
+                max_rounds: 25,
+            }),
+        ),
+    ]
+}
+
+/// A step's target and result directory (`--out DIR/NAME`), on the demo's seed.
+fn step_common(args: &DemoArgs, target: &str, name: &str) -> TestCommon {
+    TestCommon {
+        target: TargetArgs {
+            target: target.to_string(),
+            allow_destroy: false,
+            force: false,
+            engine: EngineArg::Auto,
+        },
+        out: Some(args.out.join(name)),
+        json: false,
+        seed: 1,
     }
 }
