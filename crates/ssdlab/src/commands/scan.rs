@@ -61,6 +61,68 @@ impl ScanOpener for FileOpener {
     }
 }
 
+/// Writes the scan's record (--json, --out with files.csv, --prom) and turns its verdict into the exit.
+fn publish(args: &ScanArgs, analysis: ScanAnalysis, subject: &str, reads: ScanReads) -> Result<Outcome> {
+    let ScanReads { reader, random_reads } = reads;
+    let verdict = verdict(&analysis, args.slower_than);
+    let mut reporter = Reporter::new(args.json);
+    let virtual_set = args.target.is_some();
+    let info = ssdlab_core::DeviceInfo {
+        max_transfer_bytes: u64::MAX,
+        direct_io: true,
+        ..ssdlab_core::DeviceInfo::subject(
+            subject.to_string(),
+            if virtual_set {
+                ssdlab_core::device::TargetKind::Sim
+            } else {
+                ssdlab_core::device::TargetKind::File
+            },
+            if virtual_set {
+                format!("virtual data set {} on {subject}", args.dataset)
+            } else {
+                "files".into()
+            },
+            analysis.total_bytes,
+            "timed chunk reads through the engine's devices".into(),
+        )
+    };
+    let options = RunOptions::FileScan(FileScanFlags {
+        paths: args.paths.clone(),
+        target: args.target.clone(),
+        dataset: args.dataset.clone(),
+        min_size: args.min_size.clone(),
+        reader: reader_name(reader).into(),
+        chunk: chunk_as_given(args, reader),
+        qd: reader.queue_depth(),
+        random_reads,
+        slower_than: args.slower_than,
+    });
+    let csv = files_csv(&analysis);
+    if let Some(prom) = &args.prom {
+        let mut exposition = ssdlab_core::prom::Exposition::new();
+        ssdlab_methods::scan::prom::scan_metrics(&mut exposition, &analysis, output::unix_now_s());
+        output::write_prom(prom, &exposition)?;
+    }
+    output::publish_analysis(
+        &mut reporter,
+        args.out.as_deref(),
+        info,
+        options,
+        Analysis::Scan(analysis),
+        &verdict,
+        true,
+    )?;
+    if let Some(dir) = &args.out {
+        output::write_atomically(&dir.join("files.csv"), csv.as_bytes())
+            .with_context(|| format!("--out {}: cannot write files.csv", dir.display()))?;
+        eprintln!(
+            "results   {} (report.html, result.json, files.csv)",
+            dir.display()
+        );
+    }
+    Ok(Outcome::of_verdict(reporter.pipe_closed(), verdict.passed))
+}
+
 /// Walks the paths and scans every file of at least `min_size` bytes.
 fn scan_paths(args: &ScanArgs, reads: ScanReads, min_size: u64) -> Result<ScanAnalysis> {
     let state_dir = args
@@ -356,63 +418,7 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
             ssdlab_methods::scan::dataset::FIELD_REPORT_REFRESHED_HOURS
         );
     }
-    let verdict = verdict(&analysis, args.slower_than);
-    let mut reporter = Reporter::new(args.json);
-    let virtual_set = args.target.is_some();
-    let info = ssdlab_core::DeviceInfo {
-        max_transfer_bytes: u64::MAX,
-        direct_io: true,
-        ..ssdlab_core::DeviceInfo::subject(
-            subject.clone(),
-            if virtual_set {
-                ssdlab_core::device::TargetKind::Sim
-            } else {
-                ssdlab_core::device::TargetKind::File
-            },
-            if virtual_set {
-                format!("virtual data set {} on {subject}", args.dataset)
-            } else {
-                "files".into()
-            },
-            analysis.total_bytes,
-            "timed chunk reads through the engine's devices".into(),
-        )
-    };
-    let options = RunOptions::FileScan(FileScanFlags {
-        paths: args.paths.clone(),
-        target: args.target.clone(),
-        dataset: args.dataset.clone(),
-        min_size: args.min_size.clone(),
-        reader: reader_name(reader).into(),
-        chunk: chunk_as_given(args, reader),
-        qd: reader.queue_depth(),
-        random_reads,
-        slower_than: args.slower_than,
-    });
-    let csv = files_csv(&analysis);
-    if let Some(prom) = &args.prom {
-        let mut exposition = ssdlab_core::prom::Exposition::new();
-        ssdlab_methods::scan::prom::scan_metrics(&mut exposition, &analysis, output::unix_now_s());
-        output::write_prom(prom, &exposition)?;
-    }
-    output::publish_analysis(
-        &mut reporter,
-        args.out.as_deref(),
-        info,
-        options,
-        Analysis::Scan(analysis),
-        &verdict,
-        true,
-    )?;
-    if let Some(dir) = &args.out {
-        output::write_atomically(&dir.join("files.csv"), csv.as_bytes())
-            .with_context(|| format!("--out {}: cannot write files.csv", dir.display()))?;
-        eprintln!(
-            "results   {} (report.html, result.json, files.csv)",
-            dir.display()
-        );
-    }
-    Ok(Outcome::of_verdict(reporter.pipe_closed(), verdict.passed))
+    publish(args, analysis, &subject, reads)
 }
 
 /// One row per scanned file, columns named like the JSON fields.
