@@ -54,32 +54,7 @@ pub fn run(args: &HealthArgs) -> Result<Outcome> {
         }
         return Err(error);
     }
-    let mut drives = Vec::with_capacity(readings.len());
-    for reading in readings {
-        let mut snapshot = reading.snapshot;
-        let mut earlier = vec![];
-        match (&history, reading.is_virtual) {
-            (Some(h), false) => {
-                let loaded = h.load(&snapshot)?;
-                if loaded.skipped_lines > 0 {
-                    snapshot.notes.push(format!(
-                        "{} torn line(s) in the history file were skipped",
-                        loaded.skipped_lines
-                    ));
-                }
-                if h.append(&snapshot, &loaded.snapshots)? {
-                    snapshot.notes.push(format!("recorded in {}", h.dir.display()));
-                }
-                earlier = loaded.snapshots;
-            }
-            (Some(_), true) => snapshot
-                .notes
-                .push("a virtual drive lives for one command: no history is kept".into()),
-            (None, _) => {}
-        }
-        let rating = rating(&snapshot.identity, &flags, reading.profile_pe);
-        drives.push(ssdlab_health::assess(&snapshot, earlier, window_s, rating));
-    }
+    let drives = assess_all(readings, history.as_ref(), &flags, window_s)?;
 
     for d in &drives {
         output::print_lines_stderr(ssdlab_report::text::drive_lines(d));
@@ -140,6 +115,42 @@ pub fn run(args: &HealthArgs) -> Result<Outcome> {
         eprintln!("results   {} (report.html, result.json)", dir.display());
     }
     Ok(Outcome::of_verdict(reporter.pipe_closed(), verdict.passed))
+}
+
+/// Each drive read, with its history (loaded, and this snapshot appended) for a real drive, assessed.
+fn assess_all(
+    readings: Vec<Reading>,
+    history: Option<&HistoryDir>,
+    flags: &RatingFlags,
+    window_s: Option<u64>,
+) -> Result<Vec<ssdlab_core::schema::health::DriveHealth>> {
+    let mut drives = Vec::with_capacity(readings.len());
+    for reading in readings {
+        let mut snapshot = reading.snapshot;
+        let mut earlier = vec![];
+        match (history, reading.is_virtual) {
+            (Some(h), false) => {
+                let loaded = h.load(&snapshot)?;
+                if loaded.skipped_lines > 0 {
+                    snapshot.notes.push(format!(
+                        "{} torn line(s) in the history file were skipped",
+                        loaded.skipped_lines
+                    ));
+                }
+                if h.append(&snapshot, &loaded.snapshots)? {
+                    snapshot.notes.push(format!("recorded in {}", h.dir.display()));
+                }
+                earlier = loaded.snapshots;
+            }
+            (Some(_), true) => snapshot
+                .notes
+                .push("a virtual drive lives for one command: no history is kept".into()),
+            (None, _) => {}
+        }
+        let rating = rating(&snapshot.identity, flags, reading.profile_pe);
+        drives.push(ssdlab_health::assess(&snapshot, earlier, window_s, rating));
+    }
+    Ok(drives)
 }
 
 fn window(value: &str) -> Result<Option<u64>> {
