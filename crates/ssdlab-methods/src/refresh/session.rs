@@ -114,37 +114,13 @@ pub fn run_session(
     let walked = world.walk()?;
     let selection = world.select(walked.found);
     events.selected(&selection, &walked.skipped);
-    let mut record = RefreshAnalysis {
-        dry_run: false,
-        selected_bytes: selection.files.iter().map(|c| c.size_bytes).sum(),
-        younger_files: selection.younger as u32,
-        files: Vec::new(),
-        rewritten_bytes: 0,
-        // The caller's clock measures the run; the session counts no time of its own.
-        seconds: 0.0,
-        paused_s: 0.0,
-        problems: 0,
-    };
-    for (path, reason) in &walked.skipped {
-        record
-            .files
-            .push(entry(path, RefreshOutcome::Skipped, 0, Some(reason.clone())));
-    }
+    let mut record = planned_record(&selection, &walked.skipped, false);
     let (mut buf, mut check) = (Vec::new(), Vec::new());
     let mut interrupted = false;
     for (index, file) in selection.files.iter().enumerate() {
         if world.env().interrupted() {
             interrupted = true;
-            for c in &selection.files[index..] {
-                let e = entry(
-                    &c.path,
-                    RefreshOutcome::Interrupted,
-                    c.size_bytes,
-                    Some("not reached before the stop".into()),
-                );
-                events.file(c, &e, None);
-                record.files.push(e);
-            }
+            not_reached(&selection.files[index..], events, &mut record);
             break;
         }
         let refused =
@@ -275,16 +251,7 @@ pub fn run_session(
         events.file(file, &e, Some(&outcome));
         record.files.push(e);
         if interrupted {
-            for c in &selection.files[index + 1..] {
-                let e = entry(
-                    &c.path,
-                    RefreshOutcome::Interrupted,
-                    c.size_bytes,
-                    Some("not reached before the stop".into()),
-                );
-                events.file(c, &e, None);
-                record.files.push(e);
-            }
+            not_reached(&selection.files[index + 1..], events, &mut record);
             break;
         }
     }
@@ -296,6 +263,42 @@ pub fn run_session(
         problems,
         interrupted,
     })
+}
+
+/// The record of a run about to rewrite `selection` (or, `dry_run`, one that only lists it): what was chosen, and
+/// the paths the walk did not take. The caller's clock measures the run; the session counts no time of its own.
+pub fn planned_record(
+    selection: &Selection,
+    walked_skipped: &[(PathBuf, String)],
+    dry_run: bool,
+) -> RefreshAnalysis {
+    RefreshAnalysis {
+        dry_run,
+        selected_bytes: selection.files.iter().map(|c| c.size_bytes).sum(),
+        younger_files: selection.younger as u32,
+        files: walked_skipped
+            .iter()
+            .map(|(path, reason)| entry(path, RefreshOutcome::Skipped, 0, Some(reason.clone())))
+            .collect(),
+        rewritten_bytes: 0,
+        seconds: 0.0,
+        paused_s: 0.0,
+        problems: 0,
+    }
+}
+
+/// Records the files a stopped run never reached.
+fn not_reached(files: &[Found], events: &mut dyn SessionEvents, record: &mut RefreshAnalysis) {
+    for c in files {
+        let e = entry(
+            &c.path,
+            RefreshOutcome::Interrupted,
+            c.size_bytes,
+            Some("not reached before the stop".into()),
+        );
+        events.file(c, &e, None);
+        record.files.push(e);
+    }
 }
 
 /// One file's record entry, before its outcome fills it in.

@@ -20,7 +20,8 @@ use ssdlab_methods::refresh::file::{PathChanges, escape_path};
 use ssdlab_methods::refresh::pace::{BusyProbe, TokenBucket, pause_while_busy};
 use ssdlab_methods::refresh::select::{Found, Selection, select};
 use ssdlab_methods::refresh::session::{
-    MeasuredTarget, SessionEvents, SessionPlan, SessionWorld, Walked, entry as session_entry, run_session,
+    MeasuredTarget, SessionEvents, SessionPlan, SessionWorld, Walked, entry as session_entry, planned_record,
+    run_session,
 };
 use ssdlab_methods::refresh::state::record_refreshed;
 use ssdlab_methods::refresh::{
@@ -452,24 +453,7 @@ fn execute(args: &RefreshArgs, plan: RefreshPlan) -> Result<Outcome> {
         let selection = world.select(walked.found);
         let mut printer = Printer::new(bytes_per_s, &before_mb_s);
         printer.selected(&selection, &walked.skipped);
-        let mut analysis = RefreshAnalysis {
-            dry_run: true,
-            selected_bytes: selection.files.iter().map(|c| c.size_bytes).sum(),
-            younger_files: selection.younger as u32,
-            files: Vec::new(),
-            rewritten_bytes: 0,
-            seconds: 0.0,
-            paused_s: 0.0,
-            problems: 0,
-        };
-        for (path, reason) in &walked.skipped {
-            analysis.files.push(session_entry(
-                path,
-                RefreshOutcome::Skipped,
-                0,
-                Some(reason.clone()),
-            ));
-        }
+        let mut analysis = planned_record(&selection, &walked.skipped, true);
         for c in &selection.files {
             eprintln!(
                 "would     {} ({})",
