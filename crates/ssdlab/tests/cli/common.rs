@@ -301,3 +301,24 @@ pub(crate) fn partition(disk: &LoopDevice, script: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Starts `ssdlab serve --target TARGET --socket SOCKET EXTRA...` and waits until the socket exists (the server
+/// bound it; it may still be a moment from listening). Panics if it does not within 20 s, or exits first.
+pub(crate) fn serve_at(target: &str, socket: &Path, extra: &[&str]) -> std::process::Child {
+    let mut child = ssdlab()
+        .args(["serve", "--target", target, "--socket"])
+        .arg(socket)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ssdlab serve starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !socket.exists() {
+        assert!(std::time::Instant::now() < deadline, "the server never listened");
+        assert!(child.try_wait().unwrap().is_none(), "the server exited");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child
+}

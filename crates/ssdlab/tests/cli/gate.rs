@@ -567,27 +567,7 @@ fn force_never_drops_the_exclusive_claim() {
     sh("mkfs.ext4", &["-q", "-F", &disk.path]);
     let dir = tempdir();
     let socket = dir.path().join("nbd.sock");
-    let mut server = ssdlab()
-        .args([
-            "serve",
-            "--target",
-            &disk.path,
-            "--allow-destroy",
-            "--force",
-            "--socket",
-            socket.to_str().unwrap(),
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !socket.exists() {
-        assert!(std::time::Instant::now() < deadline, "the server never listened");
-        assert!(server.try_wait().unwrap().is_none(), "the server exited");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let mut server = serve_at(&disk.path, &socket, &["--allow-destroy", "--force"]);
     let (made, mounted) = mount_attempts(&disk.path, &mut server, 10);
     let _ = Command::new("kill")
         .args(["-TERM", &server.id().to_string()])

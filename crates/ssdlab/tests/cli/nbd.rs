@@ -18,19 +18,7 @@ impl Server {
     pub(crate) fn start(target: &str, extra: &[&str]) -> Self {
         let dir = tempdir();
         let socket = dir.path().join("nbd.sock");
-        let child = ssdlab()
-            .args(["serve", "--target", target, "--socket", socket.to_str().unwrap()])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("ssdlab serve starts");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while !socket.exists() {
-            assert!(std::time::Instant::now() < deadline, "the server never listened");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        let child = serve_at(target, &socket, extra);
         // The file appears at bind(2), a moment before listen(2): wait until a connection is taken.
         drop(connect(&socket));
         let uri = format!("nbd+unix:///?socket={}", socket.display());
@@ -712,25 +700,7 @@ fn a_stopped_server_never_removes_a_file_put_where_its_socket_was() {
     let image = dir.path().join("i.img");
     std::fs::File::create(&image).unwrap().set_len(1 << 20).unwrap();
     let socket = dir.path().join("s.sock");
-    let child = ssdlab()
-        .args([
-            "serve",
-            "--target",
-            &file_target(&image, None),
-            "--read-only",
-            "--socket",
-        ])
-        .arg(&socket)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !socket.exists() {
-        assert!(std::time::Instant::now() < deadline, "the server never listened");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let child = serve_at(&file_target(&image, None), &socket, &["--read-only"]);
     std::fs::rename(&socket, dir.path().join("moved.sock")).unwrap();
     std::fs::write(&socket, b"precious").unwrap();
     sh("kill", &["-TERM", &child.id().to_string()]);
