@@ -26,6 +26,9 @@ pub fn run(args: &ServeArgs) -> Result<Outcome> {
         crate::output::check_out_dir(dir)?;
     }
     let started = std::time::Instant::now();
+    // SIGTERM must find the stop flag, not the default action, from the moment the socket exists: a client or a
+    // service manager that sees the socket may signal at once, and a killed server leaves its socket behind.
+    let stop = ssdlab_io::sys::interrupt_flag();
     let (listener, place) = listen(args)?;
     // The socket file is ours from here: removed on every way out, if it is still the one bound.
     let _socket = SocketFile(args.socket.as_ref().and_then(|path| {
@@ -52,6 +55,7 @@ pub fn run(args: &ServeArgs) -> Result<Outcome> {
         listener,
         place,
         started,
+        stop,
     })
 }
 
@@ -116,13 +120,15 @@ struct ServeOn<'a> {
     place: String,
     /// When the command began: the session's duration counts from here (opening a virtual drive takes time too).
     started: std::time::Instant,
+    /// Set by SIGINT/SIGTERM; installed before the socket was bound.
+    stop: &'static std::sync::atomic::AtomicBool,
 }
 
 impl DeviceVisitor for ServeOn<'_> {
     type Output = Result<Outcome>;
 
     fn visit<D: Device>(self, mut device: D) -> Result<Outcome> {
-        let stop = ssdlab_io::sys::interrupt_flag();
+        let stop = self.stop;
         let options = ServeOptions {
             export_name: self.args.name.clone(),
             read_only: self.args.read_only,
