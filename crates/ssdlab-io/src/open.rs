@@ -305,6 +305,40 @@ fn block_info(target: &str, flag: &str, file: &std::fs::File) -> Result<DeviceIn
     })
 }
 
+/// An existing file about to be written (`pinned`: the very inode, reached without links) must not be a disk in
+/// use: an active swap file, or the backing of a loop device that is mounted, held or claimed. Checked before the
+/// file is opened for writing or extended, since the kernel refuses writes to a swap file but not its extension,
+/// and a loop device's user would see its disk change under it.
+fn refuse_a_file_in_use(
+    flag: &str,
+    target: &str,
+    path: &Path,
+    pinned: &std::fs::File,
+) -> Result<(), OpenError> {
+    let meta = pinned
+        .metadata()
+        .map_err(|e| os(format!("{flag} {target}: cannot stat {}", path.display()), e))?;
+    let uses = crate::guard::uses_of_file(meta.dev(), meta.ino()).map_err(|e| {
+        os(
+            format!(
+                "{flag} {target}: cannot check whether {} is in use as a disk",
+                path.display()
+            ),
+            e,
+        )
+    })?;
+    if uses.is_empty() {
+        return Ok(());
+    }
+    let found: Vec<String> = uses.iter().map(|f| f.to_string()).collect();
+    Err(OpenError::Refused(format!(
+        "refusing to write to {target}: {} is in use as a disk: {}. Nothing was written; swapoff it, unmount it \
+         or detach the loop device (losetup -d) first, or name another file",
+        path.display(),
+        found.join("; ")
+    )))
+}
+
 fn open_file(
     target: &str,
     path: &Path,
@@ -361,15 +395,6 @@ fn open_file(
                 path.display()
             )));
         }
-        // Checked before the file is opened for writing or extended: the kernel refuses writes to an active swap
-        // file, but not its extension.
-        if request.write && crate::files::swap_inodes().contains(&(meta.dev(), meta.ino())) {
-            return Err(OpenError::Refused(format!(
-                "{flag} {target}: {} is an active swap file (swapon); ssdlab never writes it: swapoff it first, \
-                 or name another file",
-                path.display()
-            )));
-        }
     } else if size.is_none() {
         return Err(OpenError::Refused(format!(
             "{flag} {target}: {} does not exist; give a size to create it, e.g. file:{}:1g",
@@ -411,6 +436,9 @@ fn open_file(
         }
         (Some(_), false) => None,
     };
+    if let Some(pinned) = &pinned {
+        refuse_a_file_in_use(flag, target, path, pinned)?;
+    }
     // Created with O_CREAT|O_EXCL and then reopened through that descriptor, so the file laid out, written and
     // (on a refusal) removed is the very inode ssdlab made, whatever appears at the path meanwhile. Created
     // plainly first: an O_DIRECT create on a file system without O_DIRECT would make the file and then fail.

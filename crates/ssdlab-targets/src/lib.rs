@@ -16,7 +16,6 @@ mod cpu_load;
 mod hot_map;
 mod undo;
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 pub use any::{AnyDevice, DeviceVisitor};
@@ -194,34 +193,10 @@ pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Resu
         allow_atime: options.allow_atime,
     };
     let opened = open_target(target, spec, request)?;
-    let undo = Undo::of(opened.laid_out);
-    let device = real(opened.device);
-    // A file written as a disk must not be the backing of a mounted (or otherwise used) loop device.
-    if options.access.writes()
-        && let Some(file) = device.backing_file()
-        && let TargetSpec::File { .. } = spec
-    {
-        let meta = file
-            .metadata()
-            .map_err(|e| OpenError::Refused(format!("{} {target}: cannot stat: {e}", options.flag)))?;
-        let uses = guard::uses_of_file(meta.dev(), meta.ino()).map_err(|e| {
-            OpenError::Refused(format!(
-                "{} {target}: cannot check whether the file is in use as a disk: {e}",
-                options.flag
-            ))
-        })?;
-        if !uses.is_empty() {
-            drop(device);
-            undo.restore();
-            let found: Vec<String> = uses.iter().map(|f| f.to_string()).collect();
-            return Err(OpenError::Refused(format!(
-                "refusing to write to {target}: it is the disk of a loop device in use: {}. Nothing was written; \
-                 unmount it or detach the loop device first (losetup -d)",
-                found.join("; ")
-            )));
-        }
-    }
-    Ok(Opened { device, undo })
+    Ok(Opened {
+        device: real(opened.device),
+        undo: Undo::of(opened.laid_out),
+    })
 }
 
 fn real(device: RealDevice) -> AnyDevice {

@@ -1148,6 +1148,37 @@ fn an_active_swap_file_is_never_written() {
     expect_usage_error(&out, "active swap file");
 }
 
+/// The last review: a `file:` target that is the disk of a mounted loop device is refused before it is opened for
+/// writing or extended (a larger size once grew it, then refused and shrank it back), plain or under the cache.
+#[test]
+fn a_file_that_is_the_disk_of_a_mounted_loop_device_is_never_written_or_extended() {
+    let dir = tempdir();
+    let image = dir.path().join("disk.img");
+    std::fs::File::create(&image).unwrap().set_len(32 << 20).unwrap();
+    let over = Stacked::over(image.to_str().unwrap(), 0);
+    sh("mkfs.ext4", &["-q", "-F", &over.path]);
+    let mounted = Mounted::new(&over.path);
+    std::fs::write(mounted.dir.path().join("data"), b"in use").unwrap();
+    sh("sync", &[]);
+    let before = image_sum(&image);
+    for target in [
+        file_target(&image, None),
+        file_target(&image, Some("64m")),
+        format!("cached:{}", file_target(&image, Some("64m"))),
+    ] {
+        let out = run(&["run", "--target", &target, "--rw", "write", "--runtime", "1s"]);
+        expect_usage_error(&out, "in use as a disk");
+        expect_usage_error(&out, "is mounted at");
+        assert_eq!(
+            std::fs::metadata(&image).unwrap().len(),
+            32 << 20,
+            "{target}: never extended"
+        );
+        assert_eq!(image_sum(&image), before, "{target}: never written");
+    }
+    assert_eq!(std::fs::read(mounted.dir.path().join("data")).unwrap(), b"in use");
+}
+
 /// The red team's F6: `--out` replaces only ssdlab's own files, and `report --out` only a report ssdlab wrote.
 #[test]
 fn out_never_replaces_a_file_ssdlab_did_not_write() {
