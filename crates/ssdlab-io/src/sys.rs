@@ -17,12 +17,8 @@ const BLKZEROOUT: libc::c_ulong = 0x127f; // _IO(0x12, 127)
 
 /// The open flag that refuses to follow a symbolic link, for callers outside this crate.
 pub const O_NOFOLLOW: i32 = libc::O_NOFOLLOW;
-/// An open that pins a path without opening what it names (for [`open_no_symlinks`] checks).
-pub const O_PATH: i32 = libc::O_PATH;
 /// Opens without blocking (a FIFO with no writer).
 pub const O_NONBLOCK: i32 = libc::O_NONBLOCK;
-/// The error a symbolic link on the way gives [`open_no_symlinks`].
-pub const ELOOP: i32 = libc::ELOOP;
 
 fn check(ret: libc::c_int) -> io::Result<()> {
     if ret < 0 {

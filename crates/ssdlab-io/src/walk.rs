@@ -2,7 +2,8 @@
 //! system of each path, never through a symlink, in name order, reading directories with O_NOATIME so a walk
 //! moves no access time. Hard links are reported once. Paths are bytes (names need not be UTF-8).
 //!
-//! It never opens a regular file and never decides what is stale; it only lists.
+//! It never opens a regular file and never decides what is stale; it only lists, and checks a path whose files
+//! will be rewritten ([`check_write_root`]).
 
 use std::collections::HashSet;
 use std::ffi::{CStr, CString, OsStr};
@@ -30,6 +31,41 @@ pub struct Walked {
 pub struct WalkOutput {
     pub files: Vec<Walked>,
     pub skipped: Vec<(PathBuf, String)>,
+}
+
+/// Why a path given to a command that rewrites the files under it is refused before anything is walked.
+#[derive(Debug)]
+pub enum RootRefusal {
+    /// Nothing is at the path.
+    Missing,
+    /// A component of the path is a symbolic link; `real` is where it resolves, when it does.
+    ThroughSymlink { real: Option<PathBuf> },
+    /// The path is on a pseudo file system of the kernel (its name).
+    PseudoFileSystem(&'static str),
+    /// Its file system could not be told.
+    FileSystemUnknown(io::Error),
+}
+
+/// Checks a path whose files will be rewritten, before anything under it is opened: it exists; no component is
+/// a symbolic link (a trailing slash after a link included), as for every write; and it is not on a pseudo file
+/// system, whose files (sysfs, procfs and their kind) are kernel state rather than data on a drive, and reading
+/// some of them has effects.
+pub fn check_write_root(path: &Path) -> Result<(), RootRefusal> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Err(RootRefusal::Missing);
+    }
+    if let Err(e) = crate::sys::open_no_symlinks(path, libc::O_PATH)
+        && e.raw_os_error() == Some(libc::ELOOP)
+    {
+        return Err(RootRefusal::ThroughSymlink {
+            real: std::fs::canonicalize(path).ok(),
+        });
+    }
+    match crate::files::pseudo_file_system(path) {
+        Ok(Some(kind)) => Err(RootRefusal::PseudoFileSystem(kind)),
+        Ok(None) => Ok(()),
+        Err(e) => Err(RootRefusal::FileSystemUnknown(e)),
+    }
 }
 
 /// Lists the entries of a directory without moving its access time (O_NOATIME where we own it or are root;

@@ -67,7 +67,8 @@ impl DataStore {
             self.write(offset, &[0u8; UNIT][..(head_end - offset) as usize]);
         }
         if end_whole - first_whole > self.units.len() as u64 {
-            self.units.retain(|unit, _| !(first_whole..end_whole).contains(unit));
+            self.units
+                .retain(|unit, _| !(first_whole..end_whole).contains(unit));
         } else {
             for unit in first_whole..end_whole {
                 self.units.remove(&unit);

@@ -16,6 +16,7 @@ use ssdlab_core::schema::refresh::{RefreshAnalysis, RefreshOutcome, RefreshedFil
 use ssdlab_core::schema::{Analysis, RunResult};
 use ssdlab_core::units::{BinaryBytes, Rate, parse_duration_ns, parse_rate};
 use ssdlab_io::pinned::{FileFacts, Identity, PinnedFile, reopen_pinned};
+use ssdlab_io::walk::RootRefusal;
 use ssdlab_methods::refresh::file::{PathChanges, escape_path};
 use ssdlab_methods::refresh::pace::{BusyProbe, TokenBucket, pause_while_busy};
 use ssdlab_methods::refresh::select::{Found, Selection, select};
@@ -346,33 +347,25 @@ impl RefreshPlan {
             }
         }
         for path in &paths {
-            if std::fs::symlink_metadata(path).is_err() {
-                bail!("PATH {}: does not exist", escape_path(path));
-            }
-            // Refresh writes: no symbolic link anywhere in the path (a trailing slash after a link included), as
-            // for every write.
-            if let Err(e) = ssdlab_io::sys::open_no_symlinks(path, ssdlab_io::sys::O_PATH)
-                && e.raw_os_error() == Some(ssdlab_io::sys::ELOOP)
-            {
-                bail!(
-                    "PATH {}: a component of it is a symbolic link; refresh never follows a link into a write: give \
-                 the real path ({})",
-                    escape_path(path),
-                    std::fs::canonicalize(path)
-                        .map(|p| escape_path(&p))
-                        .unwrap_or_else(|_| "unresolved".into())
-                );
-            }
-            // Before anything is opened: the files of sysfs, procfs and their kind are kernel state, not data on
-            // a drive, and reading some of them has effects.
-            if let Some(kind) = ssdlab_io::files::pseudo_file_system(path)
-                .with_context(|| format!("PATH {}: cannot tell its file system", escape_path(path)))?
-            {
-                bail!(
-                    "PATH {}: it is on {kind}, a pseudo file system of the kernel; its files are not data on a drive, \
-                 so refresh never reads or rewrites them: give a path on a disk's file system",
-                    escape_path(path)
-                );
+            let shown = escape_path(path);
+            match ssdlab_io::walk::check_write_root(path) {
+                Ok(()) => {}
+                Err(RootRefusal::Missing) => bail!("PATH {shown}: does not exist"),
+                Err(RootRefusal::ThroughSymlink { real }) => bail!(
+                    "PATH {shown}: a component of it is a symbolic link; refresh never follows a link into a write: \
+                     give the real path ({})",
+                    real.map(|p| escape_path(&p))
+                        .unwrap_or_else(|| "unresolved".into())
+                ),
+                Err(RootRefusal::PseudoFileSystem(kind)) => bail!(
+                    "PATH {shown}: it is on {kind}, a pseudo file system of the kernel; its files are not data on a \
+                     drive, so refresh never reads or rewrites them: give a path on a disk's file system"
+                ),
+                Err(RootRefusal::FileSystemUnknown(e)) => {
+                    return Err(
+                        anyhow::Error::new(e).context(format!("PATH {shown}: cannot tell its file system"))
+                    );
+                }
             }
         }
         // The journal records absolute paths, so a run from another directory settles what this one left.
