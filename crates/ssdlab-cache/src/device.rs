@@ -565,7 +565,7 @@ impl<D: Device> CachedDevice<D> {
         match self.inner.submit(&[io]) {
             Ok(1) => self.host[slot as usize].stage = Stage::Inner(how),
             Ok(_) => self.finish_here(slot, -i64::from(EAGAIN), 0),
-            Err(e) => self.finish_here(slot, -errno_of(&e), 0),
+            Err(e) => self.finish_here(slot, -i64::from(e.errno()), 0),
         }
     }
 
@@ -897,7 +897,7 @@ impl<D: Device> CachedDevice<D> {
                     self.store.destage_done(&self.run, false);
                     self.free_destage.push(d);
                     self.destage_error = Some(match refused {
-                        Err(e) => errno_of(&e),
+                        Err(e) => i64::from(e.errno()),
                         Ok(_) => i64::from(EAGAIN),
                     });
                     return;
@@ -991,14 +991,6 @@ const EIO: i64 = 5;
 const EAGAIN: i32 = 11;
 
 /// The errno a device error stands for, for a completion's result.
-fn errno_of(e: &DeviceError) -> i64 {
-    match e {
-        DeviceError::Os { cause, .. } => i64::from(cause.raw_os_error().unwrap_or(5)),
-        DeviceError::Invalid(_) => 22,
-        DeviceError::Unsupported(_) => 95,
-    }
-}
-
 impl<D: Device> Device for CachedDevice<D> {
     fn info(&self) -> &DeviceInfo {
         &self.info

@@ -159,6 +159,19 @@ impl DeviceError {
             cause,
         }
     }
+
+    /// The errno a completion carries (negated) for this refusal: the system's own, EIO when it has none,
+    /// EINVAL for an invalid request and EOPNOTSUPP for an unsupported one (Linux's numbers).
+    pub fn errno(&self) -> i32 {
+        const EIO: i32 = 5;
+        const EINVAL: i32 = 22;
+        const EOPNOTSUPP: i32 = 95;
+        match self {
+            DeviceError::Os { cause, .. } => cause.raw_os_error().unwrap_or(EIO),
+            DeviceError::Invalid(_) => EINVAL,
+            DeviceError::Unsupported(_) => EOPNOTSUPP,
+        }
+    }
 }
 
 pub type DeviceResult<T> = Result<T, DeviceError>;

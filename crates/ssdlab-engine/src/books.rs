@@ -27,9 +27,6 @@ pub(crate) fn reap_some<D: Device + ?Sized>(
         .max(now))
 }
 
-/// The errno of a refusal that carries none.
-const EIO: i32 = 5;
-
 pub(crate) struct PhaseBooks {
     accounting: Accounting,
     counters_before: Option<DeviceCounters>,
@@ -92,10 +89,7 @@ impl PhaseBooks {
         let first = batch[taken];
         free.extend(batch[taken..].iter().map(|io| io.slot));
         self.io_errors += 1;
-        let errno = match &error {
-            DeviceError::Os { cause, .. } => cause.raw_os_error().unwrap_or(EIO),
-            _ => EIO,
-        };
+        let errno = error.errno();
         self.io_failure.get_or_insert(IoFailure {
             op: first.op,
             offset: first.offset,
