@@ -148,7 +148,7 @@ pub fn open_claimed_block(
     engine: Engine,
 ) -> Result<RealDevice, OpenError> {
     let file = claimed.into_file();
-    sys::set_direct(&file).map_err(|e| os(format!("{flag} {target}: cannot turn on O_DIRECT"), e))?;
+    sys::set_direct(&file, true).map_err(|e| os(format!("{flag} {target}: cannot turn on O_DIRECT"), e))?;
     let info = block_info(target, flag, &file)?;
     with_engine(
         info,

@@ -680,12 +680,12 @@ impl PinnedFile {
             file.write_all_at(staging, offset)?;
         }
         if whole < buf.len() {
-            set_direct(file, false)?;
+            crate::sys::set_direct(file, false)?;
             let tail = file.write_all_at(&buf[whole..], offset + whole as u64);
             let synced = file.sync_data();
             let _ = crate::sys::drop_cache(file, offset + whole as u64, (buf.len() - whole) as u64);
             if self.direct {
-                set_direct(file, true)?;
+                crate::sys::set_direct(file, true)?;
             }
             tail?;
             synced?;
@@ -759,25 +759,6 @@ fn fcntl_has_direct(file: &File) -> bool {
     // SAFETY: F_GETFL takes a plain integer on a descriptor we own.
     let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
     flags >= 0 && flags & libc::O_DIRECT != 0
-}
-
-fn set_direct(file: &File, on: bool) -> io::Result<()> {
-    let fd = file.as_raw_fd();
-    // SAFETY: F_GETFL/F_SETFL take plain integers on a descriptor we own.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 {
-        return Err(last_error());
-    }
-    let flags = if on {
-        flags | libc::O_DIRECT
-    } else {
-        flags & !libc::O_DIRECT
-    };
-    // SAFETY: as above.
-    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } < 0 {
-        return Err(last_error());
-    }
-    Ok(())
 }
 
 /// Makes SIGIO harmless: a broken lease is then noticed by polling instead of killing the process.

@@ -389,12 +389,18 @@ pub(crate) fn openat2(
     Ok(unsafe { File::from_raw_fd(fd as libc::c_int) })
 }
 
-/// Turns O_DIRECT on for an open file (fcntl F_SETFL), so a device can be probed through the page cache and then
-/// written around it through the same descriptor.
-pub fn set_direct(file: &File) -> io::Result<()> {
+/// Turns O_DIRECT on or off for an open file (fcntl F_SETFL): a device is probed through the page cache and then
+/// written around it through the same descriptor, and the refresh writes a file's unaligned tail, which O_DIRECT
+/// cannot take, through the cache.
+pub fn set_direct(file: &File, on: bool) -> io::Result<()> {
     // SAFETY: F_GETFL takes no argument and returns the flags or -1.
     let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
     check(flags)?;
+    let flags = if on {
+        flags | libc::O_DIRECT
+    } else {
+        flags & !libc::O_DIRECT
+    };
     // SAFETY: F_SETFL takes the new flags as an int.
-    check(unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags | libc::O_DIRECT) })
+    check(unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags) })
 }
