@@ -14,7 +14,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::guard::{self, Finding, OwnClaim};
 use crate::sys;
@@ -23,7 +23,6 @@ use crate::sys;
 pub struct ClaimedBlock {
     file: File,
     rdev: u64,
-    path: PathBuf,
 }
 
 impl ClaimedBlock {
@@ -35,10 +34,6 @@ impl ClaimedBlock {
     /// The device's number, as the descriptor (not the path) says.
     pub fn rdev(&self) -> u64 {
         self.rdev
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     pub(crate) fn into_file(self) -> File {
@@ -110,6 +105,5 @@ pub fn claim_block(path: &Path) -> Result<ClaimedBlock, ClaimError> {
     Ok(ClaimedBlock {
         file,
         rdev: opened.rdev(),
-        path: path.to_path_buf(),
     })
 }

@@ -9,7 +9,7 @@
 use std::fs::OpenOptions;
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A change opening a `file:` target made.
 #[derive(Debug)]
@@ -65,9 +65,5 @@ impl LaidOut {
                 Ok(Undone::Truncated)
             }
         }
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 }
