@@ -64,6 +64,15 @@ pub fn is_chart_file(name: &str, head: &[u8]) -> bool {
         && String::from_utf8_lossy(head).contains(MARKER)
 }
 
+/// The tag in the head of every report page ssdlab writes: how `report --out` knows a page it may replace.
+pub const GENERATOR_META: &str = "<meta name=\"generator\" content=\"ssdlab\">";
+
+/// Whether a page starting with `head` (its first KiB is enough) is a report ssdlab wrote. The caller reads the
+/// file; this crate does no I/O.
+pub fn is_report_page(head: &[u8]) -> bool {
+    String::from_utf8_lossy(head).contains(GENERATOR_META)
+}
+
 /// Every chart of a rendered page, as standalone SVG files.
 pub fn chart_files_of_page(page: &str) -> Vec<ChartFile> {
     let mut files = Vec::new();

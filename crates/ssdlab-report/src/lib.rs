@@ -36,7 +36,9 @@ use std::fmt::Write;
 use ssdlab_core::schema::{Analysis, PhaseResult, RunResult};
 use svg::{Chart, Mark, Series};
 
-pub use files::{CHART_FILE_HEAD_BYTES, ChartFile, chart_files_of_page, is_chart_file};
+pub use files::{
+    CHART_FILE_HEAD_BYTES, ChartFile, GENERATOR_META, chart_files_of_page, is_chart_file, is_report_page,
+};
 pub use labels::label;
 pub(crate) use labels::uncached_target;
 
@@ -102,7 +104,7 @@ pub fn render_against(results: &[RunResult], baseline: Option<usize>) -> String 
     };
     let _ = write!(
         html,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><meta name=\"generator\" content=\"ssdlab\"><title>{}</title><style>{CSS}{CHART_CSS}</style></head><body>",
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">{GENERATOR_META}<title>{}</title><style>{CSS}{CHART_CSS}</style></head><body>",
         escape(&title)
     );
     let _ = write!(html, "<h1>{}</h1>", escape(&title));

@@ -428,9 +428,7 @@ fn is_ssdlab_result(path: &Path) -> bool {
 
 /// Whether `path` is a report page ssdlab wrote (its generator meta tag).
 fn is_ssdlab_page(path: &Path) -> bool {
-    head_of(path, 1024).is_some_and(|head| {
-        String::from_utf8_lossy(&head).contains("<meta name=\"generator\" content=\"ssdlab\">")
-    })
+    head_of(path, 1024).is_some_and(|head| ssdlab_report::is_report_page(&head))
 }
 
 /// `--out FILE` of `report`: refused when it names a file that is not a report ssdlab wrote.
