@@ -536,6 +536,16 @@ fn open_file(
                 ));
             }
         };
+        // The kernel's own mark, which no mount over a path can hide (refuse_a_file_in_use reads /proc/swaps'
+        // paths): asked before the file is extended, since the kernel refuses writes to a swap file but not
+        // ftruncate's extension.
+        if request.write && !create && sys::is_active_swap_file(&file) {
+            return Err(OpenError::Refused(format!(
+                "refusing to write to {target}: {} is an active swap file (the kernel marks it so, whatever path \
+                 /proc/swaps shows). Nothing was written; swapoff it first, or name another file",
+                path.display()
+            )));
+        }
         let current = file
             .metadata()
             .map_err(|e| os(format!("{flag} {target}: cannot stat"), e))?
@@ -543,7 +553,12 @@ fn open_file(
         let capacity = match size {
             Some(size) if size > current => {
                 // Reserve the space so a write test neither allocates as it goes nor runs out of room midway.
-                if sys::allocate(&file, size).is_err() {
+                // A file system without fallocate gets a sparse extension; a file the kernel refuses to change
+                // (ETXTBSY: an active swap file) gets none.
+                if let Err(e) = sys::allocate(&file, size) {
+                    if e.raw_os_error() == Some(libc::ETXTBSY) {
+                        return Err(os(format!("{flag} {target}: cannot extend to {size} bytes"), e));
+                    }
                     file.set_len(size)
                         .map_err(|e| os(format!("{flag} {target}: cannot extend to {size} bytes"), e))?;
                 }

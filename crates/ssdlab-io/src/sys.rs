@@ -104,6 +104,16 @@ pub fn allocate(file: &File, len: u64) -> io::Result<()> {
     check(unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len as libc::off_t) })
 }
 
+/// Whether `file`, open for writing, is an active swap file, by the kernel's own mark on the inode rather than
+/// by the paths /proc/swaps lists, which a mount over the path or a lazily unmounted one can hide. fallocate
+/// refuses any change to an active swap file with ETXTBSY before it looks at the range; a range that ends past
+/// the largest possible offset is refused with EFBIG for every other file, so asking changes nothing.
+pub fn is_active_swap_file(file: &File) -> bool {
+    // SAFETY: plain integers and a descriptor we own. The range is refused whatever the file is.
+    let ret = unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, libc::off_t::MAX, 1) };
+    ret < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ETXTBSY)
+}
+
 /// Drops clean cached pages of a byte range (posix_fadvise DONTNEED).
 pub fn drop_cache(file: &File, offset: u64, len: u64) -> io::Result<()> {
     // SAFETY: plain integers and a descriptor we own. posix_fadvise returns the error instead of setting errno.

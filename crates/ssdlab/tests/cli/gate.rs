@@ -1131,6 +1131,41 @@ fn an_active_swap_file_is_never_written() {
         32 << 20,
         "never extended"
     );
+    // The second red team: a file mounted over the swap file's path hides it from /proc/swaps' path; reached by
+    // a hard link, it is still the active swap file, and the kernel's mark says so.
+    let link = dir.path().join("swap.hl");
+    std::fs::hard_link(&swap, &link).unwrap();
+    let decoy = dir.path().join("decoy");
+    std::fs::write(&decoy, b"").unwrap();
+    sh(
+        "mount",
+        &["--bind", decoy.to_str().unwrap(), swap.to_str().unwrap()],
+    );
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).output();
+        }
+    }
+    let shadow = Unmount(swap.clone());
+    for size in [None, Some("128m")] {
+        let out = run(&[
+            "run",
+            "--target",
+            &file_target(&link, size),
+            "--rw",
+            "write",
+            "--runtime",
+            "1s",
+        ]);
+        expect_usage_error(&out, "active swap file");
+        assert_eq!(
+            std::fs::metadata(&link).unwrap().len(),
+            32 << 20,
+            "never extended"
+        );
+    }
+    drop(shadow);
     let over = Stacked {
         path: sh("losetup", &["-f", "--show", swap.to_str().unwrap()]),
     };
