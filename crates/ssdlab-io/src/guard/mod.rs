@@ -166,7 +166,7 @@ struct Probe<'a> {
     /// The loop driver's account of a loop device's backing.
     loop_backing: &'a dyn Fn(&Node) -> Option<LoopBacking>,
     /// Whether something else holds the device open exclusively (a read-only O_EXCL open fails with EBUSY).
-    claimed: &'a dyn Fn(&Node) -> bool,
+    claimed: &'a dyn Fn(&Node) -> Claim,
 }
 
 impl Probe<'static> {
@@ -178,6 +178,28 @@ impl Probe<'static> {
             loop_backing: &real_loop_backing,
             claimed: &real_claimed,
         }
+    }
+}
+
+/// What an exclusive-open probe says of a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Claim {
+    Free,
+    /// Another program or kernel subsystem holds it open exclusively.
+    Claimed,
+    /// The probe could not be made (why not): nothing vouches that the device is free.
+    CannotTell(&'static str),
+}
+
+/// The finding for a device the probe did not find free: `claimed` says what holding it means here, `label`
+/// names the device and `how` its chain.
+fn claim_finding(claim: Claim, label: &str, claimed: &str, how: &str) -> Option<Finding> {
+    match claim {
+        Claim::Free => None,
+        Claim::Claimed => Some(Finding::in_use(format!("{label} {claimed}{how}"))),
+        Claim::CannotTell(why) => Some(Finding::in_use(format!(
+            "{label} cannot be checked for another exclusive opener ({why}), so it may be in use{how}"
+        ))),
     }
 }
 
@@ -285,15 +307,20 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
         // claim is theirs, already named); and not of a disk under the target that has partitions, whose claim
         // may be a partition's that the target does not reach.
         let claimed = || {
-            used.is_empty()
-                && !partitions_of(node.dev).any(|p| used_devs.contains(&p.dev))
-                && (probe.claimed)(node)
+            if used.is_empty() && !partitions_of(node.dev).any(|p| used_devs.contains(&p.dev)) {
+                (probe.claimed)(node)
+            } else {
+                Claim::Free
+            }
         };
         let claimed_finding = || {
-            Finding::in_use(format!(
-                "{label} is open exclusively by another program or kernel subsystem, such as a mount in another \
-                 namespace or a virtual machine{how}"
-            ))
+            claim_finding(
+                claimed(),
+                &label,
+                "is open exclusively by another program or kernel subsystem, such as a mount in another namespace \
+                 or a virtual machine",
+                &how,
+            )
         };
         match relation {
             Relation::Above { .. } | Relation::Beside { .. } if node.is_holder() => {
@@ -303,8 +330,8 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
                 )));
             }
             Relation::Above { .. } | Relation::Beside { .. } if matches!(node.kind, Kind::Loop(_)) => {
-                if claimed() {
-                    findings.push(claimed_finding());
+                if let Some(finding) = claimed_finding() {
+                    findings.push(finding);
                 } else if used.is_empty() {
                     findings.push(Finding::past(format!(
                         "{label} is a loop device over {}{how}",
@@ -316,9 +343,9 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
                     )));
                 }
             }
-            Relation::Beside { .. } if claimed() => findings.push(claimed_finding()),
-            Relation::Below { .. } if partitions_of(node.dev).next().is_none() && claimed() => {
-                findings.push(claimed_finding())
+            Relation::Beside { .. } => findings.extend(claimed_finding()),
+            Relation::Below { .. } if partitions_of(node.dev).next().is_none() => {
+                findings.extend(claimed_finding())
             }
             _ => {}
         }
@@ -342,7 +369,7 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
             && matches!(node.kind, Kind::Loop(_))
         {
             let used = uses.of(node.dev, probe.block_dev_of);
-            if !used.is_empty() || (probe.claimed)(node) {
+            if !used.is_empty() || (probe.claimed)(node) != Claim::Free {
                 findings.push(Finding::in_use(format!(
                     "{} is in use and its backing file ({backing}) cannot be identified, so it may be this device",
                     node.dev_path()
@@ -353,7 +380,12 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
     // The kernel refuses an exclusive open of a device that is mounted, held or claimed by another exclusive
     // opener, also from another mount namespace. Mounts and holders are already named above; this catches users
     // that leave no other trace here, such as a ZFS pool, a virtual machine or a mount in a container.
-    if claim == OwnClaim::Probe && !findings.iter().any(|f| f.in_use) && (probe.claimed)(target_node) {
+    // Only a claim seen counts here: a probe that cannot be made (no permission) says nothing about the device
+    // itself, which a destructive command claims for itself anyway.
+    if claim == OwnClaim::Probe
+        && !findings.iter().any(|f| f.in_use)
+        && (probe.claimed)(target_node) == Claim::Claimed
+    {
         findings.push(Finding::in_use(
             "it is open exclusively by another program or kernel subsystem (for example a ZFS pool, a virtual \
              machine, a multi-device file system or a mount in another namespace)",
@@ -383,9 +415,24 @@ fn file_uses_with(probe: &Probe<'_>, st_dev: u64, st_ino: u64) -> io::Result<Vec
                 node.dev_path(),
                 kind_text(&node.kind)
             )));
-        } else if matches!(node.kind, Kind::Loop(_)) && (probe.claimed)(node) {
+        } else if matches!(node.kind, Kind::Loop(_)) {
+            findings.extend(claim_finding(
+                (probe.claimed)(node),
+                &node.dev_path(),
+                "is open exclusively by another program or kernel subsystem",
+                &how,
+            ));
+        }
+    }
+    // A loop device whose backing cannot be identified (deleted, renamed, in another mount namespace, or no
+    // device node to ask the loop driver) may be over this file: in use, it refuses the write.
+    for node in graph.nodes() {
+        if let Some(Lower::Unknown(backing)) = &node.lower
+            && matches!(node.kind, Kind::Loop(_))
+            && (!uses.of(node.dev, probe.block_dev_of).is_empty() || (probe.claimed)(node) != Claim::Free)
+        {
             findings.push(Finding::in_use(format!(
-                "{} is open exclusively by another program or kernel subsystem{how}",
+                "{} is in use and its backing file ({backing}) cannot be identified, so it may be this file",
                 node.dev_path()
             )));
         }
@@ -522,10 +569,10 @@ fn real_loop_backing(node: &Node) -> Option<LoopBacking> {
 /// fails with EBUSY when the kernel or another program has claimed it. A claim can outlive its holder by a few
 /// milliseconds (the kernel releases io_uring's registered files and udev's probes asynchronously), so EBUSY is
 /// retried briefly before it counts.
-fn real_claimed(node: &Node) -> bool {
+fn real_claimed(node: &Node) -> Claim {
     const ATTEMPTS: u32 = 10;
     let Some(path) = dev_node(node) else {
-        return false;
+        return Claim::CannotTell("it has no device node under /dev to ask");
     };
     for attempt in 1..=ATTEMPTS {
         match OpenOptions::new()
@@ -538,10 +585,13 @@ fn real_claimed(node: &Node) -> bool {
                     std::thread::sleep(std::time::Duration::from_millis(30));
                 }
             }
-            _ => return false,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
+                return Claim::CannotTell("no permission to open it; run as root to check");
+            }
+            _ => return Claim::Free,
         }
     }
-    true
+    Claim::Claimed
 }
 
 /// Adds what was being done to an error, keeping its kind.

@@ -14,6 +14,8 @@ struct Tree {
     loops: BTreeMap<String, LoopBacking>,
     /// Devices some other program holds open exclusively, by name.
     claimed: Vec<String>,
+    /// Devices the exclusive-open probe cannot ask (no permission, no device node), by name.
+    cannot_tell: Vec<String>,
 }
 
 impl Tree {
@@ -34,6 +36,7 @@ impl Tree {
             root,
             loops: BTreeMap::new(),
             claimed: Vec::new(),
+            cannot_tell: Vec::new(),
         };
         // The device under test: loop3, 7:3, 64 MiB.
         tree.disk("loop3", "7:3", 64 << 20);
@@ -115,7 +118,15 @@ impl Tree {
     /// Runs `ask` with a probe over this tree: its loop devices' backings and the devices claimed elsewhere.
     fn with_probe<T>(&self, ask: impl FnOnce(&Probe<'_>) -> T) -> T {
         let loop_backing = |n: &Node| self.loops.get(&n.name).copied();
-        let claimed = |n: &Node| self.claimed.contains(&n.name);
+        let claimed = |n: &Node| {
+            if self.claimed.contains(&n.name) {
+                Claim::Claimed
+            } else if self.cannot_tell.contains(&n.name) {
+                Claim::CannotTell("no permission")
+            } else {
+                Claim::Free
+            }
+        };
         ask(&Probe {
             sys_root: &self.root.join("sys"),
             proc_root: &self.root.join("proc"),
@@ -544,4 +555,40 @@ fn signatures_are_named_by_libblkid_s_type_with_their_place() {
     assert_eq!(gpt.what, "it carries a partition table: gpt (at byte 67108352)");
     assert!(gpt.partition_table && !gpt.in_use);
     assert!(!s("linux_raid_member", Usage::Raid, None).partition_table);
+}
+
+/// The second red team: as non-root, a loop device over the file that cannot be probed for a claim, or a mounted
+/// loop device whose backing cannot be identified, was taken for free and the file written.
+#[test]
+fn a_file_is_in_use_when_a_loop_over_it_cannot_be_probed_or_a_used_loop_cannot_be_identified() {
+    let mut tree = Tree::new("file-cannot-tell");
+    let (st_dev, st_ino) = (libc::makedev(254, 0), 777);
+    tree.loop_over("loop4", "7:4", 16 << 20, Over::File("/images/f.img", 777), 0);
+    tree.cannot_tell.push("loop4".into());
+    assert_eq!(
+        whats(&tree.file_uses(st_dev, st_ino)),
+        vec![
+            "/dev/loop4 cannot be checked for another exclusive opener (no permission), so it may be in use (loop4 -> f.img)"
+        ]
+    );
+    assert_eq!(
+        tree.file_uses(st_dev, 778),
+        vec![],
+        "only loops over this file are asked"
+    );
+    tree.cannot_tell.clear();
+    tree.disk("loop5", "7:5", 16 << 20);
+    tree.file("sys/devices/loop5/loop/backing_file", "/gone.img (deleted)\n");
+    assert_eq!(
+        tree.file_uses(st_dev, st_ino),
+        vec![],
+        "an unused unknown loop is no sign"
+    );
+    tree.mountinfo("36 22 7:5 / /mnt rw - ext4 /dev/loop5 rw\n");
+    assert_eq!(
+        whats(&tree.file_uses(st_dev, st_ino)),
+        vec![
+            "/dev/loop5 is in use and its backing file (/gone.img (deleted)) cannot be identified, so it may be this file"
+        ]
+    );
 }
