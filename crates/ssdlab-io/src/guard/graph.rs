@@ -21,7 +21,7 @@ use crate::sys::LoopBacking;
 pub type DevNum = (u32, u32);
 
 /// How deep stacks are followed; deeper ones are cut there (and then still related through what was seen).
-const MAX_DEPTH: usize = 32;
+pub(crate) const MAX_DEPTH: usize = 32;
 
 /// Where bytes are kept: a block device, or a regular file behind a loop device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -110,6 +110,8 @@ struct Extent {
     path: Vec<DevNum>,
     /// Some edge on the way was a holder's, whose place on its slave is not known: the range is the whole slave.
     imprecise: bool,
+    /// The chain was cut here at [`MAX_DEPTH`]: the store has a lower of its own that was not followed.
+    cut: bool,
 }
 
 /// Every block device of the machine.
@@ -264,12 +266,14 @@ impl Graph {
         imprecise: bool,
         out: &mut Vec<Extent>,
     ) {
+        let has_lower = self.nodes.get(&dev).is_some_and(|n| n.lower.is_some());
         out.push(Extent {
             store: Store::Device(dev),
             start,
             end,
             path: path.clone(),
             imprecise,
+            cut: has_lower && path.len() >= MAX_DEPTH && !path.contains(&dev),
         });
         if path.len() >= MAX_DEPTH || path.contains(&dev) {
             return;
@@ -295,6 +299,7 @@ impl Graph {
                 end: at.saturating_add(end.min(*len)),
                 path: below,
                 imprecise,
+                cut: false,
             }),
             Some(Lower::Slaves(slaves)) => {
                 for slave in slaves {
@@ -342,7 +347,13 @@ impl Graph {
         None
     }
 
-    /// Every loop device stacked, at any depth, on the regular file (`st_dev`, `st_ino`), with the chain from it
+    /// Whether what `dev` is stored on is followed only part of the way down: a stack deeper than [`MAX_DEPTH`]
+    /// devices, whose bottom may be anything.
+    pub fn cut_off(&self, dev: DevNum) -> bool {
+        self.extents(dev).iter().any(|e| e.cut)
+    }
+
+    /// Every loop device stacked, up to [`MAX_DEPTH`] deep, on the regular file (`st_dev`, `st_ino`), with the chain from it
     /// down to the file.
     pub fn above_file(&self, st_dev: u64, st_ino: u64) -> Vec<(DevNum, Vec<DevNum>)> {
         let store = Store::File { st_dev, st_ino };

@@ -363,18 +363,22 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
             )));
         }
     }
-    // Loop devices whose backing cannot be identified might be over this device: refuse if one is in use.
+    // Loop devices whose backing cannot be identified, and stacks deeper than the graph follows, might be over
+    // this device: refuse if one is in use.
     for node in graph.nodes() {
+        let in_use =
+            || !uses.of(node.dev, probe.block_dev_of).is_empty() || (probe.claimed)(node) != Claim::Free;
         if let Some(Lower::Unknown(backing)) = &node.lower
             && matches!(node.kind, Kind::Loop(_))
+            && in_use()
         {
-            let used = uses.of(node.dev, probe.block_dev_of);
-            if !used.is_empty() || (probe.claimed)(node) != Claim::Free {
-                findings.push(Finding::in_use(format!(
-                    "{} is in use and its backing file ({backing}) cannot be identified, so it may be this device",
-                    node.dev_path()
-                )));
-            }
+            findings.push(Finding::in_use(format!(
+                "{} is in use and its backing file ({backing}) cannot be identified, so it may be this device",
+                node.dev_path()
+            )));
+        }
+        if !related.iter().any(|(r, _)| r.dev == node.dev) {
+            findings.extend(cut_off_finding(&graph, node, in_use, "this device"));
         }
     }
     // The kernel refuses an exclusive open of a device that is mounted, held or claimed by another exclusive
@@ -427,17 +431,33 @@ fn file_uses_with(probe: &Probe<'_>, st_dev: u64, st_ino: u64) -> io::Result<Vec
     // A loop device whose backing cannot be identified (deleted, renamed, in another mount namespace, or no
     // device node to ask the loop driver) may be over this file: in use, it refuses the write.
     for node in graph.nodes() {
+        let in_use =
+            || !uses.of(node.dev, probe.block_dev_of).is_empty() || (probe.claimed)(node) != Claim::Free;
         if let Some(Lower::Unknown(backing)) = &node.lower
             && matches!(node.kind, Kind::Loop(_))
-            && (!uses.of(node.dev, probe.block_dev_of).is_empty() || (probe.claimed)(node) != Claim::Free)
+            && in_use()
         {
             findings.push(Finding::in_use(format!(
                 "{} is in use and its backing file ({backing}) cannot be identified, so it may be this file",
                 node.dev_path()
             )));
         }
+        findings.extend(cut_off_finding(&graph, node, in_use, "this file"));
     }
     Ok(findings)
+}
+
+/// A device in use whose stack goes deeper than the graph follows: what lies at its bottom is not known, so
+/// it may be `what` (the target).
+fn cut_off_finding(graph: &Graph, node: &Node, in_use: impl Fn() -> bool, what: &str) -> Option<Finding> {
+    (graph.cut_off(node.dev) && in_use()).then(|| {
+        Finding::in_use(format!(
+            "{} is in use and stacked more than {} devices deep; what it is stored on cannot be followed to the \
+             bottom, so it may be {what}",
+            node.dev_path(),
+            graph::MAX_DEPTH
+        ))
+    })
 }
 
 /// How a finding names a related device, and the chain that relates it (empty for the device itself and its

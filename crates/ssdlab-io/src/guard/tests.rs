@@ -592,3 +592,48 @@ fn a_file_is_in_use_when_a_loop_over_it_cannot_be_probed_or_a_used_loop_cannot_b
         ]
     );
 }
+
+/// The second red team: a mounted stack of 33 loop devices over a file was taken for free (the walk stops at 32
+/// devices). A stack too deep to follow is now in use whatever is at its bottom.
+#[test]
+fn a_used_stack_deeper_than_the_walk_follows_is_in_use() {
+    let mut tree = Tree::new("deep");
+    let (st_dev, st_ino) = (libc::makedev(254, 0), 777);
+    tree.loop_over("loop10", "7:10", 16 << 20, Over::File("/images/f.img", 777), 0);
+    let top = 10 + graph::MAX_DEPTH as u32;
+    for n in 11..=top {
+        let below = format!("/dev/loop{}", n - 1);
+        tree.loop_over(
+            &format!("loop{n}"),
+            &format!("7:{n}"),
+            16 << 20,
+            Over::Device(&below, (7, n - 1), 1000 + u64::from(n)),
+            0,
+        );
+    }
+    assert_eq!(
+        tree.file_uses(st_dev, st_ino),
+        vec![],
+        "unused, the stack is no sign"
+    );
+    tree.mountinfo(&format!("36 22 7:{top} / /mnt rw - ext4 /dev/loop{top} rw\n"));
+    let uses = tree.file_uses(st_dev, st_ino);
+    let found = whats(&uses);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with(&format!(
+            "/dev/loop{top} is in use and stacked more than 32 devices deep"
+        )),
+        "{found:?}"
+    );
+    // One device shallower, the stack is followed to the file and named.
+    tree.mountinfo(&format!(
+        "36 22 7:{} / /mnt rw - ext4 /dev/loop{} rw\n",
+        top - 1,
+        top - 1
+    ));
+    let uses = tree.file_uses(st_dev, st_ino);
+    let found = whats(&uses);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("is mounted at /mnt (loop"), "{found:?}");
+}
