@@ -318,7 +318,13 @@ fn refuse_a_file_in_use(
     let meta = pinned
         .metadata()
         .map_err(|e| os(format!("{flag} {target}: cannot stat {}", path.display()), e))?;
-    let uses = crate::guard::uses_of_file(meta.dev(), meta.ino()).map_err(|e| {
+    // The path the kernel holds for the pinned file, which is where an overlay's layers are looked up.
+    let held = std::fs::read_link(format!(
+        "/proc/self/fd/{}",
+        std::os::fd::AsRawFd::as_raw_fd(pinned)
+    ))
+    .unwrap_or_else(|_| path.into());
+    let uses = crate::guard::uses_of_file(&held, meta.dev(), meta.ino()).map_err(|e| {
         os(
             format!(
                 "{flag} {target}: cannot check whether {} is in use as a disk",

@@ -31,7 +31,7 @@ use std::path::Path;
 pub use blkid::{Signature, Usage, signatures};
 use graph::{DevNum, Graph, Kind, Lower, Node, Relation};
 pub use mounts::mounts_of;
-use mounts::{MountEntry, list_mount_points, mount_points, parse_mountinfo};
+use mounts::{MountEntry, list_mount_points, mount_points, overlay_of, parse_mountinfo};
 pub(crate) use mounts::{mount_point_of, mount_type_of, swap_paths};
 
 use crate::sys::LoopBacking;
@@ -98,12 +98,64 @@ pub fn uses_of_device(rdev: u64, claim: OwnClaim) -> io::Result<Vec<Finding>> {
     uses_with(&probe, split_dev(rdev), claim)
 }
 
-/// What uses the regular file (`st_dev`, `st_ino`) as a disk: every loop device over it, at any depth of
-/// stacking, that is mounted, swapped on, held or claimed. A loop device over it that nothing uses is no
-/// finding: the file is the user's to write.
-pub fn uses_of_file(st_dev: u64, st_ino: u64) -> io::Result<Vec<Finding>> {
+/// What uses the regular file at `path` (`st_dev`, `st_ino`: the caller's proof of which file that is) as a
+/// disk: every loop device over it, at any depth of stacking, that is mounted, swapped on, held or claimed. A
+/// loop device over it that nothing uses is no finding: the file is the user's to write. A file on an overlay
+/// is judged by the layer file that holds its bytes, as loop devices' backings are.
+pub fn uses_of_file(path: &Path, st_dev: u64, st_ino: u64) -> io::Result<Vec<Finding>> {
     let probe = Probe::real();
+    let (st_dev, st_ino) = real_file_of(path, (st_dev, st_ino));
     file_uses_with(&probe, st_dev, st_ino)
+}
+
+/// Where the bytes of the file at `path` (whose identity is `id`) are kept: on an overlay, the file of the same
+/// name in its upper directory, else in the first lower one that has it (overlays over overlays followed a few
+/// levels down); on any other file system `id` itself. Also `id` when the path no longer names that file or the
+/// layers cannot be reached from this mount namespace.
+///
+/// An overlay shows the layer file under a device number of its own, so without this a loop device over the
+/// merged name and a write to the upper one (or the other way round) would not meet.
+fn real_file_of(path: &Path, id: (u64, u64)) -> (u64, u64) {
+    use std::os::unix::ffi::OsStrExt;
+    let mut path = path.to_path_buf();
+    let mut id = id;
+    for _ in 0..8 {
+        // An overlay has an anonymous device number (major 0), like btrfs, tmpfs and FUSE.
+        if libc::major(id.0) != 0 {
+            break;
+        }
+        let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+            break;
+        };
+        let Ok(sx) = crate::sys::statx(
+            libc::AT_FDCWD,
+            &c_path,
+            libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_INO | libc::STATX_MNT_ID,
+        ) else {
+            break;
+        };
+        let here = (libc::makedev(sx.stx_dev_major, sx.stx_dev_minor), sx.stx_ino);
+        if here != id || sx.stx_mask & libc::STATX_MNT_ID == 0 {
+            break;
+        }
+        let mountinfo = fs::read_to_string(Path::new(PROC_ROOT).join("self/mountinfo")).unwrap_or_default();
+        let Some((mount_point, layers)) = overlay_of(&mountinfo, sx.stx_mnt_id) else {
+            break;
+        };
+        let Ok(inside) = path.strip_prefix(&mount_point) else {
+            break;
+        };
+        let Some((layer_path, layer_id)) = layers.iter().find_map(|dir| {
+            let candidate = Path::new(dir).join(inside);
+            let meta = fs::symlink_metadata(&candidate).ok()?;
+            meta.is_file().then(|| (candidate, (meta.dev(), meta.ino())))
+        }) else {
+            break;
+        };
+        (path, id) = (layer_path, layer_id);
+    }
+    id
 }
 
 /// Every signature libblkid finds on the device open as `file` (not O_DIRECT), as findings, and a GPT backup
@@ -553,7 +605,7 @@ fn real_loop_backing(node: &Node) -> Option<LoopBacking> {
         && file.metadata().is_ok_and(|m| split_dev(m.rdev()) == node.dev)
         && let Ok(backing) = crate::sys::loop_backing(&file)
     {
-        return Some(backing);
+        return Some(on_its_layer(node, backing));
     }
     let Kind::Loop(backing) = &node.kind else {
         return None;
@@ -572,17 +624,37 @@ fn real_loop_backing(node: &Node) -> Option<LoopBacking> {
     .ok()
     .and_then(|t| t.trim().parse().ok())
     .unwrap_or(0);
-    Some(LoopBacking {
-        st_dev: meta.dev(),
-        st_ino: meta.ino(),
-        st_rdev: if meta.file_type().is_block_device() {
-            meta.rdev()
-        } else {
-            0
+    Some(on_its_layer(
+        node,
+        LoopBacking {
+            st_dev: meta.dev(),
+            st_ino: meta.ino(),
+            st_rdev: if meta.file_type().is_block_device() {
+                meta.rdev()
+            } else {
+                0
+            },
+            offset_bytes: offset,
+            sizelimit_bytes: 0,
         },
-        offset_bytes: offset,
-        sizelimit_bytes: 0,
-    })
+    ))
+}
+
+/// A loop device's backing file named by the file that holds its bytes ([`real_file_of`]): sysfs names the
+/// file the loop device opened, and the path is trusted only while it is still that file.
+fn on_its_layer(node: &Node, backing: LoopBacking) -> LoopBacking {
+    let Kind::Loop(name) = &node.kind else {
+        return backing;
+    };
+    if backing.st_rdev != 0 {
+        return backing;
+    }
+    let (st_dev, st_ino) = real_file_of(Path::new(name), (backing.st_dev, backing.st_ino));
+    LoopBacking {
+        st_dev,
+        st_ino,
+        ..backing
+    }
 }
 
 /// The real [`Probe::claimed`]: a read-only exclusive open (O_EXCL without O_CREAT), which on a block device

@@ -27,6 +27,8 @@ pub(crate) struct MountEntry {
     mount_point: String,
     fs_type: String,
     source: String,
+    /// The superblock options as mountinfo shows them (still escaped).
+    super_options: String,
 }
 
 /// Parses mountinfo, skipping lines it does not understand.
@@ -50,12 +52,17 @@ pub(crate) fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
                 .get(separator + 2)
                 .map(|s| unescape_octal(s))
                 .unwrap_or_default();
+            let super_options = fields
+                .get(separator + 3)
+                .map(|s| s.to_string())
+                .unwrap_or_default();
             Some(MountEntry {
                 mount_id,
                 dev,
                 mount_point,
                 fs_type,
                 source,
+                super_options,
             })
         })
         .collect()
@@ -75,6 +82,48 @@ pub(crate) fn mount_point_of(mountinfo: &str, mount_id: u64) -> Option<String> {
         .into_iter()
         .find(|e| e.mount_id == mount_id)
         .map(|e| e.mount_point)
+}
+
+/// Where the overlay mount with this id is mounted, and its layer directories: the upper one first, then the
+/// lower ones from the top. None when that mount is not an overlay.
+///
+/// The kernel shows `lowerdir` as one colon-separated list (a colon in a name is written `\:`, its backslash
+/// then escaped as `\134`; `::` marks data-only layers) or, for layers added one at a time, as repeated
+/// `lowerdir+` and `datadir+` options; every option value has `,`, `=`, spaces and backslashes octal-escaped.
+pub(crate) fn overlay_of(mountinfo: &str, mount_id: u64) -> Option<(String, Vec<String>)> {
+    let entry = parse_mountinfo(mountinfo)
+        .into_iter()
+        .find(|e| e.mount_id == mount_id && e.fs_type == "overlay")?;
+    let (mut layers, mut lowers) = (Vec::new(), Vec::new());
+    for option in entry.super_options.split(',') {
+        let Some((key, value)) = option.split_once('=') else {
+            continue;
+        };
+        match key {
+            "upperdir" => layers.push(unescape_octal(value)),
+            "lowerdir+" | "datadir+" => lowers.push(unescape_octal(value)),
+            "lowerdir" => {
+                let mut start = 0;
+                let mut pieces = Vec::new();
+                for (at, _) in value.match_indices(':') {
+                    if !value[..at].ends_with("\\134") {
+                        pieces.push(&value[start..at]);
+                        start = at + 1;
+                    }
+                }
+                pieces.push(&value[start..]);
+                lowers.extend(
+                    pieces
+                        .into_iter()
+                        .filter(|dir| !dir.is_empty())
+                        .map(|dir| unescape_octal(dir).replace("\\:", ":")),
+                );
+            }
+            _ => {}
+        }
+    }
+    layers.extend(lowers);
+    Some((entry.mount_point, layers))
 }
 
 /// Whether a mount is of the device `dev`.
@@ -157,6 +206,31 @@ pub(crate) fn unescape_octal(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_overlay_names_its_upper_layer_first_then_its_lowers_unescaped() {
+        let mountinfo = "\
+46 27 0:39 / /tmp/ovt/merged rw,relatime - overlay ov rw,lowerdir=/l/one:/l/t\\040wo:/l/c\\134:olon::/data,upperdir=/u/p,workdir=/u/w,uuid=on
+47 27 0:40 / /m2 rw - overlay ov rw,lowerdir+=/a,lowerdir+=/b\\054c,datadir+=/d
+48 27 8:2 / /plain rw - ext4 /dev/sda2 rw
+";
+        assert_eq!(
+            overlay_of(mountinfo, 46),
+            Some((
+                "/tmp/ovt/merged".to_string(),
+                vec!["/u/p", "/l/one", "/l/t wo", "/l/c:olon", "/data"]
+                    .into_iter()
+                    .map(String::from)
+                    .collect()
+            ))
+        );
+        assert_eq!(
+            overlay_of(mountinfo, 47).map(|(_, layers)| layers),
+            Some(vec!["/a".to_string(), "/b,c".to_string(), "/d".to_string()])
+        );
+        assert_eq!(overlay_of(mountinfo, 48), None, "not an overlay");
+        assert_eq!(overlay_of(mountinfo, 49), None, "no such mount");
+    }
 
     const MOUNTINFO: &str = "\
 22 1 8:2 / / rw,relatime shared:1 - ext4 /dev/sda2 rw

@@ -1214,6 +1214,69 @@ fn a_file_that_is_the_disk_of_a_mounted_loop_device_is_never_written_or_extended
     assert_eq!(std::fs::read(mounted.dir.path().join("data")).unwrap(), b"in use");
 }
 
+/// The second red team: an overlay shows its upper layer's file under a device number of its own, so a loop
+/// device over one name and a write to the other did not meet, and a mounted ext4 was written. Both ways round
+/// are refused now.
+#[test]
+fn a_file_on_an_overlay_and_its_layer_file_are_one_disk() {
+    let dir = tempdir();
+    for d in ["lower", "upper", "work", "merged"] {
+        std::fs::create_dir(dir.path().join(d)).unwrap();
+    }
+    let at = |d: &str| dir.path().join(d).display().to_string();
+    sh(
+        "mount",
+        &[
+            "-t",
+            "overlay",
+            "overlay",
+            "-o",
+            &format!(
+                "lowerdir={},upperdir={},workdir={}",
+                at("lower"),
+                at("upper"),
+                at("work")
+            ),
+            &at("merged"),
+        ],
+    );
+    struct Unmount(String);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).output();
+        }
+    }
+    let _overlay = Unmount(at("merged"));
+    // (loop device over, ssdlab writes): the upper file under the merged name, then the other way round.
+    for (image, loop_over, target) in [
+        ("a.img", "upper/a.img", "merged/a.img"),
+        ("b.img", "merged/b.img", "upper/b.img"),
+    ] {
+        let merged = dir.path().join("merged").join(image);
+        std::fs::File::create(&merged).unwrap().set_len(32 << 20).unwrap();
+        let over = Stacked::over(&at(loop_over), 0);
+        sh("mkfs.ext4", &["-q", "-F", &over.path]);
+        let mounted = Mounted::new(&over.path);
+        std::fs::write(mounted.dir.path().join("data"), b"in use").unwrap();
+        sh("sync", &[]);
+        let target_path = dir.path().join(target);
+        let before = image_sum(&target_path);
+        let out = run(&[
+            "run",
+            "--target",
+            &file_target(&target_path, None),
+            "--rw",
+            "write",
+            "--runtime",
+            "1s",
+        ]);
+        expect_usage_error(&out, "is mounted at");
+        assert_eq!(image_sum(&target_path), before, "{target}: never written");
+        drop(mounted);
+        drop(over);
+    }
+}
+
 /// The red team's F6: `--out` replaces only ssdlab's own files, and `report --out` only a report ssdlab wrote.
 #[test]
 fn out_never_replaces_a_file_ssdlab_did_not_write() {
