@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use ssdlab_app::flags::percent;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -763,14 +764,23 @@ pub struct TargetArgs {
 }
 
 impl TargetArgs {
-    /// The flags as result.json records them.
-    pub fn recorded(&self) -> ssdlab_core::schema::options::TargetOptions {
-        ssdlab_core::schema::options::TargetOptions {
+    /// The flags as a command's plan holds them.
+    pub fn plan(&self) -> ssdlab_app::TargetPlan {
+        ssdlab_app::TargetPlan {
             target: self.target.clone(),
-            engine: format!("{:?}", self.engine).to_lowercase(),
             allow_destroy: self.allow_destroy,
             force: self.force,
+            engine: engine(self.engine),
         }
+    }
+}
+
+/// `--engine` as the engine it names.
+pub fn engine(arg: EngineArg) -> ssdlab_io::Engine {
+    match arg {
+        EngineArg::Auto => ssdlab_io::Engine::Auto,
+        EngineArg::IoUring => ssdlab_io::Engine::IoUring,
+        EngineArg::Psync => ssdlab_io::Engine::Psync,
     }
 }
 
@@ -874,18 +884,6 @@ pub fn fio_hint(args: &[String]) -> Option<String> {
             .find(|(fio, _)| *fio == name)
             .map(|(fio, instead)| format!("{fio} is fio's option: {instead}"))
     })
-}
-
-/// A percentage written `25` or `25%`.
-pub(crate) fn percent(text: &str) -> Result<f64, String> {
-    let value: f64 = text
-        .trim_end_matches('%')
-        .parse()
-        .map_err(|_| format!("write a percentage, e.g. 25 or 25%, not '{text}'"))?;
-    if !value.is_finite() || value < 0.0 {
-        return Err(format!("'{text}' is not a percentage"));
-    }
-    Ok(value)
 }
 
 /// A whole percentage written `25` or `25%`.

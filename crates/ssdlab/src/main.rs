@@ -20,12 +20,7 @@ macro_rules! eprintln {
 
 mod cli;
 mod commands;
-mod firmware_purge;
-mod health_sources;
-mod inputs;
-mod kernel_purge;
 mod output;
-mod plan;
 
 use std::process::ExitCode;
 

@@ -1,69 +1,10 @@
-//! `ssdlab devices`: the machine's block devices and what the safety gate would say about each. Reads only.
+//! `ssdlab devices`: the machine's block devices and what the safety gate says of each, by `ssdlab_app::devices`.
 
-use anyhow::{Context, Result};
-use ssdlab_core::units::BinaryBytes;
-use ssdlab_io::inventory::block_devices;
+use anyhow::Result;
 
-use super::Outcome;
+use super::{Outcome, with_terminal};
 use crate::cli::DevicesArgs;
-use crate::output;
 
 pub fn run(args: &DevicesArgs) -> Result<Outcome> {
-    let devices = block_devices().context("cannot list /sys/block")?;
-    if args.json {
-        let lines = devices.iter().map(|d| {
-            serde_json::json!({
-                "device": d.path,
-                "model": d.model,
-                "size_bytes": d.size_bytes,
-                "logical_block_bytes": d.logical_block_bytes,
-                "rotational": d.rotational,
-                "discard_max_bytes": d.discard_max_bytes,
-                "partitions": d.partitions,
-                "in_use": d.in_use,
-                "findings": d.findings,
-                "inspect_error": d.inspect_error,
-            })
-            .to_string()
-        });
-        return output::print_lines(lines);
-    }
-    // The table is the command's output, so it goes to stdout (as `sim profiles` does).
-    let mut lines = vec![format!(
-        "{:<16}{:>11}{:>7}{:>6}{:>9}  {:<24}state (the safety gate's findings)",
-        "device", "size", "sector", "rot", "discard", "model"
-    )];
-    for d in &devices {
-        let state = match (&d.inspect_error, d.findings.is_empty()) {
-            (Some(e), _) => format!("not inspected: {e}"),
-            (None, true) => "free: no sign of use".into(),
-            (None, false) => format!(
-                "{}: {}",
-                if d.in_use { "IN USE" } else { "holds data" },
-                d.findings.join("; ")
-            ),
-        };
-        let partitions = if d.partitions.is_empty() {
-            String::new()
-        } else {
-            format!(" [partitions {}]", d.partitions.join(" "))
-        };
-        lines.push(format!(
-            "{:<16}{:>11}{:>7}{:>6}{:>9}  {:<24}{state}{partitions}",
-            d.path.display().to_string(),
-            BinaryBytes(d.size_bytes).to_string(),
-            d.logical_block_bytes,
-            if d.rotational { "yes" } else { "no" },
-            if d.discard_max_bytes > 0 { "yes" } else { "no" },
-            if d.model.is_empty() { "-" } else { d.model.as_str() },
-        ));
-    }
-    if output::print_lines(lines)? == Outcome::PipeClosed {
-        return Ok(Outcome::PipeClosed);
-    }
-    eprintln!(
-        "{} block devices; `--allow-destroy` is refused on IN USE ones always, on ones that hold data unless `--force`",
-        devices.len()
-    );
-    Ok(Outcome::Passed)
+    with_terminal(false, |ports| ssdlab_app::devices::run(args.json, ports))
 }

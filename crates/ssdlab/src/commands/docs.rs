@@ -39,7 +39,7 @@ pub fn man(args: &ManArgs) -> Result<Outcome> {
             .render(&mut page)
             .with_context(|| format!("rendering {name}(1)"))?;
         let path = dir.join(format!("{name}.1"));
-        crate::output::write_atomically(&path, &page)?;
+        ssdlab_app::export::write_atomically(&path, &page)?;
         written += 1;
     }
     eprintln!(

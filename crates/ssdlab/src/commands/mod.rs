@@ -17,28 +17,17 @@ pub mod sim;
 pub mod test;
 pub mod trace;
 
-/// How a command that ran ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Ran, and every criterion passed: exit 0.
-    Passed,
-    /// Ran, and a criterion failed (I/O error, verify mismatch, ...): exit 1.
-    Failed,
-    /// Stopped by Ctrl-C or SIGTERM after writing what was measured: exit 130.
-    Interrupted,
-    /// stdout's reader went away (e.g. `| head`): exit 0, as a broken pipe is not an error.
-    PipeClosed,
-}
+pub use ssdlab_app::Outcome;
+use ssdlab_app::Ports;
 
-impl Outcome {
-    /// How a command that published a verdict ended: a closed pipe first (exit 0), then the verdict.
-    pub fn of_verdict(pipe_closed: bool, passed: bool) -> Self {
-        if pipe_closed {
-            Outcome::PipeClosed
-        } else if passed {
-            Outcome::Passed
-        } else {
-            Outcome::Failed
-        }
-    }
+use crate::output::Terminal;
+
+/// Runs a command's library call with the terminal as its console (JSON Lines on stdout when `json`) and the
+/// system's tools and clock.
+pub fn with_terminal(
+    json: bool,
+    run: impl FnOnce(&mut Ports) -> anyhow::Result<Outcome>,
+) -> anyhow::Result<Outcome> {
+    let mut terminal = Terminal::new(json);
+    run(&mut Ports::system(&mut terminal))
 }

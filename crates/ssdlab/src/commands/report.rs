@@ -1,94 +1,16 @@
-//! `ssdlab report RESULT_DIR... [--out report.html]`: redraws results from their result.json alone.
+//! `ssdlab report RESULT_DIR... [--out report.html]`: the flags as a report plan, run by `ssdlab_app::report`.
 
-use anyhow::{Result, bail};
-use ssdlab_core::schema::RunResult;
+use anyhow::Result;
 
-use super::Outcome;
+use super::{Outcome, with_terminal};
 use crate::cli::ReportArgs;
-use crate::output;
 
 pub fn run(args: &ReportArgs) -> Result<Outcome> {
-    let mut results = read_results(&args.results)?;
-    // The baseline: one of the results, or read from its own directory and drawn first.
-    // The same result whether named by its directory or by its result.json.
-    let file_of = |p: &std::path::Path| {
-        if p.is_dir() {
-            p.join("result.json")
-        } else {
-            p.to_path_buf()
-        }
+    let plan = ssdlab_app::report::Plan {
+        results: args.results.clone(),
+        out: args.out.clone(),
+        label: args.label.clone(),
+        baseline: args.baseline.clone(),
     };
-    let same = |a: &std::path::Path, b: &std::path::Path| {
-        let (a, b) = (file_of(a), file_of(b));
-        a == b
-            || std::fs::canonicalize(&a)
-                .ok()
-                .is_some_and(|a| std::fs::canonicalize(&b).ok() == Some(a))
-    };
-    let mut baseline = None;
-    if let Some(dir) = &args.baseline {
-        baseline = Some(match args.results.iter().position(|r| same(r, dir)) {
-            Some(i) => i,
-            None => {
-                let base = read_results(std::slice::from_ref(dir))
-                    .map_err(|e| anyhow::anyhow!("--baseline {}: {e:#}", dir.display()))?;
-                results.insert(0, base.into_iter().next().expect("one result read"));
-                0
-            }
-        });
-    }
-    if !args.label.is_empty() {
-        if args.label.len() != args.results.len() {
-            bail!(
-                "--label: {} names for {} results; give one --label per RESULT_DIR, in the same order",
-                args.label.len(),
-                args.results.len()
-            );
-        }
-        let given = results.len() - args.results.len();
-        for (result, name) in results.iter_mut().skip(given).zip(&args.label) {
-            result.label = Some(name.clone());
-        }
-    }
-    if args.out.is_dir() {
-        bail!(
-            "--out {}: is a directory; name the HTML file to write, e.g. --out report.html",
-            args.out.display()
-        );
-    }
-    output::check_out_page(&args.out)?;
-    output::write_atomically(
-        &args.out,
-        ssdlab_report::render_against(&results, baseline).as_bytes(),
-    )?;
-    eprintln!("report    {} ({} results)", args.out.display(), results.len());
-    Ok(Outcome::Passed)
-}
-
-/// Reads result directories (or result.json files), checking the schema.
-pub fn read_results(paths: &[std::path::PathBuf]) -> Result<Vec<RunResult>> {
-    let mut results = Vec::new();
-    for path in paths {
-        let file = if path.is_dir() {
-            path.join("result.json")
-        } else {
-            path.clone()
-        };
-        let text = crate::inputs::read_text(
-            &format!("RESULT_DIR {} ({})", path.display(), file.display()),
-            &file,
-            crate::inputs::MAX_RESULT_BYTES,
-            "",
-        )?;
-        // Any readable schema, in this version's names and units.
-        let result = RunResult::from_json(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "RESULT_DIR {}: {} is not an ssdlab result this version can draw: {e}",
-                path.display(),
-                file.display()
-            )
-        })?;
-        results.push(result);
-    }
-    Ok(results)
+    with_terminal(false, |ports| ssdlab_app::report::run(&plan, ports))
 }

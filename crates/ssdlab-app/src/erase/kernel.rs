@@ -8,23 +8,32 @@ use std::path::Path;
 use ssdlab_core::DeviceInfo;
 use ssdlab_methods::erase::{EraseMethod, PurgeFailure, Purger};
 
-use crate::firmware_purge::FirmwarePurger;
+use crate::ports::{Clock, Console, Tools};
+
+use super::firmware::FirmwarePurger;
 
 /// A block-device ioctl over a byte range.
 type RangeIoctl = fn(&File, u64, u64) -> std::io::Result<()>;
 
-pub struct KernelPurger {
+pub struct KernelPurger<'p> {
     file: File,
     capacity_bytes: u64,
     discard_supported: bool,
     /// The drive's own purges, which it delegates.
-    firmware: FirmwarePurger,
+    firmware: FirmwarePurger<'p>,
 }
 
-impl KernelPurger {
+impl<'p> KernelPurger<'p> {
     /// Purges through `file`, a duplicate of the descriptor the safety gate judged and claimed (never a second
     /// open by path); the drive's own purges name the device by `path`, checked against its number.
-    pub fn new(file: File, path: &Path, info: &DeviceInfo) -> std::io::Result<Self> {
+    pub fn new(
+        file: File,
+        path: &Path,
+        info: &DeviceInfo,
+        tools: &'p dyn Tools,
+        clock: &'p dyn Clock,
+        console: &'p mut dyn Console,
+    ) -> std::io::Result<Self> {
         use std::os::unix::fs::MetadataExt;
         let gated_rdev = file.metadata()?.rdev();
         if ssdlab_io::sys::block_device_size(&file)? != info.capacity_bytes {
@@ -36,12 +45,12 @@ impl KernelPurger {
             file,
             capacity_bytes: info.capacity_bytes,
             discard_supported: info.discard_supported,
-            firmware: FirmwarePurger::new(path, gated_rdev),
+            firmware: FirmwarePurger::new(path, gated_rdev, tools, clock, console),
         })
     }
 }
 
-impl Purger for KernelPurger {
+impl Purger for KernelPurger<'_> {
     fn offers(&mut self, method: EraseMethod) -> Result<(), String> {
         match method {
             EraseMethod::Sanitize | EraseMethod::SecureErase => self.firmware.offers(method),

@@ -7,7 +7,6 @@
 //! reach namespaces the safety gate did not check.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use ssdlab_health::purge::{
     FirmwareMethod, PurgePlan, ToolRun, ata_sanitize_plan, ata_security_erase_plan, nvme_format_plan,
@@ -16,12 +15,20 @@ use ssdlab_health::purge::{
 use ssdlab_io::layout::DriveKind;
 use ssdlab_methods::erase::{EraseMethod, PurgeFailure};
 
+use crate::ports::{Clock, Console, Tools};
+
 /// How often a background sanitize's progress is read, and for how long at most (a block erase of a large
 /// drive can take hours; after this the drive goes on by itself and the command says how to check).
 const POLL_INTERVAL_S: u64 = 5;
 const MAX_POLL_S: u64 = 24 * 3600;
 
-pub struct FirmwarePurger {
+pub struct FirmwarePurger<'p> {
+    /// Runs nvme-cli and hdparm.
+    tools: &'p dyn Tools,
+    /// Waits between a background sanitize's polls.
+    clock: &'p dyn Clock,
+    /// Says a drive's notice and estimate before a purge that may take hours.
+    console: &'p mut dyn Console,
     path: PathBuf,
     /// The device number the safety gate checked: every destructive step re-checks that the path still names it.
     gated_rdev: u64,
@@ -31,9 +38,18 @@ pub struct FirmwarePurger {
     hdparm: String,
 }
 
-impl FirmwarePurger {
-    pub fn new(path: &Path, gated_rdev: u64) -> Self {
+impl<'p> FirmwarePurger<'p> {
+    pub fn new(
+        path: &Path,
+        gated_rdev: u64,
+        tools: &'p dyn Tools,
+        clock: &'p dyn Clock,
+        console: &'p mut dyn Console,
+    ) -> Self {
         FirmwarePurger {
+            tools,
+            clock,
+            console,
             path: path.to_path_buf(),
             gated_rdev,
             kind: ssdlab_io::layout::drive_kind(path).map_err(|e| e.to_string()),
@@ -137,7 +153,7 @@ impl FirmwarePurger {
     /// Runs a read-only query tool and returns its standard output.
     fn tool(&self, argv: &[&str]) -> Result<String, String> {
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-        let run = run_tool(&argv)?;
+        let run = run_tool(self.tools, &argv)?;
         if !run.success {
             return Err(format!("`{}` failed: {}", argv.join(" "), run.stderr.trim()));
         }
@@ -164,15 +180,19 @@ impl FirmwarePurger {
             .into());
         }
         if let Some(notice) = &plan.notice {
-            eprintln!("  {:<13} {notice}", method.name());
+            self.console.say(&format!("  {:<13} {notice}", method.name()));
         }
         if let Some(minutes) = plan.estimate_minutes {
-            eprintln!("  {:<13} the drive estimates {minutes} min", method.name());
+            self.console.say(&format!(
+                "  {:<13} the drive estimates {minutes} min",
+                method.name()
+            ));
         }
+        let (tools, clock) = (self.tools, self.clock);
         let log = run_plan(
             &plan,
-            &mut |argv| run_tool(argv),
-            &mut |s| std::thread::sleep(std::time::Duration::from_secs(s)),
+            &mut |argv| run_tool(tools, argv),
+            &mut |s| clock.sleep_s(s),
             POLL_INTERVAL_S,
             (MAX_POLL_S / POLL_INTERVAL_S) as u32,
         )
@@ -185,20 +205,8 @@ impl FirmwarePurger {
 }
 
 /// Runs one command line, or says why it could not start (a missing tool names its Debian package).
-fn run_tool(argv: &[String]) -> Result<ToolRun, String> {
-    // "Text file busy": something still holds the executable open for writing (a package upgrade replacing
-    // it, or a process forked while it was being written): it passes, so try again for a moment.
-    let mut attempt = 0;
-    let output = loop {
-        match Command::new(&argv[0]).args(&argv[1..]).output() {
-            Err(e) if e.raw_os_error() == Some(libc_etxtbsy()) && attempt < 20 => {
-                attempt += 1;
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            other => break other,
-        }
-    };
-    let out = output.map_err(|e| {
+fn run_tool(tools: &dyn Tools, argv: &[String]) -> Result<ToolRun, String> {
+    let out = tools.run(argv).map_err(|e| {
         let package = if argv[0].ends_with("nvme") {
             "nvme-cli"
         } else {
@@ -211,15 +219,10 @@ fn run_tool(argv: &[String]) -> Result<ToolRun, String> {
         }
     })?;
     Ok(ToolRun {
-        success: out.status.success(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        success: out.success(),
+        stdout: out.stdout,
+        stderr: out.stderr,
     })
-}
-
-/// ETXTBSY, the same number on every Linux architecture.
-const fn libc_etxtbsy() -> i32 {
-    26
 }
 
 #[cfg(test)]
@@ -260,8 +263,11 @@ mod tests {
         }
     }
 
-    fn purger(kind: DriveKind, nvme: &str, hdparm: &str) -> FirmwarePurger {
+    fn purger(kind: DriveKind, nvme: &str, hdparm: &str) -> FirmwarePurger<'static> {
         FirmwarePurger {
+            tools: &crate::ports::SystemTools,
+            clock: &crate::ports::SystemClock,
+            console: Box::leak(Box::new(crate::testing::RecordingConsole::default())),
             path: "/dev/nvme0n1".into(),
             gated_rdev: 0,
             kind: Ok(kind),

@@ -1,12 +1,11 @@
-//! Where `health` gets its data, and where it keeps history: running smartctl on a device, reading saved JSON
-//! or an ssdlab result, opening a `sim:` target for its counters, and the per-drive history files. All parsing
-//! and arithmetic is ssdlab-health's; this module only does the I/O around it.
+//! Where `health` gets its data, and where it keeps history: running smartctl on a device (through the tools
+//! port), reading saved JSON or an ssdlab result, opening a `sim:` target for its counters, and the per-drive
+//! history files. All parsing and arithmetic is ssdlab-health's; this module only does the I/O around it.
 
 use ssdlab_core::target::TargetSpec;
 use std::io::Write;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{Context, Result, anyhow, bail};
 use ssdlab_core::Device;
@@ -17,7 +16,7 @@ use ssdlab_health::{history, smartctl};
 use ssdlab_io::Engine;
 use ssdlab_targets::{Access, OpenOptions};
 
-use crate::output::unix_now_s;
+use crate::ports::{Clock, Tools};
 
 /// A snapshot and, for a virtual drive, its NAND's rated P/E cycles.
 pub struct Reading {
@@ -38,10 +37,15 @@ pub enum DeviceFailure {
 }
 
 /// Reads a positional DEVICE: a `sim:` target or a device node through smartctl.
-pub fn read_device(device: &str, smartctl_path: &Path) -> Result<Reading, DeviceFailure> {
+pub fn read_device(
+    device: &str,
+    smartctl_path: &Path,
+    tools: &dyn Tools,
+    clock: &dyn Clock,
+) -> Result<Reading, DeviceFailure> {
     use DeviceFailure::{Input, Unreadable};
     if let Ok(TargetSpec::Sim { .. }) = TargetSpec::parse(device) {
-        return read_sim(device).map_err(Input);
+        return read_sim(device, clock).map_err(Input);
     }
     let (device, device_type) = split_type(device);
     let path = Path::new(device);
@@ -56,12 +60,16 @@ pub fn read_device(device: &str, smartctl_path: &Path) -> Result<Reading, Device
             "DEVICE {device}: not a device node; saved smartctl or nvme-cli JSON goes with --from {device}"
         )));
     }
-    let mut command = Command::new(smartctl_path);
-    command.args(["--json=c", "-x"]);
+    let mut argv: Vec<String> = vec![
+        smartctl_path.display().to_string(),
+        "--json=c".into(),
+        "-x".into(),
+    ];
     if let Some(kind) = device_type {
-        command.args(["-d", kind]);
+        argv.extend(["-d".into(), kind.to_string()]);
     }
-    let output = command.arg(device).output().map_err(|e| {
+    argv.push(device.to_string());
+    let output = tools.run(&argv).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             Input(anyhow!(
                 "DEVICE {device}: {} not found: install smartmontools (apt-get install smartmontools), \
@@ -75,11 +83,9 @@ pub fn read_device(device: &str, smartctl_path: &Path) -> Result<Reading, Device
             ))
         }
     })?;
-    let status = output.status.code();
-    let text = String::from_utf8_lossy(&output.stdout);
-    let mut snapshot = smartctl::parse(device, &text, unix_now_s()).map_err(|e| {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let stderr = stderr.trim();
+    let status = output.exit_code;
+    let mut snapshot = smartctl::parse(device, &output.stdout, clock.unix_now_s() as u64).map_err(|e| {
+        let stderr = output.stderr.trim();
         Unreadable(if stderr.is_empty() {
             anyhow!("DEVICE {e}")
         } else {
@@ -110,18 +116,19 @@ pub fn split_type(device: &str) -> (&str, Option<&str>) {
 }
 
 /// Every drive `smartctl --scan-open` finds, as DEVICE:TYPE, with why it could not be opened where it could not.
-pub fn scan_drives(smartctl_path: &Path) -> Result<Vec<(String, Option<String>)>> {
-    let output = Command::new(smartctl_path)
-        .args(["--scan-open", "--json=c"])
-        .output()
-        .map_err(|e| {
-            anyhow!(
-                "--scan: cannot run {}: {e}; install smartmontools (apt-get install smartmontools)",
-                smartctl_path.display()
-            )
-        })?;
-    let drives =
-        smartctl::parse_scan(&String::from_utf8_lossy(&output.stdout)).map_err(|e| anyhow!("--scan: {e}"))?;
+pub fn scan_drives(smartctl_path: &Path, tools: &dyn Tools) -> Result<Vec<(String, Option<String>)>> {
+    let argv = [
+        smartctl_path.display().to_string(),
+        "--scan-open".into(),
+        "--json=c".into(),
+    ];
+    let output = tools.run(&argv).map_err(|e| {
+        anyhow!(
+            "--scan: cannot run {}: {e}; install smartmontools (apt-get install smartmontools)",
+            smartctl_path.display()
+        )
+    })?;
+    let drives = smartctl::parse_scan(&output.stdout).map_err(|e| anyhow!("--scan: {e}"))?;
     Ok(drives
         .into_iter()
         .map(|d| (format!("{}:{}", d.name, d.device_type), d.open_error))
@@ -138,7 +145,7 @@ fn profile_pe(target: &str) -> Option<u32> {
         .map(|s| s.profile.rated_pe_cycles)
 }
 
-fn read_sim(target: &str) -> Result<Reading> {
+fn read_sim(target: &str, clock: &dyn Clock) -> Result<Reading> {
     let options = OpenOptions {
         access: Access::ReadOnly,
         engine: Engine::Auto,
@@ -164,14 +171,14 @@ fn read_sim(target: &str) -> Result<Reading> {
         origin: None,
     };
     Ok(Reading {
-        snapshot: virtual_drive::snapshot(&drive, unix_now_s()),
+        snapshot: virtual_drive::snapshot(&drive, clock.unix_now_s() as u64),
         profile_pe: Some(drive.rated_pe_cycles),
         is_virtual: true,
     })
 }
 
 /// Reads a `--from` file: smartctl or nvme-cli JSON, or an ssdlab result (a directory or its result.json).
-pub fn read_file(path: &Path) -> Result<Reading> {
+pub fn read_file(path: &Path, clock: &dyn Clock) -> Result<Reading> {
     let file = if path.is_dir() {
         path.join("result.json")
     } else {
@@ -191,14 +198,14 @@ pub fn read_file(path: &Path) -> Result<Reading> {
         .unwrap_or(false);
     if is_result {
         let result = RunResult::from_json(&text).map_err(|e| anyhow::anyhow!("--from {name}: {e}"))?;
-        return from_result(&name, &result);
+        return from_result(&name, &result, clock);
     }
     // A saved file without smartctl's time stamp was taken no later than it was last written.
     let modified_s = std::fs::metadata(&file)
         .and_then(|m| m.modified())
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or_else(unix_now_s, |d| d.as_secs());
+        .map_or_else(|| clock.unix_now_s() as u64, |d| d.as_secs());
     let snapshot = ssdlab_health::parse_any(&name, &text, modified_s).map_err(|e| anyhow!("--from {e}"))?;
     Ok(Reading {
         snapshot,
@@ -209,7 +216,7 @@ pub fn read_file(path: &Path) -> Result<Reading> {
 
 /// A virtual drive's counters at the end of an ssdlab run: bytes summed over the phases, erase counts as of
 /// the last phase that had them.
-fn from_result(name: &str, result: &RunResult) -> Result<Reading> {
+fn from_result(name: &str, result: &RunResult, clock: &dyn Clock) -> Result<Reading> {
     let phases: Vec<&DeviceCounters> = result
         .phases
         .iter()
@@ -251,7 +258,8 @@ fn from_result(name: &str, result: &RunResult) -> Result<Reading> {
         powered_s,
         origin: Some(format!("{name} ({} run of {})", result.kind(), result.started_at)),
     };
-    let taken_at_s = ssdlab_core::units::parse_rfc3339_utc(&result.started_at).unwrap_or_else(unix_now_s);
+    let taken_at_s = ssdlab_core::units::parse_rfc3339_utc(&result.started_at)
+        .unwrap_or_else(|| clock.unix_now_s() as u64);
     Ok(Reading {
         snapshot: virtual_drive::snapshot(&drive, taken_at_s),
         profile_pe: pe,

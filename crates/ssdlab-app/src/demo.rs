@@ -1,0 +1,287 @@
+//! `demo`: the main job on the embedded default device, a virtual Samsung 840 EVO 250 GB. Runs the consistency
+//! test twice (as shipped, and with 25% extra over-provisioning), TRIM validation and transfer-size sweeps over
+//! 2 GiB and 512 MiB, seed 000's field-report scan (files by data age, the slow ones rewritten) and its 25-drive
+//! fan-out (the query that waits for every shard, and the stragglers), a quick SNIA PTS IOPS test (the drive at
+//! 1/64 scale, 1 s cells), seed 001's storage-bench table (synthetic light and heavy desktop traces replayed with
+//! and without the RAPID-like cache), each into its own result directory, reads the drive's health (host vs NAND
+//! writes, write amplification, P/E used) from the consistency runs' counters, then draws them all into one
+//! report. Every step is another command's plan, run through the same ports.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+use ssdlab_core::schema::replay::ReplayFit;
+use ssdlab_health::rating::RatingFlags;
+use ssdlab_methods::pts::PtsTest;
+use ssdlab_methods::sweep::SweepAxis;
+
+use crate::fanout::{FanoutFlags, Mode};
+use crate::ports::{Outcome, Ports};
+use crate::scan::{ReaderChoice, ScanFlags};
+use crate::target::TargetPlan;
+use crate::test::Method;
+use crate::test::options::{self, ConsistencyFlags, PtsFlags, ReplayFlags, SweepFlags, TrimFlags};
+use crate::{export, fanout, health, report, scan, test};
+
+/// A demo: the virtual drive and the directory that takes every result.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// A `sim:` target (plain; the demo scales it and puts the cache over it where a step says so).
+    pub target: String,
+    pub out: PathBuf,
+}
+
+impl Plan {
+    pub fn new(target: String, out: PathBuf) -> Result<Plan> {
+        if !ssdlab_targets::is_virtual(&target) {
+            bail!(
+                "--target {target}: the demo runs on a virtual drive; give a sim: target, e.g. sim:840evo-250g"
+            );
+        }
+        if out.exists() && !out.is_dir() {
+            bail!(
+                "--out {}: exists and is not a directory; name a directory",
+                out.display()
+            );
+        }
+        Ok(Plan { target, out })
+    }
+}
+
+/// Runs every step in turn, then draws the report.
+pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
+    let started = std::time::Instant::now();
+    let mut directories = Vec::new();
+    for (name, target, method) in method_steps(plan)? {
+        if let Some(stop) = step(ports, name, |ports| {
+            test::run(test_plan(plan, &target, name, method)?, ports)
+        })? {
+            return Ok(stop);
+        }
+        directories.push(plan.out.join(name));
+    }
+    // Seed 000's finding on a drive of the same kind: files of the field report's ages read slower the older
+    // they are, and rewriting the flagged ones in place makes them fresh again.
+    let field_report = scan::Plan::new(field_report_flags(plan))?;
+    if let Some(stop) = step(ports, "field-report", |ports| scan::run(&field_report, ports))? {
+        return Ok(stop);
+    }
+    directories.push(plan.out.join("field-report"));
+    // Seed 000's search machine: 25 virtual 1 TB drives whose data is 0.9 to 7 months old, one shard each; the
+    // query that waits for all of them, and which drives make its tail.
+    let fanout = fanout::Plan::new(fanout_flags(plan))?;
+    if let Some(stop) = step(ports, "fanout", |ports| fanout::run(&fanout, ports))? {
+        return Ok(stop);
+    }
+    directories.push(plan.out.join("fanout"));
+    // The drive's health after all that: host vs NAND writes, write amplification and P/E used, from the
+    // counters of each consistency run.
+    let health = health_plan(plan)?;
+    if let Some(stop) = step(ports, "health", |ports| health::run(&health, ports))? {
+        return Ok(stop);
+    }
+    directories.push(plan.out.join("health"));
+    // Seed 001's storage-bench table: synthetic light and heavy desktop traces replayed on the drive, then on the
+    // same drive behind the RAPID-like cache.
+    let traces = plan.out.join("traces");
+    std::fs::create_dir_all(&traces)?;
+    for profile in [
+        ssdlab_trace::synth::Profile::Light,
+        ssdlab_trace::synth::Profile::Heavy,
+    ] {
+        let trace = traces.join(format!("{}.iolog", profile.name()));
+        let ops = ssdlab_trace::synth::generate(profile, 1, 60_000_000_000, None);
+        export::write_atomically(
+            &trace,
+            ssdlab_trace::synth::to_fio_iolog(&ops, "/dev/ssdlab-synth").as_bytes(),
+        )?;
+        for (kind, target) in [("plain", plan.target.clone()), ("rapid", cached(&plan.target))] {
+            let name = format!("replay-{}-{kind}", profile.name());
+            let replay = || -> Result<Method> {
+                let (options, input, usage) = options::replay(replay_flags(&trace))?;
+                Ok(Method::Replay(options, input, usage))
+            };
+            if let Some(stop) = step(ports, &name, |ports| {
+                test::run(test_plan(plan, &target, &name, replay()?)?, ports)
+            })? {
+                return Ok(stop);
+            }
+            directories.push(plan.out.join(&name));
+        }
+    }
+    let results = report::read_results(&directories)?;
+    let page = plan.out.join("report.html");
+    export::write_report(&page, &results)?;
+    ports.console.say(&format!(
+        "\ndemo      {} results in {:.0} s wall; open {}",
+        results.len(),
+        started.elapsed().as_secs_f64(),
+        page.display()
+    ));
+    Ok(Outcome::Passed)
+}
+
+/// Runs one step under its heading, as a command that begins now; the outcome at which the demo stops
+/// (interrupted, or its output's reader gone), or None to go on.
+fn step(
+    ports: &mut Ports,
+    name: &str,
+    run: impl FnOnce(&mut Ports) -> Result<Outcome>,
+) -> Result<Option<Outcome>> {
+    ports.console.say(&format!("\n== demo: {name}"));
+    ports.mark_start();
+    Ok(match run(ports)? {
+        outcome @ (Outcome::Interrupted | Outcome::PipeClosed) => Some(outcome),
+        Outcome::Passed | Outcome::Failed => None,
+    })
+}
+
+/// `target` at `scale` (unless it names a scale already).
+fn scaled(target: &str, scale: &str) -> String {
+    if target.contains("scale=") {
+        target.to_string()
+    } else if target.contains('?') {
+        format!("{target}&scale={scale}")
+    } else {
+        format!("{target}?scale={scale}")
+    }
+}
+
+/// `target` behind a 1 GiB DRAM cache, RAPID's most.
+fn cached(target: &str) -> String {
+    if target.contains('?') {
+        format!("cached:{target}&size=1g")
+    } else {
+        format!("cached:{target}?size=1g")
+    }
+}
+
+/// A step's plan: its target and result directory (`DIR/NAME`), on the demo's seed.
+fn test_plan(plan: &Plan, target: &str, name: &str, method: Method) -> Result<test::Plan> {
+    test::Plan::new(TargetPlan::plain(target), 1, Some(plan.out.join(name)), method)
+}
+
+/// Seed 000's field-report scan of the virtual data set, read as `cat` read it, the flagged files rewritten.
+fn field_report_flags(plan: &Plan) -> ScanFlags {
+    ScanFlags {
+        paths: vec![],
+        target: Some(plan.target.clone()),
+        device: None,
+        regions: None,
+        region_bytes: None,
+        dataset: "field-report".into(),
+        refresh_flagged: true,
+        min_size: "64k".into(),
+        // Read as the field report read (cat), with the random reads of its second experiment.
+        reader: Some(ReaderChoice::Cat),
+        chunk: None,
+        qd: None,
+        random_reads: None,
+        slower_than: 0.5,
+        out: Some(plan.out.join("field-report")),
+        prom: None,
+        allow_atime: false,
+        state_dir: None,
+    }
+}
+
+/// Seed 000's 25-shard fleet, the query computed from each drive's reads.
+fn fanout_flags(plan: &Plan) -> FanoutFlags {
+    FanoutFlags {
+        targets: vec![],
+        fleet: Some("field-report".into()),
+        age_by: None,
+        refresh_all: false,
+        shards: vec![],
+        hedge: "p95".into(),
+        mode: Mode::Computed,
+        runtime: "60s".into(),
+        bs: "4k".into(),
+        seed: 1,
+        out: Some(plan.out.join("fanout")),
+        prom: None,
+        engine: ssdlab_io::Engine::Auto,
+    }
+}
+
+/// The drive's health from the counters of both consistency runs.
+fn health_plan(plan: &Plan) -> Result<health::Plan> {
+    health::Plan::new(
+        vec![],
+        false,
+        vec![plan.out.join("consistency"), plan.out.join("consistency-op25")],
+        None,
+        "all".into(),
+        RatingFlags::default(),
+        None,
+        Some(plan.out.join("health")),
+        "smartctl".into(),
+    )
+}
+
+/// A synthetic trace replayed at its own times at QD32, folded onto the drive.
+fn replay_flags(trace: &Path) -> ReplayFlags<'_> {
+    ReplayFlags {
+        trace,
+        format: None,
+        time_scale: 1.0,
+        as_fast_as_possible: false,
+        qd: 32,
+        fit: ReplayFit::Fold,
+        disk: None,
+    }
+}
+
+/// The test methods the demo runs, each with its result directory's name and target.
+fn method_steps(plan: &Plan) -> Result<Vec<(&'static str, String, Method)>> {
+    let consistency = |op: u32| -> Result<Method> {
+        Ok(Method::Consistency(options::consistency(ConsistencyFlags {
+            runtime: "2000s",
+            op,
+            fill_passes: 1,
+        })?))
+    };
+    let sweep = |test_size: &str| -> Result<Method> {
+        Ok(Method::Sweep(options::sweep(SweepFlags {
+            test_size,
+            qd: 4,
+            from: "512",
+            to: "64m",
+            size_runtime: "10s",
+            axis: SweepAxis::Size,
+            bs: None,
+            max_qd: None,
+        })?))
+    };
+    let on = plan.target.clone();
+    Ok(vec![
+        ("consistency", on.clone(), consistency(0)?),
+        ("consistency-op25", on.clone(), consistency(25)?),
+        (
+            "trim",
+            on.clone(),
+            Method::Trim(options::trim(TrimFlags {
+                torture: "40m",
+                measure: "60s",
+                idle: None,
+            })?),
+        ),
+        // ATTO's default 2 GB test file and seed 001's 512 MB one: both overwrite a region inside TurboWrite's
+        // 3 GB, whose overwritten SLC blocks are reclaimed, so both run at the SLC cache's speed.
+        ("sweep", on.clone(), sweep("2g")?),
+        ("sweep-512m", on.clone(), sweep("512m")?),
+        // The PTS on a 1/64-scale drive with 1-second cells: a full-scale drive needs the specification's minute
+        // per cell (56 minutes a round) to reach steady state.
+        (
+            "pts",
+            scaled(&on, "1/64"),
+            Method::Pts(options::pts(PtsFlags {
+                test: PtsTest::Iops,
+                round_time: "1s",
+                span: 100.0,
+                qd: None,
+                max_rounds: 25,
+            })?),
+        ),
+    ])
+}

@@ -1,0 +1,201 @@
+//! `erase`: purge a whole block device and check it reads back erased, with the erase record. The plan is checked
+//! before anything opens (a whole block device, an `--out` that can take the record); the run opens the device
+//! through the safety gate, prepares the record's directory only once the gate let the erase through, purges
+//! through the very descriptor the gate judged and claimed, and writes the record.
+
+mod firmware;
+mod kernel;
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use ssdlab_core::Device;
+use ssdlab_core::schema::erase::EraseAnalysis;
+use ssdlab_core::schema::options::{EraseFlags, RunOptions};
+use ssdlab_core::schema::{Analysis, Verdict};
+use ssdlab_core::target::TargetSpec;
+use ssdlab_methods::erase::{EraseMethod, erase};
+
+use crate::export;
+use crate::ports::{Outcome, Ports};
+use crate::reporter::Reporter;
+use crate::target::{TargetPlan, Use};
+
+pub use kernel::KernelPurger;
+
+/// An erase, checked.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub target: TargetPlan,
+    /// The block device the target names.
+    path: PathBuf,
+    /// One method, or None: the best the device offers whose result verifies.
+    pub method: Option<EraseMethod>,
+    /// Blocks read before and after to check they are erased.
+    pub samples: u32,
+    pub seed: u64,
+    pub out: Option<PathBuf>,
+}
+
+impl Plan {
+    /// Checks the flags: a whole block device (a file is erased by deleting it; sim:/null/cached: hold nothing to
+    /// purge), and an `--out` that names a directory ssdlab may write.
+    pub fn new(
+        target: TargetPlan,
+        method: Option<EraseMethod>,
+        samples: u32,
+        seed: u64,
+        out: Option<PathBuf>,
+    ) -> Result<Self> {
+        if let Some(dir) = &out {
+            export::check_out_dir(dir)?;
+        }
+        let path = match TargetSpec::parse(&target.target) {
+            Ok(TargetSpec::Block { path }) => path,
+            Ok(_) => bail!(
+                "--target {}: erase works on a whole block device (/dev/NAME); a file is erased by deleting it, \
+                 and sim:/null/cached: hold nothing to purge",
+                target.target
+            ),
+            Err(e) => bail!("{e}"),
+        };
+        assert!(samples >= 2, "the first and the last block are always read back");
+        Ok(Plan {
+            target,
+            path,
+            method,
+            samples,
+            seed,
+            out,
+        })
+    }
+}
+
+/// Runs the erase: the gate, the purge, the read-back, the record.
+pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
+    let path = &plan.path;
+    // The safety gate: --allow-destroy, never a device in use, signs of past use only with --force. Its
+    // exclusive claim holds until the device closes: nothing may mount the device while it is purged.
+    let opened = plan.target.open(Use::Writes)?;
+    // The record's directory must take it before anything is erased (a purge whose record cannot be written has
+    // destroyed the data without the proof), and only once the gate has let the erase through, so a refusal
+    // leaves nothing behind.
+    if let Some(dir) = &plan.out {
+        export::prepare_out_dir(dir)?;
+    }
+    let mut device = opened.device;
+    let info = device.info().clone();
+    // The purges' ioctls go to the very descriptor the gate judged and claimed.
+    let gated = device
+        .backing_file()
+        .context("the gate opened a block device")?
+        .try_clone()
+        .with_context(|| format!("--target {}: cannot duplicate its descriptor", path.display()))?;
+    ports.console.say(&format!(
+        "erasing  {} ({}, {} bytes)",
+        path.display(),
+        info.model,
+        info.capacity_bytes
+    ));
+    let report = {
+        let mut purger = KernelPurger::new(gated, path, &info, ports.tools, ports.clock, &mut *ports.console)
+            .with_context(|| format!("--target {}: cannot prepare the purge", path.display()))?;
+        erase(&mut device, &mut purger, plan.method, plan.samples, plan.seed)
+            .with_context(|| format!("--target {}", path.display()))?
+    };
+    if let (Some(method), [step]) = (plan.method, report.steps.as_slice())
+        && step.outcome.starts_with("not offered")
+    {
+        bail!(
+            "--method {}: {}; nothing was erased (try --method auto)",
+            method.name(),
+            step.outcome
+        );
+    }
+    // What happened is said before the record is written, so a record that cannot be written never hides it.
+    ports.say_lines(ssdlab_report::text::erase_lines(&report));
+    publish(plan, ports, info, report)
+}
+
+/// The erase record: result.json and report.html with `--out`, JSON Lines with `--json`; and the exit the erase
+/// calls for.
+fn publish(
+    plan: &Plan,
+    ports: &mut Ports,
+    info: ssdlab_core::DeviceInfo,
+    report: EraseAnalysis,
+) -> Result<Outcome> {
+    let verdict = verdict_of(&report);
+    let options = RunOptions::Erase(EraseFlags {
+        target: plan.target.recorded(),
+        erase_method: plan.method.map_or("auto", EraseMethod::name).to_string(),
+        samples: plan.samples,
+        seed: plan.seed,
+    });
+    let erased_with = report.method;
+    let started_unix_s = ports.started_unix_s;
+    let mut reporter = Reporter::new(&mut *ports.console);
+    export::publish_analysis(
+        started_unix_s,
+        &mut reporter,
+        plan.out.as_deref(),
+        info,
+        options,
+        Analysis::Erase(report),
+        &verdict,
+        true,
+    )
+    .with_context(|| {
+        let what = match erased_with {
+            Some(m) => format!("the device WAS erased with {}", m.name()),
+            None => "the steps above ran on the device".into(),
+        };
+        format!("--out: {what}, but its record could not be written")
+    })?;
+    if let Some(dir) = &plan.out {
+        reporter.say(&format!("record    {} (result.json, report.html)", dir.display()));
+    }
+    Ok(if verdict.passed {
+        Outcome::Passed
+    } else {
+        Outcome::Failed
+    })
+}
+
+/// An erase passes when a method left the sampled blocks readable as erased.
+fn verdict_of(report: &EraseAnalysis) -> Verdict {
+    Verdict {
+        passed: report.method.is_some(),
+        reasons: match report.method {
+            Some(_) => vec![],
+            None => vec![
+                "no method that was tried left the sampled blocks readable as erased (each step says why)"
+                    .into(),
+            ],
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_whole_block_device_is_erased() {
+        for target in ["file:/tmp/x:1m", "null", "sim:840evo-250", "cached:null"] {
+            let e = Plan::new(TargetPlan::plain(target), None, 2, 1, None).unwrap_err();
+            assert!(e.to_string().contains("whole block device"), "{target}: {e}");
+        }
+        let plan = Plan::new(TargetPlan::plain("/dev/sdz"), None, 2, 1, None).unwrap();
+        assert_eq!(plan.path, PathBuf::from("/dev/sdz"));
+    }
+
+    #[test]
+    fn an_out_that_is_a_file_is_refused_before_anything_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, b"x").unwrap();
+        let e = Plan::new(TargetPlan::plain("/dev/sdz"), None, 2, 1, Some(file)).unwrap_err();
+        assert!(e.to_string().contains("not a directory"), "{e}");
+    }
+}

@@ -1,0 +1,383 @@
+//! `fanout`: the same random reads on every drive of a fleet, the latency of a query that waits for all of them,
+//! and the straggler. The flags as given ([`FanoutFlags`]) become a checked [`Plan`] (the drives, each once);
+//! the run opens every drive read-only before any reads, measures, analyzes and records.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, anyhow, bail};
+use ssdlab_core::schema::Analysis;
+use ssdlab_core::schema::options::{FanoutFlags as RecordedFlags, RunOptions};
+use ssdlab_core::units::parse_duration_ns;
+use ssdlab_methods::fanout::fleet::{FleetDrive, field_report_fleet, parse_age_by, parse_fleet_file};
+use ssdlab_methods::fanout::measure::{
+    ReadLoad, run_independent, run_synchronized_real, run_synchronized_virtual,
+};
+use ssdlab_methods::fanout::{RunShape, WhatIf, analyze, verdict};
+use ssdlab_methods::session::MethodError;
+
+use crate::export;
+use crate::flags::size_flag;
+use crate::ports::{Outcome, Ports};
+use crate::reporter::Reporter;
+use crate::target::{TargetPlan, Use};
+
+/// How the query's latency is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Every drive reads on its own; the query is computed from their histograms.
+    Computed,
+    /// Synchronized queries: one read to every drive at once, waiting for all.
+    Measured,
+}
+
+/// `fanout`'s flags as given (the demo builds them too).
+#[derive(Debug, Clone)]
+pub struct FanoutFlags {
+    pub targets: Vec<String>,
+    pub fleet: Option<String>,
+    pub age_by: Option<String>,
+    pub refresh_all: bool,
+    pub shards: Vec<u32>,
+    pub hedge: String,
+    pub mode: Mode,
+    pub runtime: String,
+    pub bs: String,
+    pub seed: u64,
+    pub out: Option<PathBuf>,
+    pub prom: Option<PathBuf>,
+    pub engine: ssdlab_io::Engine,
+}
+
+/// Shards computed when `--shards` is not given: the "what if we had 100 shards like these" of the issue.
+const DEFAULT_WHAT_IF_SHARDS: u32 = 100;
+
+/// The fleet the flags describe.
+fn fleet(args: &FanoutFlags) -> Result<Vec<FleetDrive>> {
+    let field_report = args.fleet.as_deref() == Some("field-report");
+    if (args.age_by.is_some() || args.refresh_all) && !field_report {
+        bail!(
+            "--age-by and --refresh-all change the virtual fleet: add --fleet field-report (a fleet of your own ages with its data)"
+        );
+    }
+    match &args.fleet {
+        Some(_) if field_report => {
+            let age_by_s = args
+                .age_by
+                .as_deref()
+                .map(parse_age_by)
+                .transpose()
+                .map_err(|e| anyhow!(e))?
+                .unwrap_or(0.0);
+            Ok(field_report_fleet(age_by_s, args.refresh_all, args.seed))
+        }
+        Some(path) => {
+            let text = crate::inputs::read_text(
+                &format!("--fleet {path}"),
+                std::path::Path::new(path),
+                crate::inputs::MAX_SMALL_INPUT_BYTES,
+                "give field-report, or a file of targets",
+            )?;
+            parse_fleet_file(&text).map_err(|e| anyhow!("--fleet {path}: {e}"))
+        }
+        None => Ok(args
+            .targets
+            .iter()
+            .map(|t| FleetDrive {
+                name: t.clone(),
+                target: t.clone(),
+                data_age_months: None,
+            })
+            .collect()),
+    }
+}
+
+fn hedge_percentile(text: &str) -> Result<f64> {
+    let value = crate::flags::percent(text.trim_start_matches(['p', 'P']))
+        .map_err(|_| anyhow!("--hedge {text}: write a percentile, e.g. p95"))?;
+    if !(50.0..100.0).contains(&value) {
+        bail!("--hedge {text}: hedge after a percentile from p50 to below p100, e.g. p95");
+    }
+    Ok(value)
+}
+
+/// Runs the fan-out and records it.
+pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
+    let Plan {
+        flags: args,
+        runtime_ns,
+        block_bytes,
+        hedge,
+        drives,
+    } = plan;
+    let (runtime_ns, block_bytes, hedge) = (*runtime_ns, *block_bytes, *hedge);
+    // Read-only: the opener never creates, extends or claims anything for writing.
+    let open = |drive: &FleetDrive| -> Result<ssdlab_targets::AnyDevice> {
+        let target = TargetPlan {
+            engine: args.engine,
+            ..TargetPlan::plain(drive.target.clone())
+        };
+        Ok(target.open(Use::Reads)?.device)
+    };
+    // Every drive is opened here first, so a bad target is refused before any drive starts reading.
+    let mut devices = drives.iter().map(open).collect::<Result<Vec<_>>>()?;
+    let virtual_clocks = devices
+        .iter()
+        .filter(|d| ssdlab_core::Device::info(*d).clock == ssdlab_core::device::ClockKind::Virtual)
+        .count();
+    if args.mode == Mode::Measured && virtual_clocks != 0 && virtual_clocks != devices.len() {
+        bail!(
+            "--mode measured: the fleet mixes virtual and real drives, whose clocks differ; measure them apart, or use --mode computed"
+        );
+    }
+    let capacity_bytes: u64 = devices
+        .iter()
+        .map(|d| ssdlab_core::Device::info(d).capacity_bytes)
+        .sum();
+    let clock = if virtual_clocks == devices.len() {
+        ssdlab_core::device::ClockKind::Virtual
+    } else {
+        ssdlab_core::device::ClockKind::Real
+    };
+    let load = ReadLoad {
+        block_bytes,
+        runtime_ns,
+        seed: args.seed,
+    };
+    let mode = match args.mode {
+        Mode::Computed => "computed",
+        Mode::Measured => "measured",
+    };
+    let workload = format!(
+        "{} random reads at QD1 on every drive for {}",
+        ssdlab_core::units::BinaryBytes(block_bytes),
+        args.runtime
+    );
+    ports.console.say(&format!(
+        "fanout    {} drives, {workload}, {}",
+        drives.len(),
+        match args.mode {
+            Mode::Computed => "all at once, each on its own (the query computed from their histograms)",
+            Mode::Measured => "in synchronized queries (one read to every drive at once, waiting for all)",
+        }
+    ));
+    let stop = ports.stop;
+    // Real drives are read on threads of their own, and each worker opens its drive again there: an io_uring
+    // ring serves only the thread that made it.
+    let reopen = |i: usize| -> Result<Box<dyn ssdlab_core::Device>, MethodError> {
+        open(&drives[i])
+            .map(|d| Box::new(d) as Box<dyn ssdlab_core::Device>)
+            .map_err(|e| MethodError::Invalid(format!("{e:#}")))
+    };
+    let (reads, measured) = match (args.mode, clock) {
+        (Mode::Computed, _) => {
+            drop(devices);
+            (run_independent(drives.len(), &reopen, &load, stop)?, None)
+        }
+        (Mode::Measured, ssdlab_core::device::ClockKind::Virtual) => {
+            let (reads, queries) = run_synchronized_virtual(&mut devices, &load, stop)?;
+            (reads, Some(queries))
+        }
+        (Mode::Measured, ssdlab_core::device::ClockKind::Real) => {
+            drop(devices);
+            let (reads, queries) = run_synchronized_real(drives.len(), &reopen, &load, stop)?;
+            (reads, Some(queries))
+        }
+    };
+    let interrupted = stop.load(std::sync::atomic::Ordering::Relaxed);
+    if interrupted {
+        if reads.iter().any(|r| r.histogram.is_empty()) {
+            ports
+                .console
+                .say("fanout    interrupted before every drive had read: nothing to analyze");
+            return Ok(Outcome::Interrupted);
+        }
+        ports
+            .console
+            .say("fanout    interrupted: the analysis covers the reads made so far");
+    }
+    let runtime_s = reads.iter().map(|r| r.runtime_s).fold(0.0, f64::max);
+    let what_if = WhatIf {
+        shards: if args.shards.is_empty() {
+            vec![DEFAULT_WHAT_IF_SHARDS]
+        } else {
+            args.shards.clone()
+        },
+        hedge_percentile: hedge,
+    };
+    let shape = RunShape {
+        workload,
+        mode: mode.into(),
+        runtime_s,
+    };
+    let analysis = analyze(drives, reads, measured, &what_if, shape)?;
+    ports.say_lines(ssdlab_report::text::fanout_lines(&analysis));
+    let verdict = verdict(&analysis);
+    let measured = Measured {
+        block_bytes,
+        clock,
+        capacity_bytes,
+        mode,
+        shards: what_if.shards.clone(),
+        interrupted,
+    };
+    publish(args, ports, drives, analysis, &verdict, measured)
+}
+
+/// A fan-out, checked: how long and how much each read, the hedge, and the drives (each once).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    flags: FanoutFlags,
+    runtime_ns: u64,
+    block_bytes: u64,
+    hedge: f64,
+    drives: Vec<FleetDrive>,
+}
+
+impl Plan {
+    /// Checks every flag and reads the fleet; `--out` is made ready and `--prom` checked.
+    pub fn new(flags: FanoutFlags) -> Result<Plan> {
+        let args = &flags;
+        let runtime_ns =
+            parse_duration_ns(&args.runtime).map_err(|e| anyhow!("--runtime {}: {e}", args.runtime))?;
+        if runtime_ns < 100_000_000 {
+            bail!("--runtime {}: read for at least 100ms", args.runtime);
+        }
+        let block_bytes = size_flag("bs", &args.bs)?;
+        if !(512..=1 << 20).contains(&block_bytes) || !block_bytes.is_multiple_of(512) {
+            bail!("--bs {}: use a multiple of 512 from 512 to 1m", args.bs);
+        }
+        let hedge = hedge_percentile(&args.hedge)?;
+        if let Some(bad) = args.shards.iter().find(|&&n| !(1..=100_000).contains(&n)) {
+            bail!("--shards {bad}: use 1 to 100000");
+        }
+        let drives = fleet(args)?;
+        // A drive twice breaks the independence the query arithmetic assumes, and its metrics would collide.
+        for (i, drive) in drives.iter().enumerate() {
+            if let Some(twin) = drives[..i]
+                .iter()
+                .find(|d| d.name == drive.name || d.target == drive.target)
+            {
+                let flag = if args.fleet.is_some() {
+                    "--fleet"
+                } else {
+                    "--target"
+                };
+                bail!(
+                    "{flag} {}: a drive given twice ({} and {}); list every drive once, with a name of its own",
+                    drive.target,
+                    twin.name,
+                    drive.name
+                );
+            }
+        }
+        if let Some(dir) = &args.out {
+            export::prepare_out_dir(dir)?;
+        }
+        if let Some(prom) = &args.prom {
+            export::check_prom_path(prom)?;
+        }
+        Ok(Plan {
+            runtime_ns,
+            block_bytes,
+            hedge,
+            drives,
+            flags,
+        })
+    }
+}
+
+/// How the reads were made, for the record.
+struct Measured {
+    block_bytes: u64,
+    clock: ssdlab_core::device::ClockKind,
+    capacity_bytes: u64,
+    mode: &'static str,
+    shards: Vec<u32>,
+    interrupted: bool,
+}
+
+/// Writes the record (--json, --out, --prom) and says the verdict; the exit it calls for.
+fn publish(
+    args: &FanoutFlags,
+    ports: &mut Ports,
+    drives: &[FleetDrive],
+    analysis: ssdlab_core::schema::fanout::FanoutAnalysis,
+    verdict: &ssdlab_core::schema::Verdict,
+    measured: Measured,
+) -> Result<Outcome> {
+    let Measured {
+        block_bytes,
+        clock,
+        capacity_bytes,
+        mode,
+        shards,
+        interrupted,
+    } = measured;
+    let info = ssdlab_core::DeviceInfo {
+        max_transfer_bytes: block_bytes,
+        clock,
+        direct_io: true,
+        ..ssdlab_core::DeviceInfo::subject(
+            match &args.fleet {
+                Some(fleet) => format!("fleet {fleet}"),
+                None => args.targets.join(" "),
+            },
+            if drives.iter().all(|d| ssdlab_targets::is_virtual(&d.target)) {
+                ssdlab_core::device::TargetKind::Sim
+            } else {
+                ssdlab_core::device::TargetKind::BlockDevice
+            },
+            format!("a fan-out over {} drives", drives.len()),
+            capacity_bytes,
+            match args.mode {
+                Mode::Computed => "random reads at QD1, one worker per drive".into(),
+                Mode::Measured => "random reads at QD1 in synchronized queries".into(),
+            },
+        )
+    };
+    let options = RunOptions::Fanout(RecordedFlags {
+        targets: args.targets.clone(),
+        fleet: args.fleet.clone(),
+        age_by: args.age_by.clone(),
+        refresh_all: args.refresh_all,
+        shards,
+        hedge: args.hedge.clone(),
+        mode: mode.into(),
+        runtime: args.runtime.clone(),
+        bs: args.bs.clone(),
+        seed: args.seed,
+    });
+    let (started_unix_s, now_s) = (ports.started_unix_s, ports.unix_now_s());
+    let mut reporter = Reporter::new(&mut *ports.console);
+    if let Some(prom) = &args.prom {
+        let mut exposition = ssdlab_core::prom::Exposition::new();
+        ssdlab_methods::fanout::export::fanout_metrics(&mut exposition, &analysis, now_s);
+        export::write_prom(&mut reporter, prom, &exposition)?;
+    }
+    let csv = ssdlab_methods::fanout::export::drives_csv(&analysis);
+    export::publish_analysis(
+        started_unix_s,
+        &mut reporter,
+        args.out.as_deref(),
+        info,
+        options,
+        Analysis::Fanout(Box::new(analysis)),
+        verdict,
+        !interrupted,
+    )?;
+    if let Some(dir) = &args.out {
+        export::write_atomically(&dir.join("drives.csv"), csv.as_bytes())
+            .with_context(|| format!("--out {}: cannot write drives.csv", dir.display()))?;
+        reporter.say(&format!(
+            "results   {} (report.html, result.json, drives.csv)",
+            dir.display()
+        ));
+    }
+    for reason in &verdict.reasons {
+        reporter.say(&format!("verdict   {reason}"));
+    }
+    if interrupted {
+        return Ok(Outcome::Interrupted);
+    }
+    Ok(Outcome::of_verdict(reporter.pipe_closed(), verdict.passed))
+}

@@ -1,0 +1,118 @@
+//! Flag values turned into typed values, each error naming the flag and the way to write it: sizes, durations,
+//! spans. Plans are built from these before anything runs.
+
+use anyhow::{Result, anyhow, bail};
+use ssdlab_core::units::{parse_duration_ns, parse_size};
+use ssdlab_engine::workload::Span;
+
+/// Parses a size flag, naming the flag on failure.
+pub fn size_flag(flag: &str, value: &str) -> Result<u64> {
+    parse_size(value).map_err(|e| anyhow!("--{flag} {e}"))
+}
+
+/// Parses a duration flag, naming the flag on failure.
+pub fn duration_flag(flag: &str, value: &str) -> Result<u64> {
+    parse_duration_ns(value).map_err(|e| anyhow!("--{flag} {e}"))
+}
+
+/// `--span` as given: a share of the capacity or a byte range. Which bytes it means is known once the device is
+/// open ([`SpanFlag::resolve`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SpanFlag {
+    /// Above 0 and at most 100 percent of the capacity, from its start.
+    Percent(f64),
+    Range {
+        offset_bytes: u64,
+        len_bytes: u64,
+    },
+}
+
+impl SpanFlag {
+    /// Parses `N%` or `OFFSET:LEN`.
+    pub fn parse(value: &str) -> Result<Self> {
+        if let Some(percent) = value.strip_suffix('%') {
+            let percent: f64 = percent.trim().parse().map_err(|_| {
+                anyhow!("--span {value}: write a percentage such as 100% or 25%, or OFFSET:LEN such as 1g:8g")
+            })?;
+            if !(percent > 0.0 && percent <= 100.0) {
+                bail!("--span {value}: the percentage must be above 0 and at most 100");
+            }
+            return Ok(SpanFlag::Percent(percent));
+        }
+        let (offset, len) = value.split_once(':').ok_or_else(|| {
+            anyhow!("--span {value}: write a percentage such as 100%, or OFFSET:LEN such as 1g:8g")
+        })?;
+        let offset = parse_size(offset).map_err(|e| anyhow!("--span {value}: the offset {e}"))?;
+        let len = parse_size(len).map_err(|e| anyhow!("--span {value}: the length {e}"))?;
+        if len == 0 {
+            bail!("--span {value}: the length must be above zero");
+        }
+        Ok(SpanFlag::Range {
+            offset_bytes: offset,
+            len_bytes: len,
+        })
+    }
+
+    /// The bytes on a device of `capacity` bytes (a percentage rounded down to the logical block); the workload
+    /// checks that they fit.
+    pub fn resolve(self, capacity: u64, logical: u32) -> Span {
+        match self {
+            SpanFlag::Percent(percent) => Span {
+                offset_bytes: 0,
+                len_bytes: (capacity as f64 * percent / 100.0) as u64 / logical as u64 * logical as u64,
+            },
+            SpanFlag::Range {
+                offset_bytes,
+                len_bytes,
+            } => Span {
+                offset_bytes,
+                len_bytes,
+            },
+        }
+    }
+}
+
+/// Parses `--span` for a device of `capacity` bytes.
+pub fn parse_span(value: &str, capacity: u64, logical: u32) -> Result<Span> {
+    Ok(SpanFlag::parse(value)?.resolve(capacity, logical))
+}
+
+/// A percentage written `25` or `25%`.
+pub fn percent(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("write a percentage, e.g. 25 or 25%, not '{text}'"))?;
+    if !value.is_finite() || value < 0.0 {
+        return Err(format!("'{text}' is not a percentage"));
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans() {
+        assert_eq!(
+            parse_span("100%", 1 << 30, 512).unwrap(),
+            Span {
+                offset_bytes: 0,
+                len_bytes: 1 << 30
+            }
+        );
+        assert_eq!(parse_span("25%", 1000 * 512, 512).unwrap().len_bytes, 250 * 512);
+        assert_eq!(
+            parse_span("1g:2g", 0, 512).unwrap(),
+            Span {
+                offset_bytes: 1 << 30,
+                len_bytes: 2 << 30
+            }
+        );
+        for bad in ["0%", "101%", "half", "1g", "1g:0", "x:1g"] {
+            let e = parse_span(bad, 1 << 30, 512).unwrap_err().to_string();
+            assert!(e.starts_with("--span"), "{bad}: {e}");
+        }
+    }
+}

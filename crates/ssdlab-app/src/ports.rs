@@ -1,0 +1,208 @@
+//! What a command reaches the world through, besides the device its plan names: the console (human text,
+//! alarms, JSON Lines, progress), the process runner (smartctl, nvme-cli, hdparm), the wall clock and the
+//! moment the command began. The binary passes the terminal and the system; tests pass a recording console, canned
+//! tools and a fixed clock, and drive whole commands without root.
+//!
+//! This module owns the port traits and the system implementations of the tools and clock; it never decides what
+//! a command does, and it never writes to a terminal itself (that is the binary's console).
+
+use std::io;
+use std::sync::atomic::AtomicBool;
+
+/// Where a command's words go. The command decides what to say; the console decides how it is shown.
+pub trait Console {
+    /// One line of human text (the CLI: stderr, hidden by `--quiet`).
+    fn say(&mut self, line: &str);
+    /// A line the user must see even when quiet: an error, a failed verification, data left pending.
+    fn alarm(&mut self, line: &str);
+    /// Whether the user asked for JSON Lines (`--json`).
+    fn json_wanted(&self) -> bool;
+    /// Writes one JSON Lines record. A `BrokenPipe` error means the reader went away: the command stops writing
+    /// and stops measuring, and that is not a failure.
+    fn json_line(&mut self, line: &[u8]) -> io::Result<()>;
+    /// A command's own output (a table, a profile list, a completion script): the CLI's stdout. `BrokenPipe` as
+    /// for [`Console::json_line`].
+    fn print(&mut self, line: &str) -> io::Result<()>;
+    /// Whether the user asked the command to stop (Ctrl-C, SIGTERM).
+    fn interrupted(&self) -> bool;
+    /// Starts showing a phase's progress. Returns whether a live indicator is shown (then no "phase started" line
+    /// is needed).
+    fn progress_start(&mut self, name: &str) -> bool;
+    /// The phase's fraction done (0 to 1) and a short line of its latest figures, each when it changed.
+    fn progress_set(&mut self, fraction: Option<f64>, message: Option<&str>);
+    /// Stops showing the phase's progress.
+    fn progress_finish(&mut self);
+}
+
+/// What running an external tool produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// The exit code, or None when a signal ended it.
+    pub exit_code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl ToolOutput {
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0)
+    }
+}
+
+/// Runs external tools: one command line in, its output back, or the error that kept it from starting
+/// (`NotFound` when the tool is not installed).
+pub trait Tools: Sync {
+    fn run(&self, argv: &[String]) -> io::Result<ToolOutput>;
+}
+
+/// The system's tools, run with `std::process::Command`.
+pub struct SystemTools;
+
+impl Tools for SystemTools {
+    fn run(&self, argv: &[String]) -> io::Result<ToolOutput> {
+        let (program, args) = argv
+            .split_first()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "an empty command line"))?;
+        // "Text file busy": something still holds the executable open for writing (a package upgrade replacing
+        // it, or a process forked while it was being written): it passes, so try again for a moment.
+        let mut attempt = 0;
+        let output = loop {
+            match std::process::Command::new(program).args(args).output() {
+                Err(e) if e.raw_os_error() == Some(ETXTBSY) && attempt < 20 => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                other => break other?,
+            }
+        };
+        Ok(ToolOutput {
+            exit_code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        })
+    }
+}
+
+/// ETXTBSY, the same number on every Linux architecture.
+const ETXTBSY: i32 = 26;
+
+/// The wall clock, in seconds since the Unix epoch: time stamps, data ages, history. (Measurements use the
+/// device's own clock, never this one.)
+pub trait Clock: Sync {
+    fn unix_now_s(&self) -> f64;
+    /// Waits `seconds` (a firmware purge's polls).
+    fn sleep_s(&self, seconds: u64);
+}
+
+/// The system's clock.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn unix_now_s(&self) -> f64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64())
+    }
+
+    fn sleep_s(&self, seconds: u64) {
+        std::thread::sleep(std::time::Duration::from_secs(seconds));
+    }
+}
+
+/// Everything a command's run reaches besides its target.
+pub struct Ports<'a> {
+    pub console: &'a mut dyn Console,
+    pub tools: &'a dyn Tools,
+    pub clock: &'a dyn Clock,
+    /// When the command began (Unix seconds): a result's `started_at`, however long the command then took.
+    pub started_unix_s: u64,
+    /// The stop request (Ctrl-C, SIGTERM) as worker threads read it.
+    pub stop: &'a AtomicBool,
+}
+
+impl<'a> Ports<'a> {
+    /// The system's tools and clock, with `console`; the command begins now.
+    pub fn system(console: &'a mut dyn Console) -> Self {
+        let clock = &SystemClock;
+        Ports {
+            console,
+            tools: &SystemTools,
+            started_unix_s: clock.unix_now_s() as u64,
+            clock,
+            stop: ssdlab_io::sys::interrupt_flag(),
+        }
+    }
+
+    /// Ports made of the given parts (tests: a recording console, canned tools, a fixed clock).
+    pub fn new(
+        console: &'a mut dyn Console,
+        tools: &'a dyn Tools,
+        clock: &'a dyn Clock,
+        stop: &'a AtomicBool,
+    ) -> Self {
+        Ports {
+            console,
+            tools,
+            started_unix_s: clock.unix_now_s() as u64,
+            clock,
+            stop,
+        }
+    }
+
+    /// Notes that a (next) command begins now: the demo runs several in turn.
+    pub fn mark_start(&mut self) {
+        self.started_unix_s = self.clock.unix_now_s() as u64;
+    }
+
+    /// The wall clock in whole seconds.
+    pub fn unix_now_s(&self) -> u64 {
+        self.clock.unix_now_s() as u64
+    }
+
+    /// Says several lines (a renderer's text).
+    pub fn say_lines(&mut self, lines: impl IntoIterator<Item = String>) {
+        for line in lines {
+            self.console.say(&line);
+        }
+    }
+
+    /// Prints a command's own output line by line; a reader that went away ends it quietly with
+    /// [`Outcome::PipeClosed`], as Unix tools do.
+    pub fn print_lines(&mut self, lines: impl IntoIterator<Item = String>) -> anyhow::Result<Outcome> {
+        for line in lines {
+            if let Err(e) = self.console.print(&line) {
+                if e.kind() == io::ErrorKind::BrokenPipe {
+                    return Ok(Outcome::PipeClosed);
+                }
+                return Err(anyhow::Error::new(e).context("writing to stdout"));
+            }
+        }
+        Ok(Outcome::Passed)
+    }
+}
+
+/// How a command that ran ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Ran, and every criterion passed: exit 0.
+    Passed,
+    /// Ran, and a criterion failed (I/O error, verify mismatch, ...): exit 1.
+    Failed,
+    /// Stopped by Ctrl-C or SIGTERM after writing what was measured: exit 130.
+    Interrupted,
+    /// The output's reader went away (e.g. `| head`): exit 0, as a broken pipe is not an error.
+    PipeClosed,
+}
+
+impl Outcome {
+    /// How a command that published a verdict ended: a closed pipe first (exit 0), then the verdict.
+    pub fn of_verdict(pipe_closed: bool, passed: bool) -> Self {
+        if pipe_closed {
+            Outcome::PipeClosed
+        } else if passed {
+            Outcome::Passed
+        } else {
+            Outcome::Failed
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! The real world as the refresh session sees it: the io layer's pinned files as `RefreshTarget`s (timing the
+//! first reads and the verification re-reads), journalled files found again by name, the wall clock, the stop
+//! request, the rate limit and the busy-device pause, the walk beneath the paths and the refresh log. The
+//! sequencing is `ssdlab_methods::refresh::session`'s; this only adapts.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ssdlab_io::pinned::{FileFacts, Identity, PinnedFile, reopen_pinned};
+use ssdlab_methods::refresh::file::PathChanges;
+use ssdlab_methods::refresh::pace::{BusyProbe, TokenBucket, pause_while_busy};
+use ssdlab_methods::refresh::select::{Found, Selection, select};
+use ssdlab_methods::refresh::session::{MeasuredTarget, SessionWorld, Walked};
+use ssdlab_methods::refresh::state::record_refreshed;
+use ssdlab_methods::refresh::{Facts, FileId, Opener, RefreshEnv, RefreshLog, RefreshTarget, Window};
+
+use crate::ports::Clock;
+
+fn file_id(identity: Identity) -> FileId {
+    FileId {
+        fs: identity.fs,
+        ino: identity.ino,
+        birth: identity.birth,
+    }
+}
+
+fn facts(f: FileFacts) -> Facts {
+    Facts {
+        size_bytes: f.size_bytes,
+        mode: f.mode,
+        uid: f.uid,
+        gid: f.gid,
+        nlink: f.nlink,
+        atime: f.atime,
+        mtime: f.mtime,
+        ctime: f.ctime,
+        privileged: f.privileged,
+        named: f.named,
+    }
+}
+
+/// The io layer's pinned file seen through the protocol's trait, timing first reads (the data as it was) and
+/// verification re-reads (the data rewritten): before/after speeds from refresh's own reads, no extra pass.
+pub(super) struct Target {
+    inner: PinnedFile,
+    pending_verify: std::collections::HashSet<u64>,
+    before: (Duration, u64),
+    after: (Duration, u64),
+}
+
+impl Target {
+    fn new(inner: PinnedFile) -> Self {
+        Target {
+            inner,
+            pending_verify: Default::default(),
+            before: Default::default(),
+            after: Default::default(),
+        }
+    }
+
+    fn mb_s((time, bytes): (Duration, u64)) -> Option<f64> {
+        (bytes > 0 && !time.is_zero()).then(|| bytes as f64 / time.as_secs_f64() / 1e6)
+    }
+}
+
+impl RefreshTarget for Target {
+    fn id(&self) -> FileId {
+        file_id(self.inner.identity())
+    }
+    fn generation(&self) -> u64 {
+        self.inner.generation()
+    }
+    fn handle(&self) -> Option<Vec<u8>> {
+        self.inner.handle()
+    }
+    fn facts(&mut self) -> io::Result<Facts> {
+        self.inner.facts().map(facts)
+    }
+    fn data_ranges(&mut self) -> io::Result<Vec<(u64, u64)>> {
+        self.inner.data_ranges()
+    }
+    fn shares_extents(&mut self) -> io::Result<bool> {
+        self.inner.shares_extents()
+    }
+    fn copy_on_write(&self) -> bool {
+        self.inner.copy_on_write()
+    }
+    fn free_bytes(&mut self) -> io::Result<u64> {
+        self.inner.free_bytes()
+    }
+    fn open_window(&mut self) -> io::Result<Window> {
+        Ok(if self.inner.open_window()? {
+            Window::Open
+        } else {
+            Window::Busy
+        })
+    }
+    fn close_window(&mut self) {
+        self.inner.close_window()
+    }
+    fn lease_held(&mut self) -> io::Result<bool> {
+        Ok(self.inner.lease_held())
+    }
+    fn path_changes(&mut self) -> io::Result<PathChanges> {
+        let changes = self.inner.path_changes()?;
+        Ok(PathChanges {
+            attributes: changes.attributes,
+            modified: changes.modified,
+        })
+    }
+    fn writer_waiting(&mut self) -> io::Result<bool> {
+        Ok(self.inner.writer_waiting())
+    }
+    fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let started = Instant::now();
+        let n = self.inner.read_from_media(offset, buf)?;
+        let which = if self.pending_verify.remove(&offset) {
+            &mut self.after
+        } else {
+            &mut self.before
+        };
+        which.0 += started.elapsed();
+        which.1 += n as u64;
+        Ok(n)
+    }
+    fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        self.pending_verify.insert(offset);
+        self.inner.write_at(offset, buf)
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        self.inner.sync()
+    }
+    fn set_mtime(&mut self, mtime: (i64, i64)) -> io::Result<()> {
+        self.inner.set_mtime(mtime)
+    }
+}
+
+impl MeasuredTarget for Target {
+    fn speeds_bytes_per_s(&self) -> (Option<f64>, Option<f64>) {
+        (
+            Target::mb_s(self.before).map(|mb| mb * 1e6),
+            Target::mb_s(self.after).map(|mb| mb * 1e6),
+        )
+    }
+}
+
+/// Finds journalled files again by name, checking they are still the same inode.
+pub(super) struct PathOpener {
+    pub(super) chunk_bytes: usize,
+}
+
+impl Opener for PathOpener {
+    fn reopen(
+        &mut self,
+        root: &Path,
+        path: &Path,
+        id: &FileId,
+        generation: u64,
+        handle: Option<&[u8]>,
+    ) -> io::Result<Option<Box<dyn RefreshTarget>>> {
+        let identity = Identity::journalled(id.fs, id.ino, id.birth);
+        Ok(reopen_pinned(root, path, identity, handle, self.chunk_bytes)?
+            .filter(|p| p.generation() == generation)
+            .map(|p| Box::new(Target::new(p)) as Box<dyn RefreshTarget>))
+    }
+}
+
+struct DeviceBusy(u64);
+
+impl BusyProbe for DeviceBusy {
+    fn in_flight(&mut self) -> Option<u64> {
+        ssdlab_io::sys::block_in_flight(self.0)
+    }
+}
+
+/// The real world: wall clock, the stop request, the rate limit and the busy-device pause.
+pub(super) struct Env<'a> {
+    pub(super) started: Instant,
+    pub(super) bucket: TokenBucket,
+    pub(super) st_dev: u64,
+    pub(super) paused: Duration,
+    pub(super) lease_break: Duration,
+    pub(super) stop: &'a AtomicBool,
+}
+
+impl RefreshEnv for Env<'_> {
+    fn wall_ns(&self) -> i64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i64)
+    }
+    fn monotonic_ns(&self) -> u64 {
+        self.started.elapsed().as_nanos() as u64
+    }
+    fn interrupted(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+    fn pace(&mut self, bytes: u64) {
+        std::thread::sleep(self.bucket.take(bytes, self.started.elapsed()));
+        self.paused += pause_while_busy(&mut DeviceBusy(self.st_dev), &mut std::thread::sleep);
+    }
+    fn wait_ms(&mut self, ms: u64) {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+    fn lease_break_ns(&self) -> u64 {
+        self.lease_break.as_nanos() as u64
+    }
+}
+
+/// The real file system and clock as the session's world: the walk beneath the paths given, selection by the
+/// refresh log's data age, pinned files under leases, and the log of what was rewritten.
+pub(super) struct RealWorld<'a> {
+    pub(super) paths: &'a [PathBuf],
+    /// The state directory itself is never refreshed (its journal is being written).
+    pub(super) exclude: Vec<(u64, u64)>,
+    pub(super) log: RefreshLog,
+    pub(super) state_dir: PathBuf,
+    pub(super) older_than_s: Option<f64>,
+    pub(super) chunk_bytes: usize,
+    /// Each walked file's device, for the busy-device pause.
+    pub(super) devices: HashMap<FileId, u64>,
+    pub(super) env: Env<'a>,
+    pub(super) clock: &'a dyn Clock,
+    pub(super) opener: PathOpener,
+}
+
+impl SessionWorld for RealWorld<'_> {
+    fn env(&mut self) -> &mut dyn RefreshEnv {
+        &mut self.env
+    }
+    fn settling(&mut self) -> (&mut dyn RefreshEnv, &mut dyn Opener) {
+        (&mut self.env, &mut self.opener)
+    }
+    fn walk(&mut self) -> io::Result<Walked> {
+        let walked = ssdlab_io::walk::walk(self.paths, &self.exclude, true)?;
+        self.devices = walked
+            .files
+            .iter()
+            .map(|w| (file_id(w.identity), w.dev))
+            .collect();
+        Ok(Walked {
+            found: walked
+                .files
+                .iter()
+                .map(|w| Found {
+                    root: w.root.clone(),
+                    path: w.path.clone(),
+                    id: file_id(w.identity),
+                    size_bytes: w.size_bytes,
+                    mtime: w.mtime,
+                })
+                .collect(),
+            skipped: walked
+                .skipped
+                .into_iter()
+                .map(|(path, reason)| (path, reason.to_string()))
+                .collect(),
+        })
+    }
+    fn select(&mut self, found: Vec<Found>) -> Selection {
+        select(found, self.older_than_s, &self.log, self.clock.unix_now_s())
+    }
+    fn open(&mut self, file: &Found) -> Result<Box<dyn MeasuredTarget>, String> {
+        let pinned = PinnedFile::open(&file.root, &file.path, self.chunk_bytes)
+            .and_then(|mut p| p.probe_window().map(|()| p))
+            .map_err(|refusal| refusal.to_string())?;
+        self.env.st_dev = self.devices.get(&file.id).copied().unwrap_or(0);
+        Ok(Box::new(Target::new(pinned)))
+    }
+    fn record_refreshed(&mut self, id: FileId, path: &Path) -> io::Result<()> {
+        record_refreshed(&self.state_dir, id, path, self.clock.unix_now_s())
+    }
+}

@@ -1,0 +1,109 @@
+//! `report`: redraws results from their result.json alone into one HTML page, side by side, optionally against
+//! a baseline.
+
+use anyhow::{Result, bail};
+use ssdlab_core::schema::RunResult;
+
+use crate::export;
+use crate::ports::{Outcome, Ports};
+
+/// A report: the result directories (or result.json files), their labels, a baseline, and the page to write.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub results: Vec<std::path::PathBuf>,
+    pub out: std::path::PathBuf,
+    pub label: Vec<String>,
+    pub baseline: Option<std::path::PathBuf>,
+}
+
+/// Reads the results and writes the page.
+pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
+    let args = plan;
+    let mut results = read_results(&args.results)?;
+    // The baseline: one of the results, or read from its own directory and drawn first.
+    // The same result whether named by its directory or by its result.json.
+    let file_of = |p: &std::path::Path| {
+        if p.is_dir() {
+            p.join("result.json")
+        } else {
+            p.to_path_buf()
+        }
+    };
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        let (a, b) = (file_of(a), file_of(b));
+        a == b
+            || std::fs::canonicalize(&a)
+                .ok()
+                .is_some_and(|a| std::fs::canonicalize(&b).ok() == Some(a))
+    };
+    let mut baseline = None;
+    if let Some(dir) = &args.baseline {
+        baseline = Some(match args.results.iter().position(|r| same(r, dir)) {
+            Some(i) => i,
+            None => {
+                let base = read_results(std::slice::from_ref(dir))
+                    .map_err(|e| anyhow::anyhow!("--baseline {}: {e:#}", dir.display()))?;
+                results.insert(0, base.into_iter().next().expect("one result read"));
+                0
+            }
+        });
+    }
+    if !args.label.is_empty() {
+        if args.label.len() != args.results.len() {
+            bail!(
+                "--label: {} names for {} results; give one --label per RESULT_DIR, in the same order",
+                args.label.len(),
+                args.results.len()
+            );
+        }
+        let given = results.len() - args.results.len();
+        for (result, name) in results.iter_mut().skip(given).zip(&args.label) {
+            result.label = Some(name.clone());
+        }
+    }
+    if args.out.is_dir() {
+        bail!(
+            "--out {}: is a directory; name the HTML file to write, e.g. --out report.html",
+            args.out.display()
+        );
+    }
+    export::check_out_page(&args.out)?;
+    export::write_atomically(
+        &args.out,
+        ssdlab_report::render_against(&results, baseline).as_bytes(),
+    )?;
+    ports.console.say(&format!(
+        "report    {} ({} results)",
+        args.out.display(),
+        results.len()
+    ));
+    Ok(Outcome::Passed)
+}
+
+/// Reads result directories (or result.json files), checking the schema.
+pub fn read_results(paths: &[std::path::PathBuf]) -> Result<Vec<RunResult>> {
+    let mut results = Vec::new();
+    for path in paths {
+        let file = if path.is_dir() {
+            path.join("result.json")
+        } else {
+            path.clone()
+        };
+        let text = crate::inputs::read_text(
+            &format!("RESULT_DIR {} ({})", path.display(), file.display()),
+            &file,
+            crate::inputs::MAX_RESULT_BYTES,
+            "",
+        )?;
+        // Any readable schema, in this version's names and units.
+        let result = RunResult::from_json(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "RESULT_DIR {}: {} is not an ssdlab result this version can draw: {e}",
+                path.display(),
+                file.display()
+            )
+        })?;
+        results.push(result);
+    }
+    Ok(results)
+}

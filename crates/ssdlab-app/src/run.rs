@@ -1,0 +1,296 @@
+//! `run`: one workload on one target, measured, with the record of every second.
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use ssdlab_core::Device;
+use ssdlab_core::schema::options::{JobOptions, RunOptions};
+use ssdlab_core::schema::{Analysis, Event, PhaseResult, RunResult, SCHEMA, Verdict};
+use ssdlab_core::units::{BinaryBytes, Nanos, rfc3339_utc};
+use ssdlab_core::units::{Rate, parse_rate};
+use ssdlab_engine::workload::{Pattern, RwMode, StopAt};
+use ssdlab_engine::{Workload, run_phase};
+use ssdlab_targets::{DeviceVisitor, Undo};
+
+use crate::export;
+use crate::flags::{SpanFlag, duration_flag, size_flag};
+use crate::ports::{Outcome, Ports};
+use crate::reporter::Reporter;
+use crate::target::{TargetPlan, Use};
+
+/// A `run`, checked as far as it can be before the device is open; the workload is checked against the device
+/// once it is (its size, block size and limits).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub target: TargetPlan,
+    pub rw: RwMode,
+    /// Reads as a percentage of operations (randrw).
+    pub mix_read_percent: u8,
+    pub block_bytes: u64,
+    pub queue_depth: u32,
+    pub span: SpanFlag,
+    pub stop: StopAt,
+    pub rate: Option<Rate>,
+    pub seed: u64,
+    /// Random offsets cover each block once per pass (fio's random map) unless false.
+    pub random_map: bool,
+    pub verify: bool,
+    pub out: Option<PathBuf>,
+}
+
+/// The flags of `run`, as given.
+#[derive(Debug, Clone)]
+pub struct RunFlags<'a> {
+    pub rw: &'a str,
+    pub mix: u8,
+    pub bs: &'a str,
+    pub qd: u32,
+    pub span: &'a str,
+    pub runtime: Option<&'a str>,
+    pub bytes: Option<&'a str>,
+    pub passes: Option<u64>,
+    pub rate: Option<&'a str>,
+    pub seed: u64,
+    pub norandommap: bool,
+    pub verify: bool,
+}
+
+impl Plan {
+    /// Checks every flag that does not depend on the device; without a stop condition the run lasts 10 s.
+    pub fn new(target: TargetPlan, flags: RunFlags, out: Option<PathBuf>) -> Result<Self> {
+        let rw = RwMode::parse(flags.rw)
+            .ok_or_else(|| anyhow::anyhow!("--rw {}: use {}", flags.rw, RwMode::NAMES))?;
+        let block_bytes = size_flag("bs", flags.bs)?;
+        let mut stop = StopAt {
+            runtime_ns: flags.runtime.map(|v| duration_flag("runtime", v)).transpose()?,
+            bytes: flags.bytes.map(|v| size_flag("bytes", v)).transpose()?,
+            passes: flags.passes,
+        };
+        if stop == StopAt::default() {
+            stop.runtime_ns = Some(10_000_000_000);
+        }
+        if flags.mix > 100 {
+            bail!(
+                "--mix {}: the read percentage must be between 0 and 100",
+                flags.mix
+            );
+        }
+        if flags.verify && ssdlab_targets::is_virtual(&target.target) {
+            bail!("--verify: the virtual SSD stores no data, so there is nothing to verify; drop --verify");
+        }
+        let span = SpanFlag::parse(flags.span)?;
+        let rate = flags
+            .rate
+            .map(|v| parse_rate(v).map_err(|e| anyhow::anyhow!("--rate {e}")))
+            .transpose()?;
+        if let Some(dir) = &out {
+            export::check_out_dir(dir)?;
+        }
+        Ok(Plan {
+            target,
+            rw,
+            mix_read_percent: flags.mix,
+            block_bytes,
+            queue_depth: flags.qd,
+            span,
+            stop,
+            rate,
+            seed: flags.seed,
+            random_map: !flags.norandommap,
+            verify: flags.verify,
+            out,
+        })
+    }
+
+    /// The workload on an opened device, checked against it.
+    pub fn workload(&self, device: &ssdlab_core::DeviceInfo) -> Result<Workload> {
+        let workload = Workload {
+            rw: self.rw,
+            mix_read_percent: self.mix_read_percent,
+            pattern: if self.rw.is_random() {
+                Pattern::Random {
+                    random_map: self.random_map,
+                }
+            } else {
+                Pattern::Sequential
+            },
+            block_bytes: self.block_bytes,
+            queue_depth: self.queue_depth,
+            span: self
+                .span
+                .resolve(device.capacity_bytes, device.logical_block_bytes),
+            stop: self.stop,
+            rate: self.rate,
+            seed: self.seed,
+            verify: self.verify,
+        };
+        workload.validate(device)?;
+        Ok(workload)
+    }
+}
+
+/// Runs the workload and records it.
+pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
+    if let Some(dir) = &plan.out {
+        export::prepare_out_dir(dir)?;
+    }
+    let opened = plan.target.open(if plan.rw.modifies() {
+        Use::Writes
+    } else {
+        Use::Reads
+    })?;
+    opened.device.visit(RunOn {
+        plan,
+        ports,
+        undo: opened.undo,
+    })
+}
+
+/// The run, instantiated for each backend.
+struct RunOn<'a, 'p> {
+    plan: &'a Plan,
+    ports: &'a mut Ports<'p>,
+    undo: Undo,
+}
+
+impl DeviceVisitor for RunOn<'_, '_> {
+    type Output = Result<Outcome>;
+    fn visit<D: Device>(self, device: D) -> Result<Outcome> {
+        run_on(device, self.plan, self.ports, self.undo)
+    }
+}
+
+fn describe(w: &Workload) -> String {
+    let limits: Vec<String> = [
+        w.stop
+            .runtime_ns
+            .map(|ns| format!("runtime {}", Nanos(ns as f64))),
+        w.stop.bytes.map(|b| format!("bytes {}", BinaryBytes(b))),
+        w.stop.passes.map(|p| format!("passes {p}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mix = if w.rw == ssdlab_engine::RwMode::RandRw {
+        format!(" ({}% reads)", w.mix_read_percent)
+    } else {
+        String::new()
+    };
+    format!(
+        "{}{mix}  bs {}  qd {}  span {}+{}  {}  seed {}{}",
+        format!("{:?}", w.rw).to_lowercase(),
+        BinaryBytes(w.block_bytes),
+        w.queue_depth,
+        w.span.offset_bytes,
+        BinaryBytes(w.span.len_bytes),
+        limits.join(", "),
+        w.seed,
+        if w.verify { "  verify" } else { "" }
+    )
+}
+
+fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo) -> Result<Outcome> {
+    let workload = match plan.workload(device.info()) {
+        Ok(workload) => workload,
+        Err(e) => {
+            // Refused before any I/O: undo the file's creation or extension, so bad input leaves nothing behind.
+            drop(device);
+            before.restore();
+            return Err(e);
+        }
+    };
+    let options = RunOptions::Run(JobOptions {
+        target: plan.target.recorded(),
+        workload: workload.clone(),
+    });
+    let started_at = rfc3339_utc(ports.unix_now_s());
+    let info = device.info().clone();
+
+    let mut reporter = Reporter::new(&mut *ports.console);
+    reporter.say(&format!("ssdlab    run {}", describe(&workload)));
+    reporter.say_lines(ssdlab_report::text::target_lines(&info));
+    reporter.emit(&Event::Begin {
+        kind: "run".into(),
+        target: info.clone(),
+        options: options.clone(),
+        started_at: started_at.clone(),
+    })?;
+    reporter.start_phase("run")?;
+    let outcome = run_phase(&mut device, &workload, &mut reporter)?;
+    let cpu = reporter.phase_cpu();
+    reporter.finish_phase();
+
+    let mut summary = outcome.summary;
+    summary.cpu_user_s = cpu.user_s;
+    summary.cpu_sys_s = cpu.sys_s;
+    let mut reasons = Vec::new();
+    if let Some(failure) = &outcome.io_failure {
+        reasons.push(format!("I/O failed: {failure}"));
+    }
+    if summary.verify_errors > 0 {
+        let first = outcome.verify_failures.first().map_or(String::new(), |f| {
+            format!(
+                "; first at byte {}: {} bad sectors, {}",
+                f.offset, f.bad_sectors, f.found
+            )
+        });
+        reasons.push(format!(
+            "{} blocks failed verification{first}",
+            summary.verify_errors
+        ));
+    }
+    if !outcome.complete && outcome.io_failure.is_none() {
+        reasons.push("interrupted before the end condition; results cover what was measured".into());
+    }
+    let verdict = Verdict {
+        passed: reasons.is_empty(),
+        reasons,
+    };
+    reporter.emit(&Event::Summary {
+        phase: "run".into(),
+        summary: summary.clone(),
+        complete: outcome.complete,
+    })?;
+    reporter.emit(&Event::Verdict(verdict.clone()))?;
+
+    reporter.say_lines(ssdlab_report::text::summary_lines(&summary, workload.queue_depth));
+    for reason in &verdict.reasons {
+        reporter.say(&format!("verdict   {reason}"));
+    }
+    if let Some(dir) = &plan.out {
+        let result = RunResult {
+            schema: SCHEMA.into(),
+            ssdlab_version: env!("CARGO_PKG_VERSION").into(),
+            started_at,
+            host: ssdlab_io::sys::host_info(),
+            target: info,
+            options,
+            phases: vec![PhaseResult {
+                name: "run".into(),
+                samples: outcome.samples,
+                summary,
+                complete: outcome.complete,
+            }],
+            analysis: Analysis::Run,
+            verdict: verdict.clone(),
+            complete: outcome.complete,
+            label: None,
+        };
+        for warning in export::write_result_dir(dir, &result)? {
+            reporter.alarm(&warning);
+        }
+        reporter.say(&format!(
+            "results   {} (report.html, result.json, samples.csv, charts/)",
+            dir.display()
+        ));
+    }
+    Ok(if reporter.pipe_closed() {
+        Outcome::PipeClosed
+    } else if reporter.interrupted() {
+        Outcome::Interrupted
+    } else if verdict.passed {
+        Outcome::Passed
+    } else {
+        Outcome::Failed
+    })
+}

@@ -1,0 +1,492 @@
+//! `scan`: read speed by data age over real files (PATH...) or a virtual data set (`--target sim:...
+//! --dataset ...`), the field report's table and which files have gone slow; or, with `--device`, MB/s across a
+//! device's LBA range. The flags as given ([`ScanFlags`]) become a checked [`Plan`] before anything is read.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+use ssdlab_core::Device;
+use ssdlab_core::schema::options::{FileScanFlags, RegionScanFlags, RunOptions};
+use ssdlab_core::schema::{Analysis, ScanAnalysis};
+use ssdlab_core::target::TargetSpec;
+use ssdlab_core::units::BinaryBytes;
+use ssdlab_io::Engine;
+use ssdlab_methods::refresh::file::{escape_path, path_bytes_hex};
+use ssdlab_methods::scan::dataset::{DatasetScanOptions, parse_dataset, scan_dataset};
+use ssdlab_methods::scan::files::{OpenedFile, ScanCandidate, ScanOpener, ScanRefusal, scan_files};
+use ssdlab_methods::scan::read::{Reader, ScanReads};
+use ssdlab_methods::scan::region::{RegionScanOptions, plan as plan_regions, region_scan as scan_regions};
+use ssdlab_methods::scan::{analyze, verdict};
+use ssdlab_targets::{Access, AnyDevice, OpenOptions};
+
+use crate::export;
+use crate::flags::size_flag;
+use crate::ports::Clock;
+use crate::ports::{Outcome, Ports};
+use crate::reporter::Reporter;
+use crate::target::{TargetPlan, Use};
+
+/// Which reader `--reader` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReaderChoice {
+    Cat,
+    Chunks,
+}
+
+/// `scan`'s flags as given (the demo builds them too).
+#[derive(Debug, Clone)]
+pub struct ScanFlags {
+    pub paths: Vec<PathBuf>,
+    pub target: Option<String>,
+    pub device: Option<String>,
+    pub regions: Option<u32>,
+    pub region_bytes: Option<String>,
+    pub dataset: String,
+    pub refresh_flagged: bool,
+    pub min_size: String,
+    pub reader: Option<ReaderChoice>,
+    pub chunk: Option<String>,
+    pub qd: Option<u32>,
+    pub random_reads: Option<u32>,
+    pub slower_than: f64,
+    pub out: Option<PathBuf>,
+    pub prom: Option<PathBuf>,
+    pub allow_atime: bool,
+    pub state_dir: Option<PathBuf>,
+}
+
+/// A scan, checked: the flags, the reader and the reads per file, the smallest file scanned.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    flags: ScanFlags,
+    reads: ScanReads,
+    min_size_bytes: u64,
+}
+
+impl Plan {
+    /// Checks every flag before anything is read; `--out` is made ready and `--prom` checked.
+    pub fn new(flags: ScanFlags) -> Result<Self> {
+        let args = &flags;
+        let min_size_bytes = size_flag("min-size", &args.min_size)?;
+        let reader = reader_of(args)?;
+        let random_reads = args.random_reads.unwrap_or(if args.target.is_some() {
+            DEFAULT_VIRTUAL_RANDOM_READS
+        } else {
+            0
+        });
+        if random_reads > 100_000 {
+            bail!("--random-reads {random_reads}: use 0 to 100000 per file");
+        }
+        if args.device.is_some() && args.random_reads.is_some() {
+            bail!(
+                "--random-reads: a region scan reads regions through, not files; leave it out with --device"
+            );
+        }
+        if !(args.slower_than > 0.0 && args.slower_than < 1.0) {
+            bail!(
+                "--slower-than {}: a fraction of the baseline speed between 0 and 1, e.g. 0.5",
+                args.slower_than
+            );
+        }
+        for path in &args.paths {
+            if std::fs::symlink_metadata(path).is_err() {
+                bail!("PATH {}: does not exist", path.display());
+            }
+        }
+        if args.device.is_none() && (args.regions.is_some() || args.region_bytes.is_some()) {
+            bail!(
+                "--regions and --region-bytes shape a region scan: add --device T to scan a device's LBA range, or \
+                 leave them out"
+            );
+        }
+        if let Some(dir) = &args.out {
+            export::prepare_out_dir(dir)?;
+        }
+        if let Some(prom) = &args.prom {
+            export::check_prom_path(prom)?;
+        }
+        Ok(Plan {
+            reads: ScanReads { reader, random_reads },
+            min_size_bytes,
+            flags,
+        })
+    }
+}
+
+/// Opens real files read-only with O_DIRECT and O_NOATIME (unless `--allow-atime`).
+struct FileOpener {
+    allow_atime: bool,
+}
+
+impl ScanOpener for FileOpener {
+    fn open(&self, path: &Path) -> Result<OpenedFile, ScanRefusal> {
+        let refusal = |e: &dyn std::fmt::Display| {
+            let text = e.to_string();
+            if text.contains("Operation not permitted") {
+                ScanRefusal::NotOurs
+            } else {
+                ScanRefusal::Failed(text)
+            }
+        };
+        let spec = TargetSpec::File {
+            path: path.to_path_buf(),
+            size: None,
+        };
+        let options = OpenOptions {
+            access: Access::ReadOnly,
+            engine: Engine::Auto,
+            allow_atime: self.allow_atime,
+            lay_out_files: false,
+            flag: "PATH",
+            force_scope: ssdlab_targets::ForceScope::Signatures,
+        };
+        let opened =
+            ssdlab_targets::open_spec(&escape_path(path), &spec, &options).map_err(|e| refusal(&e))?;
+        let device: Box<dyn Device> = Box::new(opened.device);
+        let data_ranges =
+            ssdlab_io::files::data_ranges_of(path, self.allow_atime).map_err(|e| refusal(&e))?;
+        Ok(OpenedFile { device, data_ranges })
+    }
+}
+
+/// Writes the scan's record (--json, --out with files.csv, --prom) and turns its verdict into the exit.
+fn publish(
+    args: &ScanFlags,
+    ports: &mut Ports,
+    analysis: ScanAnalysis,
+    subject: &str,
+    reads: ScanReads,
+) -> Result<Outcome> {
+    let ScanReads { reader, random_reads } = reads;
+    let verdict = verdict(&analysis, args.slower_than);
+    let (started_unix_s, now_s) = (ports.started_unix_s, ports.unix_now_s());
+    let mut reporter = Reporter::new(&mut *ports.console);
+    let virtual_set = args.target.is_some();
+    let info = ssdlab_core::DeviceInfo {
+        max_transfer_bytes: u64::MAX,
+        direct_io: true,
+        ..ssdlab_core::DeviceInfo::subject(
+            subject.to_string(),
+            if virtual_set {
+                ssdlab_core::device::TargetKind::Sim
+            } else {
+                ssdlab_core::device::TargetKind::File
+            },
+            if virtual_set {
+                format!("virtual data set {} on {subject}", args.dataset)
+            } else {
+                "files".into()
+            },
+            analysis.total_bytes,
+            "timed chunk reads through the engine's devices".into(),
+        )
+    };
+    let options = RunOptions::FileScan(FileScanFlags {
+        paths: args.paths.clone(),
+        target: args.target.clone(),
+        dataset: args.dataset.clone(),
+        min_size: args.min_size.clone(),
+        reader: reader_name(reader).into(),
+        chunk: chunk_as_given(args, reader),
+        qd: reader.queue_depth(),
+        random_reads,
+        slower_than: args.slower_than,
+    });
+    let csv = files_csv(&analysis);
+    if let Some(prom) = &args.prom {
+        let mut exposition = ssdlab_core::prom::Exposition::new();
+        ssdlab_methods::scan::prom::scan_metrics(&mut exposition, &analysis, now_s);
+        export::write_prom(&mut reporter, prom, &exposition)?;
+    }
+    export::publish_analysis(
+        started_unix_s,
+        &mut reporter,
+        args.out.as_deref(),
+        info,
+        options,
+        Analysis::Scan(analysis),
+        &verdict,
+        true,
+    )?;
+    if let Some(dir) = &args.out {
+        export::write_atomically(&dir.join("files.csv"), csv.as_bytes())
+            .with_context(|| format!("--out {}: cannot write files.csv", dir.display()))?;
+        reporter.say(&format!(
+            "results   {} (report.html, result.json, files.csv)",
+            dir.display()
+        ));
+    }
+    Ok(Outcome::of_verdict(reporter.pipe_closed(), verdict.passed))
+}
+
+/// Walks the paths and scans every file of at least `min_size` bytes.
+fn scan_paths(args: &ScanFlags, clock: &dyn Clock, reads: ScanReads, min_size: u64) -> Result<ScanAnalysis> {
+    let state_dir = args
+        .state_dir
+        .clone()
+        .unwrap_or_else(ssdlab_targets::default_state_dir);
+    let exclude: Vec<(u64, u64)> = std::fs::metadata(&state_dir)
+        .map(|m| vec![(m.dev(), m.ino())])
+        .unwrap_or_default();
+    // Absolute paths in the result, so `refresh --from` finds the files from any directory.
+    let roots: Vec<PathBuf> = args
+        .paths
+        .iter()
+        .map(|p| std::path::absolute(p).with_context(|| format!("PATH {}", escape_path(p))))
+        .collect::<Result<_>>()?;
+    let walked =
+        ssdlab_io::walk::walk(&roots, &exclude, args.allow_atime).map_err(|e| anyhow!("PATH {e}"))?;
+    let now_unix_s = clock.unix_now_s();
+    // The one notion of data age: a file ssdlab refreshed counts as written when it was refreshed.
+    let log = ssdlab_methods::refresh::RefreshLog::load(&state_dir);
+    let candidates: Vec<ScanCandidate> = walked
+        .files
+        .into_iter()
+        .filter(|f| f.size_bytes >= min_size)
+        .map(|file| {
+            let id = ssdlab_methods::refresh::FileId {
+                fs: file.identity.fs,
+                ino: file.identity.ino,
+                birth: file.identity.birth,
+            };
+            ScanCandidate {
+                name: escape_path(&file.path),
+                name_bytes_hex: path_bytes_hex(&file.path),
+                device_id: file.dev,
+                device_name: ssdlab_io::sys::device_name(file.dev),
+                age_s: log.data_age_s(&id, file.mtime, id.birth, now_unix_s),
+                path: file.path,
+            }
+        })
+        .collect();
+    let opener = FileOpener {
+        allow_atime: args.allow_atime,
+    };
+    let (scans, mut skipped) = scan_files(candidates, &opener, reads);
+    skipped.splice(
+        0..0,
+        walked
+            .skipped
+            .into_iter()
+            .map(|(path, reason)| ssdlab_core::schema::SkippedFile {
+                name: escape_path(&path),
+                name_bytes_hex: path_bytes_hex(&path),
+                reason,
+            }),
+    );
+    let mut analysis = analyze(scans, args.slower_than, &reads.reader.describe());
+    analysis.skipped = skipped;
+    Ok(analysis)
+}
+
+/// Lays the virtual data set out on the simulator and scans it (and, with `--refresh-flagged`, rewrites the
+/// flagged files there and scans them again).
+fn scan_sim(args: &ScanFlags, target: &str, reads: ScanReads) -> Result<ScanAnalysis> {
+    // The virtual data set is written into the virtual drive's past: only a virtual drive has one.
+    let AnyDevice::Sim(mut device) = TargetPlan::plain(target).open(Use::Reads)?.device else {
+        bail!("--target {target}: scan takes a sim: target; for real files give PATHs");
+    };
+    let files = parse_dataset(&args.dataset, device.info().capacity_bytes).map_err(|e| anyhow!(e))?;
+    let layout: Vec<(u64, u64)> = files.iter().map(|f| (f.size_bytes, f.age_ns)).collect();
+    let ranges = device
+        .lay_out_dataset(&layout)
+        .map_err(|e| anyhow!("--dataset {}: {e}", args.dataset))?;
+    let options = DatasetScanOptions {
+        reads,
+        slower_than: args.slower_than,
+        refresh_flagged: args.refresh_flagged,
+    };
+    Ok(scan_dataset(&mut device, target, &files, &ranges, &options)?)
+}
+
+/// Random reads per virtual file unless `--random-reads` says otherwise: 6 files of an age give 1536 samples.
+const DEFAULT_VIRTUAL_RANDOM_READS: u32 = 256;
+
+/// The reader `--reader`, `--chunk` and `--qd` ask for. Without `--reader`, a virtual data set is read as the
+/// field report read (cat) unless a chunk or depth is given, and files and devices in chunks.
+fn reader_of(args: &ScanFlags) -> Result<Reader> {
+    let chunks_given = args.chunk.is_some() || args.qd.is_some();
+    let default = if args.target.is_some() && !chunks_given {
+        ReaderChoice::Cat
+    } else {
+        ReaderChoice::Chunks
+    };
+    match args.reader.unwrap_or(default) {
+        ReaderChoice::Cat => {
+            if chunks_given {
+                bail!(
+                    "--chunk and --qd shape --reader chunks; --reader cat reads 128 KiB at a time, one at a time, as cat does: leave them out or say --reader chunks"
+                );
+            }
+            Ok(Reader::Cat)
+        }
+        ReaderChoice::Chunks => {
+            let text = args.chunk.as_deref().unwrap_or("1m");
+            let chunk_bytes = size_flag("chunk", text)?;
+            if !(4096..=64 << 20).contains(&chunk_bytes) || !chunk_bytes.is_multiple_of(4096) {
+                bail!("--chunk {text}: use a multiple of 4k from 4k to 64m");
+            }
+            let queue_depth = args.qd.unwrap_or(4);
+            if !(1..=256).contains(&queue_depth) {
+                bail!("--qd {queue_depth}: use 1 to 256");
+            }
+            Ok(Reader::Chunks {
+                chunk_bytes,
+                queue_depth,
+            })
+        }
+    }
+}
+
+/// `--chunk` as the user wrote it (or its default), or the cat reader's fixed 128k.
+fn chunk_as_given(args: &ScanFlags, reader: Reader) -> String {
+    match reader {
+        Reader::Cat => "128k".into(),
+        Reader::Chunks { .. } => args.chunk.clone().unwrap_or_else(|| "1m".into()),
+    }
+}
+
+fn reader_name(reader: Reader) -> &'static str {
+    match reader {
+        Reader::Cat => "cat",
+        Reader::Chunks { .. } => "chunks",
+    }
+}
+
+/// Regions of a region scan unless `--regions` says otherwise.
+const DEFAULT_REGIONS: u32 = 128;
+
+/// The region scan: MB/s across the LBA range of one device, read-only.
+fn region_scan(args: &ScanFlags, ports: &mut Ports, target: &str, reader: Reader) -> Result<Outcome> {
+    let options = RegionScanOptions {
+        regions: args.regions.unwrap_or(DEFAULT_REGIONS),
+        read_bytes: args
+            .region_bytes
+            .as_deref()
+            .map(|v| size_flag("region-bytes", v))
+            .transpose()?,
+        reader,
+        slower_than: args.slower_than,
+    };
+    // A region scan is read-only: the opener never creates or extends the file it is given.
+    let mut device = TargetPlan::plain(target).open_as(Use::Reads, "--device")?.device;
+    let info = device.info().clone();
+    let layout = plan_regions(&info, &options)?;
+    let (started_unix_s, now_s) = (ports.started_unix_s, ports.unix_now_s());
+    let mut reporter = Reporter::new(&mut *ports.console);
+    reporter.say(&format!(
+        "scan      {target}: {} regions of {}, reading {} of each",
+        options.regions,
+        BinaryBytes(layout.region_bytes),
+        BinaryBytes(layout.read_bytes)
+    ));
+    reporter.say_lines(ssdlab_report::text::target_lines(&info));
+    let (analysis, verdict) = scan_regions(&mut device, &options)?;
+    reporter.say(&format!(
+        "regions   MB/s min {:.1}, median {:.1}, max {:.1}; {} regions below {} of the median, twice",
+        analysis.min_bytes_per_s / 1e6,
+        analysis.median_bytes_per_s / 1e6,
+        analysis.max_bytes_per_s / 1e6,
+        analysis.slow_region_offsets.len(),
+        args.slower_than
+    ));
+    if let Some(prom) = &args.prom {
+        let mut exposition = ssdlab_core::prom::Exposition::new();
+        ssdlab_methods::scan::prom::region_scan_metrics(&mut exposition, target, &analysis, now_s);
+        export::write_prom(&mut reporter, prom, &exposition)?;
+    }
+    let options = RunOptions::RegionScan(RegionScanFlags {
+        device: target.to_string(),
+        regions: options.regions,
+        region_bytes: args.region_bytes.clone(),
+        reader: reader_name(reader).into(),
+        chunk: chunk_as_given(args, reader),
+        qd: reader.queue_depth(),
+        slower_than: args.slower_than,
+    });
+    export::publish_analysis(
+        started_unix_s,
+        &mut reporter,
+        args.out.as_deref(),
+        info,
+        options,
+        Analysis::RegionScan(analysis),
+        &verdict,
+        true,
+    )?;
+    if let Some(dir) = &args.out {
+        reporter.say(&format!("results   {} (report.html, result.json)", dir.display()));
+    }
+    Ok(Outcome::of_verdict(reporter.pipe_closed(), verdict.passed))
+}
+
+/// Runs the scan and records it.
+pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
+    let (args, reads) = (&plan.flags, plan.reads);
+    if let Some(device) = &args.device {
+        return region_scan(args, ports, device, reads.reader);
+    }
+    let (analysis, subject) = match &args.target {
+        Some(target) => (scan_sim(args, target, reads)?, target.clone()),
+        None => {
+            let subject = args
+                .paths
+                .iter()
+                .map(|p| escape_path(p))
+                .collect::<Vec<_>>()
+                .join(" ");
+            (
+                scan_paths(args, ports.clock, reads, plan.min_size_bytes)?,
+                subject,
+            )
+        }
+    };
+    for skipped in &analysis.skipped {
+        ports
+            .console
+            .say(&format!("skip      {}: {}", skipped.name, skipped.reason));
+    }
+    if analysis.files.is_empty() {
+        bail!(
+            "PATH {subject}: no files of at least --min-size {} to scan",
+            args.min_size
+        );
+    }
+    ports
+        .console
+        .say(&format!("scan      {subject}: {} files", analysis.files.len()));
+    ports.say_lines(ssdlab_report::text::scan_lines(&analysis));
+    if let Some(after) = &analysis.after_refresh {
+        let hours = |h: Option<f64>| h.map_or("-".into(), |h| format!("{h:.2}"));
+        ports.console.say(&format!(
+            "refresh   {} flagged files rewritten on the virtual drive: {:.1} MB/s before, {:.1} MB/s after ({} h per 900 GB before, {} after; the field report: 10.49 before on its oldest drive, {:.2} after)",
+            after.files.len(),
+            after.mean_bytes_per_s_before / 1e6,
+            after.mean_bytes_per_s_after / 1e6,
+            hours(after.hours_per_900gb_before),
+            hours(after.hours_per_900gb_after),
+            ssdlab_methods::scan::dataset::FIELD_REPORT_REFRESHED_HOURS
+        ));
+    }
+    publish(args, ports, analysis, &subject, reads)
+}
+
+/// One row per scanned file, columns named like the JSON fields.
+fn files_csv(analysis: &ScanAnalysis) -> String {
+    let mut csv = String::from("name,device,age_s,bytes,seconds,bytes_per_s,slowdown_ratio,flagged\n");
+    for f in &analysis.files {
+        csv.push_str(&format!(
+            "\"{}\",{},{:.0},{},{:.6},{:.1},{:.3},{}\n",
+            f.name.replace('"', "\"\""),
+            f.device,
+            f.age_s,
+            f.bytes,
+            f.seconds,
+            f.bytes_per_s,
+            f.slowdown_ratio,
+            f.flagged
+        ));
+    }
+    csv
+}

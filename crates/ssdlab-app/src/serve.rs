@@ -1,0 +1,271 @@
+//! `serve`: a target exported over NBD until the stop request (SIGINT/SIGTERM), then destaged, flushed and
+//! closed, with the session's record. The socket is bound before the target opens, so a signal sent as soon as
+//! it exists finds the stop flag; the socket file is removed on every way out if it is still the one bound.
+
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use ssdlab_core::Device;
+use ssdlab_core::schema::options::{RunOptions, ServeFlags as RecordedFlags};
+use ssdlab_core::schema::serve::ServeAnalysis;
+use ssdlab_core::schema::{Analysis, Verdict};
+use ssdlab_nbd::protocol::ExportInfo;
+use ssdlab_nbd::{Listener, ServeOptions, serve};
+use ssdlab_targets::DeviceVisitor;
+
+use crate::export;
+use crate::ports::{Console, Outcome, Ports};
+use crate::reporter::Reporter;
+use crate::target::{TargetPlan, Use};
+
+/// `serve`'s flags as given.
+#[derive(Debug, Clone)]
+pub struct ServeFlags {
+    pub target: TargetPlan,
+    /// A Unix socket path, or None with `listen`.
+    pub socket: Option<PathBuf>,
+    /// HOST:PORT, or None with `socket`.
+    pub listen: Option<String>,
+    pub allow_remote: bool,
+    pub read_only: bool,
+    pub name: String,
+    pub qd: u32,
+    pub max_connections: u32,
+    pub out: Option<PathBuf>,
+}
+
+/// A serve session, checked (where it listens is checked when the socket is bound).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    flags: ServeFlags,
+}
+
+impl Plan {
+    pub fn new(flags: ServeFlags) -> Result<Self> {
+        if let Some(dir) = &flags.out {
+            export::check_out_dir(dir)?;
+        }
+        if flags.socket.is_some() == flags.listen.is_some() {
+            bail!("--socket PATH or --listen HOST:PORT: give one of them");
+        }
+        Ok(Plan { flags })
+    }
+}
+
+/// Serves until the stop request, then records the session.
+pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
+    let args = &plan.flags;
+    let started = std::time::Instant::now();
+    // SIGTERM must find the stop flag, not the default action, from the moment the socket exists: a client or a
+    // service manager that sees the socket may signal at once, and a killed server leaves its socket behind.
+    let stop = ports.stop;
+    let (listener, place) = listen(args)?;
+    // The socket file is ours from here: removed on every way out, if it is still the one bound.
+    let _socket = SocketFile(args.socket.as_ref().and_then(|path| {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        Some((path.clone(), meta.dev(), meta.ino()))
+    }));
+    let mut opened = args
+        .target
+        .open(if args.read_only { Use::Reads } else { Use::Writes })?;
+    // A virtual drive keeps what clients write, so a file system can live on it.
+    opened.device.keep_virtual_data();
+    // The session's record must have somewhere to go before a client writes anything, and only once the gate
+    // has let the export through.
+    if let Some(dir) = &args.out {
+        export::prepare_out_dir(dir)?;
+    }
+    let started_unix_s = ports.started_unix_s;
+    opened.device.visit(ServeOn {
+        args,
+        console: &mut *ports.console,
+        started_unix_s,
+        listener,
+        place,
+        started,
+        stop,
+    })
+}
+
+/// The socket bound, by path and identity.
+struct SocketFile(Option<(PathBuf, u64, u64)>);
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        // Only the socket this server bound: a file someone put at the path meanwhile is theirs.
+        if let Some((path, dev, ino)) = &self.0 {
+            let _ = ssdlab_io::files::remove_socket_if_same(path, *dev, *ino);
+        }
+    }
+}
+
+fn listen(args: &ServeFlags) -> Result<(Listener, String)> {
+    if let Some(path) = &args.socket {
+        refuse_existing(path)?;
+        let listener = UnixListener::bind(path).with_context(|| format!("--socket {}", path.display()))?;
+        return Ok((Listener::Unix(listener), format!("unix:{}", path.display())));
+    }
+    let text = args
+        .listen
+        .as_deref()
+        .expect("the plan holds --socket or --listen");
+    let addr: SocketAddr = text
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .with_context(|| format!("--listen {text}: write HOST:PORT, such as 127.0.0.1:10809"))?;
+    if !addr.ip().is_loopback() && !args.allow_remote {
+        bail!(
+            "--listen {text}: not a loopback address; NBD has no authentication or encryption here, so anyone who can reach it could read and write the export. Add --allow-remote if that is intended"
+        );
+    }
+    let listener = TcpListener::bind(addr).with_context(|| format!("--listen {text}"))?;
+    let bound = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| text.to_string());
+    Ok((Listener::Tcp(listener), format!("nbd://{bound}")))
+}
+
+/// A socket path is created, never taken over: an existing file is left alone.
+fn refuse_existing(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Err(_) => Ok(()),
+        Ok(m) if m.file_type().is_socket() => bail!(
+            "--socket {}: a socket already exists there (another server, or one that did not exit cleanly); remove it or choose another path",
+            path.display()
+        ),
+        Ok(_) => bail!(
+            "--socket {}: the path exists and is not a socket; choose another path",
+            path.display()
+        ),
+    }
+}
+
+struct ServeOn<'a> {
+    args: &'a ServeFlags,
+    console: &'a mut dyn Console,
+    started_unix_s: u64,
+    listener: Listener,
+    place: String,
+    /// When the command began: the session's duration counts from here (opening a virtual drive takes time too).
+    started: std::time::Instant,
+    /// Set by SIGINT/SIGTERM; installed before the socket was bound.
+    stop: &'a std::sync::atomic::AtomicBool,
+}
+
+impl DeviceVisitor for ServeOn<'_> {
+    type Output = Result<Outcome>;
+
+    fn visit<D: Device>(self, mut device: D) -> Result<Outcome> {
+        let stop = self.stop;
+        let console = self.console;
+        let options = ServeOptions {
+            export_name: self.args.name.clone(),
+            read_only: self.args.read_only,
+            slots: self.args.qd,
+            max_connections: self.args.max_connections as usize,
+        };
+        let target = self.args.target.target.clone();
+        let place = self.place;
+        let started = self.started;
+        let mut exported = (String::new(), 0u64);
+        let capacity = device.info().capacity_bytes;
+        let stats = serve(&mut device, self.listener, &options, stop, |export: &ExportInfo| {
+            exported = (export.name.clone(), export.size_bytes);
+            if export.size_bytes < capacity {
+                // NBD clients expect an export of whole blocks; a partial last block cannot be read or written
+                // as one.
+                console.say(&format!(
+                    "note      the target's last {} bytes are not exported: the export is a whole number of {}-byte blocks",
+                    capacity - export.size_bytes,
+                    export.min_block_bytes
+                ));
+            }
+            console.say(&format!(
+                "serving   {target} as NBD export '{}' ({} bytes, {}-byte blocks, {}) on {place}; Ctrl-C or SIGTERM to stop",
+                export.name,
+                export.size_bytes,
+                export.min_block_bytes,
+                if options.read_only { "read-only" } else { "read-write, flush and FUA honoured" }
+            ));
+        })
+        .context("serving")?;
+        console.say(&format!(
+            "served    {} connections ({} refused, {} failed handshakes): {} reads ({} bytes), {} writes ({} bytes, {} FUA), {} flushes, {} trims, {} write-zeroes, {} block-status queries; {} errors, {} protocol violations",
+            stats.connections,
+            stats.connections_refused,
+            stats.handshakes_failed,
+            stats.reads,
+            stats.bytes_read,
+            stats.writes,
+            stats.bytes_written,
+            stats.fua_writes,
+            stats.flushes,
+            stats.trims,
+            stats.write_zeroes,
+            stats.block_status,
+            stats.errors,
+            stats.protocol_violations
+        ));
+        let cache = device.cache_stats();
+        if let Some(cache) = &cache {
+            console.say(&format!(
+                "cache     read hits {} of {}, destaged {} bytes in {} writes, dirty now {} bytes",
+                cache.read_hits,
+                cache.read_hits + cache.read_misses,
+                cache.destaged_bytes,
+                cache.destage_writes,
+                cache.dirty_bytes
+            ));
+        }
+        if !console.json_wanted() && self.args.out.is_none() {
+            return Ok(Outcome::Passed);
+        }
+        let args = self.args;
+        let analysis = ServeAnalysis {
+            export_name: exported.0,
+            export_size_bytes: exported.1,
+            listen: place.clone(),
+            read_only: args.read_only,
+            duration_s: started.elapsed().as_secs_f64(),
+            stats,
+            cache,
+        };
+        let options = RunOptions::Serve(RecordedFlags {
+            target: args.target.recorded(),
+            socket: args.socket.clone(),
+            listen: args.listen.clone(),
+            allow_remote: args.allow_remote,
+            read_only: args.read_only,
+            name: args.name.clone(),
+            qd: args.qd,
+            max_connections: Some(args.max_connections),
+        });
+        // Serving is not a test: a client's bad request is answered and counted, and the session still served
+        // (the exit status says the same).
+        let verdict = Verdict {
+            passed: true,
+            reasons: vec![],
+        };
+        let mut reporter = Reporter::new(console);
+        export::publish_analysis(
+            self.started_unix_s,
+            &mut reporter,
+            args.out.as_deref(),
+            device.info().clone(),
+            options,
+            Analysis::Serve(analysis),
+            &verdict,
+            true,
+        )?;
+        if let Some(dir) = &args.out {
+            reporter.say(&format!("record    {} (result.json, report.html)", dir.display()));
+        }
+        Ok(Outcome::Passed)
+    }
+}

@@ -1,0 +1,94 @@
+//! A command's target as its plan holds it: the `--target` text (parsed by the one parser when opened), the
+//! permission flags and the engine, and how the command uses it. Opening goes through `ssdlab-targets`, which
+//! applies the safety gate; nothing here writes to a device.
+
+use anyhow::Result;
+use ssdlab_core::schema::options::TargetOptions;
+use ssdlab_io::Engine;
+use ssdlab_targets::{Access, ForceScope, OpenOptions, Opened};
+
+/// The target flags every command that opens a target shares, as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetPlan {
+    /// `/dev/NAME`, `file:PATH[:SIZE]`, `null[:SIZE]`, `sim:PROFILE[?OPTIONS]` or `cached:T[?OPTIONS]`.
+    pub target: String,
+    /// Writes to a block device are allowed (they destroy its data).
+    pub allow_destroy: bool,
+    /// With `allow_destroy`: write even over signatures of past use.
+    pub force: bool,
+    pub engine: Engine,
+}
+
+impl TargetPlan {
+    /// A target that needs no permission flags (a virtual drive, null, a file), with the automatic engine.
+    pub fn plain(target: impl Into<String>) -> Self {
+        TargetPlan {
+            target: target.into(),
+            allow_destroy: false,
+            force: false,
+            engine: Engine::Auto,
+        }
+    }
+
+    /// The flags as result.json records them.
+    pub fn recorded(&self) -> TargetOptions {
+        TargetOptions {
+            target: self.target.clone(),
+            engine: engine_name(self.engine).into(),
+            allow_destroy: self.allow_destroy,
+            force: self.force,
+        }
+    }
+
+    /// Opens the target through the one opener, as `--target`.
+    pub fn open(&self, usage: Use) -> Result<Opened> {
+        self.open_as(usage, "--target")
+    }
+
+    /// [`TargetPlan::open`] for a target given by another flag (`--device`), which the messages then name.
+    pub fn open_as(&self, usage: Use, flag: &'static str) -> Result<Opened> {
+        let destructive = matches!(usage, Use::Writes | Use::WritesTail);
+        let access = if destructive {
+            Access::Destructive {
+                allow_destroy: self.allow_destroy,
+                force: self.force,
+            }
+        } else {
+            Access::ReadOnly
+        };
+        let options = OpenOptions {
+            access,
+            engine: self.engine,
+            allow_atime: true,
+            lay_out_files: destructive,
+            flag,
+            force_scope: match usage {
+                Use::WritesTail => ForceScope::PartitionTables,
+                _ => ForceScope::Signatures,
+            },
+        };
+        Ok(ssdlab_targets::open(&self.target, &options)?)
+    }
+}
+
+/// The engine's name as `--engine` spells it and result.json records it.
+pub fn engine_name(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Auto => "auto",
+        Engine::IoUring => "iouring",
+        Engine::Psync => "psync",
+    }
+}
+
+/// How a command uses its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    /// Writes: the safety gate applies (its exclusive claim held until the device closes, `--force` or not); a
+    /// `file:` target is laid out (created or extended to its size).
+    Writes,
+    /// Writes the end of a whole device (op): `--force` lets only a partition table through.
+    WritesTail,
+    /// Only reads what is there: never creates or extends a file, never writes (read benchmarks, scans, op's
+    /// preview).
+    Reads,
+}

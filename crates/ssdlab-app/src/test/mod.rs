@@ -1,0 +1,195 @@
+//! `test`: the methodologies (consistency, TRIM, sweep, latency, replay, PTS) on one target, with their tables,
+//! JSON Lines and a result directory with report.html. A plan is the target, the seed and one method's checked
+//! options; the run opens the target for what the method does, runs it through a session, and records it.
+
+pub mod options;
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, anyhow};
+use ssdlab_core::Device;
+use ssdlab_core::schema::options::{MethodOptions, RunOptions, TestOptions};
+use ssdlab_core::schema::replay::ReplayOptions;
+use ssdlab_core::schema::{Event, RunResult, SCHEMA};
+use ssdlab_core::units::rfc3339_utc;
+use ssdlab_methods::consistency::{self, ConsistencyOptions};
+use ssdlab_methods::latency::{self, LatencyOptions};
+use ssdlab_methods::pts::{self, PtsOptions};
+use ssdlab_methods::replay::{self, TraceInput};
+use ssdlab_methods::sweep::{self, SweepOptions};
+use ssdlab_methods::trim::{self, TrimOptions};
+use ssdlab_methods::{MethodError, MethodOutcome, Session};
+
+use crate::export;
+use crate::ports::{Outcome, Ports};
+use crate::reporter::Reporter;
+use crate::target::{TargetPlan, Use};
+
+/// One method with its checked options.
+pub enum Method {
+    Consistency(ConsistencyOptions),
+    Trim(TrimOptions),
+    Sweep(SweepOptions),
+    Latency(LatencyOptions),
+    /// The options, the trace's operations, and whether it writes (a trace of reads alone opens a real device
+    /// read-only).
+    Replay(ReplayOptions, TraceInput, Use),
+    Pts(PtsOptions),
+}
+
+impl Method {
+    /// The result's kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Method::Consistency(_) => "consistency",
+            Method::Trim(_) => "trim",
+            Method::Sweep(_) => "sweep",
+            Method::Latency(_) => "latency",
+            Method::Replay(..) => "replay",
+            Method::Pts(_) => "pts",
+        }
+    }
+
+    /// How the method uses the target: reads alone need no permission on a real device.
+    pub fn usage(&self) -> Use {
+        match self {
+            Method::Latency(o) if !o.rw.writes() => Use::Reads,
+            Method::Replay(_, _, usage) => *usage,
+            _ => Use::Writes,
+        }
+    }
+
+    /// The options as result.json records them.
+    pub fn recorded(&self) -> MethodOptions {
+        match self {
+            Method::Consistency(o) => MethodOptions::Consistency(*o),
+            Method::Trim(o) => MethodOptions::Trim(*o),
+            Method::Sweep(o) => MethodOptions::Sweep(*o),
+            Method::Latency(o) => MethodOptions::Latency(*o),
+            Method::Replay(o, _, _) => MethodOptions::Replay(o.clone()),
+            Method::Pts(o) => MethodOptions::Pts(*o),
+        }
+    }
+
+    fn run(self, session: Session<'_>) -> Result<MethodOutcome, MethodError> {
+        match self {
+            Method::Consistency(o) => consistency::consistency(session, &o),
+            Method::Trim(o) => trim::trim(session, &o),
+            Method::Sweep(o) => sweep::sweep(session, &o),
+            Method::Latency(o) => latency::latency(session, &o),
+            Method::Replay(o, input, _) => replay::replay(session, input, &o),
+            Method::Pts(o) => pts::pts(session, &o),
+        }
+    }
+}
+
+/// A test, checked.
+pub struct Plan {
+    pub target: TargetPlan,
+    pub seed: u64,
+    pub out: Option<PathBuf>,
+    pub method: Method,
+}
+
+impl Plan {
+    pub fn new(target: TargetPlan, seed: u64, out: Option<PathBuf>, method: Method) -> Result<Self> {
+        if let Some(dir) = &out {
+            export::check_out_dir(dir)?;
+        }
+        Ok(Plan {
+            target,
+            seed,
+            out,
+            method,
+        })
+    }
+}
+
+/// Runs a test method and records it.
+pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
+    let Plan {
+        target,
+        seed,
+        out,
+        method,
+    } = plan;
+    let kind = method.kind();
+    let usage = method.usage();
+    let options = method.recorded();
+    if let Some(dir) = &out {
+        export::prepare_out_dir(dir)?;
+    }
+    let opened = target.open(usage)?;
+    let (mut device, before) = (opened.device, opened.undo);
+    let info = device.info().clone();
+    let started_at = rfc3339_utc(ports.unix_now_s());
+    let options = RunOptions::Test(TestOptions {
+        target: target.recorded(),
+        seed,
+        method: options,
+    });
+    let mut reporter = Reporter::new(&mut *ports.console);
+    reporter.say(&format!("ssdlab    test {kind}"));
+    reporter.say_lines(ssdlab_report::text::target_lines(&info));
+    reporter.emit(&Event::Begin {
+        kind: kind.into(),
+        target: info.clone(),
+        options: options.clone(),
+        started_at: started_at.clone(),
+    })?;
+    let outcome = match method.run(Session::new(&mut device, &mut reporter, seed)) {
+        Ok(outcome) => outcome,
+        Err(MethodError::Device(e)) => {
+            return Err(anyhow!(e)).context(format!("test {kind} on {}", info.target));
+        }
+        Err(e) => {
+            // Refused before measuring anything: undo a file target's creation or extension.
+            drop(device);
+            before.restore();
+            return Err(anyhow!("test {kind}: {e}"));
+        }
+    };
+    reporter.say_lines(ssdlab_report::text::method_lines(&outcome.analysis));
+    for note in outcome.analysis.notes() {
+        reporter.say(&format!("note      {note}"));
+    }
+    for reason in &outcome.verdict.reasons {
+        reporter.say(&format!("verdict   {reason}"));
+    }
+    if outcome.verdict.passed {
+        reporter.say("verdict   passed");
+    }
+    reporter.emit(&Event::Analysis(outcome.analysis.clone()))?;
+    reporter.emit(&Event::Verdict(outcome.verdict.clone()))?;
+    if let Some(dir) = &out {
+        let result = RunResult {
+            schema: SCHEMA.into(),
+            ssdlab_version: env!("CARGO_PKG_VERSION").into(),
+            started_at,
+            host: ssdlab_io::sys::host_info(),
+            target: info,
+            options,
+            phases: outcome.phases,
+            analysis: outcome.analysis,
+            verdict: outcome.verdict.clone(),
+            complete: outcome.complete,
+            label: None,
+        };
+        for warning in export::write_result_dir(dir, &result)? {
+            reporter.alarm(&warning);
+        }
+        reporter.say(&format!(
+            "results   {} (report.html, result.json, CSV, charts/)",
+            dir.display()
+        ));
+    }
+    Ok(if reporter.pipe_closed() {
+        Outcome::PipeClosed
+    } else if reporter.interrupted() {
+        Outcome::Interrupted
+    } else if outcome.verdict.passed {
+        Outcome::Passed
+    } else {
+        Outcome::Failed
+    })
+}

@@ -1,0 +1,268 @@
+//! The test methods' flags turned into their checked options, each refusal naming the flag and the fix. A
+//! replay's trace is read here too (line by line), so a plan holds its operations, not its text.
+
+use std::path::Path;
+
+use anyhow::{Result, anyhow, bail};
+use ssdlab_core::schema::replay::{ReplayFit, ReplayOptions, TraceFormat};
+use ssdlab_methods::consistency::ConsistencyOptions;
+use ssdlab_methods::latency::{LatencyOptions, LatencyRw};
+use ssdlab_methods::pts::{PtsOptions, PtsTest};
+use ssdlab_methods::replay::TraceInput;
+use ssdlab_methods::sweep::{SweepAxis, SweepOptions};
+use ssdlab_methods::trim::TrimOptions;
+
+use crate::flags::{duration_flag, size_flag};
+use crate::target::Use;
+
+/// `test consistency`'s flags as given.
+pub struct ConsistencyFlags<'a> {
+    pub runtime: &'a str,
+    pub op: u32,
+    pub fill_passes: u32,
+}
+
+/// `test trim`'s flags as given.
+pub struct TrimFlags<'a> {
+    pub torture: &'a str,
+    pub measure: &'a str,
+    pub idle: Option<&'a str>,
+}
+
+/// `test sweep`'s flags as given.
+pub struct SweepFlags<'a> {
+    pub test_size: &'a str,
+    pub qd: u32,
+    pub from: &'a str,
+    pub to: &'a str,
+    pub size_runtime: &'a str,
+    pub axis: SweepAxis,
+    pub bs: Option<&'a str>,
+    pub max_qd: Option<u32>,
+}
+
+/// `test latency`'s flags as given.
+pub struct LatencyFlags<'a> {
+    pub rw: LatencyRw,
+    pub span: &'a str,
+    pub runtime: &'a str,
+}
+
+/// `test replay`'s flags as given.
+pub struct ReplayFlags<'a> {
+    pub trace: &'a Path,
+    pub format: Option<TraceFormat>,
+    pub time_scale: f64,
+    pub as_fast_as_possible: bool,
+    pub qd: u32,
+    pub fit: ReplayFit,
+    pub disk: Option<u32>,
+}
+
+/// `test pts`'s flags as given.
+pub struct PtsFlags<'a> {
+    pub test: PtsTest,
+    pub round_time: &'a str,
+    pub span: f64,
+    pub qd: Option<u32>,
+    pub max_rounds: u32,
+}
+
+/// The consistency test's flags, checked.
+pub fn consistency(args: ConsistencyFlags) -> Result<ConsistencyOptions> {
+    let options = ConsistencyOptions {
+        runtime_ns: duration_flag("runtime", args.runtime)?,
+        op_percent: args.op,
+        fill_passes: args.fill_passes,
+        ..ConsistencyOptions::default()
+    };
+    if options.runtime_ns < 1_000_000_000 {
+        bail!(
+            "--runtime {}: run the random writes for at least 1s",
+            args.runtime
+        );
+    }
+    if args.op >= 100 {
+        bail!(
+            "--op {}: the extra over-provisioning must be below 100 (percent of the LBAs left untested)",
+            args.op
+        );
+    }
+    if args.fill_passes == 0 {
+        bail!("--fill-passes 0: fill at least once");
+    }
+    Ok(options)
+}
+
+/// The TRIM test's flags, checked.
+pub fn trim(args: TrimFlags) -> Result<TrimOptions> {
+    let measure_ns = match args.measure {
+        "full" => None,
+        value => {
+            let ns = duration_flag("measure", value)
+                .map_err(|e| anyhow!("{e}; or write 'full' for a whole pass"))?;
+            if ns < 1_000_000_000 {
+                bail!("--measure {value}: measure for at least a second, e.g. --measure 60s, or 'full'");
+            }
+            Some(ns)
+        }
+    };
+    let options = TrimOptions {
+        torture_ns: duration_flag("torture", args.torture)?,
+        measure_ns,
+        idle_ns: args
+            .idle
+            .map(|v| duration_flag("idle", v))
+            .transpose()?
+            .unwrap_or(0),
+        ..TrimOptions::default()
+    };
+    if options.torture_ns == 0 {
+        bail!("--torture 0: torture for at least a moment, e.g. --torture 30s");
+    }
+    Ok(options)
+}
+
+/// A sweep's flags, checked (the axis decides which apply).
+pub fn sweep(args: SweepFlags) -> Result<SweepOptions> {
+    let axis = args.axis;
+    if axis == SweepAxis::Size && (args.bs.is_some() || args.max_qd.is_some()) {
+        bail!("--bs and --max-qd shape a queue-depth or mix sweep: add --axis qd or mix, or leave them out");
+    }
+    if axis == SweepAxis::Mix && args.max_qd.is_some() {
+        bail!("--max-qd shapes a queue-depth sweep; a mix sweep runs at --qd");
+    }
+    let max_queue_depth = args.max_qd.unwrap_or(256);
+    if !(1..=1024).contains(&max_queue_depth) {
+        bail!("--max-qd {max_queue_depth}: between 1 and 1024");
+    }
+    let options = SweepOptions {
+        test_bytes: size_flag("test-size", args.test_size)?,
+        queue_depth: args.qd,
+        from_bytes: size_flag("from", args.from)?,
+        to_bytes: size_flag("to", args.to)?,
+        size_runtime_ns: duration_flag("size-runtime", args.size_runtime)?,
+        axis,
+        block_bytes: size_flag("bs", args.bs.unwrap_or("4k"))?,
+        max_queue_depth,
+    };
+    if !(1..=1024).contains(&args.qd) {
+        bail!("--qd {}: queue depth must be between 1 and 1024", args.qd);
+    }
+    if options.from_bytes < 512 || options.to_bytes > 64 << 20 || options.from_bytes > options.to_bytes {
+        bail!(
+            "--from {} --to {}: sizes run from 512 B to 64 MiB, smaller first",
+            args.from,
+            args.to
+        );
+    }
+    if options.test_bytes == 0 || options.size_runtime_ns == 0 {
+        bail!("--test-size and --size-runtime must be above zero");
+    }
+    Ok(options)
+}
+
+/// The latency test's flags, checked.
+pub fn latency(args: LatencyFlags) -> Result<LatencyOptions> {
+    let options = LatencyOptions {
+        span_bytes: size_flag("span", args.span)?,
+        runtime_ns: duration_flag("runtime", args.runtime)?,
+        rw: args.rw,
+    };
+    if options.span_bytes < 4096 {
+        bail!("--span {}: at least 4k", args.span);
+    }
+    if options.runtime_ns == 0 {
+        bail!("--runtime 0: run for at least a moment");
+    }
+    Ok(options)
+}
+
+/// A replay's flags, checked, and its trace read: the options, the trace's operations (fitted to the device
+/// later, by the method), and how the target is used (a trace of reads alone opens a real device read-only).
+pub fn replay(args: ReplayFlags) -> Result<(ReplayOptions, TraceInput, Use)> {
+    if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
+        bail!(
+            "--time-scale {}: a factor above 0 (0.5 replays twice as fast, 2 half as fast)",
+            args.time_scale
+        );
+    }
+    if !(1..=1024).contains(&args.qd) {
+        bail!("--qd {}: between 1 and 1024 operations in flight", args.qd);
+    }
+    let shown = args.trace.display();
+    // Read line by line: a trace of millions of operations is kept as its operations, never as text.
+    let file = crate::inputs::open(&format!("--trace {shown}"), args.trace)?;
+    let format = args.format;
+    let trace = ssdlab_trace::read_from(
+        std::io::BufReader::with_capacity(1 << 20, file),
+        format,
+        ssdlab_trace::ReadOptions { msr_disk: args.disk },
+    )
+    .map_err(|e| anyhow!("--trace {shown}: {e}"))?;
+    if args.disk.is_some() && trace.format != TraceFormat::Msr {
+        bail!(
+            "--disk chooses a disk of an MSR trace; {shown} is {}",
+            trace.format.name()
+        );
+    }
+    let options = ReplayOptions {
+        trace: shown.to_string(),
+        format: trace.format,
+        time_scale: args.time_scale,
+        as_fast_as_possible: args.as_fast_as_possible,
+        queue_depth: args.qd,
+        fit: args.fit,
+        msr_disk: args.disk,
+    };
+    // A trace of reads alone (and flushes) opens a real device read-only.
+    let writes = trace
+        .ops
+        .iter()
+        .any(|o| matches!(o.op, ssdlab_core::Op::Write | ssdlab_core::Op::Discard));
+    let usage = if writes { Use::Writes } else { Use::Reads };
+    let input = TraceInput {
+        format: trace.format,
+        ops: trace.ops,
+        notes: trace.notes,
+    };
+    Ok((options, input, usage))
+}
+
+pub fn pts(args: PtsFlags) -> Result<PtsOptions> {
+    let options = PtsOptions {
+        test: args.test,
+        cell_ns: duration_flag("round-time", args.round_time)?,
+        active_range_percent: args.span,
+        queue_depth: args.qd.unwrap_or(32),
+        max_rounds: args.max_rounds,
+        ..PtsOptions::default()
+    };
+    if options.cell_ns < 100_000_000 {
+        bail!(
+            "--round-time {}: run each cell for at least 100ms (the PTS runs a minute)",
+            args.round_time
+        );
+    }
+    if !(args.span > 0.0 && args.span <= 100.0) {
+        bail!(
+            "--span {}: the ActiveRange is a percentage above 0 and at most 100",
+            args.span
+        );
+    }
+    if let Some(qd) = args.qd {
+        if options.test == PtsTest::Latency {
+            bail!("--qd {qd}: the PTS latency test runs at QD1 by definition; leave --qd out");
+        }
+        if !(1..=1024).contains(&qd) {
+            bail!("--qd {qd}: queue depth must be between 1 and 1024");
+        }
+    }
+    if !(5..=1000).contains(&args.max_rounds) {
+        bail!(
+            "--max-rounds {}: between 5 (one steady-state window) and 1000; the PTS allows 25",
+            args.max_rounds
+        );
+    }
+    Ok(options)
+}
