@@ -1,0 +1,462 @@
+//! Whole commands driven through their ports, without a terminal, without root and without the tools installed:
+//! a recording console, canned tools answering smartctl, a fixed clock, virtual drives and temporary files.
+//! Each test runs a command's plan as the binary would and checks what it said, streamed and wrote.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use ssdlab_app::ports::{Outcome, Ports};
+use ssdlab_app::run::{Plan as RunPlan, RunFlags};
+use ssdlab_app::testing::{CannedTools, FixedClock, RecordingConsole};
+use ssdlab_app::{TargetPlan, health, op, scan, test};
+use ssdlab_health::rating::RatingFlags;
+
+/// A small virtual 840 EVO (1/256 of 250 GB).
+const SMALL_SIM: &str = "sim:840evo-250g?scale=1/256";
+
+/// 2023-11-14, the time the health fixtures were taken at (their `local_time`).
+const FIXTURE_NOW_S: f64 = 1_700_000_000.0;
+
+fn no_stop() -> &'static AtomicBool {
+    Box::leak(Box::new(AtomicBool::new(false)))
+}
+
+/// The JSON Lines records' types, in order.
+fn event_types(console: &RecordingConsole) -> Vec<String> {
+    console
+        .json
+        .as_ref()
+        .expect("a JSON console")
+        .iter()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).expect("each record is JSON");
+            value["type"]
+                .as_str()
+                .expect("each record has a type")
+                .to_string()
+        })
+        .collect()
+}
+
+fn health_fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../ssdlab-health/tests/fixtures")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn run_flags<'a>(rw: &'a str, runtime: &'a str) -> RunFlags<'a> {
+    RunFlags {
+        rw,
+        mix: 70,
+        bs: "4k",
+        qd: 4,
+        span: "100%",
+        runtime: Some(runtime),
+        bytes: None,
+        passes: None,
+        rate: None,
+        seed: 1,
+        norandommap: false,
+        verify: false,
+    }
+}
+
+#[test]
+fn a_run_on_a_virtual_drive_streams_every_event_and_writes_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let plan = RunPlan::new(
+        TargetPlan::plain(SMALL_SIM),
+        run_flags("randread", "3s"),
+        Some(out.clone()),
+    )
+    .unwrap();
+    let mut console = RecordingConsole::with_json();
+    let outcome = ssdlab_app::run::run(
+        &plan,
+        &mut Ports::new(
+            &mut console,
+            &CannedTools::default(),
+            &FixedClock::at(FIXTURE_NOW_S),
+            no_stop(),
+        ),
+    )
+    .unwrap();
+    assert_eq!(outcome, Outcome::Passed, "{}", console.text());
+    let types = event_types(&console);
+    assert_eq!(types.first().map(String::as_str), Some("begin"));
+    assert_eq!(types.last().map(String::as_str), Some("verdict"));
+    // Three virtual seconds: a sample per second, then the phase's summary.
+    assert!(types.iter().filter(|t| *t == "sample").count() >= 3, "{types:?}");
+    assert!(types.contains(&"summary".to_string()));
+    assert!(
+        console
+            .said
+            .iter()
+            .any(|l| l.starts_with("ssdlab    run randread")),
+        "{}",
+        console.text()
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+    assert_eq!(record["kind"], "run");
+    // The ports' clock, not the system's, dates the record.
+    assert_eq!(record["started_at"], "2023-11-14T22:13:20Z");
+    assert!(out.join("samples.csv").exists() && out.join("report.html").exists());
+}
+
+#[test]
+fn a_stop_request_ends_a_run_as_interrupted_with_what_was_measured() {
+    let plan = RunPlan::new(TargetPlan::plain(SMALL_SIM), run_flags("randwrite", "60s"), None).unwrap();
+    let mut console = RecordingConsole {
+        interrupt: true,
+        ..RecordingConsole::with_json()
+    };
+    let outcome = ssdlab_app::run::run(
+        &plan,
+        &mut Ports::new(
+            &mut console,
+            &CannedTools::default(),
+            &FixedClock::at(FIXTURE_NOW_S),
+            no_stop(),
+        ),
+    )
+    .unwrap();
+    assert_eq!(outcome, Outcome::Interrupted, "{}", console.text());
+    assert!(
+        console
+            .said
+            .iter()
+            .any(|l| l.contains("interrupted before the end condition")),
+        "{}",
+        console.text()
+    );
+}
+
+#[test]
+fn run_plans_refuse_bad_flags_before_anything_opens() {
+    let refused = |flags: RunFlags, target: &str, flag: &str| {
+        let e = RunPlan::new(TargetPlan::plain(target), flags, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with(flag), "{flag}: {e}");
+    };
+    refused(run_flags("sideways", "1s"), "null", "--rw");
+    refused(run_flags("randread", "soon"), "null", "--runtime");
+    refused(
+        RunFlags {
+            span: "0%",
+            ..run_flags("randread", "1s")
+        },
+        "null",
+        "--span",
+    );
+    refused(
+        RunFlags {
+            mix: 101,
+            ..run_flags("randrw", "1s")
+        },
+        "null",
+        "--mix",
+    );
+    refused(
+        RunFlags {
+            verify: true,
+            ..run_flags("randwrite", "1s")
+        },
+        SMALL_SIM,
+        "--verify",
+    );
+    refused(
+        RunFlags {
+            rate: Some("fast"),
+            ..run_flags("randread", "1s")
+        },
+        "null",
+        "--rate",
+    );
+}
+
+#[test]
+fn health_reads_a_drive_through_the_tools_port_and_keeps_its_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history");
+    // /dev/null is a device node anyone may name; what smartctl says of it is canned.
+    let tools = CannedTools::default().answer(
+        "smartctl --json=c -x /dev/null",
+        0,
+        &health_fixture("ata-samsung-840evo-1t.json"),
+    );
+    let plan = || {
+        health::Plan::new(
+            vec!["/dev/null".into()],
+            false,
+            vec![],
+            Some(history.clone()),
+            "all".into(),
+            RatingFlags::default(),
+            None,
+            None,
+            "smartctl".into(),
+        )
+        .unwrap()
+    };
+    let clock = FixedClock::at(FIXTURE_NOW_S);
+    let mut console = RecordingConsole::with_json();
+    let outcome = health::run(&plan(), &mut Ports::new(&mut console, &tools, &clock, no_stop())).unwrap();
+    assert!(
+        matches!(outcome, Outcome::Passed | Outcome::Failed),
+        "{outcome:?}"
+    );
+    assert!(console.text().contains("840 EVO"), "{}", console.text());
+    assert_eq!(event_types(&console), ["begin", "analysis", "verdict"]);
+    assert_eq!(
+        tools.asked.lock().unwrap().as_slice(),
+        ["smartctl --json=c -x /dev/null"]
+    );
+    // The reading is appended to the drive's history, once per time stamp.
+    let files: Vec<PathBuf> = std::fs::read_dir(&history)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let lines = |p: &Path| std::fs::read_to_string(p).unwrap().lines().count();
+    assert_eq!(lines(&files[0]), 1);
+    let mut again = RecordingConsole::default();
+    health::run(&plan(), &mut Ports::new(&mut again, &tools, &clock, no_stop())).unwrap();
+    assert_eq!(lines(&files[0]), 1, "the same snapshot is not recorded twice");
+}
+
+#[test]
+fn health_without_smartctl_names_the_package_to_install() {
+    let plan = health::Plan::new(
+        vec!["/dev/null".into()],
+        false,
+        vec![],
+        None,
+        "all".into(),
+        RatingFlags::default(),
+        None,
+        None,
+        "smartctl".into(),
+    )
+    .unwrap();
+    let mut console = RecordingConsole::default();
+    let e = health::run(
+        &plan,
+        &mut Ports::new(
+            &mut console,
+            &CannedTools::default(),
+            &FixedClock::at(FIXTURE_NOW_S),
+            no_stop(),
+        ),
+    )
+    .unwrap_err();
+    assert!(
+        format!("{e:#}").contains("apt-get install smartmontools"),
+        "{e:#}"
+    );
+}
+
+#[test]
+fn health_scans_with_smartctl_and_reads_each_drive_with_its_type() {
+    // smartctl 7.3's --scan-open --json=c, its drive renamed to a node anyone may name.
+    let scan = r#"{"json_format_version":[1,0],"smartctl":{"version":[7,3],"argv":["smartctl","--scan-open","--json=c"],"exit_status":0},"devices":[{"name":"/dev/null","info_name":"/dev/null [SAT]","type":"sat","protocol":"ATA"}]}"#;
+    let tools = CannedTools::default()
+        .answer("smartctl --scan-open --json=c", 0, scan)
+        .answer(
+            "smartctl --json=c -x -d sat /dev/null",
+            0,
+            &health_fixture("ata-intel-dc.json"),
+        );
+    let plan = health::Plan::new(
+        vec![],
+        true,
+        vec![],
+        None,
+        "all".into(),
+        RatingFlags::default(),
+        None,
+        None,
+        "smartctl".into(),
+    )
+    .unwrap();
+    let mut console = RecordingConsole::default();
+    health::run(
+        &plan,
+        &mut Ports::new(&mut console, &tools, &FixedClock::at(FIXTURE_NOW_S), no_stop()),
+    )
+    .unwrap();
+    assert_eq!(
+        tools.asked.lock().unwrap().as_slice(),
+        [
+            "smartctl --scan-open --json=c",
+            "smartctl --json=c -x -d sat /dev/null"
+        ]
+    );
+    assert!(console.text().contains("INTEL"), "{}", console.text());
+}
+
+#[test]
+fn health_plans_refuse_bad_ratings_and_windows() {
+    let plan = |window: &str, rating: RatingFlags| {
+        health::Plan::new(
+            vec![],
+            false,
+            vec![],
+            None,
+            window.into(),
+            rating,
+            None,
+            None,
+            "smartctl".into(),
+        )
+    };
+    assert!(
+        plan("0s", RatingFlags::default())
+            .unwrap_err()
+            .to_string()
+            .starts_with("--window")
+    );
+    let zero_pe = RatingFlags {
+        pe_cycles: Some(0),
+        ..Default::default()
+    };
+    assert!(
+        plan("all", zero_pe)
+            .unwrap_err()
+            .to_string()
+            .starts_with("--rated-pe")
+    );
+    let negative = RatingFlags {
+        tbw_tb: Some(-1.0),
+        ..Default::default()
+    };
+    assert!(
+        plan("all", negative)
+            .unwrap_err()
+            .to_string()
+            .starts_with("--rated-tbw")
+    );
+}
+
+#[test]
+fn op_on_a_virtual_drive_says_what_the_spare_area_buys_and_refuses_to_apply_it() {
+    let plan = |set: Option<&str>, allow_destroy: bool| {
+        op::Plan::new(
+            TargetPlan {
+                allow_destroy,
+                ..TargetPlan::plain("sim:840evo-250g")
+            },
+            set.map(String::from),
+            None,
+            64,
+            1,
+            None,
+        )
+    };
+    let mut console = RecordingConsole::with_json();
+    let outcome = op::run(
+        &plan(Some("25%"), false).unwrap(),
+        &mut Ports::system(&mut console),
+    )
+    .unwrap();
+    assert_eq!(outcome, Outcome::Passed);
+    let text = console.text();
+    assert!(text.contains("built in") && text.contains("with it"), "{text}");
+    assert!(text.contains("sim:840evo-250g?op="), "{text}");
+    assert_eq!(event_types(&console), ["begin", "analysis", "verdict"]);
+    let e = op::run(
+        &plan(Some("25%"), true).unwrap(),
+        &mut Ports::system(&mut RecordingConsole::default()),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("a parameter, not something to apply"),
+        "{e}"
+    );
+    assert!(
+        plan(None, true)
+            .unwrap_err()
+            .to_string()
+            .starts_with("--allow-destroy")
+    );
+    assert!(
+        plan(Some("half"), false)
+            .unwrap_err()
+            .to_string()
+            .starts_with("--set")
+    );
+    let raw = op::Plan::new(
+        TargetPlan::plain("sim:840evo-250g"),
+        None,
+        Some("256g".into()),
+        64,
+        1,
+        None,
+    );
+    assert!(raw.unwrap_err().to_string().starts_with("--raw-nand"));
+    let file = op::Plan::new(TargetPlan::plain("file:/tmp/x:1m"), None, None, 64, 1, None);
+    assert!(file.unwrap_err().to_string().contains("a property of a drive"));
+}
+
+#[test]
+fn a_latency_test_on_a_virtual_drive_records_its_analysis() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("latency");
+    let options = test::options::latency(test::options::LatencyFlags {
+        rw: ssdlab_methods::latency::LatencyRw::RandRead,
+        span: "64m",
+        runtime: "2s",
+    })
+    .unwrap();
+    let plan = test::Plan::new(
+        TargetPlan::plain(SMALL_SIM),
+        1,
+        Some(out.clone()),
+        test::Method::Latency(options),
+    )
+    .unwrap();
+    let mut console = RecordingConsole::with_json();
+    let outcome = test::run(plan, &mut Ports::system(&mut console)).unwrap();
+    assert!(
+        matches!(outcome, Outcome::Passed | Outcome::Failed),
+        "{outcome:?}"
+    );
+    let types = event_types(&console);
+    assert_eq!(types.first().map(String::as_str), Some("begin"));
+    assert!(types.contains(&"analysis".to_string()) && types.contains(&"verdict".to_string()));
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+    assert_eq!(record["kind"], "latency");
+}
+
+#[test]
+fn a_scan_of_a_virtual_data_set_finds_the_old_files_slow() {
+    let plan = scan::Plan::new(scan::ScanFlags {
+        paths: vec![],
+        target: Some("sim:840evo-250g?scale=1/64".into()),
+        device: None,
+        regions: None,
+        region_bytes: None,
+        dataset: "0.5mo:4x8m,7mo:4x8m".into(),
+        refresh_flagged: false,
+        min_size: "64k".into(),
+        reader: Some(scan::ReaderChoice::Cat),
+        chunk: None,
+        qd: None,
+        random_reads: Some(0),
+        slower_than: 0.5,
+        out: None,
+        prom: None,
+        allow_atime: false,
+        state_dir: None,
+    })
+    .unwrap();
+    let mut console = RecordingConsole::with_json();
+    let outcome = scan::run(&plan, &mut Ports::system(&mut console)).unwrap();
+    // Seven-month-old data on an 840 EVO reads several times slower: the scan fails its verdict, as it should.
+    assert_eq!(outcome, Outcome::Failed, "{}", console.text());
+    assert!(console.text().contains("8 files"), "{}", console.text());
+}
