@@ -9,11 +9,13 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow, bail};
 use ssdlab_core::schema::replay::ReplayFit;
+use ssdlab_core::target::{CacheSpec, TargetSpec};
 use ssdlab_health::rating::RatingFlags;
 use ssdlab_methods::pts::PtsTest;
 use ssdlab_methods::sweep::SweepAxis;
+use ssdlab_sim::spec::SimSpec;
 
 use crate::fanout::{FanoutFlags, Mode};
 use crate::ports::{Outcome, Ports};
@@ -95,7 +97,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
             &trace,
             ssdlab_trace::synth::to_fio_iolog(&ops, "/dev/ssdlab-synth").as_bytes(),
         )?;
-        for (kind, target) in [("plain", plan.target.clone()), ("rapid", cached(&plan.target))] {
+        for (kind, target) in [("plain", plan.target.clone()), ("rapid", cached(&plan.target)?)] {
             let name = format!("replay-{}-{kind}", profile.name());
             let replay = || -> Result<Method> {
                 let (options, input, usage) = options::replay(replay_flags(&trace))?;
@@ -136,24 +138,25 @@ fn step(
     })
 }
 
-/// `target` at `scale` (unless it names a scale already).
-fn scaled(target: &str, scale: &str) -> String {
-    if target.contains("scale=") {
-        target.to_string()
-    } else if target.contains('?') {
-        format!("{target}&scale={scale}")
-    } else {
-        format!("{target}?scale={scale}")
+/// The virtual drive at 1/`divisor` of its size (unless it names a scale already).
+fn scaled(target: &str, divisor: u32) -> Result<String> {
+    let TargetSpec::Sim { spec } = TargetSpec::parse(target)? else {
+        bail!("--target {target}: the demo scales a sim: target");
+    };
+    let mut drive = SimSpec::parse(&spec).map_err(|e| anyhow!("--target {target}: {e}"))?;
+    if drive.scale == 1 {
+        drive.scale = divisor;
     }
+    Ok(drive.to_string())
 }
 
 /// `target` behind a 1 GiB DRAM cache, RAPID's most.
-fn cached(target: &str) -> String {
-    if target.contains('?') {
-        format!("cached:{target}&size=1g")
-    } else {
-        format!("cached:{target}?size=1g")
-    }
+fn cached(target: &str) -> Result<String> {
+    let cache = CacheSpec {
+        size_bytes: Some(1 << 30),
+        ..CacheSpec::default()
+    };
+    Ok(TargetSpec::cached(TargetSpec::parse(target)?, cache)?.to_string())
 }
 
 /// A step's plan: its target and result directory (`DIR/NAME`), on the demo's seed.
@@ -274,7 +277,7 @@ fn method_steps(plan: &Plan) -> Result<Vec<(&'static str, String, Method)>> {
         // per cell (56 minutes a round) to reach steady state.
         (
             "pts",
-            scaled(&on, "1/64"),
+            scaled(&on, 64)?,
             Method::Pts(options::pts(PtsFlags {
                 test: PtsTest::Iops,
                 round_time: "1s",

@@ -29,8 +29,8 @@ const SIM_UNIT_BYTES: u64 = 4096;
 enum Drive {
     /// A whole block device.
     Block(std::path::PathBuf),
-    /// A virtual drive, its spec as given and parsed.
-    Sim { text: String, spec: Box<SimSpec> },
+    /// A virtual drive, parsed.
+    Sim { spec: Box<SimSpec> },
 }
 
 /// An `op` run, checked.
@@ -74,10 +74,7 @@ impl Plan {
                          instead"
                     );
                 }
-                Drive::Sim {
-                    text,
-                    spec: Box::new(spec),
-                }
+                Drive::Sim { spec: Box::new(spec) }
             }
             _ => bail!(
                 "--target {}: over-provisioning is a property of a drive; give a whole block device (/dev/NAME) or \
@@ -110,7 +107,7 @@ impl Plan {
 pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     match &plan.drive {
         Drive::Block(path) => drive(plan, ports, path),
-        Drive::Sim { text, spec } => simulated(plan, ports, text, spec),
+        Drive::Sim { spec } => simulated(plan, ports, spec),
     }
 }
 
@@ -258,7 +255,7 @@ fn publish(
 }
 
 /// A virtual drive: its geometry says exactly how much NAND holds data, and its over-provisioning is a parameter.
-fn simulated(plan: &Plan, ports: &mut Ports, spec_text: &str, spec: &SimSpec) -> Result<Outcome> {
+fn simulated(plan: &Plan, ports: &mut Ports, spec: &SimSpec) -> Result<Outcome> {
     let target = &plan.target.target;
     let geometry = spec.profile.geometry(spec.scale, spec.op);
     let logical_bytes = u64::from(geometry.logical_units) * SIM_UNIT_BYTES;
@@ -312,7 +309,7 @@ fn simulated(plan: &Plan, ports: &mut Ports, spec_text: &str, spec: &SimSpec) ->
     ports
         .console
         .say(&format!("with it     {}", text::op::describe(&spare.recorded())));
-    let built = with_op(spec_text, 100.0 * spare.op_ratio());
+    let built = with_op(spec, 100.0 * spare.op_ratio());
     ports.console.say(&format!(
         "the same drive built that way: {built} (or `test consistency --op {unused_percent}` on this one, which \
          leaves the tail unused as a real drive would)"
@@ -334,26 +331,27 @@ fn simulated(plan: &Plan, ports: &mut Ports, spec_text: &str, spec: &SimSpec) ->
     publish(plan, ports, info, record)
 }
 
-/// The sim target with its `op=` set to `op_percent` and its other options kept.
-fn with_op(spec_text: &str, op_percent: f64) -> String {
-    let (name, query) = spec_text.split_once('?').unwrap_or((spec_text, ""));
-    let mut options: Vec<String> = query
-        .split('&')
-        .filter(|kv| !kv.is_empty() && !kv.starts_with("op="))
-        .map(str::to_string)
-        .collect();
-    options.insert(0, format!("op={op_percent:.1}"));
-    format!("sim:{name}?{}", options.join("&"))
+/// The same virtual drive with its over-provisioning set to `op_percent` (to a tenth of a percent).
+fn with_op(spec: &SimSpec, op_percent: f64) -> String {
+    let mut drive = spec.clone();
+    drive.op = Some((op_percent * 10.0).round() / 1000.0);
+    drive.to_string()
 }
 
 #[cfg(test)]
 mod tests {
+    use ssdlab_sim::spec::SimSpec;
+
     #[test]
     fn with_op_keeps_the_other_options() {
-        assert_eq!(super::with_op("840evo-250g", 46.55), "sim:840evo-250g?op=46.5");
+        let drive = |text: &str| SimSpec::parse(text).unwrap();
         assert_eq!(
-            super::with_op("840evo-250g?scale=1/64&op=10&seed=3", 25.0),
-            "sim:840evo-250g?op=25.0&scale=1/64&seed=3"
+            super::with_op(&drive("840evo-250g"), 46.54),
+            "sim:840evo-250g?op=46.5"
+        );
+        assert_eq!(
+            super::with_op(&drive("840evo-250g?scale=1/64&op=10&seed=3"), 25.0),
+            "sim:840evo-250g?op=25&scale=1/64&seed=3"
         );
     }
 }

@@ -116,9 +116,79 @@ impl SimSpec {
     }
 }
 
+impl std::fmt::Display for SimSpec {
+    /// The canonical `sim:` target: the profile, then each option that differs from its default, in the order op,
+    /// scale, seed, gc, fill, age, refresh. It parses back to the same drive (percentages to a millionth).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut options = Vec::new();
+        if let Some(op) = self.op {
+            options.push(format!("op={}", decimal(op * 100.0)));
+        }
+        if self.scale != 1 {
+            options.push(format!("scale=1/{}", self.scale));
+        }
+        if self.seed != 1 {
+            options.push(format!("seed={}", self.seed));
+        }
+        if self.policy == GcPolicy::CostBenefit {
+            options.push("gc=cost-benefit".into());
+        }
+        if self.fill > 0.0 {
+            options.push(format!("fill={}%", decimal(self.fill * 100.0)));
+        }
+        if self.age_ns > 0 {
+            options.push(format!("age={}ns", self.age_ns));
+        }
+        if let Some(ns) = self.refresh_after_ns {
+            options.push(format!("refresh={ns}ns"));
+        }
+        write!(f, "sim:{}", self.profile.name)?;
+        if !options.is_empty() {
+            write!(f, "?{}", options.join("&"))?;
+        }
+        Ok(())
+    }
+}
+
+/// A number with at most six decimals and no trailing zeros (`42.6`, `25`).
+fn decimal(x: f64) -> String {
+    let text = format!("{x:.6}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_canonical_text_parses_back_to_the_same_drive() {
+        for text in [
+            "840evo-250g",
+            "840evo-250g?op=42.6&scale=1/64",
+            "840evo-1t?scale=1/256&seed=9&gc=cost-benefit&fill=100%&age=7mo&refresh=3mo",
+            "840evo-250g?fill=37.5%&op=7",
+        ] {
+            let spec = SimSpec::parse(text).unwrap();
+            let shown = spec.to_string();
+            let again = SimSpec::parse(shown.strip_prefix("sim:").unwrap()).unwrap();
+            assert_eq!(again.to_string(), shown, "{text}");
+            assert_eq!(
+                (again.scale, again.seed, again.policy, again.age_ns),
+                (spec.scale, spec.seed, spec.policy, spec.age_ns)
+            );
+            assert_eq!(again.refresh_after_ns, spec.refresh_after_ns);
+            assert!(
+                (again.fill - spec.fill).abs() < 1e-9
+                    && again.op.zip(spec.op).is_none_or(|(a, b)| (a - b).abs() < 1e-9)
+            );
+        }
+        assert_eq!(
+            SimSpec::parse("840evo-250g?scale=64&op=42.6")
+                .unwrap()
+                .to_string(),
+            "sim:840evo-250g?op=42.6&scale=1/64"
+        );
+    }
 
     #[test]
     fn parses_every_key() {
