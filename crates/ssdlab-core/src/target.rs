@@ -214,8 +214,8 @@ impl std::fmt::Display for TargetSpec {
             TargetSpec::File {
                 path,
                 size: Some(size),
-            } => write!(f, "file:{}:{size}", path.display()),
-            TargetSpec::Null { size } => write!(f, "null:{size}"),
+            } => write!(f, "file:{}:{}", path.display(), size_text(*size)),
+            TargetSpec::Null { size } => write!(f, "null:{}", size_text(*size)),
             TargetSpec::Sim { spec } => write!(f, "sim:{spec}"),
             TargetSpec::Cached {
                 inner_target, cache, ..
@@ -223,13 +223,13 @@ impl std::fmt::Display for TargetSpec {
                 let defaults = CacheSpec::default();
                 let mut keys = Vec::new();
                 if let Some(size) = cache.size_bytes {
-                    keys.push(format!("size={size}"));
+                    keys.push(format!("size={}", size_text(size)));
                 }
                 if cache.mode != defaults.mode {
                     keys.push(format!("mode={}", cache.mode.name()));
                 }
                 if cache.seq_cutoff_bytes != defaults.seq_cutoff_bytes {
-                    keys.push(format!("seq-cutoff={}", cache.seq_cutoff_bytes));
+                    keys.push(format!("seq-cutoff={}", size_text(cache.seq_cutoff_bytes)));
                 }
                 if cache.dirty_limit_percent != defaults.dirty_limit_percent {
                     keys.push(format!("dirty-limit={}%", cache.dirty_limit_percent));
@@ -251,6 +251,16 @@ impl std::fmt::Display for TargetSpec {
             }
         }
     }
+}
+
+/// A size as a target writes it: the largest binary unit that divides it exactly (`1g`, `256m`, `4k`), else bytes.
+fn size_text(bytes: u64) -> String {
+    for (shift, unit) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
+        if bytes != 0 && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
 }
 
 impl TargetSpec {
@@ -372,13 +382,14 @@ mod tests {
     fn every_target_shown_parses_back_to_itself() {
         for text in [
             "/dev/sdz",
-            "file:/tmp/a:b:1048576",
+            "file:/tmp/a:b:1m",
             "file:/tmp/x",
-            "null:4096",
+            "file:/tmp/y:1000",
+            "null:4k",
             "sim:840evo-250g?scale=1/64",
-            "cached:null:1048576",
-            "cached:sim:840evo-250g?scale=1/64&size=1073741824",
-            "cached:file:/tmp/x:1048576?size=2097152&mode=writethrough&seq-cutoff=0&dirty-limit=20%&hot-map=/tmp/h&cpu-limit=95%",
+            "cached:null:3g",
+            "cached:sim:840evo-250g?scale=1/64&size=1g",
+            "cached:file:/tmp/x:1m?size=2m&mode=writethrough&seq-cutoff=0&dirty-limit=20%&hot-map=/tmp/h&cpu-limit=95%",
             "cached:/dev/sdz?hot-map=on",
         ] {
             let spec = TargetSpec::parse(text).unwrap();
@@ -393,10 +404,7 @@ mod tests {
             },
         )
         .unwrap();
-        assert_eq!(
-            cached.to_string(),
-            "cached:sim:840evo-250g?scale=1/64&size=1073741824"
-        );
+        assert_eq!(cached.to_string(), "cached:sim:840evo-250g?scale=1/64&size=1g");
         assert!(TargetSpec::cached(cached, CacheSpec::default()).is_err());
     }
 
