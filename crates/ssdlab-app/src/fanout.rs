@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use ssdlab_core::schema::Analysis;
 use ssdlab_core::schema::options::{FanoutFlags as RecordedFlags, RunOptions};
 use ssdlab_core::units::parse_duration_ns;
@@ -354,7 +354,6 @@ fn publish(
         ssdlab_methods::fanout::export::fanout_metrics(&mut exposition, &analysis, now_s);
         export::write_prom(&mut reporter, prom, &exposition)?;
     }
-    let csv = ssdlab_methods::fanout::export::drives_csv(&analysis);
     export::publish_analysis(
         started_unix_s,
         &mut reporter,
@@ -366,8 +365,6 @@ fn publish(
         !interrupted,
     )?;
     if let Some(dir) = &args.out {
-        export::write_atomically(&dir.join("drives.csv"), csv.as_bytes())
-            .with_context(|| format!("--out {}: cannot write drives.csv", dir.display()))?;
         reporter.say(&format!(
             "results   {} (report.html, result.json, drives.csv)",
             dir.display()

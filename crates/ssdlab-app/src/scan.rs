@@ -193,7 +193,6 @@ fn publish(
         random_reads,
         slower_than: args.slower_than,
     });
-    let csv = files_csv(&analysis);
     if let Some(prom) = &args.prom {
         let mut exposition = ssdlab_core::prom::Exposition::new();
         ssdlab_methods::scan::prom::scan_metrics(&mut exposition, &analysis, now_s);
@@ -210,8 +209,6 @@ fn publish(
         true,
     )?;
     if let Some(dir) = &args.out {
-        export::write_atomically(&dir.join("files.csv"), csv.as_bytes())
-            .with_context(|| format!("--out {}: cannot write files.csv", dir.display()))?;
         reporter.say(&format!(
             "results   {} (report.html, result.json, files.csv)",
             dir.display()
@@ -470,23 +467,4 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         ));
     }
     publish(args, ports, analysis, &subject, reads)
-}
-
-/// One row per scanned file, columns named like the JSON fields.
-fn files_csv(analysis: &ScanAnalysis) -> String {
-    let mut csv = String::from("name,device,age_s,bytes,seconds,bytes_per_s,slowdown_ratio,flagged\n");
-    for f in &analysis.files {
-        csv.push_str(&format!(
-            "\"{}\",{},{:.0},{},{:.6},{:.1},{:.3},{}\n",
-            f.name.replace('"', "\"\""),
-            f.device,
-            f.age_s,
-            f.bytes,
-            f.seconds,
-            f.bytes_per_s,
-            f.slowdown_ratio,
-            f.flagged
-        ));
-    }
-    csv
 }

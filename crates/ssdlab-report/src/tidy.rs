@@ -6,7 +6,8 @@ use std::fmt::Write;
 
 use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult};
 
-/// The test's tidy CSV as (file name, text), or None for kinds that have none.
+/// The result's tidy CSV as (file name, text): a row per sweep size, PTS cell, latency bucket, scanned file or
+/// fan-out drive; None for kinds that have none. `--out` writes it beside result.json.
 pub fn tidy_csv(result: &RunResult) -> Option<(&'static str, String)> {
     match &result.analysis {
         Analysis::Sweep(MethodAnalysis {
@@ -137,7 +138,68 @@ pub fn tidy_csv(result: &RunResult) -> Option<(&'static str, String)> {
             );
             Some(("latency.csv", csv))
         }
+        Analysis::Scan(a) => Some(("files.csv", files_csv(a))),
+        Analysis::Fanout(a) => Some(("drives.csv", drives_csv(a))),
         _ => None,
+    }
+}
+
+/// One row per scanned file, columns named like the JSON fields.
+fn files_csv(analysis: &ssdlab_core::schema::ScanAnalysis) -> String {
+    let mut csv = String::from("name,device,age_s,bytes,seconds,bytes_per_s,slowdown_ratio,flagged\n");
+    for f in &analysis.files {
+        csv.push_str(&format!(
+            "\"{}\",{},{:.0},{},{:.6},{:.1},{:.3},{}\n",
+            f.name.replace('"', "\"\""),
+            f.device,
+            f.age_s,
+            f.bytes,
+            f.seconds,
+            f.bytes_per_s,
+            f.slowdown_ratio,
+            f.flagged
+        ));
+    }
+    csv
+}
+
+/// One row per drive: its latency columns (microseconds) and its shares of the query's tail.
+fn drives_csv(a: &ssdlab_core::schema::fanout::FanoutAnalysis) -> String {
+    let mut out = String::from(
+        "drive,target,data_age_months,reads,p25_us,p50_us,p75_us,p95_us,p99_us,p999_us,mean_us,max_us,share_of_p95_ratio,share_of_p99_ratio\n",
+    );
+    for d in &a.drives {
+        let share = a.stragglers.iter().find(|s| s.name == d.name);
+        let l = &d.latency_ns;
+        let us = |ns: u64| ns as f64 / 1e3;
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.4},{:.4}",
+            csv_field(&d.name),
+            csv_field(&d.target),
+            d.data_age_months.map_or(String::new(), |m| format!("{m:.2}")),
+            d.reads,
+            us(l.p25),
+            us(l.p50),
+            us(l.p75),
+            us(l.p95),
+            us(l.p99),
+            us(l.p999),
+            l.mean / 1e3,
+            us(l.max),
+            share.map_or(0.0, |s| s.share_of_p95_ratio),
+            share.map_or(0.0, |s| s.share_of_p99_ratio),
+        );
+    }
+    out
+}
+
+/// A CSV field, quoted when it holds a comma, a quote or a line break.
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
     }
 }
 
