@@ -434,6 +434,8 @@ fn a_latency_test_on_a_virtual_drive_records_its_analysis() {
 
 #[test]
 fn a_scan_of_a_virtual_data_set_finds_the_old_files_slow() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("scan");
     let plan = scan::Plan::new(scan::ScanFlags {
         paths: vec![],
         target: Some("sim:840evo-250g?scale=1/64".into()),
@@ -448,7 +450,7 @@ fn a_scan_of_a_virtual_data_set_finds_the_old_files_slow() {
         qd: None,
         random_reads: Some(0),
         slower_than: 0.5,
-        out: None,
+        out: Some(out.clone()),
         prom: None,
         allow_atime: false,
         state_dir: None,
@@ -456,6 +458,9 @@ fn a_scan_of_a_virtual_data_set_finds_the_old_files_slow() {
     .unwrap();
     let mut console = RecordingConsole::with_json();
     let outcome = scan::run(&plan, &mut Ports::system(&mut console)).unwrap();
+    // The tidy CSV beside the record: a header and a row per file.
+    let csv = std::fs::read_to_string(out.join("files.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 9, "{csv}");
     // Seven-month-old data on an 840 EVO reads several times slower: the scan fails its verdict, as it should.
     assert_eq!(outcome, Outcome::Failed, "{}", console.text());
     assert!(console.text().contains("8 files"), "{}", console.text());

@@ -770,17 +770,8 @@ impl TargetArgs {
             target: self.target.clone(),
             allow_destroy: self.allow_destroy,
             force: self.force,
-            engine: engine(self.engine),
+            engine: self.engine.into(),
         }
-    }
-}
-
-/// `--engine` as the engine it names.
-pub fn engine(arg: EngineArg) -> ssdlab_io::Engine {
-    match arg {
-        EngineArg::Auto => ssdlab_io::Engine::Auto,
-        EngineArg::IoUring => ssdlab_io::Engine::IoUring,
-        EngineArg::Psync => ssdlab_io::Engine::Psync,
     }
 }
 

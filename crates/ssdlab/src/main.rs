@@ -21,6 +21,7 @@ macro_rules! eprintln {
 mod cli;
 mod commands;
 mod output;
+mod values;
 
 use std::process::ExitCode;
 

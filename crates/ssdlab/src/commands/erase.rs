@@ -2,23 +2,14 @@
 
 use anyhow::Result;
 use ssdlab_app::erase::Plan;
-use ssdlab_methods::erase::EraseMethod;
 
 use super::{Outcome, with_terminal};
-use crate::cli::{EraseArgs, EraseMethodArg};
+use crate::cli::EraseArgs;
 
 pub fn run(args: &EraseArgs) -> Result<Outcome> {
-    let method = match args.method {
-        EraseMethodArg::Auto => None,
-        EraseMethodArg::Sanitize => Some(EraseMethod::Sanitize),
-        EraseMethodArg::SecureErase => Some(EraseMethod::SecureErase),
-        EraseMethodArg::Secdiscard => Some(EraseMethod::SecDiscard),
-        EraseMethodArg::Discard => Some(EraseMethod::Discard),
-        EraseMethodArg::Zero => Some(EraseMethod::Zero),
-    };
     let plan = Plan::new(
         args.target.plan(),
-        method,
+        args.method.into(),
         args.samples,
         args.seed,
         args.out.clone(),

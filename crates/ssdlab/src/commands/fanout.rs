@@ -1,10 +1,10 @@
 //! `ssdlab fanout`: the flags as a fan-out plan, run by `ssdlab_app::fanout`.
 
 use anyhow::Result;
-use ssdlab_app::fanout::{FanoutFlags, Mode, Plan};
+use ssdlab_app::fanout::{FanoutFlags, Plan};
 
 use super::{Outcome, with_terminal};
-use crate::cli::{FanoutArgs, FanoutModeArg};
+use crate::cli::FanoutArgs;
 
 pub fn run(args: &FanoutArgs) -> Result<Outcome> {
     let plan = Plan::new(FanoutFlags {
@@ -14,16 +14,13 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
         refresh_all: args.refresh_all,
         shards: args.shards.clone(),
         hedge: args.hedge.clone(),
-        mode: match args.mode {
-            FanoutModeArg::Computed => Mode::Computed,
-            FanoutModeArg::Measured => Mode::Measured,
-        },
+        mode: args.mode.into(),
         runtime: args.runtime.clone(),
         bs: args.bs.clone(),
         seed: args.seed,
         out: args.out.clone(),
         prom: args.prom.clone(),
-        engine: crate::cli::engine(args.engine),
+        engine: args.engine.into(),
     })?;
     with_terminal(args.json, |ports| ssdlab_app::fanout::run(&plan, ports))
 }

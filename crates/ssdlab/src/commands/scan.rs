@@ -1,10 +1,10 @@
 //! `ssdlab scan`: the flags as a scan plan, run by `ssdlab_app::scan`.
 
 use anyhow::Result;
-use ssdlab_app::scan::{Plan, ReaderChoice, ScanFlags};
+use ssdlab_app::scan::{Plan, ScanFlags};
 
 use super::{Outcome, with_terminal};
-use crate::cli::{ReaderArg, ScanArgs};
+use crate::cli::ScanArgs;
 
 pub fn run(args: &ScanArgs) -> Result<Outcome> {
     let plan = Plan::new(ScanFlags {
@@ -16,10 +16,7 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
         dataset: args.dataset.clone(),
         refresh_flagged: args.refresh_flagged,
         min_size: args.min_size.clone(),
-        reader: args.reader.map(|r| match r {
-            ReaderArg::Cat => ReaderChoice::Cat,
-            ReaderArg::Chunks => ReaderChoice::Chunks,
-        }),
+        reader: args.reader.map(Into::into),
         chunk: args.chunk.clone(),
         qd: args.qd,
         random_reads: args.random_reads,

@@ -2,10 +2,9 @@
 
 use anyhow::Result;
 use ssdlab_app::sim::{Plan, WaFlags};
-use ssdlab_sim::ftl::GcPolicy;
 
 use super::{Outcome, with_terminal};
-use crate::cli::{GcPolicyArg, SimCommand};
+use crate::cli::SimCommand;
 
 pub fn run(command: &SimCommand) -> Result<Outcome> {
     let plan = match command {
@@ -19,10 +18,7 @@ pub fn run(command: &SimCommand) -> Result<Outcome> {
                 op: args.op,
                 pages_per_block: args.pages_per_block,
                 logical_units: args.logical_units,
-                gc: match args.gc {
-                    GcPolicyArg::Greedy => GcPolicy::Greedy,
-                    GcPolicyArg::CostBenefit => GcPolicy::CostBenefit,
-                },
+                gc: args.gc.into(),
                 warmup: args.warmup,
                 measure: args.measure,
                 seed: args.seed,

@@ -6,15 +6,9 @@ use ssdlab_app::test::options::{
     self, ConsistencyFlags, LatencyFlags, PtsFlags, ReplayFlags, SweepFlags, TrimFlags,
 };
 use ssdlab_app::test::{Method, Plan};
-use ssdlab_core::schema::replay::{ReplayFit, TraceFormat};
-use ssdlab_methods::latency::LatencyRw;
-use ssdlab_methods::pts::PtsTest;
-use ssdlab_methods::sweep::SweepAxis;
 
 use super::{Outcome, with_terminal};
-use crate::cli::{
-    LatencyRwArg, PtsTestArg, ReplayFitArg, SweepAxisArg, TestCommand, TestCommon, TraceFormatArg,
-};
+use crate::cli::{TestCommand, TestCommon};
 
 pub fn run(command: &TestCommand) -> Result<Outcome> {
     let (common, method) = match command {
@@ -42,11 +36,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
                 from: &a.from,
                 to: &a.to,
                 size_runtime: &a.size_runtime,
-                axis: match a.axis {
-                    SweepAxisArg::Size => SweepAxis::Size,
-                    SweepAxisArg::Qd => SweepAxis::Qd,
-                    SweepAxisArg::Mix => SweepAxis::Mix,
-                },
+                axis: a.axis.into(),
                 bs: a.bs.as_deref(),
                 max_qd: a.max_qd,
             })?),
@@ -54,13 +44,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
         TestCommand::Latency(a) => (
             &a.common,
             Method::Latency(options::latency(LatencyFlags {
-                rw: match a.rw {
-                    LatencyRwArg::Randwrite => LatencyRw::RandWrite,
-                    LatencyRwArg::Randread => LatencyRw::RandRead,
-                    LatencyRwArg::Read => LatencyRw::Read,
-                    LatencyRwArg::Write => LatencyRw::Write,
-                    LatencyRwArg::Randrw => LatencyRw::RandRw,
-                },
+                rw: a.rw.into(),
                 span: &a.span,
                 runtime: &a.runtime,
             })?),
@@ -68,18 +52,11 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
         TestCommand::Replay(a) => {
             let (options, input, usage) = options::replay(ReplayFlags {
                 trace: &a.trace,
-                format: a.format.map(|f| match f {
-                    TraceFormatArg::FioIolog => TraceFormat::FioIolog,
-                    TraceFormatArg::Blkparse => TraceFormat::Blkparse,
-                    TraceFormatArg::Msr => TraceFormat::Msr,
-                }),
+                format: a.format.map(Into::into),
                 time_scale: a.time_scale,
                 as_fast_as_possible: a.as_fast_as_possible,
                 qd: a.qd,
-                fit: match a.fit {
-                    ReplayFitArg::Fold => ReplayFit::Fold,
-                    ReplayFitArg::Scale => ReplayFit::Scale,
-                },
+                fit: a.fit.into(),
                 disk: a.disk,
             })?;
             (&a.common, Method::Replay(options, input, usage))
@@ -87,11 +64,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
         TestCommand::Pts(a) => (
             &a.common,
             Method::Pts(options::pts(PtsFlags {
-                test: match a.test {
-                    PtsTestArg::Iops => PtsTest::Iops,
-                    PtsTestArg::Throughput => PtsTest::Throughput,
-                    PtsTestArg::Latency => PtsTest::Latency,
-                },
+                test: a.test.into(),
                 round_time: &a.round_time,
                 span: a.span,
                 qd: a.qd,
