@@ -5,12 +5,13 @@
 use std::path::PathBuf;
 
 use anyhow::{Result, anyhow, bail};
+use ssdlab_core::histogram::Histogram;
 use ssdlab_core::schema::Analysis;
 use ssdlab_core::schema::options::{FanoutFlags as RecordedFlags, RunOptions};
 use ssdlab_core::units::parse_duration_ns;
 use ssdlab_methods::fanout::fleet::{FleetDrive, field_report_fleet, parse_age_by, parse_fleet_file};
 use ssdlab_methods::fanout::measure::{
-    ReadLoad, run_independent, run_synchronized_real, run_synchronized_virtual,
+    DriveReads, ReadLoad, run_independent, run_synchronized_real, run_synchronized_virtual,
 };
 use ssdlab_methods::fanout::{RunShape, WhatIf, analyze, verdict};
 use ssdlab_methods::session::MethodError;
@@ -110,16 +111,11 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         drives,
     } = plan;
     let (runtime_ns, block_bytes, hedge) = (*runtime_ns, *block_bytes, *hedge);
-    // Read-only: the opener never creates, extends or claims anything for writing.
-    let open = |drive: &FleetDrive| -> Result<ssdlab_targets::AnyDevice> {
-        let target = TargetPlan {
-            engine: args.engine,
-            ..TargetPlan::plain(drive.target.clone())
-        };
-        Ok(target.open(Use::Reads)?.device)
-    };
     // Every drive is opened here first, so a bad target is refused before any drive starts reading.
-    let mut devices = drives.iter().map(open).collect::<Result<Vec<_>>>()?;
+    let devices = drives
+        .iter()
+        .map(|d| open_drive(args, d))
+        .collect::<Result<Vec<_>>>()?;
     let virtual_clocks = devices
         .iter()
         .filter(|d| ssdlab_core::Device::info(*d).clock == ssdlab_core::device::ClockKind::Virtual)
@@ -161,28 +157,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         }
     ));
     let stop = ports.stop;
-    // Real drives are read on threads of their own, and each worker opens its drive again there: an io_uring
-    // ring serves only the thread that made it.
-    let reopen = |i: usize| -> Result<Box<dyn ssdlab_core::Device>, MethodError> {
-        open(&drives[i])
-            .map(|d| Box::new(d) as Box<dyn ssdlab_core::Device>)
-            .map_err(|e| MethodError::Invalid(format!("{e:#}")))
-    };
-    let (reads, measured) = match (args.mode, clock) {
-        (Mode::Computed, _) => {
-            drop(devices);
-            (run_independent(drives.len(), &reopen, &load, stop)?, None)
-        }
-        (Mode::Measured, ssdlab_core::device::ClockKind::Virtual) => {
-            let (reads, queries) = run_synchronized_virtual(&mut devices, &load, stop)?;
-            (reads, Some(queries))
-        }
-        (Mode::Measured, ssdlab_core::device::ClockKind::Real) => {
-            drop(devices);
-            let (reads, queries) = run_synchronized_real(drives.len(), &reopen, &load, stop)?;
-            (reads, Some(queries))
-        }
-    };
+    let (reads, measured) = read_every_drive(plan, devices, clock, &load, stop)?;
     let interrupted = stop.load(std::sync::atomic::Ordering::Relaxed);
     if interrupted {
         if reads.iter().any(|r| r.histogram.is_empty()) {
@@ -221,6 +196,48 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         interrupted,
     };
     publish(args, ports, drives, analysis, &verdict, measured)
+}
+
+/// Opens a drive of the fleet read-only: the opener never creates, extends or claims anything for writing.
+fn open_drive(args: &FanoutFlags, drive: &FleetDrive) -> Result<ssdlab_targets::AnyDevice> {
+    let target = TargetPlan {
+        engine: args.engine,
+        ..TargetPlan::plain(drive.target.clone())
+    };
+    Ok(target.open(Use::Reads)?.device)
+}
+
+/// Every drive's reads, and with `--mode measured` the synchronized queries' latencies.
+fn read_every_drive(
+    plan: &Plan,
+    mut devices: Vec<ssdlab_targets::AnyDevice>,
+    clock: ssdlab_core::device::ClockKind,
+    load: &ReadLoad,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<(Vec<DriveReads>, Option<Histogram>)> {
+    let (args, drives) = (&plan.flags, &plan.drives);
+    // Real drives are read on threads of their own, and each worker opens its drive again there: an io_uring
+    // ring serves only the thread that made it.
+    let reopen = |i: usize| -> Result<Box<dyn ssdlab_core::Device>, MethodError> {
+        open_drive(args, &drives[i])
+            .map(|d| Box::new(d) as Box<dyn ssdlab_core::Device>)
+            .map_err(|e| MethodError::Invalid(format!("{e:#}")))
+    };
+    Ok(match (args.mode, clock) {
+        (Mode::Computed, _) => {
+            drop(devices);
+            (run_independent(drives.len(), &reopen, load, stop)?, None)
+        }
+        (Mode::Measured, ssdlab_core::device::ClockKind::Virtual) => {
+            let (reads, queries) = run_synchronized_virtual(&mut devices, load, stop)?;
+            (reads, Some(queries))
+        }
+        (Mode::Measured, ssdlab_core::device::ClockKind::Real) => {
+            drop(devices);
+            let (reads, queries) = run_synchronized_real(drives.len(), &reopen, load, stop)?;
+            (reads, Some(queries))
+        }
+    })
 }
 
 /// A fan-out, checked: how long and how much each read, the hedge, and the drives (each once).
