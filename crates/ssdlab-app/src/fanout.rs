@@ -293,13 +293,26 @@ impl Plan {
         if let Some(prom) = &args.prom {
             export::check_prom_path(prom)?;
         }
-        Ok(Plan {
+        if drives.is_empty() {
+            bail!("--target T (repeatable) or --fleet: a fan-out needs at least one drive");
+        }
+        let plan = Plan {
             runtime_ns,
             block_bytes,
             hedge,
             drives,
             flags,
-        })
+        };
+        // What every measurement and the query arithmetic rely on.
+        assert!(plan.runtime_ns >= 100_000_000 && plan.block_bytes.is_multiple_of(512));
+        assert!((50.0..100.0).contains(&plan.hedge));
+        assert!(
+            plan.drives.iter().enumerate().all(|(i, d)| plan.drives[..i]
+                .iter()
+                .all(|e| e.name != d.name && e.target != d.target)),
+            "every drive once"
+        );
+        Ok(plan)
     }
 }
 

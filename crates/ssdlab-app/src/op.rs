@@ -89,6 +89,10 @@ impl Plan {
             .as_deref()
             .map(|text| parse_size(text).map_err(|e| anyhow!("--raw-nand {text}: {e}")))
             .transpose()?;
+        assert!(
+            unused_percent.is_none_or(|p| p > 0.0 && p < 100.0),
+            "the share left unused was checked where the plan is made"
+        );
         Ok(Plan {
             target,
             drive,

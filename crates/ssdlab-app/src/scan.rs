@@ -106,11 +106,22 @@ impl Plan {
         if let Some(prom) = &args.prom {
             export::check_prom_path(prom)?;
         }
-        Ok(Plan {
+        let plan = Plan {
             reads: ScanReads { reader, random_reads },
             min_size_bytes,
             flags,
-        })
+        };
+        // What the readers rely on: whole 4 KiB units, a queue they can keep.
+        if let Reader::Chunks {
+            chunk_bytes,
+            queue_depth,
+        } = plan.reads.reader
+        {
+            assert!(chunk_bytes.is_multiple_of(4096) && (4096..=64 << 20).contains(&chunk_bytes));
+            assert!((1..=256).contains(&queue_depth));
+        }
+        assert!(plan.flags.slower_than > 0.0 && plan.flags.slower_than < 1.0);
+        Ok(plan)
     }
 }
 

@@ -465,3 +465,246 @@ fn a_scan_of_a_virtual_data_set_finds_the_old_files_slow() {
     assert_eq!(outcome, Outcome::Failed, "{}", console.text());
     assert!(console.text().contains("8 files"), "{}", console.text());
 }
+
+#[test]
+fn a_fanout_over_two_virtual_drives_finds_the_older_one_slower() {
+    use ssdlab_app::fanout::{self, FanoutFlags, Mode};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fanout");
+    let drive = |age: &str| format!("sim:840evo-1t?scale=1/256&fill=100%&age={age}");
+    let plan = fanout::Plan::new(FanoutFlags {
+        targets: vec![drive("1w"), drive("7mo")],
+        fleet: None,
+        age_by: None,
+        refresh_all: false,
+        shards: vec![25],
+        hedge: "p95".into(),
+        mode: Mode::Computed,
+        runtime: "2s".into(),
+        bs: "4k".into(),
+        seed: 1,
+        out: Some(out.clone()),
+        prom: None,
+        engine: ssdlab_io::Engine::Auto,
+    })
+    .unwrap();
+    let mut console = RecordingConsole::with_json();
+    fanout::run(&plan, &mut Ports::system(&mut console)).unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+    let drives = record["analysis"]["drives"].as_array().unwrap();
+    let p99 = |i: usize| drives[i]["latency_ns"]["p99"].as_u64().unwrap();
+    assert!(
+        p99(1) > 2 * p99(0),
+        "7-month-old data reads slower: {} vs {}",
+        p99(1),
+        p99(0)
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("drives.csv"))
+            .unwrap()
+            .lines()
+            .count(),
+        3
+    );
+    // The same drive twice is refused before anything opens.
+    let twice = fanout::Plan::new(FanoutFlags {
+        targets: vec![drive("1w"), drive("1w")],
+        out: None,
+        ..plan_flags_for_refusal()
+    });
+    assert!(twice.unwrap_err().to_string().contains("a drive given twice"));
+}
+
+fn plan_flags_for_refusal() -> ssdlab_app::fanout::FanoutFlags {
+    ssdlab_app::fanout::FanoutFlags {
+        targets: vec![],
+        fleet: None,
+        age_by: None,
+        refresh_all: false,
+        shards: vec![],
+        hedge: "p95".into(),
+        mode: ssdlab_app::fanout::Mode::Computed,
+        runtime: "1s".into(),
+        bs: "4k".into(),
+        seed: 1,
+        out: None,
+        prom: None,
+        engine: ssdlab_io::Engine::Auto,
+    }
+}
+
+#[test]
+fn a_refresh_rewrites_files_in_place_and_a_dry_run_touches_nothing() {
+    use ssdlab_app::refresh::{self, RefreshFlags};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let bytes: Vec<u8> = (0..3 << 20)
+        .map(|i: u32| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    // Written ten days ago: a file modified a moment ago is fresh, and refresh leaves it alone.
+    let ten_days_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(10 * 86_400);
+    for name in ["a", "b"] {
+        std::fs::write(data.join(name), &bytes).unwrap();
+        let file = std::fs::File::options()
+            .write(true)
+            .open(data.join(name))
+            .unwrap();
+        file.set_modified(ten_days_ago).unwrap();
+    }
+    let state = dir.path().join("state");
+    let flags = |dry_run: bool| RefreshFlags {
+        paths: vec![data.clone()],
+        chunk: "1m".into(),
+        dry_run,
+        state_dir: Some(state.clone()),
+        ..RefreshFlags::default()
+    };
+    let mut console = RecordingConsole::default();
+    let outcome = refresh::run(
+        &refresh::Plan::new(flags(true)).unwrap(),
+        &mut Ports::system(&mut console),
+    )
+    .unwrap();
+    assert_eq!(outcome, Outcome::Passed, "{}", console.text());
+    assert_eq!(
+        console.said.iter().filter(|l| l.starts_with("would ")).count(),
+        2,
+        "{}",
+        console.text()
+    );
+    assert!(!state.exists(), "a dry run takes no lock and writes no state");
+    let mut console = RecordingConsole::with_json();
+    let outcome = refresh::run(
+        &refresh::Plan::new(flags(false)).unwrap(),
+        &mut Ports::system(&mut console),
+    )
+    .unwrap();
+    assert_eq!(outcome, Outcome::Passed, "{}", console.text());
+    assert_eq!(
+        console.said.iter().filter(|l| l.starts_with("done ")).count(),
+        2,
+        "{}",
+        console.text()
+    );
+    for name in ["a", "b"] {
+        assert!(
+            std::fs::read(data.join(name)).unwrap() == bytes,
+            "{name} holds the same bytes"
+        );
+    }
+    assert_eq!(event_types(&console), ["begin", "analysis", "verdict"]);
+    // The refresh log records the files, so their data counts as written now.
+    assert!(state.join("refreshed.jsonl").exists());
+}
+
+#[test]
+fn refresh_plans_refuse_bad_flags_before_anything_is_locked() {
+    use ssdlab_app::refresh::{Plan, RefreshFlags};
+    let dir = tempfile::tempdir().unwrap();
+    let refused = |flags: RefreshFlags, flag: &str| {
+        let e = Plan::new(flags).unwrap_err().to_string();
+        assert!(e.starts_with(flag), "{flag}: {e}");
+    };
+    let base = || RefreshFlags {
+        paths: vec![dir.path().to_path_buf()],
+        chunk: "1m".into(),
+        ..RefreshFlags::default()
+    };
+    refused(
+        RefreshFlags {
+            chunk: "100k".into(),
+            ..base()
+        },
+        "--chunk",
+    );
+    refused(
+        RefreshFlags {
+            rate: Some("5kiops".into()),
+            ..base()
+        },
+        "--rate",
+    );
+    refused(
+        RefreshFlags {
+            older_than: Some("90".into()),
+            ..base()
+        },
+        "--older-than",
+    );
+    refused(
+        RefreshFlags {
+            slower_than: Some(1.5),
+            ..base()
+        },
+        "--slower-than",
+    );
+    refused(
+        RefreshFlags {
+            paths: vec!["/proc/self".into()],
+            ..base()
+        },
+        "PATH",
+    );
+    refused(
+        RefreshFlags {
+            paths: vec![dir.path().join("missing")],
+            ..base()
+        },
+        "PATH",
+    );
+    refused(
+        RefreshFlags {
+            out: Some(dir.path().join("out")),
+            ..base()
+        },
+        "--out",
+    );
+}
+
+#[test]
+fn sim_trace_and_report_print_their_output_through_the_console() {
+    use ssdlab_app::{report, sim, trace};
+    let mut console = RecordingConsole::default();
+    sim::run(
+        &sim::Plan::Profiles { json: true },
+        &mut Ports::system(&mut console),
+    )
+    .unwrap();
+    assert!(
+        console.printed.iter().any(|l| l.contains("840evo-250g")),
+        "{:?}",
+        console.printed
+    );
+    let mut console = RecordingConsole::default();
+    let plan = trace::Plan::new(ssdlab_trace::synth::Profile::Light, 1, "2s", None, None).unwrap();
+    trace::run(&plan, &mut Ports::system(&mut console)).unwrap();
+    assert!(
+        console.printed[0].starts_with("fio version 3 iolog"),
+        "{:?}",
+        &console.printed[..1]
+    );
+    assert!(trace::Plan::new(ssdlab_trace::synth::Profile::Light, 1, "2d", None, None).is_err());
+    // A report of a run redrawn from its directory.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let run = RunPlan::new(
+        TargetPlan::plain("null:1g"),
+        run_flags("randread", "1s"),
+        Some(out.clone()),
+    )
+    .unwrap();
+    ssdlab_app::run::run(&run, &mut Ports::system(&mut RecordingConsole::default())).unwrap();
+    let page = dir.path().join("page.html");
+    let plan = report::Plan {
+        results: vec![out],
+        out: page.clone(),
+        label: vec![],
+        baseline: None,
+    };
+    let mut console = RecordingConsole::default();
+    report::run(&plan, &mut Ports::system(&mut console)).unwrap();
+    assert!(std::fs::read_to_string(&page).unwrap().contains("<svg"));
+    assert!(console.text().contains("1 results"), "{}", console.text());
+}

@@ -59,7 +59,9 @@ impl Plan {
             ),
             Err(e) => bail!("{e}"),
         };
-        assert!(samples >= 2, "the first and the last block are always read back");
+        if samples < 2 {
+            bail!("--samples {samples}: read back at least 2 blocks (the first and the last)");
+        }
         Ok(Plan {
             target,
             path,
