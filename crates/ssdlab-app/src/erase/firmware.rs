@@ -227,20 +227,39 @@ fn run_tool(tools: &dyn Tools, argv: &[String]) -> Result<ToolRun, String> {
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::PermissionsExt;
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
 
     use ssdlab_io::layout::NvmeController;
 
     use super::*;
+    use crate::ports::ToolOutput;
 
-    /// A stand-in tool that prints `output` whatever it is asked.
-    fn tool(dir: &Path, name: &str, output: &str) -> String {
-        let data = dir.join(format!("{name}.out"));
-        std::fs::write(&data, output).unwrap();
-        let path = dir.join(name);
-        std::fs::write(&path, format!("#!/bin/sh\ncat '{}'\n", data.display())).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        path.display().to_string()
+    /// Stand-in tools through the tools port: each program prints its output whatever it is asked; any other
+    /// program is not installed.
+    struct StandIns;
+
+    fn stand_ins() -> &'static Mutex<HashMap<String, String>> {
+        static PROGRAMS: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
+        PROGRAMS.get_or_init(Default::default)
+    }
+
+    impl Tools for StandIns {
+        fn run(&self, argv: &[String]) -> std::io::Result<ToolOutput> {
+            let programs = stand_ins().lock().unwrap();
+            let stdout = programs.get(&argv[0]).ok_or(std::io::ErrorKind::NotFound)?;
+            Ok(ToolOutput {
+                exit_code: Some(0),
+                stdout: stdout.clone(),
+                stderr: String::new(),
+            })
+        }
+    }
+
+    /// A stand-in program named `name` that prints `output`.
+    fn tool(name: &str, output: &str) -> String {
+        stand_ins().lock().unwrap().insert(name.into(), output.into());
+        name.into()
     }
 
     fn id_ctrl(fna: u32, nn: u32, cmic: u32) -> String {
@@ -265,7 +284,7 @@ mod tests {
 
     fn purger(kind: DriveKind, nvme: &str, hdparm: &str) -> FirmwarePurger<'static> {
         FirmwarePurger {
-            tools: &crate::ports::SystemTools,
+            tools: &StandIns,
             clock: &crate::ports::SystemClock,
             console: Box::leak(Box::new(crate::testing::RecordingConsole::default())),
             path: "/dev/nvme0n1".into(),
@@ -279,8 +298,7 @@ mod tests {
 
     #[test]
     fn nvme_purges_reach_only_what_the_gate_checked() {
-        let dir = tempfile::tempdir().unwrap();
-        let one = tool(dir.path(), "nvme-one", &id_ctrl(4, 1, 0));
+        let one = tool("nvme-one", &id_ctrl(4, 1, 0));
         let offered =
             |kind: DriveKind, nvme: &str, method: EraseMethod| purger(kind, nvme, "hdparm").offers(method);
         assert_eq!(
@@ -324,7 +342,7 @@ mod tests {
             EraseMethod::SecureErase,
             "no namespace id",
         );
-        let shared = tool(dir.path(), "nvme-shared", &id_ctrl(4, 1, 2));
+        let shared = tool("nvme-shared", &id_ctrl(4, 1, 2));
         refused(
             nvme(&["pcie"], Some(1), &[]),
             &shared,
@@ -332,7 +350,7 @@ mod tests {
             "CMIC",
         );
         // A sanitize always reaches every namespace; a format only where FNA says so.
-        let many = tool(dir.path(), "nvme-many", &id_ctrl(4, 32, 0));
+        let many = tool("nvme-many", &id_ctrl(4, 32, 0));
         refused(
             nvme(&["pcie"], Some(1), &[]),
             &many,
@@ -347,14 +365,14 @@ mod tests {
             ),
             Ok(())
         );
-        let all = tool(dir.path(), "nvme-all", &id_ctrl(1, 32, 0));
+        let all = tool("nvme-all", &id_ctrl(1, 32, 0));
         refused(
             nvme(&["pcie"], Some(1), &["nvme0n2"]),
             &all,
             EraseMethod::SecureErase,
             "nvme0n2 exist",
         );
-        let missing = dir.path().join("no-such-nvme").display().to_string();
+        let missing = "no-such-nvme".to_string();
         refused(
             nvme(&["pcie"], Some(1), &[]),
             &missing,
@@ -365,9 +383,7 @@ mod tests {
 
     #[test]
     fn ata_refusals_come_from_the_drive() {
-        let dir = tempfile::tempdir().unwrap();
         let frozen = tool(
-            dir.path(),
             "hdparm",
             "Commands/features:\n\t   *\tSecurity Mode feature set\nSecurity: \n\t\tsupported\n\tnot\tenabled\n\t\
              not\tlocked\n\t\tfrozen\n\tnot\texpired: security count\n",
