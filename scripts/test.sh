@@ -18,10 +18,15 @@ cd "$(dirname "$0")/.."
 # that wipefs sees it and ssdlab refuses it: dosfstools, exfatprogs, ntfs-3g, f2fs-tools, jfsutils,
 # reiserfsprogs, nilfs-tools, udftools (file systems), squashfs-tools and genisoimage (images), cryptsetup-bin
 # (LUKS1/2), lvm2 (pvcreate), bcache-tools (make-bcache).
+# The device lab (crates/ssdlab/tests/vm, scripts/vm-lab) boots Debian's kernel in QEMU with NVMe, AHCI and virtio
+# disks: qemu-system-x86, busybox-static (the guest's shell), kmod (depmod, modprobe --show-depends), cpio, and the
+# tools it copies into the guest: nvme-cli, hdparm, mdadm, nbd-client (with smartmontools, lvm2, cryptsetup-bin,
+# e2fsprogs and fdisk above).
 packages=(fio e2fsprogs util-linux mount chromium btrfs-progs xfsprogs attr libnbd-bin python3-libnbd qemu-utils fuse3 nbdkit
     smartmontools prometheus fdisk python3-jsonschema blktrace strace
     dosfstools exfatprogs ntfs-3g f2fs-tools jfsutils reiserfsprogs nilfs-tools udftools squashfs-tools genisoimage
-    cryptsetup-bin lvm2 bcache-tools)
+    cryptsetup-bin lvm2 bcache-tools
+    qemu-system-x86 busybox-static kmod cpio binutils nvme-cli hdparm mdadm nbd-client)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

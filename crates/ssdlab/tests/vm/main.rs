@@ -1,0 +1,449 @@
+//! The device lab: the paths no loop device can reach, run against real kernel drivers in a virtual machine.
+//! QEMU emulates an NVMe controller, an AHCI SATA disk and virtio disks; Debian's kernel drives them (nvme, ahci,
+//! md, device-mapper, LVM, dm-crypt, swap, ext4, the NBD client); the real tools (smartctl, nvme-cli, hdparm,
+//! mdadm, lvm, cryptsetup, sfdisk, nbd-client) run beside the ssdlab binary under test. One boot serves every
+//! test: `scripts/vm-lab/guest.sh` runs the scenarios' commands inside and keeps their outputs, and each test here
+//! asserts one scenario from them.
+//!
+//! QEMU runs in software emulation (TCG): on this kind of machine KVM is present but fails or hangs (nested), and
+//! the lab takes under a minute either way. Without qemu-system-x86_64 the tests say SKIPPED and why.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// How long the guest may take before the lab is called hung (it takes about 30 s under TCG on 2 cores).
+const BOOT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The outbox of one boot: every command's output, exit code and the files the guest kept.
+struct Lab {
+    out: PathBuf,
+    serial: String,
+}
+
+impl Lab {
+    fn rc(&self, step: &str) -> i32 {
+        let text = self.file(&format!("{step}.rc"));
+        text.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{step}: no exit code ({text:?}); serial:\n{}", self.serial))
+    }
+
+    fn file(&self, name: &str) -> String {
+        std::fs::read_to_string(self.out.join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}; serial:\n{}", self.serial))
+    }
+
+    fn stderr(&self, step: &str) -> String {
+        self.file(&format!("{step}.err"))
+    }
+
+    /// Asserts a step exited with `rc`, showing its stderr otherwise.
+    fn expect(&self, step: &str, rc: i32) {
+        assert_eq!(self.rc(step), rc, "{step}: stderr:\n{}", self.stderr(step));
+    }
+
+    /// The `analysis` event of a command's `--json` stream.
+    fn analysis(&self, step: &str) -> Value {
+        self.file(&format!("{step}.out"))
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).expect("JSON lines"))
+            .find(|event| event["type"] == "analysis")
+            .unwrap_or_else(|| panic!("{step}: no analysis event; stderr:\n{}", self.stderr(step)))["data"]
+            .clone()
+    }
+
+    fn record(&self, dir: &str) -> Value {
+        serde_json::from_str(&self.file(&format!("{dir}/result.json"))).expect("result.json")
+    }
+}
+
+/// The lab, booted once for every test of this binary; None when QEMU is not installed.
+fn lab() -> Option<&'static Lab> {
+    static LAB: OnceLock<Option<Lab>> = OnceLock::new();
+    LAB.get_or_init(|| {
+        if Command::new("qemu-system-x86_64")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            eprintln!("SKIPPED: qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)");
+            return None;
+        }
+        Some(boot())
+    })
+    .as_ref()
+}
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Builds the kernel and initramfs, boots the guest with its disks, waits for it to power off and unpacks the
+/// outbox.
+fn boot() -> Lab {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("vm-lab");
+    std::fs::create_dir_all(&dir).unwrap();
+    let build = Command::new(repository().join("scripts/vm-lab/build.sh"))
+        .arg(&dir)
+        .arg(env!("CARGO_BIN_EXE_ssdlab"))
+        .arg(repository().join("scripts/vm-lab/guest.sh"))
+        .status()
+        .expect("scripts/vm-lab/build.sh runs");
+    assert!(build.success(), "scripts/vm-lab/build.sh failed");
+    // Fresh disks every boot: sparse files, so they cost nothing until written.
+    for (name, size) in [
+        ("nvme.img", 1u64 << 30),
+        ("sata.img", 1 << 30),
+        ("vda.img", 1 << 30),
+        ("outbox.img", 256 << 20),
+    ] {
+        let path = dir.join(name);
+        let _ = std::fs::remove_file(&path);
+        std::fs::File::create(&path).unwrap().set_len(size).unwrap();
+    }
+    let disk = |name: &str| {
+        format!(
+            "file={},if=none,format=raw,id={name}",
+            dir.join(format!("{name}.img")).display()
+        )
+    };
+    let started = Instant::now();
+    let mut qemu = Command::new("qemu-system-x86_64")
+        .args([
+            "-machine",
+            "q35",
+            "-accel",
+            "tcg",
+            "-m",
+            "1536",
+            "-smp",
+            "2",
+            "-nographic",
+            "-no-reboot",
+        ])
+        .arg("-kernel")
+        .arg(dir.join("vmlinuz"))
+        .arg("-initrd")
+        .arg(dir.join("initramfs.cpio"))
+        .args(["-append", "console=ttyS0 quiet panic=-1"])
+        .args([
+            "-drive",
+            &disk("nvme"),
+            "-device",
+            "nvme,serial=ssdlab0001,drive=nvme",
+        ])
+        .args([
+            "-device",
+            "ich9-ahci,id=ahci",
+            "-drive",
+            &disk("sata"),
+            "-device",
+            "ide-hd,drive=sata,bus=ahci.0",
+        ])
+        .args(["-drive", &disk("vda"), "-device", "virtio-blk-pci,drive=vda"])
+        .args([
+            "-drive",
+            &disk("outbox"),
+            "-device",
+            "virtio-blk-pci,drive=outbox",
+        ])
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(dir.join("serial.log")).unwrap())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("qemu starts");
+    let status = loop {
+        if let Some(status) = qemu.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > BOOT_TIMEOUT {
+            let _ = qemu.kill();
+            let _ = qemu.wait();
+            panic!(
+                "the lab did not power off within {BOOT_TIMEOUT:?}; serial:\n{}",
+                std::fs::read_to_string(dir.join("serial.log")).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let serial = std::fs::read_to_string(dir.join("serial.log")).unwrap_or_default();
+    assert!(status.success(), "qemu exited with {status}; serial:\n{serial}");
+    assert!(
+        serial.contains("LAB done"),
+        "the guest did not finish; serial:\n{serial}"
+    );
+    eprintln!(
+        "vm-lab: the guest ran in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let out = dir.join("out");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    let untar = Command::new("tar")
+        .arg("xf")
+        .arg(dir.join("outbox.img"))
+        .arg("-C")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(untar.success(), "the outbox holds a tar");
+    Lab { out, serial }
+}
+
+/// `promtool check metrics` on a file of the outbox, when promtool is installed.
+fn promtool_accepts(lab: &Lab, name: &str) {
+    let text = lab.file(name);
+    let Ok(mut child) = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    else {
+        eprintln!("promtool is not installed: {name} not checked");
+        return;
+    };
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool rejects {name}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn health_reads_qemus_nvme_live_and_counts_a_known_write_in_data_units() {
+    let Some(lab) = lab() else { return };
+    lab.expect("health-nvme-before", 0);
+    lab.expect("run-nvme", 0);
+    lab.expect("health-nvme-after", 0);
+    let drive = |step: &str| lab.analysis(step)["drives"][0]["snapshot"].clone();
+    let (before, after) = (drive("health-nvme-before"), drive("health-nvme-after"));
+    assert_eq!(after["identity"]["model"], "QEMU NVMe Ctrl");
+    // 256 MiB written; NVMe counts units of 1000 sectors of 512 bytes, rounded up.
+    let written =
+        after["host_written_bytes"].as_u64().unwrap() - before["host_written_bytes"].as_u64().unwrap();
+    let known = 256u64 << 20;
+    assert!(
+        (known..known + 2 * 512_000).contains(&written),
+        "the drive counted {written} bytes for a write of {known}"
+    );
+    assert_eq!(written % 512_000, 0, "whole data units");
+    // nvme-cli reads the same log: its data units are ssdlab's host bytes.
+    let log: Value = serde_json::from_str(&lab.file("health-nvme-nvmecli.out")).unwrap();
+    let units: u64 = log["data_units_written"].as_str().unwrap().parse().unwrap();
+    assert_eq!(units * 512_000, after["host_written_bytes"].as_u64().unwrap());
+    // QEMU reports 323 K (50 °C), no wear and no spare.
+    assert_eq!(after["temperature_celsius"].as_f64(), Some(50.0));
+    assert_eq!(after["wear_used_percent"].as_f64(), Some(0.0));
+    assert_eq!(
+        lab.analysis("health-nvme-after")["drives"][0]["verdict"]["level"],
+        "ok"
+    );
+    // The history grew by this snapshot.
+    let history = lab.file("history/QEMU_NVMe_Ctrl_ssdlab0001.jsonl");
+    assert_eq!(history.lines().count(), 2, "{history}");
+    promtool_accepts(lab, "health-before.prom");
+    promtool_accepts(lab, "health-after.prom");
+}
+
+#[test]
+fn health_reads_qemus_sata_disk_through_libata() {
+    let Some(lab) = lab() else { return };
+    let analysis = lab.analysis("health-sata");
+    let drive = &analysis["drives"][0];
+    assert_eq!(drive["snapshot"]["identity"]["model"], "QEMU HARDDISK");
+    assert_eq!(drive["snapshot"]["identity"]["protocol"], "ata");
+    // QEMU's disk fails one of smartctl's SMART commands (exit status bit 2): a warning, said as smartctl's bit.
+    assert_eq!(drive["snapshot"]["smartctl_exit_status"], 4);
+    assert_eq!(drive["verdict"]["level"], "warn");
+    promtool_accepts(lab, "health-sata.prom");
+}
+
+#[test]
+fn erase_refuses_a_sanitize_that_reaches_other_namespaces_and_falls_back_to_a_secure_format() {
+    let Some(lab) = lab() else { return };
+    lab.expect("erase-nvme-sanitize", 2);
+    let refusal = lab.stderr("erase-nvme-sanitize");
+    assert!(
+        refusal.contains("--method sanitize: not offered")
+            && refusal.contains("every namespace")
+            && refusal.contains("nothing was erased"),
+        "{refusal}"
+    );
+    lab.expect("erase-nvme-auto", 0);
+    let record = lab.record("erase-nvme");
+    let analysis = &record["analysis"];
+    assert_eq!(analysis["method"], "secure-erase", "{analysis:#}");
+    let steps = analysis["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["method"], "sanitize");
+    assert!(steps[0]["outcome"].as_str().unwrap().starts_with("not offered"));
+    let format = steps[1]["outcome"].as_str().unwrap();
+    assert!(
+        format.contains("nvme format /dev/nvme0 --namespace-id=1 --ses=1"),
+        "{format}"
+    );
+}
+
+#[test]
+fn erase_on_qemus_sata_disk_refuses_secure_erase_and_falls_back_to_discard() {
+    let Some(lab) = lab() else { return };
+    lab.expect("erase-sata-secure", 2);
+    assert!(
+        lab.stderr("erase-sata-secure")
+            .contains("ATA Security feature set")
+    );
+    lab.expect("erase-sata-auto", 0);
+    let record = lab.record("erase-sata");
+    assert_eq!(
+        record["analysis"]["method"], "discard",
+        "{:#}",
+        record["analysis"]
+    );
+}
+
+#[test]
+fn op_discards_the_tail_and_a_gpt_at_the_usable_size_fits_the_kernels_scan() {
+    let Some(lab) = lab() else { return };
+    lab.expect("op-nvme", 0);
+    let record = lab.record("op-nvme");
+    let planned = &record["analysis"]["planned"];
+    let applied = &record["analysis"]["applied"];
+    let usable = planned["usable_bytes"].as_u64().unwrap();
+    assert_eq!(usable, 768 << 20, "75% of 1 GiB");
+    assert_eq!(applied["offset_bytes"].as_u64(), Some(usable));
+    assert_eq!(applied["tail_reads_zero"], true);
+    lab.expect("op-sfdisk", 0);
+    lab.expect("op-rescan", 0);
+    let start: u64 = lab.file("op-partition-start.out").trim().parse().unwrap();
+    let sectors: u64 = lab.file("op-partition-sectors.out").trim().parse().unwrap();
+    assert_eq!(
+        (start + sectors) * 512,
+        usable,
+        "the partition ends where the usable space ends"
+    );
+}
+
+#[test]
+fn the_gate_refuses_every_real_holder_even_with_force() {
+    let Some(lab) = lab() else { return };
+    for setup in [
+        "gate-partition",
+        "gate-md",
+        "gate-dm",
+        "gate-mkswap",
+        "gate-swapon",
+        "gate-pv",
+        "gate-vg",
+        "gate-lv",
+        "gate-mkfs",
+        "gate-mount",
+        "gate-luks",
+        "gate-luks-open",
+    ] {
+        lab.expect(setup, 0);
+    }
+    for (victim, holder) in [
+        ("vda1", "an md RAID device (raid1)"),
+        ("vda3", "(lab-linear), is active over it"),
+        ("vda4", "in use as swap"),
+        ("vda5", "(labvg-lv), is active over it"),
+        ("vda6", "mounted at /mnt/vda6"),
+        ("vda7", "(labcrypt), is active over it"),
+    ] {
+        let step = format!("gate-write-{victim}");
+        lab.expect(&step, 2);
+        let refusal = lab.stderr(&step);
+        assert!(
+            refusal.contains(holder) && refusal.contains("--force does not override a device in use"),
+            "{victim}: {refusal}"
+        );
+    }
+    // The whole disk is refused for every holder on it.
+    lab.expect("gate-write-vda", 2);
+    let whole = lab.stderr("gate-write-vda");
+    for holder in ["md0", "lab-linear", "labvg-lv", "labcrypt", "swap", "mounted"] {
+        assert!(
+            whole.contains(holder),
+            "the disk's refusal names {holder}: {whole}"
+        );
+    }
+    // `devices` shows the disk in use with each holder.
+    lab.expect("gate-devices", 0);
+    let devices = lab.file("gate-devices.out");
+    let vda = devices
+        .lines()
+        .find(|l| l.starts_with("/dev/vda "))
+        .expect("vda listed");
+    assert!(vda.contains("IN USE"), "{vda}");
+    for holder in ["md0", "lab-linear", "labvg-lv", "labcrypt", "swap", "mounted"] {
+        assert!(vda.contains(holder), "devices names {holder}: {vda}");
+    }
+    // A file system that is only a signature: refused, then written with --force.
+    lab.expect("gate-sata-mkfs", 0);
+    lab.expect("gate-sata-unforced", 2);
+    assert!(lab.stderr("gate-sata-unforced").contains("ext4"));
+    lab.expect("gate-sata-forced", 0);
+}
+
+#[test]
+fn serve_under_the_kernels_nbd_client_keeps_fsynced_files_across_a_sigkill() {
+    let Some(lab) = lab() else { return };
+    for step in [
+        "nbd-connect",
+        "nbd-mkfs",
+        "nbd-mount",
+        "nbd-write",
+        "nbd-reconnect",
+        "nbd-remount",
+        "nbd-umount",
+        "nbd-fsck",
+        "nbd-disconnect",
+    ] {
+        lab.expect(step, 0);
+    }
+    let before = lab.file("nbd-sums-before.out");
+    assert_eq!(before.lines().count(), 2, "{before}");
+    assert_eq!(
+        lab.file("nbd-sums-after.out"),
+        before,
+        "every fsync'ed file intact"
+    );
+    assert!(lab.file("serve-first.err").contains("serving"));
+}
+
+#[test]
+fn scan_and_a_killed_refresh_on_ext4_over_the_nvme_namespace_keep_bytes_and_times() {
+    let Some(lab) = lab() else { return };
+    for step in [
+        "fs-mkfs",
+        "fs-mount",
+        "fs-write",
+        "fs-scan",
+        "fs-refresh",
+        "fs-umount",
+        "fs-fsck",
+    ] {
+        lab.expect(step, 0);
+    }
+    let scan = lab.record("scan-nvme");
+    assert_eq!(scan["analysis"]["files"].as_array().map(Vec::len), Some(3));
+    // The first run was killed mid-file: its journal held an entry, and the next run settled it.
+    let journal: usize = lab.file("fs-journal-after-kill.out").trim().parse().unwrap();
+    assert!(journal > 0, "the killed refresh had begun a file");
+    let before = lab.file("fs-sums-before.out");
+    assert_eq!(
+        lab.file("fs-sums-after.out"),
+        before,
+        "the same bytes and the old times"
+    );
+    let refresh = lab.record("refresh-nvme");
+    assert_eq!(refresh["verdict"]["passed"], true, "{:#}", refresh["analysis"]);
+}
