@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The device lab's boot pieces: Debian's kernel (the version linux-image-amd64 depends on, extracted once into
 # the cache) and an initramfs holding busybox, the modules the lab loads, the real tools it drives (nvme-cli,
-# smartctl, mdadm, lvm, cryptsetup, e2fsprogs, nbd-client, hdparm, sfdisk) with their libraries, the ssdlab
+# smartctl, mdadm, lvm, cryptsetup, e2fsprogs, nbd-client, hdparm, sfdisk, nbdkit) with their libraries, the ssdlab
 # binary under test and the guest script as /init.
 #
 # usage: scripts/vm-lab/build.sh OUT_DIR SSDLAB_BINARY GUEST_SCRIPT
@@ -64,6 +64,11 @@ copy_with_libraries() {
 for tool in nvme smartctl mdadm lvm dmsetup cryptsetup mkfs.ext4 e2fsck nbd-client hdparm sfdisk blkid wipefs mkswap swapon swapoff; do
     path=$(command -v "$tool") || { echo "vm-lab: $tool is not installed" >&2; exit 1; }
     copy_with_libraries "$path"
+done
+# nbdkit with its file plugin and cache filter: the NBD scenario's negative control.
+copy_with_libraries "$(command -v nbdkit)"
+for module in plugins/nbdkit-file-plugin.so filters/nbdkit-cache-filter.so; do
+    copy_with_libraries "/usr/lib/x86_64-linux-gnu/nbdkit/$module"
 done
 # lvm's commands are lvm itself under other names.
 for name in pvcreate vgcreate lvcreate vgchange lvs; do ln -sf lvm "$root/usr/sbin/$name"; done

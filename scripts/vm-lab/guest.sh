@@ -6,7 +6,7 @@
 #
 # Disks: /dev/nvme0 with namespace /dev/nvme0n1, /dev/sda on ich9-ahci, /dev/vda (virtio, the holders' disk),
 # /dev/vdb (the outbox).
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp SSDLAB_STATE_DIR=/tmp/state
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp TMPDIR=/tmp SSDLAB_STATE_DIR=/tmp/state
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
@@ -103,35 +103,60 @@ step gate-sata-forced ssdlab run --target /dev/sda --allow-destroy --force --rw 
 umount /mnt/vda6
 swapoff /dev/vda4
 
-# 5. serve under the kernel's NBD client: ext4 on /dev/nbd0, files written and fsync'ed, the server killed with
-# SIGKILL while the file system is mounted, a new server on the same file, the journal replayed by a mount, the
-# files checked, e2fsck -n clean.
+# 5. serve under the kernel's NBD client, over a file and over the DRAM cache in front of one: ext4 on /dev/nbd0,
+# a writer creating files with fsync (each logged once its fsync returned), the server killed with SIGKILL while
+# the writer runs, a new server on the same file, the journal replayed by a mount, every logged file checked,
+# e2fsck -n clean.
 serve() {
-    ssdlab serve --target file:/tmp/export.img:256m --socket /tmp/nbd.sock > "/out/serve-$1.err" 2>&1 &
+    case $1 in
+        # The negative control: nbdkit's cache filter told to ignore flushes, which the oracle must catch.
+        nbdkit-unsafe) nbdkit --foreground --unix /tmp/nbd.sock --filter=cache file /tmp/unsafe.img cache=unsafe \
+            > "/out/$2.err" 2>&1 & ;;
+        *) ssdlab serve --target "$1" --socket /tmp/nbd.sock > "/out/$2.err" 2>&1 & ;;
+    esac
     echo $! > /tmp/serve.pid
     for _ in $(seq 100); do [ -S /tmp/nbd.sock ] && break; sleep 0.1; done
 }
-serve first
-step nbd-connect nbd-client -u /tmp/nbd.sock /dev/nbd0 -N '' -b 4096 -t 30
-step nbd-mkfs mkfs.ext4 -q /dev/nbd0
 mkdir -p /mnt/nbd
-step nbd-mount mount /dev/nbd0 /mnt/nbd
-step nbd-write sh -c "dd if=/dev/urandom of=/mnt/nbd/a bs=1M count=8 conv=fsync 2>/dev/null && dd if=/dev/urandom of=/mnt/nbd/b bs=64k count=3 conv=fsync 2>/dev/null && sync"
-note nbd-sums-before "$(cd /mnt/nbd && md5sum a b)"
-kill -9 "$(cat /tmp/serve.pid)"
-wait "$(cat /tmp/serve.pid)" 2>/dev/null
-umount -l /mnt/nbd 2>/dev/null
-nbd-client -d /dev/nbd0 > /dev/null 2>&1
-rm -f /tmp/nbd.sock
-serve second
-step nbd-reconnect nbd-client -u /tmp/nbd.sock /dev/nbd0 -N '' -b 4096 -t 30
-step nbd-remount mount /dev/nbd0 /mnt/nbd
-note nbd-sums-after "$(cd /mnt/nbd && md5sum a b)"
-step nbd-umount umount /mnt/nbd
-step nbd-fsck e2fsck -n -f /dev/nbd0
-step nbd-disconnect nbd-client -d /dev/nbd0
-kill -TERM "$(cat /tmp/serve.pid)"
-wait "$(cat /tmp/serve.pid)" 2>/dev/null
+dd if=/dev/zero of=/tmp/unsafe.img bs=1M count=0 seek=256 2>/dev/null
+for export in file:/tmp/export.img:256m cached:file:/tmp/cached.img:256m?size=64m nbdkit-unsafe; do
+    kind=${export%%:*}
+    # Killed mid-write: after this long the writer is part-way through its files.
+    case $kind in file) kill_after=1.5 ;; *) kill_after=2.5 ;; esac
+    serve "$export" "nbd-$kind-serve-first"
+    step "nbd-$kind-connect" nbd-client -u /tmp/nbd.sock /dev/nbd0 -N '' -b 4096 -t 5
+    step "nbd-$kind-mkfs" mkfs.ext4 -q /dev/nbd0
+    step "nbd-$kind-mount" mount /dev/nbd0 /mnt/nbd
+    : > "/tmp/synced-$kind"
+    (
+        i=0
+        while [ $i -lt 400 ]; do
+            i=$((i + 1))
+            dd if=/dev/urandom of=/mnt/nbd/f$i bs=64k count=4 conv=fsync 2>/dev/null || break
+            (cd /mnt/nbd && md5sum f$i) >> "/tmp/synced-$kind"
+        done
+    ) &
+    writer=$!
+    sleep "$kill_after"
+    kill -9 "$(cat /tmp/serve.pid)"
+    wait "$(cat /tmp/serve.pid)" 2>/dev/null
+    note "nbd-$kind-killed-after" "$kill_after s, $(wc -l < "/tmp/synced-$kind") files fsync'ed"
+    nbd-client -d /dev/nbd0 > /dev/null 2>&1
+    wait "$writer" 2>/dev/null
+    umount -l /mnt/nbd 2>/dev/null
+    rm -f /tmp/nbd.sock
+    cp "/tmp/synced-$kind" "/out/nbd-$kind-synced.out"
+    serve "$export" "nbd-$kind-serve-second"
+    step "nbd-$kind-reconnect" nbd-client -u /tmp/nbd.sock /dev/nbd0 -N '' -b 4096 -t 5
+    step "nbd-$kind-remount" mount /dev/nbd0 /mnt/nbd
+    step "nbd-$kind-check" sh -c "cd /mnt/nbd && md5sum -c /tmp/synced-$kind"
+    step "nbd-$kind-umount" umount /mnt/nbd
+    step "nbd-$kind-fsck" e2fsck -n -f /dev/nbd0
+    step "nbd-$kind-disconnect" nbd-client -d /dev/nbd0
+    kill -TERM "$(cat /tmp/serve.pid)"
+    wait "$(cat /tmp/serve.pid)" 2>/dev/null
+    rm -f /tmp/nbd.sock
+done
 
 echo "LAB done $(cut -d' ' -f1 /proc/uptime)"
 tar cf /dev/vdb -C /out .
