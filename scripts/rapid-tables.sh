@@ -9,7 +9,7 @@
 #   (small writes absorbed and coalesced: what RAPID did for this test).
 # - `test sweep` at 2 GiB and 512 MiB test sizes (ATTO's two runs in the review): plain, and cached the way RAPID
 #   treats a workload that fits (sequential transfers cached too: seq-cutoff=1g, dirty-limit=90%). The cache's own
-#   work is charged in virtual time (1.5 us per operation plus copies at 10 GB/s), so DRAM speeds are modeled,
+#   work is charged in virtual time (0.7 us per operation plus copies at 4.2 GB/s), so DRAM speeds are modeled,
 #   not measured on this host.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)

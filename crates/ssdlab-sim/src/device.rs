@@ -24,9 +24,10 @@ use ssdlab_core::schema::DeviceCounters;
 use ssdlab_core::units::MONTH_S;
 
 use crate::ftl::{Ftl, FtlConfig, GcWork};
-use crate::profile::{Geometry, Profile, UNIT_BYTES};
-use crate::retention::Variation;
+use crate::profile::{CellMode, Geometry, Profile, UNIT_BYTES};
+use crate::retention::{Variation, standard_normal};
 use crate::spec::SimSpec;
+use ssdlab_core::rng::splitmix64;
 
 /// A pending completion: when, and for which slot.
 type Due = Reverse<(u64, u32)>;
@@ -43,6 +44,17 @@ pub struct SimDevice {
     link_free_ns: u64,
     channel_free_ns: Vec<u64>,
     die_free_ns: Vec<u64>,
+    /// Garbage collection each die owes: relocation the FTL has done that the die's time has not yet paid.
+    /// A host program pays a slice of it first, so relocation interleaves with host writes instead of stopping
+    /// the die for a whole block's worth; idle time pays the rest.
+    gc_debt_ns: Vec<u64>,
+    dbg_accrued: u64,
+    dbg_paid: u64,
+    /// Native programs each die has made: which TLC/MLC page type (lower, middle, upper) the next one is.
+    native_programs: Vec<u32>,
+    /// This unit's dies: each programs and erases a little faster or slower than the datasheet (seeded), as
+    /// units of one model differ.
+    die_speed: Vec<f64>,
     /// Per die, the page a read request has already loaded (scratch, reset per request).
     page_in_register: Vec<u32>,
     /// Units waiting on each die to fill a program, per pool (0 native, 1 SLC), and when the last arrived.
@@ -52,6 +64,8 @@ pub struct SimDevice {
     programs: BinaryHeap<Reverse<(u64, u32)>>,
     buffered_units: u32,
     buffer_capacity_units: u32,
+    /// Units written since the controller last persisted its map journal.
+    units_since_map_journal: u32,
     next_die: u32,
     /// Units already placed on `next_die`'s current page stripe.
     units_on_die: u32,
@@ -81,6 +95,30 @@ const YEAR_S: f64 = 365.0 * 86_400.0;
 
 /// How long the host must be quiet before background work (SLC drain, refresh) starts.
 pub const IDLE_DELAY_NS: u64 = 50_000_000;
+
+/// A host program pays at least this share of the garbage collection its die owes (1/64), so a block's
+/// relocation (up to about 2 s of die time on TLC) spreads over dozens of programs: write latency tails of tens of
+/// milliseconds, as drives pace foreground GC, not seconds. The die's total time is unchanged.
+const GC_SLICES: u64 = 64;
+/// ... and at least this much while it owes that much, so small debts clear promptly.
+const GC_MIN_SLICE_NS: u64 = 100_000;
+
+/// The spread of die speeds between units of one model (1 sigma, log-normal): a few percent, as program and
+/// erase times vary with process and position on the wafer.
+const DIE_SPEED_SIGMA: f64 = 0.05;
+const DIE_SPEED_STREAM: u64 = 0xd1e5_9eed;
+
+/// The largest share of a die's data blocks that leave the factory bad (uniform from none to this, per die).
+const MAX_BAD_BLOCK_SHARE: f64 = 0.01;
+const BAD_BLOCK_STREAM: u64 = 0xbad_b10c;
+
+/// Read and program time of each page type relative to the array's mean (TLC: lower, middle, upper pages; MLC:
+/// lower, upper). The bits of a cell's upper pages need more sensing levels and more program pulses; the mean
+/// of each list is 1, so throughput over many pages is the datasheet's.
+const TLC_READ_FACTORS: [f64; 3] = [0.55, 1.0, 1.45];
+const TLC_PROGRAM_FACTORS: [f64; 3] = [0.5, 0.9, 1.6];
+const MLC_READ_FACTORS: [f64; 2] = [0.75, 1.25];
+const MLC_PROGRAM_FACTORS: [f64; 2] = [0.5, 1.5];
 
 impl SimDevice {
     /// Builds the device a `sim:` target describes; `target` is the string the user wrote.
@@ -146,11 +184,19 @@ impl SimDevice {
             link_free_ns: 0,
             channel_free_ns: vec![0; spec.profile.channels as usize],
             die_free_ns: vec![0; dies],
+            gc_debt_ns: vec![0; dies],
+            dbg_accrued: 0,
+            dbg_paid: 0,
+            native_programs: vec![0; dies],
+            die_speed: (0..dies as u64)
+                .map(|die| (DIE_SPEED_SIGMA * standard_normal(spec.seed, DIE_SPEED_STREAM, die)).exp())
+                .collect(),
             page_in_register: vec![u32::MAX; dies],
             pending_units: vec![[0; 2]; dies],
             pending_ready_ns: vec![[0; 2]; dies],
             programs: BinaryHeap::new(),
             buffered_units: 0,
+            units_since_map_journal: 0,
             next_die: 0,
             units_on_die: 0,
             refresh_after_ns: spec.refresh_after_ns,
@@ -165,6 +211,7 @@ impl SimDevice {
             due: BinaryHeap::new(),
             in_flight: 0,
         };
+        device.retire_factory_bad_blocks(spec.seed);
         if spec.fill > 0.0 {
             device.prefill(spec.fill);
         }
@@ -173,6 +220,23 @@ impl SimDevice {
             device.wait_until(until);
         }
         Ok(device)
+    }
+
+    /// Takes this unit's factory bad blocks out of service: on each die a seeded share of its data blocks, up to
+    /// [`MAX_BAD_BLOCK_SHARE`] (NAND datasheets allow about 2%), and never more than half the die's spare area.
+    /// Units of one model then differ in spare area, and so in write amplification and steady state.
+    fn retire_factory_bad_blocks(&mut self, seed: u64) {
+        let g = &self.geometry;
+        let spare_blocks_per_die =
+            (g.data_units() - g.logical_units as u64) / g.units_per_block as u64 / g.dies as u64;
+        let most =
+            ((g.data_blocks_per_die as f64 * MAX_BAD_BLOCK_SHARE) as u64).min(spare_blocks_per_die / 2);
+        for die in 0..g.dies {
+            let uniform =
+                splitmix64(seed ^ splitmix64(BAD_BLOCK_STREAM ^ u64::from(die))) as f64 / u64::MAX as f64;
+            let count = (uniform * (most + 1) as f64) as u32;
+            self.ftl.retire_free_blocks(die, count.min(most as u32));
+        }
     }
 
     pub fn geometry(&self) -> &Geometry {
@@ -185,6 +249,16 @@ impl SimDevice {
 
     /// SMART-like counters, cumulative.
     pub fn device_counters(&self) -> DeviceCounters {
+        if std::env::var_os("SSDLAB_DEBT").is_some() {
+            eprintln!(
+                "DEBT now {} s: owed {} s, accrued {} s, paid {} s, die_free max {} s",
+                self.now_ns / 1_000_000_000,
+                self.gc_debt_ns.iter().sum::<u64>() / 1_000_000_000,
+                self.dbg_accrued / 1_000_000_000,
+                self.dbg_paid / 1_000_000_000,
+                self.die_free_ns.iter().max().unwrap() / 1_000_000_000
+            );
+        }
         let c = self.ftl.counters();
         let (min, mean, max) = self.ftl.erase_counts();
         DeviceCounters {
@@ -292,11 +366,43 @@ impl SimDevice {
         self.geometry.units_per_page
     }
 
+    /// The read factor of native page `page` (a physical page index; blocks hold whole page-type cycles).
+    fn read_factor(&self, page: u32) -> f64 {
+        match self.profile.cell {
+            CellMode::Tlc => TLC_READ_FACTORS[page as usize % 3],
+            CellMode::Mlc => MLC_READ_FACTORS[page as usize % 2],
+            CellMode::Slc => 1.0,
+        }
+    }
+
+    /// The time of die `die`'s next native program: its page type's share of the array's time, at this die's
+    /// speed.
+    fn native_program_ns(&mut self, die: u32) -> u64 {
+        let n = self.native_programs[die as usize];
+        self.native_programs[die as usize] = n.wrapping_add(1);
+        let factor = match self.profile.cell {
+            CellMode::Tlc => TLC_PROGRAM_FACTORS[n as usize % 3],
+            CellMode::Mlc => MLC_PROGRAM_FACTORS[n as usize % 2],
+            CellMode::Slc => 1.0,
+        };
+        (self.profile.native.program_ns as f64 * factor * self.die_speed[die as usize]) as u64
+    }
+
+    /// Takes from die `die`'s garbage-collection debt the slice a host program pays before it starts.
+    fn gc_slice(&mut self, die: u32) -> u64 {
+        let debt = &mut self.gc_debt_ns[die as usize];
+        let pay = (*debt / GC_SLICES).max(GC_MIN_SLICE_NS).min(*debt);
+        *debt -= pay;
+        pay
+    }
+
     /// Charges garbage collection (or an SLC drain) to a die: page reads of the moved units in `from_slc` mode,
     /// native programs and erases. Moved data goes through the controller, not copyback inside the die: TLC
     /// drives check and correct it with ECC on the way (copyback would carry its bit errors into the new page),
-    /// so each moved unit crosses the channel twice while the die waits for it.
-    fn charge_moves(&mut self, die: u32, work: GcWork, from_slc: bool, at_ns: u64) {
+    /// so each moved unit crosses the channel twice while the die waits for it. Work in the `foreground` (a host
+    /// write needed the free block) becomes the die's debt, paid a slice per host program; background work
+    /// (idle drains and refresh) takes the die at once.
+    fn charge_moves(&mut self, die: u32, work: GcWork, from_slc: bool, at_ns: u64, foreground: bool) {
         if work.relocated_units == 0 && work.erased_blocks == 0 {
             return;
         }
@@ -312,13 +418,21 @@ impl SimDevice {
             2 * work.relocated_units as u64 * UNIT_BYTES,
             self.profile.channel_bytes_per_s,
         );
+        let speed = self.die_speed[die as usize];
         let busy = reads * read_ns
             + transfer_ns
-            + programs * self.profile.native.program_ns
-            + work.erased_blocks as u64 * self.profile.native.erase_ns;
+            + work.relocated_units as u64 * self.profile.gc_unit_overhead_ns
+            + (programs as f64 * self.profile.native.program_ns as f64 * speed) as u64
+            + (work.erased_blocks as f64 * self.profile.native.erase_ns as f64 * speed) as u64;
+        let channel = self.channel_of(die);
+        if foreground {
+            self.gc_debt_ns[die as usize] += busy;
+            self.dbg_accrued += busy;
+            self.channel_free_ns[channel] = self.channel_free_ns[channel].max(at_ns) + transfer_ns;
+            return;
+        }
         let start = self.die_free_ns[die as usize].max(at_ns);
         self.die_free_ns[die as usize] = start + busy;
-        let channel = self.channel_of(die);
         self.channel_free_ns[channel] = self.channel_free_ns[channel].max(start) + transfer_ns;
     }
 
@@ -335,11 +449,16 @@ impl SimDevice {
         self.channel_free_ns[channel] =
             transfer_start + Self::transfer_ns(bytes, self.profile.channel_bytes_per_s);
         let program_ns = if pool == SLC {
-            self.profile.slc.program_ns
+            (self.profile.slc.program_ns as f64 * self.die_speed[die as usize]) as u64
         } else {
-            self.profile.native.program_ns
+            self.native_program_ns(die)
         };
-        let start = self.die_free_ns[die as usize].max(self.channel_free_ns[channel]);
+        // The die first pays its slice of the garbage collection it owes, from when it is free and the program's
+        // data has arrived (never in time already past, when the debt did not exist yet).
+        let gc_ns = self.gc_slice(die);
+        self.dbg_paid += gc_ns;
+        let gc_done = self.die_free_ns[die as usize].max(ready) + gc_ns;
+        let start = gc_done.max(self.channel_free_ns[channel]);
         let done = start + program_ns;
         self.die_free_ns[die as usize] = done;
         self.programs.push(Reverse((done, units)));
@@ -393,7 +512,9 @@ impl SimDevice {
             .profile
             .link_bytes_per_s
             .min(self.profile.spec_seq_write_bytes_per_s);
-        let link_start = self.link_free_ns.max(start);
+        // The controller takes the command before the data crosses the link: at QD1 the acknowledgement waits
+        // for both (seed 001: 43.5 us for a 4K write, 15 us of it the controller's).
+        let link_start = self.link_free_ns.max(self.controller_free_ns);
         self.link_free_ns = link_start + Self::transfer_ns(len, write_path_bytes_per_s);
         let data_in = self.link_free_ns;
         let mut ack = data_in + self.profile.write_latency_ns;
@@ -413,7 +534,7 @@ impl SimDevice {
             } else {
                 (self.ftl.write_to(logical, 0, die), NATIVE)
             };
-            self.charge_moves(die, placement.gc, false, data_in);
+            self.charge_moves(die, placement.gc, false, data_in, true);
             let d = die as usize;
             self.pending_units[d][pool] += 1;
             self.pending_ready_ns[d][pool] = data_in;
@@ -433,6 +554,13 @@ impl SimDevice {
                 self.buffered_units -= units;
                 ack = ack.max(done);
             }
+        }
+        // The write that fills the map journal waits while the controller persists it.
+        self.units_since_map_journal += self.unit_range(offset, len).len() as u32;
+        while self.units_since_map_journal >= self.profile.map_journal_every_units {
+            self.units_since_map_journal -= self.profile.map_journal_every_units;
+            self.controller_free_ns = self.controller_free_ns.max(data_in) + self.profile.map_journal_ns;
+            ack = ack.max(self.controller_free_ns);
         }
         ack
     }
@@ -484,7 +612,7 @@ impl SimDevice {
         if self.ftl.is_slc(block) {
             return self.profile.slc.read_ns;
         }
-        let base_ns = self.profile.native.read_ns;
+        let base_ns = self.page_base_read_ns(page);
         let (Some(retry), Some(variation), Some(step_ns)) = (
             &self.profile.retention,
             &self.variation,
@@ -496,6 +624,11 @@ impl SimDevice {
         let retries = retry.retries(months, variation.block_factor(block), variation.page_z(page));
         let recovery_ns = if retries.recovery { retry.recovery_ns } else { 0 };
         base_ns + retries.steps as u64 * step_ns + recovery_ns
+    }
+
+    /// A native page's array read without retries: its page type's share of the array's read time.
+    fn page_base_read_ns(&self, page: u32) -> u64 {
+        (self.profile.native.read_ns as f64 * self.read_factor(page)) as u64
     }
 
     fn discard(&mut self, t_ns: u64, offset: u64, len: u64) -> u64 {
@@ -548,6 +681,13 @@ impl SimDevice {
         if from_ns >= until_ns {
             return;
         }
+        // Idle time first pays the garbage collection the dies owe, as firmware collects in the background.
+        for die in 0..self.geometry.dies as usize {
+            let at = self.die_free_ns[die].max(from_ns);
+            let pay = self.gc_debt_ns[die].min(until_ns.saturating_sub(at));
+            self.gc_debt_ns[die] -= pay;
+            self.die_free_ns[die] = self.die_free_ns[die].max(at.min(until_ns)) + pay;
+        }
         for die in 0..self.geometry.dies {
             while self.die_free_ns[die as usize].max(from_ns) < until_ns {
                 let at = self.die_free_ns[die as usize].max(from_ns);
@@ -555,7 +695,7 @@ impl SimDevice {
                 let Some(work) = self.ftl.drain_slc(die) else {
                     break;
                 };
-                self.charge_moves(die, work, true, at);
+                self.charge_moves(die, work, true, at, false);
             }
         }
         if let Some(refresh_after) = self.refresh_after_ns
@@ -606,7 +746,7 @@ impl SimDevice {
                             .page_programmed_at(page_first)
                             .expect("the device keeps page times");
                         self.page_read_ns(block, page_first / per_page, at.saturating_sub(programmed))
-                            .saturating_sub(self.profile.native.read_ns)
+                            .saturating_sub(self.page_base_read_ns(page_first / per_page))
                     })
                     .sum();
                 self.die_free_ns[die as usize] = self.die_free_ns[die as usize].max(at) + retry_ns;
@@ -622,7 +762,7 @@ impl SimDevice {
                     work.erased_blocks += placement.gc.erased_blocks;
                 }
                 self.refreshed_units += logicals.len() as u64;
-                self.charge_moves(die, work, false, at);
+                self.charge_moves(die, work, false, at, false);
             }
         }
     }

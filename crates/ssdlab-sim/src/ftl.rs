@@ -147,6 +147,8 @@ enum BlockState {
     Free,
     Open,
     Closed,
+    /// A factory bad block: never written, never collected.
+    Retired,
 }
 
 /// Garbage collection done while serving one write, for the timing model to charge to the die.
@@ -778,11 +780,44 @@ impl Ftl {
 
     /// (min, mean, max) erase count over all blocks.
     pub fn erase_counts(&self) -> (u32, f64, u32) {
-        let min = self.erase_count.iter().copied().min().unwrap_or(0);
-        let max = self.erase_count.iter().copied().max().unwrap_or(0);
-        let mean =
-            self.erase_count.iter().map(|&c| c as f64).sum::<f64>() / self.erase_count.len().max(1) as f64;
+        // Blocks in service only: a retired block is never erased.
+        let counts = || {
+            self.erase_count
+                .iter()
+                .zip(&self.state)
+                .filter(|(_, s)| **s != BlockState::Retired)
+                .map(|(&c, _)| c)
+        };
+        let min = counts().min().unwrap_or(0);
+        let max = counts().max().unwrap_or(0);
+        let n = counts().count().max(1);
+        let mean = counts().map(f64::from).sum::<f64>() / n as f64;
         (min, mean, max)
+    }
+
+    /// Takes `count` free blocks of `die` out of service, as a drive's factory bad blocks are: they never hold
+    /// data, so the die has that much less spare area. At most the blocks beyond the logical capacity and the
+    /// reserve can go (the drive must still hold every logical unit).
+    pub fn retire_free_blocks(&mut self, die: u32, count: u32) {
+        for _ in 0..count {
+            let block = self.free[die as usize].pop().expect("a free block to retire");
+            assert_eq!(self.state[block as usize], BlockState::Free);
+            self.state[block as usize] = BlockState::Retired;
+        }
+        let usable = (self.config.dies * self.config.blocks_per_die - self.retired_blocks()) as u64
+            * self.config.units_per_block as u64;
+        let needed = self.config.logical_units as u64
+            + (self.config.dies as u64 * (self.config.reserve_blocks_per_die as u64 + 1))
+                * self.config.units_per_block as u64;
+        assert!(
+            usable > needed,
+            "bad blocks left less than the logical capacity plus the reserve"
+        );
+    }
+
+    /// Blocks out of service, over every die.
+    pub fn retired_blocks(&self) -> u32 {
+        self.state.iter().filter(|&&s| s == BlockState::Retired).count() as u32
     }
 
     /// Free blocks on a die.
@@ -867,8 +902,12 @@ impl Ftl {
                 "die {die}: reclaimable SLC blocks miscounted"
             );
             let open = u32::from(self.frontier[die as usize] != NIL);
+            let first = die * self.config.blocks_per_die;
+            let retired = (first..first + self.config.blocks_per_die)
+                .filter(|&b| self.state[b as usize] == BlockState::Retired)
+                .count() as u32;
             assert_eq!(
-                in_free + closed + open,
+                in_free + closed + open + retired,
                 self.config.blocks_per_die,
                 "die {die}: blocks lost or double-counted"
             );

@@ -1,0 +1,150 @@
+//! The virtual 840 EVO's timing against the figures of its seeds, in virtual time (exact and fast): the QD1 write
+//! seed 001 measured, the spread of fresh reads across TLC page types, garbage collection that interleaves with
+//! host writes instead of stopping the world, and a seed that is a unit of its own on the write path.
+
+use ssdlab_core::device::{Device, Io, Op};
+use ssdlab_core::rng::Rng;
+use ssdlab_sim::device::SimDevice;
+use ssdlab_sim::spec::SimSpec;
+
+fn drive(target: &str) -> SimDevice {
+    let spec = SimSpec::parse(target.strip_prefix("sim:").unwrap()).unwrap();
+    SimDevice::new(target, &spec).unwrap()
+}
+
+/// What a run of 4 KiB random operations measured: every latency, and completions per virtual second.
+struct Run {
+    latencies_ns: Vec<u64>,
+    per_second: Vec<u64>,
+}
+
+impl Run {
+    fn mean_ns(&self) -> f64 {
+        self.latencies_ns.iter().sum::<u64>() as f64 / self.latencies_ns.len() as f64
+    }
+
+    fn percentile_ns(&self, q: f64) -> u64 {
+        let mut sorted = self.latencies_ns.clone();
+        sorted.sort_unstable();
+        sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)]
+    }
+}
+
+/// 4 KiB random `op`s at `depth` over the first `span_bytes`, for `seconds` of virtual time.
+fn random_4k(device: &mut SimDevice, op: Op, depth: u32, span_bytes: u64, seconds: u64, seed: u64) -> Run {
+    device.prepare(depth, 4096).unwrap();
+    let mut rng = Rng::new(seed);
+    let blocks = span_bytes / 4096;
+    let start = device.now_ns();
+    let end = start + seconds * 1_000_000_000;
+    let mut run = Run {
+        latencies_ns: Vec::new(),
+        per_second: vec![0; seconds as usize],
+    };
+    let mut free: Vec<u32> = (0..depth).collect();
+    let mut done = Vec::new();
+    loop {
+        while device.now_ns() < end
+            && let Some(slot) = free.pop()
+        {
+            let offset = rng.below(blocks) * 4096;
+            let io = Io {
+                op,
+                offset,
+                len: 4096,
+                slot,
+                tag: 0,
+            };
+            device.submit(&[io]).unwrap();
+        }
+        if device.in_flight() == 0 {
+            return run;
+        }
+        done.clear();
+        device.reap(1, None, &mut done).unwrap();
+        for completion in &done {
+            free.push(completion.slot);
+            run.latencies_ns
+                .push(completion.completed_ns - completion.submitted_ns);
+            let second = ((completion.completed_ns - start) / 1_000_000_000) as usize;
+            if let Some(count) = run.per_second.get_mut(second) {
+                *count += 1;
+            }
+        }
+    }
+}
+
+#[test]
+fn a_qd1_4k_random_write_takes_seed_001s_43_us_with_rare_map_journal_stalls() {
+    // RAPID review (seed 001), IOmeter 4K random writes at QD1 over 8 GB: 22.8K IOPS, 43.5 us average, 0.75 ms
+    // maximum.
+    let mut device = drive("sim:840evo-250g");
+    let run = random_4k(&mut device, Op::Write, 1, 8 << 30, 60, 1);
+    let mean_us = run.mean_ns() / 1e3;
+    assert!(
+        (43.5 * 0.9..=43.5 * 1.1).contains(&mean_us),
+        "mean {mean_us:.1} us"
+    );
+    let max_ms = *run.latencies_ns.iter().max().unwrap() as f64 / 1e6;
+    assert!((0.2..=2.0).contains(&max_ms), "max {max_ms:.2} ms");
+}
+
+#[test]
+fn fresh_4k_reads_spread_with_the_tlc_page_they_sit_on() {
+    let mut device = drive("sim:840evo-250g?scale=1/16&fill=100%");
+    let span = device.info().capacity_bytes;
+    let run = random_4k(&mut device, Op::Read, 1, span, 2, 1);
+    let p50 = run.percentile_ns(0.5) as f64;
+    let p99 = run.percentile_ns(0.99) as f64;
+    assert!((50e3..=150e3).contains(&p50), "p50 {:.1} us", p50 / 1e3);
+    assert!(
+        p99 / p50 >= 1.3,
+        "p99 {:.1} us over p50 {:.1} us",
+        p99 / 1e3,
+        p50 / 1e3
+    );
+    let p1 = run.percentile_ns(0.01) as f64;
+    assert!(p1 < 0.8 * p50, "lower pages read faster: p1 {:.1} us", p1 / 1e3);
+}
+
+#[test]
+fn a_seed_is_a_unit_of_its_own_on_the_write_path() {
+    // Bad blocks and die speeds differ between units: the same random writes on a filled drive give another
+    // write amplification and another pace.
+    let result = |seed: u64| {
+        let mut device = drive(&format!("sim:840evo-250g?scale=1/64&fill=100&seed={seed}"));
+        let span = device.info().capacity_bytes;
+        let run = random_4k(&mut device, Op::Write, 32, span, 120, 1);
+        (
+            device.device_counters().write_amplification,
+            run.latencies_ns.len(),
+        )
+    };
+    let (a, b) = (result(1), result(2));
+    assert_ne!(a, b, "two units of one model behave alike, not identically");
+    let ratio = a.1 as f64 / b.1 as f64;
+    assert!((0.9..=1.1).contains(&ratio), "writes done: {} vs {}", a.1, b.1);
+}
+
+#[test]
+fn the_full_size_steady_state_never_stops_the_world() {
+    // The consistency test's random-write phase: a full 840 EVO 250 GB, 4 KiB random writes at QD32 for 2000 s.
+    // Reviews measured 3,000-5,000 IOPS at steady state. Garbage collection is paid in slices between host
+    // programs, so completions never stop for a whole second; before, whole seconds went by with none (p99.9
+    // 1.41 s, maximum 1.99 s).
+    let mut device = drive("sim:840evo-250g?fill=100%");
+    let span = device.info().capacity_bytes;
+    let run = random_4k(&mut device, Op::Write, 32, span, 2000, 1);
+    let silent: Vec<usize> = (60..run.per_second.len())
+        .filter(|&s| run.per_second[s] == 0)
+        .collect();
+    assert!(silent.is_empty(), "seconds without a completion: {silent:?}");
+    let steady = run.per_second[1600..].iter().sum::<u64>() as f64 / 400.0;
+    assert!(
+        (3_000.0..=5_000.0).contains(&steady),
+        "steady state {steady:.0} IOPS"
+    );
+    // The target is 100 ms; today's tail is held at 150 ms (see docs/sim.md).
+    let p999_ms = run.percentile_ns(0.999) as f64 / 1e6;
+    assert!(p999_ms <= 150.0, "p99.9 {p999_ms:.1} ms");
+}
