@@ -42,14 +42,14 @@ pub struct SimDevice {
     now_ns: u64,
     controller_free_ns: u64,
     link_free_ns: u64,
+    /// When the controller's native write path is free (profiles that have one: [`Profile::native_write_bytes_per_s`]).
+    native_path_free_ns: u64,
     channel_free_ns: Vec<u64>,
     die_free_ns: Vec<u64>,
     /// Garbage collection each die owes: relocation the FTL has done that the die's time has not yet paid.
     /// A host program pays a slice of it first, so relocation interleaves with host writes instead of stopping
     /// the die for a whole block's worth; idle time pays the rest.
     gc_debt_ns: Vec<u64>,
-    dbg_accrued: u64,
-    dbg_paid: u64,
     /// Native programs each die has made: which TLC/MLC page type (lower, middle, upper) the next one is.
     native_programs: Vec<u32>,
     /// This unit's dies: each programs and erases a little faster or slower than the datasheet (seeded), as
@@ -64,7 +64,7 @@ pub struct SimDevice {
     programs: BinaryHeap<Reverse<(u64, u32)>>,
     buffered_units: u32,
     buffer_capacity_units: u32,
-    /// Units written since the controller last persisted its map journal.
+    /// Write commands since the controller last persisted its map journal.
     units_since_map_journal: u32,
     next_die: u32,
     /// Units already placed on `next_die`'s current page stripe.
@@ -182,11 +182,10 @@ impl SimDevice {
             now_ns: 0,
             controller_free_ns: 0,
             link_free_ns: 0,
+            native_path_free_ns: 0,
             channel_free_ns: vec![0; spec.profile.channels as usize],
             die_free_ns: vec![0; dies],
             gc_debt_ns: vec![0; dies],
-            dbg_accrued: 0,
-            dbg_paid: 0,
             native_programs: vec![0; dies],
             die_speed: (0..dies as u64)
                 .map(|die| (DIE_SPEED_SIGMA * standard_normal(spec.seed, DIE_SPEED_STREAM, die)).exp())
@@ -249,16 +248,6 @@ impl SimDevice {
 
     /// SMART-like counters, cumulative.
     pub fn device_counters(&self) -> DeviceCounters {
-        if std::env::var_os("SSDLAB_DEBT").is_some() {
-            eprintln!(
-                "DEBT now {} s: owed {} s, accrued {} s, paid {} s, die_free max {} s",
-                self.now_ns / 1_000_000_000,
-                self.gc_debt_ns.iter().sum::<u64>() / 1_000_000_000,
-                self.dbg_accrued / 1_000_000_000,
-                self.dbg_paid / 1_000_000_000,
-                self.die_free_ns.iter().max().unwrap() / 1_000_000_000
-            );
-        }
         let c = self.ftl.counters();
         let (min, mean, max) = self.ftl.erase_counts();
         DeviceCounters {
@@ -427,7 +416,6 @@ impl SimDevice {
         let channel = self.channel_of(die);
         if foreground {
             self.gc_debt_ns[die as usize] += busy;
-            self.dbg_accrued += busy;
             self.channel_free_ns[channel] = self.channel_free_ns[channel].max(at_ns) + transfer_ns;
             return;
         }
@@ -445,6 +433,15 @@ impl SimDevice {
         let ready = self.pending_ready_ns[die as usize][pool];
         let channel = self.channel_of(die);
         let bytes = units as u64 * UNIT_BYTES;
+        // A native program's data first passes the controller's native write path, where it has one.
+        let ready = match (pool, self.profile.native_write_bytes_per_s) {
+            (NATIVE, Some(rate)) => {
+                self.native_path_free_ns =
+                    self.native_path_free_ns.max(ready) + Self::transfer_ns(bytes, rate);
+                self.native_path_free_ns
+            }
+            _ => ready,
+        };
         let transfer_start = self.channel_free_ns[channel].max(ready);
         self.channel_free_ns[channel] =
             transfer_start + Self::transfer_ns(bytes, self.profile.channel_bytes_per_s);
@@ -456,7 +453,6 @@ impl SimDevice {
         // The die first pays its slice of the garbage collection it owes, from when it is free and the program's
         // data has arrived (never in time already past, when the debt did not exist yet).
         let gc_ns = self.gc_slice(die);
-        self.dbg_paid += gc_ns;
         let gc_done = self.die_free_ns[die as usize].max(ready) + gc_ns;
         let start = gc_done.max(self.channel_free_ns[channel]);
         let done = start + program_ns;
@@ -555,10 +551,12 @@ impl SimDevice {
                 ack = ack.max(done);
             }
         }
-        // The write that fills the map journal waits while the controller persists it.
-        self.units_since_map_journal += self.unit_range(offset, len).len() as u32;
-        while self.units_since_map_journal >= self.profile.map_journal_every_units {
-            self.units_since_map_journal -= self.profile.map_journal_every_units;
+        // The write that fills the map journal waits while the controller persists it. A command's map changes
+        // are contiguous, so the journal fills per command, not per unit: random 4 KiB writes fill it every
+        // 8 MiB, sequential 128 KiB ones every 256 MiB.
+        self.units_since_map_journal += 1;
+        while self.units_since_map_journal >= self.profile.map_journal_every_commands {
+            self.units_since_map_journal -= self.profile.map_journal_every_commands;
             self.controller_free_ns = self.controller_free_ns.max(data_in) + self.profile.map_journal_ns;
             ack = ack.max(self.controller_free_ns);
         }
