@@ -127,26 +127,40 @@ fn a_seed_is_a_unit_of_its_own_on_the_write_path() {
 }
 
 #[test]
-fn the_full_size_steady_state_never_stops_the_world() {
+fn the_full_size_steady_state_never_stops_the_world_and_differs_by_unit() {
     // The consistency test's random-write phase: a full 840 EVO 250 GB, 4 KiB random writes at QD32 for 2000 s.
     // Reviews measured 3,000-5,000 IOPS at steady state. Garbage collection is paid in slices between host
     // programs, so completions never stop for a whole second; before, whole seconds went by with none (p99.9
-    // 1.41 s, maximum 1.99 s).
-    let mut device = drive("sim:840evo-250g?fill=100%");
-    let span = device.info().capacity_bytes;
-    let run = random_4k(&mut device, Op::Write, 32, span, 2000, 1);
-    let silent: Vec<usize> = (60..run.per_second.len())
-        .filter(|&s| run.per_second[s] == 0)
-        .collect();
-    assert!(silent.is_empty(), "seconds without a completion: {silent:?}");
-    let steady = run.per_second[1600..].iter().sum::<u64>() as f64 / 400.0;
+    // 1.41 s, maximum 1.99 s). Three units (seeds) of the model differ by a few percent.
+    let mut steady_means = Vec::new();
+    for seed in [1, 3, 4] {
+        let mut device = drive(&format!("sim:840evo-250g?fill=100%&seed={seed}"));
+        let span = device.info().capacity_bytes;
+        let run = random_4k(&mut device, Op::Write, 32, span, 2000, 1);
+        let silent: Vec<usize> = (60..run.per_second.len())
+            .filter(|&s| run.per_second[s] == 0)
+            .collect();
+        assert!(
+            silent.is_empty(),
+            "seed {seed}: seconds without a completion: {silent:?}"
+        );
+        let steady = run.per_second[1600..].iter().sum::<u64>() as f64 / 400.0;
+        assert!(
+            (3_000.0..=5_000.0).contains(&steady),
+            "seed {seed}: steady state {steady:.0} IOPS"
+        );
+        // The target is 100 ms; today's tail is held at 150 ms (see docs/sim.md).
+        let p999_ms = run.percentile_ns(0.999) as f64 / 1e6;
+        assert!(p999_ms <= 150.0, "seed {seed}: p99.9 {p999_ms:.1} ms");
+        steady_means.push(steady);
+    }
+    let max = steady_means.iter().copied().fold(f64::MIN, f64::max);
+    let min = steady_means.iter().copied().fold(f64::MAX, f64::min);
+    let spread = max / min - 1.0;
     assert!(
-        (3_000.0..=5_000.0).contains(&steady),
-        "steady state {steady:.0} IOPS"
+        (0.01..=0.10).contains(&spread),
+        "steady states {steady_means:?}: spread {spread:.3}"
     );
-    // The target is 100 ms; today's tail is held at 150 ms (see docs/sim.md).
-    let p999_ms = run.percentile_ns(0.999) as f64 / 1e6;
-    assert!(p999_ms <= 150.0, "p99.9 {p999_ms:.1} ms");
 }
 
 /// Writes `[0, len)` sequentially in 128 KiB commands, eight in flight; returns MB/s in each `window` of bytes.
