@@ -40,4 +40,5 @@ fi
 # The habits hold without a reminder: formatting and lints are part of the test.
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
-cargo test --workspace "$@"
+# The device lab must run here: a missing QEMU is a failure, not a skip.
+SSDLAB_VM_LAB=require cargo test --workspace "$@"

@@ -19,11 +19,12 @@ for _ in $(seq 100); do
 done
 echo "LAB booted $(cut -d' ' -f1 /proc/uptime)"
 
-# step NAME COMMAND...: runs it, keeping NAME.out, NAME.err and NAME.rc in /out.
+# step NAME COMMAND...: runs it (for two minutes at most: a hung step fails, it does not hang the lab), keeping
+# NAME.out, NAME.err and NAME.rc in /out.
 step() {
     name=$1
     shift
-    "$@" > "/out/$name.out" 2> "/out/$name.err"
+    timeout 120 "$@" > "/out/$name.out" 2> "/out/$name.err"
     echo $? > "/out/$name.rc"
     echo "LAB step $name rc=$(cat "/out/$name.rc") at $(cut -d' ' -f1 /proc/uptime)"
 }
@@ -59,7 +60,7 @@ if [ -n "$usable" ]; then
     note op-partition-start "$(cat /sys/block/nvme0n1/nvme0n1p1/start 2>/dev/null)"
 fi
 
-# 6. scan and refresh on an ext4 on the namespace's partition: files a year old found by the scan, a refresh
+# 4. scan and refresh on an ext4 on the namespace's partition: files a year old found by the scan, a refresh
 # killed with SIGKILL mid-file, and the next run settling what it left: the same bytes, the old times.
 step fs-mkfs mkfs.ext4 -q /dev/nvme0n1p1
 mkdir -p /mnt/nvme
@@ -78,7 +79,7 @@ note fs-sums-after "$(cd /mnt/nvme && md5sum a b c && stat -c '%n %Y' a b c)"
 step fs-umount umount /mnt/nvme
 step fs-fsck e2fsck -n -f /dev/nvme0n1p1
 
-# 4. The safety gate against real holders on /dev/vda: md RAID1 members, a dm-linear map, swap, an LVM PV with an
+# 5. The safety gate against real holders on /dev/vda: md RAID1 members, a dm-linear map, swap, an LVM PV with an
 # active LV, a mounted ext4, a dm-crypt mapping; and on /dev/sda a file system that is only a signature.
 step gate-partition sh -c "printf 'label: gpt\n,96M\n,96M\n,96M\n,96M\n,96M\n,96M\n,96M\n' | sfdisk /dev/vda"
 step gate-md mdadm --create /dev/md0 --run --level=1 --raid-devices=2 --metadata=1.2 /dev/vda1 /dev/vda2
@@ -103,7 +104,7 @@ step gate-sata-forced ssdlab run --target /dev/sda --allow-destroy --force --rw 
 umount /mnt/vda6
 swapoff /dev/vda4
 
-# 5. serve under the kernel's NBD client, over a file and over the DRAM cache in front of one: ext4 on /dev/nbd0,
+# 6. serve under the kernel's NBD client, over a file and over the DRAM cache in front of one: ext4 on /dev/nbd0,
 # a writer creating files with fsync (each logged once its fsync returned), the server killed with SIGKILL while
 # the writer runs, a new server on the same file, the journal replayed by a mount, every logged file checked,
 # e2fsck -n clean.

@@ -156,7 +156,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
             Mode::Measured => "in synchronized queries (one read to every drive at once, waiting for all)",
         }
     ));
-    let stop = ports.stop;
+    let stop = ports.stop.flag();
     let (reads, measured) = read_every_drive(plan, devices, clock, &load, stop)?;
     let interrupted = stop.load(std::sync::atomic::Ordering::Relaxed);
     if interrupted {
@@ -287,14 +287,15 @@ impl Plan {
                 );
             }
         }
-        if let Some(dir) = &args.out {
-            export::prepare_out_dir(dir)?;
+        if drives.is_empty() {
+            bail!("--target T (repeatable) or --fleet: a fan-out needs at least one drive");
         }
         if let Some(prom) = &args.prom {
             export::check_prom_path(prom)?;
         }
-        if drives.is_empty() {
-            bail!("--target T (repeatable) or --fleet: a fan-out needs at least one drive");
+        // Last: a refused plan leaves no directory behind.
+        if let Some(dir) = &args.out {
+            export::prepare_out_dir(dir)?;
         }
         let plan = Plan {
             runtime_ns,

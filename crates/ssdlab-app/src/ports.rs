@@ -117,7 +117,28 @@ pub struct Ports<'a> {
     /// When the command began (Unix seconds): a result's `started_at`, however long the command then took.
     pub started_unix_s: u64,
     /// The stop request (Ctrl-C, SIGTERM) as worker threads read it.
-    pub stop: &'a AtomicBool,
+    pub stop: Stop<'a>,
+}
+
+/// Where a command's stop request comes from.
+#[derive(Clone, Copy)]
+pub enum Stop<'a> {
+    /// SIGINT and SIGTERM. Their handler is installed the first time a command asks for the flag, so a command
+    /// that never watches for a stop (a scan, `sim wa`) is still ended by Ctrl-C at once, as before.
+    Signals,
+    /// A flag the caller sets (tests).
+    Flag(&'a AtomicBool),
+}
+
+impl<'a> Stop<'a> {
+    /// The flag, installing the signal handler first for [`Stop::Signals`]: ask for it before anything that a
+    /// signal must not interrupt uncleanly (serve asks before it binds its socket).
+    pub fn flag(self) -> &'a AtomicBool {
+        match self {
+            Stop::Signals => ssdlab_io::sys::interrupt_flag(),
+            Stop::Flag(flag) => flag,
+        }
+    }
 }
 
 impl<'a> Ports<'a> {
@@ -129,7 +150,7 @@ impl<'a> Ports<'a> {
             tools: &SystemTools,
             started_unix_s: clock.unix_now_s() as u64,
             clock,
-            stop: ssdlab_io::sys::interrupt_flag(),
+            stop: Stop::Signals,
         }
     }
 
@@ -145,7 +166,7 @@ impl<'a> Ports<'a> {
             tools,
             started_unix_s: clock.unix_now_s() as u64,
             clock,
-            stop,
+            stop: Stop::Flag(stop),
         }
     }
 

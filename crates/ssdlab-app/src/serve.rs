@@ -62,7 +62,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let started = std::time::Instant::now();
     // SIGTERM must find the stop flag, not the default action, from the moment the socket exists: a client or a
     // service manager that sees the socket may signal at once, and a killed server leaves its socket behind.
-    let stop = ports.stop;
+    let stop = ports.stop.flag();
     let (listener, place) = listen(args)?;
     // The socket file is ours from here: removed on every way out, if it is still the one bound.
     let _socket = SocketFile(args.socket.as_ref().and_then(|path| {

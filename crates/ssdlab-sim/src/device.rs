@@ -65,7 +65,7 @@ pub struct SimDevice {
     buffered_units: u32,
     buffer_capacity_units: u32,
     /// Write commands since the controller last persisted its map journal.
-    units_since_map_journal: u32,
+    commands_since_map_journal: u32,
     next_die: u32,
     /// Units already placed on `next_die`'s current page stripe.
     units_on_die: u32,
@@ -195,7 +195,7 @@ impl SimDevice {
             pending_ready_ns: vec![[0; 2]; dies],
             programs: BinaryHeap::new(),
             buffered_units: 0,
-            units_since_map_journal: 0,
+            commands_since_map_journal: 0,
             next_die: 0,
             units_on_die: 0,
             refresh_after_ns: spec.refresh_after_ns,
@@ -408,9 +408,16 @@ impl SimDevice {
             self.profile.channel_bytes_per_s,
         );
         let speed = self.die_speed[die as usize];
+        // The controller's per-unit work is calibrated on foreground GC (the steady state); idle drains and
+        // refresh keep their earlier cost.
+        let overhead_ns = if foreground {
+            work.relocated_units as u64 * self.profile.gc_unit_overhead_ns
+        } else {
+            0
+        };
         let busy = reads * read_ns
             + transfer_ns
-            + work.relocated_units as u64 * self.profile.gc_unit_overhead_ns
+            + overhead_ns
             + (programs as f64 * self.profile.native.program_ns as f64 * speed) as u64
             + (work.erased_blocks as f64 * self.profile.native.erase_ns as f64 * speed) as u64;
         let channel = self.channel_of(die);
@@ -554,9 +561,10 @@ impl SimDevice {
         // The write that fills the map journal waits while the controller persists it. A command's map changes
         // are contiguous, so the journal fills per command, not per unit: random 4 KiB writes fill it every
         // 8 MiB, sequential 128 KiB ones every 256 MiB.
-        self.units_since_map_journal += 1;
-        while self.units_since_map_journal >= self.profile.map_journal_every_commands {
-            self.units_since_map_journal -= self.profile.map_journal_every_commands;
+        self.commands_since_map_journal += 1;
+        let every = self.profile.map_journal_every_commands.max(1);
+        while self.commands_since_map_journal >= every {
+            self.commands_since_map_journal -= every;
             self.controller_free_ns = self.controller_free_ns.max(data_in) + self.profile.map_journal_ns;
             ack = ack.max(self.controller_free_ns);
         }

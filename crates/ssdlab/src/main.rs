@@ -1,8 +1,8 @@
 //! ssdlab: a storage lab in one binary.
 //!
-//! The table of contents: parse the command line (`cli`), turn flags into a validated plan (`plan`), run the
-//! command (`commands`), and report through `output`. Exit codes: 0 ran and passed, 1 ran and a criterion
-//! failed, 2 bad input or refusal, 130 interrupted; a closed stdout pipe exits 0.
+//! The table of contents: parse the command line (`cli`, `values`), turn each command's flags into its plan and
+//! run it through `ssdlab_app` with the terminal as its console (`commands`, `output`). Exit codes: 0 ran and
+//! passed, 1 ran and a criterion failed, 2 bad input or refusal, 130 interrupted; a closed stdout pipe exits 0.
 
 #![forbid(unsafe_code)]
 

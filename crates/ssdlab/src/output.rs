@@ -3,7 +3,7 @@
 //! `--json` output stays machine-readable. The files a result leaves as are `ssdlab_app::export`'s.
 
 use std::io::{self, IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use ssdlab_app::Console;
@@ -46,17 +46,12 @@ pub fn alarm(line: &str) {
 pub struct Terminal {
     json: bool,
     progress: Option<ProgressBar>,
-    interrupted: &'static AtomicBool,
 }
 
 impl Terminal {
     /// A console that writes JSON Lines when `json` (the command's `--json`).
     pub fn new(json: bool) -> Self {
-        Terminal {
-            json,
-            progress: None,
-            interrupted: ssdlab_io::sys::interrupt_flag(),
-        }
+        Terminal { json, progress: None }
     }
 }
 
@@ -85,8 +80,10 @@ impl Console for Terminal {
         writeln!(out, "{line}").and_then(|()| out.flush())
     }
 
+    /// Asking installs the SIGINT/SIGTERM handler (once): only commands that watch for a stop ask, so the others
+    /// are still ended by Ctrl-C at once.
     fn interrupted(&self) -> bool {
-        self.interrupted.load(Ordering::Relaxed)
+        ssdlab_io::sys::interrupt_flag().load(Ordering::Relaxed)
     }
 
     fn progress_start(&mut self, name: &str) -> bool {

@@ -36,11 +36,7 @@ impl<'p> KernelPurger<'p> {
     ) -> std::io::Result<Self> {
         use std::os::unix::fs::MetadataExt;
         let gated_rdev = file.metadata()?.rdev();
-        if ssdlab_io::sys::block_device_size(&file)? != info.capacity_bytes {
-            return Err(std::io::Error::other(
-                "the device's size changed after the safety check; nothing was erased",
-            ));
-        }
+        check_size_unchanged(&file, info)?;
         Ok(KernelPurger {
             file,
             capacity_bytes: info.capacity_bytes,
@@ -48,6 +44,16 @@ impl<'p> KernelPurger<'p> {
             firmware: FirmwarePurger::new(path, gated_rdev, tools, clock, console),
         })
     }
+}
+
+/// Refuses a device whose size is no longer the one the safety gate judged.
+pub fn check_size_unchanged(file: &File, info: &DeviceInfo) -> std::io::Result<()> {
+    if ssdlab_io::sys::block_device_size(file)? != info.capacity_bytes {
+        return Err(std::io::Error::other(
+            "the device's size changed after the safety check; nothing was erased",
+        ));
+    }
+    Ok(())
 }
 
 impl Purger for KernelPurger<'_> {

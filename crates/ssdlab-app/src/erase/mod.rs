@@ -93,6 +93,9 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         .context("the gate opened a block device")?
         .try_clone()
         .with_context(|| format!("--target {}: cannot duplicate its descriptor", path.display()))?;
+    // Said only once the purge can start: a device that changed since the gate is refused before "erasing".
+    kernel::check_size_unchanged(&gated, &info)
+        .with_context(|| format!("--target {}: cannot prepare the purge", path.display()))?;
     ports.console.say(&format!(
         "erasing  {} ({}, {} bytes)",
         path.display(),

@@ -277,7 +277,7 @@ fn execute(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
             st_dev: 0,
             paused: Duration::ZERO,
             lease_break: ssdlab_io::sys::lease_break_time(),
-            stop: ports.stop,
+            stop: ports.stop.flag(),
         },
         clock: ports.clock,
         opener: PathOpener {

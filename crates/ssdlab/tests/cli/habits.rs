@@ -327,3 +327,38 @@ fn a_scan_lists_the_slowest_flagged_files_and_counts_the_rest() {
         .expect("a total line");
     assert!(total.contains("36 files") && total.contains("GiB"), "{total}");
 }
+
+#[test]
+fn ctrl_c_ends_a_command_that_does_not_watch_for_it_at_once() {
+    // `sim wa` has no stop to poll: its SIGINT handler must not be installed (a handler nothing reads would swallow
+    // the first Ctrl-C and let the command run to its end).
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = ssdlab()
+        .args([
+            "sim",
+            "wa",
+            "--op",
+            "25",
+            "--logical-units",
+            "16777216",
+            "--measure",
+            "200",
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let started = std::time::Instant::now();
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(2), "ended by SIGINT itself: {status:?}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
