@@ -220,32 +220,10 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
     let cpu = reporter.phase_cpu();
     reporter.finish_phase();
 
-    let mut summary = outcome.summary;
+    let mut summary = outcome.summary.clone();
     summary.cpu_user_s = cpu.user_s;
     summary.cpu_sys_s = cpu.sys_s;
-    let mut reasons = Vec::new();
-    if let Some(failure) = &outcome.io_failure {
-        reasons.push(format!("I/O failed: {failure}"));
-    }
-    if summary.verify_errors > 0 {
-        let first = outcome.verify_failures.first().map_or(String::new(), |f| {
-            format!(
-                "; first at byte {}: {} bad sectors, {}",
-                f.offset, f.bad_sectors, f.found
-            )
-        });
-        reasons.push(format!(
-            "{} blocks failed verification{first}",
-            summary.verify_errors
-        ));
-    }
-    if !outcome.complete && outcome.io_failure.is_none() {
-        reasons.push("interrupted before the end condition; results cover what was measured".into());
-    }
-    let verdict = Verdict {
-        passed: reasons.is_empty(),
-        reasons,
-    };
+    let verdict = verdict_of(&outcome, &summary);
     reporter.emit(&Event::Summary {
         phase: "run".into(),
         summary: summary.clone(),
@@ -293,4 +271,31 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
     } else {
         Outcome::Failed
     })
+}
+
+/// A run passes when no I/O failed, every block verified and it reached its end condition.
+fn verdict_of(outcome: &ssdlab_engine::PhaseOutcome, summary: &ssdlab_core::schema::Summary) -> Verdict {
+    let mut reasons = Vec::new();
+    if let Some(failure) = &outcome.io_failure {
+        reasons.push(format!("I/O failed: {failure}"));
+    }
+    if summary.verify_errors > 0 {
+        let first = outcome.verify_failures.first().map_or(String::new(), |f| {
+            format!(
+                "; first at byte {}: {} bad sectors, {}",
+                f.offset, f.bad_sectors, f.found
+            )
+        });
+        reasons.push(format!(
+            "{} blocks failed verification{first}",
+            summary.verify_errors
+        ));
+    }
+    if !outcome.complete && outcome.io_failure.is_none() {
+        reasons.push("interrupted before the end condition; results cover what was measured".into());
+    }
+    Verdict {
+        passed: reasons.is_empty(),
+        reasons,
+    }
 }

@@ -66,6 +66,28 @@ fn list_profiles(json: bool, ports: &mut Ports) -> Result<Outcome> {
 
 fn info(profile: &str, json: bool, ports: &mut Ports) -> Result<Outcome> {
     let spec = SimSpec::parse(profile).map_err(|e| anyhow!("PROFILE {profile}: {e}"))?;
+    for line in &info_lines(&spec) {
+        ports.console.say(line);
+    }
+    if json {
+        let p = &spec.profile;
+        let g = p.geometry(spec.scale, spec.op);
+        let json = serde_json::json!({
+            "profile": p,
+            "scale": spec.scale,
+            "geometry": g,
+            "op_ratio": g.op(),
+            "spare_factor_ratio": g.spare_factor(),
+            "map_bytes": g.map_bytes(),
+        });
+        return ports.print_lines([json.to_string()]);
+    }
+    Ok(Outcome::Passed)
+}
+
+/// One drive described: profile, scale, capacity and spare area, geometry, NAND and interface timings, the
+/// datasheet, retention, TRIM and the memory the maps take.
+fn info_lines(spec: &SimSpec) -> Vec<String> {
     let p = &spec.profile;
     let g = p.geometry(spec.scale, spec.op);
     let ms = |ns: u64| ns as f64 / 1e6;
@@ -151,21 +173,7 @@ fn info(profile: &str, json: bool, ports: &mut Ports) -> Result<Outcome> {
         },
         format!("memory           about {} for the maps", BinaryBytes(g.map_bytes())),
     ];
-    for line in &lines {
-        ports.console.say(line);
-    }
-    if json {
-        let json = serde_json::json!({
-            "profile": p,
-            "scale": spec.scale,
-            "geometry": g,
-            "op_ratio": g.op(),
-            "spare_factor_ratio": g.spare_factor(),
-            "map_bytes": g.map_bytes(),
-        });
-        return ports.print_lines([json.to_string()]);
-    }
-    Ok(Outcome::Passed)
+    lines.to_vec()
 }
 
 impl Plan {

@@ -184,26 +184,7 @@ impl Plan {
             }
         }
         for path in &paths {
-            let shown = escape_path(path);
-            match ssdlab_io::walk::check_write_root(path) {
-                Ok(()) => {}
-                Err(RootRefusal::Missing) => bail!("PATH {shown}: does not exist"),
-                Err(RootRefusal::ThroughSymlink { real }) => bail!(
-                    "PATH {shown}: a component of it is a symbolic link; refresh never follows a link into a write: \
-                     give the real path ({})",
-                    real.map(|p| escape_path(&p))
-                        .unwrap_or_else(|| "unresolved".into())
-                ),
-                Err(RootRefusal::PseudoFileSystem(kind)) => bail!(
-                    "PATH {shown}: it is on {kind}, a pseudo file system of the kernel; its files are not data on a \
-                     drive, so refresh never reads or rewrites them: give a path on a disk's file system"
-                ),
-                Err(RootRefusal::FileSystemUnknown(e)) => {
-                    return Err(
-                        anyhow::Error::new(e).context(format!("PATH {shown}: cannot tell its file system"))
-                    );
-                }
-            }
+            check_path(path)?;
         }
         // The journal records absolute paths, so a run from another directory settles what this one left.
         let paths: Vec<PathBuf> = paths
@@ -336,6 +317,28 @@ fn execute(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     // written (a --json reader that stops reading must not keep it).
     drop(state);
     publish(args, ports, analysis, report.problems, report.interrupted)
+}
+
+/// A PATH refresh may write beneath: it exists, no component is a symlink, and it is on a disk's file system.
+fn check_path(path: &Path) -> Result<()> {
+    let shown = escape_path(path);
+    match ssdlab_io::walk::check_write_root(path) {
+        Ok(()) => Ok(()),
+        Err(RootRefusal::Missing) => bail!("PATH {shown}: does not exist"),
+        Err(RootRefusal::ThroughSymlink { real }) => bail!(
+            "PATH {shown}: a component of it is a symbolic link; refresh never follows a link into a write: give \
+             the real path ({})",
+            real.map(|p| escape_path(&p))
+                .unwrap_or_else(|| "unresolved".into())
+        ),
+        Err(RootRefusal::PseudoFileSystem(kind)) => bail!(
+            "PATH {shown}: it is on {kind}, a pseudo file system of the kernel; its files are not data on a drive, \
+             so refresh never reads or rewrites them: give a path on a disk's file system"
+        ),
+        Err(RootRefusal::FileSystemUnknown(e)) => {
+            Err(anyhow::Error::new(e).context(format!("PATH {shown}: cannot tell its file system")))
+        }
+    }
 }
 
 /// `--out` must lie outside every PATH: a later run would otherwise rewrite its own results, and preparing the
