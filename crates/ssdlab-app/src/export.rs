@@ -81,23 +81,17 @@ pub fn publish_analysis(
     complete: bool,
 ) -> Result<()> {
     let started_at = ssdlab_core::units::rfc3339_utc(started_unix_s);
-    let result = RunResult {
-        schema: ssdlab_core::schema::SCHEMA.into(),
-        ssdlab_version: env!("CARGO_PKG_VERSION").into(),
+    let result = record(
         started_at,
-        host: ssdlab_io::sys::host_info(),
         target,
         options,
-        phases: vec![],
+        vec![],
         analysis,
-        verdict: verdict.clone(),
+        verdict.clone(),
         complete,
-        label: None,
-    };
+    );
     if let Some(dir) = out {
-        for warning in write_result_dir(dir, &result)? {
-            reporter.alarm(&warning);
-        }
+        save(reporter, dir, &result)?;
     }
     reporter.emit(&Event::Begin {
         kind: result.kind().into(),
@@ -107,6 +101,39 @@ pub fn publish_analysis(
     })?;
     reporter.emit(&Event::Analysis(result.analysis))?;
     reporter.emit(&Event::Verdict(result.verdict))?;
+    Ok(())
+}
+
+/// A result as this version records it: the schema, the version and the host around what the command measured.
+pub fn record(
+    started_at: String,
+    target: DeviceInfo,
+    options: ssdlab_core::schema::options::RunOptions,
+    phases: Vec<ssdlab_core::schema::PhaseResult>,
+    analysis: Analysis,
+    verdict: ssdlab_core::schema::Verdict,
+    complete: bool,
+) -> RunResult {
+    RunResult {
+        schema: ssdlab_core::schema::SCHEMA.into(),
+        ssdlab_version: env!("CARGO_PKG_VERSION").into(),
+        started_at,
+        host: ssdlab_io::sys::host_info(),
+        target,
+        options,
+        phases,
+        analysis,
+        verdict,
+        complete,
+        label: None,
+    }
+}
+
+/// Writes the result directory and says what could not be written beside it (the charts) as alarms.
+pub fn save(reporter: &mut Reporter, dir: &Path, result: &RunResult) -> Result<()> {
+    for warning in write_result_dir(dir, result)? {
+        reporter.alarm(&warning);
+    }
     Ok(())
 }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use ssdlab_core::Device;
 use ssdlab_core::schema::options::{JobOptions, RunOptions};
-use ssdlab_core::schema::{Analysis, Event, PhaseResult, RunResult, SCHEMA, Verdict};
+use ssdlab_core::schema::{Analysis, Event, PhaseResult, Verdict};
 use ssdlab_core::units::{BinaryBytes, Nanos, rfc3339_utc};
 use ssdlab_core::units::{Rate, parse_rate};
 use ssdlab_engine::workload::{Pattern, RwMode, StopAt};
@@ -236,41 +236,28 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
         reporter.say(&format!("verdict   {reason}"));
     }
     if let Some(dir) = &plan.out {
-        let result = RunResult {
-            schema: SCHEMA.into(),
-            ssdlab_version: env!("CARGO_PKG_VERSION").into(),
-            started_at,
-            host: ssdlab_io::sys::host_info(),
-            target: info,
-            options,
-            phases: vec![PhaseResult {
-                name: "run".into(),
-                samples: outcome.samples,
-                summary,
-                complete: outcome.complete,
-            }],
-            analysis: Analysis::Run,
-            verdict: verdict.clone(),
+        let phase = PhaseResult {
+            name: "run".into(),
+            samples: outcome.samples,
+            summary,
             complete: outcome.complete,
-            label: None,
         };
-        for warning in export::write_result_dir(dir, &result)? {
-            reporter.alarm(&warning);
-        }
+        let result = export::record(
+            started_at,
+            info,
+            options,
+            vec![phase],
+            Analysis::Run,
+            verdict.clone(),
+            outcome.complete,
+        );
+        export::save(&mut reporter, dir, &result)?;
         reporter.say(&format!(
             "results   {} (report.html, result.json, samples.csv, charts/)",
             dir.display()
         ));
     }
-    Ok(if reporter.pipe_closed() {
-        Outcome::PipeClosed
-    } else if reporter.interrupted() {
-        Outcome::Interrupted
-    } else if verdict.passed {
-        Outcome::Passed
-    } else {
-        Outcome::Failed
-    })
+    Ok(reporter.outcome(verdict.passed))
 }
 
 /// A run passes when no I/O failed, every block verified and it reached its end condition.

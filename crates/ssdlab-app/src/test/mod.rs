@@ -8,9 +8,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, anyhow};
 use ssdlab_core::Device;
+use ssdlab_core::schema::Event;
 use ssdlab_core::schema::options::{MethodOptions, RunOptions, TestOptions};
 use ssdlab_core::schema::replay::ReplayOptions;
-use ssdlab_core::schema::{Event, RunResult, SCHEMA};
 use ssdlab_core::units::rfc3339_utc;
 use ssdlab_methods::consistency::{self, ConsistencyOptions};
 use ssdlab_methods::latency::{self, LatencyOptions};
@@ -162,34 +162,20 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
     reporter.emit(&Event::Analysis(outcome.analysis.clone()))?;
     reporter.emit(&Event::Verdict(outcome.verdict.clone()))?;
     if let Some(dir) = &out {
-        let result = RunResult {
-            schema: SCHEMA.into(),
-            ssdlab_version: env!("CARGO_PKG_VERSION").into(),
+        let result = export::record(
             started_at,
-            host: ssdlab_io::sys::host_info(),
-            target: info,
+            info,
             options,
-            phases: outcome.phases,
-            analysis: outcome.analysis,
-            verdict: outcome.verdict.clone(),
-            complete: outcome.complete,
-            label: None,
-        };
-        for warning in export::write_result_dir(dir, &result)? {
-            reporter.alarm(&warning);
-        }
+            outcome.phases,
+            outcome.analysis,
+            outcome.verdict.clone(),
+            outcome.complete,
+        );
+        export::save(&mut reporter, dir, &result)?;
         reporter.say(&format!(
             "results   {} (report.html, result.json, CSV, charts/)",
             dir.display()
         ));
     }
-    Ok(if reporter.pipe_closed() {
-        Outcome::PipeClosed
-    } else if reporter.interrupted() {
-        Outcome::Interrupted
-    } else if outcome.verdict.passed {
-        Outcome::Passed
-    } else {
-        Outcome::Failed
-    })
+    Ok(reporter.outcome(outcome.verdict.passed))
 }
