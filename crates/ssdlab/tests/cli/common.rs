@@ -143,6 +143,16 @@ pub(crate) struct Mounted {
     pub(crate) dir: tempfile::TempDir,
 }
 
+/// An ext4 that stops writing to its disk once synced: mkfs.ext4's default leaves the inode tables and the journal
+/// to the kernel's lazy-init thread, which zeroes them in the background for seconds after the mount. A test that
+/// checks a mounted disk's bytes for writes of ssdlab's needs a file system that writes nothing of its own.
+pub(crate) fn mkfs_ext4_settled(device: &str) {
+    sh(
+        "mkfs.ext4",
+        &["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", device],
+    );
+}
+
 impl Mounted {
     pub(crate) fn new(device: &str) -> Self {
         let dir = tempdir();

@@ -1191,7 +1191,7 @@ fn a_file_that_is_the_disk_of_a_mounted_loop_device_is_never_written_or_extended
     let image = dir.path().join("disk.img");
     std::fs::File::create(&image).unwrap().set_len(32 << 20).unwrap();
     let over = Stacked::over(image.to_str().unwrap(), 0);
-    sh("mkfs.ext4", &["-q", "-F", &over.path]);
+    mkfs_ext4_settled(&over.path);
     let mounted = Mounted::new(&over.path);
     std::fs::write(mounted.dir.path().join("data"), b"in use").unwrap();
     sh("sync", &[]);
@@ -1255,7 +1255,7 @@ fn a_file_on_an_overlay_and_its_layer_file_are_one_disk() {
         let merged = dir.path().join("merged").join(image);
         std::fs::File::create(&merged).unwrap().set_len(32 << 20).unwrap();
         let over = Stacked::over(&at(loop_over), 0);
-        sh("mkfs.ext4", &["-q", "-F", &over.path]);
+        mkfs_ext4_settled(&over.path);
         let mounted = Mounted::new(&over.path);
         std::fs::write(mounted.dir.path().join("data"), b"in use").unwrap();
         sh("sync", &[]);
