@@ -5,7 +5,8 @@
 //! writes and relocated data share it, as in the analytic models this FTL is checked against) and its closed
 //! blocks bucketed by valid-unit count, so the greedy victim (fewest valid units) is found without scanning.
 //! When taking a free block would leave fewer than `reserve_blocks_per_die` free, the die collects garbage until
-//! the reserve is restored.
+//! the reserve is restored; a firmware that starts earlier (`gc_start_free_blocks_per_die`) collects from that
+//! many free blocks on.
 //!
 //! Capacity convention: the blocks that can hold data are `blocks_per_die - reserve_blocks_per_die - 1` per die
 //! (the reserve and the open frontier come on top), and over-provisioning is (data-holding physical units -
@@ -57,6 +58,11 @@ pub struct FtlConfig {
     /// 0 keeps none.
     #[serde(default)]
     pub units_per_page: u32,
+    /// Free blocks per die below which the die starts collecting garbage, when the firmware starts earlier than
+    /// the reserve forces it to (enterprise firmware keeps a free pool for consistency); at or below the
+    /// reserve it changes nothing.
+    #[serde(default)]
+    pub gc_start_free_blocks_per_die: u32,
 }
 
 impl FtlConfig {
@@ -76,6 +82,7 @@ impl FtlConfig {
             slc_blocks_per_die: 0,
             slc_units_per_block: 0,
             units_per_page: 0,
+            gc_start_free_blocks_per_die: 0,
         }
     }
 
@@ -238,6 +245,9 @@ pub struct Ftl {
     now: u64,
     counters: FtlCounters,
     pending_gc: GcWork,
+    /// Valid units per die (the sum of its blocks' valid counts), so the device can keep each die near its share
+    /// of the data while it steers writes.
+    valid_on_die: Vec<u64>,
 }
 
 impl Ftl {
@@ -298,6 +308,7 @@ impl Ftl {
             now: 0,
             counters: FtlCounters::default(),
             pending_gc: GcWork::default(),
+            valid_on_die: vec![0; config.dies as usize],
         }
     }
 
@@ -377,6 +388,8 @@ impl Ftl {
             "invalidating a unit of block {block}, which holds no valid data"
         );
         self.valid[block as usize] -= 1;
+        let die = self.die_of_block(block) as usize;
+        self.valid_on_die[die] -= 1;
         self.p2l[physical as usize] = UNMAPPED;
         if closed {
             self.link(block);
@@ -405,13 +418,19 @@ impl Ftl {
         self.close_frontier(die);
         if !self.in_gc {
             self.in_gc = true;
-            while self.free[die as usize].len() as u32 <= self.config.reserve_blocks_per_die {
+            let start_below = self
+                .config
+                .reserve_blocks_per_die
+                .max(self.config.gc_start_free_blocks_per_die);
+            while self.free[die as usize].len() as u32 <= start_below {
                 if self.collect(die) {
                     continue;
                 }
                 // Nothing on this die holds invalid data, but TRIMs are queued: out of space, the firmware
-                // processes them now, in the foreground.
-                if self.trim_pending_units == 0 {
+                // processes them now, in the foreground (above the reserve it can wait).
+                if self.trim_pending_units == 0
+                    || self.free[die as usize].len() as u32 > self.config.reserve_blocks_per_die
+                {
                     break;
                 }
                 self.reclaim_trimmed(u64::from(self.config.units_per_block));
@@ -551,6 +570,19 @@ impl Ftl {
         true
     }
 
+    /// Collects one victim on `die` in the background (the host idle) if the die has no more free blocks than
+    /// the firmware's start threshold; returns the work, or None when the die is above it or holds no garbage.
+    pub fn collect_in_background(&mut self, die: u32) -> Option<GcWork> {
+        if self.free[die as usize].len() as u32 > self.config.gc_start_free_blocks_per_die {
+            return None;
+        }
+        self.pending_gc = GcWork::default();
+        self.in_gc = true;
+        let collected = self.collect(die);
+        self.in_gc = false;
+        collected.then_some(self.pending_gc)
+    }
+
     /// Writes logical unit `logical` (with an optional content fingerprint) to the next die in turn.
     pub fn write(&mut self, logical: u32, fingerprint: u64) -> Placement {
         let die = self.next_die;
@@ -599,6 +631,7 @@ impl Ftl {
         self.l2p[logical as usize] = physical;
         let block = self.block_of(physical);
         self.valid[block as usize] += 1;
+        self.valid_on_die[die as usize] += 1;
         if self.config.fingerprints {
             self.fingerprints[physical as usize] = fingerprint;
         }
@@ -821,6 +854,12 @@ impl Ftl {
     }
 
     /// Free blocks on a die.
+    /// Units of valid data on `die` (trimmed units whose TRIM is still queued count, as they are still copied).
+    pub fn valid_units(&self, die: u32) -> u64 {
+        self.valid_on_die[die as usize]
+    }
+
+    /// Erased blocks on `die`'s free list.
     pub fn free_blocks(&self, die: u32) -> u32 {
         self.free[die as usize].len() as u32
     }
@@ -842,6 +881,7 @@ impl Ftl {
             }
         }
         let mut pending = 0u64;
+        let mut valid_on_die = vec![0u64; self.config.dies as usize];
         for block in 0..self.config.all_blocks() {
             let units = block * np..(block + 1) * np;
             let valid = units
@@ -849,6 +889,7 @@ impl Ftl {
                 .filter(|&p| self.p2l[p as usize] != UNMAPPED)
                 .count() as u32;
             assert_eq!(self.valid[block as usize], valid, "block {block}: valid count");
+            valid_on_die[self.die_of_block(block) as usize] += u64::from(valid);
             for p in units {
                 let logical = self.p2l[p as usize];
                 if logical == TRIM_PENDING {
@@ -870,6 +911,7 @@ impl Ftl {
             }
         }
         assert_eq!(pending, self.trim_pending_units, "pending TRIMs miscounted");
+        assert_eq!(valid_on_die, self.valid_on_die, "valid units per die miscounted");
         assert!(
             self.trim_queue.len() as u64 >= pending,
             "a pending TRIM fell out of the queue"

@@ -149,9 +149,8 @@ fn the_full_size_steady_state_never_stops_the_world_and_differs_by_unit() {
             (3_000.0..=5_000.0).contains(&steady),
             "seed {seed}: steady state {steady:.0} IOPS"
         );
-        // The target is 100 ms; today's tail is held at 150 ms (see docs/sim.md).
         let p999_ms = run.percentile_ns(0.999) as f64 / 1e6;
-        assert!(p999_ms <= 150.0, "seed {seed}: p99.9 {p999_ms:.1} ms");
+        assert!(p999_ms <= 100.0, "seed {seed}: p99.9 {p999_ms:.1} ms");
         steady_means.push(steady);
     }
     let max = steady_means.iter().copied().fold(f64::MIN, f64::max);

@@ -121,8 +121,9 @@ fn a_cache_over_the_virtual_ssd_absorbs_qd1_random_writes_and_keeps_the_nand_cou
     let plain = json_lines(&plain);
     let cached = json_lines(&cached);
     let iops = |events: &[Value]| summary(events)["iops"].as_f64().unwrap();
+    // Seed 001: RAPID took IOmeter's 4 KiB QD1 random writes from 22.8K to 73.4K IOPS (3.22x).
     assert!(
-        iops(&cached) > 1.5 * iops(&plain),
+        (3.2..=4.0).contains(&(iops(&cached) / iops(&plain))),
         "virtual time: {} IOPS through the cache against {} without",
         iops(&cached),
         iops(&plain)
