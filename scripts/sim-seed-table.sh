@@ -7,8 +7,8 @@
 #
 # Seeds: 000 (the field report: bulk-read hours per 900 GB by data age, read as cat read them), 001 (the RAPID
 # review: 4 KiB QD1 random writes with and without the cache, ATTO's 512 MB run), 002 (TRIM validation on the
-# 120 GB: clean, dirty and after-TRIM sequential writes), 003 (a 1 TB with 25% extra spare area: when the
-# consistency test first drops), 004 (an enterprise MLC drive: the same), and the reviews' steady state of the
+# 120 GB: clean, dirty and after-TRIM sequential writes), 003 (the mSATA 1 TB with 25% extra spare area: when
+# the consistency test first drops), 004 (an enterprise MLC drive: the same), and the reviews' steady state of the
 # 250 GB.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +25,7 @@ trap 'rm -rf "$out"' EXIT
     --out "$out/seed001-sweep" 2>/dev/null
 "$ssdlab" test trim --target sim:840evo-120g --torture 40m --out "$out/seed002" 2>/dev/null || true
 "$ssdlab" test consistency --target sim:840evo-250g --runtime 2000s --out "$out/steady" 2>/dev/null || true
-"$ssdlab" test consistency --target sim:840evo-1t --op 25 --runtime 2000s --out "$out/seed003" 2>/dev/null || true
+"$ssdlab" test consistency --target sim:840evo-msata-1t --op 25 --runtime 2000s --out "$out/seed003" 2>/dev/null || true
 "$ssdlab" test consistency --target sim:enterprise-mlc-400g --runtime 2000s --out "$out/seed004" 2>/dev/null || true
 
 python3 - "$out" "$here/docs/sim.md" "${1:-}" <<'PY'
@@ -62,7 +62,7 @@ def first_drop(seed, figure, reference, name):
         rows.append(f"| {seed} | {figure} | {reference} s | no drop in 2000 s | - |")
     else:
         row(seed, figure, reference, cliff["t_s"], "s", "{:.0f}")
-first_drop("003", "1 TB with 25% extra spare: first drop", 300, "seed003")
+first_drop("003", "mSATA 1 TB with 25% extra spare: first drop", 300, "seed003")
 first_drop("004", "enterprise MLC: first drop", 600, "seed004")
 table = "\n".join(["| seed | figure | seed | simulator | error |", "|---|---|---|---|---|"] + rows)
 print(table)

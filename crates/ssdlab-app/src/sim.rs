@@ -4,7 +4,7 @@
 use anyhow::{Result, anyhow, bail};
 use ssdlab_core::units::BinaryBytes;
 use ssdlab_sim::ftl::GcPolicy;
-use ssdlab_sim::profile::{UNIT_BYTES, profiles};
+use ssdlab_sim::profile::{Geometry, UNIT_BYTES, profiles};
 use ssdlab_sim::spec::SimSpec;
 use ssdlab_sim::wa::{self, WaRun};
 
@@ -118,6 +118,7 @@ fn info_lines(spec: &SimSpec) -> Vec<String> {
             g.slc_blocks_per_die,
             g.slc_units_per_block
         ),
+        gc_start_line(&g),
         format!(
             "NAND {:?}         tR {:.0} us, tPROG {:.2} ms, tBERS {:.1} ms per {} page (all planes)",
             p.cell,
@@ -244,4 +245,27 @@ fn write_amplification(run: &WaRun, json: bool, ports: &mut Ports) -> Result<Out
         return ports.print_lines([serde_json::to_string(&result)?]);
     }
     Ok(Outcome::Passed)
+}
+
+/// When the profile's firmware starts garbage collection, in the geometry's own units.
+fn gc_start_line(g: &Geometry) -> String {
+    let mut when = vec![format!(
+        "when a die would fall below its {} reserve blocks",
+        g.reserve_blocks_per_die
+    )];
+    if g.gc_start_free_blocks_per_die > g.reserve_blocks_per_die {
+        when.push(format!(
+            "from {} free blocks per die ({}, kept while idle)",
+            g.gc_start_free_blocks_per_die,
+            BinaryBytes(g.gc_start_free_blocks_per_die as u64 * g.units_per_block as u64 * UNIT_BYTES)
+        ));
+    }
+    if g.gc_max_garbage_units_per_die > 0 {
+        when.push(format!(
+            "once a die holds {} invalid units ({})",
+            g.gc_max_garbage_units_per_die,
+            BinaryBytes(g.gc_max_garbage_units_per_die as u64 * UNIT_BYTES)
+        ));
+    }
+    format!("GC starts        {}", when.join("; or "))
 }

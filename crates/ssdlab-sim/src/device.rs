@@ -141,6 +141,7 @@ impl SimDevice {
             slc_units_per_block: geometry.slc_units_per_block,
             units_per_page: geometry.units_per_page,
             gc_start_free_blocks_per_die: geometry.gc_start_free_blocks_per_die,
+            gc_max_garbage_units_per_die: geometry.gc_max_garbage_units_per_die,
         };
         config
             .validate()
@@ -350,6 +351,9 @@ impl SimDevice {
     fn next_die(&mut self, at_ns: u64) -> u32 {
         if self.units_on_die == 0 {
             let dies = self.geometry.dies;
+            for die in 0..dies {
+                self.work_off_debt(die, at_ns);
+            }
             let start = self.next_die;
             let starts_ns = |device: &Self, die: u32| {
                 let d = die as usize;
@@ -409,6 +413,17 @@ impl SimDevice {
             CellMode::Slc => 1.0,
         };
         (self.profile.native.program_ns as f64 * factor * self.die_speed[die as usize]) as u64
+    }
+
+    /// Lets die `die` work off its garbage-collection debt in the time it sat idle before `at_ns`: firmware
+    /// collects on a die whenever it has nothing else to do, so a die the write stream steers around still
+    /// catches up.
+    fn work_off_debt(&mut self, die: u32, at_ns: u64) {
+        let d = die as usize;
+        let idle_ns = at_ns.saturating_sub(self.die_free_ns[d]);
+        let pay = self.gc_debt_ns[d].min(idle_ns);
+        self.gc_debt_ns[d] -= pay;
+        self.die_free_ns[d] += pay;
     }
 
     /// Takes from die `die`'s garbage-collection debt the slice a host program pays before it starts.

@@ -63,6 +63,11 @@ pub struct FtlConfig {
     /// reserve it changes nothing.
     #[serde(default)]
     pub gc_start_free_blocks_per_die: u32,
+    /// Invalid units a die lets build up in its native blocks before it collects, whatever its free space
+    /// (0: no such limit). Below the spare area it never binds on a full drive; with space the host never
+    /// writes it starts collection long before the free blocks run out.
+    #[serde(default)]
+    pub gc_max_garbage_units_per_die: u32,
 }
 
 impl FtlConfig {
@@ -83,6 +88,7 @@ impl FtlConfig {
             slc_units_per_block: 0,
             units_per_page: 0,
             gc_start_free_blocks_per_die: 0,
+            gc_max_garbage_units_per_die: 0,
         }
     }
 
@@ -248,6 +254,8 @@ pub struct Ftl {
     /// Valid units per die (the sum of its blocks' valid counts), so the device can keep each die near its share
     /// of the data while it steers writes.
     valid_on_die: Vec<u64>,
+    /// Invalid units in each die's native blocks (written minus valid, over blocks not free).
+    garbage_on_die: Vec<u64>,
 }
 
 impl Ftl {
@@ -309,6 +317,7 @@ impl Ftl {
             counters: FtlCounters::default(),
             pending_gc: GcWork::default(),
             valid_on_die: vec![0; config.dies as usize],
+            garbage_on_die: vec![0; config.dies as usize],
         }
     }
 
@@ -390,6 +399,9 @@ impl Ftl {
         self.valid[block as usize] -= 1;
         let die = self.die_of_block(block) as usize;
         self.valid_on_die[die] -= 1;
+        if !self.is_slc(block) {
+            self.garbage_on_die[die] += 1;
+        }
         self.p2l[physical as usize] = UNMAPPED;
         if closed {
             self.link(block);
@@ -422,7 +434,7 @@ impl Ftl {
                 .config
                 .reserve_blocks_per_die
                 .max(self.config.gc_start_free_blocks_per_die);
-            while self.free[die as usize].len() as u32 <= start_below {
+            while self.free[die as usize].len() as u32 <= start_below || self.over_garbage_limit(die) {
                 if self.collect(die) {
                     continue;
                 }
@@ -557,6 +569,8 @@ impl Ftl {
             return false;
         };
         self.unlink(victim);
+        self.garbage_on_die[die as usize] -=
+            u64::from(self.written[victim as usize] - self.valid[victim as usize]);
         self.state[victim as usize] = BlockState::Free; // not linked anywhere while being emptied
         let (relocated, read_pages) = self.empty_block(victim, die);
         self.free[die as usize].push(victim);
@@ -570,10 +584,18 @@ impl Ftl {
         true
     }
 
+    /// Whether `die` holds more invalid native units than its firmware lets build up.
+    fn over_garbage_limit(&self, die: u32) -> bool {
+        let limit = self.config.gc_max_garbage_units_per_die;
+        limit > 0 && self.garbage_on_die[die as usize] > u64::from(limit)
+    }
+
     /// Collects one victim on `die` in the background (the host idle) if the die has no more free blocks than
     /// the firmware's start threshold; returns the work, or None when the die is above it or holds no garbage.
     pub fn collect_in_background(&mut self, die: u32) -> Option<GcWork> {
-        if self.free[die as usize].len() as u32 > self.config.gc_start_free_blocks_per_die {
+        if self.free[die as usize].len() as u32 > self.config.gc_start_free_blocks_per_die
+            && !self.over_garbage_limit(die)
+        {
             return None;
         }
         self.pending_gc = GcWork::default();
@@ -622,6 +644,13 @@ impl Ftl {
             self.invalidate(old);
         }
         self.pending_gc = GcWork::default();
+        if !self.in_gc && self.over_garbage_limit(die) {
+            // Overwrites elsewhere invalidate this die's units too, so its garbage is checked on every write it
+            // takes, and paid down a victim at a time, not only when it opens a block.
+            self.in_gc = true;
+            self.collect(die);
+            self.in_gc = false;
+        }
         let physical = if slc {
             self.allocate_slc(die)
         } else {
@@ -882,6 +911,7 @@ impl Ftl {
         }
         let mut pending = 0u64;
         let mut valid_on_die = vec![0u64; self.config.dies as usize];
+        let mut garbage_on_die = vec![0u64; self.config.dies as usize];
         for block in 0..self.config.all_blocks() {
             let units = block * np..(block + 1) * np;
             let valid = units
@@ -890,6 +920,10 @@ impl Ftl {
                 .count() as u32;
             assert_eq!(self.valid[block as usize], valid, "block {block}: valid count");
             valid_on_die[self.die_of_block(block) as usize] += u64::from(valid);
+            if !self.is_slc(block) && self.state[block as usize] != BlockState::Free {
+                garbage_on_die[self.die_of_block(block) as usize] +=
+                    u64::from(self.written[block as usize] - valid);
+            }
             for p in units {
                 let logical = self.p2l[p as usize];
                 if logical == TRIM_PENDING {
@@ -912,6 +946,10 @@ impl Ftl {
         }
         assert_eq!(pending, self.trim_pending_units, "pending TRIMs miscounted");
         assert_eq!(valid_on_die, self.valid_on_die, "valid units per die miscounted");
+        assert_eq!(
+            garbage_on_die, self.garbage_on_die,
+            "invalid units per die miscounted"
+        );
         assert!(
             self.trim_queue.len() as u64 >= pending,
             "a pending TRIM fell out of the queue"
@@ -1025,6 +1063,7 @@ mod tests {
         Write(u32),
         WriteSlc(u32),
         Drain(u32),
+        Background(u32),
         Trim(u32),
         TrimDeferred(u32),
         Reclaim(u64),
@@ -1037,6 +1076,7 @@ mod tests {
                 6 => (0u32..512).prop_map(Action::Write),
                 3 => (0u32..512).prop_map(Action::WriteSlc),
                 1 => (0u32..2).prop_map(Action::Drain),
+                1 => (0u32..2).prop_map(Action::Background),
                 1 => (0u32..512).prop_map(Action::Trim),
                 1 => (0u32..512).prop_map(Action::TrimDeferred),
                 1 => (0u64..64).prop_map(Action::Reclaim),
@@ -1051,9 +1091,17 @@ mod tests {
         /// The FTL behaves like a plain map: every read returns the last version written, trimmed data reads as
         /// unmapped, through any amount of garbage collection, with either policy.
         #[test]
-        fn ftl_equals_a_plain_map(actions in actions(), cost_benefit in any::<bool>(), op in 0.07f64..0.5) {
+        fn ftl_equals_a_plain_map(
+            actions in actions(),
+            cost_benefit in any::<bool>(),
+            op in 0.07f64..0.5,
+            early in 0u32..4,
+            garbage_limit in 0u32..40,
+        ) {
             let mut config = FtlConfig::with_op(512, op, 2, 8, 2);
             config.fingerprints = true;
+            config.gc_start_free_blocks_per_die = early;
+            config.gc_max_garbage_units_per_die = garbage_limit;
             config.policy = if cost_benefit { GcPolicy::CostBenefit } else { GcPolicy::Greedy };
             config.slc_blocks_per_die = 3;
             config.slc_units_per_block = 3;
@@ -1077,6 +1125,9 @@ mod tests {
                     }
                     Action::Drain(die) => {
                         ftl.drain_slc(die);
+                    }
+                    Action::Background(die) => {
+                        ftl.collect_in_background(die);
                     }
                     Action::Trim(l) => {
                         prop_assert_eq!(ftl.trim(l), oracle.remove(&l).is_some());
