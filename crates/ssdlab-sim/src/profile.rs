@@ -281,7 +281,7 @@ pub fn profiles() -> Vec<Profile> {
             rated_pe_cycles: 30_000,
             deferred_trim: None,
             // Collects from half its spare area on: seed 004's P400m holds its plateau until about 600 s, then
-            // drops (591 s here) to a steady state near its datasheet's 26K IOPS (25.5K here, last 400 s).
+            // drops (620 s here) to a steady state near its datasheet's 26K IOPS (25.3K here, last 400 s).
             gc_free_target_share: 0.5,
             gc_garbage_limit_spare_multiple: 0.0,
         },

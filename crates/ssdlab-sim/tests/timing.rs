@@ -228,7 +228,7 @@ fn enterprise_firmware_collects_early_and_leaves_its_plateau_when_seed_004s_did(
     // Seed 004: the P400m holds its plateau for about 600 s of 4 KiB QD32 random writes after a sequential fill
     // ("incredibly consistent"), then turns erratic and settles near its datasheet's 26K IOPS. At 1/8 of the
     // capacity the spare area lasts an eighth as long at the same rate: 75 s, within 25%. (At full size the
-    // consistency analysis finds the cliff at 591 s: see docs/sim.md's seed table.)
+    // consistency analysis finds the cliff at 620 s: see docs/sim.md's seed table.)
     let mut device = drive("sim:enterprise-mlc-400g?scale=1/8&fill=100%");
     let span = device.info().capacity_bytes;
     let run = random_4k(&mut device, Op::Write, 32, span, 300, 1);
