@@ -202,17 +202,25 @@ fn sequential_write_speeds(device: &mut SimDevice, len: u64, window: u64) -> Vec
 }
 
 #[test]
-fn turbowrite_shows_on_the_500_gb_then_the_after_buffer_speed() {
-    // Samsung's sheet: 520 MB/s inside TurboWrite (6 GB on the 500 GB), about 420 MB/s after it. At 1/8 scale the
-    // buffer holds 750 MB and the dies are the same.
-    let mut device = drive("sim:840evo-500g?scale=1/8");
-    let speeds = sequential_write_speeds(&mut device, 2560 << 20, 256 << 20);
-    assert!(
-        (480.0..=530.0).contains(&speeds[0]),
-        "inside the buffer: {speeds:?}"
-    );
-    for speed in &speeds[4..] {
-        assert!((390.0..=440.0).contains(speed), "after the buffer: {speeds:?}");
+fn turbowrite_shows_on_500_gb_and_larger_then_the_after_buffer_speed() {
+    // Samsung's sheet: 520 MB/s inside TurboWrite (6, 9 and 12 GB on the 500 GB, 750 GB and 1 TB), about 420 MB/s
+    // after it. At 1/8 scale the buffers hold 750, 1,125 and 1,500 MB and the dies are the same.
+    const WINDOW: u64 = 256 << 20;
+    for (profile, buffer_gb) in [("840evo-500g", 6), ("840evo-750g", 9), ("840evo-1t", 12)] {
+        let mut device = drive(&format!("sim:{profile}?scale=1/8"));
+        let buffer = buffer_gb * 1_000_000_000 / 8;
+        let speeds = sequential_write_speeds(&mut device, buffer + 4 * WINDOW, WINDOW);
+        assert!(
+            (480.0..=530.0).contains(&speeds[0]),
+            "{profile} inside the buffer: {speeds:?}"
+        );
+        let after = (buffer / WINDOW + 1) as usize;
+        for speed in &speeds[after..] {
+            assert!(
+                (390.0..=440.0).contains(speed),
+                "{profile} after the buffer: {speeds:?}"
+            );
+        }
     }
 }
 
