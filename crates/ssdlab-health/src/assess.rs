@@ -23,7 +23,7 @@ pub fn assess(
         _ => None,
     };
     DriveHealth {
-        verdict: verdict(snapshot, &life),
+        verdict: verdict(snapshot, &life, rating.as_ref()),
         snapshot: snapshot.clone(),
         lifetime_write_amplification_ratio,
         rating,

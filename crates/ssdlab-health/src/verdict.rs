@@ -2,7 +2,9 @@
 //! warnings, attributes failing now, spare below threshold); WARN is what an operator should look at before it
 //! becomes one (errors logged, wear past 80%, reallocations, a life estimate under a year).
 
-use ssdlab_core::schema::health::{HealthLevel, HealthSnapshot, HealthVerdict, LifeEstimate};
+use ssdlab_core::schema::health::{
+    EnduranceRating, HealthLevel, HealthSnapshot, HealthVerdict, LifeEstimate,
+};
 
 use crate::smartctl::exit_meaning;
 
@@ -21,7 +23,11 @@ pub const WEAR_WARN_PERCENT: f64 = 80.0;
 /// A remaining-life low band under this many days warns.
 pub const LIFE_WARN_DAYS: f64 = 365.0;
 
-pub fn verdict(snapshot: &HealthSnapshot, life: &LifeEstimate) -> HealthVerdict {
+pub fn verdict(
+    snapshot: &HealthSnapshot,
+    life: &LifeEstimate,
+    rating: Option<&EnduranceRating>,
+) -> HealthVerdict {
     let mut fail = vec![];
     let mut warn = vec![];
     if snapshot.smart_passed == Some(false) {
@@ -87,6 +93,24 @@ pub fn verdict(snapshot: &HealthSnapshot, life: &LifeEstimate) -> HealthVerdict 
                 "{used:.0}% of rated endurance used ({})",
                 snapshot.wear_source
             ));
+        }
+    }
+    if let (Some(written), Some(tbw)) = (
+        snapshot.host_written_bytes,
+        rating.and_then(|r| r.tbw_bytes).filter(|&t| t > 0),
+    ) {
+        // TBW rates host writes: a drive written past it is outside the vendor's promise, whatever its own wear
+        // figure says (drives keep counting past 100%, and some never count at all).
+        let share = written as f64 / tbw as f64 * 100.0;
+        let of = format!(
+            "{:.2} TB written of its rated {:.0} TBW ({share:.0}%)",
+            written as f64 / 1e12,
+            tbw as f64 / 1e12
+        );
+        if share >= 100.0 {
+            warn.push(format!("{of}: past its rating, outside what the vendor promises"));
+        } else if share >= WEAR_WARN_PERCENT {
+            warn.push(of);
         }
     }
     let counted = [

@@ -593,3 +593,59 @@ pub(crate) fn promtool_checked(path: &Path) -> String {
     );
     std::fs::read_to_string(path).unwrap()
 }
+
+/// Issue 32's fourth defect: a rating given with `--rated-tbw` was shown but never compared. A real 860 EVO
+/// 500 GB (33.17 TB written: `fixtures/real/SOURCES.md`) rated 30 TBW is past its rating, rated 40 TBW is within
+/// 20% of it, and under the table's published 300 TBW it is fine.
+#[test]
+fn host_writes_past_the_rated_tbw_warn() {
+    let fixture = health_fixture("real/sata-samsung-860evo-500g.json");
+    let verdict_of = |extra: &[&str]| {
+        let mut args = vec!["health", "--no-history", "--from", fixture.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        expect_code(&out, 0);
+        stderr(&out)
+    };
+    let past = verdict_of(&["--rated-tbw", "30"]);
+    assert!(past.contains("verdict   WARN"), "{past}");
+    assert!(
+        past.contains("33.17 TB written of its rated 30 TBW (111%") && past.contains("past its rating"),
+        "{past}"
+    );
+    let near = verdict_of(&["--rated-tbw", "40"]);
+    assert!(
+        near.contains("33.17 TB written of its rated 40 TBW (83%"),
+        "{near}"
+    );
+    let published = verdict_of(&[]);
+    assert!(published.contains("verdict   OK"), "{published}");
+}
+
+/// Every real output in `fixtures/real` (cited in its SOURCES.md) reads; the failed PM1725a is the one FAIL.
+#[test]
+fn every_real_drive_output_reads() {
+    let dir = health_fixture("real");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 8, "{names:?}");
+    for name in names {
+        let out = run(&[
+            "health",
+            "--no-history",
+            "--from",
+            dir.join(&name).to_str().unwrap(),
+        ]);
+        let failed = name.contains("failed");
+        expect_code(&out, if failed { 1 } else { 0 });
+        assert!(
+            stderr(&out).contains("written   host"),
+            "{name}: {}",
+            stderr(&out)
+        );
+    }
+}
