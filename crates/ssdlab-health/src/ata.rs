@@ -13,8 +13,10 @@
 //! | Intel DC (S3500/S3700) | 243 `NAND_Writes_32MiB` | 32 MiB |
 //! | Kingston/Phison, SanDisk | 233 `Flash_Writes_GiB`, `Total_NAND_Writes_GiB`, `NAND_Writes_GiB` | GiB |
 //! | WD Blue/Red SA500 | 233 `NAND_GB_Written_TLC` + 234 `NAND_GB_Written_SLC` | GiB |
+//! | Silicon Motion | 245 `TLC_Writes_32MiB` (+ 246 `SLC_Writes_32MiB`) | 32 MiB |
 //! | Micron/Crucial | 247 host + 248 FTL (`Bckgnd_`) program pages | host bytes x (247 + 248) / 247 |
 //! | Samsung client | none: 177 `Wear_Leveling_Count` x raw NAND gives a coarse estimate, said in words | |
+//! | Samsung enterprise SATA | 251 `NAND_Writes`: kept and said, not converted (no published unit) | |
 
 use ssdlab_core::schema::health::{AtaAttribute, HealthSnapshot};
 
@@ -106,6 +108,20 @@ fn nand_writes(attributes: &[AtaAttribute], snapshot: &mut HealthSnapshot) {
         &["Flash_Writes_GiB", "Total_NAND_Writes_GiB", "NAND_Writes_GiB"],
     ) {
         Some(scaled(a, GIB, "1 GiB"))
+    } else if let Some(tlc) = find(attributes, &["TLC_Writes_32MiB"]) {
+        // Silicon Motion controllers count what reached TLC and, where they have one, the SLC cache.
+        let slc = find(attributes, &["SLC_Writes_32MiB"]);
+        let units = u128::from(tlc.raw_value) + slc.map_or(0, |a| u128::from(a.raw_value));
+        Some((
+            units * MIB32,
+            match slc {
+                Some(slc) => format!(
+                    "attributes {} {} + {} {} x 32 MiB",
+                    tlc.id, tlc.name, slc.id, slc.name
+                ),
+                None => format!("attribute {} {} x 32 MiB", tlc.id, tlc.name),
+            },
+        ))
     } else if let (Some(tlc), Some(slc)) = (
         find(attributes, &["NAND_GB_Written_TLC"]),
         find(attributes, &["NAND_GB_Written_SLC"]),
@@ -146,31 +162,43 @@ fn nand_writes(attributes: &[AtaAttribute], snapshot: &mut HealthSnapshot) {
         }
         None => {
             snapshot.nand_written_bytes = None;
-            snapshot.nand_written_source = match find(attributes, &["Wear_Leveling_Count"]) {
-                Some(a) => format!(
+            let samsung_client = snapshot.identity.model.starts_with("Samsung SSD");
+            snapshot.nand_written_source = if let Some(a) = find(attributes, &["NAND_Writes"]) {
+                // Samsung's enterprise SATA drives (PM863, PM883) have one, but no published unit.
+                format!(
+                    "attribute {} {} (raw {}) counts NAND writes in a unit its vendor does not publish: not \
+                     converted to bytes",
+                    a.id, a.name, a.raw_value
+                )
+            } else if let Some(a) = find(attributes, &["Wear_Leveling_Count"]).filter(|_| samsung_client) {
+                format!(
                     "not exposed by this drive (no NAND-write attribute; Samsung client drives have none). \
                      Attribute {} {} says blocks were erased {} times on average: times the raw NAND capacity \
                      that is a coarse upper figure, not a counter",
                     a.id, a.name, a.raw_value
-                ),
-                None => "not exposed by this drive (no known NAND-write attribute)".into(),
+                )
+            } else {
+                "not exposed by this drive (no known NAND-write attribute)".into()
             };
         }
     }
 }
 
 fn wear(attributes: &[AtaAttribute], stats: &DeviceStatistics, snapshot: &mut HealthSnapshot) {
-    // Mean erase cycles: Samsung's 177 raw, Micron's 173 raw, Phison's "MAX (Average AVG)" string.
-    if let Some(a) = find(attributes, &["Wear_Leveling_Count"]) {
-        snapshot.erase_count_mean = Some(a.raw_value as f64);
-    } else if let Some(a) = find(
+    // Mean erase cycles: an attribute that says it is the average first (Micron's 173, Silicon Motion's 167, WD's
+    // 173), then Samsung's 177 raw (other controllers use that name for other things: a Silicon Motion drive
+    // reads 0 there while its 167 counts 21), then Phison's "MAX (Average AVG)" string.
+    if let Some(a) = find(
         attributes,
         &[
             "Ave_Block-Erase_Count",
             "Avg_Block-Erase_Count",
             "Average_Erase_Count",
+            "Average_PE_Cycles_TLC",
         ],
     ) {
+        snapshot.erase_count_mean = Some(a.raw_value as f64);
+    } else if let Some(a) = find(attributes, &["Wear_Leveling_Count"]) {
         snapshot.erase_count_mean = Some(a.raw_value as f64);
     } else if let Some(a) = find(attributes, &["MaxAvgErase_Ct"]) {
         snapshot.erase_count_mean = a
@@ -185,6 +213,12 @@ fn wear(attributes: &[AtaAttribute], stats: &DeviceStatistics, snapshot: &mut He
     // used = 100 - value.
     let from_attribute = if let Some(a) = find(attributes, &["Percent_Lifetime_Remain"]) {
         Some((a.raw_value as f64, format!("attribute {} {} raw", a.id, a.name)))
+    } else if let Some(a) = find(attributes, &["Remaining_Lifetime_Perc"]).filter(|a| a.raw_value <= 100) {
+        // Silicon Motion keeps the normalized value at 100 and counts the life left in the raw value.
+        Some((
+            100.0 - a.raw_value as f64,
+            format!("attribute {} {} (100 - raw value, the life left)", a.id, a.name),
+        ))
     } else if let Some(a) =
         find(attributes, &["SSD_Life_Left"]).filter(|a| a.value == 100 && (1..100).contains(&a.raw_value))
     {

@@ -15,6 +15,7 @@
 
 pub mod assess;
 pub mod ata;
+pub mod drivedb;
 pub mod history;
 mod json;
 pub mod life;
@@ -50,12 +51,22 @@ pub enum ParseError {
 /// Reads health JSON of any known kind (smartctl's or nvme-cli's smart-log), telling them apart by their keys.
 /// `now_s` stamps a snapshot whose source carries no time of its own.
 pub fn parse_any(source_name: &str, text: &str, now_s: u64) -> Result<HealthSnapshot, ParseError> {
+    parse_any_named(source_name, text, now_s, &drivedb::AttributeNames::new(None))
+}
+
+/// [`parse_any`], naming ATA attributes by `names` (the installed drive database, then the fallback table).
+pub fn parse_any_named(
+    source_name: &str,
+    text: &str,
+    now_s: u64,
+    names: &drivedb::AttributeNames,
+) -> Result<HealthSnapshot, ParseError> {
     let value: serde_json::Value = serde_json::from_str(text).map_err(|e| ParseError::Format {
         source_name: source_name.into(),
         reason: format!("not JSON ({e}); give smartctl --json output or nvme smart-log -o json output"),
     })?;
     if smartctl::looks_like(&value) {
-        smartctl::parse_value(source_name, &value, now_s)
+        smartctl::parse_value(source_name, &value, now_s, names)
     } else if nvme_cli::looks_like(&value) {
         nvme_cli::parse_value(source_name, &value, now_s)
     } else {

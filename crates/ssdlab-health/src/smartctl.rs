@@ -10,6 +10,7 @@ use ssdlab_core::schema::health::{AtaAttribute, DriveIdentity, HealthSnapshot, N
 
 use crate::ParseError;
 use crate::ata::{self, DeviceStatistics};
+use crate::drivedb::AttributeNames;
 use crate::json::{as_u64, at, counter, f64_at, identity_at, identity_text, str_at, u64_at};
 
 /// One NVMe data unit is 1000 logical blocks of 512 bytes, whatever the namespace's block size.
@@ -44,8 +45,18 @@ pub fn looks_like(value: &Value) -> bool {
     value.get("smartctl").is_some() || value.get("json_format_version").is_some()
 }
 
-/// Parses smartctl JSON text.
+/// Parses smartctl JSON text, naming attributes by the fallback table only.
 pub fn parse(source_name: &str, text: &str, now_s: u64) -> Result<HealthSnapshot, ParseError> {
+    parse_named(source_name, text, now_s, &AttributeNames::new(None))
+}
+
+/// Parses smartctl JSON text, naming ATA attributes by `names` (the installed drive database, then the fallback).
+pub fn parse_named(
+    source_name: &str,
+    text: &str,
+    now_s: u64,
+    names: &AttributeNames,
+) -> Result<HealthSnapshot, ParseError> {
     let value: Value = serde_json::from_str(text).map_err(|e| ParseError::Format {
         source_name: source_name.into(),
         reason: format!(
@@ -58,10 +69,15 @@ pub fn parse(source_name: &str, text: &str, now_s: u64) -> Result<HealthSnapshot
             reason: "JSON without smartctl's \"smartctl\" or \"json_format_version\" keys".into(),
         });
     }
-    parse_value(source_name, &value, now_s)
+    parse_value(source_name, &value, now_s, names)
 }
 
-pub fn parse_value(source_name: &str, value: &Value, now_s: u64) -> Result<HealthSnapshot, ParseError> {
+pub fn parse_value(
+    source_name: &str,
+    value: &Value,
+    now_s: u64,
+    names: &AttributeNames,
+) -> Result<HealthSnapshot, ParseError> {
     let messages: Vec<String> = at(value, &["smartctl", "messages"])
         .and_then(Value::as_array)
         .map(|m| {
@@ -152,6 +168,14 @@ pub fn parse_value(source_name: &str, value: &Value, now_s: u64) -> Result<Healt
     }
     if let Some(table) = at(value, &["ata_smart_attributes", "table"]).and_then(Value::as_array) {
         snapshot.attributes = table.iter().filter_map(attribute).collect();
+        let firmware = snapshot.identity.firmware.clone();
+        if let Some(note) = names.rename(
+            &snapshot.identity.model,
+            firmware.as_deref(),
+            &mut snapshot.attributes,
+        ) {
+            snapshot.notes.push(note);
+        }
         let lbs = u64_at(value, &["logical_block_size"]).unwrap_or(512);
         let stats = device_statistics(value);
         let attributes = snapshot.attributes.clone();

@@ -121,6 +121,42 @@ fn wd_adds_its_tlc_and_slc_counters() {
     assert_eq!(s.host_written_bytes, Some(8_000 * GIB));
 }
 
+/// Issue 32's first defect, constructed from the issue's figures (no public output of this drive was found): a
+/// WD Red SA500 4 TB is not matched by smartmontools' drive database, so smartctl gives its attributes the
+/// default names and 241 reads as LBAs: 89 MB written after 8,244 hours. The fallback table knows the family:
+/// 241 counts GiB (186.65 TB), 233 and 234 are its NAND GiB written to TLC and SLC, and 233 is no wear figure.
+#[test]
+fn a_wd_red_sa500_outside_the_drive_database_counts_gib() {
+    let s = snapshot("ata-wd-sa500-4t-unknown.json");
+    assert_eq!(s.host_written_bytes, Some(173_832 * GIB));
+    assert_eq!(s.host_read_bytes, Some(95_000 * GIB));
+    assert_eq!(s.nand_written_bytes, Some(220_000 * GIB));
+    assert_eq!(
+        s.wear_used_percent, None,
+        "233 counts NAND GiB here: {}",
+        s.wear_source
+    );
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains("241 Total_LBAs_Written -> Host_Writes_GiB")),
+        "{:?}",
+        s.notes
+    );
+}
+
+/// Issue 32's second and third defects, constructed with the issue's figures and the attribute names
+/// smartmontools' database gives Silicon Motion drives: 245 counts what reached TLC in 32 MiB units, 169's raw
+/// value is the life left (the normalized value stays 100), and 167 is the drive's own mean erase count.
+#[test]
+fn a_silicon_motion_drive_counts_tlc_writes_and_life_left() {
+    let s = snapshot("ata-smi-life-left.json");
+    assert_eq!(s.host_written_bytes, Some(27_946 * MIB32));
+    assert_eq!(s.nand_written_bytes, Some(94_884 * MIB32));
+    assert_eq!(s.wear_used_percent, Some(4.0), "{}", s.wear_source);
+    assert_eq!(s.erase_count_mean, Some(132.0));
+}
+
 #[test]
 fn a_failing_sata_drive_fails_with_every_reason() {
     let s = snapshot("ata-failing.json");

@@ -11,6 +11,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use ssdlab_core::Device;
 use ssdlab_core::schema::health::HealthSnapshot;
 use ssdlab_core::schema::{DeviceCounters, RunResult};
+use ssdlab_health::drivedb::{AttributeNames, DriveDb};
 use ssdlab_health::virtual_drive::{self, VirtualDrive};
 use ssdlab_health::{history, smartctl};
 use ssdlab_io::Engine;
@@ -84,7 +85,13 @@ pub fn read_device(
         }
     })?;
     let status = output.exit_code;
-    let mut snapshot = smartctl::parse(device, &output.stdout, clock.unix_now_s() as u64).map_err(|e| {
+    let mut snapshot = smartctl::parse_named(
+        device,
+        &output.stdout,
+        clock.unix_now_s() as u64,
+        attribute_names(),
+    )
+    .map_err(|e| {
         let stderr = output.stderr.trim();
         Unreadable(if stderr.is_empty() {
             anyhow!("DEVICE {e}")
@@ -206,7 +213,8 @@ pub fn read_file(path: &Path, clock: &dyn Clock) -> Result<Reading> {
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or_else(|| clock.unix_now_s() as u64, |d| d.as_secs());
-    let snapshot = ssdlab_health::parse_any(&name, &text, modified_s).map_err(|e| anyhow!("--from {e}"))?;
+    let snapshot = ssdlab_health::parse_any_named(&name, &text, modified_s, attribute_names())
+        .map_err(|e| anyhow!("--from {e}"))?;
     Ok(Reading {
         snapshot,
         profile_pe: None,
@@ -322,6 +330,25 @@ impl HistoryDir {
             .with_context(|| format!("--history: cannot append to {}", path.display()))?;
         Ok(true)
     }
+}
+
+/// Where smartmontools keeps its drive database: the copy `update-smart-drivedb` refreshes, then the packaged one.
+const DRIVEDB_PATHS: [&str; 2] = [
+    "/var/lib/smartmontools/drivedb/drivedb.h",
+    "/usr/share/smartmontools/drivedb.h",
+];
+
+/// The attribute names of this machine's drive database (read once), then ssdlab's fallback table. A machine
+/// without smartmontools gets the fallback alone.
+fn attribute_names() -> &'static AttributeNames {
+    static NAMES: std::sync::OnceLock<AttributeNames> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        let installed = DRIVEDB_PATHS.iter().find_map(|path| {
+            let text = std::fs::read_to_string(path).ok()?;
+            Some(DriveDb::parse(&text, path))
+        });
+        AttributeNames::new(installed)
+    })
 }
 
 #[cfg(test)]
