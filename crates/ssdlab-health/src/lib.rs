@@ -20,6 +20,7 @@ pub mod history;
 mod json;
 pub mod life;
 pub mod nvme_cli;
+pub mod plausible;
 pub mod prom;
 pub mod purge;
 pub mod rating;
@@ -65,17 +66,19 @@ pub fn parse_any_named(
         source_name: source_name.into(),
         reason: format!("not JSON ({e}); give smartctl --json output or nvme smart-log -o json output"),
     })?;
-    if smartctl::looks_like(&value) {
-        smartctl::parse_value(source_name, &value, now_s, names)
+    let mut snapshot = if smartctl::looks_like(&value) {
+        smartctl::parse_value(source_name, &value, now_s, names)?
     } else if nvme_cli::looks_like(&value) {
-        nvme_cli::parse_value(source_name, &value, now_s)
+        nvme_cli::parse_value(source_name, &value, now_s)?
     } else {
-        Err(ParseError::Format {
+        return Err(ParseError::Format {
             source_name: source_name.into(),
             reason: "JSON, but neither smartctl's (no \"smartctl\" or \"json_format_version\" key) nor nvme-cli's \
                      smart-log (no \"data_units_written\" and \"critical_warning\"); give smartctl --json -x or \
                      nvme smart-log -o json output"
                 .into(),
-        })
-    }
+        });
+    };
+    plausible::check(&mut snapshot);
+    Ok(snapshot)
 }

@@ -69,7 +69,9 @@ pub fn parse_named(
             reason: "JSON without smartctl's \"smartctl\" or \"json_format_version\" keys".into(),
         });
     }
-    parse_value(source_name, &value, now_s, names)
+    let mut snapshot = parse_value(source_name, &value, now_s, names)?;
+    crate::plausible::check(&mut snapshot);
+    Ok(snapshot)
 }
 
 pub fn parse_value(

@@ -216,7 +216,15 @@ fn nvme_data_units_are_512000_bytes() {
 
 #[test]
 fn counters_past_2_pow_53_and_2_pow_64_keep_every_digit() {
-    let s = snapshot("nvme-huge-counters.json");
+    // Parsed without the plausibility check, which (below) rightly refuses zettabytes from a drive.
+    let value: serde_json::Value = serde_json::from_str(&fixture("nvme-huge-counters.json")).unwrap();
+    let s = ssdlab_health::smartctl::parse_value(
+        "nvme-huge-counters.json",
+        &value,
+        NOW,
+        &ssdlab_health::drivedb::AttributeNames::new(None),
+    )
+    .unwrap();
     // (2^53 + 1) units: a double would have lost the 1.
     assert_eq!(s.host_written_bytes, Some(4_611_686_018_427_388_416_000));
     // (2^64 + 5) units, from data_units_read_s.
@@ -225,6 +233,16 @@ fn counters_past_2_pow_53_and_2_pow_64_keep_every_digit() {
         s.notes.iter().all(|n| !n.contains("approximate")),
         "{:?}",
         s.notes
+    );
+    let checked = snapshot("nvme-huge-counters.json");
+    assert_eq!(checked.host_written_bytes, None);
+    assert!(
+        checked
+            .notes
+            .iter()
+            .any(|n| n.starts_with("implausible: host writes")),
+        "{:?}",
+        checked.notes
     );
 }
 

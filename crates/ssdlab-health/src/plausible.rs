@@ -1,0 +1,139 @@
+//! Readings no drive could have produced: a counter in the wrong unit, a drive written faster than its interface
+//! allows, NAND writes below host writes. Such a reading is kept in a note with the reading it contradicts, and
+//! removed from the snapshot's normalized fields, so it never drives a verdict, a rate or a life estimate.
+
+use ssdlab_core::schema::health::{HealthSnapshot, Protocol};
+
+/// The fastest a drive's interface can take data, bytes per second: SATA 6 Gb/s carries 600 MB/s; PCIe 5.0 x4
+/// about 16 GB/s (an NVMe drive is given that, whatever its generation).
+fn interface_limit_bytes_per_s(protocol: Protocol) -> f64 {
+    match protocol {
+        Protocol::Ata => 600e6,
+        _ => 16e9,
+    }
+}
+
+/// NAND writes below this share of host writes cannot be (every host write reaches NAND at least once; drives
+/// that compress write less, hence a margin).
+const NAND_BELOW_HOST: f64 = 0.9;
+/// NAND writes above this multiple of host writes point at a host counter in too small a unit (write
+/// amplification of 50 is beyond any drive's sustained worst case).
+const NAND_ABOVE_HOST: f64 = 50.0;
+
+fn tb(bytes: u128) -> String {
+    format!("{:.2} TB", bytes as f64 / 1e12)
+}
+
+/// Checks the snapshot's readings against each other and against physics; moves the implausible ones into notes.
+pub fn check(snapshot: &mut HealthSnapshot) {
+    if let (Some(host), Some(hours)) = (snapshot.host_written_bytes, snapshot.power_on_hours) {
+        let limit = hours as f64 * 3600.0 * interface_limit_bytes_per_s(snapshot.identity.protocol);
+        if host as f64 > limit && hours > 0 {
+            snapshot.notes.push(format!(
+                "implausible: host writes of {} in {hours} power-on hours exceed what the interface can carry \
+                 ({}); not used",
+                tb(host),
+                tb(limit as u128)
+            ));
+            snapshot.host_written_bytes = None;
+        }
+    }
+    if let (Some(host), Some(nand)) = (snapshot.host_written_bytes, snapshot.nand_written_bytes) {
+        if (nand as f64) < host as f64 * NAND_BELOW_HOST {
+            snapshot.notes.push(format!(
+                "implausible: NAND writes of {} ({}) are below host writes of {}; NAND writes not used",
+                tb(nand),
+                snapshot.nand_written_source,
+                tb(host)
+            ));
+            snapshot.nand_written_bytes = None;
+        } else if nand as f64 > host as f64 * NAND_ABOVE_HOST {
+            snapshot.notes.push(format!(
+                "implausible: host writes of {} beside NAND writes of {} ({}); the host counter is likely in \
+                 another unit; host writes not used",
+                tb(host),
+                tb(nand),
+                snapshot.nand_written_source
+            ));
+            snapshot.host_written_bytes = None;
+        }
+    }
+    if let Some(used) = snapshot.wear_used_percent
+        && !(0.0..=255.0).contains(&used)
+    {
+        snapshot.notes.push(format!(
+            "implausible: {used}% of endurance used ({}); not used",
+            snapshot.wear_source
+        ));
+        snapshot.wear_used_percent = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ssdlab_core::schema::health::DriveIdentity;
+
+    fn snapshot(host: u128, nand: Option<u128>, hours: u64) -> HealthSnapshot {
+        HealthSnapshot {
+            taken_at_s: 0,
+            identity: DriveIdentity {
+                model: "test".into(),
+                serial: "s".into(),
+                firmware: None,
+                capacity_bytes: Some(4_000_000_000_000),
+                protocol: Protocol::Ata,
+                source: "t".into(),
+            },
+            power_on_hours: Some(hours),
+            temperature_celsius: None,
+            host_written_bytes: Some(host),
+            host_read_bytes: None,
+            nand_written_bytes: nand,
+            nand_written_source: "attribute 233".into(),
+            wear_used_percent: None,
+            wear_source: String::new(),
+            erase_count_mean: None,
+            available_spare_percent: None,
+            available_spare_threshold_percent: None,
+            media_errors: None,
+            crc_errors: None,
+            reallocated: None,
+            pending_sectors: None,
+            unsafe_shutdowns: None,
+            smart_passed: None,
+            critical_warning: None,
+            smartctl_exit_status: None,
+            attributes: vec![],
+            other_fields: vec![],
+            notes: vec![],
+        }
+    }
+
+    #[test]
+    fn a_host_counter_in_the_wrong_unit_is_noted_and_dropped() {
+        // The WD SA500 read with the default names: 89 MB of host writes beside 236 TB of NAND writes.
+        let mut s = snapshot(89_000_000, Some(236_000_000_000_000), 8244);
+        check(&mut s);
+        assert_eq!(s.host_written_bytes, None);
+        assert!(
+            s.notes[0].contains("host counter is likely in another unit"),
+            "{:?}",
+            s.notes
+        );
+    }
+
+    #[test]
+    fn writes_faster_than_sata_and_nand_below_host_are_noted() {
+        let mut s = snapshot(10_000_000_000_000_000, None, 10);
+        check(&mut s);
+        assert_eq!(s.host_written_bytes, None, "10 PB in 10 hours over SATA");
+        let mut s = snapshot(100_000_000_000_000, Some(50_000_000_000_000), 10_000);
+        check(&mut s);
+        assert_eq!(s.nand_written_bytes, None);
+        assert!(s.notes[0].contains("below host writes"), "{:?}", s.notes);
+        let mut fine = snapshot(100_000_000_000_000, Some(150_000_000_000_000), 10_000);
+        check(&mut fine);
+        assert!(fine.notes.is_empty() && fine.host_written_bytes.is_some());
+    }
+}
