@@ -101,11 +101,24 @@ pub fn health_metrics(exposition: &mut Exposition, drives: &[DriveHealth], read_
             "NAND bytes over host bytes written over the history window.",
             d.rates.as_ref().and_then(|r| r.write_amplification_ratio),
         );
+        // Prometheus wants base units: a rate is per second (the JSON keeps per day, as people read it).
         put(
-            "ssdlab_host_written_bytes_per_day",
+            "ssdlab_host_written_bytes_per_second",
             Gauge,
-            "Host bytes written per day over the history window.",
-            d.rates.as_ref().and_then(|r| r.host_written_bytes_per_day),
+            "Host bytes written per second, averaged over the history window.",
+            d.rates
+                .as_ref()
+                .and_then(|r| r.host_written_bytes_per_day)
+                .map(|per_day| per_day / 86_400.0),
+        );
+        put(
+            "ssdlab_nand_written_bytes_per_second",
+            Gauge,
+            "NAND bytes written per second, averaged over the history window.",
+            d.rates
+                .as_ref()
+                .and_then(|r| r.nand_written_bytes_per_day)
+                .map(|per_day| per_day / 86_400.0),
         );
         put(
             "ssdlab_power_on_seconds_total",

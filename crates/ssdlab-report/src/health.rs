@@ -171,7 +171,8 @@ pub(crate) fn health(group: &[&RunResult]) -> String {
     for d in &drives {
         let class = match d.verdict.level {
             HealthLevel::Ok => "pass",
-            _ => "fail",
+            HealthLevel::Warn => "warn",
+            HealthLevel::Fail => "fail",
         };
         let _ = write!(
             out,

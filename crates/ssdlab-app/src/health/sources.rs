@@ -213,8 +213,16 @@ pub fn read_file(path: &Path, clock: &dyn Clock) -> Result<Reading> {
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or_else(|| clock.unix_now_s() as u64, |d| d.as_secs());
-    let snapshot = ssdlab_health::parse_any_named(&name, &text, modified_s, attribute_names())
+    let mut snapshot = ssdlab_health::parse_any_named(&name, &text, modified_s, attribute_names())
         .map_err(|e| anyhow!("--from {e}"))?;
+    // A saved output names the device it was read from on its own host (often /dev/nvme0 for every drive): here
+    // the drive is the file, and the device path is only a note.
+    if snapshot.identity.source != name {
+        snapshot
+            .notes
+            .push(format!("saved from {}", snapshot.identity.source));
+        snapshot.identity.source = name.clone();
+    }
     Ok(Reading {
         snapshot,
         profile_pe: None,

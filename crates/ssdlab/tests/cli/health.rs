@@ -74,6 +74,25 @@ fn history_gives_windowed_write_amplification_and_a_life_band() {
     // 3,000 x 32 MiB a day.
     let per_day = rates["host_written_bytes_per_day"].as_f64().unwrap();
     assert!((per_day - 3_000.0 * 33_554_432.0).abs() < 1.0, "{per_day}");
+    // Prometheus gets it in base units, per second.
+    let prom = dir.path().join("health.prom");
+    let out = run(&[
+        "health",
+        "--from",
+        file.to_str().unwrap(),
+        "--history",
+        history_flag,
+        "--prom",
+        prom.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    let text = std::fs::read_to_string(&prom).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("ssdlab_host_written_bytes_per_second{"))
+        .unwrap_or_else(|| panic!("no per-second rate: {text}"));
+    let per_second: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!((per_second - per_day / 86_400.0).abs() < 1e-3, "{line}");
     // Wear 28, 29, 31, 32, 33 over 0..40 days: slope 0.13 %/day, 67 points left: about 515 days.
     let life = &drive["life"];
     let days_left = life["remaining_days"].as_f64().unwrap();
@@ -508,12 +527,14 @@ fn prometheus_output_passes_promtool_and_is_written_atomically() {
         text.contains("# TYPE ssdlab_nand_written_bytes_total counter"),
         "{text}"
     );
+    // A saved output is labelled by its file, not by the device path it was saved from on its own host.
     assert!(
-        text.contains(
-            "ssdlab_health_verdict{device=\"/dev/sdb\",serial=\"ZA20TESTFAIL\",model=\"ST240FN0021\"} 2"
-        ),
+        text.lines()
+            .any(|l| l.starts_with("ssdlab_health_verdict{device=\"")
+                && l.ends_with("ata-failing.json\",serial=\"ZA20TESTFAIL\",model=\"ST240FN0021\"} 2")),
         "{text}"
     );
+    assert!(!text.contains("device=\"/dev/sdb\""), "{text}");
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -613,6 +634,12 @@ fn host_writes_past_the_rated_tbw_warn() {
         past.contains("33.17 TB written of its rated 30 TBW (111%") && past.contains("past its rating"),
         "{past}"
     );
+    // The report draws a WARN in its own colour, not FAIL's red.
+    let dir = tempdir();
+    let out_dir = dir.path().join("out");
+    verdict_of(&["--rated-tbw", "30", "--out", out_dir.to_str().unwrap()]);
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("<span class=\"warn\">WARN</span>"), "no WARN class");
     let near = verdict_of(&["--rated-tbw", "40"]);
     assert!(
         near.contains("33.17 TB written of its rated 40 TBW (83%"),
