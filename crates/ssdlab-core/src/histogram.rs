@@ -150,6 +150,16 @@ impl Histogram {
             .sum()
     }
 
+    /// How many recorded values are at least `value`, to the bucket resolution: the bucket holding `value`
+    /// counts whole (a tail that piles up in one bucket, as reads at a firmware's recovery ceiling do, is in it).
+    pub fn count_at_or_above(&self, value: u64) -> u64 {
+        if self.count == 0 || value > self.max {
+            return 0;
+        }
+        let first = bucket_of(value);
+        self.counts[first..].iter().sum()
+    }
+
     /// Adds every count of `other` into this histogram.
     pub fn merge(&mut self, other: &Histogram) {
         for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
@@ -284,6 +294,11 @@ mod tests {
         assert_eq!(h.count_above(9_000_000), 0);
         assert_eq!(h.count_above(0), 4);
         assert_eq!(Histogram::new().count_above(0), 0);
+        // At or above counts the bucket holding the value: a tail piled at one ceiling is in it.
+        assert_eq!(h.count_at_or_above(9_000_000), 1);
+        assert_eq!(h.count_at_or_above(2_000_000), 2);
+        assert_eq!(h.count_at_or_above(9_000_001), 0);
+        assert_eq!(Histogram::new().count_at_or_above(0), 0);
     }
     use proptest::prelude::*;
 

@@ -82,6 +82,20 @@ pub struct StragglerShare {
     /// ties shared.
     pub share_of_p95_ratio: f64,
     pub share_of_p99_ratio: f64,
+    /// This drive's reads at least as slow as the query's p99 (to the histogram's bucket), and how many all
+    /// drives alike would give it.
+    #[serde(default)]
+    pub tail_reads: u64,
+    #[serde(default)]
+    pub tail_reads_expected: f64,
+    /// The chance that a drive like the others has at least `tail_reads` of them (binomial upper tail); a
+    /// straggler is named only when this is below 1% divided by the number of drives.
+    #[serde(default = "one")]
+    pub tail_p_value: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// Synchronized queries as measured (`--mode measured`): one read to every drive at the same instant, waiting

@@ -25,6 +25,42 @@ pub struct WhatIf {
 /// A drive takes at least this many times its fair share (1/N) of the p99 tail to be named a straggler.
 pub const DOMINANT_FAIR_SHARES: f64 = 2.0;
 
+/// ... and more reads beyond the query's p99 than chance gives a drive like the others: a binomial upper tail
+/// below this, divided by the number of drives (Bonferroni: with 100 identical drives, one in a hundred runs
+/// names one by chance, not a quarter of them).
+pub const STRAGGLER_SIGNIFICANCE: f64 = 0.01;
+
+/// P(X >= k) for X binomial with `n` trials of probability `p`, summed in log space from k upward (the terms fall
+/// once past the mean), so tiny tail probabilities and large counts keep their precision.
+pub fn binomial_upper_tail(k: u64, n: u64, p: f64) -> f64 {
+    if k == 0 {
+        return 1.0;
+    }
+    if k > n || p <= 0.0 {
+        return 0.0;
+    }
+    if p >= 1.0 {
+        return 1.0;
+    }
+    let (ln_p, ln_q) = (p.ln(), (-p).ln_1p());
+    // ln C(n, k) as a sum of k logarithms.
+    let ln_choose: f64 = (1..=k).map(|i| ((n - k + i) as f64 / i as f64).ln()).sum();
+    let mut ln_term = ln_choose + k as f64 * ln_p + (n - k) as f64 * ln_q;
+    let first = ln_term;
+    let mut sum = 1.0; // terms relative to the first
+    let mut j = k;
+    while j < n {
+        ln_term += ((n - j) as f64 / (j + 1) as f64).ln() + ln_p - ln_q;
+        j += 1;
+        let relative = (ln_term - first).exp();
+        sum += relative;
+        if relative < 1e-17 * sum && j as f64 > n as f64 * p {
+            break;
+        }
+    }
+    (first.exp() * sum).min(1.0)
+}
+
 /// How the reads were made, for the analysis.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunShape {
@@ -91,24 +127,41 @@ pub fn analyze(
         extra_load_ratio: 1.0,
     });
     let p95 = tail_shares(&all, query.percentile(95.0));
-    let p99 = tail_shares(&all, query.percentile(99.0));
+    let threshold_ns = query.percentile(99.0);
+    let p99 = tail_shares(&all, threshold_ns);
+    // Reads beyond the query's p99, per drive, against what drives all alike would give each.
+    let tail: Vec<u64> = reads
+        .iter()
+        .map(|r| r.histogram.count_at_or_above(threshold_ns))
+        .collect();
+    let total_reads: u64 = reads.iter().map(|r| r.histogram.count()).sum();
+    let pooled_tail = tail.iter().sum::<u64>() as f64 / total_reads.max(1) as f64;
     let mut stragglers: Vec<StragglerShare> = drives
         .iter()
         .enumerate()
-        .map(|(i, d)| StragglerShare {
-            name: d.name.clone(),
-            share_of_p95_ratio: p95[i],
-            share_of_p99_ratio: p99[i],
+        .map(|(i, d)| {
+            let count = reads[i].histogram.count();
+            StragglerShare {
+                name: d.name.clone(),
+                share_of_p95_ratio: p95[i],
+                share_of_p99_ratio: p99[i],
+                tail_reads: tail[i],
+                tail_reads_expected: count as f64 * pooled_tail,
+                tail_p_value: binomial_upper_tail(tail[i], count, pooled_tail),
+            }
         })
         .collect();
     stragglers.sort_by(|a, b| b.share_of_p99_ratio.total_cmp(&a.share_of_p99_ratio));
     let fair = 1.0 / n as f64;
-    let dominant: Vec<String> = if n < 2 {
+    let candidates: Vec<String> = if n < 2 {
         Vec::new()
     } else {
         stragglers
             .iter()
-            .filter(|s| s.share_of_p99_ratio >= DOMINANT_FAIR_SHARES * fair)
+            .filter(|s| {
+                s.share_of_p99_ratio >= DOMINANT_FAIR_SHARES * fair
+                    && s.tail_p_value < STRAGGLER_SIGNIFICANCE / n as f64
+            })
             .map(|s| s.name.clone())
             .collect()
     };
@@ -116,12 +169,12 @@ pub fn analyze(
     let mut by_p99: Vec<usize> = (0..dists.len()).collect();
     by_p99.sort_by_key(|&i| dists[i].percentile(99.0));
     let median = by_p99[(by_p99.len() - 1) / 2];
-    let fixed = (!dominant.is_empty()).then(|| {
+    let fixed = (!candidates.is_empty()).then(|| {
         let replaced: Vec<&Dist> = drives
             .iter()
             .zip(&dists)
             .map(|(d, dist)| {
-                if dominant.contains(&d.name) {
+                if candidates.contains(&d.name) {
                     &dists[median]
                 } else {
                     dist
@@ -131,7 +184,7 @@ pub fn analyze(
         QueryCase {
             case: format!(
                 "{} read like the median drive {} (e.g. after a refresh)",
-                dominant.join(", "),
+                candidates.join(", "),
                 drives[median].name
             ),
             shards: n,
@@ -139,6 +192,18 @@ pub fn analyze(
             extra_load_ratio: 0.0,
         }
     });
+    // A fix that moves the query's p99 less than its own noise names nobody: with K reads in the tail, the tail's
+    // probability is known to about 2/sqrt(K) of itself, so the p99 could as well sit at the p(99 - 2/sqrt(K));
+    // and the histograms place a value only to within their relative error (twice it between two readings).
+    let tail_reads_total: u64 = tail.iter().sum();
+    let sampling_floor_ns = query.percentile(99.0 - 2.0 / (tail_reads_total.max(1) as f64).sqrt());
+    let resolution_floor_ns =
+        (query.percentile(99.0) as f64 * (1.0 - 2.0 * ssdlab_core::histogram::RELATIVE_ERROR)) as u64;
+    let noise_floor_ns = sampling_floor_ns.min(resolution_floor_ns);
+    let (dominant, fixed) = match fixed {
+        Some(f) if f.latency_ns.p99 < noise_floor_ns => (candidates, Some(f)),
+        _ => (Vec::new(), None),
+    };
     let drives_out = drives
         .iter()
         .zip(reads)
@@ -213,7 +278,9 @@ pub fn verdict(analysis: &FanoutAnalysis) -> Verdict {
         return Verdict {
             passed: true,
             reasons: vec![format!(
-                "no straggler: no drive takes {DOMINANT_FAIR_SHARES:.0}x its fair share of the query's p99 tail"
+                "no straggler: the tail is shared (no drive takes {DOMINANT_FAIR_SHARES:.0}x its fair share of the \
+                 query's p99 tail beyond chance, or reading those that do like the median drive would not move \
+                 the p99 beyond its noise)"
             )],
         };
     };
@@ -229,5 +296,25 @@ pub fn verdict(analysis: &FanoutAnalysis) -> Verdict {
             ms(fixed.latency_ns.p99),
             fixed.latency_ns.mean / 1e6
         )],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::binomial_upper_tail;
+
+    #[test]
+    fn the_binomial_tail_matches_closed_forms() {
+        // P(X >= 1) = 1 - (1-p)^n.
+        let p = binomial_upper_tail(1, 3000, 1e-4);
+        assert!((p - (1.0 - (1.0f64 - 1e-4).powi(3000))).abs() < 1e-12, "{p}");
+        // A fair coin: P(X >= 6 of 10) = 386/1024.
+        assert!((binomial_upper_tail(6, 10, 0.5) - 386.0 / 1024.0).abs() < 1e-12);
+        // Far in the tail, where 1 - P(X < k) would have rounded to 0: P(X >= 100 of 3000, p 1e-4) is about
+        // e^-0.3 0.3^100 / 100! (the first term dominates).
+        let tiny = binomial_upper_tail(100, 3000, 1e-4);
+        assert!(tiny > 0.0 && tiny < 1e-200, "{tiny}");
+        assert_eq!(binomial_upper_tail(0, 10, 0.5), 1.0);
+        assert_eq!(binomial_upper_tail(11, 10, 0.5), 0.0);
     }
 }

@@ -45,15 +45,15 @@ fn the_virtual_fleet_shows_the_field_reports_effect_and_its_fix() {
             q(&fixed, key)
         );
     }
-    // The straggler is an old drive, never one of the young ones.
-    let dominant: Vec<&str> = now["dominant"]
-        .as_array()
-        .unwrap()
+    // The drives that take most of the tail are old ones, never the young ones. None is named a straggler:
+    // the p99 sits at the firmware's recovery ceiling, which every aged drive reaches, so reading the worst four
+    // like the median drive moves it by less than the histograms resolve; the fix is the refresh of all.
+    let heaviest: Vec<&str> = now["stragglers"].as_array().unwrap()[..4]
         .iter()
-        .map(|d| d.as_str().unwrap())
+        .map(|s| s["name"].as_str().unwrap())
         .collect();
-    assert!(!dominant.is_empty());
-    for name in dominant {
+    assert_eq!(now["dominant"], serde_json::json!([]), "{}", now["stragglers"]);
+    for name in heaviest {
         let drive = now["drives"]
             .as_array()
             .unwrap()
@@ -203,5 +203,32 @@ fn fanout_refuses_what_it_cannot_do() {
     expect_usage_error(
         &run(&["fanout", "--target", sim, "--target", &file, "--mode", "measured"]),
         "--mode measured",
+    );
+}
+
+/// Issue 32's sixth defect: among 100 drives of one model and age, a drive that took twice its fair share of
+/// the query's tail by chance was named a straggler (27 of 100), and the command exited 1. A straggler now also
+/// needs more slow reads than chance gives a drive like the others (binomial, 1% over the number of drives).
+#[test]
+fn a_hundred_drives_alike_name_no_straggler() {
+    let dir = tempdir();
+    let fleet = dir.path().join("fleet");
+    let lines: String = (1..=100)
+        .map(|i| format!("sim:840evo-1t?scale=1/1024&fill=100%&age=4mo&seed={i} d{i}\n"))
+        .collect();
+    std::fs::write(&fleet, lines).unwrap();
+    let (out, a) = fanout_analysis(&["--fleet", fleet.to_str().unwrap(), "--runtime", "10s"]);
+    expect_code(&out, 0);
+    assert_eq!(a["dominant"], serde_json::json!([]));
+    let stragglers = a["stragglers"].as_array().unwrap();
+    let by_share_alone = stragglers
+        .iter()
+        .filter(|s| s["share_of_p99_ratio"].as_f64().unwrap() >= 0.02)
+        .count();
+    assert!(by_share_alone > 0, "the share alone would have named some");
+    assert!(
+        stderr(&out).contains("no straggler: the tail is shared"),
+        "{}",
+        stderr(&out)
     );
 }
