@@ -72,6 +72,17 @@ pub struct QueryCase {
     pub latency_ns: LatencyNs,
     /// Reads sent per query over one read per shard, minus one (0.05 = 5% more reads).
     pub extra_load_ratio: f64,
+    /// The percentiles of this case the reads cannot support (fewer than ten reads expected beyond them), each
+    /// with the reads still needed: their latency is capped near the largest read measured, not measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unsupported: Vec<PercentileNeed>,
+}
+
+/// A percentile the data cannot support yet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PercentileNeed {
+    pub percentile: f64,
+    pub more_reads: u64,
 }
 
 /// A drive's part in the query's tail.

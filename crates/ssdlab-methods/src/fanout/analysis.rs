@@ -4,7 +4,7 @@
 
 use ssdlab_core::Histogram;
 use ssdlab_core::schema::fanout::{
-    FanoutAnalysis, FanoutDrive, HistogramBuckets, MeasuredQueries, QueryCase, StragglerShare,
+    FanoutAnalysis, FanoutDrive, HistogramBuckets, MeasuredQueries, PercentileNeed, QueryCase, StragglerShare,
 };
 use ssdlab_core::schema::{LatencyNs, Verdict};
 
@@ -101,6 +101,7 @@ pub fn analyze(
             shards,
             latency_ns: pooled.max_of_copies(shards).latency_ns(),
             extra_load_ratio: 0.0,
+            unsupported: vec![],
         });
     }
     let delay_ns = pooled.percentile(what_if.hedge_percentile);
@@ -115,6 +116,7 @@ pub fn analyze(
         shards: n,
         latency_ns: Dist::max_of(&hedged_refs).latency_ns(),
         extra_load_ratio: hedged.iter().map(|h| h.1).sum::<f64>() / n as f64,
+        unsupported: vec![],
     });
     let replicated: Vec<Dist> = dists
         .iter()
@@ -125,6 +127,7 @@ pub fn analyze(
         shards: n,
         latency_ns: Dist::max_of(&replicated.iter().collect::<Vec<_>>()).latency_ns(),
         extra_load_ratio: 1.0,
+        unsupported: vec![],
     });
     let p95 = tail_shares(&all, query.percentile(95.0));
     let threshold_ns = query.percentile(99.0);
@@ -190,6 +193,7 @@ pub fn analyze(
             shards: n,
             latency_ns: Dist::max_of(&replaced).latency_ns(),
             extra_load_ratio: 0.0,
+            unsupported: vec![],
         }
     });
     // A fix that moves the query's p99 less than its own noise names nobody: with K reads in the tail, the tail's
@@ -204,7 +208,7 @@ pub fn analyze(
         Some(f) if f.latency_ns.p99 < noise_floor_ns => (candidates, Some(f)),
         _ => (Vec::new(), None),
     };
-    let drives_out = drives
+    let drives_out: Vec<FanoutDrive> = drives
         .iter()
         .zip(reads)
         .map(|(d, r)| FanoutDrive {
@@ -218,7 +222,8 @@ pub fn analyze(
             failure: r.failure,
         })
         .collect();
-    Ok(FanoutAnalysis {
+    let total_reads: u64 = drives_out.iter().map(|d| d.reads).sum();
+    let mut analysis = FanoutAnalysis {
         workload: shape.workload,
         mode: shape.mode,
         runtime_s: shape.runtime_s,
@@ -229,6 +234,7 @@ pub fn analyze(
             shards: n,
             latency_ns: query.latency_ns(),
             extra_load_ratio: 0.0,
+            unsupported: vec![],
         },
         what_if: cases,
         stragglers,
@@ -240,7 +246,36 @@ pub fn analyze(
             latency_ns: LatencyNs::from_histogram(&h),
             histogram: HistogramBuckets::of(&h.to_sparse()),
         }),
-    })
+    };
+    for case in std::iter::once(&mut analysis.query)
+        .chain(analysis.what_if.iter_mut())
+        .chain(analysis.fixed.iter_mut())
+    {
+        case.unsupported = unsupported(case.shards, total_reads);
+    }
+    Ok(analysis)
+}
+
+/// A percentile is supported when at least this many reads are expected beyond it.
+pub const MIN_TAIL_READS: u32 = 10;
+
+/// The reported percentiles (p99, p99.9) of a query over `shards` that `total_reads` cannot support. The query's
+/// p-th percentile is where each shard exceeds with probability (1 - p) / shards, so the reads pooled over the
+/// drives put about total x (1 - p) / shards beyond it; fewer than ten, and the percentile is only the largest
+/// reads seen.
+pub fn unsupported(shards: u32, total_reads: u64) -> Vec<PercentileNeed> {
+    [99.0, 99.9]
+        .into_iter()
+        .filter_map(|percentile: f64| {
+            // The tail in thousandths (10 for p99, 1 for p99.9), in integers so p99.9 needs exactly 10^6 reads.
+            let tail_permille = ((100.0 - percentile) * 10.0).round() as u64;
+            let needed = u64::from(MIN_TAIL_READS) * u64::from(shards.max(1)) * 1000 / tail_permille;
+            (total_reads < needed).then(|| PercentileNeed {
+                percentile,
+                more_reads: needed - total_reads,
+            })
+        })
+        .collect()
 }
 
 /// The query CDF kept in the analysis has at most this many points.

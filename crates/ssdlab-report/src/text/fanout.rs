@@ -22,10 +22,32 @@ fn latency_cells(l: &LatencyNs) -> String {
     )
 }
 
+/// A case's cells, with the percentiles its reads cannot support marked '*' (the footnote says how many more).
+fn case_cells(case: &QueryCase) -> String {
+    let l = &case.latency_ns;
+    let mark = |percentile: f64, ns: u64| {
+        if case.unsupported.iter().any(|u| u.percentile == percentile) {
+            format!("{}*", ms(ns))
+        } else {
+            ms(ns)
+        }
+    };
+    format!(
+        "{:>8}{:>8}{:>8}{:>8}{:>8}{:>8}{:>8}",
+        ms(l.p25),
+        ms(l.p50),
+        ms(l.p75),
+        ms(l.p95),
+        format!("{:.2}", l.mean / 1e6),
+        mark(99.0, l.p99),
+        mark(99.9, l.p999)
+    )
+}
+
 fn case_line(label: &str, case: &QueryCase) -> String {
     format!(
         "{label:<34}{}{:>9}",
-        latency_cells(&case.latency_ns),
+        case_cells(case),
         if case.extra_load_ratio > 0.0 {
             format!("+{:.0}%", 100.0 * case.extra_load_ratio)
         } else {
@@ -87,6 +109,25 @@ pub fn fanout_lines(a: &FanoutAnalysis) -> Vec<String> {
     }
     if let Some(fixed) = &a.fixed {
         out.push(case_line("stragglers fixed", fixed));
+    }
+    let mut said: Vec<(u32, u64)> = vec![];
+    for case in std::iter::once(&a.query).chain(&a.what_if) {
+        for need in &case.unsupported {
+            // Cases over the same shards (hedged, replicated) need the same reads: one line for them.
+            let key = (case.shards, (need.percentile * 10.0) as u64);
+            if said.contains(&key) {
+                continue;
+            }
+            said.push(key);
+            say!(
+                out,
+                "* needs  {} more reads for the p{} of {} shards (ten expected beyond it; now it is the largest \
+                 reads seen)",
+                need.more_reads,
+                need.percentile,
+                case.shards
+            );
+        }
     }
     for case in a.what_if.iter().filter(|c| c.case.starts_with("hedged")) {
         say!(out, "what-if   {}", case.case);

@@ -232,3 +232,60 @@ fn a_hundred_drives_alike_name_no_straggler() {
         stderr(&out)
     );
 }
+
+/// Issue 32's seventh defect: the 100-shard p99.9 was silently capped near the largest read measured. A
+/// percentile with fewer than ten reads expected beyond it is marked, with the reads still needed.
+#[test]
+fn percentiles_the_reads_cannot_support_say_how_many_more_they_need() {
+    let drive = |seed: u32| format!("sim:840evo-1t?scale=1/1024&fill=100%&age=4mo&seed={seed}");
+    let (a_drive, b_drive) = (drive(1), drive(2));
+    let (out, a) = fanout_analysis(&[
+        "--runtime",
+        "5s",
+        "--shards",
+        "100",
+        "--target",
+        &a_drive,
+        "--target",
+        &b_drive,
+    ]);
+    expect_code(&out, 0);
+    let reads: u64 = a["drives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["reads"].as_u64().unwrap())
+        .sum();
+    let hundred = a["what_if"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["shards"] == 100)
+        .unwrap();
+    // p99.9 of 100 shards: ten reads beyond it need 10 x 100 / 0.001 = a million reads in all.
+    let needs: Vec<(f64, u64)> = hundred["unsupported"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            (
+                u["percentile"].as_f64().unwrap(),
+                u["more_reads"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        needs.contains(&(99.9, 1_000_000 - reads)),
+        "{needs:?} with {reads} reads"
+    );
+    assert!(stderr(&out).contains(&format!(
+        "* needs  {} more reads for the p99.9 of 100 shards",
+        1_000_000 - reads
+    )));
+    // The query over the two drives themselves supports its p99 (2,000 reads suffice).
+    let query_needs = a["query"]["unsupported"].as_array().cloned().unwrap_or_default();
+    assert!(
+        query_needs.iter().all(|u| u["percentile"] != 99.0),
+        "{query_needs:?}"
+    );
+}
