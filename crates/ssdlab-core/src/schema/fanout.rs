@@ -146,4 +146,7 @@ pub struct FanoutAnalysis {
     pub median_drive: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<MeasuredQueries>,
+    /// What the reader should know about the figures (a measured query that disagrees with the computed one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }

@@ -246,7 +246,13 @@ pub fn analyze(
             latency_ns: LatencyNs::from_histogram(&h),
             histogram: HistogramBuckets::of(&h.to_sparse()),
         }),
+        notes: vec![],
     };
+    if let Some(m) = &analysis.measured
+        && let Some(note) = measured_disagreement(&analysis.query.latency_ns, &m.latency_ns, m.queries)
+    {
+        analysis.notes.push(note);
+    }
     for case in std::iter::once(&mut analysis.query)
         .chain(analysis.what_if.iter_mut())
         .chain(analysis.fixed.iter_mut())
@@ -254,6 +260,30 @@ pub fn analyze(
         case.unsupported = unsupported(case.shards, total_reads);
     }
     Ok(analysis)
+}
+
+/// A note when synchronized queries, as measured, are slower than the query computed from each drive's own reads
+/// by more than the histograms' error and the sampling error of `queries` medians: the drives then were not
+/// independent while measured, most often because the host could not issue every read at once.
+pub fn measured_disagreement(computed: &LatencyNs, measured: &LatencyNs, queries: u64) -> Option<String> {
+    let tolerance =
+        2.0 * ssdlab_core::histogram::RELATIVE_ERROR + 3.0 / (queries.max(1) as f64).sqrt() + 0.02;
+    let off = |c: f64, m: f64| if c > 0.0 { m / c - 1.0 } else { 0.0 };
+    let (median, mean) = (
+        off(computed.p50 as f64, measured.p50 as f64),
+        off(computed.mean, measured.mean),
+    );
+    (median.abs() > tolerance || mean.abs() > tolerance).then(|| {
+        format!(
+            "measured queries differ from the computed ones beyond the histograms' and sampling error (median \
+             {:+.0}%, mean {:+.0}%, tolerance {:.0}%): the drives were not independent while measured; the likely \
+             cause is host CPU contention (more drives than cores issuing reads at once), or a shared bus or \
+             controller",
+            100.0 * median,
+            100.0 * mean,
+            100.0 * tolerance
+        )
+    })
 }
 
 /// A percentile is supported when at least this many reads are expected beyond it.
@@ -337,6 +367,27 @@ pub fn verdict(analysis: &FanoutAnalysis) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::binomial_upper_tail;
+
+    #[test]
+    fn measured_queries_slower_than_computed_name_the_likely_cause() {
+        let at = |p50: u64, mean: f64| ssdlab_core::schema::LatencyNs {
+            p50,
+            mean,
+            ..Default::default()
+        };
+        let computed = at(1_000_000, 1_200_000.0);
+        assert!(super::measured_disagreement(&computed, &at(1_010_000, 1_210_000.0), 20_000).is_none());
+        let note = super::measured_disagreement(&computed, &at(1_400_000, 1_700_000.0), 20_000)
+            .expect("40% slower is beyond any error");
+        assert!(
+            note.contains("median +40%") && note.contains("CPU contention"),
+            "{note}"
+        );
+        assert!(
+            super::measured_disagreement(&computed, &at(1_400_000, 1_700_000.0), 4).is_none(),
+            "four queries say nothing"
+        );
+    }
 
     #[test]
     fn the_binomial_tail_matches_closed_forms() {

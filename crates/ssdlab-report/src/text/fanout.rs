@@ -110,6 +110,9 @@ pub fn fanout_lines(a: &FanoutAnalysis) -> Vec<String> {
     if let Some(fixed) = &a.fixed {
         out.push(case_line("stragglers fixed", fixed));
     }
+    for note in &a.notes {
+        say!(out, "note      {note}");
+    }
     let mut said: Vec<(u32, u64)> = vec![];
     for case in std::iter::once(&a.query).chain(&a.what_if) {
         for need in &case.unsupported {

@@ -89,6 +89,8 @@ fn measured_queries_agree_with_the_computed_distribution() {
         );
     }
     assert!(stderr(&out).contains("synchronized queries"));
+    // Independent virtual drives agree with the computation: no disagreement is noted.
+    assert!(a.get("notes").is_none(), "{}", a["notes"]);
 }
 
 #[test]
