@@ -153,10 +153,12 @@ impl Histogram {
     /// How many recorded values are at least `value`, to the bucket resolution: the bucket holding `value`
     /// counts whole (a tail that piles up in one bucket, as reads at a firmware's recovery ceiling do, is in it).
     pub fn count_at_or_above(&self, value: u64) -> u64 {
-        if self.count == 0 || value > self.max {
+        let first = bucket_of(value);
+        // The bucket holding `value` counts whole even when `value` lies above this histogram's largest value
+        // in that bucket (another drive's midpoint, say).
+        if self.count == 0 || first > bucket_of(self.max) {
             return 0;
         }
-        let first = bucket_of(value);
         self.counts[first..].iter().sum()
     }
 
@@ -297,7 +299,8 @@ mod tests {
         // At or above counts the bucket holding the value: a tail piled at one ceiling is in it.
         assert_eq!(h.count_at_or_above(9_000_000), 1);
         assert_eq!(h.count_at_or_above(2_000_000), 2);
-        assert_eq!(h.count_at_or_above(9_000_001), 0);
+        assert_eq!(h.count_at_or_above(9_000_001), 1, "the same bucket as 9,000,000");
+        assert_eq!(h.count_at_or_above(10_000_000), 0);
         assert_eq!(Histogram::new().count_at_or_above(0), 0);
     }
     use proptest::prelude::*;

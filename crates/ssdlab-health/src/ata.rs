@@ -213,7 +213,9 @@ fn wear(attributes: &[AtaAttribute], stats: &DeviceStatistics, snapshot: &mut He
     // used = 100 - value.
     let from_attribute = if let Some(a) = find(attributes, &["Percent_Lifetime_Remain"]) {
         Some((a.raw_value as f64, format!("attribute {} {} raw", a.id, a.name)))
-    } else if let Some(a) = find(attributes, &["Remaining_Lifetime_Perc"]).filter(|a| a.raw_value <= 100) {
+    } else if let Some(a) =
+        find(attributes, &["Remaining_Lifetime_Perc"]).filter(|a| a.value == 100 && a.raw_value <= 100)
+    {
         // Silicon Motion keeps the normalized value at 100 and counts the life left in the raw value.
         Some((
             100.0 - a.raw_value as f64,

@@ -13,9 +13,10 @@ fn interface_limit_bytes_per_s(protocol: Protocol) -> f64 {
     }
 }
 
-/// NAND writes below this share of host writes cannot be (every host write reaches NAND at least once; drives
-/// that compress write less, hence a margin).
-const NAND_BELOW_HOST: f64 = 0.9;
+/// NAND writes below this share of host writes cannot be: every host write reaches NAND at least once, but
+/// controllers that compress (SandForce: Intel 520/530 show 0.5-0.8 of host writes) write less, so the margin is
+/// wide; the 0.9 would have thrown their real counters out.
+const NAND_BELOW_HOST: f64 = 0.4;
 /// NAND writes above this multiple of host writes point at a host counter in too small a unit (write
 /// amplification of 50 is beyond any drive's sustained worst case).
 const NAND_ABOVE_HOST: f64 = 50.0;
@@ -128,12 +129,16 @@ mod tests {
         let mut s = snapshot(10_000_000_000_000_000, None, 10);
         check(&mut s);
         assert_eq!(s.host_written_bytes, None, "10 PB in 10 hours over SATA");
-        let mut s = snapshot(100_000_000_000_000, Some(50_000_000_000_000), 10_000);
+        let mut s = snapshot(100_000_000_000_000, Some(30_000_000_000_000), 10_000);
         check(&mut s);
         assert_eq!(s.nand_written_bytes, None);
         assert!(s.notes[0].contains("below host writes"), "{:?}", s.notes);
         let mut fine = snapshot(100_000_000_000_000, Some(150_000_000_000_000), 10_000);
         check(&mut fine);
         assert!(fine.notes.is_empty() && fine.host_written_bytes.is_some());
+        // A compressing controller (SandForce) writes less NAND than host data: 0.6 is real, not implausible.
+        let mut compressing = snapshot(100_000_000_000_000, Some(60_000_000_000_000), 10_000);
+        check(&mut compressing);
+        assert!(compressing.notes.is_empty() && compressing.nand_written_bytes.is_some());
     }
 }

@@ -50,6 +50,8 @@ pub struct SimDevice {
     /// A host program pays a slice of it first, so relocation interleaves with host writes instead of stopping
     /// the die for a whole block's worth; idle time pays the rest.
     gc_debt_ns: Vec<u64>,
+    /// When each die last took on GC debt: idle time before that cannot pay it.
+    gc_debt_since_ns: Vec<u64>,
     /// Native programs each die has made: which TLC/MLC page type (lower, middle, upper) the next one is.
     native_programs: Vec<u32>,
     /// This unit's dies: each programs and erases a little faster or slower than the datasheet (seeded), as
@@ -192,6 +194,7 @@ impl SimDevice {
             channel_free_ns: vec![0; spec.profile.channels as usize],
             die_free_ns: vec![0; dies],
             gc_debt_ns: vec![0; dies],
+            gc_debt_since_ns: vec![0; dies],
             native_programs: vec![0; dies],
             die_speed: (0..dies as u64)
                 .map(|die| (DIE_SPEED_SIGMA * standard_normal(spec.seed, DIE_SPEED_STREAM, die)).exp())
@@ -420,10 +423,16 @@ impl SimDevice {
     /// catches up.
     fn work_off_debt(&mut self, die: u32, at_ns: u64) {
         let d = die as usize;
-        let idle_ns = at_ns.saturating_sub(self.die_free_ns[d]);
-        let pay = self.gc_debt_ns[d].min(idle_ns);
-        self.gc_debt_ns[d] -= pay;
-        self.die_free_ns[d] += pay;
+        if self.gc_debt_ns[d] == 0 {
+            return;
+        }
+        // Only idle time after the debt arose can pay it (the die's free time may predate it).
+        let from = self.die_free_ns[d].max(self.gc_debt_since_ns[d]);
+        let pay = self.gc_debt_ns[d].min(at_ns.saturating_sub(from));
+        if pay > 0 {
+            self.gc_debt_ns[d] -= pay;
+            self.die_free_ns[d] = from + pay;
+        }
     }
 
     /// Takes from die `die`'s garbage-collection debt the slice a host program pays before it starts.
@@ -472,6 +481,8 @@ impl SimDevice {
         let channel = self.channel_of(die);
         if foreground {
             self.gc_debt_ns[die as usize] += busy;
+            let since = &mut self.gc_debt_since_ns[die as usize];
+            *since = (*since).max(at_ns);
             self.channel_free_ns[channel] = self.channel_free_ns[channel].max(at_ns) + transfer_ns;
             return;
         }

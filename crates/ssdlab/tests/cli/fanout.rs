@@ -210,7 +210,9 @@ fn fanout_refuses_what_it_cannot_do() {
 
 /// Issue 32's sixth defect: among 100 drives of one model and age, a drive that took twice its fair share of
 /// the query's tail by chance was named a straggler (27 of 100), and the command exited 1. A straggler now also
-/// needs more slow reads than chance gives a drive like the others (binomial, 1% over the number of drives).
+/// needs more slow reads than chance gives a drive like the others (binomial, 1% over the number of drives) and a
+/// fix that moves the query's p99 beyond its noise. (Here the units differ by their seeds' drive factor: one of
+/// the hundred passes the binomial test, and the noise floor is what keeps it from being named.)
 #[test]
 fn a_hundred_drives_alike_name_no_straggler() {
     let dir = tempdir();
@@ -276,6 +278,7 @@ fn percentiles_the_reads_cannot_support_say_how_many_more_they_need() {
             )
         })
         .collect();
+    assert!(reads < 1_000_000, "{reads} reads: the case needs a shorter run");
     assert!(
         needs.contains(&(99.9, 1_000_000 - reads)),
         "{needs:?} with {reads} reads"
