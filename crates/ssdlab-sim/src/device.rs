@@ -288,7 +288,7 @@ impl SimDevice {
         let units = (self.geometry.logical_units as f64 * fraction) as u32;
         self.ftl.set_time(self.now_ns);
         for logical in 0..units {
-            let die = self.next_die(self.now_ns);
+            let die = self.next_die_in_turn();
             self.ftl.write_to(logical, 0, die);
         }
     }
@@ -328,7 +328,7 @@ impl SimDevice {
             self.ftl.set_time(self.now_ns);
             let (first, len) = ranges[i];
             for logical in self.unit_range(first, len) {
-                let die = self.next_die(self.now_ns);
+                let die = self.next_die_in_turn();
                 self.ftl.write_to(logical, 0, die);
             }
         }
@@ -341,6 +341,19 @@ impl SimDevice {
     pub fn age(&mut self, ns: u64) {
         let until = self.now_ns + ns;
         self.wait_until(until);
+    }
+
+    /// The die the next unit goes to in the stripe's fixed turn, without steering: for writes laid down
+    /// instantly (a factory fill, a data set's layout), where no die is busy and none owes GC, so steering would
+    /// choose the same dies at the cost of three scans of every die per page.
+    fn next_die_in_turn(&mut self) -> u32 {
+        let die = self.next_die;
+        self.units_on_die += 1;
+        if self.units_on_die == self.units_per_program() {
+            self.units_on_die = 0;
+            self.next_die = (self.next_die + 1) % self.geometry.dies;
+        }
+        die
     }
 
     /// The die the next written unit goes to, at `at_ns`. Units are striped over the dies a page at a time: a die
@@ -374,13 +387,7 @@ impl SimDevice {
                 .find(|&die| eligible(self, die) && starts_ns(self, die) <= earliest + slack)
                 .unwrap_or(start);
         }
-        let die = self.next_die;
-        self.units_on_die += 1;
-        if self.units_on_die == self.units_per_program() {
-            self.units_on_die = 0;
-            self.next_die = (self.next_die + 1) % self.geometry.dies;
-        }
-        die
+        self.next_die_in_turn()
     }
 
     fn channel_of(&self, die: u32) -> usize {
