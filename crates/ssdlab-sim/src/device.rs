@@ -762,23 +762,9 @@ impl SimDevice {
             self.die_free_ns[die] = self.die_free_ns[die].max(at.min(until_ns)) + pay;
         }
         for die in 0..self.geometry.dies {
-            while self.die_free_ns[die as usize].max(from_ns) < until_ns {
-                let at = self.die_free_ns[die as usize].max(from_ns);
-                self.ftl.set_time(at);
-                let Some(work) = self.ftl.drain_slc(die) else {
-                    break;
-                };
-                self.charge_moves(die, work, true, at, false);
-            }
+            self.while_idle(die, from_ns, until_ns, true, Ftl::drain_slc);
             // Firmware that keeps a free pool refills it while the host is idle.
-            while self.die_free_ns[die as usize].max(from_ns) < until_ns {
-                let at = self.die_free_ns[die as usize].max(from_ns);
-                self.ftl.set_time(at);
-                let Some(work) = self.ftl.collect_in_background(die) else {
-                    break;
-                };
-                self.charge_moves(die, work, false, at, false);
-            }
+            self.while_idle(die, from_ns, until_ns, false, Ftl::collect_in_background);
         }
         if let Some(refresh_after) = self.refresh_after_ns
             && until_ns - self.last_refresh_scan_ns.min(until_ns) >= 1_000_000_000
@@ -786,6 +772,26 @@ impl SimDevice {
             // A scan of the block table at most once per second of idle time.
             self.last_refresh_scan_ns = until_ns;
             self.refresh_old_blocks(from_ns, until_ns, refresh_after);
+        }
+    }
+
+    /// Repeats one FTL step of background work on `die` (charged at once, as background work) while the die is
+    /// free before `until_ns` and the step finds work; `from_slc` says which array mode the moved pages are read in.
+    fn while_idle(
+        &mut self,
+        die: u32,
+        from_ns: u64,
+        until_ns: u64,
+        from_slc: bool,
+        step: fn(&mut Ftl, u32) -> Option<GcWork>,
+    ) {
+        while self.die_free_ns[die as usize].max(from_ns) < until_ns {
+            let at = self.die_free_ns[die as usize].max(from_ns);
+            self.ftl.set_time(at);
+            let Some(work) = step(&mut self.ftl, die) else {
+                break;
+            };
+            self.charge_moves(die, work, from_slc, at, false);
         }
     }
 

@@ -2,31 +2,18 @@
 //! stragglers. It prints nothing itself.
 
 use ssdlab_core::schema::LatencyNs;
-use ssdlab_core::schema::fanout::{FanoutAnalysis, QueryCase};
+use ssdlab_core::schema::fanout::{FanoutAnalysis, PercentileNeed, QueryCase};
 
 /// Milliseconds, for the tables.
 fn ms(ns: u64) -> String {
     format!("{:.2}", ns as f64 / 1e6)
 }
 
-fn latency_cells(l: &LatencyNs) -> String {
-    format!(
-        "{:>8}{:>8}{:>8}{:>8}{:>8}{:>8}{:>8}",
-        ms(l.p25),
-        ms(l.p50),
-        ms(l.p75),
-        ms(l.p95),
-        format!("{:.2}", l.mean / 1e6),
-        ms(l.p99),
-        ms(l.p999)
-    )
-}
-
-/// A case's cells, with the percentiles its reads cannot support marked '*' (the footnote says how many more).
-fn case_cells(case: &QueryCase) -> String {
-    let l = &case.latency_ns;
+/// A row's cells; the percentiles in `unsupported` (their reads cannot support them) are marked '*', and the
+/// footnote says how many more reads they need.
+fn latency_cells(l: &LatencyNs, unsupported: &[PercentileNeed]) -> String {
     let mark = |percentile: f64, ns: u64| {
-        if case.unsupported.iter().any(|u| u.percentile == percentile) {
+        if unsupported.iter().any(|u| u.percentile == percentile) {
             format!("{}*", ms(ns))
         } else {
             ms(ns)
@@ -47,7 +34,7 @@ fn case_cells(case: &QueryCase) -> String {
 fn case_line(label: &str, case: &QueryCase) -> String {
     format!(
         "{label:<34}{}{:>9}",
-        case_cells(case),
+        latency_cells(&case.latency_ns, &case.unsupported),
         if case.extra_load_ratio > 0.0 {
             format!("+{:.0}%", 100.0 * case.extra_load_ratio)
         } else {
@@ -82,7 +69,7 @@ pub fn fanout_lines(a: &FanoutAnalysis) -> Vec<String> {
             d.name,
             d.data_age_months.map_or("".into(), |m| format!("{m:.1}")),
             d.reads,
-            latency_cells(&d.latency_ns),
+            latency_cells(&d.latency_ns, &[]),
             100.0 * share
         );
     }
@@ -93,7 +80,7 @@ pub fn fanout_lines(a: &FanoutAnalysis) -> Vec<String> {
             out,
             "{:<34}{}   ({} synchronized queries)",
             "  measured",
-            latency_cells(&m.latency_ns),
+            latency_cells(&m.latency_ns, &[]),
             m.queries
         );
     }
