@@ -9,6 +9,11 @@ pub use ssdlab_core::stats::{median, percentile};
 pub const SNIA_WINDOW_ROUNDS: usize = 5;
 pub const SNIA_RANGE_LIMIT: f64 = 0.20;
 pub const SNIA_SLOPE_LIMIT: f64 = 0.10;
+/// How far past a limit an excursion may land and still pass: the excursions are ratios computed in floating
+/// point, so a window exactly at a limit comes out a few ulps to either side depending on its scale ((0.9, 1.1, 1,
+/// 1, 1) gives 0.20000000000000007, (900, 1100, 1000, 1000, 1000) gives 0.2). One part in a billion is far below
+/// any measurement's resolution and makes both the same.
+pub const SNIA_LIMIT_TOLERANCE: f64 = 1e-9;
 
 /// (range excursion, slope excursion, mean) of a window of round values.
 pub fn snia_window(values: &[f64]) -> (f64, f64, f64) {
@@ -26,7 +31,13 @@ pub fn snia_window(values: &[f64]) -> (f64, f64, f64) {
 /// Whether a window meets both PTS criteria.
 pub fn snia_window_passes(values: &[f64]) -> bool {
     let (range, slope, _) = snia_window(values);
-    range <= SNIA_RANGE_LIMIT && slope <= SNIA_SLOPE_LIMIT
+    within_limits(range, slope)
+}
+
+/// Whether a window's excursions meet the PTS limits, with [`SNIA_LIMIT_TOLERANCE`].
+pub fn within_limits(range_excursion: f64, slope_excursion: f64) -> bool {
+    range_excursion <= SNIA_RANGE_LIMIT + SNIA_LIMIT_TOLERANCE
+        && slope_excursion <= SNIA_SLOPE_LIMIT + SNIA_LIMIT_TOLERANCE
 }
 
 /// Averages a per-second series into rounds of `round_s` seconds (a trailing partial round is dropped) and
@@ -44,8 +55,7 @@ pub fn snia_steady_state(per_second: &[f64], round_s: u32) -> SniaSteadyState {
         .len()
         .checked_sub(window)
         .map(|start| snia_window(&rounds[start..]));
-    let achieved =
-        last.is_some_and(|(range, slope, _)| range <= SNIA_RANGE_LIMIT && slope <= SNIA_SLOPE_LIMIT);
+    let achieved = last.is_some_and(|(range, slope, _)| within_limits(range, slope));
     SniaSteadyState {
         round_s,
         rounds: rounds.len() as u32,

@@ -86,6 +86,20 @@ mod tests {
     }
 
     #[test]
+    fn a_window_exactly_at_the_limit_passes_at_every_scale() {
+        // max - min is exactly 20% of the mean in both; in floating point the first comes out a few ulps above
+        // 0.2 and the second exactly at it. The same window must get the same answer whatever its unit.
+        let small = [0.9, 1.1, 1.0, 1.0, 1.0];
+        let large = [900.0, 1100.0, 1000.0, 1000.0, 1000.0];
+        let (a, b) = (determine(&small, 25), determine(&large, 25));
+        assert!(a.achieved && b.achieved, "{a:?} {b:?}");
+        assert!(last_window_passes(&small) && last_window_passes(&large));
+        // Just past the limit still fails at both scales.
+        assert!(!last_window_passes(&[0.9, 1.1001, 1.0, 1.0, 1.0]));
+        assert!(!last_window_passes(&[900.0, 1100.1, 1000.0, 1000.0, 1000.0]));
+    }
+
+    #[test]
     fn the_round_limit_reports_the_last_window() {
         let never: Vec<f64> = (0..25).map(|i| if i % 2 == 0 { 100.0 } else { 200.0 }).collect();
         let s = determine(&never, 25);
