@@ -284,6 +284,7 @@ fn method_steps(plan: &Plan) -> Result<Vec<(&'static str, String, Method)>> {
                 span: 100.0,
                 qd: None,
                 max_rounds: 25,
+                flavour: ssdlab_methods::pts::PtsFlavour::Enterprise,
             })?),
         ),
     ])

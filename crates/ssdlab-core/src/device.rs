@@ -102,6 +102,29 @@ pub struct DeviceInfo {
     pub direct_io: bool,
     /// Things the user should know about how this device is driven (fallbacks taken and why).
     pub notes: Vec<String>,
+    /// What the kernel says of the drive behind a block device (serial, firmware, write cache); empty for files,
+    /// null and virtual drives. A PTS report must carry them.
+    #[serde(default, skip_serializing_if = "DriveFacts::is_empty")]
+    pub drive: DriveFacts,
+}
+
+/// What the kernel reports about a drive in sysfs, each when it reports it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DriveFacts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<String>,
+    /// The kernel's view of the drive's volatile write cache: "write back" (a cache that FLUSH must empty) or
+    /// "write through" (none, or one the drive keeps safe), as `queue/write_cache` says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_cache: Option<String>,
+}
+
+impl DriveFacts {
+    pub fn is_empty(&self) -> bool {
+        self.serial.is_none() && self.firmware.is_none() && self.write_cache.is_none()
+    }
 }
 
 impl DeviceInfo {
@@ -135,6 +158,7 @@ impl DeviceInfo {
             backend,
             direct_io: false,
             notes: vec![],
+            drive: DriveFacts::default(),
         }
     }
 }

@@ -20,5 +20,5 @@ pub mod trace;
 pub mod units;
 pub mod workload;
 
-pub use device::{Completion, Device, DeviceError, DeviceInfo, Io, Op};
+pub use device::{Completion, Device, DeviceError, DeviceInfo, DriveFacts, Io, Op};
 pub use histogram::Histogram;

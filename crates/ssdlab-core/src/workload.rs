@@ -251,6 +251,7 @@ mod tests {
             backend: "test".into(),
             direct_io: true,
             notes: vec![],
+            drive: Default::default(),
         }
     }
 

@@ -39,7 +39,7 @@ fn every_kind_reads_back_typed() {
             Analysis::Pts(m) => m
                 .measured
                 .as_ref()
-                .is_some_and(|p| p.matrix.len() == 4 && p.steady_state.achieved),
+                .is_some_and(|p| p.first.matrix.len() == 4 && p.first.steady_state.achieved),
             Analysis::Replay(m) => m
                 .measured
                 .as_ref()

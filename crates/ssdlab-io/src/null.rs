@@ -31,6 +31,7 @@ impl NullDevice {
             backend: "null".into(),
             direct_io: true,
             notes: Vec::new(),
+            drive: Default::default(),
         };
         NullDevice {
             info,

@@ -229,6 +229,25 @@ fn block_model(disk: &Path) -> String {
     }
 }
 
+/// The drive's serial, firmware and write cache as the kernel reports them: NVMe and virtio give `serial` and
+/// `firmware_rev` files; SCSI and ATA disks give `rev` and the serial in VPD page 0x80 (a 4-byte header, then the
+/// ASCII serial); every disk has `queue/write_cache`.
+fn drive_facts(disk: &Path) -> ssdlab_core::DriveFacts {
+    let vpd_serial = || {
+        let page = std::fs::read(disk.join("device/vpd_pg80")).ok()?;
+        let text = String::from_utf8_lossy(page.get(4..)?).trim().to_string();
+        (!text.is_empty()).then_some(text)
+    };
+    ssdlab_core::DriveFacts {
+        serial: read_trimmed(&disk.join("device/serial"))
+            .or_else(|| read_trimmed(&disk.join("serial")))
+            .or_else(vpd_serial),
+        firmware: read_trimmed(&disk.join("device/firmware_rev"))
+            .or_else(|| read_trimmed(&disk.join("device/rev"))),
+        write_cache: read_trimmed(&disk.join("queue/write_cache")),
+    }
+}
+
 fn permission_hint(e: &io::Error) -> &'static str {
     if e.kind() == io::ErrorKind::PermissionDenied {
         " (run as root or join the disk group)"
@@ -302,6 +321,7 @@ fn block_info(target: &str, flag: &str, file: &std::fs::File) -> Result<DeviceIn
         backend: String::new(),
         direct_io: true,
         notes: Vec::new(),
+        drive: drive_facts(&disk),
     })
 }
 
@@ -606,6 +626,7 @@ fn open_file(
             backend: String::new(),
             direct_io: !buffered,
             notes,
+            drive: Default::default(),
         };
         let identity = file
             .metadata()

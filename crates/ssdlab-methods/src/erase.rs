@@ -53,7 +53,7 @@ pub enum EraseError {
 
 /// Purges with `requested` (or the best method that verifies, for `None`), then reads `samples` blocks
 /// (the first, the last and random ones from `seed`) to check they are erased.
-pub fn erase<D: Device>(
+pub fn erase<D: Device + ?Sized>(
     device: &mut D,
     purger: &mut dyn Purger,
     requested: Option<EraseMethod>,
@@ -192,7 +192,7 @@ struct Samples {
 }
 
 impl Samples {
-    fn new<D: Device>(device: &mut D, samples: u32, seed: u64) -> Result<Self, EraseError> {
+    fn new<D: Device + ?Sized>(device: &mut D, samples: u32, seed: u64) -> Result<Self, EraseError> {
         let info = device.info().clone();
         let block = u64::from(info.logical_block_bytes.max(4096));
         let blocks = info.capacity_bytes / block;
@@ -221,7 +221,7 @@ impl Samples {
     }
 
     /// Every sampled block's fingerprint, in order.
-    fn read_all<D: Device>(&self, device: &mut D) -> Result<Vec<Fingerprint>, EraseError> {
+    fn read_all<D: Device + ?Sized>(&self, device: &mut D) -> Result<Vec<Fingerprint>, EraseError> {
         let read_error = |offset: u64, cause: String| EraseError::Read {
             what: format!("byte {offset}"),
             cause,

@@ -169,7 +169,7 @@ fn pts_stops_inside_a_round() {
     };
     // Purge and preconditioning (writes) come first; the rounds begin with 1 MiB random reads.
     let mut dev = device(nth(Op::Read, 50));
-    stopped_by_the_fault(&mut dev, |s| pts::pts(s, &options));
+    stopped_by_the_fault(&mut dev, |s| pts::pts(s, &options, None));
 }
 
 #[test]

@@ -21,7 +21,12 @@ const MAX_DIFFERING_ROWS: usize = 16;
 fn fields() -> [(&'static str, HeaderField); 8] {
     [
         ("test", |r| r.kind().to_string()),
-        ("device", |r| r.target.model.clone()),
+        ("device", |r| {
+            match crate::text::drive_facts_line(&r.target.drive) {
+                Some(facts) => format!("{} ({facts})", r.target.model),
+                None => r.target.model.clone(),
+            }
+        }),
         ("capacity", |r| {
             format!(
                 "{} ({} bytes)",

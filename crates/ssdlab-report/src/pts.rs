@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use ssdlab_core::schema::pts::{PtsAnalysis, PtsCellResult, PtsMetric, PtsTest};
+use ssdlab_core::schema::pts::{PtsAnalysis, PtsCellResult, PtsMetric, PtsSubTest, PtsTest};
 use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult};
 use ssdlab_core::units::{BinaryBytes, Nanos};
 
@@ -42,7 +42,7 @@ fn figure(test: PtsTest) -> Figure {
     }
 }
 
-fn tracking_value(a: &PtsAnalysis, v: f64) -> String {
+fn tracking_value(a: &PtsSubTest, v: f64) -> String {
     match a.tracking_metric {
         PtsMetric::Iops => format!("{v:.0} IOPS"),
         PtsMetric::BytesPerS => format!("{:.1} MB/s", v / 1e6),
@@ -50,7 +50,7 @@ fn tracking_value(a: &PtsAnalysis, v: f64) -> String {
     }
 }
 
-fn tracking_name(a: &PtsAnalysis) -> String {
+fn tracking_name(a: &PtsSubTest) -> String {
     let c = &a.tracking_cell;
     format!(
         "{} {} {}/{} {}",
@@ -73,8 +73,19 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
         .chain(group.iter().map(|r| label(r)))
         .collect();
     type Field = fn(&RunResult, &PtsAnalysis) -> String;
-    let fields: [(&str, Field); 11] = [
+    let fields: [(&str, Field); 16] = [
         ("test", |_, a| format!("PTS {} test", a.test.name())),
+        ("specification", |_, a| {
+            let tests = a.sub_tests().map(|t| size_name(t.tracking_cell.block_bytes));
+            match a.test {
+                PtsTest::Throughput => format!(
+                    "{} (throughput at {}, each its own test)",
+                    a.flavour.name(),
+                    tests.collect::<Vec<_>>().join(" then ")
+                ),
+                _ => a.flavour.name().to_string(),
+            }
+        }),
         ("device", |r, a| {
             format!(
                 "{} ({}, {} bytes)",
@@ -83,18 +94,31 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
                 a.capacity_bytes
             )
         }),
-        ("purge", |_, a| {
-            if a.purged {
-                "discard of the whole device".into()
+        ("serial, firmware, write cache", |r, _| {
+            let d = &r.target.drive;
+            let or_not = |v: &Option<String>| v.clone().unwrap_or_else(|| "not reported".into());
+            format!(
+                "{}, {}, {}",
+                or_not(&d.serial),
+                or_not(&d.firmware),
+                or_not(&d.write_cache)
+            )
+        }),
+        ("data pattern", |_, a| {
+            if a.data_pattern.is_empty() {
+                "not recorded".into()
             } else {
-                "none (not supported): not PTS-conformant".into()
+                a.data_pattern.clone()
             }
         }),
+        ("purge", |_, a| per_test(a, purge_text)),
         ("preconditioning", |_, a| {
-            format!(
-                "{} of 128 KiB sequential writes",
-                BinaryBytes(a.preconditioning_bytes)
-            )
+            per_test(a, |t| {
+                format!(
+                    "{} of 128 KiB sequential writes",
+                    BinaryBytes(t.preconditioning_bytes)
+                )
+            })
         }),
         ("ActiveRange", |_, a| {
             format!(
@@ -104,24 +128,21 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
             )
         }),
         ("outstanding I/O", |_, a| {
-            format!("QD{} on one thread", a.tracking_cell.queue_depth)
+            format!("QD{} on one thread", a.first.tracking_cell.queue_depth)
         }),
         ("cell time", |_, a| format!("{} s per cell per round", a.cell_s)),
-        ("tracking variable", |_, a| tracking_name(a)),
+        ("tracking variable", |_, a| per_test(a, tracking_name)),
         ("rounds", |_, a| {
-            format!("{} of at most {}", a.rounds.len(), a.steady_state.max_rounds)
+            per_test(a, |t| {
+                format!("{} of at most {}", t.rounds.len(), t.steady_state.max_rounds)
+            })
         }),
-        ("steady state", |_, a| {
-            let s = &a.steady_state;
-            match (s.window_first_round, s.window_last_round) {
-                (Some(first), Some(last)) => format!(
-                    "{} (measurement window rounds {first}-{last}, mean {}, range {:.1}% of 20%, slope {:.1}% of 10%)",
-                    if s.achieved { "achieved" } else { "not achieved" },
-                    tracking_value(a, s.window_mean.unwrap_or(f64::NAN)),
-                    100.0 * s.range_excursion.unwrap_or(f64::NAN),
-                    100.0 * s.slope_excursion.unwrap_or(f64::NAN)
-                ),
-                _ => "not assessed (fewer than 5 rounds)".into(),
+        ("steady state", |_, a| per_test(a, steady_text)),
+        ("departures from the PTS", |_, a| {
+            if a.departures.is_empty() {
+                "none: PTS-conforming".into()
+            } else {
+                a.departures.join("; ")
             }
         }),
         ("skipped", |_, a| {
@@ -130,6 +151,11 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
             } else {
                 a.skipped.join("; ")
             }
+        }),
+        ("reported", |_, a| match a.test {
+            PtsTest::Latency => "mean, 99.999th percentile and maximum response time per cell".into(),
+            PtsTest::Iops => "IOPS per cell".into(),
+            PtsTest::Throughput => "bandwidth per cell".into(),
         }),
     ];
     let rows: Vec<Vec<String>> = fields
@@ -151,19 +177,71 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
         let Some(a) = measured(r) else {
             continue;
         };
-        let (unit, value, format) = figure(a.test);
         if group.len() > 1 {
             let _ = write!(out, "<h3>{}</h3>", escape(&label(r)));
         }
+        let several = !a.further.is_empty();
+        for t in a.sub_tests() {
+            if several {
+                let _ = write!(
+                    out,
+                    "<h4>The {} test</h4>",
+                    escape(&size_name(t.tracking_cell.block_bytes))
+                );
+            }
+            out.push_str(&sub_test_section(a, t));
+        }
+    }
+    out
+}
+
+/// "1024 KiB: X; 128 KiB: Y" for a run of several tests, X alone for one.
+fn per_test(a: &PtsAnalysis, field: impl Fn(&PtsSubTest) -> String) -> String {
+    if a.further.is_empty() {
+        return field(&a.first);
+    }
+    a.sub_tests()
+        .map(|t| format!("{}: {}", size_name(t.tracking_cell.block_bytes), field(t)))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn purge_text(t: &PtsSubTest) -> String {
+    match (t.purged, t.purge.is_empty()) {
+        (_, false) => t.purge.clone(),
+        (true, true) => "discard of the whole device".into(),
+        (false, true) => "none (not supported): not PTS-conformant".into(),
+    }
+}
+
+fn steady_text(t: &PtsSubTest) -> String {
+    let s = &t.steady_state;
+    match (s.window_first_round, s.window_last_round) {
+        (Some(first), Some(last)) => format!(
+            "{} (measurement window rounds {first}-{last}, mean {}, range {:.1}% of 20%, slope {:.1}% of 10%)",
+            if s.achieved { "achieved" } else { "not achieved" },
+            tracking_value(t, s.window_mean.unwrap_or(f64::NAN)),
+            100.0 * s.range_excursion.unwrap_or(f64::NAN),
+            100.0 * s.slope_excursion.unwrap_or(f64::NAN)
+        ),
+        _ => "not assessed (fewer than 5 rounds)".into(),
+    }
+}
+
+/// One test's convergence plot, steady-state window and matrix.
+fn sub_test_section(a: &PtsAnalysis, t: &PtsSubTest) -> String {
+    let mut out = String::new();
+    let (unit, value, format) = figure(a.test);
+    {
         // Convergence: every write-only cell (all cells of the throughput test) round by round.
         let mut convergence: Vec<Series> = Vec::new();
-        if let Some(first) = a.rounds.first() {
+        if let Some(first) = t.rounds.first() {
             for cell in &first.cells {
                 let shown = a.test == PtsTest::Throughput || cell.cell.read_percent == 0;
                 if !shown {
                     continue;
                 }
-                let points = a
+                let points = t
                     .rounds
                     .iter()
                     .filter_map(|round| {
@@ -190,24 +268,24 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
         }
         let mut plots = vec![Chart {
             title: format!("Steady-state convergence: {unit} by round"),
-            x: Axis::new("round", Scale::Linear).range(Some(1.0), Some(a.rounds.len().max(2) as f64)),
+            x: Axis::new("round", Scale::Linear).range(Some(1.0), Some(t.rounds.len().max(2) as f64)),
             y: Axis::new(unit, Scale::Log10),
             series: convergence,
         }];
         // The measurement window: the tracking variable, its mean, the 20% band around it and the fitted line.
-        let s = &a.steady_state;
+        let s = &t.steady_state;
         if let (Some(first), Some(last), Some(mean)) =
             (s.window_first_round, s.window_last_round, s.window_mean)
         {
             let (lo, hi) = (first as f64, last as f64);
-            let scale = if a.tracking_metric == PtsMetric::BytesPerS {
+            let scale = if t.tracking_metric == PtsMetric::BytesPerS {
                 1e-6
-            } else if a.tracking_metric == PtsMetric::LatencyNsMean {
+            } else if t.tracking_metric == PtsMetric::LatencyNsMean {
                 1e-3
             } else {
                 1.0
             };
-            let tracked: Vec<(f64, f64)> = a
+            let tracked: Vec<(f64, f64)> = t
                 .rounds
                 .iter()
                 .filter(|r| (first..=last).contains(&r.round))
@@ -221,7 +299,7 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
             };
             let mut series = vec![
                 Series {
-                    name: tracking_name(a),
+                    name: tracking_name(t),
                     points: tracked,
                     mark: Mark::LineWithDots,
                     style: None,
@@ -245,7 +323,7 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
                     style: None,
                 });
             }
-            let y_unit = match a.tracking_metric {
+            let y_unit = match t.tracking_metric {
                 PtsMetric::Iops => "IOPS",
                 PtsMetric::BytesPerS => "MB/s",
                 PtsMetric::LatencyNsMean => "microseconds",
@@ -263,10 +341,10 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
         out.push_str(&charts(&plots));
 
         // The matrix at steady state: rows by block size, columns by mix.
-        let mut mixes: Vec<u32> = a.matrix.iter().map(|c| c.cell.read_percent).collect();
+        let mut mixes: Vec<u32> = t.matrix.iter().map(|c| c.cell.read_percent).collect();
         mixes.sort_unstable_by(|x, y| y.cmp(x));
         mixes.dedup();
-        let mut sizes: Vec<u64> = a.matrix.iter().map(|c| c.cell.block_bytes).collect();
+        let mut sizes: Vec<u64> = t.matrix.iter().map(|c| c.cell.block_bytes).collect();
         sizes.sort_unstable_by(|x, y| y.cmp(x));
         sizes.dedup();
         let columns: Vec<String> = mixes.iter().map(|m| format!("{m}/{}", 100 - m)).collect();
@@ -277,7 +355,7 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
                 mixes
                     .iter()
                     .map(|&m| {
-                        a.matrix
+                        t.matrix
                             .iter()
                             .find(|c| c.cell.block_bytes == b && c.cell.read_percent == m)
                             .map(value)
@@ -287,12 +365,18 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
             .collect();
         let mut header = vec![format!("block size \\ R/W ({unit})")];
         header.extend(columns.iter().cloned());
-        // The latency test reports the PTS's two figures per cell: mean and maximum response time.
-        let maximum = |b: u64, m: u32| {
-            a.matrix
+        // The latency test reports the PTS's three figures per cell: mean, 99.999th percentile and maximum
+        // response time.
+        let tail = |b: u64, m: u32| {
+            t.matrix
                 .iter()
                 .find(|c| c.cell.block_bytes == b && c.cell.read_percent == m)
-                .map(|c| Nanos(c.latency_ns_max as f64).to_string())
+                .map(|c| {
+                    let p = c
+                        .latency_ns_p99_999
+                        .map_or("–".to_string(), |p| Nanos(p as f64).to_string());
+                    format!("{p} / {}", Nanos(c.latency_ns_max as f64))
+                })
         };
         let rows: Vec<Vec<String>> = row_names
             .iter()
@@ -302,7 +386,7 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
                 std::iter::once(name.clone())
                     .chain(values.iter().zip(&mixes).map(|(v, &m)| match (v, a.test) {
                         (Some(v), PtsTest::Latency) => {
-                            format!("{} / {}", Nanos(*v * 1e3), maximum(b, m).unwrap_or_default())
+                            format!("{} / {}", Nanos(*v * 1e3), tail(b, m).unwrap_or_default())
                         }
                         (v, _) => v.map_or("–".into(), format),
                     }))
@@ -310,10 +394,11 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
             })
             .collect();
         if a.test == PtsTest::Latency {
-            header[0] = "block size \\ R/W (mean / maximum)".into();
+            header[0] = "block size \\ R/W (mean / 99.999% / maximum)".into();
         }
         out.push_str(
-            "<p>The matrix averaged over the measurement window (maxima: the window's largest):</p>",
+            "<p>The matrix averaged over the measurement window (maxima: the window's largest; percentiles: from the \
+             window's histograms merged):</p>",
         );
         out.push_str(&table(&header, &rows));
         out.push_str("<div class=\"charts\">");

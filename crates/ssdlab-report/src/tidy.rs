@@ -70,19 +70,22 @@ pub fn tidy_csv(result: &RunResult) -> Option<(&'static str, String)> {
         Analysis::Pts(MethodAnalysis {
             measured: Some(a), ..
         }) => {
-            // Every cell of every round, then the window's averages as round "window".
+            // Every cell of every round, then the window's averages as round "window", test by test (PTS-E's
+            // throughput runs two: 1 and 2).
             let mut csv = String::from(
-                "round,read_percent,block_bytes,sequential,queue_depth,iops,bytes_per_s,latency_ns_mean,latency_ns_max\n",
+                "test,round,read_percent,block_bytes,sequential,queue_depth,iops,bytes_per_s,latency_ns_mean,\
+                 latency_ns_max,latency_ns_p99_999\n",
             );
-            let rows = a
-                .rounds
-                .iter()
-                .flat_map(|r| r.cells.iter().map(move |c| (r.round.to_string(), c)))
-                .chain(a.matrix.iter().map(|c| ("window".to_string(), c)));
-            for (round, c) in rows {
+            let rows = a.sub_tests().enumerate().flat_map(|(i, t)| {
+                t.rounds
+                    .iter()
+                    .flat_map(move |r| r.cells.iter().map(move |c| (i + 1, r.round.to_string(), c)))
+                    .chain(t.matrix.iter().map(move |c| (i + 1, "window".to_string(), c)))
+            });
+            for (test, round, c) in rows {
                 let _ = writeln!(
                     csv,
-                    "{round},{},{},{},{},{:.1},{:.1},{:.1},{}",
+                    "{test},{round},{},{},{},{},{:.1},{:.1},{:.1},{},{}",
                     c.cell.read_percent,
                     c.cell.block_bytes,
                     c.cell.sequential,
@@ -90,7 +93,8 @@ pub fn tidy_csv(result: &RunResult) -> Option<(&'static str, String)> {
                     c.iops,
                     c.bytes_per_s,
                     c.latency_ns_mean,
-                    c.latency_ns_max
+                    c.latency_ns_max,
+                    c.latency_ns_p99_999.map_or(String::new(), |p| p.to_string())
                 );
             }
             Some(("pts.csv", csv))

@@ -173,6 +173,7 @@ impl SimDevice {
             backend: "simulator (virtual time)".into(),
             direct_io: true,
             notes: vec!["the virtual drive stores no data: reads return zeroes".into()],
+            drive: Default::default(),
         };
         let dies = geometry.dies as usize;
         let mut device = SimDevice {

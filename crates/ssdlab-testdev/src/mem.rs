@@ -78,6 +78,7 @@ impl MemDevice {
             backend: "memory".into(),
             direct_io: true,
             notes: vec![],
+            drive: Default::default(),
         };
         MemDevice {
             info,

@@ -704,9 +704,20 @@ pub struct PtsArgs {
     /// Outstanding I/Os of the IOPS and throughput tests [default: 32]; the latency test runs at 1.
     #[arg(long, alias = "iodepth")]
     pub qd: Option<u32>,
-    /// Rounds before giving up on steady state.
+    /// Rounds before giving up on steady state (the PTS: 25; more are run, and the result says it does not
+    /// conform).
     #[arg(long, default_value_t = 25)]
     pub max_rounds: u32,
+    /// Which specification: enterprise (PTS-E: the throughput test runs 1024 KiB and 128 KiB as two tests) or
+    /// client (PTS-C: 1024 KiB only).
+    #[arg(long, value_enum, default_value = "enterprise")]
+    pub flavour: PtsFlavourArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PtsFlavourArg {
+    Enterprise,
+    Client,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

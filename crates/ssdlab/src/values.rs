@@ -6,14 +6,14 @@ use ssdlab_app::scan::ReaderChoice;
 use ssdlab_core::schema::replay::{ReplayFit, TraceFormat};
 use ssdlab_methods::erase::EraseMethod;
 use ssdlab_methods::latency::LatencyRw;
-use ssdlab_methods::pts::PtsTest;
+use ssdlab_methods::pts::{PtsFlavour, PtsTest};
 use ssdlab_methods::sweep::SweepAxis;
 use ssdlab_sim::ftl::GcPolicy;
 use ssdlab_trace::synth::Profile;
 
 use crate::cli::{
-    EngineArg, EraseMethodArg, FanoutModeArg, GcPolicyArg, LatencyRwArg, PtsTestArg, ReaderArg, ReplayFitArg,
-    SweepAxisArg, SynthProfileArg, TraceFormatArg,
+    EngineArg, EraseMethodArg, FanoutModeArg, GcPolicyArg, LatencyRwArg, PtsFlavourArg, PtsTestArg,
+    ReaderArg, ReplayFitArg, SweepAxisArg, SynthProfileArg, TraceFormatArg,
 };
 
 /// `impl From<clap's enum> for the library's type`, variant by variant.
@@ -86,6 +86,11 @@ value_map!(PtsTestArg => PtsTest {
     Iops => PtsTest::Iops,
     Throughput => PtsTest::Throughput,
     Latency => PtsTest::Latency,
+});
+
+value_map!(PtsFlavourArg => PtsFlavour {
+    Enterprise => PtsFlavour::Enterprise,
+    Client => PtsFlavour::Client,
 });
 
 value_map!(LatencyRwArg => LatencyRw {

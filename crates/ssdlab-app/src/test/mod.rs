@@ -13,6 +13,7 @@ use ssdlab_core::schema::options::{MethodOptions, RunOptions, TestOptions};
 use ssdlab_core::schema::replay::ReplayOptions;
 use ssdlab_core::units::rfc3339_utc;
 use ssdlab_methods::consistency::{self, ConsistencyOptions};
+use ssdlab_methods::erase::Purger;
 use ssdlab_methods::latency::{self, LatencyOptions};
 use ssdlab_methods::pts::{self, PtsOptions};
 use ssdlab_methods::replay::{self, TraceInput};
@@ -71,14 +72,18 @@ impl Method {
         }
     }
 
-    fn run(self, session: Session<'_>) -> Result<MethodOutcome, MethodError> {
+    fn run(
+        self,
+        session: Session<'_>,
+        purger: Option<&mut dyn Purger>,
+    ) -> Result<MethodOutcome, MethodError> {
         match self {
             Method::Consistency(o) => consistency::consistency(session, &o),
             Method::Trim(o) => trim::trim(session, &o),
             Method::Sweep(o) => sweep::sweep(session, &o),
             Method::Latency(o) => latency::latency(session, &o),
             Method::Replay(o, input, _) => replay::replay(session, input, &o),
-            Method::Pts(o) => pts::pts(session, &o),
+            Method::Pts(o) => pts::pts(session, &o, purger),
         }
     }
 }
@@ -103,6 +108,25 @@ impl Plan {
             method,
         })
     }
+}
+
+/// The purges a whole block device's drive offers, through a duplicate of the descriptor the safety gate judged;
+/// None for anything else (a partition is refused by the drive's purges themselves, with the reason).
+fn drive_purger<'p>(
+    target: &TargetPlan,
+    device: &ssdlab_targets::AnyDevice,
+    info: &ssdlab_core::DeviceInfo,
+    tools: &'p dyn crate::ports::Tools,
+    clock: &'p dyn crate::ports::Clock,
+    held: &'p mut dyn crate::ports::Console,
+) -> Option<crate::erase::KernelPurger<'p>> {
+    let Ok(ssdlab_core::target::TargetSpec::Block { path }) =
+        ssdlab_core::target::TargetSpec::parse(&target.target)
+    else {
+        return None;
+    };
+    let gated = device.backing_file()?.try_clone().ok()?;
+    crate::erase::KernelPurger::new(gated, &path, info, tools, clock, held).ok()
 }
 
 /// Runs a test method and records it.
@@ -137,7 +161,20 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
         options: options.clone(),
         started_at: started_at.clone(),
     })?;
-    let outcome = match method.run(Session::new(&mut device, &mut reporter, seed)) {
+    // A PTS purges a whole drive with its own sanitize or secure erase where it offers one (the specification's
+    // purge), so the run holds the gate's descriptor for them; what they would say waits for the run's end.
+    let mut held = crate::testing::RecordingConsole::default();
+    let mut purger = match &method {
+        Method::Pts(_) => drive_purger(&target, &device, &info, ports.tools, ports.clock, &mut held),
+        _ => None,
+    };
+    let run = method.run(
+        Session::new(&mut device, &mut reporter, seed),
+        purger.as_mut().map(|p| p as &mut dyn Purger),
+    );
+    drop(purger);
+    reporter.say_lines(held.said);
+    let outcome = match run {
         Ok(outcome) => outcome,
         Err(MethodError::Device(e)) => {
             return Err(anyhow!(e)).context(format!("test {kind} on {}", info.target));

@@ -7,7 +7,7 @@ use anyhow::{Result, anyhow, bail};
 use ssdlab_core::schema::replay::{ReplayFit, ReplayOptions, TraceFormat};
 use ssdlab_methods::consistency::ConsistencyOptions;
 use ssdlab_methods::latency::{LatencyOptions, LatencyRw};
-use ssdlab_methods::pts::{PtsOptions, PtsTest};
+use ssdlab_methods::pts::{PtsFlavour, PtsOptions, PtsTest};
 use ssdlab_methods::replay::TraceInput;
 use ssdlab_methods::sweep::{SweepAxis, SweepOptions};
 use ssdlab_methods::trim::TrimOptions;
@@ -66,6 +66,7 @@ pub struct PtsFlags<'a> {
     pub span: f64,
     pub qd: Option<u32>,
     pub max_rounds: u32,
+    pub flavour: PtsFlavour,
 }
 
 /// The consistency test's flags, checked.
@@ -236,6 +237,7 @@ pub fn pts(args: PtsFlags) -> Result<PtsOptions> {
         active_range_percent: args.span,
         queue_depth: args.qd.unwrap_or(32),
         max_rounds: args.max_rounds,
+        flavour: args.flavour,
         ..PtsOptions::default()
     };
     if options.cell_ns < 100_000_000 {
@@ -260,7 +262,8 @@ pub fn pts(args: PtsFlags) -> Result<PtsOptions> {
     }
     if !(5..=1000).contains(&args.max_rounds) {
         bail!(
-            "--max-rounds {}: between 5 (one steady-state window) and 1000; the PTS allows 25",
+            "--max-rounds {}: between 5 (one steady-state window) and 1000; the PTS allows 25 (more are run \
+             and said not to conform)",
             args.max_rounds
         );
     }

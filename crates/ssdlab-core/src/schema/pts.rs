@@ -27,6 +27,27 @@ impl PtsTest {
     }
 }
 
+/// Which of SNIA's two specifications a run follows. They share the IOPS and latency matrices and the
+/// steady-state rule; the throughput test of PTS-E (Enterprise) runs 1024 KiB and 128 KiB as two tests, each
+/// with its own purge, preconditioning and steady state, where PTS-C (Client) runs 1024 KiB only.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PtsFlavour {
+    #[default]
+    Enterprise,
+    Client,
+}
+
+impl PtsFlavour {
+    /// "PTS-E" or "PTS-C", as SNIA names them.
+    pub fn name(self) -> &'static str {
+        match self {
+            PtsFlavour::Enterprise => "PTS-E",
+            PtsFlavour::Client => "PTS-C",
+        }
+    }
+}
+
 /// The figure a PTS test follows round by round to decide steady state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -52,6 +73,9 @@ pub struct PtsOptions {
     /// Workload-independent preconditioning: passes of 128 KiB sequential writes over the whole device (the
     /// PTS: twice the user capacity).
     pub precondition_passes: u32,
+    /// PTS-E or PTS-C (results from before the choice existed ran PTS-E's matrices).
+    #[serde(default)]
+    pub flavour: PtsFlavour,
 }
 
 impl Default for PtsOptions {
@@ -63,6 +87,7 @@ impl Default for PtsOptions {
             queue_depth: 32,
             max_rounds: 25,
             precondition_passes: 2,
+            flavour: PtsFlavour::Enterprise,
         }
     }
 }
@@ -86,6 +111,10 @@ pub struct PtsCellResult {
     pub bytes_per_s: f64,
     pub latency_ns_mean: f64,
     pub latency_ns_max: u64,
+    /// The 99.999th percentile response time, which the latency test reports beside the mean and maximum (from the
+    /// cell's histogram; over the window, from the window's rounds' histograms merged). Other tests leave it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns_p99_999: Option<u64>,
 }
 
 /// One round of the matrix.
@@ -119,17 +148,16 @@ pub struct PtsSteadyState {
     pub max_rounds: u32,
 }
 
-/// A PTS test's result.
+/// One test of a PTS run, from its purge to its reported matrix: the IOPS and latency tests are one, PTS-E's
+/// throughput test is two (1024 KiB, then 128 KiB).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct PtsAnalysis {
-    pub test: PtsTest,
-    /// The device's capacity and the ActiveRange the rounds addressed.
-    pub capacity_bytes: u64,
-    pub active_range_bytes: u64,
-    pub active_range_percent: f64,
-    pub cell_s: f64,
-    /// Whether the device was purged first (the PTS requires it; a device without discard is not).
+pub struct PtsSubTest {
+    /// Whether the device was purged first (the PTS requires it).
     pub purged: bool,
+    /// How it was purged: the drive's own sanitize or secure erase where it offers one, else discard; or why it
+    /// was not.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub purge: String,
     pub preconditioning_bytes: u64,
     /// The tracking variable: which cell and which figure of it.
     pub tracking_cell: PtsCell,
@@ -138,8 +166,46 @@ pub struct PtsAnalysis {
     pub steady_state: PtsSteadyState,
     /// Every cell averaged over the measurement window: the PTS's reported matrix.
     pub matrix: Vec<PtsCellResult>,
+}
+
+/// A PTS test's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PtsAnalysis {
+    pub test: PtsTest,
+    #[serde(default)]
+    pub flavour: PtsFlavour,
+    /// The device's capacity and the ActiveRange the rounds addressed.
+    pub capacity_bytes: u64,
+    pub active_range_bytes: u64,
+    pub active_range_percent: f64,
+    pub cell_s: f64,
+    /// The first (or only) test, its fields at this level.
+    #[serde(flatten)]
+    pub first: PtsSubTest,
+    /// The tests after the first: PTS-E throughput's 128 KiB test.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub further: Vec<PtsSubTest>,
     /// Cells the device could not run (a block size below its logical block), with why.
     pub skipped: Vec<String>,
+    /// What the writes carry (the PTS report states the data pattern).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub data_pattern: String,
+    /// Every way this run departs from the specification (no purge, cells shorter than a minute, more than 25
+    /// rounds, an ActiveRange below 100%): empty for a conforming run.
+    #[serde(default)]
+    pub departures: Vec<String>,
+}
+
+impl PtsAnalysis {
+    /// Every test of the run, in the order they ran.
+    pub fn sub_tests(&self) -> impl Iterator<Item = &PtsSubTest> {
+        std::iter::once(&self.first).chain(&self.further)
+    }
+
+    /// Whether every test reached steady state.
+    pub fn achieved(&self) -> bool {
+        self.sub_tests().all(|t| t.steady_state.achieved)
+    }
 }
 
 /// A block size as the PTS writes it: 0.5, 4, 1024 (KiB), as a phase-name-safe token ("512b", "4k", "1m").

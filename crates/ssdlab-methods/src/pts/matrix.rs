@@ -2,7 +2,7 @@
 //! variable. The order is the specification's: read/write mix in the outer loop, block size from largest to
 //! smallest in the inner one.
 
-use ssdlab_core::schema::pts::{PtsCell, PtsCellResult, PtsMetric, PtsRound, PtsTest};
+use ssdlab_core::schema::pts::{PtsCell, PtsCellResult, PtsFlavour, PtsMetric, PtsRound, PtsTest};
 
 /// Read percentages of the IOPS test's mixes (R/W 100/0, 95/5, 65/35, 50/50, 35/65, 5/95, 0/100).
 pub const IOPS_READ_PERCENTS: [u32; 7] = [100, 95, 65, 50, 35, 5, 0];
@@ -56,6 +56,49 @@ pub fn cells(test: PtsTest, queue_depth: u32) -> Vec<PtsCell> {
             })
             .collect(),
     }
+}
+
+/// One test of a run: its cells and its tracking variable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubTestPlan {
+    pub cells: Vec<PtsCell>,
+    pub tracking_cell: PtsCell,
+    pub tracking_metric: PtsMetric,
+}
+
+/// The tests a run of `test` makes, in order: one for IOPS and latency; for throughput one per block size, each
+/// a round of 100% read and 100% write at that size tracking the write bandwidth (PTS-E: 1024 KiB then 128 KiB;
+/// PTS-C: 1024 KiB).
+pub fn sub_tests(test: PtsTest, flavour: PtsFlavour, queue_depth: u32) -> Vec<SubTestPlan> {
+    let (tracking_cell, tracking_metric) = tracking(test, queue_depth);
+    if test != PtsTest::Throughput {
+        return vec![SubTestPlan {
+            cells: cells(test, queue_depth),
+            tracking_cell,
+            tracking_metric,
+        }];
+    }
+    let sizes: &[u64] = match flavour {
+        PtsFlavour::Enterprise => &THROUGHPUT_BLOCK_BYTES,
+        PtsFlavour::Client => &THROUGHPUT_BLOCK_BYTES[..1],
+    };
+    sizes
+        .iter()
+        .map(|&block_bytes| {
+            let cells: Vec<PtsCell> = cells(test, queue_depth)
+                .into_iter()
+                .filter(|c| c.block_bytes == block_bytes)
+                .collect();
+            SubTestPlan {
+                cells,
+                tracking_cell: PtsCell {
+                    block_bytes,
+                    ..tracking_cell
+                },
+                tracking_metric,
+            }
+        })
+        .collect()
 }
 
 /// The tracking variable of `test`: its cell and the figure followed.
@@ -114,7 +157,7 @@ pub fn phase_name(round: u32, cell: &PtsCell) -> String {
 
 /// Every cell averaged over `rounds` (the measurement window): IOPS, bandwidth and mean latency are averaged,
 /// the maximum latency is the window's maximum. A cell missing from some round is averaged over those it ran in.
-pub fn window_average(rounds: &[PtsRound]) -> Vec<PtsCellResult> {
+pub fn window_average(rounds: &[&PtsRound]) -> Vec<PtsCellResult> {
     let Some(first) = rounds.first() else {
         return Vec::new();
     };
@@ -133,6 +176,8 @@ pub fn window_average(rounds: &[PtsRound]) -> Vec<PtsCellResult> {
                 bytes_per_s: runs.iter().map(|r| r.bytes_per_s).sum::<f64>() / n,
                 latency_ns_mean: runs.iter().map(|r| r.latency_ns_mean).sum::<f64>() / n,
                 latency_ns_max: runs.iter().map(|r| r.latency_ns_max).max().unwrap_or(0),
+                // Percentiles do not average: the caller computes the window's from merged histograms.
+                latency_ns_p99_999: None,
             }
         })
         .collect()
@@ -184,6 +229,7 @@ mod tests {
             bytes_per_s: iops * 8192.0,
             latency_ns_mean: 1e9 / iops,
             latency_ns_max: max,
+            latency_ns_p99_999: None,
         };
         let rounds: Vec<PtsRound> = [(1000.0, 5), (3000.0, 9)]
             .iter()
@@ -194,7 +240,7 @@ mod tests {
                 cells: vec![result(iops, max)],
             })
             .collect();
-        let avg = window_average(&rounds);
+        let avg = window_average(&rounds.iter().collect::<Vec<_>>());
         assert_eq!(avg.len(), 1);
         assert_eq!(avg[0].iops, 2000.0);
         assert_eq!(avg[0].latency_ns_max, 9);

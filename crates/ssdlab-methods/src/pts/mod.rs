@@ -10,13 +10,15 @@
 pub mod matrix;
 pub mod steady;
 
-use ssdlab_core::schema::pts::{PtsAnalysis, PtsCell, PtsCellResult, PtsRound};
+use ssdlab_core::histogram::Histogram;
+use ssdlab_core::schema::pts::{PtsAnalysis, PtsCell, PtsCellResult, PtsRound, PtsSubTest, size_token};
 use ssdlab_core::schema::{Analysis, Verdict};
 use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
 
+use crate::erase::{EraseMethod, Purger};
 use crate::session::{MethodError, MethodOutcome, Session};
 
-pub use ssdlab_core::schema::pts::{PtsOptions, PtsTest};
+pub use ssdlab_core::schema::pts::{PtsFlavour, PtsOptions, PtsTest};
 
 /// Every span the rounds use is a multiple of the largest block size, so every cell addresses the same range.
 const ALIGN_BYTES: u64 = 1 << 20;
@@ -47,8 +49,22 @@ fn cell_workload(session: &Session<'_>, cell: &PtsCell, span: Span, cell_ns: u64
     }
 }
 
-/// Runs one PTS test.
-pub fn pts(mut session: Session<'_>, options: &PtsOptions) -> Result<MethodOutcome, MethodError> {
+/// How many blocks a firmware purge's read-back samples (the first, the last and random ones).
+const PURGE_SAMPLES: u32 = 16;
+
+/// The rounds go past the specification's 25 only with this said in the result.
+const PTS_MAX_ROUNDS: u32 = 25;
+
+/// What the engine's writes carry, as the PTS report states it.
+const DATA_PATTERN: &str = "incompressible random bytes (seeded), each write stamped unique";
+
+/// Runs one PTS test. `purger` is the drive's own purges (sanitize, secure erase) where the target is a drive
+/// that may offer them; without one, or when it offers neither, the device is purged by discard.
+pub fn pts(
+    mut session: Session<'_>,
+    options: &PtsOptions,
+    mut purger: Option<&mut dyn Purger>,
+) -> Result<MethodOutcome, MethodError> {
     if !(options.active_range_percent > 0.0 && options.active_range_percent <= 100.0) {
         return Err(MethodError::Invalid(format!(
             "--span {}%: the ActiveRange is a share of the LBAs above 0 and at most 100%",
@@ -74,36 +90,193 @@ pub fn pts(mut session: Session<'_>, options: &PtsOptions) -> Result<MethodOutco
             options.active_range_percent, info.target
         )));
     }
-    let (tracking_cell, tracking_metric) = matrix::tracking(options.test, options.queue_depth);
-    let mut cells = matrix::cells(options.test, options.queue_depth);
     let mut skipped = Vec::new();
     let logical = u64::from(info.logical_block_bytes.max(1));
-    cells.retain(|c| {
-        let fits = c.block_bytes >= logical && c.block_bytes.is_multiple_of(logical);
-        let why = format!(
-            "{} KiB cells: below the device's {logical}-byte logical block",
-            c.block_bytes as f64 / 1024.0
-        );
-        if !fits && !skipped.contains(&why) {
-            skipped.push(why);
+    let mut plans = matrix::sub_tests(options.test, options.flavour, options.queue_depth);
+    for plan in &mut plans {
+        plan.cells.retain(|c| {
+            let fits = c.block_bytes >= logical && c.block_bytes.is_multiple_of(logical);
+            let why = format!(
+                "{} KiB cells: below the device's {logical}-byte logical block",
+                c.block_bytes as f64 / 1024.0
+            );
+            if !fits && !skipped.contains(&why) {
+                skipped.push(why);
+            }
+            fits
+        });
+        // Refused before the purge: without its tracking cell a test cannot decide steady state.
+        if !plan.cells.contains(&plan.tracking_cell) {
+            return Err(MethodError::Invalid(format!(
+                "{}: the tracking cell ({} KiB) is below the device's {logical}-byte logical block",
+                info.target,
+                plan.tracking_cell.block_bytes / 1024
+            )));
         }
-        fits
-    });
-    // Refused before the purge: without its tracking cell the test cannot decide steady state.
-    if !cells.contains(&tracking_cell) {
-        return Err(MethodError::Invalid(format!(
-            "{}: the tracking cell ({} KiB) is below the device's {logical}-byte logical block",
-            info.target,
-            tracking_cell.block_bytes / 1024
-        )));
     }
 
-    let purged = session.purge(whole)?;
-    if !purged {
-        session.notes.push(
-            "the PTS requires a purge before preconditioning: these results are not PTS-conformant".into(),
-        );
+    let mut tests: Vec<PtsSubTest> = Vec::new();
+    for (index, plan) in plans.iter().enumerate() {
+        if session.stopped {
+            break;
+        }
+        // The second test's purge and preconditioning phases are named for its block size.
+        let suffix = match index {
+            0 => String::new(),
+            _ => format!("-{}", size_token(plan.tracking_cell.block_bytes)),
+        };
+        if let Some(test) = sub_test(&mut session, options, plan, whole, active, &suffix, &mut purger)? {
+            tests.push(test);
+        }
     }
+
+    let mut departures = departures(options, &tests);
+    for test in &tests {
+        if !test.purged {
+            departures.push(format!("not purged before preconditioning ({})", test.purge));
+        }
+    }
+    departures.dedup();
+    let mut reasons = Vec::new();
+    if session.stopped {
+        let rounds: usize = tests.iter().map(|t| t.rounds.len()).sum();
+        reasons.push(format!(
+            "{} after {rounds} complete round(s)",
+            session.stop_reason()
+        ));
+    } else {
+        for test in tests.iter().filter(|t| !t.steady_state.achieved) {
+            let s = &test.steady_state;
+            reasons.push(format!(
+                "{}steady state not achieved in {} rounds: the last five moved {:.1}% (range, limit 20%) and \
+                 {:.1}% (slope, limit 10%)",
+                match plans.len() {
+                    1 => String::new(),
+                    _ => format!("{} KiB: ", test.tracking_cell.block_bytes >> 10),
+                },
+                test.rounds.len(),
+                100.0 * s.range_excursion.unwrap_or(f64::NAN),
+                100.0 * s.slope_excursion.unwrap_or(f64::NAN)
+            ));
+        }
+    }
+    let mut tests = tests.into_iter();
+    let analysis = tests.next().map(|first| PtsAnalysis {
+        test: options.test,
+        flavour: options.flavour,
+        capacity_bytes: info.capacity_bytes,
+        active_range_bytes: active.len_bytes,
+        active_range_percent: options.active_range_percent,
+        cell_s: options.cell_ns as f64 / 1e9,
+        first,
+        further: tests.collect(),
+        skipped,
+        data_pattern: DATA_PATTERN.into(),
+        departures,
+    });
+    let verdict = Verdict {
+        passed: reasons.is_empty() && analysis.is_some(),
+        reasons: if analysis.is_none() && reasons.is_empty() {
+            vec!["no round completed".into()]
+        } else {
+            reasons
+        },
+    };
+    Ok(session.finish(Analysis::Pts, analysis, verdict))
+}
+
+/// The ways a run departs from the specification, said in the result so no one mistakes it for a conforming one.
+fn departures(options: &PtsOptions, tests: &[PtsSubTest]) -> Vec<String> {
+    let mut out = Vec::new();
+    if options.cell_ns < 60_000_000_000 {
+        out.push(format!(
+            "cells of {} s: the PTS runs each cell for one minute",
+            options.cell_ns as f64 / 1e9
+        ));
+    }
+    if options.max_rounds > PTS_MAX_ROUNDS {
+        let past = tests.iter().map(|t| t.rounds.len() as u32).max().unwrap_or(0);
+        out.push(format!(
+            "--max-rounds {}: the PTS stops at {PTS_MAX_ROUNDS} rounds{}",
+            options.max_rounds,
+            if past > PTS_MAX_ROUNDS {
+                format!(", and this run went on to round {past}: it is not PTS-conforming")
+            } else {
+                ", though this run did not need more".into()
+            }
+        ));
+    }
+    if options.precondition_passes < 2 {
+        out.push(format!(
+            "{} preconditioning pass(es): the PTS writes twice the capacity",
+            options.precondition_passes
+        ));
+    }
+    out
+}
+
+/// Purges the device for a test: the drive's own sanitize, then its secure erase, each verified by reading back
+/// sampled blocks; else discard. Returns whether it was purged and how, in words.
+fn purge(
+    session: &mut Session<'_>,
+    whole: Span,
+    purger: &mut Option<&mut dyn Purger>,
+) -> Result<(bool, String), MethodError> {
+    let mut why_not = Vec::new();
+    if let Some(purger) = purger.as_mut() {
+        for method in [EraseMethod::Sanitize, EraseMethod::SecureErase] {
+            let seed = ssdlab_core::rng::splitmix64(session.seed ^ 0x5052_4745);
+            let report = crate::erase::erase(
+                &mut *session.device,
+                &mut **purger,
+                Some(method),
+                PURGE_SAMPLES,
+                seed,
+            )
+            .map_err(|e| MethodError::Invalid(format!("purge: {e}")))?;
+            let outcome = report.steps.last().map(|s| s.outcome.clone()).unwrap_or_default();
+            if report.method.is_some() {
+                return Ok((true, format!("the drive's {}: {outcome}", method.name())));
+            }
+            if outcome.starts_with("failed after it started") {
+                // A firmware purge still running in the drive: nothing else may touch it.
+                return Err(MethodError::Invalid(format!(
+                    "purge by {}: {outcome}",
+                    method.name()
+                )));
+            }
+            why_not.push(format!("{} {outcome}", method.name()));
+        }
+    }
+    let purged = session.purge(whole)?;
+    let firmware = match why_not.is_empty() {
+        true => String::new(),
+        false => format!(" (the drive's own purges: {})", why_not.join("; ")),
+    };
+    Ok(match purged {
+        true => (true, format!("discard over the whole device{firmware}")),
+        false => (
+            false,
+            format!(
+                "{} does not support discard{firmware}",
+                session.device.info().target
+            ),
+        ),
+    })
+}
+
+/// One test: purge, precondition, rounds to steady state, the window's matrix. None when it stopped before its
+/// first round completed.
+fn sub_test(
+    session: &mut Session<'_>,
+    options: &PtsOptions,
+    plan: &matrix::SubTestPlan,
+    whole: Span,
+    active: Span,
+    suffix: &str,
+    purger: &mut Option<&mut dyn Purger>,
+) -> Result<Option<PtsSubTest>, MethodError> {
+    let (purged, how) = purge(session, whole, purger)?;
     let precondition = Workload {
         rw: RwMode::Write,
         pattern: Pattern::Sequential,
@@ -118,17 +291,18 @@ pub fn pts(mut session: Session<'_>, options: &PtsOptions) -> Result<MethodOutco
     };
     let mut preconditioning_bytes = 0;
     if options.precondition_passes > 0
-        && let Some(i) = session.phase("precondition", &precondition)?
+        && let Some(i) = session.phase(&format!("precondition{suffix}"), &precondition)?
     {
         preconditioning_bytes = session.phases[i].summary.bytes;
     }
-
+    // The latency test reports the 99.999th percentile: its nine cells keep their histograms.
+    let keep_histograms = options.test == PtsTest::Latency;
     let mut rounds: Vec<PtsRound> = Vec::new();
     for round in 1..=options.max_rounds {
-        let mut results = Vec::with_capacity(cells.len());
-        for (index, cell) in cells.iter().enumerate() {
+        let mut results = Vec::with_capacity(plan.cells.len());
+        for (index, cell) in plan.cells.iter().enumerate() {
             let seed = ssdlab_core::rng::splitmix64(session.seed ^ ((round as u64) << 32 | index as u64));
-            let workload = cell_workload(&session, cell, active, options.cell_ns, seed);
+            let workload = cell_workload(session, cell, active, options.cell_ns, seed);
             let Some(i) = session.phase(&matrix::phase_name(round, cell), &workload)? else {
                 break;
             };
@@ -143,21 +317,26 @@ pub fn pts(mut session: Session<'_>, options: &PtsOptions) -> Result<MethodOutco
                 bytes_per_s: s.bytes_per_s,
                 latency_ns_mean: s.latency_ns.mean,
                 latency_ns_max: s.latency_ns.max,
+                latency_ns_p99_999: keep_histograms
+                    .then(|| s.latency_histogram.as_ref().map(|h| h.percentile(99.999)))
+                    .flatten(),
             });
             // 56 cells a round for up to 25 rounds: the round table holds each cell's figures, so the per-second
-            // samples and histograms are kept only for the tracking cell.
-            phase.summary.latency_histogram = None;
-            if *cell != tracking_cell {
+            // samples are kept only for the tracking cell, and histograms only where the test reports them.
+            if !keep_histograms {
+                phase.summary.latency_histogram = None;
+            }
+            if *cell != plan.tracking_cell {
                 phase.samples.clear();
             }
         }
-        if results.len() < cells.len() {
+        if results.len() < plan.cells.len() {
             break; // interrupted inside the round: it does not count
         }
         let tracking = results
             .iter()
-            .find(|r| r.cell == tracking_cell)
-            .map(|r| matrix::value(r, tracking_metric))
+            .find(|r| r.cell == plan.tracking_cell)
+            .map(|r| matrix::value(r, plan.tracking_metric))
             .expect("the tracking cell is one of the cells, checked before the purge");
         rounds.push(PtsRound {
             round,
@@ -169,57 +348,49 @@ pub fn pts(mut session: Session<'_>, options: &PtsOptions) -> Result<MethodOutco
             break;
         }
     }
-
+    if rounds.is_empty() {
+        return Ok(None);
+    }
     let series: Vec<f64> = rounds.iter().map(|r| r.tracking).collect();
     let steady_state = steady::determine(&series, options.max_rounds);
-    let window: Vec<PtsRound> = match (steady_state.window_first_round, steady_state.window_last_round) {
+    let window: Vec<&PtsRound> = match (steady_state.window_first_round, steady_state.window_last_round) {
         (Some(first), Some(last)) => rounds
             .iter()
             .filter(|r| (first..=last).contains(&r.round))
-            .cloned()
             .collect(),
-        _ => rounds.clone(),
+        _ => rounds.iter().collect(),
     };
-    let mut reasons = Vec::new();
-    if session.stopped {
-        reasons.push(format!(
-            "{} after {} complete round(s)",
-            session.stop_reason(),
-            rounds.len()
-        ));
-    } else if !steady_state.achieved {
-        reasons.push(format!(
-            "steady state not achieved in {} rounds: the last five moved {:.1}% (range, limit 20%) and {:.1}% \
-             (slope, limit 10%)",
-            rounds.len(),
-            100.0 * steady_state.range_excursion.unwrap_or(f64::NAN),
-            100.0 * steady_state.slope_excursion.unwrap_or(f64::NAN)
-        ));
+    let mut matrix = matrix::window_average(&window);
+    if keep_histograms {
+        // The window's 99.999th percentile comes from its rounds' histograms merged, never an average of
+        // percentiles.
+        for result in &mut matrix {
+            let mut merged = Histogram::new();
+            for round in &window {
+                let name = matrix::phase_name(round.round, &result.cell);
+                if let Some(h) = session
+                    .phases
+                    .iter()
+                    .rev()
+                    .find(|p| p.name == name)
+                    .and_then(|p| p.summary.latency_histogram.as_ref())
+                {
+                    merged.merge_sparse(h);
+                }
+            }
+            result.latency_ns_p99_999 = (!merged.is_empty()).then(|| merged.percentile(99.999));
+        }
     }
-    let analysis = (!rounds.is_empty()).then(|| PtsAnalysis {
-        test: options.test,
-        capacity_bytes: info.capacity_bytes,
-        active_range_bytes: active.len_bytes,
-        active_range_percent: options.active_range_percent,
-        cell_s: options.cell_ns as f64 / 1e9,
+    Ok(Some(PtsSubTest {
         purged,
+        purge: how,
         preconditioning_bytes,
-        tracking_cell,
-        tracking_metric,
-        matrix: matrix::window_average(&window),
+        tracking_cell: plan.tracking_cell,
+        tracking_metric: plan.tracking_metric,
         rounds,
         steady_state,
-        skipped,
-    });
-    let verdict = Verdict {
-        passed: reasons.is_empty() && analysis.is_some(),
-        reasons: if analysis.is_none() && reasons.is_empty() {
-            vec!["no round completed".into()]
-        } else {
-            reasons
-        },
-    };
-    Ok(session.finish(Analysis::Pts, analysis, verdict))
+        matrix,
+    }))
 }
 
 #[cfg(test)]
@@ -254,20 +425,20 @@ mod tests {
             active_range_percent: 50.0,
             ..PtsOptions::default()
         };
-        let outcome = pts(Session::new(&mut device, &mut watch, 1), &options).unwrap();
+        let outcome = pts(Session::new(&mut device, &mut watch, 1), &options, None).unwrap();
         let Analysis::Pts(analysis) = &outcome.analysis else {
             panic!("a pts analysis");
         };
         let a = analysis.measured.as_ref().expect("measured");
         assert!(outcome.verdict.passed, "{:?}", outcome.verdict);
         assert!(
-            a.steady_state.achieved && a.rounds.len() == 5,
+            a.first.steady_state.achieved && a.first.rounds.len() == 5,
             "{:?}",
-            a.steady_state
+            a.first.steady_state
         );
-        assert_eq!(a.steady_state.window_first_round, Some(1));
-        assert_eq!(a.matrix.len(), 56);
-        assert!(a.purged && a.skipped.is_empty());
+        assert_eq!(a.first.steady_state.window_first_round, Some(1));
+        assert_eq!(a.first.matrix.len(), 56);
+        assert!(a.first.purged && a.skipped.is_empty());
 
         // Purge: discards covering the device once, before anything else.
         let first_write = device
@@ -284,7 +455,7 @@ mod tests {
                 .all(|&(op, _, len)| op == Op::Write && len == 128 << 10)
         );
         assert_eq!(pre.iter().map(|(_, _, len)| len).sum::<u64>(), 2 * capacity);
-        assert_eq!(a.preconditioning_bytes, 2 * capacity);
+        assert_eq!(a.first.preconditioning_bytes, 2 * capacity);
         assert!(pre.windows(2).take(511).all(|w| w[1].1 == w[0].1 + (128 << 10)));
 
         // The rounds: every cell in the specification's order, each one's operations of its size and mix,
@@ -323,10 +494,247 @@ mod tests {
         assert!((share - 0.5).abs() < 0.02, "4 KiB read share {share}");
         // The tracking cell: 32 outstanding at 500 us each = 64K IOPS, the same every round.
         assert!(
-            a.rounds.iter().all(|r| (r.tracking - 64_000.0).abs() < 64.0),
+            a.first
+                .rounds
+                .iter()
+                .all(|r| (r.tracking - 64_000.0).abs() < 64.0),
             "{:?}",
-            a.rounds[0].tracking
+            a.first.rounds[0].tracking
         );
+    }
+
+    /// Drive purges that offer what they are told, count their calls, and erase nothing themselves (a fresh
+    /// MemDevice reads zeroes, so the read-back verifies).
+    struct DrivePurges {
+        offered: Vec<EraseMethod>,
+        ran: Vec<EraseMethod>,
+    }
+    impl Purger for DrivePurges {
+        fn offers(&mut self, method: EraseMethod) -> Result<(), String> {
+            match self.offered.contains(&method) {
+                true => Ok(()),
+                false => Err("the drive does not offer it".into()),
+            }
+        }
+        fn purge(&mut self, method: EraseMethod) -> Result<String, crate::erase::PurgeFailure> {
+            self.ran.push(method);
+            Ok("format with secure erase settings".into())
+        }
+    }
+
+    fn measured(outcome: &MethodOutcome) -> &PtsAnalysis {
+        let Analysis::Pts(analysis) = &outcome.analysis else {
+            panic!("a pts analysis");
+        };
+        analysis.measured.as_ref().expect("measured")
+    }
+
+    #[test]
+    fn pts_e_throughput_is_two_tests_each_purged_and_preconditioned_and_pts_c_one() {
+        let capacity = 16 * MIB;
+        let quick = |flavour| PtsOptions {
+            test: PtsTest::Throughput,
+            flavour,
+            cell_ns: 20_000_000,
+            ..PtsOptions::default()
+        };
+        let mut device = MemDevice::new(capacity, 500_000);
+        let mut watch = Watch(Vec::new());
+        let outcome = pts(
+            Session::new(&mut device, &mut watch, 1),
+            &quick(PtsFlavour::Enterprise),
+            None,
+        )
+        .unwrap();
+        let a = measured(&outcome);
+        let tests: Vec<&PtsSubTest> = a.sub_tests().collect();
+        assert_eq!(tests.len(), 2);
+        assert_eq!(
+            tests
+                .iter()
+                .map(|t| t.tracking_cell.block_bytes)
+                .collect::<Vec<_>>(),
+            vec![1 << 20, 128 << 10]
+        );
+        for t in &tests {
+            // Each test's own matrix: its block size read and written, nothing else; its own steady state.
+            assert!(t.purged && t.preconditioning_bytes == 2 * capacity, "{t:?}");
+            assert!(t.steady_state.achieved && t.rounds.len() == 5);
+            assert!(
+                t.matrix
+                    .iter()
+                    .all(|c| c.cell.block_bytes == t.tracking_cell.block_bytes)
+            );
+            assert_eq!(t.matrix.len(), 2);
+        }
+        // Two purges (discards over the whole device), the second after the first test's rounds.
+        let purges: Vec<&String> = watch.0.iter().filter(|n| n.starts_with("purge")).collect();
+        assert_eq!(purges, ["purge", "purge"]);
+        let second = watch.0.iter().rposition(|n| n == "purge").unwrap();
+        assert_eq!(watch.0[second + 1], "precondition-128k");
+        assert!(watch.0[..second].iter().any(|n| n.ends_with("-1m")));
+        assert!(watch.0[second..].iter().all(|n| !n.ends_with("-1m")));
+        // The first test's figure heads the result, as PTS-C's only test.
+        let mut device = MemDevice::new(capacity, 500_000);
+        let mut watch = Watch(Vec::new());
+        let client = pts(
+            Session::new(&mut device, &mut watch, 1),
+            &quick(PtsFlavour::Client),
+            None,
+        )
+        .unwrap();
+        let c = measured(&client);
+        assert!(c.further.is_empty() && c.first.tracking_cell.block_bytes == 1 << 20);
+        assert_eq!(c.flavour, PtsFlavour::Client);
+        assert!(
+            c.departures.iter().any(|d| d.contains("one minute")),
+            "{:?}",
+            c.departures
+        );
+    }
+
+    #[test]
+    fn the_latency_test_reports_the_99_999th_percentile_from_kept_histograms() {
+        let mut device = MemDevice::new(16 * MIB, 100_000);
+        let mut watch = Watch(Vec::new());
+        let options = PtsOptions {
+            test: PtsTest::Latency,
+            cell_ns: 20_000_000,
+            ..PtsOptions::default()
+        };
+        let session = Session::new(&mut device, &mut watch, 1);
+        let outcome = pts(session, &options, None).unwrap();
+        let a = measured(&outcome);
+        assert_eq!(a.first.matrix.len(), 9);
+        for cell in a
+            .first
+            .matrix
+            .iter()
+            .chain(a.first.rounds.iter().flat_map(|r| &r.cells))
+        {
+            // Every operation takes 100 us: the tail is that, within the histogram's resolution.
+            let p = cell.latency_ns_p99_999.expect("reported");
+            assert!(
+                p.abs_diff(100_000) <= 1_000 && p <= cell.latency_ns_max,
+                "{cell:?}"
+            );
+        }
+        // Each cell's histogram stays in its phase (the result keeps them).
+        let cells: Vec<_> = outcome
+            .phases
+            .iter()
+            .filter(|p| p.name.starts_with('r'))
+            .collect();
+        assert_eq!(cells.len(), 9 * a.first.rounds.len());
+        assert!(cells.iter().all(|p| p.summary.latency_histogram.is_some()));
+        // The IOPS test keeps none and reports none.
+        let mut device = MemDevice::new(16 * MIB, 100_000);
+        let iops = PtsOptions {
+            cell_ns: 20_000_000,
+            ..PtsOptions::default()
+        };
+        let outcome = pts(Session::new(&mut device, &mut watch, 1), &iops, None).unwrap();
+        assert!(
+            measured(&outcome)
+                .first
+                .matrix
+                .iter()
+                .all(|c| c.latency_ns_p99_999.is_none())
+        );
+    }
+
+    #[test]
+    fn a_drive_that_offers_secure_erase_is_purged_by_it_not_by_discard() {
+        let mut device = MemDevice::new(16 * MIB, 500_000);
+        let mut watch = Watch(Vec::new());
+        let mut drive = DrivePurges {
+            offered: vec![EraseMethod::SecureErase],
+            ran: vec![],
+        };
+        let options = PtsOptions {
+            cell_ns: 20_000_000,
+            test: PtsTest::Latency,
+            ..PtsOptions::default()
+        };
+        let outcome = pts(
+            Session::new(&mut device, &mut watch, 1),
+            &options,
+            Some(&mut drive),
+        )
+        .unwrap();
+        let a = measured(&outcome);
+        assert_eq!(drive.ran, [EraseMethod::SecureErase]);
+        assert!(
+            a.first.purged && a.first.purge.starts_with("the drive's secure-erase"),
+            "{}",
+            a.first.purge
+        );
+        assert!(
+            !device.log().iter().any(|(op, _, _)| *op == Op::Discard),
+            "no discard"
+        );
+        assert!(!watch.0.iter().any(|n| n == "purge"));
+
+        // A drive that offers neither is discarded, and the result says why its own purges were not used.
+        let mut device = MemDevice::new(16 * MIB, 500_000);
+        let mut drive = DrivePurges {
+            offered: vec![],
+            ran: vec![],
+        };
+        let outcome = pts(
+            Session::new(&mut device, &mut watch, 1),
+            &options,
+            Some(&mut drive),
+        )
+        .unwrap();
+        let t = &measured(&outcome).first;
+        assert!(drive.ran.is_empty());
+        assert!(
+            t.purged && t.purge.starts_with("discard over the whole device"),
+            "{}",
+            t.purge
+        );
+        assert!(
+            t.purge
+                .contains("sanitize not offered: the drive does not offer it"),
+            "{}",
+            t.purge
+        );
+        assert!(device.log().iter().any(|(op, _, _)| *op == Op::Discard));
+    }
+
+    #[test]
+    fn more_than_25_rounds_are_said_to_depart_from_the_pts() {
+        let mut device = MemDevice::new(16 * MIB, 500_000);
+        let mut watch = Watch(Vec::new());
+        let options = PtsOptions {
+            cell_ns: 20_000_000,
+            test: PtsTest::Latency,
+            max_rounds: 30,
+            ..PtsOptions::default()
+        };
+        let outcome = pts(Session::new(&mut device, &mut watch, 1), &options, None).unwrap();
+        let a = measured(&outcome);
+        let d = a.departures.join("; ");
+        assert!(d.contains("--max-rounds 30: the PTS stops at 25 rounds"), "{d}");
+        // This device settles in five, so the note says the extra rounds were not used.
+        assert!(d.contains("did not need more"), "{d}");
+        // A run that went past round 25 is said not to conform.
+        let mut long = a.first.clone();
+        while long.rounds.len() < 27 {
+            let mut next = long.rounds[0].clone();
+            next.round = long.rounds.len() as u32 + 1;
+            long.rounds.push(next);
+        }
+        let d = departures(&options, std::slice::from_ref(&long)).join("; ");
+        assert!(d.contains("went on to round 27: it is not PTS-conforming"), "{d}");
+        // A run with the specification's settings departs from nothing.
+        let conforming = PtsOptions {
+            cell_ns: 60_000_000_000,
+            max_rounds: 25,
+            ..options
+        };
+        assert_eq!(departures(&conforming, std::slice::from_ref(&a.first)), Vec::<String>::new());
     }
 
     #[test]
@@ -337,13 +745,13 @@ mod tests {
             active_range_percent: 0.0,
             ..PtsOptions::default()
         };
-        let err = pts(Session::new(&mut device, &mut watch, 1), &bad).unwrap_err();
+        let err = pts(Session::new(&mut device, &mut watch, 1), &bad, None).unwrap_err();
         assert!(err.to_string().contains("--span"), "{err}");
         let few = PtsOptions {
             max_rounds: 4,
             ..PtsOptions::default()
         };
-        let err = pts(Session::new(&mut device, &mut watch, 1), &few).unwrap_err();
+        let err = pts(Session::new(&mut device, &mut watch, 1), &few, None).unwrap_err();
         assert!(err.to_string().contains("--max-rounds"), "{err}");
         assert!(device.log().is_empty(), "refused before any I/O");
     }

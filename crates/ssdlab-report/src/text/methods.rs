@@ -240,35 +240,59 @@ pub fn method_lines(analysis: &Analysis) -> Vec<String> {
     out
 }
 
-/// The PTS result on stderr: how it ran, the steady-state determination and the matrix at steady state.
+/// The PTS result on stderr: how it ran, the steady-state determination and the matrix at steady state, test by
+/// test (PTS-E's throughput test is two).
 pub fn pts_lines(a: &ssdlab_core::schema::pts::PtsAnalysis) -> Vec<String> {
     let mut out = Vec::new();
-    use ssdlab_core::schema::pts::PtsTest;
-    let cells = a.rounds.first().map_or(0, |r| r.cells.len());
     say!(
         out,
-        "PTS       {} test: {} round(s) of {cells} cells x {} s over {:.0}% of the device ({}), QD{}; preconditioned with {}{}",
+        "PTS       {} {} test over {:.0}% of the device ({}), cells of {} s, QD{}",
+        a.flavour.name(),
         a.test.name(),
-        a.rounds.len(),
-        a.cell_s,
         a.active_range_percent,
         BinaryBytes(a.active_range_bytes),
-        a.tracking_cell.queue_depth,
-        BinaryBytes(a.preconditioning_bytes),
-        if a.purged {
-            " after a purge"
-        } else {
-            ", not purged"
+        a.cell_s,
+        a.first.tracking_cell.queue_depth,
+    );
+    for t in a.sub_tests() {
+        out.extend(pts_sub_test_lines(a, t));
+    }
+    for s in &a.skipped {
+        say!(out, "skipped   {s}");
+    }
+    for d in &a.departures {
+        say!(out, "departs   {d}");
+    }
+    out
+}
+
+fn pts_sub_test_lines(
+    a: &ssdlab_core::schema::pts::PtsAnalysis,
+    t: &ssdlab_core::schema::pts::PtsSubTest,
+) -> Vec<String> {
+    use ssdlab_core::schema::pts::{PtsMetric, PtsTest, size_token};
+    let mut out = Vec::new();
+    let cells = t.rounds.first().map_or(0, |r| r.cells.len());
+    say!(
+        out,
+        "test      {}: {} round(s) of {cells} cells; preconditioned with {}; purge: {}",
+        size_token(t.tracking_cell.block_bytes),
+        t.rounds.len(),
+        BinaryBytes(t.preconditioning_bytes),
+        match (t.purged, t.purge.is_empty()) {
+            (_, false) => t.purge.clone(),
+            (true, true) => "discard".into(),
+            (false, true) => "none".into(),
         }
     );
-    let tracking = |v: f64| match a.tracking_metric {
-        ssdlab_core::schema::pts::PtsMetric::Iops => format!("{v:.0} IOPS"),
-        ssdlab_core::schema::pts::PtsMetric::BytesPerS => mb(v),
-        ssdlab_core::schema::pts::PtsMetric::LatencyNsMean => Nanos(v).to_string(),
+    let tracking = |v: f64| match t.tracking_metric {
+        PtsMetric::Iops => format!("{v:.0} IOPS"),
+        PtsMetric::BytesPerS => mb(v),
+        PtsMetric::LatencyNsMean => Nanos(v).to_string(),
     };
-    let series: Vec<String> = a.rounds.iter().map(|r| tracking(r.tracking)).collect();
+    let series: Vec<String> = t.rounds.iter().map(|r| tracking(r.tracking)).collect();
     say!(out, "rounds    {}", series.join(", "));
-    let st = &a.steady_state;
+    let st = &t.steady_state;
     match (st.window_first_round, st.window_last_round, st.window_mean) {
         (Some(first), Some(last), Some(mean)) => say!(
             out,
@@ -281,28 +305,29 @@ pub fn pts_lines(a: &ssdlab_core::schema::pts::PtsAnalysis) -> Vec<String> {
         _ => say!(
             out,
             "steady    not assessed: {} round(s), fewer than 5",
-            a.rounds.len()
+            t.rounds.len()
         ),
     }
-    let mut mixes: Vec<u32> = a.matrix.iter().map(|c| c.cell.read_percent).collect();
-    mixes.dedup();
+    let mut mixes: Vec<u32> = t.matrix.iter().map(|c| c.cell.read_percent).collect();
     mixes.sort_unstable_by(|x, y| y.cmp(x));
     mixes.dedup();
-    let mut sizes: Vec<u64> = a.matrix.iter().map(|c| c.cell.block_bytes).collect();
+    let mut sizes: Vec<u64> = t.matrix.iter().map(|c| c.cell.block_bytes).collect();
     sizes.sort_unstable_by(|x, y| y.cmp(x));
     sizes.dedup();
     let (what, figure): (&str, fn(&ssdlab_core::schema::pts::PtsCellResult) -> String) = match a.test {
         PtsTest::Iops => ("IOPS", |c| format!("{:.0}", c.iops)),
         PtsTest::Throughput => ("MB/s", |c| format!("{:.1}", c.bytes_per_s / 1e6)),
-        PtsTest::Latency => ("mean / maximum response time", |c| {
+        PtsTest::Latency => ("mean / 99.999% / maximum response time", |c| {
             format!(
-                "{} / {}",
+                "{} / {} / {}",
                 Nanos(c.latency_ns_mean),
+                c.latency_ns_p99_999
+                    .map_or("–".to_string(), |p| Nanos(p as f64).to_string()),
                 Nanos(c.latency_ns_max as f64)
             )
         }),
     };
-    let width = if a.test == PtsTest::Latency { 22 } else { 10 };
+    let width = if a.test == PtsTest::Latency { 32 } else { 10 };
     say!(
         out,
         "matrix    {what} over the measurement window, by block size and R/W mix"
@@ -313,18 +338,15 @@ pub fn pts_lines(a: &ssdlab_core::schema::pts::PtsAnalysis) -> Vec<String> {
     }
     say!(out, "{header}");
     for size in sizes {
-        let mut line = format!("{:>10}", ssdlab_core::schema::pts::size_token(size));
+        let mut line = format!("{:>10}", size_token(size));
         for m in &mixes {
-            let cell = a
+            let cell = t
                 .matrix
                 .iter()
                 .find(|c| c.cell.block_bytes == size && c.cell.read_percent == *m);
             line.push_str(&format!("{:>width$}", cell.map_or("–".to_string(), figure)));
         }
         say!(out, "{line}");
-    }
-    for s in &a.skipped {
-        say!(out, "skipped   {s}");
     }
     out
 }

@@ -21,10 +21,26 @@ pub fn target_lines(info: &DeviceInfo) -> Vec<String> {
         info.backend,
         direct
     );
+    if let Some(line) = drive_facts_line(&info.drive) {
+        say!(out, "drive     {line}");
+    }
     for note in &info.notes {
         say!(out, "note      {note}");
     }
     out
+}
+
+/// "serial S3Z1NB0K, firmware RVT02B6Q, write cache write back": what the kernel reports, or None when nothing.
+pub fn drive_facts_line(drive: &ssdlab_core::DriveFacts) -> Option<String> {
+    let parts: Vec<String> = [
+        drive.serial.as_ref().map(|s| format!("serial {s}")),
+        drive.firmware.as_ref().map(|f| format!("firmware {f}")),
+        drive.write_cache.as_ref().map(|w| format!("write cache {w}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 fn latency_cells(l: &LatencyNs) -> String {

@@ -69,6 +69,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
                 span: a.span,
                 qd: a.qd,
                 max_rounds: a.max_rounds,
+                flavour: a.flavour.into(),
             })?),
         ),
     };
