@@ -659,7 +659,7 @@ fn every_real_drive_output_reads() {
         .filter(|n| n.ends_with(".json"))
         .collect();
     names.sort();
-    assert_eq!(names.len(), 11, "{names:?}");
+    assert_eq!(names.len(), 17, "{names:?}");
     for name in names {
         let out = run(&[
             "health",
@@ -679,6 +679,10 @@ fn every_real_drive_output_reads() {
             "sata-intel-dc-s3510-120g.json" => &["host 80.40 TB", "NAND 131.61 TB", "29.0% used"],
             "sata-samsung-pm893-1.92t.json" => &["host 15.60 TB"],
             "sata-samsung-860evo-500g.json" => &["host 33.17 TB"],
+            "nvme-sabrent-rocket4-1t.json" => &["host 39.15 TB", "read 14.51 TB", "4.0% used"],
+            "nvme-toshiba-xg6-kxg60znv512g.json" => &["host 2.86 TB", "read 5.37 TB"],
+            "nvme-seagate-firecuda530-4t.json" => &["host 0 B"],
+            "sata-sandisk-pssd-16g.json" => &["host 5.21 GB", "read 48.56 GB"],
             _ => &[],
         };
         for text in expected {
