@@ -40,7 +40,12 @@ step health-nvme-after ssdlab health /dev/nvme0 --json --history /out/history --
 step health-nvme-nvmecli nvme smart-log /dev/nvme0 -o json
 step health-sata ssdlab health /dev/sda --json --no-history --prom /out/health-sata.prom
 
-# 2. Erase: QEMU's NVMe has no sanitize, so auto falls back to a format with secure erase; QEMU's ATA disk has no
+# 2. The PTS purges with the drive's own secure erase (QEMU's NVMe has no sanitize, so a format with secure erase
+# settings), not discard, and its report carries the serial, firmware and write cache the kernel reports. It runs
+# before the erases, which leave the namespace reading zeroes for the over-provisioning step.
+step pts-nvme ssdlab test pts --target /dev/nvme0n1 --allow-destroy --test latency --round-time 100ms --out /out/pts-nvme --json
+
+# Erase: QEMU's NVMe has no sanitize, so auto falls back to a format with secure erase; QEMU's ATA disk has no
 # security feature set, so secure-erase refuses and auto falls back to what the kernel offers.
 step erase-nvme-sanitize ssdlab erase --target /dev/nvme0n1 --allow-destroy --method sanitize --json
 step erase-nvme-auto ssdlab erase --target /dev/nvme0n1 --allow-destroy --method auto --out /out/erase-nvme --json

@@ -228,6 +228,104 @@ fn health_reads_a_drive_through_the_tools_port_and_keeps_its_history() {
     assert_eq!(lines(&files[0]), 1, "the same snapshot is not recorded twice");
 }
 
+/// The NVMe drive's snapshot of a health run through canned tools, as its JSON Lines analysis record says it.
+fn nvme_snapshot(tools: &CannedTools) -> serde_json::Value {
+    let plan = health::Plan::new(
+        vec!["/dev/null".into()],
+        false,
+        vec![],
+        None,
+        "all".into(),
+        RatingFlags::default(),
+        None,
+        None,
+        "smartctl".into(),
+    )
+    .unwrap();
+    let mut console = RecordingConsole::with_json();
+    let clock = FixedClock::at(FIXTURE_NOW_S);
+    health::run(&plan, &mut Ports::new(&mut console, tools, &clock, no_stop())).unwrap();
+    let analysis = console
+        .json
+        .unwrap()
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["type"] == "analysis")
+        .unwrap();
+    // The first (only) drive's snapshot, wherever the record nests it.
+    fn find(v: &serde_json::Value) -> Option<serde_json::Value> {
+        if v.get("nand_written_source").is_some() {
+            return Some(v.clone());
+        }
+        match v {
+            serde_json::Value::Object(o) => o.values().find_map(find),
+            serde_json::Value::Array(a) => a.iter().find_map(find),
+            _ => None,
+        }
+    }
+    find(&analysis).expect("a drive's snapshot")
+}
+
+#[test]
+fn an_nvme_drives_nand_writes_come_from_the_ocp_log_else_the_endurance_log_and_it_says_which() {
+    // A real Samsung 970 EVO Plus (host writes 23.05 TB); the logs nvme-cli would print for it are constructed.
+    let smartctl = health_fixture("real/nvme-samsung-970evoplus-250g.json");
+    let base = || CannedTools::default().answer("smartctl --json=c -x /dev/null", 0, &smartctl);
+    let ocp = base().answer(
+        "nvme ocp smart-add-log /dev/null -o json",
+        0,
+        r#"{"Physical media units written": {"hi": 0, "lo": 40000000000000}}"#,
+    );
+    let s = nvme_snapshot(&ocp);
+    assert_eq!(s["nand_written_bytes"], 40_000_000_000_000u64, "{s:#}");
+    assert!(
+        s["nand_written_source"]
+            .as_str()
+            .unwrap()
+            .contains("OCP Datacenter SMART log (C0h)"),
+        "{s:#}"
+    );
+    assert_eq!(
+        ocp.asked.lock().unwrap().len(),
+        2,
+        "the endurance log is not read when the OCP log answers"
+    );
+
+    let endurance = base()
+        .answer("nvme ocp smart-add-log /dev/null -o json", 1, "")
+        .answer(
+            "nvme endurance-log /dev/null --group-id=1 -o json",
+            0,
+            r#"{"data_units_written": 23052, "media_units_written": 35000}"#,
+        );
+    let s = nvme_snapshot(&endurance);
+    assert_eq!(s["nand_written_bytes"], 35_000_000_000_000u64);
+    assert!(
+        s["nand_written_source"]
+            .as_str()
+            .unwrap()
+            .contains("Endurance Group Information log (09h)")
+    );
+
+    // Neither log: the source says what each attempt said; a NAND figure below host writes is not trusted.
+    let neither = base();
+    let s = nvme_snapshot(&neither);
+    assert!(s["nand_written_bytes"].is_null());
+    let why = s["nand_written_source"].as_str().unwrap();
+    assert!(
+        why.contains("OCP log C0h: nvme-cli is not installed") && why.contains("Endurance Group log 09h"),
+        "{why}"
+    );
+    let implausible = base().answer(
+        "nvme ocp smart-add-log /dev/null -o json",
+        0,
+        r#"{"physical_media_units_written": {"hi": 0, "lo": 1000}}"#,
+    );
+    let s = nvme_snapshot(&implausible);
+    assert!(s["nand_written_bytes"].is_null(), "{s:#}");
+    assert!(s["notes"].to_string().contains("implausible"), "{s:#}");
+}
+
 #[test]
 fn health_without_smartctl_names_the_package_to_install() {
     let plan = health::Plan::new(

@@ -58,6 +58,8 @@ fn life(
     let span_days = window.last().map_or(0.0, |l| (l.taken_at_s - t0) as f64 / DAY_S);
     let wear_basis = if pe.is_some() && current.erase_count_mean.is_some() {
         format!("mean erase count over {} rated P/E cycles", pe.unwrap_or(0))
+    } else if current.wear_source.is_empty() {
+        "no wear figure: the drive reports neither wear used nor an erase count".to_string()
     } else {
         format!("wear used ({})", current.wear_source)
     };

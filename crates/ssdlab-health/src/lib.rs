@@ -20,6 +20,7 @@ pub mod history;
 mod json;
 pub mod life;
 pub mod nvme_cli;
+pub mod nvme_nand;
 pub mod plausible;
 pub mod prom;
 pub mod purge;

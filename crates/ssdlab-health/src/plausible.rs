@@ -21,6 +21,12 @@ const NAND_BELOW_HOST: f64 = 0.4;
 /// amplification of 50 is beyond any drive's sustained worst case).
 const NAND_ABOVE_HOST: f64 = 50.0;
 
+/// A SATA drive that has been on this long and has written less than [`HOST_BELOW_CAPACITY`] of its capacity is read
+/// in the wrong unit: what its OS, file system and every update wrote over a thousand hours is more than that. The
+/// usual cause is a drive missing from smartctl's database whose attribute 241 counts GiB or 32 MiB, not LBAs.
+const HOURS_IN_USE: u64 = 1000;
+const HOST_BELOW_CAPACITY: f64 = 1e-3;
+
 fn tb(bytes: u128) -> String {
     format!("{:.2} TB", bytes as f64 / 1e12)
 }
@@ -58,6 +64,24 @@ pub fn check(snapshot: &mut HealthSnapshot) {
             ));
             snapshot.host_written_bytes = None;
         }
+    }
+    // After the NAND comparison, whose note is the more telling where a NAND counter exists.
+    if let (Some(host), Some(hours), Some(capacity), Protocol::Ata) = (
+        snapshot.host_written_bytes,
+        snapshot.power_on_hours,
+        snapshot.identity.capacity_bytes,
+        snapshot.identity.protocol,
+    ) && hours >= HOURS_IN_USE
+        && (host as f64) < capacity as f64 * HOST_BELOW_CAPACITY
+    {
+        snapshot.notes.push(format!(
+            "implausible: host writes of {:.2} MB after {hours} power-on hours are under a thousandth of the \
+             drive's {:.2} TB; the counter is likely in a larger unit than it was read in (a drive missing from \
+             smartctl's database may count attribute 241 in GiB or 32 MiB); host writes not used",
+            host as f64 / 1e6,
+            capacity as f64 / 1e12
+        ));
+        snapshot.host_written_bytes = None;
     }
     if let Some(used) = snapshot.wear_used_percent
         && !(0.0..=255.0).contains(&used)
@@ -136,6 +160,17 @@ mod tests {
         let mut fine = snapshot(100_000_000_000_000, Some(150_000_000_000_000), 10_000);
         check(&mut fine);
         assert!(fine.notes.is_empty() && fine.host_written_bytes.is_some());
+        // The SK hynix SE5110 behind a Dell controller (a real output, tests/fixtures/real): 24,765 of its
+        // attribute 241 read as LBAs are 12.68 MB after 12,441 hours on 1.92 TB.
+        let mut tiny = snapshot(12_679_680, None, 12_441);
+        tiny.identity.capacity_bytes = Some(1_920_383_410_176);
+        check(&mut tiny);
+        assert_eq!(tiny.host_written_bytes, None);
+        assert!(tiny.notes[0].contains("under a thousandth"), "{:?}", tiny.notes);
+        // A new drive may have written little: under a thousand hours nothing is said.
+        let mut new = snapshot(12_679_680, None, 200);
+        check(&mut new);
+        assert!(new.notes.is_empty() && new.host_written_bytes.is_some());
         // A compressing controller (SandForce) writes less NAND than host data: 0.6 is real, not implausible.
         let mut compressing = snapshot(100_000_000_000_000, Some(60_000_000_000_000), 10_000);
         check(&mut compressing);

@@ -56,8 +56,11 @@ fn io_path(r: &RunResult) -> String {
 
 fn verdict(r: &RunResult) -> String {
     let incomplete = if r.complete { "" } else { " (incomplete)" };
-    if r.verdict.passed {
+    if r.verdict.passed && r.verdict.reasons.is_empty() {
         format!("passed{incomplete}")
+    } else if r.verdict.passed {
+        // What a passing result says of itself (a health check's drive count and any warnings).
+        format!("passed: {}{incomplete}", r.verdict.reasons.join("; "))
     } else {
         format!("failed: {}{incomplete}", r.verdict.reasons.join("; "))
     }

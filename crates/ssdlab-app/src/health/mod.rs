@@ -130,10 +130,26 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
                 .map(|u| format!("{}: could not be read: {}", u.device, u.reason)),
         )
         .collect();
+    // A drive that warns does not fail the command, but the verdict names it: "passed" alone above a warning
+    // reads as all clear.
+    let warned: Vec<String> = drives
+        .iter()
+        .filter(|d| d.verdict.level == HealthLevel::Warn)
+        .map(|d| format!("WARN {}: {}", d.snapshot.identity.source, d.verdict.reasons[0]))
+        .collect();
     let verdict = Verdict {
         passed: failed.is_empty(),
         reasons: if failed.is_empty() {
-            vec![format!("{} drive(s), none failing", drives.len())]
+            std::iter::once(format!(
+                "{} drive(s), none failing{}",
+                drives.len(),
+                match warned.len() {
+                    0 => String::new(),
+                    n => format!(", {n} with warnings"),
+                }
+            ))
+            .chain(warned)
+            .collect()
         } else {
             failed
         },

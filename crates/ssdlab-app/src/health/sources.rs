@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 use ssdlab_core::Device;
-use ssdlab_core::schema::health::HealthSnapshot;
+use ssdlab_core::schema::health::{HealthSnapshot, Protocol};
 use ssdlab_core::schema::{DeviceCounters, RunResult};
 use ssdlab_health::drivedb::{AttributeNames, DriveDb};
+use ssdlab_health::nvme_nand::{self, NandWrites as NvmeNand};
 use ssdlab_health::virtual_drive::{self, VirtualDrive};
 use ssdlab_health::{history, smartctl};
 use ssdlab_io::Engine;
@@ -103,11 +104,57 @@ pub fn read_device(
     if snapshot.smartctl_exit_status.is_none() {
         snapshot.smartctl_exit_status = status.map(|s| s.clamp(0, 255) as u8);
     }
+    if snapshot.identity.protocol == Protocol::Nvme && snapshot.nand_written_bytes.is_none() {
+        match read_nvme_nand(device, tools) {
+            Ok(nand) => {
+                snapshot.nand_written_bytes = Some(nand.bytes);
+                snapshot.nand_written_source = nand.source;
+                // The new figure is checked against host writes like any other.
+                ssdlab_health::plausible::check(&mut snapshot);
+            }
+            Err(why) => {
+                snapshot.nand_written_source =
+                    format!("not in the NVMe SMART log, and neither log that carries it was read: {why}")
+            }
+        }
+    }
     Ok(Reading {
         snapshot,
         profile_pe: None,
         is_virtual: false,
     })
+}
+
+/// An NVMe drive's NAND writes from nvme-cli: the OCP Datacenter SMART log (C0h) where the drive keeps one, else
+/// the Endurance Group log (09h) of group 1; or why neither was read.
+fn read_nvme_nand(device: &str, tools: &dyn Tools) -> Result<NvmeNand, String> {
+    let run = |args: &[&str]| -> Result<String, String> {
+        let argv: Vec<String> = std::iter::once("nvme")
+            .chain(args.iter().copied())
+            .map(String::from)
+            .collect();
+        match tools.run(&argv) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err("nvme-cli is not installed (apt-get install nvme-cli)".into())
+            }
+            Err(e) => Err(format!("cannot run nvme: {e}")),
+            Ok(out) if out.exit_code != Some(0) => Err(format!(
+                "`{}` failed ({})",
+                argv.join(" "),
+                out.stderr.lines().next().unwrap_or("no message").trim()
+            )),
+            Ok(out) => Ok(out.stdout),
+        }
+    };
+    let ocp = run(&["ocp", "smart-add-log", device, "-o", "json"])
+        .and_then(|text| nvme_nand::parse_ocp_smart_log(&text));
+    let ocp_failure = match ocp {
+        Ok(nand) => return Ok(nand),
+        Err(why) => why,
+    };
+    run(&["endurance-log", device, "--group-id=1", "-o", "json"])
+        .and_then(|text| nvme_nand::parse_endurance_log(&text, 1))
+        .map_err(|why| format!("OCP log C0h: {ocp_failure}; Endurance Group log 09h: {why}"))
 }
 
 /// DEVICE:TYPE as (path, smartctl's -d TYPE). A path that exists as written is taken whole (by-path names hold

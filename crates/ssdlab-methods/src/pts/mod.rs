@@ -734,7 +734,10 @@ mod tests {
             max_rounds: 25,
             ..options
         };
-        assert_eq!(departures(&conforming, std::slice::from_ref(&a.first)), Vec::<String>::new());
+        assert_eq!(
+            departures(&conforming, std::slice::from_ref(&a.first)),
+            Vec::<String>::new()
+        );
     }
 
     #[test]

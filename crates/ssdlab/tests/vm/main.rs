@@ -245,6 +245,14 @@ fn health_reads_qemus_nvme_live_and_counts_a_known_write_in_data_units() {
     let log: Value = serde_json::from_str(&lab.file("health-nvme-nvmecli.out")).unwrap();
     let units: u64 = log["data_units_written"].as_str().unwrap().parse().unwrap();
     assert_eq!(units * 512_000, after["host_written_bytes"].as_u64().unwrap());
+    // QEMU 7.2 keeps neither log that carries NAND writes: nvme-cli's own answers for both are in the source.
+    let nand = after["nand_written_source"].as_str().unwrap();
+    assert!(
+        after["nand_written_bytes"].is_null()
+            && nand.contains("OCP log C0h: `nvme ocp smart-add-log /dev/nvme0 -o json` failed")
+            && nand.contains("Endurance Group log 09h: `nvme endurance-log /dev/nvme0 --group-id=1 -o json`"),
+        "{nand}"
+    );
     // QEMU reports 323 K (50 °C), no wear and no spare.
     assert_eq!(after["temperature_celsius"].as_f64(), Some(50.0));
     assert_eq!(after["wear_used_percent"].as_f64(), Some(0.0));
@@ -295,6 +303,44 @@ fn erase_refuses_a_sanitize_that_reaches_other_namespaces_and_falls_back_to_a_se
         format.contains("nvme format /dev/nvme0 --namespace-id=1 --ses=1"),
         "{format}"
     );
+}
+
+#[test]
+fn pts_purges_qemus_nvme_by_its_own_secure_format_and_reports_the_drive() {
+    let Some(lab) = lab() else { return };
+    lab.expect("pts-nvme", 0);
+    let record = lab.record("pts-nvme");
+    let analysis = &record["analysis"];
+    let purge = analysis["purge"].as_str().unwrap();
+    // QEMU has no sanitize; its Format NVM with secure erase settings is the drive's purge, read back erased.
+    assert!(
+        purge.starts_with("the drive's secure-erase")
+            && purge.contains("nvme format /dev/nvme0 --namespace-id=1 --ses=1")
+            && purge.contains("read back erased"),
+        "{purge}"
+    );
+    assert_eq!(analysis["purged"], true);
+    // Twice the 1 GiB namespace preconditioned; nine latency cells with their 99.999th percentiles.
+    assert_eq!(analysis["preconditioning_bytes"], 2u64 << 30);
+    let matrix = analysis["matrix"].as_array().unwrap();
+    assert_eq!(matrix.len(), 9);
+    assert!(
+        matrix
+            .iter()
+            .all(|c| c["latency_ns_p99_999"].as_u64().unwrap() > 0)
+    );
+    // The kernel's facts about the drive: QEMU's serial as given on its command line, its firmware revision,
+    // and the volatile write cache it reports.
+    let drive = &record["target"]["drive"];
+    assert_eq!(drive["serial"], "ssdlab0001", "{drive:#}");
+    assert!(
+        drive["firmware"].as_str().is_some_and(|f| !f.is_empty()),
+        "{drive:#}"
+    );
+    assert_eq!(drive["write_cache"], "write back", "{drive:#}");
+    // A 0.1 s cell is named as a departure from the specification.
+    let departures = analysis["departures"].to_string();
+    assert!(departures.contains("cells of 0.1 s"), "{departures}");
 }
 
 #[test]
