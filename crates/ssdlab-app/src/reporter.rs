@@ -160,6 +160,10 @@ impl Observer for Reporter<'_> {
 }
 
 impl ssdlab_methods::MethodObserver for Reporter<'_> {
+    fn alarm(&mut self, line: &str) {
+        self.console.alarm(line);
+    }
+
     fn begin_phase(&mut self, name: &str) {
         // A stdout failure other than a closed pipe surfaces at the final events.
         let _ = self.start_phase(name);

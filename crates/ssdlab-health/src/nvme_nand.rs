@@ -72,8 +72,10 @@ pub fn parse_ocp_smart_log(text: &str) -> Result<NandWrites, String> {
 /// `nvme endurance-log DEV --group-id=N -o json`: media units written, in billions of bytes.
 pub fn parse_endurance_log(text: &str, group: u16) -> Result<NandWrites, String> {
     let log = json(text, "the Endurance Group log")?;
-    let units = log
-        .get("media_units_written")
+    // nvme-cli 1.x and early 2.x printed Media Units Written as "mediate_write_commands".
+    let units = ["media_units_written", "mediate_write_commands"]
+        .iter()
+        .find_map(|key| log.get(*key))
         .and_then(wide)
         .ok_or("the Endurance Group log has no media units written")?;
     Ok(NandWrites {
@@ -130,6 +132,9 @@ mod tests {
             parse_endurance_log(wide_text, 1).unwrap().bytes,
             36_893_488_147_419_103_232u128 * ENDURANCE_UNIT_BYTES
         );
-        assert!(parse_endurance_log(r#"{"mediate_write_commands": 3}"#, 1).is_err());
+        // nvme-cli 1.x's misspelt key for the same field.
+        let old = r#"{"data_units_written": "812.000000", "mediate_write_commands": "3.000000"}"#;
+        assert_eq!(parse_endurance_log(old, 1).unwrap().bytes, 3_000_000_000);
+        assert!(parse_endurance_log(r#"{"data_units_written": 3}"#, 1).is_err());
     }
 }

@@ -54,6 +54,17 @@ pub fn check(snapshot: &mut HealthSnapshot) {
                 tb(host)
             ));
             snapshot.nand_written_bytes = None;
+        } else if nand as f64 > host as f64 * NAND_ABOVE_HOST && snapshot.identity.protocol == Protocol::Nvme
+        {
+            // NVMe's host counter is the standard's, in fixed units: it is the NAND figure (a vendor log read by
+            // nvme-cli) that cannot be trusted.
+            snapshot.notes.push(format!(
+                "implausible: NAND writes of {} ({}) beside host writes of {}; NAND writes not used",
+                tb(nand),
+                snapshot.nand_written_source,
+                tb(host)
+            ));
+            snapshot.nand_written_bytes = None;
         } else if nand as f64 > host as f64 * NAND_ABOVE_HOST {
             snapshot.notes.push(format!(
                 "implausible: host writes of {} beside NAND writes of {} ({}); the host counter is likely in \

@@ -186,6 +186,8 @@ pub fn rating(
     let capacity = identity.capacity_bytes.map(|c| c as f64);
     if let Some(tb) = flags.tbw_tb {
         rating.tbw_bytes = Some((tb * 1e12) as u64);
+        // The table's DWPD rated the table's TBW; the flag's TBW gets its own below.
+        rating.dwpd = None;
     } else if flags.dwpd.is_some() {
         // A DWPD given on the command line defines the TBW (below), over any table figure.
         rating.tbw_bytes = None;

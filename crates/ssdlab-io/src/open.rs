@@ -229,9 +229,23 @@ fn block_model(disk: &Path) -> String {
     }
 }
 
+/// An ATA drive's firmware revision from the ATA Information VPD page (0x89) libata's SCSI translation answers:
+/// the IDENTIFY DEVICE data starts at byte 60, and words 23-26 hold the revision as ATA strings do, each word's two
+/// bytes swapped. (`device/rev` there is only the revision's last four characters, cut to SCSI's field.)
+fn ata_firmware(page: &[u8]) -> Option<String> {
+    let identify = page.get(60..60 + 512)?;
+    let swapped: Vec<u8> = identify[46..54]
+        .chunks_exact(2)
+        .flat_map(|w| [w[1], w[0]])
+        .collect();
+    let text = String::from_utf8_lossy(&swapped).trim().to_string();
+    (!text.is_empty() && text.chars().all(|c| c.is_ascii_graphic() || c == ' ')).then_some(text)
+}
+
 /// The drive's serial, firmware and write cache as the kernel reports them: NVMe and virtio give `serial` and
-/// `firmware_rev` files; SCSI and ATA disks give `rev` and the serial in VPD page 0x80 (a 4-byte header, then the
-/// ASCII serial); every disk has `queue/write_cache`.
+/// `firmware_rev` files; SCSI disks give `rev` and the serial in VPD page 0x80 (a 4-byte header, then the ASCII
+/// serial), and an ATA disk behind libata its whole firmware revision in VPD page 0x89; every disk has
+/// `queue/write_cache`.
 fn drive_facts(disk: &Path) -> ssdlab_core::DriveFacts {
     let vpd_serial = || {
         let page = std::fs::read(disk.join("device/vpd_pg80")).ok()?;
@@ -242,8 +256,12 @@ fn drive_facts(disk: &Path) -> ssdlab_core::DriveFacts {
         serial: read_trimmed(&disk.join("device/serial"))
             .or_else(|| read_trimmed(&disk.join("serial")))
             .or_else(vpd_serial),
-        firmware: read_trimmed(&disk.join("device/firmware_rev"))
-            .or_else(|| read_trimmed(&disk.join("device/rev"))),
+        firmware: read_trimmed(&disk.join("device/firmware_rev")).or_else(|| {
+            match std::fs::read(disk.join("device/vpd_pg89")) {
+                Ok(page) => ata_firmware(&page),
+                Err(_) => read_trimmed(&disk.join("device/rev")),
+            }
+        }),
         write_cache: read_trimmed(&disk.join("queue/write_cache")),
     }
 }
@@ -659,4 +677,20 @@ fn open_file(
         ))
     };
     finish().map_err(undo_created)
+}
+
+#[cfg(test)]
+mod drive_facts_tests {
+    use super::ata_firmware;
+
+    #[test]
+    fn an_ata_firmware_revision_is_read_whole_from_vpd_page_0x89() {
+        // IDENTIFY data at byte 60; words 23-26 (bytes 46-53) hold "RVT02B6Q" with each pair swapped.
+        let mut page = vec![0u8; 60 + 512];
+        page[60 + 46..60 + 54].copy_from_slice(b"VR0TB2Q6");
+        assert_eq!(ata_firmware(&page).as_deref(), Some("RVT02B6Q"));
+        assert_eq!(ata_firmware(&page[..100]), None, "a short page");
+        let blank = vec![b' '; 60 + 512];
+        assert_eq!(ata_firmware(&blank), None);
+    }
 }

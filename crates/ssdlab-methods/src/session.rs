@@ -22,6 +22,9 @@ pub trait MethodObserver: Observer {
     /// Whether a line per phase is worth showing: a method of many short phases (the sweep's 36 sizes) prints
     /// its own table instead. The phases are still streamed and recorded.
     fn show_phase_lines(&mut self, _show: bool) {}
+
+    /// A line the user must see at once, even when quiet (a firmware purge's recovery instructions).
+    fn alarm(&mut self, _line: &str) {}
 }
 
 /// Why a method could not run.
@@ -151,6 +154,11 @@ impl<'a> Session<'a> {
     /// Returns whether it purged: false, with a note, when the device cannot discard, and false when the purge
     /// did not complete (interrupted, or a discard failed: the session has stopped).
     pub fn purge(&mut self, span: Span) -> Result<bool, MethodError> {
+        self.purge_as("purge", span)
+    }
+
+    /// [`Session::purge`] as a phase named `name` (a method that purges more than once names each).
+    pub fn purge_as(&mut self, name: &str, span: Span) -> Result<bool, MethodError> {
         let info = self.device.info();
         if !info.discard_supported {
             self.notes.push(format!(
@@ -187,7 +195,7 @@ impl<'a> Session<'a> {
             ..self.workload_base()
         };
         Ok(self
-            .phase("purge", &workload)?
+            .phase(name, &workload)?
             .is_some_and(|i| self.phases[i].complete))
     }
 

@@ -139,7 +139,9 @@ pub(crate) fn pts(group: &[&RunResult]) -> String {
         }),
         ("steady state", |_, a| per_test(a, steady_text)),
         ("departures from the PTS", |_, a| {
-            if a.departures.is_empty() {
+            if a.data_pattern.is_empty() {
+                "not recorded (a result from before ssdlab listed them)".into()
+            } else if a.departures.is_empty() {
                 "none: PTS-conforming".into()
             } else {
                 a.departures.join("; ")

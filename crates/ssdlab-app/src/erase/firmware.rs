@@ -164,6 +164,24 @@ impl<'p> FirmwarePurger<'p> {
         self.plan(method).map(|_| ())
     }
 
+    /// The lines `purge` says before it runs `method`.
+    pub fn notices(&self, method: EraseMethod) -> Vec<String> {
+        let Ok(plan) = self.plan(method) else {
+            return Vec::new();
+        };
+        let mut lines = Vec::new();
+        if let Some(notice) = &plan.notice {
+            lines.push(format!("  {:<13} {notice}", method.name()));
+        }
+        if let Some(minutes) = plan.estimate_minutes {
+            lines.push(format!(
+                "  {:<13} the drive estimates {minutes} min",
+                method.name()
+            ));
+        }
+        lines
+    }
+
     pub fn purge(&mut self, method: EraseMethod) -> Result<String, PurgeFailure> {
         let plan = self.plan(method)?;
         assert_eq!(
@@ -179,14 +197,9 @@ impl<'p> FirmwarePurger<'p> {
             )
             .into());
         }
-        if let Some(notice) = &plan.notice {
-            self.console.say(&format!("  {:<13} {notice}", method.name()));
-        }
-        if let Some(minutes) = plan.estimate_minutes {
-            self.console.say(&format!(
-                "  {:<13} the drive estimates {minutes} min",
-                method.name()
-            ));
+        // A notice may be the only way back into a drive whose purge is cut off: --quiet never hides it.
+        for line in self.notices(method) {
+            self.console.alarm(&line);
         }
         let (tools, clock) = (self.tools, self.clock);
         let log = run_plan(

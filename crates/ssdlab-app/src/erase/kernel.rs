@@ -67,6 +67,13 @@ impl Purger for KernelPurger<'_> {
         }
     }
 
+    fn notices(&mut self, method: EraseMethod) -> Vec<String> {
+        match method {
+            EraseMethod::Sanitize | EraseMethod::SecureErase => self.firmware.notices(method),
+            _ => Vec::new(),
+        }
+    }
+
     fn purge(&mut self, method: EraseMethod) -> Result<String, PurgeFailure> {
         let (call, name): (RangeIoctl, &str) = match method {
             EraseMethod::Sanitize | EraseMethod::SecureErase => return self.firmware.purge(method),

@@ -162,7 +162,9 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
         started_at: started_at.clone(),
     })?;
     // A PTS purges a whole drive with its own sanitize or secure erase where it offers one (the specification's
-    // purge), so the run holds the gate's descriptor for them; what they would say waits for the run's end.
+    // purge), so the run holds the gate's descriptor for them. The console is the run's while it runs: the
+    // purges' notices reach the user through the method (`Purger::notices`, said as alarms before each purge),
+    // and what the purger says on its own console is dropped as their duplicate.
     let mut held = crate::testing::RecordingConsole::default();
     let mut purger = match &method {
         Method::Pts(_) => drive_purger(&target, &device, &info, ports.tools, ports.clock, &mut held),
@@ -173,7 +175,7 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
         purger.as_mut().map(|p| p as &mut dyn Purger),
     );
     drop(purger);
-    reporter.say_lines(held.said);
+    drop(held);
     let outcome = match run {
         Ok(outcome) => outcome,
         Err(MethodError::Device(e)) => {

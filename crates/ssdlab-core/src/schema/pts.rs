@@ -191,7 +191,8 @@ pub struct PtsAnalysis {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub data_pattern: String,
     /// Every way this run departs from the specification (no purge, cells shorter than a minute, more than 25
-    /// rounds, an ActiveRange below 100%): empty for a conforming run.
+    /// rounds, fewer preconditioning passes): empty for a conforming run. Results from before the list existed
+    /// have no `data_pattern` either, and are shown as "not recorded".
     #[serde(default)]
     pub departures: Vec<String>,
 }

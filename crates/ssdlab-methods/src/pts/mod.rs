@@ -116,6 +116,7 @@ pub fn pts(
     }
 
     let mut tests: Vec<PtsSubTest> = Vec::new();
+    let mut late_failure = None;
     for (index, plan) in plans.iter().enumerate() {
         if session.stopped {
             break;
@@ -125,8 +126,19 @@ pub fn pts(
             0 => String::new(),
             _ => format!("-{}", size_token(plan.tracking_cell.block_bytes)),
         };
-        if let Some(test) = sub_test(&mut session, options, plan, whole, active, &suffix, &mut purger)? {
-            tests.push(test);
+        match sub_test(&mut session, options, plan, whole, active, &suffix, &mut purger) {
+            Ok(Some(test)) => tests.push(test),
+            Ok(None) => {}
+            // A later test that cannot start keeps the finished ones (hours of work on a real drive).
+            Err(e) if !tests.is_empty() => {
+                session.stopped = true;
+                late_failure = Some(format!(
+                    "the {} KiB test did not run: {e}",
+                    plan.tracking_cell.block_bytes >> 10
+                ));
+                break;
+            }
+            Err(e) => return Err(e),
         }
     }
 
@@ -138,7 +150,9 @@ pub fn pts(
     }
     departures.dedup();
     let mut reasons = Vec::new();
-    if session.stopped {
+    if let Some(failure) = late_failure {
+        reasons.push(failure);
+    } else if session.stopped {
         let rounds: usize = tests.iter().map(|t| t.rounds.len()).sum();
         reasons.push(format!(
             "{} after {rounds} complete round(s)",
@@ -220,11 +234,19 @@ fn departures(options: &PtsOptions, tests: &[PtsSubTest]) -> Vec<String> {
 fn purge(
     session: &mut Session<'_>,
     whole: Span,
+    suffix: &str,
     purger: &mut Option<&mut dyn Purger>,
 ) -> Result<(bool, String), MethodError> {
     let mut why_not = Vec::new();
     if let Some(purger) = purger.as_mut() {
         for method in [EraseMethod::Sanitize, EraseMethod::SecureErase] {
+            // Said before the purge starts, as `erase` says them: a secure erase cut off leaves the drive locked
+            // with a password only this line gives.
+            if purger.offers(method).is_ok() {
+                for notice in purger.notices(method) {
+                    session.observer.alarm(&notice);
+                }
+            }
             let seed = ssdlab_core::rng::splitmix64(session.seed ^ 0x5052_4745);
             let report = crate::erase::erase(
                 &mut *session.device,
@@ -238,7 +260,7 @@ fn purge(
             if report.method.is_some() {
                 return Ok((true, format!("the drive's {}: {outcome}", method.name())));
             }
-            if outcome.starts_with("failed after it started") {
+            if outcome.starts_with("failed after it started") || outcome.ends_with("nothing else was tried") {
                 // A firmware purge still running in the drive: nothing else may touch it.
                 return Err(MethodError::Invalid(format!(
                     "purge by {}: {outcome}",
@@ -248,7 +270,7 @@ fn purge(
             why_not.push(format!("{} {outcome}", method.name()));
         }
     }
-    let purged = session.purge(whole)?;
+    let purged = session.purge_as(&format!("purge{suffix}"), whole)?;
     let firmware = match why_not.is_empty() {
         true => String::new(),
         false => format!(" (the drive's own purges: {})", why_not.join("; ")),
@@ -276,7 +298,7 @@ fn sub_test(
     suffix: &str,
     purger: &mut Option<&mut dyn Purger>,
 ) -> Result<Option<PtsSubTest>, MethodError> {
-    let (purged, how) = purge(session, whole, purger)?;
+    let (purged, how) = purge(session, whole, suffix, purger)?;
     let precondition = Workload {
         rw: RwMode::Write,
         pattern: Pattern::Sequential,
@@ -569,8 +591,8 @@ mod tests {
         }
         // Two purges (discards over the whole device), the second after the first test's rounds.
         let purges: Vec<&String> = watch.0.iter().filter(|n| n.starts_with("purge")).collect();
-        assert_eq!(purges, ["purge", "purge"]);
-        let second = watch.0.iter().rposition(|n| n == "purge").unwrap();
+        assert_eq!(purges, ["purge", "purge-128k"]);
+        let second = watch.0.iter().position(|n| n == "purge-128k").unwrap();
         assert_eq!(watch.0[second + 1], "precondition-128k");
         assert!(watch.0[..second].iter().any(|n| n.ends_with("-1m")));
         assert!(watch.0[second..].iter().all(|n| !n.ends_with("-1m")));

@@ -353,6 +353,15 @@ fn erase_on_qemus_sata_disk_refuses_secure_erase_and_falls_back_to_discard() {
     );
     lab.expect("erase-sata-auto", 0);
     let record = lab.record("erase-sata");
+    // The ATA disk's firmware revision whole, from libata's VPD page 0x89 (its `rev` file holds only four
+    // characters); the serial from VPD page 0x80.
+    let drive = &record["target"]["drive"];
+    eprintln!("the AHCI disk as the kernel reports it: {drive}");
+    assert!(
+        drive["serial"].as_str().is_some_and(|s| s.starts_with("QM")),
+        "{drive:#}"
+    );
+    assert_eq!(drive["firmware"], "2.5+", "{drive:#}");
     assert_eq!(
         record["analysis"]["method"], "discard",
         "{:#}",
