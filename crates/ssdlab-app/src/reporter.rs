@@ -164,6 +164,10 @@ impl ssdlab_methods::MethodObserver for Reporter<'_> {
         self.console.alarm(line);
     }
 
+    fn say(&mut self, line: &str) {
+        self.console.say(line);
+    }
+
     fn begin_phase(&mut self, name: &str) {
         // A stdout failure other than a closed pipe surfaces at the final events.
         let _ = self.start_phase(name);

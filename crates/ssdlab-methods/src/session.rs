@@ -25,6 +25,9 @@ pub trait MethodObserver: Observer {
 
     /// A line the user must see at once, even when quiet (a firmware purge's recovery instructions).
     fn alarm(&mut self, _line: &str) {}
+
+    /// A line of progress for a method whose phases are too many to show one by one (a PTS round).
+    fn say(&mut self, _line: &str) {}
 }
 
 /// Why a method could not run.

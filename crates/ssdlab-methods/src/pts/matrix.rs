@@ -134,6 +134,15 @@ pub fn tracking(test: PtsTest, queue_depth: u32) -> (PtsCell, PtsMetric) {
     }
 }
 
+/// A tracking value as a person reads it: "6,120 IOPS", "408.0 MB/s", "111.2 us mean".
+pub fn format_value(value: f64, metric: PtsMetric) -> String {
+    match metric {
+        PtsMetric::Iops => format!("{value:.0} IOPS"),
+        PtsMetric::BytesPerS => format!("{:.1} MB/s", value / 1e6),
+        PtsMetric::LatencyNsMean => format!("{:.1} us mean", value / 1e3),
+    }
+}
+
 /// The figure `metric` of a cell's result.
 pub fn value(result: &PtsCellResult, metric: PtsMetric) -> f64 {
     match metric {

@@ -115,6 +115,9 @@ pub fn pts(
         }
     }
 
+    // 56 cells a round for up to 25 rounds: a line per phase would be thousands; each round gets one line, and
+    // the phases are still streamed and recorded.
+    session.observer.show_phase_lines(false);
     let mut tests: Vec<PtsSubTest> = Vec::new();
     let mut late_failure = None;
     for (index, plan) in plans.iter().enumerate() {
@@ -150,6 +153,7 @@ pub fn pts(
     }
     departures.dedup();
     let mut reasons = Vec::new();
+    let late_failure_said = late_failure.clone();
     if let Some(failure) = late_failure {
         reasons.push(failure);
     } else if session.stopped {
@@ -188,7 +192,10 @@ pub fn pts(
         data_pattern: DATA_PATTERN.into(),
         departures,
     });
+    // A drive that does not settle in the rounds allowed is a finding about the drive; a run that stopped is not.
+    let finding = late_failure_said.is_none() && !session.stopped && !reasons.is_empty();
     let verdict = Verdict {
+        finding,
         passed: reasons.is_empty() && analysis.is_some(),
         reasons: if analysis.is_none() && reasons.is_empty() {
             vec!["no round completed".into()]
@@ -366,7 +373,18 @@ fn sub_test(
             cells: results,
         });
         let series: Vec<f64> = rounds.iter().map(|r| r.tracking).collect();
-        if steady::last_window_passes(&series) {
+        let steady = steady::last_window_passes(&series);
+        session.observer.say(&format!(
+            "round     {} {round:>2}: {}{}",
+            size_token(plan.tracking_cell.block_bytes),
+            matrix::format_value(tracking, plan.tracking_metric),
+            if steady {
+                "  (steady: the last five rounds pass)"
+            } else {
+                ""
+            }
+        ));
+        if steady {
             break;
         }
     }

@@ -57,9 +57,10 @@ pub fn method_lines(analysis: &Analysis) -> Vec<String> {
                     a.snia.round_s,
                     100.0 * range,
                     100.0 * slope,
-                    a.snia
-                        .first_window_start_round
-                        .map_or(String::new(), |r| format!("; first steady window from round {r}"))
+                    a.snia.first_window_start_round.map_or(String::new(), |r| {
+                        // The schema's index is 0-based; rounds are counted from 1 here as in the charts.
+                        format!("; first steady window from round {}", r + 1)
+                    })
                 ),
                 _ => say!(
                     out,

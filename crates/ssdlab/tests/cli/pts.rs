@@ -21,6 +21,17 @@ fn pts_iops_on_a_scaled_virtual_drive_reaches_steady_state() {
     expect_code(&out, 0);
     let err = stderr(&out);
     assert!(err.contains("steady    achieved in rounds"), "{err}");
+    // One line per round, not two per cell (56 cells a round): the terminal stays readable.
+    assert!(
+        err.contains("round     4k  1: ") && !err.contains("phase     r01-"),
+        "{err}"
+    );
+    let rounds_said = err.lines().filter(|l| l.starts_with("round ")).count();
+    assert!(
+        err.lines().count() < 40 + rounds_said,
+        "{} lines:\n{err}",
+        err.lines().count()
+    );
     let result = read_result(&out_dir);
     assert_eq!(result["kind"], "pts");
     let a = &result["analysis"];
