@@ -18,7 +18,15 @@ pub struct Plan {
 
 /// Reads the results and writes the page.
 pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
-    let args = plan;
+    let (paths, skipped) = expand_result_dirs(&plan.results)?;
+    for note in &skipped {
+        ports.console.say(&format!("note      {note}"));
+    }
+    let expanded = Plan {
+        results: paths,
+        ..plan.clone()
+    };
+    let args = &expanded;
     let mut results = read_results(&args.results)?;
     // The baseline: one of the results, or read from its own directory and drawn first.
     // The same result whether named by its directory or by its result.json.
@@ -78,6 +86,55 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         results.len()
     ));
     Ok(Outcome::Passed)
+}
+
+/// The results the arguments name: a result directory or result.json stands for itself; a directory without a
+/// result.json (a demo's output) stands for the result directories directly inside it, in name order, and what
+/// else it holds is skipped with a note; an argument that is neither (a demo's `traces/` caught by a shell glob)
+/// is skipped with a note, as long as some argument names a result.
+pub fn expand_result_dirs(paths: &[std::path::PathBuf]) -> Result<(Vec<std::path::PathBuf>, Vec<String>)> {
+    let mut found = Vec::new();
+    let mut skipped = Vec::new();
+    for path in paths {
+        if !path.is_dir() || path.join("result.json").exists() {
+            found.push(path.clone());
+            continue;
+        }
+        let mut inside: Vec<std::path::PathBuf> = std::fs::read_dir(path)
+            .map_err(|e| anyhow::anyhow!("RESULT_DIR {}: cannot list it: {e}", path.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        inside.sort();
+        let (results, others): (Vec<_>, Vec<_>) =
+            inside.into_iter().partition(|p| p.join("result.json").is_file());
+        if results.is_empty() {
+            skipped.push(format!(
+                "skipped {}: not a result (no result.json in it or in any directory directly inside it)",
+                path.display()
+            ));
+            continue;
+        }
+        for other in others {
+            skipped.push(format!(
+                "skipped {}: not a result (no result.json)",
+                other.display()
+            ));
+        }
+        found.extend(results);
+    }
+    if found.is_empty() {
+        bail!(
+            "RESULT_DIR {}: no result found; give directories ssdlab wrote with --out (each holds a result.json), \
+             or a directory of them such as the demo's --out",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
+    Ok((found, skipped))
 }
 
 /// Reads result directories (or result.json files), checking the schema.

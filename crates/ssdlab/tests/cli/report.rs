@@ -237,6 +237,57 @@ fn two_runs_on_one_target_get_labels_that_tell_them_apart() {
 }
 
 #[test]
+fn a_directory_of_results_is_redrawn_and_what_is_not_a_result_is_skipped_with_a_note() {
+    // Laid out as the demo leaves its --out: result directories side by side with a traces/ folder.
+    let dir = tempdir();
+    let demo = dir.path().join("demo");
+    for (name, seed) in [("01-run", "1"), ("02-run", "2")] {
+        let out = demo.join(name);
+        expect_code(
+            &run(&[
+                "run",
+                "--target",
+                "null:16m",
+                "--runtime",
+                "100ms",
+                "--seed",
+                seed,
+                "--out",
+                out.to_str().unwrap(),
+            ]),
+            0,
+        );
+    }
+    std::fs::create_dir_all(demo.join("traces")).unwrap();
+    std::fs::write(demo.join("traces/t.iolog"), "fio version 2 iolog\n").unwrap();
+    let page = dir.path().join("page.html");
+    let page_s = page.to_str().unwrap();
+    let out = run(&["report", demo.to_str().unwrap(), "--out", page_s]);
+    expect_code(&out, 0);
+    let err = stderr(&out);
+    assert!(
+        err.contains("(2 results)") && err.contains("traces: not a result"),
+        "{err}"
+    );
+    // The shell's demo/*/ names traces/ too: skipped, the others drawn.
+    let globbed: Vec<String> = ["01-run", "02-run", "traces"]
+        .iter()
+        .map(|n| demo.join(n).to_str().unwrap().to_string())
+        .collect();
+    let mut argv = vec!["report"];
+    argv.extend(globbed.iter().map(String::as_str));
+    argv.extend(["--out", page_s]);
+    let out = run(&argv);
+    expect_code(&out, 0);
+    assert!(stderr(&out).contains("(2 results)"), "{}", stderr(&out));
+    // Nothing that is a result: the error says what to give.
+    expect_usage_error(
+        &run(&["report", demo.join("traces").to_str().unwrap(), "--out", page_s]),
+        "no result found",
+    );
+}
+
+#[test]
 fn a_baseline_sets_every_result_against_it_in_percent() {
     let dir = tempdir();
     let mut dirs = Vec::new();
