@@ -114,6 +114,19 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let results = report::read_results(&directories)?;
     let page = plan.out.join("report.html");
     export::write_report(&page, &results)?;
+    // The story in one screen: each step's verdict by its kind, a finding (what the step exists to find) told
+    // apart from a failure.
+    ports.console.say("\ndemo      what each step found");
+    for (dir, result) in directories.iter().zip(&results) {
+        let name = dir
+            .file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+        ports.console.say(&format!(
+            "  {name:<24} {:<8} {}",
+            result.verdict.kind(),
+            result.verdict.reasons.first().map_or("", String::as_str)
+        ));
+    }
     ports.console.say(&format!(
         "\ndemo      {} results in {:.0} s wall; open {}",
         results.len(),

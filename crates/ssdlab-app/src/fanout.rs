@@ -401,9 +401,7 @@ fn publish(
             dir.display()
         ));
     }
-    for reason in &verdict.reasons {
-        reporter.say(&format!("verdict   {reason}"));
-    }
+    reporter.say_lines(ssdlab_report::text::verdict_lines(verdict));
     if interrupted {
         return Ok(Outcome::Interrupted);
     }

@@ -232,9 +232,7 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
     reporter.emit(&Event::Verdict(verdict.clone()))?;
 
     reporter.say_lines(ssdlab_report::text::summary_lines(&summary, workload.queue_depth));
-    for reason in &verdict.reasons {
-        reporter.say(&format!("verdict   {reason}"));
-    }
+    reporter.say_lines(ssdlab_report::text::verdict_lines(&verdict));
     if let Some(dir) = &plan.out {
         let phase = PhaseResult {
             name: "run".into(),
@@ -282,6 +280,7 @@ fn verdict_of(outcome: &ssdlab_engine::PhaseOutcome, summary: &ssdlab_core::sche
         reasons.push("interrupted before the end condition; results cover what was measured".into());
     }
     Verdict {
+        finding: false,
         passed: reasons.is_empty(),
         reasons,
     }

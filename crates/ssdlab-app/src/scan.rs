@@ -219,6 +219,7 @@ fn publish(
         &verdict,
         true,
     )?;
+    reporter.say_lines(ssdlab_report::text::verdict_lines(&verdict));
     if let Some(dir) = &args.out {
         reporter.say(&format!(
             "results   {} (report.html, result.json, files.csv)",
@@ -423,6 +424,7 @@ fn region_scan(args: &ScanFlags, ports: &mut Ports, target: &str, reader: Reader
         &verdict,
         true,
     )?;
+    reporter.say_lines(ssdlab_report::text::verdict_lines(&verdict));
     if let Some(dir) = &args.out {
         reporter.say(&format!("results   {} (report.html, result.json)", dir.display()));
     }

@@ -69,6 +69,7 @@ pub fn run(
     };
     let Some(index) = session.phase("random-write", &random)? else {
         let verdict = Verdict {
+            finding: false,
             passed: false,
             reasons: vec![format!("{} before the random-write phase", session.stop_reason())],
         };
@@ -98,7 +99,10 @@ pub fn run(
             session.stop_reason()
         ));
     }
+    // A drive still moving after a full run is a finding about the drive; a run too short to judge is not.
+    let finding = phase.complete && !analysis.snia.achieved && analysis.snia.range_excursion.is_some();
     let verdict = Verdict {
+        finding,
         passed: reasons.is_empty(),
         reasons,
     };

@@ -82,6 +82,7 @@ pub fn latency(mut session: Session<'_>, options: &LatencyOptions) -> Result<Met
         reasons.push(format!("{} before the end of the run", session.stop_reason()));
     }
     let verdict = Verdict {
+        finding: false,
         passed: reasons.is_empty(),
         reasons,
     };

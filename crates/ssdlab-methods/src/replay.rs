@@ -296,6 +296,7 @@ pub fn replay(
         reasons.push(format!("{} before the end of the trace", session.stop_reason()));
     }
     let verdict = Verdict {
+        finding: false,
         passed: reasons.is_empty(),
         reasons,
     };

@@ -105,6 +105,7 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
         skipped,
     };
     let verdict = Verdict {
+        finding: false,
         passed: reasons.is_empty(),
         reasons,
     };
@@ -310,6 +311,7 @@ fn finish_random(
         skipped: Vec::new(),
     };
     let verdict = Verdict {
+        finding: false,
         passed: reasons.is_empty(),
         reasons,
     };

@@ -26,6 +26,7 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
     let info = session.device.info().clone();
     if !info.discard_supported {
         let verdict = Verdict {
+            finding: false,
             passed: false,
             reasons: vec![format!(
                 "{} does not advertise discard (discard_max_bytes is 0): TRIM cannot be tested",
@@ -130,9 +131,12 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
         idle_after_trim_s: options.idle_ns as f64 / 1e9,
     };
     let mut reasons = Vec::new();
+    // A drive that keeps only part of its speed after TRIM is what the test measures: a finding about the drive.
+    let mut finding = false;
     if session.stopped {
         reasons.push(format!("{} before all phases ran", session.stop_reason()));
     } else if analysis.restored_fraction < options.restore_threshold {
+        finding = true;
         reasons.push(format!(
             "TRIM restored {:.0}% of clean sequential write speed, below the {:.0}% threshold",
             100.0 * analysis.restored_fraction,
@@ -140,6 +144,7 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
         ));
     }
     let verdict = Verdict {
+        finding,
         passed: reasons.is_empty(),
         reasons,
     };

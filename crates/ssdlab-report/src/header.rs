@@ -61,6 +61,8 @@ fn verdict(r: &RunResult) -> String {
     } else if r.verdict.passed {
         // What a passing result says of itself (a health check's drive count and any warnings).
         format!("passed: {}{incomplete}", r.verdict.reasons.join("; "))
+    } else if r.verdict.finding {
+        format!("finding: {}{incomplete}", r.verdict.reasons.join("; "))
     } else {
         format!("failed: {}{incomplete}", r.verdict.reasons.join("; "))
     }
@@ -69,6 +71,8 @@ fn verdict(r: &RunResult) -> String {
 fn cell(name: &str, r: &RunResult, text: &str) -> String {
     let class = match (name, r.verdict.passed) {
         ("verdict", true) => " class=\"verdict pass\"",
+        // A finding is what the method exists to find (stale files, a straggler): amber, not failure's red.
+        ("verdict", false) if r.verdict.finding => " class=\"verdict warn\"",
         ("verdict", false) => " class=\"verdict fail\"",
         ("device", _) => " class=\"device\"",
         _ => "",

@@ -170,6 +170,7 @@ fn publish(
 /// An erase passes when a method left the sampled blocks readable as erased.
 fn verdict_of(report: &EraseAnalysis) -> Verdict {
     Verdict {
+        finding: false,
         passed: report.method.is_some(),
         reasons: match report.method {
             Some(_) => vec![],

@@ -138,6 +138,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         .map(|d| format!("WARN {}: {}", d.snapshot.identity.source, d.verdict.reasons[0]))
         .collect();
     let verdict = Verdict {
+        finding: false,
         passed: failed.is_empty(),
         reasons: if failed.is_empty() {
             std::iter::once(format!(

@@ -382,6 +382,7 @@ fn publish(
         reasons.push("interrupted before every file was refreshed".to_string());
     }
     let verdict = ssdlab_core::schema::Verdict {
+        finding: false,
         passed: reasons.is_empty(),
         reasons,
     };

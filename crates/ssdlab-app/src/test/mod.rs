@@ -192,12 +192,7 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
     for note in outcome.analysis.notes() {
         reporter.say(&format!("note      {note}"));
     }
-    for reason in &outcome.verdict.reasons {
-        reporter.say(&format!("verdict   {reason}"));
-    }
-    if outcome.verdict.passed {
-        reporter.say("verdict   passed");
-    }
+    reporter.say_lines(ssdlab_report::text::verdict_lines(&outcome.verdict));
     reporter.emit(&Event::Analysis(outcome.analysis.clone()))?;
     reporter.emit(&Event::Verdict(outcome.verdict.clone()))?;
     if let Some(dir) = &out {

@@ -180,6 +180,23 @@ pub struct HostInfo {
 pub struct Verdict {
     pub passed: bool,
     pub reasons: Vec<String>,
+    /// Not passed because the method found what it exists to find (stale files, a straggler, a drive that keeps
+    /// only part of its speed after TRIM, one that does not settle in the rounds allowed): a finding about the
+    /// device or the data, shown as such, not a failure of the run. The exit status is the same as a failure's,
+    /// so scripts still see it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub finding: bool,
+}
+
+impl Verdict {
+    /// What the verdict is, in one word: passed, finding or failed.
+    pub fn kind(&self) -> &'static str {
+        match (self.passed, self.finding) {
+            (true, _) => "passed",
+            (false, true) => "finding",
+            (false, false) => "failed",
+        }
+    }
 }
 
 /// A whole `result.json`.

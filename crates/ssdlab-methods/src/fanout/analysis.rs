@@ -335,12 +335,14 @@ pub fn verdict(analysis: &FanoutAnalysis) -> Verdict {
         .collect();
     if !failures.is_empty() {
         return Verdict {
+            finding: false,
             passed: false,
             reasons: failures,
         };
     }
     let Some(fixed) = &analysis.fixed else {
         return Verdict {
+            finding: false,
             passed: true,
             reasons: vec![format!(
                 "no straggler: the tail is shared (no drive takes {DOMINANT_FAIR_SHARES:.0}x its fair share of the \
@@ -351,7 +353,9 @@ pub fn verdict(analysis: &FanoutAnalysis) -> Verdict {
     };
     let ms = |ns: u64| ns as f64 / 1e6;
     let q = &analysis.query.latency_ns;
+    // A straggler is what a fan-out analysis looks for: a finding about the drives.
     Verdict {
+        finding: true,
         passed: false,
         reasons: vec![format!(
             "stragglers {}: the query's p99 is {:.2} ms and its mean {:.2} ms; if they read like the median drive, {:.2} and {:.2} ms",

@@ -135,11 +135,14 @@ pub fn analyze(mut files: Vec<FileScan>, slower_than: f64, reader: &str) -> Scan
 pub fn verdict(analysis: &ScanAnalysis, slower_than: f64) -> Verdict {
     if analysis.flagged.is_empty() {
         return Verdict {
+            finding: false,
             passed: true,
             reasons: vec![],
         };
     }
+    // Stale files are what a scan looks for: a finding about the data, not a failed scan.
     Verdict {
+        finding: true,
         passed: false,
         reasons: vec![format!(
             "{} files read at less than {slower_than} of fresh speed, confirmed by re-reading",

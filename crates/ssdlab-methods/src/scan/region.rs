@@ -128,6 +128,7 @@ pub fn region_scan(
         regions,
     };
     let verdict = Verdict {
+        finding: false,
         passed: analysis.slow_region_offsets.is_empty(),
         reasons: if analysis.slow_region_offsets.is_empty() {
             vec![]

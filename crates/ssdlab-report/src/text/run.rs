@@ -30,6 +30,22 @@ pub fn target_lines(info: &DeviceInfo) -> Vec<String> {
     out
 }
 
+/// The verdict on stderr: each reason under its kind ("finding: 12 files read at less than 0.5 of fresh speed",
+/// "failed: interrupted"), or "passed".
+pub fn verdict_lines(verdict: &ssdlab_core::schema::Verdict) -> Vec<String> {
+    let mut out = Vec::new();
+    for reason in &verdict.reasons {
+        match verdict.passed {
+            true => say!(out, "verdict   {reason}"),
+            false => say!(out, "verdict   {}: {reason}", verdict.kind()),
+        }
+    }
+    if verdict.passed {
+        say!(out, "verdict   passed");
+    }
+    out
+}
+
 /// "serial S3Z1NB0K, firmware RVT02B6Q, write cache write back": what the kernel reports, or None when nothing.
 pub fn drive_facts_line(drive: &ssdlab_core::DriveFacts) -> Option<String> {
     let parts: Vec<String> = [

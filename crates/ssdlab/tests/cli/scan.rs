@@ -86,11 +86,17 @@ fn sim_scan_reproduces_the_field_report_and_refresh_restores_speed() {
         after["files"].as_array().unwrap().len(),
         a["flagged"].as_array().unwrap().len()
     );
-    assert_eq!(event(&json_lines(&out), "verdict")["data"]["passed"], false);
+    let events = json_lines(&out);
+    let verdict = &event(&events, "verdict")["data"];
+    assert_eq!(verdict["passed"], false);
+    // Stale files are what a scan exists to find: a finding, shown in amber, not a failure in red.
+    assert_eq!(verdict["finding"], true, "{verdict}");
+    assert!(stderr(&out).contains("verdict   finding: "), "{}", stderr(&out));
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("Read speed against data age"));
     assert!(
-        std::fs::read_to_string(out_dir.join("report.html"))
-            .unwrap()
-            .contains("Read speed against data age")
+        html.contains("class=\"verdict warn\">finding: ") && !html.contains("class=\"verdict fail\""),
+        "the header's verdict cell"
     );
 }
 
