@@ -18,6 +18,7 @@ use ssdlab_methods::scan::files::{OpenedFile, ScanCandidate, ScanOpener, ScanRef
 use ssdlab_methods::scan::read::{Reader, ScanReads};
 use ssdlab_methods::scan::region::{RegionScanOptions, plan as plan_regions, region_scan as scan_regions};
 use ssdlab_methods::scan::{analyze, verdict};
+use ssdlab_report::text::RewriteHint;
 use ssdlab_targets::{Access, AnyDevice, OpenOptions};
 
 use crate::export;
@@ -466,7 +467,12 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     ports
         .console
         .say(&format!("scan      {subject}: {} files", analysis.files.len()));
-    ports.say_lines(ssdlab_report::text::scan_lines(&analysis));
+    let hint = match (args.target.is_some(), analysis.after_refresh.is_some()) {
+        (_, true) => RewriteHint::Done,
+        (true, false) => RewriteHint::RefreshFlagged,
+        (false, false) => RewriteHint::RefreshFrom,
+    };
+    ports.say_lines(ssdlab_report::text::scan_lines(&analysis, hint));
     if let Some(after) = &analysis.after_refresh {
         let hours = |h: Option<f64>| h.map_or("-".into(), |h| format!("{h:.2}"));
         ports.console.say(&format!(

@@ -382,7 +382,8 @@ pub struct RefreshArgs {
     /// Refresh the files a scan found slow: a scan result directory (its result.json).
     #[arg(long, value_name = "SCAN_DIR")]
     pub from: Option<PathBuf>,
-    /// With --from: files reading slower than this fraction of the scan's baseline (0.5 or 50% = half as fast).
+    /// With --from: every file reading slower than this fraction of the scan's baseline (0.5 or 50% = half as
+    /// fast), flagged or not [default: only the files the scan flagged].
     #[arg(long, requires = "from", value_parser = fraction)]
     pub slower_than: Option<f64>,
     /// Only files whose data is older than this (age = the earlier of mtime and birth time), e.g. 90d, 3mo.

@@ -162,8 +162,9 @@ impl Plan {
                 args.chunk
             );
         }
-        let slower_than = args.slower_than.unwrap_or(0.5);
-        if !(slower_than > 0.0 && slower_than < 1.0) {
+        if let Some(slower_than) = args.slower_than
+            && !(slower_than > 0.0 && slower_than < 1.0)
+        {
             bail!(
                 "--slower-than {slower_than}: a fraction of the scan's baseline speed between 0 and 1, e.g. 0.5"
             );
@@ -171,13 +172,20 @@ impl Plan {
         let mut before_mb_s = HashMap::new();
         let mut paths = args.paths.clone();
         if let Some(dir) = &args.from {
-            let slow = slow_files_from_scan(dir, slower_than)?;
-            notes.push(format!(
-                "from      {}: {} files read slower than {} of the baseline",
-                dir.display(),
-                slow.len(),
-                slower_than
-            ));
+            let slow = slow_files_from_scan(dir, args.slower_than)?;
+            notes.push(match args.slower_than {
+                Some(fraction) => format!(
+                    "from      {}: {} files read slower than {fraction} of the baseline",
+                    dir.display(),
+                    slow.len(),
+                ),
+                None => format!(
+                    "from      {}: the {} files the scan flagged (slow, and slow again when re-read; \
+                     --slower-than F takes every file below F of the baseline instead)",
+                    dir.display(),
+                    slow.len(),
+                ),
+            });
             for (path, mb_s) in slow {
                 before_mb_s.insert(path.clone(), mb_s);
                 paths.push(path);
@@ -448,7 +456,7 @@ fn publish(
 }
 
 /// Paths a scan found slower than `fraction` of its baseline, with their measured speed.
-fn slow_files_from_scan(dir: &Path, fraction: f64) -> Result<Vec<(PathBuf, f64)>> {
+fn slow_files_from_scan(dir: &Path, fraction: Option<f64>) -> Result<Vec<(PathBuf, f64)>> {
     let file = if dir.is_dir() {
         dir.join("result.json")
     } else {

@@ -46,12 +46,17 @@ pub fn select(found: Vec<Found>, older_than_s: Option<f64>, log: &RefreshLog, no
     selection
 }
 
-/// The files of a scan that read slower than `fraction` of its baseline, with their speed in MB/s. A name that
+/// The files of a scan to rewrite, with their speed in MB/s: those it flagged (slower than its threshold, and slow
+/// again when re-read), or, when asked with a `fraction`, every file that read slower than that share of its
+/// baseline. A file the scan cleared is not rewritten unasked: a rewrite spends the drive's endurance. A name that
 /// is not UTF-8 comes back from its raw bytes; one whose bytes cannot be decoded is left out.
-pub fn slow_in_scan(scan: &ScanAnalysis, fraction: f64) -> Vec<(PathBuf, f64)> {
+pub fn slow_in_scan(scan: &ScanAnalysis, fraction: Option<f64>) -> Vec<(PathBuf, f64)> {
     scan.files
         .iter()
-        .filter(|f| f.bytes_per_s < fraction * scan.baseline_bytes_per_s)
+        .filter(|f| match fraction {
+            Some(fraction) => f.bytes_per_s < fraction * scan.baseline_bytes_per_s,
+            None => f.flagged,
+        })
         .filter_map(|f| {
             let path = match &f.name_bytes_hex {
                 Some(hex) => path_from_hex(hex)?,

@@ -26,4 +26,4 @@ pub use health::drive_lines;
 pub use methods::{method_lines, pts_lines, replay_lines};
 pub use op::partition_lines;
 pub use run::{drive_facts_line, summary_lines, target_lines, verdict_lines};
-pub use scan::{field_report_lines, scan_lines};
+pub use scan::{RewriteHint, field_report_lines, scan_lines};

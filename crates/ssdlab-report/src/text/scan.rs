@@ -8,7 +8,17 @@ const FLAGGED_SHOWN: usize = 10;
 
 use ssdlab_core::schema::ScanAnalysis;
 
-pub fn scan_lines(analysis: &ScanAnalysis) -> Vec<String> {
+/// How a scan's flagged files get rewritten, which the flagged line names: `refresh --from` for files on a real
+/// file system; on a virtual data set, the scan's own `--refresh-flagged` (its files live only in that run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RewriteHint {
+    RefreshFrom,
+    RefreshFlagged,
+    /// The scan already rewrote them (`--refresh-flagged` was given).
+    Done,
+}
+
+pub fn scan_lines(analysis: &ScanAnalysis, hint: RewriteHint) -> Vec<String> {
     let mut out = Vec::new();
     say!(out, "reader    {}", analysis.reader);
     say!(
@@ -132,7 +142,7 @@ pub fn scan_lines(analysis: &ScanAnalysis) -> Vec<String> {
         let seconds: f64 = flagged.iter().map(|f| f.seconds).sum();
         say!(
             out,
-            "flagged   {} files{}, {} holding {}: reading them took {:.1} s; `ssdlab refresh --from` the result rewrites them",
+            "flagged   {} files{}, {} holding {}: reading them took {:.1} s; {}",
             flagged.len(),
             if flagged.len() > FLAGGED_SHOWN {
                 format!(" ({FLAGGED_SHOWN} slowest shown above)")
@@ -141,7 +151,13 @@ pub fn scan_lines(analysis: &ScanAnalysis) -> Vec<String> {
             },
             if flagged.len() == 1 { "one" } else { "together" },
             BinaryBytes(bytes),
-            seconds
+            seconds,
+            match hint {
+                RewriteHint::RefreshFrom => "`ssdlab refresh --from` the result rewrites them",
+                RewriteHint::RefreshFlagged =>
+                    "the same scan with --refresh-flagged rewrites them on the virtual drive",
+                RewriteHint::Done => "rewritten below",
+            }
         );
     }
     out

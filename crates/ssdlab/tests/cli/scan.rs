@@ -92,6 +92,9 @@ fn sim_scan_reproduces_the_field_report_and_refresh_restores_speed() {
     // Stale files are what a scan exists to find: a finding, shown in amber, not a failure in red.
     assert_eq!(verdict["finding"], true, "{verdict}");
     assert!(stderr(&out).contains("verdict   finding: "), "{}", stderr(&out));
+    // The flagged line says what rewrites them here: this scan already did (a virtual data set lives only in
+    // its run, so `refresh --from` could not).
+    assert!(stderr(&out).contains("rewritten below") && !stderr(&out).contains("refresh --from"));
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert!(html.contains("Read speed against data age"));
     assert!(
@@ -202,7 +205,8 @@ fn refresh_from_a_scan_rewrites_only_the_slow_files_and_scan_then_counts_them_fr
     for f in [&slow, &fast] {
         sh("touch", &["-d", "2020-01-01", f.to_str().unwrap()]);
     }
-    // A real scan's result, edited so that the slow file read at 40 MB/s against a 500 MB/s baseline.
+    // A real scan's result, edited so that the slow file read at 40 MB/s against a 500 MB/s baseline and was
+    // flagged, and the other read at 100 MB/s once but was cleared by its re-read (not flagged).
     let scan_dir = dir.path().join("scan");
     let state = dir.path().join("state");
     let scanned = run(&[
@@ -224,12 +228,10 @@ fn refresh_from_a_scan_rewrites_only_the_slow_files_and_scan_then_counts_them_fr
     let mut result = read_result(&scan_dir);
     result["analysis"]["baseline_bytes_per_s"] = serde_json::json!(500e6);
     for f in result["analysis"]["files"].as_array_mut().unwrap() {
-        let mb_s = if f["name"] == slow.to_str().unwrap() {
-            40.0
-        } else {
-            480.0
-        };
+        let is_slow = f["name"] == slow.to_str().unwrap();
+        let mb_s = if is_slow { 40.0 } else { 100.0 };
         f["bytes_per_s"] = serde_json::json!(mb_s * 1e6);
+        f["flagged"] = serde_json::json!(is_slow);
     }
     std::fs::write(scan_dir.join("result.json"), result.to_string()).unwrap();
     let out = run(&[
@@ -241,7 +243,7 @@ fn refresh_from_a_scan_rewrites_only_the_slow_files_and_scan_then_counts_them_fr
     ]);
     expect_code(&out, 0);
     let text = stderr(&out);
-    assert!(text.contains("1 files read slower than 0.5"), "{text}");
+    assert!(text.contains("the 1 files the scan flagged"), "{text}");
     assert!(
         text.lines()
             .any(|l| l.starts_with("done") && l.contains("slow.bin")),
@@ -249,7 +251,7 @@ fn refresh_from_a_scan_rewrites_only_the_slow_files_and_scan_then_counts_them_fr
     );
     assert!(
         !text.contains("fast.bin"),
-        "only the slow file is rewritten: {text}"
+        "only the flagged file is rewritten, not the one its re-read cleared: {text}"
     );
     assert!(
         text.lines()
@@ -278,6 +280,23 @@ fn refresh_from_a_scan_rewrites_only_the_slow_files_and_scan_then_counts_them_fr
     };
     assert!(age_of("slow.bin") < 3600.0, "refreshed just now");
     assert!(age_of("fast.bin") > 86_400.0 * 365.0, "still old");
+    // Asked for every file below half the baseline, the cleared one is included.
+    let asked = run(&[
+        "refresh",
+        "--from",
+        scan_dir.to_str().unwrap(),
+        "--slower-than",
+        "0.5",
+        "--dry-run",
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]);
+    expect_code(&asked, 0);
+    let text = stderr(&asked);
+    assert!(
+        text.contains("2 files read slower than 0.5") && text.contains("fast.bin"),
+        "{text}"
+    );
     expect_usage_error(
         &run(&["refresh", "--from", dir.path().join("nothing").to_str().unwrap()]),
         "--from",

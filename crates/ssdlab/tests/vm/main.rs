@@ -308,8 +308,22 @@ fn erase_refuses_a_sanitize_that_reaches_other_namespaces_and_falls_back_to_a_se
 #[test]
 fn pts_purges_qemus_nvme_by_its_own_secure_format_and_reports_the_drive() {
     let Some(lab) = lab() else { return };
-    lab.expect("pts-nvme", 0);
     let record = lab.record("pts-nvme");
+    // Whether QEMU's emulated drive settles in 25 rounds of 0.1 s cells depends on how busy the host is (under
+    // TCG its latency swings with the host's load): settling passes, not settling is a finding, never a failure.
+    match lab.rc("pts-nvme") {
+        0 => assert_eq!(record["verdict"]["passed"], true),
+        1 => {
+            assert_eq!(record["verdict"]["finding"], true, "{:#}", record["verdict"]);
+            assert!(
+                record["verdict"]["reasons"][0]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("steady state not achieved")
+            );
+        }
+        rc => panic!("pts-nvme exited {rc}: {}", lab.stderr("pts-nvme")),
+    }
     let analysis = &record["analysis"];
     let purge = analysis["purge"].as_str().unwrap();
     // QEMU has no sanitize; its Format NVM with secure erase settings is the drive's purge, read back erased.
