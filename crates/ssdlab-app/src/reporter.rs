@@ -6,7 +6,7 @@ use std::io;
 
 use anyhow::{Context, Result};
 use ssdlab_core::schema::{Event, PhaseResult, Sample};
-use ssdlab_core::units::{BinaryBytes, Nanos, Throughput};
+use ssdlab_core::units::{BinaryBytes, Nanos};
 use ssdlab_engine::Observer;
 use ssdlab_io::sys::{CpuTimes, cpu_times};
 
@@ -132,9 +132,9 @@ impl Observer for Reporter<'_> {
     fn sample(&mut self, sample: &Sample) {
         if self.progress_shown {
             let message = format!(
-                "{:.0} IOPS  {:.1} MB/s  p99 {}",
-                sample.iops,
-                sample.bytes_per_s / 1e6,
+                "{} IOPS  {}  p99 {}",
+                ssdlab_core::units::Count(sample.iops),
+                ssdlab_core::units::DecimalRate(sample.bytes_per_s),
                 Nanos(sample.latency_ns_p99 as f64)
             );
             self.console.progress_set(None, Some(&message));
@@ -181,10 +181,10 @@ impl ssdlab_methods::MethodObserver for Reporter<'_> {
         let s = &phase.summary;
         if self.phase_lines {
             self.console.say(&format!(
-                "phase     {:<16} {:>10.0} IOPS {:>26}  {} in {:.1} s  p99 {}{}",
+                "phase     {:<16} {:>6} IOPS {:>10}  {} in {:.1} s  p99 {}{}",
                 phase.name,
-                s.iops,
-                Throughput(s.bytes_per_s).to_string(),
+                ssdlab_core::units::Count(s.iops).to_string(),
+                ssdlab_core::units::DecimalRate(s.bytes_per_s).to_string(),
                 BinaryBytes(s.bytes),
                 s.seconds,
                 Nanos(s.latency_ns.p99 as f64),

@@ -194,6 +194,62 @@ impl fmt::Display for DecimalBytes {
     }
 }
 
+/// Three significant digits, to the left of a unit: `999`, `1.00`, `10.0`, `100`.
+fn three_digits(value: f64) -> String {
+    let a = value.abs();
+    if a >= 100.0 || a == 0.0 {
+        format!("{value:.0}")
+    } else if a >= 10.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+/// A count as a person reads it, three significant digits and a decimal suffix: `812`, `14.2K`, `38.1M`, `1.20G`.
+pub struct Count(pub f64);
+
+impl fmt::Display for Count {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        if !v.is_finite() {
+            return write!(f, "{v}");
+        }
+        let mut scaled = v;
+        let mut suffix = 0;
+        const SUFFIXES: [&str; 5] = ["", "K", "M", "G", "T"];
+        // Rounded to three digits first, so 999,950 reads 1.00M rather than 1000K.
+        while suffix < SUFFIXES.len() - 1
+            && three_digits(scaled).parse::<f64>().unwrap_or(scaled).abs() >= 1000.0
+        {
+            scaled /= 1000.0;
+            suffix += 1;
+        }
+        if suffix == 0 {
+            write!(f, "{:.0}", v)
+        } else {
+            write!(f, "{}{}", three_digits(scaled), SUFFIXES[suffix])
+        }
+    }
+}
+
+/// A data rate in decimal units with three significant digits, as drive makers and the disk-mark tools print it:
+/// `812 kB/s`, `58.2 MB/s`, `3.51 GB/s`.
+pub struct DecimalRate(pub f64);
+
+impl fmt::Display for DecimalRate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [&str; 5] = ["B/s", "kB/s", "MB/s", "GB/s", "TB/s"];
+        let mut value = self.0;
+        let mut unit = 0;
+        while unit < UNITS.len() - 1 && three_digits(value).parse::<f64>().unwrap_or(value).abs() >= 1000.0 {
+            value /= 1000.0;
+            unit += 1;
+        }
+        write!(f, "{} {}", three_digits(value), UNITS[unit])
+    }
+}
+
 /// Formats a latency given in nanoseconds with a unit that keeps three significant digits: `812 ns`,
 /// `43.5 us`, `1.20 ms`, `2.31 s`.
 pub struct Nanos(pub f64);
@@ -223,6 +279,23 @@ impl fmt::Display for Nanos {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_and_rates_keep_three_significant_digits() {
+        let count = |v: f64| Count(v).to_string();
+        assert_eq!(count(38_096_318.0), "38.1M");
+        assert_eq!(count(320_000.0), "320K");
+        assert_eq!(count(14_234.0), "14.2K");
+        assert_eq!(count(812.0), "812");
+        assert_eq!(count(999_950.0), "1.00M");
+        assert_eq!(count(1_200_000_000.0), "1.20G");
+        let rate = |v: f64| DecimalRate(v).to_string();
+        assert_eq!(rate(3_512_000_000.0), "3.51 GB/s");
+        assert_eq!(rate(58_230_000.0), "58.2 MB/s");
+        assert_eq!(rate(812_000.0), "812 kB/s");
+        assert_eq!(rate(999_999.0), "1.00 MB/s");
+        assert_eq!(rate(0.0), "0 B/s");
+    }
 
     #[test]
     fn sizes_use_binary_multiples() {

@@ -50,8 +50,8 @@ fn every_kind_reads_back_typed() {
             Analysis::Fanout(f) => f.drives.len() == 2 && f.measured.is_some() && f.query.latency_ns.p50 > 0,
             Analysis::Refresh(r) => r.files.len() == 2 && r.rewritten_bytes == 5_000_000,
             // Erase records began with ssdlab/2; the CLI's erase test reads one back.
-            Analysis::Erase(_) | Analysis::Op(_) | Analysis::Serve(_) => {
-                unreachable!("no ssdlab/1 erase, op or serve records")
+            Analysis::Erase(_) | Analysis::Op(_) | Analysis::Serve(_) | Analysis::Quick(_) => {
+                unreachable!("no ssdlab/1 erase, op, serve or quick records")
             }
         };
         assert!(
@@ -67,6 +67,7 @@ fn every_kind_reads_back_typed() {
             MethodOptions::Latency(_) => "latency",
             MethodOptions::Pts(_) => "pts",
             MethodOptions::Replay(_) => "replay",
+            MethodOptions::Quick(_) => "quick",
         };
         let options_kind = match &result.options {
             RunOptions::Run(job) => {

@@ -12,6 +12,7 @@ pub mod fanout;
 pub mod latency;
 pub mod op;
 pub mod pts;
+pub mod quick;
 pub mod replay;
 pub mod session;
 pub mod sweep;

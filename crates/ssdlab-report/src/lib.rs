@@ -19,6 +19,7 @@ mod labels;
 mod latency;
 mod op;
 mod pts;
+mod quick;
 mod refresh;
 mod region_scan;
 mod replay;
@@ -128,6 +129,7 @@ pub fn render_against(results: &[RunResult], baseline: Option<usize>) -> String 
             Analysis::Sweep(_) => sweep::sweep(&group),
             Analysis::Latency(_) => latency::latency(&group),
             Analysis::Pts(_) => pts::pts(&group),
+            Analysis::Quick(_) => quick::quick(&group),
             Analysis::Replay(_) => replay::replay(&group),
             Analysis::Scan(_) => scan::scan(&group),
             Analysis::RegionScan(_) => region_scan::region_scan(&group),
@@ -157,6 +159,9 @@ fn heading(kind: &str) -> String {
         "sweep" => "Sweeps: transfer size (ATTO), queue depth, read/write mix".into(),
         "latency" => "QD1 latency: 4 KiB operations one at a time".into(),
         "pts" => "SNIA PTS: rounds to steady state, and the matrix at steady state".into(),
+        "quick" => {
+            "Quick: CrystalDiskMark's set (SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1), repeated".into()
+        }
         "replay" => "Trace replay: the storage bench's average data rate and service time".into(),
         "scan" => "Stale data: read speed by data age".into(),
         "region-scan" => "Read speed across the device (region scan)".into(),

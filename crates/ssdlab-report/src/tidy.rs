@@ -67,6 +67,31 @@ pub fn tidy_csv(result: &RunResult) -> Option<(&'static str, String)> {
             );
             Some(("replay.csv", csv))
         }
+        Analysis::Quick(MethodAnalysis {
+            measured: Some(a), ..
+        }) => {
+            // One row per repeat of each case; the case's latency figures repeat on its rows.
+            let mut csv = String::from(
+                "case,read,sequential,block_bytes,queue_depth,repeat,bytes_per_s,iops,latency_ns_mean,latency_ns_p99\n",
+            );
+            for c in &a.cases {
+                for (i, (bytes_per_s, iops)) in c.bytes_per_s.iter().zip(&c.iops).enumerate() {
+                    let _ = writeln!(
+                        csv,
+                        "{},{},{},{},{},{},{bytes_per_s:.1},{iops:.1},{:.1},{}",
+                        c.name,
+                        c.read,
+                        c.sequential,
+                        c.block_bytes,
+                        c.queue_depth,
+                        i + 1,
+                        c.latency_ns_mean,
+                        c.latency_ns_p99
+                    );
+                }
+            }
+            Some(("quick.csv", csv))
+        }
         Analysis::Pts(MethodAnalysis {
             measured: Some(a), ..
         }) => {

@@ -24,6 +24,9 @@ pub struct Cli {
 pub enum Command {
     /// Run one workload on a target and measure it (like a single fio job).
     Run(RunArgs),
+    /// The one-screen answer: CrystalDiskMark's and KDiskMark's set (SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1,
+    /// RND4K Q1T1, read and write), each repeated, with the spread of its repeats. Writes the test area first.
+    Quick(QuickArgs),
     /// The reviewers' methodologies as one-command tests.
     #[command(subcommand)]
     Test(TestCommand),
@@ -541,6 +544,21 @@ pub struct TestCommon {
     pub json: bool,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct QuickArgs {
+    #[command(flatten)]
+    pub common: TestCommon,
+    /// Times each case runs (CrystalDiskMark: 5).
+    #[arg(long, default_value_t = 5)]
+    pub repeats: u32,
+    /// How long each repeat runs (CrystalDiskMark: 5s).
+    #[arg(long, default_value = "5s")]
+    pub runtime: String,
+    /// The test area from the start of the target, written once before the reads (CrystalDiskMark: 1 GiB).
+    #[arg(long, default_value = "1g")]
+    pub size: String,
 }
 
 #[derive(Debug, Args)]

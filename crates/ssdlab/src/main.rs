@@ -57,6 +57,7 @@ fn main() -> ExitCode {
     }
     let result = match &cli.command {
         Command::Run(args) => commands::run::run(args),
+        Command::Quick(args) => commands::test::quick(args),
         Command::Test(command) => commands::test::run(command),
         Command::Scan(args) => commands::scan::run(args),
         Command::Refresh(args) => commands::refresh::run(args),

@@ -16,6 +16,7 @@ use ssdlab_methods::consistency::{self, ConsistencyOptions};
 use ssdlab_methods::erase::Purger;
 use ssdlab_methods::latency::{self, LatencyOptions};
 use ssdlab_methods::pts::{self, PtsOptions};
+use ssdlab_methods::quick::{self, QuickOptions};
 use ssdlab_methods::replay::{self, TraceInput};
 use ssdlab_methods::sweep::{self, SweepOptions};
 use ssdlab_methods::trim::{self, TrimOptions};
@@ -36,6 +37,7 @@ pub enum Method {
     /// read-only).
     Replay(ReplayOptions, TraceInput, Use),
     Pts(PtsOptions),
+    Quick(QuickOptions),
 }
 
 impl Method {
@@ -48,6 +50,7 @@ impl Method {
             Method::Latency(_) => "latency",
             Method::Replay(..) => "replay",
             Method::Pts(_) => "pts",
+            Method::Quick(_) => "quick",
         }
     }
 
@@ -69,6 +72,7 @@ impl Method {
             Method::Latency(o) => MethodOptions::Latency(*o),
             Method::Replay(o, _, _) => MethodOptions::Replay(o.clone()),
             Method::Pts(o) => MethodOptions::Pts(*o),
+            Method::Quick(o) => MethodOptions::Quick(*o),
         }
     }
 
@@ -84,6 +88,7 @@ impl Method {
             Method::Latency(o) => latency::latency(session, &o),
             Method::Replay(o, input, _) => replay::replay(session, input, &o),
             Method::Pts(o) => pts::pts(session, &o, purger),
+            Method::Quick(o) => quick::quick(session, &o),
         }
     }
 }

@@ -69,6 +69,42 @@ pub struct PtsFlags<'a> {
     pub flavour: PtsFlavour,
 }
 
+/// `quick`'s flags as given.
+pub struct QuickFlags<'a> {
+    pub repeats: u32,
+    pub runtime: &'a str,
+    pub size: &'a str,
+}
+
+/// `quick`'s flags, checked.
+pub fn quick(args: QuickFlags) -> Result<ssdlab_methods::quick::QuickOptions> {
+    if !(1..=100).contains(&args.repeats) {
+        bail!(
+            "--repeats {}: run each case 1 to 100 times (CrystalDiskMark runs 5)",
+            args.repeats
+        );
+    }
+    let runtime_ns = duration_flag("runtime", args.runtime)?;
+    if runtime_ns < 100_000_000 {
+        bail!(
+            "--runtime {}: run each repeat for at least 100ms (CrystalDiskMark runs 5s)",
+            args.runtime
+        );
+    }
+    let span_bytes = size_flag("size", args.size)?;
+    if span_bytes < 1 << 20 {
+        bail!(
+            "--size {}: the test area holds at least one 1 MiB block, e.g. --size 1g",
+            args.size
+        );
+    }
+    Ok(ssdlab_methods::quick::QuickOptions {
+        repeats: args.repeats,
+        runtime_ns,
+        span_bytes,
+    })
+}
+
 /// The consistency test's flags, checked.
 pub fn consistency(args: ConsistencyFlags) -> Result<ConsistencyOptions> {
     let options = ConsistencyOptions {

@@ -25,6 +25,8 @@ pub enum Analysis {
     Sweep(MethodAnalysis<SweepAnalysis>),
     Latency(MethodAnalysis<LatencyAnalysis>),
     Pts(MethodAnalysis<crate::schema::pts::PtsAnalysis>),
+    /// `ssdlab quick`: the CrystalDiskMark/KDiskMark set with its repeats.
+    Quick(MethodAnalysis<crate::schema::quick::QuickAnalysis>),
     Replay(MethodAnalysis<crate::schema::replay::ReplayAnalysis>),
     Scan(ScanAnalysis),
     RegionScan(RegionScanAnalysis),
@@ -49,6 +51,7 @@ impl Analysis {
             Analysis::Sweep(_) => "sweep",
             Analysis::Latency(_) => "latency",
             Analysis::Pts(_) => "pts",
+            Analysis::Quick(_) => "quick",
             Analysis::Replay(_) => "replay",
             Analysis::Scan(_) => "scan",
             Analysis::RegionScan(_) => "region-scan",
@@ -69,6 +72,7 @@ impl Analysis {
             Analysis::Sweep(m) => &m.notes,
             Analysis::Latency(m) => &m.notes,
             Analysis::Pts(m) => &m.notes,
+            Analysis::Quick(m) => &m.notes,
             Analysis::Replay(m) => &m.notes,
             Analysis::Run
             | Analysis::Scan(_)

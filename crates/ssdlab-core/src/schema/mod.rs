@@ -13,6 +13,7 @@ pub mod migrate;
 pub mod op;
 pub mod options;
 pub mod pts;
+pub mod quick;
 pub mod refresh;
 pub mod replay;
 pub mod serve;
@@ -266,6 +267,7 @@ fn analysis_object<S: Serializer>(analysis: &Analysis, serializer: S) -> Result<
         Analysis::Sweep(a) => a.serialize(serializer),
         Analysis::Latency(a) => a.serialize(serializer),
         Analysis::Pts(a) => a.serialize(serializer),
+        Analysis::Quick(a) => a.serialize(serializer),
         Analysis::Replay(a) => a.serialize(serializer),
         Analysis::Scan(a) => a.serialize(serializer),
         Analysis::RegionScan(a) => a.serialize(serializer),

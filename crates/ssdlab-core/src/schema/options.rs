@@ -142,6 +142,7 @@ pub enum MethodOptions {
     Latency(LatencyOptions),
     Pts(crate::schema::pts::PtsOptions),
     Replay(crate::schema::replay::ReplayOptions),
+    Quick(crate::schema::quick::QuickOptions),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -233,10 +233,53 @@ pub fn method_lines(analysis: &Analysis) -> Vec<String> {
         Analysis::Pts(MethodAnalysis {
             measured: Some(a), ..
         }) => out.extend(pts_lines(a)),
+        Analysis::Quick(MethodAnalysis {
+            measured: Some(a), ..
+        }) => out.extend(quick_lines(a)),
         Analysis::Replay(MethodAnalysis {
             measured: Some(a), ..
         }) => out.extend(replay_lines(a)),
         _ => {}
+    }
+    out
+}
+
+/// The quick set on one screen (within 80 columns): a row per case, read and write side by side, each the
+/// repeats' mean with their spread.
+pub fn quick_lines(a: &ssdlab_core::schema::quick::QuickAnalysis) -> Vec<String> {
+    use ssdlab_core::schema::quick::QuickCase;
+    use ssdlab_core::units::{Count, DecimalRate};
+    let mut out = Vec::new();
+    let cell = |c: Option<&QuickCase>| -> String {
+        let Some(c) = c else {
+            return "–".into();
+        };
+        let spread = match c.bytes_per_s.len() {
+            0 | 1 => String::new(),
+            _ => format!(" ±{:.1}%", 100.0 * c.relative_spread()),
+        };
+        match c.sequential {
+            true => format!("{}{spread}", DecimalRate(c.mean_bytes_per_s())),
+            false => format!(
+                "{} IOPS {}{spread}",
+                Count(c.mean_iops()),
+                DecimalRate(c.mean_bytes_per_s())
+            ),
+        }
+    };
+    say!(
+        out,
+        "quick     mean ± standard deviation of {} repeats of {} s over {}",
+        a.repeats,
+        a.runtime_s,
+        BinaryBytes(a.span_bytes)
+    );
+    say!(out, "{:<12} {:<32} write", "", "read");
+    let mut names: Vec<&str> = a.cases.iter().map(|c| c.name.as_str()).collect();
+    names.dedup();
+    for name in names {
+        let find = |read: bool| a.cases.iter().find(|c| c.name == name && c.read == read);
+        say!(out, "{:<12} {:<32} {}", name, cell(find(true)), cell(find(false)));
     }
     out
 }

@@ -59,30 +59,28 @@ pub fn drive_facts_line(drive: &ssdlab_core::DriveFacts) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
+/// The latency columns that fit an 80-column terminal; the JSON and CSVs keep every percentile.
 fn latency_cells(l: &LatencyNs) -> String {
     [
-        l.min as f64,
         l.mean,
-        l.p25 as f64,
         l.p50 as f64,
-        l.p75 as f64,
         l.p95 as f64,
         l.p99 as f64,
         l.p999 as f64,
         l.max as f64,
     ]
     .iter()
-    .map(|&ns| format!("{:>9}", Nanos(ns).to_string()))
+    .map(|&ns| format!("{:>8}", Nanos(ns).to_string()))
     .collect::<Vec<_>>()
     .join("")
 }
 
 fn direction_row(name: &str, d: &DirectionSummary) -> String {
     format!(
-        "{name:<8}{:>12}{:>12.0}{:>10.1}{}",
-        d.ios,
-        d.iops,
-        d.bytes_per_s / 1e6,
+        "{name:<8}{:>7}{:>7}{:>10}{}",
+        ssdlab_core::units::Count(d.ios as f64).to_string(),
+        ssdlab_core::units::Count(d.iops).to_string(),
+        ssdlab_core::units::DecimalRate(d.bytes_per_s).to_string(),
         latency_cells(&d.latency_ns)
     )
 }
@@ -135,16 +133,13 @@ pub fn summary_lines(summary: &Summary, queue_depth: u32) -> Vec<String> {
     let mut out = Vec::new();
     say!(
         out,
-        "{:<8}{:>12}{:>12}{:>10}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}",
+        "{:<8}{:>7}{:>7}{:>10}{:>8}{:>8}{:>8}{:>8}{:>8}{:>8}",
         "",
         "ios",
         "IOPS",
-        "MB/s",
-        "min",
+        "bandwidth",
         "mean",
-        "p25",
         "p50",
-        "p75",
         "p95",
         "p99",
         "p99.9",
@@ -175,7 +170,7 @@ pub fn summary_lines(summary: &Summary, queue_depth: u32) -> Vec<String> {
     let seconds = summary.seconds.max(1e-9);
     say!(
         out,
-        "{} in {:.2} s   CPU user {:.1}% sys {:.1}% of one core   QD achieved {:.1} of {}",
+        "{} in {:.2} s  CPU user {:.1}% sys {:.1}% of a core  QD achieved {:.1} of {}",
         BinaryBytes(summary.bytes),
         summary.seconds,
         100.0 * summary.cpu_user_s / seconds,

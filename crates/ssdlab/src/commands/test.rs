@@ -3,12 +3,12 @@
 
 use anyhow::Result;
 use ssdlab_app::test::options::{
-    self, ConsistencyFlags, LatencyFlags, PtsFlags, ReplayFlags, SweepFlags, TrimFlags,
+    self, ConsistencyFlags, LatencyFlags, PtsFlags, QuickFlags, ReplayFlags, SweepFlags, TrimFlags,
 };
 use ssdlab_app::test::{Method, Plan};
 
 use super::{Outcome, with_terminal};
-use crate::cli::{TestCommand, TestCommon};
+use crate::cli::{QuickArgs, TestCommand, TestCommon};
 
 pub fn run(command: &TestCommand) -> Result<Outcome> {
     let (common, method) = match command {
@@ -75,6 +75,17 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
     };
     let plan = plan(common, method)?;
     with_terminal(common.json, |ports| ssdlab_app::test::run(plan, ports))
+}
+
+/// `ssdlab quick`: the disk-mark set, run as a test method.
+pub fn quick(args: &QuickArgs) -> Result<Outcome> {
+    let method = Method::Quick(options::quick(QuickFlags {
+        repeats: args.repeats,
+        runtime: &args.runtime,
+        size: &args.size,
+    })?);
+    let plan = plan(&args.common, method)?;
+    with_terminal(args.common.json, |ports| ssdlab_app::test::run(plan, ports))
 }
 
 /// The flags every test shares, with its method.

@@ -505,3 +505,64 @@ fn a_mix_sweep_runs_reads_from_none_to_all_and_counts_each_direction() {
     ]);
     expect_usage_error(&out, "--max-qd");
 }
+
+/// #33 point 4: the disk-mark set in one command, on a real file: eight cases with every repeat kept, one screen
+/// on stderr (within 80 columns), the usual result directory.
+#[test]
+fn quick_measures_the_disk_mark_set_with_its_spread_on_one_screen() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("quick");
+    let target = format!("file:{}:16m", dir.path().join("t.bin").display());
+    let out = run(&[
+        "quick",
+        "--target",
+        &target,
+        "--size",
+        "8m",
+        "--runtime",
+        "100ms",
+        "--repeats",
+        "2",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    let err = stderr(&out);
+    let table: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("quick     "))
+        .take_while(|l| !l.starts_with("verdict"))
+        .collect();
+    assert_eq!(table.len(), 6, "a heading, the column names and four rows: {err}");
+    for case in ["SEQ1M Q8T1", "SEQ1M Q1T1", "RND4K Q32T1", "RND4K Q1T1"] {
+        assert!(table.iter().any(|l| l.starts_with(case)), "{case}: {err}");
+    }
+    assert!(
+        table.iter().all(|l| l.chars().count() <= 80),
+        "fits 80 columns: {err}"
+    );
+    assert!(
+        table[4].contains(" IOPS ") && table[4].contains('±'),
+        "{}",
+        table[4]
+    );
+    let result = read_result(&out_dir);
+    assert_eq!(result["kind"], "quick");
+    let cases = result["analysis"]["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 8);
+    assert!(
+        cases
+            .iter()
+            .all(|c| c["bytes_per_s"].as_array().unwrap().len() == 2)
+    );
+    assert_eq!(result["analysis"]["prepared"], true);
+    let csv = std::fs::read_to_string(out_dir.join("quick.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 16, "{csv}");
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("CrystalDiskMark") && html.contains("RND4K Q32T1"));
+    expect_usage_error(
+        &run(&["quick", "--target", &target, "--repeats", "0"]),
+        "--repeats",
+    );
+    expect_usage_error(&run(&["quick", "--target", &target, "--size", "4k"]), "--size");
+}

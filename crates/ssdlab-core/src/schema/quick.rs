@@ -1,0 +1,78 @@
+//! What `ssdlab quick` measured: the eight figures CrystalDiskMark and KDiskMark show (SEQ1M Q8T1, SEQ1M Q1T1,
+//! RND4K Q32T1 and RND4K Q1T1, each read and written), every repeat kept, so the spread is as much a result as
+//! the mean.
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::{mean, std_dev};
+
+/// `ssdlab quick`'s options.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct QuickOptions {
+    /// Times each case runs (CrystalDiskMark's default: 5).
+    pub repeats: u32,
+    /// How long each repeat runs (CrystalDiskMark's default: 5 s).
+    pub runtime_ns: u64,
+    /// The span the cases address from the start of the target (CrystalDiskMark's default test size: 1 GiB),
+    /// written once before the first read so reads find data.
+    pub span_bytes: u64,
+}
+
+impl Default for QuickOptions {
+    fn default() -> Self {
+        QuickOptions {
+            repeats: 5,
+            runtime_ns: 5_000_000_000,
+            span_bytes: 1 << 30,
+        }
+    }
+}
+
+/// One case of the set: its access, and what each repeat measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct QuickCase {
+    /// As the tools name it: "SEQ1M Q8T1", "RND4K Q1T1".
+    pub name: String,
+    pub read: bool,
+    pub sequential: bool,
+    pub block_bytes: u64,
+    pub queue_depth: u32,
+    /// Each repeat's figures, in the order they ran.
+    pub bytes_per_s: Vec<f64>,
+    pub iops: Vec<f64>,
+    /// The mean latency over every repeat's operations, and the worst repeat's p99.
+    pub latency_ns_mean: f64,
+    pub latency_ns_p99: u64,
+}
+
+impl QuickCase {
+    pub fn mean_bytes_per_s(&self) -> f64 {
+        mean(&self.bytes_per_s)
+    }
+
+    pub fn mean_iops(&self) -> f64 {
+        mean(&self.iops)
+    }
+
+    /// The repeats' sample standard deviation over their mean (0 for a single repeat): how far one run of this
+    /// case can be trusted.
+    pub fn relative_spread(&self) -> f64 {
+        let m = self.mean_bytes_per_s();
+        if m > 0.0 {
+            std_dev(&self.bytes_per_s) / m
+        } else {
+            0.0
+        }
+    }
+}
+
+/// `ssdlab quick`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct QuickAnalysis {
+    pub span_bytes: u64,
+    pub repeats: u32,
+    pub runtime_s: f64,
+    /// Whether the span was written before the reads (a target that keeps no data, such as null, is not).
+    pub prepared: bool,
+    pub cases: Vec<QuickCase>,
+}

@@ -1,0 +1,286 @@
+//! `ssdlab quick`: the one-screen answer people get from CrystalDiskMark and KDiskMark. Their default set is
+//! SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1 and RND4K Q1T1, each read and written, each repeated (5 times of 5 s
+//! over a 1 GiB test area). The span is written once first, as those tools write their test file, so reads find
+//! data rather than unmapped blocks a drive answers without touching NAND. Every repeat is kept: the spread
+//! across repeats says how far one number can be trusted.
+//!
+//! Generic over [`ssdlab_core::Device`]. It never prints; it says one line per case through the observer.
+
+use ssdlab_core::schema::quick::{QuickAnalysis, QuickCase};
+use ssdlab_core::schema::{Analysis, Verdict};
+use ssdlab_core::units::BinaryBytes;
+use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
+
+use crate::session::{MethodError, MethodOutcome, Session};
+
+pub use ssdlab_core::schema::quick::QuickOptions;
+
+/// One case of the set: (name, sequential, block bytes, queue depth).
+const CASES: [(&str, bool, u64, u32); 4] = [
+    ("SEQ1M Q8T1", true, 1 << 20, 8),
+    ("SEQ1M Q1T1", true, 1 << 20, 1),
+    ("RND4K Q32T1", false, 4 << 10, 32),
+    ("RND4K Q1T1", false, 4 << 10, 1),
+];
+
+/// The case's phase name for a repeat: "seq1m-q8t1-read-3".
+fn phase_name(case: &str, read: bool, repeat: u32) -> String {
+    format!(
+        "{}-{}-{repeat}",
+        case.to_lowercase().replace(' ', "-"),
+        if read { "read" } else { "write" }
+    )
+}
+
+pub fn quick(mut session: Session<'_>, options: &QuickOptions) -> Result<MethodOutcome, MethodError> {
+    if options.repeats == 0 {
+        return Err(MethodError::Invalid(
+            "--repeats 0: run each case at least once".into(),
+        ));
+    }
+    let info = session.device.info().clone();
+    let whole = session.whole_device(1 << 20);
+    if whole.len_bytes == 0 {
+        return Err(MethodError::Invalid(format!(
+            "{}: smaller than one 1 MiB block; quick needs at least that",
+            info.target
+        )));
+    }
+    let span = Span {
+        offset_bytes: 0,
+        len_bytes: options.span_bytes.min(whole.len_bytes) / (1 << 20) * (1 << 20),
+    };
+    if span.len_bytes < options.span_bytes {
+        session.notes.push(format!(
+            "--size {} is larger than {} ({}): the cases address all of it",
+            BinaryBytes(options.span_bytes),
+            info.target,
+            BinaryBytes(whole.len_bytes)
+        ));
+    }
+    session.observer.show_phase_lines(false);
+    // The test area written once, as the tools write their test file: reads of never-written blocks would measure
+    // the drive's answer for unmapped space, not its NAND. A target that keeps nothing (null) needs no filling.
+    let prepared = info.kind != ssdlab_core::device::TargetKind::Null;
+    if prepared {
+        let fill = Workload {
+            rw: RwMode::Write,
+            pattern: Pattern::Sequential,
+            block_bytes: 1 << 20,
+            queue_depth: 8,
+            span,
+            stop: StopAt {
+                passes: Some(1),
+                ..StopAt::default()
+            },
+            ..session.workload_base()
+        };
+        session.phase("prepare", &fill)?;
+    }
+    let mut cases = Vec::new();
+    'cases: for (name, sequential, block_bytes, queue_depth) in CASES {
+        for read in [true, false] {
+            let mut case = QuickCase {
+                name: name.into(),
+                read,
+                sequential,
+                block_bytes,
+                queue_depth,
+                bytes_per_s: Vec::new(),
+                iops: Vec::new(),
+                latency_ns_mean: 0.0,
+                latency_ns_p99: 0,
+            };
+            let mut latency_sum_ns = 0.0;
+            let mut ops = 0u64;
+            for repeat in 1..=options.repeats {
+                let workload = Workload {
+                    rw: match (read, sequential) {
+                        (true, true) => RwMode::Read,
+                        (false, true) => RwMode::Write,
+                        (true, false) => RwMode::RandRead,
+                        (false, false) => RwMode::RandWrite,
+                    },
+                    pattern: if sequential {
+                        Pattern::Sequential
+                    } else {
+                        Pattern::Random { random_map: false }
+                    },
+                    block_bytes,
+                    queue_depth,
+                    span,
+                    stop: StopAt {
+                        runtime_ns: Some(options.runtime_ns),
+                        ..StopAt::default()
+                    },
+                    seed: ssdlab_core::rng::splitmix64(session.seed ^ (u64::from(repeat) << 8 | read as u64)),
+                    ..session.workload_base()
+                };
+                let Some(i) = session.phase(&phase_name(name, read, repeat), &workload)? else {
+                    break 'cases;
+                };
+                let phase = &mut session.phases[i];
+                if !phase.complete {
+                    break 'cases;
+                }
+                let s = &phase.summary;
+                case.bytes_per_s.push(s.bytes_per_s);
+                case.iops.push(s.iops);
+                let n = s.ios;
+                latency_sum_ns += s.latency_ns.mean * n as f64;
+                ops += n;
+                case.latency_ns_p99 = case.latency_ns_p99.max(s.latency_ns.p99);
+                // Forty phases: the per-second samples stay only in the figures above.
+                phase.samples.clear();
+            }
+            case.latency_ns_mean = if ops > 0 { latency_sum_ns / ops as f64 } else { 0.0 };
+            session.observer.say(&format!(
+                "{:<12}{:<6} {}",
+                name,
+                if read { "read" } else { "write" },
+                case_figures(&case)
+            ));
+            cases.push(case);
+        }
+    }
+    let mut reasons = Vec::new();
+    if session.stopped {
+        reasons.push(format!(
+            "{} after {} of {} cases",
+            session.stop_reason(),
+            cases.len(),
+            2 * CASES.len()
+        ));
+    }
+    let analysis = (!cases.is_empty()).then(|| QuickAnalysis {
+        span_bytes: span.len_bytes,
+        repeats: options.repeats,
+        runtime_s: options.runtime_ns as f64 / 1e9,
+        prepared,
+        cases,
+    });
+    let verdict = Verdict {
+        finding: false,
+        passed: reasons.is_empty() && analysis.is_some(),
+        reasons: if analysis.is_none() && reasons.is_empty() {
+            vec!["no case completed".into()]
+        } else {
+            reasons
+        },
+    };
+    Ok(session.finish(Analysis::Quick, analysis, verdict))
+}
+
+/// "3.51 GB/s ±0.4%" for a sequential case; "58.2 MB/s 14.2K IOPS ±1.2%" for a random one.
+pub fn case_figures(case: &QuickCase) -> String {
+    use ssdlab_core::units::{Count, DecimalRate};
+    let spread = if case.bytes_per_s.len() > 1 {
+        format!(" ±{:.1}%", 100.0 * case.relative_spread())
+    } else {
+        String::new()
+    };
+    if case.sequential {
+        format!("{}{spread}", DecimalRate(case.mean_bytes_per_s()))
+    } else {
+        format!(
+            "{} {} IOPS{spread}",
+            DecimalRate(case.mean_bytes_per_s()),
+            Count(case.mean_iops())
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MethodObserver;
+    use ssdlab_core::device::Op;
+    use ssdlab_core::schema::PhaseResult;
+    use ssdlab_engine::Observer;
+    use ssdlab_testdev::MemDevice;
+
+    struct Watch(Vec<String>, Vec<String>);
+    impl Observer for Watch {}
+    impl MethodObserver for Watch {
+        fn begin_phase(&mut self, name: &str) {
+            self.0.push(name.to_string());
+        }
+        fn end_phase(&mut self, _phase: &PhaseResult) {}
+        fn say(&mut self, line: &str) {
+            self.1.push(line.to_string());
+        }
+    }
+
+    #[test]
+    fn the_set_runs_in_the_tools_order_after_one_fill_and_keeps_every_repeat() {
+        let mut device = MemDevice::new(64 << 20, 100_000);
+        let mut watch = Watch(Vec::new(), Vec::new());
+        let options = QuickOptions {
+            repeats: 3,
+            runtime_ns: 20_000_000,
+            span_bytes: 16 << 20,
+        };
+        let outcome = quick(Session::new(&mut device, &mut watch, 1), &options).unwrap();
+        assert!(outcome.verdict.passed, "{:?}", outcome.verdict);
+        let Analysis::Quick(m) = &outcome.analysis else {
+            panic!("a quick analysis")
+        };
+        let a = m.measured.as_ref().unwrap();
+        assert_eq!(a.cases.len(), 8);
+        let names: Vec<(&str, bool)> = a.cases.iter().map(|c| (c.name.as_str(), c.read)).collect();
+        assert_eq!(names[0], ("SEQ1M Q8T1", true));
+        assert_eq!(names[1], ("SEQ1M Q8T1", false));
+        assert_eq!(names[7], ("RND4K Q1T1", false));
+        assert!(
+            a.cases
+                .iter()
+                .all(|c| c.bytes_per_s.len() == 3 && c.iops.len() == 3)
+        );
+        // The fill first: 1 MiB writes over exactly the span, before any read.
+        assert_eq!(watch.0[0], "prepare");
+        assert_eq!(watch.0[1], "seq1m-q8t1-read-1");
+        assert_eq!(watch.0.len(), 1 + 8 * 3);
+        let first_read = device
+            .log()
+            .iter()
+            .position(|(op, _, _)| *op == Op::Read)
+            .unwrap();
+        let fill = &device.log()[..first_read];
+        assert!(fill.iter().all(|&(op, _, len)| op == Op::Write && len == 1 << 20));
+        assert_eq!(fill.iter().map(|(_, _, len)| len).sum::<u64>(), 16 << 20);
+        // Nothing beyond the span; one line per case said.
+        assert!(
+            device
+                .log()
+                .iter()
+                .all(|&(_, offset, len)| offset + len <= 16 << 20)
+        );
+        assert_eq!(watch.1.len(), 8);
+        // QD32 of 100 us operations: 320K IOPS, the same each repeat, so no spread.
+        let q32 = &a.cases[4];
+        assert!(
+            (q32.mean_iops() - 320_000.0).abs() < 3_200.0,
+            "{}",
+            q32.mean_iops()
+        );
+        assert!(q32.relative_spread() < 0.01);
+        assert!(
+            watch.1[4].starts_with("RND4K Q32T1 read ") && watch.1[4].contains("320K IOPS"),
+            "{}",
+            watch.1[4]
+        );
+    }
+
+    #[test]
+    fn no_repeats_is_refused_before_any_io() {
+        let mut device = MemDevice::new(64 << 20, 100_000);
+        let mut watch = Watch(Vec::new(), Vec::new());
+        let options = QuickOptions {
+            repeats: 0,
+            ..QuickOptions::default()
+        };
+        let err = quick(Session::new(&mut device, &mut watch, 1), &options).unwrap_err();
+        assert!(err.to_string().contains("--repeats"));
+        assert!(device.log().is_empty());
+    }
+}
