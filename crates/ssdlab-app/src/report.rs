@@ -56,6 +56,36 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
             }
         });
     }
+    // A baseline is compared only with results of its kind: say so where it meets none, or only some.
+    if let (Some(b), Some(dir)) = (baseline, &args.baseline) {
+        let kind = results[b].kind();
+        let others: Vec<&str> = results
+            .iter()
+            .enumerate()
+            .filter(|&(i, r)| i != b && r.kind() != kind)
+            .map(|(_, r)| r.kind())
+            .collect();
+        let same = results
+            .iter()
+            .enumerate()
+            .filter(|&(i, r)| i != b && r.kind() == kind)
+            .count();
+        if same == 0 {
+            bail!(
+                "--baseline {}: a {kind} result, and no result given is one (they are {}); give a baseline of the \
+                 same kind as the results it is set against",
+                dir.display(),
+                others.join(", ")
+            );
+        }
+        if !others.is_empty() {
+            ports.console.say(&format!(
+                "note      --baseline is a {kind} result: the {} result(s) of other kinds ({}) are drawn without it",
+                others.len(),
+                others.join(", ")
+            ));
+        }
+    }
     if !args.label.is_empty() {
         if args.label.len() != args.results.len() {
             bail!(

@@ -54,15 +54,16 @@ pub(crate) fn against(group: &[&RunResult], baseline: &RunResult) -> String {
                 Better::Higher => change > 0.0,
                 Better::Lower => change < 0.0,
             };
-            let class = if change.abs() < 0.005 {
-                ""
+            let noise = noise(b.spread, m.spread);
+            let (class, verdict) = if change.abs() < noise {
+                ("", format!(", within noise (±{:.1}%)", 100.0 * noise))
             } else if improved {
-                " class=\"better\""
+                (" class=\"better\"", String::new())
             } else {
-                " class=\"worse\""
+                (" class=\"worse\"", String::new())
             };
             t.push_str(&format!(
-                "<td{class}>{} ({:+.1}%)</td>",
+                "<td{class}>{} ({:+.1}%{verdict})</td>",
                 escape(&(m.format)(m.value)),
                 100.0 * change
             ));
@@ -70,5 +71,26 @@ pub(crate) fn against(group: &[&RunResult], baseline: &RunResult) -> String {
         t.push_str("</tr>");
     }
     t.push_str("</table>");
+    t.push_str(&format!(
+        "<p class=\"meta\">A change is called better or worse only beyond twice the two figures' combined spread \
+         (their per-second samples' or repeats' standard deviation over the mean), or {:.0}% where neither has \
+         one.</p>",
+        100.0 * UNMEASURED_NOISE
+    ));
     t
+}
+
+/// Where neither figure carries its spread, a change smaller than this is not called better or worse: run-to-run
+/// variation of a storage measurement is rarely below it.
+const UNMEASURED_NOISE: f64 = 0.02;
+
+/// The change below which two figures are not told apart: twice their combined relative spread.
+fn noise(base: Option<f64>, mine: Option<f64>) -> f64 {
+    match (base, mine) {
+        (None, None) => UNMEASURED_NOISE,
+        (b, m) => {
+            let (b, m) = (b.unwrap_or(0.0), m.unwrap_or(0.0));
+            (2.0 * (b * b + m * m).sqrt()).max(0.005)
+        }
+    }
 }

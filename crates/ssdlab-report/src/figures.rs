@@ -23,6 +23,22 @@ pub(crate) struct Figure {
     pub value: f64,
     pub better: Better,
     pub format: fn(f64) -> String,
+    /// How much the figure moves between measurements, relative to it (standard deviation over mean): from its
+    /// per-second samples or its repeats; None where the result holds nothing to measure it from.
+    pub spread: Option<f64>,
+}
+
+impl Figure {
+    fn with_spread(mut self, spread: Option<f64>) -> Self {
+        self.spread = spread.filter(|s| s.is_finite());
+        self
+    }
+}
+
+/// Standard deviation over mean of `values` (None for fewer than two, or a zero mean).
+fn relative_spread(values: &[f64]) -> Option<f64> {
+    let m = ssdlab_core::stats::mean(values);
+    (values.len() >= 2 && m > 0.0).then(|| ssdlab_core::stats::std_dev(values) / m)
 }
 
 fn mb(v: f64) -> String {
@@ -47,6 +63,7 @@ fn figure(name: &'static str, value: f64, better: Better, format: fn(f64) -> Str
         value,
         better,
         format,
+        spread: None,
     }
 }
 
@@ -59,9 +76,14 @@ pub(crate) fn figures(r: &RunResult) -> Vec<Figure> {
             .first()
             .map(|p| {
                 let s = &p.summary;
+                // Whole seconds only: a trailing partial window is noisier than the run.
+                let whole: Vec<&ssdlab_core::schema::Sample> =
+                    p.samples.iter().filter(|x| x.seconds >= 0.999).collect();
+                let iops: Vec<f64> = whole.iter().map(|x| x.iops).collect();
+                let rate: Vec<f64> = whole.iter().map(|x| x.bytes_per_s).collect();
                 vec![
-                    figure("IOPS", s.iops, Higher, count),
-                    figure("throughput", s.bytes_per_s, Higher, mb),
+                    figure("IOPS", s.iops, Higher, count).with_spread(relative_spread(&iops)),
+                    figure("throughput", s.bytes_per_s, Higher, mb).with_spread(relative_spread(&rate)),
                     figure("mean latency", s.latency_ns.mean, Lower, ns),
                     figure("p99 latency", s.latency_ns.p99 as f64, Lower, ns),
                 ]
@@ -71,7 +93,8 @@ pub(crate) fn figures(r: &RunResult) -> Vec<Figure> {
             measured: Some(a), ..
         }) => vec![
             figure("plateau IOPS", a.plateau_iops, Higher, count),
-            figure("steady IOPS", a.steady_iops_mean, Higher, count),
+            figure("steady IOPS", a.steady_iops_mean, Higher, count)
+                .with_spread((a.steady_iops_mean > 0.0).then(|| a.steady_iops_std_dev / a.steady_iops_mean)),
             figure("steady std dev", a.steady_iops_std_dev, Lower, count),
         ],
         Analysis::Trim(MethodAnalysis {
@@ -135,7 +158,10 @@ pub(crate) fn figures(r: &RunResult) -> Vec<Figure> {
                 .iter()
                 .filter_map(|&(case, read, name)| {
                     let c = a.cases.iter().find(|c| c.name == case && c.read == read)?;
-                    Some(figure(name, c.mean_bytes_per_s(), Higher, mb))
+                    Some(
+                        figure(name, c.mean_bytes_per_s(), Higher, mb)
+                            .with_spread(relative_spread(&c.bytes_per_s)),
+                    )
                 })
                 .collect()
         }

@@ -287,6 +287,74 @@ fn a_directory_of_results_is_redrawn_and_what_is_not_a_result_is_skipped_with_a_
     );
 }
 
+/// #33 point 5: a change inside the figures' measured spread is "within noise", not better; a baseline of another
+/// kind is refused, not silently compared with nothing.
+#[test]
+fn a_baseline_says_within_noise_and_refuses_another_kind() {
+    let dir = tempdir();
+    let mut dirs = Vec::new();
+    // The same random reads on one virtual drive, two seeds: the same figures to within their per-second spread.
+    for seed in ["1", "2"] {
+        let out_dir = dir.path().join(format!("seed{seed}"));
+        let out = run(&[
+            "run",
+            "--target",
+            "sim:840evo-250g?scale=1/256",
+            "--rw",
+            "randread",
+            "--runtime",
+            "5s",
+            "--seed",
+            seed,
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        expect_code(&out, 0);
+        dirs.push(out_dir);
+    }
+    let page = dir.path().join("vs.html");
+    let page_s = page.to_str().unwrap();
+    let (a, b) = (dirs[0].to_str().unwrap(), dirs[1].to_str().unwrap());
+    expect_code(&run(&["report", b, "--baseline", a, "--out", page_s]), 0);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let table = &html[html.find("Against the baseline").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert!(table.contains("within noise"), "{table}");
+    assert!(
+        !table.contains("class=\"better\"") && !table.contains("class=\"worse\""),
+        "{table}"
+    );
+    // A latency result as the baseline of run results.
+    let other = dir.path().join("latency");
+    expect_code(
+        &run(&[
+            "test",
+            "latency",
+            "--target",
+            "sim:840evo-250g?scale=1/256",
+            "--span",
+            "64m",
+            "--runtime",
+            "1s",
+            "--out",
+            other.to_str().unwrap(),
+        ]),
+        0,
+    );
+    expect_usage_error(
+        &run(&[
+            "report",
+            a,
+            b,
+            "--baseline",
+            other.to_str().unwrap(),
+            "--out",
+            page_s,
+        ]),
+        "--baseline",
+    );
+}
+
 #[test]
 fn a_baseline_sets_every_result_against_it_in_percent() {
     let dir = tempdir();
