@@ -12,7 +12,15 @@ pub fn size_flag(flag: &str, value: &str) -> Result<u64> {
 
 /// Parses a duration flag, naming the flag on failure.
 pub fn duration_flag(flag: &str, value: &str) -> Result<u64> {
-    parse_duration_ns(value).map_err(|e| anyhow!("--{flag} {e}"))
+    parse_duration_ns(value).map_err(|e| {
+        // fio reads a bare --runtime 10 as seconds; ssdlab asks for the unit, and says which one fio meant.
+        match value.trim().parse::<f64>() {
+            Ok(n) if flag == "runtime" => {
+                anyhow!("--{flag} {value}: a duration needs its unit; fio's bare {n} means --{flag} {n}s")
+            }
+            _ => anyhow!("--{flag} {e}"),
+        }
+    })
 }
 
 /// `--span` as given: a share of the capacity or a byte range. Which bytes it means is known once the device is

@@ -58,8 +58,15 @@ pub struct RunFlags<'a> {
 impl Plan {
     /// Checks every flag that does not depend on the device; without a stop condition the run lasts 10 s.
     pub fn new(target: TargetPlan, flags: RunFlags, out: Option<PathBuf>) -> Result<Self> {
-        let rw = RwMode::parse(flags.rw)
-            .ok_or_else(|| anyhow::anyhow!("--rw {}: use {}", flags.rw, RwMode::NAMES))?;
+        let rw = RwMode::parse(flags.rw).ok_or_else(|| match flags.rw {
+            // fio's names for a sequential mix, which ssdlab does not run: name what it does instead.
+            "rw" | "readwrite" => anyhow::anyhow!(
+                "--rw {}: fio's sequential mix of reads and writes; ssdlab mixes at random offsets (--rw randrw \
+                 --mix 70), or runs --rw read and --rw write apart",
+                flags.rw
+            ),
+            _ => anyhow::anyhow!("--rw {}: use {}", flags.rw, RwMode::NAMES),
+        })?;
         let block_bytes = size_flag("bs", flags.bs)?;
         let mut stop = StopAt {
             runtime_ns: flags.runtime.map(|v| duration_flag("runtime", v)).transpose()?,

@@ -291,7 +291,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "ssdlab")]
     pub name: String,
     /// Operations in flight at the device at once, across all clients.
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, default_value_t = 32, alias = "iodepth", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub qd: u32,
     /// Client connections open at once; past it a client's options are refused with the reason (and past 64
     /// more, new connections are closed at once).
@@ -342,7 +342,7 @@ pub struct ScanArgs {
     #[arg(long)]
     pub chunk: Option<String>,
     /// With --reader chunks: reads in flight [default: 4].
-    #[arg(long)]
+    #[arg(long, alias = "iodepth")]
     pub qd: Option<u32>,
     /// Random 4 KiB reads per file at queue depth 1 after reading it through (the small random reads of a
     /// search, the field report's second experiment), summarized per age [default: 256 with --target, 0
@@ -601,7 +601,7 @@ pub struct SweepArgs {
     /// The region written and read at each size (clamped to the device).
     #[arg(long, default_value = "2g")]
     pub test_size: String,
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, alias = "iodepth")]
     pub qd: u32,
     /// Smallest transfer size.
     #[arg(long, default_value = "512")]
@@ -767,7 +767,8 @@ pub enum ReaderArg {
 pub enum EngineArg {
     /// io_uring when the kernel allows it, otherwise pread/pwrite.
     Auto,
-    #[value(name = "io_uring")]
+    /// (fio's libaio is accepted for it: the kernel's asynchronous interface ssdlab uses is io_uring.)
+    #[value(name = "io_uring", alias = "libaio")]
     IoUring,
     /// pread/pwrite, one operation at a time.
     Psync,

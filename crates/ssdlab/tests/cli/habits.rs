@@ -88,6 +88,47 @@ fn fio_option_names_work_or_say_what_to_write() {
             "{fio}: {text}"
         );
     }
+    // #33 point 11: fio's spellings on every command that has the option, or the equivalent named.
+    let out = run(&[
+        "test",
+        "sweep",
+        "--target",
+        "null:64m",
+        "--iodepth",
+        "2",
+        "--test-size",
+        "16m",
+        "--to",
+        "1m",
+        "--json",
+    ]);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    let pts = run(&["test", "pts", "--target", "null:64m", "--iodepth", "0"]);
+    assert!(
+        stderr(&pts).contains("--qd 0"),
+        "--iodepth is --qd on test pts too: {}",
+        stderr(&pts)
+    );
+    let engine = run(&[
+        "run",
+        "--target",
+        "null:64m",
+        "--ioengine",
+        "libaio",
+        "--runtime",
+        "100ms",
+        "--json",
+    ]);
+    expect_code(&engine, 0);
+    assert_eq!(
+        event(&json_lines(&engine), "begin")["data"]["options"]["engine"],
+        "iouring"
+    );
+    expect_usage_error(
+        &run(&["run", "--target", "null", "--runtime", "10"]),
+        "--runtime 10s",
+    );
+    expect_usage_error(&run(&["run", "--target", "null", "--rw", "rw"]), "--rw randrw");
 }
 
 #[test]
