@@ -113,6 +113,10 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
     let speed = |index: Option<usize>, session: &Session<'_>| {
         index.map_or(0.0, |i| session.phases[i].summary.bytes_per_s)
     };
+    let ran = |index: Option<usize>| index.map(|i| &session.phases[i].summary);
+    let states = [ran(clean), ran(dirty), ran(after)];
+    let state_seconds = states.map(|s| s.map_or(0.0, |s| s.seconds));
+    let state_bytes = states.map(|s| s.map_or(0, |s| s.bytes));
     let (clean, dirty, after) = (
         speed(clean, &session),
         speed(dirty, &session),
@@ -129,6 +133,8 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
         trimmed_reads_zero,
         measure_s: options.measure_ns.map(|ns| ns as f64 / 1e9),
         idle_after_trim_s: options.idle_ns as f64 / 1e9,
+        state_seconds: Some(state_seconds),
+        state_bytes: Some(state_bytes),
     };
     let mut reasons = Vec::new();
     // A drive that keeps only part of its speed after TRIM is what the test measures: a finding about the drive.

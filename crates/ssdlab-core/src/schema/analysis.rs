@@ -160,12 +160,19 @@ pub struct TrimAnalysis {
     /// Whether discarded blocks read back as zeroes (None when it could not be checked).
     #[serde(default)]
     pub trimmed_reads_zero: Option<bool>,
-    /// How long each state's sequential write ran (None: a whole pass over the span).
+    /// The most each state's sequential write runs; it also stops after one pass over the span (None: a whole pass).
     #[serde(default)]
     pub measure_s: Option<f64>,
     /// Idle time between the TRIM and the after-TRIM measurement.
     #[serde(default)]
     pub idle_after_trim_s: f64,
+    /// How long each state's measurement ran (clean, dirty, after TRIM) and what it wrote: a timed measurement
+    /// stops early at the end of a small span, so the time given is the most, not what ran. Absent in results
+    /// from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_seconds: Option<[f64; 3]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_bytes: Option<[u64; 3]>,
 }
 
 /// One transfer size of a sweep.

@@ -176,7 +176,19 @@ fn trim_measures_each_state_for_a_time_and_can_idle_after_the_trim() {
     let a = &result["analysis"];
     assert_eq!(a["measure_s"], 5.0);
     assert_eq!(a["idle_after_trim_s"], 600.0);
-    assert!(stderr(&out).contains("measured  5 s of sequential 128 KiB writes per state; idle 600 s"));
+    let err = stderr(&out);
+    assert!(
+        err.contains("measured  128 KiB sequential writes, at most 5 s or one pass per state; idle 600 s"),
+        "{err}"
+    );
+    // What ran, state by state (#33 point 10): the recorded seconds are the phases'.
+    let ran = err
+        .lines()
+        .find(|l| l.starts_with("ran "))
+        .expect("a line of what ran");
+    assert!(ran.matches(" s, ").count() == 3, "{ran}");
+    let seconds = a["state_seconds"].as_array().unwrap();
+    assert_eq!(seconds[0], phase(&result, "clean")["summary"]["seconds"]);
     let clean = phase(&result, "clean")["summary"]["bytes"].as_u64().unwrap();
     let fill = &phase(&result, "fill")["summary"];
     assert_eq!(
