@@ -90,9 +90,14 @@ pub struct DeviceInfo {
     /// Buffers must be aligned to this in memory.
     pub memory_align_bytes: u32,
     /// The largest single transfer the device accepts (larger requests are split by the kernel).
+    /// u64::MAX in memory is no limit, written as `null` (JSON readers cannot hold 2^64 - 1 exactly).
+    #[serde(with = "crate::device::no_limit")]
+    #[schemars(with = "Option<u64>")]
     pub max_transfer_bytes: u64,
     pub discard_supported: bool,
     /// 0 when discard is unsupported.
+    #[serde(with = "crate::device::no_limit")]
+    #[schemars(with = "Option<u64>")]
     pub discard_max_bytes: u64,
     pub rotational: bool,
     pub clock: ClockKind,
@@ -409,5 +414,56 @@ mod tests {
         let mut plain = Vec::new();
         mark_allocated(&inner, 1000, &[], &mut plain);
         assert_eq!(plain, inner);
+    }
+}
+
+/// A byte limit whose largest value means "none": written as `null` rather than 18446744073709551615, which a
+/// JSON reader holding numbers as doubles (JavaScript, jq) cannot represent, and read back from either.
+pub mod no_limit {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+        match *value {
+            u64::MAX => serializer.serialize_none(),
+            v => serializer.serialize_u64(v),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+        Ok(Option::<u64>::deserialize(deserializer)?.unwrap_or(u64::MAX))
+    }
+}
+
+#[cfg(test)]
+mod no_limit_tests {
+    use super::*;
+
+    #[test]
+    fn no_limit_is_written_as_null_and_read_back_from_null_or_a_number() {
+        let info = DeviceInfo {
+            max_transfer_bytes: u64::MAX,
+            discard_max_bytes: 1 << 30,
+            ..DeviceInfo::subject(
+                "null".into(),
+                TargetKind::Null,
+                "null".into(),
+                1 << 20,
+                "null".into(),
+            )
+        };
+        let json = serde_json::to_value(&info).unwrap();
+        assert!(json["max_transfer_bytes"].is_null(), "{json}");
+        assert_eq!(json["discard_max_bytes"], 1u64 << 30);
+        let back: DeviceInfo = serde_json::from_value(json).unwrap();
+        assert_eq!(back, info);
+        // A result written before: the number itself.
+        let mut old = serde_json::to_value(&info).unwrap();
+        old["max_transfer_bytes"] = serde_json::json!(u64::MAX);
+        assert_eq!(
+            serde_json::from_value::<DeviceInfo>(old)
+                .unwrap()
+                .max_transfer_bytes,
+            u64::MAX
+        );
     }
 }

@@ -192,30 +192,30 @@ fn files_csv(analysis: &ssdlab_core::schema::ScanAnalysis) -> String {
     csv
 }
 
-/// One row per drive: its latency columns (microseconds) and its shares of the query's tail.
+/// One row per drive: its latency columns (nanoseconds, as every other CSV) and its shares of the query's tail.
 fn drives_csv(a: &ssdlab_core::schema::fanout::FanoutAnalysis) -> String {
     let mut out = String::from(
-        "drive,target,data_age_months,reads,p25_us,p50_us,p75_us,p95_us,p99_us,p999_us,mean_us,max_us,share_of_p95_ratio,share_of_p99_ratio\n",
+        "drive,target,data_age_months,reads,latency_ns_p25,latency_ns_p50,latency_ns_p75,latency_ns_p95,\
+         latency_ns_p99,latency_ns_p999,latency_ns_mean,latency_ns_max,share_of_p95_ratio,share_of_p99_ratio\n",
     );
     for d in &a.drives {
         let share = a.stragglers.iter().find(|s| s.name == d.name);
         let l = &d.latency_ns;
-        let us = |ns: u64| ns as f64 / 1e3;
         let _ = writeln!(
             out,
-            "{},{},{},{},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.1},{:.4},{:.4}",
+            "{},{},{},{},{},{},{},{},{},{},{:.1},{},{:.4},{:.4}",
             csv_field(&d.name),
             csv_field(&d.target),
             d.data_age_months.map_or(String::new(), |m| format!("{m:.2}")),
             d.reads,
-            us(l.p25),
-            us(l.p50),
-            us(l.p75),
-            us(l.p95),
-            us(l.p99),
-            us(l.p999),
-            l.mean / 1e3,
-            us(l.max),
+            l.p25,
+            l.p50,
+            l.p75,
+            l.p95,
+            l.p99,
+            l.p999,
+            l.mean,
+            l.max,
             share.map_or(0.0, |s| s.share_of_p95_ratio),
             share.map_or(0.0, |s| s.share_of_p99_ratio),
         );

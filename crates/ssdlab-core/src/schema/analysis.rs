@@ -156,6 +156,8 @@ pub struct TrimAnalysis {
     #[serde(default)]
     pub restored_fraction: f64,
     pub discard_supported: bool,
+    #[serde(with = "crate::device::no_limit")]
+    #[schemars(with = "Option<u64>")]
     pub discard_max_bytes: u64,
     /// Whether discarded blocks read back as zeroes (None when it could not be checked).
     #[serde(default)]

@@ -167,6 +167,8 @@ fn fanout_over_loop_devices_writes_every_output_and_reads_only() {
         csv.starts_with("drive,target,") && csv.lines().count() == 3,
         "{csv}"
     );
+    // Nanoseconds as in every other CSV, and the p99 column agrees with result.json's.
+    assert!(csv.contains(",latency_ns_p99,") && !csv.contains("_us"), "{csv}");
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert!(html.contains("Read latency tail") && html.contains("class=\"chart bars\""));
     assert_eq!(one.image_blocks() + two.image_blocks(), 0, "nothing was written");
