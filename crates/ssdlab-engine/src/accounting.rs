@@ -51,6 +51,9 @@ pub struct Accounting {
     total_qd_area: f64,
     windows: Vec<Window>,
     scratch: Histogram,
+    /// Under a rate limit, each operation's own time on the device (submission to completion), apart from the
+    /// latency measured from its due time; None when the two are the same.
+    service: Option<Histogram>,
 }
 
 impl Accounting {
@@ -67,7 +70,14 @@ impl Accounting {
             total_qd_area: 0.0,
             windows: Vec::new(),
             scratch: Histogram::new(),
+            service: None,
         }
+    }
+
+    /// Keeps each operation's time on the device apart from its latency, for a phase whose latency is measured
+    /// from when operations were due (a rate limit), so the summary can tell waiting to issue from the device.
+    pub fn track_service_time(&mut self) {
+        self.service.get_or_insert_with(Histogram::new);
     }
 
     /// Records one completed operation. Its time on the device (submit to completion) adds to the queue-depth
@@ -79,6 +89,9 @@ impl Accounting {
         let busy = completed_ns.saturating_sub(submitted_ns) as f64;
         self.qd_area += busy;
         self.total_qd_area += busy;
+        if let Some(service) = &mut self.service {
+            service.record(completed_ns.saturating_sub(submitted_ns));
+        }
         let d = direction(op);
         self.current[d].record(latency_ns);
         self.ios[d] += 1;
@@ -213,6 +226,11 @@ impl Accounting {
             write: direction_summary(1),
             discard: direction_summary(2),
             latency_histogram: Some(all.to_sparse()),
+            device_latency_ns: self
+                .service
+                .as_ref()
+                .filter(|h| h.count() > 0)
+                .map(LatencyNs::from_histogram),
             ..Summary::default()
         };
         Finished {

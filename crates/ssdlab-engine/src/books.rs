@@ -50,6 +50,11 @@ impl PhaseBooks {
         }
     }
 
+    /// See [`Accounting::track_service_time`].
+    pub(crate) fn track_service_time(&mut self) {
+        self.accounting.track_service_time();
+    }
+
     /// Accounts completion `c` of `len` bytes at `offset` with `latency_ns`, or counts it as failed (a negative
     /// result, or a short transfer; a flush succeeds with any non-negative result). Returns whether it succeeded.
     pub(crate) fn complete(&mut self, c: &Completion, offset: u64, len: u64, latency_ns: u64) -> bool {

@@ -156,6 +156,9 @@ pub fn run_phase<D: Device + ?Sized, O: Observer + ?Sized>(
 
     observer.started();
     let mut books = PhaseBooks::open(device);
+    if interval_ns.is_some() {
+        books.track_service_time();
+    }
     let start_ns = device.now_ns();
     let deadline_ns = workload.stop.runtime_ns.map(|r| start_ns.saturating_add(r));
     let mut issued: u64 = 0;
@@ -566,6 +569,13 @@ mod tests {
             "p99 {}",
             out.summary.latency_ns.p99
         );
+        // The device's own part is its 5 ms; the rest was waiting to be issued.
+        let device = out
+            .summary
+            .device_latency_ns
+            .as_ref()
+            .expect("kept under a rate limit");
+        assert_eq!((device.min, device.max), (5_000_000, 5_000_000));
         // A fast device meets the schedule: about 1000 operations, each 10 us.
         let mut dev = MemDevice::new(1 << 30, 10_000);
         let out = run_phase(&mut dev, &w, &mut Quiet).unwrap();

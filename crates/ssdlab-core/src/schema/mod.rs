@@ -137,6 +137,11 @@ pub struct Summary {
     /// The whole-phase latency histogram, for re-analysis.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub latency_histogram: Option<SparseHistogram>,
+    /// Under a rate limit `latency_ns` runs from when each operation was due, so a host that falls behind shows
+    /// in it; this is the device's own part, submission to completion. Absent without a rate limit, where the
+    /// two are one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_latency_ns: Option<LatencyNs>,
 }
 
 /// One second of a run (the last window may be shorter; `seconds` says how long it was).

@@ -167,6 +167,15 @@ pub fn summary_lines(summary: &Summary, queue_depth: u32) -> Vec<String> {
         };
         say!(out, "{}", direction_row("total", &total));
     }
+    // Under a rate limit the rows above run from each operation's due time: the device's own part is apart,
+    // so a host that fell behind its schedule is not read as a slow device.
+    if let Some(device) = &summary.device_latency_ns {
+        say!(out, "{:<8}{:>24}{}", "device", "", latency_cells(device));
+        say!(
+            out,
+            "rate      rows above: from each operation's due time; device: from its submission"
+        );
+    }
     let seconds = summary.seconds.max(1e-9);
     say!(
         out,

@@ -166,8 +166,25 @@ fn rate_limit_holds_the_schedule() {
         "--json",
     ]);
     expect_code(&out, 0);
-    let ios = summary(&json_lines(&out))["ios"].as_u64().unwrap();
+    let events = json_lines(&out);
+    let s = summary(&events);
+    let ios = s["ios"].as_u64().unwrap();
     assert!((3900..=4010).contains(&ios), "2000 IOPS for 2 s gave {ios}");
+    // #33 point 12: the device's own time is apart from the latency measured from each due time, and never
+    // longer than it (null completes at once; any waiting to issue is the host's).
+    let device = &s["device_latency_ns"];
+    assert!(
+        device["p99"].as_u64().unwrap() <= s["latency_ns"]["p99"].as_u64().unwrap(),
+        "{s}"
+    );
+    assert!(
+        stderr(&out).lines().any(|l| l.starts_with("device ")),
+        "{}",
+        stderr(&out)
+    );
+    // Without a rate limit the two are one, and the summary holds only one.
+    let plain = run(&["run", "--target", "null", "--runtime", "200ms", "--json"]);
+    assert!(summary(&json_lines(&plain)).get("device_latency_ns").is_none());
 }
 
 #[test]
