@@ -97,6 +97,8 @@ fn sim_scan_reproduces_the_field_report_and_refresh_restores_speed() {
     assert!(stderr(&out).contains("rewritten below") && !stderr(&out).contains("refresh --from"));
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert!(html.contains("Read speed against data age"));
+    // What the refresh bought is in the report, not only in result.json (#33 point 1).
+    assert!(html.contains("What the refresh bought") && html.contains("10.49, then 1.00"));
     assert!(
         html.contains("class=\"verdict warn\">finding: ") && !html.contains("class=\"verdict fail\""),
         "the header's verdict cell"
