@@ -121,11 +121,12 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         let name = dir
             .file_name()
             .map_or(String::new(), |n| n.to_string_lossy().into_owned());
-        ports.console.say(&format!(
+        let line = format!(
             "  {name:<24} {:<8} {}",
             result.verdict.kind(),
             result.verdict.reasons.first().map_or("", String::as_str)
-        ));
+        );
+        ports.console.say(line.trim_end());
     }
     ports.console.say(&format!(
         "\ndemo      {} results in {:.0} s wall; open {}",
