@@ -179,13 +179,13 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
     for chart in [
         Chart {
             title: "Latency CDF: operations at or below each latency".into(),
-            x: Axis::new("latency (microseconds)", Scale::Log10),
+            x: Axis::new("latency", Scale::Log10).format(crate::svg::micros),
             y: Axis::new("% of operations", Scale::Linear).range(Some(0.0), Some(100.0)),
             series: cdf,
         },
         Chart {
             title: "Latency tail: operations slower than each latency".into(),
-            x: Axis::new("latency (microseconds)", Scale::Log10),
+            x: Axis::new("latency", Scale::Log10).format(crate::svg::micros),
             y: Axis::new("% of operations slower", Scale::Log10),
             series: tail,
         },

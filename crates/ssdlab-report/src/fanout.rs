@@ -85,7 +85,7 @@ fn one(a: &FanoutAnalysis) -> String {
     }
     let mut out = charts(&[Chart {
         title: "Read latency tail: every drive and the query that waits for all".into(),
-        x: Axis::new("latency (ms, log scale)", Scale::Log10),
+        x: Axis::new("latency (log scale)", Scale::Log10).format(crate::svg::millis),
         y: Axis::new("reads at least this slow (log scale)", Scale::Log10).format(percent),
         series,
     }]);

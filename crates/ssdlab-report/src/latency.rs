@@ -145,13 +145,13 @@ pub(crate) fn latency(group: &[&RunResult]) -> String {
         Chart {
             title: "Mean latency per second".into(),
             x: Axis::new("time (s)", Scale::Linear),
-            y: Axis::new("microseconds", Scale::Log10),
+            y: Axis::new("latency", Scale::Log10).format(crate::svg::micros),
             series: mean,
         },
         Chart {
             title: "p99 latency per second".into(),
             x: Axis::new("time (s)", Scale::Linear),
-            y: Axis::new("microseconds", Scale::Log10),
+            y: Axis::new("latency", Scale::Log10).format(crate::svg::micros),
             series: p99,
         },
     ]));

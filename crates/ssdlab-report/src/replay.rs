@@ -139,7 +139,7 @@ pub(crate) fn replay(group: &[&RunResult]) -> String {
         Chart {
             title: "Mean latency per second".into(),
             x: Axis::new("time (s)", Scale::Linear),
-            y: Axis::new("microseconds", Scale::Log10),
+            y: Axis::new("latency", Scale::Log10).format(crate::svg::micros),
             series: latency,
         },
     ]));

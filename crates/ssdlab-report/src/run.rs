@@ -61,7 +61,7 @@ pub(crate) fn run(group: &[&RunResult]) -> String {
         Chart {
             title: "p99 latency per second".into(),
             x: Axis::new("time (s)", Scale::Linear),
-            y: Axis::new("microseconds", Scale::Log10),
+            y: Axis::new("latency", Scale::Log10).format(crate::svg::micros),
             series: p99,
         },
     ]);

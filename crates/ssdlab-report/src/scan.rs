@@ -131,7 +131,7 @@ pub(crate) fn scan(group: &[&RunResult]) -> String {
         out.push_str(&charts(&[Chart {
             title: "Random 4 KiB reads at QD1 against data age".into(),
             x: Axis::new("age (months, log scale)", Scale::Log10),
-            y: Axis::new("latency (us, log scale)", Scale::Log10),
+            y: Axis::new("latency (log scale)", Scale::Log10).format(crate::svg::micros),
             series: random,
         }]));
     }

@@ -111,6 +111,26 @@ pub struct Chart {
 }
 
 /// 12,345 -> "12.3K"; 0.5 -> "0.5".
+/// A tick on a time axis whose values are microseconds, in the unit a reader expects at that size: `500 µs`,
+/// `1 ms`, `10 ms`, `2 s` (never "1K" or "10M" microseconds).
+pub fn micros(v: f64) -> String {
+    let (value, unit) = if v.abs() >= 1e6 {
+        (v / 1e6, "s")
+    } else if v.abs() >= 1e3 {
+        (v / 1e3, "ms")
+    } else if v.abs() >= 1.0 || v == 0.0 {
+        (v, "µs")
+    } else {
+        (v * 1e3, "ns")
+    };
+    format!("{} {unit}", compact(value))
+}
+
+/// A tick on a time axis whose values are milliseconds: `500 µs`, `1 ms`, `2 s`.
+pub fn millis(v: f64) -> String {
+    micros(v * 1e3)
+}
+
 pub fn compact(v: f64) -> String {
     let a = v.abs();
     let (value, suffix) = if a >= 1e9 {
@@ -407,9 +427,13 @@ pub fn render(chart: &Chart, id: usize) -> String {
     let _ = write!(svg, r#"<g class="axis x-axis">"#);
     for (t, label) in tick_labels(&chart.x, x_lo, x_hi) {
         let px = x.map(t);
+        // A label centred on a tick near the right edge would run past it ("100 ms" at the last tick): it ends
+        // at the tick instead.
+        let half = label.chars().count() as f64 * TICK_CHAR / 2.0;
+        let anchor = if px + half > width - 2.0 { "end" } else { "middle" };
         let _ = write!(
             svg,
-            r#"<line class="grid" x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{yb:.1}"/><text class="tick" x="{px:.1}" y="{ty:.1}" text-anchor="middle">{label}</text>"#,
+            r#"<line class="grid" x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{yb:.1}"/><text class="tick" x="{px:.1}" y="{ty:.1}" text-anchor="{anchor}">{label}</text>"#,
             yb = height - bottom,
             ty = height - bottom + 16.0,
             label = escape(&label)
@@ -961,6 +985,11 @@ mod tests {
     #[test]
     fn compact_numbers_keep_small_shares_apart() {
         assert_eq!(compact(12_345.0), "12K");
+        assert_eq!(micros(1_000.0), "1 ms");
+        assert_eq!(micros(10_000_000.0), "10 s");
+        assert_eq!(micros(500.0), "500 µs");
+        assert_eq!(micros(0.5), "500 ns");
+        assert_eq!(millis(0.5), "500 µs");
         assert_eq!(compact(0.5), "0.5");
         assert_eq!(compact(0.01), "0.01");
         assert_eq!(compact(0.002), "0.002");

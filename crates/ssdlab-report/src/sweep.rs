@@ -147,7 +147,7 @@ fn queue_depth_sweeps(group: &[&RunResult]) -> String {
         figures.push(Chart {
             title: format!("Random {} latency by queue depth", binary_size(block as f64)),
             x: Axis::new("queue depth", Scale::Log2),
-            y: Axis::new("latency (microseconds, log scale)", Scale::Log10),
+            y: Axis::new("latency (log scale)", Scale::Log10).format(crate::svg::micros),
             series: latency,
         });
     }
