@@ -72,23 +72,52 @@ fn one(a: &FanoutAnalysis) -> String {
             style: None,
         });
     }
-    for d in &a.drives {
+    // Every drive is a line up to a handful; past that the lines repeat their styles and hide each other, so the
+    // chart draws the fastest, the median and the slowest drive by p99 and any named straggler; the table below
+    // lists them all.
+    const ALL_DRIVES_UP_TO: usize = 6;
+    let mut by_p99: Vec<&ssdlab_core::schema::fanout::FanoutDrive> = a.drives.iter().collect();
+    by_p99.sort_by_key(|d| d.latency_ns.p99);
+    let drawn: Vec<(&ssdlab_core::schema::fanout::FanoutDrive, &str)> = if by_p99.len() <= ALL_DRIVES_UP_TO {
+        by_p99.iter().map(|&d| (d, "")).collect()
+    } else {
+        let mut picked = vec![
+            (by_p99[0], "fastest: "),
+            (by_p99[by_p99.len() / 2], "median: "),
+            (by_p99[by_p99.len() - 1], "slowest: "),
+        ];
+        for d in by_p99.iter().filter(|d| a.dominant.contains(&d.name)) {
+            if !picked.iter().any(|(p, _)| p.name == d.name) {
+                picked.push((d, "straggler: "));
+            }
+        }
+        picked
+    };
+    for (d, role) in &drawn {
         series.push(Series {
             name: match d.data_age_months {
-                Some(m) => format!("{} ({m:.1} mo)", d.name),
-                None => d.name.clone(),
+                Some(m) => format!("{role}{} ({m:.1} mo)", d.name),
+                None => format!("{role}{}", d.name),
             },
             points: tail_of(&d.histogram),
             mark: Mark::Line,
             style: None,
         });
     }
+    let hidden = a.drives.len() - drawn.len();
     let mut out = charts(&[Chart {
         title: "Read latency tail: every drive and the query that waits for all".into(),
         x: Axis::new("latency (log scale)", Scale::Log10).format(crate::svg::millis),
         y: Axis::new("reads at least this slow (log scale)", Scale::Log10).format(percent),
         series,
     }]);
+    if hidden > 0 {
+        let _ = write!(
+            out,
+            "<p class=\"meta\">The other {hidden} drives are not drawn (the fastest, median and slowest by p99 \
+             are); each drive's figures are in the table below.</p>"
+        );
+    }
     let ranked: Vec<(String, f64)> = a
         .stragglers
         .iter()

@@ -21,6 +21,23 @@ fn ms(latency: &Value, key: &str) -> f64 {
 #[test]
 fn the_virtual_fleet_shows_the_field_reports_effect_and_its_fix() {
     let runtime = ["--fleet", "field-report", "--runtime", "120s"];
+    // 25 drives: the tail chart draws the fastest, median and slowest, not 25 lines in repeating styles.
+    let dir = tempdir();
+    let out_dir = dir.path().join("fleet");
+    let out = run(&[
+        &["fanout"][..],
+        &runtime[..],
+        &["--out", out_dir.to_str().unwrap()],
+    ]
+    .concat());
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap_or_else(|_| stderr(&out));
+    assert!(
+        html.contains("fastest: ")
+            && html.contains("slowest: ")
+            && html.contains("The other 22 drives are not drawn"),
+        "{}",
+        stderr(&out)
+    );
     let (_, now) = fanout_analysis(&runtime);
     let (_, older) = fanout_analysis(&[&runtime[..], &["--age-by", "6w"]].concat());
     let (_, fixed) = fanout_analysis(&[&runtime[..], &["--refresh-all"]].concat());
