@@ -293,6 +293,12 @@ fn sub_test_section(a: &PtsAnalysis, t: &PtsSubTest) -> String {
                 .filter(|r| (first..=last).contains(&r.round))
                 .map(|r| (r.round as f64, r.tracking * scale))
                 .collect();
+            let window_max = t
+                .rounds
+                .iter()
+                .filter(|r| (first..=last).contains(&r.round))
+                .map(|r| r.tracking)
+                .fold(0.0, f64::max);
             let flat = |name: &str, v: f64| Series {
                 name: name.into(),
                 points: vec![(lo, v * scale), (hi, v * scale)],
@@ -335,8 +341,12 @@ fn sub_test_section(a: &PtsAnalysis, t: &PtsSubTest) -> String {
                     "Steady-state window, rounds {first}-{last}: {}",
                     if s.achieved { "achieved" } else { "not achieved" }
                 ),
-                x: Axis::new("round", Scale::Linear).range(Some(lo), Some(hi)),
-                y: Axis::new(y_unit, Scale::Linear).range(Some(0.0), Some(1.25 * mean * scale)),
+                // Half a round either side, so the first and last rounds' dots are not cut by the frame.
+                x: Axis::new("round", Scale::Linear).range(Some(lo - 0.5), Some(hi + 0.5)),
+                // Room for the 10% band and for every point of the window, however far a window that did not
+                // settle strays.
+                y: Axis::new(y_unit, Scale::Linear)
+                    .range(Some(0.0), Some(1.25 * window_max.max(mean) * scale)),
                 series,
             });
         }

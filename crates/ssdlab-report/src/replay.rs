@@ -111,12 +111,40 @@ pub(crate) fn replay(group: &[&RunResult]) -> String {
          as fast as possible) to its completion, as the trace-based storage benches report them; device time is \
          from each operation's submission, without the wait when the replay fell behind the trace.</p>",
     );
-    let rate = series_of_phase(
+    let mut rate = series_of_phase(
         group,
         |r| r.phases.iter().find(|p| p.name == "replay"),
         |p| p.samples.iter().map(|s| (s.t_s, s.bytes_per_s / 1e6)).collect(),
         Mark::Line,
     );
+    // Replays at the trace's own times move the data the trace moves, second by second: their lines lie on top
+    // of each other and the chart would show one colour. Within a few percent, one line says so and how far apart
+    // they are.
+    let differ = |a: &[(f64, f64)], b: &[(f64, f64)]| -> Option<f64> {
+        (a.len() == b.len() && a.iter().zip(b).all(|(p, q)| (p.0 - q.0).abs() < 0.05)).then(|| {
+            a.iter()
+                .zip(b)
+                .map(|(p, q)| (p.1 - q.1).abs() / p.1.abs().max(q.1.abs()).max(1e-9))
+                .fold(0.0, f64::max)
+        })
+    };
+    const SAME_LINE: f64 = 0.05;
+    let spread: Option<f64> = rate
+        .iter()
+        .skip(1)
+        .map(|s| differ(&s.points, &rate[0].points))
+        .try_fold(0.0f64, |worst, d| d.map(|d| worst.max(d)));
+    if rate.len() > 1
+        && let Some(spread) = spread.filter(|&d| d <= SAME_LINE)
+    {
+        let n = rate.len();
+        rate.truncate(1);
+        rate[0].name = format!(
+            "all {n} replays (the trace sets the pace; they differ by at most {:.1}% in any second)",
+            100.0 * spread
+        );
+        rate[0].style = None;
+    }
     let latency = series_of_phase(
         group,
         |r| r.phases.iter().find(|p| p.name == "replay"),

@@ -358,6 +358,12 @@ fn the_cache_speeds_a_synthetic_desktop_trace_in_the_storage_bench_table() {
         html.contains("avg service time") && html.contains(" vs "),
         "the comparison row"
     );
+    // At the trace's own times both replays move the trace's data: one line, saying how far apart they are,
+    // not two lines drawn exactly over each other (#33 point 14).
+    assert!(
+        html.contains("all 2 replays (the trace sets the pace"),
+        "one line for the data moved"
+    );
 }
 
 #[test]
