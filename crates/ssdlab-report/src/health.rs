@@ -45,6 +45,51 @@ pub fn life_text(d: &DriveHealth) -> String {
     }
 }
 
+#[cfg(test)]
+mod rate_tests {
+    use super::*;
+
+    #[test]
+    fn rates_span_at_least_an_hour_and_never_go_below_zero() {
+        let days = |t: u64| t as f64 / DAY_S;
+        // 100 GB a day for two days, a snapshot seconds after one (folded into the next span), and a counter that
+        // went back (a replaced drive's new counter): no negative rate.
+        let points = vec![
+            (0, 0u128),
+            (10, 1_000_000),
+            (86_400, 100_000_000_000),
+            (172_800, 200_000_000_000),
+            (259_200, 150_000_000_000),
+        ];
+        let r = per_day_rates(points.into_iter(), &days);
+        assert_eq!(r.len(), 3);
+        assert!(
+            (r[0].1 - 100.0).abs() < 1e-6 && (r[1].1 - 100.0).abs() < 1e-6,
+            "{r:?}"
+        );
+        assert_eq!(r[2].1, 0.0);
+    }
+}
+
+/// GB written per day between snapshots at least an hour apart, placed at each span's end: (days, GB/day).
+fn per_day_rates(points: impl Iterator<Item = (u64, u128)>, days: &dyn Fn(u64) -> f64) -> Vec<(f64, f64)> {
+    const MIN_SPAN_S: u64 = 3600;
+    let mut out = Vec::new();
+    let mut from: Option<(u64, u128)> = None;
+    for (t, bytes) in points {
+        match from {
+            None => from = Some((t, bytes)),
+            Some((t0, b0)) if t >= t0 + MIN_SPAN_S => {
+                let per_day = bytes.saturating_sub(b0) as f64 / ((t - t0) as f64 / DAY_S);
+                out.push((days(t), per_day / 1e9));
+                from = Some((t, bytes));
+            }
+            Some(_) => {}
+        }
+    }
+    out
+}
+
 pub(crate) fn health(group: &[&RunResult]) -> String {
     let drives: Vec<&DriveHealth> = group
         .iter()
@@ -117,22 +162,25 @@ pub(crate) fn health(group: &[&RunResult]) -> String {
             let t0 = d.history[0].t_s as f64;
             let days = |t: u64| (t as f64 - t0) / DAY_S;
             let name = drive_name(d);
-            let host: Vec<(f64, f64)> = d
-                .history
-                .iter()
-                .filter_map(|p| p.host_written_bytes.map(|b| (days(p.t_s), b as f64 / 1e12)))
-                .collect();
-            let nand: Vec<(f64, f64)> = d
-                .history
-                .iter()
-                .filter_map(|p| p.nand_written_bytes.map(|b| (days(p.t_s), b as f64 / 1e12)))
-                .collect();
-            writes.push(Series {
-                name: format!("{name} host"),
-                points: host,
-                mark: Mark::LineWithDots,
-                style: None,
-            });
+            // Lifetime totals rise so little over 90 days that a plot of them looks flat: the chart shows the
+            // rate between snapshots instead, each span at least an hour so seconds-apart snapshots make no
+            // absurd rates.
+            let rate = |field: fn(&ssdlab_core::schema::health::HistoryPoint) -> Option<u128>| {
+                per_day_rates(
+                    d.history.iter().filter_map(|p| field(p).map(|b| (p.t_s, b))),
+                    &days,
+                )
+            };
+            let host = rate(|p| p.host_written_bytes);
+            let nand = rate(|p| p.nand_written_bytes);
+            if !host.is_empty() {
+                writes.push(Series {
+                    name: format!("{name} host"),
+                    points: host,
+                    mark: Mark::LineWithDots,
+                    style: None,
+                });
+            }
             if !nand.is_empty() {
                 writes.push(Series {
                     name: format!("{name} NAND"),
@@ -152,20 +200,23 @@ pub(crate) fn health(group: &[&RunResult]) -> String {
                 style: None,
             });
         }
-        out.push_str(&charts(&[
-            Chart {
-                title: "Host and NAND writes over time".into(),
+        let mut drawn = Vec::new();
+        // Snapshots all within an hour of each other make no rate: the chart is left out rather than empty.
+        if !writes.is_empty() {
+            drawn.push(Chart {
+                title: "Host and NAND writes per day, between snapshots".into(),
                 x: Axis::new("days since the first snapshot", Scale::Linear),
-                y: Axis::new("TB written", Scale::Linear),
+                y: Axis::new("GB written per day", Scale::Linear).range(Some(0.0), None),
                 series: writes,
-            },
-            Chart {
-                title: "Wear used over time".into(),
-                x: Axis::new("days since the first snapshot", Scale::Linear),
-                y: Axis::new("% of rated endurance", Scale::Linear).range(Some(0.0), None),
-                series: wear,
-            },
-        ]));
+            });
+        }
+        drawn.push(Chart {
+            title: "Wear used over time".into(),
+            x: Axis::new("days since the first snapshot", Scale::Linear),
+            y: Axis::new("% of rated endurance", Scale::Linear).range(Some(0.0), None),
+            series: wear,
+        });
+        out.push_str(&charts(&drawn));
     }
 
     for d in &drives {

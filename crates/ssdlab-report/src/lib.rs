@@ -43,6 +43,9 @@ pub use files::{
 pub use labels::label;
 pub(crate) use labels::uncached_target;
 
+// Charts are 800 user units wide with 12-unit ticks and scale with their box: two a row in the page's 1132 px drew
+// ticks at 9 px, so a chart gets a row of its own, at most 860 px wide (ticks at 10-13 px). The report test's
+// layout check measures it in Chromium.
 const CSS: &str = r#"
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1180px; padding: 18px 24px 48px; color: #1d2330; background: #fff; }
 h1 { font-size: 24px; margin: 8px 0 4px; } h2 { font-size: 19px; margin: 30px 0 8px; border-bottom: 1px solid #d8dce4; padding-bottom: 4px; }
@@ -55,8 +58,8 @@ table.header td, table.header th, table.summary td, table.differs td { text-alig
 table.summary th { text-align: left; } table.summary td.device { min-width: 300px; } table.summary td.verdict { min-width: 240px; } table.summary td:first-child { max-width: 240px; } td { overflow-wrap: break-word; }
 .pass { color: #0a7b33; font-weight: 600; } .fail { color: #b3261e; font-weight: 600; }
 .warn { color: #8a5a00; font-weight: 600; }
-.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr)); gap: 14px; }
-.charts > svg.chart:only-child { max-width: 860px; }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(760px, 1fr)); gap: 14px; }
+.charts > svg.chart { max-width: 860px; }
 svg.chart { width: 100%; height: auto; background: #fbfcfe; border: 1px solid #e3e6ec; border-radius: 4px; }
 .better { color: #0a7b33; } .worse { color: #b3261e; }
 .wide, .scroll { overflow-x: auto; } .wide th { font-size: 13px; }

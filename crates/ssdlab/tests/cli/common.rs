@@ -209,9 +209,9 @@ pub(crate) fn chromium(page: &Path, profile: &Path, extra: &[&str]) -> Output {
 }
 
 /// A chart that breaks every layout rule: a legend entry drawn over a data point, another over that entry, a
-/// label past the chart's left edge and a slanted one past its bottom. Added to a page, it shows that the layout
+/// label past the chart's left edge, a slanted one past its bottom and a tick too small to read. Added to a page, it shows that the layout
 /// check catches what it looks for.
-pub(crate) const KNOWN_BAD_CHART: &str = r#"<svg class="chart" viewBox="0 0 800 400" xmlns="http://www.w3.org/2000/svg"><text class="title" x="12" y="20">known bad</text><g class="series"><circle cx="100" cy="100" r="3"/></g><g class="legend"><text x="90" y="104">over the data</text></g><g class="legend"><text x="95" y="106">over the entry</text></g><text x="-60" y="200">cut</text><text x="700" y="420" transform="rotate(-40 700 420)">slanted past the bottom</text></svg>"#;
+pub(crate) const KNOWN_BAD_CHART: &str = r#"<svg class="chart" viewBox="0 0 800 400" xmlns="http://www.w3.org/2000/svg"><text class="title" x="12" y="20">known bad</text><g class="series"><circle cx="100" cy="100" r="3"/></g><g class="legend"><text x="90" y="104">over the data</text></g><g class="legend"><text x="95" y="106">over the entry</text></g><text x="-60" y="200">cut</text><text x="700" y="420" transform="rotate(-40 700 420)">slanted past the bottom</text><text class="tick" x="400" y="200" style="font-size:3px">tiny</text></svg>"#;
 
 /// How headless Chromium lays out a report page's charts: the number of charts and the problems
 /// `layout.js` found (legend entries overlapping each other or the data, text past a chart's edge). The check

@@ -1,8 +1,8 @@
 // Run by headless Chromium inside a copy of a report page: measures every chart as the browser laid it out, with
 // the fonts it really has, and writes what it finds into a pre element (id layout-check) for the test to read from the
 // dumped DOM. Problems: two legend entries overlapping, a legend entry over a data mark (point, line, column,
-// band or clipped-point marker), and text that runs past any edge of the chart (rotated text included: it is
-// measured as drawn, on the page).
+// band or clipped-point marker), text that runs past any edge of the chart (rotated text included: it is
+// measured as drawn, on the page), and tick labels drawn under 10 px tall.
 (function () {
   const problems = [];
   const meet = (a, b) =>
@@ -26,6 +26,13 @@
       const b = t.getBoundingClientRect();
       if (b.left < edge.left - 0.5 || b.right > edge.right + 0.5 || b.top < edge.top - 0.5 || b.bottom > edge.bottom + 0.5)
         problems.push(`${title}: text '${t.textContent}' is cut off at the chart's edge`);
+    }
+    // Charts scale with their box: a box too narrow (two charts a row in the page's width) shrinks the ticks
+    // past reading.
+    const scale = svg.getScreenCTM() ? svg.getScreenCTM().a : 1;
+    for (const t of svg.querySelectorAll('text.tick')) {
+      const px = parseFloat(getComputedStyle(t).fontSize) * scale;
+      if (px < 10) problems.push(`${title}: tick '${t.textContent}' is drawn at ${px.toFixed(1)} px, under 10 px`);
     }
   }
   const pre = document.createElement('pre');

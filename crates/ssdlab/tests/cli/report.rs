@@ -843,6 +843,7 @@ fn every_chart_kind_renders_with_ticks_on_both_axes_and_its_legend_below_the_dat
         "legend entries 0 and 1 overlap",
         "text 'cut' is cut off",
         "text 'slanted past the bottom' is cut off",
+        "tick 'tiny' is drawn at",
     ] {
         assert!(
             caught.iter().any(|p| p.contains(expected)),
