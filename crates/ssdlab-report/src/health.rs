@@ -45,32 +45,6 @@ pub fn life_text(d: &DriveHealth) -> String {
     }
 }
 
-#[cfg(test)]
-mod rate_tests {
-    use super::*;
-
-    #[test]
-    fn rates_span_at_least_an_hour_and_never_go_below_zero() {
-        let days = |t: u64| t as f64 / DAY_S;
-        // 100 GB a day for two days, a snapshot seconds after one (folded into the next span), and a counter that
-        // went back (a replaced drive's new counter): no negative rate.
-        let points = vec![
-            (0, 0u128),
-            (10, 1_000_000),
-            (86_400, 100_000_000_000),
-            (172_800, 200_000_000_000),
-            (259_200, 150_000_000_000),
-        ];
-        let r = per_day_rates(points.into_iter(), &days);
-        assert_eq!(r.len(), 3);
-        assert!(
-            (r[0].1 - 100.0).abs() < 1e-6 && (r[1].1 - 100.0).abs() < 1e-6,
-            "{r:?}"
-        );
-        assert_eq!(r[2].1, 0.0);
-    }
-}
-
 /// GB written per day between snapshots at least an hour apart, placed at each span's end: (days, GB/day).
 fn per_day_rates(points: impl Iterator<Item = (u64, u128)>, days: &dyn Fn(u64) -> f64) -> Vec<(f64, f64)> {
     const MIN_SPAN_S: u64 = 3600;
@@ -286,4 +260,30 @@ pub(crate) fn health(group: &[&RunResult]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod rate_tests {
+    use super::*;
+
+    #[test]
+    fn rates_span_at_least_an_hour_and_never_go_below_zero() {
+        let days = |t: u64| t as f64 / DAY_S;
+        // 100 GB a day for two days, a snapshot seconds after one (folded into the next span), and a counter that
+        // went back (a replaced drive's new counter): no negative rate.
+        let points = vec![
+            (0, 0u128),
+            (10, 1_000_000),
+            (86_400, 100_000_000_000),
+            (172_800, 200_000_000_000),
+            (259_200, 150_000_000_000),
+        ];
+        let r = per_day_rates(points.into_iter(), &days);
+        assert_eq!(r.len(), 3);
+        assert!(
+            (r[0].1 - 100.0).abs() < 1e-6 && (r[1].1 - 100.0).abs() < 1e-6,
+            "{r:?}"
+        );
+        assert_eq!(r[2].1, 0.0);
+    }
 }
