@@ -4,9 +4,29 @@
 use ssdlab_core::schema::LatencyNs;
 use ssdlab_core::schema::fanout::{FanoutAnalysis, PercentileNeed, QueryCase};
 
-/// Milliseconds, for the tables.
+/// A latency with the unit that keeps three significant digits ("83.1 us", "1.20 ms"): a fast drive's figures
+/// read as themselves, not as 0.00 ms.
 fn ms(ns: u64) -> String {
-    format!("{:.2}", ns as f64 / 1e6)
+    ssdlab_core::units::Nanos(ns as f64).to_string()
+}
+
+/// The drive name column's width: the tables fit 80 columns.
+const NAME_WIDTH: usize = 14;
+/// The query rows' label width.
+const LABEL_WIDTH: usize = 27;
+
+/// A name cut in the middle to `width` characters, so both its start and its end (a device's number) show.
+fn fit(name: &str, width: usize) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    if chars.len() <= width {
+        return name.to_string();
+    }
+    let head = (width - 1) / 2;
+    let tail = width - 1 - head;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
 }
 
 /// A row's cells; the percentiles in `unsupported` (their reads cannot support them) are marked '*', and the
@@ -19,43 +39,44 @@ fn latency_cells(l: &LatencyNs, unsupported: &[PercentileNeed]) -> String {
             ms(ns)
         }
     };
+    // The quartiles are in drives.csv and result.json; the terminal keeps what fits 80 columns.
     format!(
-        "{:>8}{:>8}{:>8}{:>8}{:>8}{:>8}{:>8}",
-        ms(l.p25),
+        "{:>9}{:>9}{:>9}{:>9}{:>9}",
         ms(l.p50),
-        ms(l.p75),
         ms(l.p95),
-        format!("{:.2}", l.mean / 1e6),
+        ssdlab_core::units::Nanos(l.mean).to_string(),
         mark(99.0, l.p99),
         mark(99.9, l.p999)
     )
 }
 
 fn case_line(label: &str, case: &QueryCase) -> String {
-    format!(
-        "{label:<34}{}{:>9}",
+    let line = format!(
+        "{:<LABEL_WIDTH$}{}{:>8}",
+        fit(label, LABEL_WIDTH),
         latency_cells(&case.latency_ns, &case.unsupported),
         if case.extra_load_ratio > 0.0 {
             format!("+{:.0}%", 100.0 * case.extra_load_ratio)
         } else {
             String::new()
         }
-    )
+    );
+    line.trim_end().to_string()
 }
 
 pub fn fanout_lines(a: &FanoutAnalysis) -> Vec<String> {
     let mut out = Vec::new();
     let header = format!(
-        "{:>8}{:>8}{:>8}{:>8}{:>8}{:>8}{:>8}",
-        "25%", "median", "75%", "95%", "mean", "99%", "99.9%"
+        "{:>9}{:>9}{:>9}{:>9}{:>9}",
+        "median", "95%", "mean", "99%", "99.9%"
     );
     say!(
         out,
-        "{:<20}{:>8}{:>9}{header}{:>10}",
+        "{:<NAME_WIDTH$}{:>5}{:>7}{header}{:>9}",
         "drive",
-        "age (mo)",
+        "mo",
         "reads",
-        "p99 share"
+        "p99 tail"
     );
     for d in &a.drives {
         let share = a
@@ -65,20 +86,20 @@ pub fn fanout_lines(a: &FanoutAnalysis) -> Vec<String> {
             .map_or(0.0, |s| s.share_of_p99_ratio);
         say!(
             out,
-            "{:<20}{:>8}{:>9}{}{:>9.0}%",
-            d.name,
+            "{:<NAME_WIDTH$}{:>5}{:>7}{}{:>8.0}%",
+            fit(&d.name, NAME_WIDTH),
             d.data_age_months.map_or("".into(), |m| format!("{m:.1}")),
-            d.reads,
+            ssdlab_core::units::Count(d.reads as f64).to_string(),
             latency_cells(&d.latency_ns, &[]),
             100.0 * share
         );
     }
-    say!(out, "{:<34}{header}{:>9}", "query (latencies in ms)", "load");
+    say!(out, "{:<LABEL_WIDTH$}{header}{:>8}", "query", "load");
     out.push(case_line(&format!("all {} drives", a.query.shards), &a.query));
     if let Some(m) = &a.measured {
         say!(
             out,
-            "{:<34}{}   ({} synchronized queries)",
+            "{:<LABEL_WIDTH$}{}  ({} queries)",
             "  measured",
             latency_cells(&m.latency_ns, &[]),
             m.queries
@@ -138,6 +159,31 @@ pub fn fanout_lines(a: &FanoutAnalysis) -> Vec<String> {
             )
         })
         .collect();
-    say!(out, "tail      {}", top.join("; "));
+    // One drive a line: five on one line ran to 240 columns.
+    for line in top {
+        say!(out, "tail      {line}");
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_names_are_cut_in_the_middle_and_fast_drives_read_in_microseconds() {
+        assert_eq!(fit("drive-01", NAME_WIDTH), "drive-01");
+        let cut = fit(
+            "/dev/disk/by-id/nvme-Samsung_SSD_970_EVO_Plus_250GB_S4EUNX0N123456",
+            NAME_WIDTH,
+        );
+        assert_eq!(cut.chars().count(), NAME_WIDTH);
+        assert!(
+            cut.starts_with("/dev/d") && cut.ends_with("123456") && cut.contains('…'),
+            "{cut}"
+        );
+        // 83 us was 0.08 in a column of milliseconds.
+        assert_eq!(ms(83_100), "83.1 us");
+        assert_eq!(ms(1_204_000), "1.20 ms");
+    }
 }

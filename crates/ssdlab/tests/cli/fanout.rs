@@ -105,7 +105,7 @@ fn measured_queries_agree_with_the_computed_distribution() {
             "{key}: computed {computed:.3} ms, measured {seen:.3} ms"
         );
     }
-    assert!(stderr(&out).contains("synchronized queries"));
+    assert!(stderr(&out).contains("  measured") && stderr(&out).contains(" queries)"));
     // Independent virtual drives agree with the computation: no disagreement is noted.
     assert!(a.get("notes").is_none(), "{}", a["notes"]);
 }
