@@ -341,8 +341,17 @@ fn pts_sub_test_lines(
         PtsMetric::BytesPerS => mb(v),
         PtsMetric::LatencyNsMean => Nanos(v).to_string(),
     };
-    let series: Vec<String> = t.rounds.iter().map(|r| tracking(r.tracking)).collect();
-    say!(out, "rounds    {}", series.join(", "));
+    // Each round was said as it ended; the list here keeps to the first and the last.
+    if let (Some(first), Some(last)) = (t.rounds.first(), t.rounds.last()) {
+        say!(
+            out,
+            "rounds    {}: {} in round 1, {} in round {}",
+            t.rounds.len(),
+            tracking(first.tracking),
+            tracking(last.tracking),
+            last.round
+        );
+    }
     let st = &t.steady_state;
     match (st.window_first_round, st.window_last_round, st.window_mean) {
         (Some(first), Some(last), Some(mean)) => say!(
@@ -365,39 +374,42 @@ fn pts_sub_test_lines(
     let mut sizes: Vec<u64> = t.matrix.iter().map(|c| c.cell.block_bytes).collect();
     sizes.sort_unstable_by(|x, y| y.cmp(x));
     sizes.dedup();
-    let (what, figure): (&str, fn(&ssdlab_core::schema::pts::PtsCellResult) -> String) = match a.test {
-        PtsTest::Iops => ("IOPS", |c| format!("{:.0}", c.iops)),
-        PtsTest::Throughput => ("MB/s", |c| format!("{:.1}", c.bytes_per_s / 1e6)),
-        PtsTest::Latency => ("mean / 99.999% / maximum response time", |c| {
-            format!(
-                "{} / {} / {}",
-                Nanos(c.latency_ns_mean),
+    type Figure = fn(&ssdlab_core::schema::pts::PtsCellResult) -> String;
+    // One matrix per reported figure, each within 80 columns: the latency test's three figures side by side in
+    // one cell ran to 106.
+    let figures: Vec<(&str, Figure)> = match a.test {
+        PtsTest::Iops => vec![("IOPS", |c| format!("{:.0}", c.iops))],
+        PtsTest::Throughput => vec![("MB/s", |c| format!("{:.1}", c.bytes_per_s / 1e6))],
+        PtsTest::Latency => vec![
+            ("mean response time", |c| Nanos(c.latency_ns_mean).to_string()),
+            ("99.999% response time", |c| {
                 c.latency_ns_p99_999
-                    .map_or("–".to_string(), |p| Nanos(p as f64).to_string()),
-                Nanos(c.latency_ns_max as f64)
-            )
-        }),
+                    .map_or("–".to_string(), |p| Nanos(p as f64).to_string())
+            }),
+            ("maximum response time", |c| {
+                Nanos(c.latency_ns_max as f64).to_string()
+            }),
+        ],
     };
-    let width = if a.test == PtsTest::Latency { 32 } else { 10 };
-    say!(
-        out,
-        "matrix    {what} over the measurement window, by block size and R/W mix"
-    );
-    let mut header = format!("{:>10}", "block");
-    for m in &mixes {
-        header.push_str(&format!("{:>width$}", format!("{m}/{}", 100 - m)));
-    }
-    say!(out, "{header}");
-    for size in sizes {
-        let mut line = format!("{:>10}", size_token(size));
+    let width = 10;
+    for (what, figure) in figures {
+        say!(out, "matrix    {what} over the window, by block size and R/W mix");
+        let mut header = format!("{:>10}", "block");
         for m in &mixes {
-            let cell = t
-                .matrix
-                .iter()
-                .find(|c| c.cell.block_bytes == size && c.cell.read_percent == *m);
-            line.push_str(&format!("{:>width$}", cell.map_or("–".to_string(), figure)));
+            header.push_str(&format!("{:>width$}", format!("{m}/{}", 100 - m)));
         }
-        say!(out, "{line}");
+        say!(out, "{header}");
+        for &size in &sizes {
+            let mut line = format!("{:>10}", size_token(size));
+            for m in &mixes {
+                let cell = t
+                    .matrix
+                    .iter()
+                    .find(|c| c.cell.block_bytes == size && c.cell.read_percent == *m);
+                line.push_str(&format!("{:>width$}", cell.map_or("–".to_string(), figure)));
+            }
+            say!(out, "{line}");
+        }
     }
     out
 }

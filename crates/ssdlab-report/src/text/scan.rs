@@ -29,8 +29,8 @@ pub fn scan_lines(analysis: &ScanAnalysis, hint: RewriteHint) -> Vec<String> {
     );
     say!(
         out,
-        "{:>12}{:>7}{:>11}{:>9}{:>9}{:>9}{:>9}{:>9}{:>14}",
-        "age (months)",
+        "{:>9}{:>6}{:>11}{:>8}{:>8}{:>8}{:>8}{:>8}{:>13}",
+        "age (mo)",
         "files",
         "data",
         "25%",
@@ -45,7 +45,7 @@ pub fn scan_lines(analysis: &ScanAnalysis, hint: RewriteHint) -> Vec<String> {
         let c = b.speed_bytes_per_s.scaled(1e-6);
         say!(
             out,
-            "{:>12}{:>7}{:>11}{:>9.1}{:>9.1}{:>9.1}{:>9.1}{:>9.1}{:>14.2}",
+            "{:>9}{:>6}{:>11}{:>8.1}{:>8.1}{:>8.1}{:>8.1}{:>8.1}{:>13.2}",
             format!("{:.0}-{to}", b.months_from),
             b.files,
             BinaryBytes(b.bytes).to_string(),
@@ -65,10 +65,11 @@ pub fn scan_lines(analysis: &ScanAnalysis, hint: RewriteHint) -> Vec<String> {
         analysis.files.len()
     );
     if analysis.buckets.iter().any(|b| b.random_reads.is_some()) {
+        say!(out, "random    4 KiB reads at QD1 by data age, latency in us");
         say!(
             out,
-            "{:>12}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}   random 4 KiB reads at QD1, latency in us",
-            "age (months)",
+            "{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}",
+            "age (mo)",
             "reads",
             "25%",
             "median",
@@ -82,7 +83,7 @@ pub fn scan_lines(analysis: &ScanAnalysis, hint: RewriteHint) -> Vec<String> {
             let to = b.months_to.map_or("+".into(), |to| format!("{to:.0}"));
             say!(
                 out,
-                "{:>12}{:>9}{:>9.0}{:>9.0}{:>9.0}{:>9.0}{:>9.0}{:>9.0}",
+                "{:>9}{:>9}{:>9.0}{:>9.0}{:>9.0}{:>9.0}{:>9.0}{:>9.0}",
                 format!("{:.0}-{to}", b.months_from),
                 r.reads,
                 r.p25_ns / 1e3,
@@ -130,7 +131,8 @@ pub fn scan_lines(analysis: &ScanAnalysis, hint: RewriteHint) -> Vec<String> {
     for f in flagged.iter().take(FLAGGED_SHOWN) {
         say!(
             out,
-            "FLAGGED   {}: {:.1} MB/s, {:.1}x slower than fresh data, {:.1} months old; the slow chunks were slow again",
+            // Every flagged file's slow chunks were slow again when re-read: that is what flagged means.
+            "FLAGGED   {}: {:.1} MB/s, {:.1}x slower than fresh data, {:.1} months old",
             f.name,
             f.bytes_per_s / 1e6,
             f.slowdown_ratio,
@@ -168,8 +170,8 @@ pub fn field_report_lines(comparison: &ssdlab_core::schema::FieldReportCompariso
     let mut out = Vec::new();
     say!(
         out,
-        "{:>12}{:>7}{:>14}{:>14}{:>8}{:>11}{:>9}{:>9}",
-        "age (months)",
+        "{:>9}{:>6}{:>13}{:>13}{:>7}{:>10}{:>8}{:>8}",
+        "age (mo)",
         "files",
         "h per 900 GB",
         "field report",
@@ -197,7 +199,7 @@ pub fn field_report_lines(comparison: &ssdlab_core::schema::FieldReportCompariso
             });
         say!(
             out,
-            "{:>12.1}{:>7}{:>14.2}{:>14}{:>8}{:>11}{:>9}{:>9}",
+            "{:>9.1}{:>6}{:>13.2}{:>13}{:>7}{:>10}{:>8}{:>8}",
             row.months,
             row.files,
             row.hours_per_900gb,
