@@ -184,7 +184,7 @@ fn describe(w: &Workload) -> String {
         String::new()
     };
     format!(
-        "{}{mix}  bs {}  qd {}  span {}+{}  {}  seed {}{}",
+        "{}{mix}, bs {}, qd {}, span {}+{}, {}, seed {}{}",
         format!("{:?}", w.rw).to_lowercase(),
         BinaryBytes(w.block_bytes),
         w.queue_depth,
@@ -192,7 +192,7 @@ fn describe(w: &Workload) -> String {
         BinaryBytes(w.span.len_bytes),
         limits.join(", "),
         w.seed,
-        if w.verify { "  verify" } else { "" }
+        if w.verify { ", verify" } else { "" }
     )
 }
 

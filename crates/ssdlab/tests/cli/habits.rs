@@ -403,3 +403,89 @@ fn ctrl_c_ends_a_command_that_does_not_watch_for_it_at_once() {
         started.elapsed()
     );
 }
+
+/// #33 point 8: every table a command prints on stderr fits an 80-column terminal. A table row is a line with
+/// at least three gaps of two spaces after its label column; prose lines (notes, verdicts) wrap as prose does.
+#[test]
+fn stderr_tables_fit_80_columns() {
+    let sim = "sim:840evo-250g?scale=1/256";
+    let commands: Vec<Vec<&str>> = vec![
+        vec![
+            "run",
+            "--target",
+            "null:64m",
+            "--rw",
+            "randrw",
+            "--runtime",
+            "200ms",
+        ],
+        vec![
+            "run",
+            "--target",
+            "null:64m",
+            "--rate",
+            "20kiops",
+            "--runtime",
+            "200ms",
+        ],
+        vec!["test", "trim", "--target", sim],
+        vec![
+            "test",
+            "pts",
+            "--target",
+            sim,
+            "--test",
+            "latency",
+            "--round-time",
+            "100ms",
+            "--max-rounds",
+            "5",
+        ],
+        vec![
+            "test",
+            "pts",
+            "--target",
+            sim,
+            "--round-time",
+            "100ms",
+            "--max-rounds",
+            "5",
+        ],
+        vec![
+            "scan",
+            "--target",
+            "sim:840evo-1t?scale=1/256",
+            "--random-reads",
+            "20",
+        ],
+        vec!["fanout", "--fleet", "field-report", "--runtime", "5s"],
+        vec![
+            "quick",
+            "--target",
+            sim,
+            "--runtime",
+            "200ms",
+            "--repeats",
+            "2",
+            "--size",
+            "64m",
+        ],
+    ];
+    for argv in commands {
+        let out = run(&argv);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{argv:?}: {}",
+            stderr(&out)
+        );
+        for line in stderr(&out).lines() {
+            let body = line.get(10..).unwrap_or("");
+            let table_row = body.matches("  ").count() >= 3;
+            assert!(
+                !table_row || line.chars().count() <= 80,
+                "{argv:?}: a table row of {} columns:\n{line}",
+                line.chars().count()
+            );
+        }
+    }
+}

@@ -640,6 +640,11 @@ fn host_writes_past_the_rated_tbw_warn() {
     verdict_of(&["--rated-tbw", "30", "--out", out_dir.to_str().unwrap()]);
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert!(html.contains("<span class=\"warn\">WARN</span>"), "no WARN class");
+    // The page's header says the drive warns, not "passed" alone (#33 point 9).
+    assert!(
+        html.contains("passed: 1 drive(s), none failing, 1 with warnings; WARN "),
+        "the header's verdict"
+    );
     let near = verdict_of(&["--rated-tbw", "40"]);
     assert!(
         near.contains("33.17 TB written of its rated 40 TBW (83%"),
@@ -679,6 +684,8 @@ fn every_real_drive_output_reads() {
             "sata-intel-dc-s3510-120g.json" => &["host 80.40 TB", "NAND 131.61 TB", "29.0% used"],
             "sata-samsung-pm893-1.92t.json" => &["host 15.60 TB"],
             "sata-samsung-860evo-500g.json" => &["host 33.17 TB"],
+            // Dell's SK hynix SE5110: 24,765 of attribute 241 read as LBAs are 12.68 MB after 12,441 hours.
+            "sata-skhynix-hfs1t9g3h2x069n-1.92t-dell.json" => &["implausible: host writes of 12.68 MB"],
             "nvme-sabrent-rocket4-1t.json" => &["host 39.15 TB", "read 14.51 TB", "4.0% used"],
             "nvme-toshiba-xg6-kxg60znv512g.json" => &["host 2.86 TB", "read 5.37 TB"],
             "nvme-seagate-firecuda530-4t.json" => &["host 0 B"],

@@ -578,3 +578,28 @@ fn quick_measures_the_disk_mark_set_with_its_spread_on_one_screen() {
     );
     expect_usage_error(&run(&["quick", "--target", &target, "--size", "4k"]), "--size");
 }
+
+/// #33 point 7: rounds are counted from 1 on the terminal as in the charts (the schema's index is 0-based).
+#[test]
+fn the_first_steady_window_is_named_by_round_as_the_charts_count() {
+    let out = run(&[
+        "test",
+        "consistency",
+        "--target",
+        "sim:840evo-250g?scale=1/256",
+        "--runtime",
+        "420s",
+        "--json",
+    ]);
+    expect_code(&out, 0);
+    let events = json_lines(&out);
+    let snia = &event(&events, "analysis")["data"]["snia"];
+    let index = snia["first_window_start_round"]
+        .as_u64()
+        .expect("a steady window");
+    assert!(
+        stderr(&out).contains(&format!("first steady window from round {}", index + 1)),
+        "{}",
+        stderr(&out)
+    );
+}
