@@ -19,6 +19,17 @@ pub struct Plan {
 /// Reads the results and writes the page.
 pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let (paths, skipped) = expand_result_dirs(&plan.results)?;
+    // A label names a result directory given: one that stood for several (a demo's output) has no one result to
+    // name, so labels are refused for it rather than counted against what it expanded to.
+    if !plan.label.is_empty() && paths.len() != plan.results.len() {
+        bail!(
+            "--label: {} names for {} arguments that hold {} results; label results by naming each result \
+             directory, not a directory of them",
+            plan.label.len(),
+            plan.results.len(),
+            paths.len()
+        );
+    }
     for note in &skipped {
         ports.console.say(&format!("note      {note}"));
     }
@@ -70,7 +81,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
             .enumerate()
             .filter(|&(i, r)| i != b && r.kind() == kind)
             .count();
-        if same == 0 {
+        if same == 0 && results.len() > 1 {
             bail!(
                 "--baseline {}: a {kind} result, and no result given is one (they are {}); give a baseline of the \
                  same kind as the results it is set against",

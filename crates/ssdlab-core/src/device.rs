@@ -91,12 +91,12 @@ pub struct DeviceInfo {
     pub memory_align_bytes: u32,
     /// The largest single transfer the device accepts (larger requests are split by the kernel).
     /// u64::MAX in memory is no limit, written as `null` (JSON readers cannot hold 2^64 - 1 exactly).
-    #[serde(with = "crate::device::no_limit")]
+    #[serde(with = "crate::device::no_limit", default = "crate::device::no_limit::none")]
     #[schemars(with = "Option<u64>")]
     pub max_transfer_bytes: u64,
     pub discard_supported: bool,
     /// 0 when discard is unsupported.
-    #[serde(with = "crate::device::no_limit")]
+    #[serde(with = "crate::device::no_limit", default = "crate::device::no_limit::none")]
     #[schemars(with = "Option<u64>")]
     pub discard_max_bytes: u64,
     pub rotational: bool,
@@ -427,6 +427,11 @@ pub mod no_limit {
             u64::MAX => serializer.serialize_none(),
             v => serializer.serialize_u64(v),
         }
+    }
+
+    /// A field left out is no limit, as the schema (an optional integer) allows.
+    pub fn none() -> u64 {
+        u64::MAX
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {

@@ -50,7 +50,7 @@ pub fn quick(mut session: Session<'_>, options: &QuickOptions) -> Result<MethodO
         offset_bytes: 0,
         len_bytes: options.span_bytes.min(whole.len_bytes) / (1 << 20) * (1 << 20),
     };
-    if span.len_bytes < options.span_bytes {
+    if options.span_bytes > whole.len_bytes {
         session.notes.push(format!(
             "--size {} is larger than {} ({}): the cases address all of it",
             BinaryBytes(options.span_bytes),
@@ -78,7 +78,7 @@ pub fn quick(mut session: Session<'_>, options: &QuickOptions) -> Result<MethodO
         session.phase("prepare", &fill)?;
     }
     let mut cases = Vec::new();
-    'cases: for (name, sequential, block_bytes, queue_depth) in CASES {
+    'cases: for (case_index, (name, sequential, block_bytes, queue_depth)) in CASES.into_iter().enumerate() {
         for read in [true, false] {
             let mut case = QuickCase {
                 name: name.into(),
@@ -113,7 +113,10 @@ pub fn quick(mut session: Session<'_>, options: &QuickOptions) -> Result<MethodO
                         runtime_ns: Some(options.runtime_ns),
                         ..StopAt::default()
                     },
-                    seed: ssdlab_core::rng::splitmix64(session.seed ^ (u64::from(repeat) << 8 | read as u64)),
+                    // Each case, direction and repeat draws its own offsets.
+                    seed: ssdlab_core::rng::splitmix64(
+                        session.seed ^ ((case_index as u64) << 16 | u64::from(repeat) << 8 | read as u64),
+                    ),
                     ..session.workload_base()
                 };
                 let Some(i) = session.phase(&phase_name(name, read, repeat), &workload)? else {

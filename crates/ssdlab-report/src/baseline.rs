@@ -72,8 +72,8 @@ pub(crate) fn against(group: &[&RunResult], baseline: &RunResult) -> String {
     }
     t.push_str("</table>");
     t.push_str(&format!(
-        "<p class=\"meta\">A change is called better or worse only beyond twice the two figures' combined spread \
-         (their per-second samples' or repeats' standard deviation over the mean), or {:.0}% where neither has \
+        "<p class=\"meta\">A change is called better or worse only beyond twice the two figures' combined \
+         standard error (of the mean of their per-second samples or repeats), or {:.0}% where neither has \
          one.</p>",
         100.0 * UNMEASURED_NOISE
     ));
@@ -84,7 +84,7 @@ pub(crate) fn against(group: &[&RunResult], baseline: &RunResult) -> String {
 /// variation of a storage measurement is rarely below it.
 const UNMEASURED_NOISE: f64 = 0.02;
 
-/// The change below which two figures are not told apart: twice their combined relative spread.
+/// The change below which two figures are not told apart: twice their combined relative standard error.
 fn noise(base: Option<f64>, mine: Option<f64>) -> f64 {
     match (base, mine) {
         (None, None) => UNMEASURED_NOISE,

@@ -23,8 +23,8 @@ pub(crate) struct Figure {
     pub value: f64,
     pub better: Better,
     pub format: fn(f64) -> String,
-    /// How much the figure moves between measurements, relative to it (standard deviation over mean): from its
-    /// per-second samples or its repeats; None where the result holds nothing to measure it from.
+    /// How far the figure would move on its own, relative to it: the standard error of the mean of its per-second
+    /// samples or its repeats; None where the result holds nothing to measure it from.
     pub spread: Option<f64>,
 }
 
@@ -35,10 +35,12 @@ impl Figure {
     }
 }
 
-/// Standard deviation over mean of `values` (None for fewer than two, or a zero mean).
+/// The standard error of the mean of `values` over that mean (sd / sqrt(n) / mean): how far the figure, a mean
+/// of these samples or repeats, would move on its own. None for fewer than two, or a zero mean.
 fn relative_spread(values: &[f64]) -> Option<f64> {
     let m = ssdlab_core::stats::mean(values);
-    (values.len() >= 2 && m > 0.0).then(|| ssdlab_core::stats::std_dev(values) / m)
+    (values.len() >= 2 && m > 0.0)
+        .then(|| ssdlab_core::stats::std_dev(values) / (values.len() as f64).sqrt() / m)
 }
 
 fn mb(v: f64) -> String {
@@ -93,8 +95,9 @@ pub(crate) fn figures(r: &RunResult) -> Vec<Figure> {
             measured: Some(a), ..
         }) => vec![
             figure("plateau IOPS", a.plateau_iops, Higher, count),
-            figure("steady IOPS", a.steady_iops_mean, Higher, count)
-                .with_spread((a.steady_iops_mean > 0.0).then(|| a.steady_iops_std_dev / a.steady_iops_mean)),
+            // No spread: the steady state's per-second standard deviation is the drive's own variation (GC), not
+            // the uncertainty of its mean, and the analysis keeps no sample count to turn one into the other.
+            figure("steady IOPS", a.steady_iops_mean, Higher, count),
             figure("steady std dev", a.steady_iops_std_dev, Lower, count),
         ],
         Analysis::Trim(MethodAnalysis {

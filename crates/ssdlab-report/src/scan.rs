@@ -151,6 +151,10 @@ pub(crate) fn scan(group: &[&RunResult]) -> String {
 /// What rewriting the flagged files bought: their read speed and bulk-read hours before and after, the number
 /// the field report's operator measured (10.49 h per 900 GB on the oldest drive, then 1.0).
 fn refresh_table(after: &ssdlab_core::schema::AfterRefresh) -> String {
+    if after.files.is_empty() {
+        return "<h3>What the refresh bought</h3><p>Nothing was flagged, so nothing was rewritten.</p>"
+            .into();
+    }
     let hours = |h: Option<f64>| h.map_or("–".to_string(), |h| format!("{h:.2}"));
     let header: Vec<String> = ["", "before the refresh", "after", "field report"]
         .iter()

@@ -896,8 +896,8 @@ const FIO_HINTS: [(&str, &str); 9] = [
 ];
 
 /// The hint for a fio option among the arguments (before any `--`), if one was given: ssdlab's spelling of it.
-/// Asked only when clap found an argument it does not know, so a flag of ssdlab's own (`serve --name`) is never
-/// taken for fio's.
+/// The caller passes only the argument clap did not know, so a flag of ssdlab's own that fio also has
+/// (`serve --name`, `quick --size`) is never taken for fio's.
 pub fn fio_hint(args: &[String]) -> Option<String> {
     args.iter().skip(1).take_while(|a| *a != "--").find_map(|arg| {
         let name = arg.split('=').next().unwrap_or(arg);

@@ -35,8 +35,13 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             // An argument clap does not know may be fio's spelling of one ssdlab has: say which.
-            if e.kind() == clap::error::ErrorKind::UnknownArgument {
-                let args: Vec<String> = std::env::args().collect();
+            // Only the argument clap did not know is looked up: a flag of ssdlab's own that fio also has
+            // (`quick --size`, `serve --name`) never takes the blame for a typo elsewhere.
+            if e.kind() == clap::error::ErrorKind::UnknownArgument
+                && let Some(clap::error::ContextValue::String(unknown)) =
+                    e.get(clap::error::ContextKind::InvalidArg)
+            {
+                let args = vec![String::new(), unknown.clone()];
                 if let Some(hint) = cli::fio_hint(&args) {
                     eprintln!("ssdlab: error: {hint}");
                     return ExitCode::from(2);

@@ -156,7 +156,7 @@ pub struct TrimAnalysis {
     #[serde(default)]
     pub restored_fraction: f64,
     pub discard_supported: bool,
-    #[serde(with = "crate::device::no_limit")]
+    #[serde(with = "crate::device::no_limit", default = "crate::device::no_limit::none")]
     #[schemars(with = "Option<u64>")]
     pub discard_max_bytes: u64,
     /// Whether discarded blocks read back as zeroes (None when it could not be checked).

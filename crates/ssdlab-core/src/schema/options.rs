@@ -139,10 +139,12 @@ pub enum MethodOptions {
     Consistency(ConsistencyOptions),
     Sweep(SweepOptions),
     Trim(TrimOptions),
+    // Untagged: serde takes the first variant whose fields are present. Quick's fields are latency's plus a
+    // required `repeats`, so it is asked first, or a quick record would read back as a latency test.
+    Quick(crate::schema::quick::QuickOptions),
     Latency(LatencyOptions),
     Pts(crate::schema::pts::PtsOptions),
     Replay(crate::schema::replay::ReplayOptions),
-    Quick(crate::schema::quick::QuickOptions),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -54,7 +54,7 @@ impl QuickCase {
         mean(&self.iops)
     }
 
-    /// The repeats' sample standard deviation over their mean (0 for a single repeat): how far one run of this
+    /// The repeats' standard deviation over their mean (0 for a single repeat): how far one run of this
     /// case can be trusted.
     pub fn relative_spread(&self) -> f64 {
         let m = self.mean_bytes_per_s();

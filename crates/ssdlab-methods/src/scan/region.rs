@@ -127,8 +127,9 @@ pub fn region_scan(
         slow_region_offsets,
         regions,
     };
+    // Slow regions, confirmed by a second read, are what a region scan exists to find.
     let verdict = Verdict {
-        finding: false,
+        finding: !analysis.slow_region_offsets.is_empty(),
         passed: analysis.slow_region_offsets.is_empty(),
         reasons: if analysis.slow_region_offsets.is_empty() {
             vec![]

@@ -572,6 +572,27 @@ fn quick_measures_the_disk_mark_set_with_its_spread_on_one_screen() {
     assert_eq!(csv.lines().count(), 1 + 16, "{csv}");
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert!(html.contains("CrystalDiskMark") && html.contains("RND4K Q32T1"));
+    // The options read back as quick's, not as the latency test whose fields they include.
+    assert_eq!(result["options"]["method"]["repeats"], 2, "{}", result["options"]);
+    let redrawn = dir.path().join("again.html");
+    expect_code(
+        &run(&[
+            "report",
+            out_dir.to_str().unwrap(),
+            "--out",
+            redrawn.to_str().unwrap(),
+        ]),
+        0,
+    );
+    let again = std::fs::read_to_string(&redrawn).unwrap();
+    assert!(
+        again.contains("\"repeats\": 2") && !again.contains("randwrite"),
+        "the options block"
+    );
+    // A typo next to quick's own --size is clap's to explain, not fio's --size hint.
+    let typo = run(&["quick", "--target", &target, "--size", "8m", "--repeat", "3"]);
+    expect_code(&typo, 2);
+    assert!(!stderr(&typo).contains("fio's option"), "{}", stderr(&typo));
     expect_usage_error(
         &run(&["quick", "--target", &target, "--repeats", "0"]),
         "--repeats",

@@ -280,6 +280,11 @@ fn a_directory_of_results_is_redrawn_and_what_is_not_a_result_is_skipped_with_a_
     let out = run(&argv);
     expect_code(&out, 0);
     assert!(stderr(&out).contains("(2 results)"), "{}", stderr(&out));
+    // A label names one result directory; a directory of them has no one result to name.
+    expect_usage_error(
+        &run(&["report", demo.to_str().unwrap(), "--label", "x", "--out", page_s]),
+        "--label",
+    );
     // Nothing that is a result: the error says what to give.
     expect_usage_error(
         &run(&["report", demo.join("traces").to_str().unwrap(), "--out", page_s]),
