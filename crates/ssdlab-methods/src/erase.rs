@@ -25,7 +25,7 @@ pub trait Purger {
     fn offers(&mut self, method: EraseMethod) -> Result<(), String>;
     /// Purges the whole device with `method`: what ran, in words, or how it failed.
     fn purge(&mut self, method: EraseMethod) -> Result<String, PurgeFailure>;
-    /// What the user must see before `method` runs (a temporary password and how to clear it if the purge is
+    /// What the user must see before `method` runs (nothing for a method not offered) (a temporary password and how to clear it if the purge is
     /// cut off, the drive's time estimate), for a caller whose purger cannot say it itself while it runs.
     fn notices(&mut self, _method: EraseMethod) -> Vec<String> {
         Vec::new()

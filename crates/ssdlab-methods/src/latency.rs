@@ -5,7 +5,6 @@
 
 pub use ssdlab_core::schema::LatencyAnalysis;
 use ssdlab_core::schema::{Analysis, Verdict};
-use ssdlab_core::units::BinaryBytes;
 use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
 
 use crate::session::{MethodError, MethodOutcome, Session};
@@ -15,12 +14,12 @@ pub use ssdlab_core::schema::options::{LatencyOptions, LatencyRw};
 pub fn latency(mut session: Session<'_>, options: &LatencyOptions) -> Result<MethodOutcome, MethodError> {
     let capacity = session.device.info().capacity_bytes;
     if options.span_bytes > capacity {
-        session.notes.push(format!(
-            "--span {} is larger than {} ({}): the whole device is the span",
-            BinaryBytes(options.span_bytes),
-            session.device.info().target,
-            BinaryBytes(capacity)
-        ));
+        session.note_larger_than_target(
+            "--span",
+            options.span_bytes,
+            capacity,
+            "the whole device is the span",
+        );
     }
     let span = Span {
         offset_bytes: 0,

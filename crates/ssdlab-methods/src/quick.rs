@@ -8,7 +8,6 @@
 
 use ssdlab_core::schema::quick::{QuickAnalysis, QuickCase};
 use ssdlab_core::schema::{Analysis, Verdict};
-use ssdlab_core::units::BinaryBytes;
 use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
 
 use crate::session::{MethodError, MethodOutcome, Session};
@@ -51,12 +50,12 @@ pub fn quick(mut session: Session<'_>, options: &QuickOptions) -> Result<MethodO
         len_bytes: options.span_bytes.min(whole.len_bytes) / (1 << 20) * (1 << 20),
     };
     if options.span_bytes > whole.len_bytes {
-        session.notes.push(format!(
-            "--size {} is larger than {} ({}): the cases address all of it",
-            BinaryBytes(options.span_bytes),
-            info.target,
-            BinaryBytes(whole.len_bytes)
-        ));
+        session.note_larger_than_target(
+            "--size",
+            options.span_bytes,
+            whole.len_bytes,
+            "the cases address all of it",
+        );
     }
     session.observer.show_phase_lines(false);
     // The test area written once, as the tools write their test file: reads of never-written blocks would measure

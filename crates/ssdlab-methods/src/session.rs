@@ -4,6 +4,7 @@
 
 use ssdlab_core::device::{Device, DeviceError, Io, Op};
 use ssdlab_core::schema::{Analysis, MethodAnalysis, PhaseResult, Verdict};
+use ssdlab_core::units::BinaryBytes;
 use ssdlab_engine::replay::{ReplayFacts, ReplayPlan, run_trace};
 use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload, WorkloadError};
 use ssdlab_engine::{Observer, run_phase};
@@ -145,6 +146,23 @@ impl<'a> Session<'a> {
     }
 
     /// The whole device rounded down to `align` bytes.
+    /// Notes that `flag` asked for `asked_bytes`, more than the target's `available_bytes`, and what is used
+    /// instead (`instead`: "the whole device is the span").
+    pub fn note_larger_than_target(
+        &mut self,
+        flag: &str,
+        asked_bytes: u64,
+        available_bytes: u64,
+        instead: &str,
+    ) {
+        self.notes.push(format!(
+            "{flag} {} is larger than {} ({}): {instead}",
+            BinaryBytes(asked_bytes),
+            self.device.info().target,
+            BinaryBytes(available_bytes)
+        ));
+    }
+
     pub fn whole_device(&self, align: u64) -> Span {
         let capacity = self.device.info().capacity_bytes;
         Span {

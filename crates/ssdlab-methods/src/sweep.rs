@@ -38,12 +38,12 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
     let info = session.device.info().clone();
     let largest = options.to_bytes.next_power_of_two().clamp(4096, 64 << 20);
     if options.test_bytes > info.capacity_bytes {
-        session.notes.push(format!(
-            "--test-size {} is larger than {} ({}): the whole device is the test region",
-            BinaryBytes(options.test_bytes),
-            info.target,
-            BinaryBytes(info.capacity_bytes)
-        ));
+        session.note_larger_than_target(
+            "--test-size",
+            options.test_bytes,
+            info.capacity_bytes,
+            "the whole device is the test region",
+        );
     }
     // A destructive test never touches more than the region it was given: a region too small for the largest
     // transfer is refused, never widened.

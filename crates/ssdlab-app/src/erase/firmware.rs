@@ -27,8 +27,9 @@ pub struct FirmwarePurger<'p> {
     tools: &'p dyn Tools,
     /// Waits between a background sanitize's polls.
     clock: &'p dyn Clock,
-    /// Says a drive's notice and estimate before a purge that may take hours.
-    console: &'p mut dyn Console,
+    /// Says a drive's notice and estimate before a purge that may take hours; None when the caller says them
+    /// itself from [`FirmwarePurger::notices`] (a PTS, whose console is its run's while it runs).
+    console: Option<&'p mut dyn Console>,
     path: PathBuf,
     /// The device number the safety gate checked: every destructive step re-checks that the path still names it.
     gated_rdev: u64,
@@ -44,7 +45,7 @@ impl<'p> FirmwarePurger<'p> {
         gated_rdev: u64,
         tools: &'p dyn Tools,
         clock: &'p dyn Clock,
-        console: &'p mut dyn Console,
+        console: Option<&'p mut dyn Console>,
     ) -> Self {
         FirmwarePurger {
             tools,
@@ -164,22 +165,11 @@ impl<'p> FirmwarePurger<'p> {
         self.plan(method).map(|_| ())
     }
 
-    /// The lines `purge` says before it runs `method`.
+    /// The lines `purge` says before it runs `method` (nothing for a method not offered).
     pub fn notices(&self, method: EraseMethod) -> Vec<String> {
-        let Ok(plan) = self.plan(method) else {
-            return Vec::new();
-        };
-        let mut lines = Vec::new();
-        if let Some(notice) = &plan.notice {
-            lines.push(format!("  {:<13} {notice}", method.name()));
-        }
-        if let Some(minutes) = plan.estimate_minutes {
-            lines.push(format!(
-                "  {:<13} the drive estimates {minutes} min",
-                method.name()
-            ));
-        }
-        lines
+        self.plan(method)
+            .map(|plan| notice_lines(&plan, method))
+            .unwrap_or_default()
     }
 
     pub fn purge(&mut self, method: EraseMethod) -> Result<String, PurgeFailure> {
@@ -198,8 +188,10 @@ impl<'p> FirmwarePurger<'p> {
             .into());
         }
         // A notice may be the only way back into a drive whose purge is cut off: --quiet never hides it.
-        for line in self.notices(method) {
-            self.console.alarm(&line);
+        if let Some(console) = self.console.as_deref_mut() {
+            for line in notice_lines(&plan, method) {
+                console.alarm(&line);
+            }
         }
         let (tools, clock) = (self.tools, self.clock);
         let log = run_plan(
@@ -215,6 +207,21 @@ impl<'p> FirmwarePurger<'p> {
         })?;
         Ok(format!("{}: {}", plan.label, log.join("; ")))
     }
+}
+
+/// A plan's notice and the drive's estimate, as the lines said before it runs.
+fn notice_lines(plan: &PurgePlan, method: EraseMethod) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(notice) = &plan.notice {
+        lines.push(format!("  {:<13} {notice}", method.name()));
+    }
+    if let Some(minutes) = plan.estimate_minutes {
+        lines.push(format!(
+            "  {:<13} the drive estimates {minutes} min",
+            method.name()
+        ));
+    }
+    lines
 }
 
 /// Runs one command line, or says why it could not start (a missing tool names its Debian package).
@@ -299,7 +306,7 @@ mod tests {
         FirmwarePurger {
             tools: &StandIns,
             clock: &crate::ports::SystemClock,
-            console: Box::leak(Box::new(crate::testing::RecordingConsole::default())),
+            console: Some(Box::leak(Box::new(crate::testing::RecordingConsole::default()))),
             path: "/dev/nvme0n1".into(),
             gated_rdev: 0,
             kind: Ok(kind),

@@ -32,7 +32,7 @@ impl<'p> KernelPurger<'p> {
         info: &DeviceInfo,
         tools: &'p dyn Tools,
         clock: &'p dyn Clock,
-        console: &'p mut dyn Console,
+        console: Option<&'p mut dyn Console>,
     ) -> std::io::Result<Self> {
         use std::os::unix::fs::MetadataExt;
         let gated_rdev = file.metadata()?.rdev();

@@ -103,8 +103,15 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         info.capacity_bytes
     ));
     let report = {
-        let mut purger = KernelPurger::new(gated, path, &info, ports.tools, ports.clock, &mut *ports.console)
-            .with_context(|| format!("--target {}: cannot prepare the purge", path.display()))?;
+        let mut purger = KernelPurger::new(
+            gated,
+            path,
+            &info,
+            ports.tools,
+            ports.clock,
+            Some(&mut *ports.console),
+        )
+        .with_context(|| format!("--target {}: cannot prepare the purge", path.display()))?;
         erase(&mut device, &mut purger, plan.method, plan.samples, plan.seed)
             .with_context(|| format!("--target {}", path.display()))?
     };

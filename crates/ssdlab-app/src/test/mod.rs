@@ -123,7 +123,6 @@ fn drive_purger<'p>(
     info: &ssdlab_core::DeviceInfo,
     tools: &'p dyn crate::ports::Tools,
     clock: &'p dyn crate::ports::Clock,
-    held: &'p mut dyn crate::ports::Console,
 ) -> Option<crate::erase::KernelPurger<'p>> {
     let Ok(ssdlab_core::target::TargetSpec::Block { path }) =
         ssdlab_core::target::TargetSpec::parse(&target.target)
@@ -131,7 +130,7 @@ fn drive_purger<'p>(
         return None;
     };
     let gated = device.backing_file()?.try_clone().ok()?;
-    crate::erase::KernelPurger::new(gated, &path, info, tools, clock, held).ok()
+    crate::erase::KernelPurger::new(gated, &path, info, tools, clock, None).ok()
 }
 
 /// Runs a test method and records it.
@@ -169,10 +168,9 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
     // A PTS purges a whole drive with its own sanitize or secure erase where it offers one (the specification's
     // purge), so the run holds the gate's descriptor for them. The console is the run's while it runs: the
     // purges' notices reach the user through the method (`Purger::notices`, said as alarms before each purge),
-    // and what the purger says on its own console is dropped as their duplicate.
-    let mut held = crate::testing::RecordingConsole::default();
+    // so the purger is given no console of its own.
     let mut purger = match &method {
-        Method::Pts(_) => drive_purger(&target, &device, &info, ports.tools, ports.clock, &mut held),
+        Method::Pts(_) => drive_purger(&target, &device, &info, ports.tools, ports.clock),
         _ => None,
     };
     let run = method.run(
@@ -180,7 +178,6 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
         purger.as_mut().map(|p| p as &mut dyn Purger),
     );
     drop(purger);
-    drop(held);
     let outcome = match run {
         Ok(outcome) => outcome,
         Err(MethodError::Device(e)) => {

@@ -249,10 +249,8 @@ fn purge(
         for method in [EraseMethod::Sanitize, EraseMethod::SecureErase] {
             // Said before the purge starts, as `erase` says them: a secure erase cut off leaves the drive locked
             // with a password only this line gives.
-            if purger.offers(method).is_ok() {
-                for notice in purger.notices(method) {
-                    session.observer.alarm(&notice);
-                }
+            for notice in purger.notices(method) {
+                session.observer.alarm(&notice);
             }
             let seed = ssdlab_core::rng::splitmix64(session.seed ^ 0x5052_4745);
             let report = crate::erase::erase(
