@@ -4,7 +4,8 @@
 #
 #   scripts/bench-engine.sh [SECONDS] [ROUNDS]     # default 5 s per measurement, 3 rounds
 #
-# Each case alternates ssdlab and fio ROUNDS times and compares medians, since a shared 2-core VM drifts.
+# Each case alternates ssdlab and fio ROUNDS times and compares medians, since a shared 2-core VM drifts; the
+# spread printed is the lowest and highest of the rounds' own IOPS ratios.
 # (a) null target vs fio's null engine: 4 KiB random reads, QD32, pinned to one core (target: ssdlab >= 3x).
 # (b) a loop device backed by a file in /dev/shm, O_DIRECT, io_uring: 4 KiB random reads at QD1 and QD32
 #     (target: IOPS >= fio's, CPU time per I/O <= fio's).
@@ -59,8 +60,10 @@ def medians(lines):
     rows = [list(map(float, l.split())) for l in lines]
     return (statistics.median(r[0] for r in rows), statistics.median(r[1] / max(r[2], 1) * 1e9 for r in rows))
 (a_iops, a_cpu), (b_iops, b_cpu) = medians(runs[:split]), medians(runs[split + 1:])
+# The spread: each round's IOPS ratio (ssdlab's round i over fio's round i, run back to back), lowest to highest.
+pairs = [float(x.split()[0]) / max(float(y.split()[0]), 1e-9) for x, y in zip(runs[:split], runs[split + 1:])]
 print(f"{name:<30} ssdlab {a_iops:>12,.0f} IOPS {a_cpu:>7.0f} ns CPU/IO | fio {b_iops:>11,.0f} IOPS {b_cpu:>7.0f} ns CPU/IO"
-      f" | IOPS {a_iops / b_iops:5.2f}x  CPU/IO {a_cpu / b_cpu:5.2f}x")
+      f" | IOPS {a_iops / b_iops:5.2f}x (rounds {min(pairs):.2f}-{max(pairs):.2f}x)  CPU/IO {a_cpu / b_cpu:5.2f}x")
 PY
 }
 
