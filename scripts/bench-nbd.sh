@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # `ssdlab serve` against nbdkit (Debian's), measured with fio's nbd engine in the same run, printing ratios:
-# 4 KiB random writes at QD1 over a Unix socket (fio prints a line before its JSON: skipped), and the time of a
-# FLUSH with one dirty block on a 64 GiB export (libnbd from Python: Debian's python3-libnbd). Installs nothing:
-# needs fio, nbdkit, python3 and python3-libnbd.
+# 4 KiB random writes and reads at QD1 and QD32 over a Unix socket (fio prints a line before its JSON: skipped),
+# and the time of a FLUSH with one dirty block on a 64 GiB export (libnbd from Python: Debian's python3-libnbd).
+# Installs nothing: needs fio, nbdkit, python3 and python3-libnbd.
 #
 #   scripts/bench-nbd.sh [SECONDS] [ROUNDS]     # default 5 s per measurement, 3 rounds, medians compared
 #
-# (a) protocol floor:    ssdlab serve null:1g  vs nbdkit memory 1G
-# (b) page cache bypass: ssdlab serve file:IMG (O_DIRECT) vs nbdkit file IMG cache=none
-# (c) the page cache:    ssdlab serve file:IMG (O_DIRECT) vs nbdkit file IMG (buffered: a different promise)
-# (d) DRAM absorbs:      ssdlab serve cached:file:IMG (1 GiB cache) vs nbdkit file IMG (the page cache absorbs)
+# (a) protocol floor:    ssdlab serve null:1g  vs nbdkit memory 1G (writes, QD1 and QD32)
+# (b) page cache bypass: ssdlab serve file:IMG (O_DIRECT) vs nbdkit file IMG cache=none (writes, QD1)
+# (c) the page cache:    ssdlab serve file:IMG?cache=page vs nbdkit file IMG (the same promise: a FLUSH is
+#                        fdatasync), writes and reads at QD1 and QD32
+# (d) DRAM absorbs:      ssdlab serve cached:file:IMG (1 GiB cache) vs nbdkit file IMG (writes, QD1)
 # (e) FLUSH after one 4 KiB write on a 64 GiB export (fresh sparse file each time): median and p99 of 300
 set -euo pipefail
 seconds=${1:-5}
@@ -24,12 +25,14 @@ work=$(mktemp -d "${BENCH_FILE_DIR:-/var/tmp}/ssdlab-nbd.XXXXXX")
 server=""
 cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-truncate -s 1G "$work/disk.img"
+# Written, not sparse: reads of a hole never reach the page cache's data path.
+dd if=/dev/urandom of="$work/disk.img" bs=1M count=1024 status=none
 
-iops() { # SOCKET -> IOPS of fio's nbd engine, 4 KiB random writes, QD1
-  fio --name=bench --ioengine=nbd --uri="nbd+unix:///?socket=$1" --rw=randwrite --bs=4k --iodepth=1 \
+iops() { # SOCKET RW QD -> IOPS of fio's nbd engine, 4 KiB random I/O
+  fio --name=bench --ioengine=nbd --uri="nbd+unix:///?socket=$1" --rw="$2" --bs=4k --iodepth="$3" \
     --size=1g --time_based --runtime="$seconds" --output-format=json 2>/dev/null |
-    python3 -c 'import json, sys; t = sys.stdin.read(); print(json.loads(t[t.index("{"):])["jobs"][0]["write"]["iops"])'
+    python3 -c 'import json, sys; t = sys.stdin.read(); j = json.loads(t[t.index("{"):])["jobs"][0]
+print(j["write"]["iops"] + j["read"]["iops"])'
 }
 
 start() { # socket, command...
@@ -42,29 +45,40 @@ start() { # socket, command...
 }
 stop() { kill -TERM "$server"; wait "$server" 2>/dev/null || true; server=""; }
 
-case_() { # name, ssdlab target, nbdkit args...
-  local name=$1 target=$2; shift 2
+case_() { # name, rw, qd, ssdlab target, nbdkit args...
+  local name=$1 rw=$2 qd=$3 target=$4; shift 4
   local a=() b=()
   for _ in $(seq "$rounds"); do
     start "$work/a.sock" "$ssdlab" serve --target "$target" --socket "$work/a.sock"
-    a+=("$(iops "$work/a.sock")"); stop
+    a+=("$(iops "$work/a.sock" "$rw" "$qd")"); stop
     start "$work/b.sock" nbdkit --foreground -U "$work/b.sock" "$@"
-    b+=("$(iops "$work/b.sock")"); stop
+    b+=("$(iops "$work/b.sock" "$rw" "$qd")"); stop
   done
-  python3 - "$name" "${a[@]}" "|" "${b[@]}" <<'PY'
+  # The spread: each round's ratio (ssdlab's round i over nbdkit's round i, run back to back), lowest to highest.
+  python3 - "$name $rw QD$qd" "${a[@]}" "|" "${b[@]}" <<'PY'
 import statistics, sys
 name, runs = sys.argv[1], sys.argv[2:]
 split = runs.index("|")
-a, b = statistics.median(map(float, runs[:split])), statistics.median(map(float, runs[split + 1:]))
-print(f"{name:<52} ssdlab {a:>9,.0f} IOPS | nbdkit {b:>9,.0f} IOPS | ratio {a / b:5.2f}x")
+xs, ys = list(map(float, runs[:split])), list(map(float, runs[split + 1:]))
+a, b = statistics.median(xs), statistics.median(ys)
+pairs = [x / max(y, 1e-9) for x, y in zip(xs, ys)]
+print(f"{name:<58} ssdlab {a:>9,.0f} IOPS | nbdkit {b:>9,.0f} IOPS | ratio {a / b:5.2f}x"
+      f" (rounds {min(pairs):.2f}-{max(pairs):.2f}x)")
 PY
 }
 
-echo "ssdlab serve vs $(nbdkit --version): fio nbd engine, 4 KiB random writes QD1, ${seconds} s x $rounds rounds"
-case_ "(a) null:1g vs nbdkit memory" null:1g memory 1G
-case_ "(b) file (O_DIRECT) vs nbdkit file cache=none" "file:$work/disk.img" file "$work/disk.img" cache=none
-case_ "(c) file (O_DIRECT) vs nbdkit file (page cache)" "file:$work/disk.img" file "$work/disk.img"
-case_ "(d) cached:file (1 GiB) vs nbdkit file (page cache)" "cached:file:$work/disk.img?size=1g" file "$work/disk.img"
+echo "ssdlab serve vs $(nbdkit --version): fio nbd engine, 4 KiB random I/O, ${seconds} s x $rounds rounds"
+for qd in 1 32; do
+  case_ "(a) null:1g vs nbdkit memory" randwrite "$qd" null:1g memory 1G
+done
+case_ "(b) file (O_DIRECT) vs nbdkit file cache=none" randwrite 1 "file:$work/disk.img" file "$work/disk.img" cache=none
+for rw in randwrite randread; do
+  for qd in 1 32; do
+    case_ "(c) file?cache=page vs nbdkit file" "$rw" "$qd" "file:$work/disk.img?cache=page" file "$work/disk.img"
+  done
+done
+case_ "(d) cached:file (1 GiB) vs nbdkit file (page cache)" randwrite 1 "cached:file:$work/disk.img?size=1g" \
+  file "$work/disk.img"
 
 flush_us() { # SOCKET -> "median p99" microseconds of a FLUSH after one 4 KiB write, 300 times
   /usr/bin/python3 - "nbd+unix:///?socket=$1" <<'PY'

@@ -144,6 +144,7 @@ impl ScanOpener for FileOpener {
         let spec = TargetSpec::File {
             path: path.to_path_buf(),
             size: None,
+            cache: ssdlab_core::target::FileCache::Bypass,
         };
         let options = OpenOptions {
             access: Access::ReadOnly,

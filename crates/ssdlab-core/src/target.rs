@@ -1,6 +1,7 @@
 //! Target specifications: the one parser for every `--target` string.
 //!
-//! `/dev/NAME` is a block device, `file:PATH[:SIZE]` a regular file (created or extended to SIZE), `null[:SIZE]`
+//! `/dev/NAME` is a block device, `file:PATH[:SIZE][?cache=page]` a regular file (created or extended to SIZE;
+//! O_DIRECT unless `cache=page` asks for the page cache, as nbdkit's file plugin uses), `null[:SIZE]`
 //! a device that completes everything at once, `sim:PROFILE[?k=v&...]` a virtual SSD, and
 //! `cached:INNER[?size=..&mode=..&seq-cutoff=..&dirty-limit=..&hot-map=..&cpu-limit=..]` the DRAM cache over any
 //! of them. Parsing is pure; opening a target is the job of `ssdlab-targets`.
@@ -21,6 +22,7 @@ pub enum TargetSpec {
     File {
         path: PathBuf,
         size: Option<u64>,
+        cache: FileCache,
     },
     Null {
         size: u64,
@@ -34,6 +36,52 @@ pub enum TargetSpec {
         inner_target: String,
         cache: CacheSpec,
     },
+}
+
+/// Whether a file target's I/O goes through the kernel's page cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FileCache {
+    /// O_DIRECT (where the file system allows it): every read and write reaches the medium. The default, since
+    /// ssdlab measures drives.
+    #[default]
+    Bypass,
+    /// Buffered, as `nbdkit file` and most programs do: reads may come from memory, writes are acknowledged once
+    /// in the page cache, and only a FLUSH (fdatasync) makes them durable.
+    Page,
+}
+
+/// The keys a `file:` target takes after its last `?`.
+pub const FILE_KEYS: &str = "cache=page or cache=none";
+
+impl FileCache {
+    /// Parses the options of a `file:` target's last `?` part. `None` when the text is not options at all (no
+    /// `key=value` pair), so that a path holding a `?` stays a path.
+    fn parse_options(query: &str, input: &str) -> Option<Result<FileCache, TargetParseError>> {
+        let pairs: Vec<&str> = query.split('&').filter(|p| !p.is_empty()).collect();
+        if pairs.is_empty() || pairs.iter().any(|p| !p.contains('=')) {
+            return None;
+        }
+        let mut cache = FileCache::Bypass;
+        for pair in pairs {
+            let (key, value) = pair.split_once('=').expect("checked above");
+            cache = match (key, value) {
+                ("cache", "page") => FileCache::Page,
+                ("cache", "none") => FileCache::Bypass,
+                ("cache", _) => {
+                    return Some(Err(TargetParseError(format!(
+                        "'{input}': cache={value}: use cache=page (the page cache, as nbdkit file) or cache=none \
+                         (O_DIRECT, the default)"
+                    ))));
+                }
+                _ => {
+                    return Some(Err(TargetParseError(format!(
+                        "'{input}': a file target takes {FILE_KEYS} after '?', not '{key}'"
+                    ))));
+                }
+            };
+        }
+        Some(Ok(cache))
+    }
 }
 
 /// How the DRAM cache treats writes.
@@ -210,11 +258,16 @@ impl std::fmt::Display for TargetSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             TargetSpec::Block { path } => write!(f, "{}", path.display()),
-            TargetSpec::File { path, size: None } => write!(f, "file:{}", path.display()),
-            TargetSpec::File {
-                path,
-                size: Some(size),
-            } => write!(f, "file:{}:{}", path.display(), size_text(*size)),
+            TargetSpec::File { path, size, cache } => {
+                write!(f, "file:{}", path.display())?;
+                if let Some(size) = size {
+                    write!(f, ":{}", size_text(*size))?;
+                }
+                match cache {
+                    FileCache::Bypass => Ok(()),
+                    FileCache::Page => write!(f, "?cache=page"),
+                }
+            }
             TargetSpec::Null { size } => write!(f, "null:{}", size_text(*size)),
             TargetSpec::Sim { spec } => write!(f, "sim:{spec}"),
             TargetSpec::Cached {
@@ -296,6 +349,13 @@ impl TargetSpec {
             });
         }
         if let Some(rest) = s.strip_prefix("file:") {
+            let (rest, cache) = match rest.rsplit_once('?') {
+                Some((before, query)) => match FileCache::parse_options(query, input) {
+                    Some(cache) => (before, cache?),
+                    None => (rest, FileCache::Bypass),
+                },
+                None => (rest, FileCache::Bypass),
+            };
             // A trailing ":SIZE" is a size only when it parses as one, so paths may contain colons.
             let (path, size) = match rest.rsplit_once(':') {
                 Some((path, size)) if !path.is_empty() && parse_size(size).is_ok() => {
@@ -316,6 +376,7 @@ impl TargetSpec {
             return Ok(TargetSpec::File {
                 path: PathBuf::from(path),
                 size,
+                cache,
             });
         }
         if s == "null" {
@@ -385,6 +446,8 @@ mod tests {
             "file:/tmp/a:b:1m",
             "file:/tmp/x",
             "file:/tmp/y:1000",
+            "file:/tmp/y:1m?cache=page",
+            "cached:file:/tmp/x:1m?cache=page&size=2m",
             "null:4k",
             "sim:840evo-250g?scale=1/64",
             "cached:null:3g",
@@ -420,14 +483,16 @@ mod tests {
             TargetSpec::parse("file:/tmp/a.img:1g").unwrap(),
             TargetSpec::File {
                 path: "/tmp/a.img".into(),
-                size: Some(1 << 30)
+                size: Some(1 << 30),
+                cache: FileCache::Bypass,
             }
         );
         assert_eq!(
             TargetSpec::parse("file:/tmp/a:b.img").unwrap(),
             TargetSpec::File {
                 path: "/tmp/a:b.img".into(),
-                size: None
+                size: None,
+                cache: FileCache::Bypass,
             }
         );
         assert_eq!(
@@ -502,6 +567,45 @@ mod tests {
         assert!(e.0.contains("one cached: prefix"), "{e}");
         let e = TargetSpec::parse("cached:sda").unwrap_err();
         assert!(e.0.contains("the cached target"), "{e}");
+    }
+
+    #[test]
+    fn a_file_target_takes_the_page_cache_after_its_last_question_mark() {
+        let page = |t: &str| match TargetSpec::parse(t).unwrap() {
+            TargetSpec::File { path, size, cache } => (path, size, cache),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            page("file:/tmp/a.img:1g?cache=page"),
+            ("/tmp/a.img".into(), Some(1 << 30), FileCache::Page)
+        );
+        assert_eq!(
+            page("file:/tmp/a.img?cache=none"),
+            ("/tmp/a.img".into(), None, FileCache::Bypass)
+        );
+        // Text after '?' that is not key=value options stays part of the path.
+        assert_eq!(
+            page("file:/tmp/what?.img"),
+            ("/tmp/what?.img".into(), None, FileCache::Bypass)
+        );
+        let e = TargetSpec::parse("file:/tmp/a.img?cache=direct").unwrap_err();
+        assert!(e.0.contains("cache=page") && e.0.contains("cache=none"), "{e}");
+        let e = TargetSpec::parse("file:/tmp/a.img?size=1g").unwrap_err();
+        assert!(e.0.contains("'size'") && e.0.contains("cache=page"), "{e}");
+        // Under a cache, the inner file keeps its own key.
+        match TargetSpec::parse("cached:file:/tmp/a.img?cache=page&size=2m").unwrap() {
+            TargetSpec::Cached { inner, cache, .. } => {
+                assert_eq!(cache.size_bytes, Some(2 << 20));
+                assert!(matches!(
+                    *inner,
+                    TargetSpec::File {
+                        cache: FileCache::Page,
+                        ..
+                    }
+                ));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

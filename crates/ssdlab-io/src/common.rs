@@ -161,8 +161,20 @@ pub enum BackingKind {
 pub struct Backing {
     pub file: File,
     pub kind: BackingKind,
-    /// True when O_DIRECT could not be used and the page cache must be dropped after each transfer.
-    pub buffered: bool,
+    pub caching: Caching,
+}
+
+/// How a real device's transfers meet the kernel's page cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caching {
+    /// O_DIRECT: every transfer reaches the medium.
+    Direct,
+    /// O_DIRECT could not be used: the range is written back and dropped from the page cache after each
+    /// transfer, so later reads still reach the medium.
+    DroppedAfterEachTransfer,
+    /// The page cache is used and kept, as the user asked (`file:PATH?cache=page`): only a flush makes writes
+    /// durable.
+    Kept,
 }
 
 impl Backing {
@@ -221,7 +233,7 @@ impl Backing {
     /// After a buffered transfer, drops the range from the page cache so later reads reach the medium.
     /// Dirty pages are written back first (fdatasync), since DONTNEED leaves dirty pages in place.
     pub fn after_buffered_transfer(&self, op: Op, offset: u64, len: u64) {
-        if self.buffered {
+        if self.caching == Caching::DroppedAfterEachTransfer {
             if op == Op::Write {
                 let _ = self.file.sync_data();
             }

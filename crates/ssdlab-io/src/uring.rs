@@ -20,7 +20,7 @@ use std::os::fd::AsRawFd;
 use io_uring::{IoUring, opcode, squeue, types};
 use ssdlab_core::device::{Completion, Device, DeviceError, DeviceInfo, DeviceResult, Extent, Io, Op};
 
-use crate::common::{Backing, Done, EXTENTS_PER_QUERY, RealClock, SlotBuffers, run_sync_op};
+use crate::common::{Backing, Caching, Done, EXTENTS_PER_QUERY, RealClock, SlotBuffers, run_sync_op};
 
 pub struct UringDevice {
     info: DeviceInfo,
@@ -182,7 +182,9 @@ impl UringDevice {
                 self.slots
                     .slots
                     .finish(cqe.user_data() as u32, cqe.result() as i64, completed_ns);
-            if self.backing.buffered && matches!(completion.op, Op::Read | Op::Write) {
+            if self.backing.caching == Caching::DroppedAfterEachTransfer
+                && matches!(completion.op, Op::Read | Op::Write)
+            {
                 // Rare path (no O_DIRECT): drop the page cache so later reads reach the medium.
                 self.backing.after_buffered_transfer(completion.op, 0, 0);
             }

@@ -176,6 +176,11 @@ impl Conn {
                     let skipped = (self.skip.min(n as u64)) as usize;
                     self.skip -= skipped as u64;
                     self.inbuf.extend_from_slice(&chunk[skipped..n]);
+                    if n < chunk.len() {
+                        // A short read emptied the socket for now: asking again would only hear EAGAIN (one
+                        // system call a request at QD1). The loop's level-triggered wait says when more comes.
+                        return;
+                    }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}

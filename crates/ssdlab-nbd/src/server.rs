@@ -9,7 +9,8 @@
 //! replies) is [`crate::transmission`]'s.
 //!
 //! While the device has operations in flight the loop alternates a zero-timeout wait on the sockets with a
-//! short reap; while it is idle the loop waits on the sockets (at most until the next handshake deadline) and
+//! short reap (each turn first turns the requests that arrived into device work, so the reap sees them); while
+//! it is idle the loop waits on the sockets (at most until the next handshake deadline) and
 //! gives the device its idle time (a cache destages).
 
 use std::collections::VecDeque;
@@ -295,7 +296,11 @@ impl<D: Device> Server<'_, D> {
             self.socket_ready(i, event.flags);
         }
         self.expire_handshakes();
-        if busy {
+        // Requests that just arrived become device work here, so the reap below already sees them: at QD1 the
+        // reply then leaves on this turn, not after one more wait on the sockets (and a read from the page cache
+        // is done inside its submission).
+        self.settle(listener);
+        if self.device.in_flight() > 0 {
             self.reap(REAP_WAIT_NS)?;
         }
         self.hand_out_slots();

@@ -165,7 +165,7 @@ pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Resu
         });
     }
     match (spec, options.access) {
-        (TargetSpec::File { path, size }, _) if !options.lay_out_files => {
+        (TargetSpec::File { path, size, .. }, _) if !options.lay_out_files => {
             existing_file(options.flag, target, path, *size)?
         }
         (TargetSpec::Block { path }, Access::Destructive { allow_destroy, force }) => {

@@ -777,7 +777,8 @@ pub enum EngineArg {
 /// Flags every command that opens a target shares.
 #[derive(Debug, Args)]
 pub struct TargetArgs {
-    /// /dev/NAME, file:PATH[:SIZE], null[:SIZE], sim:PROFILE[?OPTIONS] (the virtual SSD; `ssdlab sim profiles`), or
+    /// /dev/NAME, file:PATH[:SIZE][?cache=page] (O_DIRECT, or the page cache as nbdkit file uses), null[:SIZE],
+    /// sim:PROFILE[?OPTIONS] (the virtual SSD; `ssdlab sim profiles`), or
     /// cached:T[?size=1g&mode=writeback|writethrough|readonly&seq-cutoff=4m&dirty-limit=50%&hot-map=off|on|PATH&cpu-limit=off|PCT]
     /// (a DRAM cache over T).
     #[arg(long, value_name = "T")]

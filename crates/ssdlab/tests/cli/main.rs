@@ -19,6 +19,7 @@ mod methods;
 mod nbd;
 mod nbd_conformance;
 mod nbd_hostile;
+mod nbd_page_cache;
 mod op;
 mod pts;
 mod refresh;

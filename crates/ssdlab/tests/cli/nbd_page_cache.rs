@@ -1,0 +1,122 @@
+//! `ssdlab serve --target file:IMG?cache=page` keeps nbdkit's promise: a write is acknowledged from the page
+//! cache, and a FLUSH (or a write with FUA) is not answered until no page of the image is dirty or under
+//! writeback. The oracle (`flush_oracle.py`) looks from outside the server, with cachestat(2) on the image, and
+//! must catch nbdkit with its fua filter set to discard FLUSH and FUA (a known-bad peer).
+
+use std::os::unix::net::UnixStream;
+
+use crate::nbd::{Server, tool};
+use crate::*;
+
+/// One round per line: ("flush", dirty before, dirty after) or ("fua", dirty after, 0).
+fn oracle(uri: &str, image: &Path) -> Vec<(String, u64, u64)> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/flush_oracle.py");
+    // Debian's python3 has the nbd module (python3-libnbd); a python3 earlier in PATH may not.
+    let out = tool("/usr/bin/python3", &[script, uri, image.to_str().unwrap(), "6"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let n = |i: usize| f.get(i).map_or(0, |v| v.parse().unwrap());
+            (f[0].to_string(), n(1), n(2))
+        })
+        .collect()
+}
+
+fn fresh_image(path: &Path) {
+    std::fs::File::create(path).unwrap().set_len(64 << 20).unwrap();
+}
+
+/// nbdkit on a Unix socket, killed on drop even when the test fails.
+struct Nbdkit(std::process::Child);
+
+impl Drop for Nbdkit {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_page_cache_export_answers_flush_and_fua_only_once_nothing_is_dirty() {
+    // On disk, not tmpfs: tmpfs pages stay dirty whatever is synced.
+    let dir = tempfile::Builder::new()
+        .prefix("ssdlab-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let image = dir.path().join("page.img");
+    fresh_image(&image);
+    let server = Server::start(&format!("file:{}?cache=page", image.display()), &[]);
+    let rounds = oracle(&server.uri, &image);
+    let (code, stderr) = server.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("?cache=page"),
+        "the export says what it serves: {stderr}"
+    );
+    assert_eq!(rounds.len(), 12, "{rounds:?}");
+    for (kind, before, after) in &rounds {
+        match kind.as_str() {
+            "flush" => {
+                assert!(*before > 0, "the writes never reached the page cache: {rounds:?}");
+                assert_eq!(
+                    *after, 0,
+                    "a FLUSH was answered with pages still dirty: {rounds:?}"
+                );
+            }
+            _ => assert_eq!(
+                *before, 0,
+                "a FUA write was answered with pages dirty: {rounds:?}"
+            ),
+        }
+    }
+
+    // O_DIRECT (the default) leaves nothing in the page cache to flush at all.
+    let direct = dir.path().join("direct.img");
+    fresh_image(&direct);
+    let server = Server::start(&format!("file:{}", direct.display()), &[]);
+    let rounds = oracle(&server.uri, &direct);
+    server.stop();
+    assert!(rounds.iter().all(|r| r.1 == 0 && r.2 == 0), "{rounds:?}");
+
+    // The negative control: nbdkit's fua filter with fuamode=discard ignores FLUSH and FUA, and the oracle must
+    // see the dirty pages it leaves.
+    let peer = dir.path().join("peer.img");
+    fresh_image(&peer);
+    let socket = dir.path().join("nbdkit.sock");
+    let _nbdkit = Nbdkit(
+        Command::new("nbdkit")
+            .args([
+                "--foreground",
+                "-U",
+                socket.to_str().unwrap(),
+                "--filter=fua",
+                "file",
+            ])
+            .arg(&peer)
+            .arg("fuamode=discard")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nbdkit starts (scripts/test.sh installs it)"),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while UnixStream::connect(&socket).is_err() {
+        assert!(std::time::Instant::now() < deadline, "nbdkit never listened");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let rounds = oracle(&format!("nbd+unix:///?socket={}", socket.display()), &peer);
+    assert!(
+        rounds
+            .iter()
+            .any(|(kind, _, after)| kind == "flush" && *after > 0)
+            && rounds.iter().any(|(kind, dirty, _)| kind == "fua" && *dirty > 0),
+        "the oracle no longer catches nbdkit discarding FLUSH and FUA: {rounds:?}"
+    );
+}
