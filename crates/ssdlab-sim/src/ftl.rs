@@ -605,6 +605,12 @@ impl Ftl {
         collected.then_some(self.pending_gc)
     }
 
+    /// Reads the forward-map entry a write of `logical` will need, so that it is in the CPU's cache when the write
+    /// comes; changes nothing. A safe stand-in for a prefetch instruction (this crate has no `unsafe`).
+    pub fn touch(&self, logical: u32) {
+        std::hint::black_box(self.l2p[logical as usize]);
+    }
+
     /// Writes logical unit `logical` (with an optional content fingerprint) to the next die in turn.
     pub fn write(&mut self, logical: u32, fingerprint: u64) -> Placement {
         let die = self.next_die;
