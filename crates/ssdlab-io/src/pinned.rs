@@ -248,6 +248,20 @@ pub struct PinnedFile {
     direct: bool,
     align: u64,
     buffer: BufferPool,
+    /// A read of the next chunk running on a helper thread, with a descriptor of its own (see `read_ahead`).
+    ahead: Option<ReadAhead>,
+    /// A second staging buffer for the helper; it travels to the helper's thread and back.
+    spare: Option<BufferPool>,
+    /// How long the medium took for the last `read_from_media` (on whichever thread read it).
+    last_read: std::time::Duration,
+}
+
+/// A read started by [`PinnedFile::read_ahead`]: where, and the helper's thread, which hands back its buffer,
+/// the bytes read and how long the medium took.
+struct ReadAhead {
+    offset: u64,
+    len: usize,
+    thread: std::thread::JoinHandle<(BufferPool, io::Result<usize>, std::time::Duration)>,
 }
 
 impl PinnedFile {
@@ -370,6 +384,9 @@ impl PinnedFile {
             direct: true,
             align,
             buffer: BufferPool::new(1, chunk_bytes.next_multiple_of(align as usize), align as usize),
+            ahead: None,
+            spare: None,
+            last_read: std::time::Duration::ZERO,
         };
         let reader = pinned
             .reopen(libc::O_RDONLY)
@@ -545,6 +562,12 @@ impl PinnedFile {
         if self.window.is_some() {
             return Ok(true);
         }
+        // Our own read-ahead descriptor would make the kernel refuse the lease: it is closed first.
+        if let Some(ahead) = &self.ahead
+            && !ahead.thread.is_finished()
+        {
+            self.finish_read_ahead();
+        }
         let base = libc::O_RDWR | libc::O_NONBLOCK;
         let file = match self.reopen(base | if self.direct { libc::O_DIRECT } else { 0 }) {
             Ok(f) => f,
@@ -629,8 +652,86 @@ impl PinnedFile {
         }
     }
 
-    /// Reads from the medium: O_DIRECT, or after dropping the cached pages when the file system has none.
+    /// Starts reading `len` bytes at `offset` from the medium on a helper thread, through a read-only O_DIRECT
+    /// descriptor of its own, so the read runs while this thread syncs and verifies the chunk before it; the
+    /// next [`PinnedFile::read_from_media`] of the same range takes the result. Only outside a window and with
+    /// O_DIRECT (a file system without it reads in line). The helper's descriptor is closed before any window
+    /// opens (`open_window` waits for it): a write lease is refused while another descriptor is open.
+    pub fn read_ahead(&mut self, offset: u64, len: usize) {
+        self.finish_read_ahead();
+        if self.window.is_some() || !self.direct {
+            return;
+        }
+        let aligned = (len as u64).next_multiple_of(self.align) as usize;
+        let Ok(reader) = self.reopen(libc::O_RDONLY | libc::O_NONBLOCK | libc::O_DIRECT) else {
+            return;
+        };
+        if !fcntl_has_direct(&reader) {
+            return;
+        }
+        let align = self.align as usize;
+        let mut pool = match self.spare.take() {
+            Some(pool) if pool.buffer_len() >= aligned => pool,
+            _ => BufferPool::new(1, aligned, align),
+        };
+        let spawned = std::thread::Builder::new()
+            .name("refresh-read-ahead".into())
+            .spawn(move || {
+                let started = std::time::Instant::now();
+                // SAFETY: the pool moved into this thread; nothing else holds a slice of it until it is returned.
+                let staging = &mut unsafe { pool.slot_mut(0) }[..aligned];
+                let result = read_fully(&reader, staging, offset);
+                drop(reader);
+                (pool, result, started.elapsed())
+            });
+        if let Ok(thread) = spawned {
+            self.ahead = Some(ReadAhead { offset, len, thread });
+        }
+    }
+
+    /// Waits for a read-ahead in progress (its descriptor is then closed) and drops its result.
+    fn finish_read_ahead(&mut self) {
+        if let Some(ahead) = self.ahead.take()
+            && let Ok((pool, _, _)) = ahead.thread.join()
+        {
+            self.spare = Some(pool);
+        }
+    }
+
+    /// How long the medium took for the last [`PinnedFile::read_from_media`], read ahead or in line.
+    pub fn last_read_time(&self) -> std::time::Duration {
+        self.last_read
+    }
+
+    /// Reads from the medium: O_DIRECT, or after dropping the cached pages when the file system has none. A
+    /// read of the range a read-ahead fetched takes its bytes.
     pub fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        // Another range (the verify re-read of the chunk before) reads in line while the helper goes on.
+        let matches = |a: &ReadAhead| a.offset == offset && a.len == buf.len();
+        if let Some(ahead) = self.ahead.take_if(|a| matches(a)) {
+            match ahead.thread.join() {
+                Ok((pool, Ok(done), elapsed)) => {
+                    let got = done.min(buf.len());
+                    let mut pool = pool;
+                    // SAFETY: the helper has finished and handed the pool back; this is the only borrow.
+                    let staging = unsafe { pool.slot_mut(0) };
+                    buf[..got].copy_from_slice(&staging[..got]);
+                    self.spare = Some(pool);
+                    self.last_read = elapsed;
+                    return Ok(got);
+                }
+                // The helper's read failed: read in line, and meet the error there.
+                Ok((pool, Err(_), _)) => self.spare = Some(pool),
+                Err(_) => {}
+            }
+        }
+        let started = std::time::Instant::now();
+        let result = self.read_in_line(offset, buf);
+        self.last_read = started.elapsed();
+        result
+    }
+
+    fn read_in_line(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         let aligned = (buf.len() as u64).next_multiple_of(self.align) as usize;
         self.ensure_buffer(aligned);
         self.with_reader(|file, direct, me| {
@@ -639,15 +740,7 @@ impl PinnedFile {
             }
             // SAFETY: the staging buffer is used only by synchronous pread/pwrite on this thread.
             let staging = &mut unsafe { me.buffer.slot_mut(0) }[..aligned];
-            let mut done = 0;
-            while done < aligned {
-                match file.read_at(&mut staging[done..], offset + done as u64) {
-                    Ok(0) => break,
-                    Ok(n) => done += n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
-            }
+            let done = read_fully(file, staging, offset)?;
             let got = done.min(buf.len());
             buf[..got].copy_from_slice(&staging[..got]);
             Ok(got)
@@ -721,8 +814,23 @@ impl PinnedFile {
 
 impl Drop for PinnedFile {
     fn drop(&mut self) {
+        self.finish_read_ahead();
         self.close_window();
     }
+}
+
+/// Reads until `buf` is full or the file ends; returns the bytes read.
+fn read_fully(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
 }
 
 /// Ranges minus holes: `ranges` with every `(offset, len)` of `cut` removed.
@@ -859,6 +967,43 @@ mod tests {
         assert!(!pinned.lease_held());
         pinned.close_window();
         assert!(std::fs::File::open(dir.join("g")).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A read-ahead hands over the bytes the medium holds; a read of another range meanwhile reads in line; a
+    /// window opened while one runs waits for it (our own second descriptor would make the lease refused).
+    #[test]
+    fn a_read_ahead_gives_the_next_read_its_bytes_and_never_blocks_a_window() {
+        // On disk, not tmpfs: the read-ahead needs O_DIRECT.
+        let dir = std::path::Path::new("/var/tmp").join(format!("ssdlab-ahead-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        let data: Vec<u8> = (0..1 << 20).map(|i: u32| (i / 4096) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let mut pinned = PinnedFile::open(&dir, &path, 256 << 10).unwrap();
+        let mut buf = vec![0u8; 256 << 10];
+        for round in 0..3u64 {
+            let offset = round * (256 << 10);
+            pinned.read_ahead(offset, buf.len());
+            // The chunk before, re-read while the helper runs.
+            if round > 0 {
+                assert_eq!(
+                    pinned.read_from_media(offset - (256 << 10), &mut buf).unwrap(),
+                    buf.len()
+                );
+                assert_eq!(buf[..], data[offset as usize - (256 << 10)..offset as usize]);
+            }
+            assert_eq!(pinned.read_from_media(offset, &mut buf).unwrap(), buf.len());
+            assert_eq!(buf[..], data[offset as usize..offset as usize + buf.len()]);
+        }
+        pinned.read_ahead(768 << 10, 256 << 10);
+        assert!(
+            pinned.open_window().unwrap(),
+            "our own read-ahead kept the lease from us"
+        );
+        assert!(pinned.lease_held());
+        pinned.close_window();
+        drop(pinned);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

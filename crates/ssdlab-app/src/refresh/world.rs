@@ -115,16 +115,19 @@ impl RefreshTarget for Target {
         Ok(self.inner.writer_waiting())
     }
     fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        let started = Instant::now();
         let n = self.inner.read_from_media(offset, buf)?;
         let which = if self.pending_verify.remove(&offset) {
             &mut self.after
         } else {
             &mut self.before
         };
-        which.0 += started.elapsed();
+        // The medium's own time for the read, on whichever thread it ran (a read-ahead's is not our wait).
+        which.0 += self.inner.last_read_time();
         which.1 += n as u64;
         Ok(n)
+    }
+    fn read_ahead(&mut self, offset: u64, len: u64) {
+        self.inner.read_ahead(offset, len as usize);
     }
     fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
         self.pending_verify.insert(offset);

@@ -133,6 +133,11 @@ pub trait RefreshTarget {
     fn writer_waiting(&mut self) -> io::Result<bool>;
     /// Reads from the medium (not the page cache) into `buf`; returns the bytes read.
     fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
+    /// Outside a window: the next [`RefreshTarget::read_from_media`] after this one's verification will be of
+    /// `len` bytes at `offset`; a target may start reading them now, so the read overlaps the sync and the
+    /// verification. What it returns then must be what the medium held after this call (a read started now
+    /// qualifies: any change by anyone after it moves the modification time, which the next window sees).
+    fn read_ahead(&mut self, _offset: u64, _len: u64) {}
     /// Inside a window: writes `buf` at `offset` (durable after [`RefreshTarget::sync`]).
     fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()>;
     fn sync(&mut self) -> io::Result<()>;

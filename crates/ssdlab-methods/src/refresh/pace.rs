@@ -28,8 +28,8 @@ impl TokenBucket {
     }
 }
 
-/// Whether other I/O is in flight on a device (requests the block layer counts; ours is synchronous, so
-/// whatever it reports is someone else's).
+/// Whether other I/O is in flight on a device (requests the block layer counts). Refresh asks only while none
+/// of its own is in flight (before a chunk's read, or its read-ahead), so whatever it reports is someone else's.
 pub trait BusyProbe {
     /// Requests in flight, or `None` when the device does not say (a virtual file system).
     fn in_flight(&mut self) -> Option<u64>;

@@ -581,6 +581,8 @@ pub fn refresh_file(
     let mut ours = first;
     let mut refreshed_bytes = 0;
     let mut index = resume_from as usize;
+    // Whether the chunk at `index` was paced already, before its read-ahead started.
+    let mut paced = false;
     macro_rules! give_way {
         ($reason:expr) => {{
             let times_restored = give_up(target, journal, id, &ours)?;
@@ -619,7 +621,9 @@ pub fn refresh_file(
                 ));
             }
         }
-        env.pace(len);
+        if !std::mem::take(&mut paced) {
+            env.pace(len);
+        }
         // Read and announce before the window opens, so the window itself is short (a write and a time restore):
         // an exec or a blocking open that meets it waits or fails for that long only. A change by anyone between
         // this read and the window moves the file's modification time away from the original, which the window's
@@ -651,6 +655,13 @@ pub fn refresh_file(
         // The file as our window left it, change time included: any change by anyone from here on (a write, a
         // chmod, a time set by path, even one that restores our time) shows against it.
         ours = left;
+        // The window is closed: the next chunk's read may start now and run beside the sync and verification.
+        // It is paced first, while none of our I/O is in flight, so the busy-device pause sees only others'.
+        if let Some(&(next_offset, next_len)) = chunks.get(index + 1) {
+            env.pace(next_len);
+            paced = true;
+            target.read_ahead(next_offset, next_len);
+        }
         target.sync()?;
         check.resize(want, 0);
         let reread = target.read_from_media(offset, &mut check[..want])?;
