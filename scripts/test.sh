@@ -14,6 +14,9 @@ cd "$(dirname "$0")/.."
 # the tests write is checked against the JSON Schema generated from the types (docs/result.schema.json);
 # blktrace: blktrace and blkparse record a real trace of a loop device for `test replay`'s blkparse reader;
 # strace: watches the reads and writes a replay issues, to check them against the trace.
+# The fleet (docs/fleet.md, dist/): prometheus (promtool test rules, and a real server that loads the rules and
+# fires an alert), prometheus-node-exporter (serves ssdlab's .prom files from its textfile collector), systemd
+# (systemd-analyze verify and calendar on the units) and ansible-core (the play, applied into a scratch root).
 # The safety gate's signature test puts every signature a Debian package can create on a loop device and checks
 # that wipefs sees it and ssdlab refuses it: dosfstools, exfatprogs, ntfs-3g, f2fs-tools, jfsutils,
 # reiserfsprogs, nilfs-tools, udftools (file systems), squashfs-tools and genisoimage (images), cryptsetup-bin
@@ -23,7 +26,7 @@ cd "$(dirname "$0")/.."
 # tools it copies into the guest: nvme-cli, hdparm, mdadm, nbd-client (with smartmontools, lvm2, cryptsetup-bin,
 # e2fsprogs and fdisk above).
 packages=(fio e2fsprogs util-linux mount chromium btrfs-progs xfsprogs attr libnbd-bin python3-libnbd qemu-utils fuse3 nbdkit
-    smartmontools prometheus fdisk python3-jsonschema blktrace strace
+    smartmontools prometheus prometheus-node-exporter systemd ansible-core fdisk python3-jsonschema blktrace strace
     dosfstools exfatprogs ntfs-3g f2fs-tools jfsutils reiserfsprogs nilfs-tools udftools squashfs-tools genisoimage
     cryptsetup-bin lvm2 bcache-tools
     qemu-system-x86 busybox-static kmod cpio binutils nvme-cli hdparm mdadm nbd-client)

@@ -11,6 +11,7 @@ mod crash_oracle;
 mod engine;
 mod erase;
 mod fanout;
+mod fleet;
 mod gate;
 mod habits;
 mod health;
