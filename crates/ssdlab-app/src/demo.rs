@@ -218,6 +218,7 @@ fn fanout_flags(plan: &Plan) -> FanoutFlags {
         out: Some(plan.out.join("fanout")),
         prom: None,
         engine: ssdlab_io::Engine::Auto,
+        from: vec![],
     }
 }
 

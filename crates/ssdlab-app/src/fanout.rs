@@ -47,6 +47,8 @@ pub struct FanoutFlags {
     pub out: Option<PathBuf>,
     pub prom: Option<PathBuf>,
     pub engine: ssdlab_io::Engine,
+    /// Saved fan-out results to merge instead of measuring (`--from DIR...`).
+    pub from: Vec<PathBuf>,
 }
 
 /// Shards computed when `--shards` is not given: the "what if we had 100 shards like these" of the issue.
@@ -103,12 +105,16 @@ fn hedge_percentile(text: &str) -> Result<f64> {
 
 /// Runs the fan-out and records it.
 pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
+    if let Some(merged) = &plan.merged {
+        return run_merged(plan, merged, ports);
+    }
     let Plan {
         flags: args,
         runtime_ns,
         block_bytes,
         hedge,
         drives,
+        merged: _,
     } = plan;
     let (runtime_ns, block_bytes, hedge) = (*runtime_ns, *block_bytes, *hedge);
     // Every drive is opened here first, so a bad target is refused before any drive starts reading.
@@ -171,14 +177,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
             .say("fanout    interrupted: the analysis covers the reads made so far");
     }
     let runtime_s = reads.iter().map(|r| r.runtime_s).fold(0.0, f64::max);
-    let what_if = WhatIf {
-        shards: if args.shards.is_empty() {
-            vec![DEFAULT_WHAT_IF_SHARDS]
-        } else {
-            args.shards.clone()
-        },
-        hedge_percentile: hedge,
-    };
+    let what_if = what_if(args, hedge);
     let shape = RunShape {
         workload,
         mode: mode.into(),
@@ -202,8 +201,63 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         mode,
         shards: what_if.shards.clone(),
         interrupted,
+        recorded: Recorded {
+            targets: args.targets.clone(),
+            runtime: args.runtime.clone(),
+            bs: args.bs.clone(),
+        },
     };
     publish(args, ports, drives, analysis, &verdict, measured)
+}
+
+fn what_if(args: &FanoutFlags, hedge: f64) -> WhatIf {
+    WhatIf {
+        shards: if args.shards.is_empty() {
+            vec![DEFAULT_WHAT_IF_SHARDS]
+        } else {
+            args.shards.clone()
+        },
+        hedge_percentile: hedge,
+    }
+}
+
+/// The query over the drives of saved results, computed as a fan-out computes it from what it measured.
+fn run_merged(plan: &Plan, merged: &crate::fanout_from::Merged, ports: &mut Ports) -> Result<Outcome> {
+    let args = &plan.flags;
+    let workload = format!(
+        "{} random reads at QD1 on every drive for {}",
+        ssdlab_core::units::BinaryBytes(merged.block_bytes),
+        merged.runtime
+    );
+    ports.console.say(&format!(
+        "fanout    {} drives from {} results, {workload} (the query computed from their histograms)",
+        merged.drives.len(),
+        args.from.len()
+    ));
+    let what_if = what_if(args, plan.hedge);
+    let runtime_s = merged.reads.iter().map(|r| r.runtime_s).fold(0.0, f64::max);
+    let shape = RunShape {
+        workload,
+        mode: "computed".into(),
+        runtime_s,
+    };
+    let analysis = analyze(&merged.drives, merged.reads.clone(), None, &what_if, shape)?;
+    ports.say_lines(ssdlab_report::text::fanout_lines(&analysis));
+    let verdict = verdict(&analysis);
+    let measured = Measured {
+        block_bytes: merged.block_bytes,
+        clock: merged.clock,
+        capacity_bytes: merged.capacity_bytes,
+        mode: "computed",
+        shards: what_if.shards.clone(),
+        interrupted: false,
+        recorded: Recorded {
+            targets: merged.drives.iter().map(|d| d.target.clone()).collect(),
+            runtime: merged.runtime.clone(),
+            bs: merged.bs.clone(),
+        },
+    };
+    publish(args, ports, &merged.drives, analysis, &verdict, measured)
 }
 
 /// Opens a drive of the fleet read-only: the opener never creates, extends or claims anything for writing.
@@ -256,6 +310,8 @@ pub struct Plan {
     block_bytes: u64,
     hedge: f64,
     drives: Vec<FleetDrive>,
+    /// With `--from`: the saved results' drives and reads, merged.
+    merged: Option<crate::fanout_from::Merged>,
 }
 
 impl Plan {
@@ -275,14 +331,22 @@ impl Plan {
         if let Some(bad) = args.shards.iter().find(|&&n| !(1..=100_000).contains(&n)) {
             bail!("--shards {bad}: use 1 to 100000");
         }
-        let drives = fleet(args)?;
+        let merged = (!args.from.is_empty())
+            .then(|| crate::fanout_from::merge(&args.from))
+            .transpose()?;
+        let (runtime_ns, block_bytes, drives) = match &merged {
+            Some(m) => (m.runtime_ns, m.block_bytes, m.drives.clone()),
+            None => (runtime_ns, block_bytes, fleet(args)?),
+        };
         // A drive twice breaks the independence the query arithmetic assumes, and its metrics would collide.
         for (i, drive) in drives.iter().enumerate() {
             if let Some(twin) = drives[..i]
                 .iter()
                 .find(|d| d.name == drive.name || d.target == drive.target)
             {
-                let flag = if args.fleet.is_some() {
+                let flag = if !args.from.is_empty() {
+                    "--from"
+                } else if args.fleet.is_some() {
                     "--fleet"
                 } else {
                     "--target"
@@ -310,6 +374,7 @@ impl Plan {
             block_bytes,
             hedge,
             drives,
+            merged,
             flags,
         };
         // What every measurement and the query arithmetic rely on.
@@ -333,6 +398,14 @@ struct Measured {
     mode: &'static str,
     shards: Vec<u32>,
     interrupted: bool,
+    recorded: Recorded,
+}
+
+/// What the record says was run: the flags, or with `--from` the drives and reads of the merged results.
+struct Recorded {
+    targets: Vec<String>,
+    runtime: String,
+    bs: String,
 }
 
 /// Writes the record (--json, --out, --prom) and says the verdict; the exit it calls for.
@@ -351,6 +424,7 @@ fn publish(
         mode,
         shards,
         interrupted,
+        recorded,
     } = measured;
     let info = ssdlab_core::DeviceInfo {
         max_transfer_bytes: block_bytes,
@@ -359,7 +433,11 @@ fn publish(
         ..ssdlab_core::DeviceInfo::subject(
             match &args.fleet {
                 Some(fleet) => format!("fleet {fleet}"),
-                None => args.targets.join(" "),
+                None => drives
+                    .iter()
+                    .map(|d| d.target.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "),
             },
             if drives.iter().all(|d| ssdlab_targets::is_virtual(&d.target)) {
                 ssdlab_core::device::TargetKind::Sim
@@ -375,15 +453,15 @@ fn publish(
         )
     };
     let options = RunOptions::Fanout(RecordedFlags {
-        targets: args.targets.clone(),
+        targets: recorded.targets,
         fleet: args.fleet.clone(),
         age_by: args.age_by.clone(),
         refresh_all: args.refresh_all,
         shards,
         hedge: args.hedge.clone(),
         mode: mode.into(),
-        runtime: args.runtime.clone(),
-        bs: args.bs.clone(),
+        runtime: recorded.runtime,
+        bs: recorded.bs,
         seed: args.seed,
     });
     let (started_unix_s, now_s) = (ports.started_unix_s, ports.unix_now_s());

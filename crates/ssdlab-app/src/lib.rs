@@ -12,6 +12,7 @@ pub mod devices;
 pub mod erase;
 pub mod export;
 pub mod fanout;
+mod fanout_from;
 pub mod flags;
 pub mod health;
 pub mod inputs;

@@ -584,6 +584,7 @@ fn a_fanout_over_two_virtual_drives_finds_the_older_one_slower() {
         out: Some(out.clone()),
         prom: None,
         engine: ssdlab_io::Engine::Auto,
+        from: vec![],
     })
     .unwrap();
     let mut console = RecordingConsole::with_json();
@@ -629,6 +630,7 @@ fn plan_flags_for_refusal() -> ssdlab_app::fanout::FanoutFlags {
         out: None,
         prom: None,
         engine: ssdlab_io::Engine::Auto,
+        from: vec![],
     }
 }
 

@@ -10,14 +10,19 @@ use std::fmt::Write;
 pub enum MetricType {
     Counter,
     Gauge,
+    /// Cumulative buckets (`_bucket` with `le`), `_sum` and `_count`: added with [`Exposition::histogram`].
+    Histogram,
 }
 
 struct Family {
     name: String,
     help: String,
     kind: MetricType,
-    samples: Vec<(Vec<(String, String)>, f64)>,
+    samples: Vec<Sample>,
 }
+
+/// (name suffix, labels, value): the suffix is empty but for a histogram's `_bucket`, `_sum` and `_count`.
+type Sample = (&'static str, Vec<(String, String)>, f64);
 
 /// Metric families in the order they were first named.
 #[derive(Default)]
@@ -33,13 +38,58 @@ impl Exposition {
     /// Adds a sample to the family `name`, creating it with `help` and `kind` on first use. A value that is not
     /// finite is left out (the format allows NaN, but a missing reading is better absent than NaN).
     pub fn sample(&mut self, name: &str, kind: MetricType, help: &str, labels: &[(&str, &str)], value: f64) {
+        if kind == MetricType::Counter {
+            assert!(name.ends_with("_total"), "counter {name} must end in _total");
+        }
+        assert!(
+            kind != MetricType::Histogram,
+            "{name}: a histogram is added with histogram()"
+        );
+        self.push(name, kind, help, "", labels, value);
+    }
+
+    /// Adds a classic histogram series to the family `name`: `cumulative` holds (upper edge, observations at
+    /// or below it) in ascending order, and the `+Inf` bucket is `count`.
+    pub fn histogram(
+        &mut self,
+        name: &str,
+        help: &str,
+        labels: &[(&str, &str)],
+        cumulative: &[(f64, u64)],
+        count: u64,
+        sum: f64,
+    ) {
+        assert!(
+            cumulative.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1)
+                && cumulative.last().is_none_or(|l| l.1 <= count),
+            "{name}: buckets must ascend and be cumulative"
+        );
+        for &(le, n) in cumulative {
+            let edge = format_value(le);
+            let mut with = labels.to_vec();
+            with.push(("le", &edge));
+            self.push(name, MetricType::Histogram, help, "_bucket", &with, n as f64);
+        }
+        let mut with = labels.to_vec();
+        with.push(("le", "+Inf"));
+        self.push(name, MetricType::Histogram, help, "_bucket", &with, count as f64);
+        self.push(name, MetricType::Histogram, help, "_sum", labels, sum);
+        self.push(name, MetricType::Histogram, help, "_count", labels, count as f64);
+    }
+
+    fn push(
+        &mut self,
+        name: &str,
+        kind: MetricType,
+        help: &str,
+        suffix: &'static str,
+        labels: &[(&str, &str)],
+        value: f64,
+    ) {
         assert!(
             valid_name(name),
             "metric name {name:?} is not [a-zA-Z_:][a-zA-Z0-9_:]*"
         );
-        if kind == MetricType::Counter {
-            assert!(name.ends_with("_total"), "counter {name} must end in _total");
-        }
         if !value.is_finite() {
             return;
         }
@@ -62,7 +112,8 @@ impl Exposition {
                 (k.to_string(), v.to_string())
             })
             .collect();
-        self.families[index].samples.push((labels, value));
+        assert_eq!(self.families[index].kind, kind, "{name}: one type per family");
+        self.families[index].samples.push((suffix, labels, value));
     }
 
     pub fn render(&self) -> String {
@@ -71,11 +122,13 @@ impl Exposition {
             let kind = match f.kind {
                 MetricType::Counter => "counter",
                 MetricType::Gauge => "gauge",
+                MetricType::Histogram => "histogram",
             };
             let _ = writeln!(out, "# HELP {} {}", f.name, escape_help(&f.help));
             let _ = writeln!(out, "# TYPE {} {kind}", f.name);
-            for (labels, value) in &f.samples {
+            for (suffix, labels, value) in &f.samples {
                 out.push_str(&f.name);
+                out.push_str(suffix);
                 if !labels.is_empty() {
                     let inner: Vec<String> = labels
                         .iter()

@@ -101,7 +101,7 @@ pub struct ManArgs {
 pub struct FanoutArgs {
     /// A drive of the fan-out (repeat it: --target /dev/sdb --target /dev/sdc); /dev/NAME, file:PATH or sim:...
     /// (give a sim: drive data to read: sim:840evo-1t?scale=1/1024&fill=100%&age=4mo).
-    #[arg(long = "target", value_name = "T", required_unless_present = "fleet")]
+    #[arg(long = "target", value_name = "T", required_unless_present_any = ["fleet", "from"])]
     pub targets: Vec<String>,
     /// field-report (seed 000's 25 virtual 840 EVO 1 TB shards, data 0.9 to 7 months old), or a file listing one
     /// target a line (TARGET [NAME]; # comments).
@@ -142,6 +142,15 @@ pub struct FanoutArgs {
     pub json: bool,
     #[arg(long, value_enum, default_value = "auto")]
     pub engine: EngineArg,
+    /// Instead of measuring: the query over the drives of saved fan-out results (repeatable; each host ran
+    /// `ssdlab fanout --target ... --out DIR`), their histograms merged exactly. The results must share one
+    /// --bs and one --runtime.
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with_all = ["targets", "fleet", "age_by", "refresh_all", "mode", "runtime", "bs", "engine"]
+    )]
+    pub from: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

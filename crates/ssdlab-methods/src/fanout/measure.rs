@@ -91,7 +91,9 @@ impl Windows {
     }
 }
 
-/// Random aligned offsets over a whole device, from a seeded stream per drive.
+/// Random aligned offsets over a whole device, from a seeded stream per drive. The stream is the drive's own
+/// (keyed by its target, not its place in the list), so a drive reads the same offsets whether it is measured
+/// alone, with others, or on another host: `fanout --from` merges such runs into the query they make together.
 struct Offsets {
     rng: Rng,
     blocks: u64,
@@ -99,7 +101,7 @@ struct Offsets {
 }
 
 impl Offsets {
-    fn new(device: &dyn Device, load: &ReadLoad, drive: usize) -> Result<Self, MethodError> {
+    fn new(device: &dyn Device, load: &ReadLoad) -> Result<Self, MethodError> {
         let blocks = device.info().capacity_bytes / load.block_bytes;
         if blocks == 0 {
             return Err(MethodError::Invalid(format!(
@@ -109,7 +111,7 @@ impl Offsets {
             )));
         }
         Ok(Offsets {
-            rng: Rng::stream(load.seed, drive as u64),
+            rng: Rng::stream(load.seed, stream_of(&device.info().target)),
             blocks,
             block_bytes: load.block_bytes,
         })
@@ -118,6 +120,13 @@ impl Offsets {
     fn next(&mut self) -> u64 {
         self.rng.below(self.blocks) * self.block_bytes
     }
+}
+
+/// A drive's stream number: FNV-1a of its target as given.
+fn stream_of(target: &str) -> u64 {
+    target.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 fn read_io(offset: u64, len: u64) -> Io {
@@ -147,7 +156,7 @@ pub fn run_independent(
             .map(|i| {
                 scope.spawn(move || {
                     let mut device = open(i)?;
-                    read_alone(device.as_mut(), load, i, stop)
+                    read_alone(device.as_mut(), load, stop)
                 })
             })
             .collect();
@@ -161,11 +170,10 @@ pub fn run_independent(
 fn read_alone(
     device: &mut dyn Device,
     load: &ReadLoad,
-    drive: usize,
     stop: &AtomicBool,
 ) -> Result<DriveReads, MethodError> {
     device.prepare(1, load.block_bytes as usize)?;
-    let mut offsets = Offsets::new(device, load, drive)?;
+    let mut offsets = Offsets::new(device, load)?;
     let start = device.now_ns();
     let mut windows = Windows::new(start);
     let mut done = Vec::with_capacity(1);
@@ -236,9 +244,9 @@ pub fn run_synchronized_virtual<D: Device>(
         "virtual drives only: real ones are timed on their own threads"
     );
     let mut offsets = Vec::with_capacity(devices.len());
-    for (i, device) in devices.iter_mut().enumerate() {
+    for device in devices.iter_mut() {
         device.prepare(1, load.block_bytes as usize)?;
-        offsets.push(Offsets::new(device, load, i)?);
+        offsets.push(Offsets::new(device, load)?);
     }
     let start_ns: Vec<u64> = devices.iter().map(|d| d.now_ns()).collect();
     let mut windows: Vec<Windows> = start_ns.iter().map(|&s| Windows::new(s)).collect();
@@ -304,7 +312,7 @@ pub fn run_synchronized_real(
                     // Every thread opens first; if any cannot, all leave together instead of waiting forever.
                     let opened = open(i).and_then(|mut device| {
                         device.prepare(1, load.block_bytes as usize)?;
-                        let offsets = Offsets::new(device.as_ref(), load, i)?;
+                        let offsets = Offsets::new(device.as_ref(), load)?;
                         Ok((device, offsets))
                     });
                     if opened.is_err() {

@@ -21,6 +21,7 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
         out: args.out.clone(),
         prom: args.prom.clone(),
         engine: args.engine.into(),
+        from: args.from.clone(),
     })?;
     with_terminal(args.json, |ports| ssdlab_app::fanout::run(&plan, ports))
 }

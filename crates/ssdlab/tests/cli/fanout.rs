@@ -313,3 +313,105 @@ fn percentiles_the_reads_cannot_support_say_how_many_more_they_need() {
         "{query_needs:?}"
     );
 }
+
+/// #35: `fanout --from` over two hosts' results is the fan-out of the same drives measured together, exactly
+/// (every drive reads the offsets of its own stream wherever it runs), and results that cannot be merged are
+/// refused with the reason.
+#[test]
+fn results_from_two_hosts_merge_into_the_query_of_the_same_drives_measured_together() {
+    let dir = tempdir();
+    let drive = |months: u32| format!("sim:840evo-1t?scale=1/1024&fill=100%&age={months}mo");
+    let (d1, d2, d3, d4) = (drive(1), drive(7), drive(2), drive(3));
+    let out = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let fanout = |targets: &[&str], extra: &[&str], name: &str| {
+        let mut args = vec!["fanout", "--out"];
+        let out = out(name);
+        args.push(&out);
+        if !extra.contains(&"--runtime") {
+            args.extend(["--runtime", "2s"]);
+        }
+        for t in targets {
+            args.extend(["--target", t]);
+        }
+        args.extend(extra);
+        let o = run(&args);
+        assert!(
+            o.status.code() == Some(0) || o.status.code() == Some(1),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    fanout(&[&d1, &d2], &[], "host-a");
+    fanout(&[&d3, &d4], &[], "host-b");
+    fanout(&[&d1, &d2, &d3, &d4], &[], "together");
+    let merged = run(&[
+        "fanout",
+        "--from",
+        &out("host-a"),
+        "--from",
+        &out("host-b"),
+        "--out",
+        &out("merged"),
+    ]);
+    assert_eq!(
+        merged.status.code(),
+        Some(1),
+        "the old drive is a straggler: a finding"
+    );
+    let analysis = |name: &str| -> Value {
+        let text = std::fs::read_to_string(dir.path().join(name).join("result.json")).unwrap();
+        serde_json::from_str::<Value>(&text).unwrap()["analysis"].clone()
+    };
+    let (together, merged) = (analysis("together"), analysis("merged"));
+    assert_eq!(merged["query"]["latency_ns"], together["query"]["latency_ns"]);
+    assert_eq!(merged["query_cdf"], together["query_cdf"]);
+    assert_eq!(merged["dominant"], together["dominant"]);
+    for (m, t) in merged["drives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(together["drives"].as_array().unwrap())
+    {
+        assert_eq!((&m["target"], &m["histogram"]), (&t["target"], &t["histogram"]));
+    }
+
+    // Refusals, each with its reason, exit 2, and nothing written.
+    fanout(&[&drive(5)], &["--bs", "8k"], "other-bs");
+    fanout(&[&drive(5)], &["--runtime", "1s"], "other-runtime");
+    let o = run(&[
+        "run",
+        "--target",
+        "null:64m",
+        "--runtime",
+        "200ms",
+        "--out",
+        &out("a-run"),
+    ]);
+    assert!(o.status.success());
+    for (other, why) in [
+        ("other-bs", "same --bs"),
+        ("other-runtime", "same --runtime"),
+        ("a-run", "a run result"),
+        ("host-a", "given twice"),
+    ] {
+        let o = run(&[
+            "fanout",
+            "--from",
+            &out("host-a"),
+            "--from",
+            &out(other),
+            "--out",
+            &out("refused"),
+        ]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{other}: {stderr}");
+        assert!(
+            stderr.contains(why) && stderr.contains("--from"),
+            "{other}: {stderr}"
+        );
+        assert!(
+            !dir.path().join("refused").exists(),
+            "{other}: a refused merge wrote its directory"
+        );
+    }
+}

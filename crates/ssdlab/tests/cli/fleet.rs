@@ -109,6 +109,14 @@ fn the_ansible_play_installs_into_a_scratch_root_and_changes_nothing_the_second_
         &["--syntax-check", "-i", "localhost,", play],
     );
     assert!(ok, "{text}");
+    // The play that gathers a fan-out's results from every host (docs/fleet.md).
+    let gather = dist().join("ansible/fanout.yml");
+    let (ok, text) = tool_in(
+        Path::new("/"),
+        "ansible-playbook",
+        &["--syntax-check", "-i", "localhost,", gather.to_str().unwrap()],
+    );
+    assert!(ok, "{text}");
     let root = tempdir();
     let vars = serde_json::json!({
         "ssdlab_hosts": "localhost",
@@ -253,6 +261,24 @@ fn prometheus_scrapes_ssdlabs_textfiles_through_node_exporter_and_the_failing_dr
         scan_prom.to_str().unwrap(),
     ]);
     assert!(scan_prom.exists(), "{}", String::from_utf8_lossy(&out.stderr));
+    // A fan-out over a drive with fresh data and one with data seven months old.
+    let (fresh, old) = (
+        "sim:840evo-1t?scale=1/1024&fill=100%&age=1mo",
+        "sim:840evo-1t?scale=1/1024&fill=100%&age=7mo",
+    );
+    let fanout_prom = textfiles.join("ssdlab-fanout.prom");
+    let out = run(&[
+        "fanout",
+        "--target",
+        fresh,
+        "--target",
+        old,
+        "--runtime",
+        "2s",
+        "--prom",
+        fanout_prom.to_str().unwrap(),
+    ]);
+    assert!(fanout_prom.exists(), "{}", String::from_utf8_lossy(&out.stderr));
 
     let exporter_port = free_port();
     let _exporter = spawn(
@@ -272,6 +298,7 @@ fn prometheus_scrapes_ssdlabs_textfiles_through_node_exporter_and_the_failing_dr
     // node_exporter read both files without complaint (a malformed one sets its error gauge to 1).
     assert!(metrics.contains("node_textfile_scrape_error 0"), "{metrics}");
     assert!(metrics.contains("ssdlab_region_scan_read_bytes_per_second"));
+    assert!(metrics.contains("ssdlab_fanout_read_duration_seconds_bucket"));
 
     // The shipped rules load as they are; a copy with every `for:` cut to a second shows firing within the test.
     let rules = std::fs::read_to_string(dist().join("prometheus/ssdlab.rules.yml")).unwrap();
@@ -322,6 +349,26 @@ fn prometheus_scrapes_ssdlabs_textfiles_through_node_exporter_and_the_failing_dr
         .find(|s| s["value"][1] == "2")
         .unwrap_or_else(|| panic!("no failing verdict in {verdicts}"));
     assert_eq!(failing_series["metric"]["model"], "SAMSUNG MZWLL3T2HAJQ-00005");
+
+    // PromQL ranks the drives by p99 from the exported buckets: the old drive first.
+    let query =
+        "/api/v1/query?query=topk(1,histogram_quantile(0.99,ssdlab_fanout_read_duration_seconds_bucket))";
+    let ranked = within(
+        Duration::from_secs(60),
+        "PromQL ranks the fan-out's drives",
+        || {
+            http_get(
+                prometheus_port,
+                &query.replace(',', "%2C").replace('(', "%28").replace(')', "%29"),
+            )
+            .filter(|r| r.contains("\"result\":[{"))
+        },
+    );
+    let ranked: serde_json::Value = serde_json::from_str(&ranked).unwrap();
+    let slowest = &ranked["data"]["result"][0];
+    assert_eq!(slowest["metric"]["target"], old, "{ranked}");
+    let p99_s: f64 = slowest["value"][1].as_str().unwrap().parse().unwrap();
+    println!("PromQL's p99 of the slowest drive: {p99_s} s");
 
     // The failing drive's alert fires (from the quick copy), on that drive and not the healthy one.
     let alerts = within(Duration::from_secs(60), "SsdlabDriveFailing fires", || {
