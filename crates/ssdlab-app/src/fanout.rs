@@ -205,6 +205,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
             targets: args.targets.clone(),
             runtime: args.runtime.clone(),
             bs: args.bs.clone(),
+            seed: args.seed,
         },
     };
     publish(args, ports, drives, analysis, &verdict, measured)
@@ -255,6 +256,7 @@ fn run_merged(plan: &Plan, merged: &crate::fanout_from::Merged, ports: &mut Port
             targets: merged.drives.iter().map(|d| d.target.clone()).collect(),
             runtime: merged.runtime.clone(),
             bs: merged.bs.clone(),
+            seed: merged.seed,
         },
     };
     publish(args, ports, &merged.drives, analysis, &verdict, measured)
@@ -406,6 +408,7 @@ struct Recorded {
     targets: Vec<String>,
     runtime: String,
     bs: String,
+    seed: u64,
 }
 
 /// Writes the record (--json, --out, --prom) and says the verdict; the exit it calls for.
@@ -462,7 +465,7 @@ fn publish(
         mode: mode.into(),
         runtime: recorded.runtime,
         bs: recorded.bs,
-        seed: args.seed,
+        seed: recorded.seed,
     });
     let (started_unix_s, now_s) = (ports.started_unix_s, ports.unix_now_s());
     let mut reporter = Reporter::new(&mut *ports.console);

@@ -1,8 +1,9 @@
 //! `ssdlab fanout --from DIR...`: the query over drives measured on different hosts, from their saved fan-out
-//! results. Each drive's histogram is merged exactly (bucket for bucket); runs of different read sizes or
-//! lengths are refused with the reason, since a query's latency mixes only like reads. A drive reads the same
-//! offsets wherever it is measured (its stream is keyed by its target), so results from two hosts make the
-//! query the same drives make when measured together.
+//! results. Each drive's histogram is merged exactly (bucket for bucket); runs of different read sizes, lengths,
+//! seeds or modes, and runs that were interrupted, are refused with the reason, since a query's latency mixes
+//! only like reads. Every drive is named by its host (`HOST:/dev/nvme0n1`): two hosts' drives of the same name
+//! are two drives. A drive reads the same offsets wherever it is measured (its stream is keyed by its target and
+//! the seed), so results from two hosts make the query the same drives make when measured together.
 //!
 //! It reads result files only; it never opens a drive.
 
@@ -10,7 +11,7 @@ use std::path::PathBuf;
 
 use anyhow::{Result, anyhow, bail};
 use ssdlab_core::device::ClockKind;
-use ssdlab_core::histogram::Histogram;
+use ssdlab_core::histogram::{BUCKETS, Histogram};
 use ssdlab_core::schema::Analysis;
 use ssdlab_core::schema::options::RunOptions;
 use ssdlab_core::units::parse_duration_ns;
@@ -29,6 +30,8 @@ pub struct Merged {
     /// The runtime as the first result wrote it (for the record and the workload line).
     pub runtime: String,
     pub bs: String,
+    pub seed: u64,
+    pub mode: String,
     pub clock: ClockKind,
     pub capacity_bytes: u64,
 }
@@ -48,9 +51,27 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Merged> {
                 result.analysis.kind()
             );
         };
+        if !result.complete {
+            bail!(
+                "--from {shown}: an interrupted fan-out (its drives read for less than its runtime); measure that \
+                 host again"
+            );
+        }
         let block_bytes = size_flag("bs", &options.bs).map_err(|e| anyhow!("--from {shown}: {e}"))?;
         let runtime_ns = parse_duration_ns(&options.runtime)
             .map_err(|e| anyhow!("--from {shown}: its runtime {}: {e}", options.runtime))?;
+        // What the query arithmetic relies on, as the flags check it for a fan-out measured here.
+        if !(512..=1 << 20).contains(&block_bytes)
+            || !block_bytes.is_multiple_of(512)
+            || runtime_ns < 100_000_000
+        {
+            bail!(
+                "--from {shown}: reads of {} for {} are not a fan-out this version measures (a multiple of 512 \
+                 from 512 to 1m, for at least 100ms)",
+                options.bs,
+                options.runtime
+            );
+        }
         let merged = merged.get_or_insert_with(|| {
             first_dir = dir.clone();
             Merged {
@@ -60,6 +81,8 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Merged> {
                 runtime_ns,
                 runtime: options.runtime.clone(),
                 bs: options.bs.clone(),
+                seed: options.seed,
+                mode: options.mode.clone(),
                 clock: result.target.clock,
                 capacity_bytes: 0,
             }
@@ -83,18 +106,49 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Merged> {
                 merged.runtime
             );
         }
+        if options.seed != merged.seed {
+            bail!(
+                "--from {shown}: measured with --seed {} and {} with --seed {}; every host uses one seed, so each \
+                 drive reads the offsets it would read measured with the others",
+                options.seed,
+                first_dir.display(),
+                merged.seed
+            );
+        }
+        if options.mode != merged.mode {
+            bail!(
+                "--from {shown}: measured in --mode {} and {} in --mode {}; merge runs of one mode",
+                options.mode,
+                first_dir.display(),
+                merged.mode
+            );
+        }
         if result.target.clock != merged.clock {
             bail!(
                 "--from {shown}: virtual drives and real ones keep different clocks; merge results of one kind"
             );
         }
         merged.capacity_bytes += result.target.capacity_bytes;
+        let host = &result.host.hostname;
         for drive in &analysis.drives {
+            if let Some(&(bad, _)) = drive
+                .histogram
+                .buckets
+                .iter()
+                .find(|(i, _)| *i as usize >= BUCKETS)
+            {
+                bail!(
+                    "--from {shown}: drive {} has a histogram bucket {bad}, past the last ({}): not a result this \
+                     version wrote",
+                    drive.name,
+                    BUCKETS - 1
+                );
+            }
             let mut histogram = Histogram::new();
             histogram.merge_sparse(&drive.histogram.to_sparse());
             merged.drives.push(FleetDrive {
-                name: drive.name.clone(),
-                target: drive.target.clone(),
+                name: format!("{host}:{}", drive.name),
+                target: format!("{host}:{}", drive.target),
                 data_age_months: drive.data_age_months,
             });
             merged.reads.push(DriveReads {

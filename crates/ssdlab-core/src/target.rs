@@ -264,6 +264,8 @@ impl std::fmt::Display for TargetSpec {
                     write!(f, ":{}", size_text(*size))?;
                 }
                 match cache {
+                    // A path holding a '?' keeps its options part, so the parser cannot take its tail for one.
+                    FileCache::Bypass if path.to_string_lossy().contains('?') => write!(f, "?cache=none"),
                     FileCache::Bypass => Ok(()),
                     FileCache::Page => write!(f, "?cache=page"),
                 }
@@ -447,6 +449,8 @@ mod tests {
             "file:/tmp/x",
             "file:/tmp/y:1000",
             "file:/tmp/y:1m?cache=page",
+            "file:/tmp/what?cache=none?cache=none",
+            "file:/tmp/a?x=1:1m?cache=none",
             "cached:file:/tmp/x:1m?cache=page&size=2m",
             "null:4k",
             "sim:840evo-250g?scale=1/64",

@@ -170,8 +170,8 @@ impl UringDevice {
         if self.deferred_task_work && self.ring.submission().taskrun() {
             // Finished operations are waiting as deferred task work: an enter asking for events (the crate
             // adds GETEVENTS when the task-run flag is up) posts them. It also submits whatever is queued.
-            if self.ring.submit().is_ok() {
-                self.unsubmitted = 0;
+            if let Ok(taken) = self.ring.submit() {
+                self.unsubmitted = self.unsubmitted.saturating_sub(taken);
             }
         }
         let mut cq = self.ring.completion();
@@ -280,8 +280,10 @@ impl Device for UringDevice {
         // Hand the batch over now, in one system call. Once started, these operations are accepted whatever
         // happens here: if the kernel refuses the early hand-over, the entries stay queued and the next reap
         // submits them (or reports why not).
-        if self.unsubmitted > 0 && self.ring.submit().is_ok() {
-            self.unsubmitted = 0;
+        if self.unsubmitted > 0
+            && let Ok(taken) = self.ring.submit()
+        {
+            self.unsubmitted = self.unsubmitted.saturating_sub(taken);
         }
         Ok(ios.len())
     }

@@ -148,7 +148,7 @@ pub struct FanoutArgs {
     #[arg(
         long,
         value_name = "DIR",
-        conflicts_with_all = ["targets", "fleet", "age_by", "refresh_all", "mode", "runtime", "bs", "engine"]
+        conflicts_with_all = ["targets", "fleet", "age_by", "refresh_all", "mode", "runtime", "bs", "engine", "seed"]
     )]
     pub from: Vec<PathBuf>,
 }

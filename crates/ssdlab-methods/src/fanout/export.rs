@@ -30,7 +30,9 @@ pub fn histogram_edges_ns() -> impl Iterator<Item = u64> {
     (10..35).flat_map(|octave| (4..8u64).map(move |quarter| (quarter << octave) / 4))
 }
 
-/// (edge in seconds, reads below it) for each of [`histogram_edges_ns`], from the drive's exact buckets.
+/// (`le` in seconds, reads at or below it) for each of [`histogram_edges_ns`], from the drive's exact buckets.
+/// Latencies are whole nanoseconds, so the reads below an edge are those at or below one nanosecond less: that
+/// is the `le` exported, and Prometheus's "less or equal" holds exactly.
 fn cumulative(h: &HistogramBuckets) -> Vec<(f64, u64)> {
     let mut out = Vec::new();
     let mut buckets = h.buckets.iter().peekable();
@@ -46,7 +48,7 @@ fn cumulative(h: &HistogramBuckets) -> Vec<(f64, u64)> {
             below += n;
             buckets.next();
         }
-        out.push((edge as f64 / 1e9, below));
+        out.push(((edge - 1) as f64 / 1e9, below));
     }
     out
 }
@@ -77,8 +79,7 @@ pub fn fanout_metrics(e: &mut Exposition, a: &FanoutAnalysis, finished_at_s: u64
         let labels = [("drive", d.name.as_str()), ("target", d.target.as_str())];
         e.histogram(
             "ssdlab_fanout_read_duration_seconds",
-            "Read latency of the drive under the fan-out's load, in buckets (a read counts below the first edge \
-             above it).",
+            "Read latency of the drive under the fan-out's load, in buckets.",
             &labels,
             &cumulative(&d.histogram),
             d.histogram.count,
@@ -141,8 +142,8 @@ mod tests {
         let exported = cumulative(&buckets);
         assert_eq!(exported.len(), 100);
         for ((le_s, below), edge_ns) in exported.iter().zip(histogram_edges_ns()) {
-            assert_eq!(*le_s, edge_ns as f64 / 1e9);
-            let exact = values.iter().filter(|&&v| v < edge_ns).count() as u64;
+            assert_eq!(*le_s, (edge_ns - 1) as f64 / 1e9);
+            let exact = values.iter().filter(|&&v| v as f64 / 1e9 <= *le_s).count() as u64;
             assert_eq!(*below, exact, "below {edge_ns} ns");
         }
         // The edges ascend: 1024, 1280, 1536, 1792, 2048, ...

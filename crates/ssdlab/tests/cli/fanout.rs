@@ -365,19 +365,37 @@ fn results_from_two_hosts_merge_into_the_query_of_the_same_drives_measured_toget
     let (together, merged) = (analysis("together"), analysis("merged"));
     assert_eq!(merged["query"]["latency_ns"], together["query"]["latency_ns"]);
     assert_eq!(merged["query_cdf"], together["query_cdf"]);
-    assert_eq!(merged["dominant"], together["dominant"]);
+    // Merged drives are named by their host: two hosts' /dev/nvme0n1 are two drives.
+    let host = sh("hostname", &[]).trim().to_string();
+    let names = |v: &Value, prefix: &str| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|n| format!("{prefix}{}", n.as_str().unwrap()))
+            .collect()
+    };
+    let on_host = format!("{host}:");
+    assert_eq!(
+        names(&merged["dominant"], ""),
+        names(&together["dominant"], &on_host)
+    );
     for (m, t) in merged["drives"]
         .as_array()
         .unwrap()
         .iter()
         .zip(together["drives"].as_array().unwrap())
     {
-        assert_eq!((&m["target"], &m["histogram"]), (&t["target"], &t["histogram"]));
+        assert_eq!(
+            m["target"].as_str().unwrap(),
+            format!("{on_host}{}", t["target"].as_str().unwrap())
+        );
+        assert_eq!(m["histogram"], t["histogram"]);
     }
 
     // Refusals, each with its reason, exit 2, and nothing written.
     fanout(&[&drive(5)], &["--bs", "8k"], "other-bs");
     fanout(&[&drive(5)], &["--runtime", "1s"], "other-runtime");
+    fanout(&[&drive(5)], &["--seed", "2"], "other-seed");
     let o = run(&[
         "run",
         "--target",
@@ -391,6 +409,7 @@ fn results_from_two_hosts_merge_into_the_query_of_the_same_drives_measured_toget
     for (other, why) in [
         ("other-bs", "same --bs"),
         ("other-runtime", "same --runtime"),
+        ("other-seed", "one seed"),
         ("a-run", "a run result"),
         ("host-a", "given twice"),
     ] {
