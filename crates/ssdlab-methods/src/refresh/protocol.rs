@@ -62,6 +62,7 @@ use super::file::{
     Facts, FileId, Opener, PathBytes, PathChanges, RefreshTarget, Window, from_hex, time_ns, to_hex,
 };
 use super::journal::{Begin, Journal, JournalError, Unfinished, WRITE_WITHIN_NS, Writing};
+use super::scratch::Scratch;
 
 /// A fast 64-bit checksum of a buffer: four independent multiply-mix lanes over 32-byte blocks (so the CPU can
 /// run them in parallel), folded together with the length. Collisions are what matters here, not
@@ -512,8 +513,8 @@ pub fn refresh_file(
     chunk_bytes: u64,
     resume_from: u64,
     env: &mut dyn RefreshEnv,
-    buf: &mut Vec<u8>,
-    check: &mut Vec<u8>,
+    buf: &mut Scratch,
+    check: &mut Scratch,
 ) -> Result<FileOutcome, RefreshError> {
     let id = target.id();
     assert!(
@@ -628,15 +629,16 @@ pub fn refresh_file(
         // an exec or a blocking open that meets it waits or fails for that long only. A change by anyone between
         // this read and the window moves the file's modification time away from the original, which the window's
         // first check sees.
-        buf.resize(want, 0);
-        if target.read_from_media(offset, &mut buf[..want])? != want {
+        let data = buf.slice_mut(want);
+        if target.read_from_media(offset, data)? != want {
             give_way!("it became shorter while being read");
         }
-        let sum = checksum(&buf[..want]);
+        let data = &*data;
+        let sum = target.last_read_digest().unwrap_or_else(|| checksum(data));
         let chunk = Chunk {
             index: index as u64,
             offset,
-            data: &buf[..want],
+            data,
             sum,
         };
         let left = match write_in_window(target, journal, env, &mut file, &chunk, &ours)? {
@@ -660,14 +662,15 @@ pub fn refresh_file(
         if let Some(&(next_offset, next_len)) = chunks.get(index + 1) {
             env.pace(next_len);
             paced = true;
-            target.read_ahead(next_offset, next_len);
+            target.read_ahead(next_offset, next_len, checksum);
         }
         target.sync()?;
-        check.resize(want, 0);
-        let reread = target.read_from_media(offset, &mut check[..want])?;
+        let reread_data = check.slice_mut(want);
+        let reread = target.read_from_media(offset, reread_data)?;
         let after = target.facts()?;
         // Pair assertion, second half: what is on the medium now is what was read before the write.
-        if reread != want || checksum(&check[..want]) != sum {
+        // The bytes themselves are compared (faster than a second checksum, and exact).
+        if reread != want || reread_data != data {
             // Put the bytes back once more, through a window with every check of the first write: only if the
             // file is still exactly as our window left it.
             if after.same_as(&ours)

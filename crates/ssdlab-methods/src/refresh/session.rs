@@ -17,6 +17,7 @@ use ssdlab_core::schema::refresh::{RefreshAnalysis, RefreshOutcome, RefreshedFil
 use super::file::{FileId, Opener, PathBytes, RefreshTarget, escape_path};
 use super::journal::Journal;
 use super::protocol::{FileOutcome, RefreshEnv, RefreshError, SettleOutcome, refresh_file, settle_all};
+use super::scratch::Scratch;
 use super::select::{Found, Selection};
 
 /// A file opened for its refresh that also says how fast its own reads went: the first reads of each chunk are
@@ -115,7 +116,7 @@ pub fn run_session(
     let selection = world.select(walked.found);
     events.selected(&selection, &walked.skipped);
     let mut record = planned_record(&selection, &walked.skipped, false);
-    let (mut buf, mut check) = (Vec::new(), Vec::new());
+    let (mut buf, mut check) = (Scratch::new(), Scratch::new());
     let mut interrupted = false;
     for (index, file) in selection.files.iter().enumerate() {
         if world.env().interrupted() {
