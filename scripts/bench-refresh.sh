@@ -22,10 +22,12 @@ ssdlab=${SSDLAB:-$here/target/release/ssdlab}
 [ -x "$ssdlab" ] || (cd "$here" && cargo build --release --quiet)
 loop="" mnt="" backing=""
 cleanup() {
-  [ -n "$mnt" ] && { umount "$mnt" 2>/dev/null || true; rmdir "$mnt" 2>/dev/null || true; }
-  [ -n "$loop" ] && { losetup -d "$loop" 2>/dev/null || true; }
-  [ -n "$backing" ] && rm -f "$backing"
+  # The test directory first (it may be on the loop device), then the mount, the loop device and its backing
+  # file; a failure to undo one is said, not hidden.
   [ -n "${dir:-}" ] && [ -d "$dir" ] && rm -rf "$dir"
+  [ -n "$mnt" ] && { umount "$mnt" || echo "bench-refresh: could not unmount $mnt" >&2; rmdir "$mnt" 2>/dev/null || true; }
+  [ -n "$loop" ] && { losetup -d "$loop" || echo "bench-refresh: could not detach $loop" >&2; }
+  [ -n "$backing" ] && rm -f "$backing"
   return 0
 }
 trap cleanup EXIT
@@ -33,6 +35,10 @@ if [ "$where" = loop ]; then
   backing=$(mktemp /dev/shm/ssdlab-bench-refresh.XXXXXX)
   truncate -s $(((size_mib + 256) << 20)) "$backing"
   loop=$(losetup --find --show --direct-io=on "$backing")
+  # Before Linux 6.6 tmpfs has no O_DIRECT and the loop device silently stays buffered: say so rather than measure
+  # the page cache.
+  [ "$(cat "/sys/block/$(basename "$loop")/loop/dio" 2>/dev/null)" = 1 ] ||
+    { echo "bench-refresh: $loop could not use direct I/O on /dev/shm (kernel too old?)" >&2; exit 2; }
   mkfs.ext4 -q -E lazy_itable_init=0,lazy_journal_init=0 "$loop"
   mnt=$(mktemp -d /tmp/ssdlab-bench-refresh-mnt.XXXXXX)
   mount "$loop" "$mnt"
@@ -41,7 +47,14 @@ fi
 dir=$(mktemp -d "$where/ssdlab-bench-refresh.XXXXXX")
 head -c $((size_mib << 20)) /dev/urandom >"$dir/f.bin"
 sync
-t() { local s e; s=$(date +%s.%N); "$@" >/dev/null 2>&1; e=$(date +%s.%N); echo "$e - $s" | bc; }
+# Times a command; a command that fails ends the benchmark (a refusal is fast, and its time would mean nothing).
+t() {
+  local s e
+  s=$(date +%s.%N)
+  "$@" >"$dir/out.txt" 2>&1 || { echo "bench-refresh: failed: $*" >&2; cat "$dir/out.txt" >&2; return 1; }
+  e=$(date +%s.%N)
+  echo "$e - $s" | bc
+}
 dd_times=() read_times=() ssdlab_times=()
 for _ in $(seq "$rounds"); do
   read_times+=("$(t dd if="$dir/f.bin" of=/dev/null bs=4M iflag=direct)")
@@ -49,11 +62,10 @@ for _ in $(seq "$rounds"); do
   # dd just wrote the file, and refresh leaves a file modified a moment ago alone (its data is fresh): age it.
   touch -d '2 days ago' "$dir/f.bin"
   ssdlab_times+=("$(t "$ssdlab" refresh "$dir/f.bin" --chunk 4m --state-dir "$dir/state")")
+  # A refresh that rewrote nothing (it refused the file) would look fast: every timed run must say it did.
+  grep -q "^done .*f.bin" "$dir/out.txt" ||
+    { echo "ssdlab refresh did not rewrite the whole file; the timing means nothing" >&2; cat "$dir/out.txt" >&2; exit 1; }
 done
-# A refresh that rewrote nothing (it refused the file) would look fast: check the last one's own count.
-touch -d '2 days ago' "$dir/f.bin"
-"$ssdlab" refresh "$dir/f.bin" --chunk 4m --state-dir "$dir/state" 2>&1 | grep -q "^done .*f.bin" ||
-  { echo "ssdlab refresh did not rewrite the whole file; the timing means nothing" >&2; exit 1; }
 python3 - "$size_mib" "${dd_times[*]}" "${read_times[*]}" "${ssdlab_times[*]}" <<'PY'
 import statistics, sys
 size = int(sys.argv[1])

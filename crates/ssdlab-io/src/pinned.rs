@@ -254,24 +254,14 @@ pub struct PinnedFile {
     spare: Option<BufferPool>,
     /// How long the medium took for the last `read_from_media` (on whichever thread read it).
     last_read: std::time::Duration,
-    /// The digest of the bytes the last `read_from_media` returned, when its read-ahead computed one.
-    last_digest: Option<u64>,
 }
-
-/// A digest of a chunk's bytes, computed by the caller's function on the read-ahead's thread (so it runs beside
-/// the caller's own work rather than after it).
-pub type Digest = fn(&[u8]) -> u64;
-
-/// What the read-ahead's thread hands back: its buffer, the bytes read, how long the medium took, and the
-/// digest of the bytes read (when one was asked for and the read succeeded).
-type AheadResult = (BufferPool, io::Result<usize>, std::time::Duration, Option<u64>);
 
 /// A read started by [`PinnedFile::read_ahead`]: where, and the helper's thread, which hands back its buffer,
 /// the bytes read and how long the medium took.
 struct ReadAhead {
     offset: u64,
     len: usize,
-    thread: std::thread::JoinHandle<AheadResult>,
+    thread: std::thread::JoinHandle<(BufferPool, io::Result<usize>, std::time::Duration)>,
 }
 
 impl PinnedFile {
@@ -397,7 +387,6 @@ impl PinnedFile {
             ahead: None,
             spare: None,
             last_read: std::time::Duration::ZERO,
-            last_digest: None,
         };
         let reader = pinned
             .reopen(libc::O_RDONLY)
@@ -667,10 +656,8 @@ impl PinnedFile {
     /// descriptor of its own, so the read runs while this thread syncs and verifies the chunk before it; the
     /// next [`PinnedFile::read_from_media`] of the same range takes the result. Only outside a window and with
     /// O_DIRECT (a file system without it reads in line). The helper's descriptor is closed before any window
-    /// opens (`open_window` waits for it): a write lease is refused while another descriptor is open. With a
-    /// `digest`, the helper also computes it over the first `len` bytes it read, which
-    /// [`PinnedFile::last_read_digest`] then returns with them.
-    pub fn read_ahead(&mut self, offset: u64, len: usize, digest: Option<Digest>) {
+    /// opens (`open_window` waits for it): a write lease is refused while another descriptor is open.
+    pub fn read_ahead(&mut self, offset: u64, len: usize) {
         self.finish_read_ahead();
         if self.window.is_some() || !self.direct {
             return;
@@ -695,12 +682,7 @@ impl PinnedFile {
                 let staging = &mut unsafe { pool.slot_mut(0) }[..aligned];
                 let result = read_fully(&reader, staging, offset);
                 drop(reader);
-                let elapsed = started.elapsed();
-                let sum = match (&result, digest) {
-                    (Ok(done), Some(digest)) => Some(digest(&staging[..(*done).min(len)])),
-                    _ => None,
-                };
-                (pool, result, elapsed, sum)
+                (pool, result, started.elapsed())
             });
         if let Ok(thread) = spawned {
             self.ahead = Some(ReadAhead { offset, len, thread });
@@ -710,7 +692,7 @@ impl PinnedFile {
     /// Waits for a read-ahead in progress (its descriptor is then closed) and drops its result.
     fn finish_read_ahead(&mut self) {
         if let Some(ahead) = self.ahead.take()
-            && let Ok((pool, _, _, _)) = ahead.thread.join()
+            && let Ok((pool, _, _)) = ahead.thread.join()
         {
             self.spare = Some(pool);
         }
@@ -721,21 +703,14 @@ impl PinnedFile {
         self.last_read
     }
 
-    /// The digest of exactly the bytes the last [`PinnedFile::read_from_media`] returned, when they came from a
-    /// read-ahead that was given a digest function; `None` otherwise (the caller computes it).
-    pub fn last_read_digest(&self) -> Option<u64> {
-        self.last_digest
-    }
-
     /// Reads from the medium: O_DIRECT, or after dropping the cached pages when the file system has none. A
     /// read of the range a read-ahead fetched takes its bytes.
     pub fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         // Another range (the verify re-read of the chunk before) reads in line while the helper goes on.
         let matches = |a: &ReadAhead| a.offset == offset && a.len == buf.len();
-        self.last_digest = None;
         if let Some(ahead) = self.ahead.take_if(|a| matches(a)) {
             match ahead.thread.join() {
-                Ok((pool, Ok(done), elapsed, sum)) => {
+                Ok((pool, Ok(done), elapsed)) => {
                     let got = done.min(buf.len());
                     let mut pool = pool;
                     // SAFETY: the helper has finished and handed the pool back; this is the only borrow.
@@ -743,12 +718,10 @@ impl PinnedFile {
                     buf[..got].copy_from_slice(&staging[..got]);
                     self.spare = Some(pool);
                     self.last_read = elapsed;
-                    // The helper digested staging[..min(done, len)], and len is buf.len(): the bytes just copied.
-                    self.last_digest = sum;
                     return Ok(got);
                 }
                 // The helper's read failed: read in line, and meet the error there.
-                Ok((pool, Err(_), _, _)) => self.spare = Some(pool),
+                Ok((pool, Err(_), _)) => self.spare = Some(pool),
                 Err(_) => {}
             }
         }
@@ -759,7 +732,7 @@ impl PinnedFile {
     }
 
     /// Whether `buf` can go to an O_DIRECT transfer as it is: its address and length are multiples of the
-    /// medium's block (the staging copy is then not needed).
+    /// medium's alignment (the staging copy is then not needed).
     fn direct_ready(&self, buf: &[u8]) -> bool {
         let align = self.align as usize;
         (buf.as_ptr() as usize).is_multiple_of(align) && buf.len().is_multiple_of(align)
@@ -1024,15 +997,9 @@ mod tests {
         std::fs::write(&path, &data).unwrap();
         let mut pinned = PinnedFile::open(&dir, &path, 256 << 10).unwrap();
         let mut buf = vec![0u8; 256 << 10];
-        // A digest that sees every byte and its place, to show the helper digests exactly what it hands over.
-        fn digest(bytes: &[u8]) -> u64 {
-            bytes.iter().enumerate().fold(bytes.len() as u64, |h, (i, &b)| {
-                h.wrapping_mul(31).wrapping_add(b as u64 ^ i as u64)
-            })
-        }
         for round in 0..3u64 {
             let offset = round * (256 << 10);
-            pinned.read_ahead(offset, buf.len(), Some(digest));
+            pinned.read_ahead(offset, buf.len());
             // The chunk before, re-read while the helper runs.
             if round > 0 {
                 assert_eq!(
@@ -1040,17 +1007,11 @@ mod tests {
                     buf.len()
                 );
                 assert_eq!(buf[..], data[offset as usize - (256 << 10)..offset as usize]);
-                assert_eq!(
-                    pinned.last_read_digest(),
-                    None,
-                    "a read in line carries no digest"
-                );
             }
             assert_eq!(pinned.read_from_media(offset, &mut buf).unwrap(), buf.len());
             assert_eq!(buf[..], data[offset as usize..offset as usize + buf.len()]);
-            assert_eq!(pinned.last_read_digest(), Some(digest(&buf)));
         }
-        pinned.read_ahead(768 << 10, 256 << 10, None);
+        pinned.read_ahead(768 << 10, 256 << 10);
         assert!(
             pinned.open_window().unwrap(),
             "our own read-ahead kept the lease from us"

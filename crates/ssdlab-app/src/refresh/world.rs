@@ -126,11 +126,8 @@ impl RefreshTarget for Target {
         which.1 += n as u64;
         Ok(n)
     }
-    fn read_ahead(&mut self, offset: u64, len: u64, digest: ssdlab_methods::refresh::Digest) {
-        self.inner.read_ahead(offset, len as usize, Some(digest));
-    }
-    fn last_read_digest(&mut self) -> Option<u64> {
-        self.inner.last_read_digest()
+    fn read_ahead(&mut self, offset: u64, len: u64) {
+        self.inner.read_ahead(offset, len as usize);
     }
     fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
         self.pending_verify.insert(offset);

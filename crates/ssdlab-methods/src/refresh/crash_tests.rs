@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use super::file::PathBytes;
-use super::file::{Digest, Facts, FileId, Opener, PathChanges, RefreshTarget, Time, Window};
+use super::file::{Facts, FileId, Opener, PathChanges, RefreshTarget, Time, Window};
 use super::journal::{Journal, JournalStore};
 use super::protocol::{FileOutcome, RefreshEnv, RefreshError, SettleOutcome};
 use super::select::{Found, Selection, select};
@@ -159,10 +159,6 @@ impl JournalStore for MemStore {
 struct MemFile {
     world: Shared,
     in_window: bool,
-    /// The read-ahead asked for: its range and the digest to hand back with the bytes (as the system layer's
-    /// helper thread does), so the protocol's path that takes the target's digest is crashed too.
-    ahead: Option<(u64, u64, Digest)>,
-    last_digest: Option<u64>,
 }
 
 impl RefreshTarget for MemFile {
@@ -257,22 +253,11 @@ impl RefreshTarget for MemFile {
             n /= 2;
         }
         buf[..n].copy_from_slice(&w.data[start..start + n]);
-        // A read of another range (the verification of the chunk before) leaves the read-ahead pending.
-        self.last_digest = self
-            .ahead
-            .take_if(|&mut (o, l, _)| o == offset && l == buf.len() as u64)
-            .map(|(_, _, digest)| digest(&buf[..n]));
         Ok(n)
     }
-    fn read_ahead(&mut self, offset: u64, len: u64, digest: Digest) {
-        assert!(
-            !self.in_window,
-            "a read-ahead inside a window would keep the lease from us"
-        );
-        self.ahead = Some((offset, len, digest));
-    }
-    fn last_read_digest(&mut self) -> Option<u64> {
-        self.last_digest
+    fn read_ahead(&mut self, _offset: u64, _len: u64) {
+        // The real read-ahead holds a descriptor of its own, which would keep the lease from us.
+        assert!(!self.in_window, "a read-ahead started inside a window");
     }
     fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
         assert!(self.in_window, "refresh wrote outside a lease window");
@@ -390,8 +375,6 @@ impl Opener for MemOpener {
         let file = MemFile {
             world: self.0.clone(),
             in_window: false,
-            ahead: None,
-            last_digest: None,
         };
         let same = file.id() == *id && generation == 7 && file.world.borrow().facts.named;
         Ok(same.then(|| Box::new(file) as Box<dyn RefreshTarget>))
@@ -525,8 +508,6 @@ impl SessionWorld for MemWorld {
         Ok(Box::new(MemFile {
             world: self.world.clone(),
             in_window: false,
-            ahead: None,
-            last_digest: None,
         }))
     }
     fn record_refreshed(&mut self, _id: FileId, _path: &Path) -> io::Result<()> {
@@ -776,8 +757,6 @@ fn the_model_catches_a_refresher_that_writes_stale_bytes() {
     let mut file = MemFile {
         world: world.clone(),
         in_window: true,
-        ahead: None,
-        last_digest: None,
     };
     let mut stale = vec![0u8; 16];
     file.read_from_media(0, &mut stale).unwrap();

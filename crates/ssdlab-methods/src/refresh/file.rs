@@ -11,9 +11,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// The protocol's checksum of a chunk, handed to a target that may compute it beside its own work.
-pub type Digest = fn(&[u8]) -> u64;
-
 /// A time stamp as (seconds, nanoseconds) since the Unix epoch.
 pub type Time = (i64, i64);
 
@@ -140,17 +137,7 @@ pub trait RefreshTarget {
     /// `len` bytes at `offset`; a target may start reading them now, so the read overlaps the sync and the
     /// verification. What it returns then must be what the medium held after this call (a read started now
     /// qualifies: any change by anyone after it moves the modification time, which the next window sees).
-    ///
-    /// `digest` is the protocol's checksum: a target that reads ahead on another thread may compute it there,
-    /// over exactly the bytes the next read returns, and hand it back through
-    /// [`RefreshTarget::last_read_digest`], so it runs beside the verification rather than after it.
-    fn read_ahead(&mut self, _offset: u64, _len: u64, _digest: Digest) {}
-    /// The `digest` given to [`RefreshTarget::read_ahead`] of exactly the bytes the last
-    /// [`RefreshTarget::read_from_media`] returned, when the target computed it; `None` (the default) and the
-    /// protocol computes it itself.
-    fn last_read_digest(&mut self) -> Option<u64> {
-        None
-    }
+    fn read_ahead(&mut self, _offset: u64, _len: u64) {}
     /// Inside a window: writes `buf` at `offset` (durable after [`RefreshTarget::sync`]).
     fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()>;
     fn sync(&mut self) -> io::Result<()>;

@@ -7,7 +7,7 @@
 //! - [`state`]: the state directory: one exclusive lock, the journal, the refresh log and the one `data_age`
 //!   that scan and refresh both use;
 //! - [`protocol`]: refreshing one file in short lease windows, and settling an interrupted run's entries;
-//! - [`scratch`]: the chunk buffers, page-aligned so the system layer can read and write them directly;
+//! - [`scratch`]: the chunk buffers, aligned so the system layer can read and write them directly;
 //! - [`select`] and [`pace`]: which files, and how fast;
 //! - [`session`]: one whole run over ports (settle, walk, select, refresh each, record), so the crash tests
 //!   cover the run's ordering, not only one file's.
@@ -28,7 +28,7 @@ pub mod state;
 #[cfg(test)]
 mod crash_tests;
 
-pub use file::{Digest, Facts, FileId, Opener, PathBytes, RefreshTarget, Stamp, Time, Window};
+pub use file::{Facts, FileId, Opener, PathBytes, RefreshTarget, Stamp, Time, Window};
 pub use journal::{Journal, JournalError, JournalStore};
 pub use protocol::{
     FileOutcome, RefreshEnv, RefreshError, SettleOutcome, checksum, refresh_file, settle_all, settle_entry,

@@ -27,9 +27,9 @@
 //! error anywhere after the window opened also marks the file modified now before it is reported. Chunks are at most 16 MiB, so a write outlasts half the lease-break time only on
 //! a medium slower than about 0.7 MB/s.
 //!
-//! **The remaining windows.** (1) Between the last lease check and the write there are only the inotify read
-//! and the checksum of the chunk in memory; should the process be stalled there for longer than the lease-break
-//! time while another process opens and writes the file, the stale chunk would land over that write (the check
+//! **The remaining windows.** (1) Between the last lease check and the write there is only the inotify read
+//! (the chunk's checksum is checked before the window opens); should the process be stalled there for longer
+//! than the lease-break time while another process opens and writes the file, the stale chunk would land over that write (the check
 //! after the write then sees the lost lease and reports the file, but cannot undo it). (2) A kill after a
 //! `writing` record is durable and before its `restoring` record (while the window opens, during the write,
 //! and a few system calls after it) leaves a resume to judge a moved modification time by time alone: it is
@@ -294,6 +294,13 @@ fn write_in_window(
     let stale = |announced_at: u64, env: &dyn RefreshEnv| {
         env.monotonic_ns().saturating_sub(announced_at) > (WRITE_WITHIN_NS / 2) as u64
     };
+    // Pair assertion, first half: the bytes to be written are the bytes read from this offset, whose checksum
+    // the announcement records. Checked before any window opens, so no lease is held while 4 MiB are summed.
+    assert_eq!(
+        checksum(chunk.data),
+        chunk.sum,
+        "refresh would write bytes it did not read"
+    );
     let mut announced_at = None;
     loop {
         if announced_at.is_none_or(|t| stale(t, env)) {
@@ -369,12 +376,6 @@ fn write_in_window(
                 "another process changed its times or attributes".into(),
             ));
         }
-        // Pair assertion, first half: the bytes written are the bytes read from this offset.
-        assert_eq!(
-            checksum(chunk.data),
-            chunk.sum,
-            "refresh would write bytes it did not read"
-        );
         let outcome = write_and_restore(target, journal, env, file, chunk, &now, checked_at);
         if outcome.is_err() {
             // The write may have landed and moved the time, and what the time is now is not known: the file is
@@ -634,7 +635,7 @@ pub fn refresh_file(
             give_way!("it became shorter while being read");
         }
         let data = &*data;
-        let sum = target.last_read_digest().unwrap_or_else(|| checksum(data));
+        let sum = checksum(data);
         let chunk = Chunk {
             index: index as u64,
             offset,
@@ -662,7 +663,7 @@ pub fn refresh_file(
         if let Some(&(next_offset, next_len)) = chunks.get(index + 1) {
             env.pace(next_len);
             paced = true;
-            target.read_ahead(next_offset, next_len, checksum);
+            target.read_ahead(next_offset, next_len);
         }
         target.sync()?;
         let reread_data = check.slice_mut(want);
