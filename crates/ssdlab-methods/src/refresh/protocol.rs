@@ -29,8 +29,8 @@
 //!
 //! **The remaining windows.** (1) Between the last lease check and the write there is only the inotify read
 //! (the chunk's checksum is checked before the window opens); should the process be stalled there for longer
-//! than the lease-break time while another process opens and writes the file, the stale chunk would land over that write (the check
-//! after the write then sees the lost lease and reports the file, but cannot undo it). (2) A kill after a
+//! than the lease-break time while another process opens and writes the file, the stale chunk would land over
+//! that write (the check after the write then sees the lost lease and reports the file, but cannot undo it). (2) A kill after a
 //! `writing` record is durable and before its `restoring` record (while the window opens, during the write,
 //! and a few system calls after it) leaves a resume to judge a moved modification time by time alone: it is
 //! taken for ours, and the original put back, when the chunk holds the announced checksum and the time falls
