@@ -27,31 +27,32 @@
 //! error anywhere after the window opened also marks the file modified now before it is reported. Chunks are at most 16 MiB, so a write outlasts half the lease-break time only on
 //! a medium slower than about 0.7 MB/s.
 //!
-//! **The remaining windows.** (1) Between the last lease check and the write there is only the inotify read
-//! (the chunk's checksum is checked before the window opens); should the process be stalled there for longer
-//! than the lease-break time while another process opens and writes the file, the stale chunk would land over
-//! that write (the check after the write then sees the lost lease and reports the file, but cannot undo it). (2) A kill after a
-//! `writing` record is durable and before its `restoring` record (while the window opens, during the write,
-//! and a few system calls after it) leaves a resume to judge a moved modification time by time alone: it is
-//! taken for ours, and the original put back, when the chunk holds the announced checksum and the time falls
-//! between the announcement and a second after it, so a write elsewhere in the file by anyone in that second
-//! after the kill would have its time replaced. After the `restoring` record a resume knows the write's exact
-//! time; a write by someone else after the kill carries another time on kernels with fine-grained timestamps
-//! (Linux 6.13 and later on ext4, XFS, btrfs and tmpfs; before that, one in the same clock tick shares it), and
-//! on a file system that keeps whole seconds the time is left rather than trusted. A kill after the restore and
-//! before the checks that follow it leaves the original time, so a writer let in by a stall of half the
-//! lease-break time just before the restore would go unreported. After a power failure the restored time may
-//! not be durable (fdatasync does not commit it), and a chunk torn by the power loss is reported, not repaired
-//! (no copy is kept). (3) File systems set a write's time when it starts, so a time set to "now" by path while
-//! the write runs is later than ours and is seen; one set within the first quarter second of the write (or in
-//! the same second, where the file system keeps whole seconds), or in the microseconds between the check after
-//! the write and the restore, is taken for ours and replaced by the original. A setuid/setgid bit (for a refresh
-//! not run as root) or a capability set by path between the last check and the write is cleared by the kernel's
-//! write: the watch sees the attribute change and the file is given up with a message that says so, but the
-//! bit is gone. (4) An opener that uses O_NONBLOCK (GNU tar) and lands inside a window gets EAGAIN, and an exec
-//! that lands there gets ETXTBSY; a window is one write of at most 16 MiB, so that is rare, not impossible.
-//! (5) Identity is the file system's UUID: a copy of a file system mounted with the same UUID (an image clone,
-//! XFS `-o nouuid`) at the same path is taken for the original, and a pending entry is settled there.
+//! **The remaining windows.** (1) Between the last lease check and the write there is only the inotify read (the
+//! chunk's checksum is checked before the window opens; where the chunk cannot go to O_DIRECT as it is, the write
+//! itself begins with its copy into a staging buffer); should the process be stalled there for longer than the
+//! lease-break time while another process opens and writes the file, the stale chunk would land over that write (the
+//! check after the write then sees the lost lease and reports the file, but cannot undo it). (2) A kill after a
+//! `writing` record is durable and before its `restoring` record (while the window opens, during the write, and a
+//! few system calls after it) leaves a resume to judge a moved modification time by time alone: it is taken for
+//! ours, and the original put back, when the chunk holds the announced checksum and the time falls between the
+//! announcement and a second after it, so a write elsewhere in the file by anyone in that second after the kill
+//! would have its time replaced. After the `restoring` record a resume knows the write's exact time; a write by
+//! someone else after the kill carries another time on kernels with fine-grained timestamps (Linux 6.13 and later on
+//! ext4, XFS, btrfs and tmpfs; before that, one in the same clock tick shares it), and on a file system that keeps
+//! whole seconds the time is left rather than trusted. A kill after the restore and before the checks that follow it
+//! leaves the original time, so a writer let in by a stall of half the lease-break time just before the restore
+//! would go unreported. After a power failure the restored time may not be durable (fdatasync does not commit it),
+//! and a chunk torn by the power loss is reported, not repaired (no copy is kept). (3) File systems set a write's
+//! time when it starts, so a time set to "now" by path while the write runs is later than ours and is seen; one set
+//! within the first quarter second of the write (or in the same second, where the file system keeps whole seconds),
+//! or in the microseconds between the check after the write and the restore, is taken for ours and replaced by the
+//! original. A setuid/setgid bit (for a refresh not run as root) or a capability set by path between the last check
+//! and the write is cleared by the kernel's write: the watch sees the attribute change and the file is given up with
+//! a message that says so, but the bit is gone. (4) An opener that uses O_NONBLOCK (GNU tar) and lands inside a
+//! window gets EAGAIN, and an exec that lands there gets ETXTBSY; a window is one write of at most 16 MiB, so that
+//! is rare, not impossible. (5) Identity is the file system's UUID: a copy of a file system mounted with the same
+//! UUID (an image clone, XFS `-o nouuid`) at the same path is taken for the original, and a pending entry is settled
+//! there.
 
 //! This module never opens files or reads the clock itself: everything goes through [`RefreshTarget`],
 //! [`Opener`], [`Journal`] and [`RefreshEnv`].
@@ -669,9 +670,10 @@ pub fn refresh_file(
         let reread_data = check.slice_mut(want);
         let reread = target.read_from_media(offset, reread_data)?;
         let after = target.facts()?;
-        // Pair assertion, second half: what is on the medium now is what was read before the write.
-        // The bytes themselves are compared (faster than a second checksum, and exact).
-        if reread != want || reread_data != data {
+        // Pair assertion, second half: what is on the medium now is what was read before the write, judged against
+        // the checksum taken at the read (and journalled), not against the buffer, so bytes that changed in memory
+        // between the read and the write are caught too.
+        if reread != want || checksum(reread_data) != sum {
             // Put the bytes back once more, through a window with every check of the first write: only if the
             // file is still exactly as our window left it.
             if after.same_as(&ours)
