@@ -14,6 +14,7 @@ pub mod histogram;
 pub mod prom;
 pub mod rng;
 pub mod schema;
+pub mod scratch;
 pub mod stats;
 pub mod target;
 pub mod trace;

@@ -16,6 +16,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use ssdlab_core::scratch::{FilledScratch, Scratch};
+
 use crate::buffers::BufferPool;
 use crate::files::{
     Refusal, beneath, data_ranges, has_shared_extents, inode_flags, open_beneath, swap_inodes,
@@ -250,18 +252,16 @@ pub struct PinnedFile {
     buffer: BufferPool,
     /// A read of the next chunk running on a helper thread, with a descriptor of its own (see `read_ahead`).
     ahead: Option<ReadAhead>,
-    /// A second staging buffer for the helper; it travels to the helper's thread and back.
-    spare: Option<BufferPool>,
-    /// How long the medium took for the last `read_from_media` (on whichever thread read it).
+    /// How long the medium took for the last `read_from_media`.
     last_read: std::time::Duration,
 }
 
-/// A read started by [`PinnedFile::read_ahead`]: where, and the helper's thread, which hands back its buffer,
-/// the bytes read and how long the medium took.
+/// A read started by [`PinnedFile::read_ahead`]: where, and the helper's thread, which hands back the caller's
+/// buffer filled.
 struct ReadAhead {
     offset: u64,
     len: usize,
-    thread: std::thread::JoinHandle<(BufferPool, io::Result<usize>, std::time::Duration)>,
+    thread: std::thread::JoinHandle<FilledScratch>,
 }
 
 impl PinnedFile {
@@ -385,7 +385,6 @@ impl PinnedFile {
             align,
             buffer: BufferPool::new(1, chunk_bytes.next_multiple_of(align as usize), align as usize),
             ahead: None,
-            spare: None,
             last_read: std::time::Duration::ZERO,
         };
         let reader = pinned
@@ -652,79 +651,89 @@ impl PinnedFile {
         }
     }
 
-    /// Starts reading `len` bytes at `offset` from the medium on a helper thread, through a read-only O_DIRECT
-    /// descriptor of its own, so the read runs while this thread syncs and verifies the chunk before it; the
-    /// next [`PinnedFile::read_from_media`] of the same range takes the result. Only outside a window and with
-    /// O_DIRECT (a file system without it reads in line). The helper's descriptor is closed before any window
-    /// opens (`open_window` waits for it): a write lease is refused while another descriptor is open.
-    pub fn read_ahead(&mut self, offset: u64, len: usize) {
+    /// Starts reading `len` bytes at `offset` from the medium into `buf` on a helper thread, through a read-only
+    /// O_DIRECT descriptor of its own, so the read runs while this thread syncs and verifies the chunk before it;
+    /// [`PinnedFile::take_read_ahead`] hands the buffer back filled, with `digest` of what was read (taken on the
+    /// helper's thread, beside ours). Only outside a window and with O_DIRECT; otherwise the buffer comes straight
+    /// back and the caller reads in line. The helper's descriptor is closed before any window opens
+    /// (`open_window` waits for it): a write lease is refused while another descriptor is open.
+    pub fn read_ahead(
+        &mut self,
+        offset: u64,
+        len: usize,
+        mut buf: Scratch,
+        digest: fn(&[u8]) -> u64,
+    ) -> Result<(), Scratch> {
         self.finish_read_ahead();
         if self.window.is_some() || !self.direct {
-            return;
+            return Err(buf);
         }
         let aligned = (len as u64).next_multiple_of(self.align) as usize;
+        // The slice the helper reads into, sized and checked here; the helper asks for the same length, which
+        // neither moves nor grows the buffer.
+        if !self.direct_ready(buf.slice_mut(aligned)) {
+            return Err(buf);
+        }
         let Ok(reader) = self.reopen(libc::O_RDONLY | libc::O_NONBLOCK | libc::O_DIRECT) else {
-            return;
+            return Err(buf);
         };
         if !fcntl_has_direct(&reader) {
-            return;
+            return Err(buf);
         }
-        let align = self.align as usize;
-        let mut pool = match self.spare.take() {
-            Some(pool) if pool.buffer_len() >= aligned => pool,
-            _ => BufferPool::new(1, aligned, align),
-        };
+        // The buffer is moved into the helper and back out through its join handle: only one thread can reach
+        // it at a time, and a failed spawn loses it (the caller allocates another).
         let spawned = std::thread::Builder::new()
             .name("refresh-read-ahead".into())
             .spawn(move || {
                 let started = std::time::Instant::now();
-                // SAFETY: the pool moved into this thread; nothing else holds a slice of it until it is returned.
-                let staging = &mut unsafe { pool.slot_mut(0) }[..aligned];
-                let result = read_fully(&reader, staging, offset);
+                let staging = buf.slice_mut(aligned);
+                let read = read_fully(&reader, staging, offset).map(|done| done.min(len));
                 drop(reader);
-                (pool, result, started.elapsed())
+                let elapsed = started.elapsed();
+                let digest = read
+                    .as_ref()
+                    .ok()
+                    .map(|&got| digest(&buf.slice_mut(aligned)[..got]));
+                FilledScratch {
+                    buf,
+                    read,
+                    digest,
+                    elapsed,
+                }
             });
-        if let Ok(thread) = spawned {
-            self.ahead = Some(ReadAhead { offset, len, thread });
+        match spawned {
+            Ok(thread) => {
+                self.ahead = Some(ReadAhead { offset, len, thread });
+                Ok(())
+            }
+            Err(_) => Err(Scratch::new()),
         }
+    }
+
+    /// The read-ahead of `len` bytes at `offset`, once it has finished (this waits for it); `None` when no
+    /// read-ahead of that range was started (the caller reads in line).
+    pub fn take_read_ahead(&mut self, offset: u64, len: usize) -> Option<FilledScratch> {
+        let ahead = self.ahead.take_if(|a| a.offset == offset && a.len == len)?;
+        let filled = ahead.thread.join().ok()?;
+        self.last_read = filled.elapsed;
+        Some(filled)
     }
 
     /// Waits for a read-ahead in progress (its descriptor is then closed) and drops its result.
     fn finish_read_ahead(&mut self) {
-        if let Some(ahead) = self.ahead.take()
-            && let Ok((pool, _, _)) = ahead.thread.join()
-        {
-            self.spare = Some(pool);
+        if let Some(ahead) = self.ahead.take() {
+            let _ = ahead.thread.join();
         }
     }
 
-    /// How long the medium took for the last [`PinnedFile::read_from_media`], read ahead or in line.
+    /// How long the medium took for the last [`PinnedFile::read_from_media`] or taken read-ahead.
     pub fn last_read_time(&self) -> std::time::Duration {
         self.last_read
     }
 
-    /// Reads from the medium: O_DIRECT, or after dropping the cached pages when the file system has none. A
-    /// read of the range a read-ahead fetched takes its bytes.
+    /// Reads from the medium, in line: O_DIRECT, or after dropping the cached pages when the file system has
+    /// none. A read-ahead in progress (of another range, or of this one not taken) goes on beside it.
     pub fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        // Another range (the verify re-read of the chunk before) reads in line while the helper goes on.
-        let matches = |a: &ReadAhead| a.offset == offset && a.len == buf.len();
-        if let Some(ahead) = self.ahead.take_if(|a| matches(a)) {
-            match ahead.thread.join() {
-                Ok((pool, Ok(done), elapsed)) => {
-                    let got = done.min(buf.len());
-                    let mut pool = pool;
-                    // SAFETY: the helper has finished and handed the pool back; this is the only borrow.
-                    let staging = unsafe { pool.slot_mut(0) };
-                    buf[..got].copy_from_slice(&staging[..got]);
-                    self.spare = Some(pool);
-                    self.last_read = elapsed;
-                    return Ok(got);
-                }
-                // The helper's read failed: read in line, and meet the error there.
-                Ok((pool, Err(_), _)) => self.spare = Some(pool),
-                Err(_) => {}
-            }
-        }
         let started = std::time::Instant::now();
         let result = self.read_in_line(offset, buf);
         self.last_read = started.elapsed();
@@ -985,8 +994,9 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// A read-ahead hands over the bytes the medium holds; a read of another range meanwhile reads in line; a
-    /// window opened while one runs waits for it (our own second descriptor would make the lease refused).
+    /// A read-ahead hands back the caller's buffer holding the bytes the medium holds, with their digest; a read
+    /// of another range meanwhile reads in line; a read-ahead of another range is not taken for this one; a window
+    /// opened while one runs waits for it (our own second descriptor would make the lease refused).
     #[test]
     fn a_read_ahead_gives_the_next_read_its_bytes_and_never_blocks_a_window() {
         // On disk, not tmpfs: the read-ahead needs O_DIRECT.
@@ -996,27 +1006,42 @@ mod tests {
         let data: Vec<u8> = (0..1 << 20).map(|i: u32| (i / 4096) as u8).collect();
         std::fs::write(&path, &data).unwrap();
         let mut pinned = PinnedFile::open(&dir, &path, 256 << 10).unwrap();
-        let mut buf = vec![0u8; 256 << 10];
+        let len = 256 << 10;
+        let sum = |b: &[u8]| b.iter().map(|&x| u64::from(x)).sum::<u64>();
+        let mut check = vec![0u8; len];
+        let mut spare = Scratch::new();
         for round in 0..3u64 {
-            let offset = round * (256 << 10);
-            pinned.read_ahead(offset, buf.len());
+            let offset = round * len as u64;
+            pinned
+                .read_ahead(offset, len, std::mem::take(&mut spare), sum)
+                .expect("O_DIRECT on /var/tmp: the read-ahead starts");
             // The chunk before, re-read while the helper runs.
             if round > 0 {
-                assert_eq!(
-                    pinned.read_from_media(offset - (256 << 10), &mut buf).unwrap(),
-                    buf.len()
-                );
-                assert_eq!(buf[..], data[offset as usize - (256 << 10)..offset as usize]);
+                let before = offset as usize - len;
+                assert_eq!(pinned.read_from_media(before as u64, &mut check).unwrap(), len);
+                assert_eq!(check[..], data[before..offset as usize]);
             }
-            assert_eq!(pinned.read_from_media(offset, &mut buf).unwrap(), buf.len());
-            assert_eq!(buf[..], data[offset as usize..offset as usize + buf.len()]);
+            assert!(
+                pinned.take_read_ahead(offset + 4096, len).is_none(),
+                "another range was taken"
+            );
+            let mut filled = pinned
+                .take_read_ahead(offset, len)
+                .expect("the read-ahead of this range");
+            assert_eq!(filled.read.unwrap(), len);
+            let chunk = &data[offset as usize..offset as usize + len];
+            assert_eq!(filled.buf.slice_mut(len)[..], chunk[..]);
+            assert_eq!(filled.digest, Some(sum(chunk)));
+            spare = filled.buf;
         }
-        pinned.read_ahead(768 << 10, 256 << 10);
+        pinned.read_ahead(768 << 10, len, spare, sum).unwrap();
         assert!(
             pinned.open_window().unwrap(),
             "our own read-ahead kept the lease from us"
         );
         assert!(pinned.lease_held());
+        // Inside a window the buffer comes straight back.
+        assert!(pinned.read_ahead(0, len, Scratch::new(), sum).is_err());
         pinned.close_window();
         drop(pinned);
         std::fs::remove_dir_all(&dir).unwrap();

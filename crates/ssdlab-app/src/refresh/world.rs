@@ -9,13 +9,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use ssdlab_core::scratch::{FilledScratch, Scratch};
 use ssdlab_io::pinned::{FileFacts, Identity, PinnedFile, reopen_pinned};
 use ssdlab_methods::refresh::file::PathChanges;
 use ssdlab_methods::refresh::pace::{BusyProbe, TokenBucket, pause_while_busy};
 use ssdlab_methods::refresh::select::{Found, Selection, select};
 use ssdlab_methods::refresh::session::{MeasuredTarget, SessionWorld, Walked};
 use ssdlab_methods::refresh::state::record_refreshed;
-use ssdlab_methods::refresh::{Facts, FileId, Opener, RefreshEnv, RefreshLog, RefreshTarget, Window};
+use ssdlab_methods::refresh::{
+    Facts, FileId, Opener, RefreshEnv, RefreshLog, RefreshTarget, Window, checksum,
+};
 
 use crate::ports::Clock;
 
@@ -126,8 +129,17 @@ impl RefreshTarget for Target {
         which.1 += n as u64;
         Ok(n)
     }
-    fn read_ahead(&mut self, offset: u64, len: u64) {
-        self.inner.read_ahead(offset, len as usize);
+    fn read_ahead(&mut self, offset: u64, len: u64, into: Scratch) -> Result<(), Scratch> {
+        self.inner.read_ahead(offset, len as usize, into, checksum)
+    }
+    fn take_read_ahead(&mut self, offset: u64, len: u64) -> Option<FilledScratch> {
+        let filled = self.inner.take_read_ahead(offset, len as usize)?;
+        // A chunk's first read: the medium's time on the helper's thread, not our wait for it.
+        if let Ok(n) = filled.read {
+            self.before.0 += filled.elapsed;
+            self.before.1 += n as u64;
+        }
+        Some(filled)
     }
     fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
         self.pending_verify.insert(offset);

@@ -14,11 +14,12 @@ use std::rc::Rc;
 use super::file::PathBytes;
 use super::file::{Facts, FileId, Opener, PathChanges, RefreshTarget, Time, Window};
 use super::journal::{Journal, JournalStore};
-use super::protocol::{FileOutcome, RefreshEnv, RefreshError, SettleOutcome};
+use super::protocol::{FileOutcome, RefreshEnv, RefreshError, SettleOutcome, checksum};
 use super::select::{Found, Selection, select};
 use super::session::{MeasuredTarget, SessionEvents, SessionPlan, SessionWorld, Walked, run_session};
 use super::state::RefreshLog;
 use ssdlab_core::schema::refresh::RefreshedFile;
+use ssdlab_core::scratch::{FilledScratch, Scratch};
 
 const CHUNK: u64 = 4096;
 /// A second of the fake clock, in its nanosecond ticks.
@@ -159,6 +160,9 @@ impl JournalStore for MemStore {
 struct MemFile {
     world: Shared,
     in_window: bool,
+    /// A read-ahead: read at once (the earliest a real one can read, so a change after it is the protocol's to
+    /// catch), handed over when taken.
+    ahead: Option<(u64, u64, FilledScratch)>,
 }
 
 impl RefreshTarget for MemFile {
@@ -255,9 +259,26 @@ impl RefreshTarget for MemFile {
         buf[..n].copy_from_slice(&w.data[start..start + n]);
         Ok(n)
     }
-    fn read_ahead(&mut self, _offset: u64, _len: u64) {
+    fn read_ahead(&mut self, offset: u64, len: u64, mut into: Scratch) -> Result<(), Scratch> {
         // The real read-ahead holds a descriptor of its own, which would keep the lease from us.
         assert!(!self.in_window, "a read-ahead started inside a window");
+        // Whatever the buffer held before must not matter: the protocol gets only what is read now.
+        let bytes = into.slice_mut(len as usize);
+        bytes.fill(0xEE);
+        let read = self.read_from_media(offset, bytes);
+        let digest = read.as_ref().ok().map(|&got| checksum(&bytes[..got]));
+        let filled = FilledScratch {
+            buf: into,
+            read,
+            digest,
+            elapsed: std::time::Duration::ZERO,
+        };
+        self.ahead = Some((offset, len, filled));
+        Ok(())
+    }
+    fn take_read_ahead(&mut self, offset: u64, len: u64) -> Option<FilledScratch> {
+        let (at, n, filled) = self.ahead.take()?;
+        (at == offset && n == len).then_some(filled)
     }
     fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
         assert!(self.in_window, "refresh wrote outside a lease window");
@@ -375,6 +396,7 @@ impl Opener for MemOpener {
         let file = MemFile {
             world: self.0.clone(),
             in_window: false,
+            ahead: None,
         };
         let same = file.id() == *id && generation == 7 && file.world.borrow().facts.named;
         Ok(same.then(|| Box::new(file) as Box<dyn RefreshTarget>))
@@ -508,6 +530,7 @@ impl SessionWorld for MemWorld {
         Ok(Box::new(MemFile {
             world: self.world.clone(),
             in_window: false,
+            ahead: None,
         }))
     }
     fn record_refreshed(&mut self, _id: FileId, _path: &Path) -> io::Result<()> {
@@ -757,6 +780,7 @@ fn the_model_catches_a_refresher_that_writes_stale_bytes() {
     let mut file = MemFile {
         world: world.clone(),
         in_window: true,
+        ahead: None,
     };
     let mut stale = vec![0u8; 16];
     file.read_from_media(0, &mut stale).unwrap();

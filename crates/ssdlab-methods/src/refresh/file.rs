@@ -10,6 +10,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use ssdlab_core::scratch::{FilledScratch, Scratch};
 
 /// A time stamp as (seconds, nanoseconds) since the Unix epoch.
 pub type Time = (i64, i64);
@@ -133,11 +134,20 @@ pub trait RefreshTarget {
     fn writer_waiting(&mut self) -> io::Result<bool>;
     /// Reads from the medium (not the page cache) into `buf`; returns the bytes read.
     fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
-    /// Outside a window: the next [`RefreshTarget::read_from_media`] after this one's verification will be of
-    /// `len` bytes at `offset`; a target may start reading them now, so the read overlaps the sync and the
-    /// verification. What it returns then must be what the medium held after this call (a read started now
-    /// qualifies: any change by anyone after it moves the modification time, which the next window sees).
-    fn read_ahead(&mut self, _offset: u64, _len: u64) {}
+    /// Outside a window: the next chunk read after this one's verification will be `len` bytes at `offset`; a
+    /// target may start reading them into `into` now, so the read overlaps the sync and the verification, and
+    /// hand the buffer back filled through [`RefreshTarget::take_read_ahead`]. What it holds then must be what
+    /// the medium held after this call (a read started now qualifies: any change by anyone after it moves the
+    /// modification time, which the next window sees), and its digest must be [`super::checksum`] of those
+    /// bytes. A target that does not read ahead hands `into` straight back.
+    fn read_ahead(&mut self, _offset: u64, _len: u64, into: Scratch) -> Result<(), Scratch> {
+        Err(into)
+    }
+    /// The read-ahead of `len` bytes at `offset`, finished: `None` when none of that range was started (the chunk
+    /// is then read in line).
+    fn take_read_ahead(&mut self, _offset: u64, _len: u64) -> Option<FilledScratch> {
+        None
+    }
     /// Inside a window: writes `buf` at `offset` (durable after [`RefreshTarget::sync`]).
     fn write_at(&mut self, offset: u64, buf: &[u8]) -> io::Result<()>;
     fn sync(&mut self) -> io::Result<()>;

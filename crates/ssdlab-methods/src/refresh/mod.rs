@@ -7,7 +7,6 @@
 //! - [`state`]: the state directory: one exclusive lock, the journal, the refresh log and the one `data_age`
 //!   that scan and refresh both use;
 //! - [`protocol`]: refreshing one file in short lease windows, and settling an interrupted run's entries;
-//! - [`scratch`]: the chunk buffers, aligned so the system layer can read and write them directly;
 //! - [`select`] and [`pace`]: which files, and how fast;
 //! - [`session`]: one whole run over ports (settle, walk, select, refresh each, record), so the crash tests
 //!   cover the run's ordering, not only one file's.
@@ -20,7 +19,6 @@ pub mod file;
 pub mod journal;
 pub mod pace;
 pub mod protocol;
-pub mod scratch;
 pub mod select;
 pub mod session;
 pub mod state;

@@ -63,7 +63,7 @@ use super::file::{
     Facts, FileId, Opener, PathBytes, PathChanges, RefreshTarget, Window, from_hex, time_ns, to_hex,
 };
 use super::journal::{Begin, Journal, JournalError, Unfinished, WRITE_WITHIN_NS, Writing};
-use super::scratch::Scratch;
+use ssdlab_core::scratch::Scratch;
 
 /// A fast 64-bit checksum of a buffer: four independent multiply-mix lanes over 32-byte blocks (so the CPU can
 /// run them in parallel), folded together with the length. Collisions are what matters here, not
@@ -296,7 +296,9 @@ fn write_in_window(
         env.monotonic_ns().saturating_sub(announced_at) > (WRITE_WITHIN_NS / 2) as u64
     };
     // Pair assertion, first half: the bytes to be written are the bytes read from this offset, whose checksum
-    // the announcement records. Checked before any window opens, so no lease is held while 4 MiB are summed.
+    // (taken by the read-ahead's thread as it read them, or here after an in-line read) the announcement
+    // records; a buffer lent, handed back or swapped wrongly fails here. Checked before any window opens, so no
+    // lease is held while 4 MiB are summed.
     assert_eq!(
         checksum(chunk.data),
         chunk.sum,
@@ -503,6 +505,17 @@ fn write_and_restore(
     })
 }
 
+/// The protocol's three chunk buffers, kept across files so each is allocated once per run.
+#[derive(Debug, Default)]
+pub struct ChunkBuffers {
+    /// The chunk being refreshed: what was read, and what is written.
+    pub current: Scratch,
+    /// Its re-read after the write.
+    pub check: Scratch,
+    /// Lent to the next chunk's read-ahead, and back as that chunk's `current` (the one it replaces is lent next).
+    pub ahead: Scratch,
+}
+
 /// Refreshes one file in chunks of at most `chunk_bytes` (a multiple of the direct-I/O alignment) that never
 /// leave its data ranges, starting at chunk `resume_from` (0, or where a settled run left off with the same
 /// chunk size). The file must have no unfinished journal entry (settle first).
@@ -515,8 +528,7 @@ pub fn refresh_file(
     chunk_bytes: u64,
     resume_from: u64,
     env: &mut dyn RefreshEnv,
-    buf: &mut Scratch,
-    check: &mut Scratch,
+    buffers: &mut ChunkBuffers,
 ) -> Result<FileOutcome, RefreshError> {
     let id = target.id();
     assert!(
@@ -630,13 +642,23 @@ pub fn refresh_file(
         // Read and announce before the window opens, so the window itself is short (a write and a time restore):
         // an exec or a blocking open that meets it waits or fails for that long only. A change by anyone between
         // this read and the window moves the file's modification time away from the original, which the window's
-        // first check sees.
-        let data = buf.slice_mut(want);
-        if target.read_from_media(offset, data)? != want {
+        // first check sees. The read is the read-ahead's if one ran: its buffer becomes this chunk's, with the
+        // checksum taken on its thread, and the buffer it replaces is lent to the next read-ahead.
+        let (got, digest) = match target.take_read_ahead(offset, len) {
+            Some(filled) => {
+                buffers.ahead = std::mem::replace(&mut buffers.current, filled.buf);
+                (filled.read?, filled.digest)
+            }
+            None => (
+                target.read_from_media(offset, buffers.current.slice_mut(want))?,
+                None,
+            ),
+        };
+        if got != want {
             give_way!("it became shorter while being read");
         }
-        let data = &*data;
-        let sum = checksum(data);
+        let data = &*buffers.current.slice_mut(want);
+        let sum = digest.unwrap_or_else(|| checksum(data));
         let chunk = Chunk {
             index: index as u64,
             offset,
@@ -664,10 +686,12 @@ pub fn refresh_file(
         if let Some(&(next_offset, next_len)) = chunks.get(index + 1) {
             env.pace(next_len);
             paced = true;
-            target.read_ahead(next_offset, next_len);
+            if let Err(back) = target.read_ahead(next_offset, next_len, std::mem::take(&mut buffers.ahead)) {
+                buffers.ahead = back;
+            }
         }
         target.sync()?;
-        let reread_data = check.slice_mut(want);
+        let reread_data = buffers.check.slice_mut(want);
         let reread = target.read_from_media(offset, reread_data)?;
         let after = target.facts()?;
         // Pair assertion, second half: what is on the medium now is what was read before the write, judged against

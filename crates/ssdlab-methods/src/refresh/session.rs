@@ -16,8 +16,9 @@ use ssdlab_core::schema::refresh::{RefreshAnalysis, RefreshOutcome, RefreshedFil
 
 use super::file::{FileId, Opener, PathBytes, RefreshTarget, escape_path};
 use super::journal::Journal;
-use super::protocol::{FileOutcome, RefreshEnv, RefreshError, SettleOutcome, refresh_file, settle_all};
-use super::scratch::Scratch;
+use super::protocol::{
+    ChunkBuffers, FileOutcome, RefreshEnv, RefreshError, SettleOutcome, refresh_file, settle_all,
+};
 use super::select::{Found, Selection};
 
 /// A file opened for its refresh that also says how fast its own reads went: the first reads of each chunk are
@@ -116,7 +117,7 @@ pub fn run_session(
     let selection = world.select(walked.found);
     events.selected(&selection, &walked.skipped);
     let mut record = planned_record(&selection, &walked.skipped, false);
-    let (mut buf, mut check) = (Scratch::new(), Scratch::new());
+    let mut buffers = ChunkBuffers::default();
     let mut interrupted = false;
     for (index, file) in selection.files.iter().enumerate() {
         if world.env().interrupted() {
@@ -155,8 +156,7 @@ pub fn run_session(
             plan.chunk_bytes,
             resume_from,
             world.env(),
-            &mut buf,
-            &mut check,
+            &mut buffers,
         );
         let (before, after) = target.speeds_bytes_per_s();
         // The file (and any window on it) is let go before anything is said about it.

@@ -1,8 +1,10 @@
-//! The protocol's chunk buffers: growable byte buffers whose slices begin on an aligned boundary.
+//! Chunk buffers for direct I/O: growable byte buffers whose slices begin on an aligned boundary, and the form
+//! in which one comes back from a read on another thread.
 //!
 //! An aligned slice of a whole number of blocks can go to an O_DIRECT read or write as it is, so the system layer
-//! need not copy each chunk through a staging buffer of its own (two of the three copies of every chunk saved).
-//! This module only hands out memory; it never does I/O.
+//! need not copy each chunk through a staging buffer of its own. The refresh protocol owns its buffers and lends
+//! one to the system layer's read-ahead, which hands it back filled ([`FilledScratch`]): the chunk is never
+//! copied between the medium and the write. This module only hands out memory; it never does I/O.
 
 /// The alignment every slice starts at: 64 KiB, the granularity chunks come in, which covers any page size and
 /// any logical block a device reports (both can exceed 4 KiB), at the cost of 64 KiB of slack per buffer.
@@ -28,6 +30,19 @@ impl Scratch {
         let start = address.next_multiple_of(ALIGN_BYTES) - address;
         &mut self.bytes[start..start + len]
     }
+}
+
+/// A buffer that a read on another thread filled, handed back with what the read did.
+#[derive(Debug)]
+pub struct FilledScratch {
+    pub buf: Scratch,
+    /// The bytes read into the start of `buf.slice_mut(len)` (fewer at the end of the file), or why the read
+    /// failed.
+    pub read: std::io::Result<usize>,
+    /// The digest of the bytes read, taken on the reading thread; `None` after a failed read.
+    pub digest: Option<u64>,
+    /// How long the medium took for the read.
+    pub elapsed: std::time::Duration,
 }
 
 #[cfg(test)]
