@@ -30,14 +30,26 @@ packages=(fio e2fsprogs util-linux mount chromium btrfs-progs xfsprogs attr libn
     dosfstools exfatprogs ntfs-3g f2fs-tools jfsutils reiserfsprogs nilfs-tools udftools squashfs-tools genisoimage
     cryptsetup-bin lvm2 bcache-tools
     qemu-system-x86 busybox-static kmod cpio binutils nvme-cli hdparm mdadm nbd-client)
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+missing_packages() {
+    missing=()
+    for p in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+}
+missing_packages
 if ((${#missing[@]})); then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # An install can remove a package that was there: a machine with qemu-utils from bookworm-backports loses it
+    # when Debian's qemu-system-x86 comes in (their versions must match), and qemu-io with it. A second pass
+    # puts back what the first took away, at the version that fits.
+    missing_packages
+    if ((${#missing[@]})); then
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+        missing_packages
+        ((${#missing[@]} == 0)) || { echo "test.sh: could not install: ${missing[*]}" >&2; exit 1; }
+    fi
 fi
 
 # The habits hold without a reminder: formatting and lints are part of the test.

@@ -35,6 +35,8 @@ pub struct ServeFlags {
     pub name: String,
     pub qd: u32,
     pub max_connections: u32,
+    /// Microseconds to look for the next request before sleeping (0: never).
+    pub poll_us: u32,
     pub out: Option<PathBuf>,
 }
 
@@ -169,6 +171,7 @@ impl DeviceVisitor for ServeOn<'_> {
             read_only: self.args.read_only,
             slots: self.args.qd,
             max_connections: self.args.max_connections as usize,
+            poll_after_reply: std::time::Duration::from_micros(u64::from(self.args.poll_us)),
         };
         let target = self.args.target.target.clone();
         let place = self.place;
@@ -245,6 +248,7 @@ impl DeviceVisitor for ServeOn<'_> {
             name: args.name.clone(),
             qd: args.qd,
             max_connections: Some(args.max_connections),
+            poll_us: Some(args.poll_us),
         });
         // Serving is not a test: a client's bad request is answered and counted, and the session still served
         // (the exit status says the same).

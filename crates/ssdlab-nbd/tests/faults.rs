@@ -137,6 +137,7 @@ fn with_server<D: Device>(
         read_only: false,
         slots: 4,
         max_connections: 8,
+        poll_after_reply: std::time::Duration::from_micros(15),
     };
     std::thread::scope(|scope| {
         let client = scope.spawn(|| {

@@ -54,6 +54,9 @@ pub struct ServeFlags {
     /// `--max-connections` (absent from records written before it existed).
     #[serde(default)]
     pub max_connections: Option<u32>,
+    /// `--poll-us` (absent from records written before it existed).
+    #[serde(default)]
+    pub poll_us: Option<u32>,
 }
 
 /// `ssdlab op`'s flags as given.
@@ -399,6 +402,7 @@ mod tests {
             name: "ssdlab".into(),
             qd: 32,
             max_connections: Some(1024),
+            poll_us: Some(15),
         });
         for options in [erase, op, op_bare, serve] {
             assert_eq!(read_back(&options), options);

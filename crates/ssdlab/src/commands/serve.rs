@@ -16,6 +16,7 @@ pub fn run(args: &ServeArgs) -> Result<Outcome> {
         name: args.name.clone(),
         qd: args.qd,
         max_connections: args.max_connections,
+        poll_us: args.poll_us,
         out: args.out.clone(),
     })?;
     with_terminal(args.json, |ports| ssdlab_app::serve::run(&plan, ports))

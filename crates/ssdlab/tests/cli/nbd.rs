@@ -176,7 +176,8 @@ fn a_cached_export_is_destaged_when_the_server_is_stopped() {
     let image = dir.path().join("cached.img");
     let target = format!("cached:{}?size=64m", file_target(&image, Some("16m")));
     let record = dir.path().join("record");
-    let server = Server::start(&target, &["--out", record.to_str().unwrap()]);
+    // Without the poll after each reply: the loop then always sleeps in its wait, and the record says so.
+    let server = Server::start(&target, &["--out", record.to_str().unwrap(), "--poll-us", "0"]);
     let source = dir.path().join("source.img");
     random_file(&source, 16 << 20, 2);
     // Small requests, so the writes are absorbed by the cache rather than sent around it.
@@ -198,10 +199,10 @@ fn a_cached_export_is_destaged_when_the_server_is_stopped() {
     let ssdlab_core::schema::Analysis::Serve(a) = &result.analysis else {
         panic!("{:?}", result.analysis);
     };
-    assert!(matches!(
-        result.options,
-        ssdlab_core::schema::options::RunOptions::Serve(_)
-    ));
+    let ssdlab_core::schema::options::RunOptions::Serve(flags) = &result.options else {
+        panic!("{:?}", result.options);
+    };
+    assert_eq!(flags.poll_us, Some(0));
     assert_eq!(
         (a.export_name.as_str(), a.export_size_bytes),
         ("ssdlab", 16 << 20)
@@ -330,6 +331,22 @@ fn serve_refuses_what_it_should_and_touches_nothing() {
     let target = file_target(&image, Some("1m"));
     let out = run(&["serve", "--target", &target, "--listen", "0.0.0.0:0"]);
     expect_usage_error(&out, "--allow-remote");
+    let out = run(&[
+        "serve",
+        "--target",
+        &target,
+        "--socket",
+        "/nonexistent/s",
+        "--poll-us",
+        "1001",
+    ]);
+    // clap's own refusal: exit 2, the flag and the range allowed.
+    expect_code(&out, 2);
+    assert!(
+        stderr(&out).contains("--poll-us") && stderr(&out).contains("0..=1000"),
+        "{}",
+        stderr(&out)
+    );
     let taken = dir.path().join("taken");
     std::fs::write(&taken, b"keep me").unwrap();
     let out = run(&["serve", "--target", &target, "--socket", taken.to_str().unwrap()]);
