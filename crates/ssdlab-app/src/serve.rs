@@ -14,7 +14,7 @@ use ssdlab_core::schema::options::{RunOptions, ServeFlags as RecordedFlags};
 use ssdlab_core::schema::serve::ServeAnalysis;
 use ssdlab_core::schema::{Analysis, Verdict};
 use ssdlab_nbd::protocol::ExportInfo;
-use ssdlab_nbd::{Listener, ServeOptions, serve};
+use ssdlab_nbd::{Listener, ServeOptions, effective_poll, serve};
 use ssdlab_targets::DeviceVisitor;
 
 use crate::export;
@@ -248,7 +248,10 @@ impl DeviceVisitor for ServeOn<'_> {
             name: args.name.clone(),
             qd: args.qd,
             max_connections: Some(args.max_connections),
-            poll_us: Some(args.poll_us),
+            // What the server did, not only what was asked: on one CPU it never polls.
+            poll_us: Some(
+                effective_poll(std::time::Duration::from_micros(u64::from(args.poll_us))).as_micros() as u32,
+            ),
         });
         // Serving is not a test: a client's bad request is answered and counted, and the session still served
         // (the exit status says the same).

@@ -252,7 +252,7 @@ pub struct PinnedFile {
     buffer: BufferPool,
     /// A read of the next chunk running on a helper thread, with a descriptor of its own (see `read_ahead`).
     ahead: Option<ReadAhead>,
-    /// How long the medium took for the last `read_from_media`.
+    /// How long the medium took for the last `read_from_media` or taken read-ahead.
     last_read: std::time::Duration,
 }
 

@@ -10,8 +10,8 @@
 //! one enter instead left completions unposted until the next wait, and cost about 10% at QD32 on that disk
 //! (0.12 enters per I/O, against fio's 1.03).
 //! The ring defers completion work to our own enters where the kernel allows it (see `new_ring`).
-//! Timestamps are taken once per batch: the submit time when entries are queued, the completion time when a
-//! batch of completions is harvested. Reaping waits for a single completion at a time, so no completion is held
+//! Timestamps: the submit time as each entry is queued, the completion time once per harvested batch of
+//! completions. Reaping waits for a single completion at a time, so no completion is held
 //! back behind slower ones. Discards run synchronously (BLKDISCARD and hole punching have no io_uring
 //! opcode on the kernels we support); flushes go through the ring as fdatasync.
 //!
@@ -257,7 +257,6 @@ impl Device for UringDevice {
     }
 
     fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize> {
-        let now = self.clock.now_ns();
         for (accepted, io) in ios.iter().enumerate() {
             self.slots.slots.check(io, self.slots.pool.buffer_len())?;
             if io.op == Op::Discard {
@@ -271,14 +270,19 @@ impl Device for UringDevice {
                 continue;
             }
             if self.queue(io).is_err() {
-                // The submission ring is full: hand what is queued to the kernel and try once more.
-                self.ring.submit().map_err(|e| os_error("io_uring submit", e))?;
-                self.unsubmitted = 0;
+                // The submission ring is full: hand what is queued to the kernel and try once more. The entries
+                // before this one are started and accepted whatever happens; this one and the rest are not.
+                match self.ring.submit() {
+                    Ok(taken) => self.unsubmitted = self.unsubmitted.saturating_sub(taken),
+                    Err(_) => return Ok(accepted),
+                }
                 if self.queue(io).is_err() {
                     return Ok(accepted);
                 }
             }
-            self.slots.slots.start(io, now);
+            // Each entry's own submit time: the enters of the entries before it (which may also post completions)
+            // are not its latency.
+            self.slots.slots.start(io, self.clock.now_ns());
             self.unsubmitted += 1;
             // Hand each entry over as it is queued, as fio does (iodepth_batch_submit=1): the enter that
             // submits it also runs the completions the ring has deferred (the crate asks for events when the

@@ -17,4 +17,4 @@ pub mod server;
 pub mod status;
 mod transmission;
 
-pub use server::{Listener, ServeOptions, ServeStats, serve};
+pub use server::{Listener, ServeOptions, ServeStats, effective_poll, serve};

@@ -306,9 +306,10 @@ pub struct ServeArgs {
     /// more, new connections are closed at once).
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_connections: u32,
-    /// After answering a request, look for the next one for up to this many microseconds before sleeping (a
-    /// client at queue depth 1 sends it within a few): saves the wake-up's latency, costs CPU while it looks.
-    /// 0 never looks; on a single CPU the server never looks (it would hold off a client on the same CPU).
+    /// After a turn that answered a single request, look for the next one for up to this many microseconds
+    /// before sleeping (a client at queue depth 1 sends it within a few): saves the wake-up's latency, costs CPU
+    /// while it looks. 0 never looks; on a single CPU the server never looks (it would hold off a client on the
+    /// same CPU), and the record says 0.
     #[arg(long, value_name = "US", default_value_t = 15, value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub poll_us: u32,
     /// The session's record as JSON Lines on stdout when the server stops (begin, analysis, verdict).

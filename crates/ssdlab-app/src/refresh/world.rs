@@ -124,7 +124,7 @@ impl RefreshTarget for Target {
         } else {
             &mut self.before
         };
-        // The medium's own time for the read, on whichever thread it ran (a read-ahead's is not our wait).
+        // The medium's own time for the read (an in-line one: a read-ahead's is counted when it is taken).
         which.0 += self.inner.last_read_time();
         which.1 += n as u64;
         Ok(n)

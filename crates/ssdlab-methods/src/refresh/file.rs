@@ -144,7 +144,8 @@ pub trait RefreshTarget {
         Err(into)
     }
     /// The read-ahead of `len` bytes at `offset`, finished: `None` when none of that range was started (the chunk
-    /// is then read in line).
+    /// is then read in line). A read that failed is the chunk's read failing, as an in-line one would: it is not
+    /// tried again in line, and the file is left for the next run to settle.
     fn take_read_ahead(&mut self, _offset: u64, _len: u64) -> Option<FilledScratch> {
         None
     }

@@ -643,7 +643,8 @@ pub fn refresh_file(
         // an exec or a blocking open that meets it waits or fails for that long only. A change by anyone between
         // this read and the window moves the file's modification time away from the original, which the window's
         // first check sees. The read is the read-ahead's if one ran: its buffer becomes this chunk's, with the
-        // checksum taken on its thread, and the buffer it replaces is lent to the next read-ahead.
+        // checksum taken on its thread, and the buffer it replaces is lent to the next read-ahead. Its failure is
+        // this read's failure (not retried in line: a medium error would only be met twice).
         let (got, digest) = match target.take_read_ahead(offset, len) {
             Some(filled) => {
                 buffers.ahead = std::mem::replace(&mut buffers.current, filled.buf);
