@@ -509,7 +509,8 @@ impl<D: Device> Server<'_, D> {
 
 /// Answers request `r` on `conn`: with `data` for a successful read. Reads on a connection that negotiated
 /// structured replies are answered in one final chunk; everything else with a simple reply, which the protocol
-/// allows for replies without data. Nothing is sent on a dead connection.
+/// allows for replies without data. Nothing is sent on a dead connection. The reply waits in the connection's
+/// output until the server settles the connection (every caller touches it), so a turn's replies leave together.
 fn reply(conn: &mut Conn, error: u32, r: &Request, data: Option<&[u8]>) {
     if !conn.can_send() {
         return;
@@ -554,5 +555,4 @@ fn reply(conn: &mut Conn, error: u32, r: &Request, data: Option<&[u8]>) {
             }
         }
     }
-    conn.write_out();
 }
