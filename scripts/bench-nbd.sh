@@ -9,7 +9,8 @@
 # (a) protocol floor:    ssdlab serve null:1g  vs nbdkit memory 1G (writes, QD1 and QD32)
 # (b) page cache bypass: ssdlab serve file:IMG (O_DIRECT) vs nbdkit file IMG cache=none (writes, QD1)
 # (c) the page cache:    ssdlab serve file:IMG?cache=page vs nbdkit file IMG (the same promise: a FLUSH is
-#                        fdatasync), writes and reads at QD1 and QD32
+#                        fdatasync), writes and reads at QD1 and QD32, and reads at QD32 with the page cache
+#                        dropped before every run (root only): each read then waits for the medium
 # (d) DRAM absorbs:      ssdlab serve cached:file:IMG (1 GiB cache) vs nbdkit file IMG (writes, QD1)
 # (e) FLUSH after one 4 KiB write on a 64 GiB export (fresh sparse file each time): median and p99 of 300
 set -euo pipefail
@@ -45,12 +46,18 @@ start() { # socket, command...
 }
 stop() { kill -TERM "$server"; wait "$server" 2>/dev/null || true; server=""; }
 
+cold=""
+# With cold set, the page cache is written back and dropped before each run, so reads meet the medium.
+chill() { [ -z "$cold" ] || { sync; echo 3 >/proc/sys/vm/drop_caches; }; }
+
 case_() { # name, rw, qd, ssdlab target, nbdkit args...
   local name=$1 rw=$2 qd=$3 target=$4; shift 4
   local a=() b=()
   for _ in $(seq "$rounds"); do
+    chill
     start "$work/a.sock" "$ssdlab" serve --target "$target" --socket "$work/a.sock"
     a+=("$(iops "$work/a.sock" "$rw" "$qd")"); stop
+    chill
     start "$work/b.sock" nbdkit --foreground -U "$work/b.sock" "$@"
     b+=("$(iops "$work/b.sock" "$rw" "$qd")"); stop
   done
@@ -77,6 +84,14 @@ for rw in randwrite randread; do
     case_ "(c) file?cache=page vs nbdkit file" "$rw" "$qd" "file:$work/disk.img?cache=page" file "$work/disk.img"
   done
 done
+if [ -w /proc/sys/vm/drop_caches ]; then
+  cold=1
+  case_ "(c) file?cache=page vs nbdkit file, cache dropped" randread 32 "file:$work/disk.img?cache=page" \
+    file "$work/disk.img"
+  cold=""
+else
+  echo "(c) cold reads skipped: dropping the page cache needs root"
+fi
 case_ "(d) cached:file (1 GiB) vs nbdkit file (page cache)" randwrite 1 "cached:file:$work/disk.img?size=1g" \
   file "$work/disk.img"
 
