@@ -591,6 +591,11 @@ impl<D: Device> Server<'_, D> {
         while let Some(i) = self.touched.pop() {
             if let Some(conn) = self.conns[i].as_mut() {
                 conn.touched = false;
+                // Replies gathered this turn leave before the next request is judged: unsent, they would count
+                // against the connection's backlog and could hold back a request that nothing would wake again.
+                if conn.pending_output() > 0 {
+                    conn.write_out();
+                }
             }
             if matches!(
                 self.conns[i].as_ref().map(|c| &c.phase),
@@ -609,8 +614,8 @@ impl<D: Device> Server<'_, D> {
             let Some(conn) = self.conns[i].as_mut() else {
                 continue;
             };
-            // Replies are gathered over the turn and leave here, in one send per connection: at queue depth 32 a
-            // turn's replies took a system call each before.
+            // Replies are gathered over the turn and leave in one send per connection (at queue depth 32 a turn's
+            // replies took a system call each before): here, what parsing this connection answered at once.
             if conn.pending_output() > 0 {
                 conn.write_out();
             }

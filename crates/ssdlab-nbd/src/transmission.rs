@@ -225,6 +225,8 @@ impl<D: Device> Server<'_, D> {
         }
         if let Some(conn) = self.conns[i].as_mut() {
             reply(conn, 0, r, Some(&[]));
+            // Sent now: an unsent reply counts against the backlog the next request of this parse is judged by.
+            conn.write_out();
         }
     }
 
@@ -446,6 +448,8 @@ impl<D: Device> Server<'_, D> {
             return;
         }
         reply(conn, error, r, None);
+        // Sent now, as in `answer_at_once`.
+        conn.write_out();
     }
 
     /// Answers NBD_CMD_BLOCK_STATUS at once (the device answers from its tables, without I/O). A query that is
@@ -510,7 +514,9 @@ impl<D: Device> Server<'_, D> {
 /// Answers request `r` on `conn`: with `data` for a successful read. Reads on a connection that negotiated
 /// structured replies are answered in one final chunk; everything else with a simple reply, which the protocol
 /// allows for replies without data. Nothing is sent on a dead connection. The reply waits in the connection's
-/// output until the server settles the connection (every caller touches it), so a turn's replies leave together.
+/// output: a completion's until the server settles the connection (the caller touches it), so a turn's replies
+/// leave together; one answered while requests are parsed is sent by its caller at once, since unsent it would
+/// count against the backlog that the next request is judged by.
 fn reply(conn: &mut Conn, error: u32, r: &Request, data: Option<&[u8]>) {
     if !conn.can_send() {
         return;
