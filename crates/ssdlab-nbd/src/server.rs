@@ -591,8 +591,11 @@ impl<D: Device> Server<'_, D> {
         while let Some(i) = self.touched.pop() {
             if let Some(conn) = self.conns[i].as_mut() {
                 conn.touched = false;
-                // Replies gathered this turn leave before the next request is judged: unsent, they would count
-                // against the connection's backlog and could hold back a request that nothing would wake again.
+                // Replies gathered over the turn leave here, in one send per connection (at queue depth 32 a turn's
+                // replies took a system call each before), and before the next request is judged: unsent, they
+                // would count against the connection's backlog. Nothing is sent after the judging (replies made
+                // while parsing are sent by their callers): a send there could empty a backlog that had just held a
+                // request back, leaving the socket watched for nothing and the request untaken.
                 if conn.pending_output() > 0 {
                     conn.write_out();
                 }
@@ -614,11 +617,6 @@ impl<D: Device> Server<'_, D> {
             let Some(conn) = self.conns[i].as_mut() else {
                 continue;
             };
-            // Replies are gathered over the turn and leave in one send per connection (at queue depth 32 a turn's
-            // replies took a system call each before): here, what parsing this connection answered at once.
-            if conn.pending_output() > 0 {
-                conn.write_out();
-            }
             if conn.finished(complete) {
                 self.close(i, listener);
                 continue;
