@@ -11,9 +11,10 @@
 //! (0.12 enters per I/O, against fio's 1.03).
 //! The ring defers completion work to our own enters where the kernel allows it (see `new_ring`).
 //! Timestamps: the submit time as each entry is queued, the completion time once per harvested batch of
-//! completions (an operation done inline in `submit` stamps both around its own system call). Reaping waits for a single completion at a time, so no completion is held
-//! back behind slower ones. Discards run synchronously (BLKDISCARD and hole punching have no io_uring
-//! opcode on the kernels we support); flushes go through the ring as fdatasync.
+//! completions (an operation done inline in `submit` stamps both around its own system call). Reaping waits for
+//! a single completion at a time, so no completion is held back behind slower ones. Discards run synchronously
+//! (BLKDISCARD and hole punching have no io_uring opcode on the kernels we support); flushes go through the ring
+//! as fdatasync.
 //!
 //! The device must never free or reuse a buffer the kernel may still be using: `prepare` and `drop` first
 //! wait for everything in flight.
@@ -67,9 +68,10 @@ struct PageCache {
 /// 49-64K IOPS against 40-47K inline, where nbdkit's thread pool made 32-38K). So a write runs inline while the
 /// recent inline writes were cheap, or when the caller has nothing else in hand (nothing to overlap it with);
 /// otherwise, slow and with a queue behind it, it goes through the ring, and one in `PROBE_EVERY` of those still
-/// runs inline, so the cost is measured again and writes come back inline once it falls. "Nothing else" counts what the caller submitted since it last reaped: a
-/// server that answers a queue of requests submits them one after another between reaps, and the first of
-/// them, run inline, overlaps the rest in the ring.
+/// runs inline, so the cost is measured again and writes come back inline once it falls. "Nothing else in hand"
+/// means nothing in the ring, nothing submitted since the last reap, and at most one operation between the two
+/// reaps before: a server answering a client at queue depth 32 submits its requests one after another between
+/// reaps, and runs them side by side in the ring.
 #[derive(Debug, Clone, Copy)]
 struct InlineWrites {
     /// A running mean of what an inline write cost, in nanoseconds per 4 KiB.
@@ -200,7 +202,7 @@ impl UringDevice {
             "registered file"
         };
         self.info.backend = if self.page_cache.is_some() {
-            format!("io_uring ({registered}; page-cache writes inline while they are cheap)")
+            format!("io_uring ({registered}; page-cache hits and cheap page-cache writes inline)")
         } else {
             format!("io_uring ({registered})")
         };
