@@ -249,8 +249,14 @@ pub fn run_sync_op(backing: &Backing, io: &Io) -> i64 {
         Op::Flush => backing.file.sync_data(),
         Op::Read | Op::Write => unreachable!("transfers are not synchronous operations"),
     };
+    completion_result(outcome.map(|()| io.len as usize))
+}
+
+/// A synchronous operation's outcome in the completion's convention: the bytes moved, or the negated errno
+/// (EIO for an error without one).
+pub fn completion_result(outcome: std::io::Result<usize>) -> i64 {
     match outcome {
-        Ok(()) => io.len as i64,
+        Ok(n) => n as i64,
         Err(e) => -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
     }
 }

@@ -8,7 +8,9 @@ use std::os::unix::fs::FileExt;
 
 use ssdlab_core::device::{Completion, Device, DeviceError, DeviceInfo, DeviceResult, Extent, Io, Op};
 
-use crate::common::{Backing, Done, EXTENTS_PER_QUERY, RealClock, SlotBuffers, run_sync_op};
+use crate::common::{
+    Backing, Done, EXTENTS_PER_QUERY, RealClock, SlotBuffers, completion_result, run_sync_op,
+};
 
 pub struct PsyncDevice {
     info: DeviceInfo,
@@ -51,10 +53,7 @@ impl PsyncDevice {
             Op::Discard | Op::Flush => return run_sync_op(&self.backing, io),
         };
         self.backing.after_buffered_transfer(io.op, io.offset, io.len);
-        match outcome {
-            Ok(n) => n as i64,
-            Err(e) => -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
-        }
+        completion_result(outcome)
     }
 }
 

@@ -30,7 +30,9 @@ use std::os::fd::AsRawFd;
 use io_uring::{IoUring, opcode, squeue, types};
 use ssdlab_core::device::{Completion, Device, DeviceError, DeviceInfo, DeviceResult, Extent, Io, Op};
 
-use crate::common::{Backing, Caching, Done, EXTENTS_PER_QUERY, RealClock, SlotBuffers, run_sync_op};
+use crate::common::{
+    Backing, Caching, Done, EXTENTS_PER_QUERY, RealClock, SlotBuffers, completion_result, run_sync_op,
+};
 
 pub struct UringDevice {
     info: DeviceInfo,
@@ -260,11 +262,8 @@ impl UringDevice {
         // SAFETY: pwrite is synchronous: the kernel reads the slot's buffer only during the call, and the slot
         // was idle (checked by the caller's `check`), so no ring entry targets it.
         let buf = unsafe { self.slots.pool.slot(io.slot) };
-        let result =
-            match std::os::unix::fs::FileExt::write_all_at(&self.backing.file, &buf[..len], io.offset) {
-                Ok(()) => io.len as i64,
-                Err(e) => -(e.raw_os_error().unwrap_or(libc::EIO) as i64),
-            };
+        let written = std::os::unix::fs::FileExt::write_all_at(&self.backing.file, &buf[..len], io.offset);
+        let result = completion_result(written.map(|()| len));
         let completed_ns = self.clock.now_ns();
         if let Some(mode) = &mut self.page_cache {
             mode.writes.record(io.len, completed_ns - started_ns);
