@@ -544,6 +544,11 @@ const PSEUDO_FILE_SYSTEMS: &[(i64, &str)] = &[
     (0x6e73_6673, "nsfs"),
     (0xf97c_ff8c, "selinuxfs"),
     (0x4341_5d53, "smackfs"),
+    (0x5a3c_69f0, "apparmorfs"),
+    (0x6759_6969, "rpc_pipefs"),
+    (0x6e66_7364, "nfsd"),
+    (0x9fa1, "openpromfs"),
+    (0xabba_1974, "xenfs"),
 ];
 
 /// Names the pseudo file system `path` is on (sysfs, procfs, debugfs, devtmpfs, ...), or None for a file system
@@ -551,7 +556,6 @@ const PSEUDO_FILE_SYSTEMS: &[(i64, &str)] = &[
 /// its mount's type.
 pub fn pseudo_file_system(path: &Path) -> io::Result<Option<&'static str>> {
     use std::os::unix::ffi::OsStrExt;
-    const TMPFS_MAGIC: i64 = 0x0102_1994;
     let c_path =
         std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
     // SAFETY: struct statfs is plain old data; all-zero bytes are a valid value.
@@ -560,22 +564,43 @@ pub fn pseudo_file_system(path: &Path) -> io::Result<Option<&'static str>> {
     if unsafe { libc::statfs(c_path.as_ptr(), &mut buf) } < 0 {
         return Err(last_error());
     }
-    let magic = buf.f_type as i64;
-    if let Some((_, name)) = PSEUDO_FILE_SYSTEMS.iter().find(|(m, _)| *m == magic) {
-        return Ok(Some(name));
+    Ok(pseudo_by_magic(buf.f_type as i64, || {
+        crate::sys::statx(libc::AT_FDCWD, &c_path, 0, libc::STATX_MNT_ID).ok()
+    }))
+}
+
+/// [`pseudo_file_system`] of an open file (an `O_PATH` descriptor will do): the file that is written, not what
+/// its path names a moment later.
+pub fn pseudo_file_system_of(file: &File) -> io::Result<Option<&'static str>> {
+    let fd = file.as_raw_fd();
+    // SAFETY: struct statfs is plain old data; all-zero bytes are a valid value.
+    let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatfs writes one struct statfs through the pointer, which points to a live local.
+    if unsafe { libc::fstatfs(fd, &mut buf) } < 0 {
+        return Err(last_error());
     }
-    if magic == TMPFS_MAGIC {
-        // statx's mount id names the mount; mountinfo says its type.
-        if let Ok(sx) = crate::sys::statx(libc::AT_FDCWD, &c_path, 0, libc::STATX_MNT_ID)
-            && sx.stx_mask & libc::STATX_MNT_ID != 0
-        {
-            let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-            if crate::guard::mount_type_of(&mountinfo, sx.stx_mnt_id).as_deref() == Some("devtmpfs") {
-                return Ok(Some("devtmpfs"));
-            }
+    Ok(pseudo_by_magic(buf.f_type as i64, || {
+        crate::sys::statx(fd, c"", libc::AT_EMPTY_PATH, libc::STATX_MNT_ID).ok()
+    }))
+}
+
+/// The pseudo file system a statfs magic names; devtmpfs shares tmpfs's magic and is told by its mount's type
+/// (`statx` gives the mount id, asked only then).
+fn pseudo_by_magic(magic: i64, statx: impl FnOnce() -> Option<libc::statx>) -> Option<&'static str> {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    if let Some((_, name)) = PSEUDO_FILE_SYSTEMS.iter().find(|(m, _)| *m == magic) {
+        return Some(name);
+    }
+    if magic == TMPFS_MAGIC
+        && let Some(sx) = statx()
+        && sx.stx_mask & libc::STATX_MNT_ID != 0
+    {
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        if crate::guard::mount_type_of(&mountinfo, sx.stx_mnt_id).as_deref() == Some("devtmpfs") {
+            return Some("devtmpfs");
         }
     }
-    Ok(None)
+    None
 }
 
 /// Opens a file the user named as input (a trace, a result, a saved smartctl output): only a regular file, opened

@@ -474,19 +474,43 @@ fn open_file(
             os(format!("{flag} {target}: cannot open {}", what.display()), e)
         }
     };
-    let pinned = match (&existing, request.write) {
-        (Some(_), true) => Some(sys::open_no_symlinks(path, libc::O_PATH).map_err(|e| no_link(e, path))?),
+    let (pinned, pinned_parent) = match (&existing, request.write) {
+        (Some(_), true) => (
+            Some(sys::open_no_symlinks(path, libc::O_PATH).map_err(|e| no_link(e, path))?),
+            None,
+        ),
         (None, _) => {
             let parent = match path.parent() {
                 Some(p) if !p.as_os_str().is_empty() => p,
                 _ => Path::new("."),
             };
-            sys::open_no_symlinks(parent, libc::O_PATH | libc::O_DIRECTORY)
+            let dir = sys::open_no_symlinks(parent, libc::O_PATH | libc::O_DIRECTORY)
                 .map_err(|e| no_link(e, parent))?;
-            None
+            (None, Some(dir))
         }
-        (Some(_), false) => None,
+        (Some(_), false) => (None, None),
     };
+    // A write goes only to a file system that holds data: a file of procfs, sysfs, cgroup or the like is a
+    // kernel setting, and writing benchmark bytes into it changes the machine (a hostname, a sysctl, sysrq).
+    if request.write
+        && let Some(on) = pinned.as_ref().or(pinned_parent.as_ref())
+        && let Some(kind) = crate::files::pseudo_file_system_of(on).map_err(|e| {
+            os(
+                format!(
+                    "{flag} {target}: cannot tell the file system of {}",
+                    path.display()
+                ),
+                e,
+            )
+        })?
+    {
+        return Err(OpenError::Refused(format!(
+            "refusing to write to {target}: {} is on {kind}, a pseudo file system of the kernel whose files are \
+             settings and views of kernel state, not data on a drive. Nothing was written; name a file on a file \
+             system that holds data, e.g. file:/var/tmp/ssdlab.img:1g",
+            path.display()
+        )));
+    }
     if let Some(pinned) = &pinned {
         refuse_a_file_in_use(flag, target, path, pinned)?;
     }

@@ -15,6 +15,7 @@ mod fleet;
 mod gate;
 mod habits;
 mod health;
+mod in_use;
 mod input;
 mod methods;
 mod nbd;

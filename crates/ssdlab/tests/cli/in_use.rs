@@ -1,0 +1,81 @@
+//! Issue #45: "in use" means anyone uses it. Each defect an outside red team found is a test here that failed
+//! on the code before its fix: pseudo files written, images held by FUSE daemons and QEMU written, outputs
+//! replaced over a user's files, a GPT without its protective MBR called free, and the NBD null export's and
+//! odd sizes' answers. Data is hashed before and after; every loop device, mount and server is released on drop.
+
+use crate::*;
+
+/// Defect 1: a `file:` target on a pseudo file system of the kernel is a setting, not data. `run`, `test` and
+/// `serve` refuse to write it (exit 2, naming the file system), with no flag that overrides it. The hostname is
+/// tried inside a UTS namespace of its own, so a regression changes only that namespace's name.
+#[test]
+fn pseudo_files_of_the_kernel_are_never_written() {
+    let hostname = "file:/proc/sys/kernel/hostname:4k";
+    let script = format!(
+        "hostname ssdlab-uts-test && {} run --rw write --bs 4k --qd 1 --bytes 4k --engine psync --target {hostname}; \
+         echo \"rc=$?\"; hostname",
+        env!("CARGO_BIN_EXE_ssdlab")
+    );
+    let out = Command::new("unshare")
+        .args(["-u", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("rc=2"), "refused: {said} {}", stderr(&out));
+    assert!(
+        said.trim_end().ends_with("ssdlab-uts-test"),
+        "the hostname is unchanged: {said}"
+    );
+    assert!(stderr(&out).contains("procfs"), "{}", stderr(&out));
+
+    // Files the kernel refuses to open for writing anyway are refused before that, by the file system's name.
+    let mut targets = vec![
+        ("file:/sys/kernel/uevent_seqnum", "sysfs"),
+        ("file:/dev/ssdlab-never-created:4k", "devtmpfs"),
+    ];
+    if Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+        targets.push(("file:/sys/fs/cgroup/cgroup.controllers", "cgroup2"));
+    }
+    for (target, kind) in targets {
+        for args in [
+            vec![
+                "run", "--rw", "write", "--bs", "4k", "--bytes", "4k", "--target", target,
+            ],
+            vec![
+                "run",
+                "--rw",
+                "randwrite",
+                "--bs",
+                "4k",
+                "--bytes",
+                "4k",
+                "--allow-destroy",
+                "--force",
+                "--target",
+                target,
+            ],
+            vec![
+                "test",
+                "latency",
+                "--span",
+                "4k",
+                "--runtime",
+                "1s",
+                "--target",
+                target,
+            ],
+        ] {
+            let out = run(&args);
+            expect_code(&out, 2);
+            assert!(stderr(&out).contains(kind), "{args:?}: {}", stderr(&out));
+            assert!(stderr(&out).contains("Nothing was written"), "{}", stderr(&out));
+        }
+        let dir = tempdir();
+        let socket = dir.path().join("nbd.sock");
+        let out = run(&["serve", "--target", target, "--socket", socket.to_str().unwrap()]);
+        expect_code(&out, 2);
+        assert!(stderr(&out).contains(kind), "serve {target}: {}", stderr(&out));
+        assert!(!socket.exists(), "the socket is removed on a refusal");
+    }
+    assert!(!Path::new("/dev/ssdlab-never-created").exists());
+}
