@@ -177,18 +177,8 @@ impl DeviceVisitor for ServeOn<'_> {
         let place = self.place;
         let started = self.started;
         let mut exported = (String::new(), 0u64);
-        let capacity = device.info().capacity_bytes;
         let stats = serve(&mut device, self.listener, &options, stop, |export: &ExportInfo| {
             exported = (export.name.clone(), export.size_bytes);
-            if export.size_bytes < capacity {
-                // NBD clients expect an export of whole blocks; a partial last block cannot be read or written
-                // as one.
-                console.say(&format!(
-                    "note      the target's last {} bytes are not exported: the export is a whole number of {}-byte blocks",
-                    capacity - export.size_bytes,
-                    export.min_block_bytes
-                ));
-            }
             console.say(&format!(
                 "serving   {target} as NBD export '{}' ({} bytes, {}-byte blocks, {}) on {place}; Ctrl-C or SIGTERM to stop",
                 export.name,

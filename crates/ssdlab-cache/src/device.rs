@@ -1061,7 +1061,7 @@ impl<D: Device> Device for CachedDevice<D> {
             if slot >= self.host.len() || self.host[slot].stage != Stage::Idle || repeated {
                 return Err(DeviceError::Invalid(format!("slot {} is not free", io.slot)));
             }
-            io.check_bounds(self.info.capacity_bytes, self.buffer_bytes)?;
+            io.check_bounds(self.info.addressable_bytes(), self.buffer_bytes)?;
             if io.op != Op::Flush && (io.offset % block != 0 || io.len % block != 0 || io.len == 0) {
                 return Err(DeviceError::Invalid(format!(
                     "I/O at {} + {} is not aligned to the {block}-byte logical block",

@@ -83,6 +83,9 @@ pub struct DeviceInfo {
     pub kind: TargetKind,
     /// Vendor and model (from sysfs), or a description for files, null and sim.
     pub model: String,
+    /// The device's exact size. It may end inside its last logical block (a file of any length): that block is
+    /// still addressed whole ([`DeviceInfo::addressable_bytes`]), its bytes past the capacity read as zeroes
+    /// and a write to them is dropped, so every byte of the capacity can be read and written.
     pub capacity_bytes: u64,
     /// Offsets and lengths must be multiples of this.
     pub logical_block_bytes: u32,
@@ -133,6 +136,12 @@ impl DriveFacts {
 }
 
 impl DeviceInfo {
+    /// Where addressing ends: the capacity rounded up to a whole logical block (see `capacity_bytes`).
+    pub fn addressable_bytes(&self) -> u64 {
+        let block = u64::from(self.logical_block_bytes.max(1));
+        self.capacity_bytes.div_ceil(block).saturating_mul(block)
+    }
+
     /// What a result is about when it is not one opened device (files, a virtual data set, a fleet, a set of
     /// drives): named, sized and described, on a virtual clock when it is virtual, with the usual 512/4096-byte
     /// blocks and no discard. Callers set what differs (`direct_io`, `max_transfer_bytes`) with struct update.
@@ -207,12 +216,12 @@ pub type DeviceResult<T> = Result<T, DeviceError>;
 
 impl Io {
     /// The checks every device makes before accepting an operation into a free slot: it lies within the
-    /// device, and a transfer fits the slot's buffer.
-    pub fn check_bounds(&self, capacity_bytes: u64, buffer_bytes: usize) -> DeviceResult<()> {
+    /// device's addressable bytes ([`DeviceInfo::addressable_bytes`]), and a transfer fits the slot's buffer.
+    pub fn check_bounds(&self, addressable_bytes: u64, buffer_bytes: usize) -> DeviceResult<()> {
         if self
             .offset
             .checked_add(self.len)
-            .is_none_or(|end| end > capacity_bytes)
+            .is_none_or(|end| end > addressable_bytes)
         {
             return Err(DeviceError::Invalid(format!(
                 "I/O at {} + {} beyond the device",

@@ -162,6 +162,50 @@ pub struct Backing {
     pub file: File,
     pub kind: BackingKind,
     pub caching: Caching,
+    /// A file whose length ends inside its last logical block: how that block is read and written.
+    pub tail: Option<Tail>,
+}
+
+/// The last logical block of a file that ends inside it (an image of 1,000,001 bytes, say). O_DIRECT cannot
+/// move part of a block, and a whole-block write there would extend the file, so every transfer that reaches
+/// into this block goes through a descriptor of the same file without O_DIRECT, synchronously: a read gets the
+/// file's bytes up to the capacity and zeroes after them, a write puts only the bytes before the capacity. The
+/// device's clients (an NBD export of the exact size) can then read and write every byte of the file and never
+/// change its length. Rare by nature, so its speed does not matter.
+#[derive(Debug)]
+pub struct Tail {
+    /// Where the partial block starts (a multiple of the logical block).
+    pub start_bytes: u64,
+    /// The capacity: nothing at or past it is ever written.
+    pub end_bytes: u64,
+    /// The same file, opened without O_DIRECT.
+    pub file: File,
+}
+
+impl Tail {
+    /// Whether `io` is a transfer that reaches into the partial block.
+    #[inline]
+    pub fn covers(&self, io: &Io) -> bool {
+        matches!(io.op, Op::Read | Op::Write) && io.offset.saturating_add(io.len) > self.start_bytes
+    }
+
+    /// Moves `io` (one this tail covers) between the file and `buf` (the operation's bytes), in the completion's
+    /// convention: the whole length on success, as the device was asked for whole blocks.
+    pub fn transfer(&self, io: &Io, buf: &mut [u8]) -> i64 {
+        use std::os::unix::fs::FileExt;
+        let len = io.len as usize;
+        let inside = self.end_bytes.saturating_sub(io.offset).min(io.len) as usize;
+        let outcome = match io.op {
+            Op::Read => {
+                let (data, past) = buf[..len].split_at_mut(inside);
+                past.fill(0);
+                self.file.read_exact_at(data, io.offset).map(|()| len)
+            }
+            Op::Write => self.file.write_all_at(&buf[..inside], io.offset).map(|()| len),
+            Op::Discard | Op::Flush => unreachable!("only transfers go through the tail"),
+        };
+        completion_result(outcome)
+    }
 }
 
 /// How a real device's transfers meet the kernel's page cache.

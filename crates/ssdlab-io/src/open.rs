@@ -13,7 +13,7 @@ use ssdlab_core::device::{ClockKind, Device, DeviceInfo, TargetKind};
 use ssdlab_core::target::{FileCache, TargetSpec};
 
 use crate::claim::ClaimedBlock;
-use crate::common::{Backing, BackingKind, Caching};
+use crate::common::{Backing, BackingKind, Caching, Tail};
 use crate::laid_out::{Change, LaidOut};
 use crate::null::NullDevice;
 use crate::psync::PsyncDevice;
@@ -156,6 +156,7 @@ pub fn open_claimed_block(
             file,
             kind: BackingKind::BlockDevice,
             caching: Caching::Direct,
+            tail: None,
         },
         engine,
     )
@@ -306,6 +307,7 @@ fn open_block(target: &str, path: &Path, request: OpenRequest) -> Result<(Device
             file,
             kind: BackingKind::BlockDevice,
             caching: Caching::Direct,
+            tail: None,
         },
     ))
 }
@@ -674,6 +676,20 @@ fn open_file(
             (logical, logical)
         });
         let offset_align = if buffered { 512 } else { offset_align };
+        // A length that ends inside a block: that block is moved through a descriptor without O_DIRECT.
+        let tail = match capacity % u64::from(offset_align) {
+            0 => None,
+            part => Some(Tail {
+                start_bytes: capacity - part,
+                end_bytes: capacity,
+                file: if buffered {
+                    file.try_clone()
+                        .map_err(|e| os(format!("{flag} {target}: cannot hold the file open"), e))?
+                } else {
+                    open(false).map_err(cannot_open)?
+                },
+            }),
+        };
         let info = DeviceInfo {
             target: target.to_string(),
             kind: TargetKind::File,
@@ -718,6 +734,7 @@ fn open_file(
                 file,
                 kind: BackingKind::RegularFile,
                 caching,
+                tail,
             },
             laid_out,
         ))

@@ -38,6 +38,13 @@ impl PsyncDevice {
 
     fn transfer(&mut self, io: &Io) -> i64 {
         let len = io.len as usize;
+        if let Some(tail) = &self.backing.tail
+            && tail.covers(io)
+        {
+            // SAFETY: the tail's transfer is synchronous, as pread/pwrite are below.
+            let buf = unsafe { self.slots.pool.slot_mut(io.slot) };
+            return tail.transfer(io, buf);
+        }
         let outcome = match io.op {
             Op::Read => {
                 // SAFETY: pread is synchronous: the kernel touches the buffer only during the call, and no

@@ -243,9 +243,8 @@ pub fn serve<D: Device>(
     Ok(server.stats)
 }
 
-/// What the export looks like: its size a whole number of the device's blocks (a file's last partial block
-/// cannot be read or written as a block, so it is not exported; the binary says so), and the transmission
-/// flags of what the device can do.
+/// What the export looks like: the device's exact size (a last block it ends inside is still served), and the
+/// transmission flags of what the device can do.
 fn export_info(
     info: &ssdlab_core::device::DeviceInfo,
     options: &ServeOptions,
@@ -269,12 +268,24 @@ fn export_info(
     if info.rotational {
         flags |= protocol::TFLAG_ROTATIONAL;
     }
-    let block = u64::from(info.logical_block_bytes);
+    // The exact size: a last block the capacity ends inside is addressed whole by the jobs, and the device
+    // reads zeroes past the capacity and never writes there (`DeviceInfo::capacity_bytes`), as nbdkit's file
+    // plugin exports a file of any length.
     ExportInfo {
         name: options.export_name.clone(),
-        size_bytes: info.capacity_bytes / block * block,
+        size_bytes: info.capacity_bytes,
         transmission_flags: flags,
-        min_block_bytes: info.logical_block_bytes,
+        // A client that honours the minimum block (qemu's does, and clamps the size down to a multiple of it)
+        // could not reach the bytes of a partial last block: such an export takes any alignment, as nbdkit's
+        // file plugin does, and the jobs read and write the edges of a block back.
+        min_block_bytes: if info
+            .capacity_bytes
+            .is_multiple_of(u64::from(info.logical_block_bytes))
+        {
+            info.logical_block_bytes
+        } else {
+            1
+        },
         preferred_block_bytes: info.physical_block_bytes.max(4096),
         max_payload_bytes: max_payload,
     }

@@ -902,7 +902,7 @@ impl Device for SimDevice {
             if slot >= self.slots.len() || self.slots[slot].is_some() {
                 return Err(DeviceError::Invalid(format!("slot {} is not free", io.slot)));
             }
-            io.check_bounds(self.info.capacity_bytes, self.buffers[slot].len())?;
+            io.check_bounds(self.info.addressable_bytes(), self.buffers[slot].len())?;
             let t = self.now_ns;
             let (completed_ns, result) = match io.op {
                 Op::Write => {

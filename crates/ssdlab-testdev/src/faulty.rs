@@ -273,7 +273,7 @@ impl<D: Device> Device for FaultDevice<D> {
     fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize> {
         // The slots are checked here: an operation that never reaches the device below must still be refused
         // on a busy slot, and a refused batch must take nothing.
-        let capacity = self.inner.info().capacity_bytes;
+        let capacity = self.inner.info().addressable_bytes();
         for (k, io) in ios.iter().enumerate() {
             let slot = io.slot as usize;
             let repeated = ios[..k].iter().any(|other| other.slot == io.slot);

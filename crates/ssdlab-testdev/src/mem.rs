@@ -132,7 +132,7 @@ impl MemDevice {
             if slot >= self.slots.len() || self.slots[slot].is_some() || repeated {
                 return Err(DeviceError::Invalid(format!("slot {} is not free", io.slot)));
             }
-            io.check_bounds(self.info.capacity_bytes, self.buffers[slot].len())?;
+            io.check_bounds(self.info.addressable_bytes(), self.buffers[slot].len())?;
             if matches!(io.op, Op::Read | Op::Write) && io.len > self.info.max_transfer_bytes {
                 return Err(DeviceError::Invalid(format!(
                     "a {}-byte transfer is above the device's {}-byte limit",

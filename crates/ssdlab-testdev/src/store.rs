@@ -44,11 +44,12 @@ impl Store {
 
     /// Copies the contents at `offset` into `buf` (zeroes when nothing is kept).
     pub(crate) fn read(&self, offset: u64, buf: &mut [u8]) {
+        buf.fill(0);
         if self.keep {
-            let at = offset as usize;
-            buf.copy_from_slice(&self.visible[at..at + buf.len()]);
-        } else {
-            buf.fill(0);
+            // A last block past the capacity reads zeroes beyond it, as on every device.
+            let at = (offset as usize).min(self.visible.len());
+            let n = buf.len().min(self.visible.len() - at);
+            buf[..n].copy_from_slice(&self.visible[at..at + n]);
         }
     }
 
@@ -58,6 +59,8 @@ impl Store {
         if !self.keep {
             return;
         }
+        // Bytes past the capacity (the rest of a partial last block) are dropped, as on every device.
+        let data = &data[..self.within(offset, data.len() as u64) as usize];
         let at = offset as usize;
         self.visible[at..at + data.len()].copy_from_slice(data);
         if self.durable.is_some() {
@@ -72,12 +75,18 @@ impl Store {
         if !self.keep {
             return;
         }
+        let len = self.within(offset, len);
         let at = offset as usize;
         self.visible[at..at + len as usize].fill(0);
         if self.durable.is_some() {
             self.unflushed
                 .push_back((self.completed, offset, Change::Zeroes(len)));
         }
+    }
+
+    /// How many of `len` bytes at `offset` lie within the capacity.
+    fn within(&self, offset: u64, len: u64) -> u64 {
+        (self.visible.len() as u64).saturating_sub(offset).min(len)
     }
 
     /// What a FLUSH submitted now covers: every write completed so far.
