@@ -42,6 +42,7 @@ const BLKID_SUBLKS_USAGE: c_int = 1 << 7;
 const BLKID_SUBLKS_VERSION: c_int = 1 << 8;
 const BLKID_SUBLKS_MAGIC: c_int = 1 << 9;
 const BLKID_SUBLKS_BADCSUM: c_int = 1 << 10;
+const BLKID_PARTS_FORCE_GPT: c_int = 1 << 1;
 const BLKID_PARTS_MAGIC: c_int = 1 << 3;
 
 unsafe extern "C" {
@@ -124,7 +125,9 @@ pub fn signatures(file: &File) -> io::Result<Vec<Signature>> {
         blkid_probe_enable_superblocks(probe.0, 1)
             | blkid_probe_set_superblocks_flags(probe.0, sublks)
             | blkid_probe_enable_partitions(probe.0, 1)
-            | blkid_probe_set_partitions_flags(probe.0, BLKID_PARTS_MAGIC)
+            // A GPT is looked for even without its protective MBR, as wipefs looks (a disk whose first sector
+            // was overwritten still holds its partitions, and one grown since has no backup header at its end).
+            | blkid_probe_set_partitions_flags(probe.0, BLKID_PARTS_MAGIC | BLKID_PARTS_FORCE_GPT)
     };
     if set != 0 {
         return Err(io::Error::other("libblkid refused the probe's settings"));

@@ -239,7 +239,7 @@ impl Drop for Stacked {
     }
 }
 
-fn image_sum(path: &Path) -> u64 {
+pub(crate) fn image_sum(path: &Path) -> u64 {
     // FNV-1a over the whole image: enough to see whether any byte changed.
     std::fs::read(path)
         .unwrap()

@@ -79,3 +79,52 @@ fn pseudo_files_of_the_kernel_are_never_written() {
     }
     assert!(!Path::new("/dev/ssdlab-never-created").exists());
 }
+
+/// Defect 8: a GPT whose protective MBR is gone, on a disk grown after partitioning (so no backup header at its
+/// end either), is what `wipefs -n` reports at 0x200; ssdlab finds it there too and refuses without `--force`.
+#[test]
+fn a_gpt_without_its_protective_mbr_on_a_grown_disk_is_found_as_wipefs_finds_it() {
+    let disk = LoopDevice::new(64 << 20);
+    let out = Command::new("sfdisk")
+        .args(["-q", &disk.path])
+        .stdin(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(b"label: gpt\n,16M\n,16M\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(out.status.success(), "sfdisk");
+    // The protective MBR overwritten, then the disk grown: the backup header is no longer at its end.
+    let file = std::fs::OpenOptions::new().write(true).open(&disk.image).unwrap();
+    file.write_all_at(&[0u8; 512], 0).unwrap();
+    file.sync_all().unwrap();
+    file.set_len(128 << 20).unwrap();
+    sh("losetup", &["-c", &disk.path]);
+    let listed = sh("wipefs", &["-n", &disk.path]);
+    assert!(
+        listed.contains("0x200") && listed.contains("gpt"),
+        "wipefs sees it: {listed}"
+    );
+    let before = image_sum(&disk.image);
+    let out = run(&[
+        "run",
+        "--target",
+        &disk.path,
+        "--rw",
+        "write",
+        "--bytes",
+        "1m",
+        "--allow-destroy",
+    ]);
+    expect_code(&out, 2);
+    assert!(stderr(&out).contains("gpt (at byte 512)"), "{}", stderr(&out));
+    assert_eq!(image_sum(&disk.image), before, "nothing written");
+    let out = run(&["devices"]);
+    assert!(stderr(&out).contains("gpt") || String::from_utf8_lossy(&out.stdout).contains("gpt"));
+}

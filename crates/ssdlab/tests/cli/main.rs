@@ -36,6 +36,8 @@ pub(crate) use common::*;
 #[allow(unused_imports)]
 pub(crate) use engine::*;
 #[allow(unused_imports)]
+pub(crate) use gate::image_sum;
+#[allow(unused_imports)]
 pub(crate) use health::*;
 #[allow(unused_imports)]
 pub(crate) use input::*;
