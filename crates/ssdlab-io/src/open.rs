@@ -149,7 +149,8 @@ pub fn open_claimed_block(
 ) -> Result<RealDevice, OpenError> {
     let file = claimed.into_file();
     sys::set_direct(&file, true).map_err(|e| os(format!("{flag} {target}: cannot turn on O_DIRECT"), e))?;
-    let info = block_info(target, flag, &file)?;
+    let mut info = block_info(target, flag, &file)?;
+    info.notes.extend(crate::guard::unchecked_processes_note());
     with_engine(
         info,
         Backing {
@@ -391,6 +392,58 @@ fn refuse_a_file_in_use(
     )))
 }
 
+/// A file about to be written must not be used by another program: held open (a virtual machine, a FUSE daemon
+/// serving a file system out of it, qemu-nbd), mapped or locked, directly or through a loop device over it. The
+/// survey runs on the descriptor that will be written; then an OFD write lock is taken over the whole file and
+/// held as long as that descriptor, so a program that locks (QEMU does) sees it in use while ssdlab writes. A
+/// file created in this run had no other user; it is locked all the same. No flag overrides a refusal here.
+fn refuse_other_users(
+    flag: &str,
+    target: &str,
+    path: &Path,
+    file: &std::fs::File,
+    created: bool,
+) -> Result<(), OpenError> {
+    let refuse = |found: Vec<String>| {
+        OpenError::Refused(format!(
+            "refusing to write to {target}: {} is in use by another program: {}. Nothing was written; no flag \
+             overrides a file in use (not even --force): stop what uses it, or unmount its FUSE mount, first",
+            path.display(),
+            found.join("; ")
+        ))
+    };
+    if !created {
+        let uses =
+            crate::guard::processes_using_file(file, crate::guard::TRANSIENT_USE_PATIENCE).map_err(|e| {
+                os(
+                    format!(
+                        "{flag} {target}: cannot check which programs use {}",
+                        path.display()
+                    ),
+                    e,
+                )
+            })?;
+        if !uses.is_empty() {
+            return Err(refuse(uses.iter().map(|f| f.to_string()).collect()));
+        }
+    }
+    match sys::lock_whole_file_for_writing(file) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+            // Whoever holds the lock, /proc/locks says what kind; a holder the survey could not name is said so.
+            let uses =
+                crate::guard::processes_using_file(file, std::time::Duration::ZERO).unwrap_or_default();
+            let mut found: Vec<String> = uses.iter().map(|f| f.to_string()).collect();
+            if found.is_empty() {
+                found.push("another program holds a lock on it".into());
+            }
+            Err(refuse(found))
+        }
+        // A file system without OFD locks (some network ones): the survey above is what there is.
+        Err(_) => Ok(()),
+    }
+}
+
 fn open_file(
     target: &str,
     path: &Path,
@@ -628,6 +681,10 @@ fn open_file(
             },
         };
         let buffered = caching != Caching::Direct;
+        if request.write {
+            refuse_other_users(flag, target, path, &file, create)?;
+            notes.extend(crate::guard::unchecked_processes_note());
+        }
         // The kernel's own mark, which no mount over a path can hide (refuse_a_file_in_use reads /proc/swaps'
         // paths): asked before the file is extended, since the kernel refuses writes to a swap file but not
         // ftruncate's extension.

@@ -414,3 +414,24 @@ pub fn set_direct(file: &File, on: bool) -> io::Result<()> {
     // SAFETY: F_SETFL takes the new flags as an int.
     check(unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags) })
 }
+
+/// Takes an open-file-description write lock over the whole of `file` without waiting (F_OFD_SETLK): other
+/// programs that lock (QEMU takes OFD locks on its images) see that the file is being written and refuse it,
+/// and one that already holds a lock makes this fail with `WouldBlock`. The lock lasts as long as this open
+/// file description: until the last descriptor of it closes.
+pub fn lock_whole_file_for_writing(file: &File) -> io::Result<()> {
+    let lock = libc::flock {
+        l_type: libc::F_WRLCK as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: 0,
+        l_len: 0,
+        l_pid: 0,
+    };
+    // SAFETY: F_OFD_SETLK reads one struct flock through the pointer, which points to a live local.
+    match check(unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &lock) }) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)) => {
+            Err(io::Error::new(io::ErrorKind::WouldBlock, e))
+        }
+        other => other,
+    }
+}

@@ -21,6 +21,7 @@ mod blkid;
 mod gpt_backup;
 pub mod graph;
 mod mounts;
+pub(crate) mod processes;
 
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
@@ -35,6 +36,11 @@ use mounts::{MountEntry, list_mount_points, mount_points, overlay_of, parse_moun
 pub(crate) use mounts::{mount_point_of, mount_type_of, swap_paths};
 
 use crate::sys::LoopBacking;
+use processes::{Survey, Wanted};
+
+/// How long a use by another process is looked for again before it counts: a transient opener (udev probing a
+/// device just set up or written, smartd's periodic open) goes away within it.
+pub const TRANSIENT_USE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Where sysfs is mounted; block devices are found under `SYS_ROOT/class/block`.
 pub const SYS_ROOT: &str = "/sys";
@@ -91,8 +97,10 @@ pub enum OwnClaim {
     Probe,
 }
 
-/// What uses the block device numbered `rdev` right now (its `st_rdev`): mounts, swap, holders, claims and
-/// loop devices anywhere on its stack, as [`Finding`]s. Signatures are [`signature_findings`]' question.
+/// What uses the block device numbered `rdev` right now (its `st_rdev`): mounts, swap, holders, claims, loop
+/// devices anywhere on its stack, and other processes holding it or a device over the same bytes open, mapped
+/// or locked, as [`Finding`]s. Signatures are [`signature_findings`]' question. The caller that holds the
+/// claim is about to write: a process use is then looked for again for up to [`TRANSIENT_USE_PATIENCE`].
 pub fn uses_of_device(rdev: u64, claim: OwnClaim) -> io::Result<Vec<Finding>> {
     let probe = Probe::real();
     uses_with(&probe, split_dev(rdev), claim)
@@ -106,6 +114,100 @@ pub fn uses_of_file(path: &Path, st_dev: u64, st_ino: u64) -> io::Result<Vec<Fin
     let probe = Probe::real();
     let (st_dev, st_ino) = real_file_of(path, (st_dev, st_ino));
     file_uses_with(&probe, st_dev, st_ino)
+}
+
+/// Which other processes use the regular file open as `file` right now: hold it (or a loop device over it, or a
+/// partition of one) open, map it, lock it, or serve a FUSE mount out of it. A use is looked for again for up to
+/// `patience` before it counts (a transient opener goes away). ssdlab and the children it started are not
+/// another process. Nothing here is overridden by any flag: the caller refuses every finding.
+pub fn processes_using_file(file: &File, patience: std::time::Duration) -> io::Result<Vec<Finding>> {
+    let probe = Probe::real();
+    let meta = file.metadata()?;
+    let graph = Graph::read(probe.sys_root, probe.loop_backing)?;
+    let uses = Uses::read(&probe)?;
+    let mount_id = crate::sys::statx(
+        std::os::fd::AsRawFd::as_raw_fd(file),
+        c"",
+        libc::AT_EMPTY_PATH,
+        libc::STATX_MNT_ID,
+    )
+    .ok()
+    .filter(|sx| sx.stx_mask & libc::STATX_MNT_ID != 0)
+    .map(|sx| sx.stx_mnt_id);
+    let superblock = mount_id.and_then(|id| processes::superblock_dev(&uses.mounts, id));
+    let mut wanted = Wanted::default();
+    wanted.file(meta.dev(), meta.ino(), superblock, "it");
+    let (st_dev, st_ino) = (meta.dev(), meta.ino());
+    for (dev, chain) in graph.above_file(st_dev, st_ino) {
+        let Some(node) = graph.node(dev) else { continue };
+        let file_name = graph.store_name(graph::Store::File { st_dev, st_ino });
+        let label = format!(
+            "{} ({} -> {file_name})",
+            node.dev_path(),
+            graph.chain_text(&chain)
+        );
+        wanted.device(dev, node_identity(node), &label);
+    }
+    let mut findings = fuse_mounts_of(&uses.mounts, (st_dev, st_ino));
+    findings.extend(process_findings(probe.proc_root, &wanted, patience));
+    Ok(findings)
+}
+
+/// A note for a result when some processes could not be checked for open files (another user's, without
+/// root): which ones, and that root checks them. None as root.
+pub fn unchecked_processes_note() -> Option<String> {
+    let uses = Uses::read(&Probe::real()).ok()?;
+    // Wanting something no descriptor can match still reads every process's descriptors and maps.
+    let mut nothing = Wanted::default();
+    nothing.device((0, 0), None, "nothing");
+    processes::survey(Path::new(PROC_ROOT), &nothing, &uses.mounts, std::process::id()).unchecked_note()
+}
+
+/// The FUSE mounts served out of the file (`id`: device and inode): their source, as the daemon was given it,
+/// is that file (fuse2fs, ntfs-3g, guestmount's image). The daemon holding it open is found as a process too;
+/// this names the mount.
+fn fuse_mounts_of(mounts: &[MountEntry], id: (u64, u64)) -> Vec<Finding> {
+    mounts
+        .iter()
+        .filter(|m| m.fs_type == "fuse" || m.fs_type == "fuseblk" || m.fs_type.starts_with("fuse."))
+        .filter(|m| m.source.starts_with('/'))
+        .filter(|m| fs::metadata(&m.source).is_ok_and(|s| (s.dev(), s.ino()) == id))
+        .map(|m| {
+            Finding::in_use(format!(
+                "it is mounted through FUSE at {} ({})",
+                m.mount_point, m.fs_type
+            ))
+        })
+        .collect()
+}
+
+/// Other processes' uses of `wanted` as in-use findings: a use seen is looked for again every 50 ms for up to
+/// `patience`, and counts only if a survey then still finds one.
+fn process_findings(proc_root: &Path, wanted: &Wanted, patience: std::time::Duration) -> Vec<Finding> {
+    let start = std::time::Instant::now();
+    let me = std::process::id();
+    let mounts = || {
+        fs::read_to_string(proc_root.join("self/mountinfo"))
+            .map(|t| parse_mountinfo(&t))
+            .unwrap_or_default()
+    };
+    let mut survey: Survey = processes::survey(proc_root, wanted, &mounts(), me);
+    while !survey.uses.is_empty() && start.elapsed() < patience {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        survey = processes::survey(proc_root, wanted, &mounts(), me);
+    }
+    survey
+        .uses
+        .iter()
+        .map(|u| Finding::in_use(u.to_string()))
+        .collect()
+}
+
+/// The identity (device, inode) of a device's node under /dev, which /proc/locks and maps name.
+fn node_identity(node: &Node) -> Option<(u64, u64)> {
+    let path = dev_node(node)?;
+    let meta = fs::metadata(path).ok()?;
+    Some((meta.dev(), meta.ino()))
 }
 
 /// Where the bytes of the file at `path` (whose identity is `id`) are kept: on an overlay, the file of the same
@@ -433,6 +535,31 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
             findings.extend(cut_off_finding(&graph, node, in_use, "this device"));
         }
     }
+    // Other processes that hold the device, or any device over the same bytes, open, mapped or locked (a
+    // virtual machine, qemu-nbd, a FUSE daemon on a partition), or the image file below a loop device: none of
+    // them claims anything exclusively. A caller about to write looks again before a use counts.
+    let mut wanted = Wanted::default();
+    for (node, relation) in &related {
+        if node.is_holder() && !matches!(relation, Relation::Itself) {
+            continue;
+        }
+        let (label, how) = describe(&graph, node, relation);
+        wanted.device(node.dev, node_identity(node), &format!("{label}{how}"));
+    }
+    for ((st_dev, st_ino), chain) in graph.files_below(target) {
+        let name = graph.store_name(graph::Store::File { st_dev, st_ino });
+        wanted.file(
+            st_dev,
+            st_ino,
+            None,
+            &format!("{name}, the file it is stored on ({})", graph.chain_text(&chain)),
+        );
+    }
+    let patience = match claim {
+        OwnClaim::HeldByCaller => TRANSIENT_USE_PATIENCE,
+        OwnClaim::Probe => std::time::Duration::ZERO,
+    };
+    findings.extend(process_findings(probe.proc_root, &wanted, patience));
     // The kernel refuses an exclusive open of a device that is mounted, held or claimed by another exclusive
     // opener, also from another mount namespace. Mounts and holders are already named above; this catches users
     // that leave no other trace here, such as a ZFS pool, a virtual machine or a mount in a container.
@@ -605,7 +732,7 @@ fn real_loop_backing(node: &Node) -> Option<LoopBacking> {
         && file.metadata().is_ok_and(|m| split_dev(m.rdev()) == node.dev)
         && let Ok(backing) = crate::sys::loop_backing(&file)
     {
-        return Some(on_its_layer(node, backing));
+        return on_its_layer(node, backing);
     }
     let Kind::Loop(backing) = &node.kind else {
         return None;
@@ -624,7 +751,7 @@ fn real_loop_backing(node: &Node) -> Option<LoopBacking> {
     .ok()
     .and_then(|t| t.trim().parse().ok())
     .unwrap_or(0);
-    Some(on_its_layer(
+    on_its_layer(
         node,
         LoopBacking {
             st_dev: meta.dev(),
@@ -637,24 +764,54 @@ fn real_loop_backing(node: &Node) -> Option<LoopBacking> {
             offset_bytes: offset,
             sizelimit_bytes: 0,
         },
-    ))
+    )
 }
 
 /// A loop device's backing file named by the file that holds its bytes ([`real_file_of`]): sysfs names the
 /// file the loop device opened, and the path is trusted only while it is still that file.
-fn on_its_layer(node: &Node, backing: LoopBacking) -> LoopBacking {
+///
+/// A file on a file system with an anonymous device number (major 0: overlay, tmpfs, btrfs, FUSE) is known
+/// only through its path: an overlay shows its layer file under a device number of its own, so the loop
+/// device's (device, inode) would never meet the layer file that holds the bytes. When that path no longer
+/// names the file (an overlay unmounted lazily, a mount in another namespace) or an overlay's layers cannot
+/// be found, the backing cannot be identified (None: unknown, which counts as in use when the loop device is).
+fn on_its_layer(node: &Node, backing: LoopBacking) -> Option<LoopBacking> {
     let Kind::Loop(name) = &node.kind else {
-        return backing;
+        return Some(backing);
     };
-    if backing.st_rdev != 0 {
-        return backing;
+    let id = (backing.st_dev, backing.st_ino);
+    if backing.st_rdev != 0 || libc::major(backing.st_dev) != 0 {
+        // A block device, or a file on a file system of a device: its identity is its own.
+        return Some(backing);
     }
-    let (st_dev, st_ino) = real_file_of(Path::new(name), (backing.st_dev, backing.st_ino));
-    LoopBacking {
+    let named = fs::metadata(name).is_ok_and(|m| (m.dev(), m.ino()) == id);
+    if !named {
+        return None;
+    }
+    let (st_dev, st_ino) = real_file_of(Path::new(name), id);
+    if (st_dev, st_ino) == id && on_overlay(Path::new(name)) {
+        // An overlay whose layer file could not be found from here.
+        return None;
+    }
+    Some(LoopBacking {
         st_dev,
         st_ino,
         ..backing
-    }
+    })
+}
+
+/// Whether `path` is on an overlay mount (statx's mount id, mountinfo's type).
+fn on_overlay(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    let Ok(sx) = crate::sys::statx(libc::AT_FDCWD, &c_path, 0, libc::STATX_MNT_ID) else {
+        return false;
+    };
+    let mountinfo = fs::read_to_string(Path::new(PROC_ROOT).join("self/mountinfo")).unwrap_or_default();
+    sx.stx_mask & libc::STATX_MNT_ID != 0
+        && mount_type_of(&mountinfo, sx.stx_mnt_id).as_deref() == Some("overlay")
 }
 
 /// The real [`Probe::claimed`]: a read-only exclusive open (O_EXCL without O_CREAT), which on a block device

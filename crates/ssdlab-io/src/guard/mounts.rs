@@ -22,11 +22,11 @@ pub fn mounts_of(mountinfo: &str, devs: &[DevNum]) -> Vec<(u32, u32, String)> {
 
 /// One line of /proc/self/mountinfo, the parts the guard uses.
 pub(crate) struct MountEntry {
-    mount_id: u64,
-    dev: DevNum,
-    mount_point: String,
-    fs_type: String,
-    source: String,
+    pub(crate) mount_id: u64,
+    pub(crate) dev: DevNum,
+    pub(crate) mount_point: String,
+    pub(crate) fs_type: String,
+    pub(crate) source: String,
     /// The superblock options as mountinfo shows them (still escaped).
     super_options: String,
 }

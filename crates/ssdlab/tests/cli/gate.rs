@@ -218,12 +218,12 @@ fn scan_never_removes_a_file_swapped_for_a_symlink_during_the_walk() {
 }
 
 /// A loop device over another device (`losetup -o OFF /dev/loopY /dev/loopX`), detached on drop.
-struct Stacked {
-    path: String,
+pub(crate) struct Stacked {
+    pub(crate) path: String,
 }
 
 impl Stacked {
-    fn over(device: &str, offset: u64) -> Self {
+    pub(crate) fn over(device: &str, offset: u64) -> Self {
         let path = sh(
             "losetup",
             &["-f", "--show", "--offset", &offset.to_string(), device],

@@ -36,7 +36,7 @@ pub(crate) use common::*;
 #[allow(unused_imports)]
 pub(crate) use engine::*;
 #[allow(unused_imports)]
-pub(crate) use gate::image_sum;
+pub(crate) use gate::{Stacked, image_sum};
 #[allow(unused_imports)]
 pub(crate) use health::*;
 #[allow(unused_imports)]

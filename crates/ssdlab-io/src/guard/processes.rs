@@ -1,0 +1,536 @@
+//! Which other processes use a file or a block device right now, the way `fuser` and `lsof` see it: a process
+//! that holds it open (/proc/PID/fd), maps it (/proc/PID/maps) or holds a lock on it (/proc/locks).
+//!
+//! This module owns that one survey and nothing else. A virtual machine (QEMU opens images without O_EXCL and
+//! takes OFD locks), a FUSE daemon serving a file system out of an image, `qemu-nbd` exporting a loop device:
+//! none of them shows in the mount table or claims a device exclusively, and each is found here by the
+//! identities of what it holds, never by its name. Files are matched by device and inode (both the number
+//! `stat` gives and the superblock's, which /proc/locks, maps and fdinfo use and which differs on btrfs), block
+//! devices by their device number, whatever node they were opened through.
+//!
+//! It never changes anything and never opens what a process holds: it reads /proc and stats the descriptors'
+//! magic links. ssdlab itself and the children it started (smartctl, nvme-cli) are not "another process". What
+//! it cannot read (another user's /proc/PID/fd without root) it lists as unchecked, for the caller to say.
+
+use std::collections::HashMap;
+use std::fs;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::Path;
+
+use super::graph::DevNum;
+use super::mounts::MountEntry;
+
+/// What to look for, each with the words a finding uses for it ("it", "/dev/loop3 (loop3 -> disk.img)").
+#[derive(Debug, Default, Clone)]
+pub struct Wanted {
+    entries: Vec<(Key, String)>,
+    /// Some file's superblock device was not known (its `stat` device stood in), so fdinfo's ids alone cannot
+    /// rule a descriptor out: each one is stat'ed.
+    inexact: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    /// A file by `stat`'s (st_dev, st_ino).
+    Stat(u64, u64),
+    /// A file or device node by its superblock's device and its inode, as /proc/locks, maps and fdinfo give them.
+    Inode(DevNum, u64),
+    /// A block device by number, through whatever node it was opened.
+    Device(DevNum),
+}
+
+impl Wanted {
+    /// A regular file: `stat`'s identity, and the superblock's device its mount shows (`superblock_dev`).
+    pub fn file(&mut self, st_dev: u64, st_ino: u64, superblock_dev: Option<DevNum>, label: &str) {
+        self.entries.push((Key::Stat(st_dev, st_ino), label.to_string()));
+        self.inexact |= superblock_dev.is_none();
+        let sb = superblock_dev.unwrap_or((libc::major(st_dev), libc::minor(st_dev)));
+        self.entries.push((Key::Inode(sb, st_ino), label.to_string()));
+    }
+
+    /// A block device, and the inode of its node under /dev where there is one (locks and maps name the node).
+    pub fn device(&mut self, dev: DevNum, node: Option<(u64, u64)>, label: &str) {
+        self.entries.push((Key::Device(dev), label.to_string()));
+        if let Some((st_dev, st_ino)) = node {
+            let sb = (libc::major(st_dev), libc::minor(st_dev));
+            self.entries.push((Key::Inode(sb, st_ino), label.to_string()));
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn label(&self, key: Key) -> Option<&str> {
+        self.entries
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, l)| l.as_str())
+    }
+
+    /// Whether a descriptor fdinfo has identified (and that matched nothing) must still be stat'ed.
+    fn must_stat_identified(&self) -> bool {
+        self.inexact || self.entries.iter().any(|(k, _)| matches!(k, Key::Device(_)))
+    }
+
+    fn wants_stat(&self, st_dev: u64, st_ino: u64, rdev: Option<DevNum>) -> Option<&str> {
+        self.label(Key::Stat(st_dev, st_ino))
+            .or_else(|| rdev.and_then(|d| self.label(Key::Device(d))))
+    }
+}
+
+/// One use of a wanted object by another process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessUse {
+    /// None for an open-file-description lock, which the kernel does not tie to a process in /proc/locks.
+    pub pid: Option<u32>,
+    pub command: String,
+    /// "has it open for writing", "holds an OFD write lock on /dev/loop3 (...)", ...
+    pub what: String,
+    /// The object's label, as [`Wanted`] has it.
+    object: String,
+    /// An open descriptor that holds a lock on the object (fdinfo's "lock:" lines).
+    locked: bool,
+}
+
+impl std::fmt::Display for ProcessUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.pid {
+            Some(pid) => write!(f, "process {pid} ({}) {}", self.command, self.what),
+            None => write!(f, "{}", self.what),
+        }
+    }
+}
+
+/// What a survey found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Survey {
+    pub uses: Vec<ProcessUse>,
+    /// Processes whose descriptors and maps could not be read (another user's, without root): (pid, command).
+    pub unchecked: Vec<(u32, String)>,
+}
+
+impl Survey {
+    /// "3 processes of other users (1234 sshd, ...) could not be checked for open files: run as root to check
+    /// them", or None.
+    pub fn unchecked_note(&self) -> Option<String> {
+        if self.unchecked.is_empty() {
+            return None;
+        }
+        let named: Vec<String> = self
+            .unchecked
+            .iter()
+            .take(5)
+            .map(|(pid, command)| format!("{pid} {command}"))
+            .collect();
+        let more = self.unchecked.len().saturating_sub(named.len());
+        Some(format!(
+            "{} process{} of other users ({}{}) could not be checked for open files or maps (no permission); \
+             /proc/locks and the mount table were: run as root to check every process",
+            self.unchecked.len(),
+            if self.unchecked.len() == 1 { "" } else { "es" },
+            named.join(", "),
+            if more > 0 {
+                format!(", and {more} more")
+            } else {
+                String::new()
+            }
+        ))
+    }
+}
+
+/// Surveys every process under `proc_root` for the `wanted` objects. `mounts` (this namespace's mount table)
+/// turns the mount id fdinfo gives into the superblock's device; `me` is ssdlab's own process id, whose
+/// descriptors and children are not counted.
+pub(crate) fn survey(proc_root: &Path, wanted: &Wanted, mounts: &[MountEntry], me: u32) -> Survey {
+    let mut survey = Survey::default();
+    if wanted.is_empty() {
+        return survey;
+    }
+    let by_mount: HashMap<u64, &MountEntry> = mounts.iter().map(|m| (m.mount_id, m)).collect();
+    let Ok(entries) = fs::read_dir(proc_root) else {
+        return survey;
+    };
+    let mut pids: Vec<u32> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    pids.sort_unstable();
+    for pid in pids {
+        let dir = proc_root.join(pid.to_string());
+        if pid == me || parent_of(&dir) == Some(me) {
+            continue;
+        }
+        let command = fs::read_to_string(dir.join("comm"))
+            .map(|c| c.trim_end().to_string())
+            .unwrap_or_else(|_| "?".into());
+        let mut readable = true;
+        match fs::read_dir(dir.join("fd")) {
+            Ok(fds) => {
+                for fd in fds.flatten() {
+                    if let Some((object, what, locked)) =
+                        open_use(&dir, &fd.path(), &fd.file_name(), wanted, &by_mount)
+                        && !survey.uses.iter().any(|u| u.pid == Some(pid) && u.what == what)
+                    {
+                        survey.uses.push(ProcessUse {
+                            pid: Some(pid),
+                            command: command.clone(),
+                            what,
+                            object,
+                            locked,
+                        });
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => readable = false,
+            // A process that ended meanwhile uses nothing.
+            Err(_) => continue,
+        }
+        match fs::read_to_string(dir.join("maps")) {
+            Ok(maps) => {
+                for label in mapped(&maps, wanted) {
+                    let what = format!("has {label} mapped into its memory");
+                    if !survey.uses.iter().any(|u| u.pid == Some(pid) && u.what == what) {
+                        survey.uses.push(ProcessUse {
+                            pid: Some(pid),
+                            command: command.clone(),
+                            what,
+                            object: label.to_string(),
+                            locked: false,
+                        });
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => readable = false,
+            Err(_) => {}
+        }
+        if !readable {
+            survey.unchecked.push((pid, command));
+        }
+    }
+    if let Ok(locks) = fs::read_to_string(proc_root.join("locks")) {
+        for (pid, object, what) in locked(&locks, wanted) {
+            let excluded =
+                pid.is_some_and(|p| p == me || parent_of(&proc_root.join(p.to_string())) == Some(me));
+            if excluded {
+                continue;
+            }
+            let command = pid
+                .and_then(|p| fs::read_to_string(proc_root.join(p.to_string()).join("comm")).ok())
+                .map(|c| c.trim_end().to_string())
+                .unwrap_or_else(|| "?".into());
+            // A lock whose holder was already named adds nothing new to say: the same lock, or an OFD lock on an
+            // object a process holds open and locked (its fdinfo lists the lock).
+            let named = survey.uses.iter().any(|u| {
+                (u.pid == pid && u.what == what) || (pid.is_none() && u.object == object && u.locked)
+            });
+            if !named {
+                survey.uses.push(ProcessUse {
+                    pid,
+                    command,
+                    what,
+                    object: object.to_string(),
+                    locked: true,
+                });
+            }
+        }
+    }
+    survey
+}
+
+/// The parent of the process whose /proc directory is `dir` (field 4 of `stat`, after the command's
+/// parenthesis, which may itself hold spaces and parentheses).
+fn parent_of(dir: &Path) -> Option<u32> {
+    let stat = fs::read_to_string(dir.join("stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// What one open descriptor says of a wanted object: its label, "has it open for writing", and whether the
+/// descriptor holds a lock on it; None when it holds nothing wanted.
+fn open_use(
+    dir: &Path,
+    link: &Path,
+    fd: &std::ffi::OsStr,
+    wanted: &Wanted,
+    by_mount: &HashMap<u64, &MountEntry>,
+) -> Option<(String, String, bool)> {
+    // Sockets, pipes and anonymous inodes ("socket:[123]") name no file.
+    let target = fs::read_link(link).ok()?;
+    if !target.as_os_str().as_encoded_bytes().starts_with(b"/") {
+        return None;
+    }
+    let info = fs::read_to_string(dir.join("fdinfo").join(fd)).unwrap_or_default();
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .map(str::trim)
+    };
+    let flags = field("flags").and_then(|f| u32::from_str_radix(f, 8).ok());
+    let mode = match flags.map(|f| f & libc::O_ACCMODE as u32) {
+        Some(m) if m == libc::O_WRONLY as u32 => "open for writing",
+        Some(m) if m == libc::O_RDWR as u32 => "open for reading and writing",
+        Some(_) => "open for reading",
+        None => "open",
+    };
+    let mount = field("mnt_id")
+        .and_then(|m| m.parse::<u64>().ok())
+        .and_then(|m| by_mount.get(&m));
+    let ino = field("ino").and_then(|i| i.parse::<u64>().ok());
+    // fdinfo lists the locks this descriptor holds ("lock:" lines): an OFD lock, which /proc/locks does not tie
+    // to a process, is named here with its holder.
+    let locked = info.lines().any(|l| l.starts_with("lock:"));
+    let mode = if locked {
+        format!("{mode}, and locked")
+    } else {
+        mode.to_string()
+    };
+    // The superblock's device and the inode, from fdinfo alone: no call reaches the file's file system.
+    if let (Some(mount), Some(ino)) = (mount, ino)
+        && let Some(label) = wanted.label(Key::Inode(mount.dev, ino))
+    {
+        return Some((label.to_string(), format!("has {label} {mode}"), locked));
+    }
+    // A descriptor on a FUSE or network file system is not stat'ed: a stat there waits on its daemon or server
+    // (fdinfo above already answered for its files), and no block device node is opened through one.
+    let remote = mount.is_some_and(|m| {
+        m.fs_type.starts_with("fuse")
+            || ["nfs", "nfs4", "cifs", "smb3", "9p", "ceph", "sshfs"].contains(&m.fs_type.as_str())
+    });
+    let known = mount.is_some() && ino.is_some();
+    if remote || (known && !wanted.must_stat_identified()) {
+        return None;
+    }
+    let meta = fs::metadata(link).ok()?;
+    let rdev = meta
+        .file_type()
+        .is_block_device()
+        .then(|| (libc::major(meta.rdev()), libc::minor(meta.rdev())));
+    wanted
+        .wants_stat(meta.dev(), meta.ino(), rdev)
+        .map(|label| (label.to_string(), format!("has {label} {mode}"), locked))
+}
+
+/// The labels of wanted objects mapped in a maps text (its device field is the superblock's, in hex).
+fn mapped<'a>(maps: &str, wanted: &'a Wanted) -> Vec<&'a str> {
+    let mut found: Vec<&str> = Vec::new();
+    for line in maps.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(dev), Some(ino)) = (fields.nth(3), fields.next()) else {
+            continue;
+        };
+        let Ok(ino) = ino.parse::<u64>() else { continue };
+        if ino == 0 {
+            continue;
+        }
+        if let Some(dev) = hex_dev(dev)
+            && let Some(label) = wanted.label(Key::Inode(dev, ino))
+            && !found.contains(&label)
+        {
+            found.push(label);
+        }
+    }
+    found
+}
+
+/// The locks of /proc/locks on wanted objects: (holder's pid where the kernel names one, what it holds).
+///
+/// Lines read `1: POSIX  ADVISORY  WRITE 1234 08:01:5678 0 EOF` (major and minor in hex, the inode in decimal);
+/// an OFD lock's pid is -1, and a line after `->` is a waiter, which holds nothing.
+fn locked<'a>(locks: &str, wanted: &'a Wanted) -> Vec<(Option<u32>, &'a str, String)> {
+    let mut found = Vec::new();
+    for line in locks.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.get(1) == Some(&"->") || fields.len() < 6 {
+            continue;
+        }
+        let (class, access, pid, id) = (fields[1], fields[3], fields[4], fields[5]);
+        let mut parts = id.rsplitn(2, ':');
+        let (Some(ino), Some(dev)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let (Ok(ino), Some(dev)) = (ino.parse::<u64>(), hex_dev(dev)) else {
+            continue;
+        };
+        let Some(label) = wanted.label(Key::Inode(dev, ino)) else {
+            continue;
+        };
+        let kind = match class {
+            "OFDLCK" => "an open-file-description",
+            "POSIX" => "a POSIX",
+            "FLOCK" => "a flock",
+            "LEASE" | "DELEG" => "a lease (or delegation)",
+            _ => "a",
+        };
+        let access = access.to_ascii_lowercase();
+        match pid.parse::<i64>() {
+            Ok(p) if p > 0 => found.push((
+                Some(p as u32),
+                label,
+                format!("holds {kind} {access} lock on {label}"),
+            )),
+            _ => found.push((
+                None,
+                label,
+                format!(
+                    "another program holds {kind} {access} lock on {label} (the kernel does not say which)"
+                ),
+            )),
+        }
+    }
+    found
+}
+
+/// "fd:01" (hex major:minor, as maps and /proc/locks write it) to numbers.
+fn hex_dev(text: &str) -> Option<DevNum> {
+    let (major, minor) = text.split_once(':')?;
+    Some((
+        u32::from_str_radix(major, 16).ok()?,
+        u32::from_str_radix(minor, 16).ok()?,
+    ))
+}
+
+/// The superblock's device of the mount `mount_id` (statx's `stx_mnt_id`), from the mount table.
+pub(crate) fn superblock_dev(mounts: &[MountEntry], mount_id: u64) -> Option<DevNum> {
+    mounts.iter().find(|m| m.mount_id == mount_id).map(|m| m.dev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn mounts_text(dev: DevNum) -> String {
+        format!(
+            "24 1 {}:{} / /data rw - ext4 /dev/sda1 rw\n30 1 0:50 / /fuse rw - fuse.sshfs host: rw\n",
+            dev.0, dev.1
+        )
+    }
+
+    /// A fake /proc: process 100 (ssdlab itself), 200 its child, 300 and 400 others, 500 unreadable.
+    struct FakeProc {
+        dir: tempfile::TempDir,
+    }
+
+    impl FakeProc {
+        fn new() -> Self {
+            FakeProc {
+                dir: tempfile::tempdir().unwrap(),
+            }
+        }
+
+        fn process(&self, pid: u32, parent: u32, comm: &str) -> std::path::PathBuf {
+            let dir = self.dir.path().join(pid.to_string());
+            fs::create_dir_all(dir.join("fd")).unwrap();
+            fs::create_dir_all(dir.join("fdinfo")).unwrap();
+            fs::write(dir.join("comm"), format!("{comm}\n")).unwrap();
+            fs::write(dir.join("stat"), format!("{pid} ({comm}) S {parent} 1 1 0\n")).unwrap();
+            fs::write(dir.join("maps"), "").unwrap();
+            dir
+        }
+
+        fn open(&self, pid: u32, fd: u32, target: &Path, flags: &str, mnt_ino: Option<(u64, u64)>) {
+            let dir = self.dir.path().join(pid.to_string());
+            symlink(target, dir.join("fd").join(fd.to_string())).unwrap();
+            let mut info = format!("pos:\t0\nflags:\t{flags}\n");
+            if let Some((mnt, ino)) = mnt_ino {
+                info.push_str(&format!("mnt_id:\t{mnt}\nino:\t{ino}\n"));
+            }
+            fs::write(dir.join("fdinfo").join(fd.to_string()), info).unwrap();
+        }
+    }
+
+    #[test]
+    fn openers_mappers_and_lockers_are_named_and_ssdlab_and_its_children_are_not() {
+        let files = tempfile::tempdir().unwrap();
+        let image = files.path().join("disk.img");
+        let other = files.path().join("other.img");
+        fs::write(&image, b"x").unwrap();
+        fs::write(&other, b"y").unwrap();
+        let meta = fs::metadata(&image).unwrap();
+        let sb = (90u32, 1u32);
+        let mut wanted = Wanted::default();
+        wanted.file(meta.dev(), meta.ino(), Some(sb), "it");
+        let proc = FakeProc::new();
+        proc.process(100, 1, "ssdlab");
+        proc.process(200, 100, "smartctl");
+        proc.process(300, 1, "qemu-nbd");
+        proc.process(400, 1, "fuse2fs");
+        proc.process(600, 1, "vim");
+        // ssdlab and its child hold the image: not counted.
+        proc.open(100, 3, &image, "0100002", None);
+        proc.open(200, 3, &image, "0100000", None);
+        // qemu-nbd: found by stat (no fdinfo ids); fuse2fs: found by fdinfo's mount id and inode alone.
+        proc.open(300, 7, &image, "0100002", None);
+        proc.open(
+            400,
+            4,
+            Path::new("/nonexistent/renamed"),
+            "0100000",
+            Some((24, meta.ino())),
+        );
+        proc.open(600, 5, &other, "0100002", None);
+        fs::write(
+            proc.dir.path().join("600/maps"),
+            format!("7f00-7f10 r--s 00000000 5a:01 {} /data/disk.img\n", meta.ino()),
+        )
+        .unwrap();
+        fs::write(
+            proc.dir.path().join("locks"),
+            format!(
+                "1: OFDLCK ADVISORY  READ  -1 5a:01:{ino} 100 101\n2: POSIX  ADVISORY  WRITE 100 5a:01:{ino} 0 EOF\n\
+                 3: -> FLOCK  ADVISORY  WRITE 600 5a:01:{ino} 0 EOF\n4: FLOCK  ADVISORY  WRITE 600 5a:01:99999 0 EOF\n",
+                ino = meta.ino()
+            ),
+        )
+        .unwrap();
+        let mounts = super::super::mounts::parse_mountinfo(&mounts_text(sb));
+        let found = survey(proc.dir.path(), &wanted, &mounts, 100);
+        let text: Vec<String> = found.uses.iter().map(|u| u.to_string()).collect();
+        assert_eq!(
+            text,
+            [
+                "process 300 (qemu-nbd) has it open for reading and writing",
+                "process 400 (fuse2fs) has it open for reading",
+                "process 600 (vim) has it mapped into its memory",
+                "another program holds an open-file-description read lock on it (the kernel does not say which)",
+            ]
+        );
+        assert!(found.unchecked.is_empty());
+    }
+
+    #[test]
+    fn a_block_device_is_found_through_any_node_and_unreadable_processes_are_listed() {
+        let proc = FakeProc::new();
+        proc.process(300, 1, "qemu-system-x86");
+        // /dev/null stands in for a device node: it is a character device, so it must not match a block device
+        // of the same number.
+        proc.open(300, 9, Path::new("/dev/null"), "0100002", None);
+        let null = fs::metadata("/dev/null").unwrap();
+        let mut wanted = Wanted::default();
+        wanted.device((libc::major(null.rdev()), libc::minor(null.rdev())), None, "it");
+        let found = survey(proc.dir.path(), &wanted, &[], 1);
+        assert!(
+            found.uses.is_empty(),
+            "a character device is not a block device: {found:?}"
+        );
+        let note = Survey {
+            uses: vec![],
+            unchecked: vec![(5, "sshd".into()), (6, "cron".into())],
+        }
+        .unchecked_note()
+        .unwrap();
+        assert!(
+            note.starts_with("2 processes of other users (5 sshd, 6 cron)"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn hex_devices_and_parents_parse() {
+        assert_eq!(hex_dev("fd:01"), Some((253, 1)));
+        assert_eq!(hex_dev("103:0a"), Some((259, 10)));
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("stat"), "42 (a) b (c)) S 7 42 42 0\n").unwrap();
+        assert_eq!(parent_of(dir.path()), Some(7));
+    }
+}
