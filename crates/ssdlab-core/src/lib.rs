@@ -9,6 +9,7 @@
 //! operating system lives in `ssdlab-io` or the binary.
 #![forbid(unsafe_code)]
 
+pub mod checksum;
 pub mod device;
 pub mod histogram;
 pub mod prom;

@@ -65,33 +65,7 @@ use super::file::{
 use super::journal::{Begin, Journal, JournalError, Unfinished, WRITE_WITHIN_NS, Writing};
 use ssdlab_core::scratch::Scratch;
 
-/// A fast 64-bit checksum of a buffer: four independent multiply-mix lanes over 32-byte blocks (so the CPU can
-/// run them in parallel), folded together with the length. Collisions are what matters here, not
-/// cryptographic strength.
-pub fn checksum(data: &[u8]) -> u64 {
-    const K: [u64; 4] = [
-        0xff51_afd7_ed55_8ccd,
-        0xc4ce_b9fe_1a85_ec53,
-        0x9E37_79B9_7F4A_7C15,
-        0xD6E8_FEB8_6659_FD93,
-    ];
-    let mut lanes = [K[2], K[3], K[0], K[1]];
-    let mut blocks = data.chunks_exact(32);
-    for block in &mut blocks {
-        for (lane, (word, k)) in lanes.iter_mut().zip(block.chunks_exact(8).zip(K)) {
-            let v = u64::from_le_bytes(word.try_into().expect("8 bytes"));
-            *lane = (*lane ^ v).wrapping_mul(k).rotate_left(29);
-        }
-    }
-    let mut h = data.len() as u64;
-    for (lane, k) in lanes.iter().zip(K) {
-        h = (h ^ lane).wrapping_mul(k).rotate_left(31);
-    }
-    for &b in blocks.remainder() {
-        h = (h ^ b as u64).wrapping_mul(K[1]);
-    }
-    h ^ (h >> 29)
-}
+pub use ssdlab_core::checksum::checksum;
 
 /// What the protocol needs from the world besides the file: time, interruption, pacing and waiting.
 pub trait RefreshEnv {

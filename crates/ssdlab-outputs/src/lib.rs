@@ -1,0 +1,768 @@
+//! ssdlab-outputs: the one rule for every file ssdlab writes (results, reports, CSVs, charts, Prometheus text,
+//! locks, journals, logs, history): it is created new, or it replaces a file only when that file provably holds
+//! ssdlab's own output of the same kind; and nothing is ever written through a symbolic link.
+//!
+//! "Provably ours" is the directory's manifest ([`manifest`]): every file ssdlab writes is listed there with its
+//! kind, its inode and the checksum of its bytes, and a file is ours only while both still match. A file a user
+//! edited, replaced or planted under an output's name is theirs, and is never replaced, truncated or appended to.
+//!
+//! [`OutputDir`] owns the rule: a directory reached without following a symlink in any component, written
+//! under its lock (flock on the directory, so two ssdlab processes writing one textfile directory take turns).
+//! A file is written beside its name (O_EXCL, synced), the manifest is told it may hold the new version, the new
+//! file is exchanged with the old one (RENAME_EXCHANGE, so the file checked is the file replaced; a file swapped
+//! in meanwhile is put back), and the manifest then forgets the old version: a reader never sees half a file, and
+//! a crash at any step leaves a version the manifest accepts.
+//!
+//! It never removes or replaces a file that is not ours, never follows a symbolic link and never prints.
+#![forbid(unsafe_code)]
+
+mod manifest;
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags, RenameFlags, ResolveFlags};
+use serde::{Deserialize, Serialize};
+use ssdlab_core::checksum::checksum;
+
+pub use manifest::MANIFEST_NAME;
+use manifest::{Manifest, Version};
+
+/// What kind of output a file is: a file is replaced only by output of its own kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// result.json.
+    Result,
+    /// An HTML report page.
+    Report,
+    /// A CSV table (per-second samples, a test's tidy table).
+    Csv,
+    /// A chart as an SVG file.
+    Chart,
+    /// Prometheus text for node_exporter's textfile collector.
+    Prometheus,
+    /// A lock file (its holder is named by /proc/locks, not by its content).
+    Lock,
+    /// A journal that grows by appending and is compacted by replacing it.
+    Journal,
+    /// A log that grows by appending (refresh's record of rewritten files, a drive's health history).
+    Log,
+    /// A synthesized trace.
+    Trace,
+    /// A manual page.
+    Manual,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Result => "result",
+            Kind::Report => "report page",
+            Kind::Csv => "CSV table",
+            Kind::Chart => "chart",
+            Kind::Prometheus => "Prometheus text",
+            Kind::Lock => "lock",
+            Kind::Journal => "journal",
+            Kind::Log => "log",
+            Kind::Trace => "trace",
+            Kind::Manual => "manual page",
+        }
+    }
+
+    /// Files that grow by appending are known by their first line; the rest by all their bytes.
+    fn grows(self) -> bool {
+        matches!(self, Kind::Journal | Kind::Log)
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why an output was not written. Nothing of anyone else's was changed.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error(
+        "{path} is not ssdlab's own {kind} ({why}), and ssdlab never replaces or changes a file that is not its own: \
+         move it away or name another place"
+    )]
+    NotOurs { path: PathBuf, kind: Kind, why: String },
+    #[error("{path}: a component of the path is a symbolic link, which ssdlab never follows into a write")]
+    Symlink { path: PathBuf },
+    #[error("{path}: {what}: {cause}")]
+    Io {
+        path: PathBuf,
+        what: &'static str,
+        cause: io::Error,
+    },
+}
+
+fn io_error<'p>(path: &'p Path, what: &'static str) -> impl FnOnce(io::Error) -> OutputError + 'p {
+    move |cause| match cause.raw_os_error() {
+        Some(code) if code == libc_eloop() => OutputError::Symlink {
+            path: path.to_path_buf(),
+        },
+        _ => OutputError::Io {
+            path: path.to_path_buf(),
+            what,
+            cause,
+        },
+    }
+}
+
+fn libc_eloop() -> i32 {
+    rustix::io::Errno::LOOP.raw_os_error()
+}
+
+/// What a name in an output directory holds now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    Absent,
+    /// ssdlab's own output of this kind.
+    Ours(Kind),
+    /// Someone else's (or ssdlab's, changed since): why it is not ours.
+    Theirs(String),
+}
+
+/// One file to write: its name in the directory (`result.json`, or one level down: `charts/01-iops.svg`), its
+/// kind and its bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Output<'a> {
+    pub name: &'a str,
+    pub kind: Kind,
+    pub bytes: &'a [u8],
+}
+
+/// A directory ssdlab writes into, reached without following a symbolic link in any component and held open.
+#[derive(Debug)]
+pub struct OutputDir {
+    path: PathBuf,
+    dir: File,
+}
+
+/// The directory's lock (flock), held while a write checks, renames and records.
+struct DirLock<'a>(&'a File);
+
+impl Drop for DirLock<'_> {
+    fn drop(&mut self) {
+        let _ = rustix::fs::flock(self.0, FlockOperation::Unlock);
+    }
+}
+
+impl OutputDir {
+    /// The directory at `path`, which must exist and be reached without a symlink.
+    pub fn open(path: &Path) -> Result<Self, OutputError> {
+        let fd = rustix::fs::openat2(
+            rustix::fs::CWD,
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::NO_SYMLINKS,
+        )
+        .map_err(|e| io_error(path, "cannot open the directory")(e.into()))?;
+        Ok(OutputDir {
+            path: path.to_path_buf(),
+            dir: File::from(fd),
+        })
+    }
+
+    /// The directory at `path`, made (with any missing parents) if it is not there, never through a symlink.
+    pub fn create(path: &Path) -> Result<Self, OutputError> {
+        let mut at: OwnedFd = rustix::fs::openat2(
+            rustix::fs::CWD,
+            if path.is_absolute() { "/" } else { "." },
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::empty(),
+        )
+        .map_err(|e| io_error(path, "cannot open the directory")(e.into()))?;
+        for component in path.components() {
+            let name = match component {
+                Component::Normal(name) => name,
+                Component::RootDir | Component::CurDir => continue,
+                Component::ParentDir => std::ffi::OsStr::new(".."),
+                Component::Prefix(_) => continue,
+            };
+            match rustix::fs::mkdirat(&at, name, Mode::from_raw_mode(0o755)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(io_error(path, "cannot create the directory")(e.into())),
+            }
+            at = rustix::fs::openat2(
+                &at,
+                name,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+                ResolveFlags::NO_SYMLINKS,
+            )
+            .map_err(|e| match e {
+                rustix::io::Errno::NOTDIR => OutputError::Io {
+                    path: path.to_path_buf(),
+                    what: "a component of the path is not a directory",
+                    cause: e.into(),
+                },
+                e => io_error(path, "cannot open the directory")(e.into()),
+            })?;
+        }
+        Self::open(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn lock(&self) -> Result<DirLock<'_>, OutputError> {
+        rustix::fs::flock(&self.dir, FlockOperation::LockExclusive)
+            .map_err(|e| io_error(&self.path, "cannot lock the directory")(e.into()))?;
+        Ok(DirLock(&self.dir))
+    }
+
+    /// The directory holding `name` (itself, or the subdirectory of a `sub/file` name) and the file's own name.
+    /// `create` makes the subdirectory if it is missing.
+    fn parent_of<'n>(&self, name: &'n str, create: bool) -> Result<(Option<File>, &'n str), OutputError> {
+        let (sub, file) = split_name(name).ok_or_else(|| OutputError::Io {
+            path: self.path.join(name),
+            what: "not a name ssdlab writes",
+            cause: io::ErrorKind::InvalidInput.into(),
+        })?;
+        let Some(sub) = sub else {
+            return Ok((None, file));
+        };
+        if create {
+            match rustix::fs::mkdirat(&self.dir, sub, Mode::from_raw_mode(0o755)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => {
+                    return Err(io_error(&self.path.join(sub), "cannot create the directory")(
+                        e.into(),
+                    ));
+                }
+            }
+        }
+        match rustix::fs::openat2(
+            &self.dir,
+            sub,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::NO_SYMLINKS | ResolveFlags::BENEATH,
+        ) {
+            Ok(fd) => Ok((Some(File::from(fd)), file)),
+            Err(rustix::io::Errno::NOENT) if !create => Ok((None, "")),
+            Err(e) => Err(io_error(&self.path.join(sub), "cannot open the directory")(
+                e.into(),
+            )),
+        }
+    }
+
+    fn manifest(&self) -> Result<Manifest, OutputError> {
+        let path = self.path.join(MANIFEST_NAME);
+        match read_regular(&self.dir, MANIFEST_NAME, 16 << 20) {
+            Ok(None) => Ok(Manifest::new()),
+            Ok(Some((bytes, _))) => Manifest::parse(&bytes).ok_or_else(|| OutputError::NotOurs {
+                path,
+                kind: Kind::Result,
+                why: "it is not the list of outputs ssdlab keeps there".into(),
+            }),
+            Err(e) => Err(io_error(&path, "cannot read")(e)),
+        }
+    }
+
+    fn save_manifest(&self, manifest: &Manifest) -> Result<(), OutputError> {
+        let path = self.path.join(MANIFEST_NAME);
+        let (tmp, _) = new_temporary(&self.dir, MANIFEST_NAME, &manifest.to_bytes())
+            .map_err(io_error(&path, "cannot write"))?;
+        rustix::fs::renameat(&self.dir, tmp.as_str(), &self.dir, MANIFEST_NAME)
+            .map_err(|e| io_error(&path, "cannot replace")(e.into()))?;
+        self.dir
+            .sync_all()
+            .map_err(io_error(&self.path, "cannot sync the directory"))
+    }
+
+    /// What `name` holds now, judged against the manifest.
+    pub fn status(&self, name: &str) -> Result<Status, OutputError> {
+        let manifest = self.manifest()?;
+        self.status_in(&manifest, name)
+    }
+
+    fn status_in(&self, manifest: &Manifest, name: &str) -> Result<Status, OutputError> {
+        let (sub, file) = self.parent_of(name, false)?;
+        if file.is_empty() {
+            return Ok(Status::Absent);
+        }
+        let dir = sub.as_ref().unwrap_or(&self.dir);
+        let stat = match rustix::fs::statat(dir, file, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => stat,
+            Err(rustix::io::Errno::NOENT) => return Ok(Status::Absent),
+            Err(e) => return Err(io_error(&self.path.join(name), "cannot stat")(e.into())),
+        };
+        if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+            return Ok(Status::Theirs("it is not a regular file".into()));
+        }
+        let Some(entry) = manifest.entry(name) else {
+            return Ok(Status::Theirs(
+                "ssdlab's list of what it wrote there does not name it".into(),
+            ));
+        };
+        let Some(version) = entry.versions.iter().find(|v| v.inode == stat.st_ino) else {
+            return Ok(Status::Theirs(
+                "it is not the file ssdlab wrote there (another inode)".into(),
+            ));
+        };
+        if version.bytes.is_some_and(|b| b != stat.st_size as u64) {
+            return Ok(Status::Theirs(
+                "it was changed since ssdlab wrote it (another length)".into(),
+            ));
+        }
+        let sum = if entry.kind.grows() {
+            first_line_checksum(dir, file)
+        } else {
+            read_regular(dir, file, u64::MAX)
+                .ok()
+                .flatten()
+                .map(|(bytes, _)| checksum(&bytes))
+        };
+        if sum != Some(version.checksum) {
+            return Ok(Status::Theirs("it was changed since ssdlab wrote it".into()));
+        }
+        Ok(Status::Ours(entry.kind))
+    }
+
+    /// Whether `name` may be written as `kind`: it is absent, or ours of that kind. The error says why not.
+    pub fn check(&self, name: &str, kind: Kind) -> Result<(), OutputError> {
+        let manifest = self.manifest()?;
+        self.check_in(&manifest, name, kind)
+    }
+
+    fn check_in(&self, manifest: &Manifest, name: &str, kind: Kind) -> Result<(), OutputError> {
+        let not_ours = |why: String| OutputError::NotOurs {
+            path: self.path.join(name),
+            kind,
+            why,
+        };
+        match self.status_in(manifest, name)? {
+            Status::Absent => Ok(()),
+            Status::Ours(k) if k == kind => Ok(()),
+            Status::Ours(k) => Err(not_ours(format!("it is ssdlab's {k}, not a {kind}"))),
+            Status::Theirs(why) => Err(not_ours(why)),
+        }
+    }
+
+    /// The names the manifest lists that are still ours, with their kinds.
+    pub fn ours(&self) -> Result<Vec<(String, Kind)>, OutputError> {
+        let manifest = self.manifest()?;
+        let mut found = Vec::new();
+        for entry in &manifest.files {
+            if let Status::Ours(kind) = self.status_in(&manifest, &entry.name)? {
+                found.push((entry.name.clone(), kind));
+            }
+        }
+        Ok(found)
+    }
+
+    /// Writes every output atomically and durably, each replacing only ours of its kind (checked for all before
+    /// any is written). With `prune`, every other file of ours there of the kinds written is removed afterwards,
+    /// so the directory holds this set alone (a result's charts, not an older result's).
+    pub fn write(&self, outputs: &[Output<'_>], prune: bool) -> Result<(), OutputError> {
+        // The new files first, beside their names, before the lock: writing them takes the time.
+        let mut staged: Vec<(Option<File>, &str, String, Version)> = Vec::new();
+        let cleanup = |staged: &[(Option<File>, &str, String, Version)]| {
+            for (sub, _, tmp, _) in staged {
+                let _ =
+                    rustix::fs::unlinkat(sub.as_ref().unwrap_or(&self.dir), tmp.as_str(), AtFlags::empty());
+            }
+        };
+        for output in outputs {
+            let path = self.path.join(output.name);
+            let staging = self.parent_of(output.name, true).and_then(|(sub, file)| {
+                let (tmp, inode) = new_temporary(sub.as_ref().unwrap_or(&self.dir), file, output.bytes)
+                    .map_err(io_error(&path, "cannot write"))?;
+                let version = Version {
+                    inode,
+                    bytes: (!output.kind.grows()).then_some(output.bytes.len() as u64),
+                    checksum: if output.kind.grows() {
+                        checksum(first_line(output.bytes))
+                    } else {
+                        checksum(output.bytes)
+                    },
+                };
+                Ok((sub, file, tmp, version))
+            });
+            match staging {
+                Ok(s) => staged.push(s),
+                Err(e) => {
+                    cleanup(&staged);
+                    return Err(e);
+                }
+            }
+        }
+        let _lock = self.lock()?;
+        let result = self.install(outputs, &staged, prune);
+        cleanup(&staged);
+        result
+    }
+
+    /// Under the lock: checks every name, lets the manifest accept both versions, exchanges each new file with
+    /// its name, then settles the manifest.
+    fn install(
+        &self,
+        outputs: &[Output<'_>],
+        staged: &[(Option<File>, &str, String, Version)],
+        prune: bool,
+    ) -> Result<(), OutputError> {
+        let mut manifest = self.manifest()?;
+        for output in outputs {
+            self.check_in(&manifest, output.name, output.kind)?;
+        }
+        for (output, (_, _, _, version)) in outputs.iter().zip(staged) {
+            manifest.accept(output.name, output.kind, *version);
+        }
+        self.save_manifest(&manifest)?;
+        let mut replaced = Vec::new();
+        for (output, (sub, file, tmp, version)) in outputs.iter().zip(staged) {
+            let dir = sub.as_ref().unwrap_or(&self.dir);
+            let path = self.path.join(output.name);
+            let expected = match rustix::fs::statat(dir, *file, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(stat) => Some(stat.st_ino),
+                Err(rustix::io::Errno::NOENT) => None,
+                Err(e) => return Err(io_error(&path, "cannot stat")(e.into())),
+            };
+            match expected {
+                None => rustix::fs::renameat_with(dir, tmp.as_str(), dir, *file, RenameFlags::NOREPLACE)
+                    .map_err(|e| match e {
+                        rustix::io::Errno::EXIST => OutputError::NotOurs {
+                            path: path.clone(),
+                            kind: output.kind,
+                            why: "another program created it while ssdlab was writing".into(),
+                        },
+                        e => io_error(&path, "cannot rename into place")(e.into()),
+                    })?,
+                Some(expected) => {
+                    rustix::fs::renameat_with(dir, tmp.as_str(), dir, *file, RenameFlags::EXCHANGE)
+                        .map_err(|e| io_error(&path, "cannot rename into place")(e.into()))?;
+                    // The old file is now under the temporary name: it must be the one checked.
+                    let old =
+                        rustix::fs::statat(dir, tmp.as_str(), AtFlags::SYMLINK_NOFOLLOW).map(|s| s.st_ino);
+                    if old != Ok(expected) {
+                        let _ =
+                            rustix::fs::renameat_with(dir, tmp.as_str(), dir, *file, RenameFlags::EXCHANGE);
+                        return Err(OutputError::NotOurs {
+                            path,
+                            kind: output.kind,
+                            why: "another program replaced it while ssdlab was writing".into(),
+                        });
+                    }
+                }
+            }
+            let _ = dir.sync_all();
+            replaced.push((output.name, output.kind, *version));
+        }
+        for (name, kind, version) in replaced {
+            manifest.settle(name, kind, version);
+        }
+        if prune {
+            let kinds: Vec<Kind> = outputs.iter().map(|o| o.kind).collect();
+            let written: Vec<&str> = outputs.iter().map(|o| o.name).collect();
+            let stale: Vec<String> = manifest
+                .files
+                .iter()
+                .filter(|e| kinds.contains(&e.kind) && !written.contains(&e.name.as_str()))
+                .map(|e| e.name.clone())
+                .collect();
+            for name in stale {
+                if let Status::Ours(_) = self.status_in(&manifest, &name)? {
+                    let (sub, file) = self.parent_of(&name, false)?;
+                    let _ = rustix::fs::unlinkat(sub.as_ref().unwrap_or(&self.dir), file, AtFlags::empty());
+                }
+                manifest.forget(&name);
+            }
+        }
+        self.save_manifest(&manifest)
+    }
+
+    /// Removes every file of ours there (for `--replace`: the earlier result goes whole, the user's files stay).
+    pub fn remove_ours(&self) -> Result<Vec<String>, OutputError> {
+        let _lock = self.lock()?;
+        let mut manifest = self.manifest()?;
+        let mut removed = Vec::new();
+        for entry in manifest.files.clone() {
+            if let Status::Ours(_) = self.status_in(&manifest, &entry.name)? {
+                let (sub, file) = self.parent_of(&entry.name, false)?;
+                rustix::fs::unlinkat(sub.as_ref().unwrap_or(&self.dir), file, AtFlags::empty())
+                    .map_err(|e| io_error(&self.path.join(&entry.name), "cannot remove")(e.into()))?;
+                removed.push(entry.name.clone());
+            }
+            manifest.forget(&entry.name);
+        }
+        self.save_manifest(&manifest)?;
+        Ok(removed)
+    }
+
+    /// Appends `bytes` (whole lines) to the file `name` of `kind` (which grows by appending), synced with `sync`:
+    /// created new holding them, or appended to only if it is ours. A file the manifest does not name that
+    /// `legacy` accepts (an older ssdlab's, from before manifests) is taken on as ours, once.
+    pub fn append(
+        &self,
+        name: &str,
+        kind: Kind,
+        bytes: &[u8],
+        sync: bool,
+        legacy: fn(&[u8]) -> bool,
+    ) -> Result<(), OutputError> {
+        assert!(kind.grows(), "only a file that grows by appending is appended to");
+        let path = self.path.join(name);
+        let _lock = self.lock()?;
+        let mut manifest = self.manifest()?;
+        let (sub, file) = self.parent_of(name, true)?;
+        let dir = sub.as_ref().unwrap_or(&self.dir);
+        if self.status_in(&manifest, name)? == Status::Absent {
+            let (tmp, inode) = new_temporary(dir, file, bytes).map_err(io_error(&path, "cannot write"))?;
+            let version = Version {
+                inode,
+                bytes: None,
+                checksum: checksum(first_line(bytes)),
+            };
+            manifest.settle(name, kind, version);
+            self.save_manifest(&manifest)?;
+            return rustix::fs::renameat_with(dir, tmp.as_str(), dir, file, RenameFlags::NOREPLACE)
+                .map_err(|e| {
+                    let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
+                    io_error(&path, "cannot create")(e.into())
+                })
+                .and_then(|()| {
+                    dir.sync_all()
+                        .map_err(io_error(&path, "cannot sync the directory"))
+                });
+        }
+        let mut opened =
+            self.open_judged(&mut manifest, name, kind, legacy, OFlags::WRONLY | OFlags::APPEND)?;
+        let stat = rustix::fs::fstat(&opened).map_err(|e| io_error(&path, "cannot stat")(e.into()))?;
+        // An empty file gets its first line now: the manifest accepts it before it is written, so a crash between
+        // the two leaves a file the manifest still calls ours.
+        let first = (stat.st_size == 0).then(|| Version {
+            inode: stat.st_ino,
+            bytes: None,
+            checksum: checksum(first_line(bytes)),
+        });
+        if let Some(version) = first {
+            manifest.accept(name, kind, version);
+            self.save_manifest(&manifest)?;
+        }
+        opened
+            .write_all(bytes)
+            .map_err(io_error(&path, "cannot append"))?;
+        if sync {
+            opened.sync_data().map_err(io_error(&path, "cannot sync"))?;
+        }
+        if let Some(version) = first {
+            manifest.settle(name, kind, version);
+            self.save_manifest(&manifest)?;
+        }
+        Ok(())
+    }
+
+    /// Opens the lock file `name` for reading and writing: created new (holding `marker`), or opened only if it
+    /// is ours (or an older ssdlab's, by `legacy`). The caller locks it; the holder is named by /proc/locks.
+    pub fn open_lock(
+        &self,
+        name: &str,
+        marker: &[u8],
+        legacy: fn(&[u8]) -> bool,
+    ) -> Result<File, OutputError> {
+        let path = self.path.join(name);
+        let _lock = self.lock()?;
+        let mut manifest = self.manifest()?;
+        let (sub, file) = self.parent_of(name, true)?;
+        let dir = sub.as_ref().unwrap_or(&self.dir);
+        if self.status_in(&manifest, name)? == Status::Absent {
+            let (tmp, inode) = new_temporary(dir, file, marker).map_err(io_error(&path, "cannot write"))?;
+            manifest.settle(
+                name,
+                Kind::Lock,
+                Version {
+                    inode,
+                    bytes: Some(marker.len() as u64),
+                    checksum: checksum(marker),
+                },
+            );
+            self.save_manifest(&manifest)?;
+            rustix::fs::renameat_with(dir, tmp.as_str(), dir, file, RenameFlags::NOREPLACE).map_err(|e| {
+                let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
+                io_error(&path, "cannot create")(e.into())
+            })?;
+            dir.sync_all()
+                .map_err(io_error(&path, "cannot sync the directory"))?;
+        }
+        self.open_judged(&mut manifest, name, Kind::Lock, legacy, OFlags::RDWR)
+    }
+
+    /// Opens `name` with `flags` if it is ours of `kind`, taking on an older ssdlab's file `legacy` accepts (one
+    /// the manifest names no version of); the descriptor opened is checked to be the file judged. Called with
+    /// the directory's lock held.
+    fn open_judged(
+        &self,
+        manifest: &mut Manifest,
+        name: &str,
+        kind: Kind,
+        legacy: fn(&[u8]) -> bool,
+        flags: OFlags,
+    ) -> Result<File, OutputError> {
+        let path = self.path.join(name);
+        let (sub, file) = self.parent_of(name, false)?;
+        let dir = sub.as_ref().unwrap_or(&self.dir);
+        match self.status_in(manifest, name)? {
+            Status::Ours(k) if k == kind => {}
+            Status::Ours(k) => {
+                return Err(OutputError::NotOurs {
+                    path,
+                    kind,
+                    why: format!("it is ssdlab's {k}, not a {kind}"),
+                });
+            }
+            Status::Absent => {
+                return Err(OutputError::NotOurs {
+                    path,
+                    kind,
+                    why: "it went away while ssdlab opened it".into(),
+                });
+            }
+            Status::Theirs(why) => {
+                let legacy_bytes = match manifest.entry(name) {
+                    None => read_regular(dir, file, 64 << 20)
+                        .ok()
+                        .flatten()
+                        .filter(|(b, _)| legacy(b)),
+                    Some(_) => None,
+                };
+                let Some((bytes, inode)) = legacy_bytes else {
+                    return Err(OutputError::NotOurs { path, kind, why });
+                };
+                manifest.settle(
+                    name,
+                    kind,
+                    Version {
+                        inode,
+                        bytes: (!kind.grows()).then_some(bytes.len() as u64),
+                        checksum: if kind.grows() {
+                            checksum(first_line(&bytes))
+                        } else {
+                            checksum(&bytes)
+                        },
+                    },
+                );
+                self.save_manifest(manifest)?;
+            }
+        }
+        let fd = rustix::fs::openat(
+            dir,
+            file,
+            flags | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+            Mode::empty(),
+        )
+        .map_err(|e| io_error(&path, "cannot open")(e.into()))?;
+        let opened = File::from(fd);
+        // The file opened must be the one judged: the directory's lock keeps other ssdlab processes out, not other
+        // programs.
+        let held = rustix::fs::fstat(&opened).map(|s| s.st_ino).ok();
+        let listed = manifest
+            .entry(name)
+            .is_some_and(|e| e.versions.iter().any(|v| Some(v.inode) == held));
+        if !listed {
+            return Err(OutputError::NotOurs {
+                path,
+                kind,
+                why: "another program replaced it while ssdlab opened it".into(),
+            });
+        }
+        Ok(opened)
+    }
+}
+
+/// `name` as (subdirectory, file): one level down at most, no `..`, no empty or hidden-dot components.
+fn split_name(name: &str) -> Option<(Option<&str>, &str)> {
+    let parts: Vec<&str> = name.split('/').collect();
+    let fine = |p: &&str| !p.is_empty() && *p != "." && *p != "..";
+    match parts.as_slice() {
+        [file] if fine(file) => Some((None, file)),
+        [sub, file] if fine(sub) && fine(file) => Some((Some(sub), file)),
+        _ => None,
+    }
+}
+
+/// Writes `bytes` to a new file beside `name` in `dir` (O_EXCL, an unpredictable name, synced) and returns its
+/// name and inode.
+fn new_temporary(dir: &File, name: &str, bytes: &[u8]) -> io::Result<(String, u64)> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let tmp = format!(
+        ".{name}.{}-{nanos:x}-{}.ssdlab-tmp",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let fd = rustix::fs::openat(
+        dir,
+        tmp.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )?;
+    let mut file = File::from(fd);
+    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    if let Err(e) = written {
+        let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
+        return Err(e);
+    }
+    let inode = rustix::fs::fstat(&file)?.st_ino;
+    Ok((tmp, inode))
+}
+
+/// The bytes of the regular file `name` in `dir` (never a symlink's target, never a FIFO's wait) and its inode;
+/// None when there is none. At most `max_bytes`.
+fn read_regular(dir: impl AsFd, name: &str, max_bytes: u64) -> io::Result<Option<(Vec<u8>, u64)>> {
+    let fd = match rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let stat = rustix::fs::fstat(&fd)?;
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    File::from(fd).take(max_bytes).read_to_end(&mut bytes)?;
+    Ok(Some((bytes, stat.st_ino)))
+}
+
+/// The first line of `bytes` (with its newline), at most 64 KiB.
+fn first_line(bytes: &[u8]) -> &[u8] {
+    let head = &bytes[..bytes.len().min(64 << 10)];
+    match head.iter().position(|&b| b == b'\n') {
+        Some(at) => &head[..=at],
+        None => head,
+    }
+}
+
+fn first_line_checksum(dir: &File, name: &str) -> Option<u64> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let mut head = Vec::new();
+    File::from(fd).take(64 << 10).read_to_end(&mut head).ok()?;
+    Some(checksum(first_line(&head)))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,250 @@
+use std::io::Read;
+
+use super::*;
+
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap()
+}
+
+fn out<'a>(name: &'a str, kind: Kind, bytes: &'a [u8]) -> Output<'a> {
+    Output { name, kind, bytes }
+}
+
+#[test]
+fn a_new_file_is_created_and_ours_is_replaced_but_a_users_file_never() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = OutputDir::create(&tmp.path().join("a/b")).unwrap();
+    dir.write(&[out("result.json", Kind::Result, b"one")], false)
+        .unwrap();
+    assert_eq!(dir.status("result.json").unwrap(), Status::Ours(Kind::Result));
+    dir.write(&[out("result.json", Kind::Result, b"two!")], false)
+        .unwrap();
+    assert_eq!(read(&tmp.path().join("a/b/result.json")), b"two!");
+
+    // A user's file under an output's name: never replaced, and nothing of the batch is written.
+    std::fs::write(tmp.path().join("a/b/report.html"), b"MY PAGE").unwrap();
+    let err = dir
+        .write(
+            &[
+                out("result.json", Kind::Result, b"three"),
+                out("report.html", Kind::Report, b"<html>"),
+            ],
+            false,
+        )
+        .unwrap_err();
+    assert!(matches!(err, OutputError::NotOurs { .. }), "{err}");
+    assert!(err.to_string().contains("does not name it"), "{err}");
+    assert_eq!(read(&tmp.path().join("a/b/report.html")), b"MY PAGE");
+    assert_eq!(
+        read(&tmp.path().join("a/b/result.json")),
+        b"two!",
+        "checked for all before any is written"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(tmp.path().join("a/b"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".ssdlab-tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn an_edited_or_swapped_file_of_ours_becomes_the_users() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = OutputDir::create(tmp.path()).unwrap();
+    dir.write(&[out("samples.csv", Kind::Csv, b"a,b\n1,2\n")], false)
+        .unwrap();
+    // Edited in place, same length.
+    std::fs::write(tmp.path().join("samples.csv"), b"a,b\n3,4\n").unwrap();
+    assert!(matches!(dir.status("samples.csv").unwrap(), Status::Theirs(_)));
+    assert!(dir.write(&[out("samples.csv", Kind::Csv, b"x")], false).is_err());
+    // Replaced by another file holding our very bytes: another inode, so not ours either.
+    dir.write(&[out("other.csv", Kind::Csv, b"k\n")], false).unwrap();
+    std::fs::remove_file(tmp.path().join("other.csv")).unwrap();
+    std::fs::write(tmp.path().join("other.csv"), b"k\n").unwrap();
+    let kept = std::fs::File::open(tmp.path().join("other.csv")).unwrap();
+    let status = dir.status("other.csv").unwrap();
+    // The inode may be reused by the new file; then the bytes still match, and it is as ours as it ever was.
+    assert!(
+        matches!(status, Status::Theirs(_) | Status::Ours(Kind::Csv)),
+        "{status:?}"
+    );
+    drop(kept);
+    // Another kind under a name of ours is refused.
+    dir.write(&[out("page.html", Kind::Report, b"<p>")], false)
+        .unwrap();
+    let err = dir
+        .write(&[out("page.html", Kind::Result, b"{}")], false)
+        .unwrap_err();
+    assert!(err.to_string().contains("not a result"), "{err}");
+}
+
+#[test]
+fn symbolic_links_are_never_followed_nor_replaced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let real = tmp.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    std::os::unix::fs::symlink(&real, tmp.path().join("link")).unwrap();
+    let err = OutputDir::open(&tmp.path().join("link")).unwrap_err();
+    assert!(matches!(err, OutputError::Symlink { .. }), "{err}");
+    let err = OutputDir::create(&tmp.path().join("link/new")).unwrap_err();
+    assert!(matches!(err, OutputError::Symlink { .. }), "{err}");
+    assert!(!real.join("new").exists(), "nothing made through the link");
+    let dir = OutputDir::open(&real).unwrap();
+    let victim = tmp.path().join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    std::os::unix::fs::symlink(&victim, real.join("metrics.prom")).unwrap();
+    assert!(
+        dir.write(&[out("metrics.prom", Kind::Prometheus, b"m 1\n")], false)
+            .is_err()
+    );
+    assert_eq!(read(&victim), b"precious");
+    std::os::unix::fs::symlink(tmp.path(), real.join("charts")).unwrap();
+    assert!(
+        dir.write(&[out("charts/01.svg", Kind::Chart, b"<svg/>")], false)
+            .is_err()
+    );
+    assert!(!tmp.path().join("01.svg").exists());
+}
+
+#[test]
+fn pruning_removes_only_stale_files_of_ours_of_the_kinds_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = OutputDir::create(tmp.path()).unwrap();
+    dir.write(
+        &[
+            out("charts/01-a.svg", Kind::Chart, b"<svg>a</svg>"),
+            out("charts/02-b.svg", Kind::Chart, b"<svg>b</svg>"),
+            out("health.prom", Kind::Prometheus, b"h 1\n"),
+        ],
+        false,
+    )
+    .unwrap();
+    std::fs::write(tmp.path().join("charts/mine.svg"), b"<svg>mine</svg>").unwrap();
+    dir.write(&[out("charts/01-a.svg", Kind::Chart, b"<svg>A</svg>")], true)
+        .unwrap();
+    assert!(
+        !tmp.path().join("charts/02-b.svg").exists(),
+        "a stale chart of ours goes"
+    );
+    assert_eq!(
+        read(&tmp.path().join("charts/mine.svg")),
+        b"<svg>mine</svg>",
+        "the user's stays"
+    );
+    assert!(tmp.path().join("health.prom").exists(), "another kind stays");
+    let removed = dir.remove_ours().unwrap();
+    assert_eq!(
+        removed,
+        vec!["health.prom".to_string(), "charts/01-a.svg".to_string()]
+    );
+    assert!(tmp.path().join("charts/mine.svg").exists());
+}
+
+#[test]
+fn appends_go_only_to_a_file_of_ours_and_an_older_ssdlabs_is_taken_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = OutputDir::create(tmp.path()).unwrap();
+    fn json_lines(b: &[u8]) -> bool {
+        b.split(|&c| c == b'\n')
+            .filter(|l| !l.is_empty())
+            .all(|l| l.starts_with(b"{"))
+    }
+    dir.append("log.jsonl", Kind::Log, b"{\"a\":1}\n", true, json_lines)
+        .unwrap();
+    dir.append("log.jsonl", Kind::Log, b"{\"a\":2}\n", false, json_lines)
+        .unwrap();
+    assert_eq!(read(&tmp.path().join("log.jsonl")), b"{\"a\":1}\n{\"a\":2}\n");
+    // Compacted to nothing, then appended to again: still ours.
+    dir.write(&[out("log.jsonl", Kind::Log, b"")], false).unwrap();
+    dir.append("log.jsonl", Kind::Log, b"{\"a\":3}\n", true, json_lines)
+        .unwrap();
+    assert_eq!(dir.status("log.jsonl").unwrap(), Status::Ours(Kind::Log));
+    // A user's file is never appended to, even in our format, once the manifest names another version.
+    std::fs::remove_file(tmp.path().join("log.jsonl")).unwrap();
+    std::fs::write(tmp.path().join("log.jsonl"), b"{\"mine\":1}\n").unwrap();
+    let kept = std::fs::File::open(tmp.path().join("log.jsonl")).unwrap();
+    let outcome = dir.append("log.jsonl", Kind::Log, b"{\"a\":4}\n", true, json_lines);
+    drop(kept);
+    if outcome.is_ok() {
+        // Only the reuse of the very inode and first line could make it ours; then nothing of theirs was lost.
+        panic!("appended to a user's file");
+    }
+    assert_eq!(read(&tmp.path().join("log.jsonl")), b"{\"mine\":1}\n");
+    // A directory from before manifests: the older file in our format is taken on; anything else is refused.
+    let old = tempfile::tempdir().unwrap();
+    std::fs::write(old.path().join("refreshed.jsonl"), b"{\"old\":1}\n").unwrap();
+    std::fs::write(old.path().join("notes.jsonl"), b"my notes\n").unwrap();
+    let dir = OutputDir::open(old.path()).unwrap();
+    dir.append("refreshed.jsonl", Kind::Log, b"{\"new\":1}\n", true, json_lines)
+        .unwrap();
+    assert_eq!(
+        read(&old.path().join("refreshed.jsonl")),
+        b"{\"old\":1}\n{\"new\":1}\n"
+    );
+    assert!(
+        dir.append("notes.jsonl", Kind::Log, b"{}\n", true, json_lines)
+            .is_err()
+    );
+    assert_eq!(read(&old.path().join("notes.jsonl")), b"my notes\n");
+}
+
+#[test]
+fn a_lock_file_is_created_new_or_opened_only_if_ours() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = OutputDir::create(tmp.path()).unwrap();
+    fn pid_only(b: &[u8]) -> bool {
+        !b.is_empty() && b.len() <= 24 && b.iter().all(|c| c.is_ascii_digit() || *c == b'\n')
+    }
+    let mut lock = dir.open_lock("lock", b"ssdlab lock\n", pid_only).unwrap();
+    let mut text = String::new();
+    lock.read_to_string(&mut text).unwrap();
+    assert_eq!(text, "ssdlab lock\n");
+    drop(dir.open_lock("lock", b"ssdlab lock\n", pid_only).unwrap());
+    // A user's file named lock is never truncated or written.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("lock"), b"my shopping list").unwrap();
+    let dir = OutputDir::open(other.path()).unwrap();
+    assert!(dir.open_lock("lock", b"ssdlab lock\n", pid_only).is_err());
+    assert_eq!(read(&other.path().join("lock")), b"my shopping list");
+    // An older ssdlab's lock (its holder's process id) is taken on as it is.
+    std::fs::write(other.path().join("old-lock"), b"4242\n").unwrap();
+    drop(dir.open_lock("old-lock", b"ssdlab lock\n", pid_only).unwrap());
+    assert_eq!(read(&other.path().join("old-lock")), b"4242\n");
+}
+
+#[test]
+fn a_planted_manifest_refuses_every_write_and_two_writers_take_turns() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join(MANIFEST_NAME), b"not ours").unwrap();
+    let dir = OutputDir::open(tmp.path()).unwrap();
+    assert!(
+        dir.write(&[out("a.prom", Kind::Prometheus, b"a 1\n")], false)
+            .is_err()
+    );
+    assert_eq!(read(&tmp.path().join(MANIFEST_NAME)), b"not ours");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().to_path_buf();
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let dir = OutputDir::open(&path).unwrap();
+                for round in 0..20 {
+                    let name = format!("w{w}.prom");
+                    let body = format!("round {round}\n");
+                    dir.write(&[out(&name, Kind::Prometheus, body.as_bytes())], false)
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let dir = OutputDir::open(&path).unwrap();
+    let ours = dir.ours().unwrap();
+    assert_eq!(ours.len(), 4, "every writer's file is listed: {ours:?}");
+}
