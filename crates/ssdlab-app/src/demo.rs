@@ -31,22 +31,65 @@ pub struct Plan {
     /// A `sim:` target (plain; the demo scales it and puts the cache over it where a step says so).
     pub target: String,
     pub out: PathBuf,
+    /// Whether the results of an earlier demo there are replaced (`--replace`, or the default directory holding
+    /// ssdlab's own demo output: the main command works twice).
+    pub replace: bool,
 }
 
+/// Where the demo writes when no `--out` is given.
+pub const DEFAULT_OUT: &str = "ssdlab-demo";
+
 impl Plan {
-    pub fn new(target: String, out: PathBuf) -> Result<Plan> {
+    /// `out` is None for the default directory.
+    pub fn new(target: String, out: Option<PathBuf>, replace: bool) -> Result<Plan> {
         if !ssdlab_targets::is_virtual(&target) {
             bail!(
                 "--target {target}: the demo runs on a virtual drive; give a sim: target, e.g. sim:840evo-250g"
             );
         }
+        let default = out.is_none();
+        let out = out.unwrap_or_else(|| PathBuf::from(DEFAULT_OUT));
         if out.exists() && !out.is_dir() {
             bail!(
                 "--out {}: exists and is not a directory; name a directory",
                 out.display()
             );
         }
-        Ok(Plan { target, out })
+        // An earlier demo's results are replaced only when asked, or in the default directory when its page is
+        // ssdlab's own demo report; anything of the user's there is never touched either way (each step checks).
+        let holds_results = out.join("report.html").exists()
+            || std::fs::read_dir(&out)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|e| e.path().join("result.json").exists());
+        // ssdlab's own demo output: its page (if it got that far) and every step's result are ssdlab's.
+        let ours_as = |dir: &std::path::Path, name: &str, kind: ssdlab_outputs::Kind| {
+            ssdlab_outputs::OutputDir::open(dir)
+                .and_then(|d| d.status(name))
+                .is_ok_and(|s| s == ssdlab_outputs::Status::Absent || s == ssdlab_outputs::Status::Ours(kind))
+        };
+        let ours = || {
+            ours_as(&out, "report.html", ssdlab_outputs::Kind::Report)
+                && std::fs::read_dir(&out).into_iter().flatten().flatten().all(|e| {
+                    !e.path().join("result.json").exists()
+                        || ours_as(&e.path(), "result.json", ssdlab_outputs::Kind::Result)
+                })
+        };
+        let replace = replace || (default && holds_results && ours());
+        if holds_results && !replace {
+            bail!(
+                "--out {}: it already holds a demo's results; name a new directory, or add --replace to replace \
+                 them (files of yours there are kept)",
+                out.display()
+            );
+        }
+        Ok(Plan { target, out, replace })
+    }
+
+    /// The result directory of one step.
+    fn step_out(&self, name: &str) -> export::OutDir {
+        export::OutDir::new(self.out.join(name), self.replace)
     }
 }
 
@@ -86,15 +129,17 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     // Seed 001's storage-bench table: synthetic light and heavy desktop traces replayed on the drive, then on the
     // same drive behind the RAPID-like cache.
     let traces = plan.out.join("traces");
-    std::fs::create_dir_all(&traces)?;
+    ssdlab_outputs::OutputDir::create(&traces).map_err(|e| anyhow!("--out {}: {e}", plan.out.display()))?;
     for profile in [
         ssdlab_trace::synth::Profile::Light,
         ssdlab_trace::synth::Profile::Heavy,
     ] {
         let trace = traces.join(format!("{}.iolog", profile.name()));
         let ops = ssdlab_trace::synth::generate(profile, 1, 60_000_000_000, None);
-        export::write_atomically(
+        export::write_output(
+            "--out",
             &trace,
+            ssdlab_outputs::Kind::Trace,
             ssdlab_trace::synth::to_fio_iolog(&ops, "/dev/ssdlab-synth").as_bytes(),
         )?;
         for (kind, target) in [("plain", plan.target.clone()), ("rapid", cached(&plan.target)?)] {
@@ -113,7 +158,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     }
     let results = report::read_results(&directories)?;
     let page = plan.out.join("report.html");
-    export::write_report(&page, &results)?;
+    export::write_report("--out", &page, &results)?;
     // The story in one screen: each step's verdict by its kind, a finding (what the step exists to find) told
     // apart from a failure.
     ports.console.say("\ndemo      what each step found");
@@ -175,7 +220,7 @@ fn cached(target: &str) -> Result<String> {
 
 /// A step's plan: its target and result directory (`DIR/NAME`), on the demo's seed.
 fn test_plan(plan: &Plan, target: &str, name: &str, method: Method) -> Result<test::Plan> {
-    test::Plan::new(TargetPlan::plain(target), 1, Some(plan.out.join(name)), method)
+    test::Plan::new(TargetPlan::plain(target), 1, Some(plan.step_out(name)), method)
 }
 
 /// Seed 000's field-report scan of the virtual data set, read as `cat` read it, the flagged files rewritten.
@@ -195,7 +240,7 @@ fn field_report_flags(plan: &Plan) -> ScanFlags {
         qd: None,
         random_reads: None,
         slower_than: 0.5,
-        out: Some(plan.out.join("field-report")),
+        out: Some(plan.step_out("field-report")),
         prom: None,
         allow_atime: false,
         state_dir: None,
@@ -215,7 +260,7 @@ fn fanout_flags(plan: &Plan) -> FanoutFlags {
         runtime: "60s".into(),
         bs: "4k".into(),
         seed: 1,
-        out: Some(plan.out.join("fanout")),
+        out: Some(plan.step_out("fanout")),
         prom: None,
         engine: ssdlab_io::Engine::Auto,
         from: vec![],
@@ -232,7 +277,7 @@ fn health_plan(plan: &Plan) -> Result<health::Plan> {
         "all".into(),
         RatingFlags::default(),
         None,
-        Some(plan.out.join("health")),
+        Some(plan.step_out("health")),
         "smartctl".into(),
     )
 }

@@ -3,33 +3,87 @@
 //! `RunResult` or analysis; the checks of `--out` and `--prom` run before anything is measured. Nothing here
 //! prints: a warning is returned, or said through the reporter.
 
-use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use ssdlab_core::DeviceInfo;
 use ssdlab_core::schema::{Analysis, Event, RunResult, Sample};
+use ssdlab_outputs::{Kind, Output, OutputDir, Status};
 
 use crate::reporter::Reporter;
 
-/// Writes a file atomically and durably (ssdlab-io's one atomic writer): a reader never sees a half-written file
-/// and an interrupted write loses nothing that was there.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    ssdlab_io::files::write_atomically(path, bytes).with_context(|| format!("writing {}", path.display()))
+/// `--out DIR` as the user gave it, and whether `--replace` lets it replace an earlier result there whole (the
+/// files of ssdlab's that result left; a file of the user's there is never touched).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutDir {
+    pub path: PathBuf,
+    pub replace: bool,
 }
 
-/// A name beside `path` that this process has not used and no one else can have planted on purpose for it:
-/// `.NAME.PID.N.SUFFIX` (files are then created with `create_new`, so a planted one is refused, not followed).
-fn fresh_sibling(path: &Path, suffix: &str) -> std::path::PathBuf {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+impl OutDir {
+    pub fn new(path: PathBuf, replace: bool) -> Self {
+        OutDir { path, replace }
+    }
+}
+
+impl std::ops::Deref for OutDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The directory holding `path` (a single output file) and the file's name in it.
+fn split_file(flag: &str, path: &Path) -> Result<(PathBuf, String)> {
     let name = path
         .file_name()
-        .map_or("ssdlab".into(), |n| n.to_string_lossy().into_owned());
-    path.with_file_name(format!(".{name}.{}.{n}.{suffix}", std::process::id()))
+        .and_then(|n| n.to_str())
+        .filter(|n| !n.starts_with('.'))
+        .ok_or_else(|| anyhow::anyhow!("{flag} {}: name a file, such as ssdlab.prom", path.display()))?;
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(".".as_ref());
+    Ok((parent.to_path_buf(), name.to_string()))
 }
 
-/// `--prom FILE` must be writable where it is named: checked before anything is measured.
+/// Writes one file by the output rule (ssdlab-outputs): created new, or replacing only ssdlab's own output of
+/// `kind` there, atomically and durably, never through a symbolic link. `flag` names it in errors.
+pub fn write_output(flag: &str, path: &Path, kind: Kind, bytes: &[u8]) -> Result<()> {
+    let (parent, name) = split_file(flag, path)?;
+    let dir = OutputDir::open(&parent).map_err(|e| anyhow::anyhow!("{flag} {}: {e}", path.display()))?;
+    dir.write(
+        &[Output {
+            name: &name,
+            kind,
+            bytes,
+        }],
+        &[],
+    )
+    .map_err(|e| anyhow::anyhow!("{flag} {}: {e}", path.display()))
+}
+
+/// Whether one output file may be written where it is named: its directory exists (reached without a symlink)
+/// and the name is free or holds ssdlab's own output of `kind`. Checked before anything is measured.
+pub fn check_output(flag: &str, path: &Path, kind: Kind) -> Result<()> {
+    if path.is_dir() {
+        bail!("{flag} {}: is a directory; name a file inside it", path.display());
+    }
+    let (parent, name) = split_file(flag, path)?;
+    if !parent.is_dir() {
+        bail!(
+            "{flag} {}: the directory {} does not exist",
+            path.display(),
+            parent.display()
+        );
+    }
+    let dir = OutputDir::open(&parent).map_err(|e| anyhow::anyhow!("{flag} {}: {e}", path.display()))?;
+    dir.check(&name, kind)
+        .map_err(|e| anyhow::anyhow!("{flag} {}: {e}", path.display()))
+}
+
+/// `--prom FILE` must be writable where it is named, and replace only ssdlab's own metrics: checked before
+/// anything is measured.
 pub fn check_prom_path(path: &Path) -> Result<()> {
     if path.is_dir() {
         bail!(
@@ -38,10 +92,7 @@ pub fn check_prom_path(path: &Path) -> Result<()> {
             path.display()
         );
     }
-    let parent = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(".".as_ref());
+    let (parent, _) = split_file("--prom", path)?;
     if !parent.is_dir() {
         bail!(
             "--prom {}: the directory {} does not exist (node_exporter's textfile directory, e.g. \
@@ -50,18 +101,17 @@ pub fn check_prom_path(path: &Path) -> Result<()> {
             parent.display()
         );
     }
-    Ok(())
+    check_output("--prom", path, Kind::Prometheus)
 }
 
-/// Writes Prometheus metrics atomically (node_exporter's textfile collector must never read half a file; its
-/// temporary name does not end in .prom, so the collector ignores it).
+/// Writes Prometheus metrics by the output rule, atomically (node_exporter's textfile collector must never read
+/// half a file; the temporary name does not end in .prom, so the collector ignores it).
 pub fn write_prom(
     reporter: &mut Reporter,
     path: &Path,
     exposition: &ssdlab_core::prom::Exposition,
 ) -> Result<()> {
-    write_atomically(path, exposition.render().as_bytes())
-        .map_err(|e| anyhow::anyhow!("--prom {}: {e:#}", path.display()))?;
+    write_output("--prom", path, Kind::Prometheus, exposition.render().as_bytes())?;
     reporter.say(&format!("metrics   {}", path.display()));
     Ok(())
 }
@@ -137,123 +187,119 @@ pub fn save(reporter: &mut Reporter, dir: &Path, result: &RunResult) -> Result<(
     Ok(())
 }
 
-/// Renders results into a report page and writes it atomically.
-pub fn write_report(path: &Path, results: &[RunResult]) -> Result<()> {
-    write_atomically(path, ssdlab_report::render(results).as_bytes())
+/// Renders results into a report page and writes it by the output rule (`flag` names it in errors).
+pub fn write_report(flag: &str, path: &Path, results: &[RunResult]) -> Result<()> {
+    write_output(
+        flag,
+        path,
+        Kind::Report,
+        ssdlab_report::render(results).as_bytes(),
+    )
 }
 
-/// Refuses an `--out` that names something other than a directory, without creating anything: the first check of
-/// commands that create the directory only once their safety gate has let them through.
-pub fn check_out_dir(dir: &Path) -> Result<()> {
+/// The names a result is written to, and their kinds, as far as they are known before it is measured (a CSV's
+/// name comes from the phases): a file of the user's under one of them would cost the result when it is saved,
+/// so it is refused first. Charts are extras (a chart whose name is taken is said, and the result stands), so
+/// they are judged when written.
+fn result_dir_kind(name: &str) -> Option<Kind> {
+    if name == "result.json" {
+        Some(Kind::Result)
+    } else if name == "report.html" {
+        Some(Kind::Report)
+    } else if name.ends_with(".csv") {
+        Some(Kind::Csv)
+    } else {
+        None
+    }
+}
+
+/// Refuses an `--out` that cannot take a result, without creating anything: the first check of every command
+/// that writes one, made before anything is measured.
+///
+/// A directory that already holds a result is refused (a result is not replaced by accident), unless `--replace`
+/// asks to replace it whole, and then its result.json must be ssdlab's own. Any file there under a name a result
+/// is written to (result.json, report.html, a CSV) must be ssdlab's own too: the user's files are never
+/// replaced, with or without `--replace`.
+pub fn check_out_dir(out: &OutDir) -> Result<()> {
+    let dir = &out.path;
     if dir.exists() && !dir.is_dir() {
         bail!(
             "--out {}: exists and is not a directory; name a directory",
             dir.display()
         );
     }
-    // ssdlab replaces only its own files: a directory holding someone else's result.json, report.html or CSV
-    // files is refused before anything runs.
-    if dir.is_dir() {
-        let ours = dir.join("result.json");
-        let has_result = ours.exists();
-        if has_result && !is_ssdlab_result(&ours) {
-            bail!(
-                "--out {}: its result.json is not one ssdlab wrote, and ssdlab never replaces a file that is not \
-                 its own: name another directory",
+    if !dir.is_dir() {
+        return Ok(());
+    }
+    let outputs = OutputDir::open(dir).map_err(|e| anyhow::anyhow!("--out {}: {e}", dir.display()))?;
+    let holds_result = std::fs::symlink_metadata(dir.join("result.json")).is_ok();
+    if holds_result && !out.replace {
+        bail!(
+            "--out {}: it already holds a result (result.json), which this run would replace; name a new directory, \
+             or add --replace to replace that result whole (files of yours there are kept)",
+            dir.display()
+        );
+    }
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for name in names {
+        let Some(kind) = result_dir_kind(&name) else {
+            continue;
+        };
+        match outputs
+            .status(&name)
+            .map_err(|e| anyhow::anyhow!("--out {}: {e}", dir.display()))?
+        {
+            Status::Absent => {}
+            Status::Ours(k) if k == kind => {}
+            Status::Ours(k) => bail!(
+                "--out {}: {name} is ssdlab's {k}, where this run writes a {kind}; name another directory",
                 dir.display()
-            );
-        }
-        let page = dir.join("report.html");
-        if page.exists() && !has_result && !is_ssdlab_page(&page) {
-            bail!(
-                "--out {}: its report.html is not one ssdlab wrote, and ssdlab never replaces a file that is not \
-                 its own: name another directory",
+            ),
+            Status::Theirs(why) => bail!(
+                "--out {}: {name} is not ssdlab's own ({why}), and ssdlab never replaces a file that is not its \
+                 own: move it away or name another directory (a result an older ssdlab wrote, before it listed its \
+                 files, counts as yours)",
                 dir.display()
-            );
-        }
-        let csv = std::fs::read_dir(dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|e| e.file_name().to_string_lossy().ends_with(".csv"));
-        if csv && !has_result {
-            bail!(
-                "--out {}: it holds CSV files no ssdlab result.json accounts for, and ssdlab never replaces a file \
-                 that is not its own: name another directory",
-                dir.display()
-            );
+            ),
         }
     }
     Ok(())
-}
-
-/// The first bytes of a file that exists, if it is a regular file (never a FIFO's wait, never a symlink's target).
-fn head_of(path: &Path, len: usize) -> Option<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(ssdlab_io::sys::O_NOFOLLOW | ssdlab_io::sys::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut head = Vec::new();
-    file.take(len as u64).read_to_end(&mut head).ok()?;
-    Some(head)
-}
-
-/// Whether `path` is a result.json ssdlab wrote (its schema field names ssdlab, near the start, as ssdlab writes
-/// it).
-fn is_ssdlab_result(path: &Path) -> bool {
-    head_of(path, 4096).is_some_and(|head| {
-        let text = String::from_utf8_lossy(&head);
-        text.trim_start().starts_with('{') && text.contains("\"schema\": \"ssdlab/")
-    })
-}
-
-/// Whether `path` is a report page ssdlab wrote (its generator meta tag).
-fn is_ssdlab_page(path: &Path) -> bool {
-    head_of(path, 1024).is_some_and(|head| ssdlab_report::is_report_page(&head))
 }
 
 /// `--out FILE` of `report`: refused when it names a file that is not a report ssdlab wrote.
 pub fn check_out_page(path: &Path) -> Result<()> {
-    if std::fs::symlink_metadata(path).is_ok() && !is_ssdlab_page(path) {
-        bail!(
-            "--out {}: exists and is not a report ssdlab wrote; ssdlab never replaces a file that is not its own: \
-             name another file",
-            path.display()
-        );
-    }
-    Ok(())
+    check_output("--out", path, Kind::Report)
 }
 
-/// Makes sure `--out DIR` can take the results before anything is measured: it is created if missing, must be
-/// a directory, and must accept a file (a run that fails only when it saves its results has wasted the run).
-pub fn prepare_out_dir(dir: &Path) -> Result<()> {
-    check_out_dir(dir)?;
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
-    let probe = fresh_sibling(&dir.join("ssdlab-write-probe"), "probe");
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-        .with_context(|| format!("--out {}: cannot write into the directory", dir.display()))?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
+/// Makes sure `--out DIR` can take the results before anything is measured: checked, created if missing (never
+/// through a symlink), and its manifest written (so a directory that refuses files is known now: a run that
+/// fails only when it saves its results has wasted the run).
+pub fn prepare_out_dir(out: &OutDir) -> Result<()> {
+    check_out_dir(out)?;
+    let dir =
+        OutputDir::create(&out.path).map_err(|e| anyhow::anyhow!("--out {}: {e}", out.path.display()))?;
+    dir.write(&[], &[]).map_err(|e| {
+        anyhow::anyhow!(
+            "--out {}: cannot write into the directory: {e}",
+            out.path.display()
+        )
+    })
 }
 
 /// Writes `result.json`, one `PHASE.csv` of per-second samples per phase (`samples.csv` for a lone phase), the
-/// test's tidy CSV, `report.html`, and every chart as an SVG file in `charts/`. Returns the warnings to show: the
-/// charts are extras, and a directory that cannot take them is said while the result stands.
+/// test's tidy CSV, `report.html`, and every chart as an SVG file in `charts/`, by the output rule; what an
+/// earlier result of ssdlab's left there (a CSV or chart this one does not write) goes. Returns the warnings to
+/// show: the charts are extras, and a directory that cannot take them is said while the result stands.
 pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<Vec<String>> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
+    let outputs = OutputDir::create(dir).map_err(|e| anyhow::anyhow!("--out {}: {e}", dir.display()))?;
     let json = serde_json::to_vec_pretty(result).context("serializing result.json")?;
-    write_atomically(&dir.join("result.json"), &json)?;
+    let mut files: Vec<(String, Kind, Vec<u8>)> = vec![("result.json".into(), Kind::Result, json)];
     // A PTS run has up to 1400 cells: its rounds are pts.csv, not a file per phase.
     let per_phase = !matches!(result.analysis, ssdlab_core::schema::Analysis::Pts(_));
     for phase in result.phases.iter().filter(|_| per_phase) {
@@ -262,66 +308,48 @@ pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<Vec<String>> {
         } else {
             phase.name.clone()
         };
-        write_atomically(
-            &dir.join(format!("{name}.csv")),
-            samples_csv(&phase.samples).as_bytes(),
-        )?;
+        files.push((
+            format!("{name}.csv"),
+            Kind::Csv,
+            samples_csv(&phase.samples).into_bytes(),
+        ));
     }
     if let Some((name, csv)) = ssdlab_report::tidy::tidy_csv(result) {
-        write_atomically(&dir.join(name), csv.as_bytes())?;
+        files.push((name.to_string(), Kind::Csv, csv.into_bytes()));
     }
-    // The page is rendered once, for report.html and for the chart files taken from it. The charts are extras:
-    // a directory that cannot take them is said, and the result stands.
+    // The page is rendered once, for report.html and for the chart files taken from it.
     let page = ssdlab_report::render(std::slice::from_ref(result));
-    write_atomically(&dir.join("report.html"), page.as_bytes())?;
-    Ok(match write_chart_files(&dir.join("charts"), &page) {
+    files.push(("report.html".into(), Kind::Report, page.clone().into_bytes()));
+    let batch: Vec<Output<'_>> = files
+        .iter()
+        .map(|(name, kind, bytes)| Output {
+            name,
+            kind: *kind,
+            bytes,
+        })
+        .collect();
+    outputs
+        .write(&batch, &[Kind::Result, Kind::Csv, Kind::Report])
+        .map_err(|e| anyhow::anyhow!("--out {}: {e}", dir.display()))?;
+    // The charts are extras: a directory that cannot take them is said, and the result stands.
+    let charts = ssdlab_report::chart_files_of_page(&page);
+    let names: Vec<String> = charts.iter().map(|c| format!("charts/{}", c.name)).collect();
+    let batch: Vec<Output<'_>> = charts
+        .iter()
+        .zip(&names)
+        .map(|(chart, name)| Output {
+            name,
+            kind: Kind::Chart,
+            bytes: chart.svg.as_bytes(),
+        })
+        .collect();
+    Ok(match outputs.write(&batch, &[Kind::Chart]) {
         Ok(()) => vec![],
-        Err(e) => vec![format!("warning   --out {}: {e:#}", dir.display())],
+        Err(e) => vec![format!(
+            "warning   --out {}: the charts were not written: {e}",
+            dir.display()
+        )],
     })
-}
-
-/// Whether the file at `path` (named `name`) is a chart an earlier run wrote: the report crate judges its name and
-/// first bytes.
-fn is_chart_file(path: &Path, name: &str) -> bool {
-    use std::io::Read;
-    let mut head = [0u8; ssdlab_report::CHART_FILE_HEAD_BYTES];
-    let Ok(mut file) = std::fs::File::open(path) else {
-        return false;
-    };
-    let n = file.read(&mut head).unwrap_or(0);
-    ssdlab_report::is_chart_file(name, &head[..n])
-}
-
-/// Writes each chart of the rendered `page` as a standalone SVG into `charts` (`01-iops-over-the-whole-run.svg`,
-/// ...), first removing the charts an earlier run wrote there, so the directory holds this result's charts only.
-/// Only files that carry ssdlab's chart marker are removed, and a `charts` that is a symlink is left alone, so
-/// nothing of anyone else's is touched.
-fn write_chart_files(charts: &Path, page: &str) -> Result<()> {
-    let files = ssdlab_report::chart_files_of_page(page);
-    match std::fs::symlink_metadata(charts) {
-        Ok(m) if !m.is_dir() => bail!(
-            "{} is not a directory ssdlab made (a file or a symlink); the charts were not written",
-            charts.display()
-        ),
-        Ok(_) => {
-            for entry in std::fs::read_dir(charts)?.flatten() {
-                let is_file = entry.file_type().is_ok_and(|t| t.is_file());
-                let name = entry.file_name();
-                if is_file && is_chart_file(&entry.path(), &name.to_string_lossy()) {
-                    let _ = std::fs::remove_file(entry.path());
-                }
-            }
-        }
-        Err(_) => {}
-    }
-    if files.is_empty() {
-        return Ok(());
-    }
-    std::fs::create_dir_all(charts).with_context(|| format!("cannot create {}", charts.display()))?;
-    for file in files {
-        write_atomically(&charts.join(&file.name), file.svg.as_bytes())?;
-    }
-    Ok(())
 }
 
 /// Per-second samples as CSV, one row per second, columns named like the JSON fields.

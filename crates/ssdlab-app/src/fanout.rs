@@ -44,7 +44,7 @@ pub struct FanoutFlags {
     pub runtime: String,
     pub bs: String,
     pub seed: u64,
-    pub out: Option<PathBuf>,
+    pub out: Option<crate::export::OutDir>,
     pub prom: Option<PathBuf>,
     pub engine: ssdlab_io::Engine,
     /// Saved fan-out results to merge instead of measuring (`--from DIR...`).

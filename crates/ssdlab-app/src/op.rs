@@ -46,7 +46,7 @@ pub struct Plan {
     raw_nand_bytes: Option<u64>,
     pub samples: u32,
     pub seed: u64,
-    pub out: Option<std::path::PathBuf>,
+    pub out: Option<crate::export::OutDir>,
 }
 
 impl Plan {
@@ -58,7 +58,7 @@ impl Plan {
         raw_nand: Option<String>,
         samples: u32,
         seed: u64,
-        out: Option<std::path::PathBuf>,
+        out: Option<crate::export::OutDir>,
     ) -> Result<Self> {
         if let Some(dir) = &out {
             export::check_out_dir(dir)?;

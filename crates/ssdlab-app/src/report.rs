@@ -117,8 +117,10 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         );
     }
     export::check_out_page(&args.out)?;
-    export::write_atomically(
+    export::write_output(
+        "--out",
         &args.out,
+        ssdlab_outputs::Kind::Report,
         ssdlab_report::render_against(&results, baseline).as_bytes(),
     )?;
     ports.console.say(&format!(

@@ -1,7 +1,5 @@
 //! `run`: one workload on one target, measured, with the record of every second.
 
-use std::path::PathBuf;
-
 use anyhow::{Result, bail};
 use ssdlab_core::Device;
 use ssdlab_core::schema::options::{JobOptions, RunOptions};
@@ -35,7 +33,7 @@ pub struct Plan {
     /// Random offsets cover each block once per pass (fio's random map) unless false.
     pub random_map: bool,
     pub verify: bool,
-    pub out: Option<PathBuf>,
+    pub out: Option<crate::export::OutDir>,
 }
 
 /// The flags of `run`, as given.
@@ -57,7 +55,7 @@ pub struct RunFlags<'a> {
 
 impl Plan {
     /// Checks every flag that does not depend on the device; without a stop condition the run lasts 10 s.
-    pub fn new(target: TargetPlan, flags: RunFlags, out: Option<PathBuf>) -> Result<Self> {
+    pub fn new(target: TargetPlan, flags: RunFlags, out: Option<crate::export::OutDir>) -> Result<Self> {
         let rw = RwMode::parse(flags.rw).ok_or_else(|| match flags.rw {
             // fio's names for a sequential mix, which ssdlab does not run: name what it does instead.
             "rw" | "readwrite" => anyhow::anyhow!(

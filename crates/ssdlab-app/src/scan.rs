@@ -51,7 +51,7 @@ pub struct ScanFlags {
     pub qd: Option<u32>,
     pub random_reads: Option<u32>,
     pub slower_than: f64,
-    pub out: Option<PathBuf>,
+    pub out: Option<crate::export::OutDir>,
     pub prom: Option<PathBuf>,
     pub allow_atime: bool,
     pub state_dir: Option<PathBuf>,

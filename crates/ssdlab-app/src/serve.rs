@@ -37,7 +37,7 @@ pub struct ServeFlags {
     pub max_connections: u32,
     /// Microseconds to look for the next request before sleeping (0: never).
     pub poll_us: u32,
-    pub out: Option<PathBuf>,
+    pub out: Option<crate::export::OutDir>,
 }
 
 /// A serve session, checked (where it listens is checked when the socket is bound).

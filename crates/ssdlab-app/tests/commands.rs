@@ -69,7 +69,7 @@ fn a_run_on_a_virtual_drive_streams_every_event_and_writes_its_record() {
     let plan = RunPlan::new(
         TargetPlan::plain(SMALL_SIM),
         run_flags("randread", "3s"),
-        Some(out.clone()),
+        Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
     )
     .unwrap();
     let mut console = RecordingConsole::with_json();
@@ -512,7 +512,7 @@ fn a_latency_test_on_a_virtual_drive_records_its_analysis() {
     let plan = test::Plan::new(
         TargetPlan::plain(SMALL_SIM),
         1,
-        Some(out.clone()),
+        Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
         test::Method::Latency(options),
     )
     .unwrap();
@@ -548,7 +548,7 @@ fn a_scan_of_a_virtual_data_set_finds_the_old_files_slow() {
         qd: None,
         random_reads: Some(0),
         slower_than: 0.5,
-        out: Some(out.clone()),
+        out: Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
         prom: None,
         allow_atime: false,
         state_dir: None,
@@ -581,7 +581,7 @@ fn a_fanout_over_two_virtual_drives_finds_the_older_one_slower() {
         runtime: "2s".into(),
         bs: "4k".into(),
         seed: 1,
-        out: Some(out.clone()),
+        out: Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
         prom: None,
         engine: ssdlab_io::Engine::Auto,
         from: vec![],
@@ -756,7 +756,7 @@ fn refresh_plans_refuse_bad_flags_before_anything_is_locked() {
     );
     refused(
         RefreshFlags {
-            out: Some(dir.path().join("out")),
+            out: Some(ssdlab_app::export::OutDir::new(dir.path().join("out"), false)),
             ..base()
         },
         "--out",
@@ -792,7 +792,7 @@ fn sim_trace_and_report_print_their_output_through_the_console() {
     let run = RunPlan::new(
         TargetPlan::plain("null:1g"),
         run_flags("randread", "1s"),
-        Some(out.clone()),
+        Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
     )
     .unwrap();
     ssdlab_app::run::run(&run, &mut Ports::system(&mut RecordingConsole::default())).unwrap();

@@ -435,7 +435,11 @@ fn refuse_other_users(
                 crate::guard::processes_using_file(file, std::time::Duration::ZERO).unwrap_or_default();
             let mut found: Vec<String> = uses.iter().map(|f| f.to_string()).collect();
             if found.is_empty() {
-                found.push("another program holds a lock on it".into());
+                found.push(
+                    "a lock is held on it, by another program or by this ssdlab through another target (one file \
+                     is written through one target at a time)"
+                        .into(),
+                );
             }
             Err(refuse(found))
         }

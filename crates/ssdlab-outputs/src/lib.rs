@@ -55,6 +55,8 @@ pub enum Kind {
     Trace,
     /// A manual page.
     Manual,
+    /// The DRAM cache's hot map (the blocks to warm at the next start).
+    HotMap,
 }
 
 impl Kind {
@@ -70,6 +72,7 @@ impl Kind {
             Kind::Log => "log",
             Kind::Trace => "trace",
             Kind::Manual => "manual page",
+            Kind::HotMap => "hot map",
         }
     }
 
@@ -307,14 +310,21 @@ impl OutputDir {
                 "ssdlab's list of what it wrote there does not name it".into(),
             ));
         };
-        let Some(version) = entry.versions.iter().find(|v| v.inode == stat.st_ino) else {
+        // Several versions may share the inode (a growing file's first line recorded before it is written): any
+        // that matches makes it ours.
+        let versions: Vec<&Version> = entry.versions.iter().filter(|v| v.inode == stat.st_ino).collect();
+        if versions.is_empty() {
             return Ok(Status::Theirs(
-                "it is not the file ssdlab wrote there (another inode)".into(),
+                "it is another file than the one ssdlab wrote there".into(),
             ));
-        };
-        if version.bytes.is_some_and(|b| b != stat.st_size as u64) {
+        }
+        let sized: Vec<&&Version> = versions
+            .iter()
+            .filter(|v| v.bytes.is_none_or(|b| b == stat.st_size as u64))
+            .collect();
+        if sized.is_empty() {
             return Ok(Status::Theirs(
-                "it was changed since ssdlab wrote it (another length)".into(),
+                "it was changed since ssdlab wrote it: its length differs".into(),
             ));
         }
         let sum = if entry.kind.grows() {
@@ -325,7 +335,7 @@ impl OutputDir {
                 .flatten()
                 .map(|(bytes, _)| checksum(&bytes))
         };
-        if sum != Some(version.checksum) {
+        if !sized.iter().any(|v| sum == Some(v.checksum)) {
             return Ok(Status::Theirs("it was changed since ssdlab wrote it".into()));
         }
         Ok(Status::Ours(entry.kind))
@@ -364,9 +374,9 @@ impl OutputDir {
     }
 
     /// Writes every output atomically and durably, each replacing only ours of its kind (checked for all before
-    /// any is written). With `prune`, every other file of ours there of the kinds written is removed afterwards,
-    /// so the directory holds this set alone (a result's charts, not an older result's).
-    pub fn write(&self, outputs: &[Output<'_>], prune: bool) -> Result<(), OutputError> {
+    /// any is written). Every other file of ours there of a kind in `prune` is removed afterwards, so the
+    /// directory holds this set alone (a result's charts, not an older result's).
+    pub fn write(&self, outputs: &[Output<'_>], prune: &[Kind]) -> Result<(), OutputError> {
         // The new files first, beside their names, before the lock: writing them takes the time.
         let mut staged: Vec<(Option<File>, &str, String, Version)> = Vec::new();
         let cleanup = |staged: &[(Option<File>, &str, String, Version)]| {
@@ -411,7 +421,7 @@ impl OutputDir {
         &self,
         outputs: &[Output<'_>],
         staged: &[(Option<File>, &str, String, Version)],
-        prune: bool,
+        prune: &[Kind],
     ) -> Result<(), OutputError> {
         let mut manifest = self.manifest()?;
         for output in outputs {
@@ -463,13 +473,12 @@ impl OutputDir {
         for (name, kind, version) in replaced {
             manifest.settle(name, kind, version);
         }
-        if prune {
-            let kinds: Vec<Kind> = outputs.iter().map(|o| o.kind).collect();
+        if !prune.is_empty() {
             let written: Vec<&str> = outputs.iter().map(|o| o.name).collect();
             let stale: Vec<String> = manifest
                 .files
                 .iter()
-                .filter(|e| kinds.contains(&e.kind) && !written.contains(&e.name.as_str()))
+                .filter(|e| prune.contains(&e.kind) && !written.contains(&e.name.as_str()))
                 .map(|e| e.name.clone())
                 .collect();
             for name in stale {
@@ -562,6 +571,38 @@ impl OutputDir {
             self.save_manifest(&manifest)?;
         }
         Ok(())
+    }
+
+    /// Takes on as ours of `kind` a file an older ssdlab wrote before it kept a manifest: one the manifest names
+    /// no version of, whose bytes `legacy` accepts. Anything else is left as it is (a later write judges it).
+    pub fn adopt(&self, name: &str, kind: Kind, legacy: fn(&[u8]) -> bool) -> Result<(), OutputError> {
+        let _lock = self.lock()?;
+        let mut manifest = self.manifest()?;
+        if manifest.entry(name).is_some() || self.status_in(&manifest, name)? == Status::Absent {
+            return Ok(());
+        }
+        let (sub, file) = self.parent_of(name, false)?;
+        let dir = sub.as_ref().unwrap_or(&self.dir);
+        let Ok(Some((bytes, inode))) = read_regular(dir, file, 256 << 20) else {
+            return Ok(());
+        };
+        if !legacy(&bytes) {
+            return Ok(());
+        }
+        manifest.settle(
+            name,
+            kind,
+            Version {
+                inode,
+                bytes: (!kind.grows()).then_some(bytes.len() as u64),
+                checksum: if kind.grows() {
+                    checksum(first_line(&bytes))
+                } else {
+                    checksum(&bytes)
+                },
+            },
+        );
+        self.save_manifest(&manifest)
     }
 
     /// Opens the lock file `name` for reading and writing: created new (holding `marker`), or opened only if it
@@ -679,6 +720,45 @@ impl OutputDir {
         }
         Ok(opened)
     }
+}
+
+/// Whether `bytes` are what an older ssdlab wrote to a file that grows (a journal, a log, a history) before it
+/// kept a manifest: records of JSON, one a line, each starting as an object does (a line damaged or torn by a
+/// crash is still one of its records, which its reader skips). Such a file is taken on as ours.
+pub fn older_json_lines(bytes: &[u8]) -> bool {
+    bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .all(|l| l.starts_with(b"{"))
+}
+
+/// The process holding a flock on `file`, as /proc/locks names it (by the file's inode, and its device where
+/// the kernel's number is the one `stat` gives), or None when none is found.
+pub fn lock_holder(file: &File) -> Option<u32> {
+    let stat = rustix::fs::fstat(file).ok()?;
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    let dev = format!(
+        "{:02x}:{:02x}:",
+        rustix::fs::major(stat.st_dev),
+        rustix::fs::minor(stat.st_dev)
+    );
+    let candidates: Vec<(bool, u32)> = locks
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.get(1) != Some(&"FLOCK") {
+                return None;
+            }
+            let (pid, id) = (fields.get(4)?, fields.get(5)?);
+            let ino = id.rsplit(':').next()?.parse::<u64>().ok()?;
+            (ino == stat.st_ino).then(|| Some((id.starts_with(&dev), pid.parse().ok()?)))?
+        })
+        .collect();
+    candidates
+        .iter()
+        .find(|(same_dev, _)| *same_dev)
+        .or(candidates.first())
+        .map(|(_, pid)| *pid)
 }
 
 /// `name` as (subdirectory, file): one level down at most, no `..`, no empty or hidden-dot components.

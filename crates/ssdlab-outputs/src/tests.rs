@@ -1,4 +1,5 @@
-use std::io::Read;
+use std::io::{Read, Write};
+use std::os::unix::fs::MetadataExt;
 
 use super::*;
 
@@ -14,10 +15,10 @@ fn out<'a>(name: &'a str, kind: Kind, bytes: &'a [u8]) -> Output<'a> {
 fn a_new_file_is_created_and_ours_is_replaced_but_a_users_file_never() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = OutputDir::create(&tmp.path().join("a/b")).unwrap();
-    dir.write(&[out("result.json", Kind::Result, b"one")], false)
+    dir.write(&[out("result.json", Kind::Result, b"one")], &[])
         .unwrap();
     assert_eq!(dir.status("result.json").unwrap(), Status::Ours(Kind::Result));
-    dir.write(&[out("result.json", Kind::Result, b"two!")], false)
+    dir.write(&[out("result.json", Kind::Result, b"two!")], &[])
         .unwrap();
     assert_eq!(read(&tmp.path().join("a/b/result.json")), b"two!");
 
@@ -29,7 +30,7 @@ fn a_new_file_is_created_and_ours_is_replaced_but_a_users_file_never() {
                 out("result.json", Kind::Result, b"three"),
                 out("report.html", Kind::Report, b"<html>"),
             ],
-            false,
+            &[],
         )
         .unwrap_err();
     assert!(matches!(err, OutputError::NotOurs { .. }), "{err}");
@@ -53,14 +54,14 @@ fn a_new_file_is_created_and_ours_is_replaced_but_a_users_file_never() {
 fn an_edited_or_swapped_file_of_ours_becomes_the_users() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = OutputDir::create(tmp.path()).unwrap();
-    dir.write(&[out("samples.csv", Kind::Csv, b"a,b\n1,2\n")], false)
+    dir.write(&[out("samples.csv", Kind::Csv, b"a,b\n1,2\n")], &[])
         .unwrap();
     // Edited in place, same length.
     std::fs::write(tmp.path().join("samples.csv"), b"a,b\n3,4\n").unwrap();
     assert!(matches!(dir.status("samples.csv").unwrap(), Status::Theirs(_)));
-    assert!(dir.write(&[out("samples.csv", Kind::Csv, b"x")], false).is_err());
+    assert!(dir.write(&[out("samples.csv", Kind::Csv, b"x")], &[]).is_err());
     // Replaced by another file holding our very bytes: another inode, so not ours either.
-    dir.write(&[out("other.csv", Kind::Csv, b"k\n")], false).unwrap();
+    dir.write(&[out("other.csv", Kind::Csv, b"k\n")], &[]).unwrap();
     std::fs::remove_file(tmp.path().join("other.csv")).unwrap();
     std::fs::write(tmp.path().join("other.csv"), b"k\n").unwrap();
     let kept = std::fs::File::open(tmp.path().join("other.csv")).unwrap();
@@ -72,10 +73,9 @@ fn an_edited_or_swapped_file_of_ours_becomes_the_users() {
     );
     drop(kept);
     // Another kind under a name of ours is refused.
-    dir.write(&[out("page.html", Kind::Report, b"<p>")], false)
-        .unwrap();
+    dir.write(&[out("page.html", Kind::Report, b"<p>")], &[]).unwrap();
     let err = dir
-        .write(&[out("page.html", Kind::Result, b"{}")], false)
+        .write(&[out("page.html", Kind::Result, b"{}")], &[])
         .unwrap_err();
     assert!(err.to_string().contains("not a result"), "{err}");
 }
@@ -96,13 +96,13 @@ fn symbolic_links_are_never_followed_nor_replaced() {
     std::fs::write(&victim, b"precious").unwrap();
     std::os::unix::fs::symlink(&victim, real.join("metrics.prom")).unwrap();
     assert!(
-        dir.write(&[out("metrics.prom", Kind::Prometheus, b"m 1\n")], false)
+        dir.write(&[out("metrics.prom", Kind::Prometheus, b"m 1\n")], &[])
             .is_err()
     );
     assert_eq!(read(&victim), b"precious");
     std::os::unix::fs::symlink(tmp.path(), real.join("charts")).unwrap();
     assert!(
-        dir.write(&[out("charts/01.svg", Kind::Chart, b"<svg/>")], false)
+        dir.write(&[out("charts/01.svg", Kind::Chart, b"<svg/>")], &[])
             .is_err()
     );
     assert!(!tmp.path().join("01.svg").exists());
@@ -118,12 +118,15 @@ fn pruning_removes_only_stale_files_of_ours_of_the_kinds_written() {
             out("charts/02-b.svg", Kind::Chart, b"<svg>b</svg>"),
             out("health.prom", Kind::Prometheus, b"h 1\n"),
         ],
-        false,
+        &[],
     )
     .unwrap();
     std::fs::write(tmp.path().join("charts/mine.svg"), b"<svg>mine</svg>").unwrap();
-    dir.write(&[out("charts/01-a.svg", Kind::Chart, b"<svg>A</svg>")], true)
-        .unwrap();
+    dir.write(
+        &[out("charts/01-a.svg", Kind::Chart, b"<svg>A</svg>")],
+        &[Kind::Chart],
+    )
+    .unwrap();
     assert!(
         !tmp.path().join("charts/02-b.svg").exists(),
         "a stale chart of ours goes"
@@ -157,7 +160,7 @@ fn appends_go_only_to_a_file_of_ours_and_an_older_ssdlabs_is_taken_on() {
         .unwrap();
     assert_eq!(read(&tmp.path().join("log.jsonl")), b"{\"a\":1}\n{\"a\":2}\n");
     // Compacted to nothing, then appended to again: still ours.
-    dir.write(&[out("log.jsonl", Kind::Log, b"")], false).unwrap();
+    dir.write(&[out("log.jsonl", Kind::Log, b"")], &[]).unwrap();
     dir.append("log.jsonl", Kind::Log, b"{\"a\":3}\n", true, json_lines)
         .unwrap();
     assert_eq!(dir.status("log.jsonl").unwrap(), Status::Ours(Kind::Log));
@@ -220,7 +223,7 @@ fn a_planted_manifest_refuses_every_write_and_two_writers_take_turns() {
     std::fs::write(tmp.path().join(MANIFEST_NAME), b"not ours").unwrap();
     let dir = OutputDir::open(tmp.path()).unwrap();
     assert!(
-        dir.write(&[out("a.prom", Kind::Prometheus, b"a 1\n")], false)
+        dir.write(&[out("a.prom", Kind::Prometheus, b"a 1\n")], &[])
             .is_err()
     );
     assert_eq!(read(&tmp.path().join(MANIFEST_NAME)), b"not ours");
@@ -235,7 +238,7 @@ fn a_planted_manifest_refuses_every_write_and_two_writers_take_turns() {
                 for round in 0..20 {
                     let name = format!("w{w}.prom");
                     let body = format!("round {round}\n");
-                    dir.write(&[out(&name, Kind::Prometheus, body.as_bytes())], false)
+                    dir.write(&[out(&name, Kind::Prometheus, body.as_bytes())], &[])
                         .unwrap();
                 }
             })
@@ -247,4 +250,42 @@ fn a_planted_manifest_refuses_every_write_and_two_writers_take_turns() {
     let dir = OutputDir::open(&path).unwrap();
     let ours = dir.ours().unwrap();
     assert_eq!(ours.len(), 4, "every writer's file is listed: {ours:?}");
+}
+
+/// A crash between the steps of an append to an empty file (its first line accepted, then written, then settled)
+/// leaves a file the manifest still calls ours: it lists both versions of the one inode.
+#[test]
+fn a_crash_after_the_first_line_is_written_but_not_settled_leaves_it_ours() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = OutputDir::create(tmp.path()).unwrap();
+    dir.write(&[out("j.jsonl", Kind::Journal, b"")], &[]).unwrap();
+    let line = b"{\"step\":1}\n";
+    let inode = std::fs::metadata(tmp.path().join("j.jsonl")).unwrap().ino();
+    let mut manifest = dir.manifest().unwrap();
+    manifest.accept(
+        "j.jsonl",
+        Kind::Journal,
+        Version {
+            inode,
+            bytes: None,
+            checksum: checksum(first_line(line)),
+        },
+    );
+    dir.save_manifest(&manifest).unwrap();
+    // The append reached the file; the process died before the manifest was settled.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(tmp.path().join("j.jsonl"))
+        .unwrap()
+        .write_all(line)
+        .unwrap();
+    assert_eq!(dir.status("j.jsonl").unwrap(), Status::Ours(Kind::Journal));
+    dir.append(
+        "j.jsonl",
+        Kind::Journal,
+        b"{\"step\":2}\n",
+        true,
+        older_json_lines,
+    )
+    .unwrap();
 }

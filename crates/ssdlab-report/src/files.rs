@@ -6,9 +6,6 @@
 
 use crate::CHART_CSS;
 
-/// The comment on the second line of every chart file: how a later run knows a file is one it may replace.
-const MARKER: &str = "<!-- ssdlab chart: rewritten when the result is written again -->";
-
 /// One chart, ready to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChartFile {
@@ -51,27 +48,9 @@ fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
     Some(&tag[at..at + tag[at..].find('"')?])
 }
 
-/// How many bytes of a file's start [`is_chart_file`] needs: the XML declaration and the marker line.
-pub const CHART_FILE_HEAD_BYTES: usize = 160;
-
-/// Whether a file named `name` that starts with `head` is a chart file ssdlab wrote: its name (`NN-title.svg`, two
-/// digits or more) and the marker on its second line. The caller reads the file; this crate does no I/O.
-pub fn is_chart_file(name: &str, head: &[u8]) -> bool {
-    let digits = name.bytes().take_while(u8::is_ascii_digit).count();
-    digits >= 2
-        && name[digits..].starts_with('-')
-        && name.ends_with(".svg")
-        && String::from_utf8_lossy(head).contains(MARKER)
-}
-
-/// The tag in the head of every report page ssdlab writes: how `report --out` knows a page it may replace.
+/// The tag in the head of every report page ssdlab writes (which program made the page). Whether a file may be
+/// replaced is the output manifest's question (ssdlab-outputs), never this tag's.
 pub const GENERATOR_META: &str = "<meta name=\"generator\" content=\"ssdlab\">";
-
-/// Whether a page starting with `head` (its first KiB is enough) is a report ssdlab wrote. The caller reads the
-/// file; this crate does no I/O.
-pub fn is_report_page(head: &[u8]) -> bool {
-    String::from_utf8_lossy(head).contains(GENERATOR_META)
-}
 
 /// Every chart of a rendered page, as standalone SVG files.
 pub fn chart_files_of_page(page: &str) -> Vec<ChartFile> {
@@ -100,7 +79,7 @@ pub fn chart_files_of_page(page: &str) -> Vec<ChartFile> {
             1,
         );
         let svg = format!(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{MARKER}\n{open}<style>svg {{ font-family: system-ui, -apple-system, \"Segoe UI\", \"DejaVu Sans\", sans-serif; }}{CHART_CSS}</style><rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>{body}\n"
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{open}<style>svg {{ font-family: system-ui, -apple-system, \"Segoe UI\", \"DejaVu Sans\", sans-serif; }}{CHART_CSS}</style><rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>{body}\n"
         );
         files.push(ChartFile { name, svg });
     }

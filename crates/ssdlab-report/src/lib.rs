@@ -37,9 +37,7 @@ use std::fmt::Write;
 use ssdlab_core::schema::{Analysis, PhaseResult, RunResult};
 use svg::{Chart, Mark, Series};
 
-pub use files::{
-    CHART_FILE_HEAD_BYTES, ChartFile, GENERATOR_META, chart_files_of_page, is_chart_file, is_report_page,
-};
+pub use files::{ChartFile, GENERATOR_META, chart_files_of_page};
 pub use labels::label;
 pub(crate) use labels::uncached_target;
 

@@ -2,10 +2,10 @@
 //!
 //! A hot map lists block numbers only, so the worst a wrong one can do is cost warm-up reads; still, a map is
 //! used only for the device that wrote it (same file by device and inode, or same block device number, model and
-//! size), and it is replaced atomically (written beside under an unpredictable name, O_EXCL, synced, renamed) so
-//! a crash leaves the old map or the new one. Only a hot map is ever replaced: a path that holds anything else
-//! (another file, a symlink, a device) is refused when the cache opens, and a path whose file changed while the
-//! cache ran is left alone at close. It never opens the device.
+//! size). It is written by ssdlab's output rule (ssdlab-outputs): replaced atomically, and only while the
+//! directory's manifest proves it ssdlab's own hot map (a map an older ssdlab wrote is taken on by its format); a
+//! path that holds anything else (another file, a symlink, a device) is refused when the cache opens, and one
+//! whose file changed while the cache ran is left alone at close. It never opens the device.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -13,7 +13,12 @@ use std::path::{Path, PathBuf};
 use ssdlab_cache::{CachedDevice, HotMap, HotMapError};
 use ssdlab_core::device::{Device, DeviceInfo};
 use ssdlab_core::target::{HotMapSetting, TargetSpec};
-use ssdlab_io::files::Replaced;
+use ssdlab_outputs::{Kind, Output, OutputDir};
+
+/// A hot map an older ssdlab wrote before it kept a manifest: one that decodes, or is damaged but a hot map.
+fn an_older_hot_map(bytes: &[u8]) -> bool {
+    !matches!(HotMap::decode(bytes), Err(HotMapError::NotAHotMap))
+}
 
 use crate::{AnyDevice, OpenError};
 
@@ -33,6 +38,9 @@ pub fn default_state_dir() -> PathBuf {
         .unwrap_or_else(|| ".".into());
     home.join(".local/state/ssdlab")
 }
+
+/// A hot map is at most a few MiB (8 bytes a block of a cache of at most half the memory, 4 KiB a block).
+const MAX_MAP_BYTES: u64 = 256 << 20;
 
 /// What the device under the cache is, in a form that changes when it is a different device.
 fn identity(flag: &str, target: &str, inner: &TargetSpec, info: &DeviceInfo) -> Result<String, OpenError> {
@@ -90,8 +98,7 @@ pub(crate) fn attach(
             .join("cache")
             .join(HotMap::file_name(&identity_text)),
     };
-    // A hot map is at most a few MiB (8 bytes a block of a cache of at most half the memory, 4 KiB a block).
-    const MAX_MAP_BYTES: u64 = 256 << 20;
+
     let refuse = |why: String| {
         OpenError::Refused(format!(
             "{flag} {target}: hot-map={}: {why}; ssdlab never replaces a file that is not its own hot map: name \
@@ -150,18 +157,40 @@ pub(crate) fn attach(
         };
         // The cache is closing and nobody is left to return an error to: the note waits for the binary, which
         // prints what closing left to say before it exits (`close_notes`).
-        let dir = path.parent().unwrap_or(Path::new("."));
-        let saved = std::fs::create_dir_all(dir)
-            .and_then(|()| ssdlab_io::files::replace_if_same(&path, expected, &map.encode()));
-        match saved {
-            Ok(Replaced::Replaced) => {}
-            Ok(Replaced::LeftAlone(why)) => {
-                note_at_close(format!("the cache's hot map was not saved: {why}"))
-            }
-            Err(e) => note_at_close(format!(
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        // The file found at open (or none) is the one replaced: anything put there since is left alone.
+        let now = ssdlab_io::files::read_regular(&path, MAX_MAP_BYTES)
+            .ok()
+            .flatten()
+            .map(|(_, identity)| identity);
+        if now != expected {
+            note_at_close(format!(
+                "the cache's hot map was not saved: {} changed while the cache ran, and was left alone",
+                path.display()
+            ));
+            return;
+        }
+        let bytes = map.encode();
+        let saved = OutputDir::create(dir).and_then(|outputs| {
+            outputs.adopt(name, Kind::HotMap, an_older_hot_map)?;
+            outputs.write(
+                &[Output {
+                    name,
+                    kind: Kind::HotMap,
+                    bytes: &bytes,
+                }],
+                &[],
+            )
+        });
+        if let Err(e) = saved {
+            note_at_close(format!(
                 "could not save the cache's hot map to {}: {e}",
                 path.display()
-            )),
+            ));
         }
     }));
     Ok(())

@@ -134,6 +134,10 @@ pub struct FanoutArgs {
     /// Write result.json, drives.csv and report.html here.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Replace the result an earlier run left in --out DIR, whole (ssdlab's own files only; files of yours
+    /// there are kept). Without it, a directory that holds a result is refused.
+    #[arg(long, requires = "out")]
+    pub replace: bool,
     /// Write per-drive and query latencies in Prometheus text format to FILE (atomically).
     #[arg(long, value_name = "FILE")]
     pub prom: Option<PathBuf>,
@@ -180,6 +184,10 @@ pub struct EraseArgs {
     /// what it did, the read-back check) and report.html. Checked before anything is erased.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Replace the result an earlier run left in --out DIR, whole (ssdlab's own files only; files of yours
+    /// there are kept). Without it, a directory that holds a result is refused.
+    #[arg(long, requires = "out")]
+    pub replace: bool,
 }
 
 #[derive(Debug, Args)]
@@ -206,6 +214,10 @@ pub struct OpArgs {
     /// what was discarded) and report.html. Checked before anything is discarded.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Replace the result an earlier run left in --out DIR, whole (ssdlab's own files only; files of yours
+    /// there are kept). Without it, a directory that holds a result is refused.
+    #[arg(long, requires = "out")]
+    pub replace: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -269,6 +281,10 @@ pub struct HealthArgs {
     /// Write result.json and report.html here.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Replace the result an earlier run left in --out DIR, whole (ssdlab's own files only; files of yours
+    /// there are kept). Without it, a directory that holds a result is refused.
+    #[arg(long, requires = "out")]
+    pub replace: bool,
     /// The smartctl to run.
     #[arg(long, value_name = "PATH", default_value = "smartctl")]
     pub smartctl: PathBuf,
@@ -319,6 +335,10 @@ pub struct ServeArgs {
     /// asked for, the cache's counters) and report.html. Checked before the server listens.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Replace the result an earlier run left in --out DIR, whole (ssdlab's own files only; files of yours
+    /// there are kept). Without it, a directory that holds a result is refused.
+    #[arg(long, requires = "out")]
+    pub replace: bool,
 }
 
 #[derive(Debug, Args)]
@@ -370,6 +390,10 @@ pub struct ScanArgs {
     /// Write result.json and report.html here.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Replace the result an earlier run left in --out DIR, whole (ssdlab's own files only; files of yours
+    /// there are kept). Without it, a directory that holds a result is refused.
+    #[arg(long, requires = "out")]
+    pub replace: bool,
     /// Write the findings in Prometheus text format to FILE (atomically), for node_exporter's textfile
     /// collector.
     #[arg(long, value_name = "FILE")]
@@ -423,6 +447,10 @@ pub struct RefreshArgs {
     /// Write result.json (every file and how it ended, before/after speeds) and report.html here.
     #[arg(long, value_name = "DIR", conflicts_with = "forget")]
     pub out: Option<PathBuf>,
+    /// Replace the result an earlier run left in --out DIR, whole (ssdlab's own files only; files of yours
+    /// there are kept). Without it, a directory that holds a result is refused.
+    #[arg(long, requires = "out")]
+    pub replace: bool,
     /// Stream JSON Lines (begin, analysis, verdict) to stdout.
     #[arg(long, conflicts_with = "forget")]
     pub json: bool,
@@ -430,9 +458,12 @@ pub struct RefreshArgs {
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Where the results and report.html go.
-    #[arg(long, default_value = "ssdlab-demo", value_name = "DIR")]
-    pub out: PathBuf,
+    /// Where the results and report.html go [default: ssdlab-demo, whose earlier demo output is replaced].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Replace an earlier demo's results in --out DIR (ssdlab's own files only; files of yours there are kept).
+    #[arg(long)]
+    pub replace: bool,
     /// The virtual drive (any sim: target).
     #[arg(long, default_value = "sim:840evo-250g")]
     pub target: String,
@@ -554,6 +585,10 @@ pub struct TestCommon {
     /// Write result.json, CSV series and report.html into this directory.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Replace the result an earlier run left in --out DIR, whole (ssdlab's own files only; files of yours
+    /// there are kept). Without it, a directory that holds a result is refused.
+    #[arg(long, requires = "out")]
+    pub replace: bool,
     /// Stream JSON Lines (begin, phases, samples, summaries, analysis, verdict) to stdout.
     #[arg(long)]
     pub json: bool,
@@ -870,6 +905,10 @@ pub struct RunArgs {
     /// Write result.json and samples.csv into this directory.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Replace the result an earlier run left in --out DIR, whole (ssdlab's own files only; files of yours
+    /// there are kept). Without it, a directory that holds a result is refused.
+    #[arg(long, requires = "out")]
+    pub replace: bool,
 }
 
 /// fio's option names that ssdlab spells differently or does not need, with what to write instead. (Names with

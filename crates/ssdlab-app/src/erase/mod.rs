@@ -34,7 +34,7 @@ pub struct Plan {
     /// Blocks read before and after to check they are erased.
     pub samples: u32,
     pub seed: u64,
-    pub out: Option<PathBuf>,
+    pub out: Option<crate::export::OutDir>,
 }
 
 impl Plan {
@@ -45,7 +45,7 @@ impl Plan {
         method: Option<EraseMethod>,
         samples: u32,
         seed: u64,
-        out: Option<PathBuf>,
+        out: Option<crate::export::OutDir>,
     ) -> Result<Self> {
         if let Some(dir) = &out {
             export::check_out_dir(dir)?;
@@ -208,7 +208,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("f");
         std::fs::write(&file, b"x").unwrap();
-        let e = Plan::new(TargetPlan::plain("/dev/sdz"), None, 2, 1, Some(file)).unwrap_err();
+        let e = Plan::new(
+            TargetPlan::plain("/dev/sdz"),
+            None,
+            2,
+            1,
+            Some(crate::export::OutDir::new(file, false)),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("not a directory"), "{e}");
     }
 }

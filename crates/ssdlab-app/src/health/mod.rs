@@ -36,7 +36,7 @@ pub struct Plan {
     window_s: Option<u64>,
     pub rating: RatingFlags,
     pub prom: Option<PathBuf>,
-    pub out: Option<PathBuf>,
+    pub out: Option<crate::export::OutDir>,
     pub smartctl: PathBuf,
 }
 
@@ -52,7 +52,7 @@ impl Plan {
         window: String,
         rating: RatingFlags,
         prom: Option<PathBuf>,
-        out: Option<PathBuf>,
+        out: Option<crate::export::OutDir>,
         smartctl: PathBuf,
     ) -> Result<Self> {
         let window_s = window_seconds(&window)?;

@@ -3,11 +3,10 @@
 //! history files. All parsing and arithmetic is ssdlab-health's; this module only does the I/O around it.
 
 use ssdlab_core::target::TargetSpec;
-use std::io::Write;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use ssdlab_core::Device;
 use ssdlab_core::schema::health::{HealthSnapshot, Protocol};
 use ssdlab_core::schema::{DeviceCounters, RunResult};
@@ -362,27 +361,25 @@ impl HistoryDir {
         if history::contains(earlier, snapshot) {
             return Ok(false);
         }
-        std::fs::create_dir_all(&self.dir)
-            .with_context(|| format!("--history {}: cannot create the directory", self.dir.display()))?;
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .with_context(|| format!("--history: cannot open {}", path.display()))?;
+        let outputs = ssdlab_outputs::OutputDir::create(&self.dir)
+            .map_err(|e| anyhow!("--history {}: {e}", self.dir.display()))?;
         // A crash can leave a last line without its newline: start a new line, so this one stays whole.
-        let torn = file.metadata().is_ok_and(|m| m.len() > 0) && {
-            use std::io::{Read, Seek, SeekFrom};
-            let mut last = [0u8; 1];
-            let mut reader = std::fs::File::open(&path)?;
-            reader.seek(SeekFrom::End(-1))?;
-            reader.read_exact(&mut last)?;
-            last[0] != b'\n'
-        };
+        let torn = ssdlab_io::files::read_input(&path, crate::inputs::MAX_RESULT_BYTES)
+            .is_ok_and(|bytes| bytes.last().is_some_and(|&b| b != b'\n'));
         let mut line = if torn { "\n".to_string() } else { String::new() };
         line.push_str(&history::to_line(snapshot));
-        file.write_all(line.as_bytes())
-            .and_then(|()| file.sync_data())
-            .with_context(|| format!("--history: cannot append to {}", path.display()))?;
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        // By the output rule: appended to only while it is ssdlab's own history (or an older ssdlab's, by its
+        // lines of JSON), never a file of someone else's that has the drive's name.
+        outputs
+            .append(
+                name,
+                ssdlab_outputs::Kind::Log,
+                line.as_bytes(),
+                true,
+                ssdlab_outputs::older_json_lines,
+            )
+            .map_err(|e| anyhow!("--history: {e}"))?;
         Ok(true)
     }
 }

@@ -46,7 +46,7 @@ pub struct RefreshFlags {
     pub chunk: String,
     pub dry_run: bool,
     pub state_dir: Option<PathBuf>,
-    pub out: Option<PathBuf>,
+    pub out: Option<crate::export::OutDir>,
 }
 
 /// Runs `refresh`: `--forget`, or the planned refresh.

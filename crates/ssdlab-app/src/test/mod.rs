@@ -4,8 +4,6 @@
 
 pub mod options;
 
-use std::path::PathBuf;
-
 use anyhow::{Context, Result, anyhow};
 use ssdlab_core::Device;
 use ssdlab_core::schema::Event;
@@ -97,12 +95,17 @@ impl Method {
 pub struct Plan {
     pub target: TargetPlan,
     pub seed: u64,
-    pub out: Option<PathBuf>,
+    pub out: Option<crate::export::OutDir>,
     pub method: Method,
 }
 
 impl Plan {
-    pub fn new(target: TargetPlan, seed: u64, out: Option<PathBuf>, method: Method) -> Result<Self> {
+    pub fn new(
+        target: TargetPlan,
+        seed: u64,
+        out: Option<crate::export::OutDir>,
+        method: Method,
+    ) -> Result<Self> {
         if let Some(dir) = &out {
             export::check_out_dir(dir)?;
         }

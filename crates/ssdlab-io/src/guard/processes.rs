@@ -155,9 +155,19 @@ pub(crate) fn survey(proc_root: &Path, wanted: &Wanted, mounts: &[MountEntry], m
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .collect();
     pids.sort_unstable();
+    // The objects ssdlab itself (or a child) holds locked: an OFD lock on one of them, which /proc/locks does
+    // not tie to a process, may be ssdlab's own.
+    let mut locked_by_us: Vec<String> = Vec::new();
     for pid in pids {
         let dir = proc_root.join(pid.to_string());
         if pid == me || parent_of(&dir) == Some(me) {
+            for fd in fs::read_dir(dir.join("fd")).into_iter().flatten().flatten() {
+                if let Some((object, _, true)) =
+                    open_use(&dir, &fd.path(), &fd.file_name(), wanted, &by_mount)
+                {
+                    locked_by_us.push(object);
+                }
+            }
             continue;
         }
         let command = fs::read_to_string(dir.join("comm"))
@@ -222,7 +232,7 @@ pub(crate) fn survey(proc_root: &Path, wanted: &Wanted, mounts: &[MountEntry], m
             // object a process holds open and locked (its fdinfo lists the lock).
             let named = survey.uses.iter().any(|u| {
                 (u.pid == pid && u.what == what) || (pid.is_none() && u.object == object && u.locked)
-            });
+            }) || (pid.is_none() && locked_by_us.iter().any(|o| o == object));
             if !named {
                 survey.uses.push(ProcessUse {
                     pid,

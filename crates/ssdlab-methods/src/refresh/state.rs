@@ -1,20 +1,25 @@
 //! The state directory: the one owner of everything refresh keeps between runs.
 //!
-//! - an exclusive lock (`lock`, holding the owner's process id), so two refreshes never interleave journal
-//!   records or compact under each other; a second run is told who holds it;
+//! - an exclusive lock (`lock`; its holder is named from /proc/locks), so two refreshes never interleave
+//!   journal records or compact under each other; a second run is told who holds it;
 //! - the journal (`refresh-journal.jsonl`, see [`super::journal`]);
 //! - the refresh log (`refreshed.jsonl`): when each file was last rewritten, and [`RefreshLog::data_age_s`],
 //!   the one notion of a file's data age that `scan` and `refresh --older-than` share.
 //!
 //! Reading the refresh log needs no lock and creates nothing (scan is read-only); everything that writes goes
-//! through a locked [`StateDir`].
+//! through a locked [`StateDir`], and every file it writes follows ssdlab's output rule (ssdlab-outputs): created
+//! new, or written only while the directory's manifest proves it ssdlab's own; a file of someone else's under one
+//! of these names is never truncated, appended to or replaced. Files an older ssdlab left before it kept a
+//! manifest are taken on by their format alone (a lock holding a process id, journal lines of JSON).
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use ssdlab_outputs::{Kind, Output, OutputDir, OutputError, Status};
 
 use super::file::{FileId, PathBytes, Time, time_ns};
 use super::journal::{Journal, JournalError, JournalStore};
@@ -88,45 +93,52 @@ pub struct StateDir {
     pub journal: Journal,
 }
 
+/// What the lock file holds: it marks the file as refresh's lock; who holds the lock, /proc/locks says.
+const LOCK_MARKER: &[u8] = b"ssdlab refresh lock\n";
+
+/// An older ssdlab's lock: its holder's process id (or nothing, if it died before writing one).
+fn legacy_lock(bytes: &[u8]) -> bool {
+    bytes.len() <= 24
+        && bytes
+            .iter()
+            .all(|c| c.is_ascii_digit() || c.is_ascii_whitespace())
+}
+
+use ssdlab_outputs::older_json_lines as legacy_json_lines;
+
+fn outputs_error(dir: &Path) -> impl FnOnce(OutputError) -> StateError + '_ {
+    move |e| StateError::Io {
+        dir: dir.to_path_buf(),
+        cause: io::Error::new(io::ErrorKind::InvalidInput, e.to_string()),
+    }
+}
+
 impl StateDir {
     /// Creates the directory if needed, takes its lock (or says who holds it) and replays the journal.
     pub fn lock(dir: &Path) -> Result<Self, StateError> {
-        let io_err = |source| StateError::Io {
-            dir: dir.to_path_buf(),
-            cause: source,
-        };
-        std::fs::create_dir_all(dir).map_err(io_err)?;
-        let mut lock = open_state_file(
-            &dir.join(LOCK_FILE),
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false),
-        )
-        .map_err(io_err)?;
+        let outputs = OutputDir::create(dir).map_err(outputs_error(dir))?;
+        let lock = outputs
+            .open_lock(LOCK_FILE, LOCK_MARKER, legacy_lock)
+            .map_err(outputs_error(dir))?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
-                let mut holder = String::new();
-                let _ = lock.read_to_string(&mut holder);
-                let holder = holder.trim();
                 return Err(StateError::Locked {
                     dir: dir.to_path_buf(),
-                    holder: if holder.is_empty() {
-                        "unknown".into()
-                    } else {
-                        holder.to_string()
-                    },
+                    holder: ssdlab_outputs::lock_holder(&lock)
+                        .map_or_else(|| "unknown".into(), |pid| pid.to_string()),
                 });
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(io_err(e)),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(StateError::Io {
+                    dir: dir.to_path_buf(),
+                    cause: e,
+                });
+            }
         }
-        lock.set_len(0).map_err(io_err)?;
-        lock.rewind().map_err(io_err)?;
-        writeln!(lock, "{}", std::process::id()).map_err(io_err)?;
         let store = FileStore {
             path: dir.join(JOURNAL_FILE),
+            outputs,
         };
         let journal = Journal::open(Box::new(store)).map_err(|source| StateError::Journal {
             dir: dir.to_path_buf(),
@@ -157,14 +169,11 @@ pub fn record_refreshed(dir: &Path, id: FileId, path: &Path, unix_s: f64) -> io:
         path: PathBytes(path.to_path_buf()),
         unix_s,
     };
-    let mut log = open_state_file(
-        &dir.join(REFRESH_LOG_FILE),
-        OpenOptions::new().create(true).append(true),
-    )?;
     let mut text = serde_json::to_vec(&line).map_err(io::Error::other)?;
     text.push(b'\n');
-    log.write_all(&text)?;
-    log.sync_data()
+    OutputDir::open(dir)
+        .and_then(|outputs| outputs.append(REFRESH_LOG_FILE, Kind::Log, &text, true, legacy_json_lines))
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))
 }
 
 #[derive(Serialize, Deserialize)]
@@ -211,50 +220,66 @@ impl RefreshLog {
     }
 }
 
-/// The journal as a file in the state directory. Only a holder of the directory's lock uses it.
+/// The journal as a file in the state directory, written by the output rule. Only a holder of the directory's
+/// lock uses it.
 struct FileStore {
     path: PathBuf,
+    outputs: OutputDir,
+}
+
+fn not_ours(e: OutputError) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, e.to_string())
 }
 
 impl JournalStore for FileStore {
     fn load(&mut self) -> io::Result<Vec<u8>> {
-        read_state_file(&self.path)
+        // A file of someone else's under the journal's name is not read as refresh's journal (its "entries" would
+        // be settled): only ssdlab's own, or an older ssdlab's by its format.
+        match self.outputs.status(JOURNAL_FILE).map_err(not_ours)? {
+            Status::Absent | Status::Ours(Kind::Journal) => read_state_file(&self.path),
+            _ => {
+                let bytes = read_state_file(&self.path)?;
+                if !legacy_json_lines(&bytes) {
+                    return Err(not_ours(OutputError::NotOurs {
+                        path: self.path.clone(),
+                        kind: Kind::Journal,
+                        why: "it does not hold a journal's lines".into(),
+                    }));
+                }
+                Ok(bytes)
+            }
+        }
     }
 
     fn append(&mut self, line: &[u8]) -> io::Result<()> {
-        let mut file = open_state_file(&self.path, OpenOptions::new().create(true).append(true))?;
-        file.write_all(line)?;
-        file.sync_data()
+        self.outputs
+            .append(JOURNAL_FILE, Kind::Journal, line, true, legacy_json_lines)
+            .map_err(not_ours)
     }
 
     fn append_unsynced(&mut self, line: &[u8]) -> io::Result<()> {
-        open_state_file(&self.path, OpenOptions::new().create(true).append(true))?.write_all(line)
+        self.outputs
+            .append(JOURNAL_FILE, Kind::Journal, line, false, legacy_json_lines)
+            .map_err(not_ours)
     }
 
     fn replace(&mut self, content: &[u8]) -> io::Result<()> {
-        let tmp = self.path.with_extension("tmp");
-        // A temporary file left by a crash is ours (only the lock's holder writes here): it goes, but only if it
-        // is a regular file; then the new one is created O_EXCL.
-        match std::fs::symlink_metadata(&tmp) {
-            Ok(m) if m.is_file() => std::fs::remove_file(&tmp)?,
-            Ok(_) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("{} is not a file ssdlab wrote: remove it", tmp.display()),
-                ));
-            }
-            Err(_) => {}
+        // Compaction: an older ssdlab's journal is taken on first (appending nothing), then replaced by the rule.
+        if self.outputs.status(JOURNAL_FILE).map_err(not_ours)? != Status::Absent {
+            self.outputs
+                .append(JOURNAL_FILE, Kind::Journal, b"", false, legacy_json_lines)
+                .map_err(not_ours)?;
         }
-        {
-            let mut out = open_state_file(&tmp, OpenOptions::new().write(true).create_new(true))?;
-            out.write_all(content)?;
-            out.sync_all()?;
-        }
-        std::fs::rename(&tmp, &self.path)?;
-        if let Some(dir) = self.path.parent() {
-            File::open(dir)?.sync_all()?;
-        }
-        Ok(())
+        self.outputs
+            .write(
+                &[Output {
+                    name: JOURNAL_FILE,
+                    kind: Kind::Journal,
+                    bytes: content,
+                }],
+                &[],
+            )
+            .map_err(not_ours)
     }
 }
 
@@ -302,6 +327,48 @@ mod tests {
             let _ = std::fs::remove_dir_all(&dir);
             let _ = std::fs::remove_file(&victim);
         }
+    }
+
+    /// #45 defect 6: a user's file named `lock` (or named like the journal or the log) in the state directory is
+    /// never truncated, written or appended to: refresh refuses the directory and says which file is in the way.
+    /// An older ssdlab's lock (a process id) and journal lines are taken on.
+    #[test]
+    fn a_users_files_in_the_state_directory_are_never_truncated_or_appended_to() {
+        for (name, content) in [
+            (LOCK_FILE, &b"my shopping list: eggs, milk"[..]),
+            (JOURNAL_FILE, b"not a journal\n"),
+        ] {
+            let dir = tempdir(&format!("theirs-{name}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join(name), content).unwrap();
+            let refused = StateDir::lock(&dir).err().expect("refused");
+            assert!(refused.to_string().contains("not ssdlab's own"), "{refused}");
+            assert_eq!(std::fs::read(dir.join(name)).unwrap(), content, "{name}");
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        let dir = tempdir("theirs-log");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(REFRESH_LOG_FILE), b"my notes\n").unwrap();
+        let state = StateDir::lock(&dir).unwrap();
+        let id = FileId {
+            fs: 1,
+            ino: 2,
+            birth: None,
+        };
+        let mut state = state;
+        assert!(state.record_refreshed(id, Path::new("/x"), 1.0).is_err());
+        assert_eq!(std::fs::read(dir.join(REFRESH_LOG_FILE)).unwrap(), b"my notes\n");
+        drop(state);
+        let _ = std::fs::remove_dir_all(&dir);
+
+        let old = tempdir("older");
+        std::fs::create_dir_all(&old).unwrap();
+        std::fs::write(old.join(LOCK_FILE), b"4242\n").unwrap();
+        std::fs::write(old.join(JOURNAL_FILE), b"").unwrap();
+        let mut state = StateDir::lock(&old).expect("an older ssdlab's state is taken on");
+        state.journal.compact().unwrap();
+        drop(state);
+        let _ = std::fs::remove_dir_all(&old);
     }
 
     #[test]

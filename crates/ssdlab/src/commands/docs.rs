@@ -25,7 +25,7 @@ pub fn man(args: &ManArgs) -> Result<Outcome> {
             .context("rendering ssdlab(1)")?;
         return write_stdout(&page);
     };
-    std::fs::create_dir_all(dir).with_context(|| format!("--out {}: cannot create it", dir.display()))?;
+    ssdlab_outputs::OutputDir::create(dir).map_err(|e| anyhow::anyhow!("--out {}: {e}", dir.display()))?;
     // ssdlab.1, then ssdlab-run.1, ssdlab-test.1, ssdlab-test-consistency.1, ...
     let mut written = 0;
     let mut pending = vec![(String::from("ssdlab"), command)];
@@ -39,7 +39,7 @@ pub fn man(args: &ManArgs) -> Result<Outcome> {
             .render(&mut page)
             .with_context(|| format!("rendering {name}(1)"))?;
         let path = dir.join(format!("{name}.1"));
-        ssdlab_app::export::write_atomically(&path, &page)?;
+        ssdlab_app::export::write_output("--out", &path, ssdlab_outputs::Kind::Manual, &page)?;
         written += 1;
     }
     eprintln!(

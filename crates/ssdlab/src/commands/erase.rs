@@ -2,6 +2,7 @@
 
 use anyhow::Result;
 use ssdlab_app::erase::Plan;
+use ssdlab_app::export::OutDir;
 
 use super::{Outcome, with_terminal};
 use crate::cli::EraseArgs;
@@ -12,7 +13,7 @@ pub fn run(args: &EraseArgs) -> Result<Outcome> {
         args.method.into(),
         args.samples,
         args.seed,
-        args.out.clone(),
+        args.out.clone().map(|d| OutDir::new(d, args.replace)),
     )?;
     with_terminal(args.json, |ports| ssdlab_app::erase::run(&plan, ports))
 }

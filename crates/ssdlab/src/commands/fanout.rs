@@ -1,6 +1,7 @@
 //! `ssdlab fanout`: the flags as a fan-out plan, run by `ssdlab_app::fanout`.
 
 use anyhow::Result;
+use ssdlab_app::export::OutDir;
 use ssdlab_app::fanout::{FanoutFlags, Plan};
 
 use super::{Outcome, with_terminal};
@@ -18,7 +19,7 @@ pub fn run(args: &FanoutArgs) -> Result<Outcome> {
         runtime: args.runtime.clone(),
         bs: args.bs.clone(),
         seed: args.seed,
-        out: args.out.clone(),
+        out: args.out.clone().map(|d| OutDir::new(d, args.replace)),
         prom: args.prom.clone(),
         engine: args.engine.into(),
         from: args.from.clone(),

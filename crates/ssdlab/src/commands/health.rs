@@ -1,6 +1,7 @@
 //! `ssdlab health [DEVICE...] [--from FILE...]`: the flags as a health plan, run by `ssdlab_app::health`.
 
 use anyhow::Result;
+use ssdlab_app::export::OutDir;
 use ssdlab_health::rating::RatingFlags;
 
 use super::{Outcome, with_terminal};
@@ -26,7 +27,7 @@ pub fn run(args: &HealthArgs) -> Result<Outcome> {
         args.window.clone(),
         rating,
         args.prom.clone(),
-        args.out.clone(),
+        args.out.clone().map(|d| OutDir::new(d, args.replace)),
         args.smartctl.clone(),
     )?;
     with_terminal(args.json, |ports| ssdlab_app::health::run(&plan, ports))

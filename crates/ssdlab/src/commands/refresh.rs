@@ -1,6 +1,7 @@
 //! `ssdlab refresh PATH...`: the flags as a refresh plan, run by `ssdlab_app::refresh`.
 
 use anyhow::Result;
+use ssdlab_app::export::OutDir;
 use ssdlab_app::refresh::{Plan, RefreshFlags};
 
 use super::{Outcome, with_terminal};
@@ -17,7 +18,7 @@ pub fn run(args: &RefreshArgs) -> Result<Outcome> {
         chunk: args.chunk.clone(),
         dry_run: args.dry_run,
         state_dir: args.state_dir.clone(),
-        out: args.out.clone(),
+        out: args.out.clone().map(|d| OutDir::new(d, args.replace)),
     })?;
     with_terminal(args.json, |ports| ssdlab_app::refresh::run(&plan, ports))
 }

@@ -1,6 +1,7 @@
 //! `ssdlab run`: the flags as a run plan, run by `ssdlab_app::run`.
 
 use anyhow::Result;
+use ssdlab_app::export::OutDir;
 use ssdlab_app::run::{Plan, RunFlags};
 
 use super::{Outcome, with_terminal};
@@ -21,6 +22,10 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         norandommap: args.norandommap,
         verify: args.verify,
     };
-    let plan = Plan::new(args.target.plan(), flags, args.out.clone())?;
+    let plan = Plan::new(
+        args.target.plan(),
+        flags,
+        args.out.clone().map(|d| OutDir::new(d, args.replace)),
+    )?;
     with_terminal(args.json, |ports| ssdlab_app::run::run(&plan, ports))
 }

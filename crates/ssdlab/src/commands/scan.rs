@@ -1,6 +1,7 @@
 //! `ssdlab scan`: the flags as a scan plan, run by `ssdlab_app::scan`.
 
 use anyhow::Result;
+use ssdlab_app::export::OutDir;
 use ssdlab_app::scan::{Plan, ScanFlags};
 
 use super::{Outcome, with_terminal};
@@ -21,7 +22,7 @@ pub fn run(args: &ScanArgs) -> Result<Outcome> {
         qd: args.qd,
         random_reads: args.random_reads,
         slower_than: args.slower_than,
-        out: args.out.clone(),
+        out: args.out.clone().map(|d| OutDir::new(d, args.replace)),
         prom: args.prom.clone(),
         allow_atime: args.allow_atime,
         state_dir: args.state_dir.clone(),

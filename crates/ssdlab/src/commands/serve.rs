@@ -1,6 +1,7 @@
 //! `ssdlab serve`: the flags as a serve plan, run by `ssdlab_app::serve`.
 
 use anyhow::Result;
+use ssdlab_app::export::OutDir;
 use ssdlab_app::serve::{Plan, ServeFlags};
 
 use super::{Outcome, with_terminal};
@@ -17,7 +18,7 @@ pub fn run(args: &ServeArgs) -> Result<Outcome> {
         qd: args.qd,
         max_connections: args.max_connections,
         poll_us: args.poll_us,
-        out: args.out.clone(),
+        out: args.out.clone().map(|d| OutDir::new(d, args.replace)),
     })?;
     with_terminal(args.json, |ports| ssdlab_app::serve::run(&plan, ports))
 }

@@ -2,6 +2,7 @@
 //! `ssdlab_app::test`.
 
 use anyhow::Result;
+use ssdlab_app::export::OutDir;
 use ssdlab_app::test::options::{
     self, ConsistencyFlags, LatencyFlags, PtsFlags, QuickFlags, ReplayFlags, SweepFlags, TrimFlags,
 };
@@ -90,5 +91,10 @@ pub fn quick(args: &QuickArgs) -> Result<Outcome> {
 
 /// The flags every test shares, with its method.
 pub fn plan(common: &TestCommon, method: Method) -> Result<Plan> {
-    Plan::new(common.target.plan(), common.seed, common.out.clone(), method)
+    Plan::new(
+        common.target.plan(),
+        common.seed,
+        common.out.clone().map(|d| OutDir::new(d, common.replace)),
+        method,
+    )
 }

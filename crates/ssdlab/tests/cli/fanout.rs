@@ -163,6 +163,8 @@ fn fanout_over_loop_devices_writes_every_output_and_reads_only() {
             mode,
             "--out",
             out_dir.to_str().unwrap(),
+            // The second mode replaces the first's result (and its metrics, ssdlab's own, are replaced too).
+            "--replace",
             "--prom",
             prom.to_str().unwrap(),
         ]);

@@ -1289,39 +1289,52 @@ fn out_never_replaces_a_file_ssdlab_did_not_write() {
         let out_dir = dir.path().join(name);
         std::fs::create_dir(&out_dir).unwrap();
         std::fs::write(out_dir.join(name), content).unwrap();
-        let out = run(&[
-            "run",
-            "--target",
-            "null",
-            "--runtime",
-            "1s",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ]);
-        expect_usage_error(&out, "never replaces a file that is not its own");
-        assert_eq!(std::fs::read_to_string(out_dir.join(name)).unwrap(), content);
-    }
-    // Its own result directory is rewritten, and its own report replaced.
-    let ours = dir.path().join("ours");
-    for _ in 0..2 {
-        expect_code(
-            &run(&[
+        for replace in [false, true] {
+            let mut args = vec![
                 "run",
                 "--target",
                 "null",
                 "--runtime",
                 "1s",
                 "--out",
-                ours.to_str().unwrap(),
-            ]),
-            0,
-        );
+                out_dir.to_str().unwrap(),
+            ];
+            if replace {
+                args.push("--replace");
+            }
+            let out = run(&args);
+            // A result.json is a result: refused as one without --replace, as not ssdlab's own with it.
+            let why = if name == "result.json" && !replace {
+                "already holds a result"
+            } else {
+                "never replaces a file that is not its own"
+            };
+            expect_usage_error(&out, why);
+            assert_eq!(std::fs::read_to_string(out_dir.join(name)).unwrap(), content);
+        }
+    }
+    // Its own result directory is rewritten with --replace, and its own report replaced.
+    let ours = dir.path().join("ours");
+    for replace in [false, true] {
+        let mut args = vec![
+            "run",
+            "--target",
+            "null",
+            "--runtime",
+            "1s",
+            "--out",
+            ours.to_str().unwrap(),
+        ];
+        if replace {
+            args.push("--replace");
+        }
+        expect_code(&run(&args), 0);
     }
     let page = dir.path().join("page.html");
     std::fs::write(&page, "MY PAGE").unwrap();
     expect_usage_error(
         &run(&["report", ours.to_str().unwrap(), "--out", page.to_str().unwrap()]),
-        "not a report ssdlab wrote",
+        "is not ssdlab's own report page",
     );
     assert_eq!(std::fs::read_to_string(&page).unwrap(), "MY PAGE");
     let fresh = dir.path().join("fresh.html");

@@ -4,7 +4,7 @@
 
 use crate::*;
 
-fn health_fixture(name: &str) -> PathBuf {
+pub(crate) fn health_fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../ssdlab-health/tests/fixtures")
         .join(name)

@@ -543,3 +543,195 @@ fn a_transient_opener_is_waited_out_and_a_lasting_one_is_named() {
 fn random_image(path: &Path, length: usize) {
     crate::nbd::random_file(path, length, 9);
 }
+
+/// Defect 5: `--prom FILE` replaces only ssdlab's own metrics there. A user's file (or a symlink to one) named by
+/// `scan --prom`, `health --prom` or `fanout --prom` is refused before anything is measured, and left as it was;
+/// ssdlab's own file is replaced on the next run, atomically, as node_exporter's textfile collector expects.
+#[test]
+fn prom_never_replaces_a_users_file() {
+    let dir = tempdir();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    crate::nbd::random_file(&data.join("a.bin"), 256 << 10, 3);
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "my notes").unwrap();
+    let link = dir.path().join("link.prom");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let health = crate::health::health_fixture("nvme-ok.json");
+    for prom in [&victim, &link] {
+        let prom = prom.to_str().unwrap();
+        for args in [
+            vec!["scan", data.to_str().unwrap(), "--prom", prom],
+            vec![
+                "health",
+                "--no-history",
+                "--from",
+                health.to_str().unwrap(),
+                "--prom",
+                prom,
+            ],
+            vec![
+                "fanout",
+                "--target",
+                "null:64m",
+                "--target",
+                "null:128m",
+                "--runtime",
+                "1s",
+                "--prom",
+                prom,
+            ],
+        ] {
+            let out = run(&args);
+            expect_code(&out, 2);
+            assert!(stderr(&out).contains("--prom"), "{args:?}: {}", stderr(&out));
+            assert!(
+                stderr(&out).contains("not ssdlab's own"),
+                "{args:?}: {}",
+                stderr(&out)
+            );
+            assert_eq!(std::fs::read_to_string(&victim).unwrap(), "my notes");
+        }
+    }
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    let ours = dir.path().join("ssdlab.prom");
+    for _ in 0..2 {
+        let out = run(&[
+            "health",
+            "--no-history",
+            "--from",
+            health.to_str().unwrap(),
+            "--prom",
+            ours.to_str().unwrap(),
+        ]);
+        expect_code(&out, 0);
+    }
+    // Edited by hand, it is the user's now.
+    std::fs::write(&ours, "# mine now\n").unwrap();
+    let out = run(&[
+        "health",
+        "--no-history",
+        "--from",
+        health.to_str().unwrap(),
+        "--prom",
+        ours.to_str().unwrap(),
+    ]);
+    expect_code(&out, 2);
+    assert_eq!(std::fs::read_to_string(&ours).unwrap(), "# mine now\n");
+}
+
+/// Defect 6: `refresh --state-dir DIR` never truncates a user's file named `lock` (nor appends to a file named
+/// like its journal): the refusal names the file; nothing in the tree is rewritten.
+#[test]
+fn refresh_never_truncates_a_users_lock_file() {
+    let dir = tempdir();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    crate::nbd::random_file(&tree.join("old.bin"), 1 << 20, 4);
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::write(state.join("lock"), "a user's file that happens to be named lock").unwrap();
+    let out = run(&[
+        "refresh",
+        tree.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]);
+    expect_code(&out, 2);
+    assert!(
+        stderr(&out).contains("lock is not ssdlab's own lock"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(state.join("lock")).unwrap(),
+        "a user's file that happens to be named lock"
+    );
+}
+
+/// Defect 7: `--out DIR` replaces nothing of the user's, and no earlier result by surprise. A directory that
+/// holds a result is refused without `--replace` (the earlier result intact); with it, ssdlab's own files are
+/// replaced and the user's report.html, samples.csv and charts stay byte for byte (a user's file under a name the
+/// result is written to refuses the run before it measures). The demo's default directory holding its own
+/// output is replaced; a directory the user named that holds a demo's results is refused.
+#[test]
+fn out_replaces_nothing_of_the_users_and_no_result_by_surprise() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("result");
+    let args = |replace: bool| {
+        let mut a = vec![
+            "run",
+            "--target",
+            "null:64m",
+            "--bytes",
+            "16m",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ];
+        if replace {
+            a.push("--replace");
+        }
+        a
+    };
+    expect_code(&run(&args(false)), 0);
+    let first = std::fs::read(out_dir.join("result.json")).unwrap();
+    let out = run(&args(false));
+    expect_usage_error(&out, "already holds a result");
+    assert_eq!(std::fs::read(out_dir.join("result.json")).unwrap(), first, "kept");
+    // The user's files beside ssdlab's: a chart of theirs, a note, and their own samples.csv (replacing ours).
+    let charts = out_dir.join("charts");
+    let mut chart_names: Vec<String> = std::fs::read_dir(&charts)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    chart_names.sort();
+    std::fs::write(charts.join(&chart_names[0]), "<svg>mine</svg>").unwrap();
+    std::fs::write(out_dir.join("notes.txt"), "mine").unwrap();
+    expect_code(&run(&args(true)), 0);
+    assert_ne!(
+        std::fs::read(out_dir.join("result.json")).unwrap(),
+        first,
+        "replaced with --replace"
+    );
+    assert_eq!(
+        std::fs::read_to_string(charts.join(&chart_names[0])).unwrap(),
+        "<svg>mine</svg>"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("notes.txt")).unwrap(),
+        "mine"
+    );
+    std::fs::write(out_dir.join("samples.csv"), "my,own\n").unwrap();
+    let out = run(&args(true));
+    expect_usage_error(&out, "samples.csv is not ssdlab's own");
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("samples.csv")).unwrap(),
+        "my,own\n"
+    );
+    std::fs::write(out_dir.join("samples.csv"), "").unwrap();
+    std::fs::remove_file(out_dir.join("samples.csv")).unwrap();
+    std::fs::write(out_dir.join("report.html"), "MY PAGE").unwrap();
+    expect_usage_error(&run(&args(true)), "report.html is not ssdlab's own");
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("report.html")).unwrap(),
+        "MY PAGE"
+    );
+    // A directory the user named that holds a demo's results: refused before any step runs.
+    let demo = dir.path().join("demo");
+    let step = demo.join("consistency");
+    expect_code(
+        &run(&[
+            "run",
+            "--target",
+            "null:64m",
+            "--bytes",
+            "16m",
+            "--out",
+            step.to_str().unwrap(),
+        ]),
+        0,
+    );
+    let out = run(&["demo", "--out", demo.to_str().unwrap()]);
+    expect_usage_error(&out, "already holds a demo's results");
+    assert!(!demo.join("report.html").exists());
+}

@@ -689,8 +689,9 @@ fn every_chart_kind_renders_with_ticks_on_both_axes_and_its_legend_below_the_dat
         "{} bytes",
         png.len()
     );
-    // Writing a result again replaces the charts ssdlab wrote there (they carry its marker) and leaves anything
-    // else in charts/ alone, a numbered SVG of someone else's included.
+    // Writing a result again (--replace) replaces the charts ssdlab wrote there (its manifest lists them) and
+    // leaves anything else in charts/ alone: a numbered SVG of someone else's, and a copy of one of ssdlab's
+    // (another file than the one it wrote) included.
     let charts = dirs[0].join("charts");
     std::fs::copy(&svg_files[0], charts.join("99-from-an-older-run.svg")).unwrap();
     std::fs::write(charts.join("01-mine.svg"), "<svg/>").unwrap();
@@ -706,10 +707,11 @@ fn every_chart_kind_renders_with_ticks_on_both_axes_and_its_legend_below_the_dat
             "1s",
             "--out",
             dirs[0].to_str().unwrap(),
+            "--replace",
         ]),
         0,
     );
-    assert!(!charts.join("99-from-an-older-run.svg").exists());
+    assert!(charts.join("99-from-an-older-run.svg").exists());
     assert_eq!(std::fs::read_to_string(charts.join("notes.txt")).unwrap(), "mine");
     assert_eq!(
         std::fs::read_to_string(charts.join("01-mine.svg")).unwrap(),
