@@ -37,8 +37,8 @@ for applet in $("$root/bin/busybox" --list); do
 done
 
 # Modules, in the order modprobe would load them, each once.
-modules=(nvme ahci sd_mod virtio_pci virtio_blk nbd loop dm-mod dm-crypt raid1 md-mod ext4 crc32c_generic algif_skcipher algif_hash sha256_generic cbc
-    aesni_intel xts)
+modules=(nvme ahci sd_mod virtio_pci virtio_blk nbd loop dm-mod dm-crypt raid1 raid0 md-mod ext4 crc32c_generic algif_skcipher algif_hash sha256_generic cbc
+    aesni_intel xts dm-thin-pool dm-snapshot bcache)
 : > "$root/etc/modules.order"
 for module in "${modules[@]}"; do
     modprobe -d "$kernel" -S "$version" --show-depends "$module" 2>/dev/null | awk '$1 == "insmod" {print $2}'
@@ -61,7 +61,7 @@ copy_with_libraries() {
     cp -L "$1" "$root$1"
     copy_libraries "$1"
 }
-for tool in nvme smartctl mdadm lvm dmsetup cryptsetup mkfs.ext4 e2fsck nbd-client hdparm sfdisk blkid wipefs mkswap swapon swapoff; do
+for tool in nvme smartctl mdadm lvm dmsetup cryptsetup mkfs.ext4 e2fsck nbd-client hdparm sfdisk blkid wipefs mkswap swapon swapoff make-bcache; do
     path=$(command -v "$tool") || { echo "vm-lab: $tool is not installed" >&2; exit 1; }
     copy_with_libraries "$path"
 done
@@ -77,6 +77,10 @@ cat > "$root/etc/lvm/lvm.conf" <<'CONF'
 activation {
     udev_sync = 0
     udev_rules = 0
+}
+global {
+    # No thin-provisioning-tools in the guest: a new pool has nothing to check.
+    thin_check_executable = ""
 }
 devices {
     obtain_device_list_from_udev = 0

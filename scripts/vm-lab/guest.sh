@@ -5,7 +5,7 @@
 # onto the outbox disk (/dev/vdb) and powers off. It judges nothing: the host's test reads the outbox and asserts.
 #
 # Disks: /dev/nvme0 with namespace /dev/nvme0n1, /dev/sda on ich9-ahci, /dev/vda (virtio, the holders' disk),
-# /dev/vdb (the outbox).
+# /dev/vdb (the outbox), /dev/vdc (virtio, the stacks' disk: a DOS label with an extended partition).
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp TMPDIR=/tmp SSDLAB_STATE_DIR=/tmp/state
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -14,7 +14,7 @@ mount -t tmpfs tmp /tmp
 mkdir -p /dev/shm /run/lock /run/cryptsetup /out
 for module in $(cat /etc/modules.order); do insmod "$module" 2>/dev/null; done
 for _ in $(seq 100); do
-    [ -b /dev/nvme0n1 ] && [ -b /dev/sda ] && [ -b /dev/vda ] && [ -b /dev/vdb ] && break
+    [ -b /dev/nvme0n1 ] && [ -b /dev/sda ] && [ -b /dev/vda ] && [ -b /dev/vdb ] && [ -b /dev/vdc ] && break
     sleep 0.1
 done
 echo "LAB booted $(cut -d' ' -f1 /proc/uptime)"
@@ -108,6 +108,84 @@ step gate-sata-unforced ssdlab run --target /dev/sda --allow-destroy --rw write 
 step gate-sata-forced ssdlab run --target /dev/sda --allow-destroy --force --rw write --bytes 1m
 umount /mnt/vda6
 swapoff /dev/vda4
+
+# 7. Stacks, each refused while in use and writable once free (#45): md RAID1 on primary partitions, md RAID0 on
+# logical ones, LVM with a thin pool and two plain volumes (and an alias of one by its table), LUKS2 and plain
+# dm-crypt, bcache; and the DOS extended partition that holds the logical ones. File systems are made without
+# lazy init and mounted noatime, so nothing writes behind ssdlab's back.
+# dmdev NAME: the /dev/dm-N node of the dm device NAME (the kernel's own node; no udev here to make links).
+dmdev() {
+    for d in /sys/block/dm-*; do
+        [ "$(cat "$d/dm/name")" = "$1" ] && echo "/dev/$(basename "$d")" && return
+    done
+}
+# MKFS_MOUNT DEVICE DIR (through sh -c: `step` runs programs, not functions).
+MKFS_MOUNT='mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$1" && mkdir -p "$2" && mount -o noatime "$1" "$2" && echo in use > "$2/data" && sync'
+
+# vdc: 1 primary (md1 A), 2 primary (md1 B), 3 extended over the rest: 5, 6 (md2 RAID0), 7 (thin pool VG),
+# 8 (two plain LVs), 9 (LUKS2), 10 (plain crypt), 11 (bcache backing).
+step stack-partition sh -c "printf 'label: dos\n,64M\n,64M\n,,E\n,64M\n,64M\n,160M\n,96M\n,64M\n,64M\n,64M\n' | sfdisk /dev/vdc"
+note stack-extended-size "$(cat /sys/block/vdc/vdc3/size 2>/dev/null)"
+step stack-md1 mdadm --create /dev/md1 --run --level=1 --raid-devices=2 --metadata=1.2 /dev/vdc1 /dev/vdc2
+step stack-md2 mdadm --create /dev/md2 --run --level=0 --raid-devices=2 --metadata=1.2 /dev/vdc5 /dev/vdc6
+step stack-thin-pv pvcreate -y /dev/vdc7
+step stack-thin-vg vgcreate thinvg /dev/vdc7
+step stack-thin-pool lvcreate -y -L 96m -T thinvg/pool
+step stack-thin-lv lvcreate -y -V 64m -T thinvg/pool -n thin1
+step stack-plain-pv pvcreate -y /dev/vdc8
+step stack-plain-vg vgcreate plainvg /dev/vdc8
+step stack-plain-lva lvcreate -y -L 32m -n lva plainvg
+step stack-plain-lvb lvcreate -y -L 32m -n lvb plainvg
+step stack-luks sh -c "printf lab | cryptsetup luksFormat --batch-mode --type luks2 --pbkdf pbkdf2 --pbkdf-force-iterations 1000 /dev/vdc9 -"
+step stack-luks-open sh -c "printf lab | cryptsetup open --key-file - /dev/vdc9 stackluks"
+step stack-plain-crypt sh -c "printf lab | cryptsetup open --type plain --cipher aes-xts-plain64 --key-size 256 --hash sha256 --key-file - /dev/vdc10 stackplain"
+step stack-bcache make-bcache -B /dev/vdc11
+step stack-bcache-register sh -c "echo /dev/vdc11 > /sys/fs/bcache/register; for _ in \$(seq 50); do [ -b /dev/bcache0 ] && exit 0; sleep 0.1; done; exit 1"
+note stack-thin1 "$(dmdev thinvg-thin1)"
+note stack-lva "$(dmdev plainvg-lva)"
+note stack-lvb "$(dmdev plainvg-lvb)"
+note stack-luks-dev "$(dmdev stackluks)"
+note stack-plain-dev "$(dmdev stackplain)"
+# The tops, by their kernel nodes.
+tops="md1:/dev/md1 md2:/dev/md2 thin1:$(dmdev thinvg-thin1) lva:$(dmdev plainvg-lva) luks:$(dmdev stackluks) plaincrypt:$(dmdev stackplain) bcache:/dev/bcache0"
+# Free: nothing on top uses them yet, so each is written (its members, held by the stack, stay refused).
+for top in $tops; do
+    step "stack-free-${top%%:*}" ssdlab run --target "${top#*:}" --allow-destroy --rw write --bytes 1m
+done
+step stack-devices-free ssdlab devices
+# In use: a mounted ext4 on each; every top refused even with --force, and so are its members and the extended
+# partition that holds the logical ones.
+# (`step` sets `name` itself: the loop's own is `top_name`.)
+for top in $tops; do
+    top_name=${top%%:*}
+    step "stack-mkfs-$top_name" sh -c "$MKFS_MOUNT" sh "${top#*:}" "/mnt/stack-$top_name"
+    step "stack-used-$top_name" ssdlab run --target "${top#*:}" --allow-destroy --force --rw write --bytes 1m
+done
+step stack-mkfs-lvb sh -c "$MKFS_MOUNT" sh "$(dmdev plainvg-lvb)" /mnt/stack-lvb
+for member in vdc1 vdc5 vdc7 vdc8 vdc9 vdc10 vdc11 vdc3; do
+    step "stack-member-$member" ssdlab run --target "/dev/$member" --allow-destroy --force --rw write --bytes 1m
+done
+# An alias mapping the same bytes as the mounted lvb is refused; lva, apart on the same PV, is not held by lvb.
+step stack-alias sh -c "dmsetup create stackalias --table \"\$(dmsetup table plainvg-lvb)\""
+note stack-alias-dev "$(dmdev stackalias)"
+step stack-used-alias ssdlab run --target "$(dmdev stackalias)" --allow-destroy --force --rw write --bytes 1m
+step stack-devices-used ssdlab devices
+# What each mounted file system holds after every refusal: its file, whole.
+note stack-data-after-refusals "$(for top in $tops lvb:x; do cat "/mnt/stack-${top%%:*}/data" 2>/dev/null; done)"
+# Free again: unmounted (the alias removed), each top is written again, now over its file system's signature.
+step stack-alias-remove dmsetup remove stackalias
+for top in $tops lvb:x; do umount "/mnt/stack-${top%%:*}"; done
+for top in $tops; do
+    step "stack-freed-${top%%:*}" ssdlab run --target "${top#*:}" --allow-destroy --force --rw write --bytes 1m
+done
+# The extended partition, once nothing on its logical partitions is active, is a device like another.
+step stack-md2-stop mdadm --stop /dev/md2
+step stack-thin-off vgchange -an thinvg
+step stack-plain-off vgchange -an plainvg
+step stack-luks-close cryptsetup close stackluks
+step stack-plain-close cryptsetup close stackplain
+step stack-bcache-stop sh -c "echo 1 > /sys/block/bcache0/bcache/stop; for _ in \$(seq 50); do [ -b /dev/bcache0 ] || exit 0; sleep 0.1; done; exit 1"
+step stack-freed-extended ssdlab run --target /dev/vdc3 --allow-destroy --force --rw write --bytes 1k --bs 1k
 
 # 6. serve under the kernel's NBD client, over a file and over the DRAM cache in front of one: ext4 on /dev/nbd0,
 # a writer creating files with fsync (each logged once its fsync returned), the server killed with SIGKILL while

@@ -19,6 +19,8 @@ pub fn run(json: bool, ports: &mut Ports) -> Result<Outcome> {
                 "rotational": d.rotational,
                 "discard_max_bytes": d.discard_max_bytes,
                 "partitions": d.partitions,
+                "partition_of": d.parent,
+                "extended_partition": d.container,
                 "in_use": d.in_use,
                 "findings": d.findings,
                 "inspect_error": d.inspect_error,
@@ -54,15 +56,22 @@ pub fn run(json: bool, ports: &mut Ports) -> Result<Outcome> {
             d.logical_block_bytes,
             if d.rotational { "yes" } else { "no" },
             if d.discard_max_bytes > 0 { "yes" } else { "no" },
-            if d.model.is_empty() { "-" } else { d.model.as_str() },
+            match (&d.parent, d.container) {
+                (Some(disk), true) => format!("extended partition of {disk} (holds its logical ones)"),
+                (Some(disk), false) => format!("partition of {disk}"),
+                (None, _) if d.model.is_empty() => "-".into(),
+                (None, _) => d.model.clone(),
+            },
         ));
     }
     if ports.print_lines(lines)? == Outcome::PipeClosed {
         return Ok(Outcome::PipeClosed);
     }
     ports.console.say(&format!(
-        "{} block devices; `--allow-destroy` is refused on IN USE ones always, on ones that hold data unless `--force`",
-        devices.len()
+        "{} block devices and {} partitions; `--allow-destroy` is refused on IN USE ones always, on ones that hold \
+         data unless `--force`",
+        devices.iter().filter(|d| d.parent.is_none()).count(),
+        devices.iter().filter(|d| d.parent.is_some()).count()
     ));
     Ok(Outcome::Passed)
 }

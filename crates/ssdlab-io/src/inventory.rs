@@ -11,10 +11,15 @@ use std::path::{Path, PathBuf};
 use crate::guard::{SYS_ROOT, destructive_findings};
 use crate::layout::read_u64;
 
-/// One whole block device.
+/// One block device: a whole one, or a partition of one (listed after its disk, with its own state).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BlockDeviceFacts {
     pub path: PathBuf,
+    /// For a partition, its disk's name.
+    pub parent: Option<String>,
+    /// A DOS extended partition: a container whose extent holds the logical partitions (the kernel shows only
+    /// its first sector or two).
+    pub container: bool,
     /// The model as the device reports it (empty for virtual devices without one).
     pub model: String,
     pub size_bytes: u64,
@@ -32,9 +37,10 @@ pub struct BlockDeviceFacts {
     pub inspect_error: Option<String>,
 }
 
-/// Every whole block device with a size, by name. Devices of size 0 (unbound loop devices, empty drives) are
-/// left out.
+/// Every whole block device with a size, by name, each followed by its partitions. Devices of size 0 (unbound
+/// loop devices, empty drives) are left out.
 pub fn block_devices() -> io::Result<Vec<BlockDeviceFacts>> {
+    let containers = crate::guard::extended_partitions().unwrap_or_default();
     let block = Path::new(SYS_ROOT).join("block");
     let mut names: Vec<String> = fs::read_dir(&block)?
         .filter_map(|e| e.ok())
@@ -59,15 +65,36 @@ pub fn block_devices() -> io::Result<Vec<BlockDeviceFacts>> {
             })
             .unwrap_or_default();
         partitions.sort();
-        let (findings, in_use, inspect_error) = match destructive_findings(&path) {
-            Ok(found) => (
-                found.iter().map(|f| f.to_string()).collect(),
-                found.iter().any(|f| f.in_use),
-                None,
-            ),
-            Err(e) => (Vec::new(), false, Some(e.to_string())),
-        };
+        let (findings, in_use, inspect_error) = judged(&path);
+        let rows: Vec<BlockDeviceFacts> = partitions
+            .iter()
+            .map(|part| {
+                let part_dir = dir.join(part);
+                let part_path = Path::new("/dev").join(part);
+                let (findings, in_use, inspect_error) = judged(&part_path);
+                let dev = fs::read_to_string(part_dir.join("dev"))
+                    .ok()
+                    .and_then(|t| crate::guard::graph::parse_dev(&t));
+                BlockDeviceFacts {
+                    path: part_path,
+                    parent: Some(name.clone()),
+                    container: dev.is_some_and(|d| containers.contains(&d)),
+                    model: String::new(),
+                    size_bytes: read_u64(&part_dir.join("size")).unwrap_or(0) * 512,
+                    logical_block_bytes: read_u64(&dir.join("queue/logical_block_size")).unwrap_or(512)
+                        as u32,
+                    rotational: read_u64(&dir.join("queue/rotational")).unwrap_or(0) == 1,
+                    discard_max_bytes: read_u64(&dir.join("queue/discard_max_bytes")).unwrap_or(0),
+                    partitions: Vec::new(),
+                    findings,
+                    in_use,
+                    inspect_error,
+                }
+            })
+            .collect();
         devices.push(BlockDeviceFacts {
+            parent: None,
+            container: false,
             model: fs::read_to_string(dir.join("device/model"))
                 .map(|m| m.trim().to_string())
                 .unwrap_or_default(),
@@ -81,6 +108,20 @@ pub fn block_devices() -> io::Result<Vec<BlockDeviceFacts>> {
             inspect_error,
             path,
         });
+        devices.extend(rows);
     }
     Ok(devices)
+}
+
+/// What the safety gate finds on the device at `path`, in words; whether any of it is in use; or why it could
+/// not be inspected.
+fn judged(path: &Path) -> (Vec<String>, bool, Option<String>) {
+    match destructive_findings(path) {
+        Ok(found) => (
+            found.iter().map(|f| f.to_string()).collect(),
+            found.iter().any(|f| f.in_use),
+            None,
+        ),
+        Err(e) => (Vec::new(), false, Some(e.to_string())),
+    }
 }

@@ -12,6 +12,7 @@
 pub(crate) mod buffers;
 pub mod claim;
 pub(crate) mod common;
+pub mod dm;
 pub mod files;
 pub mod guard;
 pub mod inventory;

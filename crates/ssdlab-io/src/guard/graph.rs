@@ -3,12 +3,14 @@
 //!
 //! Every block device is a node. A node other than a disk of its own stores its bytes on something lower: a
 //! partition on a range of its disk, a loop device on a range of its backing block device or regular file (by
-//! device and inode, so hard links, bind mounts and renames name the same file), an md, dm or bcache device
-//! somewhere on each of its slaves. From that, [`Graph::relation`] says how any device relates to a target:
-//! stacked on it (at any depth), under it, or beside it over the same bytes.
+//! device and inode, so hard links, bind mounts and renames name the same file), a dm device whose table is all
+//! linear and crypt targets on exact ranges of its slaves, and an md, bcache or other dm device somewhere on each
+//! of its slaves. A DOS extended partition, which the kernel shows as its first sector or two, spans its logical
+//! partitions. From that, [`Graph::relation`] says how any device relates to a target: stacked on it (at any
+//! depth), under it, or beside it over the same bytes.
 //!
-//! It only reads sysfs; the loop driver is asked through the caller's [`LoopOracle`]. It never writes and
-//! never decides what is allowed.
+//! It only reads sysfs; the loop driver and the device mapper are asked through the caller's [`LoopOracle`] and
+//! [`DmOracle`]. It never writes and never decides what is allowed.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -35,11 +37,25 @@ pub enum Store {
 pub enum Lower {
     /// Exactly `len` bytes at `start` of `store` (a partition, a loop device).
     Range { store: Store, start: u64, len: u64 },
+    /// A dm device's linear and crypt targets: each maps `len` bytes of the node from `at` to `start` on a lower
+    /// device, exactly.
+    Segments(Vec<Segment>),
     /// Somewhere on each of these devices; exactly where is not known here (md, dm, bcache).
     Slaves(Vec<DevNum>),
     /// A loop device whose backing file cannot be identified (deleted, or only visible in another mount
     /// namespace); the text is what sysfs says of it.
     Unknown(String),
+}
+
+/// One target of a dm table on an exact range of a lower device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    /// Where on the dm device it begins.
+    pub at: u64,
+    pub len: u64,
+    pub device: DevNum,
+    /// Where on the lower device it begins.
+    pub start: u64,
 }
 
 /// What kind of block device a node is, for messages.
@@ -65,6 +81,8 @@ pub struct Node {
     pub size_bytes: u64,
     pub kind: Kind,
     pub lower: Option<Lower>,
+    /// A DOS extended partition (its range below spans its logical partitions).
+    pub extended: bool,
 }
 
 impl Node {
@@ -75,12 +93,20 @@ impl Node {
 
     /// A kernel holder: md, dm or another stacked device, which the kernel keeps open as long as it exists.
     pub fn is_holder(&self) -> bool {
-        matches!(self.lower, Some(Lower::Slaves(_)))
+        matches!(self.lower, Some(Lower::Slaves(_) | Lower::Segments(_)))
+    }
+
+    /// A DOS extended partition: a container whose whole extent holds the logical partitions.
+    pub fn is_container(&self) -> bool {
+        self.kind == Kind::Partition && self.extended
     }
 }
 
 /// Asks the loop driver what a loop device is backed by (LOOP_GET_STATUS64 in real use; a table in tests).
 pub type LoopOracle<'a> = &'a dyn Fn(&Node) -> Option<LoopBacking>;
+
+/// Asks the device mapper for a dm device's table (DM_TABLE_STATUS in real use; a table in tests).
+pub type DmOracle<'a> = &'a dyn Fn(&Node) -> Option<Vec<crate::dm::DmTarget>>;
 
 /// How a device relates to the target.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,7 +149,7 @@ pub struct Graph {
 
 impl Graph {
     /// Reads every block device under `sys_root/class/block`, asking `loop_oracle` for loop devices' backings.
-    pub fn read(sys_root: &Path, loop_oracle: LoopOracle<'_>) -> io::Result<Graph> {
+    pub fn read(sys_root: &Path, loop_oracle: LoopOracle<'_>, dm_oracle: DmOracle<'_>) -> io::Result<Graph> {
         let class = sys_root.join("class/block");
         let entries = fs::read_dir(&class)
             .map_err(|e| super::context(e, format_args!("cannot list {}", class.display())))?;
@@ -163,6 +189,7 @@ impl Graph {
                 size_bytes,
                 kind: Kind::Disk,
                 lower: None,
+                extended: false,
             };
             if let Some(start) = read_trimmed(&dir.join("partition")).and(read_trimmed(&dir.join("start"))) {
                 let canonical = fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
@@ -208,17 +235,99 @@ impl Graph {
                     } else {
                         Kind::Stacked
                     };
-                    node.lower = Some(Lower::Slaves(
-                        slaves
-                            .iter()
-                            .filter_map(|s| devs_by_name.get(&s.replace('!', "/")).copied())
-                            .collect(),
-                    ));
+                    let slave_devs: Vec<DevNum> = slaves
+                        .iter()
+                        .filter_map(|s| devs_by_name.get(&s.replace('!', "/")).copied())
+                        .collect();
+                    // A dm table of linear and crypt targets on its own slaves says exactly which bytes it maps;
+                    // anything else (striped, thin, snapshot, raid, cache, md) is somewhere on each slave.
+                    let segments = matches!(node.kind, Kind::DeviceMapper(_))
+                        .then(|| dm_oracle(&node))
+                        .flatten()
+                        .and_then(|table| {
+                            table
+                                .iter()
+                                .map(|t| {
+                                    let (device, start) = t.lower_range()?;
+                                    slave_devs.contains(&device).then_some(Segment {
+                                        at: t.start_bytes,
+                                        len: t.len_bytes,
+                                        device,
+                                        start,
+                                    })
+                                })
+                                .collect::<Option<Vec<Segment>>>()
+                        })
+                        .filter(|s| !s.is_empty());
+                    node.lower = Some(match segments {
+                        Some(segments) => Lower::Segments(segments),
+                        None => Lower::Slaves(slave_devs),
+                    });
                 }
             }
             graph.nodes.insert(dev, node);
         }
+        graph.span_extended_partitions(&dirs);
         Ok(graph)
+    }
+
+    /// A DOS extended partition is shown by the kernel as its first sector or two (the table of its first logical
+    /// partition), so by its range it overlaps nothing; yet writing it rewrites the chain of logical partitions.
+    /// A partition numbered 1 to 4 of at most 1 KiB, with logical partitions (5 and up) of the same disk after
+    /// it, is taken as one, and its range made to span them all: every logical partition is then beside it.
+    fn span_extended_partitions(&mut self, dirs: &[(String, PathBuf)]) {
+        let number_of = |name: &str| {
+            dirs.iter()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, dir)| read_trimmed(&dir.join("partition")))
+                .and_then(|t| t.parse::<u32>().ok())
+        };
+        let partitions: Vec<(DevNum, u32, DevNum, u64, u64)> = self
+            .nodes
+            .values()
+            .filter_map(|n| match (&n.kind, &n.lower) {
+                (
+                    Kind::Partition,
+                    Some(Lower::Range {
+                        store: Store::Device(disk),
+                        start,
+                        len,
+                    }),
+                ) => Some((n.dev, number_of(&n.name)?, *disk, *start, *len)),
+                _ => None,
+            })
+            .collect();
+        for &(dev, number, disk, start, len) in &partitions {
+            if !(1..=4).contains(&number) || len > 1024 {
+                continue;
+            }
+            let end = partitions
+                .iter()
+                .filter(|(_, n, d, s, _)| *n >= 5 && *d == disk && *s >= start)
+                .map(|(_, _, _, s, l)| s + l)
+                .max();
+            if let Some(end) = end
+                && let Some(node) = self.nodes.get_mut(&dev)
+            {
+                node.extended = true;
+                // Its bytes, as far as the guard is concerned, are its whole extent.
+                node.size_bytes = end - start;
+                node.lower = Some(Lower::Range {
+                    store: Store::Device(disk),
+                    start,
+                    len: end - start,
+                });
+            }
+        }
+    }
+
+    /// The devices that hold `dev` as one of their slaves (md, dm, bcache over it).
+    pub fn holders_of(&self, dev: DevNum) -> impl Iterator<Item = &Node> {
+        self.nodes.values().filter(move |n| match &n.lower {
+            Some(Lower::Slaves(slaves)) => slaves.contains(&dev),
+            Some(Lower::Segments(segments)) => segments.iter().any(|s| s.device == dev),
+            _ => false,
+        })
     }
 
     pub fn node(&self, dev: DevNum) -> Option<&Node> {
@@ -305,6 +414,25 @@ impl Graph {
                 for slave in slaves {
                     let size = self.nodes.get(slave).map_or(u64::MAX, |n| n.size_bytes);
                     self.extents_into(*slave, 0, size, below.clone(), true, out);
+                }
+            }
+            Some(Lower::Segments(segments)) => {
+                for segment in segments {
+                    // The part of [start, end) this segment maps, and where that lies on its device.
+                    let from = start.max(segment.at);
+                    let to = end.min(segment.at.saturating_add(segment.len));
+                    if from < to {
+                        let lower_start = segment.start.saturating_add(from - segment.at);
+                        let lower_end = segment.start.saturating_add(to - segment.at);
+                        self.extents_into(
+                            segment.device,
+                            lower_start,
+                            lower_end,
+                            below.clone(),
+                            imprecise,
+                            out,
+                        );
+                    }
                 }
             }
             Some(Lower::Unknown(_)) | None => {}
@@ -409,7 +537,7 @@ fn list_names(dir: &Path) -> Vec<String> {
 }
 
 /// "MAJ:MIN" (with surrounding whitespace, as sysfs `dev` files have) to numbers.
-pub(crate) fn parse_dev(text: &str) -> Option<DevNum> {
+pub fn parse_dev(text: &str) -> Option<DevNum> {
     let (major, minor) = text.trim().split_once(':')?;
     Some((major.parse().ok()?, minor.parse().ok()?))
 }

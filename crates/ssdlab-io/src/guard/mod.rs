@@ -123,7 +123,7 @@ pub fn uses_of_file(path: &Path, st_dev: u64, st_ino: u64) -> io::Result<Vec<Fin
 pub fn processes_using_file(file: &File, patience: std::time::Duration) -> io::Result<Vec<Finding>> {
     let probe = Probe::real();
     let meta = file.metadata()?;
-    let graph = Graph::read(probe.sys_root, probe.loop_backing)?;
+    let graph = Graph::read(probe.sys_root, probe.loop_backing, probe.dm_table)?;
     let uses = Uses::read(&probe)?;
     let mount_id = crate::sys::statx(
         std::os::fd::AsRawFd::as_raw_fd(file),
@@ -151,6 +151,17 @@ pub fn processes_using_file(file: &File, patience: std::time::Duration) -> io::R
     let mut findings = fuse_mounts_of(&uses.mounts, (st_dev, st_ino));
     findings.extend(process_findings(probe.proc_root, &wanted, patience));
     Ok(findings)
+}
+
+/// The DOS extended partitions of this machine (containers of logical partitions), by device number.
+pub fn extended_partitions() -> io::Result<Vec<DevNum>> {
+    let probe = Probe::real();
+    let graph = Graph::read(probe.sys_root, probe.loop_backing, probe.dm_table)?;
+    Ok(graph
+        .nodes()
+        .filter(|n| n.is_container())
+        .map(|n| n.dev)
+        .collect())
 }
 
 /// A note for a result when some processes could not be checked for open files (another user's, without
@@ -319,6 +330,8 @@ struct Probe<'a> {
     block_dev_of: fn(&Path) -> Option<DevNum>,
     /// The loop driver's account of a loop device's backing.
     loop_backing: &'a dyn Fn(&Node) -> Option<LoopBacking>,
+    /// The device mapper's table of a dm device.
+    dm_table: &'a dyn Fn(&Node) -> Option<Vec<crate::dm::DmTarget>>,
     /// Whether something else holds the device open exclusively (a read-only O_EXCL open fails with EBUSY).
     claimed: &'a dyn Fn(&Node) -> Claim,
 }
@@ -330,6 +343,7 @@ impl Probe<'static> {
             proc_root: Path::new(PROC_ROOT),
             block_dev_of: real_block_dev_of,
             loop_backing: &real_loop_backing,
+            dm_table: &real_dm_table,
             claimed: &real_claimed,
         }
     }
@@ -410,7 +424,7 @@ impl Uses {
 
 /// [`uses_of_device`] over the facts `probe` gives.
 fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<Vec<Finding>> {
-    let graph = Graph::read(probe.sys_root, probe.loop_backing)?;
+    let graph = Graph::read(probe.sys_root, probe.loop_backing, probe.dm_table)?;
     let uses = Uses::read(probe)?;
     let Some(target_node) = graph.node(target) else {
         return Err(io::Error::new(
@@ -458,10 +472,15 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
         }
         // Whether something else holds the device open exclusively (a mount in another namespace, a virtual
         // machine). Not asked of a device already found mounted or swapped on, nor of one whose partition is (its
-        // claim is theirs, already named); and not of a disk under the target that has partitions, whose claim
-        // may be a partition's that the target does not reach.
+        // claim is theirs, already named); not of a disk under the target that has partitions, whose claim may be
+        // a partition's that the target does not reach; and not of a device under the target that md, dm or
+        // bcache hold: the kernel holder claims it (the target itself, or a device beside it whose bytes the
+        // graph relates by their tables), and while it holds it nothing else can.
+        let held_below =
+            matches!(relation, Relation::Below { .. }) && graph.holders_of(node.dev).next().is_some();
         let claimed = || {
-            if used.is_empty() && !partitions_of(node.dev).any(|p| used_devs.contains(&p.dev)) {
+            if used.is_empty() && !held_below && !partitions_of(node.dev).any(|p| used_devs.contains(&p.dev))
+            {
                 (probe.claimed)(node)
             } else {
                 Claim::Free
@@ -477,11 +496,33 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
             )
         };
         match relation {
-            Relation::Above { .. } | Relation::Beside { .. } if node.is_holder() => {
+            Relation::Above { .. } if node.is_holder() => {
                 findings.push(Finding::in_use(format!(
                     "{label}, {}, is active over it{how}",
                     kind_text(&node.kind)
                 )));
+            }
+            // A device over the same bytes that md, dm or bcache hold (a logical partition that is an LVM
+            // physical volume, beside its extended partition): they are using those bytes.
+            Relation::Beside { .. } if graph.holders_of(node.dev).next().is_some() && used.is_empty() => {
+                let holders: Vec<String> = graph.holders_of(node.dev).map(|h| h.dev_path()).collect();
+                findings.push(Finding::in_use(format!(
+                    "{label} is held by {}{how}",
+                    holders.join(", ")
+                )));
+            }
+            // Another mapping of the same bytes (an alias by table, a thin pool's own device beside its thin
+            // volumes): in use when it is used (its mounts are named above, what stands on it is beside the
+            // target too, a claim or a process is asked), else a sign `--force` may override.
+            Relation::Beside { .. } if node.is_holder() => {
+                if let Some(finding) = claimed_finding() {
+                    findings.push(finding);
+                } else if used.is_empty() {
+                    findings.push(Finding::past(format!(
+                        "{label}, {}, maps the same bytes{how}",
+                        kind_text(&node.kind)
+                    )));
+                }
             }
             Relation::Above { .. } | Relation::Beside { .. } if matches!(node.kind, Kind::Loop(_)) => {
                 if let Some(finding) = claimed_finding() {
@@ -579,7 +620,7 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
 
 /// [`uses_of_file`] over the facts `probe` gives.
 fn file_uses_with(probe: &Probe<'_>, st_dev: u64, st_ino: u64) -> io::Result<Vec<Finding>> {
-    let graph = Graph::read(probe.sys_root, probe.loop_backing)?;
+    let graph = Graph::read(probe.sys_root, probe.loop_backing, probe.dm_table)?;
     let uses = Uses::read(probe)?;
     let mut findings = Vec::new();
     if uses.swap_files.contains(&(st_dev, st_ino)) {
@@ -812,6 +853,11 @@ fn on_overlay(path: &Path) -> bool {
     let mountinfo = fs::read_to_string(Path::new(PROC_ROOT).join("self/mountinfo")).unwrap_or_default();
     sx.stx_mask & libc::STATX_MNT_ID != 0
         && mount_type_of(&mountinfo, sx.stx_mnt_id).as_deref() == Some("overlay")
+}
+
+/// The real [`Probe::dm_table`]: DM_TABLE_STATUS (root only; without it a dm device is related by its slaves).
+fn real_dm_table(node: &Node) -> Option<Vec<crate::dm::DmTarget>> {
+    crate::dm::table(node.dev).ok()
 }
 
 /// The real [`Probe::claimed`]: a read-only exclusive open (O_EXCL without O_CREAT), which on a block device

@@ -16,6 +16,8 @@ struct Tree {
     claimed: Vec<String>,
     /// Devices the exclusive-open probe cannot ask (no permission, no device node), by name.
     cannot_tell: Vec<String>,
+    /// What the device mapper says of each dm device's table, by name.
+    tables: BTreeMap<String, Vec<crate::dm::DmTarget>>,
 }
 
 impl Tree {
@@ -37,6 +39,7 @@ impl Tree {
             loops: BTreeMap::new(),
             claimed: Vec::new(),
             cannot_tell: Vec::new(),
+            tables: BTreeMap::new(),
         };
         // The device under test: loop3, 7:3, 64 MiB.
         tree.disk("loop3", "7:3", 64 << 20);
@@ -111,6 +114,22 @@ impl Tree {
         }
     }
 
+    /// A dm device's table: linear targets `(at, len, lower, start)` in bytes.
+    fn linear(&mut self, name: &str, segments: &[(u64, u64, &str, u64)]) {
+        self.tables.insert(
+            name.to_string(),
+            segments
+                .iter()
+                .map(|&(at, len, lower, start)| crate::dm::DmTarget {
+                    start_bytes: at,
+                    len_bytes: len,
+                    kind: "linear".into(),
+                    params: format!("{lower} {}", start / 512),
+                })
+                .collect(),
+        );
+    }
+
     fn mountinfo(&self, lines: &str) {
         self.file("proc/self/mountinfo", lines);
     }
@@ -118,6 +137,7 @@ impl Tree {
     /// Runs `ask` with a probe over this tree: its loop devices' backings and the devices claimed elsewhere.
     fn with_probe<T>(&self, ask: impl FnOnce(&Probe<'_>) -> T) -> T {
         let loop_backing = |n: &Node| self.loops.get(&n.name).copied();
+        let dm_table = |n: &Node| self.tables.get(&n.name).cloned();
         let claimed = |n: &Node| {
             if self.claimed.contains(&n.name) {
                 Claim::Claimed
@@ -132,6 +152,7 @@ impl Tree {
             proc_root: &self.root.join("proc"),
             block_dev_of: fake_block_dev_of,
             loop_backing: &loop_backing,
+            dm_table: &dm_table,
             claimed: &claimed,
         })
     }
@@ -636,4 +657,87 @@ fn a_used_stack_deeper_than_the_walk_follows_is_in_use() {
     let found = whats(&uses);
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].contains("is mounted at /mnt (loop"), "{found:?}");
+}
+
+/// #45 defect 12: a dm or md device whose slaves its own stack holds is free: the kernel's claim on the slave is
+/// the target's own (every red-team run on an unused LV, md array or LUKS volume was refused with "open
+/// exclusively by another program"). Two logical volumes of one volume group are apart by their tables; an alias
+/// mapping the same bytes as a mounted volume (`dmsetup create alias --table "$(dmsetup table vg-a)"`) is in use.
+#[test]
+fn an_unused_stack_is_free_and_an_alias_of_a_mounted_volume_is_not() {
+    let mut tree = Tree::new("dm-stack");
+    tree.partition("loop3", "loop3p1", 1, "259:0", 1 << 20, 48 << 20);
+    tree.partition("loop3", "loop3p2", 2, "259:1", 49 << 20, 8 << 20);
+    tree.partition("loop3", "loop3p3", 3, "259:2", 57 << 20, 7 << 20);
+    // Two LVs of one PV on loop3p1, 16 MiB each, one after the other; an md RAID1 over p2 and p3.
+    tree.holder("dm-0", "253:0", &["loop3p1"], Some("vg-a"));
+    tree.holder("dm-1", "253:1", &["loop3p1"], Some("vg-b"));
+    tree.linear("dm-0", &[(0, 16 << 20, "259:0", 1 << 20)]);
+    tree.linear("dm-1", &[(0, 16 << 20, "259:0", 17 << 20)]);
+    tree.holder("md0", "9:0", &["loop3p2", "loop3p3"], None);
+    // The kernel holders claim their slaves.
+    tree.claimed
+        .extend(["loop3p1", "loop3p2", "loop3p3", "loop3"].map(String::from));
+    assert_eq!(
+        tree.uses((253, 0), OwnClaim::HeldByCaller).unwrap(),
+        vec![],
+        "an unused LV is free"
+    );
+    assert_eq!(
+        tree.uses((9, 0), OwnClaim::HeldByCaller).unwrap(),
+        vec![],
+        "an unused md array is free"
+    );
+    // vg-b mounted: vg-a is still free (other bytes).
+    tree.mountinfo("36 22 253:1 / /srv rw - ext4 /dev/mapper/vg-b rw\n");
+    assert_eq!(tree.uses((253, 0), OwnClaim::HeldByCaller).unwrap(), vec![]);
+    // An alias of vg-b: the same bytes, so vg-b's mount is its use, and it is a holder beside it.
+    tree.holder("dm-2", "253:2", &["loop3p1"], Some("alias"));
+    tree.linear("dm-2", &[(0, 16 << 20, "259:0", 17 << 20)]);
+    let found = tree.uses((253, 2), OwnClaim::HeldByCaller).unwrap();
+    assert!(found.iter().all(|f| f.in_use), "{found:?}");
+    assert!(
+        found
+            .iter()
+            .any(|f| f.what.starts_with("/dev/dm-1 is mounted at /srv")),
+        "{found:?}"
+    );
+    // Without tables (not root), two holders of one slave are not related, as before: no false alarm.
+    tree.tables.clear();
+    assert_eq!(tree.uses((253, 0), OwnClaim::HeldByCaller).unwrap(), vec![]);
+}
+
+/// #45 defect 11: a DOS extended partition is shown by the kernel as its first 1 KiB, so it overlapped nothing;
+/// it holds its logical partitions, and is in use while one of them is mounted or held (an LVM PV on one).
+#[test]
+fn an_extended_partition_holds_its_logical_partitions() {
+    let tree = Tree::new("extended");
+    tree.partition("loop3", "loop3p1", 1, "259:0", 1 << 20, 8 << 20);
+    tree.partition("loop3", "loop3p2", 2, "259:1", 9 << 20, 1024);
+    tree.partition("loop3", "loop3p5", 5, "259:2", 10 << 20, 8 << 20);
+    tree.partition("loop3", "loop3p6", 6, "259:3", 19 << 20, 8 << 20);
+    assert_eq!(
+        tree.uses((259, 1), OwnClaim::HeldByCaller).unwrap(),
+        vec![],
+        "nothing uses it yet"
+    );
+    tree.mountinfo("36 22 259:3 / /data rw - ext4 /dev/loop3p6 rw\n");
+    let found = tree.uses((259, 1), OwnClaim::HeldByCaller).unwrap();
+    assert_eq!(in_use(&found), vec![true], "{found:?}");
+    assert!(
+        found[0].what.starts_with("/dev/loop3p6 is mounted at /data"),
+        "{found:?}"
+    );
+    // A logical partition is still apart from its neighbour, and the primary one from both.
+    assert_eq!(tree.uses((259, 2), OwnClaim::HeldByCaller).unwrap(), vec![]);
+    assert_eq!(tree.uses((259, 0), OwnClaim::HeldByCaller).unwrap(), vec![]);
+    tree.mountinfo("22 1 8:2 / / rw - ext4 /dev/sda2 rw\n");
+    tree.holder("dm-0", "253:0", &["loop3p5"], Some("vg-pv-on-logical"));
+    let found = tree.uses((259, 1), OwnClaim::HeldByCaller).unwrap();
+    assert!(
+        found
+            .iter()
+            .any(|f| f.in_use && f.what.starts_with("/dev/loop3p5 is held by /dev/dm-0")),
+        "{found:?}"
+    );
 }

@@ -101,6 +101,7 @@ fn boot() -> Lab {
         ("sata.img", 1 << 30),
         ("vda.img", 1 << 30),
         ("outbox.img", 256 << 20),
+        ("vdc.img", 1 << 30),
     ] {
         let path = dir.join(name);
         let _ = std::fs::remove_file(&path);
@@ -152,6 +153,7 @@ fn boot() -> Lab {
             "-device",
             "virtio-blk-pci,drive=outbox",
         ])
+        .args(["-drive", &disk("vdc"), "-device", "virtio-blk-pci,drive=vdc"])
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(dir.join("serial.log")).unwrap())
         .stderr(Stdio::inherit())
@@ -193,7 +195,7 @@ fn boot() -> Lab {
         .status()
         .unwrap();
     assert!(untar.success(), "the outbox holds a tar");
-    for disk in ["nvme.img", "sata.img", "vda.img", "outbox.img"] {
+    for disk in ["nvme.img", "sata.img", "vda.img", "outbox.img", "vdc.img"] {
         let _ = std::fs::remove_file(dir.join(disk));
     }
     Lab { out, serial }
@@ -403,6 +405,123 @@ fn op_discards_the_tail_and_a_gpt_at_the_usable_size_fits_the_kernels_scan() {
         usable,
         "the partition ends where the usable space ends"
     );
+}
+
+/// #45 defects 11-13 on real md, dm, LVM (a thin pool included), dm-crypt and bcache stacks: each top is written
+/// while nothing uses it (its members, which the stack itself holds, do not make it "in use"), refused (even with
+/// --force) once a file system on it is mounted, and written again once unmounted; the members and the DOS
+/// extended partition holding the logical ones are refused while the stacks are in use; an alias mapping the
+/// same bytes as a mounted volume is refused; `devices` shows partitions as rows with their own state.
+#[test]
+fn stacks_are_refused_while_in_use_and_writable_once_free() {
+    let Some(lab) = lab() else { return };
+    for setup in [
+        "stack-partition",
+        "stack-md1",
+        "stack-md2",
+        "stack-thin-pv",
+        "stack-thin-vg",
+        "stack-thin-pool",
+        "stack-thin-lv",
+        "stack-plain-pv",
+        "stack-plain-vg",
+        "stack-plain-lva",
+        "stack-plain-lvb",
+        "stack-luks",
+        "stack-luks-open",
+        "stack-plain-crypt",
+        "stack-bcache",
+        "stack-bcache-register",
+        "stack-mkfs-lvb",
+        "stack-alias",
+    ] {
+        lab.expect(setup, 0);
+    }
+    // The kernel shows the extended partition as its first 1 KiB.
+    assert_eq!(lab.file("stack-extended-size.out").trim(), "2");
+    for top in ["md1", "md2", "thin1", "lva", "luks", "plaincrypt", "bcache"] {
+        let free = format!("stack-free-{top}");
+        // A thin volume shares its pool's data with the pool's own device: a sign --force overrides.
+        if top == "thin1" {
+            let said = lab.stderr(&free);
+            assert!(
+                lab.rc(&free) == 0 || (lab.rc(&free) == 2 && said.contains("maps the same bytes")),
+                "{free}: {said}"
+            );
+        } else {
+            lab.expect(&free, 0);
+            assert!(!lab.stderr(&free).contains("open exclusively"), "{free}");
+        }
+        lab.expect(&format!("stack-mkfs-{top}"), 0);
+        let used = format!("stack-used-{top}");
+        lab.expect(&used, 2);
+        assert!(
+            lab.stderr(&used)
+                .contains(&format!("is mounted at /mnt/stack-{top}")),
+            "{used}: {}",
+            lab.stderr(&used)
+        );
+        lab.expect(&format!("stack-freed-{top}"), 0);
+    }
+    for (member, why) in [
+        ("vdc1", "md1"),
+        ("vdc5", "md2"),
+        ("vdc7", "thinvg"),
+        ("vdc8", "plainvg"),
+        ("vdc9", "stackluks"),
+        ("vdc10", "stackplain"),
+        ("vdc11", "bcache0"),
+        // The extended partition: its logical partitions are held and mounted.
+        ("vdc3", "vdc5"),
+    ] {
+        let step = format!("stack-member-{member}");
+        lab.expect(&step, 2);
+        let refusal = lab.stderr(&step);
+        assert!(
+            refusal.contains(why) && refusal.contains("does not override a device in use"),
+            "{member}: {refusal}"
+        );
+    }
+    lab.expect("stack-used-alias", 2);
+    assert!(
+        lab.stderr("stack-used-alias")
+            .contains("is mounted at /mnt/stack-lvb"),
+        "{}",
+        lab.stderr("stack-used-alias")
+    );
+    assert_eq!(
+        lab.file("stack-data-after-refusals.out")
+            .matches("in use")
+            .count(),
+        8,
+        "every mounted file system kept its file"
+    );
+    // `devices`: partitions are rows; the extended one is named a container; free tops carry no false reason.
+    lab.expect("stack-devices-free", 0);
+    let free = lab.file("stack-devices-free.out");
+    let row = |text: &str, dev: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{dev} ")))
+            .unwrap_or_else(|| panic!("{dev} listed:\n{text}"))
+            .to_string()
+    };
+    assert!(
+        row(&free, "/dev/vdc3").contains("extended partition of vdc"),
+        "{free}"
+    );
+    assert!(row(&free, "/dev/vdc1").contains("partition of vdc"), "{free}");
+    for dev in ["/dev/md1", "/dev/md2", "/dev/bcache0"] {
+        let line = row(&free, dev);
+        assert!(
+            !line.contains("IN USE") && !line.contains("open exclusively"),
+            "{line}"
+        );
+    }
+    lab.expect("stack-devices-used", 0);
+    let used = lab.file("stack-devices-used.out");
+    assert!(row(&used, "/dev/md1").contains("IN USE"), "{used}");
+    assert!(row(&used, "/dev/vdc3").contains("IN USE"), "{used}");
+    lab.expect("stack-freed-extended", 0);
 }
 
 #[test]
