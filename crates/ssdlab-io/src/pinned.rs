@@ -633,6 +633,14 @@ impl PinnedFile {
     }
 
     /// Whether the window's lease still stands (a pending break reports the type it is being broken to).
+    /// Which other processes hold the file open, map it or lock it now (the guard's survey, in words): why a
+    /// lease is refused, for the reason a file is given up.
+    pub fn other_users(&self) -> Vec<String> {
+        crate::guard::processes_using_file(&self.pin, std::time::Duration::ZERO)
+            .map(|found| found.iter().map(|f| f.to_string()).collect())
+            .unwrap_or_default()
+    }
+
     pub fn lease_held(&self) -> bool {
         self.window.as_ref().is_some_and(|w| {
             // SAFETY: plain integers on a descriptor we own.

@@ -107,6 +107,9 @@ impl RefreshTarget for Target {
     fn lease_held(&mut self) -> io::Result<bool> {
         Ok(self.inner.lease_held())
     }
+    fn other_users(&mut self) -> Vec<String> {
+        self.inner.other_users()
+    }
     fn path_changes(&mut self) -> io::Result<PathChanges> {
         let changes = self.inner.path_changes()?;
         Ok(PathChanges {

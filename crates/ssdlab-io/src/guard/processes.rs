@@ -160,6 +160,10 @@ pub(crate) fn survey(proc_root: &Path, wanted: &Wanted, mounts: &[MountEntry], m
     let mut locked_by_us: Vec<String> = Vec::new();
     for pid in pids {
         let dir = proc_root.join(pid.to_string());
+        // Kernel threads hold no descriptors and map no files (and without root their /proc is unreadable).
+        if is_kernel_thread(&dir) {
+            continue;
+        }
         if pid == me || parent_of(&dir) == Some(me) {
             for fd in fs::read_dir(dir.join("fd")).into_iter().flatten().flatten() {
                 if let Some((object, _, true)) =
@@ -253,6 +257,22 @@ fn parent_of(dir: &Path) -> Option<u32> {
     let stat = fs::read_to_string(dir.join("stat")).ok()?;
     let after = &stat[stat.rfind(')')? + 1..];
     after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether the process whose /proc directory is `dir` is a kernel thread (PF_KTHREAD in `stat`'s flags, field 9).
+fn is_kernel_thread(dir: &Path) -> bool {
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    let Ok(stat) = fs::read_to_string(dir.join("stat")) else {
+        return false;
+    };
+    let Some(close) = stat.rfind(')') else {
+        return false;
+    };
+    stat[close + 1..]
+        .split_whitespace()
+        .nth(6)
+        .and_then(|f| f.parse::<u64>().ok())
+        .is_some_and(|flags| flags & PF_KTHREAD != 0)
 }
 
 /// What one open descriptor says of a wanted object: its label, "has it open for writing", and whether the

@@ -125,6 +125,10 @@ pub trait RefreshTarget {
     fn close_window(&mut self);
     /// Inside a window: whether our lease still stands (false once anyone has asked for the file).
     fn lease_held(&mut self) -> io::Result<bool>;
+    /// Which other programs use the file now (process and what it holds), for the reason a file is given up.
+    fn other_users(&mut self) -> Vec<String> {
+        Vec::new()
+    }
     /// Inside a window: what changed by path since the window opened or since the last call (what needs no
     /// open and so breaks no lease). Our own writes and time restores show as `modified`; a setuid bit our write
     /// cleared shows as `attributes`.

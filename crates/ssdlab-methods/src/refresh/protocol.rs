@@ -298,9 +298,15 @@ fn write_in_window(
             Ok(Window::Busy) => {
                 journal.withdraw(id)?;
                 if open_window_patiently(target, env)? == Window::Busy {
-                    return Ok(WindowWrite::Refused(
-                        "open in another process for longer than refresh waits".into(),
-                    ));
+                    let users = target.other_users();
+                    return Ok(WindowWrite::Refused(if users.is_empty() {
+                        "open in another process for longer than refresh waits".into()
+                    } else {
+                        format!(
+                            "open in another process for longer than refresh waits: {}",
+                            users.join("; ")
+                        )
+                    }));
                 }
                 // They are gone: announce again (the wait made the announcement stale) and re-check.
                 announced_at = None;

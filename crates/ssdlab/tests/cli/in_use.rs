@@ -735,3 +735,119 @@ fn out_replaces_nothing_of_the_users_and_no_result_by_surprise() {
     expect_usage_error(&out, "already holds a demo's results");
     assert!(!demo.join("report.html").exists());
 }
+
+/// Refresh keeps its per-file write lease: a file another process holds open during a multi-file refresh is
+/// given up with the reason, naming the process (exit 1, files skipped), and the others are rewritten.
+#[test]
+fn refresh_gives_up_a_file_in_use_naming_who_holds_it_and_goes_on() {
+    let dir = tempdir();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    for name in ["a.bin", "b.bin"] {
+        crate::nbd::random_file(&tree.join(name), 2 << 20, 5);
+        let aged = Command::new("touch")
+            .args(["-d", "2020-01-01"])
+            .arg(tree.join(name))
+            .status();
+        assert!(aged.unwrap().success());
+    }
+    let script = format!("exec 3<'{}'; sleep 60", tree.join("b.bin").display());
+    let holder = Helper::spawn("sh", &["-c", &script]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let before = std::fs::read(tree.join("b.bin")).unwrap();
+    let state = dir.path().join("state");
+    let out = run(&[
+        "refresh",
+        tree.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]);
+    expect_code(&out, 1);
+    let said = stderr(&out);
+    assert!(said.contains("done      ") && said.contains("a.bin"), "{said}");
+    let pid = holder.child.id();
+    assert!(
+        said.contains(&format!(
+            "b.bin: open in another process for longer than refresh waits: process {pid} (sh)"
+        )),
+        "{said}"
+    );
+    assert_eq!(std::fs::read(tree.join("b.bin")).unwrap(), before);
+}
+
+/// Maps and locks are matched by the device number the kernel gives the file system, which on btrfs differs
+/// from `stat`'s (a subvolume's own): a file in a subvolume that another process has mapped (its descriptor
+/// closed) is found by /proc/PID/maps.
+#[test]
+fn a_mapped_file_in_a_btrfs_subvolume_is_in_use() {
+    let disk = LoopDevice::new(256 << 20);
+    sh("mkfs.btrfs", &["-q", "-f", &disk.path]);
+    let mounted = Mounted::new(&disk.path);
+    let sub = mounted.dir.path().join("sub");
+    sh("btrfs", &["subvolume", "create", sub.to_str().unwrap()]);
+    let image = sub.join("mapped.img");
+    crate::nbd::random_file(&image, 1 << 20, 6);
+    let st_dev = std::fs::metadata(&image).unwrap().dev();
+    let mount_dev = std::fs::metadata(mounted.dir.path()).unwrap().dev();
+    assert_ne!(st_dev, mount_dev, "a subvolume has a device number of its own");
+    let script = format!(
+        "import mmap, os, time\nf = open('{}', 'rb')\nm = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\nf.close()\n\
+         print('mapped', flush=True)\ntime.sleep(60)\n",
+        image.display()
+    );
+    let mut mapper = Helper::spawn("python3", &["-c", &script]);
+    // The helper's stdout is not kept; wait until its map shows.
+    let pid = mapper.child.id();
+    wait_for("the mapping", || {
+        std::fs::read_to_string(format!("/proc/{pid}/maps")).is_ok_and(|m| m.contains("mapped.img"))
+    });
+    let before = image_sum(&image);
+    let out = run(&[
+        "run",
+        "--rw",
+        "write",
+        "--bytes",
+        "64k",
+        "--bs",
+        "64k",
+        "--target",
+        &file_target(&image, None),
+    ]);
+    expect_code(&out, 2);
+    assert!(
+        stderr(&out).contains(&format!("process {pid} (python3) has it mapped into its memory")),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(image_sum(&image), before);
+    let _ = mapper.child.kill();
+}
+
+/// Without root, other users' processes cannot be checked: ssdlab reads what it can (/proc/locks, the mount
+/// table), writes the user's own file, and says which processes went unchecked; kernel threads are not among
+/// them (they hold no files).
+#[test]
+fn without_root_the_unchecked_processes_are_said_not_refused() {
+    let dir = tempdir();
+    let own = dir.path().join("nobody");
+    std::fs::create_dir(&own).unwrap();
+    sh("chown", &["65534:65534", own.to_str().unwrap()]);
+    let _ = Command::new("chmod").arg("755").arg(dir.path()).status();
+    let target = file_target(&own.join("f"), Some("4m"));
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_ssdlab"))
+        .args(["run", "--rw", "write", "--bytes", "1m", "--target", &target])
+        .output()
+        .unwrap();
+    expect_code(&out, 0);
+    let said = stderr(&out);
+    assert!(
+        said.contains("could not be checked for open files or maps"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("kthreadd"),
+        "kernel threads are not listed: {said}"
+    );
+}
