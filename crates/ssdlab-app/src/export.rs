@@ -308,11 +308,10 @@ pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<Vec<String>> {
         } else {
             phase.name.clone()
         };
-        files.push((
-            format!("{name}.csv"),
-            Kind::Csv,
-            samples_csv(&phase.samples).into_bytes(),
-        ));
+        // Two phases of one name (a test's two purges) have one file, the later phase's, as before.
+        let name = format!("{name}.csv");
+        files.retain(|(n, _, _)| *n != name);
+        files.push((name, Kind::Csv, samples_csv(&phase.samples).into_bytes()));
     }
     if let Some((name, csv)) = ssdlab_report::tidy::tidy_csv(result) {
         files.push((name.to_string(), Kind::Csv, csv.into_bytes()));

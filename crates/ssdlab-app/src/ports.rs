@@ -67,7 +67,22 @@ impl Tools for SystemTools {
         // it, or a process forked while it was being written): it passes, so try again for a moment.
         let mut attempt = 0;
         let output = loop {
-            match std::process::Command::new(program).args(args).output() {
+            let run = std::process::Command::new(program)
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .and_then(|child| {
+                    // A tool ssdlab runs is not "another program" using a device it then writes (the gate's
+                    // survey skips it), until it is reaped.
+                    let pid = child.id();
+                    ssdlab_io::guard::spawned(pid);
+                    let output = child.wait_with_output();
+                    ssdlab_io::guard::reaped(pid);
+                    output
+                });
+            match run {
                 Err(e) if e.raw_os_error() == Some(ETXTBSY) && attempt < 20 => {
                     attempt += 1;
                     std::thread::sleep(std::time::Duration::from_millis(5));

@@ -426,6 +426,28 @@ fn refuse_other_users(
         if !uses.is_empty() {
             return Err(refuse(uses.iter().map(|f| f.to_string()).collect()));
         }
+        // The kernel's own count of opens, which no /proc survey can match: a holder in another PID namespace,
+        // one ssdlab may not inspect, a descriptor in flight or registered with io_uring, a thread with a table
+        // of its own. A write lease is granted only when nothing else has the file open (asked again for up to
+        // the same second; a loop device over it, unused as judged above, holds it open too).
+        let start = std::time::Instant::now();
+        let held = || sys::others_have_it_open(file) == Some(true);
+        let mut still = held();
+        while still && start.elapsed() < crate::guard::TRANSIENT_USE_PATIENCE {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            still = held();
+        }
+        let meta = file
+            .metadata()
+            .map_err(|e| os(format!("{flag} {target}: cannot stat {}", path.display()), e))?;
+        if still && !crate::guard::loop_devices_over_file(meta.dev(), meta.ino()) {
+            return Err(refuse(vec![
+                "the kernel says another program has it open (a write lease is refused), though no process here \
+                 shows it: one in another PID namespace or that ssdlab may not inspect, or a descriptor in flight \
+                 or registered with io_uring"
+                    .into(),
+            ]));
+        }
     }
     match sys::lock_whole_file_for_writing(file) {
         Ok(()) => Ok(()),
@@ -571,6 +593,19 @@ fn open_file(
         )));
     }
     if let Some(pinned) = &pinned {
+        // The pinned file is the one opened below: it must be the regular file looked at, not a device node or
+        // FIFO renamed over the name meanwhile (opening some devices has effects of its own).
+        let kind = pinned
+            .metadata()
+            .map_err(|e| os(format!("{flag} {target}: cannot stat {}", path.display()), e))?
+            .file_type();
+        if !kind.is_file() {
+            return Err(OpenError::Refused(format!(
+                "{flag} {target}: {} is no longer a regular file (it was replaced while ssdlab opened it); \
+                 nothing was opened",
+                path.display()
+            )));
+        }
         refuse_a_file_in_use(flag, target, path, pinned)?;
     }
     // Created with O_CREAT|O_EXCL and then reopened through that descriptor, so the file laid out, written and
@@ -685,11 +720,7 @@ fn open_file(
             },
         };
         let buffered = caching != Caching::Direct;
-        if request.write {
-            refuse_other_users(flag, target, path, &file, create)?;
-            notes.extend(crate::guard::unchecked_processes_note());
-        }
-        // The kernel's own mark, which no mount over a path can hide (refuse_a_file_in_use reads /proc/swaps'
+        // The kernel's own mark (asked first: a swap file is named as one, not as a file someone holds), which no mount over a path can hide (refuse_a_file_in_use reads /proc/swaps'
         // paths): asked before the file is extended, since the kernel refuses writes to a swap file but not
         // ftruncate's extension.
         if request.write && !create && sys::is_active_swap_file(&file) {
@@ -698,6 +729,17 @@ fn open_file(
                  /proc/swaps shows). Nothing was written; swapoff it first, or name another file",
                 path.display()
             )));
+        }
+        if request.write {
+            refuse_other_users(flag, target, path, &file, create)?;
+            notes.extend(crate::guard::unchecked_processes_note());
+            let links = file.metadata().map(|m| m.nlink()).unwrap_or(1);
+            if links > 1 {
+                notes.push(format!(
+                    "{} has {links} names (hard links): the writes change the file under every one of them",
+                    path.display()
+                ));
+            }
         }
         let current = file
             .metadata()

@@ -293,6 +293,9 @@ pub struct LoopBacking {
     pub offset_bytes: u64,
     /// 0: up to the end of the backing file.
     pub sizelimit_bytes: u64,
+    /// The file as the loop driver opened it, when the guard names it by another (an overlay's file by its
+    /// layer file): processes that hold the file open hold that one.
+    pub opened_as: Option<(u64, u64)>,
 }
 
 /// `struct loop_info64` of <linux/loop.h>.
@@ -329,6 +332,7 @@ pub fn loop_backing(file: &File) -> io::Result<LoopBacking> {
         st_rdev: info.lo_rdevice,
         offset_bytes: info.lo_offset,
         sizelimit_bytes: info.lo_sizelimit,
+        opened_as: None,
     })
 }
 
@@ -434,4 +438,37 @@ pub fn lock_whole_file_for_writing(file: &File) -> io::Result<()> {
         }
         other => other,
     }
+}
+
+/// Whether any other open file description of the file open as `file` exists, anywhere (any process, thread,
+/// PID or mount namespace, a descriptor in flight over a socket or registered with io_uring, a loop device over
+/// it, a mapping): the kernel grants a write lease only when there is none. Asked by taking a write lease and
+/// dropping it at once (SIGIO, which a lease break would send meanwhile, is made harmless first). None when it
+/// cannot be asked: a file system without leases, or a file that is neither ours nor leasable by us.
+pub fn others_have_it_open(file: &File) -> Option<bool> {
+    // SAFETY: setting a signal's disposition to SIG_IGN has no memory-safety preconditions.
+    unsafe { libc::signal(libc::SIGIO, libc::SIG_IGN) };
+    // SAFETY: F_SETLEASE takes a plain integer on a descriptor we own.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK) } == 0 {
+        // SAFETY: as above.
+        unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
+        return Some(false);
+    }
+    match io::Error::last_os_error().raw_os_error() {
+        Some(libc::EAGAIN) => Some(true),
+        _ => None,
+    }
+}
+
+/// How many PID namespaces deep this process runs (1: the machine's own). Processes outside its namespace are
+/// not in its /proc.
+pub fn pid_namespace_depth() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))
+                .map(|ids| ids.split_whitespace().count())
+        })
+        .unwrap_or(1)
 }

@@ -297,48 +297,20 @@ impl OutputDir {
             return Ok(Status::Absent);
         }
         let dir = sub.as_ref().unwrap_or(&self.dir);
-        let stat = match rustix::fs::statat(dir, file, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(stat) => stat,
+        match rustix::fs::statat(dir, file, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(_) => {}
             Err(rustix::io::Errno::NOENT) => return Ok(Status::Absent),
             Err(e) => return Err(io_error(&self.path.join(name), "cannot stat")(e.into())),
-        };
-        if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
-            return Ok(Status::Theirs("it is not a regular file".into()));
         }
         let Some(entry) = manifest.entry(name) else {
             return Ok(Status::Theirs(
                 "ssdlab's list of what it wrote there does not name it".into(),
             ));
         };
-        // Several versions may share the inode (a growing file's first line recorded before it is written): any
-        // that matches makes it ours.
-        let versions: Vec<&Version> = entry.versions.iter().filter(|v| v.inode == stat.st_ino).collect();
-        if versions.is_empty() {
-            return Ok(Status::Theirs(
-                "it is another file than the one ssdlab wrote there".into(),
-            ));
-        }
-        let sized: Vec<&&Version> = versions
-            .iter()
-            .filter(|v| v.bytes.is_none_or(|b| b == stat.st_size as u64))
-            .collect();
-        if sized.is_empty() {
-            return Ok(Status::Theirs(
-                "it was changed since ssdlab wrote it: its length differs".into(),
-            ));
-        }
-        let sum = if entry.kind.grows() {
-            first_line_checksum(dir, file)
-        } else {
-            read_regular(dir, file, u64::MAX)
-                .ok()
-                .flatten()
-                .map(|(bytes, _)| checksum(&bytes))
-        };
-        if !sized.iter().any(|v| sum == Some(v.checksum)) {
-            return Ok(Status::Theirs("it was changed since ssdlab wrote it".into()));
-        }
-        Ok(Status::Ours(entry.kind))
+        Ok(match judge(dir, file, entry) {
+            None => Status::Ours(entry.kind),
+            Some(why) => Status::Theirs(why),
+        })
     }
 
     /// Whether `name` may be written as `kind`: it is absent, or ours of that kind. The error says why not.
@@ -377,6 +349,15 @@ impl OutputDir {
     /// any is written). Every other file of ours there of a kind in `prune` is removed afterwards, so the
     /// directory holds this set alone (a result's charts, not an older result's).
     pub fn write(&self, outputs: &[Output<'_>], prune: &[Kind]) -> Result<(), OutputError> {
+        for (k, output) in outputs.iter().enumerate() {
+            if outputs[..k].iter().any(|o| o.name == output.name) {
+                return Err(OutputError::Io {
+                    path: self.path.join(output.name),
+                    what: "named twice in one write",
+                    cause: io::ErrorKind::InvalidInput.into(),
+                });
+            }
+        }
         // The new files first, beside their names, before the lock: writing them takes the time.
         let mut staged: Vec<(Option<File>, &str, String, Version)> = Vec::new();
         let cleanup = |staged: &[(Option<File>, &str, String, Version)]| {
@@ -390,16 +371,7 @@ impl OutputDir {
             let staging = self.parent_of(output.name, true).and_then(|(sub, file)| {
                 let (tmp, inode) = new_temporary(sub.as_ref().unwrap_or(&self.dir), file, output.bytes)
                     .map_err(io_error(&path, "cannot write"))?;
-                let version = Version {
-                    inode,
-                    bytes: (!output.kind.grows()).then_some(output.bytes.len() as u64),
-                    checksum: if output.kind.grows() {
-                        checksum(first_line(output.bytes))
-                    } else {
-                        checksum(output.bytes)
-                    },
-                };
-                Ok((sub, file, tmp, version))
+                Ok((sub, file, tmp, Version::of(output.kind, inode, output.bytes)))
             });
             match staging {
                 Ok(s) => staged.push(s),
@@ -427,6 +399,8 @@ impl OutputDir {
         for output in outputs {
             self.check_in(&manifest, output.name, output.kind)?;
         }
+        // What each name may hold and still be ours, as checked: the file exchanged out is judged by it again.
+        let checked = manifest.clone();
         for (output, (_, _, _, version)) in outputs.iter().zip(staged) {
             manifest.accept(output.name, output.kind, *version);
         }
@@ -435,13 +409,13 @@ impl OutputDir {
         for (output, (sub, file, tmp, version)) in outputs.iter().zip(staged) {
             let dir = sub.as_ref().unwrap_or(&self.dir);
             let path = self.path.join(output.name);
-            let expected = match rustix::fs::statat(dir, *file, AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(stat) => Some(stat.st_ino),
-                Err(rustix::io::Errno::NOENT) => None,
+            let present = match rustix::fs::statat(dir, *file, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(_) => true,
+                Err(rustix::io::Errno::NOENT) => false,
                 Err(e) => return Err(io_error(&path, "cannot stat")(e.into())),
             };
-            match expected {
-                None => rustix::fs::renameat_with(dir, tmp.as_str(), dir, *file, RenameFlags::NOREPLACE)
+            match present {
+                false => rustix::fs::renameat_with(dir, tmp.as_str(), dir, *file, RenameFlags::NOREPLACE)
                     .map_err(|e| match e {
                         rustix::io::Errno::EXIST => OutputError::NotOurs {
                             path: path.clone(),
@@ -450,13 +424,15 @@ impl OutputDir {
                         },
                         e => io_error(&path, "cannot rename into place")(e.into()),
                     })?,
-                Some(expected) => {
+                true => {
                     rustix::fs::renameat_with(dir, tmp.as_str(), dir, *file, RenameFlags::EXCHANGE)
                         .map_err(|e| io_error(&path, "cannot rename into place")(e.into()))?;
-                    // The old file is now under the temporary name: it must be the one checked.
-                    let old =
-                        rustix::fs::statat(dir, tmp.as_str(), AtFlags::SYMLINK_NOFOLLOW).map(|s| s.st_ino);
-                    if old != Ok(expected) {
+                    // The old file is now under the temporary name, out of anyone's reach by its name: it must be
+                    // a version of ours as checked (a file renamed or written over it since is someone's).
+                    let ours = checked
+                        .entry(output.name)
+                        .is_some_and(|entry| judge(dir, tmp.as_str(), entry).is_none());
+                    if !ours {
                         let _ =
                             rustix::fs::renameat_with(dir, tmp.as_str(), dir, *file, RenameFlags::EXCHANGE);
                         return Err(OutputError::NotOurs {
@@ -482,14 +458,45 @@ impl OutputDir {
                 .map(|e| e.name.clone())
                 .collect();
             for name in stale {
-                if let Status::Ours(_) = self.status_in(&manifest, &name)? {
-                    let (sub, file) = self.parent_of(&name, false)?;
-                    let _ = rustix::fs::unlinkat(sub.as_ref().unwrap_or(&self.dir), file, AtFlags::empty());
-                }
+                self.remove_if_ours(&manifest, &name)?;
                 manifest.forget(&name);
             }
         }
         self.save_manifest(&manifest)
+    }
+
+    /// Removes `name` if it is ours: first moved aside under a private name (so nothing can be swapped in
+    /// between), judged there, and removed, or put back when it is not a version of ours. Called with the
+    /// directory's lock held.
+    fn remove_if_ours(&self, manifest: &Manifest, name: &str) -> Result<bool, OutputError> {
+        let Some(entry) = manifest.entry(name) else {
+            return Ok(false);
+        };
+        let (sub, file) = self.parent_of(name, false)?;
+        if file.is_empty() {
+            return Ok(false);
+        }
+        let dir = sub.as_ref().unwrap_or(&self.dir);
+        let aside = private_name(file);
+        match rustix::fs::renameat_with(dir, file, dir, aside.as_str(), RenameFlags::NOREPLACE) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::NOENT) => return Ok(false),
+            Err(e) => return Err(io_error(&self.path.join(name), "cannot move aside")(e.into())),
+        }
+        if judge(dir, aside.as_str(), entry).is_none() {
+            rustix::fs::unlinkat(dir, aside.as_str(), AtFlags::empty())
+                .map_err(|e| io_error(&self.path.join(name), "cannot remove")(e.into()))?;
+            return Ok(true);
+        }
+        // Not ours: back under its name (or, if something took the name meanwhile, left aside and said).
+        rustix::fs::renameat_with(dir, aside.as_str(), dir, file, RenameFlags::NOREPLACE).map_err(|e| {
+            OutputError::Io {
+                path: self.path.join(name),
+                what: "was not ssdlab's and could not be put back; it is kept beside it under a hidden name",
+                cause: e.into(),
+            }
+        })?;
+        Ok(false)
     }
 
     /// Removes every file of ours there (for `--replace`: the earlier result goes whole, the user's files stay).
@@ -498,10 +505,7 @@ impl OutputDir {
         let mut manifest = self.manifest()?;
         let mut removed = Vec::new();
         for entry in manifest.files.clone() {
-            if let Status::Ours(_) = self.status_in(&manifest, &entry.name)? {
-                let (sub, file) = self.parent_of(&entry.name, false)?;
-                rustix::fs::unlinkat(sub.as_ref().unwrap_or(&self.dir), file, AtFlags::empty())
-                    .map_err(|e| io_error(&self.path.join(&entry.name), "cannot remove")(e.into()))?;
+            if self.remove_if_ours(&manifest, &entry.name)? {
                 removed.push(entry.name.clone());
             }
             manifest.forget(&entry.name);
@@ -529,12 +533,7 @@ impl OutputDir {
         let dir = sub.as_ref().unwrap_or(&self.dir);
         if self.status_in(&manifest, name)? == Status::Absent {
             let (tmp, inode) = new_temporary(dir, file, bytes).map_err(io_error(&path, "cannot write"))?;
-            let version = Version {
-                inode,
-                bytes: None,
-                checksum: checksum(first_line(bytes)),
-            };
-            manifest.settle(name, kind, version);
+            manifest.settle(name, kind, Version::of(kind, inode, bytes));
             self.save_manifest(&manifest)?;
             return rustix::fs::renameat_with(dir, tmp.as_str(), dir, file, RenameFlags::NOREPLACE)
                 .map_err(|e| {
@@ -551,11 +550,7 @@ impl OutputDir {
         let stat = rustix::fs::fstat(&opened).map_err(|e| io_error(&path, "cannot stat")(e.into()))?;
         // An empty file gets its first line now: the manifest accepts it before it is written, so a crash between
         // the two leaves a file the manifest still calls ours.
-        let first = (stat.st_size == 0).then(|| Version {
-            inode: stat.st_ino,
-            bytes: None,
-            checksum: checksum(first_line(bytes)),
-        });
+        let first = (stat.st_size == 0).then(|| Version::of(kind, stat.st_ino, bytes));
         if let Some(version) = first {
             manifest.accept(name, kind, version);
             self.save_manifest(&manifest)?;
@@ -589,19 +584,7 @@ impl OutputDir {
         if !legacy(&bytes) {
             return Ok(());
         }
-        manifest.settle(
-            name,
-            kind,
-            Version {
-                inode,
-                bytes: (!kind.grows()).then_some(bytes.len() as u64),
-                checksum: if kind.grows() {
-                    checksum(first_line(&bytes))
-                } else {
-                    checksum(&bytes)
-                },
-            },
-        );
+        manifest.settle(name, kind, Version::of(kind, inode, &bytes));
         self.save_manifest(&manifest)
     }
 
@@ -620,15 +603,7 @@ impl OutputDir {
         let dir = sub.as_ref().unwrap_or(&self.dir);
         if self.status_in(&manifest, name)? == Status::Absent {
             let (tmp, inode) = new_temporary(dir, file, marker).map_err(io_error(&path, "cannot write"))?;
-            manifest.settle(
-                name,
-                Kind::Lock,
-                Version {
-                    inode,
-                    bytes: Some(marker.len() as u64),
-                    checksum: checksum(marker),
-                },
-            );
+            manifest.settle(name, Kind::Lock, Version::of(Kind::Lock, inode, marker));
             self.save_manifest(&manifest)?;
             rustix::fs::renameat_with(dir, tmp.as_str(), dir, file, RenameFlags::NOREPLACE).map_err(|e| {
                 let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
@@ -681,19 +656,7 @@ impl OutputDir {
                 let Some((bytes, inode)) = legacy_bytes else {
                     return Err(OutputError::NotOurs { path, kind, why });
                 };
-                manifest.settle(
-                    name,
-                    kind,
-                    Version {
-                        inode,
-                        bytes: (!kind.grows()).then_some(bytes.len() as u64),
-                        checksum: if kind.grows() {
-                            checksum(first_line(&bytes))
-                        } else {
-                            checksum(&bytes)
-                        },
-                    },
-                );
+                manifest.settle(name, kind, Version::of(kind, inode, &bytes));
                 self.save_manifest(manifest)?;
             }
         }
@@ -722,14 +685,16 @@ impl OutputDir {
     }
 }
 
-/// Whether `bytes` are what an older ssdlab wrote to a file that grows (a journal, a log, a history) before it
-/// kept a manifest: records of JSON, one a line, each starting as an object does (a line damaged or torn by a
-/// crash is still one of its records, which its reader skips). Such a file is taken on as ours.
-pub fn older_json_lines(bytes: &[u8]) -> bool {
-    bytes
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .all(|l| l.starts_with(b"{"))
+/// Whether `bytes` are lines an older ssdlab wrote to a file that grows (a journal, a log, a history) before it
+/// kept a manifest: every line but a torn last one is one of its records (`record` says which lines are), and
+/// the last one at least starts as a record does (`start`). Each kind passes its own record type, so a file of
+/// the user's that merely holds JSON is never taken on.
+pub fn older_lines(bytes: &[u8], record: impl Fn(&[u8]) -> bool, start: &[u8]) -> bool {
+    let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    let Some((last, whole)) = lines.split_last() else {
+        return true;
+    };
+    whole.iter().filter(|l| !l.is_empty()).all(|l| record(l)) && (last.is_empty() || last.starts_with(start))
 }
 
 /// The process holding a flock on `file`, as /proc/locks names it (by the file's inode, and its device where
@@ -761,6 +726,58 @@ pub fn lock_holder(file: &File) -> Option<u32> {
         .map(|(_, pid)| *pid)
 }
 
+impl Version {
+    /// The version of `bytes` written as `kind` under `inode`: its length and checksum, or for a file that grows,
+    /// the checksum of its first line alone.
+    fn of(kind: Kind, inode: u64, bytes: &[u8]) -> Version {
+        Version {
+            inode,
+            bytes: (!kind.grows()).then_some(bytes.len() as u64),
+            checksum: if kind.grows() {
+                checksum(first_line(bytes))
+            } else {
+                checksum(bytes)
+            },
+        }
+    }
+}
+
+/// Whether the file `file` in `dir` is a version of ours `entry` accepts: None when it is, else why not.
+fn judge(dir: &File, file: &str, entry: &manifest::Entry) -> Option<String> {
+    let stat = match rustix::fs::statat(dir, file, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) => stat,
+        Err(e) => return Some(format!("it cannot be examined: {e}")),
+    };
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return Some("it is not a regular file".into());
+    }
+    // Several versions may share the inode (a growing file's first line recorded before it is written): any
+    // that matches makes it ours.
+    let versions: Vec<&Version> = entry.versions.iter().filter(|v| v.inode == stat.st_ino).collect();
+    if versions.is_empty() {
+        return Some("it is another file than the one ssdlab wrote there".into());
+    }
+    let sized: Vec<&&Version> = versions
+        .iter()
+        .filter(|v| v.bytes.is_none_or(|b| b == stat.st_size as u64))
+        .collect();
+    if sized.is_empty() {
+        return Some("it was changed since ssdlab wrote it: its length differs".into());
+    }
+    let sum = if entry.kind.grows() {
+        first_line_checksum(dir, file)
+    } else {
+        read_regular(dir, file, u64::MAX)
+            .ok()
+            .flatten()
+            .map(|(bytes, _)| checksum(&bytes))
+    };
+    if !sized.iter().any(|v| sum == Some(v.checksum)) {
+        return Some("it was changed since ssdlab wrote it".into());
+    }
+    None
+}
+
 /// `name` as (subdirectory, file): one level down at most, no `..`, no empty or hidden-dot components.
 fn split_name(name: &str) -> Option<(Option<&str>, &str)> {
     let parts: Vec<&str> = name.split('/').collect();
@@ -772,6 +789,17 @@ fn split_name(name: &str) -> Option<(Option<&str>, &str)> {
     }
 }
 
+/// A name beside `file` that nobody can have planted for it.
+fn private_name(file: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        ".ssdlab-aside.{}-{}.{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed),
+        file.chars().take(40).collect::<String>()
+    )
+}
+
 /// Writes `bytes` to a new file beside `name` in `dir` (O_EXCL, an unpredictable name, synced) and returns its
 /// name and inode.
 fn new_temporary(dir: &File, name: &str, bytes: &[u8]) -> io::Result<(String, u64)> {
@@ -779,8 +807,10 @@ fn new_temporary(dir: &File, name: &str, bytes: &[u8]) -> io::Result<(String, u6
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
+    // At most 40 characters of the name: a name near the 255-byte limit must leave room for the rest.
     let tmp = format!(
-        ".{name}.{}-{nanos:x}-{}.ssdlab-tmp",
+        ".{}.{}-{nanos:x}-{}.ssdlab-tmp",
+        name.chars().take(40).collect::<String>(),
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     );

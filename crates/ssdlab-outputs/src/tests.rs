@@ -280,12 +280,30 @@ fn a_crash_after_the_first_line_is_written_but_not_settled_leaves_it_ours() {
         .write_all(line)
         .unwrap();
     assert_eq!(dir.status("j.jsonl").unwrap(), Status::Ours(Kind::Journal));
-    dir.append(
-        "j.jsonl",
-        Kind::Journal,
-        b"{\"step\":2}\n",
-        true,
-        older_json_lines,
-    )
+    dir.append("j.jsonl", Kind::Journal, b"{\"step\":2}\n", true, |b| {
+        older_lines(b, |l| l.starts_with(b"{\"step\""), b"{")
+    })
     .unwrap();
+}
+
+/// A file put under a name of ours after ssdlab judged it (a rename over it) is never removed: the name's file
+/// is moved aside, judged there, and put back when it is not a version of ours.
+#[test]
+fn a_file_swapped_in_after_the_check_is_put_back_not_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = OutputDir::create(tmp.path()).unwrap();
+    dir.write(&[out("old.csv", Kind::Csv, b"a\n")], &[]).unwrap();
+    let judged = dir.manifest().unwrap();
+    // Someone renames their own file over ssdlab's after the manifest was read.
+    std::fs::write(tmp.path().join("theirs"), b"precious\n").unwrap();
+    std::fs::rename(tmp.path().join("theirs"), tmp.path().join("old.csv")).unwrap();
+    let _lock = dir.lock().unwrap();
+    assert!(!dir.remove_if_ours(&judged, "old.csv").unwrap());
+    assert_eq!(read(&tmp.path().join("old.csv")), b"precious\n");
+    let hidden: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("aside"))
+        .collect();
+    assert!(hidden.is_empty(), "put back, nothing left aside");
 }

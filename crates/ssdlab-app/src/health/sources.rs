@@ -329,6 +329,15 @@ fn from_result(name: &str, result: &RunResult, clock: &dyn Clock) -> Result<Read
     })
 }
 
+/// An older ssdlab's history of a drive: its snapshots, one a line.
+fn older_history(bytes: &[u8]) -> bool {
+    ssdlab_outputs::older_lines(
+        bytes,
+        |l| history::parse(&String::from_utf8_lossy(l)).skipped_lines == 0,
+        b"{",
+    )
+}
+
 /// The per-drive history files in one directory.
 pub struct HistoryDir {
     pub dir: PathBuf,
@@ -377,7 +386,7 @@ impl HistoryDir {
                 ssdlab_outputs::Kind::Log,
                 line.as_bytes(),
                 true,
-                ssdlab_outputs::older_json_lines,
+                older_history,
             )
             .map_err(|e| anyhow!("--history: {e}"))?;
         Ok(true)

@@ -83,6 +83,9 @@ pub struct Node {
     pub lower: Option<Lower>,
     /// A DOS extended partition (its range below spans its logical partitions).
     pub extended: bool,
+    /// For a loop device over a file the graph names by another identity (an overlay's file by its layer
+    /// file): the file as the loop driver opened it.
+    pub opened_as: Option<(u64, u64)>,
 }
 
 impl Node {
@@ -190,6 +193,7 @@ impl Graph {
                 kind: Kind::Disk,
                 lower: None,
                 extended: false,
+                opened_as: None,
             };
             if let Some(start) = read_trimmed(&dir.join("partition")).and(read_trimmed(&dir.join("start"))) {
                 let canonical = fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
@@ -212,6 +216,7 @@ impl Graph {
                         len: size_bytes,
                     },
                     Some(b) => {
+                        node.opened_as = b.opened_as;
                         let store = Store::File {
                             st_dev: b.st_dev,
                             st_ino: b.st_ino,

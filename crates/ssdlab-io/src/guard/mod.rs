@@ -22,6 +22,7 @@ mod gpt_backup;
 pub mod graph;
 mod mounts;
 pub(crate) mod processes;
+pub use processes::{reaped, spawned};
 
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
@@ -137,17 +138,28 @@ pub fn processes_using_file(file: &File, patience: std::time::Duration) -> io::R
     let superblock = mount_id.and_then(|id| processes::superblock_dev(&uses.mounts, id));
     let mut wanted = Wanted::default();
     wanted.file(meta.dev(), meta.ino(), superblock, "it");
-    let (st_dev, st_ino) = (meta.dev(), meta.ino());
-    for (dev, chain) in graph.above_file(st_dev, st_ino) {
-        let Some(node) = graph.node(dev) else { continue };
-        let file_name = graph.store_name(graph::Store::File { st_dev, st_ino });
-        let label = format!(
-            "{} ({} -> {file_name})",
-            node.dev_path(),
-            graph.chain_text(&chain)
-        );
-        wanted.device(dev, node_identity(node), &label);
+    // On an overlay, the layer file that holds the bytes is the same file to anyone who opens it directly, and
+    // loop devices over it are recorded by it.
+    let held = std::fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(file))).ok();
+    let layer = held
+        .map(|path| real_file_of(&path, (meta.dev(), meta.ino())))
+        .filter(|&id| id != (meta.dev(), meta.ino()));
+    if let Some((st_dev, st_ino)) = layer {
+        wanted.file(st_dev, st_ino, None, "it (its layer file below the overlay)");
     }
+    for (st_dev, st_ino) in std::iter::once((meta.dev(), meta.ino())).chain(layer) {
+        for (dev, chain) in graph.above_file(st_dev, st_ino) {
+            let Some(node) = graph.node(dev) else { continue };
+            let file_name = graph.store_name(graph::Store::File { st_dev, st_ino });
+            let label = format!(
+                "{} ({} -> {file_name})",
+                node.dev_path(),
+                graph.chain_text(&chain)
+            );
+            wanted.device(dev, node_identity(node), &label);
+        }
+    }
+    let (st_dev, st_ino) = (meta.dev(), meta.ino());
     let mut findings = fuse_mounts_of(&uses.mounts, (st_dev, st_ino));
     findings.extend(process_findings(probe.proc_root, &wanted, patience));
     Ok(findings)
@@ -171,7 +183,25 @@ pub fn unchecked_processes_note() -> Option<String> {
     // Wanting something no descriptor can match still reads every process's descriptors and maps.
     let mut nothing = Wanted::default();
     nothing.device((0, 0), None, "nothing");
-    processes::survey(Path::new(PROC_ROOT), &nothing, &uses.mounts, std::process::id()).unchecked_note()
+    let unreadable =
+        processes::survey(Path::new(PROC_ROOT), &nothing, &uses.mounts, std::process::id()).unchecked_note();
+    let namespace = (crate::sys::pid_namespace_depth() > 1).then(|| {
+        "ssdlab runs in a PID namespace of its own (a container): processes outside it cannot be checked for \
+         open files or maps; /proc/locks, the mount table and, for a file, the kernel's write lease were"
+            .to_string()
+    });
+    match (unreadable, namespace) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Whether a loop device (or a stack on one) is over the file (`st_dev`, `st_ino`): the loop driver holds it
+/// open, which a write lease sees as another opener.
+pub fn loop_devices_over_file(st_dev: u64, st_ino: u64) -> bool {
+    let probe = Probe::real();
+    Graph::read(probe.sys_root, probe.loop_backing, probe.dm_table)
+        .is_ok_and(|graph| !graph.above_file(st_dev, st_ino).is_empty())
 }
 
 /// The FUSE mounts served out of the file (`id`: device and inode): their source, as the daemon was given it,
@@ -596,6 +626,23 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
             &format!("{name}, the file it is stored on ({})", graph.chain_text(&chain)),
         );
     }
+    // A loop device's file as the loop driver opened it (an overlay's), which is what other programs open.
+    for (node, relation) in &related {
+        if let (Relation::Itself | Relation::Below { .. }, Some((st_dev, st_ino))) =
+            (relation, node.opened_as)
+        {
+            let name = match &node.kind {
+                Kind::Loop(path) => path.clone(),
+                _ => node.name.clone(),
+            };
+            wanted.file(
+                st_dev,
+                st_ino,
+                None,
+                &format!("{name}, the file {} is stored on", node.dev_path()),
+            );
+        }
+    }
     let patience = match claim {
         OwnClaim::HeldByCaller => TRANSIENT_USE_PATIENCE,
         OwnClaim::Probe => std::time::Duration::ZERO,
@@ -804,6 +851,7 @@ fn real_loop_backing(node: &Node) -> Option<LoopBacking> {
             },
             offset_bytes: offset,
             sizelimit_bytes: 0,
+            opened_as: None,
         },
     )
 }
@@ -837,6 +885,7 @@ fn on_its_layer(node: &Node, backing: LoopBacking) -> Option<LoopBacking> {
     Some(LoopBacking {
         st_dev,
         st_ino,
+        opened_as: ((st_dev, st_ino) != id).then_some(id),
         ..backing
     })
 }

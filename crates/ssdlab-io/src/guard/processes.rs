@@ -16,9 +16,32 @@ use std::collections::HashMap;
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
+use std::sync::Mutex;
 
 use super::graph::DevNum;
 use super::mounts::MountEntry;
+
+/// The processes ssdlab itself started and has not reaped (smartctl, nvme-cli through the tools port): they are
+/// not "another process". A process that merely has ssdlab's process id as its parent is not one of them: a
+/// wrapper that starts a daemon and then execs ssdlab hands that daemon to ssdlab as a child.
+static SPAWNED: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Records a child ssdlab started, until [`reaped`].
+pub fn spawned(pid: u32) {
+    SPAWNED.lock().unwrap_or_else(|p| p.into_inner()).push(pid);
+}
+
+/// Forgets a child ssdlab started, once it has been waited for.
+pub fn reaped(pid: u32) {
+    SPAWNED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|&p| p != pid);
+}
+
+fn ours(pid: u32, me: u32) -> bool {
+    pid == me || SPAWNED.lock().unwrap_or_else(|p| p.into_inner()).contains(&pid)
+}
 
 /// What to look for, each with the words a finding uses for it ("it", "/dev/loop3 (loop3 -> disk.img)").
 #[derive(Debug, Default, Clone)]
@@ -164,9 +187,9 @@ pub(crate) fn survey(proc_root: &Path, wanted: &Wanted, mounts: &[MountEntry], m
         if is_kernel_thread(&dir) {
             continue;
         }
-        if pid == me || parent_of(&dir) == Some(me) {
+        if ours(pid, me) {
             for fd in fs::read_dir(dir.join("fd")).into_iter().flatten().flatten() {
-                if let Some((object, _, true)) =
+                if let Ok(Some((object, _, true))) =
                     open_use(&dir, &fd.path(), &fd.file_name(), wanted, &by_mount)
                 {
                     locked_by_us.push(object);
@@ -178,26 +201,46 @@ pub(crate) fn survey(proc_root: &Path, wanted: &Wanted, mounts: &[MountEntry], m
             .map(|c| c.trim_end().to_string())
             .unwrap_or_else(|_| "?".into());
         let mut readable = true;
-        match fs::read_dir(dir.join("fd")) {
-            Ok(fds) => {
-                for fd in fds.flatten() {
-                    if let Some((object, what, locked)) =
-                        open_use(&dir, &fd.path(), &fd.file_name(), wanted, &by_mount)
-                        && !survey.uses.iter().any(|u| u.pid == Some(pid) && u.what == what)
-                    {
-                        survey.uses.push(ProcessUse {
-                            pid: Some(pid),
-                            command: command.clone(),
-                            what,
-                            object,
-                            locked,
-                        });
+        // The leader's table, and each thread's where the leader has exited (its table is then empty, while the
+        // threads still hold theirs).
+        let mut tables = vec![dir.clone()];
+        if leader_exited(&dir) {
+            tables.extend(
+                fs::read_dir(dir.join("task"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|t| t.path())
+                    .filter(|t| t.file_name().and_then(|n| n.to_str()) != Some(&pid.to_string())),
+            );
+        }
+        for table in &tables {
+            match fs::read_dir(table.join("fd")) {
+                Ok(fds) => {
+                    for fd in fds.flatten() {
+                        match open_use(table, &fd.path(), &fd.file_name(), wanted, &by_mount) {
+                            Ok(Some((object, what, locked)))
+                                if !survey.uses.iter().any(|u| u.pid == Some(pid) && u.what == what) =>
+                            {
+                                survey.uses.push(ProcessUse {
+                                    pid: Some(pid),
+                                    command: command.clone(),
+                                    what,
+                                    object,
+                                    locked,
+                                });
+                            }
+                            Ok(_) => {}
+                            // A descriptor whose target may not be read (a process that is not dumpable, without
+                            // CAP_SYS_PTRACE): that process was not checked.
+                            Err(()) => readable = false,
+                        }
                     }
                 }
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => readable = false,
+                // A process that ended meanwhile uses nothing.
+                Err(_) => {}
             }
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => readable = false,
-            // A process that ended meanwhile uses nothing.
-            Err(_) => continue,
         }
         match fs::read_to_string(dir.join("maps")) {
             Ok(maps) => {
@@ -223,8 +266,7 @@ pub(crate) fn survey(proc_root: &Path, wanted: &Wanted, mounts: &[MountEntry], m
     }
     if let Ok(locks) = fs::read_to_string(proc_root.join("locks")) {
         for (pid, object, what) in locked(&locks, wanted) {
-            let excluded =
-                pid.is_some_and(|p| p == me || parent_of(&proc_root.join(p.to_string())) == Some(me));
+            let excluded = pid.is_some_and(|p| ours(p, me));
             if excluded {
                 continue;
             }
@@ -251,12 +293,19 @@ pub(crate) fn survey(proc_root: &Path, wanted: &Wanted, mounts: &[MountEntry], m
     survey
 }
 
-/// The parent of the process whose /proc directory is `dir` (field 4 of `stat`, after the command's
-/// parenthesis, which may itself hold spaces and parentheses).
-fn parent_of(dir: &Path) -> Option<u32> {
+/// The fields of `stat` after the command's parenthesis (which may itself hold spaces and parentheses): state,
+/// parent, ...
+fn stat_fields(dir: &Path) -> Option<Vec<String>> {
     let stat = fs::read_to_string(dir.join("stat")).ok()?;
     let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(1)?.parse().ok()
+    Some(after.split_whitespace().map(str::to_string).collect())
+}
+
+/// Whether the thread group's leader has exited while other threads run on (state Z with threads left): its
+/// /proc/PID/fd is then empty.
+fn leader_exited(dir: &Path) -> bool {
+    stat_fields(dir).is_some_and(|f| f.first().map(String::as_str) == Some("Z"))
+        && fs::read_dir(dir.join("task")).is_ok_and(|tasks| tasks.count() > 1)
 }
 
 /// Whether the process whose /proc directory is `dir` is a kernel thread (PF_KTHREAD in `stat`'s flags, field 9).
@@ -277,17 +326,23 @@ fn is_kernel_thread(dir: &Path) -> bool {
 
 /// What one open descriptor says of a wanted object: its label, "has it open for writing", and whether the
 /// descriptor holds a lock on it; None when it holds nothing wanted.
+/// `Err` when the descriptor's target may not be read (permission): the process cannot be checked.
 fn open_use(
     dir: &Path,
     link: &Path,
     fd: &std::ffi::OsStr,
     wanted: &Wanted,
     by_mount: &HashMap<u64, &MountEntry>,
-) -> Option<(String, String, bool)> {
+) -> Result<Option<(String, String, bool)>, ()> {
     // Sockets, pipes and anonymous inodes ("socket:[123]") name no file.
-    let target = fs::read_link(link).ok()?;
+    let target = match fs::read_link(link) {
+        Ok(target) => target,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Err(()),
+        // Closed meanwhile.
+        Err(_) => return Ok(None),
+    };
     if !target.as_os_str().as_encoded_bytes().starts_with(b"/") {
-        return None;
+        return Ok(None);
     }
     let info = fs::read_to_string(dir.join("fdinfo").join(fd)).unwrap_or_default();
     let field = |name: &str| {
@@ -296,9 +351,10 @@ fn open_use(
             .map(str::trim)
     };
     let flags = field("flags").and_then(|f| u32::from_str_radix(f, 8).ok());
-    let mode = match flags.map(|f| f & libc::O_ACCMODE as u32) {
-        Some(m) if m == libc::O_WRONLY as u32 => "open for writing",
-        Some(m) if m == libc::O_RDWR as u32 => "open for reading and writing",
+    let mode = match flags {
+        Some(f) if f & libc::O_PATH as u32 != 0 => "open by path (O_PATH: it can reopen it at any time)",
+        Some(f) if f & libc::O_ACCMODE as u32 == libc::O_WRONLY as u32 => "open for writing",
+        Some(f) if f & libc::O_ACCMODE as u32 == libc::O_RDWR as u32 => "open for reading and writing",
         Some(_) => "open for reading",
         None => "open",
     };
@@ -318,7 +374,7 @@ fn open_use(
     if let (Some(mount), Some(ino)) = (mount, ino)
         && let Some(label) = wanted.label(Key::Inode(mount.dev, ino))
     {
-        return Some((label.to_string(), format!("has {label} {mode}"), locked));
+        return Ok(Some((label.to_string(), format!("has {label} {mode}"), locked)));
     }
     // A descriptor on a FUSE or network file system is not stat'ed: a stat there waits on its daemon or server
     // (fdinfo above already answered for its files), and no block device node is opened through one.
@@ -328,16 +384,20 @@ fn open_use(
     });
     let known = mount.is_some() && ino.is_some();
     if remote || (known && !wanted.must_stat_identified()) {
-        return None;
+        return Ok(None);
     }
-    let meta = fs::metadata(link).ok()?;
+    let meta = match fs::metadata(link) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Err(()),
+        Err(_) => return Ok(None),
+    };
     let rdev = meta
         .file_type()
         .is_block_device()
         .then(|| (libc::major(meta.rdev()), libc::minor(meta.rdev())));
-    wanted
+    Ok(wanted
         .wants_stat(meta.dev(), meta.ino(), rdev)
-        .map(|label| (label.to_string(), format!("has {label} {mode}"), locked))
+        .map(|label| (label.to_string(), format!("has {label} {mode}"), locked)))
 }
 
 /// The labels of wanted objects mapped in a maps text (its device field is the superblock's, in hex).
@@ -483,12 +543,16 @@ mod tests {
         let proc = FakeProc::new();
         proc.process(100, 1, "ssdlab");
         proc.process(200, 100, "smartctl");
+        spawned(200);
+        // A daemon a wrapper started before it exec'ed ssdlab: ssdlab's child by its parent id, not ssdlab's own.
+        proc.process(250, 100, "daemon");
         proc.process(300, 1, "qemu-nbd");
         proc.process(400, 1, "fuse2fs");
         proc.process(600, 1, "vim");
         // ssdlab and its child hold the image: not counted.
         proc.open(100, 3, &image, "0100002", None);
         proc.open(200, 3, &image, "0100000", None);
+        proc.open(250, 3, &image, "0100000", None);
         // qemu-nbd: found by stat (no fdinfo ids); fuse2fs: found by fdinfo's mount id and inode alone.
         proc.open(300, 7, &image, "0100002", None);
         proc.open(
@@ -515,10 +579,12 @@ mod tests {
         .unwrap();
         let mounts = super::super::mounts::parse_mountinfo(&mounts_text(sb));
         let found = survey(proc.dir.path(), &wanted, &mounts, 100);
+        reaped(200);
         let text: Vec<String> = found.uses.iter().map(|u| u.to_string()).collect();
         assert_eq!(
             text,
             [
+                "process 250 (daemon) has it open for reading",
                 "process 300 (qemu-nbd) has it open for reading and writing",
                 "process 400 (fuse2fs) has it open for reading",
                 "process 600 (vim) has it mapped into its memory",
@@ -561,6 +627,6 @@ mod tests {
         assert_eq!(hex_dev("103:0a"), Some((259, 10)));
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("stat"), "42 (a) b (c)) S 7 42 42 0\n").unwrap();
-        assert_eq!(parent_of(dir.path()), Some(7));
+        assert_eq!(stat_fields(dir.path()).unwrap()[1], "7");
     }
 }

@@ -99,6 +99,7 @@ impl Tree {
                 st_rdev,
                 offset_bytes: offset,
                 sizelimit_bytes: 0,
+                opened_as: None,
             },
         );
     }

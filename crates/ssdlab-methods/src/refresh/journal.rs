@@ -114,6 +114,12 @@ enum Record {
     },
 }
 
+/// Whether `line` is one of the journal's records (a record damaged by a crash still starts as one does: the
+/// journal's reader skips it).
+pub fn is_record_line(line: &[u8]) -> bool {
+    serde_json::from_slice::<Record>(line).is_ok() || line.starts_with(b"{\"event\":\"")
+}
+
 /// A file with unfinished work: its begin record and its last announced write, if any.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unfinished {

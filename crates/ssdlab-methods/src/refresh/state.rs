@@ -104,7 +104,19 @@ fn legacy_lock(bytes: &[u8]) -> bool {
             .all(|c| c.is_ascii_digit() || c.is_ascii_whitespace())
 }
 
-use ssdlab_outputs::older_json_lines as legacy_json_lines;
+/// An older ssdlab's journal: its records, one a line.
+fn legacy_journal(bytes: &[u8]) -> bool {
+    ssdlab_outputs::older_lines(bytes, super::journal::is_record_line, b"{\"event\":")
+}
+
+/// An older ssdlab's refresh log: its lines, one a rewritten file.
+fn legacy_log(bytes: &[u8]) -> bool {
+    ssdlab_outputs::older_lines(
+        bytes,
+        |l| serde_json::from_slice::<LogLine>(l).is_ok(),
+        b"{\"id\":",
+    )
+}
 
 fn outputs_error(dir: &Path) -> impl FnOnce(OutputError) -> StateError + '_ {
     move |e| StateError::Io {
@@ -172,7 +184,7 @@ pub fn record_refreshed(dir: &Path, id: FileId, path: &Path, unix_s: f64) -> io:
     let mut text = serde_json::to_vec(&line).map_err(io::Error::other)?;
     text.push(b'\n');
     OutputDir::open(dir)
-        .and_then(|outputs| outputs.append(REFRESH_LOG_FILE, Kind::Log, &text, true, legacy_json_lines))
+        .and_then(|outputs| outputs.append(REFRESH_LOG_FILE, Kind::Log, &text, true, legacy_log))
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))
 }
 
@@ -239,7 +251,7 @@ impl JournalStore for FileStore {
             Status::Absent | Status::Ours(Kind::Journal) => read_state_file(&self.path),
             _ => {
                 let bytes = read_state_file(&self.path)?;
-                if !legacy_json_lines(&bytes) {
+                if !legacy_journal(&bytes) {
                     return Err(not_ours(OutputError::NotOurs {
                         path: self.path.clone(),
                         kind: Kind::Journal,
@@ -253,13 +265,13 @@ impl JournalStore for FileStore {
 
     fn append(&mut self, line: &[u8]) -> io::Result<()> {
         self.outputs
-            .append(JOURNAL_FILE, Kind::Journal, line, true, legacy_json_lines)
+            .append(JOURNAL_FILE, Kind::Journal, line, true, legacy_journal)
             .map_err(not_ours)
     }
 
     fn append_unsynced(&mut self, line: &[u8]) -> io::Result<()> {
         self.outputs
-            .append(JOURNAL_FILE, Kind::Journal, line, false, legacy_json_lines)
+            .append(JOURNAL_FILE, Kind::Journal, line, false, legacy_journal)
             .map_err(not_ours)
     }
 
@@ -267,7 +279,7 @@ impl JournalStore for FileStore {
         // Compaction: an older ssdlab's journal is taken on first (appending nothing), then replaced by the rule.
         if self.outputs.status(JOURNAL_FILE).map_err(not_ours)? != Status::Absent {
             self.outputs
-                .append(JOURNAL_FILE, Kind::Journal, b"", false, legacy_json_lines)
+                .append(JOURNAL_FILE, Kind::Journal, b"", false, legacy_journal)
                 .map_err(not_ours)?;
         }
         self.outputs

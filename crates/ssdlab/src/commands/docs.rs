@@ -25,9 +25,10 @@ pub fn man(args: &ManArgs) -> Result<Outcome> {
             .context("rendering ssdlab(1)")?;
         return write_stdout(&page);
     };
-    ssdlab_outputs::OutputDir::create(dir).map_err(|e| anyhow::anyhow!("--out {}: {e}", dir.display()))?;
+    let outputs = ssdlab_outputs::OutputDir::create(dir)
+        .map_err(|e| anyhow::anyhow!("--out {}: {e}", dir.display()))?;
     // ssdlab.1, then ssdlab-run.1, ssdlab-test.1, ssdlab-test-consistency.1, ...
-    let mut written = 0;
+    let mut pages = Vec::new();
     let mut pending = vec![(String::from("ssdlab"), command)];
     while let Some((name, command)) = pending.pop() {
         for sub in command.get_subcommands() {
@@ -38,10 +39,21 @@ pub fn man(args: &ManArgs) -> Result<Outcome> {
         clap_mangen::Man::new(command.clone())
             .render(&mut page)
             .with_context(|| format!("rendering {name}(1)"))?;
-        let path = dir.join(format!("{name}.1"));
-        ssdlab_app::export::write_output("--out", &path, ssdlab_outputs::Kind::Manual, &page)?;
-        written += 1;
+        pages.push((format!("{name}.1"), page));
     }
+    // One batch: every name is checked (created new, or ssdlab's own page) before any page is written.
+    let batch: Vec<ssdlab_outputs::Output<'_>> = pages
+        .iter()
+        .map(|(name, page)| ssdlab_outputs::Output {
+            name,
+            kind: ssdlab_outputs::Kind::Manual,
+            bytes: page,
+        })
+        .collect();
+    outputs
+        .write(&batch, &[])
+        .map_err(|e| anyhow::anyhow!("--out {}: {e}", dir.display()))?;
+    let written = pages.len();
     eprintln!(
         "man       {written} pages in {} (man -l {}/ssdlab.1)",
         dir.display(),

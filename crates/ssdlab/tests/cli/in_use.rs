@@ -263,18 +263,7 @@ fn an_image_mounted_through_fuse_is_never_written() {
         String::from_utf8_lossy(&fsck.stdout)
     );
     // Free again: the user's own file is theirs to write.
-    expect_code(
-        &run(&[
-            "run",
-            "--rw",
-            "write",
-            "--bytes",
-            "1m",
-            "--target",
-            &file_target(&image, None),
-        ]),
-        0,
-    );
+    expect_code(&write_1m(&file_target(&image, None)), 0);
 
     // fuse2fs on a loop device: the device and the file below it are both in use.
     let disk = LoopDevice::new(32 << 20);
@@ -299,15 +288,7 @@ fn an_image_mounted_through_fuse_is_never_written() {
     ]);
     expect_code(&out, 2);
     assert!(stderr(&out).contains("(fuse2fs) has it open"), "{}", stderr(&out));
-    let out = run(&[
-        "run",
-        "--rw",
-        "write",
-        "--bytes",
-        "1m",
-        "--target",
-        &file_target(&disk.image, None),
-    ]);
+    let out = write_1m(&file_target(&disk.image, None));
     expect_code(&out, 2);
     assert!(
         // fuse2fs mounts a block device as fuseblk, by its number: the loop device is mounted.
@@ -385,15 +366,7 @@ fn images_and_devices_used_by_qemu_are_never_written_and_qemu_sees_ssdlab_writin
             stderr(&out)
         );
     }
-    let out = run(&[
-        "run",
-        "--rw",
-        "write",
-        "--bytes",
-        "1m",
-        "--target",
-        &file_target(&disk.image, None),
-    ]);
+    let out = write_1m(&file_target(&disk.image, None));
     expect_code(&out, 2);
     assert!(
         stderr(&out).contains("(qemu-nbd) has /dev/loop"),
@@ -479,15 +452,7 @@ fn a_loop_device_over_a_lazily_unmounted_overlay_keeps_its_layer_file_in_use() {
     sh("umount", &["-l", &at("merged")]);
     let layer = dir.path().join("upper/a.img");
     let before = image_sum(&layer);
-    let out = run(&[
-        "run",
-        "--rw",
-        "write",
-        "--bytes",
-        "1m",
-        "--target",
-        &file_target(&layer, None),
-    ]);
+    let out = write_1m(&file_target(&layer, None));
     expect_code(&out, 2);
     assert!(stderr(&out).contains("cannot be identified"), "{}", stderr(&out));
     assert_eq!(image_sum(&layer), before, "never written");
@@ -506,29 +471,13 @@ fn a_transient_opener_is_waited_out_and_a_lasting_one_is_named() {
     let script = format!("exec 3<'{}'; sleep 0.4", image.display());
     let brief = Helper::spawn("sh", &["-c", &script]);
     std::thread::sleep(std::time::Duration::from_millis(100));
-    let out = run(&[
-        "run",
-        "--rw",
-        "write",
-        "--bytes",
-        "1m",
-        "--target",
-        &file_target(&image, None),
-    ]);
+    let out = write_1m(&file_target(&image, None));
     expect_code(&out, 0);
     drop(brief);
     let script = format!("exec 3<'{}'; sleep 30", image.display());
     let lasting = Helper::spawn("sh", &["-c", &script]);
     std::thread::sleep(std::time::Duration::from_millis(100));
-    let out = run(&[
-        "run",
-        "--rw",
-        "write",
-        "--bytes",
-        "1m",
-        "--target",
-        &file_target(&image, None),
-    ]);
+    let out = write_1m(&file_target(&image, None));
     expect_code(&out, 2);
     // The shell and the sleep it started both hold the descriptor.
     let pid = lasting.child.id().to_string();
@@ -537,6 +486,11 @@ fn a_transient_opener_is_waited_out_and_a_lasting_one_is_named() {
         "{}",
         stderr(&out)
     );
+}
+
+/// `run --rw write --bytes 1m` on `target`.
+fn write_1m(target: &str) -> Output {
+    run(&["run", "--rw", "write", "--bytes", "1m", "--target", target])
 }
 
 /// `length` bytes of seeded noise at `path`.
