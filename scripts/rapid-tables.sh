@@ -19,11 +19,11 @@ out=${1:-rapid-tables}
 mkdir -p "$out"
 drive="sim:840evo-250g"
 rapid="cached:$drive?size=1g&seq-cutoff=1g&dirty-limit=90%"
-"$ssdlab" test latency --target "$drive" --out "$out/latency-plain" 2>/dev/null
-"$ssdlab" test latency --target "cached:$drive?size=1g" --out "$out/latency-cached" 2>/dev/null
+"$ssdlab" test latency --target "$drive" --out "$out/latency-plain" --replace 2>/dev/null
+"$ssdlab" test latency --target "cached:$drive?size=1g" --out "$out/latency-cached" --replace 2>/dev/null
 for size in 2g 512m; do
-  "$ssdlab" test sweep --target "$drive" --test-size "$size" --out "$out/sweep-$size-plain" 2>/dev/null
-  "$ssdlab" test sweep --target "$rapid" --test-size "$size" --out "$out/sweep-$size-cached" 2>/dev/null
+  "$ssdlab" test sweep --target "$drive" --test-size "$size" --out "$out/sweep-$size-plain" --replace 2>/dev/null
+  "$ssdlab" test sweep --target "$rapid" --test-size "$size" --out "$out/sweep-$size-cached" --replace 2>/dev/null
 done
 "$ssdlab" report "$out"/latency-plain "$out"/latency-cached "$out"/sweep-2g-plain "$out"/sweep-2g-cached \
   "$out"/sweep-512m-plain "$out"/sweep-512m-cached --out "$out/rapid.html" 2>/dev/null

@@ -18,15 +18,15 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 "$ssdlab" scan --target 'sim:840evo-1t?scale=1/16' --dataset field-report --reader cat --random-reads 0 \
-    --out "$out/seed000" 2>/dev/null || true
-"$ssdlab" test latency --target sim:840evo-250g --out "$out/seed001-plain" 2>/dev/null
-"$ssdlab" test latency --target 'cached:sim:840evo-250g?size=1g' --out "$out/seed001-cached" 2>/dev/null
+    --out "$out/seed000" --replace 2>/dev/null || true
+"$ssdlab" test latency --target sim:840evo-250g --out "$out/seed001-plain" --replace 2>/dev/null
+"$ssdlab" test latency --target 'cached:sim:840evo-250g?size=1g' --out "$out/seed001-cached" --replace 2>/dev/null
 "$ssdlab" test sweep --target 'cached:sim:840evo-250g?size=1g&seq-cutoff=1g&dirty-limit=90%' --test-size 512m \
-    --out "$out/seed001-sweep" 2>/dev/null
-"$ssdlab" test trim --target sim:840evo-120g --torture 40m --out "$out/seed002" 2>/dev/null || true
-"$ssdlab" test consistency --target sim:840evo-250g --runtime 2000s --out "$out/steady" 2>/dev/null || true
-"$ssdlab" test consistency --target sim:840evo-msata-1t --op 25 --runtime 2000s --out "$out/seed003" 2>/dev/null || true
-"$ssdlab" test consistency --target sim:enterprise-mlc-400g --runtime 2000s --out "$out/seed004" 2>/dev/null || true
+    --out "$out/seed001-sweep" --replace 2>/dev/null
+"$ssdlab" test trim --target sim:840evo-120g --torture 40m --out "$out/seed002" --replace 2>/dev/null || true
+"$ssdlab" test consistency --target sim:840evo-250g --runtime 2000s --out "$out/steady" --replace 2>/dev/null || true
+"$ssdlab" test consistency --target sim:840evo-msata-1t --op 25 --runtime 2000s --out "$out/seed003" --replace 2>/dev/null || true
+"$ssdlab" test consistency --target sim:enterprise-mlc-400g --runtime 2000s --out "$out/seed004" --replace 2>/dev/null || true
 
 python3 - "$out" "$here/docs/sim.md" "${1:-}" <<'PY'
 import json, os, sys

@@ -84,6 +84,19 @@ impl Plan {
                 out.display()
             );
         }
+        // The page and the traces the demo writes besides its steps' results: a file of the user's under one of
+        // those names refuses the demo now, not after every step has run.
+        for (dir, name, kind) in [
+            (out.clone(), "report.html", ssdlab_outputs::Kind::Report),
+            (out.join("traces"), "light.iolog", ssdlab_outputs::Kind::Trace),
+            (out.join("traces"), "heavy.iolog", ssdlab_outputs::Kind::Trace),
+        ] {
+            if dir.is_dir() {
+                ssdlab_outputs::OutputDir::open(&dir)
+                    .and_then(|d| d.check(name, kind))
+                    .map_err(|e| anyhow!("--out {}: {e}", out.display()))?;
+            }
+        }
         Ok(Plan { target, out, replace })
     }
 

@@ -101,6 +101,11 @@ pub fn check_prom_path(path: &Path) -> Result<()> {
             parent.display()
         );
     }
+    // Metrics an older ssdlab wrote there (a timer's file, before manifests) stay its own to replace.
+    let (parent, name) = split_file("--prom", path)?;
+    if let Ok(dir) = OutputDir::open(&parent) {
+        let _ = dir.adopt(&name, Kind::Prometheus, older_prom);
+    }
     check_output("--prom", path, Kind::Prometheus)
 }
 
@@ -197,20 +202,72 @@ pub fn write_report(flag: &str, path: &Path, results: &[RunResult]) -> Result<()
     )
 }
 
-/// The names a result is written to, and their kinds, as far as they are known before it is measured (a CSV's
-/// name comes from the phases): a file of the user's under one of them would cost the result when it is saved,
-/// so it is refused first. Charts are extras (a chart whose name is taken is said, and the result stands), so
-/// they are judged when written.
+/// The names a result is written to whatever it measured, and their kinds: a file of the user's under one of
+/// them is refused before anything is measured. The other CSVs (named after phases) and the charts are judged
+/// when they are written, after result.json is saved: a name taken there costs that file, never the result.
 fn result_dir_kind(name: &str) -> Option<Kind> {
-    if name == "result.json" {
-        Some(Kind::Result)
-    } else if name == "report.html" {
-        Some(Kind::Report)
-    } else if name.ends_with(".csv") {
-        Some(Kind::Csv)
-    } else {
-        None
+    match name {
+        "result.json" => Some(Kind::Result),
+        "report.html" => Some(Kind::Report),
+        "samples.csv" => Some(Kind::Csv),
+        _ => None,
     }
+}
+
+/// Takes on, for `--replace`, a result an older ssdlab left in `outputs` before it kept a manifest, by its
+/// formats: a result.json of ssdlab's schema, and beside it its report page (its generator tag), its CSVs (a
+/// header of snake_case fields) and its charts (their old marker comment). Nothing else is taken on.
+fn adopt_older_result(outputs: &OutputDir) {
+    fn result(b: &[u8]) -> bool {
+        let text = String::from_utf8_lossy(&b[..b.len().min(4096)]);
+        text.trim_start().starts_with('{') && text.contains("\"schema\": \"ssdlab/")
+    }
+    fn page(b: &[u8]) -> bool {
+        String::from_utf8_lossy(&b[..b.len().min(1024)]).contains(ssdlab_report::GENERATOR_META)
+    }
+    fn csv(b: &[u8]) -> bool {
+        let header = b.split(|&c| c == b'\n').next().unwrap_or_default();
+        !header.is_empty()
+            && header.contains(&b',')
+            && header
+                .iter()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"_,".contains(c))
+    }
+    fn chart(b: &[u8]) -> bool {
+        String::from_utf8_lossy(&b[..b.len().min(160)]).contains("<!-- ssdlab chart:")
+    }
+    if outputs.adopt("result.json", Kind::Result, result).is_err()
+        || outputs.status("result.json").ok() != Some(Status::Ours(Kind::Result))
+    {
+        return;
+    }
+    let _ = outputs.adopt("report.html", Kind::Report, page);
+    let path = outputs.path().to_path_buf();
+    for entry in std::fs::read_dir(&path).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".csv") {
+            let _ = outputs.adopt(&name, Kind::Csv, csv);
+        }
+    }
+    for entry in std::fs::read_dir(path.join("charts"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = format!("charts/{}", entry.file_name().to_string_lossy());
+        if name.ends_with(".svg") {
+            let _ = outputs.adopt(&name, Kind::Chart, chart);
+        }
+    }
+}
+
+/// Prometheus text an older ssdlab wrote before it kept a manifest: only comments and ssdlab's own families.
+fn older_prom(bytes: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(bytes);
+    let mut families = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'));
+    text.contains("ssdlab_") && families.all(|l| l.starts_with("ssdlab_"))
 }
 
 /// Refuses an `--out` that cannot take a result, without creating anything: the first check of every command
@@ -233,6 +290,9 @@ pub fn check_out_dir(out: &OutDir) -> Result<()> {
     }
     let outputs = OutputDir::open(dir).map_err(|e| anyhow::anyhow!("--out {}: {e}", dir.display()))?;
     let holds_result = std::fs::symlink_metadata(dir.join("result.json")).is_ok();
+    if holds_result && out.replace {
+        adopt_older_result(&outputs);
+    }
     if holds_result && !out.replace {
         bail!(
             "--out {}: it already holds a result (result.json), which this run would replace; name a new directory, \
@@ -263,8 +323,7 @@ pub fn check_out_dir(out: &OutDir) -> Result<()> {
             ),
             Status::Theirs(why) => bail!(
                 "--out {}: {name} is not ssdlab's own ({why}), and ssdlab never replaces a file that is not its \
-                 own: move it away or name another directory (a result an older ssdlab wrote, before it listed its \
-                 files, counts as yours)",
+                 own: move it away or name another directory",
                 dir.display()
             ),
         }
@@ -319,17 +378,30 @@ pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<Vec<String>> {
     // The page is rendered once, for report.html and for the chart files taken from it.
     let page = ssdlab_report::render(std::slice::from_ref(result));
     files.push(("report.html".into(), Kind::Report, page.clone().into_bytes()));
-    let batch: Vec<Output<'_>> = files
-        .iter()
-        .map(|(name, kind, bytes)| Output {
-            name,
-            kind: *kind,
-            bytes,
-        })
-        .collect();
+    // result.json first, alone: once it is saved, the measured result stands whatever happens to the rest.
+    let (first, rest) = files.split_at(1);
+    fn as_outputs(files: &[(String, Kind, Vec<u8>)]) -> Vec<Output<'_>> {
+        files
+            .iter()
+            .map(|(name, kind, bytes)| Output {
+                name,
+                kind: *kind,
+                bytes,
+            })
+            .collect()
+    }
     outputs
-        .write(&batch, &[Kind::Result, Kind::Csv, Kind::Report])
+        .write(&as_outputs(first), &[])
         .map_err(|e| anyhow::anyhow!("--out {}: {e}", dir.display()))?;
+    // The CSVs and the page, then the charts: a directory that cannot take them is said, and the result stands.
+    // Only CSVs and charts of ssdlab's an earlier result left go (a page `report --out` wrote there stays).
+    let mut warnings = Vec::new();
+    if let Err(e) = outputs.write(&as_outputs(rest), &[Kind::Csv]) {
+        warnings.push(format!(
+            "warning   --out {}: the CSVs and report.html were not written: {e}",
+            dir.display()
+        ));
+    }
     // The charts are extras: a directory that cannot take them is said, and the result stands.
     let charts = ssdlab_report::chart_files_of_page(&page);
     let names: Vec<String> = charts.iter().map(|c| format!("charts/{}", c.name)).collect();

@@ -139,11 +139,22 @@ fn table_with(control: &File, dev: (u32, u32), size: usize) -> io::Result<Option
             .iter()
             .position(|&b| b == 0)
             .unwrap_or(params_bytes.len());
+        let kind = String::from_utf8_lossy(&spec_copy[24..24 + kind_end]).into_owned();
+        let mut params = String::from_utf8_lossy(&params_bytes[..params_end]).into_owned();
+        if kind == "crypt" {
+            // A plain dm-crypt table carries its master key in hex: never kept (only the device and offset are
+            // of use here).
+            let mut fields: Vec<&str> = params.split_whitespace().collect();
+            if fields.len() > 1 {
+                fields[1] = "-";
+            }
+            params = fields.join(" ");
+        }
         targets.push(DmTarget {
             start_bytes: u64_at(0).saturating_mul(512),
             len_bytes: u64_at(8).saturating_mul(512),
-            kind: String::from_utf8_lossy(&spec_copy[24..24 + kind_end]).into_owned(),
-            params: String::from_utf8_lossy(&params_bytes[..params_end]).into_owned(),
+            kind,
+            params,
         });
         // `next` counts from the start of the data area.
         if next == 0 {
@@ -151,6 +162,8 @@ fn table_with(control: &File, dev: (u32, u32), size: usize) -> io::Result<Option
         }
         at = start + next;
     }
+    // The reply may hold a plain dm-crypt key: the buffer is cleared before it is freed.
+    buffer.fill(0);
     Ok(Some(targets))
 }
 

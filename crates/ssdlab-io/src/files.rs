@@ -397,6 +397,8 @@ const PSEUDO_FILE_SYSTEMS: &[(i64, &str)] = &[
     (0x6e66_7364, "nfsd"),
     (0x9fa1, "openpromfs"),
     (0xabba_1974, "xenfs"),
+    (0x0765_5821, "resctrl"),
+    (0x0a64_7361, "functionfs"),
 ];
 
 /// Names the pseudo file system `path` is on (sysfs, procfs, debugfs, devtmpfs, ...), or None for a file system

@@ -97,6 +97,8 @@ impl Device for NullDevice {
         let now = self.clock.now_ns();
         for io in ios {
             if io.op == Op::Read {
+                // Checked first: an operation on a busy or unknown slot is refused, its buffer untouched.
+                self.slots.slots.check(io, self.slots.pool.buffer_len())?;
                 self.zero_for_read(io)?;
             }
             self.slots.begin(io, now)?;

@@ -611,6 +611,13 @@ fn open_file(
     // Created with O_CREAT|O_EXCL and then reopened through that descriptor, so the file laid out, written and
     // (on a refusal) removed is the very inode ssdlab made, whatever appears at the path meanwhile. Created
     // plainly first: an O_DIRECT create on a file system without O_DIRECT would make the file and then fail.
+    // Created in the very directory judged above (through its pinned descriptor), whatever its path names by now.
+    let create_at = match (&pinned_parent, path.file_name()) {
+        (Some(dir), Some(name)) => {
+            PathBuf::from(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(dir))).join(name)
+        }
+        _ => path.to_path_buf(),
+    };
     let created = match existing {
         Some(_) => None,
         None => Some(
@@ -619,7 +626,7 @@ fn open_file(
                 .create_new(true)
                 .mode(0o644)
                 .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(path)
+                .open(&create_at)
                 .map_err(|e| {
                     let hint = permission_hint(&e);
                     os(

@@ -57,6 +57,10 @@ pub enum Kind {
     Manual,
     /// The DRAM cache's hot map (the blocks to warm at the next start).
     HotMap,
+    /// A kind a newer ssdlab wrote, which this one does not know: never replaced by this one, but its manifest
+    /// still reads.
+    #[serde(other)]
+    Other,
 }
 
 impl Kind {
@@ -73,6 +77,7 @@ impl Kind {
             Kind::Trace => "trace",
             Kind::Manual => "manual page",
             Kind::HotMap => "hot map",
+            Kind::Other => "output of a newer ssdlab",
         }
     }
 
@@ -133,6 +138,29 @@ pub enum Status {
     Theirs(String),
 }
 
+/// One output of a write, staged under a temporary name beside its own.
+struct Staged<'n> {
+    /// The subdirectory holding it (`charts/`), or None for the directory itself.
+    sub: Option<File>,
+    file: &'n str,
+    tmp: String,
+    version: Version,
+    /// What installing it did; None while the staged file is still (or again) under its temporary name.
+    installed: Option<Installed>,
+}
+
+/// What putting a staged file under its name did.
+#[derive(Debug, Clone, Copy)]
+enum Installed {
+    /// The name was free.
+    New,
+    /// It was exchanged with an old version of ours (this inode), now under the temporary name.
+    ReplacedOurs(u64),
+    /// It was exchanged with someone else's file, and putting that back failed: theirs is under the temporary
+    /// name, and stays.
+    Undone,
+}
+
 /// One file to write: its name in the directory (`result.json`, or one level down: `charts/01-iops.svg`), its
 /// kind and its bytes.
 #[derive(Debug, Clone, Copy)]
@@ -149,12 +177,13 @@ pub struct OutputDir {
     dir: File,
 }
 
-/// The directory's lock (flock), held while a write checks, renames and records.
-struct DirLock<'a>(&'a File);
+/// The directory's lock (flock on a description of its own, so two threads sharing one `OutputDir` exclude each
+/// other too), held while a write checks, renames and records; released when dropped.
+struct DirLock(File);
 
-impl Drop for DirLock<'_> {
+impl Drop for DirLock {
     fn drop(&mut self) {
-        let _ = rustix::fs::flock(self.0, FlockOperation::Unlock);
+        let _ = rustix::fs::flock(&self.0, FlockOperation::Unlock);
     }
 }
 
@@ -219,10 +248,17 @@ impl OutputDir {
         &self.path
     }
 
-    fn lock(&self) -> Result<DirLock<'_>, OutputError> {
-        rustix::fs::flock(&self.dir, FlockOperation::LockExclusive)
+    fn lock(&self) -> Result<DirLock, OutputError> {
+        let own = rustix::fs::openat(
+            &self.dir,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| io_error(&self.path, "cannot open the directory")(e.into()))?;
+        rustix::fs::flock(&own, FlockOperation::LockExclusive)
             .map_err(|e| io_error(&self.path, "cannot lock the directory")(e.into()))?;
-        Ok(DirLock(&self.dir))
+        Ok(DirLock(File::from(own)))
     }
 
     /// The directory holding `name` (itself, or the subdirectory of a `sub/file` name) and the file's own name.
@@ -278,8 +314,10 @@ impl OutputDir {
         let path = self.path.join(MANIFEST_NAME);
         let (tmp, _) = new_temporary(&self.dir, MANIFEST_NAME, &manifest.to_bytes())
             .map_err(io_error(&path, "cannot write"))?;
-        rustix::fs::renameat(&self.dir, tmp.as_str(), &self.dir, MANIFEST_NAME)
-            .map_err(|e| io_error(&path, "cannot replace")(e.into()))?;
+        rustix::fs::renameat(&self.dir, tmp.as_str(), &self.dir, MANIFEST_NAME).map_err(|e| {
+            let _ = rustix::fs::unlinkat(&self.dir, tmp.as_str(), AtFlags::empty());
+            io_error(&path, "cannot replace")(e.into())
+        })?;
         self.dir
             .sync_all()
             .map_err(io_error(&self.path, "cannot sync the directory"))
@@ -359,40 +397,60 @@ impl OutputDir {
             }
         }
         // The new files first, beside their names, before the lock: writing them takes the time.
-        let mut staged: Vec<(Option<File>, &str, String, Version)> = Vec::new();
-        let cleanup = |staged: &[(Option<File>, &str, String, Version)]| {
-            for (sub, _, tmp, _) in staged {
-                let _ =
-                    rustix::fs::unlinkat(sub.as_ref().unwrap_or(&self.dir), tmp.as_str(), AtFlags::empty());
-            }
-        };
+        let mut staged: Vec<Staged<'_>> = Vec::new();
         for output in outputs {
             let path = self.path.join(output.name);
             let staging = self.parent_of(output.name, true).and_then(|(sub, file)| {
                 let (tmp, inode) = new_temporary(sub.as_ref().unwrap_or(&self.dir), file, output.bytes)
                     .map_err(io_error(&path, "cannot write"))?;
-                Ok((sub, file, tmp, Version::of(output.kind, inode, output.bytes)))
+                Ok(Staged {
+                    sub,
+                    file,
+                    tmp,
+                    version: Version::of(output.kind, inode, output.bytes),
+                    installed: None,
+                })
             });
             match staging {
                 Ok(s) => staged.push(s),
                 Err(e) => {
-                    cleanup(&staged);
+                    self.discard_staged(&staged);
                     return Err(e);
                 }
             }
         }
         let _lock = self.lock()?;
-        let result = self.install(outputs, &staged, prune);
-        cleanup(&staged);
+        let result = self.install(outputs, &mut staged, prune);
+        self.discard_staged(&staged);
         result
     }
 
+    /// Removes what a write left under its temporary names, but only a file that is provably what the write put
+    /// there: its own new file, never installed; or, once the write has been settled, the old version of ours it
+    /// exchanged out. A file of someone else's that an undo left there stays (and was said).
+    fn discard_staged(&self, staged: &[Staged<'_>]) {
+        for s in staged {
+            let dir = s.sub.as_ref().unwrap_or(&self.dir);
+            let expected = match s.installed {
+                None => Some(s.version.inode),
+                Some(Installed::ReplacedOurs(old)) => Some(old),
+                Some(Installed::New | Installed::Undone) => None,
+            };
+            let holds =
+                rustix::fs::statat(dir, s.tmp.as_str(), AtFlags::SYMLINK_NOFOLLOW).map(|st| st.st_ino);
+            if expected.is_some_and(|inode| holds == Ok(inode)) {
+                let _ = rustix::fs::unlinkat(dir, s.tmp.as_str(), AtFlags::empty());
+            }
+        }
+    }
+
     /// Under the lock: checks every name, lets the manifest accept both versions, exchanges each new file with
-    /// its name, then settles the manifest.
+    /// its name (the file exchanged out judged again: it must be a version of ours as checked), then settles the
+    /// manifest. When one output fails, the ones before it are put back as they were.
     fn install(
         &self,
         outputs: &[Output<'_>],
-        staged: &[(Option<File>, &str, String, Version)],
+        staged: &mut [Staged<'_>],
         prune: &[Kind],
     ) -> Result<(), OutputError> {
         let mut manifest = self.manifest()?;
@@ -401,53 +459,20 @@ impl OutputDir {
         }
         // What each name may hold and still be ours, as checked: the file exchanged out is judged by it again.
         let checked = manifest.clone();
-        for (output, (_, _, _, version)) in outputs.iter().zip(staged) {
-            manifest.accept(output.name, output.kind, *version);
+        for (output, s) in outputs.iter().zip(staged.iter()) {
+            manifest.accept(output.name, output.kind, s.version);
         }
         self.save_manifest(&manifest)?;
-        let mut replaced = Vec::new();
-        for (output, (sub, file, tmp, version)) in outputs.iter().zip(staged) {
-            let dir = sub.as_ref().unwrap_or(&self.dir);
-            let path = self.path.join(output.name);
-            let present = match rustix::fs::statat(dir, *file, AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(_) => true,
-                Err(rustix::io::Errno::NOENT) => false,
-                Err(e) => return Err(io_error(&path, "cannot stat")(e.into())),
-            };
-            match present {
-                false => rustix::fs::renameat_with(dir, tmp.as_str(), dir, *file, RenameFlags::NOREPLACE)
-                    .map_err(|e| match e {
-                        rustix::io::Errno::EXIST => OutputError::NotOurs {
-                            path: path.clone(),
-                            kind: output.kind,
-                            why: "another program created it while ssdlab was writing".into(),
-                        },
-                        e => io_error(&path, "cannot rename into place")(e.into()),
-                    })?,
-                true => {
-                    rustix::fs::renameat_with(dir, tmp.as_str(), dir, *file, RenameFlags::EXCHANGE)
-                        .map_err(|e| io_error(&path, "cannot rename into place")(e.into()))?;
-                    // The old file is now under the temporary name, out of anyone's reach by its name: it must be
-                    // a version of ours as checked (a file renamed or written over it since is someone's).
-                    let ours = checked
-                        .entry(output.name)
-                        .is_some_and(|entry| judge(dir, tmp.as_str(), entry).is_none());
-                    if !ours {
-                        let _ =
-                            rustix::fs::renameat_with(dir, tmp.as_str(), dir, *file, RenameFlags::EXCHANGE);
-                        return Err(OutputError::NotOurs {
-                            path,
-                            kind: output.kind,
-                            why: "another program replaced it while ssdlab was writing".into(),
-                        });
-                    }
+        for k in 0..outputs.len() {
+            if let Err(e) = self.install_one(&checked, &outputs[k], &mut staged[k]) {
+                for s in staged[..k].iter_mut().rev() {
+                    self.undo_one(s);
                 }
+                return Err(e);
             }
-            let _ = dir.sync_all();
-            replaced.push((output.name, output.kind, *version));
         }
-        for (name, kind, version) in replaced {
-            manifest.settle(name, kind, version);
+        for (output, s) in outputs.iter().zip(staged.iter()) {
+            manifest.settle(output.name, output.kind, s.version);
         }
         if !prune.is_empty() {
             let written: Vec<&str> = outputs.iter().map(|o| o.name).collect();
@@ -463,6 +488,95 @@ impl OutputDir {
             }
         }
         self.save_manifest(&manifest)
+    }
+
+    /// Puts one staged output under its name: renamed there when the name is free, else exchanged with the
+    /// file there, which must then be a version of ours as `checked` (else it is exchanged back).
+    fn install_one(
+        &self,
+        checked: &Manifest,
+        output: &Output<'_>,
+        s: &mut Staged<'_>,
+    ) -> Result<(), OutputError> {
+        let dir = s.sub.as_ref().unwrap_or(&self.dir);
+        let path = self.path.join(output.name);
+        let present = match rustix::fs::statat(dir, s.file, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(_) => true,
+            Err(rustix::io::Errno::NOENT) => false,
+            Err(e) => return Err(io_error(&path, "cannot stat")(e.into())),
+        };
+        if !present {
+            rustix::fs::renameat_with(dir, s.tmp.as_str(), dir, s.file, RenameFlags::NOREPLACE).map_err(
+                |e| match e {
+                    rustix::io::Errno::EXIST => OutputError::NotOurs {
+                        path: path.clone(),
+                        kind: output.kind,
+                        why: "another program created it while ssdlab was writing".into(),
+                    },
+                    e => io_error(&path, "cannot rename into place")(e.into()),
+                },
+            )?;
+            s.installed = Some(Installed::New);
+        } else {
+            rustix::fs::renameat_with(dir, s.tmp.as_str(), dir, s.file, RenameFlags::EXCHANGE)
+                .map_err(|e| io_error(&path, "cannot rename into place")(e.into()))?;
+            // The old file is now under the temporary name, out of anyone's reach by its name: it must be a
+            // version of ours as checked (a file renamed or written over it since is someone's).
+            let old = rustix::fs::statat(dir, s.tmp.as_str(), AtFlags::SYMLINK_NOFOLLOW).map(|st| st.st_ino);
+            let ours = checked
+                .entry(output.name)
+                .is_some_and(|entry| judge(dir, s.tmp.as_str(), entry).is_none());
+            match (ours, old) {
+                (true, Ok(old)) => s.installed = Some(Installed::ReplacedOurs(old)),
+                _ => {
+                    // Back under its name; if that fails, it stays under the temporary name, never removed.
+                    let back =
+                        rustix::fs::renameat_with(dir, s.tmp.as_str(), dir, s.file, RenameFlags::EXCHANGE);
+                    if back.is_err() {
+                        s.installed = Some(Installed::Undone);
+                    }
+                    return Err(OutputError::NotOurs {
+                        path,
+                        kind: output.kind,
+                        why: match back {
+                            Ok(()) => "another program replaced it while ssdlab was writing".into(),
+                            Err(_) => format!(
+                                "another program replaced it while ssdlab was writing, and it could not be put \
+                                 back: it is kept beside it as {}",
+                                s.tmp
+                            ),
+                        },
+                    });
+                }
+            }
+        }
+        let _ = dir.sync_all();
+        Ok(())
+    }
+
+    /// Takes back one installed output of a write that failed later: the name gets back what it held (nothing,
+    /// or the old version of ours), and the staged file goes back under its temporary name to be discarded.
+    fn undo_one(&self, s: &mut Staged<'_>) {
+        let dir = s.sub.as_ref().unwrap_or(&self.dir);
+        // Only while the name still holds what this write put there.
+        let holds_new = rustix::fs::statat(dir, s.file, AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| st.st_ino == s.version.inode);
+        if !holds_new {
+            return;
+        }
+        let undone = match s.installed {
+            Some(Installed::New) => {
+                rustix::fs::renameat_with(dir, s.file, dir, s.tmp.as_str(), RenameFlags::NOREPLACE).is_ok()
+            }
+            Some(Installed::ReplacedOurs(_)) => {
+                rustix::fs::renameat_with(dir, s.tmp.as_str(), dir, s.file, RenameFlags::EXCHANGE).is_ok()
+            }
+            _ => false,
+        };
+        if undone {
+            s.installed = None;
+            let _ = dir.sync_all();
+        }
     }
 
     /// Removes `name` if it is ours: first moved aside under a private name (so nothing can be swapped in
@@ -558,7 +672,8 @@ impl OutputDir {
         opened
             .write_all(bytes)
             .map_err(io_error(&path, "cannot append"))?;
-        if sync {
+        // A first line is settled in the manifest: it must be on the medium before the manifest says so.
+        if sync || first.is_some() {
             opened.sync_data().map_err(io_error(&path, "cannot sync"))?;
         }
         if let Some(version) = first {

@@ -307,3 +307,28 @@ fn a_file_swapped_in_after_the_check_is_put_back_not_removed() {
         .collect();
     assert!(hidden.is_empty(), "put back, nothing left aside");
 }
+
+/// A manifest a newer ssdlab wrote, naming a kind this one does not know, still reads: its other files stay
+/// ssdlab's, and the unknown one is never replaced by this version.
+#[test]
+fn a_manifest_with_a_newer_kind_still_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = OutputDir::create(tmp.path()).unwrap();
+    dir.write(
+        &[out("a.csv", Kind::Csv, b"x\n"), out("b.csv", Kind::Csv, b"y\n")],
+        &[],
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(tmp.path().join(MANIFEST_NAME)).unwrap();
+    let newer = text.replacen("\"csv\"", "\"flame-graph\"", 1);
+    std::fs::write(tmp.path().join(MANIFEST_NAME), newer).unwrap();
+    let statuses = [dir.status("a.csv").unwrap(), dir.status("b.csv").unwrap()];
+    assert!(statuses.contains(&Status::Ours(Kind::Other)), "{statuses:?}");
+    assert!(statuses.contains(&Status::Ours(Kind::Csv)), "{statuses:?}");
+    let other = if statuses[0] == Status::Ours(Kind::Other) {
+        "a.csv"
+    } else {
+        "b.csv"
+    };
+    assert!(dir.write(&[out(other, Kind::Csv, b"z\n")], &[]).is_err());
+}

@@ -278,8 +278,8 @@ impl Graph {
 
     /// A DOS extended partition is shown by the kernel as its first sector or two (the table of its first logical
     /// partition), so by its range it overlaps nothing; yet writing it rewrites the chain of logical partitions.
-    /// A partition numbered 1 to 4 of at most 1 KiB, with logical partitions (5 and up) of the same disk after
-    /// it, is taken as one, and its range made to span them all: every logical partition is then beside it.
+    /// A partition numbered 1 to 4 of at most 4 KiB (1 KiB, or a sector of a 4Kn disk), with logical partitions
+    /// (5 and up) of the same disk after it, is taken as one, and its range made to span them all: every logical partition is then beside it.
     fn span_extended_partitions(&mut self, dirs: &[(String, PathBuf)]) {
         let number_of = |name: &str| {
             dirs.iter()
@@ -303,7 +303,8 @@ impl Graph {
             })
             .collect();
         for &(dev, number, disk, start, len) in &partitions {
-            if !(1..=4).contains(&number) || len > 1024 {
+            // Two 512-byte sectors, or one logical block on a disk of 4 KiB sectors (msdos.c shows the larger).
+            if !(1..=4).contains(&number) || len > 4096 {
                 continue;
             }
             let end = partitions

@@ -610,8 +610,17 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
     // virtual machine, qemu-nbd, a FUSE daemon on a partition), or the image file below a loop device: none of
     // them claims anything exclusively. A caller about to write looks again before a use counts.
     let mut wanted = Wanted::default();
+    // Which devices a process may not hold: the target, what stands on it and what shares its bytes (an alias
+    // a virtual machine has open, a partition of it), and what it is stored on unless the target's own stack
+    // holds that (multipathd keeps every path open; a reader of a PV under an LV reads, it does not write).
+    // Holders stacked on the target are in use by rule already.
     for (node, relation) in &related {
-        if node.is_holder() && !matches!(relation, Relation::Itself) {
+        let skip = match relation {
+            Relation::Itself | Relation::Beside { .. } => false,
+            Relation::Above { .. } => node.is_holder(),
+            Relation::Below { .. } => node.is_holder() || graph.holders_of(node.dev).next().is_some(),
+        };
+        if skip {
             continue;
         }
         let (label, how) = describe(&graph, node, relation);

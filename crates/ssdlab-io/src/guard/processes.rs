@@ -47,6 +47,9 @@ fn ours(pid: u32, me: u32) -> bool {
 #[derive(Debug, Default, Clone)]
 pub struct Wanted {
     entries: Vec<(Key, String)>,
+    /// Inode keys that name more than one file: on btrfs the superblock's device is every subvolume's, and
+    /// inode numbers are per subvolume, so a match there is confirmed by `stat`'s identity, kept here.
+    ambiguous: Vec<(Key, (u64, u64))>,
     /// Some file's superblock device was not known (its `stat` device stood in), so fdinfo's ids alone cannot
     /// rule a descriptor out: each one is stat'ed.
     inexact: bool,
@@ -67,8 +70,17 @@ impl Wanted {
     pub fn file(&mut self, st_dev: u64, st_ino: u64, superblock_dev: Option<DevNum>, label: &str) {
         self.entries.push((Key::Stat(st_dev, st_ino), label.to_string()));
         self.inexact |= superblock_dev.is_none();
-        let sb = superblock_dev.unwrap_or((libc::major(st_dev), libc::minor(st_dev)));
+        let own = (libc::major(st_dev), libc::minor(st_dev));
+        let sb = superblock_dev.unwrap_or(own);
         self.entries.push((Key::Inode(sb, st_ino), label.to_string()));
+        if sb != own {
+            self.ambiguous.push((Key::Inode(sb, st_ino), (st_dev, st_ino)));
+        }
+    }
+
+    /// The `stat` identity an inode key's match must be confirmed by, when the key names more than one file.
+    fn confirm(&self, key: Key) -> Option<(u64, u64)> {
+        self.ambiguous.iter().find(|(k, _)| *k == key).map(|(_, id)| *id)
     }
 
     /// A block device, and the inode of its node under /dev where there is one (locks and maps name the node).
@@ -242,7 +254,9 @@ pub(crate) fn survey(proc_root: &Path, wanted: &Wanted, mounts: &[MountEntry], m
                 Err(_) => {}
             }
         }
-        match fs::read_to_string(dir.join("maps")) {
+        // The maps too: a leader that exited has none, its threads have the process's.
+        let maps_of = tables.last().cloned().unwrap_or_else(|| dir.clone());
+        match fs::read_to_string(maps_of.join("maps")) {
             Ok(maps) => {
                 for label in mapped(&maps, wanted) {
                     let what = format!("has {label} mapped into its memory");
@@ -370,11 +384,18 @@ fn open_use(
     } else {
         mode.to_string()
     };
-    // The superblock's device and the inode, from fdinfo alone: no call reaches the file's file system.
+    // The superblock's device and the inode, from fdinfo alone: no call reaches the file's file system (but for
+    // an inode number another subvolume may share, confirmed by stat).
     if let (Some(mount), Some(ino)) = (mount, ino)
         && let Some(label) = wanted.label(Key::Inode(mount.dev, ino))
     {
-        return Ok(Some((label.to_string(), format!("has {label} {mode}"), locked)));
+        let confirmed = match wanted.confirm(Key::Inode(mount.dev, ino)) {
+            None => true,
+            Some(id) => fs::metadata(link).is_ok_and(|m| (m.dev(), m.ino()) == id),
+        };
+        if confirmed {
+            return Ok(Some((label.to_string(), format!("has {label} {mode}"), locked)));
+        }
     }
     // A descriptor on a FUSE or network file system is not stat'ed: a stat there waits on its daemon or server
     // (fdinfo above already answered for its files), and no block device node is opened through one.
@@ -412,10 +433,20 @@ fn mapped<'a>(maps: &str, wanted: &'a Wanted) -> Vec<&'a str> {
         if ino == 0 {
             continue;
         }
-        if let Some(dev) = hex_dev(dev)
-            && let Some(label) = wanted.label(Key::Inode(dev, ino))
-            && !found.contains(&label)
-        {
+        let Some(dev) = hex_dev(dev) else { continue };
+        let Some(label) = wanted.label(Key::Inode(dev, ino)) else {
+            continue;
+        };
+        // An inode number another subvolume may share: the mapped path, stat'ed, must be the file.
+        if let Some(id) = wanted.confirm(Key::Inode(dev, ino)) {
+            let path: Vec<&str> = fields.collect();
+            let same =
+                !path.is_empty() && fs::metadata(path.join(" ")).is_ok_and(|m| (m.dev(), m.ino()) == id);
+            if !same {
+                continue;
+            }
+        }
+        if !found.contains(&label) {
             found.push(label);
         }
     }
@@ -444,6 +475,12 @@ fn locked<'a>(locks: &str, wanted: &'a Wanted) -> Vec<(Option<u32>, &'a str, Str
         let Some(label) = wanted.label(Key::Inode(dev, ino)) else {
             continue;
         };
+        // /proc/locks names no path to confirm by: say so where the number may be another subvolume's file.
+        let maybe = if wanted.confirm(Key::Inode(dev, ino)).is_some() {
+            " (by its inode number on this btrfs file system; it may be another subvolume's file)"
+        } else {
+            ""
+        };
         let kind = match class {
             "OFDLCK" => "an open-file-description",
             "POSIX" => "a POSIX",
@@ -456,13 +493,13 @@ fn locked<'a>(locks: &str, wanted: &'a Wanted) -> Vec<(Option<u32>, &'a str, Str
             Ok(p) if p > 0 => found.push((
                 Some(p as u32),
                 label,
-                format!("holds {kind} {access} lock on {label}"),
+                format!("holds {kind} {access} lock on {label}{maybe}"),
             )),
             _ => found.push((
                 None,
                 label,
                 format!(
-                    "another program holds {kind} {access} lock on {label} (the kernel does not say which)"
+                    "another program holds {kind} {access} lock on {label}{maybe} (the kernel does not say which)"
                 ),
             )),
         }
@@ -537,7 +574,9 @@ mod tests {
         fs::write(&image, b"x").unwrap();
         fs::write(&other, b"y").unwrap();
         let meta = fs::metadata(&image).unwrap();
-        let sb = (90u32, 1u32);
+        // The file's own device is its superblock's here (not btrfs): matches need no confirming stat.
+        let sb = (libc::major(meta.dev()), libc::minor(meta.dev()));
+        let hex = format!("{:02x}:{:02x}", sb.0, sb.1);
         let mut wanted = Wanted::default();
         wanted.file(meta.dev(), meta.ino(), Some(sb), "it");
         let proc = FakeProc::new();
@@ -565,14 +604,14 @@ mod tests {
         proc.open(600, 5, &other, "0100002", None);
         fs::write(
             proc.dir.path().join("600/maps"),
-            format!("7f00-7f10 r--s 00000000 5a:01 {} /data/disk.img\n", meta.ino()),
+            format!("7f00-7f10 r--s 00000000 {hex} {} /data/disk.img\n", meta.ino()),
         )
         .unwrap();
         fs::write(
             proc.dir.path().join("locks"),
             format!(
-                "1: OFDLCK ADVISORY  READ  -1 5a:01:{ino} 100 101\n2: POSIX  ADVISORY  WRITE 100 5a:01:{ino} 0 EOF\n\
-                 3: -> FLOCK  ADVISORY  WRITE 600 5a:01:{ino} 0 EOF\n4: FLOCK  ADVISORY  WRITE 600 5a:01:99999 0 EOF\n",
+                "1: OFDLCK ADVISORY  READ  -1 {hex}:{ino} 100 101\n2: POSIX  ADVISORY  WRITE 100 {hex}:{ino} 0 EOF\n\
+                 3: -> FLOCK  ADVISORY  WRITE 600 {hex}:{ino} 0 EOF\n4: FLOCK  ADVISORY  WRITE 600 {hex}:99999 0 EOF\n",
                 ino = meta.ino()
             ),
         )
@@ -592,6 +631,31 @@ mod tests {
             ]
         );
         assert!(found.unchecked.is_empty());
+    }
+
+    /// On btrfs the superblock's device is every subvolume's and inode numbers are per subvolume: a descriptor
+    /// fdinfo places at the same (device, inode) is the file only if `stat` says so.
+    #[test]
+    fn an_inode_number_another_subvolume_shares_is_confirmed_by_stat() {
+        let files = tempfile::tempdir().unwrap();
+        let image = files.path().join("disk.img");
+        let other = files.path().join("other.img");
+        fs::write(&image, b"x").unwrap();
+        fs::write(&other, b"y").unwrap();
+        let meta = fs::metadata(&image).unwrap();
+        let sb = (90u32, 1u32);
+        let mut wanted = Wanted::default();
+        wanted.file(meta.dev(), meta.ino(), Some(sb), "it");
+        let proc = FakeProc::new();
+        proc.process(300, 1, "reader");
+        proc.process(400, 1, "holder");
+        // Same superblock and inode number, another subvolume's file: not it.
+        proc.open(300, 3, &other, "0100000", Some((24, meta.ino())));
+        proc.open(400, 3, &image, "0100000", Some((24, meta.ino())));
+        let mounts = super::super::mounts::parse_mountinfo(&mounts_text(sb));
+        let found = survey(proc.dir.path(), &wanted, &mounts, 1);
+        let text: Vec<String> = found.uses.iter().map(|u| u.to_string()).collect();
+        assert_eq!(text, ["process 400 (holder) has it open for reading"]);
     }
 
     #[test]

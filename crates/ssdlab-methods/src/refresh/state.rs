@@ -109,13 +109,15 @@ fn legacy_journal(bytes: &[u8]) -> bool {
     ssdlab_outputs::older_lines(bytes, super::journal::is_record_line, b"{\"event\":")
 }
 
-/// An older ssdlab's refresh log: its lines, one a rewritten file.
+/// An older ssdlab's refresh log: its lines, one a rewritten file (also the shape of versions before files were
+/// known by a lasting identity, `{"dev":..,"ino":..,"unix_s":..}`, which the log's reader skips).
 fn legacy_log(bytes: &[u8]) -> bool {
-    ssdlab_outputs::older_lines(
-        bytes,
-        |l| serde_json::from_slice::<LogLine>(l).is_ok(),
-        b"{\"id\":",
-    )
+    let line = |l: &[u8]| {
+        serde_json::from_slice::<LogLine>(l).is_ok()
+            || serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(l)
+                .is_ok_and(|m| m.contains_key("unix_s") && (m.contains_key("ino") || m.contains_key("id")))
+    };
+    ssdlab_outputs::older_lines(bytes, line, b"{\"")
 }
 
 fn outputs_error(dir: &Path) -> impl FnOnce(OutputError) -> StateError + '_ {

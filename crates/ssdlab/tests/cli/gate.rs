@@ -1284,7 +1284,7 @@ fn out_never_replaces_a_file_ssdlab_did_not_write() {
     for (name, content) in [
         ("report.html", "MY OWN PAGE"),
         ("result.json", "{\"mine\": true}"),
-        ("data.csv", "a,b"),
+        ("samples.csv", "a,b"),
     ] {
         let out_dir = dir.path().join(name);
         std::fs::create_dir(&out_dir).unwrap();
@@ -1313,6 +1313,23 @@ fn out_never_replaces_a_file_ssdlab_did_not_write() {
             assert_eq!(std::fs::read_to_string(out_dir.join(name)).unwrap(), content);
         }
     }
+    // A CSV of the user's under a name this result does not write stays, and the run goes on.
+    let beside = dir.path().join("beside");
+    std::fs::create_dir(&beside).unwrap();
+    std::fs::write(beside.join("data.csv"), "a,b").unwrap();
+    expect_code(
+        &run(&[
+            "run",
+            "--target",
+            "null",
+            "--runtime",
+            "1s",
+            "--out",
+            beside.to_str().unwrap(),
+        ]),
+        0,
+    );
+    assert_eq!(std::fs::read_to_string(beside.join("data.csv")).unwrap(), "a,b");
     // Its own result directory is rewritten with --replace, and its own report replaced.
     let ours = dir.path().join("ours");
     for replace in [false, true] {

@@ -805,3 +805,52 @@ fn without_root_the_unchecked_processes_are_said_not_refused() {
         "kernel threads are not listed: {said}"
     );
 }
+
+/// Upgrades: outputs an older ssdlab wrote before it kept a manifest are taken on by their formats, so a timer's
+/// `--prom` file and a result directory replaced with `--replace` keep working; a file of the user's beside them
+/// is not taken on.
+#[test]
+fn an_older_ssdlabs_outputs_are_taken_on_by_their_formats() {
+    let dir = tempdir();
+    let health = crate::health::health_fixture("nvme-ok.json");
+    let prom = dir.path().join("ssdlab-health.prom");
+    let health_args = [
+        "health",
+        "--no-history",
+        "--from",
+        health.to_str().unwrap(),
+        "--prom",
+        prom.to_str().unwrap(),
+    ];
+    expect_code(&run(&health_args), 0);
+    // As an older version left it: no manifest.
+    std::fs::remove_file(dir.path().join(".ssdlab-outputs.json")).unwrap();
+    expect_code(&run(&health_args), 0);
+    let out_dir = dir.path().join("result");
+    let args = [
+        "run",
+        "--target",
+        "null:64m",
+        "--bytes",
+        "16m",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--replace",
+    ];
+    expect_code(&run(&args), 0);
+    std::fs::remove_file(out_dir.join(".ssdlab-outputs.json")).unwrap();
+    std::fs::write(out_dir.join("notes.csv"), "my notes, not a header\n").unwrap();
+    expect_code(&run(&args), 0);
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("notes.csv")).unwrap(),
+        "my notes, not a header\n"
+    );
+    // A user's page where a result's page goes, in an older directory: not taken on, refused.
+    std::fs::remove_file(out_dir.join(".ssdlab-outputs.json")).unwrap();
+    std::fs::write(out_dir.join("report.html"), "MY PAGE").unwrap();
+    expect_usage_error(&run(&args), "report.html is not ssdlab's own");
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("report.html")).unwrap(),
+        "MY PAGE"
+    );
+}
