@@ -441,6 +441,12 @@ fn refuse_other_users(
             .metadata()
             .map_err(|e| os(format!("{flag} {target}: cannot stat {}", path.display()), e))?;
         if still && !crate::guard::loop_devices_over_file(meta.dev(), meta.ino()) {
+            // A holder that opened it after the survey above may show now.
+            let late =
+                crate::guard::processes_using_file(file, std::time::Duration::ZERO).unwrap_or_default();
+            if !late.is_empty() {
+                return Err(refuse(late.iter().map(|f| f.to_string()).collect()));
+            }
             return Err(refuse(vec![
                 "the kernel says another program has it open (a write lease is refused), though no process here \
                  shows it: one in another PID namespace or that ssdlab may not inspect, or a descriptor in flight \

@@ -8,24 +8,38 @@ use std::os::unix::net::UnixStream;
 use crate::nbd::{Server, tool};
 use crate::*;
 
-/// One round per line: ("flush", dirty before, dirty after) or ("fua", dirty after, 0).
-fn oracle(uri: &str, image: &Path) -> Vec<(String, u64, u64)> {
+/// One round per line: ("flush", dirty before, dirty after) or ("fua", dirty after, 0); the oracle's output when
+/// it failed.
+fn oracle(uri: &str, image: &Path) -> Result<Vec<(String, u64, u64)>, String> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/flush_oracle.py");
     // Debian's python3 has the nbd module (python3-libnbd); a python3 earlier in PATH may not.
     let out = tool("/usr/bin/python3", &[script, uri, image.to_str().unwrap(), "6"]);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text.lines()
+    if !out.status.success() {
+        return Err(format!("{text}{}", String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(text
+        .lines()
         .map(|l| {
             let f: Vec<&str> = l.split(' ').collect();
             let n = |i: usize| f.get(i).map_or(0, |v| v.parse().unwrap());
             (f[0].to_string(), n(1), n(2))
         })
-        .collect()
+        .collect())
+}
+
+/// The oracle against an ssdlab server; a failure shows what the server said.
+fn oracle_of(server: Server, image: &Path) -> (Vec<(String, u64, u64)>, Option<i32>, String) {
+    match oracle(&server.uri, image) {
+        Ok(rounds) => {
+            let (code, stderr) = server.stop();
+            (rounds, code, stderr)
+        }
+        Err(said) => {
+            let (code, stderr) = server.stop();
+            panic!("the oracle failed: {said}\nthe server (exit {code:?}) said: {stderr}");
+        }
+    }
 }
 
 fn fresh_image(path: &Path) {
@@ -52,8 +66,7 @@ fn a_page_cache_export_answers_flush_and_fua_only_once_nothing_is_dirty() {
     let image = dir.path().join("page.img");
     fresh_image(&image);
     let server = Server::start(&format!("file:{}?cache=page", image.display()), &[]);
-    let rounds = oracle(&server.uri, &image);
-    let (code, stderr) = server.stop();
+    let (rounds, code, stderr) = oracle_of(server, &image);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(
         stderr.contains("?cache=page"),
@@ -80,8 +93,7 @@ fn a_page_cache_export_answers_flush_and_fua_only_once_nothing_is_dirty() {
     let direct = dir.path().join("direct.img");
     fresh_image(&direct);
     let server = Server::start(&format!("file:{}", direct.display()), &[]);
-    let rounds = oracle(&server.uri, &direct);
-    server.stop();
+    let (rounds, _, _) = oracle_of(server, &direct);
     assert!(rounds.iter().all(|r| r.1 == 0 && r.2 == 0), "{rounds:?}");
 
     // The negative control: nbdkit's fua filter with fuamode=discard ignores FLUSH and FUA, and the oracle must
@@ -111,7 +123,8 @@ fn a_page_cache_export_answers_flush_and_fua_only_once_nothing_is_dirty() {
         assert!(std::time::Instant::now() < deadline, "nbdkit never listened");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let rounds = oracle(&format!("nbd+unix:///?socket={}", socket.display()), &peer);
+    let rounds = oracle(&format!("nbd+unix:///?socket={}", socket.display()), &peer)
+        .unwrap_or_else(|said| panic!("the oracle failed against nbdkit: {said}"));
     assert!(
         rounds
             .iter()
