@@ -646,18 +646,7 @@ impl OutputDir {
         let (sub, file) = self.parent_of(name, true)?;
         let dir = sub.as_ref().unwrap_or(&self.dir);
         if self.status_in(&manifest, name)? == Status::Absent {
-            let (tmp, inode) = new_temporary(dir, file, bytes).map_err(io_error(&path, "cannot write"))?;
-            manifest.settle(name, kind, Version::of(kind, inode, bytes));
-            self.save_manifest(&manifest)?;
-            return rustix::fs::renameat_with(dir, tmp.as_str(), dir, file, RenameFlags::NOREPLACE)
-                .map_err(|e| {
-                    let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
-                    io_error(&path, "cannot create")(e.into())
-                })
-                .and_then(|()| {
-                    dir.sync_all()
-                        .map_err(io_error(&path, "cannot sync the directory"))
-                });
+            return self.create_new(&mut manifest, dir, name, file, kind, bytes);
         }
         let mut opened =
             self.open_judged(&mut manifest, name, kind, legacy, OFlags::WRONLY | OFlags::APPEND)?;
@@ -711,23 +700,37 @@ impl OutputDir {
         marker: &[u8],
         legacy: fn(&[u8]) -> bool,
     ) -> Result<File, OutputError> {
-        let path = self.path.join(name);
         let _lock = self.lock()?;
         let mut manifest = self.manifest()?;
         let (sub, file) = self.parent_of(name, true)?;
         let dir = sub.as_ref().unwrap_or(&self.dir);
         if self.status_in(&manifest, name)? == Status::Absent {
-            let (tmp, inode) = new_temporary(dir, file, marker).map_err(io_error(&path, "cannot write"))?;
-            manifest.settle(name, Kind::Lock, Version::of(Kind::Lock, inode, marker));
-            self.save_manifest(&manifest)?;
-            rustix::fs::renameat_with(dir, tmp.as_str(), dir, file, RenameFlags::NOREPLACE).map_err(|e| {
-                let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
-                io_error(&path, "cannot create")(e.into())
-            })?;
-            dir.sync_all()
-                .map_err(io_error(&path, "cannot sync the directory"))?;
+            self.create_new(&mut manifest, dir, name, file, Kind::Lock, marker)?;
         }
         self.open_judged(&mut manifest, name, Kind::Lock, legacy, OFlags::RDWR)
+    }
+
+    /// Creates `name` (the file `file` in `dir`) holding `bytes`: written beside, recorded in the manifest, then
+    /// renamed where nothing is (never over anything). Called with the directory's lock held.
+    fn create_new(
+        &self,
+        manifest: &mut Manifest,
+        dir: &File,
+        name: &str,
+        file: &str,
+        kind: Kind,
+        bytes: &[u8],
+    ) -> Result<(), OutputError> {
+        let path = self.path.join(name);
+        let (tmp, inode) = new_temporary(dir, file, bytes).map_err(io_error(&path, "cannot write"))?;
+        manifest.settle(name, kind, Version::of(kind, inode, bytes));
+        self.save_manifest(manifest)?;
+        rustix::fs::renameat_with(dir, tmp.as_str(), dir, file, RenameFlags::NOREPLACE).map_err(|e| {
+            let _ = rustix::fs::unlinkat(dir, tmp.as_str(), AtFlags::empty());
+            io_error(&path, "cannot create")(e.into())
+        })?;
+        dir.sync_all()
+            .map_err(io_error(&path, "cannot sync the directory"))
     }
 
     /// Opens `name` with `flags` if it is ours of `kind`, taking on an older ssdlab's file `legacy` accepts (one
