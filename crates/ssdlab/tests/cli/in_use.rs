@@ -376,29 +376,16 @@ fn images_and_devices_used_by_qemu_are_never_written_and_qemu_sees_ssdlab_writin
     assert_eq!(image_sum(&disk.image), before, "never written");
     drop(exporter);
 
-    // ssdlab serving the image holds its lock: qemu-io cannot open it for writing meanwhile.
-    let socket = dir.path().join("s.sock");
-    let mut server = ssdlab()
-        .args([
-            "serve",
-            "--socket",
-            socket.to_str().unwrap(),
-            "--target",
-            &file_target(&image, None),
-        ])
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for("ssdlab serve", || socket.exists());
+    // ssdlab serving the image holds its lock (taken before it greets a client): qemu-io cannot open it for
+    // writing meanwhile.
+    let server = crate::nbd::Server::start(&file_target(&image, None), &[]);
     let qemu = Command::new("qemu-io")
         .args(["-f", "raw", "-c", "write 0 4k"])
         .arg(&image)
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&qemu.stderr).into_owned() + &String::from_utf8_lossy(&qemu.stdout);
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     assert!(
         !qemu.status.success() && said.contains("lock"),
         "QEMU sees the lock: {said}"

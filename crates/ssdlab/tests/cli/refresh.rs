@@ -538,9 +538,16 @@ fn an_xfs_entry_follows_its_file_system_to_a_new_device_number_and_forget_drops_
     refresh_killed_mid_file(&path, state.path());
     sh("umount", &[&mnt_path]);
     sh("losetup", &["-d", &dev.path]);
-    // Another device takes the freed number; the image comes back under a new one.
-    let _squatter = LoopDevice::new(1 << 20);
-    let again = Attached(sh("losetup", &["-f", "--show", dev.image.to_str().unwrap()]));
+    // Another device takes the freed number; the image comes back under a new one. Other tests attach and
+    // detach loop devices meanwhile, so a number freed elsewhere may go to the squatter: squat again until the
+    // image's new number differs.
+    let mut squatters = vec![LoopDevice::new(1 << 20)];
+    let mut again = Attached(sh("losetup", &["-f", "--show", dev.image.to_str().unwrap()]));
+    while again.0 == dev.path && squatters.len() < 8 {
+        drop(again);
+        squatters.push(LoopDevice::new(1 << 20));
+        again = Attached(sh("losetup", &["-f", "--show", dev.image.to_str().unwrap()]));
+    }
     assert_ne!(again.0, dev.path, "the image is renumbered");
     sh("mount", &[&again.0, &mnt_path]);
     let elsewhere = tempdir();
