@@ -28,7 +28,7 @@ cd "$(dirname "$0")/.."
 packages=(fio e2fsprogs util-linux mount chromium btrfs-progs xfsprogs attr libnbd-bin python3-libnbd qemu-utils fuse3 nbdkit
     smartmontools prometheus prometheus-node-exporter systemd ansible-core fdisk python3-jsonschema blktrace strace
     dosfstools exfatprogs ntfs-3g f2fs-tools jfsutils reiserfsprogs nilfs-tools udftools squashfs-tools genisoimage
-    cryptsetup-bin lvm2 bcache-tools
+    cryptsetup-bin lvm2 bcache-tools fuse2fs
     qemu-system-x86 busybox-static kmod cpio binutils nvme-cli hdparm mdadm nbd-client)
 missing_packages() {
     missing=()

@@ -330,5 +330,24 @@ pub(crate) fn serve_at(target: &str, socket: &Path, extra: &[&str]) -> std::proc
         assert!(child.try_wait().unwrap().is_none(), "the server exited");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+    // The file appears at bind(2), before listen(2) and before the target is opened and claimed: wait for the
+    // greeting, which the server sends only once its target is open. A test that touched the target meanwhile
+    // (opened the image, tried a mount) would race the server's own checks.
+    let mut first = loop {
+        match std::os::unix::net::UnixStream::connect(socket) {
+            Ok(stream) => break stream,
+            Err(_) => {
+                assert!(std::time::Instant::now() < deadline, "the server never listened");
+                assert!(child.try_wait().unwrap().is_none(), "the server exited");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    };
+    first
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let mut greeting = [0u8; 8];
+    std::io::Read::read_exact(&mut first, &mut greeting).expect("the server greets once its target is open");
+    assert_eq!(&greeting, b"NBDMAGIC", "an NBD server greets with NBDMAGIC");
     child
 }

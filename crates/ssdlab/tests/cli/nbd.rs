@@ -18,19 +18,8 @@ impl Server {
     pub(crate) fn start(target: &str, extra: &[&str]) -> Self {
         let dir = tempdir();
         let socket = dir.path().join("nbd.sock");
+        // serve_at returns once the server has greeted, that is once its target is open.
         let child = serve_at(target, &socket, extra);
-        // The file appears at bind(2), before listen(2) and before the target is opened: wait for the greeting,
-        // which the server sends once the target is open (a client that opened the image meanwhile would be a
-        // program using it, and the server would rightly refuse to write it).
-        let mut first = connect(&socket);
-        first
-            .set_read_timeout(Some(std::time::Duration::from_secs(60)))
-            .unwrap();
-        let mut greeting = [0u8; 8];
-        first
-            .read_exact(&mut greeting)
-            .expect("the server greets once its target is open");
-        drop(first);
         let uri = format!("nbd+unix:///?socket={}", socket.display());
         Server {
             child: Some(child),
