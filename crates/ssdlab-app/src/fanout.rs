@@ -104,6 +104,10 @@ fn hedge_percentile(text: &str) -> Result<f64> {
 }
 
 /// Runs the fan-out and records it.
+#[expect(
+    clippy::too_many_lines,
+    reason = "over 80 lines before the rule; split when next changed"
+)]
 pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     if let Some(merged) = &plan.merged {
         return run_merged(plan, merged, ports);

@@ -7,6 +7,8 @@
 //! [`ports::Console`], tools through [`ports::Tools`]). Its errors are the messages the user reads (anyhow, each
 //! naming the flag at fault); the libraries below it keep typed errors.
 
+#![forbid(unsafe_code)]
+
 pub mod demo;
 pub mod devices;
 pub mod erase;

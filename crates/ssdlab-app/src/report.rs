@@ -17,6 +17,10 @@ pub struct Plan {
 }
 
 /// Reads the results and writes the page.
+#[expect(
+    clippy::too_many_lines,
+    reason = "over 80 lines before the rule; split when next changed"
+)]
 pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let (paths, skipped) = expand_result_dirs(&plan.results)?;
     // A label names a result directory given: one that stood for several (a demo's output) has no one result to

@@ -16,6 +16,10 @@ pub fn looks_like(value: &Value) -> bool {
     value.get("data_units_written").is_some() && value.get("critical_warning").is_some()
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "over 80 lines before the rule; split when next changed"
+)]
 pub fn parse_value(source_name: &str, log: &Value, now_s: u64) -> Result<HealthSnapshot, ParseError> {
     if !log.is_object() {
         return Err(ParseError::Format {

@@ -128,6 +128,10 @@ const MLC_PROGRAM_FACTORS: [f64; 2] = [0.5, 1.5];
 
 impl SimDevice {
     /// Builds the device a `sim:` target describes; `target` is the string the user wrote.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "over 80 lines before the rule; split when next changed"
+    )]
     pub fn new(target: &str, spec: &SimSpec) -> Result<Self, DeviceError> {
         let profile = spec.profile.clone();
         let geometry = profile.geometry(spec.scale, spec.op);

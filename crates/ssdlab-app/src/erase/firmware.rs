@@ -61,6 +61,10 @@ impl<'p> FirmwarePurger<'p> {
     }
 
     /// The plan for `method` on this drive, or why it is not offered.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "over 80 lines before the rule; split when next changed"
+    )]
     fn plan(&self, method: EraseMethod) -> Result<PurgePlan, String> {
         let device = self.path.display().to_string();
         let name = device.rsplit('/').next().unwrap_or(&device).to_string();

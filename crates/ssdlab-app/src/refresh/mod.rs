@@ -119,6 +119,10 @@ pub struct Plan {
 }
 
 impl Plan {
+    #[expect(
+        clippy::too_many_lines,
+        reason = "over 80 lines before the rule; split when next changed"
+    )]
     pub fn new(flags: RefreshFlags) -> Result<Plan> {
         let args = &flags;
         let mut notes = vec![];
@@ -223,6 +227,10 @@ impl Plan {
 }
 
 /// Runs a planned refresh: the lock, the session (or a dry run's listing), the record.
+#[expect(
+    clippy::too_many_lines,
+    reason = "over 80 lines before the rule; split when next changed"
+)]
 fn execute(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let Plan {
         flags: args,

@@ -152,6 +152,10 @@ pub struct Graph {
 
 impl Graph {
     /// Reads every block device under `sys_root/class/block`, asking `loop_oracle` for loop devices' backings.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "over 80 lines before the rule; split when next changed"
+    )]
     pub fn read(sys_root: &Path, loop_oracle: LoopOracle<'_>, dm_oracle: DmOracle<'_>) -> io::Result<Graph> {
         let class = sys_root.join("class/block");
         let entries = fs::read_dir(&class)

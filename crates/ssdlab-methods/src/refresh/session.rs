@@ -83,6 +83,10 @@ pub struct SessionReport {
 }
 
 /// Runs one refresh over `journal` (its state directory locked by the caller).
+#[expect(
+    clippy::too_many_lines,
+    reason = "over 80 lines before the rule; split when next changed"
+)]
 pub fn run_session(
     plan: &SessionPlan,
     journal: &mut Journal,

@@ -18,6 +18,10 @@ pub enum RewriteHint {
     Done,
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "over 80 lines before the rule; split when next changed"
+)]
 pub fn scan_lines(analysis: &ScanAnalysis, hint: RewriteHint) -> Vec<String> {
     let mut out = Vec::new();
     say!(out, "reader    {}", analysis.reader);
