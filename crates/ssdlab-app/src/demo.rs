@@ -18,12 +18,12 @@ use ssdlab_methods::sweep::SweepAxis;
 use ssdlab_sim::spec::SimSpec;
 
 use crate::fanout::{FanoutFlags, Mode};
+use crate::methodology::Method;
+use crate::methodology::options::{self, ConsistencyFlags, PtsFlags, ReplayFlags, SweepFlags, TrimFlags};
 use crate::ports::{Outcome, Ports};
 use crate::scan::{ReaderChoice, ScanFlags};
 use crate::target::TargetPlan;
-use crate::test::Method;
-use crate::test::options::{self, ConsistencyFlags, PtsFlags, ReplayFlags, SweepFlags, TrimFlags};
-use crate::{export, fanout, health, report, scan, test};
+use crate::{export, fanout, health, methodology, report, scan};
 
 /// A demo: the virtual drive and the directory that takes every result.
 #[derive(Debug, Clone)]
@@ -112,7 +112,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let mut directories = Vec::new();
     for (name, target, method) in method_steps(plan)? {
         if let Some(stop) = step(ports, name, |ports| {
-            test::run(test_plan(plan, &target, name, method)?, ports)
+            methodology::run(test_plan(plan, &target, name, method)?, ports)
         })? {
             return Ok(stop);
         }
@@ -162,7 +162,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
                 Ok(Method::Replay(options, input, usage))
             };
             if let Some(stop) = step(ports, &name, |ports| {
-                test::run(test_plan(plan, &target, &name, replay()?)?, ports)
+                methodology::run(test_plan(plan, &target, &name, replay()?)?, ports)
             })? {
                 return Ok(stop);
             }
@@ -232,8 +232,8 @@ fn cached(target: &str) -> Result<String> {
 }
 
 /// A step's plan: its target and result directory (`DIR/NAME`), on the demo's seed.
-fn test_plan(plan: &Plan, target: &str, name: &str, method: Method) -> Result<test::Plan> {
-    test::Plan::new(TargetPlan::plain(target), 1, Some(plan.step_out(name)), method)
+fn test_plan(plan: &Plan, target: &str, name: &str, method: Method) -> Result<methodology::Plan> {
+    methodology::Plan::new(TargetPlan::plain(target), 1, Some(plan.step_out(name)), method)
 }
 
 /// Seed 000's field-report scan of the virtual data set, read as `cat` read it, the flagged files rewritten.

@@ -18,6 +18,7 @@ mod fanout_from;
 pub mod flags;
 pub mod health;
 pub mod inputs;
+pub mod methodology;
 pub mod op;
 pub mod ports;
 pub mod refresh;
@@ -28,7 +29,6 @@ pub mod scan;
 pub mod serve;
 pub mod sim;
 pub mod target;
-pub mod test;
 pub mod testing;
 pub mod trace;
 

@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use ssdlab_app::ports::{Outcome, Ports};
 use ssdlab_app::run::{Plan as RunPlan, RunFlags};
 use ssdlab_app::testing::{CannedTools, FixedClock, RecordingConsole};
-use ssdlab_app::{TargetPlan, health, op, scan, test};
+use ssdlab_app::{TargetPlan, health, methodology, op, scan};
 use ssdlab_health::rating::RatingFlags;
 
 /// A small virtual 840 EVO (1/256 of 250 GB).
@@ -508,21 +508,21 @@ fn op_on_a_virtual_drive_says_what_the_spare_area_buys_and_refuses_to_apply_it()
 fn a_latency_test_on_a_virtual_drive_records_its_analysis() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("latency");
-    let options = test::options::latency(test::options::LatencyFlags {
+    let options = methodology::options::latency(methodology::options::LatencyFlags {
         rw: ssdlab_methods::latency::LatencyRw::RandRead,
         span: "64m",
         runtime: "2s",
     })
     .unwrap();
-    let plan = test::Plan::new(
+    let plan = methodology::Plan::new(
         TargetPlan::plain(SMALL_SIM),
         1,
         Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
-        test::Method::Latency(options),
+        methodology::Method::Latency(options),
     )
     .unwrap();
     let mut console = RecordingConsole::with_json();
-    let outcome = test::run(plan, &mut Ports::system(&mut console)).unwrap();
+    let outcome = methodology::run(plan, &mut Ports::system(&mut console)).unwrap();
     assert!(
         matches!(outcome, Outcome::Passed | Outcome::Failed),
         "{outcome:?}"

@@ -1,12 +1,12 @@
 //! `ssdlab test consistency|trim|sweep|latency|replay|pts`: each method's flags as its checked options, run by
-//! `ssdlab_app::test`.
+//! `ssdlab_app::methodology`.
 
 use anyhow::Result;
 use ssdlab_app::export::OutDir;
-use ssdlab_app::test::options::{
+use ssdlab_app::methodology::options::{
     self, ConsistencyFlags, LatencyFlags, PtsFlags, QuickFlags, ReplayFlags, SweepFlags, TrimFlags,
 };
-use ssdlab_app::test::{Method, Plan};
+use ssdlab_app::methodology::{Method, Plan};
 
 use super::{Outcome, with_terminal};
 use crate::cli::{QuickArgs, TestCommand, TestCommon};
@@ -75,7 +75,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
         ),
     };
     let plan = plan(common, method)?;
-    with_terminal(common.json, |ports| ssdlab_app::test::run(plan, ports))
+    with_terminal(common.json, |ports| ssdlab_app::methodology::run(plan, ports))
 }
 
 /// `ssdlab quick`: the disk-mark set, run as a test method.
@@ -86,7 +86,9 @@ pub fn quick(args: &QuickArgs) -> Result<Outcome> {
         size: &args.size,
     })?);
     let plan = plan(&args.common, method)?;
-    with_terminal(args.common.json, |ports| ssdlab_app::test::run(plan, ports))
+    with_terminal(args.common.json, |ports| {
+        ssdlab_app::methodology::run(plan, ports)
+    })
 }
 
 /// The flags every test shares, with its method.

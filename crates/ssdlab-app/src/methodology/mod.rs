@@ -1,5 +1,5 @@
-//! `test`: the methodologies (consistency, TRIM, sweep, latency, replay, PTS) on one target, with their tables,
-//! JSON Lines and a result directory with report.html. A plan is the target, the seed and one method's checked
+//! The `test` command: the methodologies (consistency, TRIM, sweep, latency, replay, PTS) on one target, with
+//! their tables, JSON Lines and a result directory with report.html. A plan is the target, the seed and one method's checked
 //! options; the run opens the target for what the method does, runs it through a session, and records it.
 
 pub mod options;
