@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use ssdlab_core::DeviceInfo;
-use ssdlab_core::schema::{Analysis, Event, RunResult, Sample};
+use ssdlab_core::schema::{Analysis, RunResult, Sample};
 use ssdlab_outputs::{Kind, Output, OutputDir, Status};
 
 use crate::reporter::Reporter;
@@ -121,44 +121,6 @@ pub fn write_prom(
     Ok(())
 }
 
-/// For commands whose result is an analysis (no phases): with `out`, writes result.json and report.html there,
-/// then emits `begin`, `analysis` and `verdict` as JSON Lines (the record first: a stream that fails must not
-/// lose it). `started_at` is the command's start ([`crate::ports::Ports::started_unix_s`]).
-#[allow(clippy::too_many_arguments)]
-pub fn publish_analysis(
-    started_unix_s: u64,
-    reporter: &mut Reporter,
-    out: Option<&Path>,
-    target: DeviceInfo,
-    options: ssdlab_core::schema::options::RunOptions,
-    analysis: Analysis,
-    verdict: &ssdlab_core::schema::Verdict,
-    complete: bool,
-) -> Result<()> {
-    let started_at = ssdlab_core::units::rfc3339_utc(started_unix_s);
-    let result = record(
-        started_at,
-        target,
-        options,
-        vec![],
-        analysis,
-        verdict.clone(),
-        complete,
-    );
-    if let Some(dir) = out {
-        save(reporter, dir, &result)?;
-    }
-    reporter.emit(&Event::Begin {
-        kind: result.kind().into(),
-        target: result.target,
-        options: result.options,
-        started_at: result.started_at,
-    })?;
-    reporter.emit(&Event::Analysis(result.analysis))?;
-    reporter.emit(&Event::Verdict(result.verdict))?;
-    Ok(())
-}
-
 /// A result as this version records it: the schema, the version and the host around what the command measured.
 pub fn record(
     started_at: String,
@@ -182,14 +144,6 @@ pub fn record(
         complete,
         label: None,
     }
-}
-
-/// Writes the result directory and says what could not be written beside it (the charts) as alarms.
-pub fn save(reporter: &mut Reporter, dir: &Path, result: &RunResult) -> Result<()> {
-    for warning in write_result_dir(dir, result)? {
-        reporter.alarm(&warning);
-    }
-    Ok(())
 }
 
 /// Renders results into a report page and writes it by the output rule (`flag` names it in errors).
@@ -351,11 +305,35 @@ pub fn prepare_out_dir(out: &OutDir) -> Result<()> {
     })
 }
 
+/// What [`write_result_dir`] wrote, and what it could not write beside the result.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// result.json, then the CSVs and report.html when they were written.
+    pub files: Vec<String>,
+    pub charts: usize,
+    /// What could not be written beside the result, to be said as alarms.
+    pub warnings: Vec<String>,
+}
+
+impl Written {
+    /// The files written, as the results line says them: `result.json, samples.csv, report.html, 3 charts`.
+    pub fn summary(&self) -> String {
+        let mut parts = self.files.clone();
+        match self.charts {
+            0 => {}
+            1 => parts.push("1 chart in charts/".into()),
+            n => parts.push(format!("{n} charts in charts/")),
+        }
+        parts.join(", ")
+    }
+}
+
 /// Writes `result.json`, one `PHASE.csv` of per-second samples per phase (`samples.csv` for a lone phase), the
 /// test's tidy CSV, `report.html`, and every chart as an SVG file in `charts/`, by the output rule; what an
-/// earlier result of ssdlab's left there (a CSV or chart this one does not write) goes. Returns the warnings to
-/// show: the charts are extras, and a directory that cannot take them is said while the result stands.
-pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<Vec<String>> {
+/// earlier result of ssdlab's left there (a CSV or chart this one does not write) goes. Fails only when
+/// result.json cannot be written; what could not be written beside it is in the returned warnings (the charts
+/// and the page are extras: a directory that cannot take them is said while the result stands).
+pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<Written> {
     let outputs = OutputDir::create(dir).map_err(|e| anyhow::anyhow!("--out {}: {e}", dir.display()))?;
     let json = serde_json::to_vec_pretty(result).context("serializing result.json")?;
     let mut files: Vec<(String, Kind, Vec<u8>)> = vec![("result.json".into(), Kind::Result, json)];
@@ -393,14 +371,18 @@ pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<Vec<String>> {
     outputs
         .write(&as_outputs(first), &[])
         .map_err(|e| anyhow::anyhow!("--out {}: {e}", dir.display()))?;
+    let mut written = Written {
+        files: vec!["result.json".into()],
+        ..Written::default()
+    };
     // The CSVs and the page, then the charts: a directory that cannot take them is said, and the result stands.
     // Only CSVs and charts of ssdlab's an earlier result left go (a page `report --out` wrote there stays).
-    let mut warnings = Vec::new();
-    if let Err(e) = outputs.write(&as_outputs(rest), &[Kind::Csv]) {
-        warnings.push(format!(
+    match outputs.write(&as_outputs(rest), &[Kind::Csv]) {
+        Ok(()) => written.files.extend(rest.iter().map(|(name, _, _)| name.clone())),
+        Err(e) => written.warnings.push(format!(
             "warning   --out {}: the CSVs and report.html were not written: {e}",
             dir.display()
-        ));
+        )),
     }
     // The charts are extras: a directory that cannot take them is said, and the result stands.
     let charts = ssdlab_report::chart_files_of_page(&page);
@@ -414,13 +396,14 @@ pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<Vec<String>> {
             bytes: chart.svg.as_bytes(),
         })
         .collect();
-    Ok(match outputs.write(&batch, &[Kind::Chart]) {
-        Ok(()) => vec![],
-        Err(e) => vec![format!(
+    match outputs.write(&batch, &[Kind::Chart]) {
+        Ok(()) => written.charts = batch.len(),
+        Err(e) => written.warnings.push(format!(
             "warning   --out {}: the charts were not written: {e}",
             dir.display()
-        )],
-    })
+        )),
+    }
+    Ok(written)
 }
 
 /// Per-second samples as CSV, one row per second, columns named like the JSON fields.

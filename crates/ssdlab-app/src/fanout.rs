@@ -19,6 +19,7 @@ use ssdlab_methods::session::MethodError;
 use crate::export;
 use crate::flags::size_flag;
 use crate::ports::{Outcome, Ports};
+use crate::recording::{Finished, Interruption, Recording};
 use crate::reporter::Reporter;
 use crate::target::{TargetPlan, Use};
 
@@ -126,6 +127,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         .iter()
         .map(|d| open_drive(args, d))
         .collect::<Result<Vec<_>>>()?;
+    let recording = Recording::begin(args.out.as_ref(), args.prom.as_deref(), ports.started_unix_s)?;
     let virtual_clocks = devices
         .iter()
         .filter(|d| ssdlab_core::Device::info(*d).clock == ssdlab_core::device::ClockKind::Virtual)
@@ -212,7 +214,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
             seed: args.seed,
         },
     };
-    publish(args, ports, drives, analysis, &verdict, measured)
+    publish(args, recording, ports, drives, analysis, verdict, measured)
 }
 
 fn what_if(args: &FanoutFlags, hedge: f64) -> WhatIf {
@@ -229,6 +231,7 @@ fn what_if(args: &FanoutFlags, hedge: f64) -> WhatIf {
 /// The query over the drives of saved results, computed as a fan-out computes it from what it measured.
 fn run_merged(plan: &Plan, merged: &crate::fanout_from::Merged, ports: &mut Ports) -> Result<Outcome> {
     let args = &plan.flags;
+    let recording = Recording::begin(args.out.as_ref(), args.prom.as_deref(), ports.started_unix_s)?;
     let workload = format!(
         "{} random reads at QD1 on every drive for {}",
         ssdlab_core::units::BinaryBytes(merged.block_bytes),
@@ -263,7 +266,15 @@ fn run_merged(plan: &Plan, merged: &crate::fanout_from::Merged, ports: &mut Port
             seed: merged.seed,
         },
     };
-    publish(args, ports, &merged.drives, analysis, &verdict, measured)
+    publish(
+        args,
+        recording,
+        ports,
+        &merged.drives,
+        analysis,
+        verdict,
+        measured,
+    )
 }
 
 /// Opens a drive of the fleet read-only: the opener never creates, extends or claims anything for writing.
@@ -371,9 +382,9 @@ impl Plan {
         if let Some(prom) = &args.prom {
             export::check_prom_path(prom)?;
         }
-        // Last: a refused plan leaves no directory behind.
+        // Checked now, created by the recording once every drive has opened.
         if let Some(dir) = &args.out {
-            export::prepare_out_dir(dir)?;
+            export::check_out_dir(dir)?;
         }
         let plan = Plan {
             runtime_ns,
@@ -418,10 +429,11 @@ struct Recorded {
 /// Writes the record (--json, --out, --prom) and says the verdict; the exit it calls for.
 fn publish(
     args: &FanoutFlags,
+    recording: Recording,
     ports: &mut Ports,
     drives: &[FleetDrive],
     analysis: ssdlab_core::schema::fanout::FanoutAnalysis,
-    verdict: &ssdlab_core::schema::Verdict,
+    verdict: ssdlab_core::schema::Verdict,
     measured: Measured,
 ) -> Result<Outcome> {
     let Measured {
@@ -471,32 +483,26 @@ fn publish(
         bs: recorded.bs,
         seed: recorded.seed,
     });
-    let (started_unix_s, now_s) = (ports.started_unix_s, ports.unix_now_s());
+    let now_s = ports.unix_now_s();
     let mut reporter = Reporter::new(&mut *ports.console);
-    if let Some(prom) = &args.prom {
+    let metrics = args.prom.as_ref().map(|_| {
         let mut exposition = ssdlab_core::prom::Exposition::new();
         ssdlab_methods::fanout::export::fanout_metrics(&mut exposition, &analysis, now_s);
-        export::write_prom(&mut reporter, prom, &exposition)?;
-    }
-    export::publish_analysis(
-        started_unix_s,
+        exposition
+    });
+    reporter.say_lines(ssdlab_report::text::verdict_lines(&verdict));
+    recording.finish(
         &mut reporter,
-        args.out.as_deref(),
-        info,
-        options,
-        Analysis::Fanout(Box::new(analysis)),
-        verdict,
-        !interrupted,
-    )?;
-    if let Some(dir) = &args.out {
-        reporter.say(&format!(
-            "results   {} (report.html, result.json, drives.csv)",
-            dir.display()
-        ));
-    }
-    reporter.say_lines(ssdlab_report::text::verdict_lines(verdict));
-    if interrupted {
-        return Ok(Outcome::Interrupted);
-    }
-    Ok(Outcome::of_verdict(reporter.pipe_closed(), verdict.passed))
+        Finished {
+            target: info,
+            options,
+            phases: vec![],
+            analysis: Analysis::Fanout(Box::new(analysis)),
+            verdict,
+            complete: !interrupted,
+            interrupted: Interruption::Known(interrupted),
+            metrics,
+            done: None,
+        },
+    )
 }

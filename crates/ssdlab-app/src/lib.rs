@@ -21,6 +21,7 @@ pub mod inputs;
 pub mod methodology;
 pub mod op;
 pub mod ports;
+pub mod recording;
 pub mod refresh;
 pub mod report;
 pub mod reporter;

@@ -18,6 +18,7 @@ use ssdlab_targets::ForceScope;
 
 use crate::export;
 use crate::ports::{Outcome, Ports};
+use crate::recording::{Finished, Interruption, Recording};
 use crate::reporter::Reporter;
 use crate::target::{TargetPlan, Use};
 
@@ -151,6 +152,9 @@ fn drive(plan: &Plan, ports: &mut Ports, path: &std::path::Path) -> Result<Outco
         .open(if applying { Use::WritesTail } else { Use::Reads })?;
     let mut device = opened.device;
     let info = device.info().clone();
+    // After the gate, before the discard: a refusal leaves no directory behind, and a directory that cannot take
+    // the record is known before anything is discarded.
+    let recording = Recording::begin(plan.out.as_ref(), None, ports.started_unix_s)?;
     // The kernel's view (sysfs) and the table on the disk: a kernel that has not re-read a changed table, or
     // has no partition support, still must not let the tail reach a partition.
     let kernel_partitions: Vec<Partition> = ssdlab_io::layout::partitions_of(path)
@@ -173,7 +177,7 @@ fn drive(plan: &Plan, ports: &mut Ports, path: &std::path::Path) -> Result<Outco
     let mut record = examined.record;
     ports.say_lines(text::op::drive_lines(&record, &info, &shown));
     let Some((op_plan, tail)) = examined.plan else {
-        return publish(plan, ports, info, record);
+        return publish(plan, recording, ports, info, record);
     };
     if !applying {
         let findings =
@@ -191,30 +195,24 @@ fn drive(plan: &Plan, ports: &mut Ports, path: &std::path::Path) -> Result<Outco
             tail.offset_bytes,
             tail.offset_bytes + tail.len_bytes
         ));
-        return publish(plan, ports, info, record);
-    }
-    // The record's directory must take it before the discard, and only once the gate has let the discard through.
-    if let Some(dir) = &plan.out {
-        export::prepare_out_dir(dir)?;
+        return publish(plan, recording, ports, info, record);
     }
     let applied = apply(&mut device, &op_plan, &kernel_partitions, plan.samples, plan.seed)
         .map_err(|e| anyhow!("--target {shown}: {e}"))?;
     ports.say_lines(text::op::applied_lines(&applied, op_plan.usable_bytes));
     record.applied = Some(applied);
-    publish(plan, ports, info, record)
+    publish(plan, recording, ports, info, record)
 }
 
 /// Streams the record with `--json` and writes it with `--out`: what `op` found and did. Passed: `op` reports,
 /// and what it could not do is an error, not a verdict.
 fn publish(
     plan: &Plan,
+    recording: Recording,
     ports: &mut Ports,
     info: ssdlab_core::DeviceInfo,
     analysis: OpAnalysis,
 ) -> Result<Outcome> {
-    if !ports.console.json_wanted() && plan.out.is_none() {
-        return Ok(Outcome::Passed);
-    }
     let options = RunOptions::Op(OpFlags {
         target: plan.target.recorded(),
         set: plan.set.clone(),
@@ -227,40 +225,29 @@ fn publish(
         passed: true,
         reasons: vec![],
     };
-    if let Some(dir) = &plan.out {
-        export::prepare_out_dir(dir)?;
-    }
-    let applied = analysis.applied.is_some();
-    let started_unix_s = ports.started_unix_s;
-    let mut reporter = Reporter::new(&mut *ports.console);
-    export::publish_analysis(
-        started_unix_s,
-        &mut reporter,
-        plan.out.as_deref(),
-        info,
-        options,
-        Analysis::Op(analysis),
-        &verdict,
-        true,
+    let done = analysis
+        .applied
+        .is_some()
+        .then(|| "the tail WAS discarded".to_string());
+    recording.finish(
+        &mut Reporter::new(&mut *ports.console),
+        Finished {
+            target: info,
+            options,
+            phases: vec![],
+            analysis: Analysis::Op(analysis),
+            verdict,
+            complete: true,
+            interrupted: Interruption::AsTheConsoleSays,
+            metrics: None,
+            done,
+        },
     )
-    .with_context(|| {
-        if applied {
-            "--out: the tail WAS discarded, but the record could not be written"
-        } else {
-            "--out: the record could not be written"
-        }
-    })?;
-    if let Some(dir) = &plan.out {
-        reporter.say(&format!(
-            "record      {} (result.json, report.html)",
-            dir.display()
-        ));
-    }
-    Ok(Outcome::Passed)
 }
 
 /// A virtual drive: its geometry says exactly how much NAND holds data, and its over-provisioning is a parameter.
 fn simulated(plan: &Plan, ports: &mut Ports, spec: &SimSpec) -> Result<Outcome> {
+    let recording = Recording::begin(plan.out.as_ref(), None, ports.started_unix_s)?;
     let target = &plan.target.target;
     let geometry = spec.profile.geometry(spec.scale, spec.op);
     let logical_bytes = u64::from(geometry.logical_units) * SIM_UNIT_BYTES;
@@ -302,7 +289,7 @@ fn simulated(plan: &Plan, ports: &mut Ports, spec: &SimSpec) -> Result<Outcome> 
         ],
     };
     let Some(unused_percent) = plan.unused_percent else {
-        return publish(plan, ports, info, record);
+        return publish(plan, recording, ports, info, record);
     };
     let op_plan = OpPlan::new(logical_bytes, unused_percent).map_err(|e| anyhow!("{e}"))?;
     let spare = op_plan.spare(physical_bytes);
@@ -333,7 +320,7 @@ fn simulated(plan: &Plan, ports: &mut Ports, spec: &SimSpec) -> Result<Outcome> 
         tail_len_bytes: None,
         equivalent_target: Some(built),
     });
-    publish(plan, ports, info, record)
+    publish(plan, recording, ports, info, record)
 }
 
 /// The same virtual drive with its over-provisioning set to `op_percent` (to a tenth of a percent).

@@ -231,14 +231,62 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// How a command that published a verdict ended: a closed pipe first (exit 0), then the verdict.
-    pub fn of_verdict(pipe_closed: bool, passed: bool) -> Self {
-        if pipe_closed {
+    /// How a command that published a verdict ended, by DESIGN's order: a stop request (Ctrl-C, SIGTERM) first
+    /// (exit 130; an error, ranked next, is the caller's `Err`), then a failed criterion or a finding (1), then
+    /// passed (0). A reader that went away (`| head`) adds nothing of its own: a verdict reached on a run that
+    /// ran to its end stands; a run the closed pipe cut short ends quietly, as Unix tools do, whatever its
+    /// verdict said of the part it measured.
+    pub fn decide(
+        interrupted: bool,
+        pipe_closed: bool,
+        verdict: &ssdlab_core::schema::Verdict,
+        complete: bool,
+    ) -> Self {
+        if interrupted {
+            Outcome::Interrupted
+        } else if pipe_closed && !complete {
             Outcome::PipeClosed
-        } else if passed {
+        } else if verdict.passed {
             Outcome::Passed
         } else {
             Outcome::Failed
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Outcome;
+    use ssdlab_core::schema::Verdict;
+
+    fn verdict(passed: bool, finding: bool) -> Verdict {
+        Verdict {
+            finding,
+            passed,
+            reasons: if passed { vec![] } else { vec!["a reason".into()] },
+        }
+    }
+
+    /// DESIGN's order: interrupted (130) over failed or finding (1) over passed (0); a closed pipe changes
+    /// nothing but ends a run it cut short quietly. (An error, 2, is the caller's `Err`, decided before this.)
+    #[test]
+    fn the_outcome_follows_designs_order_and_a_closed_pipe_adds_nothing_of_its_own() {
+        let (passed, failed, finding) = (verdict(true, false), verdict(false, false), verdict(false, true));
+        // Interrupted wins over everything, a closed pipe included.
+        for v in [&passed, &failed, &finding] {
+            for pipe in [false, true] {
+                for complete in [false, true] {
+                    assert_eq!(Outcome::decide(true, pipe, v, complete), Outcome::Interrupted);
+                }
+            }
+        }
+        assert_eq!(Outcome::decide(false, false, &passed, true), Outcome::Passed);
+        assert_eq!(Outcome::decide(false, false, &failed, true), Outcome::Failed);
+        assert_eq!(Outcome::decide(false, false, &finding, true), Outcome::Failed);
+        // A reader that left after the run ended: the verdict stands, failed or passed.
+        assert_eq!(Outcome::decide(false, true, &failed, true), Outcome::Failed);
+        assert_eq!(Outcome::decide(false, true, &passed, true), Outcome::Passed);
+        // A reader that left and so stopped the run: it ends quietly, as `| head` expects.
+        assert_eq!(Outcome::decide(false, true, &failed, false), Outcome::PipeClosed);
     }
 }

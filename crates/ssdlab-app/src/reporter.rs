@@ -91,18 +91,6 @@ impl<'c> Reporter<'c> {
         self.console.interrupted()
     }
 
-    /// How a measured run ended: a closed pipe first (exit 0), then a stop request, then its verdict.
-    pub fn outcome(&self, passed: bool) -> crate::ports::Outcome {
-        use crate::ports::Outcome;
-        if self.pipe_closed {
-            Outcome::PipeClosed
-        } else if self.interrupted() {
-            Outcome::Interrupted
-        } else {
-            Outcome::of_verdict(false, passed)
-        }
-    }
-
     /// Starts a phase: its event, and progress with its name.
     pub fn start_phase(&mut self, name: &str) -> Result<()> {
         self.phase = name.to_string();

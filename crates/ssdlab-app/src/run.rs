@@ -4,7 +4,7 @@ use anyhow::{Result, bail};
 use ssdlab_core::Device;
 use ssdlab_core::schema::options::{JobOptions, RunOptions};
 use ssdlab_core::schema::{Analysis, Event, PhaseResult, Verdict};
-use ssdlab_core::units::{BinaryBytes, Nanos, rfc3339_utc};
+use ssdlab_core::units::{BinaryBytes, Nanos};
 use ssdlab_core::units::{Rate, parse_rate};
 use ssdlab_engine::workload::{Pattern, RwMode, StopAt};
 use ssdlab_engine::{Workload, run_phase};
@@ -13,6 +13,7 @@ use ssdlab_targets::{DeviceVisitor, Undo};
 use crate::export;
 use crate::flags::{SpanFlag, duration_flag, size_flag};
 use crate::ports::{Outcome, Ports};
+use crate::recording::{Finished, Interruption, Recording};
 use crate::reporter::Reporter;
 use crate::target::{TargetPlan, Use};
 
@@ -136,9 +137,6 @@ impl Plan {
 
 /// Runs the workload and records it.
 pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
-    if let Some(dir) = &plan.out {
-        export::prepare_out_dir(dir)?;
-    }
     let opened = plan.target.open(if plan.rw.modifies() {
         Use::Writes
     } else {
@@ -208,18 +206,14 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
         target: plan.target.recorded(),
         workload: workload.clone(),
     });
-    let started_at = rfc3339_utc(ports.unix_now_s());
     let info = device.info().clone();
+    // After the gate and the workload's checks, before the first I/O: a refusal leaves no directory behind.
+    let mut recording = Recording::begin(plan.out.as_ref(), None, ports.started_unix_s)?;
 
     let mut reporter = Reporter::new(&mut *ports.console);
     reporter.say(&format!("ssdlab    run {}", describe(&workload)));
     reporter.say_lines(ssdlab_report::text::target_lines(&info));
-    reporter.emit(&Event::Begin {
-        kind: "run".into(),
-        target: info.clone(),
-        options: options.clone(),
-        started_at: started_at.clone(),
-    })?;
+    recording.announce(&mut reporter, "run", &info, &options)?;
     reporter.start_phase("run")?;
     let outcome = run_phase(&mut device, &workload, &mut reporter)?;
     let cpu = reporter.phase_cpu();
@@ -234,33 +228,28 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
         summary: summary.clone(),
         complete: outcome.complete,
     })?;
-    reporter.emit(&Event::Verdict(verdict.clone()))?;
-
     reporter.say_lines(ssdlab_report::text::summary_lines(&summary, workload.queue_depth));
     reporter.say_lines(ssdlab_report::text::verdict_lines(&verdict));
-    if let Some(dir) = &plan.out {
-        let phase = PhaseResult {
-            name: "run".into(),
-            samples: outcome.samples,
-            summary,
-            complete: outcome.complete,
-        };
-        let result = export::record(
-            started_at,
-            info,
+    let phase = PhaseResult {
+        name: "run".into(),
+        samples: outcome.samples,
+        summary,
+        complete: outcome.complete,
+    };
+    recording.finish(
+        &mut reporter,
+        Finished {
+            target: info,
             options,
-            vec![phase],
-            Analysis::Run,
-            verdict.clone(),
-            outcome.complete,
-        );
-        export::save(&mut reporter, dir, &result)?;
-        reporter.say(&format!(
-            "results   {} (report.html, result.json, samples.csv, charts/)",
-            dir.display()
-        ));
-    }
-    Ok(reporter.outcome(verdict.passed))
+            phases: vec![phase],
+            analysis: Analysis::Run,
+            verdict,
+            complete: outcome.complete,
+            interrupted: Interruption::AsTheConsoleSays,
+            metrics: None,
+            done: None,
+        },
+    )
 }
 
 /// A run passes when no I/O failed, every block verified and it reached its end condition.

@@ -25,6 +25,7 @@ use crate::export;
 use crate::flags::size_flag;
 use crate::ports::Clock;
 use crate::ports::{Outcome, Ports};
+use crate::recording::{Finished, Interruption, Recording};
 use crate::reporter::Reporter;
 use crate::target::{TargetPlan, Use};
 
@@ -66,7 +67,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Checks every flag before anything is read; `--out` is made ready and `--prom` checked.
+    /// Checks every flag before anything is read, `--out` and `--prom` included.
     pub fn new(flags: ScanFlags) -> Result<Self> {
         let args = &flags;
         let min_size_bytes = size_flag("min-size", &args.min_size)?;
@@ -101,8 +102,9 @@ impl Plan {
                  leave them out"
             );
         }
+        // Checked now, created by the recording when the scan starts.
         if let Some(dir) = &args.out {
-            export::prepare_out_dir(dir)?;
+            export::check_out_dir(dir)?;
         }
         if let Some(prom) = &args.prom {
             export::check_prom_path(prom)?;
@@ -166,6 +168,7 @@ impl ScanOpener for FileOpener {
 /// Writes the scan's record (--json, --out with files.csv, --prom) and turns its verdict into the exit.
 fn publish(
     args: &ScanFlags,
+    recording: Recording,
     ports: &mut Ports,
     analysis: ScanAnalysis,
     subject: &str,
@@ -173,7 +176,7 @@ fn publish(
 ) -> Result<Outcome> {
     let ScanReads { reader, random_reads } = reads;
     let verdict = verdict(&analysis, args.slower_than);
-    let (started_unix_s, now_s) = (ports.started_unix_s, ports.unix_now_s());
+    let now_s = ports.unix_now_s();
     let mut reporter = Reporter::new(&mut *ports.console);
     let virtual_set = args.target.is_some();
     let info = ssdlab_core::DeviceInfo {
@@ -206,29 +209,26 @@ fn publish(
         random_reads,
         slower_than: args.slower_than,
     });
-    if let Some(prom) = &args.prom {
+    let metrics = args.prom.as_ref().map(|_| {
         let mut exposition = ssdlab_core::prom::Exposition::new();
         ssdlab_methods::scan::prom::scan_metrics(&mut exposition, &analysis, now_s);
-        export::write_prom(&mut reporter, prom, &exposition)?;
-    }
-    export::publish_analysis(
-        started_unix_s,
-        &mut reporter,
-        args.out.as_deref(),
-        info,
-        options,
-        Analysis::Scan(analysis),
-        &verdict,
-        true,
-    )?;
+        exposition
+    });
     reporter.say_lines(ssdlab_report::text::verdict_lines(&verdict));
-    if let Some(dir) = &args.out {
-        reporter.say(&format!(
-            "results   {} (report.html, result.json, files.csv)",
-            dir.display()
-        ));
-    }
-    Ok(Outcome::of_verdict(reporter.pipe_closed(), verdict.passed))
+    recording.finish(
+        &mut reporter,
+        Finished {
+            target: info,
+            options,
+            phases: vec![],
+            analysis: Analysis::Scan(analysis),
+            verdict,
+            complete: true,
+            interrupted: Interruption::AsTheConsoleSays,
+            metrics,
+            done: None,
+        },
+    )
 }
 
 /// Walks the paths and scans every file of at least `min_size` bytes.
@@ -383,8 +383,9 @@ fn region_scan(args: &ScanFlags, ports: &mut Ports, target: &str, reader: Reader
     // A region scan is read-only: the opener never creates or extends the file it is given.
     let mut device = TargetPlan::plain(target).open_as(Use::Reads, "--device")?.device;
     let info = device.info().clone();
+    let recording = Recording::begin(args.out.as_ref(), args.prom.as_deref(), ports.started_unix_s)?;
     let layout = plan_regions(&info, &options)?;
-    let (started_unix_s, now_s) = (ports.started_unix_s, ports.unix_now_s());
+    let now_s = ports.unix_now_s();
     let mut reporter = Reporter::new(&mut *ports.console);
     reporter.say(&format!(
         "scan      {target}: {} regions of {}, reading {} of each",
@@ -402,11 +403,11 @@ fn region_scan(args: &ScanFlags, ports: &mut Ports, target: &str, reader: Reader
         analysis.slow_region_offsets.len(),
         args.slower_than
     ));
-    if let Some(prom) = &args.prom {
+    let metrics = args.prom.as_ref().map(|_| {
         let mut exposition = ssdlab_core::prom::Exposition::new();
         ssdlab_methods::scan::prom::region_scan_metrics(&mut exposition, target, &analysis, now_s);
-        export::write_prom(&mut reporter, prom, &exposition)?;
-    }
+        exposition
+    });
     let options = RunOptions::RegionScan(RegionScanFlags {
         device: target.to_string(),
         regions: options.regions,
@@ -416,21 +417,21 @@ fn region_scan(args: &ScanFlags, ports: &mut Ports, target: &str, reader: Reader
         qd: reader.queue_depth(),
         slower_than: args.slower_than,
     });
-    export::publish_analysis(
-        started_unix_s,
-        &mut reporter,
-        args.out.as_deref(),
-        info,
-        options,
-        Analysis::RegionScan(analysis),
-        &verdict,
-        true,
-    )?;
     reporter.say_lines(ssdlab_report::text::verdict_lines(&verdict));
-    if let Some(dir) = &args.out {
-        reporter.say(&format!("results   {} (report.html, result.json)", dir.display()));
-    }
-    Ok(Outcome::of_verdict(reporter.pipe_closed(), verdict.passed))
+    recording.finish(
+        &mut reporter,
+        Finished {
+            target: info,
+            options,
+            phases: vec![],
+            analysis: Analysis::RegionScan(analysis),
+            verdict,
+            complete: true,
+            interrupted: Interruption::AsTheConsoleSays,
+            metrics,
+            done: None,
+        },
+    )
 }
 
 /// Runs the scan and records it.
@@ -439,6 +440,8 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     if let Some(device) = &args.device {
         return region_scan(args, ports, device, reads.reader);
     }
+    // Before the files are read: a directory that cannot take the result is known before the scan is spent.
+    let recording = Recording::begin(args.out.as_ref(), args.prom.as_deref(), ports.started_unix_s)?;
     let (analysis, subject) = match &args.target {
         Some(target) => (scan_sim(args, target, reads)?, target.clone()),
         None => {
@@ -486,5 +489,5 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
             ssdlab_methods::scan::dataset::FIELD_REPORT_REFRESHED_HOURS
         ));
     }
-    publish(args, ports, analysis, &subject, reads)
+    publish(args, recording, ports, analysis, &subject, reads)
 }

@@ -19,6 +19,7 @@ use ssdlab_targets::DeviceVisitor;
 
 use crate::export;
 use crate::ports::{Console, Outcome, Ports};
+use crate::recording::{Finished, Interruption, Recording};
 use crate::reporter::Reporter;
 use crate::target::{TargetPlan, Use};
 
@@ -78,14 +79,11 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     opened.device.keep_virtual_data();
     // The session's record must have somewhere to go before a client writes anything, and only once the gate
     // has let the export through.
-    if let Some(dir) = &args.out {
-        export::prepare_out_dir(dir)?;
-    }
-    let started_unix_s = ports.started_unix_s;
+    let recording = Recording::begin(args.out.as_ref(), None, ports.started_unix_s)?;
     opened.device.visit(ServeOn {
         args,
         console: &mut *ports.console,
-        started_unix_s,
+        recording,
         listener,
         place,
         started,
@@ -151,7 +149,7 @@ fn refuse_existing(path: &Path) -> Result<()> {
 struct ServeOn<'a> {
     args: &'a ServeFlags,
     console: &'a mut dyn Console,
-    started_unix_s: u64,
+    recording: Recording<'a>,
     listener: Listener,
     place: String,
     /// When the command began: the session's duration counts from here (opening a virtual drive takes time too).
@@ -220,9 +218,6 @@ impl DeviceVisitor for ServeOn<'_> {
                 cache.dirty_bytes
             ));
         }
-        if !console.json_wanted() && self.args.out.is_none() {
-            return Ok(Outcome::Passed);
-        }
         let args = self.args;
         let analysis = ServeAnalysis {
             export_name: exported.0,
@@ -254,20 +249,20 @@ impl DeviceVisitor for ServeOn<'_> {
             passed: true,
             reasons: vec![],
         };
-        let mut reporter = Reporter::new(console);
-        export::publish_analysis(
-            self.started_unix_s,
-            &mut reporter,
-            args.out.as_deref(),
-            device.info().clone(),
-            options,
-            Analysis::Serve(analysis),
-            &verdict,
-            true,
-        )?;
-        if let Some(dir) = &args.out {
-            reporter.say(&format!("record    {} (result.json, report.html)", dir.display()));
-        }
-        Ok(Outcome::Passed)
+        // A stop request is how a session ends, not an interruption of it.
+        self.recording.finish(
+            &mut Reporter::new(console),
+            Finished {
+                target: device.info().clone(),
+                options,
+                phases: vec![],
+                analysis: Analysis::Serve(analysis),
+                verdict,
+                complete: true,
+                interrupted: Interruption::Known(false),
+                metrics: None,
+                done: None,
+            },
+        )
     }
 }

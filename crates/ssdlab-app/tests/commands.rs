@@ -137,6 +137,80 @@ fn a_stop_request_ends_a_run_as_interrupted_with_what_was_measured() {
     );
 }
 
+/// The recording skeleton: `--out` is checked when the plan is made and created only once the gate has let the
+/// command through, so a refusal (here, a pseudo file the opener never writes, and a workload larger than its
+/// device) leaves no directory behind; a run that goes through leaves it with its result and says which files.
+#[test]
+fn out_is_created_only_after_the_gate_and_taken_away_by_a_refusal_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ports = |console: &mut RecordingConsole, f: &mut dyn FnMut(&mut Ports)| {
+        let (tools, clock) = (CannedTools::default(), FixedClock::at(FIXTURE_NOW_S));
+        f(&mut Ports::new(console, &tools, &clock, no_stop()));
+    };
+    // Refused by the gate: procfs is never written.
+    let out = dir.path().join("refused-by-the-gate");
+    let plan = RunPlan::new(
+        TargetPlan::plain("file:/proc/sys/vm/swappiness"),
+        run_flags("write", "1s"),
+        Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
+    )
+    .unwrap();
+    let mut console = RecordingConsole::default();
+    ports(&mut console, &mut |p| {
+        let error = ssdlab_app::run::run(&plan, p).unwrap_err();
+        assert!(format!("{error:#}").contains("proc"), "{error:#}");
+    });
+    assert!(!out.exists(), "a gate's refusal left --out behind");
+    // Through the gate, then refused by the workload's check against the device: the directory made ready
+    // for it is taken away again.
+    let out = dir.path().join("refused-after-the-gate");
+    let mut flags = run_flags("randread", "1s");
+    flags.bs = "2m";
+    let plan = RunPlan::new(
+        TargetPlan::plain("null:1m"),
+        flags,
+        Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
+    )
+    .unwrap();
+    let mut console = RecordingConsole::default();
+    ports(&mut console, &mut |p| {
+        assert!(ssdlab_app::run::run(&plan, p).is_err());
+    });
+    assert!(!out.exists(), "a refusal after the gate left --out behind");
+    // A directory that was there before is never taken away, refusal or not.
+    std::fs::create_dir(&out).unwrap();
+    let mut console = RecordingConsole::default();
+    ports(&mut console, &mut |p| {
+        assert!(ssdlab_app::run::run(&plan, p).is_err());
+    });
+    assert!(out.is_dir(), "a directory the user made was removed");
+    // A run that goes through: the directory holds the result, and the line says what was written.
+    let out = dir.path().join("ran");
+    let plan = RunPlan::new(
+        TargetPlan::plain("null:1m"),
+        run_flags("randread", "1s"),
+        Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
+    )
+    .unwrap();
+    let mut console = RecordingConsole::default();
+    ports(&mut console, &mut |p| {
+        assert_eq!(ssdlab_app::run::run(&plan, p).unwrap(), Outcome::Passed);
+    });
+    let line = console
+        .said
+        .iter()
+        .find(|l| l.starts_with("results   "))
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        line.contains("result.json") && line.contains("samples.csv") && line.contains("report.html"),
+        "{line}"
+    );
+    for name in ["result.json", "samples.csv", "report.html"] {
+        assert!(out.join(name).is_file(), "{name}");
+    }
+}
+
 #[test]
 fn run_plans_refuse_bad_flags_before_anything_opens() {
     let refused = |flags: RunFlags, target: &str, flag: &str| {

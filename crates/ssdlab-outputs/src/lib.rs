@@ -613,6 +613,41 @@ impl OutputDir {
         Ok(false)
     }
 
+    /// Removes the directory if it holds nothing but an empty manifest (a directory made ready for a result that
+    /// was never written: the command stopped before it had one). Returns whether it was removed. Anything else
+    /// there (a file of anyone's, a result) keeps it; rmdir(2) itself never removes a directory that is not empty.
+    pub fn remove_if_empty(&self) -> Result<bool, OutputError> {
+        let _lock = self.lock()?;
+        if !self.manifest()?.files.is_empty() {
+            return Ok(false);
+        }
+        let listing = rustix::fs::openat(
+            &self.dir,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| io_error(&self.path, "cannot open the directory")(e.into()))?;
+        let dir = rustix::fs::Dir::new(listing)
+            .map_err(|e| io_error(&self.path, "cannot list the directory")(e.into()))?;
+        for entry in dir {
+            let entry = entry.map_err(|e| io_error(&self.path, "cannot list the directory")(e.into()))?;
+            let name = entry.file_name().to_bytes();
+            if name != b"." && name != b".." && name != MANIFEST_NAME.as_bytes() {
+                return Ok(false);
+            }
+        }
+        match rustix::fs::unlinkat(&self.dir, MANIFEST_NAME, AtFlags::empty()) {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+            Err(e) => {
+                return Err(io_error(&self.path.join(MANIFEST_NAME), "cannot remove")(
+                    e.into(),
+                ));
+            }
+        }
+        Ok(std::fs::remove_dir(&self.path).is_ok())
+    }
+
     /// Removes every file of ours there (for `--replace`: the earlier result goes whole, the user's files stay).
     pub fn remove_ours(&self) -> Result<Vec<String>, OutputError> {
         let _lock = self.lock()?;

@@ -332,3 +332,31 @@ fn a_manifest_with_a_newer_kind_still_reads() {
     };
     assert!(dir.write(&[out(other, Kind::Csv, b"z\n")], &[]).is_err());
 }
+
+/// A directory made ready for a result that never came goes again, but only while it holds nothing but an empty
+/// manifest: a result, or a file of anyone's, keeps it.
+#[test]
+fn an_unused_directory_is_removed_and_one_with_anything_in_it_is_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("unused");
+    let dir = OutputDir::create(&path).unwrap();
+    dir.write(&[], &[]).unwrap();
+    assert!(path.join(MANIFEST_NAME).is_file());
+    assert!(dir.remove_if_empty().unwrap());
+    assert!(!path.exists());
+
+    let path = tmp.path().join("with-a-users-file");
+    let dir = OutputDir::create(&path).unwrap();
+    dir.write(&[], &[]).unwrap();
+    std::fs::write(path.join("notes.txt"), b"mine").unwrap();
+    assert!(!dir.remove_if_empty().unwrap());
+    assert_eq!(read(&path.join("notes.txt")), b"mine");
+    assert!(path.join(MANIFEST_NAME).is_file());
+
+    let path = tmp.path().join("with-a-result");
+    let dir = OutputDir::create(&path).unwrap();
+    dir.write(&[out("result.json", Kind::Result, b"{}")], &[])
+        .unwrap();
+    assert!(!dir.remove_if_empty().unwrap());
+    assert!(path.join("result.json").is_file());
+}

@@ -18,6 +18,7 @@ use ssdlab_methods::erase::{EraseMethod, erase};
 
 use crate::export;
 use crate::ports::{Outcome, Ports};
+use crate::recording::{Finished, Interruption, Recording};
 use crate::reporter::Reporter;
 use crate::target::{TargetPlan, Use};
 
@@ -82,9 +83,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     // The record's directory must take it before anything is erased (a purge whose record cannot be written has
     // destroyed the data without the proof), and only once the gate has let the erase through, so a refusal
     // leaves nothing behind.
-    if let Some(dir) = &plan.out {
-        export::prepare_out_dir(dir)?;
-    }
+    let recording = Recording::begin(plan.out.as_ref(), None, ports.started_unix_s)?;
     let mut device = opened.device;
     let info = device.info().clone();
     // The purges' ioctls go to the very descriptor the gate judged and claimed.
@@ -126,13 +125,14 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     }
     // What happened is said before the record is written, so a record that cannot be written never hides it.
     ports.say_lines(ssdlab_report::text::erase_lines(&report));
-    publish(plan, ports, info, report)
+    publish(plan, recording, ports, info, report)
 }
 
 /// The erase record: result.json and report.html with `--out`, JSON Lines with `--json`; and the exit the erase
 /// calls for.
 fn publish(
     plan: &Plan,
+    recording: Recording,
     ports: &mut Ports,
     info: ssdlab_core::DeviceInfo,
     report: EraseAnalysis,
@@ -144,34 +144,24 @@ fn publish(
         samples: plan.samples,
         seed: plan.seed,
     });
-    let erased_with = report.method;
-    let started_unix_s = ports.started_unix_s;
-    let mut reporter = Reporter::new(&mut *ports.console);
-    export::publish_analysis(
-        started_unix_s,
-        &mut reporter,
-        plan.out.as_deref(),
-        info,
-        options,
-        Analysis::Erase(report),
-        &verdict,
-        true,
+    let done = match report.method {
+        Some(m) => format!("the device WAS erased with {}", m.name()),
+        None => "the steps above ran on the device".into(),
+    };
+    recording.finish(
+        &mut Reporter::new(&mut *ports.console),
+        Finished {
+            target: info,
+            options,
+            phases: vec![],
+            analysis: Analysis::Erase(report),
+            verdict,
+            complete: true,
+            interrupted: Interruption::AsTheConsoleSays,
+            metrics: None,
+            done: Some(done),
+        },
     )
-    .with_context(|| {
-        let what = match erased_with {
-            Some(m) => format!("the device WAS erased with {}", m.name()),
-            None => "the steps above ran on the device".into(),
-        };
-        format!("--out: {what}, but its record could not be written")
-    })?;
-    if let Some(dir) = &plan.out {
-        reporter.say(&format!("record    {} (result.json, report.html)", dir.display()));
-    }
-    Ok(if verdict.passed {
-        Outcome::Passed
-    } else {
-        Outcome::Failed
-    })
 }
 
 /// An erase passes when a method left the sampled blocks readable as erased.

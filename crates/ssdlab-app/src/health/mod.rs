@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use self::sources::{DeviceFailure, HistoryDir, Reading, read_device, read_file, scan_drives, split_type};
 use crate::export;
 use crate::ports::{Outcome, Ports};
+use crate::recording::{Finished, Interruption, Recording};
 use crate::reporter::Reporter;
 
 /// A health reading, checked.
@@ -41,8 +42,8 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Checks the flags: a window of at least a second, ratings above zero, a `--prom` file that can be
-    /// written; and makes `--out` ready.
+    /// Checks the flags: a window of at least a second, ratings above zero, a `--prom` file and an `--out`
+    /// directory that can be written (created when the run starts).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         devices: Vec<String>,
@@ -61,7 +62,7 @@ impl Plan {
             export::check_prom_path(prom)?;
         }
         if let Some(out) = &out {
-            export::prepare_out_dir(out)?;
+            export::check_out_dir(out)?;
         }
         Ok(Plan {
             devices,
@@ -90,6 +91,9 @@ pub fn default_history_dir() -> PathBuf {
 )]
 pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let history = plan.history.clone().map(|dir| HistoryDir { dir });
+    // Before the drives are read (a directory that cannot take the result is known first). The metrics of a
+    // run that read nothing are written below without it.
+    let recording = Recording::begin(plan.out.as_ref(), plan.prom.as_deref(), ports.started_unix_s)?;
     let Readings {
         readings,
         unreadable,
@@ -111,16 +115,15 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         return Err(error);
     }
     let drives = assess_all(readings, history.as_ref(), &plan.rating, plan.window_s)?;
-    let started_unix_s = ports.started_unix_s;
     let mut reporter = Reporter::new(&mut *ports.console);
     for d in &drives {
         reporter.say_lines(ssdlab_report::text::drive_lines(d));
     }
-    if let Some(prom) = &plan.prom {
+    let metrics = plan.prom.as_ref().map(|_| {
         let mut exposition = Exposition::new();
         ssdlab_health::prom::health_metrics(&mut exposition, &drives, &read_ok);
-        export::write_prom(&mut reporter, prom, &exposition)?;
-    }
+        exposition
+    });
     for u in &unreadable {
         reporter.say(&format!("UNREADABLE {}: {}", u.device, u.reason));
     }
@@ -175,20 +178,21 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         drives,
         unreadable,
     };
-    export::publish_analysis(
-        started_unix_s,
+    let target = subject(&analysis);
+    recording.finish(
         &mut reporter,
-        plan.out.as_deref(),
-        subject(&analysis),
-        options,
-        Analysis::Health(analysis),
-        &verdict,
-        true,
-    )?;
-    if let Some(dir) = &plan.out {
-        reporter.say(&format!("results   {} (report.html, result.json)", dir.display()));
-    }
-    Ok(Outcome::of_verdict(reporter.pipe_closed(), verdict.passed))
+        Finished {
+            target,
+            options,
+            phases: vec![],
+            analysis: Analysis::Health(analysis),
+            verdict,
+            complete: true,
+            interrupted: Interruption::AsTheConsoleSays,
+            metrics,
+            done: None,
+        },
+    )
 }
 
 /// Each drive read, with its history (loaded, and this snapshot appended) for a real drive, assessed.

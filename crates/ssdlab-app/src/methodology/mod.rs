@@ -6,10 +6,8 @@ pub mod options;
 
 use anyhow::{Context, Result, anyhow};
 use ssdlab_core::Device;
-use ssdlab_core::schema::Event;
 use ssdlab_core::schema::options::{MethodOptions, RunOptions, TestOptions};
 use ssdlab_core::schema::replay::ReplayOptions;
-use ssdlab_core::units::rfc3339_utc;
 use ssdlab_methods::consistency::{self, ConsistencyOptions};
 use ssdlab_methods::erase::Purger;
 use ssdlab_methods::latency::{self, LatencyOptions};
@@ -22,6 +20,7 @@ use ssdlab_methods::{MethodError, MethodOutcome, Session};
 
 use crate::export;
 use crate::ports::{Outcome, Ports};
+use crate::recording::{Finished, Interruption, Recording};
 use crate::reporter::Reporter;
 use crate::target::{TargetPlan, Use};
 
@@ -106,6 +105,7 @@ impl Plan {
         out: Option<crate::export::OutDir>,
         method: Method,
     ) -> Result<Self> {
+        // Checked now, created by the recording once the gate has let the test through.
         if let Some(dir) = &out {
             export::check_out_dir(dir)?;
         }
@@ -147,27 +147,27 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
     let kind = method.kind();
     let usage = method.usage();
     let options = method.recorded();
-    if let Some(dir) = &out {
-        export::prepare_out_dir(dir)?;
-    }
     let opened = target.open(usage)?;
     let (mut device, before) = (opened.device, opened.undo);
     let info = device.info().clone();
-    let started_at = rfc3339_utc(ports.unix_now_s());
     let options = RunOptions::Test(TestOptions {
         target: target.recorded(),
         seed,
         method: options,
     });
+    // After the gate, before the method measures anything: a refusal leaves no directory behind.
+    let mut recording = match Recording::begin(out.as_ref(), None, ports.started_unix_s) {
+        Ok(recording) => recording,
+        Err(e) => {
+            drop(device);
+            before.restore();
+            return Err(e);
+        }
+    };
     let mut reporter = Reporter::new(&mut *ports.console);
     reporter.say(&format!("ssdlab    test {kind}"));
     reporter.say_lines(ssdlab_report::text::target_lines(&info));
-    reporter.emit(&Event::Begin {
-        kind: kind.into(),
-        target: info.clone(),
-        options: options.clone(),
-        started_at: started_at.clone(),
-    })?;
+    recording.announce(&mut reporter, kind, &info, &options)?;
     // A PTS purges a whole drive with its own sanitize or secure erase where it offers one (the specification's
     // purge), so the run holds the gate's descriptor for them. The console is the run's while it runs: the
     // purges' notices reach the user through the method (`Purger::notices`, said as alarms before each purge),
@@ -198,23 +198,18 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
         reporter.say(&format!("note      {note}"));
     }
     reporter.say_lines(ssdlab_report::text::verdict_lines(&outcome.verdict));
-    reporter.emit(&Event::Analysis(outcome.analysis.clone()))?;
-    reporter.emit(&Event::Verdict(outcome.verdict.clone()))?;
-    if let Some(dir) = &out {
-        let result = export::record(
-            started_at,
-            info,
+    recording.finish(
+        &mut reporter,
+        Finished {
+            target: info,
             options,
-            outcome.phases,
-            outcome.analysis,
-            outcome.verdict.clone(),
-            outcome.complete,
-        );
-        export::save(&mut reporter, dir, &result)?;
-        reporter.say(&format!(
-            "results   {} (report.html, result.json, CSV, charts/)",
-            dir.display()
-        ));
-    }
-    Ok(reporter.outcome(outcome.verdict.passed))
+            phases: outcome.phases,
+            analysis: outcome.analysis,
+            verdict: outcome.verdict,
+            complete: outcome.complete,
+            interrupted: Interruption::AsTheConsoleSays,
+            metrics: None,
+            done: None,
+        },
+    )
 }

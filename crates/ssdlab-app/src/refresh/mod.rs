@@ -27,9 +27,9 @@ use ssdlab_methods::refresh::{RefreshLog, StateDir, StateError};
 
 use self::printer::Printer;
 use self::world::{Env, PathOpener, RealWorld};
-use crate::export;
 use crate::flags::size_flag;
 use crate::ports::{Outcome, Ports};
+use crate::recording::{Finished, Interruption, Recording};
 use crate::reporter::Reporter;
 
 pub use ssdlab_targets::default_state_dir;
@@ -205,6 +205,7 @@ impl Plan {
             .collect::<Result<_>>()?;
         if let Some(out) = &args.out {
             refuse_out_inside(out, &paths)?;
+            crate::export::check_out_dir(out)?;
         }
         let state_dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
         let plan = Plan {
@@ -253,9 +254,7 @@ fn execute(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         })?)
     };
     // Prepared after the lock, so a run that cannot start leaves no directory behind.
-    if let Some(dir) = &args.out {
-        export::prepare_out_dir(dir)?;
-    }
+    let recording = Recording::begin(args.out.as_ref(), None, ports.started_unix_s)?;
     let exclude: Vec<(u64, u64)> = std::fs::metadata(state_dir)
         .map(|m| vec![(m.dev(), m.ino())])
         .unwrap_or_default();
@@ -297,7 +296,7 @@ fn execute(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
             e.before_bytes_per_s = before_mb_s.get(&c.path).map(|mb_s| mb_s * 1e6);
             analysis.files.push(e);
         }
-        return publish(args, ports, analysis, 0, false);
+        return publish(args, recording, ports, analysis, 0, false);
     };
     if state.journal.unreadable_lines > 0 {
         ports.console.say(&format!(
@@ -332,7 +331,14 @@ fn execute(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     // The next run may start as soon as this one is done rewriting: the lock is not held while the result is
     // written (a --json reader that stops reading must not keep it).
     drop(state);
-    publish(args, ports, analysis, report.problems, report.interrupted)
+    publish(
+        args,
+        recording,
+        ports,
+        analysis,
+        report.problems,
+        report.interrupted,
+    )
 }
 
 /// A PATH refresh may write beneath: it exists, no component is a symlink, and it is on a disk's file system.
@@ -382,6 +388,7 @@ fn refuse_out_inside(out: &Path, paths: &[PathBuf]) -> Result<()> {
 /// passed when nothing was skipped, given up or failed, else failed.
 fn publish(
     args: &RefreshFlags,
+    recording: Recording,
     ports: &mut Ports,
     mut analysis: RefreshAnalysis,
     problems: usize,
@@ -402,65 +409,51 @@ fn publish(
         passed: reasons.is_empty(),
         reasons,
     };
-    let started_unix_s = ports.started_unix_s;
-    let mut reporter = Reporter::new(&mut *ports.console);
-    if reporter.json_wanted() || args.out.is_some() {
-        let info = ssdlab_core::DeviceInfo {
-            max_transfer_bytes: u64::MAX,
-            direct_io: true,
-            ..ssdlab_core::DeviceInfo::subject(
-                args.paths
-                    .iter()
-                    .map(|p| escape_path(p))
-                    .chain(args.from.iter().map(|d| format!("--from {}", d.display())))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                TargetKind::File,
-                "files rewritten in place".into(),
-                analysis.selected_bytes,
-                "read, write, sync and verify per chunk under a write lease".into(),
-            )
-        };
-        let options = ssdlab_core::schema::options::RunOptions::Refresh(RecordedFlags {
-            paths: args.paths.iter().map(|p| escape_path(p)).collect(),
-            from: args.from.as_deref().map(escape_path),
-            slower_than: args.slower_than,
-            older_than: args.older_than.clone(),
-            rate: args.rate.clone(),
-            chunk: args.chunk.clone(),
-            dry_run: args.dry_run,
-        });
-        // The files are rewritten by now: a result that cannot be written is reported, and the run's own outcome
-        // stands.
-        match export::publish_analysis(
-            started_unix_s,
-            &mut reporter,
-            args.out.as_deref(),
-            info,
+    let info = ssdlab_core::DeviceInfo {
+        max_transfer_bytes: u64::MAX,
+        direct_io: true,
+        ..ssdlab_core::DeviceInfo::subject(
+            args.paths
+                .iter()
+                .map(|p| escape_path(p))
+                .chain(args.from.iter().map(|d| format!("--from {}", d.display())))
+                .collect::<Vec<_>>()
+                .join(" "),
+            TargetKind::File,
+            "files rewritten in place".into(),
+            analysis.selected_bytes,
+            "read, write, sync and verify per chunk under a write lease".into(),
+        )
+    };
+    let options = ssdlab_core::schema::options::RunOptions::Refresh(RecordedFlags {
+        paths: args.paths.iter().map(|p| escape_path(p)).collect(),
+        from: args.from.as_deref().map(escape_path),
+        slower_than: args.slower_than,
+        older_than: args.older_than.clone(),
+        rate: args.rate.clone(),
+        chunk: args.chunk.clone(),
+        dry_run: args.dry_run,
+    });
+    let rewritten = analysis
+        .files
+        .iter()
+        .filter(|f| f.outcome == RefreshOutcome::Refreshed)
+        .count();
+    let done = (rewritten > 0).then(|| format!("the refresh rewrote {rewritten} files"));
+    recording.finish(
+        &mut Reporter::new(&mut *ports.console),
+        Finished {
+            target: info,
             options,
-            Analysis::Refresh(analysis),
-            &verdict,
-            !interrupted,
-        ) {
-            Ok(()) => {
-                if let Some(dir) = &args.out {
-                    reporter.say(&format!("results   {} (report.html, result.json)", dir.display()));
-                }
-            }
-            Err(e) => reporter.alarm(&format!(
-                "ssdlab: error: the refresh ran, but its result was not written: {e:#}"
-            )),
-        }
-    }
-    Ok(if interrupted {
-        Outcome::Interrupted
-    } else if reporter.pipe_closed() {
-        Outcome::PipeClosed
-    } else if verdict.passed {
-        Outcome::Passed
-    } else {
-        Outcome::Failed
-    })
+            phases: vec![],
+            analysis: Analysis::Refresh(analysis),
+            verdict,
+            complete: !interrupted,
+            interrupted: Interruption::Known(interrupted),
+            metrics: None,
+            done,
+        },
+    )
 }
 
 /// Paths a scan found slower than `fraction` of its baseline, with their measured speed.
