@@ -259,8 +259,8 @@ mod tests {
                 .unwrap()
                 .starts_with(&a.rows[0].transfer_bytes.to_string())
         );
-        let trim: RunResult =
-            serde_json::from_str(include_str!("../../ssdlab-core/tests/fixtures/ssdlab1/trim.json")).unwrap();
+        let trim =
+            RunResult::from_json(include_str!("../../ssdlab-core/tests/fixtures/ssdlab1/trim.json")).unwrap();
         let (_, csv) = tidy_csv(&trim).unwrap();
         assert_eq!(csv.lines().count(), 4);
         assert!(csv.contains("\nclean,") && csv.contains("\nafter-trim,"));

@@ -14,78 +14,98 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::stats::{mean, percentile};
 
-/// One result's kind and analysis, tagged as `result.json` writes them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "kind", content = "analysis", rename_all = "kebab-case")]
-pub enum Analysis {
-    /// A plain `ssdlab run`: the phases are the result, there is nothing more to conclude.
-    Run,
-    Consistency(MethodAnalysis<ConsistencyAnalysis>),
-    Trim(MethodAnalysis<TrimAnalysis>),
-    Sweep(MethodAnalysis<SweepAnalysis>),
-    Latency(MethodAnalysis<LatencyAnalysis>),
-    Pts(MethodAnalysis<crate::schema::pts::PtsAnalysis>),
-    /// `ssdlab quick`: the CrystalDiskMark/KDiskMark set with its repeats.
-    Quick(MethodAnalysis<crate::schema::quick::QuickAnalysis>),
-    Replay(MethodAnalysis<crate::schema::replay::ReplayAnalysis>),
-    Scan(ScanAnalysis),
-    RegionScan(RegionScanAnalysis),
-    Health(crate::schema::health::HealthAnalysis),
-    Fanout(Box<crate::schema::fanout::FanoutAnalysis>),
-    Refresh(crate::schema::refresh::RefreshAnalysis),
-    /// `ssdlab erase`: the purge's record.
-    Erase(crate::schema::erase::EraseAnalysis),
-    /// `ssdlab op`: the spare area, the plan and what applying it did.
-    Op(crate::schema::op::OpAnalysis),
-    /// `ssdlab serve`: the NBD session.
-    Serve(crate::schema::serve::ServeAnalysis),
+macro_rules! define_analysis {
+    ($( $variant:ident $kind:literal $options:ty, $analysis:ty; )*) => {
+        /// One result's kind and analysis, tagged as `result.json` writes them: the test methods (from the one
+        /// list, [`crate::for_each_method!`]) and the commands that leave a result.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+        #[serde(tag = "kind", content = "analysis", rename_all = "kebab-case")]
+        pub enum Analysis {
+            /// A plain `ssdlab run`: the phases are the result, there is nothing more to conclude.
+            Run,
+            $( #[serde(rename = $kind)] $variant(MethodAnalysis<$analysis>), )*
+            Scan(ScanAnalysis),
+            RegionScan(RegionScanAnalysis),
+            Health(crate::schema::health::HealthAnalysis),
+            Fanout(Box<crate::schema::fanout::FanoutAnalysis>),
+            Refresh(crate::schema::refresh::RefreshAnalysis),
+            /// `ssdlab erase`: the purge's record.
+            Erase(crate::schema::erase::EraseAnalysis),
+            /// `ssdlab op`: the spare area, the plan and what applying it did.
+            Op(crate::schema::op::OpAnalysis),
+            /// `ssdlab serve`: the NBD session.
+            Serve(crate::schema::serve::ServeAnalysis),
+        }
+
+        impl Analysis {
+            /// The kind as `result.json` names it.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    Analysis::Run => "run",
+                    $( Analysis::$variant(_) => $kind, )*
+                    Analysis::Scan(_) => "scan",
+                    Analysis::RegionScan(_) => "region-scan",
+                    Analysis::Health(_) => "health",
+                    Analysis::Fanout(_) => "fanout",
+                    Analysis::Refresh(_) => "refresh",
+                    Analysis::Erase(_) => "erase",
+                    Analysis::Op(_) => "op",
+                    Analysis::Serve(_) => "serve",
+                }
+            }
+
+            /// The test method this is a result of, if it is a method's.
+            pub fn method(&self) -> Option<crate::schema::MethodKind> {
+                match self {
+                    $( Analysis::$variant(_) => Some(crate::schema::MethodKind::$variant), )*
+                    Analysis::Run
+                    | Analysis::Scan(_)
+                    | Analysis::RegionScan(_)
+                    | Analysis::Health(_)
+                    | Analysis::Fanout(_)
+                    | Analysis::Refresh(_)
+                    | Analysis::Erase(_)
+                    | Analysis::Op(_)
+                    | Analysis::Serve(_) => None,
+                }
+            }
+
+            /// What the method noted along the way (fallbacks, I/O failures, purges it could not do).
+            pub fn notes(&self) -> &[String] {
+                match self {
+                    $( Analysis::$variant(m) => &m.notes, )*
+                    Analysis::Op(a) => &a.notes,
+                    Analysis::Run
+                    | Analysis::Scan(_)
+                    | Analysis::RegionScan(_)
+                    | Analysis::Health(_)
+                    | Analysis::Fanout(_)
+                    | Analysis::Refresh(_)
+                    | Analysis::Erase(_)
+                    | Analysis::Serve(_) => &[],
+                }
+            }
+
+            /// The analysis object alone, as `result.json`'s `analysis` field holds it (`null` for a plain run).
+            pub(crate) fn serialize_object<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    Analysis::Run => serializer.serialize_none(),
+                    $( Analysis::$variant(a) => a.serialize(serializer), )*
+                    Analysis::Scan(a) => a.serialize(serializer),
+                    Analysis::RegionScan(a) => a.serialize(serializer),
+                    Analysis::Health(a) => a.serialize(serializer),
+                    Analysis::Fanout(a) => a.serialize(serializer),
+                    Analysis::Refresh(a) => a.serialize(serializer),
+                    Analysis::Erase(a) => a.serialize(serializer),
+                    Analysis::Op(a) => a.serialize(serializer),
+                    Analysis::Serve(a) => a.serialize(serializer),
+                }
+            }
+        }
+    };
 }
 
-impl Analysis {
-    /// The kind as `result.json` names it.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Analysis::Run => "run",
-            Analysis::Consistency(_) => "consistency",
-            Analysis::Trim(_) => "trim",
-            Analysis::Sweep(_) => "sweep",
-            Analysis::Latency(_) => "latency",
-            Analysis::Pts(_) => "pts",
-            Analysis::Quick(_) => "quick",
-            Analysis::Replay(_) => "replay",
-            Analysis::Scan(_) => "scan",
-            Analysis::RegionScan(_) => "region-scan",
-            Analysis::Health(_) => "health",
-            Analysis::Fanout(_) => "fanout",
-            Analysis::Refresh(_) => "refresh",
-            Analysis::Erase(_) => "erase",
-            Analysis::Op(_) => "op",
-            Analysis::Serve(_) => "serve",
-        }
-    }
-
-    /// What the method noted along the way (fallbacks, I/O failures, purges it could not do).
-    pub fn notes(&self) -> &[String] {
-        match self {
-            Analysis::Consistency(m) => &m.notes,
-            Analysis::Trim(m) => &m.notes,
-            Analysis::Sweep(m) => &m.notes,
-            Analysis::Latency(m) => &m.notes,
-            Analysis::Pts(m) => &m.notes,
-            Analysis::Quick(m) => &m.notes,
-            Analysis::Replay(m) => &m.notes,
-            Analysis::Run
-            | Analysis::Scan(_)
-            | Analysis::RegionScan(_)
-            | Analysis::Health(_)
-            | Analysis::Fanout(_)
-            | Analysis::Refresh(_)
-            | Analysis::Erase(_)
-            | Analysis::Serve(_) => &[],
-            Analysis::Op(a) => &a.notes,
-        }
-    }
-}
+crate::for_each_method!(define_analysis);
 
 /// A device method's analysis: its figures when it got far enough to measure, and its notes either way.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

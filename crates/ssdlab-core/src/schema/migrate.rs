@@ -1,14 +1,16 @@
 //! Reading every result an earlier ssdlab wrote. `ssdlab/2` names every field with its SI unit (`_bytes_per_s`,
 //! `_ns`, `_ratio`); `ssdlab/1` results of the stale-data scans carried MB/s, microseconds and a slowdown factor.
-//! [`RunResult::from_json`] reads either: a version-1 scan or region scan is rewritten field by field into
-//! version 2 before the typed reading, so no reader ever sees the old units. Nothing here writes a file.
+//! `ssdlab/3` tags a test method's options by its kind (`{"kind": "quick", "options": {...}}`); before, they were
+//! the bare options object, read as whichever method's fields it had first. [`RunResult::from_json`] reads every
+//! version: an older result is rewritten step by step into this version's shape before the typed reading, so no
+//! reader ever sees the old units or shapes. Nothing here writes a file.
 
 use serde_json::{Map, Value};
 
 use crate::schema::{RunResult, SCHEMA};
 
 /// The schemas this ssdlab reads.
-pub const READABLE: [&str; 2] = ["ssdlab/1", SCHEMA];
+pub const READABLE: [&str; 3] = ["ssdlab/1", "ssdlab/2", SCHEMA];
 
 /// Renames `old` to `new` in `object`, multiplying a number by `factor` (a `null`, JSON's infinity, stays).
 fn convert(object: &mut Map<String, Value>, old: &str, new: &str, factor: f64) {
@@ -110,6 +112,17 @@ fn analysis_v1_to_v2(kind: &str, analysis: &mut Map<String, Value>, slower_than:
     }
 }
 
+/// Tags a version-2 test result's method options with the result's kind (version 3's shape).
+fn method_options_v2_to_v3(kind: &str, value: &mut Value) {
+    if crate::schema::MethodKind::from_name(kind).is_none() {
+        return;
+    }
+    if let Some(method) = value.pointer_mut("/options/method") {
+        let options = method.take();
+        *method = serde_json::json!({ "kind": kind, "options": options });
+    }
+}
+
 impl RunResult {
     /// Reads a `result.json` of any readable schema, in this version's names and units.
     pub fn from_json(text: &str) -> Result<RunResult, String> {
@@ -125,16 +138,19 @@ impl RunResult {
                 READABLE.join(", ")
             ));
         }
+        let kind = value
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if schema == "ssdlab/1" {
-            let kind = value
-                .get("kind")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
             let slower_than = value.pointer("/options/slower_than").and_then(Value::as_f64);
             if let Some(Value::Object(analysis)) = value.get_mut("analysis") {
                 analysis_v1_to_v2(&kind, analysis, slower_than);
             }
+        }
+        if schema == "ssdlab/1" || schema == "ssdlab/2" {
+            method_options_v2_to_v3(&kind, &mut value);
             value["schema"] = Value::String(SCHEMA.into());
         }
         serde_json::from_value(value).map_err(|e| e.to_string())
@@ -172,11 +188,42 @@ mod tests {
         assert!(v.get("baseline_mb_s").is_none() && v["buckets"][0].get("speed_mb_s").is_none());
     }
 
+    /// A version-2 quick result: its options were latency's fields plus `repeats`, untagged. It reads back as
+    /// quick's options, and a version-2 latency result as latency's.
+    #[test]
+    fn a_version_2_methods_options_read_back_as_its_kind() {
+        for (kind, options) in [
+            (
+                "quick",
+                r#"{"repeats": 3, "runtime_ns": 1000000000, "span_bytes": 1048576}"#,
+            ),
+            (
+                "latency",
+                r#"{"span_bytes": 1048576, "runtime_ns": 1000000000, "rw": "randread"}"#,
+            ),
+        ] {
+            let mut value: Value = serde_json::from_str(&format!(
+                r#"{{"kind": "{kind}", "options": {{"target": "null", "engine": "auto", "allow_destroy": false,
+                    "force": false, "seed": 1, "method": {options}}}}}"#
+            ))
+            .unwrap();
+            method_options_v2_to_v3(kind, &mut value);
+            let method: crate::schema::MethodOptions =
+                serde_json::from_value(value.pointer("/options/method").unwrap().clone()).unwrap();
+            assert_eq!(method.kind().name(), kind);
+        }
+        // Not a method: untouched.
+        let mut value: Value = serde_json::from_str(r#"{"kind": "scan", "options": {"paths": []}}"#).unwrap();
+        let before = value.clone();
+        method_options_v2_to_v3("scan", &mut value);
+        assert_eq!(value, before);
+    }
+
     #[test]
     fn unknown_schemas_are_refused_by_name() {
         let err = RunResult::from_json(r#"{"schema": "ssdlab/9"}"#).unwrap_err();
         assert!(
-            err.contains("ssdlab/9") && err.contains("ssdlab/1, ssdlab/2"),
+            err.contains("ssdlab/9") && err.contains("ssdlab/1, ssdlab/2, ssdlab/3"),
             "{err}"
         );
     }

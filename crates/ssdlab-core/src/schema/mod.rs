@@ -1,4 +1,5 @@
-//! The result schema: what `--json` streams and `result.json` holds (schema "ssdlab/2"; `migrate` reads "ssdlab/1").
+//! The result schema: what `--json` streams and `result.json` holds (schema "ssdlab/3"; `migrate` reads "ssdlab/1"
+//! and "ssdlab/2").
 //!
 //! Field names carry their units as suffixes. The report crate renders only from these types, so any old
 //! result directory can be redrawn. Changing a field's meaning needs a new schema version; adding optional
@@ -9,6 +10,7 @@ mod cache;
 pub mod erase;
 pub mod fanout;
 pub mod health;
+mod methods;
 pub mod migrate;
 pub mod op;
 pub mod options;
@@ -22,12 +24,13 @@ use serde::{Deserialize, Serialize, Serializer};
 
 pub use analysis::*;
 pub use cache::CacheStats;
+pub use methods::{MethodKind, MethodOptions};
 
 use crate::device::DeviceInfo;
 use crate::histogram::SparseHistogram;
 
 /// The schema identifier written into every result.
-pub const SCHEMA: &str = "ssdlab/2";
+pub const SCHEMA: &str = "ssdlab/3";
 
 /// Latency percentiles and moments in nanoseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -265,22 +268,5 @@ pub enum Event {
 
 /// The analysis object alone, as `result.json`'s `analysis` field holds it (`null` for a plain run).
 fn analysis_object<S: Serializer>(analysis: &Analysis, serializer: S) -> Result<S::Ok, S::Error> {
-    match analysis {
-        Analysis::Run => serializer.serialize_none(),
-        Analysis::Consistency(a) => a.serialize(serializer),
-        Analysis::Trim(a) => a.serialize(serializer),
-        Analysis::Sweep(a) => a.serialize(serializer),
-        Analysis::Latency(a) => a.serialize(serializer),
-        Analysis::Pts(a) => a.serialize(serializer),
-        Analysis::Quick(a) => a.serialize(serializer),
-        Analysis::Replay(a) => a.serialize(serializer),
-        Analysis::Scan(a) => a.serialize(serializer),
-        Analysis::RegionScan(a) => a.serialize(serializer),
-        Analysis::Health(a) => a.serialize(serializer),
-        Analysis::Fanout(a) => a.serialize(serializer),
-        Analysis::Refresh(a) => a.serialize(serializer),
-        Analysis::Erase(a) => a.serialize(serializer),
-        Analysis::Op(a) => a.serialize(serializer),
-        Analysis::Serve(a) => a.serialize(serializer),
-    }
+    analysis.serialize_object(serializer)
 }

@@ -6,7 +6,8 @@
 //! before `Op`. The tests below read every new shape back as itself.
 //!
 //! The method option types live here, not in ssdlab-methods, because the result schema names them; the
-//! methods re-export them.
+//! methods re-export them. A test method's options are tagged by its kind ([`MethodOptions`], generated from the one
+//! list of methods in `methods.rs`), so they read back as the method they name.
 
 use std::path::PathBuf;
 
@@ -135,20 +136,8 @@ pub struct JobOptions {
     pub workload: Workload,
 }
 
-/// A method's options; which method is the result's kind.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(untagged)]
-pub enum MethodOptions {
-    Consistency(ConsistencyOptions),
-    Sweep(SweepOptions),
-    Trim(TrimOptions),
-    // Untagged: serde takes the first variant whose fields are present. Quick's fields are latency's plus a
-    // required `repeats`, so it is asked first, or a quick record would read back as a latency test.
-    Quick(crate::schema::quick::QuickOptions),
-    Latency(LatencyOptions),
-    Pts(crate::schema::pts::PtsOptions),
-    Replay(crate::schema::replay::ReplayOptions),
-}
+/// A method's options, tagged by its kind (generated from the one list of methods).
+pub use crate::schema::methods::MethodOptions;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConsistencyOptions {

@@ -202,7 +202,7 @@ fn result_directory_holds_json_and_csv() {
     ]);
     expect_code(&out, 0);
     let result: Value = serde_json::from_slice(&std::fs::read(out_dir.join("result.json")).unwrap()).unwrap();
-    assert_eq!(result["schema"], "ssdlab/2");
+    assert_eq!(result["schema"], "ssdlab/3");
     assert_eq!(result["kind"], "run");
     assert_eq!(result["complete"], true);
     let samples = result["phases"][0]["samples"].as_array().unwrap();

@@ -36,7 +36,7 @@ fn consistency_on_a_loop_device_records_every_second() {
     assert!(stderr(&out).contains("steady state not reached"));
     let result = read_result(&out_dir);
     assert_eq!(result["kind"], "consistency");
-    assert_eq!(result["schema"], "ssdlab/2");
+    assert_eq!(result["schema"], "ssdlab/3");
     assert_eq!(
         phase(&result, "fill")["summary"]["bytes"],
         64 << 20,
@@ -351,7 +351,7 @@ fn latency_reads_need_no_permission_to_destroy_and_report_the_tail() {
     expect_code(&out, 0);
     let result = read_result(&out_dir);
     assert_eq!(
-        result["options"]["method"]["rw"], "randread",
+        result["options"]["method"]["options"]["rw"], "randread",
         "{}",
         result["options"]
     );
@@ -572,8 +572,17 @@ fn quick_measures_the_disk_mark_set_with_its_spread_on_one_screen() {
     assert_eq!(csv.lines().count(), 1 + 16, "{csv}");
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert!(html.contains("CrystalDiskMark") && html.contains("RND4K Q32T1"));
-    // The options read back as quick's, not as the latency test whose fields they include.
-    assert_eq!(result["options"]["method"]["repeats"], 2, "{}", result["options"]);
+    // The options are tagged as quick's, and read back so, not as the latency test whose fields they include.
+    assert_eq!(
+        result["options"]["method"]["kind"], "quick",
+        "{}",
+        result["options"]
+    );
+    assert_eq!(
+        result["options"]["method"]["options"]["repeats"], 2,
+        "{}",
+        result["options"]
+    );
     let redrawn = dir.path().join("again.html");
     expect_code(
         &run(&[
