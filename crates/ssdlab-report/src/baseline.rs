@@ -4,7 +4,8 @@
 
 use ssdlab_core::schema::RunResult;
 
-use crate::figures::{Better, figures};
+use crate::figures::Better;
+use crate::views::figures;
 use crate::{escape, label};
 
 /// The table of `group`'s results against `baseline` (one of them), or nothing when the kind has no figures.

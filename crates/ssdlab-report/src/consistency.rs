@@ -179,3 +179,24 @@ pub(crate) fn analysis(r: &RunResult) -> Option<&ConsistencyAnalysis> {
         _ => None,
     }
 }
+
+/// How a performance consistency result is shown.
+pub(crate) struct Consistency;
+
+impl crate::views::View for Consistency {
+    type Analysis = ssdlab_core::schema::ConsistencyAnalysis;
+    const HEADING: &'static str = "Performance consistency: 4 KiB random writes at QD32";
+    const MEASURED_PHASES: &'static [&'static str] = &["random-write"];
+
+    fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
+        consistency(group)
+    }
+
+    fn lines(analysis: &Self::Analysis) -> Vec<String> {
+        crate::text::methods::consistency_lines(analysis)
+    }
+
+    fn figures(_: &ssdlab_core::schema::RunResult, analysis: &Self::Analysis) -> Vec<crate::figures::Figure> {
+        crate::figures::consistency(analysis)
+    }
+}

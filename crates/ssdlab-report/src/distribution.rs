@@ -4,7 +4,7 @@
 //! of fio's ranges, `lat (usec): 100=12.5%, 250=80.1%, ...`) and as a column chart, fio-plot's histogram. Drawn
 //! for every kind whose phases keep their whole-phase histogram.
 
-use ssdlab_core::schema::{Analysis, RunResult};
+use ssdlab_core::schema::RunResult;
 
 use crate::svg::{Axis, Chart, Mark, Scale, Series, columns};
 use crate::{chart_svg, label, table_with_class};
@@ -64,19 +64,6 @@ fn fio_buckets(points: &[(u64, f64)]) -> Vec<f64> {
     shares
 }
 
-/// The phases whose latency a kind measures (the fill and purge phases are preparation).
-fn measured_phases(r: &RunResult) -> &'static [&'static str] {
-    match &r.analysis {
-        Analysis::Run => &["run"],
-        Analysis::Consistency(_) => &["random-write"],
-        Analysis::Trim(_) => &["clean", "dirty", "after-trim"],
-        Analysis::Replay(_) => &["replay"],
-        // One phase named by its operations.
-        Analysis::Latency(_) => &[""],
-        _ => &[],
-    }
-}
-
 /// The CDF and tail charts of `group`, or nothing when no phase kept a histogram.
 #[expect(
     clippy::too_many_lines,
@@ -88,7 +75,7 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
     // Each phase's shares of fio's buckets, named and styled as its series.
     let mut buckets: Vec<crate::svg::Columns> = Vec::new();
     for r in group {
-        for (kind, &name) in measured_phases(r).iter().enumerate() {
+        for (kind, &name) in crate::views::measured_phases(r).iter().enumerate() {
             let phase = if name.is_empty() {
                 r.phases.first()
             } else {
@@ -101,7 +88,7 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
             if points.is_empty() {
                 continue;
             }
-            let series_name = match (group.len() > 1, measured_phases(r).len() > 1) {
+            let series_name = match (group.len() > 1, crate::views::measured_phases(r).len() > 1) {
                 (true, true) => format!("{} {name}", label(r)),
                 (true, false) => label(r),
                 (false, true) => name.to_string(),

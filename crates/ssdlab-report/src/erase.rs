@@ -71,3 +71,15 @@ pub(crate) fn erase(group: &[&RunResult]) -> String {
     }
     out
 }
+
+/// How a erase result is shown.
+pub(crate) struct Erase;
+
+impl crate::views::View for Erase {
+    type Analysis = ssdlab_core::schema::erase::EraseAnalysis;
+    const HEADING: &'static str = "Erase: the purge, and whether the device reads back erased";
+
+    fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
+        erase(group)
+    }
+}

@@ -231,6 +231,26 @@ fn one(a: &FanoutAnalysis) -> String {
     out
 }
 
+/// How a fan-out result is shown.
+pub(crate) struct Fanout;
+
+impl crate::views::View for Fanout {
+    type Analysis = ssdlab_core::schema::fanout::FanoutAnalysis;
+    const HEADING: &'static str = "Fan-out: the query that waits for every drive, and the straggler";
+
+    fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
+        fanout(group)
+    }
+
+    fn figures(_: &ssdlab_core::schema::RunResult, analysis: &Self::Analysis) -> Vec<crate::figures::Figure> {
+        crate::figures::fanout(analysis)
+    }
+
+    fn tidy(analysis: &Self::Analysis) -> Option<(&'static str, String)> {
+        crate::tidy::fanout(analysis)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

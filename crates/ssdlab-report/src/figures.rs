@@ -3,9 +3,9 @@
 //! baseline table sets them against one result, and the ranking draws them as bars when several results of a
 //! kind are compared. It never renders a result's own sections.
 
+use ssdlab_core::schema::RunResult;
 use ssdlab_core::schema::options::SweepAxis;
 use ssdlab_core::schema::pts::PtsMetric;
-use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult};
 use ssdlab_core::units::Nanos;
 
 use crate::label;
@@ -69,146 +69,159 @@ fn figure(name: &'static str, value: f64, better: Better, format: fn(f64) -> Str
     }
 }
 
-/// The headline figures of `r`, by kind.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
-pub(crate) fn figures(r: &RunResult) -> Vec<Figure> {
+/// Run's headline figures.
+pub(crate) fn run(r: &ssdlab_core::schema::RunResult) -> Vec<Figure> {
     use Better::{Higher, Lower};
-    match &r.analysis {
-        Analysis::Run => r
-            .phases
-            .first()
-            .map(|p| {
-                let s = &p.summary;
-                // Whole seconds only: a trailing partial window is noisier than the run.
-                let whole: Vec<&ssdlab_core::schema::Sample> =
-                    p.samples.iter().filter(|x| x.seconds >= 0.999).collect();
-                let iops: Vec<f64> = whole.iter().map(|x| x.iops).collect();
-                let rate: Vec<f64> = whole.iter().map(|x| x.bytes_per_s).collect();
-                vec![
-                    figure("IOPS", s.iops, Higher, count).with_spread(relative_spread(&iops)),
-                    figure("throughput", s.bytes_per_s, Higher, mb).with_spread(relative_spread(&rate)),
-                    figure("mean latency", s.latency_ns.mean, Lower, ns),
-                    figure("p99 latency", s.latency_ns.p99 as f64, Lower, ns),
-                ]
-            })
-            .unwrap_or_default(),
-        Analysis::Consistency(MethodAnalysis {
-            measured: Some(a), ..
-        }) => vec![
-            figure("plateau IOPS", a.plateau_iops, Higher, count),
-            // No spread: the steady state's per-second standard deviation is the drive's own variation (GC), not
-            // the uncertainty of its mean, and the analysis keeps no sample count to turn one into the other.
-            figure("steady IOPS", a.steady_iops_mean, Higher, count),
-            figure("steady std dev", a.steady_iops_std_dev, Lower, count),
+    r.phases
+        .first()
+        .map(|p| {
+            let s = &p.summary;
+            // Whole seconds only: a trailing partial window is noisier than the run.
+            let whole: Vec<&ssdlab_core::schema::Sample> =
+                p.samples.iter().filter(|x| x.seconds >= 0.999).collect();
+            let iops: Vec<f64> = whole.iter().map(|x| x.iops).collect();
+            let rate: Vec<f64> = whole.iter().map(|x| x.bytes_per_s).collect();
+            vec![
+                figure("IOPS", s.iops, Higher, count).with_spread(relative_spread(&iops)),
+                figure("throughput", s.bytes_per_s, Higher, mb).with_spread(relative_spread(&rate)),
+                figure("mean latency", s.latency_ns.mean, Lower, ns),
+                figure("p99 latency", s.latency_ns.p99 as f64, Lower, ns),
+            ]
+        })
+        .unwrap_or_default()
+}
+
+/// Consistency's headline figures.
+pub(crate) fn consistency(a: &ssdlab_core::schema::ConsistencyAnalysis) -> Vec<Figure> {
+    use Better::{Higher, Lower};
+    vec![
+        figure("plateau IOPS", a.plateau_iops, Higher, count),
+        // No spread: the steady state's per-second standard deviation is the drive's own variation (GC), not
+        // the uncertainty of its mean, and the analysis keeps no sample count to turn one into the other.
+        figure("steady IOPS", a.steady_iops_mean, Higher, count),
+        figure("steady std dev", a.steady_iops_std_dev, Lower, count),
+    ]
+}
+
+/// Trim's headline figures.
+pub(crate) fn trim(a: &ssdlab_core::schema::TrimAnalysis) -> Vec<Figure> {
+    use Better::Higher;
+    vec![
+        figure("clean", a.clean_bytes_per_s, Higher, mb),
+        figure("dirty", a.dirty_bytes_per_s, Higher, mb),
+        figure("after TRIM", a.after_trim_bytes_per_s, Higher, mb),
+        figure("restored", a.restored_fraction, Higher, percent),
+    ]
+}
+
+/// Sweep's headline figures.
+pub(crate) fn sweep(a: &ssdlab_core::schema::SweepAnalysis) -> Vec<Figure> {
+    use Better::Higher;
+    // Each axis has its own figures, so sweeps of different axes are never set against each other.
+    let max = |f: fn(&ssdlab_core::schema::SweepRow) -> f64| a.rows.iter().map(f).fold(0.0, f64::max);
+    let at_mix = |p: u32| {
+        a.rows
+            .iter()
+            .find(|r| r.read_percent == Some(p))
+            .map_or(f64::NAN, |r| r.read_iops + r.write_iops)
+    };
+    match a.axis {
+        SweepAxis::Size => vec![
+            figure("best sequential write", max(|r| r.write_bytes_per_s), Higher, mb),
+            figure("best sequential read", max(|r| r.read_bytes_per_s), Higher, mb),
         ],
-        Analysis::Trim(MethodAnalysis {
-            measured: Some(a), ..
-        }) => vec![
-            figure("clean", a.clean_bytes_per_s, Higher, mb),
-            figure("dirty", a.dirty_bytes_per_s, Higher, mb),
-            figure("after TRIM", a.after_trim_bytes_per_s, Higher, mb),
-            figure("restored", a.restored_fraction, Higher, percent),
+        SweepAxis::Qd => vec![
+            figure("best random write IOPS", max(|r| r.write_iops), Higher, count),
+            figure("best random read IOPS", max(|r| r.read_iops), Higher, count),
         ],
-        Analysis::Sweep(MethodAnalysis {
-            measured: Some(a), ..
-        }) => {
-            // Each axis has its own figures, so sweeps of different axes are never set against each other.
-            let max = |f: fn(&ssdlab_core::schema::SweepRow) -> f64| a.rows.iter().map(f).fold(0.0, f64::max);
-            let at_mix = |p: u32| {
-                a.rows
-                    .iter()
-                    .find(|r| r.read_percent == Some(p))
-                    .map_or(f64::NAN, |r| r.read_iops + r.write_iops)
-            };
-            match a.axis {
-                SweepAxis::Size => vec![
-                    figure("best sequential write", max(|r| r.write_bytes_per_s), Higher, mb),
-                    figure("best sequential read", max(|r| r.read_bytes_per_s), Higher, mb),
-                ],
-                SweepAxis::Qd => vec![
-                    figure("best random write IOPS", max(|r| r.write_iops), Higher, count),
-                    figure("best random read IOPS", max(|r| r.read_iops), Higher, count),
-                ],
-                SweepAxis::Mix => vec![
-                    figure("IOPS, 0% reads", at_mix(0), Higher, count),
-                    figure("IOPS, 50% reads", at_mix(50), Higher, count),
-                    figure("IOPS, 100% reads", at_mix(100), Higher, count),
-                ],
-            }
-        }
-        Analysis::Latency(MethodAnalysis {
-            measured: Some(a), ..
-        }) => vec![
-            figure("IOPS", a.iops, Higher, count),
-            figure("mean latency", a.latency_ns_mean, Lower, ns),
-            figure("p99 latency", a.latency_ns_p99 as f64, Lower, ns),
-            figure("maximum latency", a.latency_ns_max as f64, Lower, ns),
+        SweepAxis::Mix => vec![
+            figure("IOPS, 0% reads", at_mix(0), Higher, count),
+            figure("IOPS, 50% reads", at_mix(50), Higher, count),
+            figure("IOPS, 100% reads", at_mix(100), Higher, count),
         ],
-        Analysis::Quick(MethodAnalysis {
-            measured: Some(a), ..
-        }) => {
-            // The set's names are fixed, so each case's figure has a name that lives as long as the program.
-            const NAMES: [(&str, bool, &str); 8] = [
-                ("SEQ1M Q8T1", true, "SEQ1M Q8T1 read"),
-                ("SEQ1M Q8T1", false, "SEQ1M Q8T1 write"),
-                ("SEQ1M Q1T1", true, "SEQ1M Q1T1 read"),
-                ("SEQ1M Q1T1", false, "SEQ1M Q1T1 write"),
-                ("RND4K Q32T1", true, "RND4K Q32T1 read"),
-                ("RND4K Q32T1", false, "RND4K Q32T1 write"),
-                ("RND4K Q1T1", true, "RND4K Q1T1 read"),
-                ("RND4K Q1T1", false, "RND4K Q1T1 write"),
-            ];
-            NAMES
-                .iter()
-                .filter_map(|&(case, read, name)| {
-                    let c = a.cases.iter().find(|c| c.name == case && c.read == read)?;
-                    Some(
-                        figure(name, c.mean_bytes_per_s(), Higher, mb)
-                            .with_spread(relative_spread(&c.bytes_per_s)),
-                    )
-                })
-                .collect()
-        }
-        Analysis::Pts(MethodAnalysis {
-            measured: Some(a), ..
-        }) => {
-            // Named by what is tracked, so PTS tests of different kinds are never set against each other.
-            let (name, better, format): (&'static str, Better, fn(f64) -> String) =
-                match a.first.tracking_metric {
-                    PtsMetric::Iops => ("steady-state IOPS (tracking)", Higher, count),
-                    PtsMetric::BytesPerS => ("steady-state bandwidth (tracking)", Higher, mb),
-                    PtsMetric::LatencyNsMean => ("steady-state mean response (tracking)", Lower, ns),
-                };
-            // The first test's: PTS-E's throughput runs 1024 KiB first, the size PTS-C runs alone.
-            a.first
-                .steady_state
-                .window_mean
-                .map(|m| vec![figure(name, m, better, format)])
-                .unwrap_or_default()
-        }
-        Analysis::Replay(MethodAnalysis {
-            measured: Some(a), ..
-        }) => vec![
-            figure("average data rate", a.average_data_rate_bytes_per_s, Higher, mb),
-            figure("average service time", a.average_service_time_ns, Lower, ns),
-            figure("p99 latency", a.latency_ns.p99 as f64, Lower, ns),
-        ],
-        Analysis::Fanout(a) => vec![
-            figure("query median", a.query.latency_ns.p50 as f64, Lower, ns),
-            figure("query p95", a.query.latency_ns.p95 as f64, Lower, ns),
-            figure("query p99", a.query.latency_ns.p99 as f64, Lower, ns),
-        ],
-        Analysis::Scan(a) => vec![
-            figure("bulk-read hours", a.total_bulk_read_hours, Lower, |v| {
-                format!("{v:.2} h")
-            }),
-            figure("flagged files", a.flagged.len() as f64, Lower, count),
-        ],
-        _ => Vec::new(),
     }
+}
+
+/// Latency's headline figures.
+pub(crate) fn latency(a: &ssdlab_core::schema::LatencyAnalysis) -> Vec<Figure> {
+    use Better::{Higher, Lower};
+    vec![
+        figure("IOPS", a.iops, Higher, count),
+        figure("mean latency", a.latency_ns_mean, Lower, ns),
+        figure("p99 latency", a.latency_ns_p99 as f64, Lower, ns),
+        figure("maximum latency", a.latency_ns_max as f64, Lower, ns),
+    ]
+}
+
+/// Quick's headline figures.
+pub(crate) fn quick(a: &ssdlab_core::schema::quick::QuickAnalysis) -> Vec<Figure> {
+    use Better::Higher;
+    // The set's names are fixed, so each case's figure has a name that lives as long as the program.
+    const NAMES: [(&str, bool, &str); 8] = [
+        ("SEQ1M Q8T1", true, "SEQ1M Q8T1 read"),
+        ("SEQ1M Q8T1", false, "SEQ1M Q8T1 write"),
+        ("SEQ1M Q1T1", true, "SEQ1M Q1T1 read"),
+        ("SEQ1M Q1T1", false, "SEQ1M Q1T1 write"),
+        ("RND4K Q32T1", true, "RND4K Q32T1 read"),
+        ("RND4K Q32T1", false, "RND4K Q32T1 write"),
+        ("RND4K Q1T1", true, "RND4K Q1T1 read"),
+        ("RND4K Q1T1", false, "RND4K Q1T1 write"),
+    ];
+    NAMES
+        .iter()
+        .filter_map(|&(case, read, name)| {
+            let c = a.cases.iter().find(|c| c.name == case && c.read == read)?;
+            Some(figure(name, c.mean_bytes_per_s(), Higher, mb).with_spread(relative_spread(&c.bytes_per_s)))
+        })
+        .collect()
+}
+
+/// Pts's headline figures.
+pub(crate) fn pts(a: &ssdlab_core::schema::pts::PtsAnalysis) -> Vec<Figure> {
+    use Better::{Higher, Lower};
+    // Named by what is tracked, so PTS tests of different kinds are never set against each other.
+    let (name, better, format): (&'static str, Better, fn(f64) -> String) = match a.first.tracking_metric {
+        PtsMetric::Iops => ("steady-state IOPS (tracking)", Higher, count),
+        PtsMetric::BytesPerS => ("steady-state bandwidth (tracking)", Higher, mb),
+        PtsMetric::LatencyNsMean => ("steady-state mean response (tracking)", Lower, ns),
+    };
+    // The first test's: PTS-E's throughput runs 1024 KiB first, the size PTS-C runs alone.
+    a.first
+        .steady_state
+        .window_mean
+        .map(|m| vec![figure(name, m, better, format)])
+        .unwrap_or_default()
+}
+
+/// Replay's headline figures.
+pub(crate) fn replay(a: &ssdlab_core::schema::replay::ReplayAnalysis) -> Vec<Figure> {
+    use Better::{Higher, Lower};
+    vec![
+        figure("average data rate", a.average_data_rate_bytes_per_s, Higher, mb),
+        figure("average service time", a.average_service_time_ns, Lower, ns),
+        figure("p99 latency", a.latency_ns.p99 as f64, Lower, ns),
+    ]
+}
+
+/// Fanout's headline figures.
+pub(crate) fn fanout(a: &ssdlab_core::schema::fanout::FanoutAnalysis) -> Vec<Figure> {
+    use Better::Lower;
+    vec![
+        figure("query median", a.query.latency_ns.p50 as f64, Lower, ns),
+        figure("query p95", a.query.latency_ns.p95 as f64, Lower, ns),
+        figure("query p99", a.query.latency_ns.p99 as f64, Lower, ns),
+    ]
+}
+
+/// Scan's headline figures.
+pub(crate) fn scan(a: &ssdlab_core::schema::ScanAnalysis) -> Vec<Figure> {
+    use Better::Lower;
+    vec![
+        figure("bulk-read hours", a.total_bulk_read_hours, Lower, |v| {
+            format!("{v:.2} h")
+        }),
+        figure("flagged files", a.flagged.len() as f64, Lower, count),
+    ]
 }
 
 /// Ranked bar charts of `group`'s headline figures, one per figure that at least two results have, best first
@@ -218,7 +231,7 @@ pub(crate) fn ranking(group: &[&RunResult]) -> String {
     if group.len() < 2 {
         return String::new();
     }
-    let all: Vec<Vec<Figure>> = group.iter().map(|r| figures(r)).collect();
+    let all: Vec<Vec<Figure>> = group.iter().map(|r| crate::views::figures(r)).collect();
     let mut names: Vec<&'static str> = Vec::new();
     for f in all.iter().flatten() {
         if !names.contains(&f.name) {

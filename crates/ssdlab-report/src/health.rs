@@ -266,6 +266,18 @@ pub(crate) fn health(group: &[&RunResult]) -> String {
     out
 }
 
+/// How a drive health result is shown.
+pub(crate) struct Health;
+
+impl crate::views::View for Health {
+    type Analysis = ssdlab_core::schema::health::HealthAnalysis;
+    const HEADING: &'static str = "Drive health: host and NAND writes, write amplification, wear";
+
+    fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
+        health(group)
+    }
+}
+
 #[cfg(test)]
 mod rate_tests {
     use super::*;

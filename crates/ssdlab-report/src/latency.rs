@@ -161,3 +161,28 @@ pub(crate) fn latency(group: &[&RunResult]) -> String {
     ]));
     out
 }
+
+/// How a qd1 latency result is shown.
+pub(crate) struct Latency;
+
+impl crate::views::View for Latency {
+    type Analysis = ssdlab_core::schema::LatencyAnalysis;
+    const HEADING: &'static str = "QD1 latency: 4 KiB operations one at a time";
+    const MEASURED_PHASES: &'static [&'static str] = &[""];
+
+    fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
+        latency(group)
+    }
+
+    fn lines(analysis: &Self::Analysis) -> Vec<String> {
+        crate::text::methods::latency_lines(analysis)
+    }
+
+    fn figures(_: &ssdlab_core::schema::RunResult, analysis: &Self::Analysis) -> Vec<crate::figures::Figure> {
+        crate::figures::latency(analysis)
+    }
+
+    fn tidy(analysis: &Self::Analysis) -> Option<(&'static str, String)> {
+        crate::tidy::latency(analysis)
+    }
+}

@@ -109,3 +109,15 @@ pub(crate) fn op(group: &[&RunResult]) -> String {
     }
     out
 }
+
+/// How a over-provisioning result is shown.
+pub(crate) struct Op;
+
+impl crate::views::View for Op {
+    type Analysis = ssdlab_core::schema::op::OpAnalysis;
+    const HEADING: &'static str = "Over-provisioning: the spare area, and the tail left unused";
+
+    fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
+        op(group)
+    }
+}

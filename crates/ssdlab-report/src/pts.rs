@@ -435,3 +435,27 @@ fn sub_test_section(a: &PtsAnalysis, t: &PtsSubTest) -> String {
     }
     out
 }
+
+/// How a snia pts result is shown.
+pub(crate) struct Pts;
+
+impl crate::views::View for Pts {
+    type Analysis = ssdlab_core::schema::pts::PtsAnalysis;
+    const HEADING: &'static str = "SNIA PTS: rounds to steady state, and the matrix at steady state";
+
+    fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
+        pts(group)
+    }
+
+    fn lines(analysis: &Self::Analysis) -> Vec<String> {
+        crate::text::methods::pts_lines(analysis)
+    }
+
+    fn figures(_: &ssdlab_core::schema::RunResult, analysis: &Self::Analysis) -> Vec<crate::figures::Figure> {
+        crate::figures::pts(analysis)
+    }
+
+    fn tidy(analysis: &Self::Analysis) -> Option<(&'static str, String)> {
+        crate::tidy::pts(analysis)
+    }
+}

@@ -79,3 +79,28 @@ pub(crate) fn quick(group: &[&RunResult]) -> String {
     }
     out
 }
+
+/// How a quick result is shown.
+pub(crate) struct Quick;
+
+impl crate::views::View for Quick {
+    type Analysis = ssdlab_core::schema::quick::QuickAnalysis;
+    const HEADING: &'static str =
+        "Quick: CrystalDiskMark's set (SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1), repeated";
+
+    fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
+        quick(group)
+    }
+
+    fn lines(analysis: &Self::Analysis) -> Vec<String> {
+        crate::text::methods::quick_lines(analysis)
+    }
+
+    fn figures(_: &ssdlab_core::schema::RunResult, analysis: &Self::Analysis) -> Vec<crate::figures::Figure> {
+        crate::figures::quick(analysis)
+    }
+
+    fn tidy(analysis: &Self::Analysis) -> Option<(&'static str, String)> {
+        crate::tidy::quick(analysis)
+    }
+}

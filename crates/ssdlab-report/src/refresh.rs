@@ -111,3 +111,15 @@ fn short(name: &str) -> String {
         _ => name.to_string(),
     }
 }
+
+/// How a refresh result is shown.
+pub(crate) struct Refresh;
+
+impl crate::views::View for Refresh {
+    type Analysis = ssdlab_core::schema::refresh::RefreshAnalysis;
+    const HEADING: &'static str = "Refresh: stale files rewritten in place, and what it bought";
+
+    fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
+        refresh(group)
+    }
+}

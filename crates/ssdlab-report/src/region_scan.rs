@@ -52,3 +52,15 @@ pub(crate) fn region_scan(group: &[&RunResult]) -> String {
     out.push_str(&table(&header, &rows));
     out
 }
+
+/// How a read speed across the device (region scan) result is shown.
+pub(crate) struct RegionScan;
+
+impl crate::views::View for RegionScan {
+    type Analysis = ssdlab_core::schema::RegionScanAnalysis;
+    const HEADING: &'static str = "Read speed across the device (region scan)";
+
+    fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
+        region_scan(group)
+    }
+}

@@ -177,3 +177,28 @@ pub(crate) fn replay(group: &[&RunResult]) -> String {
     ]));
     out
 }
+
+/// How a trace replay result is shown.
+pub(crate) struct Replay;
+
+impl crate::views::View for Replay {
+    type Analysis = ssdlab_core::schema::replay::ReplayAnalysis;
+    const HEADING: &'static str = "Trace replay: the storage bench's average data rate and service time";
+    const MEASURED_PHASES: &'static [&'static str] = &["replay"];
+
+    fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
+        replay(group)
+    }
+
+    fn lines(analysis: &Self::Analysis) -> Vec<String> {
+        crate::text::methods::replay_lines(analysis)
+    }
+
+    fn figures(_: &ssdlab_core::schema::RunResult, analysis: &Self::Analysis) -> Vec<crate::figures::Figure> {
+        crate::figures::replay(analysis)
+    }
+
+    fn tidy(analysis: &Self::Analysis) -> Option<(&'static str, String)> {
+        crate::tidy::replay(analysis)
+    }
+}

@@ -68,3 +68,20 @@ pub(crate) fn run(group: &[&RunResult]) -> String {
     out.push_str(&table(&header, &rows));
     out
 }
+
+/// How a plain run is shown.
+pub(crate) struct Run;
+
+impl crate::views::View for Run {
+    type Analysis = ();
+    const HEADING: &'static str = "run";
+    const MEASURED_PHASES: &'static [&'static str] = &["run"];
+
+    fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
+        run(group)
+    }
+
+    fn figures(result: &ssdlab_core::schema::RunResult, _: &()) -> Vec<crate::figures::Figure> {
+        crate::figures::run(result)
+    }
+}

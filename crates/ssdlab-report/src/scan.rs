@@ -316,3 +316,23 @@ fn flagged_list(a: &ScanAnalysis) -> String {
     out.push_str("</ul>");
     out
 }
+
+/// How a stale data result is shown.
+pub(crate) struct Scan;
+
+impl crate::views::View for Scan {
+    type Analysis = ssdlab_core::schema::ScanAnalysis;
+    const HEADING: &'static str = "Stale data: read speed by data age";
+
+    fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
+        scan(group)
+    }
+
+    fn figures(_: &ssdlab_core::schema::RunResult, analysis: &Self::Analysis) -> Vec<crate::figures::Figure> {
+        crate::figures::scan(analysis)
+    }
+
+    fn tidy(analysis: &Self::Analysis) -> Option<(&'static str, String)> {
+        crate::tidy::scan(analysis)
+    }
+}

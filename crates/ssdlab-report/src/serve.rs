@@ -115,3 +115,15 @@ pub(crate) fn serve(group: &[&RunResult]) -> String {
     }
     out
 }
+
+/// How a nbd export result is shown.
+pub(crate) struct Serve;
+
+impl crate::views::View for Serve {
+    type Analysis = ssdlab_core::schema::serve::ServeAnalysis;
+    const HEADING: &'static str = "NBD export: what the clients asked for, and how the cache ended";
+
+    fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
+        serve(group)
+    }
+}

@@ -269,3 +269,27 @@ fn rows_of(r: &RunResult) -> &[SweepRow] {
         _ => &[],
     }
 }
+
+/// How a sweeps result is shown.
+pub(crate) struct Sweep;
+
+impl crate::views::View for Sweep {
+    type Analysis = ssdlab_core::schema::SweepAnalysis;
+    const HEADING: &'static str = "Sweeps: transfer size (ATTO), queue depth, read/write mix";
+
+    fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
+        sweep(group)
+    }
+
+    fn lines(analysis: &Self::Analysis) -> Vec<String> {
+        crate::text::methods::sweep_lines(analysis)
+    }
+
+    fn figures(_: &ssdlab_core::schema::RunResult, analysis: &Self::Analysis) -> Vec<crate::figures::Figure> {
+        crate::figures::sweep(analysis)
+    }
+
+    fn tidy(analysis: &Self::Analysis) -> Option<(&'static str, String)> {
+        crate::tidy::sweep(analysis)
+    }
+}

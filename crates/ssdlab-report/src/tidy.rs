@@ -4,177 +4,173 @@
 
 use std::fmt::Write;
 
-use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult};
+pub use crate::views::tidy_csv;
 
-/// The result's tidy CSV as (file name, text): a row per sweep size, PTS cell, latency bucket, scanned file or
-/// fan-out drive; None for kinds that have none. `--out` writes it beside result.json.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
-pub fn tidy_csv(result: &RunResult) -> Option<(&'static str, String)> {
-    match &result.analysis {
-        Analysis::Sweep(MethodAnalysis {
-            measured: Some(a), ..
-        }) => {
-            let mut csv = String::from(
-                "transfer_bytes,queue_depth,write_bytes,write_bytes_per_s,write_iops,read_bytes,read_bytes_per_s,read_iops,read_percent\n",
-            );
-            for r in &a.rows {
-                let _ = writeln!(
-                    csv,
-                    "{},{},{},{:.1},{:.1},{},{:.1},{:.1},{}",
-                    r.transfer_bytes,
-                    r.queue_depth.unwrap_or(a.queue_depth),
-                    r.write_bytes,
-                    r.write_bytes_per_s,
-                    r.write_iops,
-                    r.read_bytes,
-                    r.read_bytes_per_s,
-                    r.read_iops,
-                    r.read_percent.map_or(String::new(), |p| p.to_string())
-                );
-            }
-            Some(("sweep.csv", csv))
-        }
-        Analysis::Replay(MethodAnalysis {
-            measured: Some(a), ..
-        }) => {
-            let mut csv = String::from(
-                "format,trace_ops,replayed_ops,reads,writes,trims,flushes,read_bytes,write_bytes,busy_s,\
-                 average_data_rate_bytes_per_s,average_service_time_ns,average_device_time_ns,latency_ns_p50,latency_ns_p99,latency_ns_max,\
-                 late_ns_p99,late_over_1ms_ratio\n",
-            );
-            let _ = writeln!(
-                csv,
-                "{},{},{},{},{},{},{},{},{},{:.6},{:.1},{:.1},{},{},{},{},{},{}",
-                a.format.name(),
-                a.trace_ops,
-                a.replayed_ops,
-                a.reads,
-                a.writes,
-                a.trims,
-                a.flushes,
-                a.read_bytes,
-                a.write_bytes,
-                a.busy_s,
-                a.average_data_rate_bytes_per_s,
-                a.average_service_time_ns,
-                a.average_device_time_ns
-                    .map_or(String::new(), |t| format!("{t:.1}")),
-                a.latency_ns.p50,
-                a.latency_ns.p99,
-                a.latency_ns.max,
-                a.fidelity.map_or(String::new(), |f| f.late_ns_p99.to_string()),
-                a.fidelity
-                    .map_or(String::new(), |f| format!("{:.6}", f.late_over_1ms_ratio))
-            );
-            Some(("replay.csv", csv))
-        }
-        Analysis::Quick(MethodAnalysis {
-            measured: Some(a), ..
-        }) => {
-            // One row per repeat of each case; the case's latency figures repeat on its rows.
-            let mut csv = String::from(
-                "case,read,sequential,block_bytes,queue_depth,repeat,bytes_per_s,iops,latency_ns_mean,latency_ns_p99\n",
-            );
-            for c in &a.cases {
-                for (i, (bytes_per_s, iops)) in c.bytes_per_s.iter().zip(&c.iops).enumerate() {
-                    let _ = writeln!(
-                        csv,
-                        "{},{},{},{},{},{},{bytes_per_s:.1},{iops:.1},{:.1},{}",
-                        c.name,
-                        c.read,
-                        c.sequential,
-                        c.block_bytes,
-                        c.queue_depth,
-                        i + 1,
-                        c.latency_ns_mean,
-                        c.latency_ns_p99
-                    );
-                }
-            }
-            Some(("quick.csv", csv))
-        }
-        Analysis::Pts(MethodAnalysis {
-            measured: Some(a), ..
-        }) => {
-            // Every cell of every round, then the window's averages as round "window", test by test (PTS-E's
-            // throughput runs two: 1 and 2).
-            let mut csv = String::from(
-                "test,round,read_percent,block_bytes,sequential,queue_depth,iops,bytes_per_s,latency_ns_mean,\
-                 latency_ns_max,latency_ns_p99_999\n",
-            );
-            let rows = a.sub_tests().enumerate().flat_map(|(i, t)| {
-                t.rounds
-                    .iter()
-                    .flat_map(move |r| r.cells.iter().map(move |c| (i + 1, r.round.to_string(), c)))
-                    .chain(t.matrix.iter().map(move |c| (i + 1, "window".to_string(), c)))
-            });
-            for (test, round, c) in rows {
-                let _ = writeln!(
-                    csv,
-                    "{test},{round},{},{},{},{},{:.1},{:.1},{:.1},{},{}",
-                    c.cell.read_percent,
-                    c.cell.block_bytes,
-                    c.cell.sequential,
-                    c.cell.queue_depth,
-                    c.iops,
-                    c.bytes_per_s,
-                    c.latency_ns_mean,
-                    c.latency_ns_max,
-                    c.latency_ns_p99_999.map_or(String::new(), |p| p.to_string())
-                );
-            }
-            Some(("pts.csv", csv))
-        }
-        Analysis::Trim(MethodAnalysis {
-            measured: Some(a), ..
-        }) => {
-            let mut csv = String::from("state,bytes_per_s,ratio_to_clean\n");
-            for (state, bytes_per_s) in [
-                ("clean", a.clean_bytes_per_s),
-                ("dirty", a.dirty_bytes_per_s),
-                ("after-trim", a.after_trim_bytes_per_s),
-            ] {
-                let ratio = if a.clean_bytes_per_s > 0.0 {
-                    bytes_per_s / a.clean_bytes_per_s
-                } else {
-                    0.0
-                };
-                let _ = writeln!(csv, "{state},{bytes_per_s:.1},{ratio:.4}");
-            }
-            Some(("trim.csv", csv))
-        }
-        Analysis::Latency(MethodAnalysis {
-            measured: Some(a), ..
-        }) => {
-            let mut csv = String::from(
-                "span_bytes,iops,bytes_per_s,latency_ns_mean,latency_ns_p25,latency_ns_p50,latency_ns_p75,\
-                 latency_ns_p95,latency_ns_p99,latency_ns_p999,latency_ns_max,cpu_percent\n",
-            );
-            let _ = writeln!(
-                csv,
-                "{},{:.1},{:.1},{:.1},{},{},{},{},{},{},{},{:.2}",
-                a.span_bytes,
-                a.iops,
-                a.bytes_per_s,
-                a.latency_ns_mean,
-                a.latency_ns_p25,
-                a.latency_ns_p50,
-                a.latency_ns_p75,
-                a.latency_ns_p95,
-                a.latency_ns_p99,
-                a.latency_ns_p999,
-                a.latency_ns_max,
-                a.cpu_percent
-            );
-            Some(("latency.csv", csv))
-        }
-        Analysis::Scan(a) => Some(("files.csv", files_csv(a))),
-        Analysis::Fanout(a) => Some(("drives.csv", drives_csv(a))),
-        _ => None,
+/// Sweep's tidy CSV as (file name, text).
+pub(crate) fn sweep(a: &ssdlab_core::schema::SweepAnalysis) -> Option<(&'static str, String)> {
+    let mut csv = String::from(
+        "transfer_bytes,queue_depth,write_bytes,write_bytes_per_s,write_iops,read_bytes,read_bytes_per_s,read_iops,read_percent\n",
+    );
+    for r in &a.rows {
+        let _ = writeln!(
+            csv,
+            "{},{},{},{:.1},{:.1},{},{:.1},{:.1},{}",
+            r.transfer_bytes,
+            r.queue_depth.unwrap_or(a.queue_depth),
+            r.write_bytes,
+            r.write_bytes_per_s,
+            r.write_iops,
+            r.read_bytes,
+            r.read_bytes_per_s,
+            r.read_iops,
+            r.read_percent.map_or(String::new(), |p| p.to_string())
+        );
     }
+    Some(("sweep.csv", csv))
+}
+
+/// Replay's tidy CSV as (file name, text).
+pub(crate) fn replay(a: &ssdlab_core::schema::replay::ReplayAnalysis) -> Option<(&'static str, String)> {
+    let mut csv = String::from(
+        "format,trace_ops,replayed_ops,reads,writes,trims,flushes,read_bytes,write_bytes,busy_s,\
+         average_data_rate_bytes_per_s,average_service_time_ns,average_device_time_ns,latency_ns_p50,latency_ns_p99,latency_ns_max,\
+         late_ns_p99,late_over_1ms_ratio\n",
+    );
+    let _ = writeln!(
+        csv,
+        "{},{},{},{},{},{},{},{},{},{:.6},{:.1},{:.1},{},{},{},{},{},{}",
+        a.format.name(),
+        a.trace_ops,
+        a.replayed_ops,
+        a.reads,
+        a.writes,
+        a.trims,
+        a.flushes,
+        a.read_bytes,
+        a.write_bytes,
+        a.busy_s,
+        a.average_data_rate_bytes_per_s,
+        a.average_service_time_ns,
+        a.average_device_time_ns
+            .map_or(String::new(), |t| format!("{t:.1}")),
+        a.latency_ns.p50,
+        a.latency_ns.p99,
+        a.latency_ns.max,
+        a.fidelity.map_or(String::new(), |f| f.late_ns_p99.to_string()),
+        a.fidelity
+            .map_or(String::new(), |f| format!("{:.6}", f.late_over_1ms_ratio))
+    );
+    Some(("replay.csv", csv))
+}
+
+/// Quick's tidy CSV as (file name, text).
+pub(crate) fn quick(a: &ssdlab_core::schema::quick::QuickAnalysis) -> Option<(&'static str, String)> {
+    // One row per repeat of each case; the case's latency figures repeat on its rows.
+    let mut csv = String::from(
+        "case,read,sequential,block_bytes,queue_depth,repeat,bytes_per_s,iops,latency_ns_mean,latency_ns_p99\n",
+    );
+    for c in &a.cases {
+        for (i, (bytes_per_s, iops)) in c.bytes_per_s.iter().zip(&c.iops).enumerate() {
+            let _ = writeln!(
+                csv,
+                "{},{},{},{},{},{},{bytes_per_s:.1},{iops:.1},{:.1},{}",
+                c.name,
+                c.read,
+                c.sequential,
+                c.block_bytes,
+                c.queue_depth,
+                i + 1,
+                c.latency_ns_mean,
+                c.latency_ns_p99
+            );
+        }
+    }
+    Some(("quick.csv", csv))
+}
+
+/// Pts's tidy CSV as (file name, text).
+pub(crate) fn pts(a: &ssdlab_core::schema::pts::PtsAnalysis) -> Option<(&'static str, String)> {
+    // Every cell of every round, then the window's averages as round "window", test by test (PTS-E's
+    // throughput runs two: 1 and 2).
+    let mut csv = String::from(
+        "test,round,read_percent,block_bytes,sequential,queue_depth,iops,bytes_per_s,latency_ns_mean,\
+         latency_ns_max,latency_ns_p99_999\n",
+    );
+    let rows = a.sub_tests().enumerate().flat_map(|(i, t)| {
+        t.rounds
+            .iter()
+            .flat_map(move |r| r.cells.iter().map(move |c| (i + 1, r.round.to_string(), c)))
+            .chain(t.matrix.iter().map(move |c| (i + 1, "window".to_string(), c)))
+    });
+    for (test, round, c) in rows {
+        let _ = writeln!(
+            csv,
+            "{test},{round},{},{},{},{},{:.1},{:.1},{:.1},{},{}",
+            c.cell.read_percent,
+            c.cell.block_bytes,
+            c.cell.sequential,
+            c.cell.queue_depth,
+            c.iops,
+            c.bytes_per_s,
+            c.latency_ns_mean,
+            c.latency_ns_max,
+            c.latency_ns_p99_999.map_or(String::new(), |p| p.to_string())
+        );
+    }
+    Some(("pts.csv", csv))
+}
+
+/// Trim's tidy CSV as (file name, text).
+pub(crate) fn trim(a: &ssdlab_core::schema::TrimAnalysis) -> Option<(&'static str, String)> {
+    let mut csv = String::from("state,bytes_per_s,ratio_to_clean\n");
+    for (state, bytes_per_s) in [
+        ("clean", a.clean_bytes_per_s),
+        ("dirty", a.dirty_bytes_per_s),
+        ("after-trim", a.after_trim_bytes_per_s),
+    ] {
+        let ratio = if a.clean_bytes_per_s > 0.0 {
+            bytes_per_s / a.clean_bytes_per_s
+        } else {
+            0.0
+        };
+        let _ = writeln!(csv, "{state},{bytes_per_s:.1},{ratio:.4}");
+    }
+    Some(("trim.csv", csv))
+}
+
+/// Latency's tidy CSV as (file name, text).
+pub(crate) fn latency(a: &ssdlab_core::schema::LatencyAnalysis) -> Option<(&'static str, String)> {
+    let mut csv = String::from(
+        "span_bytes,iops,bytes_per_s,latency_ns_mean,latency_ns_p25,latency_ns_p50,latency_ns_p75,\
+         latency_ns_p95,latency_ns_p99,latency_ns_p999,latency_ns_max,cpu_percent\n",
+    );
+    let _ = writeln!(
+        csv,
+        "{},{:.1},{:.1},{:.1},{},{},{},{},{},{},{},{:.2}",
+        a.span_bytes,
+        a.iops,
+        a.bytes_per_s,
+        a.latency_ns_mean,
+        a.latency_ns_p25,
+        a.latency_ns_p50,
+        a.latency_ns_p75,
+        a.latency_ns_p95,
+        a.latency_ns_p99,
+        a.latency_ns_p999,
+        a.latency_ns_max,
+        a.cpu_percent
+    );
+    Some(("latency.csv", csv))
+}
+
+/// Scan's tidy CSV as (file name, text).
+pub(crate) fn scan(a: &ssdlab_core::schema::ScanAnalysis) -> Option<(&'static str, String)> {
+    Some(("files.csv", files_csv(a)))
+}
+
+/// Fanout's tidy CSV as (file name, text).
+pub(crate) fn fanout(a: &ssdlab_core::schema::fanout::FanoutAnalysis) -> Option<(&'static str, String)> {
+    Some(("drives.csv", drives_csv(a)))
 }
 
 /// One row per scanned file, columns named like the JSON fields.
@@ -239,6 +235,7 @@ fn csv_field(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult};
 
     #[test]
     fn a_sweep_is_one_row_per_transfer_size() {

@@ -84,3 +84,28 @@ fn analysis(r: &RunResult) -> Option<&TrimAnalysis> {
         _ => None,
     }
 }
+
+/// How a trim validation result is shown.
+pub(crate) struct Trim;
+
+impl crate::views::View for Trim {
+    type Analysis = ssdlab_core::schema::TrimAnalysis;
+    const HEADING: &'static str = "TRIM validation";
+    const MEASURED_PHASES: &'static [&'static str] = &["clean", "dirty", "after-trim"];
+
+    fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
+        trim(group)
+    }
+
+    fn lines(analysis: &Self::Analysis) -> Vec<String> {
+        crate::text::methods::trim_lines(analysis)
+    }
+
+    fn figures(_: &ssdlab_core::schema::RunResult, analysis: &Self::Analysis) -> Vec<crate::figures::Figure> {
+        crate::figures::trim(analysis)
+    }
+
+    fn tidy(analysis: &Self::Analysis) -> Option<(&'static str, String)> {
+        crate::tidy::trim(analysis)
+    }
+}

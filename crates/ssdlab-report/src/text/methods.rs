@@ -2,256 +2,248 @@
 //! from the typed analysis as the HTML is, one line a string. It prints nothing itself.
 
 use ssdlab_core::schema::options::SweepAxis;
-use ssdlab_core::schema::{Analysis, MethodAnalysis};
 use ssdlab_core::units::{BinaryBytes, DecimalRate, Nanos};
 
 fn mb(bytes_per_s: f64) -> String {
     ssdlab_core::units::Throughput(bytes_per_s).to_string()
 }
 
-/// The method's table on stderr.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
-pub fn method_lines(analysis: &Analysis) -> Vec<String> {
+/// Consistency's table on stderr.
+pub fn consistency_lines(a: &ssdlab_core::schema::ConsistencyAnalysis) -> Vec<String> {
     let mut out = Vec::new();
-    match analysis {
-        Analysis::Consistency(MethodAnalysis {
-            measured: Some(a), ..
-        }) => {
-            say!(
-                out,
-                "tested    {} ({}% extra over-provisioning)",
-                BinaryBytes(a.tested_bytes),
-                a.op_percent
-            );
-            say!(out, "plateau   {:.0} IOPS", a.plateau_iops);
-            match &a.cliff {
-                Some(c) => say!(
-                    out,
-                    "cliff     at {:.0} s, after {:.2} GB written",
-                    c.t_s,
-                    c.bytes_written as f64 / 1e9
-                ),
-                None => say!(
-                    out,
-                    "cliff     none found (IOPS never stayed below half the plateau)"
-                ),
-            }
-            say!(
-                out,
-                "steady    last {} s: mean {:.0} IOPS, standard deviation {:.0}{}",
-                a.steady_window_s,
-                a.steady_iops_mean,
-                a.steady_iops_std_dev,
-                a.steady_consistency_ratio
-                    .map_or(String::new(), |r| format!(", mean/sd {r:.1}"))
-            );
-            match (a.snia.window_mean, a.snia.range_excursion, a.snia.slope_excursion) {
-                (Some(mean), Some(range), Some(slope)) => say!(
-                    out,
-                    "SNIA      {} over the last 5 of {} rounds of {} s: mean {mean:.0} IOPS, range {:.1}% (<= 20%), slope {:.1}% (<= 10%){}",
-                    if a.snia.achieved {
-                        "steady state"
-                    } else {
-                        "NOT steady"
-                    },
-                    a.snia.rounds,
-                    a.snia.round_s,
-                    100.0 * range,
-                    100.0 * slope,
-                    a.snia.first_window_start_round.map_or(String::new(), |r| {
-                        // The schema's index is 0-based; rounds are counted from 1 here as in the charts.
-                        format!("; first steady window from round {}", r + 1)
-                    })
-                ),
-                _ => say!(
-                    out,
-                    "SNIA      not assessed: {} rounds of {} s, fewer than 5",
-                    a.snia.rounds,
-                    a.snia.round_s
-                ),
-            }
-        }
-        Analysis::Trim(MethodAnalysis {
-            measured: Some(a), ..
-        }) if a.discard_supported => {
-            say!(
-                out,
-                "measured  128 KiB sequential writes, {} per state{}",
-                a.measure_s
-                    .map_or("one pass over the span".to_string(), |s| format!(
-                        "at most {s:.0} s or one pass"
-                    )),
-                if a.idle_after_trim_s > 0.0 {
-                    format!("; idle {:.0} s after the TRIM", a.idle_after_trim_s)
-                } else {
-                    String::new()
-                }
-            );
-            // What ran, which a small span cuts short of the time given.
-            let ran = |i: usize| match (a.state_seconds, a.state_bytes) {
-                (Some(s), Some(b)) => format!("{:.1} s, {}", s[i], BinaryBytes(b[i])),
-                _ => String::new(),
-            };
-            say!(
-                out,
-                "{:<10}{:>20}{:>20}{:>20}",
-                "",
-                "Clean",
-                "Dirty",
-                "After TRIM"
-            );
-            say!(
-                out,
-                "{:<10}{:>20}{:>20}{:>20}",
-                "seq write",
-                DecimalRate(a.clean_bytes_per_s).to_string(),
-                DecimalRate(a.dirty_bytes_per_s).to_string(),
-                DecimalRate(a.after_trim_bytes_per_s).to_string()
-            );
-            if a.state_seconds.is_some() {
-                say!(out, "{:<10}{:>20}{:>20}{:>20}", "ran", ran(0), ran(1), ran(2));
-            }
-            say!(
-                out,
-                "restored  {:.0}% of clean speed after TRIM",
-                100.0 * a.restored_fraction
-            );
-            say!(
-                out,
-                "discard   advertised (up to {} at once); TRIMmed blocks read back as zeroes: {}",
-                BinaryBytes(a.discard_max_bytes),
-                a.trimmed_reads_zero.map_or("not checked".into(), |z| if z {
-                    "yes".to_string()
-                } else {
-                    "no".into()
-                })
-            );
-        }
-        Analysis::Sweep(MethodAnalysis {
-            measured: Some(a), ..
-        }) => {
-            if a.axis == SweepAxis::Mix {
-                let block = a.rows.first().map_or(0, |r| r.transfer_bytes);
-                say!(
-                    out,
-                    "region    {}, random {} at QD{}, reads from 0% to 100% of operations",
-                    BinaryBytes(a.region_bytes),
-                    BinaryBytes(block),
-                    a.queue_depth
-                );
-                say!(
-                    out,
-                    "{:>10}{:>12}{:>12}{:>12}{:>14}",
-                    "reads",
-                    "IOPS",
-                    "read IOPS",
-                    "write IOPS",
-                    "MB/s"
-                );
-                for r in &a.rows {
-                    say!(
-                        out,
-                        "{:>9}%{:>12.0}{:>12.0}{:>12.0}{:>14.1}",
-                        r.read_percent.unwrap_or(0),
-                        r.read_iops + r.write_iops,
-                        r.read_iops,
-                        r.write_iops,
-                        (r.read_bytes_per_s + r.write_bytes_per_s) / 1e6
-                    );
-                }
-                return out;
-            }
-            let by_qd = a.axis == SweepAxis::Qd;
-            if by_qd {
-                say!(
-                    out,
-                    "region    {}, random, QD 1 to {}",
-                    BinaryBytes(a.region_bytes),
-                    a.queue_depth
-                );
-            } else {
-                say!(
-                    out,
-                    "region    {} at QD{}",
-                    BinaryBytes(a.region_bytes),
-                    a.queue_depth
-                );
-            }
-            say!(
-                out,
-                "{:>10}{:>14}{:>14}{:>12}{:>12}",
-                if by_qd { "QD" } else { "transfer" },
-                "write MB/s",
-                "read MB/s",
-                "write IOPS",
-                "read IOPS"
-            );
-            for r in &a.rows {
-                say!(
-                    out,
-                    "{:>10}{:>14.1}{:>14.1}{:>12.0}{:>12.0}",
-                    match r.queue_depth {
-                        Some(qd) if by_qd => qd.to_string(),
-                        _ => BinaryBytes(r.transfer_bytes).to_string(),
-                    },
-                    r.write_bytes_per_s / 1e6,
-                    r.read_bytes_per_s / 1e6,
-                    r.write_iops,
-                    r.read_iops
-                );
-            }
-            for s in &a.skipped {
-                say!(out, "skipped   {s}");
-            }
-        }
-        Analysis::Latency(MethodAnalysis {
-            measured: Some(a), ..
-        }) => {
-            say!(
-                out,
-                "QD1       {:.0} IOPS, {}, maximum latency {}, CPU {:.1}%",
-                a.iops,
-                mb(a.bytes_per_s),
-                Nanos(a.latency_ns_max as f64),
-                a.cpu_percent
-            );
-            say!(
-                out,
-                "{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
-                "25%",
-                "median",
-                "75%",
-                "95%",
-                "mean",
-                "99%",
-                "99.9%"
-            );
-            say!(
-                out,
-                "{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
-                Nanos(a.latency_ns_p25 as f64).to_string(),
-                Nanos(a.latency_ns_p50 as f64).to_string(),
-                Nanos(a.latency_ns_p75 as f64).to_string(),
-                Nanos(a.latency_ns_p95 as f64).to_string(),
-                Nanos(a.latency_ns_mean).to_string(),
-                Nanos(a.latency_ns_p99 as f64).to_string(),
-                Nanos(a.latency_ns_p999 as f64).to_string()
-            );
-        }
-        Analysis::Pts(MethodAnalysis {
-            measured: Some(a), ..
-        }) => out.extend(pts_lines(a)),
-        Analysis::Quick(MethodAnalysis {
-            measured: Some(a), ..
-        }) => out.extend(quick_lines(a)),
-        Analysis::Replay(MethodAnalysis {
-            measured: Some(a), ..
-        }) => out.extend(replay_lines(a)),
-        _ => {}
+    say!(
+        out,
+        "tested    {} ({}% extra over-provisioning)",
+        BinaryBytes(a.tested_bytes),
+        a.op_percent
+    );
+    say!(out, "plateau   {:.0} IOPS", a.plateau_iops);
+    match &a.cliff {
+        Some(c) => say!(
+            out,
+            "cliff     at {:.0} s, after {:.2} GB written",
+            c.t_s,
+            c.bytes_written as f64 / 1e9
+        ),
+        None => say!(
+            out,
+            "cliff     none found (IOPS never stayed below half the plateau)"
+        ),
     }
+    say!(
+        out,
+        "steady    last {} s: mean {:.0} IOPS, standard deviation {:.0}{}",
+        a.steady_window_s,
+        a.steady_iops_mean,
+        a.steady_iops_std_dev,
+        a.steady_consistency_ratio
+            .map_or(String::new(), |r| format!(", mean/sd {r:.1}"))
+    );
+    match (a.snia.window_mean, a.snia.range_excursion, a.snia.slope_excursion) {
+        (Some(mean), Some(range), Some(slope)) => say!(
+            out,
+            "SNIA      {} over the last 5 of {} rounds of {} s: mean {mean:.0} IOPS, range {:.1}% (<= 20%), slope {:.1}% (<= 10%){}",
+            if a.snia.achieved {
+                "steady state"
+            } else {
+                "NOT steady"
+            },
+            a.snia.rounds,
+            a.snia.round_s,
+            100.0 * range,
+            100.0 * slope,
+            a.snia.first_window_start_round.map_or(String::new(), |r| {
+                // The schema's index is 0-based; rounds are counted from 1 here as in the charts.
+                format!("; first steady window from round {}", r + 1)
+            })
+        ),
+        _ => say!(
+            out,
+            "SNIA      not assessed: {} rounds of {} s, fewer than 5",
+            a.snia.rounds,
+            a.snia.round_s
+        ),
+    }
+
+    out
+}
+
+/// Trim's table on stderr.
+pub fn trim_lines(a: &ssdlab_core::schema::TrimAnalysis) -> Vec<String> {
+    if !(a.discard_supported) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    say!(
+        out,
+        "measured  128 KiB sequential writes, {} per state{}",
+        a.measure_s
+            .map_or("one pass over the span".to_string(), |s| format!(
+                "at most {s:.0} s or one pass"
+            )),
+        if a.idle_after_trim_s > 0.0 {
+            format!("; idle {:.0} s after the TRIM", a.idle_after_trim_s)
+        } else {
+            String::new()
+        }
+    );
+    // What ran, which a small span cuts short of the time given.
+    let ran = |i: usize| match (a.state_seconds, a.state_bytes) {
+        (Some(s), Some(b)) => format!("{:.1} s, {}", s[i], BinaryBytes(b[i])),
+        _ => String::new(),
+    };
+    say!(
+        out,
+        "{:<10}{:>20}{:>20}{:>20}",
+        "",
+        "Clean",
+        "Dirty",
+        "After TRIM"
+    );
+    say!(
+        out,
+        "{:<10}{:>20}{:>20}{:>20}",
+        "seq write",
+        DecimalRate(a.clean_bytes_per_s).to_string(),
+        DecimalRate(a.dirty_bytes_per_s).to_string(),
+        DecimalRate(a.after_trim_bytes_per_s).to_string()
+    );
+    if a.state_seconds.is_some() {
+        say!(out, "{:<10}{:>20}{:>20}{:>20}", "ran", ran(0), ran(1), ran(2));
+    }
+    say!(
+        out,
+        "restored  {:.0}% of clean speed after TRIM",
+        100.0 * a.restored_fraction
+    );
+    say!(
+        out,
+        "discard   advertised (up to {} at once); TRIMmed blocks read back as zeroes: {}",
+        BinaryBytes(a.discard_max_bytes),
+        a.trimmed_reads_zero.map_or("not checked".into(), |z| if z {
+            "yes".to_string()
+        } else {
+            "no".into()
+        })
+    );
+
+    out
+}
+
+/// Sweep's table on stderr.
+pub fn sweep_lines(a: &ssdlab_core::schema::SweepAnalysis) -> Vec<String> {
+    let mut out = Vec::new();
+    if a.axis == SweepAxis::Mix {
+        let block = a.rows.first().map_or(0, |r| r.transfer_bytes);
+        say!(
+            out,
+            "region    {}, random {} at QD{}, reads from 0% to 100% of operations",
+            BinaryBytes(a.region_bytes),
+            BinaryBytes(block),
+            a.queue_depth
+        );
+        say!(
+            out,
+            "{:>10}{:>12}{:>12}{:>12}{:>14}",
+            "reads",
+            "IOPS",
+            "read IOPS",
+            "write IOPS",
+            "MB/s"
+        );
+        for r in &a.rows {
+            say!(
+                out,
+                "{:>9}%{:>12.0}{:>12.0}{:>12.0}{:>14.1}",
+                r.read_percent.unwrap_or(0),
+                r.read_iops + r.write_iops,
+                r.read_iops,
+                r.write_iops,
+                (r.read_bytes_per_s + r.write_bytes_per_s) / 1e6
+            );
+        }
+        return out;
+    }
+    let by_qd = a.axis == SweepAxis::Qd;
+    if by_qd {
+        say!(
+            out,
+            "region    {}, random, QD 1 to {}",
+            BinaryBytes(a.region_bytes),
+            a.queue_depth
+        );
+    } else {
+        say!(
+            out,
+            "region    {} at QD{}",
+            BinaryBytes(a.region_bytes),
+            a.queue_depth
+        );
+    }
+    say!(
+        out,
+        "{:>10}{:>14}{:>14}{:>12}{:>12}",
+        if by_qd { "QD" } else { "transfer" },
+        "write MB/s",
+        "read MB/s",
+        "write IOPS",
+        "read IOPS"
+    );
+    for r in &a.rows {
+        say!(
+            out,
+            "{:>10}{:>14.1}{:>14.1}{:>12.0}{:>12.0}",
+            match r.queue_depth {
+                Some(qd) if by_qd => qd.to_string(),
+                _ => BinaryBytes(r.transfer_bytes).to_string(),
+            },
+            r.write_bytes_per_s / 1e6,
+            r.read_bytes_per_s / 1e6,
+            r.write_iops,
+            r.read_iops
+        );
+    }
+    for s in &a.skipped {
+        say!(out, "skipped   {s}");
+    }
+
+    out
+}
+
+/// Latency's table on stderr.
+pub fn latency_lines(a: &ssdlab_core::schema::LatencyAnalysis) -> Vec<String> {
+    let mut out = Vec::new();
+    say!(
+        out,
+        "QD1       {:.0} IOPS, {}, maximum latency {}, CPU {:.1}%",
+        a.iops,
+        mb(a.bytes_per_s),
+        Nanos(a.latency_ns_max as f64),
+        a.cpu_percent
+    );
+    say!(
+        out,
+        "{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+        "25%",
+        "median",
+        "75%",
+        "95%",
+        "mean",
+        "99%",
+        "99.9%"
+    );
+    say!(
+        out,
+        "{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+        Nanos(a.latency_ns_p25 as f64).to_string(),
+        Nanos(a.latency_ns_p50 as f64).to_string(),
+        Nanos(a.latency_ns_p75 as f64).to_string(),
+        Nanos(a.latency_ns_p95 as f64).to_string(),
+        Nanos(a.latency_ns_mean).to_string(),
+        Nanos(a.latency_ns_p99 as f64).to_string(),
+        Nanos(a.latency_ns_p999 as f64).to_string()
+    );
+
     out
 }
 

@@ -15,15 +15,16 @@ macro_rules! say {
 mod erase;
 mod fanout;
 mod health;
-mod methods;
+pub(crate) mod methods;
 pub mod op;
 mod run;
 mod scan;
 
+pub use crate::views::method_lines;
 pub use erase::erase_lines;
 pub use fanout::fanout_lines;
 pub use health::drive_lines;
-pub use methods::{method_lines, pts_lines, replay_lines};
+pub use methods::{pts_lines, replay_lines};
 pub use op::partition_lines;
 pub use run::{drive_facts_line, summary_lines, target_lines, verdict_lines};
 pub use scan::{RewriteHint, field_report_lines, scan_lines};
