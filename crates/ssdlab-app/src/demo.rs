@@ -18,7 +18,7 @@ use ssdlab_methods::sweep::SweepAxis;
 use ssdlab_sim::spec::SimSpec;
 
 use crate::fanout::{FanoutFlags, Mode};
-use crate::methodology::Method;
+use crate::methodology::MethodPlan;
 use crate::methodology::options::{self, ConsistencyFlags, PtsFlags, ReplayFlags, SweepFlags, TrimFlags};
 use crate::ports::{Outcome, Ports};
 use crate::scan::{ReaderChoice, ScanFlags};
@@ -157,10 +157,8 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         )?;
         for (kind, target) in [("plain", plan.target.clone()), ("rapid", cached(&plan.target)?)] {
             let name = format!("replay-{}-{kind}", profile.name());
-            let replay = || -> Result<Method> {
-                let (options, input, usage) = options::replay(replay_flags(&trace))?;
-                Ok(Method::Replay(options, input, usage))
-            };
+            let replay =
+                || -> Result<MethodPlan> { Ok(MethodPlan::Replay(options::replay(replay_flags(&trace))?)) };
             if let Some(stop) = step(ports, &name, |ports| {
                 methodology::run(test_plan(plan, &target, &name, replay()?)?, ports)
             })? {
@@ -232,7 +230,7 @@ fn cached(target: &str) -> Result<String> {
 }
 
 /// A step's plan: its target and result directory (`DIR/NAME`), on the demo's seed.
-fn test_plan(plan: &Plan, target: &str, name: &str, method: Method) -> Result<methodology::Plan> {
+fn test_plan(plan: &Plan, target: &str, name: &str, method: MethodPlan) -> Result<methodology::Plan> {
     methodology::Plan::new(TargetPlan::plain(target), 1, Some(plan.step_out(name)), method)
 }
 
@@ -309,16 +307,16 @@ fn replay_flags(trace: &Path) -> ReplayFlags<'_> {
 }
 
 /// The test methods the demo runs, each with its result directory's name and target.
-fn method_steps(plan: &Plan) -> Result<Vec<(&'static str, String, Method)>> {
-    let consistency = |op: u32| -> Result<Method> {
-        Ok(Method::Consistency(options::consistency(ConsistencyFlags {
+fn method_steps(plan: &Plan) -> Result<Vec<(&'static str, String, MethodPlan)>> {
+    let consistency = |op: u32| -> Result<MethodPlan> {
+        Ok(MethodPlan::Consistency(options::consistency(ConsistencyFlags {
             runtime: "2000s",
             op,
             fill_passes: 1,
         })?))
     };
-    let sweep = |test_size: &str| -> Result<Method> {
-        Ok(Method::Sweep(options::sweep(SweepFlags {
+    let sweep = |test_size: &str| -> Result<MethodPlan> {
+        Ok(MethodPlan::Sweep(options::sweep(SweepFlags {
             test_size,
             qd: 4,
             from: "512",
@@ -336,7 +334,7 @@ fn method_steps(plan: &Plan) -> Result<Vec<(&'static str, String, Method)>> {
         (
             "trim",
             on.clone(),
-            Method::Trim(options::trim(TrimFlags {
+            MethodPlan::Trim(options::trim(TrimFlags {
                 torture: "40m",
                 measure: "60s",
                 idle: None,
@@ -351,7 +349,7 @@ fn method_steps(plan: &Plan) -> Result<Vec<(&'static str, String, Method)>> {
         (
             "pts",
             scaled(&on, 64)?,
-            Method::Pts(options::pts(PtsFlags {
+            MethodPlan::Pts(options::pts(PtsFlags {
                 test: PtsTest::Iops,
                 round_time: "1s",
                 span: 100.0,

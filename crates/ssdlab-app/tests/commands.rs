@@ -592,7 +592,7 @@ fn a_latency_test_on_a_virtual_drive_records_its_analysis() {
         TargetPlan::plain(SMALL_SIM),
         1,
         Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
-        methodology::Method::Latency(options),
+        methodology::MethodPlan::Latency(options),
     )
     .unwrap();
     let mut console = RecordingConsole::with_json();

@@ -145,3 +145,23 @@ pub fn consistency(
     let (analysis, verdict) = run(&mut session, options)?;
     Ok(session.finish(Analysis::Consistency, analysis, verdict))
 }
+
+/// The method, for the one list ([`crate::method::MethodPlan`]).
+pub struct Consistency;
+
+impl crate::method::Method for Consistency {
+    type Options = ConsistencyOptions;
+    type Plan = ConsistencyOptions;
+
+    fn recorded(plan: &Self::Plan) -> Self::Options {
+        *plan
+    }
+
+    fn run(
+        session: Session<'_>,
+        plan: Self::Plan,
+        _context: crate::method::MethodContext<'_>,
+    ) -> Result<MethodOutcome, MethodError> {
+        consistency(session, &plan)
+    }
+}

@@ -87,3 +87,27 @@ pub fn latency(mut session: Session<'_>, options: &LatencyOptions) -> Result<Met
     };
     Ok(session.finish(Analysis::Latency, analysis, verdict))
 }
+
+/// The method, for the one list ([`crate::method::MethodPlan`]).
+pub struct Latency;
+
+impl crate::method::Method for Latency {
+    type Options = LatencyOptions;
+    type Plan = LatencyOptions;
+
+    fn recorded(plan: &Self::Plan) -> Self::Options {
+        *plan
+    }
+
+    fn writes(plan: &Self::Plan) -> bool {
+        plan.rw.writes()
+    }
+
+    fn run(
+        session: Session<'_>,
+        plan: Self::Plan,
+        _context: crate::method::MethodContext<'_>,
+    ) -> Result<MethodOutcome, MethodError> {
+        latency(session, &plan)
+    }
+}

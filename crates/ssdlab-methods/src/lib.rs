@@ -10,6 +10,7 @@ pub mod consistency;
 pub mod erase;
 pub mod fanout;
 pub mod latency;
+pub mod method;
 pub mod op;
 pub mod pts;
 pub mod quick;
@@ -18,6 +19,7 @@ pub mod session;
 pub mod sweep;
 pub mod trim;
 
+pub use method::{Method, MethodContext, MethodPlan};
 pub use session::{MethodError, MethodObserver, MethodOutcome, Session};
 pub mod refresh;
 pub mod scan;

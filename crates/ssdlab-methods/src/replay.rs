@@ -26,6 +26,15 @@ pub struct TraceInput {
     pub notes: Vec<String>,
 }
 
+impl TraceInput {
+    /// Whether replaying it writes (a trace of reads and flushes alone opens a real device read-only).
+    pub fn writes(&self) -> bool {
+        self.ops
+            .iter()
+            .any(|o| matches!(o.op, ssdlab_core::Op::Write | ssdlab_core::Op::Discard))
+    }
+}
+
 /// A trace fitted to a device.
 #[derive(Debug, Clone)]
 pub struct Fitted {
@@ -309,6 +318,30 @@ pub fn replay(
         reasons,
     };
     Ok(session.finish(Analysis::Replay, analysis, verdict))
+}
+
+/// The method, for the one list ([`crate::method::MethodPlan`]).
+pub struct Replay;
+
+impl crate::method::Method for Replay {
+    type Options = ReplayOptions;
+    type Plan = (ReplayOptions, TraceInput);
+
+    fn recorded(plan: &Self::Plan) -> Self::Options {
+        plan.0.clone()
+    }
+
+    fn writes(plan: &Self::Plan) -> bool {
+        plan.1.writes()
+    }
+
+    fn run(
+        session: Session<'_>,
+        plan: Self::Plan,
+        _context: crate::method::MethodContext<'_>,
+    ) -> Result<MethodOutcome, MethodError> {
+        replay(session, plan.1, &plan.0)
+    }
 }
 
 #[cfg(test)]

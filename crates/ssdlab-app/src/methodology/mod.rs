@@ -6,17 +6,10 @@ pub mod options;
 
 use anyhow::{Context, Result, anyhow};
 use ssdlab_core::Device;
-use ssdlab_core::schema::options::{MethodOptions, RunOptions, TestOptions};
-use ssdlab_core::schema::replay::ReplayOptions;
-use ssdlab_methods::consistency::{self, ConsistencyOptions};
+use ssdlab_core::schema::options::{RunOptions, TestOptions};
+pub use ssdlab_methods::MethodPlan;
 use ssdlab_methods::erase::Purger;
-use ssdlab_methods::latency::{self, LatencyOptions};
-use ssdlab_methods::pts::{self, PtsOptions};
-use ssdlab_methods::quick::{self, QuickOptions};
-use ssdlab_methods::replay::{self, TraceInput};
-use ssdlab_methods::sweep::{self, SweepOptions};
-use ssdlab_methods::trim::{self, TrimOptions};
-use ssdlab_methods::{MethodError, MethodOutcome, Session};
+use ssdlab_methods::{MethodContext, MethodError, Session};
 
 use crate::export;
 use crate::ports::{Outcome, Ports};
@@ -24,78 +17,12 @@ use crate::recording::{Finished, Interruption, Recording};
 use crate::reporter::Reporter;
 use crate::target::{TargetPlan, Use};
 
-/// One method with its checked options.
-pub enum Method {
-    Consistency(ConsistencyOptions),
-    Trim(TrimOptions),
-    Sweep(SweepOptions),
-    Latency(LatencyOptions),
-    /// The options, the trace's operations, and whether it writes (a trace of reads alone opens a real device
-    /// read-only).
-    Replay(ReplayOptions, TraceInput, Use),
-    Pts(PtsOptions),
-    Quick(QuickOptions),
-}
-
-impl Method {
-    /// The result's kind.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Method::Consistency(_) => "consistency",
-            Method::Trim(_) => "trim",
-            Method::Sweep(_) => "sweep",
-            Method::Latency(_) => "latency",
-            Method::Replay(..) => "replay",
-            Method::Pts(_) => "pts",
-            Method::Quick(_) => "quick",
-        }
-    }
-
-    /// How the method uses the target: reads alone need no permission on a real device.
-    pub fn usage(&self) -> Use {
-        match self {
-            Method::Latency(o) if !o.rw.writes() => Use::Reads,
-            Method::Replay(_, _, usage) => *usage,
-            _ => Use::Writes,
-        }
-    }
-
-    /// The options as result.json records them.
-    pub fn recorded(&self) -> MethodOptions {
-        match self {
-            Method::Consistency(o) => MethodOptions::Consistency(*o),
-            Method::Trim(o) => MethodOptions::Trim(*o),
-            Method::Sweep(o) => MethodOptions::Sweep(*o),
-            Method::Latency(o) => MethodOptions::Latency(*o),
-            Method::Replay(o, _, _) => MethodOptions::Replay(o.clone()),
-            Method::Pts(o) => MethodOptions::Pts(*o),
-            Method::Quick(o) => MethodOptions::Quick(*o),
-        }
-    }
-
-    fn run(
-        self,
-        session: Session<'_>,
-        purger: Option<&mut dyn Purger>,
-    ) -> Result<MethodOutcome, MethodError> {
-        match self {
-            Method::Consistency(o) => consistency::consistency(session, &o),
-            Method::Trim(o) => trim::trim(session, &o),
-            Method::Sweep(o) => sweep::sweep(session, &o),
-            Method::Latency(o) => latency::latency(session, &o),
-            Method::Replay(o, input, _) => replay::replay(session, input, &o),
-            Method::Pts(o) => pts::pts(session, &o, purger),
-            Method::Quick(o) => quick::quick(session, &o),
-        }
-    }
-}
-
 /// A test, checked.
 pub struct Plan {
     pub target: TargetPlan,
     pub seed: u64,
     pub out: Option<crate::export::OutDir>,
-    pub method: Method,
+    pub method: MethodPlan,
 }
 
 impl Plan {
@@ -103,7 +30,7 @@ impl Plan {
         target: TargetPlan,
         seed: u64,
         out: Option<crate::export::OutDir>,
-        method: Method,
+        method: MethodPlan,
     ) -> Result<Self> {
         // Checked now, created by the recording once the gate has let the test through.
         if let Some(dir) = &out {
@@ -144,8 +71,8 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
         out,
         method,
     } = plan;
-    let kind = method.kind();
-    let usage = method.usage();
+    let kind = method.kind().name();
+    let usage = if method.writes() { Use::Writes } else { Use::Reads };
     let options = method.recorded();
     let opened = target.open(usage)?;
     let (mut device, before) = (opened.device, opened.undo);
@@ -172,13 +99,16 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
     // purge), so the run holds the gate's descriptor for them. The console is the run's while it runs: the
     // purges' notices reach the user through the method (`Purger::notices`, said as alarms before each purge),
     // so the purger is given no console of its own.
-    let mut purger = match &method {
-        Method::Pts(_) => drive_purger(&target, &device, &info, ports.tools, ports.clock),
-        _ => None,
+    let mut purger = if method.purges() {
+        drive_purger(&target, &device, &info, ports.tools, ports.clock)
+    } else {
+        None
     };
     let run = method.run(
         Session::new(&mut device, &mut reporter, seed),
-        purger.as_mut().map(|p| p as &mut dyn Purger),
+        MethodContext {
+            purger: purger.as_mut().map(|p| p as &mut dyn Purger),
+        },
     );
     drop(purger);
     let outcome = match run {

@@ -13,7 +13,6 @@ use ssdlab_methods::sweep::{SweepAxis, SweepOptions};
 use ssdlab_methods::trim::TrimOptions;
 
 use crate::flags::{duration_flag, size_flag};
-use crate::target::Use;
 
 /// `test consistency`'s flags as given.
 pub struct ConsistencyFlags<'a> {
@@ -215,9 +214,9 @@ pub fn latency(args: LatencyFlags) -> Result<LatencyOptions> {
     Ok(options)
 }
 
-/// A replay's flags, checked, and its trace read: the options, the trace's operations (fitted to the device
-/// later, by the method), and how the target is used (a trace of reads alone opens a real device read-only).
-pub fn replay(args: ReplayFlags) -> Result<(ReplayOptions, TraceInput, Use)> {
+/// A replay's flags, checked, and its trace read: the options and the trace's operations (fitted to the device
+/// later, by the method; a trace of reads alone opens a real device read-only).
+pub fn replay(args: ReplayFlags) -> Result<(ReplayOptions, TraceInput)> {
     if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
         bail!(
             "--time-scale {}: a factor above 0 (0.5 replays twice as fast, 2 half as fast)",
@@ -252,18 +251,12 @@ pub fn replay(args: ReplayFlags) -> Result<(ReplayOptions, TraceInput, Use)> {
         fit: args.fit,
         msr_disk: args.disk,
     };
-    // A trace of reads alone (and flushes) opens a real device read-only.
-    let writes = trace
-        .ops
-        .iter()
-        .any(|o| matches!(o.op, ssdlab_core::Op::Write | ssdlab_core::Op::Discard));
-    let usage = if writes { Use::Writes } else { Use::Reads };
     let input = TraceInput {
         format: trace.format,
         ops: trace.ops,
         notes: trace.notes,
     };
-    Ok((options, input, usage))
+    Ok((options, input))
 }
 
 pub fn pts(args: PtsFlags) -> Result<PtsOptions> {

@@ -439,6 +439,27 @@ fn sub_test(
     }))
 }
 
+/// The method, for the one list ([`crate::method::MethodPlan`]).
+pub struct Pts;
+
+impl crate::method::Method for Pts {
+    type Options = PtsOptions;
+    type Plan = PtsOptions;
+    const PURGES: bool = true;
+
+    fn recorded(plan: &Self::Plan) -> Self::Options {
+        *plan
+    }
+
+    fn run(
+        session: Session<'_>,
+        plan: Self::Plan,
+        context: crate::method::MethodContext<'_>,
+    ) -> Result<MethodOutcome, MethodError> {
+        pts(session, &plan, context.purger)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@ use ssdlab_app::export::OutDir;
 use ssdlab_app::methodology::options::{
     self, ConsistencyFlags, LatencyFlags, PtsFlags, QuickFlags, ReplayFlags, SweepFlags, TrimFlags,
 };
-use ssdlab_app::methodology::{Method, Plan};
+use ssdlab_app::methodology::{MethodPlan, Plan};
 
 use super::{Outcome, with_terminal};
 use crate::cli::{QuickArgs, TestCommand, TestCommon};
@@ -15,7 +15,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
     let (common, method) = match command {
         TestCommand::Consistency(a) => (
             &a.common,
-            Method::Consistency(options::consistency(ConsistencyFlags {
+            MethodPlan::Consistency(options::consistency(ConsistencyFlags {
                 runtime: &a.runtime,
                 op: a.op,
                 fill_passes: a.fill_passes,
@@ -23,7 +23,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
         ),
         TestCommand::Trim(a) => (
             &a.common,
-            Method::Trim(options::trim(TrimFlags {
+            MethodPlan::Trim(options::trim(TrimFlags {
                 torture: &a.torture,
                 measure: &a.measure,
                 idle: a.idle.as_deref(),
@@ -31,7 +31,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
         ),
         TestCommand::Sweep(a) => (
             &a.common,
-            Method::Sweep(options::sweep(SweepFlags {
+            MethodPlan::Sweep(options::sweep(SweepFlags {
                 test_size: &a.test_size,
                 qd: a.qd,
                 from: &a.from,
@@ -44,14 +44,14 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
         ),
         TestCommand::Latency(a) => (
             &a.common,
-            Method::Latency(options::latency(LatencyFlags {
+            MethodPlan::Latency(options::latency(LatencyFlags {
                 rw: a.rw.into(),
                 span: &a.span,
                 runtime: &a.runtime,
             })?),
         ),
         TestCommand::Replay(a) => {
-            let (options, input, usage) = options::replay(ReplayFlags {
+            let (options, input) = options::replay(ReplayFlags {
                 trace: &a.trace,
                 format: a.format.map(Into::into),
                 time_scale: a.time_scale,
@@ -60,11 +60,11 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
                 fit: a.fit.into(),
                 disk: a.disk,
             })?;
-            (&a.common, Method::Replay(options, input, usage))
+            (&a.common, MethodPlan::Replay((options, input)))
         }
         TestCommand::Pts(a) => (
             &a.common,
-            Method::Pts(options::pts(PtsFlags {
+            MethodPlan::Pts(options::pts(PtsFlags {
                 test: a.test.into(),
                 round_time: &a.round_time,
                 span: a.span,
@@ -80,7 +80,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
 
 /// `ssdlab quick`: the disk-mark set, run as a test method.
 pub fn quick(args: &QuickArgs) -> Result<Outcome> {
-    let method = Method::Quick(options::quick(QuickFlags {
+    let method = MethodPlan::Quick(options::quick(QuickFlags {
         repeats: args.repeats,
         runtime: &args.runtime,
         size: &args.size,
@@ -92,7 +92,7 @@ pub fn quick(args: &QuickArgs) -> Result<Outcome> {
 }
 
 /// The flags every test shares, with its method.
-pub fn plan(common: &TestCommon, method: Method) -> Result<Plan> {
+pub fn plan(common: &TestCommon, method: MethodPlan) -> Result<Plan> {
     Plan::new(
         common.target.plan(),
         common.seed,

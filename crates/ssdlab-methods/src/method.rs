@@ -1,0 +1,102 @@
+//! The test methods behind one trait, and the one plan type over them generated from the schema's list
+//! ([`ssdlab_core::for_each_method!`]): a method is a unit type (`Trim`, `Quick`, ...) implementing [`Method`],
+//! and [`MethodPlan`] holds any one method's plan with its single dispatch (kind, recorded options, whether it
+//! writes, whether it purges, run). A method added to the list does not compile here until it has its type.
+//!
+//! What this module must never do: know a method's options or logic (each method's module does), or open a
+//! device (the caller hands the session its device).
+
+use ssdlab_core::schema::{MethodKind, MethodOptions};
+
+use crate::erase::Purger;
+use crate::{MethodError, MethodOutcome, Session};
+
+/// What a method is given besides its session and plan.
+#[derive(Default)]
+pub struct MethodContext<'p> {
+    /// The drive's own purges (sanitize, secure erase) through the descriptor the safety gate judged, for a
+    /// method that purges ([`Method::PURGES`]) on a whole block device; None elsewhere.
+    pub purger: Option<&'p mut dyn Purger>,
+}
+
+/// One test method.
+pub trait Method {
+    /// Its options as `result.json` records them.
+    type Options;
+    /// What it runs from: its options, and whatever else it was given that the record does not hold (a replay's
+    /// parsed trace).
+    type Plan;
+    /// Whether it purges the drive between tests (and so wants [`MethodContext::purger`]).
+    const PURGES: bool = false;
+    /// The options the plan records.
+    fn recorded(plan: &Self::Plan) -> Self::Options;
+    /// Whether the plan writes to the target (a plan of reads alone opens a real device read-only).
+    fn writes(_plan: &Self::Plan) -> bool {
+        true
+    }
+    /// Runs the method on the session's device.
+    fn run(
+        session: Session<'_>,
+        plan: Self::Plan,
+        context: MethodContext<'_>,
+    ) -> Result<MethodOutcome, MethodError>;
+}
+
+pub use crate::consistency::Consistency;
+pub use crate::latency::Latency;
+pub use crate::pts::Pts;
+pub use crate::quick::Quick;
+pub use crate::replay::Replay;
+pub use crate::sweep::Sweep;
+pub use crate::trim::Trim;
+
+macro_rules! define_plan {
+    ($( $variant:ident $kind:literal $options:ty, $analysis:ty; )*) => {
+        /// Any one method's plan: the one dispatch over the methods.
+        pub enum MethodPlan {
+            $( $variant(<$variant as Method>::Plan), )*
+        }
+
+        impl MethodPlan {
+            pub fn kind(&self) -> MethodKind {
+                match self {
+                    $( MethodPlan::$variant(_) => MethodKind::$variant, )*
+                }
+            }
+
+            /// The options as result.json records them.
+            pub fn recorded(&self) -> MethodOptions {
+                match self {
+                    $( MethodPlan::$variant(p) => MethodOptions::$variant(<$variant as Method>::recorded(p)), )*
+                }
+            }
+
+            /// Whether the plan writes to the target.
+            pub fn writes(&self) -> bool {
+                match self {
+                    $( MethodPlan::$variant(p) => <$variant as Method>::writes(p), )*
+                }
+            }
+
+            /// Whether the method purges the drive (and wants the drive's purges in its context).
+            pub fn purges(&self) -> bool {
+                match self {
+                    $( MethodPlan::$variant(_) => <$variant as Method>::PURGES, )*
+                }
+            }
+
+            /// Runs the method.
+            pub fn run(
+                self,
+                session: Session<'_>,
+                context: MethodContext<'_>,
+            ) -> Result<MethodOutcome, MethodError> {
+                match self {
+                    $( MethodPlan::$variant(p) => <$variant as Method>::run(session, p, context), )*
+                }
+            }
+        }
+    };
+}
+
+ssdlab_core::for_each_method!(define_plan);
