@@ -31,12 +31,32 @@ pub enum Fault {
     /// The submission is refused with this reason (a device that rejects work outright: busy sanitizing,
     /// gone); nothing of the batch is accepted.
     Refuse(String),
+    /// Silent corruption: a read or write completes normally with one byte of its data changed (XOR `mask`),
+    /// `byte` bytes into the transfer (modulo its length). A read returns the changed byte; a write stores it
+    /// (the caller's buffer is given back as it was). Other operations pass untouched.
+    Corrupt { byte: u64, mask: u8 },
+    /// A lost operation: it completes as done and never reaches the device (a write or discard a lying cache
+    /// dropped, a flush that flushed nothing). A read cannot be lost: it fails with EIO.
+    Lost,
+    /// A misdirected read or write: it completes normally at another place, `by_bytes` further on (wrapping
+    /// within the device, rounded down to its block). A write lands there and its own place keeps its old
+    /// data; a read returns the other place's data. Other operations pass untouched.
+    Misdirect { by_bytes: u64 },
 }
 
 impl Fault {
     /// An I/O error.
     pub fn eio() -> Self {
         Fault::Error(EIO)
+    }
+
+    /// Whether the caller is told: an error, a short or torn transfer or a refusal is seen in the completion;
+    /// a stall, corruption, a lost or misdirected operation is not (only a check of the data can find them).
+    pub fn is_silent(&self) -> bool {
+        matches!(
+            self,
+            Fault::Stall { .. } | Fault::Corrupt { .. } | Fault::Lost | Fault::Misdirect { .. }
+        )
     }
 }
 

@@ -71,6 +71,9 @@ enum Applied {
     Torn,
     /// Never sent: its completion is already made up.
     MadeUp,
+    /// At the device below with byte `at` of its data XORed with `mask`: a write's before it is sent (and back
+    /// when it completes, so the caller's buffer is as it was), a read's when it completes.
+    Corrupted { at: usize, mask: u8, write: bool },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -170,6 +173,28 @@ impl<D: Device> FaultDevice<D> {
                 }
             }
             Some(Fault::Short { .. } | Fault::Torn { .. }) => (Applied::MadeUp, None, -i64::from(EIO)),
+            Some(Fault::Corrupt { byte, mask }) if transfer && io.len > 0 => (
+                Applied::Corrupted {
+                    at: (byte % io.len) as usize,
+                    mask: *mask,
+                    write: io.op == Op::Write,
+                },
+                Some(*io),
+                0,
+            ),
+            Some(Fault::Lost) if io.op == Op::Read => (Applied::MadeUp, None, -i64::from(EIO)),
+            Some(Fault::Lost) => (
+                Applied::MadeUp,
+                None,
+                if io.op == Op::Flush { 0 } else { io.len as i64 },
+            ),
+            Some(Fault::Misdirect { by_bytes }) if transfer => {
+                let block = u64::from(self.inner.info().logical_block_bytes.max(1));
+                let room = self.inner.info().addressable_bytes().saturating_sub(io.len) + 1;
+                let offset = (io.offset + by_bytes) % room / block * block;
+                (Applied::Plain, Some(Io { offset, ..*io }), 0)
+            }
+            Some(Fault::Corrupt { .. } | Fault::Misdirect { .. }) => (Applied::Plain, Some(*io), 0),
             Some(Fault::Refuse(_)) => unreachable!("a refusal is never applied"),
         }
     }
@@ -191,6 +216,10 @@ impl<D: Device> FaultDevice<D> {
                 if c.result >= 0 {
                     c.result = -i64::from(EIO);
                 }
+            }
+            Applied::Corrupted { at, mask, .. } => {
+                // A read's data arrives changed; a write's buffer is given back as the caller left it.
+                self.inner.buffer_mut(c.slot)[at] ^= mask;
             }
             Applied::MadeUp => unreachable!("a made-up completion never reaches the device"),
         }
@@ -306,6 +335,18 @@ impl<D: Device> Device for FaultDevice<D> {
             .zip(&faults)
             .map(|(io, f)| self.apply(io, f.as_ref()))
             .collect();
+        // A corrupted write carries its changed byte down; the caller's buffer is given back when it completes.
+        for (io, (applied, _, _)) in ios.iter().zip(&plans) {
+            if let Applied::Corrupted {
+                at,
+                mask,
+                write: true,
+            } = *applied
+            {
+                self.inner.buffer_mut(io.slot)[at] ^= mask;
+            }
+        }
+        let plans_applied: Vec<(Applied, Option<Io>, i64)> = plans.clone();
         let below: Vec<Io> = plans.iter().filter_map(|p| p.1).collect();
         let sent = if below.is_empty() {
             0
@@ -336,6 +377,17 @@ impl<D: Device> Device for FaultDevice<D> {
                 self.hold(now, c);
             }
             taken += 1;
+        }
+        // A corrupted write the device below did not take is not in flight: its buffer is the caller's again.
+        for (io, (applied, _, _)) in ios.iter().zip(&plans_applied).skip(taken) {
+            if let Applied::Corrupted {
+                at,
+                mask,
+                write: true,
+            } = *applied
+            {
+                self.inner.buffer_mut(io.slot)[at] ^= mask;
+            }
         }
         self.numbered += ios.len() as u64;
         Ok(taken)

@@ -239,3 +239,112 @@ fn with_no_rule_the_device_below_is_unchanged() {
     }
     assert_eq!(runs[0], runs[1]);
 }
+
+fn read<D: Device>(device: &mut D, offset: u64, len: u64) -> (Completion, Vec<u8>) {
+    device.buffer_mut(1)[..len as usize].fill(0xEE);
+    device.submit(&[io(Op::Read, offset, len, 1)]).unwrap();
+    let c = reap_all(device)[0];
+    (c, device.buffer(1)[..len as usize].to_vec())
+}
+
+/// Silent corruption: the completion says all went well, one byte is wrong. A corrupted write stores it (and the
+/// caller's buffer comes back as it was); a corrupted read returns it over good data.
+#[test]
+fn a_corrupted_write_stores_a_changed_byte_and_a_corrupted_read_returns_one_both_silently() {
+    let mut device = faulty(vec![
+        Rule::new(Fault::Corrupt {
+            byte: 100,
+            mask: 0x40,
+        })
+        .on(&[Op::Write])
+        .once(),
+        Rule::new(Fault::Corrupt {
+            byte: 5000,
+            mask: 0x01,
+        })
+        .on(&[Op::Read])
+        .after(1)
+        .once(),
+    ]);
+    let done = write(&mut device, 0, 4096, 7);
+    assert_eq!(done.result, 4096, "nothing in the completion says so");
+    assert!(
+        device.buffer(0)[..4096].iter().all(|&b| b == 7),
+        "the caller's buffer is given back as it was"
+    );
+    let stored = &device.inner().data()[..4096];
+    assert_eq!(stored[100], 7 ^ 0x40);
+    assert_eq!(stored.iter().filter(|&&b| b != 7).count(), 1);
+    write(&mut device, 4096, 4096, 9);
+    let (c, first) = read(&mut device, 4096, 4096);
+    assert_eq!((c.result, first.iter().all(|&b| b == 9)), (4096, true));
+    let (c, second) = read(&mut device, 4096, 4096);
+    assert_eq!(c.result, 4096);
+    assert_eq!(second[5000 % 4096], 9 ^ 0x01, "the second read is corrupted");
+    assert!(
+        device.inner().data()[4096..8192].iter().all(|&b| b == 9),
+        "the data itself is whole"
+    );
+    assert!(device.log().entries().iter().all(|i| i.fault.is_silent()));
+}
+
+/// A lost write completes as written and never reaches the device; a lost flush flushes nothing; a read cannot be
+/// lost and fails.
+#[test]
+fn a_lost_write_says_it_was_written_and_is_not() {
+    let mut device = faulty(vec![
+        Rule::new(Fault::Lost).on(&[Op::Write]).after(1).once(),
+        Rule::new(Fault::Lost).on(&[Op::Read]).once(),
+    ]);
+    write(&mut device, 0, 4096, 1);
+    let lost = write(&mut device, 4096, 4096, 2);
+    assert_eq!(lost.result, 4096, "it says it was written");
+    assert!(
+        device.inner().data()[4096..8192].iter().all(|&b| b == 0),
+        "it was not"
+    );
+    assert_eq!(device.inner().log().len(), 1, "it never reached the device");
+    let (c, _) = read(&mut device, 0, 4096);
+    assert_eq!(c.result, -5, "a read cannot be lost");
+}
+
+/// A misdirected write lands elsewhere (its own place keeps its old data, another place is overwritten); a
+/// misdirected read returns another place's data. Both complete as if all went well.
+#[test]
+fn a_misdirected_write_lands_elsewhere_and_a_misdirected_read_reads_elsewhere() {
+    let mut device = faulty(vec![
+        Rule::new(Fault::Misdirect { by_bytes: 65536 })
+            .on(&[Op::Write])
+            .after(1)
+            .once(),
+        Rule::new(Fault::Misdirect { by_bytes: 4096 })
+            .on(&[Op::Read])
+            .once(),
+    ]);
+    write(&mut device, 0, 4096, 1);
+    let c = write(&mut device, 4096, 4096, 2);
+    assert_eq!((c.result, c.tag), (4096, 10));
+    let data = device.inner().data();
+    assert!(
+        data[4096..8192].iter().all(|&b| b == 0),
+        "its own place keeps its old data"
+    );
+    assert!(
+        data[69632..73728].iter().all(|&b| b == 2),
+        "it landed 64 KiB further on"
+    );
+    let (c, got) = read(&mut device, 0, 4096);
+    assert_eq!(c.result, 4096);
+    assert!(
+        got.iter().all(|&b| b == 0),
+        "the read returned the next block's data, not its own"
+    );
+    // Wrapping: a write near the end lands near the start, whole, inside the device.
+    let mut wrap = faulty(vec![
+        Rule::new(Fault::Misdirect { by_bytes: 8192 }).on(&[Op::Write]),
+    ]);
+    write(&mut wrap, (1 << 20) - 4096, 4096, 5);
+    let data = wrap.inner().data();
+    assert_eq!(data.iter().filter(|&&b| b == 5).count(), 4096);
+    assert!(data[(1 << 20) - 4096..].iter().all(|&b| b == 0));
+}
