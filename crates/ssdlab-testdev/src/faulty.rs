@@ -199,6 +199,20 @@ impl<D: Device> FaultDevice<D> {
         }
     }
 
+    /// XORs the changed byte of every corrupted write among `ios` into its buffer (and, called again, back out).
+    fn flip_corrupted_writes(&mut self, ios: &[Io], plans: &[(Applied, Option<Io>, i64)]) {
+        for (io, (applied, _, _)) in ios.iter().zip(plans) {
+            if let Applied::Corrupted {
+                at,
+                mask,
+                write: true,
+            } = *applied
+            {
+                self.inner.buffer_mut(io.slot)[at] ^= mask;
+            }
+        }
+    }
+
     fn hold(&mut self, due: u64, c: Completion) {
         self.ready.push(Reverse((due, self.arrivals, c.slot)));
         self.held[c.slot as usize] = Some(c);
