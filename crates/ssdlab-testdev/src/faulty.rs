@@ -350,16 +350,7 @@ impl<D: Device> Device for FaultDevice<D> {
             .map(|(io, f)| self.apply(io, f.as_ref()))
             .collect();
         // A corrupted write carries its changed byte down; the caller's buffer is given back when it completes.
-        for (io, (applied, _, _)) in ios.iter().zip(&plans) {
-            if let Applied::Corrupted {
-                at,
-                mask,
-                write: true,
-            } = *applied
-            {
-                self.inner.buffer_mut(io.slot)[at] ^= mask;
-            }
-        }
+        self.flip_corrupted_writes(ios, &plans);
         let plans_applied: Vec<(Applied, Option<Io>, i64)> = plans.clone();
         let below: Vec<Io> = plans.iter().filter_map(|p| p.1).collect();
         let sent = if below.is_empty() {
@@ -393,16 +384,7 @@ impl<D: Device> Device for FaultDevice<D> {
             taken += 1;
         }
         // A corrupted write the device below did not take is not in flight: its buffer is the caller's again.
-        for (io, (applied, _, _)) in ios.iter().zip(&plans_applied).skip(taken) {
-            if let Applied::Corrupted {
-                at,
-                mask,
-                write: true,
-            } = *applied
-            {
-                self.inner.buffer_mut(io.slot)[at] ^= mask;
-            }
-        }
+        self.flip_corrupted_writes(&ios[taken..], &plans_applied[taken..]);
         self.numbered += ios.len() as u64;
         Ok(taken)
     }
