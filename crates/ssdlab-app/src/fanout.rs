@@ -125,7 +125,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     // Every drive is opened here first, so a bad target is refused before any drive starts reading.
     let devices = drives
         .iter()
-        .map(|d| open_drive(args, d))
+        .map(|d| open_drive(ports.targets, args, d))
         .collect::<Result<Vec<_>>>()?;
     let recording = Recording::begin(args.out.as_ref(), args.prom.as_deref(), ports.started_unix_s)?;
     let virtual_clocks = devices
@@ -169,7 +169,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         }
     ));
     let stop = ports.stop.flag();
-    let (reads, measured) = read_every_drive(plan, devices, clock, &load, stop)?;
+    let (reads, measured) = read_every_drive(ports.targets, plan, devices, clock, &load, stop)?;
     let interrupted = stop.load(std::sync::atomic::Ordering::Relaxed);
     if interrupted {
         if reads.iter().any(|r| r.histogram.is_empty()) {
@@ -278,16 +278,21 @@ fn run_merged(plan: &Plan, merged: &crate::fanout_from::Merged, ports: &mut Port
 }
 
 /// Opens a drive of the fleet read-only: the opener never creates, extends or claims anything for writing.
-fn open_drive(args: &FanoutFlags, drive: &FleetDrive) -> Result<ssdlab_targets::AnyDevice> {
+fn open_drive(
+    targets: &dyn crate::ports::Targets,
+    args: &FanoutFlags,
+    drive: &FleetDrive,
+) -> Result<ssdlab_targets::AnyDevice> {
     let target = TargetPlan {
         engine: args.engine,
         ..TargetPlan::plain(drive.target.clone())
     };
-    Ok(target.open(Use::Reads)?.device)
+    Ok(target.open(targets, Use::Reads)?.device)
 }
 
 /// Every drive's reads, and with `--mode measured` the synchronized queries' latencies.
 fn read_every_drive(
+    targets: &dyn crate::ports::Targets,
     plan: &Plan,
     mut devices: Vec<ssdlab_targets::AnyDevice>,
     clock: ssdlab_core::device::ClockKind,
@@ -298,7 +303,7 @@ fn read_every_drive(
     // Real drives are read on threads of their own, and each worker opens its drive again there: an io_uring
     // ring serves only the thread that made it.
     let reopen = |i: usize| -> Result<Box<dyn ssdlab_core::Device>, MethodError> {
-        open_drive(args, &drives[i])
+        open_drive(targets, args, &drives[i])
             .map(|d| Box::new(d) as Box<dyn ssdlab_core::Device>)
             .map_err(|e| MethodError::Invalid(format!("{e:#}")))
     };

@@ -149,7 +149,7 @@ fn drive(plan: &Plan, ports: &mut Ports, path: &std::path::Path) -> Result<Outco
     // device lives in its end).
     let opened = plan
         .target
-        .open(if applying { Use::WritesTail } else { Use::Reads })?;
+        .open(ports.targets, if applying { Use::WritesTail } else { Use::Reads })?;
     let mut device = opened.device;
     let info = device.info().clone();
     // After the gate, before the discard: a refusal leaves no directory behind, and a directory that cannot take

@@ -1,7 +1,7 @@
-//! What a command reaches the world through, besides the device its plan names: the console (human text,
-//! alarms, JSON Lines, progress), the process runner (smartctl, nvme-cli, hdparm), the wall clock and the
-//! moment the command began. The binary passes the terminal and the system; tests pass a recording console, canned
-//! tools and a fixed clock, and drive whole commands without root.
+//! What a command reaches the world through: the console (human text, alarms, JSON Lines, progress), the opener
+//! of its targets (through the safety gate), the process runner (smartctl, nvme-cli, hdparm), the wall clock and
+//! the moment the command began. The binary passes the terminal and the system; tests pass a recording console,
+//! canned tools, a fixed clock and targets wrapped in faults, and drive whole commands without root.
 //!
 //! This module owns the port traits and the system implementations of the tools and clock; it never decides what
 //! a command does, and it never writes to a terminal itself (that is the binary's console).
@@ -101,6 +101,29 @@ impl Tools for SystemTools {
 /// ETXTBSY, the same number on every Linux architecture.
 const ETXTBSY: i32 = 26;
 
+/// Opens the targets a command names. The system's goes through ssdlab-targets (the one opener, with the safety
+/// gate); a test's may wrap what that opens in a fault-injecting device ([`ssdlab_targets::AnyDevice::Dyn`]).
+pub trait Targets: Sync {
+    fn open(
+        &self,
+        target: &str,
+        options: &ssdlab_targets::OpenOptions,
+    ) -> Result<ssdlab_targets::Opened, ssdlab_targets::OpenError>;
+}
+
+/// The system's targets: ssdlab-targets' opener as it is.
+pub struct SystemTargets;
+
+impl Targets for SystemTargets {
+    fn open(
+        &self,
+        target: &str,
+        options: &ssdlab_targets::OpenOptions,
+    ) -> Result<ssdlab_targets::Opened, ssdlab_targets::OpenError> {
+        ssdlab_targets::open(target, options)
+    }
+}
+
 /// The wall clock, in seconds since the Unix epoch: time stamps, data ages, history. (Measurements use the
 /// device's own clock, never this one.)
 pub trait Clock: Sync {
@@ -127,6 +150,7 @@ impl Clock for SystemClock {
 /// Everything a command's run reaches besides its target.
 pub struct Ports<'a> {
     pub console: &'a mut dyn Console,
+    pub targets: &'a dyn Targets,
     pub tools: &'a dyn Tools,
     pub clock: &'a dyn Clock,
     /// When the command began (Unix seconds): a result's `started_at`, however long the command then took.
@@ -162,6 +186,7 @@ impl<'a> Ports<'a> {
         let clock = &SystemClock;
         Ports {
             console,
+            targets: &SystemTargets,
             tools: &SystemTools,
             started_unix_s: clock.unix_now_s() as u64,
             clock,
@@ -178,11 +203,18 @@ impl<'a> Ports<'a> {
     ) -> Self {
         Ports {
             console,
+            targets: &SystemTargets,
             tools,
             started_unix_s: clock.unix_now_s() as u64,
             clock,
             stop: Stop::Flag(stop),
         }
+    }
+
+    /// The same ports opening targets through `targets` (a test's faults).
+    pub fn with_targets(mut self, targets: &'a dyn Targets) -> Self {
+        self.targets = targets;
+        self
     }
 
     /// Notes that a (next) command begins now: the demo runs several in turn.

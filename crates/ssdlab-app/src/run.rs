@@ -137,11 +137,14 @@ impl Plan {
 
 /// Runs the workload and records it.
 pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
-    let opened = plan.target.open(if plan.rw.modifies() {
-        Use::Writes
-    } else {
-        Use::Reads
-    })?;
+    let opened = plan.target.open(
+        ports.targets,
+        if plan.rw.modifies() {
+            Use::Writes
+        } else {
+            Use::Reads
+        },
+    )?;
     opened.device.visit(RunOn {
         plan,
         ports,

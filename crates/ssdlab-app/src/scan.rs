@@ -293,9 +293,14 @@ fn scan_paths(args: &ScanFlags, clock: &dyn Clock, reads: ScanReads, min_size: u
 
 /// Lays the virtual data set out on the simulator and scans it (and, with `--refresh-flagged`, rewrites the
 /// flagged files there and scans them again).
-fn scan_sim(args: &ScanFlags, target: &str, reads: ScanReads) -> Result<ScanAnalysis> {
+fn scan_sim(
+    targets: &dyn crate::ports::Targets,
+    args: &ScanFlags,
+    target: &str,
+    reads: ScanReads,
+) -> Result<ScanAnalysis> {
     // The virtual data set is written into the virtual drive's past: only a virtual drive has one.
-    let AnyDevice::Sim(mut device) = TargetPlan::plain(target).open(Use::Reads)?.device else {
+    let AnyDevice::Sim(mut device) = TargetPlan::plain(target).open(targets, Use::Reads)?.device else {
         bail!("--target {target}: scan takes a sim: target; for real files give PATHs");
     };
     let files = parse_dataset(&args.dataset, device.info().capacity_bytes).map_err(|e| anyhow!(e))?;
@@ -381,7 +386,9 @@ fn region_scan(args: &ScanFlags, ports: &mut Ports, target: &str, reader: Reader
         slower_than: args.slower_than,
     };
     // A region scan is read-only: the opener never creates or extends the file it is given.
-    let mut device = TargetPlan::plain(target).open_as(Use::Reads, "--device")?.device;
+    let mut device = TargetPlan::plain(target)
+        .open_as(ports.targets, Use::Reads, "--device")?
+        .device;
     let info = device.info().clone();
     let recording = Recording::begin(args.out.as_ref(), args.prom.as_deref(), ports.started_unix_s)?;
     let layout = plan_regions(&info, &options)?;
@@ -443,7 +450,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     // Before the files are read: a directory that cannot take the result is known before the scan is spent.
     let recording = Recording::begin(args.out.as_ref(), args.prom.as_deref(), ports.started_unix_s)?;
     let (analysis, subject) = match &args.target {
-        Some(target) => (scan_sim(args, target, reads)?, target.clone()),
+        Some(target) => (scan_sim(ports.targets, args, target, reads)?, target.clone()),
         None => {
             let subject = args
                 .paths

@@ -72,9 +72,10 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         let meta = std::fs::symlink_metadata(path).ok()?;
         Some((path.clone(), meta.dev(), meta.ino()))
     }));
-    let mut opened = args
-        .target
-        .open(if args.read_only { Use::Reads } else { Use::Writes })?;
+    let mut opened = args.target.open(
+        ports.targets,
+        if args.read_only { Use::Reads } else { Use::Writes },
+    )?;
     // A virtual drive keeps what clients write, so a file system can live on it.
     opened.device.keep_virtual_data();
     // The session's record must have somewhere to go before a client writes anything, and only once the gate

@@ -1,11 +1,13 @@
 //! A command's target as its plan holds it: the `--target` text (parsed by the one parser when opened), the
-//! permission flags and the engine, and how the command uses it. Opening goes through `ssdlab-targets`, which
-//! applies the safety gate; nothing here writes to a device.
+//! permission flags and the engine, and how the command uses it. Opening goes through the command's target port
+//! (ssdlab-targets, which applies the safety gate); nothing here writes to a device.
 
 use anyhow::Result;
 use ssdlab_core::schema::options::TargetOptions;
 use ssdlab_io::Engine;
 use ssdlab_targets::{Access, ForceScope, OpenOptions, Opened};
+
+use crate::ports::Targets;
 
 /// The target flags every command that opens a target shares, as given.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,13 +42,14 @@ impl TargetPlan {
         }
     }
 
-    /// Opens the target through the one opener, as `--target`.
-    pub fn open(&self, usage: Use) -> Result<Opened> {
-        self.open_as(usage, "--target")
+    /// Opens the target through the command's target port (the one opener, with the safety gate), as
+    /// `--target`.
+    pub fn open(&self, targets: &dyn Targets, usage: Use) -> Result<Opened> {
+        self.open_as(targets, usage, "--target")
     }
 
     /// [`TargetPlan::open`] for a target given by another flag (`--device`), which the messages then name.
-    pub fn open_as(&self, usage: Use, flag: &'static str) -> Result<Opened> {
+    pub fn open_as(&self, targets: &dyn Targets, usage: Use, flag: &'static str) -> Result<Opened> {
         let destructive = matches!(usage, Use::Writes | Use::WritesTail);
         let access = if destructive {
             Access::Destructive {
@@ -67,7 +70,7 @@ impl TargetPlan {
                 _ => ForceScope::Signatures,
             },
         };
-        Ok(ssdlab_targets::open(&self.target, &options)?)
+        Ok(targets.open(&self.target, &options)?)
     }
 }
 

@@ -398,6 +398,58 @@ pub trait Device {
     }
 }
 
+/// A boxed device is a device: a test hands a whole command a device it built (a fault-injecting device over a
+/// file) through the app's target port, behind `dyn Device`.
+impl<D: Device + ?Sized> Device for Box<D> {
+    fn info(&self) -> &DeviceInfo {
+        (**self).info()
+    }
+    fn prepare(&mut self, slots: u32, buffer_bytes: usize) -> DeviceResult<()> {
+        (**self).prepare(slots, buffer_bytes)
+    }
+    fn buffer(&self, slot: u32) -> &[u8] {
+        (**self).buffer(slot)
+    }
+    fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
+        (**self).buffer_mut(slot)
+    }
+    fn submit(&mut self, ios: &[Io]) -> DeviceResult<usize> {
+        (**self).submit(ios)
+    }
+    fn reap(
+        &mut self,
+        min: usize,
+        deadline_ns: Option<u64>,
+        out: &mut Vec<Completion>,
+    ) -> DeviceResult<usize> {
+        (**self).reap(min, deadline_ns, out)
+    }
+    fn now_ns(&self) -> u64 {
+        (**self).now_ns()
+    }
+    fn wait_until(&mut self, t_ns: u64) {
+        (**self).wait_until(t_ns)
+    }
+    fn in_flight(&self) -> usize {
+        (**self).in_flight()
+    }
+    fn idle(&mut self) {
+        (**self).idle()
+    }
+    fn extents(&mut self, offset: u64, len: u64, out: &mut Vec<Extent>) -> DeviceResult<()> {
+        (**self).extents(offset, len, out)
+    }
+    fn counters(&self) -> Option<crate::schema::DeviceCounters> {
+        (**self).counters()
+    }
+    fn cache_stats(&self) -> Option<crate::schema::CacheStats> {
+        (**self).cache_stats()
+    }
+    fn complete(&mut self, io: Io) -> DeviceResult<Completion> {
+        (**self).complete(io)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

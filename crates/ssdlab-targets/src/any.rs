@@ -18,6 +18,9 @@ pub enum AnyDevice {
     Sim(SimDevice),
     /// The DRAM cache over another target (never over a cache).
     Cached(Box<CachedDevice<AnyDevice>>),
+    /// A device a caller built and handed in through the app's target port (tests: a fault-injecting device over
+    /// a real file or the simulator), run like any other.
+    Dyn(Box<dyn Device + Send>),
 }
 
 impl AnyDevice {
@@ -30,7 +33,7 @@ impl AnyDevice {
                 true
             }
             AnyDevice::Cached(c) => c.inner_mut().keep_virtual_data(),
-            _ => false,
+            AnyDevice::Uring(_) | AnyDevice::Psync(_) | AnyDevice::Null(_) | AnyDevice::Dyn(_) => false,
         }
     }
 
@@ -40,7 +43,7 @@ impl AnyDevice {
         match self {
             AnyDevice::Uring(d) => Some(d.backing_file()),
             AnyDevice::Psync(d) => Some(d.backing_file()),
-            AnyDevice::Null(_) | AnyDevice::Sim(_) | AnyDevice::Cached(_) => None,
+            AnyDevice::Null(_) | AnyDevice::Sim(_) | AnyDevice::Cached(_) | AnyDevice::Dyn(_) => None,
         }
     }
 }
@@ -54,6 +57,7 @@ macro_rules! each {
             AnyDevice::Null($d) => $body,
             AnyDevice::Sim($d) => $body,
             AnyDevice::Cached($d) => $body,
+            AnyDevice::Dyn($d) => $body,
         }
     };
 }
@@ -121,6 +125,7 @@ impl AnyDevice {
             AnyDevice::Null(d) => visitor.visit(d),
             AnyDevice::Sim(d) => visitor.visit(d),
             AnyDevice::Cached(d) => visitor.visit(*d),
+            AnyDevice::Dyn(d) => visitor.visit(d),
         }
     }
 }

@@ -79,7 +79,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let path = &plan.path;
     // The safety gate: --allow-destroy, never a device in use, signs of past use only with --force. Its
     // exclusive claim holds until the device closes: nothing may mount the device while it is purged.
-    let opened = plan.target.open(Use::Writes)?;
+    let opened = plan.target.open(ports.targets, Use::Writes)?;
     // The record's directory must take it before anything is erased (a purge whose record cannot be written has
     // destroyed the data without the proof), and only once the gate has let the erase through, so a refusal
     // leaves nothing behind.

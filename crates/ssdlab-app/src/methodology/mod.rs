@@ -74,7 +74,7 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
     let kind = method.kind().name();
     let usage = if method.writes() { Use::Writes } else { Use::Reads };
     let options = method.recorded();
-    let opened = target.open(usage)?;
+    let opened = target.open(ports.targets, usage)?;
     let (mut device, before) = (opened.device, opened.undo);
     let info = device.info().clone();
     let options = RunOptions::Test(TestOptions {

@@ -1,0 +1,199 @@
+//! Whole commands over a device that lies, in the style of TigerBeetle's simulator: each seed picks a fault
+//! (silent corruption, a lost write, a misdirected write or read, an error, a torn write) and the operation it
+//! hits, hands `run --verify` a real file wrapped in that fault through the target port, and checks the promise:
+//! a run that passes had every block it wrote read back as written, and a run over any fault that reached its
+//! data does not pass. A failing seed is printed, and `SSDLAB_FAULT_SEED=N` replays it alone.
+
+// A test reads as one story; the 80-line rule is for production code.
+#![allow(clippy::too_many_lines)]
+
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+
+use ssdlab_app::TargetPlan;
+use ssdlab_app::ports::{Outcome, Ports, Targets};
+use ssdlab_app::run::{Plan as RunPlan, RunFlags};
+use ssdlab_app::testing::{CannedTools, FixedClock, RecordingConsole};
+use ssdlab_core::device::Op;
+use ssdlab_core::rng::Rng;
+use ssdlab_targets::{AnyDevice, OpenError, OpenOptions, Opened};
+use ssdlab_testdev::{Fault, FaultDevice, FaultLog, Rule};
+
+/// Opens targets as the system does, then wraps each in a fault-injecting device with `rules`, keeping its log.
+struct FaultyTargets {
+    seed: u64,
+    rules: Vec<Rule>,
+    log: Mutex<Option<FaultLog>>,
+}
+
+impl Targets for FaultyTargets {
+    fn open(&self, target: &str, options: &OpenOptions) -> Result<Opened, OpenError> {
+        let opened = ssdlab_targets::open(target, options)?;
+        let mut device = FaultDevice::new(opened.device, self.seed);
+        for rule in &self.rules {
+            device.add(rule.clone());
+        }
+        *self.log.lock().unwrap() = Some(device.log());
+        Ok(Opened {
+            device: AnyDevice::Dyn(Box::new(device)),
+            undo: opened.undo,
+        })
+    }
+}
+
+/// 2 MiB written sequentially in 4 KiB blocks: 512 writes, then the verify pass's 512 reads.
+const BLOCKS: u64 = 512;
+
+/// The fault a seed chooses, and the operation kind it hits.
+fn fault_of(rng: &mut Rng) -> (Fault, Op) {
+    let byte = rng.next_u64() % 4096;
+    let mask = 1u8 << (rng.next_u64() % 8);
+    let by_bytes = 4096 * (1 + rng.next_u64() % (BLOCKS - 1));
+    match rng.next_u64() % 7 {
+        0 => (Fault::Corrupt { byte, mask }, Op::Write),
+        1 => (Fault::Corrupt { byte, mask }, Op::Read),
+        2 => (Fault::Lost, Op::Write),
+        3 => (Fault::Misdirect { by_bytes }, Op::Write),
+        4 => (Fault::Misdirect { by_bytes }, Op::Read),
+        5 => (Fault::eio(), Op::Write),
+        _ => (
+            Fault::Torn {
+                landed_bytes: 512 * (rng.next_u64() % 8),
+            },
+            Op::Write,
+        ),
+    }
+}
+
+/// Runs one seed, verifying or not; returns what failed, if anything.
+fn one_seed(seed: u64, verify: bool) -> Result<String, String> {
+    let mut rng = Rng::new(seed);
+    let (fault, op) = fault_of(&mut rng);
+    // Sometimes past the last operation of its kind: then nothing is injected, and the run must pass.
+    let after = rng.next_u64() % (BLOCKS + BLOCKS / 4);
+    let targets = FaultyTargets {
+        seed,
+        rules: vec![Rule::new(fault.clone()).on(&[op]).after(after).once()],
+        log: Mutex::new(None),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("image");
+    let target = format!("file:{}:2m", image.display());
+    let plan = RunPlan::new(
+        TargetPlan::plain(target),
+        RunFlags {
+            rw: "write",
+            mix: 0,
+            bs: "4k",
+            qd: 1 + (seed % 8) as u32,
+            span: "100%",
+            runtime: None,
+            bytes: Some("2m"),
+            passes: None,
+            rate: None,
+            seed,
+            norandommap: false,
+            verify,
+        },
+        None,
+    )
+    .unwrap();
+    let mut console = RecordingConsole::default();
+    let (tools, clock, stop) = (
+        CannedTools::default(),
+        FixedClock::at(1_700_000_000.0),
+        AtomicBool::new(false),
+    );
+    let mut ports = Ports::new(&mut console, &tools, &clock, &stop).with_targets(&targets);
+    let outcome = ssdlab_app::run::run(&plan, &mut ports);
+    let injected = targets.log.lock().unwrap().as_ref().map_or(0, FaultLog::len);
+    let text = console.text();
+    let what = format!(
+        "seed {seed}: {fault:?} on the {op:?} after {after}: injected {injected}, outcome {outcome:?}"
+    );
+    match (injected, &outcome) {
+        (0, Ok(Outcome::Passed)) => Ok(what),
+        (0, _) => Err(format!(
+            "{what}: nothing was injected, yet it did not pass\n{text}"
+        )),
+        (_, Ok(Outcome::Passed)) => Err(format!(
+            "{what}: PASSED over a fault that reached its data\n{text}"
+        )),
+        (_, Ok(Outcome::Failed)) => {
+            let named = text.contains("failed verification") || text.contains("I/O failed");
+            if named {
+                Ok(what)
+            } else {
+                Err(format!(
+                    "{what}: failed without naming the verification or the I/O\n{text}"
+                ))
+            }
+        }
+        (_, other) => Err(format!("{what}: ended {other:?}\n{text}")),
+    }
+}
+
+#[test]
+fn run_verify_never_passes_over_a_fault_that_reached_its_data() {
+    let seeds: Vec<u64> = match std::env::var("SSDLAB_FAULT_SEED") {
+        Ok(seed) => vec![seed.parse().expect("SSDLAB_FAULT_SEED is a number")],
+        Err(_) => (1..=60).collect(),
+    };
+    let mut failures = Vec::new();
+    let mut kinds = std::collections::BTreeMap::<String, usize>::new();
+    let mut injected = 0;
+    for &seed in &seeds {
+        match one_seed(seed, true) {
+            Ok(what) => {
+                injected += usize::from(!what.contains("injected 0"));
+                let kind = what
+                    .split(": ")
+                    .nth(1)
+                    .unwrap_or("")
+                    .split([' ', '{', '('])
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+                *kinds.entry(kind).or_default() += 1;
+            }
+            Err(e) => failures.push(e),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} seeds failed (replay one with SSDLAB_FAULT_SEED=N):\n{}",
+        failures.len(),
+        seeds.len(),
+        failures.join("\n\n")
+    );
+    eprintln!(
+        "{} seeds, {injected} injected a fault, every one caught; by kind: {kinds:?}",
+        seeds.len()
+    );
+    if seeds.len() > 1 {
+        assert!(
+            injected * 2 > seeds.len(),
+            "most seeds inject their fault ({injected} of {})",
+            seeds.len()
+        );
+        // Every kind of fault was tried.
+        for kind in ["Corrupt", "Lost", "Misdirect", "Error", "Torn"] {
+            assert!(kinds.contains_key(kind), "no seed tried {kind}: {kinds:?}");
+        }
+    }
+}
+
+/// The oracle catches a known-bad peer: the same runs without `--verify` (a run that trusts every completion)
+/// pass over silent faults, and the check above calls that out.
+#[test]
+fn the_check_catches_a_run_that_trusts_its_completions() {
+    let caught = (1..=60)
+        .filter_map(|seed| one_seed(seed, false).err())
+        .filter(|e| e.contains("PASSED over a fault"))
+        .count();
+    eprintln!("without --verify, {caught} of 60 runs passed over a silent fault");
+    assert!(
+        caught >= 5,
+        "only {caught} silent faults were passed over without --verify"
+    );
+}
