@@ -231,7 +231,7 @@ fn cached(target: &str) -> Result<String> {
 
 /// A step's plan: its target and result directory (`DIR/NAME`), on the demo's seed.
 fn test_plan(plan: &Plan, target: &str, name: &str, method: MethodPlan) -> Result<methodology::Plan> {
-    methodology::Plan::new(TargetPlan::plain(target), 1, Some(plan.step_out(name)), method)
+    methodology::Plan::new(TargetPlan::plain(target)?, 1, Some(plan.step_out(name)), method)
 }
 
 /// Seed 000's field-report scan of the virtual data set, read as `cat` read it, the flagged files rewritten.

@@ -283,10 +283,7 @@ fn open_drive(
     args: &FanoutFlags,
     drive: &FleetDrive,
 ) -> Result<ssdlab_targets::AnyDevice> {
-    let target = TargetPlan {
-        engine: args.engine,
-        ..TargetPlan::plain(drive.target.clone())
-    };
+    let target = TargetPlan::new(&drive.target, false, false, args.engine)?;
     Ok(target.open(targets, Use::Reads)?.device)
 }
 

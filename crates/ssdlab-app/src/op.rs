@@ -65,10 +65,10 @@ impl Plan {
             export::check_out_dir(dir)?;
         }
         let unused_percent = set.as_deref().map(parse_share).transpose()?;
-        let drive = match TargetSpec::parse(&target.target).map_err(|e| anyhow!("{e}"))? {
-            TargetSpec::Block { path } => Drive::Block(path),
+        let drive = match &target.spec {
+            TargetSpec::Block { path } => Drive::Block(path.clone()),
             TargetSpec::Sim { spec: text } => {
-                let spec = SimSpec::parse(&text).map_err(|e| anyhow!("--target {}: {e}", target.target))?;
+                let spec = SimSpec::parse(text).map_err(|e| anyhow!("--target {}: {e}", target.target))?;
                 if let Some(raw) = &raw_nand {
                     bail!(
                         "--raw-nand {raw}: a virtual drive's NAND is its profile's; give it with sim:PROFILE?op=N \

@@ -101,12 +101,14 @@ impl Tools for SystemTools {
 /// ETXTBSY, the same number on every Linux architecture.
 const ETXTBSY: i32 = 26;
 
-/// Opens the targets a command names. The system's goes through ssdlab-targets (the one opener, with the safety
-/// gate); a test's may wrap what that opens in a fault-injecting device ([`ssdlab_targets::AnyDevice::Dyn`]).
+/// Opens the targets a command names: `target` as given (for messages), `spec` what it was parsed into. The
+/// system's goes through ssdlab-targets (the one opener, with the safety gate); a test's may wrap what that opens
+/// in a fault-injecting device ([`ssdlab_targets::AnyDevice::Dyn`]).
 pub trait Targets: Sync {
     fn open(
         &self,
         target: &str,
+        spec: &ssdlab_core::target::TargetSpec,
         options: &ssdlab_targets::OpenOptions,
     ) -> Result<ssdlab_targets::Opened, ssdlab_targets::OpenError>;
 }
@@ -118,9 +120,10 @@ impl Targets for SystemTargets {
     fn open(
         &self,
         target: &str,
+        spec: &ssdlab_core::target::TargetSpec,
         options: &ssdlab_targets::OpenOptions,
     ) -> Result<ssdlab_targets::Opened, ssdlab_targets::OpenError> {
-        ssdlab_targets::open(target, options)
+        ssdlab_targets::open_spec(target, spec, options)
     }
 }
 

@@ -81,7 +81,7 @@ impl Plan {
                 flags.mix
             );
         }
-        if flags.verify && ssdlab_targets::is_virtual(&target.target) {
+        if flags.verify && target.is_virtual() {
             bail!("--verify: the virtual SSD stores no data, so there is nothing to verify; drop --verify");
         }
         let span = SpanFlag::parse(flags.span)?;

@@ -300,7 +300,7 @@ fn scan_sim(
     reads: ScanReads,
 ) -> Result<ScanAnalysis> {
     // The virtual data set is written into the virtual drive's past: only a virtual drive has one.
-    let AnyDevice::Sim(mut device) = TargetPlan::plain(target).open(targets, Use::Reads)?.device else {
+    let AnyDevice::Sim(mut device) = TargetPlan::plain(target)?.open(targets, Use::Reads)?.device else {
         bail!("--target {target}: scan takes a sim: target; for real files give PATHs");
     };
     let files = parse_dataset(&args.dataset, device.info().capacity_bytes).map_err(|e| anyhow!(e))?;
@@ -386,7 +386,7 @@ fn region_scan(args: &ScanFlags, ports: &mut Ports, target: &str, reader: Reader
         slower_than: args.slower_than,
     };
     // A region scan is read-only: the opener never creates or extends the file it is given.
-    let mut device = TargetPlan::plain(target)
+    let mut device = TargetPlan::given_as(target, "--device", false, false, ssdlab_io::Engine::Auto)?
         .open_as(ports.targets, Use::Reads, "--device")?
         .device;
     let info = device.info().clone();

@@ -1,19 +1,24 @@
-//! A command's target as its plan holds it: the `--target` text (parsed by the one parser when opened), the
-//! permission flags and the engine, and how the command uses it. Opening goes through the command's target port
+//! A command's target as its plan holds it: the `--target` text as given and the [`TargetSpec`] the one parser
+//! made of it when the plan was made (no command parses a target's prefix again), the permission flags and the
+//! engine, and how the command uses it. Opening goes through the command's target port
 //! (ssdlab-targets, which applies the safety gate); nothing here writes to a device.
 
 use anyhow::Result;
 use ssdlab_core::schema::options::TargetOptions;
+use ssdlab_core::target::TargetSpec;
 use ssdlab_io::Engine;
 use ssdlab_targets::{Access, ForceScope, OpenOptions, Opened};
 
 use crate::ports::Targets;
 
-/// The target flags every command that opens a target shares, as given.
+/// The target flags every command that opens a target shares.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TargetPlan {
-    /// `/dev/NAME`, `file:PATH[:SIZE]`, `null[:SIZE]`, `sim:PROFILE[?OPTIONS]` or `cached:T[?OPTIONS]`.
+    /// `/dev/NAME`, `file:PATH[:SIZE]`, `null[:SIZE]`, `sim:PROFILE[?OPTIONS]` or `cached:T[?OPTIONS]`, as given
+    /// (messages and result.json name it so).
     pub target: String,
+    /// What it names, parsed once.
+    pub spec: TargetSpec,
     /// Writes to a block device are allowed (they destroy its data).
     pub allow_destroy: bool,
     /// With `allow_destroy`: write even over signatures of past use.
@@ -22,14 +27,37 @@ pub struct TargetPlan {
 }
 
 impl TargetPlan {
+    /// The target flags, the target parsed: an error names `--target` and the forms it takes.
+    pub fn new(target: &str, allow_destroy: bool, force: bool, engine: Engine) -> Result<Self> {
+        Self::given_as(target, "--target", allow_destroy, force, engine)
+    }
+
+    /// [`TargetPlan::new`] for a target given by another flag (`--device`), which the error then names.
+    pub fn given_as(
+        target: &str,
+        flag: &str,
+        allow_destroy: bool,
+        force: bool,
+        engine: Engine,
+    ) -> Result<Self> {
+        let spec = TargetSpec::parse(target).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
+        Ok(TargetPlan {
+            target: target.to_string(),
+            spec,
+            allow_destroy,
+            force,
+            engine,
+        })
+    }
+
     /// A target that needs no permission flags (a virtual drive, null, a file), with the automatic engine.
-    pub fn plain(target: impl Into<String>) -> Self {
-        TargetPlan {
-            target: target.into(),
-            allow_destroy: false,
-            force: false,
-            engine: Engine::Auto,
-        }
+    pub fn plain(target: &str) -> Result<Self> {
+        Self::new(target, false, false, Engine::Auto)
+    }
+
+    /// Whether it is the virtual SSD (plain or under a cache), which stores no data unless asked to.
+    pub fn is_virtual(&self) -> bool {
+        self.spec.is_virtual()
     }
 
     /// The flags as result.json records them.
@@ -70,7 +98,7 @@ impl TargetPlan {
                 _ => ForceScope::Signatures,
             },
         };
-        Ok(targets.open(&self.target, &options)?)
+        Ok(targets.open(&self.target, &self.spec, &options)?)
     }
 }
 

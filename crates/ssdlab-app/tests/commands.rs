@@ -70,7 +70,7 @@ fn a_run_on_a_virtual_drive_streams_every_event_and_writes_its_record() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let plan = RunPlan::new(
-        TargetPlan::plain(SMALL_SIM),
+        TargetPlan::plain(SMALL_SIM).unwrap(),
         run_flags("randread", "3s"),
         Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
     )
@@ -111,7 +111,12 @@ fn a_run_on_a_virtual_drive_streams_every_event_and_writes_its_record() {
 
 #[test]
 fn a_stop_request_ends_a_run_as_interrupted_with_what_was_measured() {
-    let plan = RunPlan::new(TargetPlan::plain(SMALL_SIM), run_flags("randwrite", "60s"), None).unwrap();
+    let plan = RunPlan::new(
+        TargetPlan::plain(SMALL_SIM).unwrap(),
+        run_flags("randwrite", "60s"),
+        None,
+    )
+    .unwrap();
     let mut console = RecordingConsole {
         interrupt: true,
         ..RecordingConsole::with_json()
@@ -150,7 +155,7 @@ fn out_is_created_only_after_the_gate_and_taken_away_by_a_refusal_after_it() {
     // Refused by the gate: procfs is never written.
     let out = dir.path().join("refused-by-the-gate");
     let plan = RunPlan::new(
-        TargetPlan::plain("file:/proc/sys/vm/swappiness"),
+        TargetPlan::plain("file:/proc/sys/vm/swappiness").unwrap(),
         run_flags("write", "1s"),
         Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
     )
@@ -167,7 +172,7 @@ fn out_is_created_only_after_the_gate_and_taken_away_by_a_refusal_after_it() {
     let mut flags = run_flags("randread", "1s");
     flags.bs = "2m";
     let plan = RunPlan::new(
-        TargetPlan::plain("null:1m"),
+        TargetPlan::plain("null:1m").unwrap(),
         flags,
         Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
     )
@@ -187,7 +192,7 @@ fn out_is_created_only_after_the_gate_and_taken_away_by_a_refusal_after_it() {
     // A run that goes through: the directory holds the result, and the line says what was written.
     let out = dir.path().join("ran");
     let plan = RunPlan::new(
-        TargetPlan::plain("null:1m"),
+        TargetPlan::plain("null:1m").unwrap(),
         run_flags("randread", "1s"),
         Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
     )
@@ -214,7 +219,7 @@ fn out_is_created_only_after_the_gate_and_taken_away_by_a_refusal_after_it() {
 #[test]
 fn run_plans_refuse_bad_flags_before_anything_opens() {
     let refused = |flags: RunFlags, target: &str, flag: &str| {
-        let e = RunPlan::new(TargetPlan::plain(target), flags, None)
+        let e = RunPlan::new(TargetPlan::plain(target).unwrap(), flags, None)
             .unwrap_err()
             .to_string();
         assert!(e.starts_with(flag), "{flag}: {e}");
@@ -524,7 +529,7 @@ fn op_on_a_virtual_drive_says_what_the_spare_area_buys_and_refuses_to_apply_it()
         op::Plan::new(
             TargetPlan {
                 allow_destroy,
-                ..TargetPlan::plain("sim:840evo-250g")
+                ..TargetPlan::plain("sim:840evo-250g").unwrap()
             },
             set.map(String::from),
             None,
@@ -566,7 +571,7 @@ fn op_on_a_virtual_drive_says_what_the_spare_area_buys_and_refuses_to_apply_it()
             .starts_with("--set")
     );
     let raw = op::Plan::new(
-        TargetPlan::plain("sim:840evo-250g"),
+        TargetPlan::plain("sim:840evo-250g").unwrap(),
         None,
         Some("256g".into()),
         64,
@@ -574,7 +579,14 @@ fn op_on_a_virtual_drive_says_what_the_spare_area_buys_and_refuses_to_apply_it()
         None,
     );
     assert!(raw.unwrap_err().to_string().starts_with("--raw-nand"));
-    let file = op::Plan::new(TargetPlan::plain("file:/tmp/x:1m"), None, None, 64, 1, None);
+    let file = op::Plan::new(
+        TargetPlan::plain("file:/tmp/x:1m").unwrap(),
+        None,
+        None,
+        64,
+        1,
+        None,
+    );
     assert!(file.unwrap_err().to_string().contains("a property of a drive"));
 }
 
@@ -589,7 +601,7 @@ fn a_latency_test_on_a_virtual_drive_records_its_analysis() {
     })
     .unwrap();
     let plan = methodology::Plan::new(
-        TargetPlan::plain(SMALL_SIM),
+        TargetPlan::plain(SMALL_SIM).unwrap(),
         1,
         Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
         methodology::MethodPlan::Latency(options),
@@ -869,7 +881,7 @@ fn sim_trace_and_report_print_their_output_through_the_console() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let run = RunPlan::new(
-        TargetPlan::plain("null:1g"),
+        TargetPlan::plain("null:1g").unwrap(),
         run_flags("randread", "1s"),
         Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
     )

@@ -27,8 +27,13 @@ struct FaultyTargets {
 }
 
 impl Targets for FaultyTargets {
-    fn open(&self, target: &str, options: &OpenOptions) -> Result<Opened, OpenError> {
-        let opened = ssdlab_targets::open(target, options)?;
+    fn open(
+        &self,
+        target: &str,
+        spec: &ssdlab_core::target::TargetSpec,
+        options: &OpenOptions,
+    ) -> Result<Opened, OpenError> {
+        let opened = ssdlab_targets::open_spec(target, spec, options)?;
         let mut device = FaultDevice::new(opened.device, self.seed);
         for rule in &self.rules {
             device.add(rule.clone());
@@ -80,7 +85,7 @@ fn one_seed(seed: u64, verify: bool) -> Result<String, String> {
     let image = dir.path().join("image");
     let target = format!("file:{}:2m", image.display());
     let plan = RunPlan::new(
-        TargetPlan::plain(target),
+        TargetPlan::plain(&target).unwrap(),
         RunFlags {
             rw: "write",
             mix: 0,

@@ -339,6 +339,14 @@ impl TargetSpec {
 #[error("{0}")]
 pub struct TargetParseError(pub String);
 
+impl std::str::FromStr for TargetSpec {
+    type Err = TargetParseError;
+
+    fn from_str(input: &str) -> Result<Self, Self::Err> {
+        TargetSpec::parse(input)
+    }
+}
+
 const FORMS: &str = "use /dev/NAME, file:PATH[:SIZE], null[:SIZE], sim:PROFILE or cached:TARGET";
 
 impl TargetSpec {

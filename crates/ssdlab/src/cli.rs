@@ -846,14 +846,9 @@ pub struct TargetArgs {
 }
 
 impl TargetArgs {
-    /// The flags as a command's plan holds them.
-    pub fn plan(&self) -> ssdlab_app::TargetPlan {
-        ssdlab_app::TargetPlan {
-            target: self.target.clone(),
-            allow_destroy: self.allow_destroy,
-            force: self.force,
-            engine: self.engine.into(),
-        }
+    /// The flags as a command's plan holds them, the target parsed.
+    pub fn plan(&self) -> anyhow::Result<ssdlab_app::TargetPlan> {
+        ssdlab_app::TargetPlan::new(&self.target, self.allow_destroy, self.force, self.engine.into())
     }
 }
 

@@ -51,15 +51,14 @@ impl Plan {
         if let Some(dir) = &out {
             export::check_out_dir(dir)?;
         }
-        let path = match TargetSpec::parse(&target.target) {
-            Ok(TargetSpec::Block { path }) => path,
-            Ok(_) => bail!(
+        let TargetSpec::Block { path } = &target.spec else {
+            bail!(
                 "--target {}: erase works on a whole block device (/dev/NAME); a file is erased by deleting it, \
                  and sim:/null/cached: hold nothing to purge",
                 target.target
-            ),
-            Err(e) => bail!("{e}"),
+            );
         };
+        let path = path.clone();
         if samples < 2 {
             bail!("--samples {samples}: read back at least 2 blocks (the first and the last)");
         }
@@ -186,10 +185,10 @@ mod tests {
     #[test]
     fn only_a_whole_block_device_is_erased() {
         for target in ["file:/tmp/x:1m", "null", "sim:840evo-250", "cached:null"] {
-            let e = Plan::new(TargetPlan::plain(target), None, 2, 1, None).unwrap_err();
+            let e = Plan::new(TargetPlan::plain(target).unwrap(), None, 2, 1, None).unwrap_err();
             assert!(e.to_string().contains("whole block device"), "{target}: {e}");
         }
-        let plan = Plan::new(TargetPlan::plain("/dev/sdz"), None, 2, 1, None).unwrap();
+        let plan = Plan::new(TargetPlan::plain("/dev/sdz").unwrap(), None, 2, 1, None).unwrap();
         assert_eq!(plan.path, PathBuf::from("/dev/sdz"));
     }
 
@@ -199,7 +198,7 @@ mod tests {
         let file = dir.path().join("f");
         std::fs::write(&file, b"x").unwrap();
         let e = Plan::new(
-            TargetPlan::plain("/dev/sdz"),
+            TargetPlan::plain("/dev/sdz").unwrap(),
             None,
             2,
             1,

@@ -54,13 +54,11 @@ fn drive_purger<'p>(
     tools: &'p dyn crate::ports::Tools,
     clock: &'p dyn crate::ports::Clock,
 ) -> Option<crate::erase::KernelPurger<'p>> {
-    let Ok(ssdlab_core::target::TargetSpec::Block { path }) =
-        ssdlab_core::target::TargetSpec::parse(&target.target)
-    else {
+    let ssdlab_core::target::TargetSpec::Block { path } = &target.spec else {
         return None;
     };
     let gated = device.backing_file()?.try_clone().ok()?;
-    crate::erase::KernelPurger::new(gated, &path, info, tools, clock, None).ok()
+    crate::erase::KernelPurger::new(gated, path, info, tools, clock, None).ok()
 }
 
 /// Runs a test method and records it.
