@@ -1,5 +1,6 @@
 //! The test methods behind one trait, and the one plan type over them generated from the schema's list
-//! ([`ssdlab_core::for_each_method!`]): a method is a unit type (`Trim`, `Quick`, ...) implementing [`Method`],
+//! ([`ssdlab_core::for_each_method!`]): a method is a unit type in its own module (`trim::Trim`, `quick::Quick`,
+//! ...) implementing [`Method`],
 //! and [`MethodPlan`] holds any one method's plan with its single dispatch (kind, recorded options, whether it
 //! writes, whether it purges, run). A method added to the list does not compile here until it has its type.
 //!
@@ -42,19 +43,11 @@ pub trait Method {
     ) -> Result<MethodOutcome, MethodError>;
 }
 
-pub use crate::consistency::Consistency;
-pub use crate::latency::Latency;
-pub use crate::pts::Pts;
-pub use crate::quick::Quick;
-pub use crate::replay::Replay;
-pub use crate::sweep::Sweep;
-pub use crate::trim::Trim;
-
 macro_rules! define_plan {
-    ($( $variant:ident $kind:literal $options:ty, $analysis:ty; )*) => {
+    ($( $variant:ident $module:ident $kind:literal $options:ty, $analysis:ty; )*) => {
         /// Any one method's plan: the one dispatch over the methods.
         pub enum MethodPlan {
-            $( $variant(<$variant as Method>::Plan), )*
+            $( $variant(<crate::$module::$variant as Method>::Plan), )*
         }
 
         impl MethodPlan {
@@ -67,21 +60,21 @@ macro_rules! define_plan {
             /// The options as result.json records them.
             pub fn recorded(&self) -> MethodOptions {
                 match self {
-                    $( MethodPlan::$variant(p) => MethodOptions::$variant(<$variant as Method>::recorded(p)), )*
+                    $( MethodPlan::$variant(p) => MethodOptions::$variant(<crate::$module::$variant as Method>::recorded(p)), )*
                 }
             }
 
             /// Whether the plan writes to the target.
             pub fn writes(&self) -> bool {
                 match self {
-                    $( MethodPlan::$variant(p) => <$variant as Method>::writes(p), )*
+                    $( MethodPlan::$variant(p) => <crate::$module::$variant as Method>::writes(p), )*
                 }
             }
 
             /// Whether the method purges the drive (and wants the drive's purges in its context).
             pub fn purges(&self) -> bool {
                 match self {
-                    $( MethodPlan::$variant(_) => <$variant as Method>::PURGES, )*
+                    $( MethodPlan::$variant(_) => <crate::$module::$variant as Method>::PURGES, )*
                 }
             }
 
@@ -92,7 +85,7 @@ macro_rules! define_plan {
                 context: MethodContext<'_>,
             ) -> Result<MethodOutcome, MethodError> {
                 match self {
-                    $( MethodPlan::$variant(p) => <$variant as Method>::run(session, p, context), )*
+                    $( MethodPlan::$variant(p) => <crate::$module::$variant as Method>::run(session, p, context), )*
                 }
             }
         }

@@ -1,6 +1,6 @@
 //! One view per kind of result: its section of the page, its heading, the table a command says on stderr, its
-//! headline figures, its tidy CSV and the phases whose latency it draws. Each kind's view is a unit type beside
-//! the code that draws it (`consistency::Consistency`, `scan::Scan`, ...), implementing [`View`]; the one
+//! headline figures, its tidy CSV and the phases whose latency it draws. Each kind's view is a unit type in the
+//! module that draws it (`consistency::Consistency`, `scan::Scan`, ...), implementing [`View`]; the one
 //! dispatch from a result to its view is generated here from the schema's list of methods
 //! ([`ssdlab_core::for_each_method!`]) and the commands written out below it, so a method added to the list does
 //! not compile until it has a view, and no kind falls through a `_ =>` arm.
@@ -44,30 +44,24 @@ pub(crate) trait Visit {
     fn visit<V: View>(self, analysis: Option<&V::Analysis>) -> Self::Out;
 }
 
-use crate::consistency::Consistency;
+// The commands' views; the methods' are found by the list's module and type names.
 use crate::erase::Erase;
 use crate::fanout::Fanout;
 use crate::health::Health;
-use crate::latency::Latency;
 use crate::op::Op;
-use crate::pts::Pts;
-use crate::quick::Quick;
 use crate::refresh::Refresh;
 use crate::region_scan::RegionScan;
-use crate::replay::Replay;
 use crate::run::Run;
 use crate::scan::Scan;
 use crate::serve::Serve;
-use crate::sweep::Sweep;
-use crate::trim::Trim;
 
 macro_rules! define_visit {
-    ($( $variant:ident $kind:literal $options:ty, $analysis:ty; )*) => {
+    ($( $variant:ident $module:ident $kind:literal $options:ty, $analysis:ty; )*) => {
         /// Calls `visitor` with the view of `analysis`'s kind: the one dispatch on kinds in the report.
         pub(crate) fn visit<T: Visit>(analysis: &Analysis, visitor: T) -> T::Out {
             match analysis {
                 Analysis::Run => visitor.visit::<Run>(Some(&())),
-                $( Analysis::$variant(m) => visitor.visit::<$variant>(m.measured.as_ref()), )*
+                $( Analysis::$variant(m) => visitor.visit::<crate::$module::$variant>(m.measured.as_ref()), )*
                 Analysis::Scan(a) => visitor.visit::<Scan>(Some(a)),
                 Analysis::RegionScan(a) => visitor.visit::<RegionScan>(Some(a)),
                 Analysis::Health(a) => visitor.visit::<Health>(Some(a)),

@@ -15,7 +15,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::stats::{mean, percentile};
 
 macro_rules! define_analysis {
-    ($( $variant:ident $kind:literal $options:ty, $analysis:ty; )*) => {
+    ($( $variant:ident $module:ident $kind:literal $options:ty, $analysis:ty; )*) => {
         /// One result's kind and analysis, tagged as `result.json` writes them: the test methods (from the one
         /// list, [`crate::for_each_method!`]) and the commands that leave a result.
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -11,26 +11,29 @@
 use serde::{Deserialize, Serialize};
 
 /// Calls `$callback!` with the list of test methods, one entry each:
-/// `Variant "kind" OptionsType, AnalysisType;`. The variant name is also the name of the method's type in the
-/// crates that implement it (`ssdlab_methods::Trim`, the report's `views::Trim`).
+/// `Variant module "kind" OptionsType, AnalysisType;`. The crates that implement a method find it by these
+/// names: the type `Variant` in their module `module` (`ssdlab_methods::trim::Trim`, the report's
+/// `trim::Trim`), so a method is added by one line here and one module in each of them.
 #[macro_export]
 macro_rules! for_each_method {
     ($callback:ident) => {
         $callback! {
-            Consistency "consistency"
+            Consistency consistency "consistency"
                 $crate::schema::options::ConsistencyOptions, $crate::schema::ConsistencyAnalysis;
-            Trim "trim" $crate::schema::options::TrimOptions, $crate::schema::TrimAnalysis;
-            Sweep "sweep" $crate::schema::options::SweepOptions, $crate::schema::SweepAnalysis;
-            Latency "latency" $crate::schema::options::LatencyOptions, $crate::schema::LatencyAnalysis;
-            Pts "pts" $crate::schema::pts::PtsOptions, $crate::schema::pts::PtsAnalysis;
-            Quick "quick" $crate::schema::quick::QuickOptions, $crate::schema::quick::QuickAnalysis;
-            Replay "replay" $crate::schema::replay::ReplayOptions, $crate::schema::replay::ReplayAnalysis;
+            Trim trim "trim" $crate::schema::options::TrimOptions, $crate::schema::TrimAnalysis;
+            Sweep sweep "sweep" $crate::schema::options::SweepOptions, $crate::schema::SweepAnalysis;
+            Latency latency "latency"
+                $crate::schema::options::LatencyOptions, $crate::schema::LatencyAnalysis;
+            Pts pts "pts" $crate::schema::pts::PtsOptions, $crate::schema::pts::PtsAnalysis;
+            Quick quick "quick" $crate::schema::quick::QuickOptions, $crate::schema::quick::QuickAnalysis;
+            Replay replay "replay"
+                $crate::schema::replay::ReplayOptions, $crate::schema::replay::ReplayAnalysis;
         }
     };
 }
 
 macro_rules! define_method_types {
-    ($( $variant:ident $kind:literal $options:ty, $analysis:ty; )*) => {
+    ($( $variant:ident $module:ident $kind:literal $options:ty, $analysis:ty; )*) => {
         /// Which test method: the kind a result of it carries.
         #[derive(
             Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
