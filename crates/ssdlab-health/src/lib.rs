@@ -9,8 +9,8 @@
 //! [`prom`] writes the Prometheus text format; [`purge`] reads what a drive's firmware offers to purge itself
 //! (nvme-cli's id-ctrl, hdparm -I) and plans and sequences those purges.
 //!
-//! The crate never does I/O: no files, no processes, no clock. The binary runs smartctl, reads and appends the
-//! history files, and passes the time in.
+//! The crate never does I/O: no files, no processes, no clock. The app (ssdlab-app's health command) runs
+//! smartctl through its tools port, reads and appends the history files, and passes the time in.
 #![forbid(unsafe_code)]
 
 pub mod assess;

@@ -1,8 +1,9 @@
 //! ssdlab-targets: the one place a `--target` becomes a device.
 //!
 //! [`open`] takes the target string and the [`Access`] a command needs and returns an [`AnyDevice`], one enum
-//! over every backend (io_uring, pread/pwrite, null, the virtual SSD), so a runner generic over [`Device`] is
-//! compiled once per backend and no command looks at a target's prefix. The destructive-safety gate of
+//! over every backend (io_uring, pread/pwrite, null, the virtual SSD, the DRAM cache over any of them, and a
+//! device a caller built, `Dyn`, which tests use to wrap a target in faults), so a runner generic over
+//! [`Device`] is compiled once per backend and no command looks at a target's prefix. The destructive-safety gate of
 //! DESIGN.md section 2 lives here and nowhere else: a write to a block device needs `allow_destroy`, is never
 //! made through a symbolic link, is refused always when the device is in use (mounted, swap, claimed), and when
 //! it only carries signs of past use unless `force`. Only a benchmark lays out (creates or extends) a file.
