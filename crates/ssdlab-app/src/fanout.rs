@@ -19,7 +19,7 @@ use ssdlab_methods::session::MethodError;
 use crate::export;
 use crate::flags::size_flag;
 use crate::ports::{Outcome, Ports};
-use crate::recording::{Finished, Interruption, Recording};
+use crate::recording::{Finished, Recording};
 use crate::reporter::Reporter;
 use crate::target::{TargetPlan, Use};
 
@@ -495,16 +495,8 @@ fn publish(
     reporter.say_lines(ssdlab_report::text::verdict_lines(&verdict));
     recording.finish(
         &mut reporter,
-        Finished {
-            target: info,
-            options,
-            phases: vec![],
-            analysis: Analysis::Fanout(Box::new(analysis)),
-            verdict,
-            complete: !interrupted,
-            interrupted: Interruption::Known(interrupted),
-            metrics,
-            done: None,
-        },
+        Finished::new(info, options, Analysis::Fanout(Box::new(analysis)), verdict)
+            .interrupted(interrupted)
+            .metrics(metrics),
     )
 }

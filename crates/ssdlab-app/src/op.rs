@@ -18,7 +18,7 @@ use ssdlab_targets::ForceScope;
 
 use crate::export;
 use crate::ports::{Outcome, Ports};
-use crate::recording::{Finished, Interruption, Recording};
+use crate::recording::{Finished, Recording};
 use crate::reporter::Reporter;
 use crate::target::{TargetPlan, Use};
 
@@ -231,17 +231,7 @@ fn publish(
         .then(|| "the tail WAS discarded".to_string());
     recording.finish(
         &mut Reporter::new(&mut *ports.console),
-        Finished {
-            target: info,
-            options,
-            phases: vec![],
-            analysis: Analysis::Op(analysis),
-            verdict,
-            complete: true,
-            interrupted: Interruption::AsTheConsoleSays,
-            metrics: None,
-            done,
-        },
+        Finished::new(info, options, Analysis::Op(analysis), verdict).done(done),
     )
 }
 

@@ -69,6 +69,56 @@ pub enum Interruption {
     Known(bool),
 }
 
+impl Finished {
+    /// A result that is an analysis: no phases, run to its end, its interruption as the console says, no
+    /// metrics, nothing done that a lost record would hide. The methods below say otherwise.
+    pub fn new(target: DeviceInfo, options: RunOptions, analysis: Analysis, verdict: Verdict) -> Self {
+        Finished {
+            target,
+            options,
+            phases: vec![],
+            analysis,
+            verdict,
+            complete: true,
+            interrupted: Interruption::AsTheConsoleSays,
+            metrics: None,
+            done: None,
+        }
+    }
+
+    /// The phases measured, and whether the command ran to its end.
+    pub fn phases(mut self, phases: Vec<PhaseResult>, complete: bool) -> Self {
+        self.phases = phases;
+        self.complete = complete;
+        self
+    }
+
+    /// The command read its own stop flag: `interrupted` says whether a stop cut it short.
+    pub fn interrupted(mut self, interrupted: bool) -> Self {
+        self.interrupted = Interruption::Known(interrupted);
+        self.complete = !interrupted;
+        self
+    }
+
+    /// A stop request is how the command ends (serve), not an interruption of it.
+    pub fn ends_on_a_stop(mut self) -> Self {
+        self.interrupted = Interruption::Known(false);
+        self
+    }
+
+    /// Metrics for `--prom`.
+    pub fn metrics(mut self, metrics: Option<Exposition>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// What the command has already done that a lost record would hide.
+    pub fn done(mut self, done: Option<String>) -> Self {
+        self.done = done;
+        self
+    }
+}
+
 impl<'o> Recording<'o> {
     /// Creates `--out` (checked when the plan was made) and writes its manifest, so a directory that refuses
     /// files is known now. Call it after the safety gate and before the first measurement or destructive step.

@@ -13,7 +13,7 @@ use ssdlab_targets::{DeviceVisitor, Undo};
 use crate::export;
 use crate::flags::{SpanFlag, duration_flag, size_flag};
 use crate::ports::{Outcome, Ports};
-use crate::recording::{Finished, Interruption, Recording};
+use crate::recording::{Finished, Recording};
 use crate::reporter::Reporter;
 use crate::target::{TargetPlan, Use};
 
@@ -241,17 +241,7 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
     };
     recording.finish(
         &mut reporter,
-        Finished {
-            target: info,
-            options,
-            phases: vec![phase],
-            analysis: Analysis::Run,
-            verdict,
-            complete: outcome.complete,
-            interrupted: Interruption::AsTheConsoleSays,
-            metrics: None,
-            done: None,
-        },
+        Finished::new(info, options, Analysis::Run, verdict).phases(vec![phase], outcome.complete),
     )
 }
 

@@ -25,7 +25,7 @@ use crate::export;
 use crate::flags::size_flag;
 use crate::ports::Clock;
 use crate::ports::{Outcome, Ports};
-use crate::recording::{Finished, Interruption, Recording};
+use crate::recording::{Finished, Recording};
 use crate::reporter::Reporter;
 use crate::target::{TargetPlan, Use};
 
@@ -217,17 +217,7 @@ fn publish(
     reporter.say_lines(ssdlab_report::text::verdict_lines(&verdict));
     recording.finish(
         &mut reporter,
-        Finished {
-            target: info,
-            options,
-            phases: vec![],
-            analysis: Analysis::Scan(analysis),
-            verdict,
-            complete: true,
-            interrupted: Interruption::AsTheConsoleSays,
-            metrics,
-            done: None,
-        },
+        Finished::new(info, options, Analysis::Scan(analysis), verdict).metrics(metrics),
     )
 }
 
@@ -427,17 +417,7 @@ fn region_scan(args: &ScanFlags, ports: &mut Ports, target: &str, reader: Reader
     reporter.say_lines(ssdlab_report::text::verdict_lines(&verdict));
     recording.finish(
         &mut reporter,
-        Finished {
-            target: info,
-            options,
-            phases: vec![],
-            analysis: Analysis::RegionScan(analysis),
-            verdict,
-            complete: true,
-            interrupted: Interruption::AsTheConsoleSays,
-            metrics,
-            done: None,
-        },
+        Finished::new(info, options, Analysis::RegionScan(analysis), verdict).metrics(metrics),
     )
 }
 

@@ -19,7 +19,7 @@ use ssdlab_targets::DeviceVisitor;
 
 use crate::export;
 use crate::ports::{Console, Outcome, Ports};
-use crate::recording::{Finished, Interruption, Recording};
+use crate::recording::{Finished, Recording};
 use crate::reporter::Reporter;
 use crate::target::{TargetPlan, Use};
 
@@ -253,17 +253,8 @@ impl DeviceVisitor for ServeOn<'_> {
         // A stop request is how a session ends, not an interruption of it.
         self.recording.finish(
             &mut Reporter::new(console),
-            Finished {
-                target: device.info().clone(),
-                options,
-                phases: vec![],
-                analysis: Analysis::Serve(analysis),
-                verdict,
-                complete: true,
-                interrupted: Interruption::Known(false),
-                metrics: None,
-                done: None,
-            },
+            Finished::new(device.info().clone(), options, Analysis::Serve(analysis), verdict)
+                .ends_on_a_stop(),
         )
     }
 }

@@ -149,19 +149,4 @@ pub fn consistency(
 /// The method, for the one list ([`crate::method::MethodPlan`]).
 pub struct Consistency;
 
-impl crate::method::Method for Consistency {
-    type Options = ConsistencyOptions;
-    type Plan = ConsistencyOptions;
-
-    fn recorded(plan: &Self::Plan) -> Self::Options {
-        *plan
-    }
-
-    fn run(
-        session: Session<'_>,
-        plan: Self::Plan,
-        _context: crate::method::MethodContext<'_>,
-    ) -> Result<MethodOutcome, MethodError> {
-        consistency(session, &plan)
-    }
-}
+crate::method::method_of_options!(Consistency, ConsistencyOptions, consistency);

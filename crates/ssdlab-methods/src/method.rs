@@ -43,6 +43,30 @@ pub trait Method {
     ) -> Result<MethodOutcome, MethodError>;
 }
 
+/// `impl Method for $method` for a method whose plan is its options (`Copy`), which writes, and which runs as
+/// `$run(session, &options)`: most of them.
+macro_rules! method_of_options {
+    ($method:ident, $options:ty, $run:path) => {
+        impl $crate::method::Method for $method {
+            type Options = $options;
+            type Plan = $options;
+
+            fn recorded(plan: &Self::Plan) -> Self::Options {
+                *plan
+            }
+
+            fn run(
+                session: $crate::Session<'_>,
+                plan: Self::Plan,
+                _context: $crate::method::MethodContext<'_>,
+            ) -> Result<$crate::MethodOutcome, $crate::MethodError> {
+                $run(session, &plan)
+            }
+        }
+    };
+}
+pub(crate) use method_of_options;
+
 macro_rules! define_plan {
     ($( $variant:ident $module:ident $kind:literal $options:ty, $analysis:ty; )*) => {
         /// Any one method's plan: the one dispatch over the methods.

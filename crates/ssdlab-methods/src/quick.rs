@@ -199,22 +199,7 @@ pub fn case_figures(case: &QuickCase) -> String {
 /// The method, for the one list ([`crate::method::MethodPlan`]).
 pub struct Quick;
 
-impl crate::method::Method for Quick {
-    type Options = QuickOptions;
-    type Plan = QuickOptions;
-
-    fn recorded(plan: &Self::Plan) -> Self::Options {
-        *plan
-    }
-
-    fn run(
-        session: Session<'_>,
-        plan: Self::Plan,
-        _context: crate::method::MethodContext<'_>,
-    ) -> Result<MethodOutcome, MethodError> {
-        quick(session, &plan)
-    }
-}
+crate::method::method_of_options!(Quick, QuickOptions, quick);
 
 #[cfg(test)]
 mod tests {

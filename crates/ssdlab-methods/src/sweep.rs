@@ -363,22 +363,7 @@ fn queue_depth_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result
 /// The method, for the one list ([`crate::method::MethodPlan`]).
 pub struct Sweep;
 
-impl crate::method::Method for Sweep {
-    type Options = SweepOptions;
-    type Plan = SweepOptions;
-
-    fn recorded(plan: &Self::Plan) -> Self::Options {
-        *plan
-    }
-
-    fn run(
-        session: Session<'_>,
-        plan: Self::Plan,
-        _context: crate::method::MethodContext<'_>,
-    ) -> Result<MethodOutcome, MethodError> {
-        sweep(session, &plan)
-    }
-}
+crate::method::method_of_options!(Sweep, SweepOptions, sweep);
 
 #[cfg(test)]
 mod tests {

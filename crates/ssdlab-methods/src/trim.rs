@@ -164,19 +164,4 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
 /// The method, for the one list ([`crate::method::MethodPlan`]).
 pub struct Trim;
 
-impl crate::method::Method for Trim {
-    type Options = TrimOptions;
-    type Plan = TrimOptions;
-
-    fn recorded(plan: &Self::Plan) -> Self::Options {
-        *plan
-    }
-
-    fn run(
-        session: Session<'_>,
-        plan: Self::Plan,
-        _context: crate::method::MethodContext<'_>,
-    ) -> Result<MethodOutcome, MethodError> {
-        trim(session, &plan)
-    }
-}
+crate::method::method_of_options!(Trim, TrimOptions, trim);

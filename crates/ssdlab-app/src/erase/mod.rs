@@ -18,7 +18,7 @@ use ssdlab_methods::erase::{EraseMethod, erase};
 
 use crate::export;
 use crate::ports::{Outcome, Ports};
-use crate::recording::{Finished, Interruption, Recording};
+use crate::recording::{Finished, Recording};
 use crate::reporter::Reporter;
 use crate::target::{TargetPlan, Use};
 
@@ -149,17 +149,7 @@ fn publish(
     };
     recording.finish(
         &mut Reporter::new(&mut *ports.console),
-        Finished {
-            target: info,
-            options,
-            phases: vec![],
-            analysis: Analysis::Erase(report),
-            verdict,
-            complete: true,
-            interrupted: Interruption::AsTheConsoleSays,
-            metrics: None,
-            done: Some(done),
-        },
+        Finished::new(info, options, Analysis::Erase(report), verdict).done(Some(done)),
     )
 }
 

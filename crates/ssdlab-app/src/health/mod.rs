@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use self::sources::{DeviceFailure, HistoryDir, Reading, read_device, read_file, scan_drives, split_type};
 use crate::export;
 use crate::ports::{Outcome, Ports};
-use crate::recording::{Finished, Interruption, Recording};
+use crate::recording::{Finished, Recording};
 use crate::reporter::Reporter;
 
 /// A health reading, checked.
@@ -181,17 +181,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let target = subject(&analysis);
     recording.finish(
         &mut reporter,
-        Finished {
-            target,
-            options,
-            phases: vec![],
-            analysis: Analysis::Health(analysis),
-            verdict,
-            complete: true,
-            interrupted: Interruption::AsTheConsoleSays,
-            metrics,
-            done: None,
-        },
+        Finished::new(target, options, Analysis::Health(analysis), verdict).metrics(metrics),
     )
 }
 

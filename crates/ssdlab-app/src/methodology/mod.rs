@@ -13,7 +13,7 @@ use ssdlab_methods::{MethodContext, MethodError, Session};
 
 use crate::export;
 use crate::ports::{Outcome, Ports};
-use crate::recording::{Finished, Interruption, Recording};
+use crate::recording::{Finished, Recording};
 use crate::reporter::Reporter;
 use crate::target::{TargetPlan, Use};
 
@@ -128,16 +128,7 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
     reporter.say_lines(ssdlab_report::text::verdict_lines(&outcome.verdict));
     recording.finish(
         &mut reporter,
-        Finished {
-            target: info,
-            options,
-            phases: outcome.phases,
-            analysis: outcome.analysis,
-            verdict: outcome.verdict,
-            complete: outcome.complete,
-            interrupted: Interruption::AsTheConsoleSays,
-            metrics: None,
-            done: None,
-        },
+        Finished::new(info, options, outcome.analysis, outcome.verdict)
+            .phases(outcome.phases, outcome.complete),
     )
 }

@@ -29,7 +29,7 @@ use self::printer::Printer;
 use self::world::{Env, PathOpener, RealWorld};
 use crate::flags::size_flag;
 use crate::ports::{Outcome, Ports};
-use crate::recording::{Finished, Interruption, Recording};
+use crate::recording::{Finished, Recording};
 use crate::reporter::Reporter;
 
 pub use ssdlab_targets::default_state_dir;
@@ -442,17 +442,9 @@ fn publish(
     let done = (rewritten > 0).then(|| format!("the refresh rewrote {rewritten} files"));
     recording.finish(
         &mut Reporter::new(&mut *ports.console),
-        Finished {
-            target: info,
-            options,
-            phases: vec![],
-            analysis: Analysis::Refresh(analysis),
-            verdict,
-            complete: !interrupted,
-            interrupted: Interruption::Known(interrupted),
-            metrics: None,
-            done,
-        },
+        Finished::new(info, options, Analysis::Refresh(analysis), verdict)
+            .interrupted(interrupted)
+            .done(done),
     )
 }
 
