@@ -19,7 +19,9 @@ use ssdlab_sim::spec::SimSpec;
 
 use crate::fanout::{FanoutFlags, Mode};
 use crate::methodology::MethodPlan;
-use crate::methodology::options::{self, ConsistencyFlags, PtsFlags, ReplayFlags, SweepFlags, TrimFlags};
+use crate::methodology::options::{
+    self, ConsistencyFlags, PtsFlags, ReplayFlags, SweepFlags, TrimFlags, TrimMeasure,
+};
 use crate::ports::{Outcome, Ports};
 use crate::scan::{ReaderChoice, ScanFlags};
 use crate::target::TargetPlan;
@@ -306,24 +308,27 @@ fn replay_flags(trace: &Path) -> ReplayFlags<'_> {
     }
 }
 
+/// A second, in nanoseconds.
+const S: u64 = 1_000_000_000;
+
 /// The test methods the demo runs, each with its result directory's name and target.
 fn method_steps(plan: &Plan) -> Result<Vec<(&'static str, String, MethodPlan)>> {
     let consistency = |op: u32| -> Result<MethodPlan> {
         Ok(MethodPlan::Consistency(options::consistency(ConsistencyFlags {
-            runtime: "2000s",
+            runtime_ns: 2000 * S,
             op,
             fill_passes: 1,
         })?))
     };
-    let sweep = |test_size: &str| -> Result<MethodPlan> {
+    let sweep = |test_bytes: u64| -> Result<MethodPlan> {
         Ok(MethodPlan::Sweep(options::sweep(SweepFlags {
-            test_size,
+            test_bytes,
             qd: 4,
-            from: "512",
-            to: "64m",
-            size_runtime: "10s",
+            from_bytes: 512,
+            to_bytes: 64 << 20,
+            size_runtime_ns: 10 * S,
             axis: SweepAxis::Size,
-            bs: None,
+            block_bytes: None,
             max_qd: None,
         })?))
     };
@@ -335,15 +340,15 @@ fn method_steps(plan: &Plan) -> Result<Vec<(&'static str, String, MethodPlan)>> 
             "trim",
             on.clone(),
             MethodPlan::Trim(options::trim(TrimFlags {
-                torture: "40m",
-                measure: "60s",
-                idle: None,
+                torture_ns: 40 * 60 * S,
+                measure: TrimMeasure::For(60 * S),
+                idle_ns: None,
             })?),
         ),
         // ATTO's default 2 GB test file and seed 001's 512 MB one: both overwrite a region inside TurboWrite's
         // 3 GB, whose overwritten SLC blocks are reclaimed, so both run at the SLC cache's speed.
-        ("sweep", on.clone(), sweep("2g")?),
-        ("sweep-512m", on.clone(), sweep("512m")?),
+        ("sweep", on.clone(), sweep(2 << 30)?),
+        ("sweep-512m", on.clone(), sweep(512 << 20)?),
         // The PTS on a 1/64-scale drive with 1-second cells: a full-scale drive needs the specification's minute
         // per cell (56 minutes a round) to reach steady state.
         (
@@ -351,7 +356,7 @@ fn method_steps(plan: &Plan) -> Result<Vec<(&'static str, String, MethodPlan)>> 
             scaled(&on, 64)?,
             MethodPlan::Pts(options::pts(PtsFlags {
                 test: PtsTest::Iops,
-                round_time: "1s",
+                round_ns: S,
                 span: 100.0,
                 qd: None,
                 max_rounds: 25,

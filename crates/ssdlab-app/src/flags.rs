@@ -23,6 +23,20 @@ pub fn duration_flag(flag: &str, value: &str) -> Result<u64> {
     })
 }
 
+/// A duration for a flag's value parser (`60s`, `500ms`, `40m`): the error says how to write one, and what fio's
+/// bare number meant. The command line's parser names the flag around it.
+pub fn duration_arg(text: &str) -> std::result::Result<u64, String> {
+    parse_duration_ns(text).map_err(|e| match text.trim().parse::<f64>() {
+        Ok(n) => format!("a duration needs its unit; fio's bare {n} means {n}s"),
+        Err(_) => e.to_string(),
+    })
+}
+
+/// A size for a flag's value parser (`4k`, `1g`, `512`).
+pub fn size_arg(text: &str) -> std::result::Result<u64, String> {
+    parse_size(text).map_err(|e| e.to_string())
+}
+
 /// `--span` as given: a share of the capacity or a byte range. Which bytes it means is known once the device is
 /// open ([`SpanFlag::resolve`]).
 #[derive(Debug, Clone, Copy, PartialEq)]

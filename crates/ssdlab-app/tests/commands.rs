@@ -596,8 +596,8 @@ fn a_latency_test_on_a_virtual_drive_records_its_analysis() {
     let out = dir.path().join("latency");
     let options = methodology::options::latency(methodology::options::LatencyFlags {
         rw: ssdlab_methods::latency::LatencyRw::RandRead,
-        span: "64m",
-        runtime: "2s",
+        span_bytes: 64 << 20,
+        runtime_ns: 2_000_000_000,
     })
     .unwrap();
     let plan = methodology::Plan::new(

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use ssdlab_app::flags::percent;
+use ssdlab_app::flags::{duration_arg, percent, size_arg};
+use ssdlab_app::methodology::options::TrimMeasure;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -604,11 +605,11 @@ pub struct QuickArgs {
     #[arg(long, default_value_t = 5)]
     pub repeats: u32,
     /// How long each repeat runs (CrystalDiskMark: 5s).
-    #[arg(long, default_value = "5s")]
-    pub runtime: String,
+    #[arg(long, default_value = "5s", value_name = "DURATION", value_parser = duration_arg)]
+    pub runtime: u64,
     /// The test area from the start of the target, written once before the reads (CrystalDiskMark: 1 GiB).
-    #[arg(long, default_value = "1g")]
-    pub size: String,
+    #[arg(long, default_value = "1g", value_name = "SIZE", value_parser = size_arg)]
+    pub size: u64,
 }
 
 #[derive(Debug, Args)]
@@ -616,8 +617,8 @@ pub struct ConsistencyArgs {
     #[command(flatten)]
     pub common: TestCommon,
     /// How long the 4 KiB random writes run.
-    #[arg(long, default_value = "2000s")]
-    pub runtime: String,
+    #[arg(long, default_value = "2000s", value_name = "DURATION", value_parser = duration_arg)]
+    pub runtime: u64,
     /// Extra over-provisioning in percent (25 or 25%), simulated by testing only the first (100 - OP)% of the
     /// LBAs.
     #[arg(long, default_value = "0", value_parser = whole_percent)]
@@ -632,16 +633,16 @@ pub struct TrimArgs {
     #[command(flatten)]
     pub common: TestCommon,
     /// How long the 4 KiB random-write torture runs.
-    #[arg(long, default_value = "40m")]
-    pub torture: String,
+    #[arg(long, default_value = "40m", value_name = "DURATION", value_parser = duration_arg)]
+    pub torture: u64,
     /// How each state is measured: sequential writes for this long (Iometer's 60 s in the seeds), or 'full' for a
     /// whole pass over the drive (HD Tach's way).
-    #[arg(long, default_value = "60s")]
-    pub measure: String,
+    #[arg(long, default_value = "60s", value_name = "DURATION|full")]
+    pub measure: TrimMeasure,
     /// Let the drive sit idle this long after the TRIM before measuring (drives that reclaim trimmed space in
     /// the background recover during it).
-    #[arg(long, value_name = "DURATION")]
-    pub idle: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub idle: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -649,26 +650,26 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub common: TestCommon,
     /// The region written and read at each size (clamped to the device).
-    #[arg(long, default_value = "2g")]
-    pub test_size: String,
+    #[arg(long, default_value = "2g", value_name = "SIZE", value_parser = size_arg)]
+    pub test_size: u64,
     #[arg(long, default_value_t = 4, alias = "iodepth")]
     pub qd: u32,
     /// Smallest transfer size.
-    #[arg(long, default_value = "512")]
-    pub from: String,
+    #[arg(long, default_value = "512", value_name = "SIZE", value_parser = size_arg)]
+    pub from: u64,
     /// Largest transfer size (at most 64m).
-    #[arg(long, default_value = "64m")]
-    pub to: String,
+    #[arg(long, default_value = "64m", value_name = "SIZE", value_parser = size_arg)]
+    pub to: u64,
     /// Each size and direction stops after one pass over the region or this long, whichever is first.
-    #[arg(long, default_value = "10s")]
-    pub size_runtime: String,
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = duration_arg)]
+    pub size_runtime: u64,
     /// size: sequential MB/s by transfer size (ATTO); qd: random IOPS by queue depth, 1 to --max-qd, at --bs;
     /// mix: random IOPS at --bs and --qd with reads from 0% to 100% of operations, in steps of 10.
     #[arg(long, value_enum, default_value = "size")]
     pub axis: SweepAxisArg,
-    /// With --axis qd or mix: the block size.
-    #[arg(long)]
-    pub bs: Option<String>,
+    /// With --axis qd or mix: the block size [default: 4k].
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    pub bs: Option<u64>,
     /// With --axis qd: the deepest queue (powers of two from 1).
     #[arg(long)]
     pub max_qd: Option<u32>,
@@ -690,10 +691,10 @@ pub struct LatencyArgs {
     #[arg(long, value_enum, default_value = "randwrite", alias = "readwrite")]
     pub rw: LatencyRwArg,
     /// The region the random writes land in (clamped to the device).
-    #[arg(long, default_value = "8g")]
-    pub span: String,
-    #[arg(long, default_value = "60s")]
-    pub runtime: String,
+    #[arg(long, default_value = "8g", value_name = "SIZE", value_parser = size_arg)]
+    pub span: u64,
+    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = duration_arg)]
+    pub runtime: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -765,8 +766,8 @@ pub struct PtsArgs {
     #[arg(long, value_enum, default_value = "iops")]
     pub test: PtsTestArg,
     /// How long each cell of the matrix runs per round (the PTS: 1 minute; shorten for a quick look).
-    #[arg(long, default_value = "60s")]
-    pub round_time: String,
+    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = duration_arg)]
+    pub round_time: u64,
     /// The ActiveRange: the share of the LBAs the rounds address (100 or 100%).
     #[arg(long, default_value = "100", value_parser = percent)]
     pub span: f64,

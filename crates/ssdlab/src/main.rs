@@ -47,6 +47,22 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             }
+            // A flag's value its parser refused (a duration without its unit, a size that is not one): one line
+            // naming the flag, the value and why, as every other refusal of ssdlab's is.
+            if e.kind() == clap::error::ErrorKind::ValueValidation
+                && let (
+                    Some(clap::error::ContextValue::String(arg)),
+                    Some(clap::error::ContextValue::String(value)),
+                ) = (
+                    e.get(clap::error::ContextKind::InvalidArg),
+                    e.get(clap::error::ContextKind::InvalidValue),
+                )
+                && let Some(why) = std::error::Error::source(&e)
+            {
+                let flag = arg.split(' ').next().unwrap_or(arg);
+                eprintln!("ssdlab: error: {flag} {value}: {why}");
+                return ExitCode::from(2);
+            }
             e.exit()
         }
     };

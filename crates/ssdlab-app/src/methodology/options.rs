@@ -1,5 +1,6 @@
-//! The test methods' flags turned into their checked options, each refusal naming the flag and the fix. A
-//! replay's trace is read here too (line by line), so a plan holds its operations, not its text.
+//! The test methods' flags, typed by the command line's parser (durations in ns, sizes in bytes), checked into
+//! their options: each refusal names the flag and the fix. A replay's trace is read here too (line by line), so a
+//! plan holds its operations, not its text.
 
 use std::path::Path;
 
@@ -12,42 +13,64 @@ use ssdlab_methods::replay::TraceInput;
 use ssdlab_methods::sweep::{SweepAxis, SweepOptions};
 use ssdlab_methods::trim::TrimOptions;
 
-use crate::flags::{duration_flag, size_flag};
+use ssdlab_core::units::{BinaryBytes, Nanos};
 
-/// `test consistency`'s flags as given.
-pub struct ConsistencyFlags<'a> {
-    pub runtime: &'a str,
+/// `test consistency`'s flags.
+pub struct ConsistencyFlags {
+    pub runtime_ns: u64,
     pub op: u32,
     pub fill_passes: u32,
 }
 
-/// `test trim`'s flags as given.
-pub struct TrimFlags<'a> {
-    pub torture: &'a str,
-    pub measure: &'a str,
-    pub idle: Option<&'a str>,
+/// How `test trim` measures each state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrimMeasure {
+    /// A whole pass over the span (HD Tach's way): `--measure full`.
+    Full,
+    /// Sequential writes for this long.
+    For(u64),
 }
 
-/// `test sweep`'s flags as given.
-pub struct SweepFlags<'a> {
-    pub test_size: &'a str,
+impl std::str::FromStr for TrimMeasure {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        match text {
+            "full" => Ok(TrimMeasure::Full),
+            _ => crate::flags::duration_arg(text)
+                .map(TrimMeasure::For)
+                .map_err(|e| format!("{e}; or write 'full' for a whole pass")),
+        }
+    }
+}
+
+/// `test trim`'s flags.
+pub struct TrimFlags {
+    pub torture_ns: u64,
+    pub measure: TrimMeasure,
+    pub idle_ns: Option<u64>,
+}
+
+/// `test sweep`'s flags.
+pub struct SweepFlags {
+    pub test_bytes: u64,
     pub qd: u32,
-    pub from: &'a str,
-    pub to: &'a str,
-    pub size_runtime: &'a str,
+    pub from_bytes: u64,
+    pub to_bytes: u64,
+    pub size_runtime_ns: u64,
     pub axis: SweepAxis,
-    pub bs: Option<&'a str>,
+    pub block_bytes: Option<u64>,
     pub max_qd: Option<u32>,
 }
 
-/// `test latency`'s flags as given.
-pub struct LatencyFlags<'a> {
+/// `test latency`'s flags.
+pub struct LatencyFlags {
     pub rw: LatencyRw,
-    pub span: &'a str,
-    pub runtime: &'a str,
+    pub span_bytes: u64,
+    pub runtime_ns: u64,
 }
 
-/// `test replay`'s flags as given.
+/// `test replay`'s flags.
 pub struct ReplayFlags<'a> {
     pub trace: &'a Path,
     pub format: Option<TraceFormat>,
@@ -58,21 +81,25 @@ pub struct ReplayFlags<'a> {
     pub disk: Option<u32>,
 }
 
-/// `test pts`'s flags as given.
-pub struct PtsFlags<'a> {
+/// `test pts`'s flags.
+pub struct PtsFlags {
     pub test: PtsTest,
-    pub round_time: &'a str,
+    pub round_ns: u64,
     pub span: f64,
     pub qd: Option<u32>,
     pub max_rounds: u32,
     pub flavour: PtsFlavour,
 }
 
-/// `quick`'s flags as given.
-pub struct QuickFlags<'a> {
+/// `quick`'s flags.
+pub struct QuickFlags {
     pub repeats: u32,
-    pub runtime: &'a str,
-    pub size: &'a str,
+    pub runtime_ns: u64,
+    pub span_bytes: u64,
+}
+
+fn ns(ns: u64) -> Nanos {
+    Nanos(ns as f64)
 }
 
 /// `quick`'s flags, checked.
@@ -83,31 +110,29 @@ pub fn quick(args: QuickFlags) -> Result<ssdlab_methods::quick::QuickOptions> {
             args.repeats
         );
     }
-    let runtime_ns = duration_flag("runtime", args.runtime)?;
-    if runtime_ns < 100_000_000 {
+    if args.runtime_ns < 100_000_000 {
         bail!(
             "--runtime {}: run each repeat for at least 100ms (CrystalDiskMark runs 5s)",
-            args.runtime
+            ns(args.runtime_ns)
         );
     }
-    let span_bytes = size_flag("size", args.size)?;
-    if span_bytes < 1 << 20 {
+    if args.span_bytes < 1 << 20 {
         bail!(
             "--size {}: the test area holds at least one 1 MiB block, e.g. --size 1g",
-            args.size
+            BinaryBytes(args.span_bytes)
         );
     }
     Ok(ssdlab_methods::quick::QuickOptions {
         repeats: args.repeats,
-        runtime_ns,
-        span_bytes,
+        runtime_ns: args.runtime_ns,
+        span_bytes: args.span_bytes,
     })
 }
 
 /// The consistency test's flags, checked.
 pub fn consistency(args: ConsistencyFlags) -> Result<ConsistencyOptions> {
     let options = ConsistencyOptions {
-        runtime_ns: duration_flag("runtime", args.runtime)?,
+        runtime_ns: args.runtime_ns,
         op_percent: args.op,
         fill_passes: args.fill_passes,
         ..ConsistencyOptions::default()
@@ -115,7 +140,7 @@ pub fn consistency(args: ConsistencyFlags) -> Result<ConsistencyOptions> {
     if options.runtime_ns < 1_000_000_000 {
         bail!(
             "--runtime {}: run the random writes for at least 1s",
-            args.runtime
+            ns(args.runtime_ns)
         );
     }
     if args.op >= 100 {
@@ -133,24 +158,21 @@ pub fn consistency(args: ConsistencyFlags) -> Result<ConsistencyOptions> {
 /// The TRIM test's flags, checked.
 pub fn trim(args: TrimFlags) -> Result<TrimOptions> {
     let measure_ns = match args.measure {
-        "full" => None,
-        value => {
-            let ns = duration_flag("measure", value)
-                .map_err(|e| anyhow!("{e}; or write 'full' for a whole pass"))?;
-            if ns < 1_000_000_000 {
-                bail!("--measure {value}: measure for at least a second, e.g. --measure 60s, or 'full'");
+        TrimMeasure::Full => None,
+        TrimMeasure::For(measure_ns) => {
+            if measure_ns < 1_000_000_000 {
+                bail!(
+                    "--measure {}: measure for at least a second, e.g. --measure 60s, or 'full'",
+                    ns(measure_ns)
+                );
             }
-            Some(ns)
+            Some(measure_ns)
         }
     };
     let options = TrimOptions {
-        torture_ns: duration_flag("torture", args.torture)?,
+        torture_ns: args.torture_ns,
         measure_ns,
-        idle_ns: args
-            .idle
-            .map(|v| duration_flag("idle", v))
-            .transpose()?
-            .unwrap_or(0),
+        idle_ns: args.idle_ns.unwrap_or(0),
         ..TrimOptions::default()
     };
     if options.torture_ns == 0 {
@@ -162,7 +184,7 @@ pub fn trim(args: TrimFlags) -> Result<TrimOptions> {
 /// A sweep's flags, checked (the axis decides which apply).
 pub fn sweep(args: SweepFlags) -> Result<SweepOptions> {
     let axis = args.axis;
-    if axis == SweepAxis::Size && (args.bs.is_some() || args.max_qd.is_some()) {
+    if axis == SweepAxis::Size && (args.block_bytes.is_some() || args.max_qd.is_some()) {
         bail!("--bs and --max-qd shape a queue-depth or mix sweep: add --axis qd or mix, or leave them out");
     }
     if axis == SweepAxis::Mix && args.max_qd.is_some() {
@@ -173,13 +195,13 @@ pub fn sweep(args: SweepFlags) -> Result<SweepOptions> {
         bail!("--max-qd {max_queue_depth}: between 1 and 1024");
     }
     let options = SweepOptions {
-        test_bytes: size_flag("test-size", args.test_size)?,
+        test_bytes: args.test_bytes,
         queue_depth: args.qd,
-        from_bytes: size_flag("from", args.from)?,
-        to_bytes: size_flag("to", args.to)?,
-        size_runtime_ns: duration_flag("size-runtime", args.size_runtime)?,
+        from_bytes: args.from_bytes,
+        to_bytes: args.to_bytes,
+        size_runtime_ns: args.size_runtime_ns,
         axis,
-        block_bytes: size_flag("bs", args.bs.unwrap_or("4k"))?,
+        block_bytes: args.block_bytes.unwrap_or(4096),
         max_queue_depth,
     };
     if !(1..=1024).contains(&args.qd) {
@@ -188,8 +210,8 @@ pub fn sweep(args: SweepFlags) -> Result<SweepOptions> {
     if options.from_bytes < 512 || options.to_bytes > 64 << 20 || options.from_bytes > options.to_bytes {
         bail!(
             "--from {} --to {}: sizes run from 512 B to 64 MiB, smaller first",
-            args.from,
-            args.to
+            BinaryBytes(args.from_bytes),
+            BinaryBytes(args.to_bytes)
         );
     }
     if options.test_bytes == 0 || options.size_runtime_ns == 0 {
@@ -201,12 +223,12 @@ pub fn sweep(args: SweepFlags) -> Result<SweepOptions> {
 /// The latency test's flags, checked.
 pub fn latency(args: LatencyFlags) -> Result<LatencyOptions> {
     let options = LatencyOptions {
-        span_bytes: size_flag("span", args.span)?,
-        runtime_ns: duration_flag("runtime", args.runtime)?,
+        span_bytes: args.span_bytes,
+        runtime_ns: args.runtime_ns,
         rw: args.rw,
     };
     if options.span_bytes < 4096 {
-        bail!("--span {}: at least 4k", args.span);
+        bail!("--span {}: at least 4k", BinaryBytes(args.span_bytes));
     }
     if options.runtime_ns == 0 {
         bail!("--runtime 0: run for at least a moment");
@@ -262,7 +284,7 @@ pub fn replay(args: ReplayFlags) -> Result<(ReplayOptions, TraceInput)> {
 pub fn pts(args: PtsFlags) -> Result<PtsOptions> {
     let options = PtsOptions {
         test: args.test,
-        cell_ns: duration_flag("round-time", args.round_time)?,
+        cell_ns: args.round_ns,
         active_range_percent: args.span,
         queue_depth: args.qd.unwrap_or(32),
         max_rounds: args.max_rounds,
@@ -272,7 +294,7 @@ pub fn pts(args: PtsFlags) -> Result<PtsOptions> {
     if options.cell_ns < 100_000_000 {
         bail!(
             "--round-time {}: run each cell for at least 100ms (the PTS runs a minute)",
-            args.round_time
+            ns(args.round_ns)
         );
     }
     if !(args.span > 0.0 && args.span <= 100.0) {

@@ -16,7 +16,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
         TestCommand::Consistency(a) => (
             &a.common,
             MethodPlan::Consistency(options::consistency(ConsistencyFlags {
-                runtime: &a.runtime,
+                runtime_ns: a.runtime,
                 op: a.op,
                 fill_passes: a.fill_passes,
             })?),
@@ -24,21 +24,21 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
         TestCommand::Trim(a) => (
             &a.common,
             MethodPlan::Trim(options::trim(TrimFlags {
-                torture: &a.torture,
-                measure: &a.measure,
-                idle: a.idle.as_deref(),
+                torture_ns: a.torture,
+                measure: a.measure,
+                idle_ns: a.idle,
             })?),
         ),
         TestCommand::Sweep(a) => (
             &a.common,
             MethodPlan::Sweep(options::sweep(SweepFlags {
-                test_size: &a.test_size,
+                test_bytes: a.test_size,
                 qd: a.qd,
-                from: &a.from,
-                to: &a.to,
-                size_runtime: &a.size_runtime,
+                from_bytes: a.from,
+                to_bytes: a.to,
+                size_runtime_ns: a.size_runtime,
                 axis: a.axis.into(),
-                bs: a.bs.as_deref(),
+                block_bytes: a.bs,
                 max_qd: a.max_qd,
             })?),
         ),
@@ -46,8 +46,8 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             &a.common,
             MethodPlan::Latency(options::latency(LatencyFlags {
                 rw: a.rw.into(),
-                span: &a.span,
-                runtime: &a.runtime,
+                span_bytes: a.span,
+                runtime_ns: a.runtime,
             })?),
         ),
         TestCommand::Replay(a) => {
@@ -66,7 +66,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
             &a.common,
             MethodPlan::Pts(options::pts(PtsFlags {
                 test: a.test.into(),
-                round_time: &a.round_time,
+                round_ns: a.round_time,
                 span: a.span,
                 qd: a.qd,
                 max_rounds: a.max_rounds,
@@ -82,8 +82,8 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
 pub fn quick(args: &QuickArgs) -> Result<Outcome> {
     let method = MethodPlan::Quick(options::quick(QuickFlags {
         repeats: args.repeats,
-        runtime: &args.runtime,
-        size: &args.size,
+        runtime_ns: args.runtime,
+        span_bytes: args.size,
     })?);
     let plan = plan(&args.common, method)?;
     with_terminal(args.common.json, |ports| {
