@@ -292,17 +292,22 @@ pub fn check_out_page(path: &Path) -> Result<()> {
 
 /// Makes sure `--out DIR` can take the results before anything is measured: checked, created if missing (never
 /// through a symlink), and its manifest written (so a directory that refuses files is known now: a run that
-/// fails only when it saves its results has wasted the run).
-pub fn prepare_out_dir(out: &OutDir) -> Result<()> {
+/// fails only when it saves its results has wasted the run). Returns whether this call made the directory; one it
+/// made and could not write into is taken away again.
+pub fn prepare_out_dir(out: &OutDir) -> Result<bool> {
     check_out_dir(out)?;
-    let dir =
-        OutputDir::create(&out.path).map_err(|e| anyhow::anyhow!("--out {}: {e}", out.path.display()))?;
-    dir.write(&[], &[]).map_err(|e| {
-        anyhow::anyhow!(
+    let (dir, made) = OutputDir::create_reporting(&out.path)
+        .map_err(|e| anyhow::anyhow!("--out {}: {e}", out.path.display()))?;
+    if let Err(e) = dir.write(&[], &[]) {
+        if made {
+            let _ = dir.remove_if_empty();
+        }
+        bail!(
             "--out {}: cannot write into the directory: {e}",
             out.path.display()
-        )
-    })
+        );
+    }
+    Ok(made)
 }
 
 /// What [`write_result_dir`] wrote, and what it could not write beside the result.

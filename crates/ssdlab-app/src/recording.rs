@@ -34,8 +34,8 @@ pub struct Recording<'o> {
     started_at: String,
     /// The `begin` event went out when the command started (a command that streams samples says it first).
     announced: bool,
-    /// `begin` made the directory (it was not there): a command that stops before it has a result (a refusal
-    /// after the gate, an error) takes it away again, if it still holds nothing.
+    /// `begin` made the directory itself (mkdir(2) of its last component succeeded): a command that stops before
+    /// it has a result (a refusal after the gate, an error) takes it away again, if it still holds nothing.
     created: bool,
     finished: bool,
 }
@@ -123,10 +123,10 @@ impl<'o> Recording<'o> {
     /// Creates `--out` (checked when the plan was made) and writes its manifest, so a directory that refuses
     /// files is known now. Call it after the safety gate and before the first measurement or destructive step.
     pub fn begin(out: Option<&'o OutDir>, prom: Option<&'o Path>, started_unix_s: u64) -> Result<Self> {
-        let created = out.is_some_and(|dir| std::fs::symlink_metadata(&dir.path).is_err());
-        if let Some(dir) = out {
-            export::prepare_out_dir(dir)?;
-        }
+        let created = match out {
+            Some(dir) => export::prepare_out_dir(dir)?,
+            None => false,
+        };
         Ok(Recording {
             out,
             prom,

@@ -210,8 +210,16 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
         workload: workload.clone(),
     });
     let info = device.info().clone();
-    // After the gate and the workload's checks, before the first I/O: a refusal leaves no directory behind.
-    let mut recording = Recording::begin(plan.out.as_ref(), None, ports.started_unix_s)?;
+    // After the gate and the workload's checks, before the first I/O: a refusal leaves no directory behind, and
+    // a directory that cannot take the result takes back the file target's creation or extension too.
+    let mut recording = match Recording::begin(plan.out.as_ref(), None, ports.started_unix_s) {
+        Ok(recording) => recording,
+        Err(e) => {
+            drop(device);
+            before.restore();
+            return Err(e);
+        }
+    };
 
     let mut reporter = Reporter::new(&mut *ports.console);
     reporter.say(&format!("ssdlab    run {}", describe(&workload)));

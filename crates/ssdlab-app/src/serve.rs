@@ -79,8 +79,16 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     // A virtual drive keeps what clients write, so a file system can live on it.
     opened.device.keep_virtual_data();
     // The session's record must have somewhere to go before a client writes anything, and only once the gate
-    // has let the export through.
-    let recording = Recording::begin(args.out.as_ref(), None, ports.started_unix_s)?;
+    // has let the export through; a directory that cannot take it takes back the file target's creation or
+    // extension too.
+    let recording = match Recording::begin(args.out.as_ref(), None, ports.started_unix_s) {
+        Ok(recording) => recording,
+        Err(e) => {
+            drop(opened.device);
+            opened.undo.restore();
+            return Err(e);
+        }
+    };
     opened.device.visit(ServeOn {
         args,
         console: &mut *ports.console,

@@ -149,18 +149,21 @@ fn run_verify_never_passes_over_a_fault_that_reached_its_data() {
     let mut injected = 0;
     for &seed in &seeds {
         match one_seed(seed, true) {
-            Ok(what) => {
-                injected += usize::from(!what.contains("injected 0"));
-                let kind = what
-                    .split(": ")
+            // Only a seed whose fault was injected counts for its kind, read and write apart.
+            Ok(what) if !what.contains("injected 0") => {
+                injected += 1;
+                let fault = what.split_once(": ").map_or("", |(_, rest)| rest);
+                let kind = fault.split([' ', '{', '(']).next().unwrap_or("");
+                let op = fault
+                    .split(" on the ")
                     .nth(1)
                     .unwrap_or("")
-                    .split([' ', '{', '('])
+                    .split(' ')
                     .next()
-                    .unwrap_or("")
-                    .to_string();
-                *kinds.entry(kind).or_default() += 1;
+                    .unwrap_or("");
+                *kinds.entry(format!("{kind} {op}")).or_default() += 1;
             }
+            Ok(_) => {}
             Err(e) => failures.push(e),
         }
     }
@@ -181,9 +184,17 @@ fn run_verify_never_passes_over_a_fault_that_reached_its_data() {
             "most seeds inject their fault ({injected} of {})",
             seeds.len()
         );
-        // Every kind of fault was tried.
-        for kind in ["Corrupt", "Lost", "Misdirect", "Error", "Torn"] {
-            assert!(kinds.contains_key(kind), "no seed tried {kind}: {kinds:?}");
+        // Every kind of fault reached a run.
+        for kind in [
+            "Corrupt Write",
+            "Corrupt Read",
+            "Lost Write",
+            "Misdirect Write",
+            "Misdirect Read",
+            "Error Write",
+            "Torn Write",
+        ] {
+            assert!(kinds.contains_key(kind), "no seed injected {kind}: {kinds:?}");
         }
     }
 }
@@ -201,4 +212,91 @@ fn the_check_catches_a_run_that_trusts_its_completions() {
         caught >= 5,
         "only {caught} silent faults were passed over without --verify"
     );
+}
+
+/// A console whose JSON Lines cannot be written (stdout on a full disk): the command fails as it starts.
+struct FullStdout(RecordingConsole);
+
+impl ssdlab_app::Console for FullStdout {
+    fn say(&mut self, line: &str) {
+        self.0.say(line);
+    }
+    fn alarm(&mut self, line: &str) {
+        self.0.alarm(line);
+    }
+    fn json_wanted(&self) -> bool {
+        true
+    }
+    fn json_line(&mut self, _line: &[u8]) -> std::io::Result<()> {
+        Err(std::io::Error::other("no space left on device"))
+    }
+    fn print(&mut self, line: &str) -> std::io::Result<()> {
+        self.0.print(line)
+    }
+    fn interrupted(&self) -> bool {
+        false
+    }
+    fn progress_start(&mut self, name: &str) -> bool {
+        self.0.progress_start(name)
+    }
+    fn progress_set(&mut self, fraction: Option<f64>, message: Option<&str>) {
+        self.0.progress_set(fraction, message);
+    }
+    fn progress_finish(&mut self) {
+        self.0.progress_finish();
+    }
+}
+
+/// A command that ends without a result after the safety gate (here its JSON Lines cannot be written) takes away
+/// the `--out` directory it made for it, and never one that was there: not the user's own, and not one reached
+/// through a new directory and `..`.
+#[test]
+fn a_directory_made_for_a_result_that_never_came_is_taken_away_and_none_that_was_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("image");
+    let target = format!("file:{}:1m", image.display());
+    let users = dir.path().join("users");
+    std::fs::create_dir(&users).unwrap();
+    for (out, kept) in [
+        (dir.path().join("made-for-it"), false),
+        (users.clone(), true),
+        (dir.path().join("new/../users"), true),
+    ] {
+        let plan = RunPlan::new(
+            TargetPlan::plain(&target).unwrap(),
+            RunFlags {
+                rw: "write",
+                mix: 0,
+                bs: "4k",
+                qd: 1,
+                span: "100%",
+                runtime: None,
+                bytes: Some("1m"),
+                passes: None,
+                rate: None,
+                seed: 1,
+                norandommap: false,
+                verify: false,
+            },
+            Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
+        )
+        .unwrap();
+        let mut console = FullStdout(RecordingConsole::default());
+        let (tools, clock, stop) = (
+            CannedTools::default(),
+            FixedClock::at(1_700_000_000.0),
+            AtomicBool::new(false),
+        );
+        let mut ports = Ports::new(&mut console, &tools, &clock, &stop);
+        let outcome = ssdlab_app::run::run(&plan, &mut ports);
+        assert!(
+            outcome
+                .as_ref()
+                .is_err_and(|e| format!("{e:#}").contains("no space left")),
+            "{}: {outcome:?}",
+            out.display()
+        );
+        assert_eq!(out.is_dir(), kept, "{}", out.display());
+    }
+    assert!(users.is_dir());
 }

@@ -206,6 +206,13 @@ impl OutputDir {
 
     /// The directory at `path`, made (with any missing parents) if it is not there, never through a symlink.
     pub fn create(path: &Path) -> Result<Self, OutputError> {
+        Self::create_reporting(path).map(|(dir, _)| dir)
+    }
+
+    /// [`OutputDir::create`], and whether this call made the directory itself: its last component is a name
+    /// (not `.` or `..`) that mkdir(2) created now, not one that was there (a directory another program, or a
+    /// user, made is never taken for ours).
+    pub fn create_reporting(path: &Path) -> Result<(Self, bool), OutputError> {
         let mut at: OwnedFd = rustix::fs::openat2(
             rustix::fs::CWD,
             if path.is_absolute() { "/" } else { "." },
@@ -214,7 +221,9 @@ impl OutputDir {
             ResolveFlags::empty(),
         )
         .map_err(|e| io_error(path, "cannot open the directory")(e.into()))?;
+        let mut made_last = false;
         for component in path.components() {
+            made_last = false;
             let name = match component {
                 Component::Normal(name) => name,
                 Component::RootDir | Component::CurDir => continue,
@@ -222,7 +231,8 @@ impl OutputDir {
                 Component::Prefix(_) => continue,
             };
             match rustix::fs::mkdirat(&at, name, Mode::from_raw_mode(0o755)) {
-                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Ok(()) => made_last = matches!(component, Component::Normal(_)),
+                Err(rustix::io::Errno::EXIST) => {}
                 Err(e) => return Err(io_error(path, "cannot create the directory")(e.into())),
             }
             at = rustix::fs::openat2(
@@ -241,7 +251,12 @@ impl OutputDir {
                 e => io_error(path, "cannot open the directory")(e.into()),
             })?;
         }
-        Self::open(path)
+        // Path::components drops a trailing `.`, which still names the directory as rmdir(2) would refuse it.
+        let bytes = path.as_os_str().as_encoded_bytes();
+        if bytes.ends_with(b"/.") || bytes.ends_with(b"/./") {
+            made_last = false;
+        }
+        Ok((Self::open(path)?, made_last))
     }
 
     pub fn path(&self) -> &Path {

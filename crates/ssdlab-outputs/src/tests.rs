@@ -360,3 +360,18 @@ fn an_unused_directory_is_removed_and_one_with_anything_in_it_is_kept() {
     assert!(!dir.remove_if_empty().unwrap());
     assert!(path.join("result.json").is_file());
 }
+
+/// Only a directory this call made is reported as made: one that was there, reached through `..`, is not.
+#[test]
+fn create_reports_only_a_directory_it_made_itself() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, made) = OutputDir::create_reporting(&tmp.path().join("new")).unwrap();
+    assert!(made);
+    let (_, made) = OutputDir::create_reporting(&tmp.path().join("new")).unwrap();
+    assert!(!made, "it was there the second time");
+    std::fs::create_dir(tmp.path().join("users")).unwrap();
+    let (_, made) = OutputDir::create_reporting(&tmp.path().join("x/../users")).unwrap();
+    assert!(!made, "the user's directory, reached through a new one and '..'");
+    let (_, made) = OutputDir::create_reporting(&tmp.path().join("fresh/.")).unwrap();
+    assert!(!made, "a path ending in '.' names no directory of its own making");
+}

@@ -191,7 +191,7 @@ impl<D: Device> FaultDevice<D> {
             Some(Fault::Misdirect { by_bytes }) if transfer => {
                 let block = u64::from(self.inner.info().logical_block_bytes.max(1));
                 let room = self.inner.info().addressable_bytes().saturating_sub(io.len) + 1;
-                let offset = (io.offset + by_bytes) % room / block * block;
+                let offset = (io.offset % room + by_bytes % room) % room / block * block;
                 (Applied::Plain, Some(Io { offset, ..*io }), 0)
             }
             Some(Fault::Corrupt { .. } | Fault::Misdirect { .. }) => (Applied::Plain, Some(*io), 0),
@@ -356,7 +356,14 @@ impl<D: Device> Device for FaultDevice<D> {
         let sent = if below.is_empty() {
             0
         } else {
-            self.inner.submit(&below)?
+            match self.inner.submit(&below) {
+                Ok(sent) => sent,
+                Err(e) => {
+                    // Nothing of the batch is in flight: the corrupted writes' buffers are the caller's again.
+                    self.flip_corrupted_writes(ios, &plans_applied);
+                    return Err(e);
+                }
+            }
         };
         // The caller's operations are taken in order up to the first one the device below did not take.
         let mut taken = 0;
