@@ -147,6 +147,7 @@ impl<'o> Recording<'o> {
     ) -> Result<()> {
         self.announced = true;
         reporter.emit(&Event::Begin {
+            schema: ssdlab_core::schema::SCHEMA.into(),
             kind: kind.into(),
             target: target.clone(),
             options: options.clone(),
@@ -240,6 +241,7 @@ impl Drop for Recording<'_> {
 fn publish_events(reporter: &mut Reporter, result: &RunResult, announced: bool) -> Result<()> {
     if !announced {
         reporter.emit(&Event::Begin {
+            schema: result.schema.clone(),
             kind: result.kind().into(),
             target: result.target.clone(),
             options: result.options.clone(),

@@ -90,6 +90,12 @@ fn a_run_on_a_virtual_drive_streams_every_event_and_writes_its_record() {
     let types = event_types(&console);
     assert_eq!(types.first().map(String::as_str), Some("begin"));
     assert_eq!(types.last().map(String::as_str), Some("verdict"));
+    let begin: serde_json::Value = serde_json::from_str(&console.json.as_ref().unwrap()[0]).unwrap();
+    assert_eq!(
+        begin["data"]["schema"],
+        ssdlab_core::schema::SCHEMA,
+        "the stream says which schema its options follow"
+    );
     // Three virtual seconds: a sample per second, then the phase's summary.
     assert!(types.iter().filter(|t| *t == "sample").count() >= 3, "{types:?}");
     assert!(types.contains(&"summary".to_string()));

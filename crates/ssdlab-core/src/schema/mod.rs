@@ -245,6 +245,9 @@ impl RunResult {
 #[serde(tag = "type", content = "data", rename_all = "snake_case")]
 pub enum Event {
     Begin {
+        /// The schema the stream's records follow (as `result.json`'s `schema`): a consumer reads `options`
+        /// by it.
+        schema: String,
         kind: String,
         target: DeviceInfo,
         options: options::RunOptions,
