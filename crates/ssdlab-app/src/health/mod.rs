@@ -85,10 +85,6 @@ pub fn default_history_dir() -> PathBuf {
 }
 
 /// Reads, assesses, says and records every drive.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let history = plan.history.clone().map(|dir| HistoryDir { dir });
     // Before the drives are read (a directory that cannot take the result is known first). The metrics of a
@@ -127,6 +123,26 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     for u in &unreadable {
         reporter.say(&format!("UNREADABLE {}: {}", u.device, u.reason));
     }
+    let verdict = fleet_verdict(&drives, &unreadable);
+    let options = recorded(plan, history.as_ref());
+    let analysis = HealthAnalysis {
+        history_dir: history.as_ref().map(|h| h.dir.display().to_string()),
+        drives,
+        unreadable,
+    };
+    let target = subject(&analysis);
+    recording.finish(
+        &mut reporter,
+        Finished::new(target, options, Analysis::Health(analysis), verdict).metrics(metrics),
+    )
+}
+
+/// The command's verdict over every drive: failed when a drive fails or could not be read; a drive that only
+/// warns is named in the reasons, since "passed" alone above a warning reads as all clear.
+fn fleet_verdict(
+    drives: &[ssdlab_core::schema::health::DriveHealth],
+    unreadable: &[ssdlab_core::schema::health::UnreadableDrive],
+) -> Verdict {
     let failed: Vec<String> = drives
         .iter()
         .filter(|d| d.verdict.level == HealthLevel::Fail)
@@ -144,7 +160,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         .filter(|d| d.verdict.level == HealthLevel::Warn)
         .map(|d| format!("WARN {}: {}", d.snapshot.identity.source, d.verdict.reasons[0]))
         .collect();
-    let verdict = Verdict {
+    Verdict {
         finding: false,
         passed: failed.is_empty(),
         reasons: if failed.is_empty() {
@@ -161,28 +177,22 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         } else {
             failed
         },
-    };
-    let options = RunOptions::Health(HealthFlags {
+    }
+}
+
+/// The flags as result.json records them.
+fn recorded(plan: &Plan, history: Option<&HistoryDir>) -> RunOptions {
+    RunOptions::Health(HealthFlags {
         devices: plan.devices.clone(),
         scan: plan.scan,
         from: plan.from.clone(),
-        history_dir: history.as_ref().map(|h| h.dir.clone()),
+        history_dir: history.map(|h| h.dir.clone()),
         window: (plan.window != "all").then(|| plan.window.clone()),
         rated_tbw: plan.rating.tbw_tb,
         rated_dwpd: plan.rating.dwpd,
         rated_pe: plan.rating.pe_cycles,
         warranty_years: plan.rating.warranty_years,
-    });
-    let analysis = HealthAnalysis {
-        history_dir: history.as_ref().map(|h| h.dir.display().to_string()),
-        drives,
-        unreadable,
-    };
-    let target = subject(&analysis);
-    recording.finish(
-        &mut reporter,
-        Finished::new(target, options, Analysis::Health(analysis), verdict).metrics(metrics),
-    )
+    })
 }
 
 /// Each drive read, with its history (loaded, and this snapshot appended) for a real drive, assessed.

@@ -7,9 +7,7 @@ mod printer;
 mod world;
 
 use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use ssdlab_core::device::TargetKind;
@@ -19,14 +17,13 @@ use ssdlab_core::schema::{Analysis, RunResult};
 use ssdlab_core::units::{BinaryBytes, Rate, parse_duration_ns, parse_rate};
 use ssdlab_io::walk::RootRefusal;
 use ssdlab_methods::refresh::file::escape_path;
-use ssdlab_methods::refresh::pace::TokenBucket;
 use ssdlab_methods::refresh::session::{
     SessionEvents, SessionPlan, SessionWorld, entry as session_entry, planned_record, run_session,
 };
-use ssdlab_methods::refresh::{RefreshLog, StateDir, StateError};
+use ssdlab_methods::refresh::{StateDir, StateError};
 
 use self::printer::Printer;
-use self::world::{Env, PathOpener, RealWorld};
+use self::world::RealWorld;
 use crate::flags::size_flag;
 use crate::ports::{Outcome, Ports};
 use crate::recording::{Finished, Recording};
@@ -227,11 +224,31 @@ impl Plan {
     }
 }
 
+/// A dry run takes no lock and settles nothing: it walks, selects and says what it would do, and records that.
+fn dry_run(
+    world: &mut RealWorld<'_>,
+    console: &mut dyn crate::ports::Console,
+    bytes_per_s: Option<f64>,
+    before_mb_s: &HashMap<PathBuf, f64>,
+) -> Result<RefreshAnalysis> {
+    let walked = world.walk().context("PATH: cannot walk")?;
+    let selection = world.select(walked.found);
+    Printer::new(&mut *console, bytes_per_s, before_mb_s).selected(&selection, &walked.skipped);
+    let mut analysis = planned_record(&selection, &walked.skipped, true);
+    for c in &selection.files {
+        console.say(&format!(
+            "would     {} ({})",
+            escape_path(&c.path),
+            BinaryBytes(c.size_bytes)
+        ));
+        let mut e = session_entry(&c.path, RefreshOutcome::Would, c.size_bytes, None);
+        e.before_bytes_per_s = before_mb_s.get(&c.path).map(|mb_s| mb_s * 1e6);
+        analysis.files.push(e);
+    }
+    Ok(analysis)
+}
+
 /// Runs a planned refresh: the lock, the session (or a dry run's listing), the record.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 fn execute(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let Plan {
         flags: args,
@@ -255,47 +272,18 @@ fn execute(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     };
     // Prepared after the lock, so a run that cannot start leaves no directory behind.
     let recording = Recording::begin(args.out.as_ref(), None, ports.started_unix_s)?;
-    let exclude: Vec<(u64, u64)> = std::fs::metadata(state_dir)
-        .map(|m| vec![(m.dev(), m.ino())])
-        .unwrap_or_default();
-    let started = Instant::now();
-    let mut world = RealWorld {
+    let mut world = RealWorld::new(
         paths,
-        exclude,
-        log: RefreshLog::load(state_dir),
-        state_dir: state_dir.clone(),
+        state_dir,
         older_than_s,
-        chunk_bytes: chunk as usize,
-        devices: HashMap::new(),
-        env: Env {
-            started,
-            bucket: TokenBucket::new(bytes_per_s),
-            st_dev: 0,
-            paused: Duration::ZERO,
-            lease_break: ssdlab_io::sys::lease_break_time(),
-            stop: ports.stop.flag(),
-        },
-        clock: ports.clock,
-        opener: PathOpener {
-            chunk_bytes: chunk as usize,
-        },
-    };
+        bytes_per_s,
+        chunk as usize,
+        ports.clock,
+        ports.stop.flag(),
+    );
+    let started = world.env.started;
     let Some(mut state) = state else {
-        // A dry run takes no lock and settles nothing: it walks, selects and says what it would do.
-        let walked = world.walk().context("PATH: cannot walk")?;
-        let selection = world.select(walked.found);
-        Printer::new(&mut *ports.console, bytes_per_s, before_mb_s).selected(&selection, &walked.skipped);
-        let mut analysis = planned_record(&selection, &walked.skipped, true);
-        for c in &selection.files {
-            ports.console.say(&format!(
-                "would     {} ({})",
-                escape_path(&c.path),
-                BinaryBytes(c.size_bytes)
-            ));
-            let mut e = session_entry(&c.path, RefreshOutcome::Would, c.size_bytes, None);
-            e.before_bytes_per_s = before_mb_s.get(&c.path).map(|mb_s| mb_s * 1e6);
-            analysis.files.push(e);
-        }
+        let analysis = dry_run(&mut world, &mut *ports.console, bytes_per_s, before_mb_s)?;
         return publish(args, recording, ports, analysis, 0, false);
     };
     if state.journal.unreadable_lines > 0 {

@@ -245,6 +245,44 @@ pub(super) struct RealWorld<'a> {
     pub(super) opener: PathOpener,
 }
 
+impl<'a> RealWorld<'a> {
+    /// The world of a refresh of `paths` from now: the state directory kept out of it, the rate and chunk as
+    /// planned, the wall clock and the stop flag the command was given.
+    pub(super) fn new(
+        paths: &'a [PathBuf],
+        state_dir: &std::path::Path,
+        older_than_s: Option<f64>,
+        bytes_per_s: Option<f64>,
+        chunk_bytes: usize,
+        clock: &'a dyn Clock,
+        stop: &'a AtomicBool,
+    ) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let exclude: Vec<(u64, u64)> = std::fs::metadata(state_dir)
+            .map(|m| vec![(m.dev(), m.ino())])
+            .unwrap_or_default();
+        RealWorld {
+            paths,
+            exclude,
+            log: RefreshLog::load(state_dir),
+            state_dir: state_dir.to_path_buf(),
+            older_than_s,
+            chunk_bytes,
+            devices: HashMap::new(),
+            env: Env {
+                started: Instant::now(),
+                bucket: TokenBucket::new(bytes_per_s),
+                st_dev: 0,
+                paused: Duration::ZERO,
+                lease_break: ssdlab_io::sys::lease_break_time(),
+                stop,
+            },
+            clock,
+            opener: PathOpener { chunk_bytes },
+        }
+    }
+}
+
 impl SessionWorld for RealWorld<'_> {
     fn env(&mut self) -> &mut dyn RefreshEnv {
         &mut self.env
