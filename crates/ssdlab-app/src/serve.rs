@@ -167,13 +167,27 @@ struct ServeOn<'a> {
     stop: &'a std::sync::atomic::AtomicBool,
 }
 
+/// The flags as result.json records them: what the server did, not only what was asked (on one CPU it never
+/// polls).
+fn recorded(args: &ServeFlags) -> RunOptions {
+    RunOptions::Serve(RecordedFlags {
+        target: args.target.recorded(),
+        socket: args.socket.clone(),
+        listen: args.listen.clone(),
+        allow_remote: args.allow_remote,
+        read_only: args.read_only,
+        name: args.name.clone(),
+        qd: args.qd,
+        max_connections: Some(args.max_connections),
+        poll_us: Some(
+            effective_poll(std::time::Duration::from_micros(u64::from(args.poll_us))).as_micros() as u32,
+        ),
+    })
+}
+
 impl DeviceVisitor for ServeOn<'_> {
     type Output = Result<Outcome>;
 
-    #[expect(
-        clippy::too_many_lines,
-        reason = "over 80 lines before the rule; split when next changed"
-    )]
     fn visit<D: Device>(self, mut device: D) -> Result<Outcome> {
         let stop = self.stop;
         let console = self.console;
@@ -199,33 +213,9 @@ impl DeviceVisitor for ServeOn<'_> {
             ));
         })
         .context("serving")?;
-        console.say(&format!(
-            "served    {} connections ({} refused, {} failed handshakes): {} reads ({} bytes), {} writes ({} bytes, {} FUA), {} flushes, {} trims, {} write-zeroes, {} block-status queries; {} errors, {} protocol violations",
-            stats.connections,
-            stats.connections_refused,
-            stats.handshakes_failed,
-            stats.reads,
-            stats.bytes_read,
-            stats.writes,
-            stats.bytes_written,
-            stats.fua_writes,
-            stats.flushes,
-            stats.trims,
-            stats.write_zeroes,
-            stats.block_status,
-            stats.errors,
-            stats.protocol_violations
-        ));
         let cache = device.cache_stats();
-        if let Some(cache) = &cache {
-            console.say(&format!(
-                "cache     read hits {} of {}, destaged {} bytes in {} writes, dirty now {} bytes",
-                cache.read_hits,
-                cache.read_hits + cache.read_misses,
-                cache.destaged_bytes,
-                cache.destage_writes,
-                cache.dirty_bytes
-            ));
+        for line in ssdlab_report::text::served_lines(&stats, cache.as_ref()) {
+            console.say(&line);
         }
         let args = self.args;
         let analysis = ServeAnalysis {
@@ -237,20 +227,7 @@ impl DeviceVisitor for ServeOn<'_> {
             stats,
             cache,
         };
-        let options = RunOptions::Serve(RecordedFlags {
-            target: args.target.recorded(),
-            socket: args.socket.clone(),
-            listen: args.listen.clone(),
-            allow_remote: args.allow_remote,
-            read_only: args.read_only,
-            name: args.name.clone(),
-            qd: args.qd,
-            max_connections: Some(args.max_connections),
-            // What the server did, not only what was asked: on one CPU it never polls.
-            poll_us: Some(
-                effective_poll(std::time::Duration::from_micros(u64::from(args.poll_us))).as_micros() as u32,
-            ),
-        });
+        let options = recorded(args);
         // Serving is not a test: a client's bad request is answered and counted, and the session still served
         // (the exit status says the same).
         let verdict = Verdict {

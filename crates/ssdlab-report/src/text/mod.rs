@@ -19,6 +19,7 @@ pub(crate) mod methods;
 pub mod op;
 mod run;
 mod scan;
+mod serve;
 
 pub use crate::views::method_lines;
 pub use erase::erase_lines;
@@ -28,3 +29,4 @@ pub use methods::{pts_lines, replay_lines};
 pub use op::partition_lines;
 pub use run::{drive_facts_line, summary_lines, target_lines, verdict_lines};
 pub use scan::{RewriteHint, field_report_lines, scan_lines};
+pub use serve::served_lines;

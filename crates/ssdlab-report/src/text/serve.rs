@@ -1,0 +1,37 @@
+//! What an NBD session did, as `serve` says it on stderr when it stops: the requests served and, over a cache,
+//! how the cache ended. It prints nothing itself.
+
+use ssdlab_core::schema::CacheStats;
+use ssdlab_core::schema::serve::ServeStats;
+
+/// The session's counts, and the cache's when there is one.
+pub fn served_lines(stats: &ServeStats, cache: Option<&CacheStats>) -> Vec<String> {
+    let mut lines = vec![format!(
+        "served    {} connections ({} refused, {} failed handshakes): {} reads ({} bytes), {} writes ({} bytes, {} FUA), {} flushes, {} trims, {} write-zeroes, {} block-status queries; {} errors, {} protocol violations",
+        stats.connections,
+        stats.connections_refused,
+        stats.handshakes_failed,
+        stats.reads,
+        stats.bytes_read,
+        stats.writes,
+        stats.bytes_written,
+        stats.fua_writes,
+        stats.flushes,
+        stats.trims,
+        stats.write_zeroes,
+        stats.block_status,
+        stats.errors,
+        stats.protocol_violations
+    )];
+    if let Some(cache) = cache {
+        lines.push(format!(
+            "cache     read hits {} of {}, destaged {} bytes in {} writes, dirty now {} bytes",
+            cache.read_hits,
+            cache.read_hits + cache.read_misses,
+            cache.destaged_bytes,
+            cache.destage_writes,
+            cache.dirty_bytes
+        ));
+    }
+    lines
+}
