@@ -104,11 +104,59 @@ fn hedge_percentile(text: &str) -> Result<f64> {
     Ok(value)
 }
 
+/// The fleet's clock (virtual only when every drive's is) and its capacity. Queries measured in step need one
+/// clock: a fleet of virtual and real drives is refused for them.
+fn fleet_clock(
+    devices: &[ssdlab_targets::AnyDevice],
+    mode: Mode,
+) -> Result<(ssdlab_core::device::ClockKind, u64)> {
+    let virtual_clocks = devices
+        .iter()
+        .filter(|d| ssdlab_core::Device::info(*d).clock == ssdlab_core::device::ClockKind::Virtual)
+        .count();
+    if mode == Mode::Measured && virtual_clocks != 0 && virtual_clocks != devices.len() {
+        bail!(
+            "--mode measured: the fleet mixes virtual and real drives, whose clocks differ; measure them apart, or use --mode computed"
+        );
+    }
+    let capacity_bytes: u64 = devices
+        .iter()
+        .map(|d| ssdlab_core::Device::info(d).capacity_bytes)
+        .sum();
+    let clock = if virtual_clocks == devices.len() {
+        ssdlab_core::device::ClockKind::Virtual
+    } else {
+        ssdlab_core::device::ClockKind::Real
+    };
+    Ok((clock, capacity_bytes))
+}
+
+/// The verdict on what was measured; a run cut short names what it saw, but a straggler among part of the reads
+/// is not a finding yet.
+fn verdict_as_run(
+    analysis: &ssdlab_core::schema::fanout::FanoutAnalysis,
+    interrupted: bool,
+) -> ssdlab_core::schema::Verdict {
+    let mut verdict = verdict(analysis);
+    if interrupted {
+        verdict.finding = false;
+        verdict.passed = false;
+        verdict
+            .reasons
+            .push("interrupted: the analysis covers only the reads made before the stop".into());
+    }
+    verdict
+}
+
+/// How the drives are read, as the first line says it.
+fn how_read(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Computed => "all at once, each on its own (the query computed from their histograms)",
+        Mode::Measured => "in synchronized queries (one read to every drive at once, waiting for all)",
+    }
+}
+
 /// Runs the fan-out and records it.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     if let Some(merged) = &plan.merged {
         return run_merged(plan, merged, ports);
@@ -127,25 +175,8 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         .iter()
         .map(|d| open_drive(ports.targets, args, d))
         .collect::<Result<Vec<_>>>()?;
+    let (clock, capacity_bytes) = fleet_clock(&devices, args.mode)?;
     let recording = Recording::begin(args.out.as_ref(), args.prom.as_deref(), ports.started_unix_s)?;
-    let virtual_clocks = devices
-        .iter()
-        .filter(|d| ssdlab_core::Device::info(*d).clock == ssdlab_core::device::ClockKind::Virtual)
-        .count();
-    if args.mode == Mode::Measured && virtual_clocks != 0 && virtual_clocks != devices.len() {
-        bail!(
-            "--mode measured: the fleet mixes virtual and real drives, whose clocks differ; measure them apart, or use --mode computed"
-        );
-    }
-    let capacity_bytes: u64 = devices
-        .iter()
-        .map(|d| ssdlab_core::Device::info(d).capacity_bytes)
-        .sum();
-    let clock = if virtual_clocks == devices.len() {
-        ssdlab_core::device::ClockKind::Virtual
-    } else {
-        ssdlab_core::device::ClockKind::Real
-    };
     let load = ReadLoad {
         block_bytes,
         runtime_ns,
@@ -163,10 +194,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     ports.console.say(&format!(
         "fanout    {} drives, {workload}, {}",
         drives.len(),
-        match args.mode {
-            Mode::Computed => "all at once, each on its own (the query computed from their histograms)",
-            Mode::Measured => "in synchronized queries (one read to every drive at once, waiting for all)",
-        }
+        how_read(args.mode)
     ));
     let stop = ports.stop.flag();
     let (reads, measured) = read_every_drive(ports.targets, plan, devices, clock, &load, stop)?;
@@ -191,15 +219,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     };
     let analysis = analyze(drives, reads, measured, &what_if, shape)?;
     ports.say_lines(ssdlab_report::text::fanout_lines(&analysis));
-    let mut verdict = verdict(&analysis);
-    if interrupted {
-        // A run cut short names what it saw, but a straggler among part of the reads is not a finding yet.
-        verdict.finding = false;
-        verdict.passed = false;
-        verdict
-            .reasons
-            .push("interrupted: the analysis covers only the reads made before the stop".into());
-    }
+    let verdict = verdict_as_run(&analysis, interrupted);
     let measured = Measured {
         block_bytes,
         clock,
