@@ -1,8 +1,10 @@
 //! Flag values turned into typed values, each error naming the flag and the way to write it: sizes, durations,
 //! spans. Plans are built from these before anything runs.
 
-use anyhow::{Result, anyhow, bail};
-use ssdlab_core::units::{parse_duration_ns, parse_size};
+use anyhow::{Result, anyhow};
+use ssdlab_core::units::{Rate, parse_duration_ns, parse_rate, parse_size};
+/// What `--rw` names, as the command line parses it.
+pub use ssdlab_engine::workload::RwMode;
 use ssdlab_engine::workload::Span;
 
 /// Parses a size flag, naming the flag on failure.
@@ -37,6 +39,24 @@ pub fn size_arg(text: &str) -> std::result::Result<u64, String> {
     parse_size(text).map_err(|e| e.to_string())
 }
 
+/// `--rw` for its value parser: fio's names, with fio's sequential mix (which ssdlab does not run) answered with
+/// what it does instead.
+pub fn rw_arg(text: &str) -> std::result::Result<RwMode, String> {
+    RwMode::parse(text).ok_or_else(|| match text {
+        "rw" | "readwrite" => {
+            "fio's sequential mix of reads and writes; ssdlab mixes at random offsets (--rw randrw \
+                               --mix 70), or runs --rw read and --rw write apart"
+                .to_string()
+        }
+        _ => format!("use {}", RwMode::NAMES),
+    })
+}
+
+/// `--rate` for its value parser: bytes per second (`200m`) or operations per second (`50kiops`).
+pub fn rate_arg(text: &str) -> std::result::Result<Rate, String> {
+    parse_rate(text).map_err(|e| e.to_string())
+}
+
 /// `--span` as given: a share of the capacity or a byte range. Which bytes it means is known once the device is
 /// open ([`SpanFlag::resolve`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,30 +69,39 @@ pub enum SpanFlag {
     },
 }
 
-impl SpanFlag {
-    /// Parses `N%` or `OFFSET:LEN`.
-    pub fn parse(value: &str) -> Result<Self> {
+impl std::str::FromStr for SpanFlag {
+    type Err = String;
+
+    /// `N%` or `OFFSET:LEN`; the error says how to write one (the caller names the flag and the value).
+    fn from_str(value: &str) -> std::result::Result<Self, String> {
         if let Some(percent) = value.strip_suffix('%') {
             let percent: f64 = percent.trim().parse().map_err(|_| {
-                anyhow!("--span {value}: write a percentage such as 100% or 25%, or OFFSET:LEN such as 1g:8g")
+                "write a percentage such as 100% or 25%, or OFFSET:LEN such as 1g:8g".to_string()
             })?;
             if !(percent > 0.0 && percent <= 100.0) {
-                bail!("--span {value}: the percentage must be above 0 and at most 100");
+                return Err("the percentage must be above 0 and at most 100".into());
             }
             return Ok(SpanFlag::Percent(percent));
         }
-        let (offset, len) = value.split_once(':').ok_or_else(|| {
-            anyhow!("--span {value}: write a percentage such as 100%, or OFFSET:LEN such as 1g:8g")
-        })?;
-        let offset = parse_size(offset).map_err(|e| anyhow!("--span {value}: the offset {e}"))?;
-        let len = parse_size(len).map_err(|e| anyhow!("--span {value}: the length {e}"))?;
+        let (offset, len) = value
+            .split_once(':')
+            .ok_or("write a percentage such as 100%, or OFFSET:LEN such as 1g:8g")?;
+        let offset = parse_size(offset).map_err(|e| format!("the offset {e}"))?;
+        let len = parse_size(len).map_err(|e| format!("the length {e}"))?;
         if len == 0 {
-            bail!("--span {value}: the length must be above zero");
+            return Err("the length must be above zero".into());
         }
         Ok(SpanFlag::Range {
             offset_bytes: offset,
             len_bytes: len,
         })
+    }
+}
+
+impl SpanFlag {
+    /// Parses `N%` or `OFFSET:LEN` given as `--span`.
+    pub fn parse(value: &str) -> Result<Self> {
+        value.parse().map_err(|e| anyhow!("--span {value}: {e}"))
     }
 
     /// The bytes on a device of `capacity` bytes (a percentage rounded down to the logical block); the workload

@@ -4,14 +4,14 @@ use anyhow::{Result, bail};
 use ssdlab_core::Device;
 use ssdlab_core::schema::options::{JobOptions, RunOptions};
 use ssdlab_core::schema::{Analysis, Event, PhaseResult, Verdict};
+use ssdlab_core::units::Rate;
 use ssdlab_core::units::{BinaryBytes, Nanos};
-use ssdlab_core::units::{Rate, parse_rate};
 use ssdlab_engine::workload::{Pattern, RwMode, StopAt};
 use ssdlab_engine::{Workload, run_phase};
 use ssdlab_targets::{DeviceVisitor, Undo};
 
 use crate::export;
-use crate::flags::{SpanFlag, duration_flag, size_flag};
+use crate::flags::SpanFlag;
 use crate::ports::{Outcome, Ports};
 use crate::recording::{Finished, Recording};
 use crate::reporter::Reporter;
@@ -37,18 +37,18 @@ pub struct Plan {
     pub out: Option<crate::export::OutDir>,
 }
 
-/// The flags of `run`, as given.
+/// The flags of `run`, typed by the command line's parser (`crate::flags`' value parsers).
 #[derive(Debug, Clone)]
-pub struct RunFlags<'a> {
-    pub rw: &'a str,
+pub struct RunFlags {
+    pub rw: RwMode,
     pub mix: u8,
-    pub bs: &'a str,
+    pub block_bytes: u64,
     pub qd: u32,
-    pub span: &'a str,
-    pub runtime: Option<&'a str>,
-    pub bytes: Option<&'a str>,
+    pub span: SpanFlag,
+    pub runtime_ns: Option<u64>,
+    pub bytes: Option<u64>,
     pub passes: Option<u64>,
-    pub rate: Option<&'a str>,
+    pub rate: Option<Rate>,
     pub seed: u64,
     pub norandommap: bool,
     pub verify: bool,
@@ -57,19 +57,10 @@ pub struct RunFlags<'a> {
 impl Plan {
     /// Checks every flag that does not depend on the device; without a stop condition the run lasts 10 s.
     pub fn new(target: TargetPlan, flags: RunFlags, out: Option<crate::export::OutDir>) -> Result<Self> {
-        let rw = RwMode::parse(flags.rw).ok_or_else(|| match flags.rw {
-            // fio's names for a sequential mix, which ssdlab does not run: name what it does instead.
-            "rw" | "readwrite" => anyhow::anyhow!(
-                "--rw {}: fio's sequential mix of reads and writes; ssdlab mixes at random offsets (--rw randrw \
-                 --mix 70), or runs --rw read and --rw write apart",
-                flags.rw
-            ),
-            _ => anyhow::anyhow!("--rw {}: use {}", flags.rw, RwMode::NAMES),
-        })?;
-        let block_bytes = size_flag("bs", flags.bs)?;
+        let (rw, block_bytes) = (flags.rw, flags.block_bytes);
         let mut stop = StopAt {
-            runtime_ns: flags.runtime.map(|v| duration_flag("runtime", v)).transpose()?,
-            bytes: flags.bytes.map(|v| size_flag("bytes", v)).transpose()?,
+            runtime_ns: flags.runtime_ns,
+            bytes: flags.bytes,
             passes: flags.passes,
         };
         if stop == StopAt::default() {
@@ -84,11 +75,7 @@ impl Plan {
         if flags.verify && target.is_virtual() {
             bail!("--verify: the virtual SSD stores no data, so there is nothing to verify; drop --verify");
         }
-        let span = SpanFlag::parse(flags.span)?;
-        let rate = flags
-            .rate
-            .map(|v| parse_rate(v).map_err(|e| anyhow::anyhow!("--rate {e}")))
-            .transpose()?;
+        let (span, rate) = (flags.span, flags.rate);
         if let Some(dir) = &out {
             export::check_out_dir(dir)?;
         }

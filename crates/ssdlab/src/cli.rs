@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use ssdlab_app::flags::{duration_arg, percent, size_arg};
+use ssdlab_app::flags::{RwMode, SpanFlag, duration_arg, percent, rate_arg, rw_arg, size_arg};
 use ssdlab_app::methodology::options::TrimMeasure;
+use ssdlab_core::units::Rate;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -858,33 +859,40 @@ pub struct RunArgs {
     #[command(flatten)]
     pub target: TargetArgs,
     /// read, write, randread, randwrite, randrw, trim or randtrim.
-    #[arg(long, default_value = "randread", alias = "readwrite")]
-    pub rw: String,
+    #[arg(long, default_value = "randread", alias = "readwrite", value_name = "RW", value_parser = rw_arg)]
+    pub rw: RwMode,
     /// For randrw: reads as a percentage of operations (70 or 70%).
     #[arg(long, default_value = "70", alias = "rwmixread", value_parser = whole_percent_u8)]
     pub mix: u8,
     /// Block size, 512 B to 64 MiB, a multiple of the device's logical block size.
-    #[arg(long, default_value = "4k", allow_hyphen_values = true, alias = "blocksize")]
-    pub bs: String,
+    #[arg(
+        long,
+        default_value = "4k",
+        allow_hyphen_values = true,
+        alias = "blocksize",
+        value_name = "SIZE",
+        value_parser = size_arg
+    )]
+    pub bs: u64,
     /// Operations kept in flight, 1 to 1024.
     #[arg(long, default_value_t = 32, alias = "iodepth")]
     pub qd: u32,
     /// The region to use: a percentage of the target (100%) or OFFSET:LEN (e.g. 1g:8g).
     #[arg(long, default_value = "100%")]
-    pub span: String,
+    pub span: SpanFlag,
     /// Stop after this long (e.g. 10s, 2m). The default when no limit is given is 10s.
-    #[arg(long)]
-    pub runtime: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
+    pub runtime: Option<u64>,
     /// Stop after transferring this many bytes (e.g. 1g).
-    #[arg(long)]
-    pub bytes: Option<String>,
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    pub bytes: Option<u64>,
     /// Stop after touching every block of the span this many times.
     #[arg(long)]
     pub passes: Option<u64>,
     /// Open-loop rate limit: bytes per second (200m) or operations per second (50kiops). Latency is measured
     /// from each operation's scheduled time.
-    #[arg(long)]
-    pub rate: Option<String>,
+    #[arg(long, value_parser = rate_arg)]
+    pub rate: Option<Rate>,
     /// Seed for offsets and data; the same seed repeats the same run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

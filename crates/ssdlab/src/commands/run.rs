@@ -9,15 +9,15 @@ use crate::cli::RunArgs;
 
 pub fn run(args: &RunArgs) -> Result<Outcome> {
     let flags = RunFlags {
-        rw: &args.rw,
+        rw: args.rw,
         mix: args.mix,
-        bs: &args.bs,
+        block_bytes: args.bs,
         qd: args.qd,
-        span: &args.span,
-        runtime: args.runtime.as_deref(),
-        bytes: args.bytes.as_deref(),
+        span: args.span,
+        runtime_ns: args.runtime,
+        bytes: args.bytes,
         passes: args.passes,
-        rate: args.rate.as_deref(),
+        rate: args.rate,
         seed: args.seed,
         norandommap: args.norandommap,
         verify: args.verify,

@@ -126,7 +126,7 @@ fn fio_option_names_work_or_say_what_to_write() {
     );
     expect_usage_error(
         &run(&["run", "--target", "null", "--runtime", "10"]),
-        "--runtime 10s",
+        "--runtime 10: a duration needs its unit; fio's bare 10 means 10s",
     );
     expect_usage_error(&run(&["run", "--target", "null", "--rw", "rw"]), "--rw randrw");
 }
