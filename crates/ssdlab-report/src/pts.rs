@@ -243,205 +243,211 @@ fn steady_text(t: &PtsSubTest) -> String {
     }
 }
 
+/// The steady-state measurement window of a test: the tracking variable round by round, its mean, the 20% band
+/// around it and the fitted line; None before a window of five rounds exists.
+fn window_chart(t: &PtsSubTest) -> Option<Chart> {
+    let s = &t.steady_state;
+    let (Some(first), Some(last), Some(mean)) = (s.window_first_round, s.window_last_round, s.window_mean)
+    else {
+        return None;
+    };
+    let (lo, hi) = (first as f64, last as f64);
+    let scale = if t.tracking_metric == PtsMetric::BytesPerS {
+        1e-6
+    } else if t.tracking_metric == PtsMetric::LatencyNsMean {
+        1e-3
+    } else {
+        1.0
+    };
+    let tracked: Vec<(f64, f64)> = t
+        .rounds
+        .iter()
+        .filter(|r| (first..=last).contains(&r.round))
+        .map(|r| (r.round as f64, r.tracking * scale))
+        .collect();
+    let window_max = t
+        .rounds
+        .iter()
+        .filter(|r| (first..=last).contains(&r.round))
+        .map(|r| r.tracking)
+        .fold(0.0, f64::max);
+    let flat = |name: &str, v: f64| Series {
+        name: name.into(),
+        points: vec![(lo, v * scale), (hi, v * scale)],
+        mark: Mark::Line,
+        style: None,
+    };
+    let mut series = vec![
+        Series {
+            name: tracking_name(t),
+            points: tracked,
+            mark: Mark::LineWithDots,
+            style: None,
+        },
+        flat("window mean", mean),
+        Series {
+            name: "mean +-10% (the 20% range rule)".into(),
+            points: vec![(lo, 0.9 * mean * scale), (hi, 1.1 * mean * scale)],
+            mark: Mark::Band,
+            style: None,
+        },
+    ];
+    if let (Some(slope), Some(intercept)) = (s.slope_per_round, s.intercept) {
+        series.push(Series {
+            name: "least-squares fit".into(),
+            points: vec![
+                (lo, intercept * scale),
+                (hi, (intercept + slope * (hi - lo)) * scale),
+            ],
+            mark: Mark::Line,
+            style: None,
+        });
+    }
+    let y_unit = match t.tracking_metric {
+        PtsMetric::Iops => "IOPS",
+        PtsMetric::BytesPerS => "MB/s",
+        PtsMetric::LatencyNsMean => "microseconds",
+    };
+    Some(Chart {
+        title: format!(
+            "Steady-state window, rounds {first}-{last}: {}",
+            if s.achieved { "achieved" } else { "not achieved" }
+        ),
+        // Half a round either side, so the first and last rounds' dots are not cut by the frame.
+        x: Axis::new("round", Scale::Linear).range(Some(lo - 0.5), Some(hi + 0.5)),
+        // Room for the 10% band and for every point of the window, however far a window that did not
+        // settle strays.
+        y: Axis::new(y_unit, Scale::Linear).range(Some(0.0), Some(1.25 * window_max.max(mean) * scale)),
+        series,
+    })
+}
+
 /// One test's convergence plot, steady-state window and matrix.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 fn sub_test_section(a: &PtsAnalysis, t: &PtsSubTest) -> String {
     let mut out = String::new();
-    let (unit, value, format) = figure(a.test);
-    {
-        // Convergence: every write-only cell (all cells of the throughput test) round by round.
-        let mut convergence: Vec<Series> = Vec::new();
-        if let Some(first) = t.rounds.first() {
-            for cell in &first.cells {
-                let shown = a.test == PtsTest::Throughput || cell.cell.read_percent == 0;
-                if !shown {
-                    continue;
-                }
-                let points = t
-                    .rounds
-                    .iter()
-                    .filter_map(|round| {
-                        round
-                            .cells
-                            .iter()
-                            .find(|c| c.cell == cell.cell)
-                            .map(|c| (round.round as f64, value(c)))
-                    })
-                    .collect();
-                convergence.push(Series {
-                    name: format!(
-                        "{} {}{}/{}",
-                        size_name(cell.cell.block_bytes),
-                        if cell.cell.sequential { "seq " } else { "" },
-                        cell.cell.read_percent,
-                        100 - cell.cell.read_percent
-                    ),
-                    points,
-                    mark: Mark::LineWithDots,
-                    style: None,
-                });
+    let (unit, value, _) = figure(a.test);
+    // Convergence: every write-only cell (all cells of the throughput test) round by round.
+    let mut convergence: Vec<Series> = Vec::new();
+    if let Some(first) = t.rounds.first() {
+        for cell in &first.cells {
+            let shown = a.test == PtsTest::Throughput || cell.cell.read_percent == 0;
+            if !shown {
+                continue;
             }
-        }
-        let mut plots = vec![Chart {
-            title: format!("Steady-state convergence: {unit} by round"),
-            x: Axis::new("round", Scale::Linear).range(Some(1.0), Some(t.rounds.len().max(2) as f64)),
-            y: Axis::new(unit, Scale::Log10),
-            series: convergence,
-        }];
-        // The measurement window: the tracking variable, its mean, the 20% band around it and the fitted line.
-        let s = &t.steady_state;
-        if let (Some(first), Some(last), Some(mean)) =
-            (s.window_first_round, s.window_last_round, s.window_mean)
-        {
-            let (lo, hi) = (first as f64, last as f64);
-            let scale = if t.tracking_metric == PtsMetric::BytesPerS {
-                1e-6
-            } else if t.tracking_metric == PtsMetric::LatencyNsMean {
-                1e-3
-            } else {
-                1.0
-            };
-            let tracked: Vec<(f64, f64)> = t
+            let points = t
                 .rounds
                 .iter()
-                .filter(|r| (first..=last).contains(&r.round))
-                .map(|r| (r.round as f64, r.tracking * scale))
+                .filter_map(|round| {
+                    round
+                        .cells
+                        .iter()
+                        .find(|c| c.cell == cell.cell)
+                        .map(|c| (round.round as f64, value(c)))
+                })
                 .collect();
-            let window_max = t
-                .rounds
-                .iter()
-                .filter(|r| (first..=last).contains(&r.round))
-                .map(|r| r.tracking)
-                .fold(0.0, f64::max);
-            let flat = |name: &str, v: f64| Series {
-                name: name.into(),
-                points: vec![(lo, v * scale), (hi, v * scale)],
-                mark: Mark::Line,
-                style: None,
-            };
-            let mut series = vec![
-                Series {
-                    name: tracking_name(t),
-                    points: tracked,
-                    mark: Mark::LineWithDots,
-                    style: None,
-                },
-                flat("window mean", mean),
-                Series {
-                    name: "mean +-10% (the 20% range rule)".into(),
-                    points: vec![(lo, 0.9 * mean * scale), (hi, 1.1 * mean * scale)],
-                    mark: Mark::Band,
-                    style: None,
-                },
-            ];
-            if let (Some(slope), Some(intercept)) = (s.slope_per_round, s.intercept) {
-                series.push(Series {
-                    name: "least-squares fit".into(),
-                    points: vec![
-                        (lo, intercept * scale),
-                        (hi, (intercept + slope * (hi - lo)) * scale),
-                    ],
-                    mark: Mark::Line,
-                    style: None,
-                });
-            }
-            let y_unit = match t.tracking_metric {
-                PtsMetric::Iops => "IOPS",
-                PtsMetric::BytesPerS => "MB/s",
-                PtsMetric::LatencyNsMean => "microseconds",
-            };
-            plots.push(Chart {
-                title: format!(
-                    "Steady-state window, rounds {first}-{last}: {}",
-                    if s.achieved { "achieved" } else { "not achieved" }
+            convergence.push(Series {
+                name: format!(
+                    "{} {}{}/{}",
+                    size_name(cell.cell.block_bytes),
+                    if cell.cell.sequential { "seq " } else { "" },
+                    cell.cell.read_percent,
+                    100 - cell.cell.read_percent
                 ),
-                // Half a round either side, so the first and last rounds' dots are not cut by the frame.
-                x: Axis::new("round", Scale::Linear).range(Some(lo - 0.5), Some(hi + 0.5)),
-                // Room for the 10% band and for every point of the window, however far a window that did not
-                // settle strays.
-                y: Axis::new(y_unit, Scale::Linear)
-                    .range(Some(0.0), Some(1.25 * window_max.max(mean) * scale)),
-                series,
+                points,
+                mark: Mark::LineWithDots,
+                style: None,
             });
         }
-        out.push_str(&charts(&plots));
-
-        // The matrix at steady state: rows by block size, columns by mix.
-        let mut mixes: Vec<u32> = t.matrix.iter().map(|c| c.cell.read_percent).collect();
-        mixes.sort_unstable_by(|x, y| y.cmp(x));
-        mixes.dedup();
-        let mut sizes: Vec<u64> = t.matrix.iter().map(|c| c.cell.block_bytes).collect();
-        sizes.sort_unstable_by(|x, y| y.cmp(x));
-        sizes.dedup();
-        let columns: Vec<String> = mixes.iter().map(|m| format!("{m}/{}", 100 - m)).collect();
-        let row_names: Vec<String> = sizes.iter().map(|&b| size_name(b)).collect();
-        let grid: Vec<Vec<Option<f64>>> = sizes
-            .iter()
-            .map(|&b| {
-                mixes
-                    .iter()
-                    .map(|&m| {
-                        t.matrix
-                            .iter()
-                            .find(|c| c.cell.block_bytes == b && c.cell.read_percent == m)
-                            .map(value)
-                    })
-                    .collect()
-            })
-            .collect();
-        let mut header = vec![format!("block size \\ R/W ({unit})")];
-        header.extend(columns.iter().cloned());
-        // The latency test reports the PTS's three figures per cell: mean, 99.999th percentile and maximum
-        // response time.
-        let tail = |b: u64, m: u32| {
-            t.matrix
-                .iter()
-                .find(|c| c.cell.block_bytes == b && c.cell.read_percent == m)
-                .map(|c| {
-                    let p = c
-                        .latency_ns_p99_999
-                        .map_or("–".to_string(), |p| Nanos(p as f64).to_string());
-                    format!("{p} / {}", Nanos(c.latency_ns_max as f64))
-                })
-        };
-        let rows: Vec<Vec<String>> = row_names
-            .iter()
-            .zip(&grid)
-            .zip(&sizes)
-            .map(|((name, values), &b)| {
-                std::iter::once(name.clone())
-                    .chain(values.iter().zip(&mixes).map(|(v, &m)| match (v, a.test) {
-                        (Some(v), PtsTest::Latency) => {
-                            format!("{} / {}", Nanos(*v * 1e3), tail(b, m).unwrap_or_default())
-                        }
-                        (v, _) => v.map_or("–".into(), format),
-                    }))
-                    .collect()
-            })
-            .collect();
-        if a.test == PtsTest::Latency {
-            header[0] = "block size \\ R/W (mean / 99.999% / maximum)".into();
-        }
-        out.push_str(
-            "<p>The matrix averaged over the measurement window (maxima: the window's largest; percentiles: from the \
-             window's histograms merged):</p>",
-        );
-        out.push_str(&table(&header, &rows));
-        out.push_str("<div class=\"charts\">");
-        out.push_str(&svg::heatmap(
-            &format!("{unit} at steady state, by block size and R/W mix"),
-            "block size",
-            "R/W mix (% reads / % writes)",
-            &row_names,
-            &columns,
-            &grid,
-            format,
-        ));
-        out.push_str("</div>");
     }
+    let mut plots = vec![Chart {
+        title: format!("Steady-state convergence: {unit} by round"),
+        x: Axis::new("round", Scale::Linear).range(Some(1.0), Some(t.rounds.len().max(2) as f64)),
+        y: Axis::new(unit, Scale::Log10),
+        series: convergence,
+    }];
+    // The measurement window: the tracking variable, its mean, the 20% band around it and the fitted line.
+    plots.extend(window_chart(t));
+    out.push_str(&charts(&plots));
+    out.push_str(&matrix_section(a, t));
+    out
+}
+
+/// The matrix averaged over the measurement window: rows by block size, columns by mix, as a table and a heat map.
+fn matrix_section(a: &PtsAnalysis, t: &PtsSubTest) -> String {
+    let mut out = String::new();
+    let (unit, value, format) = figure(a.test);
+    // The matrix at steady state: rows by block size, columns by mix.
+    let mut mixes: Vec<u32> = t.matrix.iter().map(|c| c.cell.read_percent).collect();
+    mixes.sort_unstable_by(|x, y| y.cmp(x));
+    mixes.dedup();
+    let mut sizes: Vec<u64> = t.matrix.iter().map(|c| c.cell.block_bytes).collect();
+    sizes.sort_unstable_by(|x, y| y.cmp(x));
+    sizes.dedup();
+    let columns: Vec<String> = mixes.iter().map(|m| format!("{m}/{}", 100 - m)).collect();
+    let row_names: Vec<String> = sizes.iter().map(|&b| size_name(b)).collect();
+    let grid: Vec<Vec<Option<f64>>> = sizes
+        .iter()
+        .map(|&b| {
+            mixes
+                .iter()
+                .map(|&m| {
+                    t.matrix
+                        .iter()
+                        .find(|c| c.cell.block_bytes == b && c.cell.read_percent == m)
+                        .map(value)
+                })
+                .collect()
+        })
+        .collect();
+    let mut header = vec![format!("block size \\ R/W ({unit})")];
+    header.extend(columns.iter().cloned());
+    // The latency test reports the PTS's three figures per cell: mean, 99.999th percentile and maximum
+    // response time.
+    let tail = |b: u64, m: u32| {
+        t.matrix
+            .iter()
+            .find(|c| c.cell.block_bytes == b && c.cell.read_percent == m)
+            .map(|c| {
+                let p = c
+                    .latency_ns_p99_999
+                    .map_or("–".to_string(), |p| Nanos(p as f64).to_string());
+                format!("{p} / {}", Nanos(c.latency_ns_max as f64))
+            })
+    };
+    let rows: Vec<Vec<String>> = row_names
+        .iter()
+        .zip(&grid)
+        .zip(&sizes)
+        .map(|((name, values), &b)| {
+            std::iter::once(name.clone())
+                .chain(values.iter().zip(&mixes).map(|(v, &m)| match (v, a.test) {
+                    (Some(v), PtsTest::Latency) => {
+                        format!("{} / {}", Nanos(*v * 1e3), tail(b, m).unwrap_or_default())
+                    }
+                    (v, _) => v.map_or("–".into(), format),
+                }))
+                .collect()
+        })
+        .collect();
+    if a.test == PtsTest::Latency {
+        header[0] = "block size \\ R/W (mean / 99.999% / maximum)".into();
+    }
+    out.push_str(
+        "<p>The matrix averaged over the measurement window (maxima: the window's largest; percentiles: from the \
+         window's histograms merged):</p>",
+    );
+    out.push_str(&table(&header, &rows));
+    out.push_str("<div class=\"charts\">");
+    out.push_str(&svg::heatmap(
+        &format!("{unit} at steady state, by block size and R/W mix"),
+        "block size",
+        "R/W mix (% reads / % writes)",
+        &row_names,
+        &columns,
+        &grid,
+        format,
+    ));
+    out.push_str("</div>");
     out
 }
 
