@@ -23,7 +23,6 @@ use ssdlab_targets::{Access, AnyDevice, OpenOptions};
 
 use crate::export;
 use crate::flags::size_flag;
-use crate::ports::Clock;
 use crate::ports::{Outcome, Ports};
 use crate::recording::{Finished, Recording};
 use crate::reporter::Reporter;
@@ -128,12 +127,13 @@ impl Plan {
     }
 }
 
-/// Opens real files read-only with O_DIRECT and O_NOATIME (unless `--allow-atime`).
-struct FileOpener {
+/// Opens real files read-only with O_DIRECT and O_NOATIME (unless `--allow-atime`), through the target port.
+struct FileOpener<'t> {
     allow_atime: bool,
+    targets: &'t dyn crate::ports::Targets,
 }
 
-impl ScanOpener for FileOpener {
+impl ScanOpener for FileOpener<'_> {
     fn open(&self, path: &Path) -> Result<OpenedFile, ScanRefusal> {
         let refusal = |e: &dyn std::fmt::Display| {
             let text = e.to_string();
@@ -156,8 +156,10 @@ impl ScanOpener for FileOpener {
             flag: "PATH",
             force_scope: ssdlab_targets::ForceScope::Signatures,
         };
-        let opened =
-            ssdlab_targets::open_spec(&escape_path(path), &spec, &options).map_err(|e| refusal(&e))?;
+        let opened = self
+            .targets
+            .open(&escape_path(path), &spec, &options)
+            .map_err(|e| refusal(&e))?;
         let device: Box<dyn Device> = Box::new(opened.device);
         let data_ranges =
             ssdlab_io::files::data_ranges_of(path, self.allow_atime).map_err(|e| refusal(&e))?;
@@ -222,7 +224,8 @@ fn publish(
 }
 
 /// Walks the paths and scans every file of at least `min_size` bytes.
-fn scan_paths(args: &ScanFlags, clock: &dyn Clock, reads: ScanReads, min_size: u64) -> Result<ScanAnalysis> {
+fn scan_paths(args: &ScanFlags, ports: &Ports, reads: ScanReads, min_size: u64) -> Result<ScanAnalysis> {
+    let clock = ports.clock;
     let state_dir = args
         .state_dir
         .clone()
@@ -263,6 +266,7 @@ fn scan_paths(args: &ScanFlags, clock: &dyn Clock, reads: ScanReads, min_size: u
         .collect();
     let opener = FileOpener {
         allow_atime: args.allow_atime,
+        targets: ports.targets,
     };
     let (scans, mut skipped) = scan_files(candidates, &opener, reads);
     skipped.splice(
@@ -438,10 +442,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
                 .map(|p| escape_path(p))
                 .collect::<Vec<_>>()
                 .join(" ");
-            (
-                scan_paths(args, ports.clock, reads, plan.min_size_bytes)?,
-                subject,
-            )
+            (scan_paths(args, ports, reads, plan.min_size_bytes)?, subject)
         }
     };
     for skipped in &analysis.skipped {

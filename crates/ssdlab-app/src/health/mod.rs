@@ -274,7 +274,7 @@ struct Readings {
 /// this time is set aside with its reason while the others are read (one failing drive must not silence a
 /// fleet's metrics); bad input (a DEVICE that is no device node, a --from file that does not parse) is an error.
 fn read_all(plan: &Plan, ports: &Ports) -> Result<Readings> {
-    let (tools, clock) = (ports.tools, ports.clock);
+    let (tools, clock, targets) = (ports.tools, ports.clock, ports.targets);
     // Each DEVICE, and why it cannot be read before trying (smartctl's scan could not open it).
     let mut asked: Vec<(String, Option<String>)> = plan.devices.iter().map(|d| (d.clone(), None)).collect();
     if plan.scan {
@@ -292,7 +292,7 @@ fn read_all(plan: &Plan, ports: &Ports) -> Result<Readings> {
                     Some(e) => Err(DeviceFailure::Unreadable(anyhow!(
                         "DEVICE {d}: smartctl --scan-open could not open it: {e}"
                     ))),
-                    None => read_device(d, &plan.smartctl, tools, clock),
+                    None => read_device(d, &plan.smartctl, tools, clock, targets),
                 })
             })
             .collect();

@@ -43,10 +43,11 @@ pub fn read_device(
     smartctl_path: &Path,
     tools: &dyn Tools,
     clock: &dyn Clock,
+    targets: &dyn crate::ports::Targets,
 ) -> Result<Reading, DeviceFailure> {
     use DeviceFailure::{Input, Unreadable};
-    if let Ok(TargetSpec::Sim { .. }) = TargetSpec::parse(device) {
-        return read_sim(device, clock).map_err(Input);
+    if let Ok(spec @ TargetSpec::Sim { .. }) = TargetSpec::parse(device) {
+        return read_sim(device, &spec, clock, targets).map_err(Input);
     }
     let (device, device_type) = split_type(device);
     let path = Path::new(device);
@@ -198,7 +199,13 @@ fn profile_pe(target: &str) -> Option<u32> {
         .map(|s| s.profile.rated_pe_cycles)
 }
 
-fn read_sim(target: &str, clock: &dyn Clock) -> Result<Reading> {
+/// A virtual drive's counters, read as smartctl would read a drive's: opened read-only through the target port.
+fn read_sim(
+    target: &str,
+    spec: &TargetSpec,
+    clock: &dyn Clock,
+    targets: &dyn crate::ports::Targets,
+) -> Result<Reading> {
     let options = OpenOptions {
         access: Access::ReadOnly,
         engine: Engine::Auto,
@@ -207,7 +214,7 @@ fn read_sim(target: &str, clock: &dyn Clock) -> Result<Reading> {
         flag: "DEVICE",
         force_scope: ssdlab_targets::ForceScope::Signatures,
     };
-    let opened = ssdlab_targets::open(target, &options)?;
+    let opened = targets.open(target, spec, &options)?;
     let device = opened.device;
     let info = device.info().clone();
     let counters = device
