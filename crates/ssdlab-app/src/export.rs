@@ -6,8 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use ssdlab_core::DeviceInfo;
-use ssdlab_core::schema::{Analysis, RunResult, Sample};
+use ssdlab_core::schema::{RunResult, Sample};
 use ssdlab_outputs::{Kind, Output, OutputDir, Status};
 
 use crate::reporter::Reporter;
@@ -119,31 +118,6 @@ pub fn write_prom(
     write_output("--prom", path, Kind::Prometheus, exposition.render().as_bytes())?;
     reporter.say(&format!("metrics   {}", path.display()));
     Ok(())
-}
-
-/// A result as this version records it: the schema, the version and the host around what the command measured.
-pub fn record(
-    started_at: String,
-    target: DeviceInfo,
-    options: ssdlab_core::schema::options::RunOptions,
-    phases: Vec<ssdlab_core::schema::PhaseResult>,
-    analysis: Analysis,
-    verdict: ssdlab_core::schema::Verdict,
-    complete: bool,
-) -> RunResult {
-    RunResult {
-        schema: ssdlab_core::schema::SCHEMA.into(),
-        ssdlab_version: env!("CARGO_PKG_VERSION").into(),
-        started_at,
-        host: ssdlab_io::sys::host_info(),
-        target,
-        options,
-        phases,
-        analysis,
-        verdict,
-        complete,
-        label: None,
-    }
 }
 
 /// Renders results into a report page and writes it by the output rule (`flag` names it in errors).

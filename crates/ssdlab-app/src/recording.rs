@@ -160,26 +160,21 @@ impl<'o> Recording<'o> {
     /// which ranks above it (the error is then said as an alarm).
     pub fn finish(mut self, reporter: &mut Reporter, finished: Finished) -> Result<Outcome> {
         self.finished = true;
-        let Finished {
-            target,
-            options,
-            phases,
-            analysis,
-            verdict,
-            complete,
-            interrupted,
-            metrics,
-            done,
-        } = finished;
-        let result = export::record(
-            std::mem::take(&mut self.started_at),
-            target,
-            options,
-            phases,
-            analysis,
-            verdict,
-            complete,
-        );
+        // The result as this version records it: the schema, the version and the host around what was measured.
+        let result = RunResult {
+            schema: ssdlab_core::schema::SCHEMA.into(),
+            ssdlab_version: env!("CARGO_PKG_VERSION").into(),
+            started_at: std::mem::take(&mut self.started_at),
+            host: ssdlab_io::sys::host_info(),
+            target: finished.target,
+            options: finished.options,
+            phases: finished.phases,
+            analysis: finished.analysis,
+            verdict: finished.verdict,
+            complete: finished.complete,
+            label: None,
+        };
+        let (interrupted, metrics, done) = (finished.interrupted, finished.metrics, finished.done);
         let mut errors: Vec<anyhow::Error> = Vec::new();
         if let (Some(path), Some(metrics)) = (self.prom, &metrics)
             && let Err(e) = export::write_prom(reporter, path, metrics)

@@ -185,12 +185,7 @@ fn describe(w: &Workload) -> String {
 fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo) -> Result<Outcome> {
     let workload = match plan.workload(device.info()) {
         Ok(workload) => workload,
-        Err(e) => {
-            // Refused before any I/O: undo the file's creation or extension, so bad input leaves nothing behind.
-            drop(device);
-            before.restore();
-            return Err(e);
-        }
+        Err(e) => return Err(crate::target::taken_back(device, &before, e)),
     };
     let options = RunOptions::Run(JobOptions {
         target: plan.target.recorded(),
@@ -201,11 +196,7 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
     // a directory that cannot take the result takes back the file target's creation or extension too.
     let mut recording = match Recording::begin(plan.out.as_ref(), None, ports.started_unix_s) {
         Ok(recording) => recording,
-        Err(e) => {
-            drop(device);
-            before.restore();
-            return Err(e);
-        }
+        Err(e) => return Err(crate::target::taken_back(device, &before, e)),
     };
 
     let mut reporter = Reporter::new(&mut *ports.console);

@@ -83,11 +83,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     // extension too.
     let recording = match Recording::begin(args.out.as_ref(), None, ports.started_unix_s) {
         Ok(recording) => recording,
-        Err(e) => {
-            drop(opened.device);
-            opened.undo.restore();
-            return Err(e);
-        }
+        Err(e) => return Err(crate::target::taken_back(opened.device, &opened.undo, e)),
     };
     opened.device.visit(ServeOn {
         args,

@@ -102,6 +102,14 @@ impl TargetPlan {
     }
 }
 
+/// Fails a command refused before any I/O: closes the device, then takes back the creation or extension of a
+/// `file:` target, so bad input leaves nothing behind. Returns the error to fail with.
+pub(crate) fn taken_back<D>(device: D, undo: &ssdlab_targets::Undo, error: anyhow::Error) -> anyhow::Error {
+    drop(device);
+    undo.restore();
+    error
+}
+
 /// The engine's name as `--engine` spells it and result.json records it.
 pub fn engine_name(engine: Engine) -> &'static str {
     match engine {

@@ -83,11 +83,7 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
     // After the gate, before the method measures anything: a refusal leaves no directory behind.
     let mut recording = match Recording::begin(out.as_ref(), None, ports.started_unix_s) {
         Ok(recording) => recording,
-        Err(e) => {
-            drop(device);
-            before.restore();
-            return Err(e);
-        }
+        Err(e) => return Err(crate::target::taken_back(device, &before, e)),
     };
     let mut reporter = Reporter::new(&mut *ports.console);
     reporter.say(&format!("ssdlab    test {kind}"));
@@ -115,10 +111,11 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
             return Err(anyhow!(e)).context(format!("test {kind} on {}", info.target));
         }
         Err(e) => {
-            // Refused before measuring anything: undo a file target's creation or extension.
-            drop(device);
-            before.restore();
-            return Err(anyhow!("test {kind}: {e}"));
+            return Err(crate::target::taken_back(
+                device,
+                &before,
+                anyhow!("test {kind}: {e}"),
+            ));
         }
     };
     reporter.say_lines(ssdlab_report::text::method_lines(&outcome.analysis));
