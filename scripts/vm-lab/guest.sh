@@ -36,6 +36,9 @@ note() {
 # 1. Health, live: smartctl and nvme-cli on QEMU's controllers, before and after a known write.
 step health-nvme-before ssdlab health /dev/nvme0 --json --history /out/history --prom /out/health-before.prom
 step run-nvme ssdlab run --target /dev/nvme0n1 --allow-destroy --rw write --bs 1m --qd 8 --bytes 256m --json
+# The history keeps one snapshot per second of time taken, and the write takes about half a second here: without
+# the pause both readings can fall in one second, and the later is not recorded (seen once in about ten labs).
+sleep 1
 step health-nvme-after ssdlab health /dev/nvme0 --json --history /out/history --prom /out/health-after.prom
 step health-nvme-nvmecli nvme smart-log /dev/nvme0 -o json
 step health-sata ssdlab health /dev/sda --json --no-history --prom /out/health-sata.prom
