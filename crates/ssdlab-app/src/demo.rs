@@ -17,7 +17,8 @@ use ssdlab_methods::pts::PtsTest;
 use ssdlab_methods::sweep::SweepAxis;
 use ssdlab_sim::spec::SimSpec;
 
-use crate::fanout::{FanoutFlags, Mode};
+use crate::fanout::{FanoutFlags, FleetFlag, Mode};
+use crate::flags::Given;
 use crate::methodology::MethodPlan;
 use crate::methodology::options::{
     self, ConsistencyFlags, PtsFlags, ReplayFlags, SweepFlags, TrimFlags, TrimMeasure,
@@ -31,7 +32,7 @@ use crate::{export, fanout, health, methodology, report, scan};
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// A `sim:` target (plain; the demo scales it and puts the cache over it where a step says so).
-    pub target: String,
+    pub target: Given<TargetSpec>,
     pub out: PathBuf,
     /// Whether the results of an earlier demo there are replaced (`--replace`, or the default directory holding
     /// ssdlab's own demo output: the main command works twice).
@@ -43,10 +44,11 @@ pub const DEFAULT_OUT: &str = "ssdlab-demo";
 
 impl Plan {
     /// `out` is None for the default directory.
-    pub fn new(target: String, out: Option<PathBuf>, replace: bool) -> Result<Plan> {
-        if !ssdlab_targets::is_virtual(&target) {
+    pub fn new(target: Given<TargetSpec>, out: Option<PathBuf>, replace: bool) -> Result<Plan> {
+        if !target.value.is_virtual() {
             bail!(
-                "--target {target}: the demo runs on a virtual drive; give a sim: target, e.g. sim:840evo-250g"
+                "--target {}: the demo runs on a virtual drive; give a sim: target, e.g. sim:840evo-250g",
+                target.text
             );
         }
         let default = out.is_none();
@@ -157,7 +159,10 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
             ssdlab_outputs::Kind::Trace,
             ssdlab_trace::synth::to_fio_iolog(&ops, "/dev/ssdlab-synth").as_bytes(),
         )?;
-        for (kind, target) in [("plain", plan.target.clone()), ("rapid", cached(&plan.target)?)] {
+        for (kind, target) in [
+            ("plain", plan.target.text.clone()),
+            ("rapid", cached(&plan.target.text)?),
+        ] {
             let name = format!("replay-{}-{kind}", profile.name());
             let replay =
                 || -> Result<MethodPlan> { Ok(MethodPlan::Replay(options::replay(replay_flags(&trace))?)) };
@@ -246,7 +251,7 @@ fn field_report_flags(plan: &Plan) -> ScanFlags {
         region_bytes: None,
         dataset: "field-report".into(),
         refresh_flagged: true,
-        min_size: "64k".into(),
+        min_size: Given::of("64k", 64 << 10),
         // Read as the field report read (cat), with the random reads of its second experiment.
         reader: Some(ReaderChoice::Cat),
         chunk: None,
@@ -264,14 +269,14 @@ fn field_report_flags(plan: &Plan) -> ScanFlags {
 fn fanout_flags(plan: &Plan) -> FanoutFlags {
     FanoutFlags {
         targets: vec![],
-        fleet: Some("field-report".into()),
+        fleet: Some(FleetFlag::FieldReport),
         age_by: None,
         refresh_all: false,
         shards: vec![],
-        hedge: "p95".into(),
+        hedge: Given::of("p95", 95.0),
         mode: Mode::Computed,
-        runtime: "60s".into(),
-        bs: "4k".into(),
+        runtime: Given::of("60s", 60_000_000_000),
+        bs: Given::of("4k", 4096),
         seed: 1,
         out: Some(plan.step_out("fanout")),
         prom: None,
@@ -332,7 +337,7 @@ fn method_steps(plan: &Plan) -> Result<Vec<(&'static str, String, MethodPlan)>> 
             max_qd: None,
         })?))
     };
-    let on = plan.target.clone();
+    let on = plan.target.text.clone();
     Ok(vec![
         ("consistency", on.clone(), consistency(0)?),
         ("consistency-op25", on.clone(), consistency(25)?),

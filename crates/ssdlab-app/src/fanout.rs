@@ -8,8 +8,8 @@ use anyhow::{Result, anyhow, bail};
 use ssdlab_core::histogram::Histogram;
 use ssdlab_core::schema::Analysis;
 use ssdlab_core::schema::options::{FanoutFlags as RecordedFlags, RunOptions};
-use ssdlab_core::units::parse_duration_ns;
-use ssdlab_methods::fanout::fleet::{FleetDrive, field_report_fleet, parse_age_by, parse_fleet_file};
+use ssdlab_core::target::TargetSpec;
+use ssdlab_methods::fanout::fleet::{FleetDrive, field_report_fleet, parse_fleet_file};
 use ssdlab_methods::fanout::measure::{
     DriveReads, ReadLoad, run_independent, run_synchronized_real, run_synchronized_virtual,
 };
@@ -17,7 +17,7 @@ use ssdlab_methods::fanout::{RunShape, WhatIf, analyze, verdict};
 use ssdlab_methods::session::MethodError;
 
 use crate::export;
-use crate::flags::size_flag;
+use crate::flags::Given;
 use crate::ports::{Outcome, Ports};
 use crate::recording::{Finished, Recording};
 use crate::reporter::Reporter;
@@ -32,18 +32,51 @@ pub enum Mode {
     Measured,
 }
 
-/// `fanout`'s flags as given (the demo builds them too).
+/// Which fleet `--fleet` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FleetFlag {
+    /// The field report's 25 virtual 840 EVO 1 TB shards.
+    FieldReport,
+    /// A file listing one target a line.
+    File(PathBuf),
+}
+
+impl std::str::FromStr for FleetFlag {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(match text {
+            "field-report" => FleetFlag::FieldReport,
+            path => FleetFlag::File(PathBuf::from(path)),
+        })
+    }
+}
+
+impl std::fmt::Display for FleetFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FleetFlag::FieldReport => f.write_str("field-report"),
+            FleetFlag::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// `fanout`'s flags, typed by the command line (the demo builds them too).
 #[derive(Debug, Clone)]
 pub struct FanoutFlags {
-    pub targets: Vec<String>,
-    pub fleet: Option<String>,
-    pub age_by: Option<String>,
+    pub targets: Vec<Given<TargetSpec>>,
+    pub fleet: Option<FleetFlag>,
+    /// With the field report's fleet: nanoseconds more of age on every drive's data.
+    pub age_by: Option<Given<u64>>,
     pub refresh_all: bool,
     pub shards: Vec<u32>,
-    pub hedge: String,
+    /// The percentile of the fleet's read latency after which a read is hedged.
+    pub hedge: Given<f64>,
     pub mode: Mode,
-    pub runtime: String,
-    pub bs: String,
+    /// Nanoseconds every drive reads.
+    pub runtime: Given<u64>,
+    /// Bytes per read.
+    pub bs: Given<u64>,
     pub seed: u64,
     pub out: Option<crate::export::OutDir>,
     pub prom: Option<PathBuf>,
@@ -57,51 +90,41 @@ const DEFAULT_WHAT_IF_SHARDS: u32 = 100;
 
 /// The fleet the flags describe.
 fn fleet(args: &FanoutFlags) -> Result<Vec<FleetDrive>> {
-    let field_report = args.fleet.as_deref() == Some("field-report");
-    if (args.age_by.is_some() || args.refresh_all) && !field_report {
+    if (args.age_by.is_some() || args.refresh_all) && args.fleet != Some(FleetFlag::FieldReport) {
         bail!(
             "--age-by and --refresh-all change the virtual fleet: add --fleet field-report (a fleet of your own ages with its data)"
         );
     }
     match &args.fleet {
-        Some(_) if field_report => {
-            let age_by_s = args
-                .age_by
-                .as_deref()
-                .map(parse_age_by)
-                .transpose()
-                .map_err(|e| anyhow!(e))?
-                .unwrap_or(0.0);
+        Some(FleetFlag::FieldReport) => {
+            let age_by_s = args.age_by.as_ref().map_or(0.0, |a| a.value as f64 / 1e9);
             Ok(field_report_fleet(age_by_s, args.refresh_all, args.seed))
         }
-        Some(path) => {
+        Some(FleetFlag::File(path)) => {
+            let shown = path.display();
             let text = crate::inputs::read_text(
-                &format!("--fleet {path}"),
-                std::path::Path::new(path),
+                &format!("--fleet {shown}"),
+                path,
                 crate::inputs::MAX_SMALL_INPUT_BYTES,
                 "give field-report, or a file of targets",
             )?;
-            parse_fleet_file(&text).map_err(|e| anyhow!("--fleet {path}: {e}"))
+            let drives = parse_fleet_file(&text).map_err(|e| anyhow!("--fleet {shown}: {e}"))?;
+            // Every target of the file is read now, so a typo on line 20 is refused before any drive reads.
+            for drive in &drives {
+                TargetSpec::parse(&drive.target).map_err(|e| anyhow!("--fleet {shown}: {e}"))?;
+            }
+            Ok(drives)
         }
         None => Ok(args
             .targets
             .iter()
             .map(|t| FleetDrive {
-                name: t.clone(),
-                target: t.clone(),
+                name: t.text.clone(),
+                target: t.text.clone(),
                 data_age_months: None,
             })
             .collect()),
     }
-}
-
-fn hedge_percentile(text: &str) -> Result<f64> {
-    let value = crate::flags::percent(text.trim_start_matches(['p', 'P']))
-        .map_err(|_| anyhow!("--hedge {text}: write a percentile, e.g. p95"))?;
-    if !(50.0..100.0).contains(&value) {
-        bail!("--hedge {text}: hedge after a percentile from p50 to below p100, e.g. p95");
-    }
-    Ok(value)
 }
 
 /// The fleet's clock (virtual only when every drive's is) and its capacity. Queries measured in step need one
@@ -165,11 +188,10 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         flags: args,
         runtime_ns,
         block_bytes,
-        hedge,
         drives,
         merged: _,
     } = plan;
-    let (runtime_ns, block_bytes, hedge) = (*runtime_ns, *block_bytes, *hedge);
+    let (runtime_ns, block_bytes) = (*runtime_ns, *block_bytes);
     // Every drive is opened here first, so a bad target is refused before any drive starts reading.
     let devices = drives
         .iter()
@@ -189,7 +211,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let workload = format!(
         "{} random reads at QD1 on every drive for {}",
         ssdlab_core::units::BinaryBytes(block_bytes),
-        args.runtime
+        args.runtime.text
     );
     ports.console.say(&format!(
         "fanout    {} drives, {workload}, {}",
@@ -211,7 +233,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
             .say("fanout    interrupted: the analysis covers the reads made so far");
     }
     let runtime_s = reads.iter().map(|r| r.runtime_s).fold(0.0, f64::max);
-    let what_if = what_if(args, hedge);
+    let what_if = what_if(args);
     let shape = RunShape {
         workload,
         mode: mode.into(),
@@ -228,23 +250,23 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         shards: what_if.shards.clone(),
         interrupted,
         recorded: Recorded {
-            targets: args.targets.clone(),
-            runtime: args.runtime.clone(),
-            bs: args.bs.clone(),
+            targets: args.targets.iter().map(|t| t.text.clone()).collect(),
+            runtime: args.runtime.text.clone(),
+            bs: args.bs.text.clone(),
             seed: args.seed,
         },
     };
     publish(args, recording, ports, drives, analysis, verdict, measured)
 }
 
-fn what_if(args: &FanoutFlags, hedge: f64) -> WhatIf {
+fn what_if(args: &FanoutFlags) -> WhatIf {
     WhatIf {
         shards: if args.shards.is_empty() {
             vec![DEFAULT_WHAT_IF_SHARDS]
         } else {
             args.shards.clone()
         },
-        hedge_percentile: hedge,
+        hedge_percentile: args.hedge.value,
     }
 }
 
@@ -262,7 +284,7 @@ fn run_merged(plan: &Plan, merged: &crate::fanout_from::Merged, ports: &mut Port
         merged.drives.len(),
         args.from.len()
     ));
-    let what_if = what_if(args, plan.hedge);
+    let what_if = what_if(args);
     let runtime_s = merged.reads.iter().map(|r| r.runtime_s).fold(0.0, f64::max);
     let shape = RunShape {
         workload,
@@ -347,7 +369,6 @@ pub struct Plan {
     flags: FanoutFlags,
     runtime_ns: u64,
     block_bytes: u64,
-    hedge: f64,
     drives: Vec<FleetDrive>,
     /// With `--from`: the saved results' drives and reads, merged.
     merged: Option<crate::fanout_from::Merged>,
@@ -357,16 +378,13 @@ impl Plan {
     /// Checks every flag and reads the fleet; `--out` is made ready and `--prom` checked.
     pub fn new(flags: FanoutFlags) -> Result<Plan> {
         let args = &flags;
-        let runtime_ns =
-            parse_duration_ns(&args.runtime).map_err(|e| anyhow!("--runtime {}: {e}", args.runtime))?;
-        if runtime_ns < 100_000_000 {
-            bail!("--runtime {}: read for at least 100ms", args.runtime);
+        if args.runtime.value < 100_000_000 {
+            bail!("--runtime {}: read for at least 100ms", args.runtime.text);
         }
-        let block_bytes = size_flag("bs", &args.bs)?;
+        let block_bytes = args.bs.value;
         if !(512..=1 << 20).contains(&block_bytes) || !block_bytes.is_multiple_of(512) {
-            bail!("--bs {}: use a multiple of 512 from 512 to 1m", args.bs);
+            bail!("--bs {}: use a multiple of 512 from 512 to 1m", args.bs.text);
         }
-        let hedge = hedge_percentile(&args.hedge)?;
         if let Some(bad) = args.shards.iter().find(|&&n| !(1..=100_000).contains(&n)) {
             bail!("--shards {bad}: use 1 to 100000");
         }
@@ -375,7 +393,7 @@ impl Plan {
             .transpose()?;
         let (runtime_ns, block_bytes, drives) = match &merged {
             Some(m) => (m.runtime_ns, m.block_bytes, m.drives.clone()),
-            None => (runtime_ns, block_bytes, fleet(args)?),
+            None => (args.runtime.value, block_bytes, fleet(args)?),
         };
         // A drive twice breaks the independence the query arithmetic assumes, and its metrics would collide.
         for (i, drive) in drives.iter().enumerate() {
@@ -411,14 +429,13 @@ impl Plan {
         let plan = Plan {
             runtime_ns,
             block_bytes,
-            hedge,
             drives,
             merged,
             flags,
         };
         // What every measurement and the query arithmetic rely on.
         assert!(plan.runtime_ns >= 100_000_000 && plan.block_bytes.is_multiple_of(512));
-        assert!((50.0..100.0).contains(&plan.hedge));
+        assert!((50.0..100.0).contains(&plan.flags.hedge.value));
         assert!(
             plan.drives.iter().enumerate().all(|(i, d)| plan.drives[..i]
                 .iter()
@@ -495,11 +512,11 @@ fn publish(
     };
     let options = RunOptions::Fanout(RecordedFlags {
         targets: recorded.targets,
-        fleet: args.fleet.clone(),
-        age_by: args.age_by.clone(),
+        fleet: args.fleet.as_ref().map(ToString::to_string),
+        age_by: args.age_by.as_ref().map(|a| a.text.clone()),
         refresh_all: args.refresh_all,
         shards,
-        hedge: args.hedge.clone(),
+        hedge: args.hedge.text.clone(),
         mode: mode.into(),
         runtime: recorded.runtime,
         bs: recorded.bs,

@@ -2,6 +2,7 @@
 //! spans. Plans are built from these before anything runs.
 
 use anyhow::{Result, anyhow};
+use ssdlab_core::target::TargetSpec;
 use ssdlab_core::units::{Rate, parse_duration_ns, parse_rate, parse_size};
 /// What `--rw` names, as the command line parses it.
 pub use ssdlab_engine::workload::RwMode;
@@ -55,6 +56,68 @@ pub fn rw_arg(text: &str) -> std::result::Result<RwMode, String> {
 /// `--rate` for its value parser: bytes per second (`200m`) or operations per second (`50kiops`).
 pub fn rate_arg(text: &str) -> std::result::Result<Rate, String> {
     parse_rate(text).map_err(|e| e.to_string())
+}
+
+/// A flag's value parsed at the command line, with the words it was given in: messages and result.json quote the
+/// user's own text (`--runtime 60s`, not 60000000000 ns), while everything that computes uses `value`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Given<T> {
+    pub text: String,
+    pub value: T,
+}
+
+impl<T> Given<T> {
+    /// A value the program chose itself (the demo's plans), written as the user would write it.
+    pub fn of(text: &str, value: T) -> Self {
+        Given {
+            text: text.to_string(),
+            value,
+        }
+    }
+}
+
+/// A duration for a flag's value parser, kept with its text (see [`duration_arg`]).
+pub fn given_duration(text: &str) -> std::result::Result<Given<u64>, String> {
+    duration_arg(text).map(|ns| Given::of(text, ns))
+}
+
+/// An age of data for a flag's value parser (`90d`, `3mo`, `6w`), kept with its text. A bare number is refused
+/// without fio's reading: 90 means days to one user and seconds to another.
+pub fn given_age(text: &str) -> std::result::Result<Given<u64>, String> {
+    parse_duration_ns(text)
+        .map(|ns| Given::of(text, ns))
+        .map_err(|e| match text.trim().parse::<f64>() {
+            Ok(n) => format!("an age needs its unit, e.g. {n}d, {n}w or {n}mo"),
+            Err(_) => e.to_string(),
+        })
+}
+
+/// A size for a flag's value parser, kept with its text.
+pub fn given_size(text: &str) -> std::result::Result<Given<u64>, String> {
+    size_arg(text).map(|bytes| Given::of(text, bytes))
+}
+
+/// A target for a flag's value parser, kept as written (results and messages name it so).
+pub fn given_target(text: &str) -> std::result::Result<Given<TargetSpec>, String> {
+    TargetSpec::parse(text)
+        .map(|spec| Given::of(text, spec))
+        .map_err(|e| e.to_string())
+}
+
+/// A percentile written `p95`, `95` or `99.9`, for a flag's value parser (from p50 to below p100), kept with its
+/// text.
+pub fn given_percentile(text: &str) -> std::result::Result<Given<f64>, String> {
+    percentile_arg(text).map(|value| Given::of(text, value))
+}
+
+/// A percentile written `p95`, `95` or `99.9`: from p50 to below p100.
+fn percentile_arg(text: &str) -> std::result::Result<f64, String> {
+    let value = percent(text.trim_start_matches(['p', 'P']))
+        .map_err(|_| "write a percentile, e.g. p95".to_string())?;
+    if !(50.0..100.0).contains(&value) {
+        return Err("use a percentile from p50 to below p100, e.g. p95".into());
+    }
+    Ok(value)
 }
 
 /// `--span` as given: a share of the capacity or a byte range. Which bytes it means is known once the device is

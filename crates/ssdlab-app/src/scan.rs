@@ -22,7 +22,7 @@ use ssdlab_report::text::RewriteHint;
 use ssdlab_targets::{Access, AnyDevice, OpenOptions};
 
 use crate::export;
-use crate::flags::size_flag;
+use crate::flags::Given;
 use crate::ports::{Outcome, Ports};
 use crate::recording::{Finished, Recording};
 use crate::reporter::Reporter;
@@ -35,19 +35,25 @@ pub enum ReaderChoice {
     Chunks,
 }
 
-/// `scan`'s flags as given (the demo builds them too).
+/// `scan`'s flags, typed by the command line (the demo builds them too).
 #[derive(Debug, Clone)]
 pub struct ScanFlags {
     pub paths: Vec<PathBuf>,
-    pub target: Option<String>,
-    pub device: Option<String>,
+    /// The virtual drive a data set is laid out on.
+    pub target: Option<Given<TargetSpec>>,
+    /// The device (or file) a region scan reads.
+    pub device: Option<Given<TargetSpec>>,
     pub regions: Option<u32>,
-    pub region_bytes: Option<String>,
+    /// Bytes read of each region.
+    pub region_bytes: Option<Given<u64>>,
+    /// The virtual data set: `field-report` or AGE:COUNTxSIZE,... (its sizes may depend on the drive's capacity).
     pub dataset: String,
     pub refresh_flagged: bool,
-    pub min_size: String,
+    /// Files smaller than this many bytes are not scanned.
+    pub min_size: Given<u64>,
     pub reader: Option<ReaderChoice>,
-    pub chunk: Option<String>,
+    /// Bytes per read of the chunk reader.
+    pub chunk: Option<Given<u64>>,
     pub qd: Option<u32>,
     pub random_reads: Option<u32>,
     pub slower_than: f64,
@@ -69,7 +75,7 @@ impl Plan {
     /// Checks every flag before anything is read, `--out` and `--prom` included.
     pub fn new(flags: ScanFlags) -> Result<Self> {
         let args = &flags;
-        let min_size_bytes = size_flag("min-size", &args.min_size)?;
+        let min_size_bytes = args.min_size.value;
         let reader = reader_of(args)?;
         let random_reads = args.random_reads.unwrap_or(if args.target.is_some() {
             DEFAULT_VIRTUAL_RANDOM_READS
@@ -202,9 +208,9 @@ fn publish(
     };
     let options = RunOptions::FileScan(FileScanFlags {
         paths: args.paths.clone(),
-        target: args.target.clone(),
+        target: args.target.as_ref().map(|t| t.text.clone()),
         dataset: args.dataset.clone(),
-        min_size: args.min_size.clone(),
+        min_size: args.min_size.text.clone(),
         reader: reader_name(reader).into(),
         chunk: chunk_as_given(args, reader),
         qd: reader.queue_depth(),
@@ -290,11 +296,12 @@ fn scan_paths(args: &ScanFlags, ports: &Ports, reads: ScanReads, min_size: u64) 
 fn scan_sim(
     targets: &dyn crate::ports::Targets,
     args: &ScanFlags,
-    target: &str,
+    given: &Given<TargetSpec>,
     reads: ScanReads,
 ) -> Result<ScanAnalysis> {
+    let target = given.text.as_str();
     // The virtual data set is written into the virtual drive's past: only a virtual drive has one.
-    let AnyDevice::Sim(mut device) = TargetPlan::plain(target)?.open(targets, Use::Reads)?.device else {
+    let AnyDevice::Sim(mut device) = TargetPlan::read_only(given).open(targets, Use::Reads)?.device else {
         bail!("--target {target}: scan takes a sim: target; for real files give PATHs");
     };
     let files = parse_dataset(&args.dataset, device.info().capacity_bytes).map_err(|e| anyhow!(e))?;
@@ -312,6 +319,9 @@ fn scan_sim(
 
 /// Random reads per virtual file unless `--random-reads` says otherwise: 6 files of an age give 1536 samples.
 const DEFAULT_VIRTUAL_RANDOM_READS: u32 = 256;
+
+/// The chunk reader's read size unless `--chunk` says otherwise (written `1m` in records).
+const DEFAULT_CHUNK_BYTES: u64 = 1 << 20;
 
 /// The reader `--reader`, `--chunk` and `--qd` ask for. Without `--reader`, a virtual data set is read as the
 /// field report read (cat) unless a chunk or depth is given, and files and devices in chunks.
@@ -332,9 +342,9 @@ fn reader_of(args: &ScanFlags) -> Result<Reader> {
             Ok(Reader::Cat)
         }
         ReaderChoice::Chunks => {
-            let text = args.chunk.as_deref().unwrap_or("1m");
-            let chunk_bytes = size_flag("chunk", text)?;
+            let chunk_bytes = args.chunk.as_ref().map_or(DEFAULT_CHUNK_BYTES, |c| c.value);
             if !(4096..=64 << 20).contains(&chunk_bytes) || !chunk_bytes.is_multiple_of(4096) {
+                let text = args.chunk.as_ref().map_or("1m", |c| c.text.as_str());
                 bail!("--chunk {text}: use a multiple of 4k from 4k to 64m");
             }
             let queue_depth = args.qd.unwrap_or(4);
@@ -353,7 +363,10 @@ fn reader_of(args: &ScanFlags) -> Result<Reader> {
 fn chunk_as_given(args: &ScanFlags, reader: Reader) -> String {
     match reader {
         Reader::Cat => "128k".into(),
-        Reader::Chunks { .. } => args.chunk.clone().unwrap_or_else(|| "1m".into()),
+        Reader::Chunks { .. } => args
+            .chunk
+            .as_ref()
+            .map_or_else(|| "1m".into(), |c| c.text.clone()),
     }
 }
 
@@ -368,19 +381,21 @@ fn reader_name(reader: Reader) -> &'static str {
 const DEFAULT_REGIONS: u32 = 128;
 
 /// The region scan: MB/s across the LBA range of one device, read-only.
-fn region_scan(args: &ScanFlags, ports: &mut Ports, target: &str, reader: Reader) -> Result<Outcome> {
+fn region_scan(
+    args: &ScanFlags,
+    ports: &mut Ports,
+    given: &Given<TargetSpec>,
+    reader: Reader,
+) -> Result<Outcome> {
+    let target = given.text.as_str();
     let options = RegionScanOptions {
         regions: args.regions.unwrap_or(DEFAULT_REGIONS),
-        read_bytes: args
-            .region_bytes
-            .as_deref()
-            .map(|v| size_flag("region-bytes", v))
-            .transpose()?,
+        read_bytes: args.region_bytes.as_ref().map(|r| r.value),
         reader,
         slower_than: args.slower_than,
     };
     // A region scan is read-only: the opener never creates or extends the file it is given.
-    let mut device = TargetPlan::given_as(target, "--device", false, false, ssdlab_io::Engine::Auto)?
+    let mut device = TargetPlan::read_only(given)
         .open_as(ports.targets, Use::Reads, "--device")?
         .device;
     let info = device.info().clone();
@@ -412,7 +427,7 @@ fn region_scan(args: &ScanFlags, ports: &mut Ports, target: &str, reader: Reader
     let options = RunOptions::RegionScan(RegionScanFlags {
         device: target.to_string(),
         regions: options.regions,
-        region_bytes: args.region_bytes.clone(),
+        region_bytes: args.region_bytes.as_ref().map(|r| r.text.clone()),
         reader: reader_name(reader).into(),
         chunk: chunk_as_given(args, reader),
         qd: reader.queue_depth(),
@@ -434,7 +449,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     // Before the files are read: a directory that cannot take the result is known before the scan is spent.
     let recording = Recording::begin(args.out.as_ref(), args.prom.as_deref(), ports.started_unix_s)?;
     let (analysis, subject) = match &args.target {
-        Some(target) => (scan_sim(ports.targets, args, target, reads)?, target.clone()),
+        Some(target) => (scan_sim(ports.targets, args, target, reads)?, target.text.clone()),
         None => {
             let subject = args
                 .paths
@@ -453,7 +468,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     if analysis.files.is_empty() {
         bail!(
             "PATH {subject}: no files of at least --min-size {} to scan",
-            args.min_size
+            args.min_size.text
         );
     }
     ports

@@ -50,6 +50,17 @@ impl TargetPlan {
         })
     }
 
+    /// A target the command line already parsed, read-only and with the automatic engine unless changed.
+    pub fn read_only(given: &crate::flags::Given<TargetSpec>) -> Self {
+        TargetPlan {
+            target: given.text.clone(),
+            spec: given.value.clone(),
+            allow_destroy: false,
+            force: false,
+            engine: Engine::Auto,
+        }
+    }
+
     /// A target that needs no permission flags (a virtual drive, null, a file), with the automatic engine.
     pub fn plain(target: &str) -> Result<Self> {
         Self::new(target, false, false, Engine::Auto)

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
+use ssdlab_app::flags::Given;
 use ssdlab_app::ports::{Outcome, Ports};
 use ssdlab_app::run::{Plan as RunPlan, RunFlags};
 use ssdlab_app::testing::{CannedTools, FixedClock, RecordingConsole};
@@ -638,13 +639,13 @@ fn a_scan_of_a_virtual_data_set_finds_the_old_files_slow() {
     let out = dir.path().join("scan");
     let plan = scan::Plan::new(scan::ScanFlags {
         paths: vec![],
-        target: Some("sim:840evo-250g?scale=1/64".into()),
+        target: Some(ssdlab_app::flags::given_target("sim:840evo-250g?scale=1/64").unwrap()),
         device: None,
         regions: None,
         region_bytes: None,
         dataset: "0.5mo:4x8m,7mo:4x8m".into(),
         refresh_flagged: false,
-        min_size: "64k".into(),
+        min_size: Given::of("64k", 64 << 10),
         reader: Some(scan::ReaderChoice::Cat),
         chunk: None,
         qd: None,
@@ -671,17 +672,19 @@ fn a_fanout_over_two_virtual_drives_finds_the_older_one_slower() {
     use ssdlab_app::fanout::{self, FanoutFlags, Mode};
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("fanout");
-    let drive = |age: &str| format!("sim:840evo-1t?scale=1/256&fill=100%&age={age}");
+    let drive = |age: &str| {
+        ssdlab_app::flags::given_target(&format!("sim:840evo-1t?scale=1/256&fill=100%&age={age}")).unwrap()
+    };
     let plan = fanout::Plan::new(FanoutFlags {
         targets: vec![drive("1w"), drive("7mo")],
         fleet: None,
         age_by: None,
         refresh_all: false,
         shards: vec![25],
-        hedge: "p95".into(),
+        hedge: Given::of("p95", 95.0),
         mode: Mode::Computed,
-        runtime: "2s".into(),
-        bs: "4k".into(),
+        runtime: Given::of("2s", 2_000_000_000),
+        bs: Given::of("4k", 4096),
         seed: 1,
         out: Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
         prom: None,
@@ -724,10 +727,10 @@ fn plan_flags_for_refusal() -> ssdlab_app::fanout::FanoutFlags {
         age_by: None,
         refresh_all: false,
         shards: vec![],
-        hedge: "p95".into(),
+        hedge: Given::of("p95", 95.0),
         mode: ssdlab_app::fanout::Mode::Computed,
-        runtime: "1s".into(),
-        bs: "4k".into(),
+        runtime: Given::of("1s", 1_000_000_000),
+        bs: Given::of("4k", 4096),
         seed: 1,
         out: None,
         prom: None,
@@ -758,7 +761,7 @@ fn a_refresh_rewrites_files_in_place_and_a_dry_run_touches_nothing() {
     let state = dir.path().join("state");
     let flags = |dry_run: bool| RefreshFlags {
         paths: vec![data.clone()],
-        chunk: "1m".into(),
+        chunk: Given::of("1m", 1 << 20),
         dry_run,
         state_dir: Some(state.clone()),
         ..RefreshFlags::default()
@@ -811,30 +814,18 @@ fn refresh_plans_refuse_bad_flags_before_anything_is_locked() {
     };
     let base = || RefreshFlags {
         paths: vec![dir.path().to_path_buf()],
-        chunk: "1m".into(),
+        chunk: Given::of("1m", 1 << 20),
         ..RefreshFlags::default()
     };
     refused(
         RefreshFlags {
-            chunk: "100k".into(),
+            chunk: Given::of("100k", 100 << 10),
             ..base()
         },
         "--chunk",
     );
-    refused(
-        RefreshFlags {
-            rate: Some("5kiops".into()),
-            ..base()
-        },
-        "--rate",
-    );
-    refused(
-        RefreshFlags {
-            older_than: Some("90".into()),
-            ..base()
-        },
-        "--older-than",
-    );
+    // A rate in operations is refused by the value parser, before any plan.
+    assert!(ssdlab_app::refresh::byte_rate_arg("5kiops").is_err());
     refused(
         RefreshFlags {
             slower_than: Some(1.5),

@@ -4,8 +4,13 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use ssdlab_app::flags::{RwMode, SpanFlag, duration_arg, percent, rate_arg, rw_arg, size_arg};
+use ssdlab_app::fanout::FleetFlag;
+use ssdlab_app::flags::{
+    Given, RwMode, SpanFlag, duration_arg, given_age, given_duration, given_percentile, given_size,
+    given_target, percent, rate_arg, rw_arg, size_arg,
+};
 use ssdlab_app::methodology::options::TrimMeasure;
+use ssdlab_core::target::TargetSpec;
 use ssdlab_core::units::Rate;
 
 #[derive(Debug, Parser)]
@@ -103,15 +108,15 @@ pub struct ManArgs {
 pub struct FanoutArgs {
     /// A drive of the fan-out (repeat it: --target /dev/sdb --target /dev/sdc); /dev/NAME, file:PATH or sim:...
     /// (give a sim: drive data to read: sim:840evo-1t?scale=1/1024&fill=100%&age=4mo).
-    #[arg(long = "target", value_name = "T", required_unless_present_any = ["fleet", "from"])]
-    pub targets: Vec<String>,
+    #[arg(long = "target", value_name = "T", required_unless_present_any = ["fleet", "from"], value_parser = given_target)]
+    pub targets: Vec<Given<TargetSpec>>,
     /// field-report (seed 000's 25 virtual 840 EVO 1 TB shards, data 0.9 to 7 months old), or a file listing one
     /// target a line (TARGET [NAME]; # comments).
     #[arg(long, value_name = "field-report|FILE", conflicts_with = "targets")]
-    pub fleet: Option<String>,
+    pub fleet: Option<FleetFlag>,
     /// With --fleet field-report: age every drive's data by this much more (e.g. 6w).
-    #[arg(long, value_name = "DURATION")]
-    pub age_by: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = given_age)]
+    pub age_by: Option<Given<u64>>,
     /// With --fleet field-report: every drive's data rewritten two days before (the fix).
     #[arg(long, conflicts_with = "age_by")]
     pub refresh_all: bool,
@@ -119,18 +124,18 @@ pub struct FanoutArgs {
     #[arg(long, value_name = "N")]
     pub shards: Vec<u32>,
     /// Hedge after this percentile of the fleet's read latency (p90, p95, p99).
-    #[arg(long, default_value = "p95")]
-    pub hedge: String,
+    #[arg(long, default_value = "p95", value_parser = given_percentile)]
+    pub hedge: Given<f64>,
     /// computed: every drive reads on its own, the query is computed from their histograms; measured: also
     /// synchronized queries (one read to every drive at the same instant, waiting for all), to check it.
     #[arg(long, value_enum, default_value = "computed")]
     pub mode: FanoutModeArg,
     /// How long every drive reads (its own clock: virtual time on sim:).
-    #[arg(long, default_value = "30s")]
-    pub runtime: String,
+    #[arg(long, default_value = "30s", value_parser = given_duration)]
+    pub runtime: Given<u64>,
     /// Read size.
-    #[arg(long, default_value = "4k")]
-    pub bs: String,
+    #[arg(long, default_value = "4k", value_parser = given_size)]
+    pub bs: Given<u64>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Write result.json, drives.csv and report.html here.
@@ -349,17 +354,17 @@ pub struct ScanArgs {
     #[arg(value_name = "PATH", required_unless_present_any = ["target", "device"])]
     pub paths: Vec<PathBuf>,
     /// Scan a virtual data set on the simulator instead: a sim: target (e.g. 'sim:840evo-1t?scale=1/256').
-    #[arg(long, conflicts_with = "paths")]
-    pub target: Option<String>,
+    #[arg(long, conflicts_with = "paths", value_parser = given_target)]
+    pub target: Option<Given<TargetSpec>>,
     /// Region scan, read-only: MB/s across the whole LBA range of /dev/NAME, file:PATH or sim:... (HD Tach-like).
-    #[arg(long, value_name = "T", conflicts_with_all = ["paths", "target"])]
-    pub device: Option<String>,
+    #[arg(long, value_name = "T", conflicts_with_all = ["paths", "target"], value_parser = given_target)]
+    pub device: Option<Given<TargetSpec>>,
     /// With --device: how many equal regions [default: 128].
     #[arg(long)]
     pub regions: Option<u32>,
     /// With --device: read at most this much at the start of each region (default: all of it).
-    #[arg(long)]
-    pub region_bytes: Option<String>,
+    #[arg(long, value_name = "SIZE", value_parser = given_size)]
+    pub region_bytes: Option<Given<u64>>,
     /// With --target: the files and their ages, AGE:COUNTxSIZE,... (e.g. 0.5mo:8x64m,7mo:8x64m), or
     /// field-report for seed 000's ages.
     #[arg(long, default_value = "field-report", requires = "target")]
@@ -368,16 +373,16 @@ pub struct ScanArgs {
     #[arg(long, requires = "target")]
     pub refresh_flagged: bool,
     /// Skip files smaller than this.
-    #[arg(long, default_value = "64k")]
-    pub min_size: String,
+    #[arg(long, default_value = "64k", value_name = "SIZE", value_parser = given_size)]
+    pub min_size: Given<u64>,
     /// How each file is read through: cat (sequential 128 KiB reads one at a time, what `cat FILE > /dev/null`
     /// asks of a drive, as the field report read) or chunks (--chunk reads, --qd at a time; faster, and a deep
     /// queue hides part of a slow drive's read retries) [default: cat with --target, chunks otherwise].
     #[arg(long, value_enum)]
     pub reader: Option<ReaderArg>,
     /// With --reader chunks: the read unit; each chunk is timed [default: 1m].
-    #[arg(long)]
-    pub chunk: Option<String>,
+    #[arg(long, value_name = "SIZE", value_parser = given_size)]
+    pub chunk: Option<Given<u64>>,
     /// With --reader chunks: reads in flight [default: 4].
     #[arg(long, alias = "iodepth")]
     pub qd: Option<u32>,
@@ -431,14 +436,14 @@ pub struct RefreshArgs {
     #[arg(long, requires = "from", value_parser = fraction)]
     pub slower_than: Option<f64>,
     /// Only files whose data is older than this (age = the earlier of mtime and birth time), e.g. 90d, 3mo.
-    #[arg(long)]
-    pub older_than: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = given_age)]
+    pub older_than: Option<Given<u64>>,
     /// Bytes per second at most, e.g. 200m.
-    #[arg(long)]
-    pub rate: Option<String>,
+    #[arg(long, value_parser = ssdlab_app::refresh::byte_rate_arg)]
+    pub rate: Option<Given<f64>>,
     /// Rewrite unit; each is read, written back, synced and re-read before the next.
-    #[arg(long, default_value = "4m")]
-    pub chunk: String,
+    #[arg(long, default_value = "4m", value_name = "SIZE", value_parser = given_size)]
+    pub chunk: Given<u64>,
     /// Only print what would be rewritten (files, bytes, wear cost, time) and why others are skipped.
     #[arg(long)]
     pub dry_run: bool,
@@ -467,8 +472,8 @@ pub struct DemoArgs {
     #[arg(long)]
     pub replace: bool,
     /// The virtual drive (any sim: target).
-    #[arg(long, default_value = "sim:840evo-250g")]
-    pub target: String,
+    #[arg(long, default_value = "sim:840evo-250g", value_parser = given_target)]
+    pub target: Given<TargetSpec>,
 }
 
 #[derive(Debug, Args)]

@@ -14,7 +14,7 @@ use ssdlab_core::device::TargetKind;
 use ssdlab_core::schema::options::RefreshFlags as RecordedFlags;
 use ssdlab_core::schema::refresh::{RefreshAnalysis, RefreshOutcome};
 use ssdlab_core::schema::{Analysis, RunResult};
-use ssdlab_core::units::{BinaryBytes, Rate, parse_duration_ns, parse_rate};
+use ssdlab_core::units::{BinaryBytes, Rate};
 use ssdlab_io::walk::RootRefusal;
 use ssdlab_methods::refresh::file::escape_path;
 use ssdlab_methods::refresh::session::{
@@ -24,26 +24,55 @@ use ssdlab_methods::refresh::{StateDir, StateError};
 
 use self::printer::Printer;
 use self::world::RealWorld;
-use crate::flags::size_flag;
+use crate::flags::Given;
 use crate::ports::{Outcome, Ports};
 use crate::recording::{Finished, Recording};
 use crate::reporter::Reporter;
 
 pub use ssdlab_targets::default_state_dir;
 
-/// `refresh`'s flags as given.
-#[derive(Debug, Clone, Default)]
+/// `refresh`'s flags, typed by the command line.
+#[derive(Debug, Clone)]
 pub struct RefreshFlags {
     pub paths: Vec<PathBuf>,
     pub forget: Vec<PathBuf>,
     pub from: Option<PathBuf>,
     pub slower_than: Option<f64>,
-    pub older_than: Option<String>,
-    pub rate: Option<String>,
-    pub chunk: String,
+    /// Only files whose data is older than this many nanoseconds.
+    pub older_than: Option<Given<u64>>,
+    /// Bytes per second at most.
+    pub rate: Option<Given<f64>>,
+    /// Bytes rewritten per step.
+    pub chunk: Given<u64>,
     pub dry_run: bool,
     pub state_dir: Option<PathBuf>,
     pub out: Option<crate::export::OutDir>,
+}
+
+impl Default for RefreshFlags {
+    /// The command line's defaults: every file given, 4 MiB at a time, no limit.
+    fn default() -> Self {
+        RefreshFlags {
+            paths: vec![],
+            forget: vec![],
+            from: None,
+            slower_than: None,
+            older_than: None,
+            rate: None,
+            chunk: Given::of("4m", 4 << 20),
+            dry_run: false,
+            state_dir: None,
+            out: None,
+        }
+    }
+}
+
+/// `--rate` for refresh's value parser: bytes per second only (a rewrite is paced by what it writes).
+pub fn byte_rate_arg(text: &str) -> std::result::Result<Given<f64>, String> {
+    match crate::flags::rate_arg(text)? {
+        Rate::BytesPerS(bytes_per_s) => Ok(Given::of(text, bytes_per_s)),
+        Rate::Iops(_) => Err("refresh is limited in bytes per second, e.g. 200m".into()),
+    }
 }
 
 /// Runs `refresh`: `--forget`, or the planned refresh.
@@ -116,10 +145,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    #[expect(
-        clippy::too_many_lines,
-        reason = "over 80 lines before the rule; split when next changed"
-    )]
+    /// Checks every flag and reads `--from`'s scan before anything is locked.
     pub fn new(flags: RefreshFlags) -> Result<Plan> {
         let args = &flags;
         let mut notes = vec![];
@@ -135,32 +161,15 @@ impl Plan {
                 flags,
             });
         }
-        let older_than_s = args
-            .older_than
-            .as_deref()
-            .map(|v| {
-                parse_duration_ns(v)
-                    .map(|ns| ns as f64 / 1e9)
-                    .map_err(|e| anyhow!("--older-than {e}"))
-            })
-            .transpose()?;
-        let rate = args
-            .rate
-            .as_deref()
-            .map(|v| parse_rate(v).map_err(|e| anyhow!("--rate {e}")))
-            .transpose()?;
-        let bytes_per_s = match rate {
-            None => None,
-            Some(Rate::BytesPerS(b)) => Some(b),
-            Some(Rate::Iops(_)) => bail!("--rate: refresh is limited in bytes per second, e.g. --rate 200m"),
-        };
-        let chunk = size_flag("chunk", &args.chunk)?;
+        let older_than_s = args.older_than.as_ref().map(|o| o.value as f64 / 1e9);
+        let bytes_per_s = args.rate.as_ref().map(|r| r.value);
+        let chunk = args.chunk.value;
         // A chunk is written in one window under a lease: 16 MiB keeps the window well inside the kernel's
         // lease-break time even on a medium that writes 1 MB/s, and keeps other openers' waits short.
         if !(64 << 10..=16 << 20).contains(&chunk) || !chunk.is_multiple_of(64 << 10) {
             bail!(
                 "--chunk {}: use a multiple of 64k between 64k and 16m",
-                args.chunk
+                args.chunk.text
             );
         }
         if let Some(slower_than) = args.slower_than
@@ -417,9 +426,9 @@ fn publish(
         paths: args.paths.iter().map(|p| escape_path(p)).collect(),
         from: args.from.as_deref().map(escape_path),
         slower_than: args.slower_than,
-        older_than: args.older_than.clone(),
-        rate: args.rate.clone(),
-        chunk: args.chunk.clone(),
+        older_than: args.older_than.as_ref().map(|o| o.text.clone()),
+        rate: args.rate.as_ref().map(|r| r.text.clone()),
+        chunk: args.chunk.text.clone(),
         dry_run: args.dry_run,
     });
     let rewritten = analysis

@@ -4,7 +4,7 @@
 //!
 //! This module only describes fleets as target strings; opening them is the caller's job.
 
-use ssdlab_core::units::{MONTH_S, parse_duration_ns};
+use ssdlab_core::units::MONTH_S;
 
 /// One drive of a fleet.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,13 +92,6 @@ pub fn parse_fleet_file(text: &str) -> Result<Vec<FleetDrive>, String> {
     Ok(drives)
 }
 
-/// `--age-by`'s value in seconds.
-pub fn parse_age_by(text: &str) -> Result<f64, String> {
-    parse_duration_ns(text)
-        .map(|ns| ns as f64 / 1e9)
-        .map_err(|e| format!("--age-by {text}: {e}, e.g. 6w or 2mo"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,7 +126,5 @@ mod tests {
                 .unwrap_err()
                 .contains("no targets")
         );
-        assert!(parse_age_by("6").unwrap_err().contains("--age-by"));
-        assert_eq!(parse_age_by("1w").unwrap(), 7.0 * 86_400.0);
     }
 }
