@@ -292,7 +292,7 @@ fn health_plan(plan: &Plan) -> Result<health::Plan> {
         false,
         vec![plan.out.join("consistency"), plan.out.join("consistency-op25")],
         None,
-        "all".into(),
+        Given::of("all", None),
         RatingFlags::default(),
         None,
         Some(plan.step_out("health")),

@@ -13,19 +13,6 @@ pub fn size_flag(flag: &str, value: &str) -> Result<u64> {
     parse_size(value).map_err(|e| anyhow!("--{flag} {e}"))
 }
 
-/// Parses a duration flag, naming the flag on failure.
-pub fn duration_flag(flag: &str, value: &str) -> Result<u64> {
-    parse_duration_ns(value).map_err(|e| {
-        // fio reads a bare --runtime 10 as seconds; ssdlab asks for the unit, and says which one fio meant.
-        match value.trim().parse::<f64>() {
-            Ok(n) if flag == "runtime" => {
-                anyhow!("--{flag} {value}: a duration needs its unit; fio's bare {n} means --{flag} {n}s")
-            }
-            _ => anyhow!("--{flag} {e}"),
-        }
-    })
-}
-
 /// A duration for a flag's value parser (`60s`, `500ms`, `40m`): the error says how to write one, and what fio's
 /// bare number meant. The command line's parser names the flag around it.
 pub fn duration_arg(text: &str) -> std::result::Result<u64, String> {
@@ -162,11 +149,6 @@ impl std::str::FromStr for SpanFlag {
 }
 
 impl SpanFlag {
-    /// Parses `N%` or `OFFSET:LEN` given as `--span`.
-    pub fn parse(value: &str) -> Result<Self> {
-        value.parse().map_err(|e| anyhow!("--span {value}: {e}"))
-    }
-
     /// The bytes on a device of `capacity` bytes (a percentage rounded down to the logical block); the workload
     /// checks that they fit.
     pub fn resolve(self, capacity: u64, logical: u32) -> Span {
@@ -186,11 +168,6 @@ impl SpanFlag {
     }
 }
 
-/// Parses `--span` for a device of `capacity` bytes.
-pub fn parse_span(value: &str, capacity: u64, logical: u32) -> Result<Span> {
-    Ok(SpanFlag::parse(value)?.resolve(capacity, logical))
-}
-
 /// A percentage written `25` or `25%`.
 pub fn percent(text: &str) -> Result<f64, String> {
     let value: f64 = text
@@ -206,6 +183,10 @@ pub fn percent(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse_span(text: &str, capacity: u64, logical: u32) -> Result<Span, String> {
+        text.parse::<SpanFlag>().map(|s| s.resolve(capacity, logical))
+    }
 
     #[test]
     fn spans() {
@@ -225,8 +206,8 @@ mod tests {
             }
         );
         for bad in ["0%", "101%", "half", "1g", "1g:0", "x:1g"] {
-            let e = parse_span(bad, 1 << 30, 512).unwrap_err().to_string();
-            assert!(e.starts_with("--span"), "{bad}: {e}");
+            let e = parse_span(bad, 1 << 30, 512).unwrap_err();
+            assert!(!e.is_empty(), "{bad}");
         }
     }
 }

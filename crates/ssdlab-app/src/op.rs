@@ -8,15 +8,17 @@ use ssdlab_core::schema::op::{OpAnalysis, OpPlanned};
 use ssdlab_core::schema::options::{OpFlags, RunOptions};
 use ssdlab_core::schema::{Analysis, Verdict};
 use ssdlab_core::target::TargetSpec;
-use ssdlab_core::units::parse_size;
 use ssdlab_io::layout::DriveKind;
-use ssdlab_methods::op::{OpPlan, OpRequest, Partition, RawNandSource, Spare, apply, examine};
+use ssdlab_methods::op::{
+    MAX_UNUSED_PERCENT, OpPlan, OpRequest, Partition, RawNandSource, Spare, apply, examine,
+};
 use ssdlab_report::text;
 use ssdlab_sim::spec::SimSpec;
 
 use ssdlab_targets::ForceScope;
 
 use crate::export;
+use crate::flags::Given;
 use crate::ports::{Outcome, Ports};
 use crate::recording::{Finished, Recording};
 use crate::reporter::Reporter;
@@ -39,12 +41,10 @@ enum Drive {
 pub struct Plan {
     pub target: TargetPlan,
     drive: Drive,
-    /// `--set` as given (recorded) and as a share of the capacity in percent.
-    set: Option<String>,
-    unused_percent: Option<f64>,
-    /// `--raw-nand` as given (recorded) and in bytes.
-    raw_nand: Option<String>,
-    raw_nand_bytes: Option<u64>,
+    /// `--set`: the share of the capacity to leave unused, in percent.
+    set: Option<Given<f64>>,
+    /// `--raw-nand`: the drive's raw NAND in bytes.
+    raw_nand: Option<Given<u64>>,
     pub samples: u32,
     pub seed: u64,
     pub out: Option<crate::export::OutDir>,
@@ -55,8 +55,8 @@ impl Plan {
     /// something usable, `--allow-destroy` only with `--set`, `--raw-nand` only for a real drive.
     pub fn new(
         target: TargetPlan,
-        set: Option<String>,
-        raw_nand: Option<String>,
+        set: Option<Given<f64>>,
+        raw_nand: Option<Given<u64>>,
         samples: u32,
         seed: u64,
         out: Option<crate::export::OutDir>,
@@ -64,15 +64,16 @@ impl Plan {
         if let Some(dir) = &out {
             export::check_out_dir(dir)?;
         }
-        let unused_percent = set.as_deref().map(parse_share).transpose()?;
+        let unused_percent = set.as_ref().map(|s| s.value);
         let drive = match &target.spec {
             TargetSpec::Block { path } => Drive::Block(path.clone()),
             TargetSpec::Sim { spec: text } => {
                 let spec = SimSpec::parse(text).map_err(|e| anyhow!("--target {}: {e}", target.target))?;
                 if let Some(raw) = &raw_nand {
                     bail!(
-                        "--raw-nand {raw}: a virtual drive's NAND is its profile's; give it with sim:PROFILE?op=N \
-                         instead"
+                        "--raw-nand {}: a virtual drive's NAND is its profile's; give it with sim:PROFILE?op=N \
+                         instead",
+                        raw.text
                     );
                 }
                 Drive::Sim { spec: Box::new(spec) }
@@ -86,10 +87,6 @@ impl Plan {
         if target.allow_destroy && unused_percent.is_none() {
             bail!("--allow-destroy: there is nothing to apply without --set PCT (the share to leave unused)");
         }
-        let raw_nand_bytes = raw_nand
-            .as_deref()
-            .map(|text| parse_size(text).map_err(|e| anyhow!("--raw-nand {text}: {e}")))
-            .transpose()?;
         assert!(
             unused_percent.is_none_or(|p| p > 0.0 && p < 100.0),
             "the share left unused was checked where the plan is made"
@@ -98,9 +95,7 @@ impl Plan {
             target,
             drive,
             set,
-            unused_percent,
             raw_nand,
-            raw_nand_bytes,
             samples,
             seed,
             out,
@@ -116,25 +111,40 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     }
 }
 
-/// `--set`: a share of the capacity, `25` or `25%`.
-fn parse_share(text: &str) -> Result<f64> {
+/// `--set` for its value parser: a share of the capacity, `25` or `25%`, that leaves something usable.
+pub fn share_arg(text: &str) -> std::result::Result<Given<f64>, String> {
     let share: f64 = text
         .trim()
         .strip_suffix('%')
         .unwrap_or(text.trim())
         .parse()
         .map_err(|_| {
-            anyhow!(
-                "--set {text}: give the share of the capacity to leave unused as a percentage, e.g. --set 25%"
-            )
+            "give the share of the capacity to leave unused as a percentage, e.g. --set 25%".to_string()
         })?;
-    // The range is checked where the plan is made, with the same message.
-    OpPlan::new(u64::MAX / 2, share).map_err(|e| anyhow!("{e}"))?;
-    Ok(share)
+    // The range the plan the discard follows takes.
+    if !(share > 0.0 && share <= MAX_UNUSED_PERCENT) {
+        return Err(format!(
+            "give the share of the capacity to leave unused, more than 0% and at most {MAX_UNUSED_PERCENT}% \
+             (e.g. --set 25%)"
+        ));
+    }
+    Ok(Given::of(text, share))
+}
+
+impl Plan {
+    /// The share of the capacity `--set` leaves unused, in percent.
+    fn unused_percent(&self) -> Option<f64> {
+        self.set.as_ref().map(|s| s.value)
+    }
+
+    /// `--raw-nand` in bytes.
+    fn raw_nand_bytes(&self) -> Option<u64> {
+        self.raw_nand.as_ref().map(|r| r.value)
+    }
 }
 
 fn drive(plan: &Plan, ports: &mut Ports, path: &std::path::Path) -> Result<Outcome> {
-    let unused_percent = plan.unused_percent;
+    let unused_percent = plan.unused_percent();
     let shown = path.display().to_string();
     if ssdlab_io::layout::is_partition(path).with_context(|| format!("--target {shown}"))? {
         bail!(
@@ -167,7 +177,7 @@ fn drive(plan: &Plan, ports: &mut Ports, path: &std::path::Path) -> Result<Outco
         })
         .collect();
     let request = OpRequest {
-        raw_nand_bytes: plan.raw_nand_bytes,
+        raw_nand_bytes: plan.raw_nand_bytes(),
         kernel_partitions: kernel_partitions.clone(),
         unused_percent,
         virtual_block: ssdlab_io::layout::drive_kind(path).ok() == Some(DriveKind::Virtual)
@@ -215,8 +225,8 @@ fn publish(
 ) -> Result<Outcome> {
     let options = RunOptions::Op(OpFlags {
         target: plan.target.recorded(),
-        set: plan.set.clone(),
-        raw_nand: plan.raw_nand.clone(),
+        set: plan.set.as_ref().map(|s| s.text.clone()),
+        raw_nand: plan.raw_nand.as_ref().map(|r| r.text.clone()),
         samples: plan.samples,
         seed: plan.seed,
     });
@@ -278,7 +288,7 @@ fn simulated(plan: &Plan, ports: &mut Ports, spec: &SimSpec) -> Result<Outcome> 
                 .into(),
         ],
     };
-    let Some(unused_percent) = plan.unused_percent else {
+    let Some(unused_percent) = plan.unused_percent() else {
         return publish(plan, recording, ports, info, record);
     };
     let op_plan = OpPlan::new(logical_bytes, unused_percent).map_err(|e| anyhow!("{e}"))?;

@@ -50,15 +50,25 @@ impl TargetPlan {
         })
     }
 
-    /// A target the command line already parsed, read-only and with the automatic engine unless changed.
-    pub fn read_only(given: &crate::flags::Given<TargetSpec>) -> Self {
+    /// A target the command line already parsed, with its permission flags.
+    pub fn from_given(
+        given: &crate::flags::Given<TargetSpec>,
+        allow_destroy: bool,
+        force: bool,
+        engine: Engine,
+    ) -> Self {
         TargetPlan {
             target: given.text.clone(),
             spec: given.value.clone(),
-            allow_destroy: false,
-            force: false,
-            engine: Engine::Auto,
+            allow_destroy,
+            force,
+            engine,
         }
+    }
+
+    /// A target the command line already parsed, read-only, with the automatic engine.
+    pub fn read_only(given: &crate::flags::Given<TargetSpec>) -> Self {
+        Self::from_given(given, false, false, Engine::Auto)
     }
 
     /// A target that needs no permission flags (a virtual drive, null, a file), with the automatic engine.

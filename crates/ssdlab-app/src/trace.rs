@@ -6,7 +6,7 @@ use std::io::Write;
 use anyhow::{Context, Result, bail};
 use ssdlab_trace::synth::{self, Profile};
 
-use crate::flags::{duration_flag, size_flag};
+use crate::flags::Given;
 use crate::ports::{Outcome, Ports};
 
 /// A synthetic trace, checked.
@@ -14,10 +14,10 @@ use crate::ports::{Outcome, Ports};
 pub struct Plan {
     pub profile: Profile,
     pub seed: u64,
-    /// `--duration` as given (said back) and in nanoseconds.
-    duration: String,
-    duration_ns: u64,
-    span_bytes: Option<u64>,
+    /// `--duration` in nanoseconds.
+    duration: Given<u64>,
+    /// `--span` in bytes.
+    span: Option<Given<u64>>,
     /// A new file to write, or None for stdout.
     pub out: Option<std::path::PathBuf>,
 }
@@ -26,24 +26,21 @@ impl Plan {
     pub fn new(
         profile: Profile,
         seed: u64,
-        duration: &str,
-        span: Option<&str>,
+        duration: Given<u64>,
+        span: Option<Given<u64>>,
         out: Option<std::path::PathBuf>,
     ) -> Result<Plan> {
-        let duration_ns = duration_flag("duration", duration)?;
-        if !(1_000_000_000..=86_400_000_000_000).contains(&duration_ns) {
-            bail!("--duration {duration}: between 1s and 24h");
+        if !(1_000_000_000..=86_400_000_000_000).contains(&duration.value) {
+            bail!("--duration {}: between 1s and 24h", duration.text);
         }
-        let span_bytes = span.map(|s| size_flag("span", s)).transpose()?;
-        if span_bytes.is_some_and(|s| s < 4 << 20) {
-            bail!("--span {}: at least 4m", span.unwrap_or_default());
+        if let Some(span) = span.as_ref().filter(|s| s.value < 4 << 20) {
+            bail!("--span {}: at least 4m", span.text);
         }
         Ok(Plan {
             profile,
             seed,
-            duration: duration.to_string(),
-            duration_ns,
-            span_bytes,
+            duration,
+            span,
             out: out.filter(|p| p.as_os_str() != "-"),
         })
     }
@@ -51,7 +48,8 @@ impl Plan {
 
 /// Generates the trace and writes it.
 pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
-    let (profile, duration_ns, span_bytes) = (plan.profile, plan.duration_ns, plan.span_bytes);
+    let (profile, duration_ns) = (plan.profile, plan.duration.value);
+    let span_bytes = plan.span.as_ref().map(|s| s.value);
     let ops = synth::generate(profile, plan.seed, duration_ns, span_bytes);
     let text = synth::to_fio_iolog(&ops, "/dev/ssdlab-synth");
     let mix = profile.mix();
@@ -75,7 +73,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
                 "trace     {} profile: {} operations over {}, {}% reads, footprint {}, seed {} -> {}",
                 profile.name(),
                 ops.len(),
-                plan.duration,
+                plan.duration.text,
                 mix.read_percent,
                 ssdlab_core::units::BinaryBytes(span_bytes.unwrap_or(mix.span_bytes)),
                 plan.seed,

@@ -288,7 +288,7 @@ fn health_reads_a_drive_through_the_tools_port_and_keeps_its_history() {
             false,
             vec![],
             Some(history.clone()),
-            "all".into(),
+            Given::of("all", None),
             RatingFlags::default(),
             None,
             None,
@@ -331,7 +331,7 @@ fn nvme_snapshot(tools: &CannedTools) -> serde_json::Value {
         false,
         vec![],
         None,
-        "all".into(),
+        Given::of("all", None),
         RatingFlags::default(),
         None,
         None,
@@ -429,7 +429,7 @@ fn health_without_smartctl_names_the_package_to_install() {
         false,
         vec![],
         None,
-        "all".into(),
+        Given::of("all", None),
         RatingFlags::default(),
         None,
         None,
@@ -469,7 +469,7 @@ fn health_scans_with_smartctl_and_reads_each_drive_with_its_type() {
         true,
         vec![],
         None,
-        "all".into(),
+        Given::of("all", None),
         RatingFlags::default(),
         None,
         None,
@@ -500,19 +500,14 @@ fn health_plans_refuse_bad_ratings_and_windows() {
             false,
             vec![],
             None,
-            window.into(),
+            health::window_arg(window).unwrap(),
             rating,
             None,
             None,
             "smartctl".into(),
         )
     };
-    assert!(
-        plan("0s", RatingFlags::default())
-            .unwrap_err()
-            .to_string()
-            .starts_with("--window")
-    );
+    assert!(health::window_arg("0s").is_err() && health::window_arg("30").is_err());
     let zero_pe = RatingFlags {
         pe_cycles: Some(0),
         ..Default::default()
@@ -543,7 +538,7 @@ fn op_on_a_virtual_drive_says_what_the_spare_area_buys_and_refuses_to_apply_it()
                 allow_destroy,
                 ..TargetPlan::plain("sim:840evo-250g").unwrap()
             },
-            set.map(String::from),
+            set.map(|s| op::share_arg(s).unwrap()),
             None,
             64,
             1,
@@ -576,16 +571,11 @@ fn op_on_a_virtual_drive_says_what_the_spare_area_buys_and_refuses_to_apply_it()
             .to_string()
             .starts_with("--allow-destroy")
     );
-    assert!(
-        plan(Some("half"), false)
-            .unwrap_err()
-            .to_string()
-            .starts_with("--set")
-    );
+    assert!(op::share_arg("half").is_err() && op::share_arg("100%").is_err());
     let raw = op::Plan::new(
         TargetPlan::plain("sim:840evo-250g").unwrap(),
         None,
-        Some("256g".into()),
+        Some(ssdlab_app::flags::given_size("256g").unwrap()),
         64,
         1,
         None,
@@ -871,14 +861,30 @@ fn sim_trace_and_report_print_their_output_through_the_console() {
         console.printed
     );
     let mut console = RecordingConsole::default();
-    let plan = trace::Plan::new(ssdlab_trace::synth::Profile::Light, 1, "2s", None, None).unwrap();
+    let plan = trace::Plan::new(
+        ssdlab_trace::synth::Profile::Light,
+        1,
+        Given::of("2s", 2_000_000_000),
+        None,
+        None,
+    )
+    .unwrap();
     trace::run(&plan, &mut Ports::system(&mut console)).unwrap();
     assert!(
         console.printed[0].starts_with("fio version 3 iolog"),
         "{:?}",
         &console.printed[..1]
     );
-    assert!(trace::Plan::new(ssdlab_trace::synth::Profile::Light, 1, "2d", None, None).is_err());
+    assert!(
+        trace::Plan::new(
+            ssdlab_trace::synth::Profile::Light,
+            1,
+            Given::of("2d", 2 * 86_400_000_000_000),
+            None,
+            None,
+        )
+        .is_err()
+    );
     // A report of a run redrawn from its directory.
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");

@@ -203,11 +203,11 @@ pub struct OpArgs {
     pub target: TargetArgs,
     /// Share of the capacity to leave unused at the end of the drive, as reviewers' "25% OP" and `test consistency
     /// --op` mean it (25 or 25%). Without --allow-destroy it only shows what that means.
-    #[arg(long, value_name = "PCT")]
-    pub set: Option<String>,
+    #[arg(long, value_name = "PCT", value_parser = ssdlab_app::op::share_arg)]
+    pub set: Option<Given<f64>>,
     /// The drive's raw NAND (e.g. 256g), when the built-in table does not know the drive.
-    #[arg(long, value_name = "SIZE")]
-    pub raw_nand: Option<String>,
+    #[arg(long, value_name = "SIZE", value_parser = given_size)]
+    pub raw_nand: Option<Given<u64>>,
     /// Tail blocks read back after the discard (the first, the last and random ones).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(2..=1_000_000))]
     pub samples: u32,
@@ -265,8 +265,8 @@ pub struct HealthArgs {
     pub no_history: bool,
     /// The history window for write rates, write amplification and the wear trend: a duration (30d, 12w) or
     /// 'all'.
-    #[arg(long, default_value = "90d")]
-    pub window: String,
+    #[arg(long, default_value = "90d", value_parser = ssdlab_app::health::window_arg)]
+    pub window: Given<Option<u64>>,
     /// The drive's rated endurance in terabytes written (overrides the known-drive table).
     #[arg(long, value_name = "TB")]
     pub rated_tbw: Option<f64>,
@@ -569,11 +569,11 @@ pub struct SynthArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// How long the trace runs.
-    #[arg(long, default_value = "60s")]
-    pub duration: String,
+    #[arg(long, default_value = "60s", value_parser = given_duration)]
+    pub duration: Given<u64>,
     /// The footprint it addresses (light: 16g, heavy: 32g).
-    #[arg(long)]
-    pub span: Option<String>,
+    #[arg(long, value_name = "SIZE", value_parser = given_size)]
+    pub span: Option<Given<u64>>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 }
@@ -838,8 +838,8 @@ pub struct TargetArgs {
     /// sim:PROFILE[?OPTIONS] (the virtual SSD; `ssdlab sim profiles`), or
     /// cached:T[?size=1g&mode=writeback|writethrough|readonly&seq-cutoff=4m&dirty-limit=50%&hot-map=off|on|PATH&cpu-limit=off|PCT]
     /// (a DRAM cache over T).
-    #[arg(long, value_name = "T")]
-    pub target: String,
+    #[arg(long, value_name = "T", value_parser = given_target)]
+    pub target: Given<TargetSpec>,
     /// Allow writes and discards to a block device (they destroy its data). Files and null need no permission.
     #[arg(long)]
     pub allow_destroy: bool,
@@ -853,9 +853,9 @@ pub struct TargetArgs {
 }
 
 impl TargetArgs {
-    /// The flags as a command's plan holds them, the target parsed.
-    pub fn plan(&self) -> anyhow::Result<ssdlab_app::TargetPlan> {
-        ssdlab_app::TargetPlan::new(&self.target, self.allow_destroy, self.force, self.engine.into())
+    /// The flags as a command's plan holds them.
+    pub fn plan(&self) -> ssdlab_app::TargetPlan {
+        ssdlab_app::TargetPlan::from_given(&self.target, self.allow_destroy, self.force, self.engine.into())
     }
 }
 

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 
 use self::sources::{DeviceFailure, HistoryDir, Reading, read_device, read_file, scan_drives, split_type};
 use crate::export;
+use crate::flags::Given;
 use crate::ports::{Outcome, Ports};
 use crate::recording::{Finished, Recording};
 use crate::reporter::Reporter;
@@ -32,9 +33,8 @@ pub struct Plan {
     pub from: Vec<PathBuf>,
     /// Where each drive's history is kept, or None for none.
     pub history: Option<PathBuf>,
-    /// `--window` as given (recorded) and in seconds (None: the whole history).
-    pub window: String,
-    window_s: Option<u64>,
+    /// `--window` in seconds (None: the whole history).
+    pub window: Given<Option<u64>>,
     pub rating: RatingFlags,
     pub prom: Option<PathBuf>,
     pub out: Option<crate::export::OutDir>,
@@ -50,13 +50,12 @@ impl Plan {
         scan: bool,
         from: Vec<PathBuf>,
         history: Option<PathBuf>,
-        window: String,
+        window: Given<Option<u64>>,
         rating: RatingFlags,
         prom: Option<PathBuf>,
         out: Option<crate::export::OutDir>,
         smartctl: PathBuf,
     ) -> Result<Self> {
-        let window_s = window_seconds(&window)?;
         check_rating(&rating)?;
         if let Some(prom) = &prom {
             export::check_prom_path(prom)?;
@@ -70,7 +69,6 @@ impl Plan {
             from,
             history,
             window,
-            window_s,
             rating,
             prom,
             out,
@@ -110,7 +108,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         }
         return Err(error);
     }
-    let drives = assess_all(readings, history.as_ref(), &plan.rating, plan.window_s)?;
+    let drives = assess_all(readings, history.as_ref(), &plan.rating, plan.window.value)?;
     let mut reporter = Reporter::new(&mut *ports.console);
     for d in &drives {
         reporter.say_lines(ssdlab_report::text::drive_lines(d));
@@ -187,7 +185,7 @@ fn recorded(plan: &Plan, history: Option<&HistoryDir>) -> RunOptions {
         scan: plan.scan,
         from: plan.from.clone(),
         history_dir: history.map(|h| h.dir.clone()),
-        window: (plan.window != "all").then(|| plan.window.clone()),
+        window: plan.window.value.map(|_| plan.window.text.clone()),
         rated_tbw: plan.rating.tbw_tb,
         rated_dwpd: plan.rating.dwpd,
         rated_pe: plan.rating.pe_cycles,
@@ -231,17 +229,17 @@ fn assess_all(
     Ok(drives)
 }
 
-/// `--window`: a duration, or `all` for the whole history.
-fn window_seconds(value: &str) -> Result<Option<u64>> {
-    if value == "all" {
-        return Ok(None);
+/// `--window` for its value parser: a duration of at least a second (in whole seconds), or `all` (None) for the
+/// whole history.
+pub fn window_arg(text: &str) -> std::result::Result<Given<Option<u64>>, String> {
+    if text == "all" {
+        return Ok(Given::of(text, None));
     }
-    let ns = parse_duration_ns(value)
-        .map_err(|e| anyhow!("--window {e}; or write 'all' for the whole history"))?;
+    let ns = parse_duration_ns(text).map_err(|e| format!("{e}; or write 'all' for the whole history"))?;
     if ns < 1_000_000_000 {
-        bail!("--window {value}: give at least a second, e.g. 30d");
+        return Err("give at least a second, e.g. 30d".into());
     }
-    Ok(Some(ns / 1_000_000_000))
+    Ok(Given::of(text, Some(ns / 1_000_000_000)))
 }
 
 /// The ratings given by hand: each above zero.

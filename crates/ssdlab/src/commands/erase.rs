@@ -9,7 +9,7 @@ use crate::cli::EraseArgs;
 
 pub fn run(args: &EraseArgs) -> Result<Outcome> {
     let plan = Plan::new(
-        args.target.plan()?,
+        args.target.plan(),
         args.method.into(),
         args.samples,
         args.seed,

@@ -8,7 +8,7 @@ use crate::cli::OpArgs;
 
 pub fn run(args: &OpArgs) -> Result<Outcome> {
     let plan = ssdlab_app::op::Plan::new(
-        args.target.plan()?,
+        args.target.plan(),
         args.set.clone(),
         args.raw_nand.clone(),
         args.samples,

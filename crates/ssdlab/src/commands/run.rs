@@ -23,7 +23,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         verify: args.verify,
     };
     let plan = Plan::new(
-        args.target.plan()?,
+        args.target.plan(),
         flags,
         args.out.clone().map(|d| OutDir::new(d, args.replace)),
     )?;

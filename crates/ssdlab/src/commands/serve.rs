@@ -9,7 +9,7 @@ use crate::cli::ServeArgs;
 
 pub fn run(args: &ServeArgs) -> Result<Outcome> {
     let plan = Plan::new(ServeFlags {
-        target: args.target.plan()?,
+        target: args.target.plan(),
         socket: args.socket.clone(),
         listen: args.listen.clone(),
         allow_remote: args.allow_remote,

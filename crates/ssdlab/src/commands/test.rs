@@ -94,7 +94,7 @@ pub fn quick(args: &QuickArgs) -> Result<Outcome> {
 /// The flags every test shares, with its method.
 pub fn plan(common: &TestCommon, method: MethodPlan) -> Result<Plan> {
     Plan::new(
-        common.target.plan()?,
+        common.target.plan(),
         common.seed,
         common.out.clone().map(|d| OutDir::new(d, common.replace)),
         method,

@@ -10,8 +10,8 @@ pub fn run(command: &TraceCommand) -> Result<Outcome> {
     let plan = ssdlab_app::trace::Plan::new(
         args.profile.into(),
         args.seed,
-        &args.duration,
-        args.span.as_deref(),
+        args.duration.clone(),
+        args.span.clone(),
         args.out.clone(),
     )?;
     with_terminal(false, |ports| ssdlab_app::trace::run(&plan, ports))
