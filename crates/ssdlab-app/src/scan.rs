@@ -284,6 +284,7 @@ fn scan_paths(args: &ScanFlags, ports: &Ports, reads: ScanReads, min_size: u64) 
                 name: escape_path(&path),
                 name_bytes_hex: path_bytes_hex(&path),
                 reason,
+                io_failed: false,
             }),
     );
     let mut analysis = analyze(scans, args.slower_than, &reads.reader.describe());
@@ -419,6 +420,12 @@ fn region_scan(
         analysis.slow_region_offsets.len(),
         args.slower_than
     ));
+    for row in analysis.regions.iter().filter(|r| r.error.is_some()) {
+        reporter.alarm(&format!(
+            "unread    {}",
+            row.error.as_deref().unwrap_or("the read failed")
+        ));
+    }
     let metrics = args.prom.as_ref().map(|_| {
         let mut exposition = ssdlab_core::prom::Exposition::new();
         ssdlab_methods::scan::prom::region_scan_metrics(&mut exposition, target, &analysis, now_s);

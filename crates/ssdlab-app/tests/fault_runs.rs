@@ -2,7 +2,9 @@
 //! (silent corruption, a lost write, a misdirected write or read, an error, a torn write) and the operation it
 //! hits, hands `run --verify` a real file wrapped in that fault through the target port, and checks the promise:
 //! a run that passes had every block it wrote read back as written, and a run over any fault that reached its
-//! data does not pass. A failing seed is printed, and `SSDLAB_FAULT_SEED=N` replays it alone.
+//! data does not pass. `scan` gets the same treatment with read faults (an error, a short or refused read, a
+//! stall), over a device (the region scan) and over files: a scan with a read the drive failed never passes, and
+//! says what failed. A failing seed is printed, and `SSDLAB_FAULT_SEED=N` replays it alone.
 
 // A test reads as one story; the 80-line rule is for production code.
 #![allow(clippy::too_many_lines)]
@@ -19,11 +21,32 @@ use ssdlab_core::rng::Rng;
 use ssdlab_targets::{AnyDevice, OpenError, OpenOptions, Opened};
 use ssdlab_testdev::{Fault, FaultDevice, FaultLog, Rule};
 
-/// Opens targets as the system does, then wraps each in a fault-injecting device with `rules`, keeping its log.
+/// Opens targets as the system does, then wraps each in a fault-injecting device with `rules`, keeping every
+/// device's log.
 struct FaultyTargets {
     seed: u64,
     rules: Vec<Rule>,
-    log: Mutex<Option<FaultLog>>,
+    /// With `Some(n)`, only the device of the n-th open (from 0) gets the rules.
+    only_open: Option<usize>,
+    opens: std::sync::atomic::AtomicUsize,
+    logs: Mutex<Vec<FaultLog>>,
+}
+
+impl FaultyTargets {
+    fn new(seed: u64, rules: Vec<Rule>) -> Self {
+        FaultyTargets {
+            seed,
+            rules,
+            only_open: None,
+            opens: std::sync::atomic::AtomicUsize::new(0),
+            logs: Mutex::new(vec![]),
+        }
+    }
+
+    /// Faults injected over every device opened.
+    fn injected(&self) -> usize {
+        self.logs.lock().unwrap().iter().map(FaultLog::len).sum()
+    }
 }
 
 impl Targets for FaultyTargets {
@@ -35,10 +58,13 @@ impl Targets for FaultyTargets {
     ) -> Result<Opened, OpenError> {
         let opened = ssdlab_targets::open_spec(target, spec, options)?;
         let mut device = FaultDevice::new(opened.device, self.seed);
-        for rule in &self.rules {
-            device.add(rule.clone());
+        let nth = self.opens.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if self.only_open.is_none_or(|n| n == nth) {
+            for rule in &self.rules {
+                device.add(rule.clone());
+            }
         }
-        *self.log.lock().unwrap() = Some(device.log());
+        self.logs.lock().unwrap().push(device.log());
         Ok(Opened {
             device: AnyDevice::Dyn(Box::new(device)),
             undo: opened.undo,
@@ -76,11 +102,7 @@ fn one_seed(seed: u64, verify: bool) -> Result<String, String> {
     let (fault, op) = fault_of(&mut rng);
     // Sometimes past the last operation of its kind: then nothing is injected, and the run must pass.
     let after = rng.next_u64() % (BLOCKS + BLOCKS / 4);
-    let targets = FaultyTargets {
-        seed,
-        rules: vec![Rule::new(fault.clone()).on(&[op]).after(after).once()],
-        log: Mutex::new(None),
-    };
+    let targets = FaultyTargets::new(seed, vec![Rule::new(fault.clone()).on(&[op]).after(after).once()]);
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("image");
     let target = format!("file:{}:2m", image.display());
@@ -111,7 +133,7 @@ fn one_seed(seed: u64, verify: bool) -> Result<String, String> {
     );
     let mut ports = Ports::new(&mut console, &tools, &clock, &stop).with_targets(&targets);
     let outcome = ssdlab_app::run::run(&plan, &mut ports);
-    let injected = targets.log.lock().unwrap().as_ref().map_or(0, FaultLog::len);
+    let injected = targets.injected();
     let text = console.text();
     let what = format!(
         "seed {seed}: {fault:?} on the {op:?} after {after}: injected {injected}, outcome {outcome:?}"
@@ -299,4 +321,155 @@ fn a_directory_made_for_a_result_that_never_came_is_taken_away_and_none_that_was
         assert_eq!(out.is_dir(), kept, "{}", out.display());
     }
     assert!(users.is_dir());
+}
+
+/// The read fault a scan seed chooses: an error, a short read, a refused submission, or a stall long enough to
+/// make its region slow.
+fn read_fault_of(rng: &mut Rng) -> Fault {
+    match rng.next_u64() % 4 {
+        0 => Fault::eio(),
+        1 => Fault::Short {
+            keep_bytes: 4096 * (rng.next_u64() % 4),
+        },
+        2 => Fault::Refuse("the device went away".into()),
+        _ => Fault::Stall { ns: 2_000_000_000 },
+    }
+}
+
+/// A scan plan over `file` as a device (the region scan) or `dir`'s files, read in 64 KiB chunks at QD4.
+fn scan_plan(region: bool, file: &std::path::Path, dir: &std::path::Path) -> ssdlab_app::scan::Plan {
+    use ssdlab_app::flags::{Given, given_size, given_target};
+    let device = region.then(|| given_target(&format!("file:{}", file.display())).unwrap());
+    ssdlab_app::scan::Plan::new(ssdlab_app::scan::ScanFlags {
+        paths: if region { vec![] } else { vec![dir.to_path_buf()] },
+        target: None,
+        device,
+        regions: region.then_some(16),
+        region_bytes: None,
+        dataset: "field-report".into(),
+        refresh_flagged: false,
+        min_size: Given::of("64k", 64 << 10),
+        reader: Some(ssdlab_app::scan::ReaderChoice::Chunks),
+        chunk: Some(given_size("64k").unwrap()),
+        qd: Some(4),
+        random_reads: None,
+        slower_than: 0.5,
+        out: None,
+        prom: None,
+        allow_atime: false,
+        state_dir: None,
+    })
+    .unwrap()
+}
+
+/// One scan seed: a region scan or a scan of files, one read of it faulted; what broke the promise, if anything.
+fn one_scan_seed(seed: u64) -> Result<String, String> {
+    let mut rng = Rng::new(seed);
+    let region = rng.next_u64().is_multiple_of(2);
+    let fault = read_fault_of(&mut rng);
+    // 4 MiB in 64 KiB chunks is 64 reads (the region scan reads part of each region; a file scan 32 a file); some
+    // seeds fault past the last read, and then the scan must pass.
+    let after = rng.next_u64() % 80;
+    let targets = FaultyTargets {
+        // In a file scan, one of the two files is faulted.
+        only_open: (!region).then_some((seed % 2) as usize),
+        ..FaultyTargets::new(
+            seed,
+            vec![Rule::new(fault.clone()).on(&[Op::Read]).after(after).once()],
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    // The region scan reads one 4 MiB file as a device; the file scan reads two 2 MiB files, so that a fault in
+    // one leaves the other scanned (and the scan must still not pass).
+    let file = data.join("first");
+    let mut bytes = vec![0u8; 4 << 20];
+    Rng::new(seed).fill(&mut bytes);
+    if region {
+        std::fs::write(&file, &bytes).unwrap();
+    } else {
+        std::fs::write(&file, &bytes[..2 << 20]).unwrap();
+        std::fs::write(data.join("second"), &bytes[2 << 20..]).unwrap();
+    }
+    let plan = scan_plan(region, &file, &data);
+    let mut console = RecordingConsole::default();
+    let (tools, clock, stop) = (
+        CannedTools::default(),
+        FixedClock::at(1_700_000_000.0),
+        AtomicBool::new(false),
+    );
+    let mut ports = Ports::new(&mut console, &tools, &clock, &stop).with_targets(&targets);
+    let outcome = ssdlab_app::scan::run(&plan, &mut ports);
+    let injected = targets.injected();
+    let text = console.text();
+    let what = format!(
+        "seed {seed}: {} scan, {fault:?} on the read after {after}: injected {injected}, outcome {outcome:?}",
+        if region { "region" } else { "file" }
+    );
+    let stall = matches!(fault, Fault::Stall { .. });
+    match (injected, &outcome) {
+        (0, Ok(Outcome::Passed)) => Ok(what),
+        (0, _) => Err(format!(
+            "{what}: nothing was injected, yet it did not pass\n{text}"
+        )),
+        // A stall is a slow read, not a failed one: the scan measures it (a region or file flagged slow, or a
+        // spread it absorbs), and whatever it says, it says it measured.
+        (_, Ok(_)) if stall => Ok(what),
+        (_, Ok(Outcome::Passed)) => Err(format!("{what}: PASSED over a read that failed\n{text}")),
+        (_, Ok(Outcome::Failed)) | (_, Err(_)) => {
+            let said = format!(
+                "{text}\n{}",
+                outcome
+                    .as_ref()
+                    .err()
+                    .map(|e| format!("{e:#}"))
+                    .unwrap_or_default()
+            );
+            if said.contains("failed") || said.contains("short") || said.contains("went away") {
+                Ok(what)
+            } else {
+                Err(format!("{what}: did not say which read failed\n{said}"))
+            }
+        }
+        (_, other) => Err(format!("{what}: ended {other:?}\n{text}")),
+    }
+}
+
+/// `scan` over a device (region scan) or files whose reads fail never passes, and says what failed.
+#[test]
+fn scan_never_passes_over_a_read_that_failed() {
+    let seeds: Vec<u64> = match std::env::var("SSDLAB_FAULT_SEED") {
+        Ok(seed) => vec![seed.parse().expect("SSDLAB_FAULT_SEED is a number")],
+        Err(_) => (1..=24).collect(),
+    };
+    let results: Vec<Result<String, String>> = seeds.iter().map(|&s| one_scan_seed(s)).collect();
+    let failures: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} scan seeds failed (replay one with SSDLAB_FAULT_SEED=N):\n{}",
+        failures.len(),
+        seeds.len(),
+        failures
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    );
+    let injected = results
+        .iter()
+        .flatten()
+        .filter(|w| !w.contains("injected 0"))
+        .count();
+    eprintln!(
+        "{} scan seeds, {injected} injected a read fault, none passed over a failed read",
+        seeds.len()
+    );
+    if seeds.len() > 1 {
+        assert!(
+            injected * 2 > seeds.len(),
+            "most seeds inject ({injected} of {})",
+            seeds.len()
+        );
+    }
 }

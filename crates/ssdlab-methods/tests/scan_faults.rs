@@ -1,6 +1,6 @@
 //! The scan over devices that fail: a file whose chunk fails or comes back short is reported (named, with the
 //! chunk) and the scan goes on with the other files; nothing is left in flight on a device that is read again;
-//! the region scan fails with the region named; `--refresh-flagged`'s rewrite that fails is said, not counted
+//! a region that fails is kept unmeasured and fails the region scan with the region named; `--refresh-flagged`'s rewrite that fails is said, not counted
 //! as a refresh.
 
 // A test reads as one story; the 80-line rule is for production code.
@@ -214,7 +214,7 @@ fn a_failing_refresh_rewrite_is_said_and_not_measured_as_refreshed() {
 }
 
 #[test]
-fn a_region_that_fails_fails_the_region_scan_with_its_offset() {
+fn a_region_that_fails_is_kept_unmeasured_and_fails_the_scan_with_its_offset() {
     // Regions of 2 MiB, the first 1 MiB of each read: one block of the third region's fails.
     let mut device = faulty(
         Rule::new(Fault::eio())
@@ -230,12 +230,31 @@ fn a_region_that_fails_fails_the_region_scan_with_its_offset() {
         },
         slower_than: 0.5,
     };
-    let err = region_scan(&mut device, &options).unwrap_err();
+    let (analysis, verdict) = region_scan(&mut device, &options).unwrap();
+    // The failed region is a row without a speed, its error said; the seven others are measured.
+    let row = &analysis.regions[2];
+    assert!(!row.measured && row.bytes_per_s.is_none());
+    let error = row.error.as_deref().unwrap();
     assert!(
-        err.to_string()
-            .contains(&format!("the region at byte {}", 4 * MIB)),
-        "{err}"
+        error.contains(&format!("the region at byte {}", 4 * MIB)),
+        "{error}"
     );
-    assert!(err.to_string().contains("Input/output error"), "{err}");
+    assert!(error.contains("Input/output error"), "{error}");
+    assert_eq!(analysis.unreadable_region_offsets, [4 * MIB]);
+    assert_eq!(analysis.regions.iter().filter(|r| r.measured).count(), 7);
+    assert!(
+        analysis.min_bytes_per_s > 0.0,
+        "the statistics are of the regions read"
+    );
+    // Not passed, and not a finding: the drive failed to return data it holds.
+    assert!(!verdict.passed && !verdict.finding, "{verdict:?}");
+    assert!(
+        verdict.reasons[0].starts_with("1 of 8 regions could not be read"),
+        "{verdict:?}"
+    );
     assert_eq!(device.in_flight(), 0);
+    // A device none of whose regions can be read ends the scan with the first region's error.
+    let mut dead = faulty(Rule::new(Fault::eio()).on(&[Op::Read]));
+    let err = region_scan(&mut dead, &options).unwrap_err();
+    assert!(err.to_string().contains("the region at byte 0"), "{err}");
 }

@@ -21,7 +21,13 @@ pub(crate) fn region_scan(group: &[&RunResult]) -> String {
             points: a
                 .regions
                 .iter()
-                .map(|x| (x.offset_bytes as f64 / 1e9, x.bytes_per_s / 1e6))
+                // A region that could not be read is a gap in the line, never a speed of zero.
+                .map(|x| {
+                    (
+                        x.offset_bytes as f64 / 1e9,
+                        x.bytes_per_s.map_or(f64::NAN, |b| b / 1e6),
+                    )
+                })
                 .collect(),
             mark: Mark::LineWithDots,
             style: None,
@@ -33,10 +39,17 @@ pub(crate) fn region_scan(group: &[&RunResult]) -> String {
         y: Axis::new("MB/s", Scale::Linear),
         series,
     }]);
-    let header: Vec<String> = ["", "min MB/s", "median MB/s", "max MB/s", "slow regions"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let header: Vec<String> = [
+        "",
+        "min MB/s",
+        "median MB/s",
+        "max MB/s",
+        "slow regions",
+        "unreadable regions",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let rows: Vec<Vec<String>> = scans
         .iter()
         .map(|(r, a)| {
@@ -46,6 +59,7 @@ pub(crate) fn region_scan(group: &[&RunResult]) -> String {
                 format!("{:.1}", a.median_bytes_per_s / 1e6),
                 format!("{:.1}", a.max_bytes_per_s / 1e6),
                 a.slow_region_offsets.len().to_string(),
+                a.unreadable_region_offsets.len().to_string(),
             ]
         })
         .collect();

@@ -484,15 +484,17 @@ pub fn render(chart: &Chart, id: usize) -> String {
             continue;
         }
         let (colour, dash) = series_styles[i];
-        let drawable: Vec<(f64, f64)> = series
+        let on_scale = |(px, py): &(f64, f64)| {
+            (chart.x.scale == Scale::Linear || *px > 0.0) && (chart.y.scale == Scale::Linear || *py > 0.0)
+        };
+        // A point that was not measured (NaN) breaks the line: the two sides are never joined across it.
+        let runs: Vec<Vec<(f64, f64)>> = series
             .points
-            .iter()
-            .copied()
-            .filter(|(px, py)| px.is_finite() && py.is_finite())
-            .filter(|(px, py)| {
-                (chart.x.scale == Scale::Linear || *px > 0.0) && (chart.y.scale == Scale::Linear || *py > 0.0)
-            })
+            .split(|(px, py)| !(px.is_finite() && py.is_finite()))
+            .map(|run| run.iter().copied().filter(on_scale).collect::<Vec<_>>())
+            .filter(|run| !run.is_empty())
             .collect();
+        let drawable: Vec<(f64, f64)> = runs.iter().flatten().copied().collect();
         // A point beyond a fixed y range is drawn as a marker on the plot's edge, not silently dropped.
         for &(px, py) in &drawable {
             if px >= x_lo && px <= x_hi && (py > y_hi || py < y_lo) {
@@ -507,13 +509,28 @@ pub fn render(chart: &Chart, id: usize) -> String {
             escape(&series.name),
             visible.len()
         );
-        if matches!(series.mark, Mark::Line | Mark::LineWithDots) && visible.len() > 1 {
-            let path: Vec<String> = visible.iter().map(|(a, b)| format!("{a:.1},{b:.1}")).collect();
-            let _ = write!(
-                svg,
-                r#"<polyline fill="none" stroke="{colour}" stroke-width="1.8" stroke-dasharray="{dash}" points="{}"/>"#,
-                path.join(" ")
-            );
+        if matches!(series.mark, Mark::Line | Mark::LineWithDots) {
+            for run in runs.iter().filter(|run| run.len() > 1) {
+                let path: Vec<String> = run
+                    .iter()
+                    .map(|&(px, py)| format!("{:.1},{:.1}", x.map(px), y.map(py)))
+                    .collect();
+                let _ = write!(
+                    svg,
+                    r#"<polyline fill="none" stroke="{colour}" stroke-width="1.8" stroke-dasharray="{dash}" points="{}"/>"#,
+                    path.join(" ")
+                );
+            }
+        }
+        // A line's lone measured point between gaps has no segment: it is drawn as a dot so it is not lost.
+        if series.mark == Mark::Line {
+            for run in runs.iter().filter(|run| run.len() == 1) {
+                let (a, b) = (x.map(run[0].0), y.map(run[0].1));
+                let _ = write!(
+                    svg,
+                    r#"<circle class="point" cx="{a:.1}" cy="{b:.1}" r="2.5" fill="{colour}"/>"#
+                );
+            }
         }
         if matches!(series.mark, Mark::Dots | Mark::LineWithDots) {
             let (r, opacity) = dot_style(series.mark, visible.len());
@@ -958,6 +975,35 @@ mod tests {
             svg, expected,
             "chart markup changed; if intended, rerun with UPDATE_SNAPSHOTS=1 and review the diff"
         );
+    }
+
+    #[test]
+    fn a_point_not_measured_breaks_the_line_and_a_lone_point_is_still_drawn() {
+        let nan = f64::NAN;
+        let chart = Chart {
+            title: "gaps".into(),
+            x: Axis::new("x", Scale::Linear),
+            y: Axis::new("y", Scale::Linear),
+            series: vec![Series {
+                name: "a".into(),
+                points: vec![
+                    (1.0, 5.0),
+                    (2.0, 6.0),
+                    (3.0, nan),
+                    (4.0, 7.0),
+                    (5.0, nan),
+                    (6.0, 8.0),
+                    (7.0, 9.0),
+                ],
+                mark: Mark::Line,
+                style: None,
+            }],
+        };
+        let svg = render(&chart, 0);
+        // Two segments (1-2 and 6-7), never one joined across x=3 or x=5, and the lone point at x=4 as a dot.
+        assert_eq!(svg.matches("<polyline").count(), 2, "{svg}");
+        assert_eq!(svg.matches("<circle class=\"point\"").count(), 1, "{svg}");
+        assert!(svg.contains(r#"data-points="5""#), "{svg}");
     }
 
     #[test]

@@ -408,6 +408,10 @@ pub struct SkippedFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name_bytes_hex: Option<String>,
     pub reason: String,
+    /// The drive failed a read or write of it (an I/O error, a read cut short of a file that did not shrink): a
+    /// failure of the drive, which fails the scan. False for a file that vanished or was passed over by choice.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub io_failed: bool,
 }
 
 /// What a `skipped[]` entry may hold when read back: the typed form, or a `"path: reason"` string of a result
@@ -429,6 +433,8 @@ impl<'de> Deserialize<'de> for SkippedFile {
             #[serde(default)]
             name_bytes_hex: Option<String>,
             reason: String,
+            #[serde(default)]
+            io_failed: bool,
         }
         #[derive(Deserialize)]
         #[serde(untagged)]
@@ -441,6 +447,7 @@ impl<'de> Deserialize<'de> for SkippedFile {
                 name: t.name,
                 name_bytes_hex: t.name_bytes_hex,
                 reason: t.reason,
+                io_failed: t.io_failed,
             },
             Either::Text(text) => {
                 let (name, reason) = text.split_once(": ").unwrap_or((&text, ""));
@@ -448,6 +455,7 @@ impl<'de> Deserialize<'de> for SkippedFile {
                     name: name.to_string(),
                     name_bytes_hex: None,
                     reason: reason.to_string(),
+                    io_failed: false,
                 }
             }
         })
@@ -503,10 +511,22 @@ pub struct ScanAnalysis {
 pub struct RegionRow {
     pub offset_bytes: u64,
     pub bytes: u64,
-    pub bytes_per_s: f64,
+    /// The first read's speed; `null` when the region could not be read (`measured` false, `error` says why).
+    pub bytes_per_s: Option<f64>,
+    /// False when no speed was measured: the region's read failed.
+    #[serde(default = "measured_by_default")]
+    pub measured: bool,
+    /// Why the region could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// The speed of the second read, for regions that were slow the first time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reread_bytes_per_s: Option<f64>,
+}
+
+/// Rows written before a region could fail to read were all measured.
+fn measured_by_default() -> bool {
+    true
 }
 
 /// Read speed across the LBA range of one device.
@@ -517,6 +537,9 @@ pub struct RegionScanAnalysis {
     pub median_bytes_per_s: f64,
     pub min_bytes_per_s: f64,
     pub max_bytes_per_s: f64,
+    /// The median, minimum and maximum are of the regions that were read; these could not be.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable_region_offsets: Vec<u64>,
     /// Regions that read below the threshold twice: a media slowdown, not contention.
     pub slow_region_offsets: Vec<u64>,
 }

@@ -135,23 +135,32 @@ pub fn analyze(mut files: Vec<FileScan>, slower_than: f64, reader: &str) -> Scan
     }
 }
 
-/// Passed when no file was flagged; otherwise says how many read below `slower_than` of fresh speed twice.
+/// Passed when no file was flagged and the drive read every file; stale files are a finding, and a file the drive
+/// failed to read fails the scan (the speeds are of the files that were read).
 pub fn verdict(analysis: &ScanAnalysis, slower_than: f64) -> Verdict {
-    if analysis.flagged.is_empty() {
-        return Verdict {
-            finding: false,
-            passed: true,
-            reasons: vec![],
-        };
+    let mut reasons = vec![];
+    let failed: Vec<&ssdlab_core::schema::SkippedFile> =
+        analysis.skipped.iter().filter(|s| s.io_failed).collect();
+    if let Some(first) = failed.first() {
+        reasons.push(format!(
+            "{} files could not be read (first: {}: {}); the speeds are of the {} that were",
+            failed.len(),
+            first.name,
+            first.reason,
+            analysis.files.len()
+        ));
+    }
+    if !analysis.flagged.is_empty() {
+        reasons.push(format!(
+            "{} files read at less than {slower_than} of fresh speed, confirmed by re-reading",
+            analysis.flagged.len()
+        ));
     }
     // Stale files are what a scan looks for: a finding about the data, not a failed scan.
     Verdict {
-        finding: true,
-        passed: false,
-        reasons: vec![format!(
-            "{} files read at less than {slower_than} of fresh speed, confirmed by re-reading",
-            analysis.flagged.len()
-        )],
+        finding: !analysis.flagged.is_empty() && failed.is_empty(),
+        passed: analysis.flagged.is_empty() && failed.is_empty(),
+        reasons,
     }
 }
 

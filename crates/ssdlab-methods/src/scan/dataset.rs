@@ -153,7 +153,8 @@ pub fn scan_dataset(
         for item in items {
             match scan_item(device, item, &options.reads) {
                 Ok(scan) => scans.push(scan),
-                Err(e) => skipped.push(skip(item, format!("failed mid-scan: {e}"))),
+                // A virtual file cannot vanish: a read that failed is the drive's failure.
+                Err(e) => skipped.push(skip(item, format!("could not be read: {e}"), true)),
             }
         }
         scans
@@ -177,6 +178,7 @@ pub fn scan_dataset(
             skipped.push(skip(
                 item,
                 format!("not refreshed: its rewrite failed: {failure}"),
+                true,
             ));
             continue;
         }
@@ -256,12 +258,13 @@ fn compare_with_field_report(files: &[FileScan], reader: Reader) -> Option<Field
         })
 }
 
-/// A virtual file passed over, with why.
-fn skip(item: &ScanItem, reason: String) -> SkippedFile {
+/// A virtual file passed over, with why, and whether the drive failed an I/O of it.
+fn skip(item: &ScanItem, reason: String, io_failed: bool) -> SkippedFile {
     SkippedFile {
         name: item.name.clone(),
         name_bytes_hex: item.name_bytes_hex.clone(),
         reason,
+        io_failed,
     }
 }
 

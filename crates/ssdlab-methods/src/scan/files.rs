@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use ssdlab_core::device::Device;
+use ssdlab_core::device::{Device, DeviceError};
 use ssdlab_core::schema::{FileScan, SkippedFile};
 
 use super::read::{ScanItem, ScanReads, scan_item};
@@ -31,8 +31,11 @@ pub struct ScanCandidate {
 pub enum ScanRefusal {
     /// Reading it would move its access time (O_NOATIME is refused on files of other users).
     NotOurs,
-    /// It vanished, shrank or failed to read.
+    /// It vanished or shrank (another program's doing, not the drive's).
     Failed(String),
+    /// The drive failed to read it: an I/O error, a refused read, or a read cut short of a file that did not
+    /// shrink.
+    Unreadable(String),
 }
 
 impl ScanRefusal {
@@ -41,7 +44,8 @@ impl ScanRefusal {
             ScanRefusal::NotOurs => {
                 "not ours: reading it would move its access time (--allow-atime permits that)".into()
             }
-            ScanRefusal::Failed(why) => format!("vanished or failed mid-scan: {why}"),
+            ScanRefusal::Failed(why) => format!("vanished or shrank mid-scan: {why}"),
+            ScanRefusal::Unreadable(why) => format!("could not be read: {why}"),
         }
     }
 }
@@ -86,6 +90,19 @@ pub fn scan_files(
     (scans, skipped)
 }
 
+/// Whose doing a failed read of an open file was: a read cut short of a file that is now gone or shorter than
+/// the data it held is another program's (it shrank or removed the file); anything else is the drive's.
+fn why_unread(path: &std::path::Path, data_end: u64, e: &DeviceError) -> ScanRefusal {
+    let short =
+        matches!(e, DeviceError::Os { cause, .. } if cause.kind() == std::io::ErrorKind::UnexpectedEof);
+    let shrank = std::fs::symlink_metadata(path).map_or(true, |m| m.len() < data_end);
+    if short && shrank {
+        ScanRefusal::Failed(e.to_string())
+    } else {
+        ScanRefusal::Unreadable(e.to_string())
+    }
+}
+
 fn scan_one_device(
     files: Vec<ScanCandidate>,
     opener: &dyn ScanOpener,
@@ -95,6 +112,7 @@ fn scan_one_device(
     let mut skipped = Vec::new();
     for file in files {
         let scanned = opener.open(&file.path).and_then(|mut opened| {
+            let data_end = opened.data_ranges.iter().map(|(o, l)| o + l).max().unwrap_or(0);
             let item = ScanItem {
                 name: file.name.clone(),
                 name_bytes_hex: file.name_bytes_hex.clone(),
@@ -102,7 +120,7 @@ fn scan_one_device(
                 age_s: file.age_s,
                 ranges: opened.data_ranges,
             };
-            scan_item(opened.device.as_mut(), &item, &reads).map_err(|e| ScanRefusal::Failed(e.to_string()))
+            scan_item(opened.device.as_mut(), &item, &reads).map_err(|e| why_unread(&file.path, data_end, &e))
         });
         match scanned {
             Ok(scan) => scans.push(scan),
@@ -110,6 +128,7 @@ fn scan_one_device(
                 name: file.name,
                 name_bytes_hex: file.name_bytes_hex,
                 reason: refusal.reason(),
+                io_failed: matches!(refusal, ScanRefusal::Unreadable(_)),
             }),
         }
     }

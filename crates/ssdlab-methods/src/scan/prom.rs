@@ -139,4 +139,11 @@ pub fn region_scan_metrics(e: &mut Exposition, device: &str, a: &RegionScanAnaly
         &labels,
         a.slow_region_offsets.len() as f64,
     );
+    e.sample(
+        "ssdlab_region_scan_unreadable_regions",
+        Gauge,
+        "Regions whose read failed (the speeds are of the others).",
+        &labels,
+        a.unreadable_region_offsets.len() as f64,
+    );
 }

@@ -61,8 +61,7 @@ pub fn plan(info: &DeviceInfo, options: &RegionScanOptions) -> Result<RegionPlan
     })
 }
 
-/// A read error, said as the region's: a region that cannot be read ends the region scan (a row without a speed
-/// would be a hole in the curve nobody sees), so the error says where.
+/// A read error, said as the region's.
 fn in_region(offset: u64, e: DeviceError) -> DeviceError {
     match e {
         DeviceError::Os { what, cause } => DeviceError::Os {
@@ -74,15 +73,17 @@ fn in_region(offset: u64, e: DeviceError) -> DeviceError {
     }
 }
 
-/// Reads every region, re-reads the slow ones, and judges. A region that fails to read ends it with an error
-/// naming the region.
+/// Reads every region, re-reads the slow ones, and judges. A region that fails to read is kept as a row without
+/// a speed (its error said) and the scan goes on: the regions read are still a measurement, and the verdict
+/// fails naming the regions that were not. Only a device none of whose regions can be read ends it with an
+/// error.
 pub fn region_scan(
     device: &mut dyn Device,
     options: &RegionScanOptions,
 ) -> Result<(RegionScanAnalysis, Verdict), MethodError> {
     let plan = plan(device.info(), options)?;
     let name = device.info().target.clone();
-    let read = |device: &mut dyn Device, offset: u64| -> Result<f64, MethodError> {
+    let read = |device: &mut dyn Device, offset: u64| -> Result<f64, DeviceError> {
         let item = ScanItem {
             name: format!("region at {offset}"),
             name_bytes_hex: None,
@@ -96,50 +97,93 @@ pub fn region_scan(
         };
         scan_item(device, &item, &reads)
             .map(|scan| scan.bytes_per_s)
-            .map_err(|e| MethodError::Device(in_region(offset, e)))
+            .map_err(|e| in_region(offset, e))
     };
     let mut regions = Vec::with_capacity(options.regions as usize);
+    let mut first_error = None;
     for i in 0..options.regions as u64 {
         let offset = i * plan.region_bytes;
+        let (bytes_per_s, error) = match read(device, offset) {
+            Ok(speed) => (Some(speed), None),
+            Err(e) => {
+                let said = e.to_string();
+                first_error.get_or_insert(e);
+                (None, Some(said))
+            }
+        };
         regions.push(RegionRow {
             offset_bytes: offset,
             bytes: plan.read_bytes,
-            bytes_per_s: read(device, offset)?,
+            measured: bytes_per_s.is_some(),
+            bytes_per_s,
+            error,
             reread_bytes_per_s: None,
         });
     }
-    let speeds: Vec<f64> = regions.iter().map(|r| r.bytes_per_s).collect();
+    if let Some(e) = first_error.filter(|_| regions.iter().all(|r| !r.measured)) {
+        return Err(MethodError::Device(e));
+    }
+    let speeds: Vec<f64> = regions.iter().filter_map(|r| r.bytes_per_s).collect();
     let median_bytes_per_s = median(&speeds);
     let limit_bytes_per_s = options.slower_than * median_bytes_per_s;
     let mut slow_region_offsets = Vec::new();
-    for row in regions.iter_mut().filter(|r| r.bytes_per_s < limit_bytes_per_s) {
-        let again = read(device, row.offset_bytes)?;
-        row.reread_bytes_per_s = Some(again);
-        if again < limit_bytes_per_s {
-            slow_region_offsets.push(row.offset_bytes);
+    for row in regions
+        .iter_mut()
+        .filter(|r| r.bytes_per_s.is_some_and(|s| s < limit_bytes_per_s))
+    {
+        match read(device, row.offset_bytes) {
+            Ok(again) => {
+                row.reread_bytes_per_s = Some(again);
+                if again < limit_bytes_per_s {
+                    slow_region_offsets.push(row.offset_bytes);
+                }
+            }
+            // A slow region that then fails to read is unreadable: its first speed is kept as measured.
+            Err(e) => row.error = Some(e.to_string()),
         }
     }
+    let unreadable_region_offsets: Vec<u64> = regions
+        .iter()
+        .filter(|r| r.error.is_some())
+        .map(|r| r.offset_bytes)
+        .collect();
+    assert!(!speeds.is_empty(), "a scan with no region read ended above");
     let analysis = RegionScanAnalysis {
         region_bytes: plan.region_bytes,
         median_bytes_per_s,
         min_bytes_per_s: speeds.iter().copied().fold(f64::INFINITY, f64::min),
         max_bytes_per_s: speeds.iter().copied().fold(0.0, f64::max),
+        unreadable_region_offsets,
         slow_region_offsets,
         regions,
     };
-    // Slow regions, confirmed by a second read, are what a region scan exists to find.
-    let verdict = Verdict {
-        finding: !analysis.slow_region_offsets.is_empty(),
-        passed: analysis.slow_region_offsets.is_empty(),
-        reasons: if analysis.slow_region_offsets.is_empty() {
-            vec![]
-        } else {
-            vec![format!(
-                "{} regions read at less than {} of the median speed, twice",
-                analysis.slow_region_offsets.len(),
-                options.slower_than
-            )]
-        },
-    };
+    let verdict = judge(&analysis, options.slower_than);
     Ok((analysis, verdict))
+}
+
+/// Regions that could not be read fail the scan (the drive failed to return data it holds); slow regions,
+/// confirmed by a second read, are what a region scan exists to find.
+fn judge(analysis: &RegionScanAnalysis, slower_than: f64) -> Verdict {
+    let mut reasons = vec![];
+    if let Some(error) = analysis.regions.iter().find_map(|r| r.error.as_ref()) {
+        let measured = analysis.regions.iter().filter(|r| r.measured).count();
+        reasons.push(format!(
+            "{} of {} regions could not be read (first: {error}); the speeds are of the {measured} that were",
+            analysis.unreadable_region_offsets.len(),
+            analysis.regions.len(),
+        ));
+    }
+    if !analysis.slow_region_offsets.is_empty() {
+        reasons.push(format!(
+            "{} regions read at less than {slower_than} of the median speed, twice",
+            analysis.slow_region_offsets.len()
+        ));
+    }
+    let unreadable = !analysis.unreadable_region_offsets.is_empty();
+    let slow = !analysis.slow_region_offsets.is_empty();
+    Verdict {
+        finding: slow && !unreadable,
+        passed: !slow && !unreadable,
+        reasons,
+    }
 }
