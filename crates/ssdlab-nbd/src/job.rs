@@ -251,10 +251,6 @@ impl Job {
         }
     }
 
-    #[expect(
-        clippy::too_many_lines,
-        reason = "over 80 lines before the rule; split when next changed"
-    )]
     fn choose(&mut self, buf: &mut [u8]) -> Next {
         let fua_flush = self.fua && !self.flushed;
         match &mut self.work {
@@ -289,52 +285,10 @@ impl Job {
                 head,
                 tail,
             } if self.next < span.last => {
-                let (c0, c1) = span.chunk_at(self.next);
-                let bs = span.block;
-                let needs_head = c0 == span.first && span.start > span.first;
-                // A one-block chunk with both edges partial is one block: its head read serves for both.
-                let needs_tail = c1 == span.last && span.end < span.last && !(needs_head && c1 - c0 == bs);
-                if needs_head && head.is_none() {
-                    self.at_device = AtDevice::Head;
-                    return Next::Device(DeviceOp {
-                        op: Op::Read,
-                        offset: c0,
-                        len: bs,
-                    });
-                }
-                if needs_tail && tail.is_none() {
-                    self.at_device = AtDevice::Tail;
-                    return Next::Device(DeviceOp {
-                        op: Op::Read,
-                        offset: c1 - bs,
-                        len: bs,
-                    });
-                }
-                let n = (c1 - c0) as usize;
-                if !matches!(payload, Payload::InSlot) {
-                    if let Some(h) = head.as_ref().filter(|_| needs_head) {
-                        buf[..bs as usize].copy_from_slice(h);
-                    }
-                    if let Some(t) = tail.as_ref().filter(|_| needs_tail) {
-                        buf[n - bs as usize..n].copy_from_slice(t);
-                    }
-                    let from = span.start.max(c0);
-                    let to = span.end.min(c1);
-                    let dst = &mut buf[(from - c0) as usize..(to - c0) as usize];
-                    match payload {
-                        Payload::Bytes(bytes) => dst.copy_from_slice(
-                            &bytes[(from - span.start) as usize..(to - span.start) as usize],
-                        ),
-                        Payload::Zeroes => dst.fill(0),
-                        Payload::InSlot => unreachable!("checked above"),
-                    }
-                }
-                self.at_device = AtDevice::Chunk(c0, c1);
-                Next::Device(DeviceOp {
-                    op: Op::Write,
-                    offset: c0,
-                    len: c1 - c0,
-                })
+                let edges = Edges { head, tail };
+                let (at_device, op) = next_write(span, payload, &edges, self.next, buf);
+                self.at_device = at_device;
+                Next::Device(op)
             }
             Work::Write { .. } | Work::Trim { range: None } if fua_flush => Next::Device(DeviceOp {
                 op: Op::Flush,
@@ -344,6 +298,69 @@ impl Job {
             Work::Write { .. } | Work::Trim { range: None } => Next::Done,
         }
     }
+}
+
+/// The edge blocks of an unaligned write, once read: what the write's first and last blocks keep of the device.
+struct Edges<'a> {
+    head: &'a Option<Vec<u8>>,
+    tail: &'a Option<Vec<u8>>,
+}
+
+/// The write chunk at `next`, or first the read of an edge block it needs and lacks. A write chunk is made in
+/// `buf`: the edges' kept bytes, then the request's own over them.
+fn next_write(
+    span: &Span,
+    payload: &Payload,
+    edges: &Edges<'_>,
+    next: u64,
+    buf: &mut [u8],
+) -> (AtDevice, DeviceOp) {
+    let (c0, c1) = span.chunk_at(next);
+    let bs = span.block;
+    let needs_head = c0 == span.first && span.start > span.first;
+    // A one-block chunk with both edges partial is one block: its head read serves for both.
+    let needs_tail = c1 == span.last && span.end < span.last && !(needs_head && c1 - c0 == bs);
+    if needs_head && edges.head.is_none() {
+        let read = DeviceOp {
+            op: Op::Read,
+            offset: c0,
+            len: bs,
+        };
+        return (AtDevice::Head, read);
+    }
+    if needs_tail && edges.tail.is_none() {
+        let read = DeviceOp {
+            op: Op::Read,
+            offset: c1 - bs,
+            len: bs,
+        };
+        return (AtDevice::Tail, read);
+    }
+    let n = (c1 - c0) as usize;
+    if !matches!(payload, Payload::InSlot) {
+        if let Some(h) = edges.head.as_ref().filter(|_| needs_head) {
+            buf[..bs as usize].copy_from_slice(h);
+        }
+        if let Some(t) = edges.tail.as_ref().filter(|_| needs_tail) {
+            buf[n - bs as usize..n].copy_from_slice(t);
+        }
+        let from = span.start.max(c0);
+        let to = span.end.min(c1);
+        let dst = &mut buf[(from - c0) as usize..(to - c0) as usize];
+        match payload {
+            Payload::Bytes(bytes) => {
+                dst.copy_from_slice(&bytes[(from - span.start) as usize..(to - span.start) as usize]);
+            }
+            Payload::Zeroes => dst.fill(0),
+            Payload::InSlot => unreachable!("checked above"),
+        }
+    }
+    let write = DeviceOp {
+        op: Op::Write,
+        offset: c0,
+        len: c1 - c0,
+    };
+    (AtDevice::Chunk(c0, c1), write)
 }
 
 #[cfg(test)]
