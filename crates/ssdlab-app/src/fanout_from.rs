@@ -12,13 +12,12 @@ use std::path::PathBuf;
 use anyhow::{Result, anyhow, bail};
 use ssdlab_core::device::ClockKind;
 use ssdlab_core::histogram::{BUCKETS, Histogram};
-use ssdlab_core::schema::Analysis;
-use ssdlab_core::schema::options::RunOptions;
-use ssdlab_core::units::parse_duration_ns;
+use ssdlab_core::schema::fanout::FanoutAnalysis;
+use ssdlab_core::schema::options::{FanoutFlags, RunOptions};
+use ssdlab_core::schema::{Analysis, RunResult};
+use ssdlab_core::units::{parse_duration_ns, parse_size};
 use ssdlab_methods::fanout::fleet::FleetDrive;
 use ssdlab_methods::fanout::measure::DriveReads;
-
-use crate::flags::size_flag;
 
 /// The drives of several saved fan-outs, ready for the query arithmetic.
 #[derive(Debug, Clone)]
@@ -37,45 +36,13 @@ pub struct Merged {
 }
 
 /// Reads every result and checks they are alike: fan-out results, one read size, one run length.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn merge(dirs: &[PathBuf]) -> Result<Merged> {
     let results = crate::report::read_results(dirs)?;
     let mut merged: Option<Merged> = None;
     let mut first_dir = PathBuf::new();
     for (dir, result) in dirs.iter().zip(results) {
-        let shown = dir.display();
-        let (Analysis::Fanout(analysis), RunOptions::Fanout(options)) = (&result.analysis, &result.options)
-        else {
-            bail!(
-                "--from {shown}: a {} result; --from merges fan-out results (ssdlab fanout --target ... --out DIR \
-                 on each host)",
-                result.analysis.kind()
-            );
-        };
-        if !result.complete {
-            bail!(
-                "--from {shown}: an interrupted fan-out (its drives read for less than its runtime); measure that \
-                 host again"
-            );
-        }
-        let block_bytes = size_flag("bs", &options.bs).map_err(|e| anyhow!("--from {shown}: {e}"))?;
-        let runtime_ns = parse_duration_ns(&options.runtime)
-            .map_err(|e| anyhow!("--from {shown}: its runtime {}: {e}", options.runtime))?;
-        // What the query arithmetic relies on, as the flags check it for a fan-out measured here.
-        if !(512..=1 << 20).contains(&block_bytes)
-            || !block_bytes.is_multiple_of(512)
-            || runtime_ns < 100_000_000
-        {
-            bail!(
-                "--from {shown}: reads of {} for {} are not a fan-out this version measures (a multiple of 512 \
-                 from 512 to 1m, for at least 100ms)",
-                options.bs,
-                options.runtime
-            );
-        }
+        let shown = dir.display().to_string();
+        let (analysis, options, block_bytes, runtime_ns) = fanout_of(&shown, &result)?;
         let merged = merged.get_or_insert_with(|| {
             first_dir = dir.clone();
             Merged {
@@ -91,77 +58,131 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Merged> {
                 capacity_bytes: 0,
             }
         });
-        if block_bytes != merged.block_bytes {
-            bail!(
-                "--from {shown}: its drives read {} at a time and those of {} read {}; a query's latency mixes \
-                 only like reads: measure every host with the same --bs",
-                options.bs,
-                first_dir.display(),
-                merged.bs
-            );
-        }
-        if runtime_ns != merged.runtime_ns {
-            bail!(
-                "--from {shown}: its drives read for {} and those of {} for {}; drives that ran for different \
-                 times saw different stretches of their behaviour (a drive's GC, a refresh): measure every host \
-                 with the same --runtime",
-                options.runtime,
-                first_dir.display(),
-                merged.runtime
-            );
-        }
-        if options.seed != merged.seed {
-            bail!(
-                "--from {shown}: measured with --seed {} and {} with --seed {}; every host uses one seed, so each \
-                 drive reads the offsets it would read measured with the others",
-                options.seed,
-                first_dir.display(),
-                merged.seed
-            );
-        }
-        if options.mode != merged.mode {
-            bail!(
-                "--from {shown}: measured in --mode {} and {} in --mode {}; merge runs of one mode",
-                options.mode,
-                first_dir.display(),
-                merged.mode
-            );
-        }
-        if result.target.clock != merged.clock {
-            bail!(
-                "--from {shown}: virtual drives and real ones keep different clocks; merge results of one kind"
-            );
-        }
+        let first = first_dir.display().to_string();
+        check_alike(&shown, &result, (block_bytes, runtime_ns), merged, &first)?;
         merged.capacity_bytes += result.target.capacity_bytes;
-        let host = &result.host.hostname;
-        for drive in &analysis.drives {
-            if let Some(&(bad, _)) = drive
-                .histogram
-                .buckets
-                .iter()
-                .find(|(i, _)| *i as usize >= BUCKETS)
-            {
-                bail!(
-                    "--from {shown}: drive {} has a histogram bucket {bad}, past the last ({}): not a result this \
-                     version wrote",
-                    drive.name,
-                    BUCKETS - 1
-                );
-            }
-            let mut histogram = Histogram::new();
-            histogram.merge_sparse(&drive.histogram.to_sparse());
-            merged.drives.push(FleetDrive {
-                name: format!("{host}:{}", drive.name),
-                target: format!("{host}:{}", drive.target),
-                data_age_months: drive.data_age_months,
-            });
-            merged.reads.push(DriveReads {
-                histogram,
-                per_second: drive.per_second.clone(),
-                runtime_s: analysis.runtime_s,
-                failure: drive.failure.clone(),
-            });
-        }
+        add_drives(merged, &shown, &result.host.hostname, analysis)?;
     }
     merged.ok_or_else(|| anyhow!("--from: give at least one result directory"))
+}
+
+/// A complete fan-out result's analysis, options, read size and run length in nanoseconds, checked as the flags
+/// check a fan-out measured here.
+fn fanout_of<'a>(
+    shown: &str,
+    result: &'a RunResult,
+) -> Result<(&'a FanoutAnalysis, &'a FanoutFlags, u64, u64)> {
+    let (Analysis::Fanout(analysis), RunOptions::Fanout(options)) = (&result.analysis, &result.options)
+    else {
+        bail!(
+            "--from {shown}: a {} result; --from merges fan-out results (ssdlab fanout --target ... --out DIR on \
+             each host)",
+            result.analysis.kind()
+        );
+    };
+    if !result.complete {
+        bail!(
+            "--from {shown}: an interrupted fan-out (its drives read for less than its runtime); measure that host \
+             again"
+        );
+    }
+    let block_bytes = parse_size(&options.bs).map_err(|e| anyhow!("--from {shown}: --bs {e}"))?;
+    let runtime_ns = parse_duration_ns(&options.runtime)
+        .map_err(|e| anyhow!("--from {shown}: its runtime {}: {e}", options.runtime))?;
+    // What the query arithmetic relies on, as the flags check it for a fan-out measured here.
+    if !(512..=1 << 20).contains(&block_bytes) || !block_bytes.is_multiple_of(512) || runtime_ns < 100_000_000
+    {
+        bail!(
+            "--from {shown}: reads of {} for {} are not a fan-out this version measures (a multiple of 512 from \
+             512 to 1m, for at least 100ms)",
+            options.bs,
+            options.runtime
+        );
+    }
+    Ok((analysis, options, block_bytes, runtime_ns))
+}
+
+/// Refuses a result unlike the first: a query's latency mixes only like reads (one size, run length, seed, mode
+/// and kind of clock).
+fn check_alike(
+    shown: &str,
+    result: &RunResult,
+    (block_bytes, runtime_ns): (u64, u64),
+    merged: &Merged,
+    first: &str,
+) -> Result<()> {
+    let RunOptions::Fanout(options) = &result.options else {
+        unreachable!("checked by fanout_of");
+    };
+    if block_bytes != merged.block_bytes {
+        bail!(
+            "--from {shown}: its drives read {} at a time and those of {first} read {}; a query's latency mixes \
+             only like reads: measure every host with the same --bs",
+            options.bs,
+            merged.bs
+        );
+    }
+    if runtime_ns != merged.runtime_ns {
+        bail!(
+            "--from {shown}: its drives read for {} and those of {first} for {}; drives that ran for different \
+             times saw different stretches of their behaviour (a drive's GC, a refresh): measure every host with \
+             the same --runtime",
+            options.runtime,
+            merged.runtime
+        );
+    }
+    if options.seed != merged.seed {
+        bail!(
+            "--from {shown}: measured with --seed {} and {first} with --seed {}; every host uses one seed, so each \
+             drive reads the offsets it would read measured with the others",
+            options.seed,
+            merged.seed
+        );
+    }
+    if options.mode != merged.mode {
+        bail!(
+            "--from {shown}: measured in --mode {} and {first} in --mode {}; merge runs of one mode",
+            options.mode,
+            merged.mode
+        );
+    }
+    if result.target.clock != merged.clock {
+        bail!(
+            "--from {shown}: virtual drives and real ones keep different clocks; merge results of one kind"
+        );
+    }
+    Ok(())
+}
+
+/// Adds a result's drives, each named by its host, with its histogram merged exactly.
+fn add_drives(merged: &mut Merged, shown: &str, host: &str, analysis: &FanoutAnalysis) -> Result<()> {
+    for drive in &analysis.drives {
+        if let Some(&(bad, _)) = drive
+            .histogram
+            .buckets
+            .iter()
+            .find(|(i, _)| *i as usize >= BUCKETS)
+        {
+            bail!(
+                "--from {shown}: drive {} has a histogram bucket {bad}, past the last ({}): not a result this \
+                 version wrote",
+                drive.name,
+                BUCKETS - 1
+            );
+        }
+        let mut histogram = Histogram::new();
+        histogram.merge_sparse(&drive.histogram.to_sparse());
+        merged.drives.push(FleetDrive {
+            name: format!("{host}:{}", drive.name),
+            target: format!("{host}:{}", drive.target),
+            data_age_months: drive.data_age_months,
+        });
+        merged.reads.push(DriveReads {
+            histogram,
+            per_second: drive.per_second.clone(),
+            runtime_s: analysis.runtime_s,
+            failure: drive.failure.clone(),
+        });
+    }
+    Ok(())
 }

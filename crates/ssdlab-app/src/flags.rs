@@ -1,21 +1,15 @@
 //! Flag values turned into typed values, each error naming the flag and the way to write it: sizes, durations,
 //! spans. Plans are built from these before anything runs.
 
-use anyhow::{Result, anyhow};
 use ssdlab_core::target::TargetSpec;
 use ssdlab_core::units::{Rate, parse_duration_ns, parse_rate, parse_size};
 /// What `--rw` names, as the command line parses it.
 pub use ssdlab_engine::workload::RwMode;
 use ssdlab_engine::workload::Span;
 
-/// Parses a size flag, naming the flag on failure.
-pub fn size_flag(flag: &str, value: &str) -> Result<u64> {
-    parse_size(value).map_err(|e| anyhow!("--{flag} {e}"))
-}
-
 /// A duration for a flag's value parser (`60s`, `500ms`, `40m`): the error says how to write one, and what fio's
 /// bare number meant. The command line's parser names the flag around it.
-pub fn duration_arg(text: &str) -> std::result::Result<u64, String> {
+pub fn duration_arg(text: &str) -> Result<u64, String> {
     parse_duration_ns(text).map_err(|e| match text.trim().parse::<f64>() {
         Ok(n) => format!("a duration needs its unit; fio's bare {n} means {n}s"),
         Err(_) => e.to_string(),
@@ -23,13 +17,13 @@ pub fn duration_arg(text: &str) -> std::result::Result<u64, String> {
 }
 
 /// A size for a flag's value parser (`4k`, `1g`, `512`).
-pub fn size_arg(text: &str) -> std::result::Result<u64, String> {
+pub fn size_arg(text: &str) -> Result<u64, String> {
     parse_size(text).map_err(|e| e.to_string())
 }
 
 /// `--rw` for its value parser: fio's names, with fio's sequential mix (which ssdlab does not run) answered with
 /// what it does instead.
-pub fn rw_arg(text: &str) -> std::result::Result<RwMode, String> {
+pub fn rw_arg(text: &str) -> Result<RwMode, String> {
     RwMode::parse(text).ok_or_else(|| match text {
         "rw" | "readwrite" => {
             "fio's sequential mix of reads and writes; ssdlab mixes at random offsets (--rw randrw \
@@ -41,7 +35,7 @@ pub fn rw_arg(text: &str) -> std::result::Result<RwMode, String> {
 }
 
 /// `--rate` for its value parser: bytes per second (`200m`) or operations per second (`50kiops`).
-pub fn rate_arg(text: &str) -> std::result::Result<Rate, String> {
+pub fn rate_arg(text: &str) -> Result<Rate, String> {
     parse_rate(text).map_err(|e| e.to_string())
 }
 
@@ -64,13 +58,13 @@ impl<T> Given<T> {
 }
 
 /// A duration for a flag's value parser, kept with its text (see [`duration_arg`]).
-pub fn given_duration(text: &str) -> std::result::Result<Given<u64>, String> {
+pub fn given_duration(text: &str) -> Result<Given<u64>, String> {
     duration_arg(text).map(|ns| Given::of(text, ns))
 }
 
 /// An age of data for a flag's value parser (`90d`, `3mo`, `6w`), kept with its text. A bare number is refused
 /// without fio's reading: 90 means days to one user and seconds to another.
-pub fn given_age(text: &str) -> std::result::Result<Given<u64>, String> {
+pub fn given_age(text: &str) -> Result<Given<u64>, String> {
     parse_duration_ns(text)
         .map(|ns| Given::of(text, ns))
         .map_err(|e| match text.trim().parse::<f64>() {
@@ -80,12 +74,12 @@ pub fn given_age(text: &str) -> std::result::Result<Given<u64>, String> {
 }
 
 /// A size for a flag's value parser, kept with its text.
-pub fn given_size(text: &str) -> std::result::Result<Given<u64>, String> {
+pub fn given_size(text: &str) -> Result<Given<u64>, String> {
     size_arg(text).map(|bytes| Given::of(text, bytes))
 }
 
 /// A target for a flag's value parser, kept as written (results and messages name it so).
-pub fn given_target(text: &str) -> std::result::Result<Given<TargetSpec>, String> {
+pub fn given_target(text: &str) -> Result<Given<TargetSpec>, String> {
     TargetSpec::parse(text)
         .map(|spec| Given::of(text, spec))
         .map_err(|e| e.to_string())
@@ -93,12 +87,12 @@ pub fn given_target(text: &str) -> std::result::Result<Given<TargetSpec>, String
 
 /// A percentile written `p95`, `95` or `99.9`, for a flag's value parser (from p50 to below p100), kept with its
 /// text.
-pub fn given_percentile(text: &str) -> std::result::Result<Given<f64>, String> {
+pub fn given_percentile(text: &str) -> Result<Given<f64>, String> {
     percentile_arg(text).map(|value| Given::of(text, value))
 }
 
 /// A percentile written `p95`, `95` or `99.9`: from p50 to below p100.
-fn percentile_arg(text: &str) -> std::result::Result<f64, String> {
+fn percentile_arg(text: &str) -> Result<f64, String> {
     let value = percent(text.trim_start_matches(['p', 'P']))
         .map_err(|_| "write a percentile, e.g. p95".to_string())?;
     if !(50.0..100.0).contains(&value) {
@@ -123,7 +117,7 @@ impl std::str::FromStr for SpanFlag {
     type Err = String;
 
     /// `N%` or `OFFSET:LEN`; the error says how to write one (the caller names the flag and the value).
-    fn from_str(value: &str) -> std::result::Result<Self, String> {
+    fn from_str(value: &str) -> Result<Self, String> {
         if let Some(percent) = value.strip_suffix('%') {
             let percent: f64 = percent.trim().parse().map_err(|_| {
                 "write a percentage such as 100% or 25%, or OFFSET:LEN such as 1g:8g".to_string()

@@ -17,10 +17,6 @@ pub struct Plan {
 }
 
 /// Reads the results and writes the page.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let (paths, skipped) = expand_result_dirs(&plan.results)?;
     // A label names a result directory given: one that stood for several (a demo's output) has no one result to
@@ -43,64 +39,10 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     };
     let args = &expanded;
     let mut results = read_results(&args.results)?;
-    // The baseline: one of the results, or read from its own directory and drawn first.
-    // The same result whether named by its directory or by its result.json.
-    let file_of = |p: &std::path::Path| {
-        if p.is_dir() {
-            p.join("result.json")
-        } else {
-            p.to_path_buf()
-        }
+    let baseline = match &args.baseline {
+        Some(dir) => Some(place_baseline(&mut results, &args.results, dir, ports)?),
+        None => None,
     };
-    let same = |a: &std::path::Path, b: &std::path::Path| {
-        let (a, b) = (file_of(a), file_of(b));
-        a == b
-            || std::fs::canonicalize(&a)
-                .ok()
-                .is_some_and(|a| std::fs::canonicalize(&b).ok() == Some(a))
-    };
-    let mut baseline = None;
-    if let Some(dir) = &args.baseline {
-        baseline = Some(match args.results.iter().position(|r| same(r, dir)) {
-            Some(i) => i,
-            None => {
-                let base = read_results(std::slice::from_ref(dir))
-                    .map_err(|e| anyhow::anyhow!("--baseline {}: {e:#}", dir.display()))?;
-                results.insert(0, base.into_iter().next().expect("one result read"));
-                0
-            }
-        });
-    }
-    // A baseline is compared only with results of its kind: say so where it meets none, or only some.
-    if let (Some(b), Some(dir)) = (baseline, &args.baseline) {
-        let kind = results[b].kind();
-        let others: Vec<&str> = results
-            .iter()
-            .enumerate()
-            .filter(|&(i, r)| i != b && r.kind() != kind)
-            .map(|(_, r)| r.kind())
-            .collect();
-        let same = results
-            .iter()
-            .enumerate()
-            .filter(|&(i, r)| i != b && r.kind() == kind)
-            .count();
-        if same == 0 && results.len() > 1 {
-            bail!(
-                "--baseline {}: a {kind} result, and no result given is one (they are {}); give a baseline of the \
-                 same kind as the results it is set against",
-                dir.display(),
-                others.join(", ")
-            );
-        }
-        if !others.is_empty() {
-            ports.console.say(&format!(
-                "note      --baseline is a {kind} result: the {} result(s) of other kinds ({}) are drawn without it",
-                others.len(),
-                others.join(", ")
-            ));
-        }
-    }
     if !args.label.is_empty() {
         if args.label.len() != args.results.len() {
             bail!(
@@ -133,6 +75,69 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         results.len()
     ));
     Ok(Outcome::Passed)
+}
+
+/// Whether two arguments name the same result, by its directory or by its result.json.
+fn same_result(a: &std::path::Path, b: &std::path::Path) -> bool {
+    let file_of = |p: &std::path::Path| {
+        if p.is_dir() {
+            p.join("result.json")
+        } else {
+            p.to_path_buf()
+        }
+    };
+    let (a, b) = (file_of(a), file_of(b));
+    a == b
+        || std::fs::canonicalize(&a)
+            .ok()
+            .is_some_and(|a| std::fs::canonicalize(&b).ok() == Some(a))
+}
+
+/// The baseline's index among `results`: one of them, or read from its own directory and put first. A baseline
+/// is compared only with results of its kind: refused where it meets none, said where it meets only some.
+fn place_baseline(
+    results: &mut Vec<RunResult>,
+    given: &[std::path::PathBuf],
+    dir: &std::path::Path,
+    ports: &mut Ports,
+) -> Result<usize> {
+    let b = match given.iter().position(|r| same_result(r, dir)) {
+        Some(i) => i,
+        None => {
+            let base = read_results(&[dir.to_path_buf()])
+                .map_err(|e| anyhow::anyhow!("--baseline {}: {e:#}", dir.display()))?;
+            results.insert(0, base.into_iter().next().expect("one result read"));
+            0
+        }
+    };
+    let kind = results[b].kind();
+    let others: Vec<&str> = results
+        .iter()
+        .enumerate()
+        .filter(|&(i, r)| i != b && r.kind() != kind)
+        .map(|(_, r)| r.kind())
+        .collect();
+    let same = results
+        .iter()
+        .enumerate()
+        .filter(|&(i, r)| i != b && r.kind() == kind)
+        .count();
+    if same == 0 && results.len() > 1 {
+        bail!(
+            "--baseline {}: a {kind} result, and no result given is one (they are {}); give a baseline of the \
+             same kind as the results it is set against",
+            dir.display(),
+            others.join(", ")
+        );
+    }
+    if !others.is_empty() {
+        ports.console.say(&format!(
+            "note      --baseline is a {kind} result: the {} result(s) of other kinds ({}) are drawn without it",
+            others.len(),
+            others.join(", ")
+        ));
+    }
+    Ok(b)
 }
 
 /// The results the arguments name: a result directory or result.json stands for itself; a directory without a

@@ -194,7 +194,10 @@ fn behaviour_lines(spec: &SimSpec, g: &Geometry) -> Vec<String> {
             ),
             None => "TRIM             processed at once".into(),
         },
-        format!("memory           about {} for the maps", BinaryBytes(g.map_bytes())),
+        format!(
+            "memory           about {} for the maps",
+            BinaryBytes(g.map_bytes())
+        ),
     ]
 }
 

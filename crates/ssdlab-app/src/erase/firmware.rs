@@ -61,10 +61,6 @@ impl<'p> FirmwarePurger<'p> {
     }
 
     /// The plan for `method` on this drive, or why it is not offered.
-    #[expect(
-        clippy::too_many_lines,
-        reason = "over 80 lines before the rule; split when next changed"
-    )]
     fn plan(&self, method: EraseMethod) -> Result<PurgePlan, String> {
         let device = self.path.display().to_string();
         let name = device.rsplit('/').next().unwrap_or(&device).to_string();
@@ -91,59 +87,7 @@ impl<'p> FirmwarePurger<'p> {
                 controllers,
                 other_namespaces,
                 ..
-            } => {
-                let controller = match controllers.as_slice() {
-                    [one] => one,
-                    [] => return Err(format!("sysfs names no controller for {name}")),
-                    many => {
-                        return Err(format!(
-                            "{name} is reached through {} controllers (multipath or a dual-port drive): a firmware \
-                             purge would reach what other paths or hosts use",
-                            many.len()
-                        ));
-                    }
-                };
-                if controller.transport != "pcie" {
-                    return Err(format!(
-                        "{name} is reached over {} (not a local PCIe drive): its subsystem may be shared with other \
-                         hosts",
-                        if controller.transport.is_empty() {
-                            "an unknown transport"
-                        } else {
-                            &controller.transport
-                        }
-                    ));
-                }
-                let Some(nsid) = nsid else {
-                    return Err(format!("sysfs gives no namespace id for {name}"));
-                };
-                let ctrl = controller.device.display().to_string();
-                let caps = parse_nvme_id_ctrl(&self.tool(&[&self.nvme, "id-ctrl", &ctrl, "-o", "json"])?)
-                    .map_err(|e| e.to_string())?;
-                if caps.shared_subsystem {
-                    return Err(format!(
-                        "{ctrl} says its subsystem has more than one port or controller (CMIC): a firmware purge \
-                         would reach what other paths or hosts use"
-                    ));
-                }
-                let reaches_all = method == EraseMethod::Sanitize || caps.format_reaches_all_namespaces();
-                if reaches_all && (caps.max_namespaces > 1 || !other_namespaces.is_empty()) {
-                    return Err(format!(
-                        "it would erase every namespace of the controller (it supports {}{}), and the safety gate \
-                         checked only {name}",
-                        caps.max_namespaces,
-                        if other_namespaces.is_empty() {
-                            String::new()
-                        } else {
-                            format!("; {} exist beside it", other_namespaces.join(", "))
-                        }
-                    ));
-                }
-                match method {
-                    EraseMethod::Sanitize => nvme_sanitize_plan(&caps, &self.nvme, &ctrl),
-                    _ => nvme_format_plan(&caps, &self.nvme, &ctrl, nsid),
-                }
-            }
+            } => self.nvme_plan(method, &name, nsid, &controllers, &other_namespaces),
             DriveKind::Ata => {
                 let caps = parse_hdparm_identify(&self.tool(&[&self.hdparm, "-I", &device])?)
                     .map_err(|e| e.to_string())?;
@@ -152,6 +96,69 @@ impl<'p> FirmwarePurger<'p> {
                     _ => ata_security_erase_plan(&caps, &self.hdparm, &device),
                 }
             }
+        }
+    }
+
+    /// The plan for `method` on an NVMe namespace, offered only for a local PCIe drive with one controller whose
+    /// erase reaches nothing the safety gate did not check.
+    fn nvme_plan(
+        &self,
+        method: EraseMethod,
+        name: &str,
+        nsid: Option<u32>,
+        controllers: &[ssdlab_io::layout::NvmeController],
+        other_namespaces: &[String],
+    ) -> Result<PurgePlan, String> {
+        let controller = match controllers {
+            [one] => one,
+            [] => return Err(format!("sysfs names no controller for {name}")),
+            many => {
+                return Err(format!(
+                    "{name} is reached through {} controllers (multipath or a dual-port drive): a firmware \
+                     purge would reach what other paths or hosts use",
+                    many.len()
+                ));
+            }
+        };
+        if controller.transport != "pcie" {
+            return Err(format!(
+                "{name} is reached over {} (not a local PCIe drive): its subsystem may be shared with other \
+                 hosts",
+                if controller.transport.is_empty() {
+                    "an unknown transport"
+                } else {
+                    &controller.transport
+                }
+            ));
+        }
+        let Some(nsid) = nsid else {
+            return Err(format!("sysfs gives no namespace id for {name}"));
+        };
+        let ctrl = controller.device.display().to_string();
+        let caps = parse_nvme_id_ctrl(&self.tool(&[&self.nvme, "id-ctrl", &ctrl, "-o", "json"])?)
+            .map_err(|e| e.to_string())?;
+        if caps.shared_subsystem {
+            return Err(format!(
+                "{ctrl} says its subsystem has more than one port or controller (CMIC): a firmware purge \
+                 would reach what other paths or hosts use"
+            ));
+        }
+        let reaches_all = method == EraseMethod::Sanitize || caps.format_reaches_all_namespaces();
+        if reaches_all && (caps.max_namespaces > 1 || !other_namespaces.is_empty()) {
+            return Err(format!(
+                "it would erase every namespace of the controller (it supports {}{}), and the safety gate \
+                 checked only {name}",
+                caps.max_namespaces,
+                if other_namespaces.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {} exist beside it", other_namespaces.join(", "))
+                }
+            ));
+        }
+        match method {
+            EraseMethod::Sanitize => nvme_sanitize_plan(&caps, &self.nvme, &ctrl),
+            _ => nvme_format_plan(&caps, &self.nvme, &ctrl, nsid),
         }
     }
 
