@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use ssdlab_cache::{CachedDevice, HotMap, HotMapError};
 use ssdlab_core::device::{Device, DeviceInfo};
 use ssdlab_core::target::{HotMapSetting, TargetSpec};
+use ssdlab_io::files::FileIdentity;
 use ssdlab_outputs::{Kind, Output, OutputDir};
 
 /// A hot map an older ssdlab wrote before it kept a manifest: one that decodes, or is damaged but a hot map.
@@ -80,10 +81,6 @@ fn identity(flag: &str, target: &str, inner: &TargetSpec, info: &DeviceInfo) -> 
 
 /// Applies `setting` to a freshly opened cache: loads the map if there is one for this device and queues the
 /// warm start, and arranges for the map to be written when the cache closes.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub(crate) fn attach(
     flag: &str,
     target: &str,
@@ -117,11 +114,30 @@ pub(crate) fn attach(
             link.display()
         )));
     }
-    // What is at the path now, so the close replaces only that (or creates it only where nothing is).
-    let expected = match ssdlab_io::files::read_regular(&path, MAX_MAP_BYTES) {
+    let wanted = HotMap {
+        identity: identity_text,
+        capacity_bytes: info.capacity_bytes,
+        blocks: vec![],
+    };
+    let expected = load(&path, &wanted, cache).map_err(refuse)?;
+    cache.on_close(Box::new(move |blocks| {
+        save_at_close(&path, HotMap { blocks, ..wanted }, expected.as_ref());
+    }));
+    Ok(())
+}
+
+/// Loads the hot map at `path` into the cache's warm start if it is `wanted`'s (same device identity and
+/// capacity), saying what it found; returns the identity of the file found there (None: nothing), which is the
+/// only file the close may replace. A file that is not a hot map is refused with why.
+fn load(
+    path: &Path,
+    wanted: &HotMap,
+    cache: &mut CachedDevice<AnyDevice>,
+) -> Result<Option<FileIdentity>, String> {
+    match ssdlab_io::files::read_regular(path, MAX_MAP_BYTES) {
         Ok(Some((bytes, identity))) => {
             match HotMap::decode(&bytes) {
-                Ok(map) if map.identity == identity_text && map.capacity_bytes == info.capacity_bytes => {
+                Ok(map) if map.identity == wanted.identity && map.capacity_bytes == wanted.capacity_bytes => {
                     cache.add_note(format!(
                         "warm start: {} blocks from the hot map {}",
                         map.blocks.len(),
@@ -130,74 +146,70 @@ pub(crate) fn attach(
                     cache.warm_at_start(map.blocks);
                 }
                 Ok(map) => cache.add_note(format!(
-                    "the hot map {} is for another device ({}), not this one ({identity_text}): starting cold",
+                    "the hot map {} is for another device ({}), not this one ({}): starting cold",
                     path.display(),
-                    map.identity
+                    map.identity,
+                    wanted.identity
                 )),
                 Err(HotMapError::Damaged) => cache.add_note(format!(
                     "the hot map {} is damaged ({}); starting cold, and it is rewritten when the cache closes",
                     path.display(),
                     HotMapError::Damaged
                 )),
-                Err(e @ HotMapError::NotAHotMap) => return Err(refuse(e.to_string())),
+                Err(e @ HotMapError::NotAHotMap) => return Err(e.to_string()),
             }
-            Some(identity)
+            Ok(Some(identity))
         }
         Ok(None) => {
             cache.add_note(format!(
                 "no hot map at {} yet: starting cold; it is written when the cache closes",
                 path.display()
             ));
-            None
+            Ok(None)
         }
-        Err(e) => return Err(refuse(e.to_string())),
-    };
-    let capacity_bytes = info.capacity_bytes;
-    cache.on_close(Box::new(move |blocks| {
-        let map = HotMap {
-            identity: identity_text,
-            capacity_bytes,
-            blocks,
-        };
-        // The cache is closing and nobody is left to return an error to: the note waits for the binary, which
-        // prints what closing left to say before it exits (`close_notes`).
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        // The file found at open (or none) is the one replaced: anything put there since is left alone.
-        let now = ssdlab_io::files::read_regular(&path, MAX_MAP_BYTES)
-            .ok()
-            .flatten()
-            .map(|(_, identity)| identity);
-        if now != expected {
-            note_at_close(format!(
-                "the cache's hot map was not saved: {} changed while the cache ran, and was left alone",
-                path.display()
-            ));
-            return;
-        }
-        let bytes = map.encode();
-        let saved = OutputDir::create(dir).and_then(|outputs| {
-            outputs.adopt(name, Kind::HotMap, an_older_hot_map)?;
-            outputs.write(
-                &[Output {
-                    name,
-                    kind: Kind::HotMap,
-                    bytes: &bytes,
-                }],
-                &[],
-            )
-        });
-        if let Err(e) = saved {
-            note_at_close(format!(
-                "could not save the cache's hot map to {}: {e}",
-                path.display()
-            ));
-        }
-    }));
-    Ok(())
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Writes the map as the cache closes, replacing only the file found at open (or creating it where there was
+/// none). The cache is closing and nobody is left to return an error to: a note waits for the binary, which
+/// prints what closing left to say before it exits (`close_notes`).
+fn save_at_close(path: &Path, map: HotMap, expected: Option<&FileIdentity>) {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    // The file found at open (or none) is the one replaced: anything put there since is left alone.
+    let now = ssdlab_io::files::read_regular(path, MAX_MAP_BYTES)
+        .ok()
+        .flatten()
+        .map(|(_, identity)| identity);
+    if now.as_ref() != expected {
+        note_at_close(format!(
+            "the cache's hot map was not saved: {} changed while the cache ran, and was left alone",
+            path.display()
+        ));
+        return;
+    }
+    let bytes = map.encode();
+    let saved = OutputDir::create(dir).and_then(|outputs| {
+        outputs.adopt(name, Kind::HotMap, an_older_hot_map)?;
+        outputs.write(
+            &[Output {
+                name,
+                kind: Kind::HotMap,
+                bytes: &bytes,
+            }],
+            &[],
+        )
+    });
+    if let Err(e) = saved {
+        note_at_close(format!(
+            "could not save the cache's hot map to {}: {e}",
+            path.display()
+        ));
+    }
 }
 
 /// What closing a device had to say when no caller was left to tell (a hot map that could not be saved).

@@ -114,10 +114,6 @@ pub fn open(target: &str, options: &OpenOptions) -> Result<Opened, OpenError> {
 
 /// Opens an already parsed target (a path that is not UTF-8 cannot be written as a target string); `target`
 /// names it in messages and results.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Result<Opened, OpenError> {
     if let TargetSpec::Cached {
         inner,
@@ -125,38 +121,7 @@ pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Resu
         cache,
     } = spec
     {
-        let size_bytes = cache_size(options.flag, target, cache.size_bytes)?;
-        let opened = open_spec(inner_target, inner, options)?;
-        let block = opened.device.info().logical_block_bytes;
-        if !ssdlab_cache::BLOCK.is_multiple_of(u64::from(block)) {
-            opened.undo.restore();
-            return Err(OpenError::Refused(format!(
-                "{} {target}: the cache works in {}-byte blocks and {inner_target} has {block}-byte logical blocks; it cannot be cached",
-                options.flag,
-                ssdlab_cache::BLOCK
-            )));
-        }
-        let config = CacheConfig {
-            seq_cutoff_bytes: cache.seq_cutoff_bytes,
-            dirty_limit_percent: cache.dirty_limit_percent,
-            cpu_limit_percent: cache.cpu_limit_percent,
-            ..CacheConfig::new(size_bytes, cache.mode)
-        };
-        let real_clock = opened.device.info().clock == ssdlab_core::device::ClockKind::Real;
-        let mut cached = Box::new(CachedDevice::new(opened.device, target, config));
-        // On a virtual drive the host's CPU is not part of the model: no pass-through there.
-        if real_clock && cache.cpu_limit_percent < 100 {
-            cached.set_load_probe(cpu_load::probe());
-        }
-        if let Err(e) = hot_map::attach(options.flag, target, inner, &cache.hot_map, &mut cached) {
-            drop(cached);
-            opened.undo.restore();
-            return Err(e);
-        }
-        return Ok(Opened {
-            device: AnyDevice::Cached(cached),
-            undo: opened.undo,
-        });
+        return open_cached(target, (inner, inner_target), cache, options);
     }
     if let TargetSpec::Sim { spec } = spec {
         let flag = options.flag;
@@ -201,6 +166,47 @@ pub fn open_spec(target: &str, spec: &TargetSpec, options: &OpenOptions) -> Resu
     Ok(Opened {
         device: real(opened.device),
         undo: Undo::of(opened.laid_out),
+    })
+}
+
+/// The DRAM cache over the inner target, opened first (and given back if the cache cannot go over it).
+fn open_cached(
+    target: &str,
+    (inner, inner_target): (&TargetSpec, &str),
+    cache: &ssdlab_core::target::CacheSpec,
+    options: &OpenOptions,
+) -> Result<Opened, OpenError> {
+    let size_bytes = cache_size(options.flag, target, cache.size_bytes)?;
+    let opened = open_spec(inner_target, inner, options)?;
+    let block = opened.device.info().logical_block_bytes;
+    if !ssdlab_cache::BLOCK.is_multiple_of(u64::from(block)) {
+        opened.undo.restore();
+        return Err(OpenError::Refused(format!(
+            "{} {target}: the cache works in {}-byte blocks and {inner_target} has {block}-byte logical blocks; it cannot be cached",
+            options.flag,
+            ssdlab_cache::BLOCK
+        )));
+    }
+    let config = CacheConfig {
+        seq_cutoff_bytes: cache.seq_cutoff_bytes,
+        dirty_limit_percent: cache.dirty_limit_percent,
+        cpu_limit_percent: cache.cpu_limit_percent,
+        ..CacheConfig::new(size_bytes, cache.mode)
+    };
+    let real_clock = opened.device.info().clock == ssdlab_core::device::ClockKind::Real;
+    let mut cached = Box::new(CachedDevice::new(opened.device, target, config));
+    // On a virtual drive the host's CPU is not part of the model: no pass-through there.
+    if real_clock && cache.cpu_limit_percent < 100 {
+        cached.set_load_probe(cpu_load::probe());
+    }
+    if let Err(e) = hot_map::attach(options.flag, target, inner, &cache.hot_map, &mut cached) {
+        drop(cached);
+        opened.undo.restore();
+        return Err(e);
+    }
+    Ok(Opened {
+        device: AnyDevice::Cached(cached),
+        undo: opened.undo,
     })
 }
 
