@@ -56,168 +56,236 @@ struct SlotState {
 }
 
 /// Replays `plan` on `device`.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn run_trace<D: Device + ?Sized, O: Observer + ?Sized>(
     device: &mut D,
     plan: &ReplayPlan<'_>,
     observer: &mut O,
 ) -> Result<ReplayOutcome, DeviceError> {
-    let qd = plan.queue_depth.max(1);
-    // Buffers carry reads and writes only: a TRIM of gigabytes needs none.
-    let max_len = plan
-        .ops
-        .iter()
-        .filter(|o| matches!(o.op, Op::Read | Op::Write))
-        .map(|o| o.len_bytes)
-        .max()
-        .unwrap_or(0)
-        .max(4096);
-    assert!(
-        max_len.saturating_mul(qd as u64) <= ssdlab_core::workload::BUFFER_LIMIT_BYTES,
-        "the caller keeps a replay's buffers within the limit (checked when fitting)"
-    );
-    device.prepare(qd, max_len as usize)?;
-    let mut rng = Rng::stream(plan.seed, 0xDA7A);
-    for slot in 0..qd {
-        rng.fill(device.buffer_mut(slot));
-    }
-    let mut slots = vec![SlotState::default(); qd as usize];
-    let mut free: Vec<u32> = (0..qd).rev().collect();
-    let mut batch: Vec<Io> = Vec::with_capacity(qd as usize);
-    let mut completions: Vec<Completion> = Vec::with_capacity(2 * qd as usize);
-    let mut lateness = (!plan.as_fast_as_possible).then(Histogram::new);
-
+    let mut replay = Replay::prepare(device, plan)?;
     observer.started();
     let mut books = PhaseBooks::open(device);
     let start_ns = device.now_ns();
-    let due = |i: usize| start_ns.saturating_add(plan.ops[i].at_ns);
+    replay.start_ns = start_ns;
     // A real device sleeps through the trace's idle gaps; in slices, so Ctrl-C is heard within one.
     let slice_ns = match device.info().clock {
         ssdlab_core::device::ClockKind::Real => 100_000_000,
         ssdlab_core::device::ClockKind::Virtual => u64::MAX,
     };
-    let (mut device_ns_sum, mut device_ns_count) = (0u128, 0u64);
-    let mut next = 0usize;
-    let mut busy_ns = 0u64;
-    let mut busy_since: Option<u64> = None;
-    let mut stopped_early = false;
     let mut last_progress_s = 0u64;
 
     loop {
         let now = device.now_ns();
-        let mut issuing = books.io_failure.is_none() && next < plan.ops.len();
+        let mut issuing = books.io_failure.is_none() && replay.next < plan.ops.len();
         if issuing && observer.stop_requested() {
-            stopped_early = true;
+            replay.stopped_early = true;
             issuing = false;
         }
-        batch.clear();
-        while issuing && !free.is_empty() && next < plan.ops.len() {
-            let intended_ns = if plan.as_fast_as_possible {
-                now
-            } else {
-                if due(next) > now {
-                    break;
-                }
-                due(next)
-            };
-            if let Some(late) = lateness.as_mut() {
-                late.record(now - intended_ns);
-            }
-            let op = plan.ops[next];
-            let slot = free.pop().expect("checked non-empty");
-            if op.op == Op::Write {
-                data::stamp(&mut device.buffer_mut(slot)[..op.len_bytes as usize], &mut rng);
-            }
-            slots[slot as usize] = SlotState {
-                offset: op.offset_bytes,
-                len: op.len_bytes,
-                intended_ns,
-            };
-            batch.push(Io {
-                op: op.op,
-                offset: op.offset_bytes,
-                len: op.len_bytes,
-                slot,
-                tag: next as u64,
-            });
-            next += 1;
+        replay.batch.clear();
+        if issuing {
+            replay.fill_batch(device, now);
         }
-        if !batch.is_empty() {
-            if device.in_flight() == 0 {
-                busy_since = Some(now);
-            }
-            // A device that refuses the batch ends the replay as a failed operation would; what it did not
-            // take was not issued.
-            let accepted = books.submit(device, &batch, &mut free);
-            assert!(
-                accepted == batch.len() || books.io_failure.is_some(),
-                "devices accept up to their prepared slot count"
-            );
-            next -= batch.len() - accepted;
-            if device.in_flight() == 0 {
-                busy_since = None;
-            }
+        if !replay.batch.is_empty() {
+            replay.submit(device, &mut books, now);
         }
-        let more = issuing && books.io_failure.is_none() && next < plan.ops.len();
+        let more = issuing && books.io_failure.is_none() && replay.next < plan.ops.len();
         if device.in_flight() == 0 {
             if !more {
                 break;
             }
             // Idle until the next operation is due; the device learns the host is idle.
-            device.wait_until(due(next).min(now.saturating_add(slice_ns)));
+            device.wait_until(replay.due(replay.next).min(now.saturating_add(slice_ns)));
             continue;
         }
-        let reap_deadline = (more && !free.is_empty() && !plan.as_fast_as_possible).then(|| due(next));
-        let last_completed = reap_some(device, reap_deadline, &mut completions, now)?;
-        for c in &completions {
-            let state = slots[c.slot as usize];
-            free.push(c.slot);
-            let latency_ns = c.completed_ns.saturating_sub(state.intended_ns);
-            if books.complete(c, state.offset, state.len, latency_ns) {
-                device_ns_sum += c.completed_ns.saturating_sub(c.submitted_ns) as u128;
-                device_ns_count += 1;
-            }
-        }
+        let reap_deadline =
+            (more && !replay.free.is_empty() && !plan.as_fast_as_possible).then(|| replay.due(replay.next));
+        let last_completed = reap_some(device, reap_deadline, &mut replay.completions, now)?;
+        replay.account_completions(&mut books);
         if device.in_flight() == 0
-            && let Some(since) = busy_since.take()
+            && let Some(since) = replay.busy_since.take()
         {
-            busy_ns += last_completed.saturating_sub(since);
+            replay.busy_ns += last_completed.saturating_sub(since);
         }
         books.stream(observer);
         let elapsed_s = (last_completed - start_ns) / 1_000_000_000;
         if elapsed_s > last_progress_s {
             last_progress_s = elapsed_s;
-            observer.progress(next as f64 / plan.ops.len().max(1) as f64);
+            observer.progress(replay.next as f64 / plan.ops.len().max(1) as f64);
         }
     }
-    if let Some(since) = busy_since {
-        busy_ns += device.now_ns().saturating_sub(since);
+    Ok(replay.finish(device, books, observer))
+}
+
+/// A replay as it runs: the slots and the operation each holds, the next operation of the trace, how late the
+/// issues were and how long the device was busy. Everything is sized once, before the first operation.
+struct Replay<'p, 'o> {
+    plan: &'p ReplayPlan<'o>,
+    rng: Rng,
+    slots: Vec<SlotState>,
+    free: Vec<u32>,
+    batch: Vec<Io>,
+    completions: Vec<Completion>,
+    /// How late each operation was issued against its time in the trace (None: as fast as possible).
+    lateness: Option<Histogram>,
+    /// The device clock at the first operation: trace times count from here.
+    start_ns: u64,
+    /// Device time of completed operations, summed and counted.
+    device_ns_sum: u128,
+    device_ns_count: u64,
+    /// The trace's next operation to issue.
+    next: usize,
+    busy_ns: u64,
+    busy_since: Option<u64>,
+    stopped_early: bool,
+}
+
+impl<'p, 'o> Replay<'p, 'o> {
+    /// Prepares the device's buffers (for the largest read or write) and sizes everything the loop needs.
+    fn prepare<D: Device + ?Sized>(device: &mut D, plan: &'p ReplayPlan<'o>) -> Result<Self, DeviceError> {
+        let qd = plan.queue_depth.max(1);
+        // Buffers carry reads and writes only: a TRIM of gigabytes needs none.
+        let max_len = plan
+            .ops
+            .iter()
+            .filter(|o| matches!(o.op, Op::Read | Op::Write))
+            .map(|o| o.len_bytes)
+            .max()
+            .unwrap_or(0)
+            .max(4096);
+        assert!(
+            max_len.saturating_mul(qd as u64) <= ssdlab_core::workload::BUFFER_LIMIT_BYTES,
+            "the caller keeps a replay's buffers within the limit (checked when fitting)"
+        );
+        device.prepare(qd, max_len as usize)?;
+        let mut rng = Rng::stream(plan.seed, 0xDA7A);
+        for slot in 0..qd {
+            rng.fill(device.buffer_mut(slot));
+        }
+        Ok(Replay {
+            plan,
+            rng,
+            slots: vec![SlotState::default(); qd as usize],
+            free: (0..qd).rev().collect(),
+            batch: Vec::with_capacity(qd as usize),
+            completions: Vec::with_capacity(2 * qd as usize),
+            lateness: (!plan.as_fast_as_possible).then(Histogram::new),
+            start_ns: 0,
+            device_ns_sum: 0,
+            device_ns_count: 0,
+            next: 0,
+            busy_ns: 0,
+            busy_since: None,
+            stopped_early: false,
+        })
     }
-    let (finished, io_failure) = books.close(device, None, observer);
-    Ok(ReplayOutcome {
-        phase: PhaseOutcome {
-            samples: finished.samples,
-            histograms: finished.histograms,
-            summary: finished.summary,
-            complete: !stopped_early && io_failure.is_none(),
-            verify_failures: Vec::new(),
-            io_failure,
-            passes: 0,
-        },
-        facts: ReplayFacts {
-            busy_ns,
-            lateness,
-            issued: next as u64,
-            device_time_ns_mean: if device_ns_count == 0 {
-                0.0
+
+    /// When the trace's operation `i` is due on the device clock.
+    fn due(&self, i: usize) -> u64 {
+        self.start_ns.saturating_add(self.plan.ops[i].at_ns)
+    }
+
+    /// Fills the batch with every operation that is due (all of them, as fast as possible) and has a free slot.
+    fn fill_batch<D: Device + ?Sized>(&mut self, device: &mut D, now: u64) {
+        let plan = self.plan;
+        while !self.free.is_empty() && self.next < plan.ops.len() {
+            let intended_ns = if plan.as_fast_as_possible {
+                now
             } else {
-                device_ns_sum as f64 / device_ns_count as f64
+                if self.due(self.next) > now {
+                    break;
+                }
+                self.due(self.next)
+            };
+            if let Some(late) = self.lateness.as_mut() {
+                late.record(now - intended_ns);
+            }
+            let op = plan.ops[self.next];
+            let slot = self.free.pop().expect("checked non-empty");
+            if op.op == Op::Write {
+                data::stamp(
+                    &mut device.buffer_mut(slot)[..op.len_bytes as usize],
+                    &mut self.rng,
+                );
+            }
+            self.slots[slot as usize] = SlotState {
+                offset: op.offset_bytes,
+                len: op.len_bytes,
+                intended_ns,
+            };
+            self.batch.push(Io {
+                op: op.op,
+                offset: op.offset_bytes,
+                len: op.len_bytes,
+                slot,
+                tag: self.next as u64,
+            });
+            self.next += 1;
+        }
+    }
+
+    /// Submits the batch; the device's busy time starts when it had nothing in flight.
+    fn submit<D: Device + ?Sized>(&mut self, device: &mut D, books: &mut PhaseBooks, now: u64) {
+        if device.in_flight() == 0 {
+            self.busy_since = Some(now);
+        }
+        // A device that refuses the batch ends the replay as a failed operation would; what it did not take was
+        // not issued.
+        let accepted = books.submit(device, &self.batch, &mut self.free);
+        assert!(
+            accepted == self.batch.len() || books.io_failure.is_some(),
+            "devices accept up to their prepared slot count"
+        );
+        self.next -= self.batch.len() - accepted;
+        if device.in_flight() == 0 {
+            self.busy_since = None;
+        }
+    }
+
+    /// Accounts the reaped completions: frees their slots and books their latency from the trace's time.
+    fn account_completions(&mut self, books: &mut PhaseBooks) {
+        for c in &self.completions {
+            let state = self.slots[c.slot as usize];
+            self.free.push(c.slot);
+            let latency_ns = c.completed_ns.saturating_sub(state.intended_ns);
+            if books.complete(c, state.offset, state.len, latency_ns) {
+                self.device_ns_sum += c.completed_ns.saturating_sub(c.submitted_ns) as u128;
+                self.device_ns_count += 1;
+            }
+        }
+    }
+
+    /// Closes the books and gathers what the replay saw.
+    fn finish<D: Device + ?Sized, O: Observer + ?Sized>(
+        mut self,
+        device: &mut D,
+        books: PhaseBooks,
+        observer: &mut O,
+    ) -> ReplayOutcome {
+        if let Some(since) = self.busy_since {
+            self.busy_ns += device.now_ns().saturating_sub(since);
+        }
+        let (finished, io_failure) = books.close(device, None, observer);
+        ReplayOutcome {
+            phase: PhaseOutcome {
+                samples: finished.samples,
+                histograms: finished.histograms,
+                summary: finished.summary,
+                complete: !self.stopped_early && io_failure.is_none(),
+                verify_failures: Vec::new(),
+                io_failure,
+                passes: 0,
             },
-        },
-    })
+            facts: ReplayFacts {
+                busy_ns: self.busy_ns,
+                lateness: self.lateness,
+                issued: self.next as u64,
+                device_time_ns_mean: if self.device_ns_count == 0 {
+                    0.0
+                } else {
+                    self.device_ns_sum as f64 / self.device_ns_count as f64
+                },
+            },
+        }
+    }
 }
 
 #[cfg(test)]

@@ -115,151 +115,219 @@ struct SlotState {
 }
 
 /// Runs one phase of `workload` on `device`. The workload must have been validated against the device.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn run_phase<D: Device + ?Sized, O: Observer + ?Sized>(
     device: &mut D,
     workload: &Workload,
     observer: &mut O,
 ) -> Result<PhaseOutcome, DeviceError> {
-    let qd = workload.queue_depth;
-    let bs = workload.block_bytes;
-    device.prepare(qd, bs as usize)?;
-    let mut rng = Rng::stream(workload.seed, 0xDA7A);
-    let read_percent = workload.rw.read_percent(workload.mix_read_percent) as u64;
-    let modifying_op = workload.rw.modifying_op();
-    if modifying_op == Op::Write && read_percent < 100 && !workload.verify {
-        // Incompressible content once per buffer; each write then only stamps it unique.
-        for slot in 0..qd {
-            rng.fill(device.buffer_mut(slot));
-        }
-    }
-
-    let mut access = Access::new(workload);
-    let blocks = workload.blocks();
-    let block_limit = {
-        let by_bytes = workload.stop.bytes.map(|b| b.div_ceil(bs));
-        let by_passes = workload.stop.passes.map(|p| p.saturating_mul(blocks));
-        match (by_bytes, by_passes, workload.stop.runtime_ns) {
-            (None, None, None) => Some(blocks),
-            (a, b, _) => a.into_iter().chain(b).min(),
-        }
-    };
-    let interval_ns = workload.issue_interval_ns();
-    // Which blocks this run wrote with the verify pattern: reads check only those, and a final pass reads
-    // every one of them back.
-    let mut written = (workload.verify && modifying_op == Op::Write && read_percent < 100)
-        .then(|| vec![0u64; blocks.div_ceil(64) as usize]);
-
-    let mut slots = vec![SlotState::default(); qd as usize];
-    let mut free: Vec<u32> = (0..qd).rev().collect();
-    let mut batch: Vec<Io> = Vec::with_capacity(qd as usize);
-    let mut completions: Vec<Completion> = Vec::with_capacity(2 * qd as usize);
-
+    let mut phase = Phase::prepare(device, workload)?;
     observer.started();
     let mut books = PhaseBooks::open(device);
-    if interval_ns.is_some() {
+    if phase.interval_ns.is_some() {
         books.track_service_time();
     }
     let start_ns = device.now_ns();
+    phase.next_intended = start_ns as f64;
     let deadline_ns = workload.stop.runtime_ns.map(|r| start_ns.saturating_add(r));
-    let mut issued: u64 = 0;
-    let mut next_intended = start_ns as f64;
-    let mut verify_failures = Vec::new();
-    let mut verify_errors: u64 = 0;
-    let mut stopped_early = false;
     let mut last_progress_s = 0u64;
 
     loop {
         let now = device.now_ns();
         let mut issuing = books.io_failure.is_none();
-        if deadline_ns.is_some_and(|d| now >= d) || block_limit.is_some_and(|l| issued >= l) {
+        if deadline_ns.is_some_and(|d| now >= d) || phase.limit_reached() {
             issuing = false;
         } else if issuing && observer.stop_requested() {
-            stopped_early = true;
+            phase.stopped_early = true;
             issuing = false;
         }
 
-        batch.clear();
-        while issuing && !free.is_empty() && block_limit.is_none_or(|l| issued < l) {
-            let intended_ns = match interval_ns {
+        phase.batch.clear();
+        if issuing {
+            phase.fill_batch(device, now);
+        }
+        if !phase.batch.is_empty() {
+            // A device that refuses the batch ends the phase as a failed operation would: the slots it did not
+            // take are free again, and what it did take is drained below.
+            let accepted = books.submit(device, &phase.batch, &mut phase.free);
+            assert!(
+                accepted == phase.batch.len() || books.io_failure.is_some(),
+                "devices accept up to their prepared slot count"
+            );
+        }
+
+        if device.in_flight() == 0 {
+            if !issuing || phase.limit_reached() {
+                break;
+            }
+            if phase.interval_ns.is_some() {
+                // Idle until the next operation is due; the device learns the host is idle.
+                let due = (phase.next_intended as u64).min(deadline_ns.unwrap_or(u64::MAX));
+                device.wait_until(due);
+            }
+            continue;
+        }
+
+        let reap_deadline = (phase.interval_ns.is_some() && issuing && !phase.free.is_empty())
+            .then_some(phase.next_intended as u64);
+        let last_completed = reap_some(device, reap_deadline, &mut phase.completions, now)?;
+        phase.account_completions(device, &mut books);
+
+        books.stream(observer);
+        let elapsed_s = (last_completed - start_ns) / 1_000_000_000;
+        if elapsed_s > last_progress_s {
+            last_progress_s = elapsed_s;
+            observer.progress(progress(
+                workload,
+                phase.issued,
+                phase.block_limit,
+                now - start_ns,
+            ));
+        }
+    }
+    phase.finish(device, books, observer)
+}
+
+/// One phase as it runs: the slots and the operation each holds, what was issued and written, and the verify
+/// failures found. Everything is sized once, before the first operation: the hot loop allocates nothing.
+struct Phase<'w> {
+    workload: &'w Workload,
+    rng: Rng,
+    access: Access,
+    /// The share of reads, in percent, and the operation that is not a read (write or discard).
+    read_percent: u64,
+    modifying_op: Op,
+    /// Operations to issue at most (None: until the runtime ends).
+    block_limit: Option<u64>,
+    /// Under a rate limit: nanoseconds between intended issue times, and the next one.
+    interval_ns: Option<f64>,
+    next_intended: f64,
+    /// Which blocks this run wrote with the verify pattern: reads check only those, and a final pass reads
+    /// every one of them back.
+    written: Option<Vec<u64>>,
+    slots: Vec<SlotState>,
+    free: Vec<u32>,
+    batch: Vec<Io>,
+    completions: Vec<Completion>,
+    issued: u64,
+    verify_failures: Vec<VerifyFailure>,
+    verify_errors: u64,
+    stopped_early: bool,
+}
+
+impl<'w> Phase<'w> {
+    /// Prepares the device's buffers and sizes everything the loop needs.
+    fn prepare<D: Device + ?Sized>(device: &mut D, workload: &'w Workload) -> Result<Self, DeviceError> {
+        let qd = workload.queue_depth;
+        let bs = workload.block_bytes;
+        device.prepare(qd, bs as usize)?;
+        let mut rng = Rng::stream(workload.seed, 0xDA7A);
+        let read_percent = workload.rw.read_percent(workload.mix_read_percent) as u64;
+        let modifying_op = workload.rw.modifying_op();
+        if modifying_op == Op::Write && read_percent < 100 && !workload.verify {
+            // Incompressible content once per buffer; each write then only stamps it unique.
+            for slot in 0..qd {
+                rng.fill(device.buffer_mut(slot));
+            }
+        }
+        let blocks = workload.blocks();
+        let block_limit = {
+            let by_bytes = workload.stop.bytes.map(|b| b.div_ceil(bs));
+            let by_passes = workload.stop.passes.map(|p| p.saturating_mul(blocks));
+            match (by_bytes, by_passes, workload.stop.runtime_ns) {
+                (None, None, None) => Some(blocks),
+                (a, b, _) => a.into_iter().chain(b).min(),
+            }
+        };
+        Ok(Phase {
+            workload,
+            rng,
+            access: Access::new(workload),
+            read_percent,
+            modifying_op,
+            block_limit,
+            interval_ns: workload.issue_interval_ns(),
+            next_intended: 0.0,
+            written: (workload.verify && modifying_op == Op::Write && read_percent < 100)
+                .then(|| vec![0u64; blocks.div_ceil(64) as usize]),
+            slots: vec![SlotState::default(); qd as usize],
+            free: (0..qd).rev().collect(),
+            batch: Vec::with_capacity(qd as usize),
+            completions: Vec::with_capacity(2 * qd as usize),
+            issued: 0,
+            verify_failures: Vec::new(),
+            verify_errors: 0,
+            stopped_early: false,
+        })
+    }
+
+    /// Whether every operation the stop condition allows has been issued.
+    fn limit_reached(&self) -> bool {
+        self.block_limit.is_some_and(|l| self.issued >= l)
+    }
+
+    /// Fills the batch with every operation that is due and has a free slot, each buffer made ready.
+    fn fill_batch<D: Device + ?Sized>(&mut self, device: &mut D, now: u64) {
+        let workload = self.workload;
+        let bs = workload.block_bytes;
+        while !self.free.is_empty() && !self.limit_reached() {
+            let intended_ns = match self.interval_ns {
                 Some(interval) => {
-                    if next_intended > now as f64 {
+                    if self.next_intended > now as f64 {
                         break;
                     }
-                    let t = next_intended as u64;
-                    next_intended += interval;
+                    let t = self.next_intended as u64;
+                    self.next_intended += interval;
                     t
                 }
                 None => now,
             };
-            let slot = free.pop().expect("checked non-empty");
-            let block = access.next_block();
+            let slot = self.free.pop().expect("checked non-empty");
+            let block = self.access.next_block();
             let offset = workload.span.offset_bytes + block * bs;
-            let op = if read_percent == 100 || (read_percent > 0 && rng.below(100) < read_percent) {
+            let op = if self.read_percent == 100
+                || (self.read_percent > 0 && self.rng.below(100) < self.read_percent)
+            {
                 Op::Read
             } else {
-                modifying_op
+                self.modifying_op
             };
             if op == Op::Write {
                 let buf = device.buffer_mut(slot);
                 if workload.verify {
                     data::write_pattern(buf, offset, workload.seed);
                 } else {
-                    data::stamp(buf, &mut rng);
+                    data::stamp(buf, &mut self.rng);
                 }
             }
             // A read is checked only if the block's pattern was on the device when it was issued: a write still in
             // flight may or may not be seen by a concurrent read.
-            let check =
-                op == Op::Read && workload.verify && written.as_ref().is_none_or(|bits| bit(bits, block));
-            slots[slot as usize] = SlotState {
+            let check = op == Op::Read
+                && workload.verify
+                && self.written.as_ref().is_none_or(|bits| bit(bits, block));
+            self.slots[slot as usize] = SlotState {
                 offset,
                 len: bs,
                 intended_ns,
                 check,
             };
-            batch.push(Io {
+            self.batch.push(Io {
                 op,
                 offset,
                 len: bs,
                 slot,
                 tag: block,
             });
-            issued += 1;
+            self.issued += 1;
         }
+    }
 
-        if !batch.is_empty() {
-            // A device that refuses the batch ends the phase as a failed operation would: the slots it did not
-            // take are free again, and what it did take is drained below.
-            let accepted = books.submit(device, &batch, &mut free);
-            assert!(
-                accepted == batch.len() || books.io_failure.is_some(),
-                "devices accept up to their prepared slot count"
-            );
-        }
-
-        if device.in_flight() == 0 {
-            if !issuing || block_limit.is_some_and(|l| issued >= l) {
-                break;
-            }
-            if interval_ns.is_some() {
-                // Idle until the next operation is due; the device learns the host is idle.
-                let due = (next_intended as u64).min(deadline_ns.unwrap_or(u64::MAX));
-                device.wait_until(due);
-            }
-            continue;
-        }
-
-        let reap_deadline =
-            (interval_ns.is_some() && issuing && !free.is_empty()).then_some(next_intended as u64);
-        let last_completed = reap_some(device, reap_deadline, &mut completions, now)?;
-        for c in &completions {
-            let state = slots[c.slot as usize];
-            free.push(c.slot);
-            let began_ns = if interval_ns.is_some() {
+    /// Accounts the reaped completions: frees their slots, books their latency (from the intended issue time
+    /// under a rate limit), marks written blocks and checks verified reads.
+    fn account_completions<D: Device + ?Sized>(&mut self, device: &D, books: &mut PhaseBooks) {
+        for c in &self.completions {
+            let state = self.slots[c.slot as usize];
+            self.free.push(c.slot);
+            let began_ns = if self.interval_ns.is_some() {
                 state.intended_ns
             } else {
                 c.submitted_ns
@@ -269,50 +337,58 @@ pub fn run_phase<D: Device + ?Sized, O: Observer + ?Sized>(
                 continue;
             }
             if c.op == Op::Write
-                && let Some(bits) = written.as_mut()
+                && let Some(bits) = self.written.as_mut()
             {
                 bits[(c.tag / 64) as usize] |= 1 << (c.tag % 64);
             }
             if state.check {
                 let mut failures = Failures {
-                    detail: &mut verify_failures,
-                    count: &mut verify_errors,
+                    detail: &mut self.verify_failures,
+                    count: &mut self.verify_errors,
                 };
-                failures.check(device.buffer(c.slot), state.offset, workload.seed);
+                failures.check(device.buffer(c.slot), state.offset, self.workload.seed);
             }
         }
-
-        books.stream(observer);
-        let elapsed_s = (last_completed - start_ns) / 1_000_000_000;
-        if elapsed_s > last_progress_s {
-            last_progress_s = elapsed_s;
-            observer.progress(progress(workload, issued, block_limit, now - start_ns));
-        }
     }
 
-    let (mut finished, io_failure) = books.close(device, workload.stop.runtime_ns, observer);
-    if let Some(bits) = &written
-        && io_failure.is_none()
-        && !stopped_early
-    {
-        let mut failures = Failures {
-            detail: &mut verify_failures,
-            count: &mut verify_errors,
-        };
-        if !verify_pass(device, workload, bits, &mut slots, &mut failures, observer)? {
-            stopped_early = true;
+    /// Closes the books and, when the run wrote with verify and ended well, reads every written block back.
+    fn finish<D: Device + ?Sized, O: Observer + ?Sized>(
+        mut self,
+        device: &mut D,
+        books: PhaseBooks,
+        observer: &mut O,
+    ) -> Result<PhaseOutcome, DeviceError> {
+        let (mut finished, io_failure) = books.close(device, self.workload.stop.runtime_ns, observer);
+        if let Some(bits) = &self.written
+            && io_failure.is_none()
+            && !self.stopped_early
+        {
+            let mut failures = Failures {
+                detail: &mut self.verify_failures,
+                count: &mut self.verify_errors,
+            };
+            if !verify_pass(
+                device,
+                self.workload,
+                bits,
+                &mut self.slots,
+                &mut failures,
+                observer,
+            )? {
+                self.stopped_early = true;
+            }
         }
+        finished.summary.verify_errors = self.verify_errors;
+        Ok(PhaseOutcome {
+            samples: finished.samples,
+            histograms: finished.histograms,
+            summary: finished.summary,
+            complete: !self.stopped_early && io_failure.is_none(),
+            verify_failures: self.verify_failures,
+            io_failure,
+            passes: self.access.passes_completed(),
+        })
     }
-    finished.summary.verify_errors = verify_errors;
-    Ok(PhaseOutcome {
-        samples: finished.samples,
-        histograms: finished.histograms,
-        summary: finished.summary,
-        complete: !stopped_early && io_failure.is_none(),
-        verify_failures,
-        io_failure,
-        passes: access.passes_completed(),
-    })
 }
 
 /// Where verify failures are counted and the first few kept.
