@@ -15,6 +15,7 @@ pub(crate) mod buffers;
 pub mod claim;
 pub(crate) mod common;
 pub mod dm;
+mod file_target;
 pub mod files;
 pub mod guard;
 pub mod inventory;
