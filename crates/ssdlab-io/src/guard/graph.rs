@@ -150,12 +150,61 @@ pub struct Graph {
     file_names: BTreeMap<Store, String>,
 }
 
+/// The devices sysfs lists, by their canonical sysfs directory and by name.
+#[derive(Default)]
+struct Devs {
+    by_dir: BTreeMap<PathBuf, DevNum>,
+    by_name: BTreeMap<String, DevNum>,
+}
+
+/// What a partition stands on: its range of the disk whose sysfs directory holds it, or unknown.
+fn partition_lower(devs: &Devs, (name, dir): (&str, &Path), start: &str, size_bytes: u64) -> Lower {
+    let canonical = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let disk = canonical.parent().and_then(|p| devs.by_dir.get(p)).copied();
+    match (disk, start.parse::<u64>()) {
+        (Some(disk), Ok(start)) => Lower::Range {
+            store: Store::Device(disk),
+            start: start.saturating_mul(512),
+            len: size_bytes,
+        },
+        _ => Lower::Unknown(format!("the disk of partition {name}")),
+    }
+}
+
+/// What a stacked device (dm, md, another holder) stands on. A dm table of linear and crypt targets on its own
+/// slaves says exactly which bytes it maps; anything else (striped, thin, snapshot, raid, cache, md) is somewhere
+/// on each slave.
+fn stacked_lower(devs: &Devs, node: &Node, slaves: &[String], dm_oracle: DmOracle<'_>) -> Lower {
+    let slave_devs: Vec<DevNum> = slaves
+        .iter()
+        .filter_map(|s| devs.by_name.get(&s.replace('!', "/")).copied())
+        .collect();
+    let segments = matches!(node.kind, Kind::DeviceMapper(_))
+        .then(|| dm_oracle(node))
+        .flatten()
+        .and_then(|table| {
+            table
+                .iter()
+                .map(|t| {
+                    let (device, start) = t.lower_range()?;
+                    slave_devs.contains(&device).then_some(Segment {
+                        at: t.start_bytes,
+                        len: t.len_bytes,
+                        device,
+                        start,
+                    })
+                })
+                .collect::<Option<Vec<Segment>>>()
+        })
+        .filter(|s| !s.is_empty());
+    match segments {
+        Some(segments) => Lower::Segments(segments),
+        None => Lower::Slaves(slave_devs),
+    }
+}
+
 impl Graph {
     /// Reads every block device under `sys_root/class/block`, asking `loop_oracle` for loop devices' backings.
-    #[expect(
-        clippy::too_many_lines,
-        reason = "over 80 lines before the rule; split when next changed"
-    )]
     pub fn read(sys_root: &Path, loop_oracle: LoopOracle<'_>, dm_oracle: DmOracle<'_>) -> io::Result<Graph> {
         let class = sys_root.join("class/block");
         let entries = fs::read_dir(&class)
@@ -169,13 +218,13 @@ impl Graph {
                 entry.path(),
             ));
         }
-        let mut devs_by_dir: BTreeMap<PathBuf, DevNum> = BTreeMap::new();
-        let mut devs_by_name: BTreeMap<String, DevNum> = BTreeMap::new();
+        let mut devs = Devs::default();
         for (name, dir) in &dirs {
             // A device that went away while we looked is no user.
             if let Some(dev) = read_trimmed(&dir.join("dev")).and_then(|t| parse_dev(&t)) {
-                devs_by_dir.insert(fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()), dev);
-                devs_by_name.insert(name.clone(), dev);
+                devs.by_dir
+                    .insert(fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()), dev);
+                devs.by_name.insert(name.clone(), dev);
             }
         }
         let mut graph = Graph {
@@ -183,7 +232,7 @@ impl Graph {
             file_names: BTreeMap::new(),
         };
         for (name, dir) in &dirs {
-            let Some(&dev) = devs_by_name.get(name) else {
+            let Some(&dev) = devs.by_name.get(name) else {
                 continue;
             };
             let size_bytes = read_trimmed(&dir.join("size"))
@@ -200,40 +249,11 @@ impl Graph {
                 opened_as: None,
             };
             if let Some(start) = read_trimmed(&dir.join("partition")).and(read_trimmed(&dir.join("start"))) {
-                let canonical = fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
-                let disk = canonical.parent().and_then(|p| devs_by_dir.get(p)).copied();
                 node.kind = Kind::Partition;
-                node.lower = match (disk, start.parse::<u64>()) {
-                    (Some(disk), Ok(start)) => Some(Lower::Range {
-                        store: Store::Device(disk),
-                        start: start.saturating_mul(512),
-                        len: size_bytes,
-                    }),
-                    _ => Some(Lower::Unknown(format!("the disk of partition {name}"))),
-                };
+                node.lower = Some(partition_lower(&devs, (name, dir), &start, size_bytes));
             } else if let Some(backing) = read_trimmed(&dir.join("loop/backing_file")) {
                 node.kind = Kind::Loop(backing.clone());
-                node.lower = Some(match loop_oracle(&node) {
-                    Some(b) if b.st_rdev != 0 => Lower::Range {
-                        store: Store::Device((libc::major(b.st_rdev), libc::minor(b.st_rdev))),
-                        start: b.offset_bytes,
-                        len: size_bytes,
-                    },
-                    Some(b) => {
-                        node.opened_as = b.opened_as;
-                        let store = Store::File {
-                            st_dev: b.st_dev,
-                            st_ino: b.st_ino,
-                        };
-                        graph.file_names.entry(store).or_insert(backing);
-                        Lower::Range {
-                            store,
-                            start: b.offset_bytes,
-                            len: size_bytes,
-                        }
-                    }
-                    None => Lower::Unknown(backing),
-                });
+                node.lower = Some(graph.loop_lower(&mut node, backing, loop_oracle));
             } else {
                 let slaves = list_names(&dir.join("slaves"));
                 if !slaves.is_empty() {
@@ -244,34 +264,7 @@ impl Graph {
                     } else {
                         Kind::Stacked
                     };
-                    let slave_devs: Vec<DevNum> = slaves
-                        .iter()
-                        .filter_map(|s| devs_by_name.get(&s.replace('!', "/")).copied())
-                        .collect();
-                    // A dm table of linear and crypt targets on its own slaves says exactly which bytes it maps;
-                    // anything else (striped, thin, snapshot, raid, cache, md) is somewhere on each slave.
-                    let segments = matches!(node.kind, Kind::DeviceMapper(_))
-                        .then(|| dm_oracle(&node))
-                        .flatten()
-                        .and_then(|table| {
-                            table
-                                .iter()
-                                .map(|t| {
-                                    let (device, start) = t.lower_range()?;
-                                    slave_devs.contains(&device).then_some(Segment {
-                                        at: t.start_bytes,
-                                        len: t.len_bytes,
-                                        device,
-                                        start,
-                                    })
-                                })
-                                .collect::<Option<Vec<Segment>>>()
-                        })
-                        .filter(|s| !s.is_empty());
-                    node.lower = Some(match segments {
-                        Some(segments) => Lower::Segments(segments),
-                        None => Lower::Slaves(slave_devs),
-                    });
+                    node.lower = Some(stacked_lower(&devs, &node, &slaves, dm_oracle));
                 }
             }
             graph.nodes.insert(dev, node);
@@ -280,6 +273,32 @@ impl Graph {
         Ok(graph)
     }
 
+    /// What a loop device stands on, as `loop_oracle` says: a range of a device, of a file (whose name is kept
+    /// for messages, and the file as the loop driver opened it), or unknown.
+    fn loop_lower(&mut self, node: &mut Node, backing: String, loop_oracle: LoopOracle<'_>) -> Lower {
+        let len = node.size_bytes;
+        match loop_oracle(node) {
+            Some(b) if b.st_rdev != 0 => Lower::Range {
+                store: Store::Device((libc::major(b.st_rdev), libc::minor(b.st_rdev))),
+                start: b.offset_bytes,
+                len,
+            },
+            Some(b) => {
+                node.opened_as = b.opened_as;
+                let store = Store::File {
+                    st_dev: b.st_dev,
+                    st_ino: b.st_ino,
+                };
+                self.file_names.entry(store).or_insert(backing);
+                Lower::Range {
+                    store,
+                    start: b.offset_bytes,
+                    len,
+                }
+            }
+            None => Lower::Unknown(backing),
+        }
+    }
     /// A DOS extended partition is shown by the kernel as its first sector or two (the table of its first logical
     /// partition), so by its range it overlaps nothing; yet writing it rewrites the chain of logical partitions.
     /// A partition numbered 1 to 4 of at most 4 KiB (1 KiB, or a sector of a 4Kn disk), with logical partitions

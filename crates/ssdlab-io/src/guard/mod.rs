@@ -453,10 +453,6 @@ impl Uses {
 }
 
 /// [`uses_of_device`] over the facts `probe` gives.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<Vec<Finding>> {
     let graph = Graph::read(probe.sys_root, probe.loop_backing, probe.dm_table)?;
     let uses = Uses::read(probe)?;
@@ -471,11 +467,56 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
             ),
         ));
     };
+    let related = related_in_order(&graph, target);
+    let stack = Stack {
+        graph: &graph,
+        uses: &uses,
+        probe,
+        used_devs: related
+            .iter()
+            .filter(|(n, _)| !uses.of(n.dev, probe.block_dev_of).is_empty())
+            .map(|(n, _)| n.dev)
+            .collect(),
+    };
+    let mut findings: Vec<Finding> = related
+        .iter()
+        .flat_map(|(node, relation)| stack.findings_of(node, relation))
+        .collect();
+    findings.extend(stack.swap_file_findings(target));
+    findings.extend(stack.unknown_findings(&related));
+    let patience = match claim {
+        OwnClaim::HeldByCaller => TRANSIENT_USE_PATIENCE,
+        OwnClaim::Probe => std::time::Duration::ZERO,
+    };
+    findings.extend(process_findings(
+        probe.proc_root,
+        &wanted_of(&graph, &related, target),
+        patience,
+    ));
+    // The kernel refuses an exclusive open of a device that is mounted, held or claimed by another exclusive
+    // opener, also from another mount namespace. Mounts and holders are already named above; this catches users
+    // that leave no other trace here, such as a ZFS pool, a virtual machine or a mount in a container.
+    // Only a claim seen counts here: a probe that cannot be made (no permission) says nothing about the device
+    // itself, which a destructive command claims for itself anyway.
+    if claim == OwnClaim::Probe
+        && !findings.iter().any(|f| f.in_use)
+        && (probe.claimed)(target_node) == Claim::Claimed
+    {
+        findings.push(Finding::in_use(
+            "it is open exclusively by another program or kernel subsystem (for example a ZFS pool, a virtual \
+             machine, a multi-device file system or a mount in another namespace)",
+        ));
+    }
+    Ok(findings)
+}
+
+/// Every device related to `target`: the device itself, its own partitions, then stacks on it, devices beside
+/// it and devices under it, each group in name order.
+fn related_in_order(graph: &Graph, target: DevNum) -> Vec<(&Node, Relation)> {
     let mut related: Vec<(&Node, Relation)> = graph
         .nodes()
         .filter_map(|n| Some((n, graph.relation(target, n.dev)?)))
         .collect();
-    // The device itself, its own partitions, then stacks on it, devices beside it and devices under it.
     related.sort_by_key(|(n, r)| {
         let rank = match r {
             Relation::Itself => 0,
@@ -486,49 +527,38 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
         };
         (rank, n.name.clone())
     });
-    let mut findings = Vec::new();
-    let used_devs: Vec<DevNum> = related
-        .iter()
-        .filter(|(n, _)| !uses.of(n.dev, probe.block_dev_of).is_empty())
-        .map(|(n, _)| n.dev)
-        .collect();
-    let partitions_of = |dev: DevNum| {
-        graph.nodes().filter(move |p| {
+    related
+}
+
+/// The device graph around a target with the uses found on it: what each related device says about the target.
+struct Stack<'a> {
+    graph: &'a Graph,
+    uses: &'a Uses,
+    probe: &'a Probe<'a>,
+    /// The related devices that are mounted, swapped on or otherwise used.
+    used_devs: Vec<DevNum>,
+}
+
+impl Stack<'_> {
+    /// The partitions of `dev`.
+    fn partitions_of(&self, dev: DevNum) -> impl Iterator<Item = &Node> {
+        self.graph.nodes().filter(move |p| {
             p.kind == Kind::Partition
                 && matches!(p.lower, Some(Lower::Range { store: graph::Store::Device(d), .. }) if d == dev)
         })
-    };
-    for (node, relation) in &related {
-        let (label, how) = describe(&graph, node, relation);
-        let used = uses.of(node.dev, probe.block_dev_of);
-        for what in &used {
-            findings.push(Finding::in_use(format!("{label} {what}{how}")));
-        }
-        // Whether something else holds the device open exclusively (a mount in another namespace, a virtual
-        // machine). Not asked of a device already found mounted or swapped on, nor of one whose partition is (its
-        // claim is theirs, already named); not of a disk under the target that has partitions, whose claim may be
-        // a partition's that the target does not reach; and not of a device under the target that md, dm or
-        // bcache hold: the kernel holder claims it (the target itself, or a device beside it whose bytes the
-        // graph relates by their tables), and while it holds it nothing else can.
-        let held_below =
-            matches!(relation, Relation::Below { .. }) && graph.holders_of(node.dev).next().is_some();
-        let claimed = || {
-            if used.is_empty() && !held_below && !partitions_of(node.dev).any(|p| used_devs.contains(&p.dev))
-            {
-                (probe.claimed)(node)
-            } else {
-                Claim::Free
-            }
-        };
-        let claimed_finding = || {
-            claim_finding(
-                claimed(),
-                &label,
-                "is open exclusively by another program or kernel subsystem, such as a mount in another namespace \
-                 or a virtual machine",
-                &how,
-            )
-        };
+    }
+
+    /// What one related device says: its own uses, and by its relation, a holder over the target, a device over
+    /// the same bytes in use (or as a sign of past use), or an exclusive claim.
+    fn findings_of(&self, node: &Node, relation: &Relation) -> Vec<Finding> {
+        let graph = self.graph;
+        let (label, how) = describe(graph, node, relation);
+        let used = self.uses.of(node.dev, self.probe.block_dev_of);
+        let mut findings: Vec<Finding> = used
+            .iter()
+            .map(|what| Finding::in_use(format!("{label} {what}{how}")))
+            .collect();
+        let claimed_finding = || self.claimed_finding(node, relation, &used, (&label, &how));
         match relation {
             Relation::Above { .. } if node.is_holder() => {
                 findings.push(Finding::in_use(format!(
@@ -573,52 +603,102 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
                 }
             }
             Relation::Beside { .. } => findings.extend(claimed_finding()),
-            Relation::Below { .. } if partitions_of(node.dev).next().is_none() => {
-                findings.extend(claimed_finding())
+            Relation::Below { .. } if self.partitions_of(node.dev).next().is_none() => {
+                findings.extend(claimed_finding());
             }
             _ => {}
         }
+        findings
     }
-    // A loop device over an active swap file (at any depth): writing it writes the swap area.
-    for (identity, chain) in graph.files_below(target) {
-        if uses.swap_files.contains(&identity) {
-            findings.push(Finding::in_use(format!(
-                "it is stored on an active swap file ({} -> {})",
-                graph.chain_text(&chain),
-                graph.store_name(graph::Store::File {
-                    st_dev: identity.0,
-                    st_ino: identity.1
-                })
-            )));
-        }
-    }
-    // Loop devices whose backing cannot be identified, and stacks deeper than the graph follows, might be over
-    // this device: refuse if one is in use.
-    for node in graph.nodes() {
-        let in_use =
-            || !uses.of(node.dev, probe.block_dev_of).is_empty() || (probe.claimed)(node) != Claim::Free;
-        if let Some(Lower::Unknown(backing)) = &node.lower
-            && matches!(node.kind, Kind::Loop(_))
-            && in_use()
+
+    /// Whether something else holds the device open exclusively (a mount in another namespace, a virtual
+    /// machine). Not asked of a device already found mounted or swapped on, nor of one whose partition is (its
+    /// claim is theirs, already named); not of a disk under the target that has partitions, whose claim may be
+    /// a partition's that the target does not reach; and not of a device under the target that md, dm or
+    /// bcache hold: the kernel holder claims it (the target itself, or a device beside it whose bytes the graph
+    /// relates by their tables), and while it holds it nothing else can.
+    fn claimed_finding(
+        &self,
+        node: &Node,
+        relation: &Relation,
+        used: &[String],
+        (label, how): (&str, &str),
+    ) -> Option<Finding> {
+        let held_below =
+            matches!(relation, Relation::Below { .. }) && self.graph.holders_of(node.dev).next().is_some();
+        let claimed = if used.is_empty()
+            && !held_below
+            && !self
+                .partitions_of(node.dev)
+                .any(|p| self.used_devs.contains(&p.dev))
         {
-            findings.push(Finding::in_use(format!(
-                "{} is in use and its backing file ({backing}) cannot be identified, so it may be this device",
-                node.dev_path()
-            )));
-        }
-        if !related.iter().any(|(r, _)| r.dev == node.dev) {
-            findings.extend(cut_off_finding(&graph, node, in_use, "this device"));
-        }
+            (self.probe.claimed)(node)
+        } else {
+            Claim::Free
+        };
+        claim_finding(
+            claimed,
+            label,
+            "is open exclusively by another program or kernel subsystem, such as a mount in another namespace \
+             or a virtual machine",
+            how,
+        )
     }
-    // Other processes that hold the device, or any device over the same bytes, open, mapped or locked (a
-    // virtual machine, qemu-nbd, a FUSE daemon on a partition), or the image file below a loop device: none of
-    // them claims anything exclusively. A caller about to write looks again before a use counts.
+
+    /// A loop device over an active swap file (at any depth): writing it writes the swap area.
+    fn swap_file_findings(&self, target: DevNum) -> Vec<Finding> {
+        let graph = self.graph;
+        graph
+            .files_below(target)
+            .into_iter()
+            .filter(|(identity, _)| self.uses.swap_files.contains(identity))
+            .map(|(identity, chain)| {
+                Finding::in_use(format!(
+                    "it is stored on an active swap file ({} -> {})",
+                    graph.chain_text(&chain),
+                    graph.store_name(graph::Store::File {
+                        st_dev: identity.0,
+                        st_ino: identity.1
+                    })
+                ))
+            })
+            .collect()
+    }
+
+    /// Loop devices whose backing cannot be identified, and stacks deeper than the graph follows, might be over
+    /// this device: refused if one is in use.
+    fn unknown_findings(&self, related: &[(&Node, Relation)]) -> Vec<Finding> {
+        let (graph, uses, probe) = (self.graph, self.uses, self.probe);
+        let mut findings = Vec::new();
+        for node in graph.nodes() {
+            let in_use =
+                || !uses.of(node.dev, probe.block_dev_of).is_empty() || (probe.claimed)(node) != Claim::Free;
+            if let Some(Lower::Unknown(backing)) = &node.lower
+                && matches!(node.kind, Kind::Loop(_))
+                && in_use()
+            {
+                findings.push(Finding::in_use(format!(
+                    "{} is in use and its backing file ({backing}) cannot be identified, so it may be this device",
+                    node.dev_path()
+                )));
+            }
+            if !related.iter().any(|(r, _)| r.dev == node.dev) {
+                findings.extend(cut_off_finding(graph, node, in_use, "this device"));
+            }
+        }
+        findings
+    }
+}
+
+/// What other processes may not hold open, mapped or locked (a virtual machine, qemu-nbd, a FUSE daemon on a
+/// partition): the target, what stands on it and what shares its bytes (an alias a virtual machine has open, a
+/// partition of it), what it is stored on unless the target's own stack holds that (multipathd keeps every path
+/// open; a reader of a PV under an LV reads, it does not write), and the image file below a loop device. None of
+/// them claims anything exclusively; a caller about to write looks again before a use counts. Holders stacked on
+/// the target are in use by rule already.
+fn wanted_of(graph: &Graph, related: &[(&Node, Relation)], target: DevNum) -> Wanted {
     let mut wanted = Wanted::default();
-    // Which devices a process may not hold: the target, what stands on it and what shares its bytes (an alias
-    // a virtual machine has open, a partition of it), and what it is stored on unless the target's own stack
-    // holds that (multipathd keeps every path open; a reader of a PV under an LV reads, it does not write).
-    // Holders stacked on the target are in use by rule already.
-    for (node, relation) in &related {
+    for (node, relation) in related {
         let skip = match relation {
             Relation::Itself | Relation::Beside { .. } => false,
             Relation::Above { .. } => node.is_holder(),
@@ -627,7 +707,7 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
         if skip {
             continue;
         }
-        let (label, how) = describe(&graph, node, relation);
+        let (label, how) = describe(graph, node, relation);
         wanted.device(node.dev, node_identity(node), &format!("{label}{how}"));
     }
     for ((st_dev, st_ino), chain) in graph.files_below(target) {
@@ -640,7 +720,7 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
         );
     }
     // A loop device's file as the loop driver opened it (an overlay's), which is what other programs open.
-    for (node, relation) in &related {
+    for (node, relation) in related {
         if let (Relation::Itself | Relation::Below { .. }, Some((st_dev, st_ino))) =
             (relation, node.opened_as)
         {
@@ -656,26 +736,7 @@ fn uses_with(probe: &Probe<'_>, target: DevNum, claim: OwnClaim) -> io::Result<V
             );
         }
     }
-    let patience = match claim {
-        OwnClaim::HeldByCaller => TRANSIENT_USE_PATIENCE,
-        OwnClaim::Probe => std::time::Duration::ZERO,
-    };
-    findings.extend(process_findings(probe.proc_root, &wanted, patience));
-    // The kernel refuses an exclusive open of a device that is mounted, held or claimed by another exclusive
-    // opener, also from another mount namespace. Mounts and holders are already named above; this catches users
-    // that leave no other trace here, such as a ZFS pool, a virtual machine or a mount in a container.
-    // Only a claim seen counts here: a probe that cannot be made (no permission) says nothing about the device
-    // itself, which a destructive command claims for itself anyway.
-    if claim == OwnClaim::Probe
-        && !findings.iter().any(|f| f.in_use)
-        && (probe.claimed)(target_node) == Claim::Claimed
-    {
-        findings.push(Finding::in_use(
-            "it is open exclusively by another program or kernel subsystem (for example a ZFS pool, a virtual \
-             machine, a multi-device file system or a mount in another namespace)",
-        ));
-    }
-    Ok(findings)
+    wanted
 }
 
 /// [`uses_of_file`] over the facts `probe` gives.

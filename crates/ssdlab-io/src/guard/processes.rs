@@ -177,16 +177,16 @@ impl Survey {
 /// Surveys every process under `proc_root` for the `wanted` objects. `mounts` (this namespace's mount table)
 /// turns the mount id fdinfo gives into the superblock's device; `me` is ssdlab's own process id, whose
 /// descriptors and children are not counted.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub(crate) fn survey(proc_root: &Path, wanted: &Wanted, mounts: &[MountEntry], me: u32) -> Survey {
     let mut survey = Survey::default();
     if wanted.is_empty() {
         return survey;
     }
     let by_mount: HashMap<u64, &MountEntry> = mounts.iter().map(|m| (m.mount_id, m)).collect();
+    let looking = Looking {
+        wanted,
+        by_mount: &by_mount,
+    };
     let Ok(entries) = fs::read_dir(proc_root) else {
         return survey;
     };
@@ -204,23 +204,50 @@ pub(crate) fn survey(proc_root: &Path, wanted: &Wanted, mounts: &[MountEntry], m
             continue;
         }
         if ours(pid, me) {
-            for fd in fs::read_dir(dir.join("fd")).into_iter().flatten().flatten() {
-                if let Ok(Some((object, _, true))) =
-                    open_use(&dir, &fd.path(), &fd.file_name(), wanted, &by_mount)
-                {
-                    locked_by_us.push(object);
-                }
-            }
+            locked_by_us.extend(looking.locked_objects(&dir));
             continue;
         }
+        looking.survey_process(&mut survey, pid, &dir);
+    }
+    if let Ok(locks) = fs::read_to_string(proc_root.join("locks")) {
+        add_lock_uses(&mut survey, proc_root, (&locks, wanted), me, &locked_by_us);
+    }
+    survey
+}
+
+/// What a survey looks for, and how a descriptor's mount id leads to its superblock's device.
+struct Looking<'a> {
+    wanted: &'a Wanted,
+    by_mount: &'a HashMap<u64, &'a MountEntry>,
+}
+
+impl Looking<'_> {
+    /// The wanted objects a process (ssdlab itself or its child) holds open and locked.
+    fn locked_objects(&self, dir: &Path) -> Vec<String> {
+        fs::read_dir(dir.join("fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(
+                |fd| match open_use(dir, &fd.path(), &fd.file_name(), self.wanted, self.by_mount) {
+                    Ok(Some((object, _, true))) => Some(object),
+                    _ => None,
+                },
+            )
+            .collect()
+    }
+
+    /// Adds what one process holds open or mapped; a process whose descriptors or maps may not be read is
+    /// listed as unchecked.
+    fn survey_process(&self, survey: &mut Survey, pid: u32, dir: &Path) {
         let command = fs::read_to_string(dir.join("comm"))
             .map(|c| c.trim_end().to_string())
             .unwrap_or_else(|_| "?".into());
         let mut readable = true;
         // The leader's table, and each thread's where the leader has exited (its table is then empty, while the
         // threads still hold theirs).
-        let mut tables = vec![dir.clone()];
-        if leader_exited(&dir) {
+        let mut tables = vec![dir.to_path_buf()];
+        if leader_exited(dir) {
             tables.extend(
                 fs::read_dir(dir.join("task"))
                     .into_iter()
@@ -231,38 +258,13 @@ pub(crate) fn survey(proc_root: &Path, wanted: &Wanted, mounts: &[MountEntry], m
             );
         }
         for table in &tables {
-            match fs::read_dir(table.join("fd")) {
-                Ok(fds) => {
-                    for fd in fds.flatten() {
-                        match open_use(table, &fd.path(), &fd.file_name(), wanted, &by_mount) {
-                            Ok(Some((object, what, locked)))
-                                if !survey.uses.iter().any(|u| u.pid == Some(pid) && u.what == what) =>
-                            {
-                                survey.uses.push(ProcessUse {
-                                    pid: Some(pid),
-                                    command: command.clone(),
-                                    what,
-                                    object,
-                                    locked,
-                                });
-                            }
-                            Ok(_) => {}
-                            // A descriptor whose target may not be read (a process that is not dumpable, without
-                            // CAP_SYS_PTRACE): that process was not checked.
-                            Err(()) => readable = false,
-                        }
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => readable = false,
-                // A process that ended meanwhile uses nothing.
-                Err(_) => {}
-            }
+            readable &= self.add_open_uses(survey, (pid, &command), table);
         }
         // The maps too: a leader that exited has none, its threads have the process's.
-        let maps_of = tables.last().cloned().unwrap_or_else(|| dir.clone());
+        let maps_of = tables.last().cloned().unwrap_or_else(|| dir.to_path_buf());
         match fs::read_to_string(maps_of.join("maps")) {
             Ok(maps) => {
-                for label in mapped(&maps, wanted) {
+                for label in mapped(&maps, self.wanted) {
                     let what = format!("has {label} mapped into its memory");
                     if !survey.uses.iter().any(|u| u.pid == Some(pid) && u.what == what) {
                         survey.uses.push(ProcessUse {
@@ -282,33 +284,73 @@ pub(crate) fn survey(proc_root: &Path, wanted: &Wanted, mounts: &[MountEntry], m
             survey.unchecked.push((pid, command));
         }
     }
-    if let Ok(locks) = fs::read_to_string(proc_root.join("locks")) {
-        for (pid, object, what) in locked(&locks, wanted) {
-            let excluded = pid.is_some_and(|p| ours(p, me));
-            if excluded {
-                continue;
-            }
-            let command = pid
-                .and_then(|p| fs::read_to_string(proc_root.join(p.to_string()).join("comm")).ok())
-                .map(|c| c.trim_end().to_string())
-                .unwrap_or_else(|| "?".into());
-            // A lock whose holder was already named adds nothing new to say: the same lock, or an OFD lock on an
-            // object a process holds open and locked (its fdinfo lists the lock).
-            let named = survey.uses.iter().any(|u| {
-                (u.pid == pid && u.what == what) || (pid.is_none() && u.object == object && u.locked)
-            }) || (pid.is_none() && locked_by_us.iter().any(|o| o == object));
-            if !named {
-                survey.uses.push(ProcessUse {
-                    pid,
-                    command,
-                    what,
-                    object: object.to_string(),
-                    locked: true,
-                });
+
+    /// Adds the wanted objects one descriptor table holds open; false when some of it may not be read.
+    fn add_open_uses(&self, survey: &mut Survey, (pid, command): (u32, &str), table: &Path) -> bool {
+        let fds = match fs::read_dir(table.join("fd")) {
+            Ok(fds) => fds,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return false,
+            // A process that ended meanwhile uses nothing.
+            Err(_) => return true,
+        };
+        let mut readable = true;
+        for fd in fds.flatten() {
+            match open_use(table, &fd.path(), &fd.file_name(), self.wanted, self.by_mount) {
+                Ok(Some((object, what, locked)))
+                    if !survey.uses.iter().any(|u| u.pid == Some(pid) && u.what == what) =>
+                {
+                    survey.uses.push(ProcessUse {
+                        pid: Some(pid),
+                        command: command.to_string(),
+                        what,
+                        object,
+                        locked,
+                    });
+                }
+                Ok(_) => {}
+                // A descriptor whose target may not be read (a process that is not dumpable, without
+                // CAP_SYS_PTRACE): that process was not checked.
+                Err(()) => readable = false,
             }
         }
+        readable
     }
-    survey
+}
+
+/// Adds the locks /proc/locks shows on wanted objects, but not ssdlab's own, nor a lock whose holder was
+/// already named.
+fn add_lock_uses(
+    survey: &mut Survey,
+    proc_root: &Path,
+    (locks, wanted): (&str, &Wanted),
+    me: u32,
+    locked_by_us: &[String],
+) {
+    for (pid, object, what) in locked(locks, wanted) {
+        let excluded = pid.is_some_and(|p| ours(p, me));
+        if excluded {
+            continue;
+        }
+        let command = pid
+            .and_then(|p| fs::read_to_string(proc_root.join(p.to_string()).join("comm")).ok())
+            .map(|c| c.trim_end().to_string())
+            .unwrap_or_else(|| "?".into());
+        // A lock whose holder was already named adds nothing new to say: the same lock, or an OFD lock on an
+        // object a process holds open and locked (its fdinfo lists the lock).
+        let named =
+            survey.uses.iter().any(|u| {
+                (u.pid == pid && u.what == what) || (pid.is_none() && u.object == object && u.locked)
+            }) || (pid.is_none() && locked_by_us.iter().any(|o| o == object));
+        if !named {
+            survey.uses.push(ProcessUse {
+                pid,
+                command,
+                what,
+                object: object.to_string(),
+                locked: true,
+            });
+        }
+    }
 }
 
 /// The fields of `stat` after the command's parenthesis (which may itself hold spaces and parentheses): state,
