@@ -7,21 +7,18 @@ use ssdlab_core::units::BinaryBytes;
 use crate::svg::{Axis, Chart, Mark, Scale, Series};
 use crate::{charts, iops_over_time, label, series_of, table};
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
+/// The performance-consistency section: the charts of IOPS over time, then the table of its figures.
 pub(crate) fn consistency(group: &[&RunResult]) -> String {
+    let mut out = consistency_charts(group);
+    out.push_str(&consistency_table(group));
+    out
+}
+
+/// IOPS over the whole run (log and linear), from the steady state on, against data written, and the SNIA
+/// rounds.
+fn consistency_charts(group: &[&RunResult]) -> String {
     let iops = series_of(group, "random-write", iops_over_time, Mark::Dots);
-    let runtime = iops
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.0))
-        .fold(0.0, f64::max);
-    let zoom_from = if runtime > 2000.0 * 0.9 {
-        1400.0
-    } else {
-        (runtime * 0.7).floor()
-    };
+    let zoom_from = steady_zoom_start_s(&iops);
     let zoomed: Vec<Series> = iops
         .iter()
         .map(|s| Series {
@@ -29,23 +26,9 @@ pub(crate) fn consistency(group: &[&RunResult]) -> String {
             ..s.clone()
         })
         .collect();
-    let by_gb = series_of(
-        group,
-        "random-write",
-        |p| {
-            let mut written = 0u64;
-            p.samples
-                .iter()
-                .map(|s| {
-                    written += s.bytes;
-                    (written as f64 / 1e9, s.iops)
-                })
-                .collect()
-        },
-        Mark::Dots,
-    );
+    let by_gb = series_of(group, "random-write", iops_by_data_written, Mark::Dots);
     let seconds = Axis::new("time (s)", Scale::Linear);
-    let mut out = charts(&[
+    charts(&[
         Chart {
             title: "IOPS over the whole run (log scale)".into(),
             x: seconds.clone(),
@@ -71,7 +54,37 @@ pub(crate) fn consistency(group: &[&RunResult]) -> String {
             series: by_gb,
         },
         snia_rounds(group),
-    ]);
+    ])
+}
+
+/// Where the steady-state chart starts, in seconds: at 1400 s for a run of the full 2000 s (or nearly), else at
+/// 70% of the longest run.
+fn steady_zoom_start_s(iops: &[Series]) -> f64 {
+    let runtime = iops
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .fold(0.0, f64::max);
+    if runtime > 2000.0 * 0.9 {
+        1400.0
+    } else {
+        (runtime * 0.7).floor()
+    }
+}
+
+/// A phase's IOPS of each second against the data written up to its end, in GB.
+fn iops_by_data_written(p: &ssdlab_core::schema::PhaseResult) -> Vec<(f64, f64)> {
+    let mut written = 0u64;
+    p.samples
+        .iter()
+        .map(|s| {
+            written += s.bytes;
+            (written as f64 / 1e9, s.iops)
+        })
+        .collect()
+}
+
+/// The table of each result's figures: tested span, plateau, cliff, steady state and the SNIA PTS verdict.
+fn consistency_table(group: &[&RunResult]) -> String {
     let mut header = vec![String::new()];
     header.extend(group.iter().map(|r| label(r)));
     let figure = |name: &str, f: &dyn Fn(&ConsistencyAnalysis) -> String| -> Vec<String> {
@@ -95,21 +108,22 @@ pub(crate) fn consistency(group: &[&RunResult]) -> String {
             a.steady_consistency_ratio
                 .map_or("–".into(), |v| format!("{v:.1}"))
         }),
-        figure("SNIA PTS steady state", &|a| {
-            let s = &a.snia;
-            match (s.range_excursion, s.slope_excursion) {
-                (Some(range), Some(slope)) => format!(
-                    "{} (range {:.1}%, slope {:.1}%)",
-                    if s.achieved { "achieved" } else { "not achieved" },
-                    100.0 * range,
-                    100.0 * slope
-                ),
-                _ => format!("not assessed ({} rounds, fewer than 5)", s.rounds),
-            }
-        }),
+        figure("SNIA PTS steady state", &|a| snia_verdict(&a.snia)),
     ];
-    out.push_str(&table(&header, &rows));
-    out
+    table(&header, &rows)
+}
+
+/// The SNIA PTS steady state in words: achieved or not with its range and slope, or why it was not assessed.
+fn snia_verdict(s: &ssdlab_core::schema::SniaSteadyState) -> String {
+    match (s.range_excursion, s.slope_excursion) {
+        (Some(range), Some(slope)) => format!(
+            "{} (range {:.1}%, slope {:.1}%)",
+            if s.achieved { "achieved" } else { "not achieved" },
+            100.0 * range,
+            100.0 * slope
+        ),
+        _ => format!("not assessed ({} rounds, fewer than 5)", s.rounds),
+    }
 }
 
 /// The SNIA PTS view of the random writes: IOPS averaged per round, and over the last five rounds (the window

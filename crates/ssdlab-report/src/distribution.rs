@@ -64,71 +64,94 @@ fn fio_buckets(points: &[(u64, f64)]) -> Vec<f64> {
     shares
 }
 
-/// The CDF and tail charts of `group`, or nothing when no phase kept a histogram.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
-pub(crate) fn distribution(group: &[&RunResult]) -> String {
-    let mut cdf = Vec::new();
-    let mut tail = Vec::new();
-    // Each phase's shares of fio's buckets, named and styled as its series.
-    let mut buckets: Vec<crate::svg::Columns> = Vec::new();
-    for r in group {
-        for (kind, &name) in crate::views::measured_phases(r).iter().enumerate() {
-            let phase = if name.is_empty() {
-                r.phases.first()
-            } else {
-                r.phases.iter().find(|p| p.name == name)
-            };
-            let Some(h) = phase.and_then(|p| p.summary.latency_histogram.as_ref()) else {
-                continue;
-            };
-            let points = h.cdf_points();
-            if points.is_empty() {
-                continue;
+/// The latency distributions of a group's measured phases, one entry per phase that kept a histogram.
+struct Distributions {
+    /// The share of operations at or below each latency (µs against %).
+    cdf: Vec<Series>,
+    /// The share of operations slower than each latency (µs against %).
+    tail: Vec<Series>,
+    /// Each phase's shares of fio's buckets, named and styled as its series.
+    buckets: Vec<crate::svg::Columns>,
+}
+
+impl Distributions {
+    /// The distributions of every measured phase of every result in `group`.
+    fn of(group: &[&RunResult]) -> Self {
+        let mut all = Distributions {
+            cdf: Vec::new(),
+            tail: Vec::new(),
+            buckets: Vec::new(),
+        };
+        for r in group {
+            for (kind, &name) in crate::views::measured_phases(r).iter().enumerate() {
+                if let Some((series_name, points)) = phase_cdf(group, r, name) {
+                    all.add(series_name, &points, crate::result_style(group, r, kind));
+                }
             }
-            let series_name = match (group.len() > 1, crate::views::measured_phases(r).len() > 1) {
-                (true, true) => format!("{} {name}", label(r)),
-                (true, false) => label(r),
-                (false, true) => name.to_string(),
-                (false, false) => phase.map_or(String::new(), |p| p.name.clone()),
-            };
-            buckets.push((
-                series_name.clone(),
-                fio_buckets(&points),
-                crate::result_style(group, r, kind),
-            ));
-            cdf.push(Series {
-                name: series_name.clone(),
-                points: points
-                    .iter()
-                    .map(|&(ns, f)| (ns as f64 / 1e3, 100.0 * f))
-                    .collect(),
-                mark: Mark::Line,
-                style: crate::result_style(group, r, kind),
-            });
-            // The tail: share of operations slower than each latency; the last bucket (0%) has no place on a log
-            // axis.
-            tail.push(Series {
-                name: series_name,
-                points: points
-                    .iter()
-                    .filter(|&&(_, f)| f < 1.0)
-                    .map(|&(ns, f)| (ns as f64 / 1e3, 100.0 * (1.0 - f)))
-                    .collect(),
-                mark: Mark::Line,
-                style: crate::result_style(group, r, kind),
-            });
         }
+        all
     }
-    if cdf.is_empty() {
+
+    /// Adds one phase, `name`d and drawn in `style`, from its CDF points (nanoseconds, share at or below).
+    fn add(&mut self, name: String, points: &[(u64, f64)], style: Option<(usize, usize)>) {
+        self.buckets.push((name.clone(), fio_buckets(points), style));
+        self.cdf.push(Series {
+            name: name.clone(),
+            points: points
+                .iter()
+                .map(|&(ns, f)| (ns as f64 / 1e3, 100.0 * f))
+                .collect(),
+            mark: Mark::Line,
+            style,
+        });
+        // The tail: share of operations slower than each latency; the last bucket (0%) has no place on a log
+        // axis.
+        self.tail.push(Series {
+            name,
+            points: points
+                .iter()
+                .filter(|&&(_, f)| f < 1.0)
+                .map(|&(ns, f)| (ns as f64 / 1e3, 100.0 * (1.0 - f)))
+                .collect(),
+            mark: Mark::Line,
+            style,
+        });
+    }
+}
+
+/// The CDF points of `r`'s measured phase `name` (its first phase when the name is empty), with the name its
+/// series take in `group`; None when the phase kept no histogram or an empty one.
+fn phase_cdf(group: &[&RunResult], r: &RunResult, name: &str) -> Option<(String, Vec<(u64, f64)>)> {
+    let phase = if name.is_empty() {
+        r.phases.first()
+    } else {
+        r.phases.iter().find(|p| p.name == name)
+    };
+    let h = phase.and_then(|p| p.summary.latency_histogram.as_ref())?;
+    let points = h.cdf_points();
+    if points.is_empty() {
+        return None;
+    }
+    let series_name = match (group.len() > 1, crate::views::measured_phases(r).len() > 1) {
+        (true, true) => format!("{} {name}", label(r)),
+        (true, false) => label(r),
+        (false, true) => name.to_string(),
+        (false, false) => phase.map_or(String::new(), |p| p.name.clone()),
+    };
+    Some((series_name, points))
+}
+
+/// The distribution section of `group`: fio's buckets as a table and as a histogram, the CDF and the tail; or
+/// nothing when no phase kept a histogram.
+pub(crate) fn distribution(group: &[&RunResult]) -> String {
+    let all = Distributions::of(group);
+    if all.cdf.is_empty() {
         return String::new();
     }
     let mut out = String::from("<h3>Latency distribution</h3>");
     // fio's buckets, only those where some phase has operations.
     let used: Vec<usize> = (0..=FIO_EDGES_NS.len())
-        .filter(|&i| buckets.iter().any(|(_, shares, _)| shares[i] >= 0.00005))
+        .filter(|&i| all.buckets.iter().any(|(_, shares, _)| shares[i] >= 0.00005))
         .collect();
     let bucket_names: Vec<String> = used
         .iter()
@@ -137,8 +160,15 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
             None => format!("> {}", edge_name(FIO_EDGES_NS[FIO_EDGES_NS.len() - 1])),
         })
         .collect();
+    out.push_str(&bucket_table(&all.buckets, &used, &bucket_names));
+    out.push_str(&distribution_charts(all, &used, &bucket_names));
+    out
+}
+
+/// fio's buckets as a table: a row per phase, its share of operations in each `used` bucket (named by `names`).
+fn bucket_table(buckets: &[crate::svg::Columns], used: &[usize], names: &[String]) -> String {
     let mut header = vec!["operations in fio's range up to".to_string()];
-    header.extend(bucket_names.iter().cloned());
+    header.extend(names.iter().cloned());
     let rows: Vec<Vec<String>> = buckets
         .iter()
         .map(|(name, shares, _)| {
@@ -147,9 +177,14 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
                 .collect()
         })
         .collect();
-    out.push_str(&table_with_class("wide", &header, &rows));
+    table_with_class("wide", &header, &rows)
+}
+
+/// The histogram of the `used` buckets (named by `names`), the CDF and the tail, as one row of charts.
+fn distribution_charts(all: Distributions, used: &[usize], names: &[String]) -> String {
     // The histogram as fio-plot draws it: a column per bucket and phase, the share of operations on a linear axis.
-    let histogram: Vec<crate::svg::Columns> = buckets
+    let histogram: Vec<crate::svg::Columns> = all
+        .buckets
         .iter()
         .map(|(name, shares, style)| {
             (
@@ -159,12 +194,12 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
             )
         })
         .collect();
-    out.push_str("<div class=\"charts\">");
+    let mut out = String::from("<div class=\"charts\">");
     out.push_str(&columns(
         "Latency histogram: operations in each of fio's ranges",
         "latency, up to (fio's ranges)",
         &Axis::new("% of operations", Scale::Linear),
-        &bucket_names,
+        names,
         &histogram,
     ));
     for chart in [
@@ -172,13 +207,13 @@ pub(crate) fn distribution(group: &[&RunResult]) -> String {
             title: "Latency CDF: operations at or below each latency".into(),
             x: Axis::new("latency", Scale::Log10).format(crate::svg::micros),
             y: Axis::new("% of operations", Scale::Linear).range(Some(0.0), Some(100.0)),
-            series: cdf,
+            series: all.cdf,
         },
         Chart {
             title: "Latency tail: operations slower than each latency".into(),
             x: Axis::new("latency", Scale::Log10).format(crate::svg::micros),
             y: Axis::new("% of operations slower", Scale::Log10),
-            series: tail,
+            series: all.tail,
         },
     ] {
         out.push_str(&chart_svg(&chart));

@@ -28,10 +28,8 @@ fn measured(r: &RunResult) -> Option<&LatencyAnalysis> {
     }
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
+/// The QD1 latency section: a row per result (with each cached result against its plain drive, as ratios), then
+/// the mean and p99 latency per second.
 pub(crate) fn latency(group: &[&RunResult]) -> String {
     let header: Vec<String> = [
         "",
@@ -51,36 +49,45 @@ pub(crate) fn latency(group: &[&RunResult]) -> String {
     .iter()
     .map(|s| s.to_string())
     .collect();
+    let mut rows: Vec<Vec<String>> = group.iter().map(|r| latency_row(r)).collect();
+    rows.extend(cached_ratio_rows(group));
+    let mut out = table(&header, &rows);
+    out.push_str(&latency_charts(group));
+    out
+}
+
+/// A result's row of the table: its operations, IOPS, MB/s, CPU and latency percentiles, or "not measured".
+fn latency_row(r: &RunResult) -> Vec<String> {
     let ns = |v: u64| Nanos(v as f64).to_string();
-    let rows: Vec<Vec<String>> = group
-        .iter()
-        .map(|r| match &r.analysis {
-            Analysis::Latency(MethodAnalysis {
-                measured: Some(a), ..
-            }) => vec![
-                label(r),
-                operations(r),
-                format!("{:.0}", a.iops),
-                mb_s(a.bytes_per_s),
-                format!("{:.1}%", a.cpu_percent),
-                Nanos(a.latency_ns_mean).to_string(),
-                ns(a.latency_ns_p25),
-                ns(a.latency_ns_p50),
-                ns(a.latency_ns_p75),
-                ns(a.latency_ns_p95),
-                ns(a.latency_ns_p99),
-                if a.latency_ns_p999 > 0 {
-                    ns(a.latency_ns_p999)
-                } else {
-                    "–".into()
-                },
-                ns(a.latency_ns_max),
-            ],
-            _ => vec![label(r), "not measured".into()],
-        })
-        .collect();
-    let mut rows = rows;
-    // RAPID's comparison: each cached result against the same drive without the cache, as ratios.
+    match &r.analysis {
+        Analysis::Latency(MethodAnalysis {
+            measured: Some(a), ..
+        }) => vec![
+            label(r),
+            operations(r),
+            format!("{:.0}", a.iops),
+            mb_s(a.bytes_per_s),
+            format!("{:.1}%", a.cpu_percent),
+            Nanos(a.latency_ns_mean).to_string(),
+            ns(a.latency_ns_p25),
+            ns(a.latency_ns_p50),
+            ns(a.latency_ns_p75),
+            ns(a.latency_ns_p95),
+            ns(a.latency_ns_p99),
+            if a.latency_ns_p999 > 0 {
+                ns(a.latency_ns_p999)
+            } else {
+                "–".into()
+            },
+            ns(a.latency_ns_max),
+        ],
+        _ => vec![label(r), "not measured".into()],
+    }
+}
+
+/// RAPID's comparison: each cached result against the same drive without the cache (same operations), as ratios.
+fn cached_ratio_rows(group: &[&RunResult]) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
     for cached in group {
         let Some(plain_target) = crate::uncached_target(&cached.target.target) else {
             continue;
@@ -92,36 +99,45 @@ pub(crate) fn latency(group: &[&RunResult]) -> String {
             continue;
         };
         if let (Some(c), Some(p)) = (measured(cached), measured(plain)) {
-            let ratio = |a: f64, b: f64| {
-                if b > 0.0 {
-                    format!("{:.2}x", a / b)
-                } else {
-                    "–".into()
-                }
-            };
-            let mut row = vec![
-                format!("{} / {}", label(cached), label(plain)),
-                String::new(),
-                ratio(c.iops, p.iops),
-                ratio(c.bytes_per_s, p.bytes_per_s),
-                ratio(c.cpu_percent, p.cpu_percent),
-                ratio(c.latency_ns_mean, p.latency_ns_mean),
-            ];
-            for (a, b) in [
-                (c.latency_ns_p25, p.latency_ns_p25),
-                (c.latency_ns_p50, p.latency_ns_p50),
-                (c.latency_ns_p75, p.latency_ns_p75),
-                (c.latency_ns_p95, p.latency_ns_p95),
-                (c.latency_ns_p99, p.latency_ns_p99),
-                (c.latency_ns_p999, p.latency_ns_p999),
-                (c.latency_ns_max, p.latency_ns_max),
-            ] {
-                row.push(ratio(a as f64, b as f64));
-            }
-            rows.push(row);
+            rows.push(ratio_row(cached, plain, c, p));
         }
     }
-    let mut out = table(&header, &rows);
+    rows
+}
+
+/// The row of a cached result `c` against its plain drive `p`: each figure as the ratio of the two.
+fn ratio_row(cached: &RunResult, plain: &RunResult, c: &LatencyAnalysis, p: &LatencyAnalysis) -> Vec<String> {
+    let ratio = |a: f64, b: f64| {
+        if b > 0.0 {
+            format!("{:.2}x", a / b)
+        } else {
+            "–".into()
+        }
+    };
+    let mut row = vec![
+        format!("{} / {}", label(cached), label(plain)),
+        String::new(),
+        ratio(c.iops, p.iops),
+        ratio(c.bytes_per_s, p.bytes_per_s),
+        ratio(c.cpu_percent, p.cpu_percent),
+        ratio(c.latency_ns_mean, p.latency_ns_mean),
+    ];
+    for (a, b) in [
+        (c.latency_ns_p25, p.latency_ns_p25),
+        (c.latency_ns_p50, p.latency_ns_p50),
+        (c.latency_ns_p75, p.latency_ns_p75),
+        (c.latency_ns_p95, p.latency_ns_p95),
+        (c.latency_ns_p99, p.latency_ns_p99),
+        (c.latency_ns_p999, p.latency_ns_p999),
+        (c.latency_ns_max, p.latency_ns_max),
+    ] {
+        row.push(ratio(a as f64, b as f64));
+    }
+    row
+}
+
+/// The mean and the p99 latency of each second, one line per result.
+fn latency_charts(group: &[&RunResult]) -> String {
     let mean = series_of_phase(
         group,
         // A latency result has one phase, named by its operations (qd1-random-write, qd1-sequential-read, ...).
@@ -145,7 +161,7 @@ pub(crate) fn latency(group: &[&RunResult]) -> String {
         },
         Mark::Line,
     );
-    out.push_str(&charts(&[
+    charts(&[
         Chart {
             title: "Mean latency per second".into(),
             x: Axis::new("time (s)", Scale::Linear),
@@ -158,8 +174,7 @@ pub(crate) fn latency(group: &[&RunResult]) -> String {
             y: Axis::new("latency", Scale::Log10).format(crate::svg::micros),
             series: p99,
         },
-    ]));
-    out
+    ])
 }
 
 /// How a qd1 latency result is shown.

@@ -6,7 +6,7 @@ use ssdlab_core::schema::replay::ReplayAnalysis;
 use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult};
 use ssdlab_core::units::Nanos;
 
-use crate::svg::{Axis, Chart, Mark, Scale};
+use crate::svg::{Axis, Chart, Mark, Scale, Series};
 use crate::{charts, label, mb_s, series_of_phase, table};
 
 fn measured(r: &RunResult) -> Option<&ReplayAnalysis> {
@@ -29,10 +29,11 @@ fn trace_of(r: &RunResult) -> String {
     }
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
+/// Rate lines that differ by at most this share in every second are drawn as one.
+const SAME_LINE: f64 = 0.05;
+
+/// The trace-replay section: the storage bench's table (with each cached result against its plain drive on the
+/// same trace), what its figures mean, and the data rate and latency per second.
 pub(crate) fn replay(group: &[&RunResult]) -> String {
     let header: Vec<String> = [
         "",
@@ -50,30 +51,48 @@ pub(crate) fn replay(group: &[&RunResult]) -> String {
     .iter()
     .map(|s| s.to_string())
     .collect();
+    let mut rows: Vec<Vec<String>> = group.iter().map(|r| replay_row(r)).collect();
+    rows.extend(cached_change_rows(group));
+    let mut out = table(&header, &rows);
+    out.push_str(
+        "<p>Average data rate is the bytes read and written over the time at least one operation was in flight; \
+         average service time is the mean time from each operation's time in the trace (or its issue, replayed \
+         as fast as possible) to its completion, as the trace-based storage benches report them; device time is \
+         from each operation's submission, without the wait when the replay fell behind the trace.</p>",
+    );
+    out.push_str(&replay_charts(group));
+    out
+}
+
+/// A result's row of the bench table: its trace, operations, the bench's figures, latency, busy time and
+/// fidelity; or "not measured".
+fn replay_row(r: &RunResult) -> Vec<String> {
     let ns = |v: u64| Nanos(v as f64).to_string();
-    let mut rows: Vec<Vec<String>> = group
-        .iter()
-        .map(|r| match measured(r) {
-            Some(a) => vec![
-                label(r),
-                format!("{} ({})", trace_of(r), a.format.name()),
-                a.replayed_ops.to_string(),
-                mb_s(a.average_data_rate_bytes_per_s),
-                Nanos(a.average_service_time_ns).to_string(),
-                a.average_device_time_ns
-                    .map_or("–".into(), |t| Nanos(t).to_string()),
-                ns(a.latency_ns.p50),
-                ns(a.latency_ns.p99),
-                ns(a.latency_ns.max),
-                format!("{:.2}", a.busy_s),
-                a.fidelity.map_or("as fast as possible".into(), |f| {
-                    format!("{:.2}%", 100.0 * f.late_over_1ms_ratio)
-                }),
-            ],
-            None => vec![label(r), trace_of(r), "not measured".into()],
-        })
-        .collect();
-    // RAPID's table: the cached drive against the same drive without the cache, on the same trace.
+    match measured(r) {
+        Some(a) => vec![
+            label(r),
+            format!("{} ({})", trace_of(r), a.format.name()),
+            a.replayed_ops.to_string(),
+            mb_s(a.average_data_rate_bytes_per_s),
+            Nanos(a.average_service_time_ns).to_string(),
+            a.average_device_time_ns
+                .map_or("–".into(), |t| Nanos(t).to_string()),
+            ns(a.latency_ns.p50),
+            ns(a.latency_ns.p99),
+            ns(a.latency_ns.max),
+            format!("{:.2}", a.busy_s),
+            a.fidelity.map_or("as fast as possible".into(), |f| {
+                format!("{:.2}%", 100.0 * f.late_over_1ms_ratio)
+            }),
+        ],
+        None => vec![label(r), trace_of(r), "not measured".into()],
+    }
+}
+
+/// RAPID's table: each cached drive against the same drive without the cache, on the same trace, as changes in
+/// percent.
+fn cached_change_rows(group: &[&RunResult]) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
     for cached in group {
         let Some(plain_target) = crate::uncached_target(&cached.target.target) else {
             continue;
@@ -85,45 +104,78 @@ pub(crate) fn replay(group: &[&RunResult]) -> String {
             continue;
         };
         if let (Some(c), Some(p)) = (measured(cached), measured(plain)) {
-            let change = |a: f64, b: f64| {
-                if b > 0.0 && a.is_finite() {
-                    format!("{:+.1}%", 100.0 * (a / b - 1.0))
-                } else {
-                    "–".into()
-                }
-            };
-            rows.push(vec![
-                format!("{} vs {}", label(cached), label(plain)),
-                String::new(),
-                String::new(),
-                change(c.average_data_rate_bytes_per_s, p.average_data_rate_bytes_per_s),
-                change(c.average_service_time_ns, p.average_service_time_ns),
-                change(
-                    c.average_device_time_ns.unwrap_or(f64::NAN),
-                    p.average_device_time_ns.unwrap_or(f64::NAN),
-                ),
-                change(c.latency_ns.p50 as f64, p.latency_ns.p50 as f64),
-                change(c.latency_ns.p99 as f64, p.latency_ns.p99 as f64),
-                change(c.latency_ns.max as f64, p.latency_ns.max as f64),
-            ]);
+            rows.push(change_row(cached, plain, c, p));
         }
     }
-    let mut out = table(&header, &rows);
-    out.push_str(
-        "<p>Average data rate is the bytes read and written over the time at least one operation was in flight; \
-         average service time is the mean time from each operation's time in the trace (or its issue, replayed \
-         as fast as possible) to its completion, as the trace-based storage benches report them; device time is \
-         from each operation's submission, without the wait when the replay fell behind the trace.</p>",
-    );
+    rows
+}
+
+/// The row of a cached result `c` against its plain drive `p`: each figure's change in percent.
+fn change_row(cached: &RunResult, plain: &RunResult, c: &ReplayAnalysis, p: &ReplayAnalysis) -> Vec<String> {
+    let change = |a: f64, b: f64| {
+        if b > 0.0 && a.is_finite() {
+            format!("{:+.1}%", 100.0 * (a / b - 1.0))
+        } else {
+            "–".into()
+        }
+    };
+    vec![
+        format!("{} vs {}", label(cached), label(plain)),
+        String::new(),
+        String::new(),
+        change(c.average_data_rate_bytes_per_s, p.average_data_rate_bytes_per_s),
+        change(c.average_service_time_ns, p.average_service_time_ns),
+        change(
+            c.average_device_time_ns.unwrap_or(f64::NAN),
+            p.average_device_time_ns.unwrap_or(f64::NAN),
+        ),
+        change(c.latency_ns.p50 as f64, p.latency_ns.p50 as f64),
+        change(c.latency_ns.p99 as f64, p.latency_ns.p99 as f64),
+        change(c.latency_ns.max as f64, p.latency_ns.max as f64),
+    ]
+}
+
+/// The data moved per second and the mean latency per second, one line per result.
+fn replay_charts(group: &[&RunResult]) -> String {
     let mut rate = series_of_phase(
         group,
         |r| r.phases.iter().find(|p| p.name == "replay"),
         |p| p.samples.iter().map(|s| (s.t_s, s.bytes_per_s / 1e6)).collect(),
         Mark::Line,
     );
-    // Replays at the trace's own times move the data the trace moves, second by second: their lines lie on top
-    // of each other and the chart would show one colour. Within a few percent, one line says so and how far apart
-    // they are.
+    merge_same_lines(&mut rate);
+    let latency = series_of_phase(
+        group,
+        |r| r.phases.iter().find(|p| p.name == "replay"),
+        |p| {
+            p.samples
+                .iter()
+                .filter(|s| s.ios > 0)
+                .map(|s| (s.t_s, s.latency_ns_mean / 1e3))
+                .collect()
+        },
+        Mark::Line,
+    );
+    charts(&[
+        Chart {
+            title: "Data moved per second".into(),
+            x: Axis::new("time (s)", Scale::Linear),
+            y: Axis::new("MB/s", Scale::Linear).range(Some(0.0), None),
+            series: rate,
+        },
+        Chart {
+            title: "Mean latency per second".into(),
+            x: Axis::new("time (s)", Scale::Linear),
+            y: Axis::new("latency", Scale::Log10).format(crate::svg::micros),
+            series: latency,
+        },
+    ])
+}
+
+/// Replays at the trace's own times move the data the trace moves, second by second: their lines lie on top of
+/// each other and the chart would show one colour. When every line is within [`SAME_LINE`] of the first in each
+/// second, they become one line that says so and how far apart they are.
+fn merge_same_lines(rate: &mut Vec<Series>) {
     let differ = |a: &[(f64, f64)], b: &[(f64, f64)]| -> Option<f64> {
         (a.len() == b.len() && a.iter().zip(b).all(|(p, q)| (p.0 - q.0).abs() < 0.05)).then(|| {
             a.iter()
@@ -132,7 +184,6 @@ pub(crate) fn replay(group: &[&RunResult]) -> String {
                 .fold(0.0, f64::max)
         })
     };
-    const SAME_LINE: f64 = 0.05;
     let spread: Option<f64> = rate
         .iter()
         .skip(1)
@@ -149,33 +200,6 @@ pub(crate) fn replay(group: &[&RunResult]) -> String {
         );
         rate[0].style = None;
     }
-    let latency = series_of_phase(
-        group,
-        |r| r.phases.iter().find(|p| p.name == "replay"),
-        |p| {
-            p.samples
-                .iter()
-                .filter(|s| s.ios > 0)
-                .map(|s| (s.t_s, s.latency_ns_mean / 1e3))
-                .collect()
-        },
-        Mark::Line,
-    );
-    out.push_str(&charts(&[
-        Chart {
-            title: "Data moved per second".into(),
-            x: Axis::new("time (s)", Scale::Linear),
-            y: Axis::new("MB/s", Scale::Linear).range(Some(0.0), None),
-            series: rate,
-        },
-        Chart {
-            title: "Mean latency per second".into(),
-            x: Axis::new("time (s)", Scale::Linear),
-            y: Axis::new("latency", Scale::Log10).format(crate::svg::micros),
-            series: latency,
-        },
-    ]));
-    out
 }
 
 /// How a trace replay result is shown.

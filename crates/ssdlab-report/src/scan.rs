@@ -13,10 +13,18 @@ use crate::{charts, escape, label, mb_s, overlay_prefix, table};
 /// Ages are drawn on a log axis, so a file written this instant is drawn at a hundredth of a month.
 const YOUNGEST_DRAWN_MONTHS: f64 = 0.01;
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
+/// The series of a group's scans, one chart's worth each.
+#[derive(Default)]
+struct ScanSeries {
+    /// Read speed against age: every file, and each bucket's median.
+    scatter: Vec<Series>,
+    /// Projected bulk-read hours per 900 GB against age, with the field report's where there is one.
+    hours: Vec<Series>,
+    /// Random 4 KiB read latency percentiles against age.
+    random: Vec<Series>,
+}
+
+/// The stale-data section: the charts of every scan in `group` together, then each scan's tables.
 pub(crate) fn scan(group: &[&RunResult]) -> String {
     let scans: Vec<(&RunResult, &ScanAnalysis)> = group
         .iter()
@@ -25,120 +33,11 @@ pub(crate) fn scan(group: &[&RunResult]) -> String {
             _ => None,
         })
         .collect();
-    let mut scatter = Vec::new();
-    let mut hours = Vec::new();
-    let mut random = Vec::new();
+    let mut series = ScanSeries::default();
     for (r, a) in &scans {
-        let prefix = overlay_prefix(group, r);
-        let months = |age_s: f64| (age_s / MONTH_S).max(YOUNGEST_DRAWN_MONTHS);
-        scatter.push(Series {
-            name: format!("{prefix}files"),
-            points: a
-                .files
-                .iter()
-                .map(|f| (months(f.age_s), f.bytes_per_s / 1e6))
-                .collect(),
-            mark: Mark::Dots,
-            style: None,
-        });
-        // Each bucket is drawn at the age of its youngest file.
-        let youngest: Vec<f64> = a
-            .buckets
-            .iter()
-            .map(|b| {
-                a.files
-                    .iter()
-                    .map(|f| f.age_s / MONTH_S)
-                    .filter(|m| *m >= b.months_from && b.months_to.is_none_or(|to| *m < to))
-                    .fold(f64::NAN, f64::min)
-                    .max(YOUNGEST_DRAWN_MONTHS)
-            })
-            .collect();
-        scatter.push(Series {
-            name: format!("{prefix}bucket median"),
-            points: youngest
-                .iter()
-                .zip(&a.buckets)
-                .map(|(age, b)| (*age, b.speed_bytes_per_s.p50 / 1e6))
-                .collect(),
-            mark: Mark::LineWithDots,
-            style: None,
-        });
-        hours.push(Series {
-            name: format!("{prefix}hours per 900 GB"),
-            points: youngest
-                .iter()
-                .zip(&a.buckets)
-                .map(|(age, b)| (*age, b.hours_per_900gb))
-                .collect(),
-            mark: Mark::LineWithDots,
-            style: None,
-        });
-        // Random reads by age: at each virtual age exactly when the data set has them, else per bucket.
-        let by_age: Vec<(f64, &RandomReadLatency)> = match &a.field_report {
-            Some(c) => c
-                .rows
-                .iter()
-                .filter_map(|row| Some((row.months.max(YOUNGEST_DRAWN_MONTHS), row.random_reads.as_ref()?)))
-                .collect(),
-            None => youngest
-                .iter()
-                .zip(&a.buckets)
-                .filter_map(|(age, b)| Some((*age, b.random_reads.as_ref()?)))
-                .collect(),
-        };
-        if !by_age.is_empty() {
-            for (name, column) in [
-                (
-                    "median",
-                    (|r: &RandomReadLatency| r.p50_ns / 1e3) as fn(&RandomReadLatency) -> f64,
-                ),
-                ("95%", |r| r.p95_ns / 1e3),
-                ("99%", |r| r.p99_ns / 1e3),
-            ] {
-                random.push(Series {
-                    name: format!("{prefix}4 KiB random read {name}"),
-                    points: by_age.iter().map(|(age, r)| (*age, column(r))).collect(),
-                    mark: Mark::LineWithDots,
-                    style: None,
-                });
-            }
-        }
-        if let Some(c) = &a.field_report {
-            hours.push(Series {
-                name: format!("{prefix}field report (seed 000, cat)"),
-                points: c
-                    .rows
-                    .iter()
-                    .filter_map(|row| Some((row.months, row.field_report_hours_per_900gb?)))
-                    .collect(),
-                mark: Mark::Dots,
-                style: None,
-            });
-        }
+        add_scan_series(&mut series, &overlay_prefix(group, r), a);
     }
-    let mut out = charts(&[
-        Chart {
-            title: "Read speed against data age".into(),
-            x: Axis::new("age (months, log scale)", Scale::Log10),
-            y: Axis::new("MB/s", Scale::Linear),
-            series: scatter,
-        },
-        Chart {
-            title: "Projected bulk-read time".into(),
-            x: Axis::new("age (months, log scale)", Scale::Log10),
-            y: Axis::new("hours per 900 GB", Scale::Linear),
-            series: hours,
-        },
-    ]);
-    if !random.is_empty() {
-        out.push_str(&charts(&[Chart {
-            title: "Random 4 KiB reads at QD1 against data age".into(),
-            x: Axis::new("age (months, log scale)", Scale::Log10),
-            y: Axis::new("latency (log scale)", Scale::Log10).format(crate::svg::micros),
-            series: random,
-        }]));
-    }
+    let mut out = scan_charts(series);
     for (r, a) in &scans {
         out.push_str(&bucket_table(r, a));
         if let Some(c) = &a.field_report {
@@ -148,6 +47,134 @@ pub(crate) fn scan(group: &[&RunResult]) -> String {
         if let Some(after) = &a.after_refresh {
             out.push_str(&refresh_table(after));
         }
+    }
+    out
+}
+
+/// The age each of a scan's buckets is drawn at, in months: that of its youngest file.
+fn bucket_ages_months(a: &ScanAnalysis) -> Vec<f64> {
+    a.buckets
+        .iter()
+        .map(|b| {
+            a.files
+                .iter()
+                .map(|f| f.age_s / MONTH_S)
+                .filter(|m| *m >= b.months_from && b.months_to.is_none_or(|to| *m < to))
+                .fold(f64::NAN, f64::min)
+                .max(YOUNGEST_DRAWN_MONTHS)
+        })
+        .collect()
+}
+
+/// Adds one scan's series, named with `prefix`, to each chart's.
+fn add_scan_series(series: &mut ScanSeries, prefix: &str, a: &ScanAnalysis) {
+    let months = |age_s: f64| (age_s / MONTH_S).max(YOUNGEST_DRAWN_MONTHS);
+    series.scatter.push(Series {
+        name: format!("{prefix}files"),
+        points: a
+            .files
+            .iter()
+            .map(|f| (months(f.age_s), f.bytes_per_s / 1e6))
+            .collect(),
+        mark: Mark::Dots,
+        style: None,
+    });
+    // Each bucket is drawn at the age of its youngest file.
+    let youngest = bucket_ages_months(a);
+    series.scatter.push(Series {
+        name: format!("{prefix}bucket median"),
+        points: youngest
+            .iter()
+            .zip(&a.buckets)
+            .map(|(age, b)| (*age, b.speed_bytes_per_s.p50 / 1e6))
+            .collect(),
+        mark: Mark::LineWithDots,
+        style: None,
+    });
+    series.hours.push(Series {
+        name: format!("{prefix}hours per 900 GB"),
+        points: youngest
+            .iter()
+            .zip(&a.buckets)
+            .map(|(age, b)| (*age, b.hours_per_900gb))
+            .collect(),
+        mark: Mark::LineWithDots,
+        style: None,
+    });
+    series.random.extend(random_read_series(prefix, a, &youngest));
+    if let Some(c) = &a.field_report {
+        series.hours.push(Series {
+            name: format!("{prefix}field report (seed 000, cat)"),
+            points: c
+                .rows
+                .iter()
+                .filter_map(|row| Some((row.months, row.field_report_hours_per_900gb?)))
+                .collect(),
+            mark: Mark::Dots,
+            style: None,
+        });
+    }
+}
+
+/// A scan's random reads by age, median, 95% and 99% (µs): at each virtual age exactly when the data set has
+/// them, else per bucket (drawn at `youngest`, each bucket's age). Empty when it made none.
+fn random_read_series(prefix: &str, a: &ScanAnalysis, youngest: &[f64]) -> Vec<Series> {
+    let by_age: Vec<(f64, &RandomReadLatency)> = match &a.field_report {
+        Some(c) => c
+            .rows
+            .iter()
+            .filter_map(|row| Some((row.months.max(YOUNGEST_DRAWN_MONTHS), row.random_reads.as_ref()?)))
+            .collect(),
+        None => youngest
+            .iter()
+            .zip(&a.buckets)
+            .filter_map(|(age, b)| Some((*age, b.random_reads.as_ref()?)))
+            .collect(),
+    };
+    if by_age.is_empty() {
+        return Vec::new();
+    }
+    [
+        (
+            "median",
+            (|r: &RandomReadLatency| r.p50_ns / 1e3) as fn(&RandomReadLatency) -> f64,
+        ),
+        ("95%", |r| r.p95_ns / 1e3),
+        ("99%", |r| r.p99_ns / 1e3),
+    ]
+    .into_iter()
+    .map(|(name, column)| Series {
+        name: format!("{prefix}4 KiB random read {name}"),
+        points: by_age.iter().map(|(age, r)| (*age, column(r))).collect(),
+        mark: Mark::LineWithDots,
+        style: None,
+    })
+    .collect()
+}
+
+/// The charts of read speed and bulk-read time against age, and of random reads when any scan made them.
+fn scan_charts(series: ScanSeries) -> String {
+    let mut out = charts(&[
+        Chart {
+            title: "Read speed against data age".into(),
+            x: Axis::new("age (months, log scale)", Scale::Log10),
+            y: Axis::new("MB/s", Scale::Linear),
+            series: series.scatter,
+        },
+        Chart {
+            title: "Projected bulk-read time".into(),
+            x: Axis::new("age (months, log scale)", Scale::Log10),
+            y: Axis::new("hours per 900 GB", Scale::Linear),
+            series: series.hours,
+        },
+    ]);
+    if !series.random.is_empty() {
+        out.push_str(&charts(&[Chart {
+            title: "Random 4 KiB reads at QD1 against data age".into(),
+            x: Axis::new("age (months, log scale)", Scale::Log10),
+            y: Axis::new("latency (log scale)", Scale::Log10).format(crate::svg::micros),
+            series: series.random,
+        }]));
     }
     out
 }

@@ -385,37 +385,72 @@ fn tick_labels(axis: &Axis, lo: f64, hi: f64) -> Vec<(f64, String)> {
         .collect()
 }
 
+/// The height of a chart whose plot is `height` tall, with room below it for the legend `legend` laid out.
+fn with_legend_height(height: f64, legend: &[(f64, usize)]) -> f64 {
+    let legend_rows = legend.iter().map(|&(_, row)| row + 1).max().unwrap_or(0);
+    height + legend_rows as f64 * LEGEND_ROW + if legend_rows > 0 { 6.0 } else { 0.0 }
+}
+
+/// A line chart's frame: its size, its margins, and where data values land on it.
+struct Plot {
+    width: f64,
+    height: f64,
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+    /// Data x to user units; its `lo` and `hi` are the x axis's bounds.
+    x: Mapping,
+    /// Data y to user units; its `lo` and `hi` are the y axis's bounds.
+    y: Mapping,
+}
+
+impl Plot {
+    /// The frame of `chart`'s plot, `width` by `height`, with its axes bounded by the data and the axes' limits.
+    fn of(chart: &Chart, width: f64, height: f64) -> Self {
+        let (left, right, top, bottom) = (72.0, 20.0, 34.0, 52.0);
+        let all = || chart.series.iter().flat_map(|s| s.points.iter());
+        let (x_lo, x_hi) = bounds(&chart.x, all().map(|p| p.0));
+        let (y_lo, y_hi) = bounds(&chart.y, all().map(|p| p.1));
+        Plot {
+            width,
+            height,
+            left,
+            right,
+            top,
+            bottom,
+            x: Mapping {
+                scale: chart.x.scale,
+                lo: x_lo,
+                hi: x_hi,
+                from: left,
+                to: width - right,
+            },
+            y: Mapping {
+                scale: chart.y.scale,
+                lo: y_lo,
+                hi: y_hi,
+                from: height - bottom,
+                to: top,
+            },
+        }
+    }
+
+    /// Whether a point can be placed on the axes' scales (a log axis has no place for zero or less).
+    fn on_scale(&self, (px, py): (f64, f64)) -> bool {
+        (self.x.scale == Scale::Linear || px > 0.0) && (self.y.scale == Scale::Linear || py > 0.0)
+    }
+}
+
 /// Renders a chart as an SVG element (800 user units wide, 360 tall plus a row per line of legend, scaled by
 /// CSS). `id` makes the element ids unique within a page.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn render(chart: &Chart, id: usize) -> String {
-    let (width, height) = (800.0, 360.0);
     // The legend goes below the plot, never over the data: lay it out first to know how tall the chart is.
     let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
+    let plot = Plot::of(chart, 800.0, 360.0);
+    let (width, height, left, top) = (plot.width, plot.height, plot.left, plot.top);
     let legend = legend_layout(&names, width);
-    let legend_rows = legend.iter().map(|&(_, row)| row + 1).max().unwrap_or(0);
-    let total_height = height + legend_rows as f64 * LEGEND_ROW + if legend_rows > 0 { 6.0 } else { 0.0 };
-    let (left, right, top, bottom) = (72.0, 20.0, 34.0, 52.0);
-    let all = || chart.series.iter().flat_map(|s| s.points.iter());
-    let (x_lo, x_hi) = bounds(&chart.x, all().map(|p| p.0));
-    let (y_lo, y_hi) = bounds(&chart.y, all().map(|p| p.1));
-    let x = Mapping {
-        scale: chart.x.scale,
-        lo: x_lo,
-        hi: x_hi,
-        from: left,
-        to: width - right,
-    };
-    let y = Mapping {
-        scale: chart.y.scale,
-        lo: y_lo,
-        hi: y_hi,
-        from: height - bottom,
-        to: top,
-    };
+    let total_height = with_legend_height(height, &legend);
     let mut svg = String::new();
     let _ = write!(
         svg,
@@ -427,10 +462,61 @@ pub fn render(chart: &Chart, id: usize) -> String {
         r#"<text class="title" x="{left}" y="20">{}</text>"#,
         escape(&chart.title)
     );
-    // Grid and ticks.
+    draw_x_axis(&mut svg, &chart.x, &plot);
+    draw_y_axis(
+        &mut svg,
+        &chart.y,
+        (plot.y.lo, plot.y.hi),
+        &plot.y,
+        (left, width - plot.right),
+    );
+    // Data, clipped to the plot area.
+    let _ = write!(
+        svg,
+        r#"<clipPath id="clip{id}"><rect x="{left}" y="{top}" width="{w}" height="{h}"/></clipPath><g clip-path="url(#clip{id})">"#,
+        w = width - left - plot.right,
+        h = height - top - plot.bottom
+    );
+    let series_styles = styles(&chart.series);
+    // Bands first, under every series.
+    draw_bands(&mut svg, &chart.series, &series_styles, &plot);
+    let mut clipped: Vec<(f64, f64, &str)> = Vec::new();
+    for (i, series) in chart.series.iter().enumerate() {
+        if series.mark != Mark::Band {
+            clipped.extend(draw_series(&mut svg, series, series_styles[i], &plot));
+        }
+    }
+    svg.push_str("</g>");
+    draw_clipped_markers(&mut svg, &clipped, &plot.y);
+    let swatches: Vec<Swatch> = chart
+        .series
+        .iter()
+        .map(|s| {
+            if s.mark == Mark::Band {
+                Swatch::Shade
+            } else {
+                Swatch::Line
+            }
+        })
+        .collect();
+    draw_legend(&mut svg, &names, &swatches, &series_styles, &legend, height);
+    svg.push_str("</svg>");
+    svg
+}
+
+/// The x axis of a line chart: a grid line and a label per tick, the frame along the bottom and the axis label.
+fn draw_x_axis(svg: &mut String, axis: &Axis, plot: &Plot) {
+    let (width, height, left, right, top, bottom) = (
+        plot.width,
+        plot.height,
+        plot.left,
+        plot.right,
+        plot.top,
+        plot.bottom,
+    );
     let _ = write!(svg, r#"<g class="axis x-axis">"#);
-    for (t, label) in tick_labels(&chart.x, x_lo, x_hi) {
-        let px = x.map(t);
+    for (t, label) in tick_labels(axis, plot.x.lo, plot.x.hi) {
+        let px = plot.x.map(t);
         // A label centred on a tick near the right edge would run past it ("100 ms" at the last tick): it ends
         // at the tick instead.
         let half = label.chars().count() as f64 * TICK_CHAR / 2.0;
@@ -446,25 +532,21 @@ pub fn render(chart: &Chart, id: usize) -> String {
     let _ = write!(
         svg,
         r#"<line class="frame" x1="{left}" y1="{yb}" x2="{xr}" y2="{yb}"/><text class="label" x="{cx:.1}" y="{ly:.1}" text-anchor="middle">{}</text></g>"#,
-        escape(&chart.x.label),
+        escape(&axis.label),
         yb = height - bottom,
         xr = width - right,
         cx = (left + width - right) / 2.0,
         ly = height - 10.0
     );
-    draw_y_axis(&mut svg, &chart.y, (y_lo, y_hi), &y, (left, width - right));
-    // Data, clipped to the plot area.
-    let _ = write!(
-        svg,
-        r#"<clipPath id="clip{id}"><rect x="{left}" y="{top}" width="{w}" height="{h}"/></clipPath><g clip-path="url(#clip{id})">"#,
-        w = width - left - right,
-        h = height - top - bottom
-    );
-    let series_styles = styles(&chart.series);
-    // Bands first, under every series.
-    for (i, series) in chart.series.iter().enumerate() {
+}
+
+/// The band series (two points each: a shaded rectangle between them), drawn before the other series so they
+/// lie under the data.
+fn draw_bands(svg: &mut String, series: &[Series], styles: &[(&str, &str)], plot: &Plot) {
+    let (x, y) = (&plot.x, &plot.y);
+    for (i, series) in series.iter().enumerate() {
         if let (Mark::Band, [(x0, y0), (x1, y1)]) = (series.mark, series.points.as_slice()) {
-            let (colour, _) = series_styles[i];
+            let (colour, _) = styles[i];
             let (ax, bx) = (x.map(x0.min(*x1)), x.map(x0.max(*x1)));
             let (ay, by) = (y.map(y1.max(*y0)), y.map(y0.min(*y1)));
             if [ax, bx, ay, by].iter().all(|v| v.is_finite()) {
@@ -478,75 +560,96 @@ pub fn render(chart: &Chart, id: usize) -> String {
             }
         }
     }
-    let mut clipped: Vec<(f64, f64, &str)> = Vec::new();
-    for (i, series) in chart.series.iter().enumerate() {
-        if series.mark == Mark::Band {
-            continue;
+}
+
+/// A series' measured points in runs: a point that was not measured (NaN) breaks the line, so the two sides are
+/// never joined across it. Points a log axis cannot place are left out; empty runs are dropped.
+fn measured_runs(series: &Series, plot: &Plot) -> Vec<Vec<(f64, f64)>> {
+    series
+        .points
+        .split(|(px, py)| !(px.is_finite() && py.is_finite()))
+        .map(|run| {
+            run.iter()
+                .copied()
+                .filter(|&p| plot.on_scale(p))
+                .collect::<Vec<_>>()
+        })
+        .filter(|run| !run.is_empty())
+        .collect()
+}
+
+/// One series (not a band) as a group of polylines and dots in `colour` and `dash`. Returns the markers, in
+/// user units, of its points beyond a fixed y range, which are drawn on the plot's edge instead of dropped.
+fn draw_series(
+    svg: &mut String,
+    series: &Series,
+    (colour, dash): (&'static str, &'static str),
+    plot: &Plot,
+) -> Vec<(f64, f64, &'static str)> {
+    let (x, y) = (&plot.x, &plot.y);
+    let runs = measured_runs(series, plot);
+    let drawable: Vec<(f64, f64)> = runs.iter().flatten().copied().collect();
+    // A point beyond a fixed y range is drawn as a marker on the plot's edge, not silently dropped.
+    let mut clipped = Vec::new();
+    for &(px, py) in &drawable {
+        if px >= x.lo && px <= x.hi && (py > y.hi || py < y.lo) {
+            let edge = if py > y.hi { y.hi } else { y.lo };
+            clipped.push((x.map(px), y.map(edge), colour));
         }
-        let (colour, dash) = series_styles[i];
-        let on_scale = |(px, py): &(f64, f64)| {
-            (chart.x.scale == Scale::Linear || *px > 0.0) && (chart.y.scale == Scale::Linear || *py > 0.0)
-        };
-        // A point that was not measured (NaN) breaks the line: the two sides are never joined across it.
-        let runs: Vec<Vec<(f64, f64)>> = series
-            .points
-            .split(|(px, py)| !(px.is_finite() && py.is_finite()))
-            .map(|run| run.iter().copied().filter(on_scale).collect::<Vec<_>>())
-            .filter(|run| !run.is_empty())
-            .collect();
-        let drawable: Vec<(f64, f64)> = runs.iter().flatten().copied().collect();
-        // A point beyond a fixed y range is drawn as a marker on the plot's edge, not silently dropped.
-        for &(px, py) in &drawable {
-            if px >= x_lo && px <= x_hi && (py > y_hi || py < y_lo) {
-                let edge = if py > y_hi { y_hi } else { y_lo };
-                clipped.push((x.map(px), y.map(edge), colour));
-            }
+    }
+    let visible: Vec<(f64, f64)> = drawable.iter().map(|&(px, py)| (x.map(px), y.map(py))).collect();
+    let _ = write!(
+        svg,
+        r#"<g class="series" data-name="{}" data-points="{}">"#,
+        escape(&series.name),
+        visible.len()
+    );
+    if matches!(series.mark, Mark::Line | Mark::LineWithDots) {
+        draw_lines(svg, &runs, (colour, dash), plot);
+    }
+    // A line's lone measured point between gaps has no segment: it is drawn as a dot so it is not lost.
+    if series.mark == Mark::Line {
+        for run in runs.iter().filter(|run| run.len() == 1) {
+            let (a, b) = (x.map(run[0].0), y.map(run[0].1));
+            let _ = write!(
+                svg,
+                r#"<circle class="point" cx="{a:.1}" cy="{b:.1}" r="2.5" fill="{colour}"/>"#
+            );
         }
-        let visible: Vec<(f64, f64)> = drawable.iter().map(|&(px, py)| (x.map(px), y.map(py))).collect();
-        let _ = write!(
-            svg,
-            r#"<g class="series" data-name="{}" data-points="{}">"#,
-            escape(&series.name),
-            visible.len()
-        );
-        if matches!(series.mark, Mark::Line | Mark::LineWithDots) {
-            for run in runs.iter().filter(|run| run.len() > 1) {
-                let path: Vec<String> = run
-                    .iter()
-                    .map(|&(px, py)| format!("{:.1},{:.1}", x.map(px), y.map(py)))
-                    .collect();
-                let _ = write!(
-                    svg,
-                    r#"<polyline fill="none" stroke="{colour}" stroke-width="1.8" stroke-dasharray="{dash}" points="{}"/>"#,
-                    path.join(" ")
-                );
-            }
+    }
+    if matches!(series.mark, Mark::Dots | Mark::LineWithDots) {
+        let (r, opacity) = dot_style(series.mark, visible.len());
+        for (a, b) in &visible {
+            let _ = write!(
+                svg,
+                r#"<circle class="point" cx="{a:.1}" cy="{b:.1}" r="{r:.1}" fill="{colour}" fill-opacity="{opacity:.2}"/>"#
+            );
         }
-        // A line's lone measured point between gaps has no segment: it is drawn as a dot so it is not lost.
-        if series.mark == Mark::Line {
-            for run in runs.iter().filter(|run| run.len() == 1) {
-                let (a, b) = (x.map(run[0].0), y.map(run[0].1));
-                let _ = write!(
-                    svg,
-                    r#"<circle class="point" cx="{a:.1}" cy="{b:.1}" r="2.5" fill="{colour}"/>"#
-                );
-            }
-        }
-        if matches!(series.mark, Mark::Dots | Mark::LineWithDots) {
-            let (r, opacity) = dot_style(series.mark, visible.len());
-            for (a, b) in &visible {
-                let _ = write!(
-                    svg,
-                    r#"<circle class="point" cx="{a:.1}" cy="{b:.1}" r="{r:.1}" fill="{colour}" fill-opacity="{opacity:.2}"/>"#
-                );
-            }
-        }
-        svg.push_str("</g>");
     }
     svg.push_str("</g>");
-    for (cx, cy, colour) in &clipped {
-        // A small triangle pointing off the plot.
-        let up = *cy <= y.map(y_hi) + 0.5;
+    clipped
+}
+
+/// A polyline through each run of two or more points, in `colour` and `dash`.
+fn draw_lines(svg: &mut String, runs: &[Vec<(f64, f64)>], (colour, dash): (&str, &str), plot: &Plot) {
+    for run in runs.iter().filter(|run| run.len() > 1) {
+        let path: Vec<String> = run
+            .iter()
+            .map(|&(px, py)| format!("{:.1},{:.1}", plot.x.map(px), plot.y.map(py)))
+            .collect();
+        let _ = write!(
+            svg,
+            r#"<polyline fill="none" stroke="{colour}" stroke-width="1.8" stroke-dasharray="{dash}" points="{}"/>"#,
+            path.join(" ")
+        );
+    }
+}
+
+/// A small triangle pointing off the plot for each point beyond the fixed y range, at its place on the edge
+/// (`y` places the range's top).
+fn draw_clipped_markers(svg: &mut String, clipped: &[(f64, f64, &str)], y: &Mapping) {
+    for (cx, cy, colour) in clipped {
+        let up = *cy <= y.map(y.hi) + 0.5;
         let (tip, base) = if up {
             (cy - 1.0, cy + 7.0)
         } else {
@@ -559,20 +662,6 @@ pub fn render(chart: &Chart, id: usize) -> String {
             r = cx + 4.0
         );
     }
-    let swatches: Vec<Swatch> = chart
-        .series
-        .iter()
-        .map(|s| {
-            if s.mark == Mark::Band {
-                Swatch::Shade
-            } else {
-                Swatch::Line
-            }
-        })
-        .collect();
-    draw_legend(&mut svg, &names, &swatches, &series_styles, &legend, height);
-    svg.push_str("</svg>");
-    svg
 }
 
 /// The y axis: a grid line and a label per tick across the plot (`x_span`: its left and right edges), the frame
@@ -648,53 +737,100 @@ const SHADES: [f64; 3] = [1.0, 0.6, 0.35];
 /// result's colour; its kind of series drawn lighter instead of dashed).
 pub type Columns = (String, Vec<f64>, Option<(usize, usize)>);
 
+/// A column chart's frame: its size, its margins, a slot per category, and where values land on its y axis.
+struct ColumnPlot {
+    width: f64,
+    height: f64,
+    left: f64,
+    right: f64,
+    bottom: f64,
+    /// The width each category's group of columns has.
+    slot: f64,
+    /// Whether the category names are slanted, as they would run into each other level.
+    slanted: bool,
+    /// Values to user units on the linear y axis; its `lo` and `hi` are the axis's bounds.
+    map: Mapping,
+}
+
+impl ColumnPlot {
+    /// The frame for `categories` and `series` on the y axis `y`, with room under the axis for the names.
+    fn of(y: &Axis, categories: &[String], series: &[Columns]) -> Self {
+        let width = 800.0;
+        let (left, right, top) = (72.0, 20.0, 34.0);
+        let plot_w = width - left - right;
+        let slot = plot_w / categories.len().max(1) as f64;
+        let longest = categories.iter().map(|c| c.chars().count()).max().unwrap_or(0);
+        // Names that would run into each other are slanted, which needs more room under the axis.
+        let slanted = longest as f64 * TICK_CHAR > slot - 4.0;
+        let bottom = if slanted {
+            52.0 + longest as f64 * 0.65 * TICK_CHAR
+        } else {
+            52.0
+        };
+        let height = 308.0 + bottom;
+        let (lo, hi) = bounds(y, series.iter().flat_map(|(_, v, _)| v.iter().copied()));
+        ColumnPlot {
+            width,
+            height,
+            left,
+            right,
+            bottom,
+            slot,
+            slanted,
+            map: Mapping {
+                scale: Scale::Linear,
+                lo,
+                hi,
+                from: height - bottom,
+                to: top,
+            },
+        }
+    }
+}
+
 /// A column chart over named categories (fio's latency buckets): for each category a group of columns, one per
 /// series in its colour, on a linear y axis from zero with ticks and grid, category names under the axis
 /// (slanted when they would touch), the legend below. Each series has one value per category; a value that is
 /// not finite is left out.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn columns(title: &str, x_label: &str, y: &Axis, categories: &[String], series: &[Columns]) -> String {
-    let width = 800.0;
-    let (left, right, top) = (72.0, 20.0, 34.0);
-    let plot_w = width - left - right;
-    let slot = plot_w / categories.len().max(1) as f64;
-    let longest = categories.iter().map(|c| c.chars().count()).max().unwrap_or(0);
-    // Names that would run into each other are slanted, which needs more room under the axis.
-    let slanted = longest as f64 * TICK_CHAR > slot - 4.0;
-    let bottom = if slanted {
-        52.0 + longest as f64 * 0.65 * TICK_CHAR
-    } else {
-        52.0
-    };
-    let height = 308.0 + bottom;
+    let plot = ColumnPlot::of(y, categories, series);
+    let (width, left) = (plot.width, plot.left);
     let names: Vec<&str> = series.iter().map(|(n, _, _)| n.as_str()).collect();
     let legend = legend_layout(&names, width);
-    let legend_rows = legend.iter().map(|&(_, row)| row + 1).max().unwrap_or(0);
-    let total_height = height + legend_rows as f64 * LEGEND_ROW + if legend_rows > 0 { 6.0 } else { 0.0 };
-    let (lo, hi) = bounds(y, series.iter().flat_map(|(_, v, _)| v.iter().copied()));
-    let map = Mapping {
-        scale: Scale::Linear,
-        lo,
-        hi,
-        from: height - bottom,
-        to: top,
-    };
+    let total_height = with_legend_height(plot.height, &legend);
     let mut svg = String::new();
     let _ = write!(
         svg,
         r#"<svg class="chart columns" viewBox="0 0 {width} {total_height:.1}" role="img" aria-label="{t}" xmlns="http://www.w3.org/2000/svg"><text class="title" x="{left}" y="20">{t}</text>"#,
         t = escape(title)
     );
-    draw_y_axis(&mut svg, y, (lo, hi), &map, (left, width - right));
-    let base = height - bottom;
+    draw_y_axis(
+        &mut svg,
+        y,
+        (plot.map.lo, plot.map.hi),
+        &plot.map,
+        (left, width - plot.right),
+    );
+    draw_category_axis(&mut svg, x_label, categories, &plot);
+    let fills = column_fills(series);
+    draw_columns(&mut svg, series, &fills, categories.len(), &plot);
+    let swatches: Vec<Swatch> = fills.iter().map(|&(_, opacity)| Swatch::Solid(opacity)).collect();
+    let legend_styles: Vec<(&str, &str)> = fills.iter().map(|&(colour, _)| (colour, "")).collect();
+    draw_legend(&mut svg, &names, &swatches, &legend_styles, &legend, plot.height);
+    svg.push_str("</svg>");
+    svg
+}
+
+/// The x axis of a column chart: each category's name under its slot (slanted when the plot says so), the frame
+/// along the bottom and the axis label `x_label`.
+fn draw_category_axis(svg: &mut String, x_label: &str, categories: &[String], plot: &ColumnPlot) {
+    let (width, height, left, right) = (plot.width, plot.height, plot.left, plot.right);
+    let base = height - plot.bottom;
     let _ = write!(svg, r#"<g class="axis x-axis">"#);
     for (c, name) in categories.iter().enumerate() {
-        let cx = left + slot * (c as f64 + 0.5);
+        let cx = left + plot.slot * (c as f64 + 0.5);
         let ty = base + 16.0;
-        let placed = if slanted {
+        let placed = if plot.slanted {
             format!(r#"x="{cx:.1}" y="{ty:.1}" text-anchor="end" transform="rotate(-40 {cx:.1} {ty:.1})""#)
         } else {
             format!(r#"x="{cx:.1}" y="{ty:.1}" text-anchor="middle""#)
@@ -709,8 +845,12 @@ pub fn columns(title: &str, x_label: &str, y: &Axis, categories: &[String], seri
         cx = (left + width - right) / 2.0,
         ly = height - 10.0
     );
-    // (colour, opacity) per series: its own style, or by position (colours, then lighter shades past the palette).
-    let fills: Vec<(&str, f64)> = series
+}
+
+/// The (colour, opacity) of each column series: its own style, or by position (colours, then lighter shades past
+/// the palette).
+fn column_fills(series: &[Columns]) -> Vec<(&'static str, f64)> {
+    series
         .iter()
         .enumerate()
         .map(|(i, (_, _, style))| match style {
@@ -720,13 +860,27 @@ pub fn columns(title: &str, x_label: &str, y: &Axis, categories: &[String], seri
                 SHADES[(i / COLOURS.len()) % SHADES.len()],
             ),
         })
-        .collect();
+        .collect()
+}
+
+/// Each series' columns, side by side within every category's slot, in its fill (`fills`, one per series); the
+/// values past the first `category_count` and those that are not finite are left out.
+fn draw_columns(
+    svg: &mut String,
+    series: &[Columns],
+    fills: &[(&str, f64)],
+    category_count: usize,
+    plot: &ColumnPlot,
+) {
+    let (left, slot, map) = (plot.left, plot.slot, &plot.map);
+    let (lo, hi) = (map.lo, map.hi);
+    let base = plot.height - plot.bottom;
     let group_w = slot * 0.8;
     let column_w = group_w / series.len().max(1) as f64;
     for (i, (name, values, _)) in series.iter().enumerate() {
         let (colour, opacity) = fills[i];
         let _ = write!(svg, r#"<g class="series" data-name="{}">"#, escape(name));
-        for (c, &v) in values.iter().enumerate().take(categories.len()) {
+        for (c, &v) in values.iter().enumerate().take(category_count) {
             if !v.is_finite() {
                 continue;
             }
@@ -741,11 +895,6 @@ pub fn columns(title: &str, x_label: &str, y: &Axis, categories: &[String], seri
         }
         svg.push_str("</g>");
     }
-    let swatches: Vec<Swatch> = fills.iter().map(|&(_, opacity)| Swatch::Solid(opacity)).collect();
-    let legend_styles: Vec<(&str, &str)> = fills.iter().map(|&(colour, _)| (colour, "")).collect();
-    draw_legend(&mut svg, &names, &swatches, &legend_styles, &legend, height);
-    svg.push_str("</svg>");
-    svg
 }
 
 /// A ranked horizontal bar chart: one bar per item, in the order given, each labelled with its name and its
@@ -822,13 +971,59 @@ pub fn bars_coloured(
     svg
 }
 
+/// A heat map's lightest and darkest cell colours (RGB).
+const HEAT_LIGHT: [u8; 3] = [0xee, 0xf3, 0xfb];
+const HEAT_DARK: [u8; 3] = [0x1f, 0x4e, 0x96];
+
+/// A heat map's grid: where its cells go, and the log scale they are shaded on.
+struct HeatGrid {
+    left: f64,
+    top: f64,
+    /// The height of a row and the width of a cell, in user units.
+    row: f64,
+    cell_w: f64,
+    columns: usize,
+    /// The smallest and largest positive value in the grid, the ends of the shading.
+    lo: f64,
+    hi: f64,
+    format: fn(f64) -> String,
+}
+
+impl HeatGrid {
+    /// How dark a value is drawn: 0 (lightest) to 1 (darkest) on a log scale; a flat grid is mid-tone.
+    fn shade(&self, v: f64) -> f64 {
+        if self.hi > self.lo {
+            ((v.ln() - self.lo.ln()) / (self.hi.ln() - self.lo.ln())).clamp(0.0, 1.0)
+        } else {
+            0.5
+        }
+    }
+
+    /// A cell's fill, the colour of its text, and its text: shaded by its value, or blank and "–" when it has none.
+    fn cell(&self, value: Option<f64>) -> (String, &'static str, String) {
+        match value.filter(|v| v.is_finite() && *v > 0.0) {
+            Some(v) => {
+                let t = self.shade(v);
+                let c: Vec<u8> = (0..3)
+                    .map(|k| {
+                        (HEAT_LIGHT[k] as f64 + (HEAT_DARK[k] as f64 - HEAT_LIGHT[k] as f64) * t).round()
+                            as u8
+                    })
+                    .collect();
+                (
+                    format!("#{:02x}{:02x}{:02x}", c[0], c[1], c[2]),
+                    if t > 0.55 { "#ffffff" } else { "#1d2330" },
+                    (self.format)(v),
+                )
+            }
+            None => ("#fbfcfe".to_string(), "#4a5263", "–".to_string()),
+        }
+    }
+}
+
 /// A heat map: one cell per (row, column), shaded from light to dark by its value on a log scale between the
 /// grid's smallest and largest value, with the value written in it (formatted by `format`). A missing value is
 /// left blank and marked "–".
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn heatmap(
     title: &str,
     rows_label: &str,
@@ -840,7 +1035,6 @@ pub fn heatmap(
 ) -> String {
     let (width, row) = (800.0, 30.0);
     let (left, right, top) = (90.0, 16.0, 56.0);
-    let cell_w = (width - left - right) / columns.len().max(1) as f64;
     let height = top + row * rows.len() as f64 + 40.0;
     let present: Vec<f64> = values
         .iter()
@@ -849,17 +1043,16 @@ pub fn heatmap(
         .copied()
         .filter(|v| v.is_finite() && *v > 0.0)
         .collect();
-    let lo = present.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = present.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    // 0 (lightest) to 1 (darkest) on a log scale; a flat grid is mid-tone.
-    let shade = |v: f64| {
-        if hi > lo {
-            ((v.ln() - lo.ln()) / (hi.ln() - lo.ln())).clamp(0.0, 1.0)
-        } else {
-            0.5
-        }
+    let grid = HeatGrid {
+        left,
+        top,
+        row,
+        cell_w: (width - left - right) / columns.len().max(1) as f64,
+        columns: columns.len(),
+        lo: present.iter().copied().fold(f64::INFINITY, f64::min),
+        hi: present.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        format,
     };
-    let (light, dark) = ([0xee, 0xf3, 0xfb], [0x1f, 0x4e, 0x96]);
     let mut svg = String::new();
     let _ = write!(
         svg,
@@ -872,47 +1065,13 @@ pub fn heatmap(
         let _ = write!(
             svg,
             r#"<text class="tick" x="{x:.1}" y="{y:.1}" text-anchor="middle">{n}</text>"#,
-            x = left + cell_w * (j as f64 + 0.5),
+            x = left + grid.cell_w * (j as f64 + 0.5),
             y = top - 4.0,
             n = escape(name)
         );
     }
     for (i, name) in rows.iter().enumerate() {
-        let y = top + row * i as f64;
-        let _ = write!(
-            svg,
-            r#"<text class="tick" x="{x:.1}" y="{ty:.1}" text-anchor="end">{n}</text>"#,
-            x = left - 8.0,
-            ty = y + row * 0.62,
-            n = escape(name)
-        );
-        for j in 0..columns.len() {
-            let x = left + cell_w * j as f64;
-            let value = values.get(i).and_then(|r| r.get(j)).copied().flatten();
-            let (fill, ink, text) = match value.filter(|v| v.is_finite() && *v > 0.0) {
-                Some(v) => {
-                    let t = shade(v);
-                    let c: Vec<u8> = (0..3)
-                        .map(|k| (light[k] as f64 + (dark[k] as f64 - light[k] as f64) * t).round() as u8)
-                        .collect();
-                    (
-                        format!("#{:02x}{:02x}{:02x}", c[0], c[1], c[2]),
-                        if t > 0.55 { "#ffffff" } else { "#1d2330" },
-                        format(v),
-                    )
-                }
-                None => ("#fbfcfe".to_string(), "#4a5263", "–".to_string()),
-            };
-            let _ = write!(
-                svg,
-                r##"<g class="cell"><rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}" fill="{fill}" stroke="#ffffff"/><text x="{tx:.1}" y="{ty:.1}" text-anchor="middle" font-size="12" fill="{ink}">{v}</text></g>"##,
-                w = cell_w,
-                h = row,
-                tx = x + cell_w / 2.0,
-                ty = y + row * 0.62,
-                v = escape(&text)
-            );
-        }
+        draw_heatmap_row(&mut svg, &grid, i, name, values.get(i));
     }
     let _ = write!(
         svg,
@@ -921,6 +1080,40 @@ pub fn heatmap(
         rl = escape(rows_label)
     );
     svg
+}
+
+/// Row `i` of a heat map: its name on the left, then a cell per column with its value (`values`, which may be
+/// shorter than the row or missing).
+fn draw_heatmap_row(
+    svg: &mut String,
+    grid: &HeatGrid,
+    i: usize,
+    name: &str,
+    values: Option<&Vec<Option<f64>>>,
+) {
+    let (row, cell_w) = (grid.row, grid.cell_w);
+    let y = grid.top + row * i as f64;
+    let _ = write!(
+        svg,
+        r#"<text class="tick" x="{x:.1}" y="{ty:.1}" text-anchor="end">{n}</text>"#,
+        x = grid.left - 8.0,
+        ty = y + row * 0.62,
+        n = escape(name)
+    );
+    for j in 0..grid.columns {
+        let x = grid.left + cell_w * j as f64;
+        let value = values.and_then(|r| r.get(j)).copied().flatten();
+        let (fill, ink, text) = grid.cell(value);
+        let _ = write!(
+            svg,
+            r##"<g class="cell"><rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}" fill="{fill}" stroke="#ffffff"/><text x="{tx:.1}" y="{ty:.1}" text-anchor="middle" font-size="12" fill="{ink}">{v}</text></g>"##,
+            w = cell_w,
+            h = row,
+            tx = x + cell_w / 2.0,
+            ty = y + row * 0.62,
+            v = escape(&text)
+        );
+    }
 }
 
 #[cfg(test)]

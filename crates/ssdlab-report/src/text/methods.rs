@@ -313,15 +313,30 @@ pub fn pts_lines(a: &ssdlab_core::schema::pts::PtsAnalysis) -> Vec<String> {
     out
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
+/// One PTS sub-test on stderr: what was run, its rounds and steady state, then its matrices.
 fn pts_sub_test_lines(
     a: &ssdlab_core::schema::pts::PtsAnalysis,
     t: &ssdlab_core::schema::pts::PtsSubTest,
 ) -> Vec<String> {
-    use ssdlab_core::schema::pts::{PtsMetric, PtsTest, size_token};
+    let mut out = pts_progress_lines(t);
+    out.extend(pts_matrix_lines(a.test, t));
+    out
+}
+
+/// A value of the figure a PTS sub-test tracks, in its unit.
+fn pts_tracking(metric: ssdlab_core::schema::pts::PtsMetric, v: f64) -> String {
+    use ssdlab_core::schema::pts::PtsMetric;
+    match metric {
+        PtsMetric::Iops => format!("{v:.0} IOPS"),
+        PtsMetric::BytesPerS => mb(v),
+        PtsMetric::LatencyNsMean => Nanos(v).to_string(),
+    }
+}
+
+/// A PTS sub-test's course: its cells, preconditioning and purge, the tracked figure in the first and last
+/// rounds, and whether steady state was reached.
+fn pts_progress_lines(t: &ssdlab_core::schema::pts::PtsSubTest) -> Vec<String> {
+    use ssdlab_core::schema::pts::size_token;
     let mut out = Vec::new();
     let cells = t.rounds.first().map_or(0, |r| r.cells.len());
     say!(
@@ -336,11 +351,7 @@ fn pts_sub_test_lines(
             (false, true) => "none".into(),
         }
     );
-    let tracking = |v: f64| match t.tracking_metric {
-        PtsMetric::Iops => format!("{v:.0} IOPS"),
-        PtsMetric::BytesPerS => mb(v),
-        PtsMetric::LatencyNsMean => Nanos(v).to_string(),
-    };
+    let tracking = |v: f64| pts_tracking(t.tracking_metric, v);
     // Each round was said as it ended; the list here keeps to the first and the last.
     if let (Some(first), Some(last)) = (t.rounds.first(), t.rounds.last()) {
         say!(
@@ -368,16 +379,17 @@ fn pts_sub_test_lines(
             t.rounds.len()
         ),
     }
-    let mut mixes: Vec<u32> = t.matrix.iter().map(|c| c.cell.read_percent).collect();
-    mixes.sort_unstable_by(|x, y| y.cmp(x));
-    mixes.dedup();
-    let mut sizes: Vec<u64> = t.matrix.iter().map(|c| c.cell.block_bytes).collect();
-    sizes.sort_unstable_by(|x, y| y.cmp(x));
-    sizes.dedup();
-    type Figure = fn(&ssdlab_core::schema::pts::PtsCellResult) -> String;
-    // One matrix per reported figure, each within 80 columns: the latency test's three figures side by side in
-    // one cell ran to 106.
-    let figures: Vec<(&str, Figure)> = match a.test {
+    out
+}
+
+/// How one figure of a PTS matrix cell is written.
+type PtsFigure = fn(&ssdlab_core::schema::pts::PtsCellResult) -> String;
+
+/// The figures a PTS test reports, each as a matrix of its own: one matrix per figure keeps each within 80
+/// columns (the latency test's three figures side by side in one cell ran to 106).
+fn pts_figures(test: ssdlab_core::schema::pts::PtsTest) -> Vec<(&'static str, PtsFigure)> {
+    use ssdlab_core::schema::pts::PtsTest;
+    match test {
         PtsTest::Iops => vec![("IOPS", |c| format!("{:.0}", c.iops))],
         PtsTest::Throughput => vec![("MB/s", |c| format!("{:.1}", c.bytes_per_s / 1e6))],
         PtsTest::Latency => vec![
@@ -390,9 +402,25 @@ fn pts_sub_test_lines(
                 Nanos(c.latency_ns_max as f64).to_string()
             }),
         ],
-    };
+    }
+}
+
+/// A PTS sub-test's matrices over the steady-state window: for each figure `test` reports, a row per block size
+/// (largest first) and a column per read/write mix (most reads first).
+fn pts_matrix_lines(
+    test: ssdlab_core::schema::pts::PtsTest,
+    t: &ssdlab_core::schema::pts::PtsSubTest,
+) -> Vec<String> {
+    use ssdlab_core::schema::pts::size_token;
+    let mut out = Vec::new();
+    let mut mixes: Vec<u32> = t.matrix.iter().map(|c| c.cell.read_percent).collect();
+    mixes.sort_unstable_by(|x, y| y.cmp(x));
+    mixes.dedup();
+    let mut sizes: Vec<u64> = t.matrix.iter().map(|c| c.cell.block_bytes).collect();
+    sizes.sort_unstable_by(|x, y| y.cmp(x));
+    sizes.dedup();
     let width = 10;
-    for (what, figure) in figures {
+    for (what, figure) in pts_figures(test) {
         say!(out, "matrix    {what} over the window, by block size and R/W mix");
         let mut header = format!("{:>10}", "block");
         for m in &mixes {
@@ -415,11 +443,26 @@ fn pts_sub_test_lines(
 }
 
 /// The replay's figures on stderr: what was replayed, the storage bench's two figures, latency and fidelity.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn replay_lines(a: &ssdlab_core::schema::replay::ReplayAnalysis) -> Vec<String> {
+    let mut out = replay_run_lines(a);
+    out.extend(replay_latency_lines(a));
+    match &a.fidelity {
+        Some(f) => say!(
+            out,
+            "fidelity  issued late by: median {}, p99 {}, max {}; {:.2}% more than 1 ms late",
+            Nanos(f.late_ns_p50 as f64),
+            Nanos(f.late_ns_p99 as f64),
+            Nanos(f.late_ns_max as f64),
+            100.0 * f.late_over_1ms_ratio
+        ),
+        None => say!(out, "fidelity  not measured: replayed as fast as possible"),
+    }
+    out
+}
+
+/// What a replay read and replayed (operations, pace, depth, reads and writes) and the storage bench's two
+/// figures, average data rate and average service time.
+fn replay_run_lines(a: &ssdlab_core::schema::replay::ReplayAnalysis) -> Vec<String> {
     let mut out = Vec::new();
     let gb = |b: u64| format!("{:.2} GB", b as f64 / 1e9);
     say!(
@@ -457,7 +500,12 @@ pub fn replay_lines(a: &ssdlab_core::schema::replay::ReplayAnalysis) -> Vec<Stri
         Nanos(a.average_service_time_ns),
         Nanos(a.average_device_time_ns.unwrap_or(f64::NAN))
     );
-    let l = &a.latency_ns;
+    out
+}
+
+/// A replay's latency percentiles as a table: all operations, then reads and writes where they were measured.
+fn replay_latency_lines(a: &ssdlab_core::schema::replay::ReplayAnalysis) -> Vec<String> {
+    let mut out = Vec::new();
     say!(
         out,
         "{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
@@ -470,36 +518,26 @@ pub fn replay_lines(a: &ssdlab_core::schema::replay::ReplayAnalysis) -> Vec<Stri
         "99.9%",
         "maximum"
     );
-    let mut row = |name: &str, l: &ssdlab_core::schema::LatencyNs| {
-        say!(
-            out,
-            "{name:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
-            Nanos(l.p25 as f64).to_string(),
-            Nanos(l.p50 as f64).to_string(),
-            Nanos(l.p75 as f64).to_string(),
-            Nanos(l.p95 as f64).to_string(),
-            Nanos(l.p99 as f64).to_string(),
-            Nanos(l.p999 as f64).to_string(),
-            Nanos(l.max as f64).to_string()
-        )
-    };
-    row("all", l);
+    out.push(replay_latency_row("all", &a.latency_ns));
     if let Some(r) = &a.read_latency_ns {
-        row("reads", r);
+        out.push(replay_latency_row("reads", r));
     }
     if let Some(w) = &a.write_latency_ns {
-        row("writes", w);
-    }
-    match &a.fidelity {
-        Some(f) => say!(
-            out,
-            "fidelity  issued late by: median {}, p99 {}, max {}; {:.2}% more than 1 ms late",
-            Nanos(f.late_ns_p50 as f64),
-            Nanos(f.late_ns_p99 as f64),
-            Nanos(f.late_ns_max as f64),
-            100.0 * f.late_over_1ms_ratio
-        ),
-        None => say!(out, "fidelity  not measured: replayed as fast as possible"),
+        out.push(replay_latency_row("writes", w));
     }
     out
+}
+
+/// One row of the replay's latency table: `name`, then the quartiles, p95, p99, p99.9 and the maximum.
+fn replay_latency_row(name: &str, l: &ssdlab_core::schema::LatencyNs) -> String {
+    format!(
+        "{name:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+        Nanos(l.p25 as f64).to_string(),
+        Nanos(l.p50 as f64).to_string(),
+        Nanos(l.p75 as f64).to_string(),
+        Nanos(l.p95 as f64).to_string(),
+        Nanos(l.p99 as f64).to_string(),
+        Nanos(l.p999 as f64).to_string(),
+        Nanos(l.max as f64).to_string()
+    )
 }
