@@ -408,12 +408,7 @@ pub fn pseudo_file_system(path: &Path) -> io::Result<Option<&'static str>> {
     use std::os::unix::ffi::OsStrExt;
     let c_path =
         std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
-    // SAFETY: struct statfs is plain old data; all-zero bytes are a valid value.
-    let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: the path is NUL-terminated and `buf` a live local the kernel fills.
-    if unsafe { libc::statfs(c_path.as_ptr(), &mut buf) } < 0 {
-        return Err(last_error());
-    }
+    let buf = rustix::fs::statfs(c_path.as_c_str())?;
     Ok(pseudo_by_magic(buf.f_type as i64, || {
         crate::sys::statx(libc::AT_FDCWD, &c_path, 0, libc::STATX_MNT_ID).ok()
     }))
@@ -423,12 +418,7 @@ pub fn pseudo_file_system(path: &Path) -> io::Result<Option<&'static str>> {
 /// its path names a moment later.
 pub fn pseudo_file_system_of(file: &File) -> io::Result<Option<&'static str>> {
     let fd = file.as_raw_fd();
-    // SAFETY: struct statfs is plain old data; all-zero bytes are a valid value.
-    let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: fstatfs writes one struct statfs through the pointer, which points to a live local.
-    if unsafe { libc::fstatfs(fd, &mut buf) } < 0 {
-        return Err(last_error());
-    }
+    let buf = rustix::fs::fstatfs(file)?;
     Ok(pseudo_by_magic(buf.f_type as i64, || {
         crate::sys::statx(fd, c"", libc::AT_EMPTY_PATH, libc::STATX_MNT_ID).ok()
     }))

@@ -61,34 +61,27 @@ pub fn block_zero_out(file: &File, offset: u64, len: u64) -> io::Result<()> {
 
 /// Deallocates a byte range of a regular file, keeping its size (a punched hole reads back as zeroes).
 pub fn punch_hole(file: &File, offset: u64, len: u64) -> io::Result<()> {
-    // SAFETY: fallocate takes plain integers and a descriptor we own for the duration of the call.
-    check(unsafe {
-        libc::fallocate(
-            file.as_raw_fd(),
-            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-            offset as libc::off_t,
-            len as libc::off_t,
-        )
-    })
+    use rustix::fs::FallocateFlags;
+    Ok(rustix::fs::fallocate(
+        file,
+        FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE,
+        offset,
+        len,
+    )?)
 }
 
 /// Where the next data (`SEEK_DATA`) or hole (`SEEK_HOLE`) at or after `offset` begins; `None` when there is no
 /// data after `offset` (ENXIO). The file's position moves, which the positional I/O here never uses.
 pub fn seek_extent(file: &File, offset: u64, whence: SeekTo) -> io::Result<Option<u64>> {
-    let whence = match whence {
-        SeekTo::Data => libc::SEEK_DATA,
-        SeekTo::Hole => libc::SEEK_HOLE,
+    let to = match whence {
+        SeekTo::Data => rustix::fs::SeekFrom::Data(offset),
+        SeekTo::Hole => rustix::fs::SeekFrom::Hole(offset),
     };
-    // SAFETY: plain integers and a descriptor we own.
-    let at = unsafe { libc::lseek(file.as_raw_fd(), offset as libc::off_t, whence) };
-    if at < 0 {
-        let e = io::Error::last_os_error();
-        return match e.raw_os_error() {
-            Some(libc::ENXIO) => Ok(None),
-            _ => Err(e),
-        };
+    match rustix::fs::seek(file, to) {
+        Ok(at) => Ok(Some(at)),
+        Err(rustix::io::Errno::NXIO) => Ok(None),
+        Err(e) => Err(e.into()),
     }
-    Ok(Some(at as u64))
 }
 
 /// Which boundary [`seek_extent`] looks for.
@@ -100,8 +93,12 @@ pub enum SeekTo {
 
 /// Reserves space for `len` bytes from offset 0 so writes later do not allocate (or fail with ENOSPC).
 pub fn allocate(file: &File, len: u64) -> io::Result<()> {
-    // SAFETY: plain integers and a descriptor we own.
-    check(unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len as libc::off_t) })
+    Ok(rustix::fs::fallocate(
+        file,
+        rustix::fs::FallocateFlags::empty(),
+        0,
+        len,
+    )?)
 }
 
 /// Whether `file`, open for writing, is an active swap file, by the kernel's own mark on the inode rather than
@@ -109,27 +106,26 @@ pub fn allocate(file: &File, len: u64) -> io::Result<()> {
 /// refuses any change to an active swap file with ETXTBSY before it looks at the range; a range that ends past
 /// the largest possible offset is refused with EFBIG for every other file, so asking changes nothing.
 pub fn is_active_swap_file(file: &File) -> bool {
-    // SAFETY: plain integers and a descriptor we own. The range is refused whatever the file is.
-    let ret = unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, libc::off_t::MAX, 1) };
-    ret < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ETXTBSY)
+    // The range is refused whatever the file is.
+    let asked = rustix::fs::fallocate(
+        file,
+        rustix::fs::FallocateFlags::KEEP_SIZE,
+        libc::off_t::MAX as u64,
+        1,
+    );
+    asked == Err(rustix::io::Errno::TXTBSY)
 }
 
 /// Drops clean cached pages of a byte range (posix_fadvise DONTNEED).
 pub fn drop_cache(file: &File, offset: u64, len: u64) -> io::Result<()> {
-    // SAFETY: plain integers and a descriptor we own. posix_fadvise returns the error instead of setting errno.
-    let ret = unsafe {
-        libc::posix_fadvise(
-            file.as_raw_fd(),
-            offset as libc::off_t,
-            len as libc::off_t,
-            libc::POSIX_FADV_DONTNEED,
-        )
-    };
-    if ret != 0 {
-        Err(io::Error::from_raw_os_error(ret))
-    } else {
-        Ok(())
-    }
+    // A length of zero means "to the end of the file", as posix_fadvise reads it.
+    let len = std::num::NonZeroU64::new(len);
+    Ok(rustix::fs::fadvise(
+        file,
+        offset,
+        len,
+        rustix::fs::Advice::DontNeed,
+    )?)
 }
 
 /// statx: `path` relative to the directory descriptor `dirfd` (AT_FDCWD for the working directory; an empty
@@ -241,22 +237,19 @@ pub fn interrupt_flag() -> &'static std::sync::atomic::AtomicBool {
 /// Sends this process's standard error to /dev/null from now on and returns a handle on the original one, for
 /// the messages that must still be seen (`--quiet`: errors only).
 pub fn silence_stderr() -> std::io::Result<std::fs::File> {
-    use std::os::fd::{AsFd, AsRawFd};
+    use std::os::fd::AsFd;
     let original = std::io::stderr().as_fd().try_clone_to_owned()?;
     let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
-    // SAFETY: both descriptors are open and owned for the duration of the call; dup2 only makes fd 2 refer to
-    // /dev/null, and the original stderr stays reachable through `original`.
-    if unsafe { libc::dup2(null.as_raw_fd(), libc::STDERR_FILENO) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    // fd 2 now refers to /dev/null; the original stderr stays reachable through `original`.
+    rustix::stdio::dup2_stderr(&null)?;
     Ok(std::fs::File::from(original))
 }
 
 /// Lowers this thread's timer slack to 1 us (the default is 50 us), so the short sleeps of a rate-limited run wake
 /// close to the scheduled issue time instead of up to 50 us late.
 pub fn tighten_timer_slack() {
-    // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only the calling thread.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
+    // A kernel that refuses leaves the default slack: the sleeps are then only less precise.
+    let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1000));
 }
 
 /// How long the kernel lets a lease holder keep a file after someone asks for it
@@ -407,16 +400,9 @@ pub(crate) fn openat2(
 /// written around it through the same descriptor, and the refresh writes a file's unaligned tail, which O_DIRECT
 /// cannot take, through the cache.
 pub fn set_direct(file: &File, on: bool) -> io::Result<()> {
-    // SAFETY: F_GETFL takes no argument and returns the flags or -1.
-    let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
-    check(flags)?;
-    let flags = if on {
-        flags | libc::O_DIRECT
-    } else {
-        flags & !libc::O_DIRECT
-    };
-    // SAFETY: F_SETFL takes the new flags as an int.
-    check(unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, flags) })
+    let mut flags = rustix::fs::fcntl_getfl(file)?;
+    flags.set(rustix::fs::OFlags::DIRECT, on);
+    Ok(rustix::fs::fcntl_setfl(file, flags)?)
 }
 
 /// Takes an open-file-description write lock over the whole of `file` without waiting (F_OFD_SETLK): other
