@@ -42,104 +42,25 @@ fn wear_of(s: &HealthSnapshot, rated_pe: Option<u32>) -> Option<f64> {
     }
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
+/// The remaining life: from the wear trend over the window if it gives one, else from host writes against the
+/// TBW rating, else none, with what more it needs.
 fn life(
     current: &HealthSnapshot,
     window: &[HealthSnapshot],
     rating: Option<&EnduranceRating>,
 ) -> LifeEstimate {
     let pe = rating.and_then(|r| r.pe_cycles);
-    let t0 = window.first().map_or(0, |s| s.taken_at_s);
-    let series = |f: &dyn Fn(&HealthSnapshot) -> Option<f64>| -> (Vec<f64>, Vec<f64>) {
-        window
-            .iter()
-            .filter_map(|s| f(s).map(|v| ((s.taken_at_s - t0) as f64 / DAY_S, v)))
-            .unzip()
-    };
-    let span_days = window.last().map_or(0.0, |l| (l.taken_at_s - t0) as f64 / DAY_S);
-    let wear_basis = if pe.is_some() && current.erase_count_mean.is_some() {
-        format!("mean erase count over {} rated P/E cycles", pe.unwrap_or(0))
-    } else if current.wear_source.is_empty() {
-        "no wear figure: the drive reports neither wear used nor an erase count".to_string()
-    } else {
-        format!("wear used ({})", current.wear_source)
-    };
-
+    let wear_basis = wear_basis(current, pe);
     // The wear trend first: it is what the drive itself says about its NAND.
-    let (days, wear) = series(&|s| wear_of(s, pe));
-    // Wear is reported in steps (whole percent, whole erase cycles): a trend through a single step is the
-    // rounding, not a rate, so at least two steps must have passed.
-    let steps = wear.windows(2).filter(|w| w[0] != w[1]).count();
-    let mut needs = None;
-    if steps < 2 && wear.len() >= 2 {
-        needs = Some(format!(
-            "more history: wear has moved {steps} step(s) over {span_days:.1} days and a trend needs two"
-        ));
-    } else if let (Some(now), Some(t)) = (wear_of(current, pe), trend(&days, &wear)) {
-        let (d, low, high) = days_to(100.0, now, &t);
-        if d.is_some() {
-            return LifeEstimate {
-                basis: format!(
-                    "{wear_basis}: {:.4}% a day over {} snapshots",
-                    t.per_day, t.points
-                ),
-                remaining_days: d,
-                remaining_days_low: low,
-                remaining_days_high: high,
-                needs: (t.points < 3).then(|| "a third snapshot, for the band".to_string()),
-            };
-        }
-        needs = Some(format!(
-            "more history: wear has not risen over {span_days:.1} days (drives report it in whole steps)"
-        ));
-    }
+    let needs = match life_from_wear(current, window, pe, &wear_basis) {
+        Ok(estimate) => return estimate,
+        Err(needs) => needs,
+    };
     // Then host writes against the TBW rating.
-    if let (Some(tbw), Some(now)) = (rating.and_then(|r| r.tbw_bytes), current.host_written_bytes) {
-        let (days, host) = series(&|s| s.host_written_bytes.map(|b| b as f64));
-        if let Some(t) = trend(&days, &host) {
-            let (d, low, high) = days_to(tbw as f64, now as f64, &t);
-            if d.is_some() {
-                return LifeEstimate {
-                    basis: format!(
-                        "host writes against the {:.0} TBW rating: {:.1} GB a day over {} snapshots",
-                        tbw as f64 / 1e12,
-                        t.per_day / 1e9,
-                        t.points
-                    ),
-                    remaining_days: d,
-                    remaining_days_low: low,
-                    remaining_days_high: high,
-                    needs: (t.points < 3).then(|| "a third snapshot, for the band".to_string()),
-                };
-            }
-        }
+    if let Some(estimate) = life_from_host_writes(current, window, rating) {
+        return estimate;
     }
-    let needs = needs.unwrap_or_else(|| {
-        if current.identity.protocol == Protocol::Virtual {
-            return "a wear trend over time, which a virtual drive (one run, no history) does not have: \
-                    its WAF and P/E used are the run's"
-                .to_string();
-        }
-        let mut text = "a second snapshot at least a day later (run ssdlab health daily: \
-                        dist/systemd has a timer), and a third for the band"
-            .to_string();
-        if let (Some(used), Some(hours)) = (wear_of(current, pe), current.power_on_hours)
-            && used > 0.0
-            && hours > 0
-        {
-            let days = hours as f64 / 24.0;
-            let left = (100.0 - used).max(0.0) / (used / days);
-            text.push_str(&format!(
-                ". For scale only: at its lifetime average ({used:.1}% in {days:.0} power-on days) about \
-                 {:.1} power-on years remain; one ratio is not an estimate",
-                left / 365.25
-            ));
-        }
-        text
-    });
+    let needs = needs.unwrap_or_else(|| needs_without_trend(current, pe));
     LifeEstimate {
         basis: wear_basis,
         remaining_days: None,
@@ -147,6 +68,123 @@ fn life(
         remaining_days_high: None,
         needs: Some(needs),
     }
+}
+
+/// What the wear figures are: mean erase count over rated P/E cycles, the drive's own wear used, or none.
+fn wear_basis(current: &HealthSnapshot, pe: Option<u32>) -> String {
+    if pe.is_some() && current.erase_count_mean.is_some() {
+        format!("mean erase count over {} rated P/E cycles", pe.unwrap_or(0))
+    } else if current.wear_source.is_empty() {
+        "no wear figure: the drive reports neither wear used nor an erase count".to_string()
+    } else {
+        format!("wear used ({})", current.wear_source)
+    }
+}
+
+/// A figure over the window's snapshots that have it, as (days since the first snapshot, value).
+fn window_series(
+    window: &[HealthSnapshot],
+    f: &dyn Fn(&HealthSnapshot) -> Option<f64>,
+) -> (Vec<f64>, Vec<f64>) {
+    let t0 = window.first().map_or(0, |s| s.taken_at_s);
+    window
+        .iter()
+        .filter_map(|s| f(s).map(|v| ((s.taken_at_s - t0) as f64 / DAY_S, v)))
+        .unzip()
+}
+
+/// The life the wear trend gives (to 100% wear), or, as the error, what more history it needs (None when it
+/// says nothing, as with a single snapshot).
+fn life_from_wear(
+    current: &HealthSnapshot,
+    window: &[HealthSnapshot],
+    pe: Option<u32>,
+    wear_basis: &str,
+) -> Result<LifeEstimate, Option<String>> {
+    let t0 = window.first().map_or(0, |s| s.taken_at_s);
+    let span_days = window.last().map_or(0.0, |l| (l.taken_at_s - t0) as f64 / DAY_S);
+    let (days, wear) = window_series(window, &|s| wear_of(s, pe));
+    // Wear is reported in steps (whole percent, whole erase cycles): a trend through a single step is the
+    // rounding, not a rate, so at least two steps must have passed.
+    let steps = wear.windows(2).filter(|w| w[0] != w[1]).count();
+    if steps < 2 && wear.len() >= 2 {
+        return Err(Some(format!(
+            "more history: wear has moved {steps} step(s) over {span_days:.1} days and a trend needs two"
+        )));
+    }
+    let (Some(now), Some(t)) = (wear_of(current, pe), trend(&days, &wear)) else {
+        return Err(None);
+    };
+    let (d, low, high) = days_to(100.0, now, &t);
+    if d.is_some() {
+        return Ok(LifeEstimate {
+            basis: format!(
+                "{wear_basis}: {:.4}% a day over {} snapshots",
+                t.per_day, t.points
+            ),
+            remaining_days: d,
+            remaining_days_low: low,
+            remaining_days_high: high,
+            needs: (t.points < 3).then(|| "a third snapshot, for the band".to_string()),
+        });
+    }
+    Err(Some(format!(
+        "more history: wear has not risen over {span_days:.1} days (drives report it in whole steps)"
+    )))
+}
+
+/// The life host writes give against the rating's TBW, when there is a rating and a trend that reaches it.
+fn life_from_host_writes(
+    current: &HealthSnapshot,
+    window: &[HealthSnapshot],
+    rating: Option<&EnduranceRating>,
+) -> Option<LifeEstimate> {
+    let (Some(tbw), Some(now)) = (rating.and_then(|r| r.tbw_bytes), current.host_written_bytes) else {
+        return None;
+    };
+    let (days, host) = window_series(window, &|s| s.host_written_bytes.map(|b| b as f64));
+    let t = trend(&days, &host)?;
+    let (Some(days_left), low, high) = days_to(tbw as f64, now as f64, &t) else {
+        return None;
+    };
+    Some(LifeEstimate {
+        basis: format!(
+            "host writes against the {:.0} TBW rating: {:.1} GB a day over {} snapshots",
+            tbw as f64 / 1e12,
+            t.per_day / 1e9,
+            t.points
+        ),
+        remaining_days: Some(days_left),
+        remaining_days_low: low,
+        remaining_days_high: high,
+        needs: (t.points < 3).then(|| "a third snapshot, for the band".to_string()),
+    })
+}
+
+/// What a drive without a trend needs for one: a later snapshot (none can come for a virtual drive), with its
+/// lifetime average wear rate for scale where it has one.
+fn needs_without_trend(current: &HealthSnapshot, pe: Option<u32>) -> String {
+    if current.identity.protocol == Protocol::Virtual {
+        return "a wear trend over time, which a virtual drive (one run, no history) does not have: \
+                its WAF and P/E used are the run's"
+            .to_string();
+    }
+    let mut text = "a second snapshot at least a day later (run ssdlab health daily: \
+                    dist/systemd has a timer), and a third for the band"
+        .to_string();
+    if let (Some(used), Some(hours)) = (wear_of(current, pe), current.power_on_hours)
+        && used > 0.0
+        && hours > 0
+    {
+        let days = hours as f64 / 24.0;
+        let left = (100.0 - used).max(0.0) / (used / days);
+        text.push_str(&format!(
+            ". For scale only: at its lifetime average ({used:.1}% in {days:.0} power-on days) about \
+             {:.1} power-on years remain; one ratio is not an estimate",
+            left / 365.25
+        ));
+    }
+    text
 }
 
 #[cfg(test)]

@@ -1,21 +1,35 @@
 //! Health as Prometheus metrics, one series per drive labelled by device, serial and model, named as the
 //! conventions ask (`_bytes_total` for byte counters, `_seconds`, `_ratio`, `_celsius`).
 
+use ssdlab_core::prom::MetricType::{Counter, Gauge};
 use ssdlab_core::prom::{Exposition, MetricType};
-use ssdlab_core::schema::health::{DriveHealth, HealthLevel};
+use ssdlab_core::schema::health::{DriveHealth, HealthLevel, HealthSnapshot};
 
 use crate::history::DAY_S;
 
 /// Adds every drive's metrics to `exposition`, and whether each DEVICE (`read_ok`: as given, read or not) was read.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn health_metrics(exposition: &mut Exposition, drives: &[DriveHealth], read_ok: &[(String, bool)]) {
-    use MetricType::{Counter, Gauge};
-    // Whether each drive asked about (a DEVICE, labelled as given) could be read: a fleet alert on 0 catches a
-    // drive that vanished or whose smartctl fails, which would otherwise only show as stale series. Saved files
-    // are not live reads and get none.
+    read_ok_metrics(exposition, read_ok);
+    for d in newest_per_drive(drives) {
+        let id = &d.snapshot.identity;
+        let mut series = DriveSeries {
+            exposition: &mut *exposition,
+            labels: [
+                ("device", id.source.as_str()),
+                ("serial", id.serial.as_str()),
+                ("model", id.model.as_str()),
+            ],
+        };
+        series.verdict_and_writes(d);
+        series.condition(&d.snapshot);
+        series.remaining_life(d);
+    }
+}
+
+/// Whether each drive asked about (a DEVICE, labelled as given) could be read, once per device: a fleet alert on
+/// 0 catches a drive that vanished or whose smartctl fails, which would otherwise only show as stale series.
+/// Saved files are not live reads and get none.
+fn read_ok_metrics(exposition: &mut Exposition, read_ok: &[(String, bool)]) {
     let read_ok_help =
         "1 if ssdlab could read the drive's health this time, 0 if not (the reason is in its output).";
     let mut seen: Vec<&str> = vec![];
@@ -32,8 +46,11 @@ pub fn health_metrics(exposition: &mut Exposition, drives: &[DriveHealth], read_
             );
         }
     }
-    // One series per drive: the same drive given twice (a device and a saved file of it) keeps its newest
-    // snapshot, as duplicate series are invalid.
+}
+
+/// One entry per drive (by device, serial and model), in the order first given: the same drive given twice (a
+/// device and a saved file of it) keeps its newest snapshot, as duplicate series are invalid.
+fn newest_per_drive(drives: &[DriveHealth]) -> Vec<&DriveHealth> {
     let key = |d: &DriveHealth| {
         let id = &d.snapshot.identity;
         (id.source.clone(), id.serial.clone(), id.model.clone())
@@ -46,20 +63,28 @@ pub fn health_metrics(exposition: &mut Exposition, drives: &[DriveHealth], read_
             None => newest.push(d),
         }
     }
-    for d in newest {
+    newest
+}
+
+/// One drive's series: the exposition they go into, and the labels (device, serial, model) each carries.
+struct DriveSeries<'e, 'd> {
+    exposition: &'e mut Exposition,
+    labels: [(&'static str, &'d str); 3],
+}
+
+impl DriveSeries<'_, '_> {
+    /// Adds the sample `name` when there is a `value`.
+    fn put(&mut self, name: &str, kind: MetricType, help: &str, value: Option<f64>) {
+        if let Some(v) = value {
+            self.exposition.sample(name, kind, help, &self.labels, v);
+        }
+    }
+
+    /// The verdict, when the snapshot was taken, and the writes: host and NAND bytes over the drive's life, write
+    /// amplification over its life and over the window, and the window's write rates.
+    fn verdict_and_writes(&mut self, d: &DriveHealth) {
         let s = &d.snapshot;
-        let id = &s.identity;
-        let labels = [
-            ("device", id.source.as_str()),
-            ("serial", id.serial.as_str()),
-            ("model", id.model.as_str()),
-        ];
-        let mut put = |name: &str, kind, help: &str, value: Option<f64>| {
-            if let Some(v) = value {
-                exposition.sample(name, kind, help, &labels, v);
-            }
-        };
-        put(
+        self.put(
             "ssdlab_health_verdict",
             Gauge,
             "ssdlab's verdict on the drive: 0 OK, 1 WARN, 2 FAIL (reasons in ssdlab health's output).",
@@ -69,44 +94,49 @@ pub fn health_metrics(exposition: &mut Exposition, drives: &[DriveHealth], read_
                 HealthLevel::Fail => 2.0,
             }),
         );
-        put(
+        self.put(
             "ssdlab_health_snapshot_timestamp_seconds",
             Gauge,
             "When the drive's health data was read, Unix time.",
             Some(s.taken_at_s as f64),
         );
-        put(
+        self.put(
             "ssdlab_host_written_bytes_total",
             Counter,
             "Bytes the host wrote to the drive over its life.",
             s.host_written_bytes.map(|b| b as f64),
         );
-        put(
+        self.put(
             "ssdlab_host_read_bytes_total",
             Counter,
             "Bytes the host read from the drive over its life.",
             s.host_read_bytes.map(|b| b as f64),
         );
-        put(
+        self.put(
             "ssdlab_nand_written_bytes_total",
             Counter,
             "Bytes the drive programmed into NAND over its life (absent when the drive does not expose it).",
             s.nand_written_bytes.map(|b| b as f64),
         );
-        put(
+        self.put(
             "ssdlab_write_amplification_ratio",
             Gauge,
             "NAND bytes over host bytes written over the drive's life.",
             d.lifetime_write_amplification_ratio,
         );
-        put(
+        self.window_rates(d);
+    }
+
+    /// The history window's write amplification and write rates (per second: Prometheus wants base units, the
+    /// JSON keeps per day, as people read it).
+    fn window_rates(&mut self, d: &DriveHealth) {
+        self.put(
             "ssdlab_window_write_amplification_ratio",
             Gauge,
             "NAND bytes over host bytes written over the history window.",
             d.rates.as_ref().and_then(|r| r.write_amplification_ratio),
         );
-        // Prometheus wants base units: a rate is per second (the JSON keeps per day, as people read it).
-        put(
+        self.put(
             "ssdlab_host_written_bytes_per_second",
             Gauge,
             "Host bytes written per second, averaged over the history window.",
@@ -115,7 +145,7 @@ pub fn health_metrics(exposition: &mut Exposition, drives: &[DriveHealth], read_
                 .and_then(|r| r.host_written_bytes_per_day)
                 .map(|per_day| per_day / 86_400.0),
         );
-        put(
+        self.put(
             "ssdlab_nand_written_bytes_per_second",
             Gauge,
             "NAND bytes written per second, averaged over the history window.",
@@ -124,48 +154,57 @@ pub fn health_metrics(exposition: &mut Exposition, drives: &[DriveHealth], read_
                 .and_then(|r| r.nand_written_bytes_per_day)
                 .map(|per_day| per_day / 86_400.0),
         );
-        put(
+    }
+
+    /// The drive's condition: power-on time, temperature, wear, spare, and the errors and retired blocks it
+    /// counted.
+    fn condition(&mut self, s: &HealthSnapshot) {
+        self.put(
             "ssdlab_power_on_seconds_total",
             Counter,
             "Time the drive has been powered on.",
             s.power_on_hours.map(|h| h as f64 * 3600.0),
         );
-        put(
+        self.put(
             "ssdlab_temperature_celsius",
             Gauge,
             "The drive's temperature.",
             s.temperature_celsius,
         );
-        put(
+        self.put(
             "ssdlab_wear_used_ratio",
             Gauge,
             "Rated endurance used (1 = all of it; may exceed 1).",
             s.wear_used_percent.map(|p| p / 100.0),
         );
-        put(
+        self.put(
             "ssdlab_available_spare_ratio",
             Gauge,
             "Spare capacity left, as the drive normalizes it (1 = all).",
             s.available_spare_percent.map(|p| p / 100.0),
         );
-        put(
+        self.put(
             "ssdlab_media_errors_total",
             Counter,
             "Uncorrectable media errors the drive reported.",
             s.media_errors.map(|v| v as f64),
         );
-        put(
+        self.put(
             "ssdlab_crc_errors_total",
             Counter,
             "Interface CRC errors (cable or backplane).",
             s.crc_errors.map(|v| v as f64),
         );
-        put(
+        self.put(
             "ssdlab_reallocated_total",
             Counter,
             "Blocks or sectors retired and replaced from spare.",
             s.reallocated.map(|v| v as f64),
         );
+    }
+
+    /// The remaining life the wear trend gives, one series per bound (estimate, low, high) it has.
+    fn remaining_life(&mut self, d: &DriveHealth) {
         let life_help = "Estimated remaining life from the wear trend (bound: estimate, low, high).";
         for (bound, days) in [
             ("estimate", d.life.remaining_days),
@@ -173,9 +212,9 @@ pub fn health_metrics(exposition: &mut Exposition, drives: &[DriveHealth], read_
             ("high", d.life.remaining_days_high),
         ] {
             if let Some(days) = days {
-                let mut with_bound = labels.to_vec();
+                let mut with_bound = self.labels.to_vec();
                 with_bound.push(("bound", bound));
-                exposition.sample(
+                self.exposition.sample(
                     "ssdlab_remaining_life_seconds",
                     Gauge,
                     life_help,

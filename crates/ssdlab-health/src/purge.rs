@@ -474,10 +474,6 @@ const MAX_IDLE_POLLS: u32 = 12;
 
 /// Runs `plan` with `run` (one command line -> its outcome, or why it could not start) and `sleep` (seconds)
 /// between polls, giving up after `max_polls`. Returns what happened, line by line, or how it failed.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn run_plan(
     plan: &PurgePlan,
     run: &mut dyn FnMut(&[String]) -> Result<ToolRun, String>,
@@ -485,7 +481,6 @@ pub fn run_plan(
     poll_interval_s: u64,
     max_polls: u32,
 ) -> Result<Vec<String>, RunFailure> {
-    let mut log = vec![];
     // What the drive says before anything is sent: a completion it reports already is an earlier sanitize's,
     // and must not be taken for this one's (ATA's status does not say which sanitize completed).
     let before = match &plan.status {
@@ -495,7 +490,28 @@ pub fn run_plan(
         })?),
         None => None,
     };
-    let leftover = matches!(before, Some(SanitizeState::Succeeded { .. }));
+    let log = run_steps(plan, run)?;
+    let Some((status, format)) = &plan.status else {
+        return Ok(log);
+    };
+    let polling = Polling {
+        status,
+        format: *format,
+        expected_action: plan.expected_action,
+        leftover: matches!(before, Some(SanitizeState::Succeeded { .. })),
+        interval_s: poll_interval_s,
+        max_polls,
+    };
+    polling.until_done(run, sleep, log)
+}
+
+/// Runs the plan's steps in order, returning a line for each. A failed step before the last is undone where the
+/// plan can be; a failed last step may have started the purge all the same, so nothing else is sent.
+fn run_steps(
+    plan: &PurgePlan,
+    run: &mut dyn FnMut(&[String]) -> Result<ToolRun, String>,
+) -> Result<Vec<String>, RunFailure> {
+    let mut log = vec![];
     for (i, step) in plan.steps.iter().enumerate() {
         let outcome = run(step).and_then(|r| {
             if r.success {
@@ -506,27 +522,10 @@ pub fn run_plan(
         });
         match outcome {
             Ok(_) => log.push(format!("ran `{}`", step.join(" "))),
+            // The last step starts the purge: a timeout or a dropped command there may have started it all the
+            // same, so nothing else is sent to the drive after it, not even the undo.
+            Err(why) if i + 1 == plan.steps.len() => return Err(cut_off_at_start(plan, &why)),
             Err(why) => {
-                // The last step starts the purge: a timeout or a dropped command there may have started it all
-                // the same, so nothing else is sent to the drive after it, not even the undo.
-                if i + 1 == plan.steps.len() {
-                    let unlock = match (&plan.undo, &plan.identify) {
-                        (Some(undo), Some(identify)) => format!(
-                            "; once `{}` shows it is not erasing, `{}` takes the temporary password off if one is \
-                             left",
-                            identify.join(" "),
-                            undo.join(" ")
-                        ),
-                        _ => String::new(),
-                    };
-                    return Err(RunFailure {
-                        reason: format!(
-                            "{why}; the drive may have begun the purge all the same, so nothing else was sent to \
-                             it: check it before anything else{unlock}"
-                        ),
-                        started: true,
-                    });
-                }
                 return Err(RunFailure {
                     reason: undo(plan, run, why),
                     started: false,
@@ -534,56 +533,105 @@ pub fn run_plan(
             }
         }
     }
-    let Some((status, format)) = &plan.status else {
-        return Ok(log);
+    Ok(log)
+}
+
+/// The failure of the step that starts the purge (`why`): the drive may have begun all the same, so it is to be
+/// checked before anything else, and how to take a temporary password off once it is not erasing.
+fn cut_off_at_start(plan: &PurgePlan, why: &str) -> RunFailure {
+    let unlock = match (&plan.undo, &plan.identify) {
+        (Some(undo), Some(identify)) => format!(
+            "; once `{}` shows it is not erasing, `{}` takes the temporary password off if one is left",
+            identify.join(" "),
+            undo.join(" ")
+        ),
+        _ => String::new(),
     };
-    let started = |reason: String| RunFailure {
+    RunFailure {
         reason: format!(
-            "{reason}; the drive may still be sanitizing (a sanitize survives a power cycle): check `{}` before \
-             anything else",
-            status.join(" ")
+            "{why}; the drive may have begun the purge all the same, so nothing else was sent to it: check it \
+             before anything else{unlock}"
         ),
         started: true,
-    };
-    let mut idle = 0;
-    let mut seen_in_progress = false;
-    for _ in 0..max_polls {
-        let state = read_state(run, status, *format).map_err(started)?;
-        match state {
-            // A completed sanitize of another kind is an earlier one: this one has not begun reporting.
-            SanitizeState::Succeeded { action: Some(a) } if plan.expected_action.is_some_and(|e| e != a) => {
-                idle += 1
-            }
-            // The completion the drive reported before we started, until this sanitize has shown itself.
-            SanitizeState::Succeeded { .. } if leftover && !seen_in_progress => idle += 1,
-            SanitizeState::Succeeded { .. } => {
-                log.push("the drive reports the sanitize completed".into());
-                return Ok(log);
-            }
-            SanitizeState::Failed(why) => return Err(started(why)),
-            SanitizeState::Idle => idle += 1,
-            SanitizeState::InProgress { .. } => {
-                idle = 0;
-                seen_in_progress = true;
-            }
-        }
-        if idle >= MAX_IDLE_POLLS {
-            let earlier = if leftover {
-                " (it reported a completed sanitize from before this one started, and never this one in progress)"
-            } else {
-                ""
-            };
-            return Err(started(format!(
-                "the drive accepted the sanitize but has not reported it in progress or completed in \
-                 {MAX_IDLE_POLLS} polls{earlier}"
-            )));
-        }
-        sleep(poll_interval_s);
     }
-    Err(started(format!(
-        "the drive had not reported the end of the sanitize after {} s",
-        u64::from(max_polls) * poll_interval_s
-    )))
+}
+
+/// How a started sanitize is watched until the drive reports its end.
+struct Polling<'a> {
+    /// The status command and how its answer is read.
+    status: &'a [String],
+    format: StatusFormat,
+    /// The SANACT a completed sanitize must show to be this one (NVMe).
+    expected_action: Option<u64>,
+    /// Whether the drive reported a completed sanitize before this one was sent (an earlier one's).
+    leftover: bool,
+    interval_s: u64,
+    max_polls: u32,
+}
+
+impl Polling<'_> {
+    /// A failure once the sanitize was sent: the drive may still be sanitizing, so it is to be checked first.
+    fn started(&self, reason: String) -> RunFailure {
+        RunFailure {
+            reason: format!(
+                "{reason}; the drive may still be sanitizing (a sanitize survives a power cycle): check `{}` \
+                 before anything else",
+                self.status.join(" ")
+            ),
+            started: true,
+        }
+    }
+
+    /// Polls the status every `interval_s` until the drive reports this sanitize completed (adding that line to
+    /// `log`) or failed, stays idle for [`MAX_IDLE_POLLS`] polls in a row, or `max_polls` have passed.
+    fn until_done(
+        &self,
+        run: &mut dyn FnMut(&[String]) -> Result<ToolRun, String>,
+        sleep: &mut dyn FnMut(u64),
+        mut log: Vec<String>,
+    ) -> Result<Vec<String>, RunFailure> {
+        let mut idle = 0;
+        let mut seen_in_progress = false;
+        for _ in 0..self.max_polls {
+            let state = read_state(run, self.status, self.format).map_err(|reason| self.started(reason))?;
+            match state {
+                // A completed sanitize of another kind is an earlier one: this one has not begun reporting.
+                SanitizeState::Succeeded { action: Some(a) }
+                    if self.expected_action.is_some_and(|e| e != a) =>
+                {
+                    idle += 1
+                }
+                // The completion the drive reported before we started, until this sanitize has shown itself.
+                SanitizeState::Succeeded { .. } if self.leftover && !seen_in_progress => idle += 1,
+                SanitizeState::Succeeded { .. } => {
+                    log.push("the drive reports the sanitize completed".into());
+                    return Ok(log);
+                }
+                SanitizeState::Failed(why) => return Err(self.started(why)),
+                SanitizeState::Idle => idle += 1,
+                SanitizeState::InProgress { .. } => {
+                    idle = 0;
+                    seen_in_progress = true;
+                }
+            }
+            if idle >= MAX_IDLE_POLLS {
+                let earlier = if self.leftover {
+                    " (it reported a completed sanitize from before this one started, and never this one in progress)"
+                } else {
+                    ""
+                };
+                return Err(self.started(format!(
+                    "the drive accepted the sanitize but has not reported it in progress or completed in \
+                     {MAX_IDLE_POLLS} polls{earlier}"
+                )));
+            }
+            sleep(self.interval_s);
+        }
+        Err(self.started(format!(
+            "the drive had not reported the end of the sanitize after {} s",
+            u64::from(self.max_polls) * self.interval_s
+        )))
+    }
 }
 
 /// Runs the status command once and reads its answer.

@@ -74,25 +74,16 @@ pub fn parse_named(
     Ok(snapshot)
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
+/// Reads smartctl's JSON into a snapshot: identity and the fields every protocol has, then the NVMe health log
+/// or the ATA attributes, then the fields newer smartctl states the same way for all. Fails when smartctl could
+/// not run at all (exit status bits 0-1).
 pub fn parse_value(
     source_name: &str,
     value: &Value,
     now_s: u64,
     names: &AttributeNames,
 ) -> Result<HealthSnapshot, ParseError> {
-    let messages: Vec<String> = at(value, &["smartctl", "messages"])
-        .and_then(Value::as_array)
-        .map(|m| {
-            m.iter()
-                .filter_map(|m| m.get("string").and_then(Value::as_str))
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default();
+    let messages = messages_of(value);
     let exit_status = u64_at(value, &["smartctl", "exit_status"]).map(|s| s.min(255) as u8);
     if let Some(status) = exit_status
         && status & FATAL_BITS != 0
@@ -108,33 +99,10 @@ pub fn parse_value(
             },
         });
     }
-
-    let protocol = match str_at(value, &["device", "protocol"]) {
-        Some("ATA") => Protocol::Ata,
-        Some("NVMe") => Protocol::Nvme,
-        Some("SCSI") => Protocol::Scsi,
-        _ if value.get("nvme_smart_health_information_log").is_some() => Protocol::Nvme,
-        _ if value.get("ata_smart_attributes").is_some() => Protocol::Ata,
-        _ => Protocol::Unknown,
-    };
-    let model = identity_text(
-        str_at(value, &["model_name"])
-            .or_else(|| str_at(value, &["scsi_model_name"]))
-            .or_else(|| str_at(value, &["product"]))
-            .unwrap_or(""),
-    );
-    let capacity_bytes =
-        u64_at(value, &["user_capacity", "bytes"]).or_else(|| u64_at(value, &["nvme_total_capacity"]));
+    let protocol = protocol_of(value);
     let mut snapshot = HealthSnapshot {
         taken_at_s: u64_at(value, &["local_time", "time_t"]).unwrap_or(now_s),
-        identity: DriveIdentity {
-            model,
-            serial: identity_at(value, &["serial_number"]).unwrap_or_default(),
-            firmware: identity_at(value, &["firmware_version"]),
-            capacity_bytes,
-            protocol,
-            source: identity_text(str_at(value, &["device", "name"]).unwrap_or(source_name)),
-        },
+        identity: identity_of(source_name, value, protocol),
         power_on_hours: u64_at(value, &["power_on_time", "hours"]),
         temperature_celsius: f64_at(value, &["temperature", "current"]),
         host_written_bytes: None,
@@ -168,26 +136,83 @@ pub fn parse_value(
             "no serial number (redacted or not reported): no history can be kept for this drive".into(),
         );
     }
-
     if let Some(log) = value.get("nvme_smart_health_information_log") {
         nvme_log(log, &mut snapshot);
     }
     if let Some(table) = at(value, &["ata_smart_attributes", "table"]).and_then(Value::as_array) {
-        snapshot.attributes = table.iter().filter_map(attribute).collect();
-        let firmware = snapshot.identity.firmware.clone();
-        if let Some(note) = names.rename(
-            &snapshot.identity.model,
-            firmware.as_deref(),
-            &mut snapshot.attributes,
-        ) {
-            snapshot.notes.push(note);
-        }
-        let lbs = u64_at(value, &["logical_block_size"]).unwrap_or(512);
-        let stats = device_statistics(value);
-        let attributes = snapshot.attributes.clone();
-        ata::apply(&attributes, &stats, lbs, &mut snapshot);
+        ata_attributes(value, table, names, &mut snapshot);
     }
-    // Newer smartctl states endurance and spare the same way for every protocol.
+    common_fields(value, protocol, &mut snapshot);
+    Ok(snapshot)
+}
+
+/// smartctl's own messages (`smartctl.messages[].string`).
+fn messages_of(value: &Value) -> Vec<String> {
+    at(value, &["smartctl", "messages"])
+        .and_then(Value::as_array)
+        .map(|m| {
+            m.iter()
+                .filter_map(|m| m.get("string").and_then(Value::as_str))
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The device's protocol as smartctl names it, or as its health data shows when it does not.
+fn protocol_of(value: &Value) -> Protocol {
+    match str_at(value, &["device", "protocol"]) {
+        Some("ATA") => Protocol::Ata,
+        Some("NVMe") => Protocol::Nvme,
+        Some("SCSI") => Protocol::Scsi,
+        _ if value.get("nvme_smart_health_information_log").is_some() => Protocol::Nvme,
+        _ if value.get("ata_smart_attributes").is_some() => Protocol::Ata,
+        _ => Protocol::Unknown,
+    }
+}
+
+/// The drive's model, serial, firmware and capacity, and the device it was read from (`source_name` when
+/// smartctl names none).
+fn identity_of(source_name: &str, value: &Value, protocol: Protocol) -> DriveIdentity {
+    let model = identity_text(
+        str_at(value, &["model_name"])
+            .or_else(|| str_at(value, &["scsi_model_name"]))
+            .or_else(|| str_at(value, &["product"]))
+            .unwrap_or(""),
+    );
+    let capacity_bytes =
+        u64_at(value, &["user_capacity", "bytes"]).or_else(|| u64_at(value, &["nvme_total_capacity"]));
+    DriveIdentity {
+        model,
+        serial: identity_at(value, &["serial_number"]).unwrap_or_default(),
+        firmware: identity_at(value, &["firmware_version"]),
+        capacity_bytes,
+        protocol,
+        source: identity_text(str_at(value, &["device", "name"]).unwrap_or(source_name)),
+    }
+}
+
+/// The ATA attribute `table`, named by `names` (the drive database, then the fallback), and what the attributes
+/// and the device statistics say about writes, wear and errors.
+fn ata_attributes(value: &Value, table: &[Value], names: &AttributeNames, snapshot: &mut HealthSnapshot) {
+    snapshot.attributes = table.iter().filter_map(attribute).collect();
+    let firmware = snapshot.identity.firmware.clone();
+    if let Some(note) = names.rename(
+        &snapshot.identity.model,
+        firmware.as_deref(),
+        &mut snapshot.attributes,
+    ) {
+        snapshot.notes.push(note);
+    }
+    let lbs = u64_at(value, &["logical_block_size"]).unwrap_or(512);
+    let stats = device_statistics(value);
+    let attributes = snapshot.attributes.clone();
+    ata::apply(&attributes, &stats, lbs, snapshot);
+}
+
+/// What newer smartctl states the same way for every protocol (endurance used, spare) where the protocol's own
+/// data gave nothing, why NAND writes are missing, and a note when there was no health data at all.
+fn common_fields(value: &Value, protocol: Protocol, snapshot: &mut HealthSnapshot) {
     if let Some(used) = f64_at(value, &["endurance_used", "current_percent"])
         && snapshot.wear_used_percent.is_none()
     {
@@ -213,7 +238,6 @@ pub fn parse_value(
             "no SMART attributes or NVMe health log in this output (run smartctl with -x or -a)".into(),
         );
     }
-    Ok(snapshot)
 }
 
 fn attribute(entry: &Value) -> Option<AtaAttribute> {

@@ -23,133 +23,172 @@ pub const WEAR_WARN_PERCENT: f64 = 80.0;
 /// A remaining-life low band under this many days warns.
 pub const LIFE_WARN_DAYS: f64 = 365.0;
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
+/// OK, WARN or FAIL for a drive, with every reason: the failures first, then the warnings, each in the order
+/// they are checked.
 pub fn verdict(
     snapshot: &HealthSnapshot,
     life: &LifeEstimate,
     rating: Option<&EnduranceRating>,
 ) -> HealthVerdict {
-    let mut fail = vec![];
-    let mut warn = vec![];
-    if snapshot.smart_passed == Some(false) {
-        fail.push("the drive's own SMART health status says FAILED".to_string());
-    }
-    if let Some(bits) = snapshot.critical_warning.filter(|&w| w != 0) {
-        for (bit, meaning) in CRITICAL_WARNING_BITS.iter().enumerate() {
-            if bits & (1 << bit) != 0 {
-                fail.push(format!("NVMe critical warning bit {bit}: {meaning}"));
+    let mut found = Findings::default();
+    found.drive_status(snapshot);
+    found.attributes_and_spare(snapshot);
+    found.endurance(snapshot, rating);
+    found.counters_and_life(snapshot, life);
+    found.into_verdict()
+}
+
+/// The reasons found so far: those that fail the drive and those that warn, each in the order found.
+#[derive(Default)]
+struct Findings {
+    fail: Vec<String>,
+    warn: Vec<String>,
+}
+
+impl Findings {
+    /// What the drive and smartctl say themselves: the SMART status, the NVMe critical warning bits and
+    /// smartctl's exit status bits.
+    fn drive_status(&mut self, snapshot: &HealthSnapshot) {
+        if snapshot.smart_passed == Some(false) {
+            self.fail
+                .push("the drive's own SMART health status says FAILED".to_string());
+        }
+        if let Some(bits) = snapshot.critical_warning.filter(|&w| w != 0) {
+            for (bit, meaning) in CRITICAL_WARNING_BITS.iter().enumerate() {
+                if bits & (1 << bit) != 0 {
+                    self.fail
+                        .push(format!("NVMe critical warning bit {bit}: {meaning}"));
+                }
+            }
+            if bits >> CRITICAL_WARNING_BITS.len() != 0 {
+                self.fail.push(format!(
+                    "NVMe critical warning {bits:#04x} has bits this version does not name"
+                ));
             }
         }
-        if bits >> CRITICAL_WARNING_BITS.len() != 0 {
-            fail.push(format!(
-                "NVMe critical warning {bits:#04x} has bits this version does not name"
+        if let Some(status) = snapshot.smartctl_exit_status {
+            if status & 0b0001_1000 != 0 {
+                self.fail.push(format!(
+                    "smartctl exit status {status}: {}",
+                    exit_meaning(status, 0b0001_1000)
+                ));
+            }
+            if status & 0b1110_0100 != 0 {
+                self.warn.push(format!(
+                    "smartctl exit status {status}: {}",
+                    exit_meaning(status, 0b1110_0100)
+                ));
+            }
+        }
+    }
+
+    /// ATA attributes at or below their thresholds, now (fail) or in the past (warn), and spare below its
+    /// threshold.
+    fn attributes_and_spare(&mut self, snapshot: &HealthSnapshot) {
+        for a in &snapshot.attributes {
+            match a.when_failed.as_str() {
+                "now" => self.fail.push(format!(
+                    "attribute {} {} is at or below its threshold now ({} <= {})",
+                    a.id, a.name, a.value, a.thresh
+                )),
+                "past" => self.warn.push(format!(
+                    "attribute {} {} was at or below its threshold in the past (worst {}, threshold {})",
+                    a.id, a.name, a.worst, a.thresh
+                )),
+                _ => {}
+            }
+        }
+        if let (Some(spare), Some(threshold)) = (
+            snapshot.available_spare_percent,
+            snapshot.available_spare_threshold_percent,
+        ) && spare < threshold
+        {
+            self.fail.push(format!(
+                "available spare {spare}% is below its threshold {threshold}%"
             ));
         }
     }
-    if let Some(status) = snapshot.smartctl_exit_status {
-        if status & 0b0001_1000 != 0 {
-            fail.push(format!(
-                "smartctl exit status {status}: {}",
-                exit_meaning(status, 0b0001_1000)
+
+    /// Rated endurance used past [`WEAR_WARN_PERCENT`]: by the drive's own wear figure, and by host writes
+    /// against the TBW rating.
+    fn endurance(&mut self, snapshot: &HealthSnapshot, rating: Option<&EnduranceRating>) {
+        if let Some(used) = snapshot.wear_used_percent {
+            if used >= 100.0 {
+                self.warn.push(format!(
+                    "{used:.0}% of rated endurance used: past its rating, the drive may still work but is \
+                     outside what the vendor promises ({})",
+                    snapshot.wear_source
+                ));
+            } else if used >= WEAR_WARN_PERCENT {
+                self.warn.push(format!(
+                    "{used:.0}% of rated endurance used ({})",
+                    snapshot.wear_source
+                ));
+            }
+        }
+        if let (Some(written), Some(tbw)) = (
+            snapshot.host_written_bytes,
+            rating.and_then(|r| r.tbw_bytes).filter(|&t| t > 0),
+        ) {
+            // TBW rates host writes: a drive written past it is outside the vendor's promise, whatever its own
+            // wear figure says (drives keep counting past 100%, and some never count at all).
+            let share = written as f64 / tbw as f64 * 100.0;
+            let of = format!(
+                "{:.2} TB written of its rated {:.0} TBW ({share:.0}%)",
+                written as f64 / 1e12,
+                tbw as f64 / 1e12
+            );
+            if share >= 100.0 {
+                self.warn
+                    .push(format!("{of}: past its rating, outside what the vendor promises"));
+            } else if share >= WEAR_WARN_PERCENT {
+                self.warn.push(of);
+            }
+        }
+    }
+
+    /// Errors the drive counted, a hot drive, and a remaining life whose low band is under
+    /// [`LIFE_WARN_DAYS`]: all warnings.
+    fn counters_and_life(&mut self, snapshot: &HealthSnapshot, life: &LifeEstimate) {
+        let counted = [
+            (snapshot.media_errors, "uncorrectable media errors"),
+            (snapshot.pending_sectors, "sectors pending reallocation"),
+            (snapshot.reallocated, "blocks or sectors reallocated"),
+            (
+                snapshot.crc_errors,
+                "interface CRC errors (check the cable or backplane)",
+            ),
+        ];
+        for (count, what) in counted {
+            if let Some(n) = count.filter(|&n| n > 0) {
+                self.warn.push(format!("{n} {what}"));
+            }
+        }
+        if let Some(t) = snapshot.temperature_celsius.filter(|&t| t >= 70.0) {
+            self.warn.push(format!("temperature {t:.0} °C"));
+        }
+        if let Some(low) = life.remaining_days_low.filter(|&d| d < LIFE_WARN_DAYS) {
+            self.warn.push(format!(
+                "remaining life may be as short as {low:.0} days at the recent wear rate"
             ));
         }
-        if status & 0b1110_0100 != 0 {
-            warn.push(format!(
-                "smartctl exit status {status}: {}",
-                exit_meaning(status, 0b1110_0100)
-            ));
+    }
+
+    /// The verdict: FAIL when anything failed, else WARN when anything warned, else OK; the reasons failures
+    /// first.
+    fn into_verdict(self) -> HealthVerdict {
+        let level = if !self.fail.is_empty() {
+            HealthLevel::Fail
+        } else if !self.warn.is_empty() {
+            HealthLevel::Warn
+        } else {
+            HealthLevel::Ok
+        };
+        let mut reasons = self.fail;
+        reasons.extend(self.warn);
+        if reasons.is_empty() {
+            reasons.push("no failure or warning signs".into());
         }
+        HealthVerdict { level, reasons }
     }
-    for a in &snapshot.attributes {
-        match a.when_failed.as_str() {
-            "now" => fail.push(format!(
-                "attribute {} {} is at or below its threshold now ({} <= {})",
-                a.id, a.name, a.value, a.thresh
-            )),
-            "past" => warn.push(format!(
-                "attribute {} {} was at or below its threshold in the past (worst {}, threshold {})",
-                a.id, a.name, a.worst, a.thresh
-            )),
-            _ => {}
-        }
-    }
-    if let (Some(spare), Some(threshold)) = (
-        snapshot.available_spare_percent,
-        snapshot.available_spare_threshold_percent,
-    ) && spare < threshold
-    {
-        fail.push(format!(
-            "available spare {spare}% is below its threshold {threshold}%"
-        ));
-    }
-    if let Some(used) = snapshot.wear_used_percent {
-        if used >= 100.0 {
-            warn.push(format!(
-                "{used:.0}% of rated endurance used: past its rating, the drive may still work but is \
-                 outside what the vendor promises ({})",
-                snapshot.wear_source
-            ));
-        } else if used >= WEAR_WARN_PERCENT {
-            warn.push(format!(
-                "{used:.0}% of rated endurance used ({})",
-                snapshot.wear_source
-            ));
-        }
-    }
-    if let (Some(written), Some(tbw)) = (
-        snapshot.host_written_bytes,
-        rating.and_then(|r| r.tbw_bytes).filter(|&t| t > 0),
-    ) {
-        // TBW rates host writes: a drive written past it is outside the vendor's promise, whatever its own wear
-        // figure says (drives keep counting past 100%, and some never count at all).
-        let share = written as f64 / tbw as f64 * 100.0;
-        let of = format!(
-            "{:.2} TB written of its rated {:.0} TBW ({share:.0}%)",
-            written as f64 / 1e12,
-            tbw as f64 / 1e12
-        );
-        if share >= 100.0 {
-            warn.push(format!("{of}: past its rating, outside what the vendor promises"));
-        } else if share >= WEAR_WARN_PERCENT {
-            warn.push(of);
-        }
-    }
-    let counted = [
-        (snapshot.media_errors, "uncorrectable media errors"),
-        (snapshot.pending_sectors, "sectors pending reallocation"),
-        (snapshot.reallocated, "blocks or sectors reallocated"),
-        (
-            snapshot.crc_errors,
-            "interface CRC errors (check the cable or backplane)",
-        ),
-    ];
-    for (count, what) in counted {
-        if let Some(n) = count.filter(|&n| n > 0) {
-            warn.push(format!("{n} {what}"));
-        }
-    }
-    if let Some(t) = snapshot.temperature_celsius.filter(|&t| t >= 70.0) {
-        warn.push(format!("temperature {t:.0} °C"));
-    }
-    if let Some(low) = life.remaining_days_low.filter(|&d| d < LIFE_WARN_DAYS) {
-        warn.push(format!(
-            "remaining life may be as short as {low:.0} days at the recent wear rate"
-        ));
-    }
-    let level = if !fail.is_empty() {
-        HealthLevel::Fail
-    } else if !warn.is_empty() {
-        HealthLevel::Warn
-    } else {
-        HealthLevel::Ok
-    };
-    let mut reasons = fail;
-    reasons.extend(warn);
-    if reasons.is_empty() {
-        reasons.push("no failure or warning signs".into());
-    }
-    HealthVerdict { level, reasons }
 }
