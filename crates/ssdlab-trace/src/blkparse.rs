@@ -48,17 +48,15 @@ fn is_summary_start(line: &str) -> bool {
         || head == "Total"
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
+/// Reads blkparse's text: the queue (Q) events of the first device, or its dispatch (D) events when it has no
+/// queue events, up to the summary blkparse prints at the end.
 pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
-    let mut queued = Vec::new();
-    let mut dispatched = Vec::new();
-    // A recording of several devices (or of a device-mapper stack, where a request is queued at each layer) is
-    // not one address space: the first device's events are replayed and the others' left out, said.
-    let mut device: Option<String> = None;
-    let mut others: Distinct<String> = Distinct::new();
+    let mut events = Events {
+        queued: Vec::new(),
+        dispatched: Vec::new(),
+        device: None,
+        others: Distinct::new(),
+    };
     for raw in lines {
         let (n, raw) = raw?;
         let line = raw.trim();
@@ -68,6 +66,25 @@ pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
         if is_summary_start(line) {
             break;
         }
+        events.read_event(n, line)?;
+    }
+    Ok(events.into_trace())
+}
+
+/// The requests read so far, as queued and as dispatched, and the devices seen.
+struct Events {
+    queued: Vec<TraceOp>,
+    dispatched: Vec<TraceOp>,
+    /// The first device's `MAJ,MIN`: its events are the ones replayed.
+    device: Option<String>,
+    /// A recording of several devices (or of a device-mapper stack, where a request is queued at each layer) is
+    /// not one address space: the other devices' events are left out, and said.
+    others: Distinct<String>,
+}
+
+impl Events {
+    /// Reads event line `n`, keeping it when it is the first device's queue or dispatch of a request.
+    fn read_event(&mut self, n: usize, line: &str) -> Result<(), TraceError> {
         let Some((dev, at_ns, action, rest)) = prefix(line) else {
             return Err(TraceError::line(
                 n,
@@ -78,106 +95,119 @@ pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
             ));
         };
         if !matches!(action, "Q" | "D") {
-            continue; // completions, merges, plugs, notes: not requests
+            return Ok(()); // completions, merges, plugs, notes: not requests
         }
-        match &device {
-            None => device = Some(dev.to_string()),
+        match &self.device {
+            None => self.device = Some(dev.to_string()),
             Some(first) if first != dev => {
-                others.insert(&dev.to_string());
-                continue;
+                self.others.insert(&dev.to_string());
+                return Ok(());
             }
             Some(_) => {}
         }
         let list = match action {
-            "Q" => &mut queued,
-            "D" => &mut dispatched,
-            _ => continue, // completions, merges, plugs, notes: not requests
+            "Q" => &mut self.queued,
+            "D" => &mut self.dispatched,
+            _ => return Ok(()), // completions, merges, plugs, notes: not requests
         };
-        let rwbs = *rest
-            .first()
-            .ok_or_else(|| TraceError::line(n, "a Q or D event without its RWBS field"))?;
-        // `SECTOR + SECTORS`, absent for a bare flush.
-        let range = match rest.get(1..4) {
-            Some([sector, "+", sectors]) => {
-                Some((number(n, "sector", sector)?, number(n, "sector count", sectors)?))
-            }
-            _ => None,
-        };
-        let op = if rwbs.contains('D') {
-            Op::Discard
-        } else if rwbs.contains('W') {
-            Op::Write
-        } else if rwbs.contains('R') {
-            Op::Read
-        } else if rwbs.contains('F') {
-            Op::Flush
-        } else if rwbs.contains('N') {
-            continue;
+        if let Some(op) = request(n, at_ns, &rest)? {
+            list.push(op);
+        }
+        Ok(())
+    }
+
+    /// The trace: the queue events (the dispatch events when there are none), timed from the first request.
+    fn into_trace(self) -> Trace {
+        let (ops, events) = if self.queued.is_empty() {
+            (self.dispatched, "dispatch (D)")
         } else {
-            return Err(TraceError::line(
-                n,
-                format!("RWBS {} names no read, write, discard or flush", quote(rwbs)),
+            (self.queued, "queue (Q)")
+        };
+        // blkparse's times are from the first event; start the replay at the first request.
+        let first = ops.iter().map(|o| o.at_ns).min().unwrap_or(0);
+        let ops = ops
+            .into_iter()
+            .map(|o| TraceOp {
+                at_ns: o.at_ns - first,
+                ..o
+            })
+            .collect();
+        let mut notes = vec![format!(
+            "blkparse text: the {events} events of device {}",
+            self.device.unwrap_or_default()
+        )];
+        if self.others.len() > 0 {
+            notes.push(format!(
+                "the events of device(s) {} were left out: one device is one address space",
+                self.others.named()
             ));
-        };
-        let op = match (op, range) {
-            (Op::Write, None) if rwbs.contains('F') => Op::Flush,
-            (op, _) => op,
-        };
-        let (offset_bytes, len_bytes) = match (op, range) {
-            (Op::Flush, _) => (0, 0),
-            (_, Some((_, 0))) => continue, // a zero-length request carries no data (e.g. a flush's write half)
-            (_, Some((sector, sectors))) => match (sector.checked_mul(512), sectors.checked_mul(512)) {
-                (Some(offset), Some(len)) if offset.checked_add(len).is_some() => (offset, len),
-                _ => {
-                    return Err(TraceError::line(
-                        n,
-                        format!("sector {sector} + {sectors} reaches past 2^64 bytes"),
-                    ));
-                }
-            },
-            (_, None) => {
+        }
+        Trace {
+            format: TraceFormat::Blkparse,
+            ops,
+            notes,
+        }
+    }
+}
+
+/// The request a Q or D event at `at_ns` on line `n` describes, from its fields after the action (`RWBS SECTOR +
+/// SECTORS`); None for an event that carries no data (RWBS N, or zero sectors).
+fn request(n: usize, at_ns: u64, rest: &[&str]) -> Result<Option<TraceOp>, TraceError> {
+    let rwbs = *rest
+        .first()
+        .ok_or_else(|| TraceError::line(n, "a Q or D event without its RWBS field"))?;
+    // `SECTOR + SECTORS`, absent for a bare flush.
+    let range = match rest.get(1..4) {
+        Some([sector, "+", sectors]) => {
+            Some((number(n, "sector", sector)?, number(n, "sector count", sectors)?))
+        }
+        _ => None,
+    };
+    let op = if rwbs.contains('D') {
+        Op::Discard
+    } else if rwbs.contains('W') {
+        Op::Write
+    } else if rwbs.contains('R') {
+        Op::Read
+    } else if rwbs.contains('F') {
+        Op::Flush
+    } else if rwbs.contains('N') {
+        return Ok(None);
+    } else {
+        return Err(TraceError::line(
+            n,
+            format!("RWBS {} names no read, write, discard or flush", quote(rwbs)),
+        ));
+    };
+    let op = match (op, range) {
+        (Op::Write, None) if rwbs.contains('F') => Op::Flush,
+        (op, _) => op,
+    };
+    let (offset_bytes, len_bytes) = match (op, range) {
+        (Op::Flush, _) => (0, 0),
+        (_, Some((_, 0))) => return Ok(None), // a zero-length request carries no data (e.g. a flush's write half)
+        (_, Some((sector, sectors))) => match (sector.checked_mul(512), sectors.checked_mul(512)) {
+            (Some(offset), Some(len)) if offset.checked_add(len).is_some() => (offset, len),
+            _ => {
                 return Err(TraceError::line(
                     n,
-                    format!("a {rwbs} event without 'SECTOR + SECTORS'"),
+                    format!("sector {sector} + {sectors} reaches past 2^64 bytes"),
                 ));
             }
-        };
-        list.push(TraceOp {
-            at_ns,
-            op,
-            offset_bytes,
-            len_bytes,
-        });
-    }
-    let (ops, events) = if queued.is_empty() {
-        (dispatched, "dispatch (D)")
-    } else {
-        (queued, "queue (Q)")
+        },
+        (_, None) => {
+            return Err(TraceError::line(
+                n,
+                format!("a {rwbs} event without 'SECTOR + SECTORS'"),
+            ));
+        }
     };
-    // blkparse's times are from the first event; start the replay at the first request.
-    let first = ops.iter().map(|o| o.at_ns).min().unwrap_or(0);
-    let ops = ops
-        .into_iter()
-        .map(|o| TraceOp {
-            at_ns: o.at_ns - first,
-            ..o
-        })
-        .collect();
-    let mut notes = vec![format!(
-        "blkparse text: the {events} events of device {}",
-        device.unwrap_or_default()
-    )];
-    if others.len() > 0 {
-        notes.push(format!(
-            "the events of device(s) {} were left out: one device is one address space",
-            others.named()
-        ));
-    }
-    Ok(Trace {
-        format: TraceFormat::Blkparse,
-        ops,
-        notes,
-    })
+    Ok(Some(TraceOp {
+        at_ns,
+        op,
+        offset_bytes,
+        len_bytes,
+    }))
 }
 
 #[cfg(test)]

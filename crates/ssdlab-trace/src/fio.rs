@@ -9,11 +9,30 @@ use ssdlab_core::device::Op;
 
 use crate::{Distinct, Lines, Trace, TraceError, TraceFormat, TraceOp, number, quote};
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
+/// The actions that take `OFFSET LENGTH` (a `wait` takes `USEC 0`).
+const IO_ACTIONS: [&str; 6] = ["read", "write", "trim", "sync", "datasync", "wait"];
+
+/// Reads a fio iolog: its header, then one entry a line.
 pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
+    let mut iolog = Iolog {
+        version: header_version(lines)?,
+        clock_ns: 0,
+        files: Distinct::new(),
+        ops: Vec::new(),
+    };
+    for line in lines {
+        let (n, line) = line?;
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        iolog.read_entry(n, line)?;
+    }
+    Ok(iolog.into_trace())
+}
+
+/// The iolog's version (2 or 3) from its first line that is not blank.
+fn header_version(lines: &mut Lines<'_>) -> Result<u32, TraceError> {
     let (header_line, header) = loop {
         match lines.next() {
             None => return Err(TraceError::Empty),
@@ -25,64 +44,76 @@ pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
             }
         }
     };
-    let version = match header.trim() {
-        "fio version 2 iolog" => 2,
-        "fio version 3 iolog" => 3,
-        other => {
-            return Err(TraceError::line(
-                header_line,
-                format!(
-                    "expected 'fio version 2 iolog' or 'fio version 3 iolog', found {}",
-                    quote(other)
-                ),
-            ));
-        }
-    };
-    let mut ops = Vec::new();
-    let mut files: Distinct<String> = Distinct::new();
-    let mut clock_ns: u64 = 0;
-    for line in lines {
-        let (n, line) = line?;
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
+    match header.trim() {
+        "fio version 2 iolog" => Ok(2),
+        "fio version 3 iolog" => Ok(3),
+        other => Err(TraceError::line(
+            header_line,
+            format!(
+                "expected 'fio version 2 iolog' or 'fio version 3 iolog', found {}",
+                quote(other)
+            ),
+        )),
+    }
+}
+
+/// An iolog being read: its version, the clock its version 2 waits move, and what it has read so far.
+struct Iolog {
+    version: u32,
+    /// Version 2's time, in nanoseconds from the start, as its waits have moved it.
+    clock_ns: u64,
+    files: Distinct<String>,
+    ops: Vec<TraceOp>,
+}
+
+impl Iolog {
+    /// Reads entry `n`: `[TIME] FILE ACTION [OFFSET LENGTH]`, an operation or a file or clock action.
+    fn read_entry(&mut self, n: usize, line: &str) -> Result<(), TraceError> {
         let mut tokens: Vec<&str> = line.split_whitespace().collect();
-        let at_ns = if version == 3 {
+        let at_ns = if self.version == 3 {
             let t = tokens.remove(0);
             number(n, "timestamp", t)?.saturating_mul(1000)
         } else {
-            clock_ns
+            self.clock_ns
         };
-        // FILE ACTION, or FILE ACTION OFFSET LENGTH; a file name may hold spaces, so read from the right.
-        const IO_ACTIONS: [&str; 6] = ["read", "write", "trim", "sync", "datasync", "wait"];
-        let (file, action, range) = match tokens.as_slice() {
-            [name @ .., action, offset, length] if !name.is_empty() && IO_ACTIONS.contains(action) => {
-                (name.join(" "), *action, Some((*offset, *length)))
-            }
-            [name @ .., action]
-                if !name.is_empty() && (!IO_ACTIONS.contains(action) || action.ends_with("sync")) =>
-            {
-                (name.join(" "), *action, None)
-            }
-            _ => {
-                return Err(TraceError::line(
-                    n,
-                    format!(
-                        "expected '[TIME] FILE ACTION [OFFSET LENGTH]', found {}",
-                        quote(line)
-                    ),
-                ));
-            }
+        let Entry { file, action, range } = split_entry(n, line, &tokens)?;
+        let Some(op) = self.op_of(n, action, range)? else {
+            return Ok(());
         };
-        let op = match (action, range) {
-            ("add" | "open" | "close", None) => continue,
-            ("wait", Some((usec, _))) if version == 2 => {
+        let (offset_bytes, len_bytes) = match (op, range) {
+            (Op::Flush, _) => (0, 0),
+            (_, Some((offset, length))) => (number(n, "offset", offset)?, number(n, "length", length)?),
+            (_, None) => unreachable!("read, write and trim matched with a range"),
+        };
+        if op != Op::Flush && len_bytes == 0 {
+            return Err(TraceError::line(n, format!("a {action} of 0 bytes")));
+        }
+        self.files.insert(&file);
+        self.ops.push(TraceOp {
+            at_ns,
+            op,
+            offset_bytes,
+            len_bytes,
+        });
+        Ok(())
+    }
+
+    /// The operation an entry's action asks for; None for the file actions and version 2's waits (which move
+    /// the clock, as fio does, only from 100 us up).
+    fn op_of(
+        &mut self,
+        n: usize,
+        action: &str,
+        range: Option<(&str, &str)>,
+    ) -> Result<Option<Op>, TraceError> {
+        Ok(Some(match (action, range) {
+            ("add" | "open" | "close", None) => return Ok(None),
+            ("wait", Some((usec, _))) if self.version == 2 => {
                 let usec = number(n, "wait", usec)?;
                 if usec >= 100 {
-                    clock_ns = clock_ns.saturating_add(usec.saturating_mul(1000));
+                    self.clock_ns = self.clock_ns.saturating_add(usec.saturating_mul(1000));
                 }
-                continue;
+                return Ok(None);
             }
             ("wait", _) => {
                 return Err(TraceError::line(
@@ -103,36 +134,60 @@ pub(crate) fn read(lines: &mut Lines<'_>) -> Result<Trace, TraceError> {
                     ),
                 ));
             }
-        };
-        let (offset_bytes, len_bytes) = match (op, range) {
-            (Op::Flush, _) => (0, 0),
-            (_, Some((offset, length))) => (number(n, "offset", offset)?, number(n, "length", length)?),
-            (_, None) => unreachable!("read, write and trim matched with a range"),
-        };
-        if op != Op::Flush && len_bytes == 0 {
-            return Err(TraceError::line(n, format!("a {action} of 0 bytes")));
+        }))
+    }
+
+    /// The trace read, with its version and, when it named more than one file, that they share one address space.
+    fn into_trace(self) -> Trace {
+        let mut notes = vec![format!("fio iolog version {}", self.version)];
+        if self.files.len() > 1 {
+            notes.push(format!(
+                "{} files in the trace ({}) were replayed as one address space",
+                self.files.len(),
+                self.files.named()
+            ));
         }
-        files.insert(&file);
-        ops.push(TraceOp {
-            at_ns,
-            op,
-            offset_bytes,
-            len_bytes,
-        });
+        Trace {
+            format: TraceFormat::FioIolog,
+            ops: self.ops,
+            notes,
+        }
     }
-    let mut notes = vec![format!("fio iolog version {version}")];
-    if files.len() > 1 {
-        notes.push(format!(
-            "{} files in the trace ({}) were replayed as one address space",
-            files.len(),
-            files.named()
-        ));
+}
+
+/// An entry's parts: the file it names, its action, and its `OFFSET LENGTH` when it has them.
+struct Entry<'a> {
+    file: String,
+    action: &'a str,
+    range: Option<(&'a str, &'a str)>,
+}
+
+/// An entry's `FILE ACTION` or `FILE ACTION OFFSET LENGTH` (its time already taken off) in its parts. A file name
+/// may hold spaces, so the entry is read from the right.
+fn split_entry<'a>(n: usize, line: &str, tokens: &[&'a str]) -> Result<Entry<'a>, TraceError> {
+    match tokens {
+        [name @ .., action, offset, length] if !name.is_empty() && IO_ACTIONS.contains(action) => Ok(Entry {
+            file: name.join(" "),
+            action,
+            range: Some((*offset, *length)),
+        }),
+        [name @ .., action]
+            if !name.is_empty() && (!IO_ACTIONS.contains(action) || action.ends_with("sync")) =>
+        {
+            Ok(Entry {
+                file: name.join(" "),
+                action,
+                range: None,
+            })
+        }
+        _ => Err(TraceError::line(
+            n,
+            format!(
+                "expected '[TIME] FILE ACTION [OFFSET LENGTH]', found {}",
+                quote(line)
+            ),
+        )),
     }
-    Ok(Trace {
-        format: TraceFormat::FioIolog,
-        ops,
-        notes,
-    })
 }
 
 #[cfg(test)]
