@@ -128,26 +128,20 @@ pub fn data_ranges_of(path: &Path, allow_atime: bool) -> io::Result<Vec<(u64, u6
 /// The (offset, length) ranges of a file that hold data, from SEEK_DATA/SEEK_HOLE (the whole file when the file
 /// system does not say).
 pub fn data_ranges(file: &File, len: u64) -> io::Result<Vec<(u64, u64)>> {
-    let fd = file.as_raw_fd();
+    use rustix::fs::{SeekFrom, seek};
+    use rustix::io::Errno;
     let mut ranges = Vec::new();
     let mut offset = 0u64;
     while offset < len {
-        // SAFETY: lseek takes plain integers on a descriptor we own.
-        let data = unsafe { libc::lseek(fd, offset as libc::off_t, libc::SEEK_DATA) };
-        if data < 0 {
-            let e = last_error();
-            return match e.raw_os_error() {
-                Some(libc::ENXIO) => Ok(ranges), // no data after offset
-                Some(libc::EINVAL) if ranges.is_empty() && offset == 0 => Ok(vec![(0, len)]),
-                _ => Err(e),
-            };
-        }
-        // SAFETY: as above.
-        let hole = unsafe { libc::lseek(fd, data, libc::SEEK_HOLE) };
-        if hole < 0 {
-            return Err(last_error());
-        }
-        let (data, hole) = (data as u64, (hole as u64).min(len));
+        let data = match seek(file, SeekFrom::Data(offset)) {
+            Ok(data) => data,
+            // No data after offset.
+            Err(Errno::NXIO) => return Ok(ranges),
+            Err(Errno::INVAL) if ranges.is_empty() && offset == 0 => return Ok(vec![(0, len)]),
+            Err(e) => return Err(e.into()),
+        };
+        let hole = seek(file, SeekFrom::Hole(data))?;
+        let (data, hole) = (data, hole.min(len));
         if hole > data {
             ranges.push((data, hole - data));
         }
@@ -255,64 +249,36 @@ fn remove_kind_if_same(
         std::process::id(),
         NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
+    use rustix::fs::{AtFlags, RenameFlags, renameat_with, statat, unlinkat};
+    use rustix::io::Errno;
     let c_name = CString::new(name.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
     let c_private = CString::new(private.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
-    let fd = dir.as_raw_fd();
-    // SAFETY: both names are NUL-terminated and live; the directory descriptor is open.
-    let moved = unsafe {
-        libc::renameat2(
-            fd,
-            c_name.as_ptr(),
-            fd,
-            c_private.as_ptr(),
-            libc::RENAME_NOREPLACE,
-        )
-    };
-    let checked_name = if moved == 0 {
-        &c_private
-    } else {
-        let e = last_error();
-        match e.raw_os_error() {
-            Some(libc::ENOENT) => {
-                return Ok(Undone::LeftAlone(format!("{} no longer exists", path.display())));
-            }
-            // A file system without RENAME_NOREPLACE: check and unlink in place (a narrower guarantee).
-            Some(libc::EINVAL) | Some(libc::ENOSYS) => &c_name,
-            _ => return Err(e),
+    let moved = renameat_with(&dir, &c_name, &dir, &c_private, RenameFlags::NOREPLACE);
+    let checked_name = match moved {
+        Ok(()) => &c_private,
+        Err(Errno::NOENT) => {
+            return Ok(Undone::LeftAlone(format!("{} no longer exists", path.display())));
         }
+        // A file system without RENAME_NOREPLACE: check and unlink in place (a narrower guarantee).
+        Err(Errno::INVAL | Errno::NOSYS) => &c_name,
+        Err(e) => return Err(e.into()),
     };
-    // SAFETY: stat is plain old data; all-zero bytes are a valid value of it.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: the name is NUL-terminated, `st` is a live local of the right type.
-    let stat_rc = unsafe { libc::fstatat(fd, checked_name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
-    let same =
-        stat_rc == 0 && (st.st_mode & libc::S_IFMT) == kind && (st.st_dev, st.st_ino) == (st_dev, st_ino);
+    let same = statat(&dir, checked_name, AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| (st.st_mode & libc::S_IFMT) == kind && (st.st_dev, st.st_ino) == (st_dev, st_ino));
     if same {
-        // SAFETY: as above; flags 0 unlinks a non-directory.
-        if unsafe { libc::unlinkat(fd, checked_name.as_ptr(), 0) } != 0 {
-            return Err(last_error());
-        }
+        // No flags: unlinks a non-directory.
+        unlinkat(&dir, checked_name, AtFlags::empty())?;
         return Ok(Undone::Removed);
     }
-    if moved == 0 {
-        // SAFETY: as for the first rename.
-        let back = unsafe {
-            libc::renameat2(
-                fd,
-                c_private.as_ptr(),
-                fd,
-                c_name.as_ptr(),
-                libc::RENAME_NOREPLACE,
-            )
-        };
-        if back != 0 {
-            return Ok(Undone::LeftAlone(format!(
-                "{} was replaced by another file, which was moved aside to {} and could not be put back: {}",
-                path.display(),
-                parent.join(&private).display(),
-                last_error()
-            )));
-        }
+    if moved.is_ok()
+        && let Err(e) = renameat_with(&dir, &c_private, &dir, &c_name, RenameFlags::NOREPLACE)
+    {
+        return Ok(Undone::LeftAlone(format!(
+            "{} was replaced by another file, which was moved aside to {} and could not be put back: {}",
+            path.display(),
+            parent.join(&private).display(),
+            io::Error::from(e)
+        )));
     }
     Ok(Undone::LeftAlone(format!(
         "{} is no longer the file ssdlab created; it was left alone",

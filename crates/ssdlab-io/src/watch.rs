@@ -9,7 +9,7 @@
 
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 /// What the watch saw since it was last read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -29,20 +29,13 @@ pub struct AttribWatch {
 impl AttribWatch {
     /// Watches the inode `path` leads to (a `/proc/self/fd/N` path reaches the pinned inode whatever its name).
     pub fn new(path: &CStr) -> io::Result<Self> {
-        // SAFETY: inotify_init1 takes only flags.
-        let raw = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
-        if raw < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `raw` is a fresh descriptor that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        // SAFETY: `path` is NUL-terminated and outlives the call; the descriptor is open.
-        if unsafe {
-            libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), libc::IN_ATTRIB | libc::IN_MODIFY)
-        } < 0
-        {
-            return Err(io::Error::last_os_error());
-        }
+        use rustix::fs::inotify;
+        let fd = inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC)?;
+        inotify::add_watch(
+            &fd,
+            path,
+            inotify::WatchFlags::ATTRIB | inotify::WatchFlags::MODIFY,
+        )?;
         Ok(AttribWatch { fd })
     }
 
@@ -52,19 +45,15 @@ impl AttribWatch {
         let mut changed = Changes::default();
         let mut buf = [0u8; 4096];
         loop {
-            // SAFETY: the buffer is live and writable for its whole length.
-            let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                return match e.raw_os_error() {
-                    Some(libc::EAGAIN) => Ok(changed),
-                    Some(libc::EINTR) => continue,
-                    _ => Err(e),
-                };
-            }
+            let n = match rustix::io::read(&self.fd, &mut buf) {
+                Ok(n) => n,
+                Err(rustix::io::Errno::AGAIN) => return Ok(changed),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            };
             let mut at = 0usize;
             let header = std::mem::size_of::<libc::inotify_event>();
-            while at + header <= n as usize {
+            while at + header <= n {
                 // The kernel writes whole events, each a header and `len` bytes of name.
                 let mask = u32::from_ne_bytes(buf[at + 4..at + 8].try_into().expect("4 bytes"));
                 let len = u32::from_ne_bytes(buf[at + 12..at + 16].try_into().expect("4 bytes"));
