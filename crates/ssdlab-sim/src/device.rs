@@ -126,61 +126,92 @@ const TLC_PROGRAM_FACTORS: [f64; 3] = [0.5, 0.9, 1.6];
 const MLC_READ_FACTORS: [f64; 2] = [0.75, 1.25];
 const MLC_PROGRAM_FACTORS: [f64; 2] = [0.5, 1.5];
 
+/// The FTL's configuration for a geometry: its blocks, units and pages per die, and the spec's GC policy.
+fn ftl_config(geometry: &Geometry, spec: &SimSpec) -> FtlConfig {
+    FtlConfig {
+        logical_units: geometry.logical_units,
+        dies: geometry.dies,
+        blocks_per_die: geometry.data_blocks_per_die + geometry.reserve_blocks_per_die + 1,
+        reserve_blocks_per_die: geometry.reserve_blocks_per_die,
+        units_per_block: geometry.units_per_block,
+        policy: spec.policy,
+        fingerprints: false,
+        slc_blocks_per_die: geometry.slc_blocks_per_die,
+        slc_units_per_block: geometry.slc_units_per_block,
+        units_per_page: geometry.units_per_page,
+        gc_start_free_blocks_per_die: geometry.gc_start_free_blocks_per_die,
+        gc_max_garbage_units_per_die: geometry.gc_max_garbage_units_per_die,
+    }
+}
+
+/// What the virtual drive says it is: the profile at its scale with its over-provisioning, its capacity and
+/// limits, in virtual time, storing no data.
+fn device_info(target: &str, profile: &Profile, spec: &SimSpec, geometry: &Geometry) -> DeviceInfo {
+    let capacity_bytes = geometry.logical_units as u64 * UNIT_BYTES;
+    DeviceInfo {
+        target: target.to_string(),
+        kind: TargetKind::Sim,
+        model: format!(
+            "virtual {} ({}), scale 1/{}, OP {:.1}% (spare factor {:.1}%)",
+            profile.name,
+            profile.description,
+            spec.scale,
+            100.0 * geometry.op(),
+            100.0 * geometry.spare_factor()
+        ),
+        capacity_bytes,
+        logical_block_bytes: 512,
+        physical_block_bytes: UNIT_BYTES as u32,
+        memory_align_bytes: 512,
+        max_transfer_bytes: 32 << 20,
+        discard_supported: true,
+        discard_max_bytes: capacity_bytes,
+        rotational: false,
+        clock: ClockKind::Virtual,
+        backend: "simulator (virtual time)".into(),
+        direct_io: true,
+        notes: vec!["the virtual drive stores no data: reads return zeroes".into()],
+        drive: Default::default(),
+    }
+}
+
+/// The most valid data a die may hold before steering passes it over, in units: its share of the logical
+/// capacity plus a quarter of its spare area.
+fn steer_limit_units(geometry: &Geometry) -> u64 {
+    let dies = geometry.dies as usize;
+    let share = u64::from(geometry.logical_units) / dies as u64;
+    let capacity = u64::from(geometry.data_blocks_per_die) * u64::from(geometry.units_per_block);
+    share + capacity.saturating_sub(share) / 4
+}
+
 impl SimDevice {
     /// Builds the device a `sim:` target describes; `target` is the string the user wrote.
-    #[expect(
-        clippy::too_many_lines,
-        reason = "over 80 lines before the rule; split when next changed"
-    )]
     pub fn new(target: &str, spec: &SimSpec) -> Result<Self, DeviceError> {
         let profile = spec.profile.clone();
         let geometry = profile.geometry(spec.scale, spec.op);
-        let config = FtlConfig {
-            logical_units: geometry.logical_units,
-            dies: geometry.dies,
-            blocks_per_die: geometry.data_blocks_per_die + geometry.reserve_blocks_per_die + 1,
-            reserve_blocks_per_die: geometry.reserve_blocks_per_die,
-            units_per_block: geometry.units_per_block,
-            policy: spec.policy,
-            fingerprints: false,
-            slc_blocks_per_die: geometry.slc_blocks_per_die,
-            slc_units_per_block: geometry.slc_units_per_block,
-            units_per_page: geometry.units_per_page,
-            gc_start_free_blocks_per_die: geometry.gc_start_free_blocks_per_die,
-            gc_max_garbage_units_per_die: geometry.gc_max_garbage_units_per_die,
-        };
+        let config = ftl_config(&geometry, spec);
         config
             .validate()
             .map_err(|e| DeviceError::Invalid(format!("{target}: {e}")))?;
+        let info = device_info(target, &profile, spec, &geometry);
+        let mut device = Self::fresh(info, profile, geometry, Ftl::new(config), spec);
+        device.retire_factory_bad_blocks(spec.seed);
+        if spec.fill > 0.0 {
+            device.prefill(spec.fill);
+        }
+        if spec.age_ns > 0 {
+            let until = device.now_ns + spec.age_ns;
+            device.wait_until(until);
+        }
+        Ok(device)
+    }
+
+    /// The device as it leaves the factory, before its bad blocks are retired: every resource free at time 0,
+    /// nothing buffered, queued or in flight, and its dies' seeded speeds.
+    fn fresh(info: DeviceInfo, profile: Profile, geometry: Geometry, ftl: Ftl, spec: &SimSpec) -> Self {
         let units_per_program = (profile.program_bytes as u64 / UNIT_BYTES) as u32;
-        let capacity_bytes = geometry.logical_units as u64 * UNIT_BYTES;
-        let info = DeviceInfo {
-            target: target.to_string(),
-            kind: TargetKind::Sim,
-            model: format!(
-                "virtual {} ({}), scale 1/{}, OP {:.1}% (spare factor {:.1}%)",
-                profile.name,
-                profile.description,
-                spec.scale,
-                100.0 * geometry.op(),
-                100.0 * geometry.spare_factor()
-            ),
-            capacity_bytes,
-            logical_block_bytes: 512,
-            physical_block_bytes: UNIT_BYTES as u32,
-            memory_align_bytes: 512,
-            max_transfer_bytes: 32 << 20,
-            discard_supported: true,
-            discard_max_bytes: capacity_bytes,
-            rotational: false,
-            clock: ClockKind::Virtual,
-            backend: "simulator (virtual time)".into(),
-            direct_io: true,
-            notes: vec!["the virtual drive stores no data: reads return zeroes".into()],
-            drive: Default::default(),
-        };
         let dies = geometry.dies as usize;
-        let mut device = SimDevice {
+        SimDevice {
             info,
             buffer_capacity_units: profile
                 .write_buffer_units
@@ -191,7 +222,7 @@ impl SimDevice {
                 .map(|retry| Variation::new(retry, spec.seed)),
             profile,
             geometry,
-            ftl: Ftl::new(config),
+            ftl,
             now_ns: 0,
             controller_free_ns: 0,
             link_free_ns: 0,
@@ -212,11 +243,7 @@ impl SimDevice {
             commands_since_map_journal: 0,
             next_die: 0,
             units_on_die: 0,
-            steer_limit_units: {
-                let share = u64::from(geometry.logical_units) / dies as u64;
-                let capacity = u64::from(geometry.data_blocks_per_die) * u64::from(geometry.units_per_block);
-                share + capacity.saturating_sub(share) / 4
-            },
+            steer_limit_units: steer_limit_units(&geometry),
             refresh_after_ns: spec.refresh_after_ns,
             last_refresh_scan_ns: 0,
             host_bytes_read: 0,
@@ -228,16 +255,7 @@ impl SimDevice {
             slots: Vec::new(),
             due: BinaryHeap::new(),
             in_flight: 0,
-        };
-        device.retire_factory_bad_blocks(spec.seed);
-        if spec.fill > 0.0 {
-            device.prefill(spec.fill);
         }
-        if spec.age_ns > 0 {
-            let until = device.now_ns + spec.age_ns;
-            device.wait_until(until);
-        }
-        Ok(device)
     }
 
     /// Takes this unit's factory bad blocks out of service: on each die a seeded share of its data blocks, up to

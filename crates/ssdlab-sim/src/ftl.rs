@@ -905,12 +905,32 @@ impl Ftl {
     }
 
     /// Checks every invariant by brute force (tests and `--paranoid` runs); panics with the first violation.
-    #[expect(
-        clippy::too_many_lines,
-        reason = "over 80 lines before the rule; split when next changed"
-    )]
     pub fn check_invariants(&self) {
-        let np = self.config.units_per_block;
+        self.check_maps_agree();
+        let tally = self.check_blocks();
+        assert_eq!(
+            tally.trim_pending_units, self.trim_pending_units,
+            "pending TRIMs miscounted"
+        );
+        assert_eq!(
+            tally.valid_on_die, self.valid_on_die,
+            "valid units per die miscounted"
+        );
+        assert_eq!(
+            tally.garbage_on_die, self.garbage_on_die,
+            "invalid units per die miscounted"
+        );
+        assert!(
+            self.trim_queue.len() as u64 >= tally.trim_pending_units,
+            "a pending TRIM fell out of the queue"
+        );
+        for die in 0..self.config.dies {
+            self.check_die(die);
+        }
+    }
+
+    /// Every mapped logical unit's physical unit maps back to it.
+    fn check_maps_agree(&self) {
         for (logical, &physical) in self.l2p.iter().enumerate() {
             if physical != UNMAPPED {
                 assert_eq!(
@@ -919,9 +939,17 @@ impl Ftl {
                 );
             }
         }
-        let mut pending = 0u64;
-        let mut valid_on_die = vec![0u64; self.config.dies as usize];
-        let mut garbage_on_die = vec![0u64; self.config.dies as usize];
+    }
+
+    /// Checks each block's valid count and units, and counts what the FTL keeps totals of: pending TRIMs, and
+    /// valid and invalid units per die.
+    fn check_blocks(&self) -> BlockTally {
+        let np = self.config.units_per_block;
+        let mut tally = BlockTally {
+            trim_pending_units: 0,
+            valid_on_die: vec![0u64; self.config.dies as usize],
+            garbage_on_die: vec![0u64; self.config.dies as usize],
+        };
         for block in 0..self.config.all_blocks() {
             let units = block * np..(block + 1) * np;
             let valid = units
@@ -929,80 +957,91 @@ impl Ftl {
                 .filter(|&p| self.p2l[p as usize] != UNMAPPED)
                 .count() as u32;
             assert_eq!(self.valid[block as usize], valid, "block {block}: valid count");
-            valid_on_die[self.die_of_block(block) as usize] += u64::from(valid);
+            tally.valid_on_die[self.die_of_block(block) as usize] += u64::from(valid);
             if !self.is_slc(block) && self.state[block as usize] != BlockState::Free {
-                garbage_on_die[self.die_of_block(block) as usize] +=
+                tally.garbage_on_die[self.die_of_block(block) as usize] +=
                     u64::from(self.written[block as usize] - valid);
             }
-            for p in units {
-                let logical = self.p2l[p as usize];
-                if logical == TRIM_PENDING {
-                    pending += 1;
-                    assert!(
-                        p % np < self.written[block as usize],
-                        "a pending TRIM beyond the write pointer"
-                    );
-                } else if logical != UNMAPPED {
-                    assert_eq!(
-                        self.l2p[logical as usize], p,
-                        "p2l points at a stale mapping in block {block}"
-                    );
-                    assert!(
-                        p % np < self.written[block as usize],
-                        "valid data beyond the write pointer"
-                    );
-                }
-            }
+            tally.trim_pending_units += self.check_block_units(block);
         }
-        assert_eq!(pending, self.trim_pending_units, "pending TRIMs miscounted");
-        assert_eq!(valid_on_die, self.valid_on_die, "valid units per die miscounted");
-        assert_eq!(
-            garbage_on_die, self.garbage_on_die,
-            "invalid units per die miscounted"
-        );
-        assert!(
-            self.trim_queue.len() as u64 >= pending,
-            "a pending TRIM fell out of the queue"
-        );
-        for die in 0..self.config.dies {
-            let in_free = self.free[die as usize].len() as u32;
-            let mut closed = 0;
-            for valid in 0..=np {
-                let mut b = self.heads[self.bucket(die, valid)];
-                while b != NIL {
-                    assert_eq!(self.state[b as usize], BlockState::Closed);
-                    assert_eq!(self.valid[b as usize], valid, "block {b} in the wrong bucket");
-                    closed += 1;
-                    b = self.next[b as usize];
-                }
-            }
-            let slc_total = self.slc_free[die as usize].len() as u32
-                + self.slc_closed[die as usize].len() as u32
-                + u32::from(self.slc_frontier[die as usize] != NIL);
-            assert_eq!(
-                slc_total, self.config.slc_blocks_per_die,
-                "die {die}: SLC blocks lost or double-counted"
-            );
-            let reclaimable = self.slc_closed[die as usize]
-                .iter()
-                .filter(|&&b| self.valid[b as usize] == 0)
-                .count() as u32;
-            assert_eq!(
-                reclaimable, self.slc_reclaimable[die as usize],
-                "die {die}: reclaimable SLC blocks miscounted"
-            );
-            let open = u32::from(self.frontier[die as usize] != NIL);
-            let first = die * self.config.blocks_per_die;
-            let retired = (first..first + self.config.blocks_per_die)
-                .filter(|&b| self.state[b as usize] == BlockState::Retired)
-                .count() as u32;
-            assert_eq!(
-                in_free + closed + open + retired,
-                self.config.blocks_per_die,
-                "die {die}: blocks lost or double-counted"
-            );
-        }
+        tally
     }
+
+    /// Checks that every unit of `block` holding data or a pending TRIM is below its write pointer and that its
+    /// data's mapping points back at it; returns the block's pending TRIMs.
+    fn check_block_units(&self, block: u32) -> u64 {
+        let np = self.config.units_per_block;
+        let mut pending = 0u64;
+        for p in block * np..(block + 1) * np {
+            let logical = self.p2l[p as usize];
+            if logical == TRIM_PENDING {
+                pending += 1;
+                assert!(
+                    p % np < self.written[block as usize],
+                    "a pending TRIM beyond the write pointer"
+                );
+            } else if logical != UNMAPPED {
+                assert_eq!(
+                    self.l2p[logical as usize], p,
+                    "p2l points at a stale mapping in block {block}"
+                );
+                assert!(
+                    p % np < self.written[block as usize],
+                    "valid data beyond the write pointer"
+                );
+            }
+        }
+        pending
+    }
+
+    /// Checks `die`'s block lists: each closed block in the bucket of its valid count, every SLC block and every
+    /// block counted once, and the reclaimable SLC blocks counted right.
+    fn check_die(&self, die: u32) {
+        let np = self.config.units_per_block;
+        let in_free = self.free[die as usize].len() as u32;
+        let mut closed = 0;
+        for valid in 0..=np {
+            let mut b = self.heads[self.bucket(die, valid)];
+            while b != NIL {
+                assert_eq!(self.state[b as usize], BlockState::Closed);
+                assert_eq!(self.valid[b as usize], valid, "block {b} in the wrong bucket");
+                closed += 1;
+                b = self.next[b as usize];
+            }
+        }
+        let slc_total = self.slc_free[die as usize].len() as u32
+            + self.slc_closed[die as usize].len() as u32
+            + u32::from(self.slc_frontier[die as usize] != NIL);
+        assert_eq!(
+            slc_total, self.config.slc_blocks_per_die,
+            "die {die}: SLC blocks lost or double-counted"
+        );
+        let reclaimable = self.slc_closed[die as usize]
+            .iter()
+            .filter(|&&b| self.valid[b as usize] == 0)
+            .count() as u32;
+        assert_eq!(
+            reclaimable, self.slc_reclaimable[die as usize],
+            "die {die}: reclaimable SLC blocks miscounted"
+        );
+        let open = u32::from(self.frontier[die as usize] != NIL);
+        let first = die * self.config.blocks_per_die;
+        let retired = (first..first + self.config.blocks_per_die)
+            .filter(|&b| self.state[b as usize] == BlockState::Retired)
+            .count() as u32;
+        assert_eq!(
+            in_free + closed + open + retired,
+            self.config.blocks_per_die,
+            "die {die}: blocks lost or double-counted"
+        );
+    }
+}
+
+/// What [`Ftl::check_invariants`] counts over every block, to set against the totals the FTL keeps.
+struct BlockTally {
+    trim_pending_units: u64,
+    valid_on_die: Vec<u64>,
+    garbage_on_die: Vec<u64>,
 }
 
 #[cfg(test)]
