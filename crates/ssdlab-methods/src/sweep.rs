@@ -23,16 +23,24 @@ pub fn sizes(from: u64, to: u64) -> Vec<u64> {
     out
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
+/// The transfer-size sweep (or, by `options.axis`, the queue-depth or mix sweep): sequential write then read
+/// at every power-of-two transfer size over the test region.
 pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodOutcome, MethodError> {
     match options.axis {
         SweepAxis::Qd => return queue_depth_sweep(session, options),
         SweepAxis::Mix => return mix_sweep(session, options),
         SweepAxis::Size => {}
     }
+    let region = size_region(&mut session, options)?;
+    // Two phases per size: the table at the end says it better than a line for each.
+    session.observer.show_phase_lines(false);
+    let (rows, skipped) = size_rows(&mut session, options, region)?;
+    Ok(finish_size(session, options, region, rows, skipped))
+}
+
+/// The region the transfer-size sweep covers: the test size (at most the device) in whole transfers of the
+/// largest size, or why the sizes given cannot run.
+fn size_region(session: &mut Session<'_>, options: &SweepOptions) -> Result<u64, MethodError> {
     if options.from_bytes > options.to_bytes {
         return Err(MethodError::Invalid(format!(
             "--from {} is above --to {}: give the smaller size first",
@@ -60,15 +68,23 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
             BinaryBytes(largest)
         )));
     }
+    Ok(region)
+}
+
+/// Runs every transfer size over `region` (write, then read) until the session stops: the rows measured, and
+/// the sizes skipped with why.
+fn size_rows(
+    session: &mut Session<'_>,
+    options: &SweepOptions,
+    region: u64,
+) -> Result<(Vec<SweepRow>, Vec<String>), MethodError> {
+    let logical_block_bytes = session.device.info().logical_block_bytes;
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
-    // Two phases per size: the table at the end says it better than a line for each.
-    session.observer.show_phase_lines(false);
     for size in sizes(options.from_bytes, options.to_bytes) {
-        if size < info.logical_block_bytes as u64 {
+        if size < logical_block_bytes as u64 {
             skipped.push(format!(
-                "{size} B: below the logical block size ({} B)",
-                info.logical_block_bytes
+                "{size} B: below the logical block size ({logical_block_bytes} B)"
             ));
             continue;
         }
@@ -78,9 +94,9 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
             ));
             continue;
         }
-        let base = point_workload(&session, size, options.queue_depth, region / size * size, options);
+        let base = point_workload(session, size, options.queue_depth, region / size * size, options);
         let Some(row) = write_then_read(
-            &mut session,
+            session,
             &base,
             (RwMode::Write, &format!("write-{}", size_name(size))),
             (RwMode::Read, &format!("read-{}", size_name(size))),
@@ -94,6 +110,18 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
             break;
         }
     }
+    Ok((rows, skipped))
+}
+
+/// Ends a transfer-size sweep: its analysis, and a verdict that fails only when it was interrupted before every
+/// size ran.
+fn finish_size(
+    session: Session<'_>,
+    options: &SweepOptions,
+    region_bytes: u64,
+    rows: Vec<SweepRow>,
+    skipped: Vec<String>,
+) -> MethodOutcome {
     let mut reasons = Vec::new();
     if session.stopped {
         reasons.push(format!(
@@ -103,7 +131,7 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
     }
     let analysis = SweepAnalysis {
         axis: SweepAxis::Size,
-        region_bytes: region,
+        region_bytes,
         queue_depth: options.queue_depth,
         rows,
         skipped,
@@ -113,7 +141,7 @@ pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
         passed: reasons.is_empty(),
         reasons,
     };
-    Ok(session.finish(Analysis::Sweep, Some(analysis), verdict))
+    session.finish(Analysis::Sweep, Some(analysis), verdict)
 }
 
 /// The workload of one sweep point: `block` bytes at queue depth `depth` over the first `region` bytes, stopping
