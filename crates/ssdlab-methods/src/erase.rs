@@ -58,10 +58,6 @@ pub enum EraseError {
 
 /// Purges with `requested` (or the best method that verifies, for `None`), then reads `samples` blocks
 /// (the first, the last and random ones from `seed`) to check they are erased.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn erase<D: Device + ?Sized>(
     device: &mut D,
     purger: &mut dyn Purger,
@@ -82,78 +78,140 @@ pub fn erase<D: Device + ?Sized>(
         held_data_before: 0,
         elapsed_s: 0.0,
     };
-    let step = |method, outcome: String| EraseStep { method, outcome };
     let sampled = Samples::new(device, samples, seed)?;
     let before = sampled.read_all(device)?;
     report.samples = samples;
     report.held_data_before = before.iter().filter(|b| !b.zeroes && !b.ones).count() as u32;
+    let baseline = Baseline {
+        sampled,
+        before,
+        samples,
+    };
     for method in methods {
-        if let Err(why) = purger.offers(method) {
-            report.steps.push(step(method, format!("not offered: {why}")));
-            continue;
-        }
-        let what = match purger.purge(method) {
-            Ok(what) => what,
-            Err(failure) if failure.started => {
-                report.steps.push(step(
-                    method,
-                    format!(
-                        "failed after it started: {}; nothing else was tried",
-                        failure.reason
-                    ),
-                ));
-                break;
-            }
-            Err(failure) => {
-                report
-                    .steps
-                    .push(step(method, format!("failed: {}", failure.reason)));
-                continue;
-            }
+        let what = match purge_with(purger, method, &mut report) {
+            PurgeAttempt::Ran(what) => what,
+            PurgeAttempt::NotRun => continue,
+            PurgeAttempt::Abandoned => break,
         };
-        // The purge ran: a read-back that fails now is part of the record, not an error that would lose it
-        // (a drive still sanitizing in the background fails reads until it is done).
-        let after = match sampled.read_all(device) {
-            Ok(after) => after,
-            Err(e) => {
-                report.steps.push(step(
-                    method,
-                    format!(
-                        "ran ({what}), but reading the samples back failed ({e}), so it is not verified; \
-                         nothing else was tried"
-                    ),
-                ));
-                break;
-            }
-        };
-        let not_erased: Vec<u64> = sampled
-            .offsets
-            .iter()
-            .zip(before.iter().zip(&after))
-            .filter(|(_, (was, now))| !erased(method, was, now))
-            .map(|(&offset, _)| offset)
-            .collect();
-        if not_erased.is_empty() {
-            report.steps.push(step(
-                method,
-                format!("done ({what}); {samples} sampled blocks read back erased"),
-            ));
-            report.method = Some(method);
-            report.not_erased_offsets_bytes.clear();
+        if verify_purge(device, &baseline, method, &what, &mut report) == Verified::Stop {
             break;
         }
-        report.steps.push(step(
-            method,
-            format!(
-                "ran ({what}), but {} of {samples} sampled blocks still hold data (first at byte {})",
-                not_erased.len(),
-                not_erased[0]
-            ),
-        ));
-        report.not_erased_offsets_bytes = not_erased;
     }
     report.elapsed_s = device.now_ns().saturating_sub(started_ns) as f64 / 1e9;
     Ok(report)
+}
+
+/// The sampled blocks and what they held before any purge, to compare each method's result with.
+struct Baseline {
+    sampled: Samples,
+    before: Vec<Fingerprint>,
+    samples: u32,
+}
+
+/// What asking the purger for one method came to.
+enum PurgeAttempt {
+    /// It ran: what ran, in words.
+    Ran(String),
+    /// Not offered, or failed before it started: the next method is tried.
+    NotRun,
+    /// Failed after it started: it may still be running in the drive, so nothing else is tried.
+    Abandoned,
+}
+
+/// Whether the methods after one that ran are still tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verified {
+    /// Done: it verified, or its result cannot be read back, so nothing else is tried.
+    Stop,
+    /// Blocks still hold data: the next method is tried.
+    TryNext,
+}
+
+/// Runs `method` if the device offers it; every outcome but a run is recorded as a step of `report` (a run is
+/// recorded once it is verified).
+fn purge_with(purger: &mut dyn Purger, method: EraseMethod, report: &mut EraseAnalysis) -> PurgeAttempt {
+    if let Err(why) = purger.offers(method) {
+        report.steps.push(step(method, format!("not offered: {why}")));
+        return PurgeAttempt::NotRun;
+    }
+    match purger.purge(method) {
+        Ok(what) => PurgeAttempt::Ran(what),
+        Err(failure) if failure.started => {
+            report.steps.push(step(
+                method,
+                format!(
+                    "failed after it started: {}; nothing else was tried",
+                    failure.reason
+                ),
+            ));
+            PurgeAttempt::Abandoned
+        }
+        Err(failure) => {
+            report
+                .steps
+                .push(step(method, format!("failed: {}", failure.reason)));
+            PurgeAttempt::NotRun
+        }
+    }
+}
+
+/// Reads the sampled blocks back after `method` ran (`what`, in words) and records in `report` whether they
+/// read back erased; says whether the next method is still tried.
+fn verify_purge<D: Device + ?Sized>(
+    device: &mut D,
+    baseline: &Baseline,
+    method: EraseMethod,
+    what: &str,
+    report: &mut EraseAnalysis,
+) -> Verified {
+    let samples = baseline.samples;
+    // The purge ran: a read-back that fails now is part of the record, not an error that would lose it
+    // (a drive still sanitizing in the background fails reads until it is done).
+    let after = match baseline.sampled.read_all(device) {
+        Ok(after) => after,
+        Err(e) => {
+            report.steps.push(step(
+                method,
+                format!(
+                    "ran ({what}), but reading the samples back failed ({e}), so it is not verified; \
+                     nothing else was tried"
+                ),
+            ));
+            return Verified::Stop;
+        }
+    };
+    let not_erased: Vec<u64> = baseline
+        .sampled
+        .offsets
+        .iter()
+        .zip(baseline.before.iter().zip(&after))
+        .filter(|(_, (was, now))| !erased(method, was, now))
+        .map(|(&offset, _)| offset)
+        .collect();
+    if not_erased.is_empty() {
+        report.steps.push(step(
+            method,
+            format!("done ({what}); {samples} sampled blocks read back erased"),
+        ));
+        report.method = Some(method);
+        report.not_erased_offsets_bytes.clear();
+        return Verified::Stop;
+    }
+    report.steps.push(step(
+        method,
+        format!(
+            "ran ({what}), but {} of {samples} sampled blocks still hold data (first at byte {})",
+            not_erased.len(),
+            not_erased[0]
+        ),
+    ));
+    report.not_erased_offsets_bytes = not_erased;
+    Verified::TryNext
+}
+
+/// One step of the record: the method and its outcome in words.
+fn step(method: EraseMethod, outcome: String) -> EraseStep {
+    EraseStep { method, outcome }
 }
 
 /// What is kept of a sampled block to compare before and after: whether it was all zeroes or all ones, and 64
