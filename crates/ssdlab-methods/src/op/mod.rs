@@ -310,10 +310,6 @@ fn mbr_partitions(lba0: &[u8], block: u64) -> (Vec<Partition>, bool) {
 /// checksums match, its entries lie in its usable area, and its backup header is the device's last block (a
 /// disk that grew keeps its backup in the middle, which a discard of the tail would not keep). A protective MBR
 /// without a GPT this device's block size can read is refused.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn disk_layout<D: Device>(device: &mut D) -> Result<DiskLayout, OpError> {
     let info = device.info().clone();
     let block = u64::from(info.logical_block_bytes.max(512));
@@ -326,30 +322,49 @@ pub fn disk_layout<D: Device>(device: &mut D) -> Result<DiskLayout, OpError> {
     let (mut partitions, protective) = mbr_partitions(&head[..block as usize], block);
     let header = gpt_header(&head[block as usize..2 * block as usize])?;
     let Some(header) = header else {
-        // A GPT written for the other sector size (a 4Kn image on a 512-byte device, or the reverse).
-        let elsewhere = [512usize, 4096]
-            .into_iter()
-            .filter(|&at| at as u64 != block)
-            .any(|at| head.len() >= at + 8 && &head[at..at + 8] == b"EFI PART");
-        if elsewhere {
-            return Err(OpError::Invalid(format!(
-                "the device's GPT was written for another sector size than its {block}-byte logical blocks, so its \
-                 partitions cannot be placed; nothing was discarded"
-            )));
-        }
-        if protective {
-            return Err(OpError::Invalid(
-                "the device has a protective MBR but no GPT header at LBA 1, so its partitions are unknown; \
-                 nothing was discarded. Repair the table (sgdisk -v) first"
-                    .into(),
-            ));
-        }
+        check_no_gpt(&head, block, protective)?;
         check_end(device, block, blocks)?;
         return Ok(DiskLayout {
             partitions,
             gpt_usable_end_bytes: None,
         });
     };
+    let entries_len = check_gpt_placement(&header, block, blocks)?;
+    partitions.extend(gpt_entry_partitions(device, &header, block, entries_len)?);
+    check_backup_header(device, &header, block, blocks)?;
+    Ok(DiskLayout {
+        partitions,
+        gpt_usable_end_bytes: Some((header.last_usable_lba + 1) * block),
+    })
+}
+
+/// Refuses a device without a GPT header at LBA 1 whose partitions are still unknown: a GPT written for the
+/// other sector size in `head` (the first blocks), or a protective MBR with no GPT behind it.
+fn check_no_gpt(head: &[u8], block: u64, protective: bool) -> Result<(), OpError> {
+    // A GPT written for the other sector size (a 4Kn image on a 512-byte device, or the reverse).
+    let elsewhere = [512usize, 4096]
+        .into_iter()
+        .filter(|&at| at as u64 != block)
+        .any(|at| head.len() >= at + 8 && &head[at..at + 8] == b"EFI PART");
+    if elsewhere {
+        return Err(OpError::Invalid(format!(
+            "the device's GPT was written for another sector size than its {block}-byte logical blocks, so its \
+             partitions cannot be placed; nothing was discarded"
+        )));
+    }
+    if protective {
+        return Err(OpError::Invalid(
+            "the device has a protective MBR but no GPT header at LBA 1, so its partitions are unknown; \
+             nothing was discarded. Repair the table (sgdisk -v) first"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The length in bytes of the GPT's entry array, once the header is checked to lay the table out as GPT
+/// promises, with its backup header at the device's last block of `blocks`.
+fn check_gpt_placement(header: &GptHeader, block: u64, blocks: u64) -> Result<u64, OpError> {
     if header.alternate_lba != blocks - 1 {
         return Err(damaged(format!(
             "its backup header is at LBA {}, not at the device's last block {}: the device grew or the table is \
@@ -375,6 +390,17 @@ pub fn disk_layout<D: Device>(device: &mut D) -> Result<DiskLayout, OpError> {
             header.entry_count, header.entry_bytes, header.entries_lba, header.last_usable_lba
         )));
     }
+    Ok(entries_len)
+}
+
+/// The partitions of the GPT's entry array (`entries_len` bytes), read from the device and checked against the
+/// header's checksum.
+fn gpt_entry_partitions<D: Device>(
+    device: &mut D,
+    header: &GptHeader,
+    block: u64,
+    entries_len: u64,
+) -> Result<Vec<Partition>, OpError> {
     let entries = read_at(
         device,
         header.entries_lba * block,
@@ -384,35 +410,38 @@ pub fn disk_layout<D: Device>(device: &mut D) -> Result<DiskLayout, OpError> {
     if crc32(entries) != header.entries_crc {
         return Err(damaged("its entry array's checksum does not match".into()));
     }
-    partitions.extend(gpt_partitions(entries, &header, block)?);
+    gpt_partitions(entries, header, block)
+}
+
+/// Refuses a GPT whose backup header, at the device's last block, is missing or disagrees with the primary.
+fn check_backup_header<D: Device>(
+    device: &mut D,
+    header: &GptHeader,
+    block: u64,
+    blocks: u64,
+) -> Result<(), OpError> {
     // The backup header must be there and agree: a discard of the tail keeps the last blocks, so a missing backup
     // would stay missing, and a stale one would describe other partitions than the ones kept clear of.
     let last = read_at(device, (blocks - 1) * block, block)?;
     match gpt_header(&last)? {
-        None => {
-            return Err(damaged(format!(
-                "its backup header is missing: LBA {} holds no GPT header",
-                blocks - 1
-            )));
-        }
+        None => Err(damaged(format!(
+            "its backup header is missing: LBA {} holds no GPT header",
+            blocks - 1
+        ))),
         Some(backup)
             if backup.my_lba != blocks - 1
                 || backup.alternate_lba != 1
                 || backup.entries_crc != header.entries_crc
                 || backup.last_usable_lba != header.last_usable_lba =>
         {
-            return Err(damaged(
+            Err(damaged(
                 "its backup header does not match the primary (its own LBA, the primary's LBA, the entries' \
                  checksum or the usable area differ)"
                     .into(),
-            ));
+            ))
         }
-        Some(_) => {}
+        Some(_) => Ok(()),
     }
-    Ok(DiskLayout {
-        partitions,
-        gpt_usable_end_bytes: Some((header.last_usable_lba + 1) * block),
-    })
 }
 
 /// md RAID superblock magic (0.90 and 1.x).
