@@ -20,12 +20,37 @@ pub fn hours_per_900gb(bytes: u64, seconds: f64) -> f64 {
 
 /// Baseline, slowdowns, flags (with re-read confirmation) and the age buckets. A file is slow when it reads
 /// below `slower_than` (a share, `--slower-than`) of the baseline; `reader` says in words how the files were read.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn analyze(mut files: Vec<FileScan>, slower_than: f64, reader: &str) -> ScanAnalysis {
-    let slowdown_threshold = 1.0 / slower_than;
+    let (baseline, source) = baseline(&files);
+    judge(&mut files, baseline, 1.0 / slower_than);
+    let buckets = age_buckets(&files);
+    let total_bytes = files.iter().map(|f| f.bytes).sum();
+    let total_seconds: f64 = files.iter().map(|f| f.seconds).sum();
+    let devices = device_summaries(&files);
+    ScanAnalysis {
+        devices,
+        baseline_bytes_per_s: baseline,
+        baseline_source: source,
+        slower_than_ratio: slower_than,
+        reader: reader.to_string(),
+        buckets,
+        total_bytes,
+        total_bulk_read_hours: total_seconds / 3600.0,
+        flagged: files
+            .iter()
+            .filter(|f| f.flagged)
+            .map(|f| f.name.clone())
+            .collect(),
+        files,
+        skipped: Vec::new(),
+        after_refresh: None,
+        field_report: None,
+    }
+}
+
+/// The speed of fresh data in bytes per second, and where it comes from in words: the median of the files 1 to
+/// 30 days old, else the 90th percentile of all files.
+fn baseline(files: &[FileScan]) -> (f64, String) {
     let speeds = |filter: &dyn Fn(&FileScan) -> bool| -> Vec<f64> {
         files
             .iter()
@@ -35,7 +60,7 @@ pub fn analyze(mut files: Vec<FileScan>, slower_than: f64, reader: &str) -> Scan
     };
     // Fresh data: written more than a day ago (younger data may still sit in an SLC cache) and less than a month.
     let recent = speeds(&|f| f.age_s >= DAY_S && f.age_s < 30.0 * DAY_S);
-    let (baseline, source) = if !recent.is_empty() {
+    if !recent.is_empty() {
         (
             median(&recent),
             format!("median of {} files written 1 to 30 days ago", recent.len()),
@@ -46,8 +71,13 @@ pub fn analyze(mut files: Vec<FileScan>, slower_than: f64, reader: &str) -> Scan
             percentile(&all, 90.0),
             "no files 1 to 30 days old: the 90th percentile of all files".to_string(),
         )
-    };
-    for f in &mut files {
+    }
+}
+
+/// Sets each file's slowdown against `baseline` (bytes per second), whether its slowness repeated when re-read,
+/// and whether it is flagged (at least `slowdown_threshold` times slower, confirmed, and a day old).
+fn judge(files: &mut [FileScan], baseline: f64, slowdown_threshold: f64) {
+    for f in files {
         f.slowdown_ratio = if f.bytes_per_s > 0.0 {
             baseline / f.bytes_per_s
         } else {
@@ -63,6 +93,11 @@ pub fn analyze(mut files: Vec<FileScan>, slower_than: f64, reader: &str) -> Scan
         // Data younger than a day is not stale, whatever the moment's contention: it is never flagged.
         f.flagged = f.slowdown_ratio >= slowdown_threshold && f.confirmed && f.age_s >= DAY_S;
     }
+}
+
+/// The files grouped by data age between the [`EDGES`] (empty buckets left out): speeds, bulk-read hours and
+/// random-read latencies of each.
+fn age_buckets(files: &[FileScan]) -> Vec<AgeBucket> {
     let mut buckets = Vec::new();
     for pair in EDGES.windows(2) {
         let (from, to) = (pair[0], pair[1]);
@@ -92,12 +127,15 @@ pub fn analyze(mut files: Vec<FileScan>, slower_than: f64, reader: &str) -> Scan
             random_reads: RandomReadLatency::of_ns(&latencies),
         });
     }
-    let total_bytes = files.iter().map(|f| f.bytes).sum();
-    let total_seconds: f64 = files.iter().map(|f| f.seconds).sum();
+    buckets
+}
+
+/// One summary per device the files live on, in the order of the devices' names.
+fn device_summaries(files: &[FileScan]) -> Vec<DeviceSummary> {
     let mut device_names: Vec<&str> = files.iter().map(|f| f.device.as_str()).collect();
     device_names.sort_unstable();
     device_names.dedup();
-    let devices = device_names
+    device_names
         .iter()
         .map(|&device| {
             let members: Vec<&FileScan> = files.iter().filter(|f| f.device == device).collect();
@@ -113,26 +151,7 @@ pub fn analyze(mut files: Vec<FileScan>, slower_than: f64, reader: &str) -> Scan
                 hours_per_900gb: hours_per_900gb(bytes, seconds),
             }
         })
-        .collect();
-    ScanAnalysis {
-        devices,
-        baseline_bytes_per_s: baseline,
-        baseline_source: source,
-        slower_than_ratio: slower_than,
-        reader: reader.to_string(),
-        buckets,
-        total_bytes,
-        total_bulk_read_hours: total_seconds / 3600.0,
-        flagged: files
-            .iter()
-            .filter(|f| f.flagged)
-            .map(|f| f.name.clone())
-            .collect(),
-        files,
-        skipped: Vec::new(),
-        after_refresh: None,
-        field_report: None,
-    }
+        .collect()
 }
 
 /// Passed when no file was flagged and the drive read every file; stale files are a finding, and a file the drive
