@@ -10,16 +10,14 @@
 
 pub use ssdlab_core::schema::TrimAnalysis;
 use ssdlab_core::schema::{Analysis, Verdict};
-use ssdlab_engine::workload::{Pattern, RwMode, StopAt, Workload};
+use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
 
 use crate::session::{MethodError, MethodOutcome, Session};
 
 pub use ssdlab_core::schema::options::TrimOptions;
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
+/// Runs the TRIM validation: clean, dirty and after-TRIM sequential write speeds, and whether discarded blocks
+/// read back as zeroes.
 pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOutcome, MethodError> {
     let span = session.whole_device(128 << 10);
     if span.len_bytes == 0 {
@@ -29,54 +27,114 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
     }
     let info = session.device.info().clone();
     if !info.discard_supported {
-        let verdict = Verdict {
-            finding: false,
-            passed: false,
-            reasons: vec![format!(
-                "{} does not advertise discard (discard_max_bytes is 0): TRIM cannot be tested",
-                info.target
-            )],
-        };
-        let analysis = TrimAnalysis {
-            discard_supported: false,
-            ..TrimAnalysis::default()
-        };
-        return Ok(session.finish(Analysis::Trim, Some(analysis), verdict));
+        return Ok(without_discard(session, &info.target));
     }
-    let sequential = Workload {
-        rw: RwMode::Write,
-        block_bytes: 128 << 10,
-        queue_depth: 32,
-        span,
-        stop: StopAt {
-            passes: Some(1),
-            ..StopAt::default()
-        },
-        ..session.workload_base()
-    };
-    let torture = Workload {
-        rw: RwMode::RandWrite,
-        pattern: Pattern::Random { random_map: false },
-        block_bytes: 4096,
-        queue_depth: 32,
-        span,
-        stop: StopAt {
-            runtime_ns: Some(options.torture_ns),
-            ..StopAt::default()
-        },
-        ..session.workload_base()
-    };
-    // A timed measurement stops at the time or at the end of the span, whichever comes first.
-    let measured = Workload {
-        stop: StopAt {
-            passes: Some(1),
-            runtime_ns: options.measure_ns,
-            ..StopAt::default()
-        },
-        ..sequential.clone()
-    };
+    let workloads = TrimWorkloads::new(&session, span, options);
     session.purge(span)?;
-    let clean = session.phase("clean", &measured)?;
+    let clean = session.phase("clean", &workloads.measured)?;
+    fill_rest(&mut session, &workloads, clean, options)?;
+    session.phase("torture", &workloads.torture)?;
+    let dirty = session.phase("dirty", &workloads.measured)?;
+    let trimmed_reads_zero = discard_and_check(&mut session, span)?;
+    if !session.stopped && options.idle_ns > 0 {
+        session.idle(options.idle_ns);
+    }
+    let after = session.phase("after-trim", &workloads.measured)?;
+    let states = StateFigures::of(&session, [clean, dirty, after]);
+    let [clean, dirty, after] = states.bytes_per_s;
+    let analysis = TrimAnalysis {
+        span_bytes: span.len_bytes,
+        clean_bytes_per_s: clean,
+        dirty_bytes_per_s: dirty,
+        after_trim_bytes_per_s: after,
+        restored_fraction: if clean > 0.0 { after / clean } else { 0.0 },
+        discard_supported: true,
+        discard_max_bytes: info.discard_max_bytes,
+        trimmed_reads_zero,
+        measure_s: options.measure_ns.map(|ns| ns as f64 / 1e9),
+        idle_after_trim_s: options.idle_ns as f64 / 1e9,
+        state_seconds: Some(states.seconds),
+        state_bytes: Some(states.bytes),
+    };
+    let verdict = trim_verdict(&session, &analysis, options);
+    Ok(session.finish(Analysis::Trim, Some(analysis), verdict))
+}
+
+/// The outcome on a device that does not advertise discard: nothing run, and a failed verdict saying why.
+fn without_discard(session: Session<'_>, target: &str) -> MethodOutcome {
+    let verdict = Verdict {
+        finding: false,
+        passed: false,
+        reasons: vec![format!(
+            "{target} does not advertise discard (discard_max_bytes is 0): TRIM cannot be tested"
+        )],
+    };
+    let analysis = TrimAnalysis {
+        discard_supported: false,
+        ..TrimAnalysis::default()
+    };
+    session.finish(Analysis::Trim, Some(analysis), verdict)
+}
+
+/// The workloads of the test: a sequential pass of 128 KiB writes at QD32, the 4 KiB random-write torture, and
+/// the timed measurement of each state.
+struct TrimWorkloads {
+    sequential: Workload,
+    torture: Workload,
+    measured: Workload,
+}
+
+impl TrimWorkloads {
+    /// The workloads over `span` as `options` time them.
+    fn new(session: &Session<'_>, span: Span, options: &TrimOptions) -> Self {
+        let sequential = Workload {
+            rw: RwMode::Write,
+            block_bytes: 128 << 10,
+            queue_depth: 32,
+            span,
+            stop: StopAt {
+                passes: Some(1),
+                ..StopAt::default()
+            },
+            ..session.workload_base()
+        };
+        let torture = Workload {
+            rw: RwMode::RandWrite,
+            pattern: Pattern::Random { random_map: false },
+            block_bytes: 4096,
+            queue_depth: 32,
+            span,
+            stop: StopAt {
+                runtime_ns: Some(options.torture_ns),
+                ..StopAt::default()
+            },
+            ..session.workload_base()
+        };
+        // A timed measurement stops at the time or at the end of the span, whichever comes first.
+        let measured = Workload {
+            stop: StopAt {
+                passes: Some(1),
+                runtime_ns: options.measure_ns,
+                ..StopAt::default()
+            },
+            ..sequential.clone()
+        };
+        TrimWorkloads {
+            sequential,
+            torture,
+            measured,
+        }
+    }
+}
+
+/// Writes what the timed clean measurement (phase `clean`) did not reach, so the torture starts on a full drive.
+fn fill_rest(
+    session: &mut Session<'_>,
+    workloads: &TrimWorkloads,
+    clean: Option<usize>,
+    options: &TrimOptions,
+) -> Result<(), MethodError> {
+    let span = workloads.sequential.span;
     // The torture needs a full drive, as the seeds' drives were: what the timed clean measurement did not
     // reach is written now. (None: the session was stopped, and every later phase is skipped anyway.)
     let clean_bytes = clean.map(|i| session.phases[i].summary.bytes);
@@ -85,16 +143,20 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
         && written < span.len_bytes
     {
         let rest = Workload {
-            span: ssdlab_engine::workload::Span {
+            span: Span {
                 offset_bytes: span.offset_bytes + written,
                 len_bytes: span.len_bytes - written,
             },
-            ..sequential.clone()
+            ..workloads.sequential.clone()
         };
         session.phase("fill", &rest)?;
     }
-    session.phase("torture", &torture)?;
-    let dirty = session.phase("dirty", &measured)?;
+    Ok(())
+}
+
+/// Discards the span unless the session stopped, and checks its start, middle and end read back as zeroes:
+/// Some(whether they do), or None when it was not discarded or a read failed.
+fn discard_and_check(session: &mut Session<'_>, span: Span) -> Result<Option<bool>, MethodError> {
     let mut trimmed_reads_zero = None;
     if !session.stopped && session.purge(span)? {
         // Check the start, the middle and the end of the span.
@@ -110,36 +172,33 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
         }
         trimmed_reads_zero = zero;
     }
-    if !session.stopped && options.idle_ns > 0 {
-        session.idle(options.idle_ns);
+    Ok(trimmed_reads_zero)
+}
+
+/// The figures of the three measured states (clean, dirty, after TRIM), 0 for a state whose phase did not run.
+struct StateFigures {
+    bytes_per_s: [f64; 3],
+    seconds: [f64; 3],
+    bytes: [u64; 3],
+}
+
+impl StateFigures {
+    /// The figures of the phases at `phases` (None: the phase did not run).
+    fn of(session: &Session<'_>, phases: [Option<usize>; 3]) -> Self {
+        let speed = |index: Option<usize>| index.map_or(0.0, |i| session.phases[i].summary.bytes_per_s);
+        let ran = |index: Option<usize>| index.map(|i| &session.phases[i].summary);
+        let states = phases.map(ran);
+        StateFigures {
+            bytes_per_s: phases.map(speed),
+            seconds: states.map(|s| s.map_or(0.0, |s| s.seconds)),
+            bytes: states.map(|s| s.map_or(0, |s| s.bytes)),
+        }
     }
-    let after = session.phase("after-trim", &measured)?;
-    let speed = |index: Option<usize>, session: &Session<'_>| {
-        index.map_or(0.0, |i| session.phases[i].summary.bytes_per_s)
-    };
-    let ran = |index: Option<usize>| index.map(|i| &session.phases[i].summary);
-    let states = [ran(clean), ran(dirty), ran(after)];
-    let state_seconds = states.map(|s| s.map_or(0.0, |s| s.seconds));
-    let state_bytes = states.map(|s| s.map_or(0, |s| s.bytes));
-    let (clean, dirty, after) = (
-        speed(clean, &session),
-        speed(dirty, &session),
-        speed(after, &session),
-    );
-    let analysis = TrimAnalysis {
-        span_bytes: span.len_bytes,
-        clean_bytes_per_s: clean,
-        dirty_bytes_per_s: dirty,
-        after_trim_bytes_per_s: after,
-        restored_fraction: if clean > 0.0 { after / clean } else { 0.0 },
-        discard_supported: true,
-        discard_max_bytes: info.discard_max_bytes,
-        trimmed_reads_zero,
-        measure_s: options.measure_ns.map(|ns| ns as f64 / 1e9),
-        idle_after_trim_s: options.idle_ns as f64 / 1e9,
-        state_seconds: Some(state_seconds),
-        state_bytes: Some(state_bytes),
-    };
+}
+
+/// Passed when every phase ran and TRIM restored at least the threshold's share of clean speed; less is a
+/// finding about the drive.
+fn trim_verdict(session: &Session<'_>, analysis: &TrimAnalysis, options: &TrimOptions) -> Verdict {
     let mut reasons = Vec::new();
     // A drive that keeps only part of its speed after TRIM is what the test measures: a finding about the drive.
     let mut finding = false;
@@ -153,12 +212,11 @@ pub fn trim(mut session: Session<'_>, options: &TrimOptions) -> Result<MethodOut
             100.0 * options.restore_threshold
         ));
     }
-    let verdict = Verdict {
+    Verdict {
         finding,
         passed: reasons.is_empty(),
         reasons,
-    };
-    Ok(session.finish(Analysis::Trim, Some(analysis), verdict))
+    }
 }
 
 /// The method, for the one list ([`crate::method::MethodPlan`]).
