@@ -31,59 +31,26 @@ fn phase_name(case: &str, read: bool, repeat: u32) -> String {
     )
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
+/// Runs the set: the test area written once, then every case read and written, each repeated, one line said per
+/// case.
 pub fn quick(mut session: Session<'_>, options: &QuickOptions) -> Result<MethodOutcome, MethodError> {
     if options.repeats == 0 {
         return Err(MethodError::Invalid(
             "--repeats 0: run each case at least once".into(),
         ));
     }
-    let info = session.device.info().clone();
-    let whole = session.whole_device(1 << 20);
-    if whole.len_bytes == 0 {
-        return Err(MethodError::Invalid(format!(
-            "{}: smaller than one 1 MiB block; quick needs at least that",
-            info.target
-        )));
-    }
-    let span = Span {
-        offset_bytes: 0,
-        len_bytes: options.span_bytes.min(whole.len_bytes) / (1 << 20) * (1 << 20),
-    };
-    if options.span_bytes > whole.len_bytes {
-        session.note_larger_than_target(
-            "--size",
-            options.span_bytes,
-            whole.len_bytes,
-            "the cases address all of it",
-        );
-    }
+    let span = test_area(&mut session, options)?;
     session.observer.show_phase_lines(false);
     // The test area written once, as the tools write their test file: reads of never-written blocks would measure
     // the drive's answer for unmapped space, not its NAND. A target that keeps nothing (null) needs no filling.
-    let prepared = info.kind != ssdlab_core::device::TargetKind::Null;
+    let prepared = session.device.info().kind != ssdlab_core::device::TargetKind::Null;
     if prepared {
-        let fill = Workload {
-            rw: RwMode::Write,
-            pattern: Pattern::Sequential,
-            block_bytes: 1 << 20,
-            queue_depth: 8,
-            span,
-            stop: StopAt {
-                passes: Some(1),
-                ..StopAt::default()
-            },
-            ..session.workload_base()
-        };
-        session.phase("prepare", &fill)?;
+        prepare(&mut session, span)?;
     }
     let mut cases = Vec::new();
     'cases: for (case_index, (name, sequential, block_bytes, queue_depth)) in CASES.into_iter().enumerate() {
         for read in [true, false] {
-            let mut case = QuickCase {
+            let case = QuickCase {
                 name: name.into(),
                 read,
                 sequential,
@@ -94,52 +61,9 @@ pub fn quick(mut session: Session<'_>, options: &QuickOptions) -> Result<MethodO
                 latency_ns_mean: 0.0,
                 latency_ns_p99: 0,
             };
-            let mut latency_sum_ns = 0.0;
-            let mut ops = 0u64;
-            for repeat in 1..=options.repeats {
-                let workload = Workload {
-                    rw: match (read, sequential) {
-                        (true, true) => RwMode::Read,
-                        (false, true) => RwMode::Write,
-                        (true, false) => RwMode::RandRead,
-                        (false, false) => RwMode::RandWrite,
-                    },
-                    pattern: if sequential {
-                        Pattern::Sequential
-                    } else {
-                        Pattern::Random { random_map: false }
-                    },
-                    block_bytes,
-                    queue_depth,
-                    span,
-                    stop: StopAt {
-                        runtime_ns: Some(options.runtime_ns),
-                        ..StopAt::default()
-                    },
-                    // Each case, direction and repeat draws its own offsets.
-                    seed: ssdlab_core::rng::splitmix64(
-                        session.seed ^ ((case_index as u64) << 16 | u64::from(repeat) << 8 | read as u64),
-                    ),
-                    ..session.workload_base()
-                };
-                let Some(i) = session.phase(&phase_name(name, read, repeat), &workload)? else {
-                    break 'cases;
-                };
-                let phase = &mut session.phases[i];
-                if !phase.complete {
-                    break 'cases;
-                }
-                let s = &phase.summary;
-                case.bytes_per_s.push(s.bytes_per_s);
-                case.iops.push(s.iops);
-                let n = s.ios;
-                latency_sum_ns += s.latency_ns.mean * n as f64;
-                ops += n;
-                case.latency_ns_p99 = case.latency_ns_p99.max(s.latency_ns.p99);
-                // Forty phases: the per-second samples stay only in the figures above.
-                phase.samples.clear();
-            }
-            case.latency_ns_mean = if ops > 0 { latency_sum_ns / ops as f64 } else { 0.0 };
+            let Some(case) = run_case(&mut session, options, span, case_index, case)? else {
+                break 'cases;
+            };
             session.observer.say(&format!(
                 "{:<12}{:<6} {}",
                 name,
@@ -175,6 +99,108 @@ pub fn quick(mut session: Session<'_>, options: &QuickOptions) -> Result<MethodO
         },
     };
     Ok(session.finish(Analysis::Quick, analysis, verdict))
+}
+
+/// The test area: the first `--size` bytes of the device (all of it when smaller, said in a note) in whole
+/// MiB, or why the device is too small.
+fn test_area(session: &mut Session<'_>, options: &QuickOptions) -> Result<Span, MethodError> {
+    let whole = session.whole_device(1 << 20);
+    if whole.len_bytes == 0 {
+        return Err(MethodError::Invalid(format!(
+            "{}: smaller than one 1 MiB block; quick needs at least that",
+            session.device.info().target
+        )));
+    }
+    let span = Span {
+        offset_bytes: 0,
+        len_bytes: options.span_bytes.min(whole.len_bytes) / (1 << 20) * (1 << 20),
+    };
+    if options.span_bytes > whole.len_bytes {
+        session.note_larger_than_target(
+            "--size",
+            options.span_bytes,
+            whole.len_bytes,
+            "the cases address all of it",
+        );
+    }
+    Ok(span)
+}
+
+/// Writes the test area once, sequentially in 1 MiB blocks at QD8 (the phase "prepare").
+fn prepare(session: &mut Session<'_>, span: Span) -> Result<(), MethodError> {
+    let fill = Workload {
+        rw: RwMode::Write,
+        pattern: Pattern::Sequential,
+        block_bytes: 1 << 20,
+        queue_depth: 8,
+        span,
+        stop: StopAt {
+            passes: Some(1),
+            ..StopAt::default()
+        },
+        ..session.workload_base()
+    };
+    session.phase("prepare", &fill)?;
+    Ok(())
+}
+
+/// Runs every repeat of one case (the `case_index`th of [`CASES`], in the direction `case.read`) over `span`
+/// and fills in `case`'s figures: None when the session stopped or a repeat did not complete.
+fn run_case(
+    session: &mut Session<'_>,
+    options: &QuickOptions,
+    span: Span,
+    case_index: usize,
+    mut case: QuickCase,
+) -> Result<Option<QuickCase>, MethodError> {
+    let (read, sequential) = (case.read, case.sequential);
+    let mut latency_sum_ns = 0.0;
+    let mut ops = 0u64;
+    for repeat in 1..=options.repeats {
+        let workload = Workload {
+            rw: match (read, sequential) {
+                (true, true) => RwMode::Read,
+                (false, true) => RwMode::Write,
+                (true, false) => RwMode::RandRead,
+                (false, false) => RwMode::RandWrite,
+            },
+            pattern: if sequential {
+                Pattern::Sequential
+            } else {
+                Pattern::Random { random_map: false }
+            },
+            block_bytes: case.block_bytes,
+            queue_depth: case.queue_depth,
+            span,
+            stop: StopAt {
+                runtime_ns: Some(options.runtime_ns),
+                ..StopAt::default()
+            },
+            // Each case, direction and repeat draws its own offsets.
+            seed: ssdlab_core::rng::splitmix64(
+                session.seed ^ ((case_index as u64) << 16 | u64::from(repeat) << 8 | read as u64),
+            ),
+            ..session.workload_base()
+        };
+        let Some(i) = session.phase(&phase_name(&case.name, read, repeat), &workload)? else {
+            return Ok(None);
+        };
+        let phase = &mut session.phases[i];
+        if !phase.complete {
+            return Ok(None);
+        }
+        let s = &phase.summary;
+        case.bytes_per_s.push(s.bytes_per_s);
+        case.iops.push(s.iops);
+        let n = s.ios;
+        latency_sum_ns += s.latency_ns.mean * n as f64;
+        ops += n;
+        case.latency_ns_p99 = case.latency_ns_p99.max(s.latency_ns.p99);
+        // Forty phases: the per-second samples stay only in the figures above.
+        phase.samples.clear();
+    }
+    case.latency_ns_mean = if ops > 0 { latency_sum_ns / ops as f64 } else { 0.0 };
+    Ok(Some(case))
 }
 
 /// "3.51 GB/s ±0.4%" for a sequential case; "58.2 MB/s 14.2K IOPS ±1.2%" for a random one.
