@@ -60,15 +60,61 @@ const DATA_PATTERN: &str = "incompressible random bytes (seeded), each write sta
 
 /// Runs one PTS test. `purger` is the drive's own purges (sanitize, secure erase) where the target is a drive
 /// that may offer them; without one, or when it offers neither, the device is purged by discard.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn pts(
     mut session: Session<'_>,
     options: &PtsOptions,
     mut purger: Option<&mut dyn Purger>,
 ) -> Result<MethodOutcome, MethodError> {
+    check_options(options)?;
+    let info = session.device.info().clone();
+    let whole = session.whole_device(ALIGN_BYTES);
+    let active = active_range(whole, options, &info.target)?;
+    let (plans, skipped) = fitting_plans(options, &info)?;
+
+    // 56 cells a round for up to 25 rounds: a line per phase would be thousands; each round gets one line, and
+    // the phases are still streamed and recorded.
+    session.observer.show_phase_lines(false);
+    let (tests, late_failure) = run_sub_tests(&mut session, options, &plans, (whole, active), &mut purger)?;
+
+    let mut departures = departures(options, &tests);
+    for test in &tests {
+        if !test.purged {
+            departures.push(format!("not purged before preconditioning ({})", test.purge));
+        }
+    }
+    departures.dedup();
+    let reasons = verdict_reasons(&session, &tests, late_failure.as_deref(), plans.len());
+    let mut tests = tests.into_iter();
+    let analysis = tests.next().map(|first| PtsAnalysis {
+        test: options.test,
+        flavour: options.flavour,
+        capacity_bytes: info.capacity_bytes,
+        active_range_bytes: active.len_bytes,
+        active_range_percent: options.active_range_percent,
+        cell_s: options.cell_ns as f64 / 1e9,
+        first,
+        further: tests.collect(),
+        skipped,
+        data_pattern: DATA_PATTERN.into(),
+        departures,
+    });
+    // A drive that does not settle in the rounds allowed is a finding about the drive; a run that stopped is not.
+    let finding = late_failure.is_none() && !session.stopped && !reasons.is_empty();
+    let verdict = Verdict {
+        finding,
+        passed: reasons.is_empty() && analysis.is_some(),
+        reasons: if analysis.is_none() && reasons.is_empty() {
+            vec!["no round completed".into()]
+        } else {
+            reasons
+        },
+    };
+    Ok(session.finish(Analysis::Pts, analysis, verdict))
+}
+
+/// Refuses an ActiveRange that is not a share above 0 and at most 100%, and fewer rounds than the steady-state
+/// window.
+fn check_options(options: &PtsOptions) -> Result<(), MethodError> {
     if !(options.active_range_percent > 0.0 && options.active_range_percent <= 100.0) {
         return Err(MethodError::Invalid(format!(
             "--span {}%: the ActiveRange is a share of the LBAs above 0 and at most 100%",
@@ -81,8 +127,12 @@ pub fn pts(
             options.max_rounds
         )));
     }
-    let info = session.device.info().clone();
-    let whole = session.whole_device(ALIGN_BYTES);
+    Ok(())
+}
+
+/// The ActiveRange the rounds address: the given share of `whole` from its start in whole MiB, or why it holds
+/// less than one on `target`.
+fn active_range(whole: Span, options: &PtsOptions, target: &str) -> Result<Span, MethodError> {
     let active = Span {
         offset_bytes: 0,
         len_bytes: (whole.len_bytes as f64 * options.active_range_percent / 100.0) as u64 / ALIGN_BYTES
@@ -91,9 +141,18 @@ pub fn pts(
     if active.len_bytes == 0 {
         return Err(MethodError::Invalid(format!(
             "--span {}%: on {} that ActiveRange holds less than one 1 MiB block; the PTS needs at least that",
-            options.active_range_percent, info.target
+            options.active_range_percent, target
         )));
     }
+    Ok(active)
+}
+
+/// The tests the run makes, without the cells below the device's logical block (said once per size in the
+/// second list); refused before the purge when a test's tracking cell is one of them.
+fn fitting_plans(
+    options: &PtsOptions,
+    info: &ssdlab_core::device::DeviceInfo,
+) -> Result<(Vec<matrix::SubTestPlan>, Vec<String>), MethodError> {
     let mut skipped = Vec::new();
     let logical = u64::from(info.logical_block_bytes.max(1));
     let mut plans = matrix::sub_tests(options.test, options.flavour, options.queue_depth);
@@ -118,10 +177,19 @@ pub fn pts(
             )));
         }
     }
+    Ok((plans, skipped))
+}
 
-    // 56 cells a round for up to 25 rounds: a line per phase would be thousands; each round gets one line, and
-    // the phases are still streamed and recorded.
-    session.observer.show_phase_lines(false);
+/// Runs the tests in order over the (whole device, ActiveRange) until the session stops: the tests that
+/// finished, and why a later test could not start when one could not (the session is then stopped; the first
+/// test's failure is the run's error).
+fn run_sub_tests(
+    session: &mut Session<'_>,
+    options: &PtsOptions,
+    plans: &[matrix::SubTestPlan],
+    (whole, active): (Span, Span),
+    purger: &mut Option<&mut dyn Purger>,
+) -> Result<(Vec<PtsSubTest>, Option<String>), MethodError> {
     let mut tests: Vec<PtsSubTest> = Vec::new();
     let mut late_failure = None;
     for (index, plan) in plans.iter().enumerate() {
@@ -133,7 +201,7 @@ pub fn pts(
             0 => String::new(),
             _ => format!("-{}", size_token(plan.tracking_cell.block_bytes)),
         };
-        match sub_test(&mut session, options, plan, whole, active, &suffix, &mut purger) {
+        match sub_test(session, options, plan, whole, active, &suffix, purger) {
             Ok(Some(test)) => tests.push(test),
             Ok(None) => {}
             // A later test that cannot start keeps the finished ones (hours of work on a real drive).
@@ -148,18 +216,20 @@ pub fn pts(
             Err(e) => return Err(e),
         }
     }
+    Ok((tests, late_failure))
+}
 
-    let mut departures = departures(options, &tests);
-    for test in &tests {
-        if !test.purged {
-            departures.push(format!("not purged before preconditioning ({})", test.purge));
-        }
-    }
-    departures.dedup();
+/// Why the run did not pass: a later test that could not start, the session's stop, or each test (named when
+/// there are several of `plans`) that did not reach steady state.
+fn verdict_reasons(
+    session: &Session<'_>,
+    tests: &[PtsSubTest],
+    late_failure: Option<&str>,
+    plans: usize,
+) -> Vec<String> {
     let mut reasons = Vec::new();
-    let late_failure_said = late_failure.clone();
     if let Some(failure) = late_failure {
-        reasons.push(failure);
+        reasons.push(failure.to_string());
     } else if session.stopped {
         let rounds: usize = tests.iter().map(|t| t.rounds.len()).sum();
         reasons.push(format!(
@@ -172,7 +242,7 @@ pub fn pts(
             reasons.push(format!(
                 "{}steady state not achieved in {} rounds: the last five moved {:.1}% (range, limit 20%) and \
                  {:.1}% (slope, limit 10%)",
-                match plans.len() {
+                match plans {
                     1 => String::new(),
                     _ => format!("{} KiB: ", test.tracking_cell.block_bytes >> 10),
                 },
@@ -182,32 +252,7 @@ pub fn pts(
             ));
         }
     }
-    let mut tests = tests.into_iter();
-    let analysis = tests.next().map(|first| PtsAnalysis {
-        test: options.test,
-        flavour: options.flavour,
-        capacity_bytes: info.capacity_bytes,
-        active_range_bytes: active.len_bytes,
-        active_range_percent: options.active_range_percent,
-        cell_s: options.cell_ns as f64 / 1e9,
-        first,
-        further: tests.collect(),
-        skipped,
-        data_pattern: DATA_PATTERN.into(),
-        departures,
-    });
-    // A drive that does not settle in the rounds allowed is a finding about the drive; a run that stopped is not.
-    let finding = late_failure_said.is_none() && !session.stopped && !reasons.is_empty();
-    let verdict = Verdict {
-        finding,
-        passed: reasons.is_empty() && analysis.is_some(),
-        reasons: if analysis.is_none() && reasons.is_empty() {
-            vec!["no round completed".into()]
-        } else {
-            reasons
-        },
-    };
-    Ok(session.finish(Analysis::Pts, analysis, verdict))
+    reasons
 }
 
 /// The ways a run departs from the specification, said in the result so no one mistakes it for a conforming one.
@@ -298,10 +343,6 @@ fn purge(
 
 /// One test: purge, precondition, rounds to steady state, the window's matrix. None when it stopped before its
 /// first round completed.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 fn sub_test(
     session: &mut Session<'_>,
     options: &PtsOptions,
@@ -312,6 +353,41 @@ fn sub_test(
     purger: &mut Option<&mut dyn Purger>,
 ) -> Result<Option<PtsSubTest>, MethodError> {
     let (purged, how) = purge(session, whole, suffix, purger)?;
+    let preconditioning_bytes = precondition(session, options, whole, suffix)?;
+    let rounds = Rounds {
+        options,
+        plan,
+        active,
+        // The latency test reports the 99.999th percentile: its nine cells keep their histograms.
+        keep_histograms: options.test == PtsTest::Latency,
+    };
+    let rounds_run = rounds.run(session)?;
+    if rounds_run.is_empty() {
+        return Ok(None);
+    }
+    let series: Vec<f64> = rounds_run.iter().map(|r| r.tracking).collect();
+    let steady_state = steady::determine(&series, options.max_rounds);
+    let matrix = rounds.window_matrix(session, &rounds_run, &steady_state);
+    Ok(Some(PtsSubTest {
+        purged,
+        purge: how,
+        preconditioning_bytes,
+        tracking_cell: plan.tracking_cell,
+        tracking_metric: plan.tracking_metric,
+        rounds: rounds_run,
+        steady_state,
+        matrix,
+    }))
+}
+
+/// Workload-independent preconditioning: `precondition_passes` passes of 128 KiB sequential writes at QD32 over
+/// `whole`; the bytes written (0 when none ran).
+fn precondition(
+    session: &mut Session<'_>,
+    options: &PtsOptions,
+    whole: Span,
+    suffix: &str,
+) -> Result<u64, MethodError> {
     let precondition = Workload {
         rw: RwMode::Write,
         pattern: Pattern::Sequential,
@@ -330,14 +406,65 @@ fn sub_test(
     {
         preconditioning_bytes = session.phases[i].summary.bytes;
     }
-    // The latency test reports the 99.999th percentile: its nine cells keep their histograms.
-    let keep_histograms = options.test == PtsTest::Latency;
-    let mut rounds: Vec<PtsRound> = Vec::new();
-    for round in 1..=options.max_rounds {
+    Ok(preconditioning_bytes)
+}
+
+/// The rounds of one test: its plan over the ActiveRange, and whether its cells keep their latency histograms.
+struct Rounds<'a> {
+    options: &'a PtsOptions,
+    plan: &'a matrix::SubTestPlan,
+    active: Span,
+    keep_histograms: bool,
+}
+
+impl Rounds<'_> {
+    /// Runs rounds until the tracking variable's last five pass the steady-state rule, the round limit, or an
+    /// interruption (a round cut short does not count): the complete rounds.
+    fn run(&self, session: &mut Session<'_>) -> Result<Vec<PtsRound>, MethodError> {
+        let plan = self.plan;
+        let mut rounds: Vec<PtsRound> = Vec::new();
+        for round in 1..=self.options.max_rounds {
+            let results = self.cells(session, round)?;
+            if results.len() < plan.cells.len() {
+                break; // interrupted inside the round: it does not count
+            }
+            let tracking = results
+                .iter()
+                .find(|r| r.cell == plan.tracking_cell)
+                .map(|r| matrix::value(r, plan.tracking_metric))
+                .expect("the tracking cell is one of the cells, checked before the purge");
+            rounds.push(PtsRound {
+                round,
+                tracking,
+                cells: results,
+            });
+            let series: Vec<f64> = rounds.iter().map(|r| r.tracking).collect();
+            let steady = steady::last_window_passes(&series);
+            session.observer.say(&format!(
+                "round     {} {round:>2}: {}{}",
+                size_token(plan.tracking_cell.block_bytes),
+                matrix::format_value(tracking, plan.tracking_metric),
+                if steady {
+                    "  (steady: the last five rounds pass)"
+                } else {
+                    ""
+                }
+            ));
+            if steady {
+                break;
+            }
+        }
+        Ok(rounds)
+    }
+
+    /// Runs the cells of round `round` in order: each cell's figures, fewer than the plan's cells when the
+    /// session stopped or a cell did not complete.
+    fn cells(&self, session: &mut Session<'_>, round: u32) -> Result<Vec<PtsCellResult>, MethodError> {
+        let plan = self.plan;
         let mut results = Vec::with_capacity(plan.cells.len());
         for (index, cell) in plan.cells.iter().enumerate() {
             let seed = ssdlab_core::rng::splitmix64(session.seed ^ ((round as u64) << 32 | index as u64));
-            let workload = cell_workload(session, cell, active, options.cell_ns, seed);
+            let workload = cell_workload(session, cell, self.active, self.options.cell_ns, seed);
             let Some(i) = session.phase(&matrix::phase_name(round, cell), &workload)? else {
                 break;
             };
@@ -352,91 +479,61 @@ fn sub_test(
                 bytes_per_s: s.bytes_per_s,
                 latency_ns_mean: s.latency_ns.mean,
                 latency_ns_max: s.latency_ns.max,
-                latency_ns_p99_999: keep_histograms
+                latency_ns_p99_999: self
+                    .keep_histograms
                     .then(|| s.latency_histogram.as_ref().map(|h| h.percentile(99.999)))
                     .flatten(),
             });
             // 56 cells a round for up to 25 rounds: the round table holds each cell's figures, so the per-second
             // samples are kept only for the tracking cell, and histograms only where the test reports them.
-            if !keep_histograms {
+            if !self.keep_histograms {
                 phase.summary.latency_histogram = None;
             }
             if *cell != plan.tracking_cell {
                 phase.samples.clear();
             }
         }
-        if results.len() < plan.cells.len() {
-            break; // interrupted inside the round: it does not count
-        }
-        let tracking = results
-            .iter()
-            .find(|r| r.cell == plan.tracking_cell)
-            .map(|r| matrix::value(r, plan.tracking_metric))
-            .expect("the tracking cell is one of the cells, checked before the purge");
-        rounds.push(PtsRound {
-            round,
-            tracking,
-            cells: results,
-        });
-        let series: Vec<f64> = rounds.iter().map(|r| r.tracking).collect();
-        let steady = steady::last_window_passes(&series);
-        session.observer.say(&format!(
-            "round     {} {round:>2}: {}{}",
-            size_token(plan.tracking_cell.block_bytes),
-            matrix::format_value(tracking, plan.tracking_metric),
-            if steady {
-                "  (steady: the last five rounds pass)"
-            } else {
-                ""
-            }
-        ));
-        if steady {
-            break;
-        }
+        Ok(results)
     }
-    if rounds.is_empty() {
-        return Ok(None);
-    }
-    let series: Vec<f64> = rounds.iter().map(|r| r.tracking).collect();
-    let steady_state = steady::determine(&series, options.max_rounds);
-    let window: Vec<&PtsRound> = match (steady_state.window_first_round, steady_state.window_last_round) {
-        (Some(first), Some(last)) => rounds
-            .iter()
-            .filter(|r| (first..=last).contains(&r.round))
-            .collect(),
-        _ => rounds.iter().collect(),
-    };
-    let mut matrix = matrix::window_average(&window);
-    if keep_histograms {
-        // The window's 99.999th percentile comes from its rounds' histograms merged, never an average of
-        // percentiles.
-        for result in &mut matrix {
-            let mut merged = Histogram::new();
-            for round in &window {
-                let name = matrix::phase_name(round.round, &result.cell);
-                if let Some(h) = session
-                    .phases
-                    .iter()
-                    .rev()
-                    .find(|p| p.name == name)
-                    .and_then(|p| p.summary.latency_histogram.as_ref())
-                {
-                    merged.merge_sparse(h);
+
+    /// The reported matrix: every cell averaged over the measurement window of `rounds` (all of them when the
+    /// steady state names no window), with the 99.999th percentile from the window's histograms merged.
+    fn window_matrix(
+        &self,
+        session: &Session<'_>,
+        rounds: &[PtsRound],
+        steady_state: &ssdlab_core::schema::pts::PtsSteadyState,
+    ) -> Vec<PtsCellResult> {
+        let window: Vec<&PtsRound> = match (steady_state.window_first_round, steady_state.window_last_round) {
+            (Some(first), Some(last)) => rounds
+                .iter()
+                .filter(|r| (first..=last).contains(&r.round))
+                .collect(),
+            _ => rounds.iter().collect(),
+        };
+        let mut matrix = matrix::window_average(&window);
+        if self.keep_histograms {
+            // The window's 99.999th percentile comes from its rounds' histograms merged, never an average of
+            // percentiles.
+            for result in &mut matrix {
+                let mut merged = Histogram::new();
+                for round in &window {
+                    let name = matrix::phase_name(round.round, &result.cell);
+                    if let Some(h) = session
+                        .phases
+                        .iter()
+                        .rev()
+                        .find(|p| p.name == name)
+                        .and_then(|p| p.summary.latency_histogram.as_ref())
+                    {
+                        merged.merge_sparse(h);
+                    }
                 }
+                result.latency_ns_p99_999 = (!merged.is_empty()).then(|| merged.percentile(99.999));
             }
-            result.latency_ns_p99_999 = (!merged.is_empty()).then(|| merged.percentile(99.999));
         }
+        matrix
     }
-    Ok(Some(PtsSubTest {
-        purged,
-        purge: how,
-        preconditioning_bytes,
-        tracking_cell: plan.tracking_cell,
-        tracking_metric: plan.tracking_metric,
-        rounds,
-        steady_state,
-        matrix,
-    }))
 }
 
 /// The method, for the one list ([`crate::method::MethodPlan`]).
