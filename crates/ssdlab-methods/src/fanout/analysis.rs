@@ -70,10 +70,6 @@ pub struct RunShape {
 }
 
 /// Builds the analysis. `measured` holds the synchronized queries' latencies when they were measured.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn analyze(
     drives: &[FleetDrive],
     reads: Vec<DriveReads>,
@@ -82,150 +78,22 @@ pub fn analyze(
     shape: RunShape,
 ) -> Result<FanoutAnalysis, MethodError> {
     assert_eq!(drives.len(), reads.len(), "one result per drive");
-    let mut dists = Vec::with_capacity(drives.len());
-    for (drive, r) in drives.iter().zip(&reads) {
-        dists.push(Dist::from_histogram(&r.histogram.to_sparse()).ok_or_else(|| {
-            MethodError::Invalid(match &r.failure {
-                Some(failure) => format!("--target {}: its first read failed: {failure}", drive.target),
-                None => format!(
-                    "--target {}: no read completed in the runtime; give a longer --runtime",
-                    drive.target
-                ),
-            })
-        })?);
-    }
+    let dists = drive_dists(drives, &reads)?;
     let all: Vec<&Dist> = dists.iter().collect();
     let n = drives.len() as u32;
     let query = Dist::max_of(&all);
     let pooled = Dist::pooled(&all);
-    let mut cases = Vec::new();
-    for &shards in &what_if.shards {
-        cases.push(QueryCase {
-            case: format!("{shards} shards like these (each a drive drawn from the fleet)"),
-            shards,
-            latency_ns: pooled.max_of_copies(shards).latency_ns(),
-            extra_load_ratio: 0.0,
-            unsupported: vec![],
-        });
-    }
-    let delay_ns = pooled.percentile(what_if.hedge_percentile);
-    let hedged: Vec<(Dist, f64)> = dists.iter().map(|d| d.hedged(&pooled, delay_ns)).collect();
-    let hedged_refs: Vec<&Dist> = hedged.iter().map(|h| &h.0).collect();
-    cases.push(QueryCase {
-        case: format!(
-            "hedged: a second read to a replica after the fleet's p{} ({:.0} us)",
-            what_if.hedge_percentile,
-            delay_ns as f64 / 1e3
-        ),
-        shards: n,
-        latency_ns: Dist::max_of(&hedged_refs).latency_ns(),
-        extra_load_ratio: hedged.iter().map(|h| h.1).sum::<f64>() / n as f64,
-        unsupported: vec![],
-    });
-    let replicated: Vec<Dist> = dists
-        .iter()
-        .map(|d| d.fastest_with_replicas(&pooled, 1))
-        .collect();
-    cases.push(QueryCase {
-        case: "two replicas asked at once, the first answer wins".into(),
-        shards: n,
-        latency_ns: Dist::max_of(&replicated.iter().collect::<Vec<_>>()).latency_ns(),
-        extra_load_ratio: 1.0,
-        unsupported: vec![],
-    });
-    let p95 = tail_shares(&all, query.percentile(95.0));
-    let threshold_ns = query.percentile(99.0);
-    let p99 = tail_shares(&all, threshold_ns);
-    // Reads beyond the query's p99, per drive, against what drives all alike would give each.
-    let tail: Vec<u64> = reads
-        .iter()
-        .map(|r| r.histogram.count_at_or_above(threshold_ns))
-        .collect();
-    let total_reads: u64 = reads.iter().map(|r| r.histogram.count()).sum();
-    let pooled_tail = tail.iter().sum::<u64>() as f64 / total_reads.max(1) as f64;
-    let mut stragglers: Vec<StragglerShare> = drives
-        .iter()
-        .enumerate()
-        .map(|(i, d)| {
-            let count = reads[i].histogram.count();
-            StragglerShare {
-                name: d.name.clone(),
-                share_of_p95_ratio: p95[i],
-                share_of_p99_ratio: p99[i],
-                tail_reads: tail[i],
-                tail_reads_expected: count as f64 * pooled_tail,
-                tail_p_value: binomial_upper_tail(tail[i], count, pooled_tail),
-            }
-        })
-        .collect();
-    stragglers.sort_by(|a, b| b.share_of_p99_ratio.total_cmp(&a.share_of_p99_ratio));
-    let fair = 1.0 / n as f64;
-    let candidates: Vec<String> = if n < 2 {
-        Vec::new()
-    } else {
-        stragglers
-            .iter()
-            .filter(|s| {
-                s.share_of_p99_ratio >= DOMINANT_FAIR_SHARES * fair
-                    && s.tail_p_value < STRAGGLER_SIGNIFICANCE / n as f64
-            })
-            .map(|s| s.name.clone())
-            .collect()
-    };
-    // The typical drive: the one whose p99 is the median of the drives' p99s.
-    let mut by_p99: Vec<usize> = (0..dists.len()).collect();
-    by_p99.sort_by_key(|&i| dists[i].percentile(99.0));
-    let median = by_p99[(by_p99.len() - 1) / 2];
-    let fixed = (!candidates.is_empty()).then(|| {
-        let replaced: Vec<&Dist> = drives
-            .iter()
-            .zip(&dists)
-            .map(|(d, dist)| {
-                if candidates.contains(&d.name) {
-                    &dists[median]
-                } else {
-                    dist
-                }
-            })
-            .collect();
-        QueryCase {
-            case: format!(
-                "{} read like the median drive {} (e.g. after a refresh)",
-                candidates.join(", "),
-                drives[median].name
-            ),
-            shards: n,
-            latency_ns: Dist::max_of(&replaced).latency_ns(),
-            extra_load_ratio: 0.0,
-            unsupported: vec![],
-        }
-    });
-    // A fix that moves the query's p99 less than its own noise names nobody: with K reads in the tail, the tail's
-    // probability is known to about 2/sqrt(K) of itself, so the p99 could as well sit at the p(99 - 2/sqrt(K));
-    // and the histograms place a value only to within their relative error (twice it between two readings).
-    let tail_reads_total: u64 = tail.iter().sum();
-    let sampling_floor_ns = query.percentile(99.0 - 2.0 / (tail_reads_total.max(1) as f64).sqrt());
-    let resolution_floor_ns =
-        (query.percentile(99.0) as f64 * (1.0 - 2.0 * ssdlab_core::histogram::RELATIVE_ERROR)) as u64;
-    let noise_floor_ns = sampling_floor_ns.min(resolution_floor_ns);
+    let cases = what_if_cases(&dists, &pooled, what_if, n);
+    let (stragglers, tail) = straggler_shares(drives, &reads, &all, &query);
+    let candidates = straggler_candidates(&stragglers, n);
+    let median = median_drive(&dists);
+    let fixed = (!candidates.is_empty()).then(|| fixed_query(drives, &dists, &candidates, median));
+    let noise_floor_ns = noise_floor_ns(&query, &tail);
     let (dominant, fixed) = match fixed {
         Some(f) if f.latency_ns.p99 < noise_floor_ns => (candidates, Some(f)),
         _ => (Vec::new(), None),
     };
-    let drives_out: Vec<FanoutDrive> = drives
-        .iter()
-        .zip(reads)
-        .map(|(d, r)| FanoutDrive {
-            name: d.name.clone(),
-            target: d.target.clone(),
-            data_age_months: d.data_age_months,
-            reads: r.histogram.count(),
-            latency_ns: LatencyNs::from_histogram(&r.histogram),
-            histogram: HistogramBuckets::of(&r.histogram.to_sparse()),
-            per_second: r.per_second,
-            failure: r.failure,
-        })
-        .collect();
+    let drives_out = drive_results(drives, reads);
     let total_reads: u64 = drives_out.iter().map(|d| d.reads).sum();
     let mut analysis = FanoutAnalysis {
         workload: shape.workload,
@@ -264,6 +132,181 @@ pub fn analyze(
         case.unsupported = unsupported(case.shards, total_reads);
     }
     Ok(analysis)
+}
+
+/// Each drive's latency distribution from its reads, in order, or why a drive has none (its first read failed,
+/// or no read completed in the runtime).
+fn drive_dists(drives: &[FleetDrive], reads: &[DriveReads]) -> Result<Vec<Dist>, MethodError> {
+    let mut dists = Vec::with_capacity(drives.len());
+    for (drive, r) in drives.iter().zip(reads) {
+        dists.push(Dist::from_histogram(&r.histogram.to_sparse()).ok_or_else(|| {
+            MethodError::Invalid(match &r.failure {
+                Some(failure) => format!("--target {}: its first read failed: {failure}", drive.target),
+                None => format!(
+                    "--target {}: no read completed in the runtime; give a longer --runtime",
+                    drive.target
+                ),
+            })
+        })?);
+    }
+    Ok(dists)
+}
+
+/// The what-ifs over `n` drives like `dists` (`pooled` is their reads together): a query over each number of
+/// shards asked for, hedged reads, and two replicas asked at once.
+fn what_if_cases(dists: &[Dist], pooled: &Dist, what_if: &WhatIf, n: u32) -> Vec<QueryCase> {
+    let mut cases = Vec::new();
+    for &shards in &what_if.shards {
+        cases.push(QueryCase {
+            case: format!("{shards} shards like these (each a drive drawn from the fleet)"),
+            shards,
+            latency_ns: pooled.max_of_copies(shards).latency_ns(),
+            extra_load_ratio: 0.0,
+            unsupported: vec![],
+        });
+    }
+    let delay_ns = pooled.percentile(what_if.hedge_percentile);
+    let hedged: Vec<(Dist, f64)> = dists.iter().map(|d| d.hedged(pooled, delay_ns)).collect();
+    let hedged_refs: Vec<&Dist> = hedged.iter().map(|h| &h.0).collect();
+    cases.push(QueryCase {
+        case: format!(
+            "hedged: a second read to a replica after the fleet's p{} ({:.0} us)",
+            what_if.hedge_percentile,
+            delay_ns as f64 / 1e3
+        ),
+        shards: n,
+        latency_ns: Dist::max_of(&hedged_refs).latency_ns(),
+        extra_load_ratio: hedged.iter().map(|h| h.1).sum::<f64>() / n as f64,
+        unsupported: vec![],
+    });
+    let replicated: Vec<Dist> = dists.iter().map(|d| d.fastest_with_replicas(pooled, 1)).collect();
+    cases.push(QueryCase {
+        case: "two replicas asked at once, the first answer wins".into(),
+        shards: n,
+        latency_ns: Dist::max_of(&replicated.iter().collect::<Vec<_>>()).latency_ns(),
+        extra_load_ratio: 1.0,
+        unsupported: vec![],
+    });
+    cases
+}
+
+/// Every drive's share of the query's p95 and p99 tails, with its reads beyond the query's p99 against what
+/// drives all alike would give it, ranked by the p99 share (largest first); and each drive's reads beyond the
+/// p99, in the drives' order.
+fn straggler_shares(
+    drives: &[FleetDrive],
+    reads: &[DriveReads],
+    all: &[&Dist],
+    query: &Dist,
+) -> (Vec<StragglerShare>, Vec<u64>) {
+    let p95 = tail_shares(all, query.percentile(95.0));
+    let threshold_ns = query.percentile(99.0);
+    let p99 = tail_shares(all, threshold_ns);
+    // Reads beyond the query's p99, per drive, against what drives all alike would give each.
+    let tail: Vec<u64> = reads
+        .iter()
+        .map(|r| r.histogram.count_at_or_above(threshold_ns))
+        .collect();
+    let total_reads: u64 = reads.iter().map(|r| r.histogram.count()).sum();
+    let pooled_tail = tail.iter().sum::<u64>() as f64 / total_reads.max(1) as f64;
+    let mut stragglers: Vec<StragglerShare> = drives
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let count = reads[i].histogram.count();
+            StragglerShare {
+                name: d.name.clone(),
+                share_of_p95_ratio: p95[i],
+                share_of_p99_ratio: p99[i],
+                tail_reads: tail[i],
+                tail_reads_expected: count as f64 * pooled_tail,
+                tail_p_value: binomial_upper_tail(tail[i], count, pooled_tail),
+            }
+        })
+        .collect();
+    stragglers.sort_by(|a, b| b.share_of_p99_ratio.total_cmp(&a.share_of_p99_ratio));
+    (stragglers, tail)
+}
+
+/// The names of the drives of `n` that take at least [`DOMINANT_FAIR_SHARES`] fair shares of the p99 tail with
+/// more reads beyond it than chance gives (none with fewer than two drives).
+fn straggler_candidates(stragglers: &[StragglerShare], n: u32) -> Vec<String> {
+    let fair = 1.0 / n as f64;
+    if n < 2 {
+        Vec::new()
+    } else {
+        stragglers
+            .iter()
+            .filter(|s| {
+                s.share_of_p99_ratio >= DOMINANT_FAIR_SHARES * fair
+                    && s.tail_p_value < STRAGGLER_SIGNIFICANCE / n as f64
+            })
+            .map(|s| s.name.clone())
+            .collect()
+    }
+}
+
+/// The index of the typical drive: the one whose p99 is the median of the drives' p99s.
+fn median_drive(dists: &[Dist]) -> usize {
+    let mut by_p99: Vec<usize> = (0..dists.len()).collect();
+    by_p99.sort_by_key(|&i| dists[i].percentile(99.0));
+    by_p99[(by_p99.len() - 1) / 2]
+}
+
+/// The query with the `candidates` reading like the drive at `median` instead.
+fn fixed_query(drives: &[FleetDrive], dists: &[Dist], candidates: &[String], median: usize) -> QueryCase {
+    let replaced: Vec<&Dist> = drives
+        .iter()
+        .zip(dists)
+        .map(|(d, dist)| {
+            if candidates.contains(&d.name) {
+                &dists[median]
+            } else {
+                dist
+            }
+        })
+        .collect();
+    QueryCase {
+        case: format!(
+            "{} read like the median drive {} (e.g. after a refresh)",
+            candidates.join(", "),
+            drives[median].name
+        ),
+        shards: drives.len() as u32,
+        latency_ns: Dist::max_of(&replaced).latency_ns(),
+        extra_load_ratio: 0.0,
+        unsupported: vec![],
+    }
+}
+
+/// The p99 a fix must come under to name anyone, given each drive's reads beyond the query's p99 (`tail`).
+fn noise_floor_ns(query: &Dist, tail: &[u64]) -> u64 {
+    // A fix that moves the query's p99 less than its own noise names nobody: with K reads in the tail, the tail's
+    // probability is known to about 2/sqrt(K) of itself, so the p99 could as well sit at the p(99 - 2/sqrt(K));
+    // and the histograms place a value only to within their relative error (twice it between two readings).
+    let tail_reads_total: u64 = tail.iter().sum();
+    let sampling_floor_ns = query.percentile(99.0 - 2.0 / (tail_reads_total.max(1) as f64).sqrt());
+    let resolution_floor_ns =
+        (query.percentile(99.0) as f64 * (1.0 - 2.0 * ssdlab_core::histogram::RELATIVE_ERROR)) as u64;
+    sampling_floor_ns.min(resolution_floor_ns)
+}
+
+/// Each drive's part of the analysis: its reads, latencies, histogram and per-second series.
+fn drive_results(drives: &[FleetDrive], reads: Vec<DriveReads>) -> Vec<FanoutDrive> {
+    drives
+        .iter()
+        .zip(reads)
+        .map(|(d, r)| FanoutDrive {
+            name: d.name.clone(),
+            target: d.target.clone(),
+            data_age_months: d.data_age_months,
+            reads: r.histogram.count(),
+            latency_ns: LatencyNs::from_histogram(&r.histogram),
+            histogram: HistogramBuckets::of(&r.histogram.to_sparse()),
+            per_second: r.per_second,
+            failure: r.failure,
+        })
+        .collect()
 }
 
 /// A note when synchronized queries, as measured, are slower than the query computed from each drive's own reads
