@@ -285,104 +285,17 @@ pub fn run_synchronized_virtual<D: Device>(
 /// every query by a barrier, each waiting for its read in the kernel so its completion is timed when it
 /// happens; the first thread records the query's latency (the slowest read) and decides whether another query
 /// follows (runtime on its clock, `stop`, or a failed read).
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn run_synchronized_real(
     drives: usize,
     open: &DriveOpener,
     load: &ReadLoad,
     stop: &AtomicBool,
 ) -> Result<(Vec<DriveReads>, Histogram), MethodError> {
-    let barrier = Barrier::new(drives);
-    let latencies: Vec<AtomicU64> = (0..drives).map(|_| AtomicU64::new(0)).collect();
-    let open_failed = AtomicBool::new(false);
-    let read_failed = AtomicBool::new(false);
-    let finished = AtomicBool::new(false);
-    let queries = Mutex::new(Histogram::new());
-    let (barrier, latencies, open_failed, read_failed, finished, queries) = (
-        &barrier,
-        &latencies,
-        &open_failed,
-        &read_failed,
-        &finished,
-        &queries,
-    );
+    let shared = Synchronized::new(drives);
+    let shared = &shared;
     let results: Vec<Result<DriveReads, MethodError>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..drives)
-            .map(|i| {
-                scope.spawn(move || -> Result<DriveReads, MethodError> {
-                    // Every thread opens first; if any cannot, all leave together instead of waiting forever.
-                    let opened = open(i).and_then(|mut device| {
-                        device.prepare(1, load.block_bytes as usize)?;
-                        let offsets = Offsets::new(device.as_ref(), load)?;
-                        Ok((device, offsets))
-                    });
-                    if opened.is_err() {
-                        open_failed.store(true, Ordering::SeqCst);
-                    }
-                    barrier.wait();
-                    let (mut device, mut offsets) = opened?;
-                    if open_failed.load(Ordering::SeqCst) {
-                        return Ok(Windows::new(0).finish(0));
-                    }
-                    let start = device.now_ns();
-                    let mut windows = Windows::new(start);
-                    let mut done = Vec::with_capacity(1);
-                    // A device error is kept until every thread has left the loop together.
-                    let mut run_error = None;
-                    loop {
-                        barrier.wait();
-                        if finished.load(Ordering::SeqCst) {
-                            break;
-                        }
-                        let read = read_once(device.as_mut(), &mut offsets, load, &mut done);
-                        let latency_ns = match &read {
-                            Ok(Ok((completed_ns, latency_ns))) => {
-                                windows.record(*completed_ns, *latency_ns);
-                                *latency_ns
-                            }
-                            Ok(Err(failure)) => {
-                                windows.failure = Some(failure.clone());
-                                read_failed.store(true, Ordering::SeqCst);
-                                0
-                            }
-                            Err(_) => {
-                                read_failed.store(true, Ordering::SeqCst);
-                                0
-                            }
-                        };
-                        if let Err(e) = read {
-                            run_error = Some(e);
-                        }
-                        latencies[i].store(latency_ns, Ordering::SeqCst);
-                        barrier.wait();
-                        if i == 0 {
-                            let failed = read_failed.load(Ordering::SeqCst);
-                            if !failed {
-                                let query_ns = latencies
-                                    .iter()
-                                    .map(|l| l.load(Ordering::SeqCst))
-                                    .max()
-                                    .unwrap_or(0);
-                                queries
-                                    .lock()
-                                    .expect("no thread panics holding it")
-                                    .record(query_ns);
-                            }
-                            let over = device.now_ns() - start >= load.runtime_ns;
-                            if failed || over || stop.load(Ordering::Relaxed) {
-                                finished.store(true, Ordering::SeqCst);
-                            }
-                        }
-                    }
-                    match run_error {
-                        Some(e) => Err(e),
-                        None => Ok(windows.finish(device.now_ns())),
-                    }
-                })
-            })
+            .map(|i| scope.spawn(move || shared.drive(i, open, load, stop)))
             .collect();
         workers
             .into_iter()
@@ -390,6 +303,138 @@ pub fn run_synchronized_real(
             .collect()
     });
     let reads = results.into_iter().collect::<Result<Vec<_>, _>>()?;
-    let queries = std::mem::take(&mut *queries.lock().expect("the workers are done"));
+    let queries = std::mem::take(&mut *shared.queries.lock().expect("the workers are done"));
     Ok((reads, queries))
+}
+
+/// What the threads of a synchronized run share: the barrier that releases every query, each drive's latency in
+/// the current query, whether a drive could not open or a read failed, whether the run is over, and the
+/// queries' latencies.
+struct Synchronized {
+    barrier: Barrier,
+    latencies: Vec<AtomicU64>,
+    open_failed: AtomicBool,
+    read_failed: AtomicBool,
+    finished: AtomicBool,
+    queries: Mutex<Histogram>,
+}
+
+impl Synchronized {
+    /// The shared state of a run over `drives` drives, before any thread starts.
+    fn new(drives: usize) -> Self {
+        Synchronized {
+            barrier: Barrier::new(drives),
+            latencies: (0..drives).map(|_| AtomicU64::new(0)).collect(),
+            open_failed: AtomicBool::new(false),
+            read_failed: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
+            queries: Mutex::new(Histogram::new()),
+        }
+    }
+
+    /// Drive `i`'s thread: opens it, then makes one read per query until the first thread ends the run; its
+    /// reads, or the device error that stopped it.
+    fn drive(
+        &self,
+        i: usize,
+        open: &DriveOpener,
+        load: &ReadLoad,
+        stop: &AtomicBool,
+    ) -> Result<DriveReads, MethodError> {
+        // Every thread opens first; if any cannot, all leave together instead of waiting forever.
+        let opened = open_for_reads(i, open, load);
+        if opened.is_err() {
+            self.open_failed.store(true, Ordering::SeqCst);
+        }
+        self.barrier.wait();
+        let (mut device, mut offsets) = opened?;
+        if self.open_failed.load(Ordering::SeqCst) {
+            return Ok(Windows::new(0).finish(0));
+        }
+        let start = device.now_ns();
+        let mut windows = Windows::new(start);
+        let mut done = Vec::with_capacity(1);
+        // A device error is kept until every thread has left the loop together.
+        let mut run_error = None;
+        loop {
+            self.barrier.wait();
+            if self.finished.load(Ordering::SeqCst) {
+                break;
+            }
+            let read = read_once(device.as_mut(), &mut offsets, load, &mut done);
+            let latency_ns = self.record_read(&read, &mut windows);
+            if let Err(e) = read {
+                run_error = Some(e);
+            }
+            self.latencies[i].store(latency_ns, Ordering::SeqCst);
+            self.barrier.wait();
+            if i == 0 {
+                self.end_query(device.as_ref(), start, load, stop);
+            }
+        }
+        match run_error {
+            Some(e) => Err(e),
+            None => Ok(windows.finish(device.now_ns())),
+        }
+    }
+
+    /// Keeps one read of this drive in `windows` (a failed read as its failure, and flagged for every thread);
+    /// its latency for the query, 0 when it failed.
+    fn record_read(
+        &self,
+        read: &Result<Result<(u64, u64), String>, MethodError>,
+        windows: &mut Windows,
+    ) -> u64 {
+        match read {
+            Ok(Ok((completed_ns, latency_ns))) => {
+                windows.record(*completed_ns, *latency_ns);
+                *latency_ns
+            }
+            Ok(Err(failure)) => {
+                windows.failure = Some(failure.clone());
+                self.read_failed.store(true, Ordering::SeqCst);
+                0
+            }
+            Err(_) => {
+                self.read_failed.store(true, Ordering::SeqCst);
+                0
+            }
+        }
+    }
+
+    /// The first thread's part once every read of a query is in: records the query's latency (the slowest read)
+    /// unless a read failed, and ends the run on a failed read, the runtime passed on `device`'s clock since
+    /// `start_ns`, or `stop`.
+    fn end_query(&self, device: &dyn Device, start_ns: u64, load: &ReadLoad, stop: &AtomicBool) {
+        let failed = self.read_failed.load(Ordering::SeqCst);
+        if !failed {
+            let query_ns = self
+                .latencies
+                .iter()
+                .map(|l| l.load(Ordering::SeqCst))
+                .max()
+                .unwrap_or(0);
+            self.queries
+                .lock()
+                .expect("no thread panics holding it")
+                .record(query_ns);
+        }
+        let over = device.now_ns() - start_ns >= load.runtime_ns;
+        if failed || over || stop.load(Ordering::Relaxed) {
+            self.finished.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Opens drive `i` with `open` on the calling thread and prepares it for `load`'s reads, with its offsets.
+fn open_for_reads(
+    i: usize,
+    open: &DriveOpener,
+    load: &ReadLoad,
+) -> Result<(Box<dyn Device>, Offsets), MethodError> {
+    open(i).and_then(|mut device| {
+        device.prepare(1, load.block_bytes as usize)?;
+        let offsets = Offsets::new(device.as_ref(), load)?;
+        Ok((device, offsets))
+    })
 }
