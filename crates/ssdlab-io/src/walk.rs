@@ -6,7 +6,7 @@
 //! will be rewritten ([`check_write_root`]).
 
 use std::collections::HashSet;
-use std::ffi::{CStr, CString, OsStr};
+use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -71,47 +71,27 @@ pub fn check_write_root(path: &Path) -> Result<(), RootRefusal> {
 /// Lists the entries of a directory without moving its access time (O_NOATIME where we own it or are root;
 /// otherwise the directory is passed over unless `allow_atime`).
 fn list_dir(path: &Path, allow_atime: bool) -> io::Result<Vec<PathBuf>> {
-    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: NUL-terminated path; a new descriptor or -1.
-    let mut fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_NOATIME) };
-    if fd < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) {
-        if !allow_atime {
+    use rustix::fs::{Dir, Mode, OFlags, open};
+    use rustix::io::Errno;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = match open(path, flags | OFlags::NOATIME, Mode::empty()) {
+        Err(Errno::PERM) if !allow_atime => {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
                 "not ours: reading it would move its access time (--allow-atime permits that)",
             ));
         }
-        // SAFETY: as above.
-        fd = unsafe { libc::open(c.as_ptr(), flags) };
-    }
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fdopendir takes ownership of the fresh descriptor; closedir below releases both.
-    let dir = unsafe { libc::fdopendir(fd) };
-    if dir.is_null() {
-        let e = io::Error::last_os_error();
-        // SAFETY: fdopendir failed, so the descriptor is still ours to close.
-        unsafe { libc::close(fd) };
-        return Err(e);
-    }
+        Err(Errno::PERM) => open(path, flags, Mode::empty())?,
+        other => other?,
+    };
     let mut names = Vec::new();
-    loop {
-        // SAFETY: dir is a live DIR*; readdir returns an entry valid until the next call, or null.
-        let entry = unsafe { libc::readdir(dir) };
-        if entry.is_null() {
-            break;
-        }
-        // SAFETY: d_name is a NUL-terminated array inside the live entry.
-        let name = unsafe { CStr::from_ptr((*entry).d_name.as_ptr()) };
-        let bytes = name.to_bytes();
+    // An entry that cannot be read ends the listing, as the end of the directory does.
+    for entry in Dir::new(fd)?.map_while(Result::ok) {
+        let bytes = entry.file_name().to_bytes();
         if bytes != b"." && bytes != b".." {
             names.push(path.join(OsStr::from_bytes(bytes)));
         }
     }
-    // SAFETY: dir is live and closed exactly once.
-    unsafe { libc::closedir(dir) };
     names.sort();
     Ok(names)
 }
