@@ -12,7 +12,6 @@ use std::ffi::CString;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -190,14 +189,15 @@ fn fs_uuid(sx: &libc::statx) -> Option<Vec<u8>> {
 fn read_fs_uuid(mnt_id: u64, dev: u64) -> Option<Vec<u8>> {
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     let mount_point = crate::guard::mount_point_of(&mountinfo, mnt_id)?;
-    let c = CString::new(mount_point).ok()?;
-    // SAFETY: NUL-terminated path; a new descriptor or -1.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: a fresh descriptor nothing else owns.
-    let root = unsafe { File::from_raw_fd(fd) };
+    use rustix::fs::{Mode, OFlags};
+    let root = File::from(
+        rustix::fs::open(
+            mount_point.as_str(),
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()?,
+    );
     let on_it = statx_fd(root.as_raw_fd()).ok()?;
     if dev_of(&on_it) != dev {
         return None;
@@ -222,14 +222,12 @@ fn read_fs_uuid(mnt_id: u64, dev: u64) -> Option<Vec<u8>> {
 
 /// The identity of a path, without following a final symlink and without opening it for reading.
 pub fn identity_of_path(path: &Path) -> io::Result<Identity> {
-    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
-    // SAFETY: NUL-terminated path; a new descriptor or -1.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(last_error());
-    }
-    // SAFETY: a fresh descriptor nothing else owns.
-    let file = unsafe { File::from_raw_fd(fd) };
+    use rustix::fs::{Mode, OFlags};
+    let file = rustix::fs::open(
+        path,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
     identity_of(file.as_raw_fd())
 }
 
@@ -360,8 +358,7 @@ impl PinnedFile {
         }
         let identity = identity_of(pin.as_raw_fd()).map_err(|e| refuse(format!("cannot stat: {e}")))?;
         let proc_path = CString::new(format!("/proc/self/fd/{}", pin.as_raw_fd())).expect("no NUL");
-        // SAFETY: geteuid has no preconditions.
-        let euid = unsafe { libc::geteuid() };
+        let euid = rustix::process::geteuid().as_raw();
         if euid != 0 && euid != sx.stx_uid {
             return Err(refuse(
                 "owned by another user: its times could not be restored".into(),
@@ -418,16 +415,14 @@ impl PinnedFile {
 
     /// Reopens the pinned inode (never by name) with `flags`.
     fn reopen(&self, flags: libc::c_int) -> io::Result<File> {
-        let open = |flags: libc::c_int| {
-            // SAFETY: NUL-terminated path; a new descriptor or -1.
+        let open = |flags: libc::c_int| -> io::Result<File> {
             // No O_NOFOLLOW: the /proc magic link to the pinned inode is the one link that is followed.
-            let fd = unsafe { libc::open(self.proc_path.as_ptr(), flags | libc::O_CLOEXEC) };
-            if fd < 0 {
-                Err(last_error())
-            } else {
-                // SAFETY: a fresh descriptor nothing else owns.
-                Ok(unsafe { File::from_raw_fd(fd) })
-            }
+            let flags = rustix::fs::OFlags::from_bits_retain((flags | libc::O_CLOEXEC) as u32);
+            Ok(File::from(rustix::fs::open(
+                self.proc_path.as_c_str(),
+                flags,
+                rustix::fs::Mode::empty(),
+            )?))
         };
         // O_NOATIME needs ownership (or CAP_FOWNER); without it the read moves atime, which is restored anyway.
         open(flags | libc::O_NOATIME).or_else(|e| {
@@ -484,27 +479,20 @@ impl PinnedFile {
 
     /// The bytes its file system has free for this user (fstatvfs: available blocks times their size).
     pub fn free_bytes(&self) -> io::Result<u64> {
-        // SAFETY: struct statvfs is plain old data; all-zero bytes are a valid value.
-        let mut buf: libc::statvfs = unsafe { std::mem::zeroed() };
-        // SAFETY: fstatvfs writes one struct statvfs through the pointer, which points to a live local.
-        if unsafe { libc::fstatvfs(self.pin.as_raw_fd(), &mut buf) } < 0 {
-            return Err(last_error());
-        }
+        let buf = rustix::fs::fstatvfs(&self.pin)?;
         Ok(buf.f_bavail.saturating_mul(buf.f_frsize))
     }
 
     pub fn facts(&self) -> io::Result<FileFacts> {
         let sx = statx_fd(self.pin.as_raw_fd())?;
         let mode = sx.stx_mode as u32;
-        // SAFETY: a null buffer of size 0 asks only for the value's size; both strings are NUL-terminated.
-        let caps = unsafe {
-            libc::getxattr(
-                self.proc_path.as_ptr(),
-                c"security.capability".as_ptr(),
-                std::ptr::null_mut(),
-                0,
-            )
-        } >= 0;
+        // An empty buffer asks only for the value's size: whether the file has one at all.
+        let caps = rustix::fs::getxattr(
+            self.proc_path.as_c_str(),
+            c"security.capability",
+            &mut [0u8; 0][..],
+        )
+        .is_ok();
         let named = open_beneath(&self.base, &self.relative, libc::O_PATH | libc::O_NOFOLLOW)
             .and_then(|f| identity_of(f.as_raw_fd()))
             .is_ok_and(|id| id == self.identity);
@@ -826,21 +814,22 @@ impl PinnedFile {
     /// Sets the modification time on the pinned inode and leaves the access time alone (the change time
     /// necessarily moves).
     pub fn set_mtime(&mut self, mtime: Time) -> io::Result<()> {
-        let times = [
-            libc::timespec {
+        let times = rustix::fs::Timestamps {
+            last_access: rustix::fs::Timespec {
                 tv_sec: 0,
-                tv_nsec: libc::UTIME_OMIT,
+                tv_nsec: rustix::fs::UTIME_OMIT,
             },
-            libc::timespec {
+            last_modification: rustix::fs::Timespec {
                 tv_sec: mtime.0,
                 tv_nsec: mtime.1,
             },
-        ];
-        // SAFETY: NUL-terminated path and two live timespecs.
-        if unsafe { libc::utimensat(libc::AT_FDCWD, self.proc_path.as_ptr(), times.as_ptr(), 0) } < 0 {
-            return Err(last_error());
-        }
-        Ok(())
+        };
+        Ok(rustix::fs::utimensat(
+            rustix::fs::CWD,
+            self.proc_path.as_c_str(),
+            &times,
+            rustix::fs::AtFlags::empty(),
+        )?)
     }
 }
 
