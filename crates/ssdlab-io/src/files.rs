@@ -183,28 +183,22 @@ pub(crate) fn beneath(root: &Path, path: &Path) -> io::Result<(File, std::path::
 /// openat2 beneath `dir` with no symlinks and no mount crossings; plain openat with O_NOFOLLOW on kernels
 /// without openat2 (before 5.6).
 pub(crate) fn open_beneath(dir: &File, relative: &Path, flags: libc::c_int) -> io::Result<File> {
-    use std::os::fd::FromRawFd;
+    use rustix::fs::ResolveFlags;
     use std::os::unix::ffi::OsStrExt;
     let c_path =
         std::ffi::CString::new(relative.as_os_str().as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
-    let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_XDEV;
-    match crate::sys::openat2(dir.as_raw_fd(), &c_path, flags, resolve) {
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_XDEV;
+    match crate::sys::openat2(dir, &c_path, flags, resolve) {
         Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {}
         other => return other,
     }
-    // SAFETY: the path is NUL-terminated and the directory open; the kernel returns a new descriptor or -1.
-    let fd = unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            c_path.as_ptr(),
-            flags | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-        )
-    };
-    if fd < 0 {
-        return Err(last_error());
-    }
-    // SAFETY: a fresh descriptor that nothing else owns.
-    Ok(unsafe { File::from_raw_fd(fd) })
+    let flags = rustix::fs::OFlags::from_bits_retain((flags | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u32);
+    Ok(File::from(rustix::fs::openat(
+        dir,
+        c_path.as_c_str(),
+        flags,
+        rustix::fs::Mode::empty(),
+    )?))
 }
 
 /// Removes the file at `path` only if it is the regular file (`st_dev`, `st_ino`): the file is first renamed to

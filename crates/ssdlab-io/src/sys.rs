@@ -334,10 +334,14 @@ pub fn loop_backing(file: &File) -> io::Result<LoopBacking> {
 /// have no openat2: there every component is checked with lstat first and the last is opened O_NOFOLLOW, which
 /// leaves a window between the check and the open that openat2 closes.
 pub fn open_no_symlinks(path: &Path, flags: libc::c_int) -> io::Result<File> {
-    use std::os::fd::FromRawFd;
     let c_path =
         std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
-    match openat2(libc::AT_FDCWD, &c_path, flags, libc::RESOLVE_NO_SYMLINKS) {
+    match openat2(
+        rustix::fs::CWD,
+        &c_path,
+        flags,
+        rustix::fs::ResolveFlags::NO_SYMLINKS,
+    ) {
         Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {}
         other => return other,
     }
@@ -348,52 +352,30 @@ pub fn open_no_symlinks(path: &Path, flags: libc::c_int) -> io::Result<File> {
             return Err(io::Error::from_raw_os_error(libc::ELOOP));
         }
     }
-    // SAFETY: the path is NUL-terminated; the kernel returns a new descriptor or -1.
-    let fd = unsafe { libc::open(c_path.as_ptr(), flags | libc::O_CLOEXEC | libc::O_NOFOLLOW) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor that nothing else owns.
-    Ok(unsafe { File::from_raw_fd(fd) })
+    let flags = rustix::fs::OFlags::from_bits_retain((flags | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u32);
+    Ok(File::from(rustix::fs::open(
+        c_path.as_c_str(),
+        flags,
+        rustix::fs::Mode::empty(),
+    )?))
 }
 
-/// openat2 (Linux 5.6+) relative to `dirfd` with `flags` (O_CLOEXEC added) and `resolve` (RESOLVE_* flags).
-/// ENOSYS on an older kernel, for the caller's fallback.
+/// openat2 (Linux 5.6+) relative to `dirfd` with `flags` (O_CLOEXEC added) and `resolve`. ENOSYS on an older
+/// kernel, for the caller's fallback.
 pub(crate) fn openat2(
-    dirfd: libc::c_int,
+    dirfd: impl std::os::fd::AsFd,
     path: &std::ffi::CStr,
     flags: libc::c_int,
-    resolve: u64,
+    resolve: rustix::fs::ResolveFlags,
 ) -> io::Result<File> {
-    use std::os::fd::FromRawFd;
-    // struct open_how of <linux/openat2.h>.
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
-    let how = OpenHow {
-        flags: (flags | libc::O_CLOEXEC) as u64,
-        mode: 0,
+    let flags = rustix::fs::OFlags::from_bits_retain((flags | libc::O_CLOEXEC) as u32);
+    Ok(File::from(rustix::fs::openat2(
+        dirfd,
+        path,
+        flags,
+        rustix::fs::Mode::empty(),
         resolve,
-    };
-    // SAFETY: the path is NUL-terminated and `how` is a live local of the size passed; the kernel returns a new
-    // descriptor or -1.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dirfd,
-            path.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor that nothing else owns.
-    Ok(unsafe { File::from_raw_fd(fd as libc::c_int) })
+    )?))
 }
 
 /// Turns O_DIRECT on or off for an open file (fcntl F_SETFL): a device is probed through the page cache and then
