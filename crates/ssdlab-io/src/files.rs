@@ -370,23 +370,22 @@ pub fn pseudo_file_system(path: &Path) -> io::Result<Option<&'static str>> {
         std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
     let buf = rustix::fs::statfs(c_path.as_c_str())?;
     Ok(pseudo_by_magic(buf.f_type as i64, || {
-        crate::sys::statx(libc::AT_FDCWD, &c_path, 0, libc::STATX_MNT_ID).ok()
+        crate::sys::statx(rustix::fs::CWD, &c_path, 0, libc::STATX_MNT_ID).ok()
     }))
 }
 
 /// [`pseudo_file_system`] of an open file (an `O_PATH` descriptor will do): the file that is written, not what
 /// its path names a moment later.
 pub fn pseudo_file_system_of(file: &File) -> io::Result<Option<&'static str>> {
-    let fd = file.as_raw_fd();
     let buf = rustix::fs::fstatfs(file)?;
     Ok(pseudo_by_magic(buf.f_type as i64, || {
-        crate::sys::statx(fd, c"", libc::AT_EMPTY_PATH, libc::STATX_MNT_ID).ok()
+        crate::sys::statx(file, c"", libc::AT_EMPTY_PATH, libc::STATX_MNT_ID).ok()
     }))
 }
 
 /// The pseudo file system a statfs magic names; devtmpfs shares tmpfs's magic and is told by its mount's type
 /// (`statx` gives the mount id, asked only then).
-fn pseudo_by_magic(magic: i64, statx: impl FnOnce() -> Option<libc::statx>) -> Option<&'static str> {
+fn pseudo_by_magic(magic: i64, statx: impl FnOnce() -> Option<rustix::fs::Statx>) -> Option<&'static str> {
     const TMPFS_MAGIC: i64 = 0x0102_1994;
     if let Some((_, name)) = PSEUDO_FILE_SYSTEMS.iter().find(|(m, _)| *m == magic) {
         return Some(name);

@@ -98,25 +98,18 @@ fn last_error() -> io::Error {
 }
 
 /// The file system's magic number and its id (f_fsid, or 0 when it has none).
-fn statfs(fd: libc::c_int) -> io::Result<(i64, u64)> {
-    let mut buf: libc::statfs = unsafe_zeroed_statfs();
-    // SAFETY: fstatfs writes one struct statfs through the pointer, which points to a live local.
-    if unsafe { libc::fstatfs(fd, &mut buf) } < 0 {
-        return Err(last_error());
-    }
-    // f_fsid is two ints; their bytes make one u64.
-    // SAFETY: fsid_t is two c_ints (8 bytes, no padding); reading them as one u64 is a plain bit copy.
+fn statfs(file: &File) -> io::Result<(i64, u64)> {
+    let buf = rustix::fs::fstatfs(file)?;
+    // f_fsid is two ints, whose fields the type keeps private; their bytes make one u64.
+    const _: () = assert!(std::mem::size_of::<rustix::fs::Fsid>() == 8);
+    // SAFETY: Fsid is two c_ints (8 bytes, no padding, checked above); reading them as one u64 is a plain bit
+    // copy.
     let fsid: u64 = unsafe { std::mem::transmute_copy(&buf.f_fsid) };
-    Ok((buf.f_type, fsid))
-}
-
-fn unsafe_zeroed_statfs() -> libc::statfs {
-    // SAFETY: struct statfs is plain old data; all-zero bytes are a valid value.
-    unsafe { std::mem::zeroed() }
+    Ok((buf.f_type as i64, fsid))
 }
 
 /// statx of a descriptor (AT_EMPTY_PATH, which works on O_PATH descriptors), with birth time where known.
-fn statx_fd(fd: libc::c_int) -> io::Result<libc::statx> {
+fn statx_fd(fd: impl std::os::fd::AsFd) -> io::Result<rustix::fs::Statx> {
     crate::sys::statx(
         fd,
         c"",
@@ -125,18 +118,18 @@ fn statx_fd(fd: libc::c_int) -> io::Result<libc::statx> {
     )
 }
 
-fn birth_of(sx: &libc::statx) -> Option<Time> {
+fn birth_of(sx: &rustix::fs::Statx) -> Option<Time> {
     (sx.stx_mask & libc::STATX_BTIME != 0).then_some((sx.stx_btime.tv_sec, sx.stx_btime.tv_nsec as i64))
 }
 
-fn dev_of(sx: &libc::statx) -> u64 {
+fn dev_of(sx: &rustix::fs::Statx) -> u64 {
     libc::makedev(sx.stx_dev_major, sx.stx_dev_minor)
 }
 
-/// The identity of an open descriptor (any kind, O_PATH included).
-pub fn identity_of(fd: libc::c_int) -> io::Result<Identity> {
-    let sx = statx_fd(fd)?;
-    let (_, fsid) = statfs(fd)?;
+/// The identity of an open file (any kind, an O_PATH descriptor included).
+pub fn identity_of(file: &File) -> io::Result<Identity> {
+    let sx = statx_fd(file)?;
+    let (_, fsid) = statfs(file)?;
     let by_device = if fsid != 0 { fsid } else { dev_of(&sx) };
     // The kernel's new_encode_dev(): what XFS and f2fs put in f_fsid.
     let (major, minor) = (sx.stx_dev_major as u64, sx.stx_dev_minor as u64);
@@ -168,7 +161,7 @@ fn fold_uuid(uuid: &[u8]) -> u64 {
 /// mount id in /proc/self/mountinfo, checked to be on the same device). `None` where the kernel or the file
 /// system gives none, or the mount's root is out of reach (shadowed by another mount). Cached per device and
 /// mount, so a walk over many files reads mountinfo once per file system.
-fn fs_uuid(sx: &libc::statx) -> Option<Vec<u8>> {
+fn fs_uuid(sx: &rustix::fs::Statx) -> Option<Vec<u8>> {
     use std::collections::HashMap;
     use std::sync::Mutex;
     /// UUIDs by (device, mount id); `None` where there is none.
@@ -198,7 +191,7 @@ fn read_fs_uuid(mnt_id: u64, dev: u64) -> Option<Vec<u8>> {
         )
         .ok()?,
     );
-    let on_it = statx_fd(root.as_raw_fd()).ok()?;
+    let on_it = statx_fd(&root).ok()?;
     if dev_of(&on_it) != dev {
         return None;
     }
@@ -228,7 +221,7 @@ pub fn identity_of_path(path: &Path) -> io::Result<Identity> {
         OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
-    identity_of(file.as_raw_fd())
+    identity_of(&File::from(file))
 }
 
 /// A regular file pinned by an O_PATH descriptor, with an optional open window.
@@ -330,11 +323,11 @@ impl PinnedFile {
         chunk_bytes: usize,
     ) -> Result<Self, Refusal> {
         let refuse = |why: String| Refusal(why);
-        let sx = statx_fd(pin.as_raw_fd()).map_err(|e| refuse(format!("cannot stat: {e}")))?;
+        let sx = statx_fd(&pin).map_err(|e| refuse(format!("cannot stat: {e}")))?;
         if (sx.stx_mode as u32 & libc::S_IFMT) != libc::S_IFREG {
             return Err(refuse("not a regular file".into()));
         }
-        let (fs_magic, _) = statfs(pin.as_raw_fd()).map_err(|e| refuse(format!("cannot statfs: {e}")))?;
+        let (fs_magic, _) = statfs(&pin).map_err(|e| refuse(format!("cannot statfs: {e}")))?;
         match fs_magic {
             OVERLAYFS_SUPER_MAGIC | AUFS_SUPER_MAGIC => {
                 return Err(refuse(
@@ -356,7 +349,7 @@ impl PinnedFile {
         if swap_inodes().contains(&(dev_of(&sx), sx.stx_ino)) {
             return Err(refuse("an active swap file".into()));
         }
-        let identity = identity_of(pin.as_raw_fd()).map_err(|e| refuse(format!("cannot stat: {e}")))?;
+        let identity = identity_of(&pin).map_err(|e| refuse(format!("cannot stat: {e}")))?;
         let proc_path = CString::new(format!("/proc/self/fd/{}", pin.as_raw_fd())).expect("no NUL");
         let euid = rustix::process::geteuid().as_raw();
         if euid != 0 && euid != sx.stx_uid {
@@ -484,7 +477,7 @@ impl PinnedFile {
     }
 
     pub fn facts(&self) -> io::Result<FileFacts> {
-        let sx = statx_fd(self.pin.as_raw_fd())?;
+        let sx = statx_fd(&self.pin)?;
         let mode = sx.stx_mode as u32;
         // An empty buffer asks only for the value's size: whether the file has one at all.
         let caps = rustix::fs::getxattr(
@@ -494,7 +487,7 @@ impl PinnedFile {
         )
         .is_ok();
         let named = open_beneath(&self.base, &self.relative, libc::O_PATH | libc::O_NOFOLLOW)
-            .and_then(|f| identity_of(f.as_raw_fd()))
+            .and_then(|f| identity_of(&f))
             .is_ok_and(|id| id == self.identity);
         Ok(FileFacts {
             size_bytes: sx.stx_size,

@@ -128,20 +128,21 @@ pub fn drop_cache(file: &File, offset: u64, len: u64) -> io::Result<()> {
     )?)
 }
 
-/// statx: `path` relative to the directory descriptor `dirfd` (AT_FDCWD for the working directory; an empty
+/// statx: `path` relative to the directory descriptor `dirfd` (rustix's CWD for the working directory; an empty
 /// path with AT_EMPTY_PATH names `dirfd` itself, an O_PATH descriptor included), asking for the fields in `mask`.
 /// The one wrapper of the call: every statx in ssdlab goes through it.
 pub fn statx(
-    dirfd: libc::c_int,
+    dirfd: impl std::os::fd::AsFd,
     path: &std::ffi::CStr,
     flags: libc::c_int,
     mask: u32,
-) -> io::Result<libc::statx> {
-    // SAFETY: statx is plain old data; all-zero bytes are a valid value.
-    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-    // SAFETY: the path is NUL-terminated and outlives the call; stx points to a live local the kernel fills.
-    check(unsafe { libc::statx(dirfd, path.as_ptr(), flags, mask, &mut stx) })?;
-    Ok(stx)
+) -> io::Result<rustix::fs::Statx> {
+    Ok(rustix::fs::statx(
+        dirfd,
+        path,
+        rustix::fs::AtFlags::from_bits_retain(flags as u32),
+        rustix::fs::StatxFlags::from_bits_retain(mask),
+    )?)
 }
 
 /// Direct-I/O alignment of a file as the kernel reports it (statx STATX_DIOALIGN, Linux 6.1+):
@@ -149,7 +150,7 @@ pub fn statx(
 pub fn direct_io_alignment(path: &Path) -> Option<(u32, u32)> {
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
     let stx = statx(
-        libc::AT_FDCWD,
+        rustix::fs::CWD,
         &c_path,
         libc::AT_SYMLINK_NOFOLLOW,
         libc::STATX_DIOALIGN,

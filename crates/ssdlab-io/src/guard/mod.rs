@@ -126,15 +126,10 @@ pub fn processes_using_file(file: &File, patience: std::time::Duration) -> io::R
     let meta = file.metadata()?;
     let graph = Graph::read(probe.sys_root, probe.loop_backing, probe.dm_table)?;
     let uses = Uses::read(&probe)?;
-    let mount_id = crate::sys::statx(
-        std::os::fd::AsRawFd::as_raw_fd(file),
-        c"",
-        libc::AT_EMPTY_PATH,
-        libc::STATX_MNT_ID,
-    )
-    .ok()
-    .filter(|sx| sx.stx_mask & libc::STATX_MNT_ID != 0)
-    .map(|sx| sx.stx_mnt_id);
+    let mount_id = crate::sys::statx(file, c"", libc::AT_EMPTY_PATH, libc::STATX_MNT_ID)
+        .ok()
+        .filter(|sx| sx.stx_mask & libc::STATX_MNT_ID != 0)
+        .map(|sx| sx.stx_mnt_id);
     let superblock = mount_id.and_then(|id| processes::superblock_dev(&uses.mounts, id));
     let mut wanted = Wanted::default();
     wanted.file(meta.dev(), meta.ino(), superblock, "it");
@@ -271,7 +266,7 @@ fn real_file_of(path: &Path, id: (u64, u64)) -> (u64, u64) {
             break;
         };
         let Ok(sx) = crate::sys::statx(
-            libc::AT_FDCWD,
+            rustix::fs::CWD,
             &c_path,
             libc::AT_SYMLINK_NOFOLLOW,
             libc::STATX_INO | libc::STATX_MNT_ID,
@@ -970,7 +965,7 @@ fn on_overlay(path: &Path) -> bool {
     let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
         return false;
     };
-    let Ok(sx) = crate::sys::statx(libc::AT_FDCWD, &c_path, 0, libc::STATX_MNT_ID) else {
+    let Ok(sx) = crate::sys::statx(rustix::fs::CWD, &c_path, 0, libc::STATX_MNT_ID) else {
         return false;
     };
     let mountinfo = fs::read_to_string(Path::new(PROC_ROOT).join("self/mountinfo")).unwrap_or_default();
