@@ -256,10 +256,6 @@ enum WindowWrite {
 /// the time goes back only if no one can have acted meanwhile: the lease still stands, or was asked for so
 /// recently that the asker is still blocked in its open (it gets in only after the lease-break time), and no
 /// one changed the metadata by path.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 fn write_in_window(
     target: &mut dyn RefreshTarget,
     journal: &mut Journal,
@@ -269,10 +265,6 @@ fn write_in_window(
     ours: &Facts,
 ) -> Result<WindowWrite, RefreshError> {
     let id = file.id;
-    let lease_losses = &mut file.lease_losses;
-    let stale = |announced_at: u64, env: &dyn RefreshEnv| {
-        env.monotonic_ns().saturating_sub(announced_at) > (WRITE_WITHIN_NS / 2) as u64
-    };
     // Pair assertion, first half: the bytes to be written are the bytes read from this offset, whose checksum
     // (taken by the read-ahead's thread as it read them, or here after an in-line read) the announcement
     // records; a buffer lent, handed back or swapped wrongly fails here. Checked before any window opens, so no
@@ -287,70 +279,26 @@ fn write_in_window(
         if announced_at.is_none_or(|t| stale(t, env)) {
             target.close_window();
             announced_at = Some(env.monotonic_ns());
-            journal.writing(Writing {
-                id,
-                index: chunk.index,
-                offset: chunk.offset,
-                len: chunk.data.len() as u64,
-                sum: chunk.sum,
-                before: ours.stamp(),
-                wall_ns: env.wall_ns(),
-            })?;
+            announce(journal, env, id, chunk, ours)?;
         }
-        match target.open_window() {
-            Ok(Window::Open) => {}
-            Ok(Window::Busy) => {
-                journal.withdraw(id)?;
-                if open_window_patiently(target, env)? == Window::Busy {
-                    let users = target.other_users();
-                    return Ok(WindowWrite::Refused(if users.is_empty() {
-                        "open in another process for longer than refresh waits".into()
-                    } else {
-                        format!(
-                            "open in another process for longer than refresh waits: {}",
-                            users.join("; ")
-                        )
-                    }));
-                }
-                // They are gone: announce again (the wait made the announcement stale) and re-check.
+        match open_for_write(target, journal, env, id)? {
+            WindowOpen::Open => {}
+            WindowOpen::Refused(reason) => return Ok(WindowWrite::Refused(reason)),
+            // They are gone: announce again (the wait made the announcement stale) and re-check.
+            WindowOpen::AfterWait => {
                 announced_at = None;
                 continue;
             }
-            // Write access or the lease refused now (chmod a-w, chattr +i, leases switched off): give way.
-            Err(e) => {
-                journal.withdraw(id)?;
-                return Ok(WindowWrite::Refused(format!(
-                    "it can no longer be opened for writing ({e})"
-                )));
-            }
         }
         let now = target.facts()?;
-        if !now.same_as(ours) {
-            journal.withdraw(id)?;
-            return Ok(WindowWrite::Refused(describe_change(ours, &now)));
-        }
-        if target.copy_on_write() && target.shares_extents()? {
-            journal.withdraw(id)?;
-            return Ok(WindowWrite::Refused(
-                "its extents became shared (a snapshot or reflink)".into(),
-            ));
-        }
-        // Anyone who asks for the file after this look is blocked in its open for the lease-break time.
-        let checked_at = env.monotonic_ns();
-        if !target.lease_held()? {
-            // Someone asked for the file: withdraw the announcement (durably, so a kill now cannot make a
-            // resume take their write for ours), let them in, and come back for this chunk. Someone who keeps
-            // asking is given way to, as one who keeps the file open is.
-            journal.withdraw(id)?;
-            target.close_window();
-            *lease_losses += 1;
-            if *lease_losses > MAX_LEASE_LOSSES || env.interrupted() {
-                return Ok(WindowWrite::Refused("other processes keep opening it".into()));
+        let checked_at = match check_window(target, journal, env, file, ours, &now)? {
+            WindowCheck::Clear { checked_at } => checked_at,
+            WindowCheck::Refused(reason) => return Ok(WindowWrite::Refused(reason)),
+            WindowCheck::LeaseLost => {
+                announced_at = None;
+                continue;
             }
-            env.wait_ms(RETRY_MS);
-            announced_at = None;
-            continue;
-        }
+        };
         if announced_at.is_some_and(|t| stale(t, env)) {
             continue;
         }
@@ -375,6 +323,128 @@ fn write_in_window(
         target.close_window();
         return outcome;
     }
+}
+
+/// Whether an announcement made at `announced_at` (monotonic ns) is too old for its write to start now: past
+/// half of [`WRITE_WITHIN_NS`], it is made again.
+fn stale(announced_at: u64, env: &dyn RefreshEnv) -> bool {
+    env.monotonic_ns().saturating_sub(announced_at) > (WRITE_WITHIN_NS / 2) as u64
+}
+
+/// Announces the chunk's write durably in the journal (a `writing` record): where, how long, its checksum, the
+/// file as `ours` left it, and the wall-clock time now.
+fn announce(
+    journal: &mut Journal,
+    env: &mut dyn RefreshEnv,
+    id: FileId,
+    chunk: &Chunk<'_>,
+    ours: &Facts,
+) -> Result<(), RefreshError> {
+    journal.writing(Writing {
+        id,
+        index: chunk.index,
+        offset: chunk.offset,
+        len: chunk.data.len() as u64,
+        sum: chunk.sum,
+        before: ours.stamp(),
+        wall_ns: env.wall_ns(),
+    })?;
+    Ok(())
+}
+
+/// How opening a window for a write ended.
+enum WindowOpen {
+    /// The window is open.
+    Open,
+    /// Someone else had the file open and has let it go: the announcement (withdrawn) is made again.
+    AfterWait,
+    /// No window: the file is given up for this reason (the announcement withdrawn).
+    Refused(String),
+}
+
+/// Opens a window for the announced write; while someone else has the file open the announcement is withdrawn
+/// and they are waited for, up to [`PATIENCE_MS`].
+fn open_for_write(
+    target: &mut dyn RefreshTarget,
+    journal: &mut Journal,
+    env: &mut dyn RefreshEnv,
+    id: FileId,
+) -> Result<WindowOpen, RefreshError> {
+    match target.open_window() {
+        Ok(Window::Open) => Ok(WindowOpen::Open),
+        Ok(Window::Busy) => {
+            journal.withdraw(id)?;
+            if open_window_patiently(target, env)? == Window::Busy {
+                let users = target.other_users();
+                return Ok(WindowOpen::Refused(if users.is_empty() {
+                    "open in another process for longer than refresh waits".into()
+                } else {
+                    format!(
+                        "open in another process for longer than refresh waits: {}",
+                        users.join("; ")
+                    )
+                }));
+            }
+            Ok(WindowOpen::AfterWait)
+        }
+        // Write access or the lease refused now (chmod a-w, chattr +i, leases switched off): give way.
+        Err(e) => {
+            journal.withdraw(id)?;
+            Ok(WindowOpen::Refused(format!(
+                "it can no longer be opened for writing ({e})"
+            )))
+        }
+    }
+}
+
+/// What the first checks in an open window found.
+enum WindowCheck {
+    /// Nothing changed and the lease stands, as last seen at `checked_at` (monotonic ns).
+    Clear { checked_at: u64 },
+    /// The lease was asked for: the announcement is withdrawn and the window closed, to come back for the chunk.
+    LeaseLost,
+    /// The file is given up for this reason (the announcement withdrawn).
+    Refused(String),
+}
+
+/// The checks in a window just opened, where the file is `now`: it is as `ours` left it, its extents are not
+/// shared, and the lease stands. A lease asked for lets the asker in (counted in `file`; one who keeps asking is
+/// given way to).
+fn check_window(
+    target: &mut dyn RefreshTarget,
+    journal: &mut Journal,
+    env: &mut dyn RefreshEnv,
+    file: &mut FileInHand,
+    ours: &Facts,
+    now: &Facts,
+) -> Result<WindowCheck, RefreshError> {
+    let id = file.id;
+    if !now.same_as(ours) {
+        journal.withdraw(id)?;
+        return Ok(WindowCheck::Refused(describe_change(ours, now)));
+    }
+    if target.copy_on_write() && target.shares_extents()? {
+        journal.withdraw(id)?;
+        return Ok(WindowCheck::Refused(
+            "its extents became shared (a snapshot or reflink)".into(),
+        ));
+    }
+    // Anyone who asks for the file after this look is blocked in its open for the lease-break time.
+    let checked_at = env.monotonic_ns();
+    if !target.lease_held()? {
+        // Someone asked for the file: withdraw the announcement (durably, so a kill now cannot make a
+        // resume take their write for ours), let them in, and come back for this chunk. Someone who keeps
+        // asking is given way to, as one who keeps the file open is.
+        journal.withdraw(id)?;
+        target.close_window();
+        file.lease_losses += 1;
+        if file.lease_losses > MAX_LEASE_LOSSES || env.interrupted() {
+            return Ok(WindowCheck::Refused("other processes keep opening it".into()));
+        }
+        env.wait_ms(RETRY_MS);
+        return Ok(WindowCheck::LeaseLost);
+    }
+    Ok(WindowCheck::Clear { checked_at })
 }
 
 fn split_ns(ns: i64) -> super::file::Time {
@@ -504,10 +574,6 @@ pub struct ChunkBuffers {
 /// leave its data ranges, starting at chunk `resume_from` (0, or where a settled run left off with the same
 /// chunk size). The file must have no unfinished journal entry (settle first).
 #[allow(clippy::too_many_arguments)]
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn refresh_file(
     target: &mut dyn RefreshTarget,
     root: &std::path::Path,
@@ -525,16 +591,67 @@ pub fn refresh_file(
     );
     assert!(chunk_bytes > 0);
     let first = target.facts()?;
+    if let Some(reason) = refusal(target, env, &first)? {
+        return Ok(FileOutcome::Refused { reason });
+    }
+    let chunks = chunk_list(&target.data_ranges()?, first.size_bytes, chunk_bytes);
+    let resume_from = if (resume_from as usize) < chunks.len() {
+        resume_from
+    } else {
+        0
+    };
+    journal.begin(begin_record(target, id, (root, path), &first, chunk_bytes))?;
+    // Only the modification time is put back: our reads use O_NOATIME and move no access time, and access
+    // times moved by other readers meanwhile are theirs to keep.
+    let file = FileInHand {
+        id,
+        original_mtime: first.mtime,
+        lease_losses: 0,
+    };
+    let mut run = FileRun {
+        target,
+        journal,
+        env,
+        file,
+        // The file as our last window left it: its original times, our last change time. Anything else is
+        // someone else's doing, and because the modification time is always the original one between windows,
+        // any write by anyone moves it, however coarse the file system's clock.
+        ours: first,
+        chunks: &chunks,
+        refreshed_bytes: 0,
+        index: resume_from as usize,
+        paced: false,
+    };
+    while run.index < chunks.len() {
+        if let Some(outcome) = run.refresh_chunk(buffers)? {
+            return Ok(outcome);
+        }
+    }
+    run.target.close_window();
+    run.journal.end(id)?;
+    Ok(FileOutcome::Refreshed {
+        bytes: run.refreshed_bytes,
+        chunks: chunks.len() as u64,
+        resumed_from_chunk: resume_from,
+    })
+}
+
+/// Why a file is not rewritten at all, judged from its first facts before anything is journalled: None when it
+/// may be.
+fn refusal(
+    target: &mut dyn RefreshTarget,
+    env: &dyn RefreshEnv,
+    first: &Facts,
+) -> Result<Option<String>, RefreshError> {
     if first.privileged {
-        return Ok(FileOutcome::Refused {
-            reason: "setuid, setgid or file capabilities (a write would clear them)".into(),
-        });
+        return Ok(Some(
+            "setuid, setgid or file capabilities (a write would clear them)".into(),
+        ));
     }
     if target.shares_extents()? {
-        return Ok(FileOutcome::Refused {
-            reason: "shares extents with another file (reflink or snapshot); rewriting would unshare them"
-                .into(),
-        });
+        return Ok(Some(
+            "shares extents with another file (reflink or snapshot); rewriting would unshare them".into(),
+        ));
     }
     // A file written in the last moments could be written again within the same tick of the timestamp clock
     // (a second on ext3, vfat and small-inode ext4, a jiffy elsewhere) without its modification time moving:
@@ -546,17 +663,23 @@ pub fn refresh_file(
         YOUNGEST_NS
     };
     if age_ns < youngest_ns {
-        return Ok(FileOutcome::Refused {
-            reason: "modified a moment ago (or in the future); its data is fresh".into(),
-        });
+        return Ok(Some(
+            "modified a moment ago (or in the future); its data is fresh".into(),
+        ));
     }
-    let chunks = chunk_list(&target.data_ranges()?, first.size_bytes, chunk_bytes);
-    let resume_from = if (resume_from as usize) < chunks.len() {
-        resume_from
-    } else {
-        0
-    };
-    journal.begin(Begin {
+    Ok(None)
+}
+
+/// The journal's `begin` record for the file `id` about to be refreshed: where it is (the root given and its
+/// path), how it is chunked, and the facts `first` that settling compares with and puts back.
+fn begin_record(
+    target: &dyn RefreshTarget,
+    id: FileId,
+    (root, path): (&std::path::Path, &std::path::Path),
+    first: &Facts,
+    chunk_bytes: u64,
+) -> Begin {
+    Begin {
         id,
         generation: target.generation(),
         root: PathBytes(root.to_path_buf()),
@@ -570,153 +693,220 @@ pub fn refresh_file(
         stamp: first.stamp(),
         chunk_bytes,
         handle_hex: target.handle().as_deref().map(to_hex),
-    })?;
-    // Only the modification time is put back: our reads use O_NOATIME and move no access time, and access
-    // times moved by other readers meanwhile are theirs to keep.
-    let mut file = FileInHand {
-        id,
-        original_mtime: first.mtime,
-        lease_losses: 0,
-    };
-    // The file as our last window left it: its original times, our last change time. Anything else is someone
-    // else's doing, and because the modification time is always the original one between windows, any write by
-    // anyone moves it, however coarse the file system's clock.
-    let mut ours = first;
-    let mut refreshed_bytes = 0;
-    let mut index = resume_from as usize;
-    // Whether the chunk at `index` was paced already, before its read-ahead started.
-    let mut paced = false;
-    macro_rules! give_way {
-        ($reason:expr) => {{
-            let times_restored = give_up(target, journal, id, &ours)?;
-            return Ok(FileOutcome::GaveWay {
-                reason: $reason.into(),
-                chunks_done: index as u64,
-                rewritten_bytes: refreshed_bytes,
-                times_restored,
-            });
-        }};
     }
-    while index < chunks.len() {
-        let (offset, len) = chunks[index];
+}
+
+/// One file being refreshed, chunk by chunk: the ports, what stays the same for every window, the file as our
+/// last window left it, and how far the run got.
+struct FileRun<'a> {
+    target: &'a mut dyn RefreshTarget,
+    journal: &'a mut Journal,
+    env: &'a mut dyn RefreshEnv,
+    file: FileInHand,
+    /// The file as our last window left it.
+    ours: Facts,
+    chunks: &'a [(u64, u64)],
+    /// Bytes of the chunks rewritten and verified so far.
+    refreshed_bytes: u64,
+    /// The chunk in hand.
+    index: usize,
+    /// Whether the chunk at `index` was paced already, before its read-ahead started.
+    paced: bool,
+}
+
+impl FileRun<'_> {
+    /// Refreshes the chunk at `index` (read, written back in a window, synced, re-read and compared) and moves
+    /// on to the next: None, or how the file ended when it cannot go on.
+    fn refresh_chunk(&mut self, buffers: &mut ChunkBuffers) -> Result<Option<FileOutcome>, RefreshError> {
+        let (offset, len) = self.chunks[self.index];
         let want = len as usize;
-        if env.interrupted() {
-            let times_restored = give_up(target, journal, id, &ours)?;
-            return Ok(FileOutcome::Interrupted {
-                chunks_done: index as u64,
-                rewritten_bytes: refreshed_bytes,
+        if self.env.interrupted() {
+            let times_restored = give_up(self.target, self.journal, self.file.id, &self.ours)?;
+            return Ok(Some(FileOutcome::Interrupted {
+                chunks_done: self.index as u64,
+                rewritten_bytes: self.refreshed_bytes,
                 times_restored,
-            });
+            }));
         }
+        if let Some(reason) = self.no_room_for(len)? {
+            return self.give_way(reason).map(Some);
+        }
+        if !std::mem::take(&mut self.paced) {
+            self.env.pace(len);
+        }
+        let (got, digest) = self.read_chunk(buffers, offset, len)?;
+        if got != want {
+            return self.give_way("it became shorter while being read").map(Some);
+        }
+        let data = &*buffers.current.slice_mut(want);
+        let sum = digest.unwrap_or_else(|| checksum(data));
+        let chunk = Chunk {
+            index: self.index as u64,
+            offset,
+            data,
+            sum,
+        };
+        if let Some(outcome) = self.write_chunk(&chunk)? {
+            return Ok(Some(outcome));
+        }
+        // The window is closed: the next chunk's read may start now and run beside the sync and verification.
+        // It is paced first, while none of our I/O is in flight, so the busy-device pause sees only others'.
+        if let Some(&(next_offset, next_len)) = self.chunks.get(self.index + 1) {
+            self.env.pace(next_len);
+            self.paced = true;
+            if let Err(back) =
+                self.target
+                    .read_ahead(next_offset, next_len, std::mem::take(&mut buffers.ahead))
+            {
+                buffers.ahead = back;
+            }
+        }
+        if let Some(outcome) = self.verify_chunk(&mut buffers.check, &chunk)? {
+            return Ok(Some(outcome));
+        }
+        self.refreshed_bytes += len;
+        self.index += 1;
+        Ok(None)
+    }
+
+    /// Gives the file up for `reason` after the chunks done so far: the journal entry ended, the times judged.
+    fn give_way(&mut self, reason: impl Into<String>) -> Result<FileOutcome, RefreshError> {
+        let times_restored = give_up(self.target, self.journal, self.file.id, &self.ours)?;
+        Ok(FileOutcome::GaveWay {
+            reason: reason.into(),
+            chunks_done: self.index as u64,
+            rewritten_bytes: self.refreshed_bytes,
+            times_restored,
+        })
+    }
+
+    /// On a copy-on-write file system, why there is no room to rewrite the chunk of `len` bytes in hand (None
+    /// when there is, or the file system rewrites in place).
+    fn no_room_for(&mut self, len: u64) -> Result<Option<String>, RefreshError> {
         // A copy-on-write file system writes every rewritten chunk to new space before it frees the old, and
         // frees an old extent only once all of it is rewritten (and the transaction commits): stop while there
         // is room rather than fill it.
-        if target.copy_on_write() {
-            let free = target.free_bytes()?;
-            let remaining: u64 = chunks[index..].iter().map(|&(_, l)| l).sum();
+        if self.target.copy_on_write() {
+            let free = self.target.free_bytes()?;
+            let remaining: u64 = self.chunks[self.index..].iter().map(|&(_, l)| l).sum();
             let needed = len + remaining.min(COW_EXTENT_BYTES) + COW_MARGIN_BYTES;
             if free < needed {
-                give_way!(format!(
+                return Ok(Some(format!(
                     "its copy-on-write file system has {free} bytes free, and rewriting the next chunk needs \
                      {needed} ({len} for the chunk's new copy, {} for old extents that stay allocated until \
                      rewritten whole, {COW_MARGIN_BYTES} to spare); free some space and run again",
                     remaining.min(COW_EXTENT_BYTES)
-                ));
+                )));
             }
         }
-        if !std::mem::take(&mut paced) {
-            env.pace(len);
-        }
+        Ok(None)
+    }
+
+    /// Reads the chunk of `len` bytes at `offset` into `buffers.current`: the bytes read, and their checksum
+    /// when the read-ahead's thread took it.
+    fn read_chunk(
+        &mut self,
+        buffers: &mut ChunkBuffers,
+        offset: u64,
+        len: u64,
+    ) -> Result<(usize, Option<u64>), RefreshError> {
         // Read and announce before the window opens, so the window itself is short (a write and a time restore):
         // an exec or a blocking open that meets it waits or fails for that long only. A change by anyone between
         // this read and the window moves the file's modification time away from the original, which the window's
         // first check sees. The read is the read-ahead's if one ran: its buffer becomes this chunk's, with the
         // checksum taken on its thread, and the buffer it replaces is lent to the next read-ahead. Its failure is
         // this read's failure (not retried in line: a medium error would only be met twice).
-        let (got, digest) = match target.take_read_ahead(offset, len) {
+        Ok(match self.target.take_read_ahead(offset, len) {
             Some(filled) => {
                 buffers.ahead = std::mem::replace(&mut buffers.current, filled.buf);
                 (filled.read?, filled.digest)
             }
             None => (
-                target.read_from_media(offset, buffers.current.slice_mut(want))?,
+                self.target
+                    .read_from_media(offset, buffers.current.slice_mut(len as usize))?,
                 None,
             ),
-        };
-        if got != want {
-            give_way!("it became shorter while being read");
-        }
-        let data = &*buffers.current.slice_mut(want);
-        let sum = digest.unwrap_or_else(|| checksum(data));
-        let chunk = Chunk {
-            index: index as u64,
-            offset,
-            data,
-            sum,
-        };
-        let left = match write_in_window(target, journal, env, &mut file, &chunk, &ours)? {
+        })
+    }
+
+    /// Writes `chunk` back in a window and takes the file as the window left it for `ours`: None, or how the
+    /// file ended when the write was refused, disturbed or failed.
+    fn write_chunk(&mut self, chunk: &Chunk<'_>) -> Result<Option<FileOutcome>, RefreshError> {
+        let written = write_in_window(
+            self.target,
+            self.journal,
+            self.env,
+            &mut self.file,
+            chunk,
+            &self.ours,
+        )?;
+        let left = match written {
             WindowWrite::Written(left) => left,
-            WindowWrite::Refused(reason) | WindowWrite::Disturbed(reason) => give_way!(reason),
+            WindowWrite::Refused(reason) | WindowWrite::Disturbed(reason) => {
+                return self.give_way(reason).map(Some);
+            }
             WindowWrite::WriteFailed(error) => {
-                let times_restored = give_up(target, journal, id, &ours)?;
-                return Ok(FileOutcome::WriteFailed {
-                    offset,
+                let times_restored = give_up(self.target, self.journal, self.file.id, &self.ours)?;
+                return Ok(Some(FileOutcome::WriteFailed {
+                    offset: chunk.offset,
                     error: error.to_string(),
-                    rewritten_bytes: refreshed_bytes,
+                    rewritten_bytes: self.refreshed_bytes,
                     times_restored,
-                });
+                }));
             }
         };
         // The file as our window left it, change time included: any change by anyone from here on (a write, a
         // chmod, a time set by path, even one that restores our time) shows against it.
-        ours = left;
-        // The window is closed: the next chunk's read may start now and run beside the sync and verification.
-        // It is paced first, while none of our I/O is in flight, so the busy-device pause sees only others'.
-        if let Some(&(next_offset, next_len)) = chunks.get(index + 1) {
-            env.pace(next_len);
-            paced = true;
-            if let Err(back) = target.read_ahead(next_offset, next_len, std::mem::take(&mut buffers.ahead)) {
-                buffers.ahead = back;
-            }
-        }
-        target.sync()?;
-        let reread_data = buffers.check.slice_mut(want);
-        let reread = target.read_from_media(offset, reread_data)?;
-        let after = target.facts()?;
+        self.ours = left;
+        Ok(None)
+    }
+
+    /// Syncs, re-reads the chunk into `check` and compares it with the checksum taken at the read, and checks
+    /// that no one changed the file meanwhile: None, or how the file ended.
+    fn verify_chunk(
+        &mut self,
+        check: &mut Scratch,
+        chunk: &Chunk<'_>,
+    ) -> Result<Option<FileOutcome>, RefreshError> {
+        let (offset, want) = (chunk.offset, chunk.data.len());
+        self.target.sync()?;
+        let reread_data = check.slice_mut(want);
+        let reread = self.target.read_from_media(offset, reread_data)?;
+        let after = self.target.facts()?;
         // Pair assertion, second half: what is on the medium now is what was read before the write, judged against
         // the checksum taken at the read (and journalled), not against the buffer, so bytes that changed in memory
         // between the read and the write are caught too.
-        if reread != want || checksum(reread_data) != sum {
+        if reread != want || checksum(reread_data) != chunk.sum {
             // Put the bytes back once more, through a window with every check of the first write: only if the
             // file is still exactly as our window left it.
-            if after.same_as(&ours)
-                && let WindowWrite::Written(_) =
-                    write_in_window(target, journal, env, &mut file, &chunk, &ours)?
+            if after.same_as(&self.ours)
+                && let WindowWrite::Written(_) = write_in_window(
+                    self.target,
+                    self.journal,
+                    self.env,
+                    &mut self.file,
+                    chunk,
+                    &self.ours,
+                )?
             {
-                target.sync()?;
+                self.target.sync()?;
             }
-            let times_restored = give_up(target, journal, id, &ours)?;
-            return Ok(FileOutcome::VerifyFailed {
+            let times_restored = give_up(self.target, self.journal, self.file.id, &self.ours)?;
+            return Ok(Some(FileOutcome::VerifyFailed {
                 offset,
                 times_restored,
-            });
+            }));
         }
-        if after.privileged != ours.privileged {
-            give_way!("a setuid/setgid bit or file capability came or went during the write");
+        if after.privileged != self.ours.privileged {
+            return self
+                .give_way("a setuid/setgid bit or file capability came or went during the write")
+                .map(Some);
         }
-        if !after.same_as(&ours) {
-            give_way!(describe_change(&ours, &after));
+        if !after.same_as(&self.ours) {
+            return self.give_way(describe_change(&self.ours, &after)).map(Some);
         }
-        refreshed_bytes += len;
-        index += 1;
+        Ok(None)
     }
-    target.close_window();
-    journal.end(id)?;
-    Ok(FileOutcome::Refreshed {
-        bytes: refreshed_bytes,
-        chunks: chunks.len() as u64,
-        resumed_from_chunk: resume_from,
-    })
 }
 
 /// Says what someone else changed, for the report.
@@ -751,10 +941,6 @@ fn describe_change(before: &Facts, now: &Facts) -> String {
 
 /// Settles one unfinished entry of an interrupted run: restores the original times where the content is ours,
 /// reports and drops the entry where it is not.
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn settle_entry(
     entry: &Unfinished,
     opener: &mut dyn Opener,
@@ -795,6 +981,42 @@ pub fn settle_entry(
         journal.end(begin.id)?;
         return Ok(SettleOutcome::ChangedByOthers { path });
     };
+    match judge_write(target, entry, &now, &w)? {
+        Judged::Ours => {}
+        Judged::LeftAsWritten => {
+            journal.end(begin.id)?;
+            return Ok(SettleOutcome::LeftAsWritten { path });
+        }
+        Judged::NotOurs => {
+            journal.end(begin.id)?;
+            return Ok(SettleOutcome::ChangedByOthers { path });
+        }
+    }
+    Ok(match put_back_under_lease(target, journal, env, begin, now)? {
+        PutBack::Restored => restored,
+        PutBack::ChangedByOthers => SettleOutcome::ChangedByOthers { path },
+        PutBack::Busy => SettleOutcome::Busy { path },
+    })
+}
+
+/// Whose the modification time is that the write in flight at the kill left.
+enum Judged {
+    /// Our write's: the original time is to go back.
+    Ours,
+    /// Someone else's, or the chunk no longer holds what we wrote.
+    NotOurs,
+    /// It cannot be told from another write's on a file system that keeps whole seconds: it is left.
+    LeftAsWritten,
+}
+
+/// Judges the write `w` that was in flight at the kill, with the file as it is now (`now`) and the chunk on the
+/// medium, without a lease (a reader is not disturbed).
+fn judge_write(
+    target: &mut dyn RefreshTarget,
+    entry: &Unfinished,
+    now: &Facts,
+    w: &Writing,
+) -> Result<Judged, RefreshError> {
     // The kill came between a write and the time restore after it: the modification time is that write's. It
     // is ours if the chunk holds what we wrote and the time is the one the `restoring` record names, or, when
     // the kill came before that record (within a few system calls of the write), falls where our write put it.
@@ -805,32 +1027,48 @@ pub fn settle_entry(
         // On a file system that keeps whole seconds another write in the same second after the kill carries
         // the same time, so even the recorded time cannot tell ours from theirs: the time is left (the file
         // looks modified). The kill had to land between the record and the restore, a few microseconds.
-        Some(written) if written.1 == 0 && now.mtime == written => {
-            journal.end(begin.id)?;
-            return Ok(SettleOutcome::LeftAsWritten { path });
-        }
+        Some(written) if written.1 == 0 && now.mtime == written => return Ok(Judged::LeftAsWritten),
         Some(written) => now.mtime == written,
-        None => written_when_announced(now.mtime, &w),
+        None => written_when_announced(now.mtime, w),
     };
     let ours = now.size_bytes == w.before.size_bytes
         && our_time
         && target.read_from_media(w.offset, &mut chunk)? == chunk.len()
         && checksum(&chunk) == w.sum;
-    if !ours {
-        journal.end(begin.id)?;
-        return Ok(SettleOutcome::ChangedByOthers { path });
-    }
-    let mut judged = now;
+    Ok(if ours { Judged::Ours } else { Judged::NotOurs })
+}
+
+/// How putting the original modification time back under a lease ended.
+enum PutBack {
+    /// The original time is back and the entry ended.
+    Restored,
+    /// Someone wrote (or may have) meanwhile: their time stands, or the file is marked modified now; the entry
+    /// ended.
+    ChangedByOthers,
+    /// Someone keeps the file open: the entry stays for the next run.
+    Busy,
+}
+
+/// Takes the lease only to check that nothing moved since the file was `judged` ours and to put `begin`'s
+/// modification time back, waiting out readers and metadata changes (up to [`MAX_LEASE_LOSSES`] times).
+fn put_back_under_lease(
+    target: &mut dyn RefreshTarget,
+    journal: &mut Journal,
+    env: &mut dyn RefreshEnv,
+    begin: &Begin,
+    judged: Facts,
+) -> Result<PutBack, RefreshError> {
+    let mut judged = judged;
     for _ in 0..MAX_LEASE_LOSSES {
         if open_window_patiently(target, env)? == Window::Busy {
-            return Ok(SettleOutcome::Busy { path });
+            return Ok(PutBack::Busy);
         }
         let under_lease = target.facts()?;
         if under_lease.data_changed_since(&judged) {
             // Someone wrote while we waited for the window: the time is theirs now.
             target.close_window();
             journal.end(begin.id)?;
-            return Ok(SettleOutcome::ChangedByOthers { path });
+            return Ok(PutBack::ChangedByOthers);
         }
         let changes = target.path_changes()?;
         let checked_at = env.monotonic_ns();
@@ -857,12 +1095,12 @@ pub fn settle_entry(
         target.close_window();
         journal.end(begin.id)?;
         return Ok(if disturbed {
-            SettleOutcome::ChangedByOthers { path }
+            PutBack::ChangedByOthers
         } else {
-            restored
+            PutBack::Restored
         });
     }
-    Ok(SettleOutcome::Busy { path })
+    Ok(PutBack::Busy)
 }
 
 /// Whether a modification time can have been set by the clock between `from_ns` and `to_ns` (less a tick of the
