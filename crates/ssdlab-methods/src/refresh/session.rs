@@ -83,10 +83,6 @@ pub struct SessionReport {
 }
 
 /// Runs one refresh over `journal` (its state directory locked by the caller).
-#[expect(
-    clippy::too_many_lines,
-    reason = "over 80 lines before the rule; split when next changed"
-)]
 pub fn run_session(
     plan: &SessionPlan,
     journal: &mut Journal,
@@ -94,9 +90,55 @@ pub fn run_session(
     events: &mut dyn SessionEvents,
 ) -> Result<SessionReport, RefreshError> {
     assert!(plan.chunk_bytes > 0, "a chunk holds bytes");
+    let (resume, mut problems) = settle_first(journal, world, events);
+    let walked = world.walk()?;
+    let selection = world.select(walked.found);
+    events.selected(&selection, &walked.skipped);
+    let mut record = planned_record(&selection, &walked.skipped, false);
+    let mut buffers = ChunkBuffers::default();
+    let mut interrupted = false;
+    for (index, file) in selection.files.iter().enumerate() {
+        if world.env().interrupted() {
+            interrupted = true;
+            not_reached(&selection.files[index..], events, &mut record);
+            break;
+        }
+        let mut run = Refreshing {
+            plan,
+            journal,
+            world,
+            resume: &resume,
+            buffers: &mut buffers,
+        };
+        let done = run.refresh(file)?;
+        problems += usize::from(done.problem);
+        interrupted = done.interrupted;
+        events.file(file, &done.entry, done.outcome.as_ref());
+        record.files.push(done.entry);
+        if interrupted {
+            not_reached(&selection.files[index + 1..], events, &mut record);
+            break;
+        }
+    }
+    // Chunks rewritten and verified count, whether the file was finished or not.
+    record.rewritten_bytes = record.files.iter().map(|f| f.rewritten_bytes).sum();
+    record.problems = problems as u32;
+    Ok(SessionReport {
+        analysis: record,
+        problems,
+        interrupted,
+    })
+}
+
+/// Settles every unfinished entry first, whatever this run selects: a killed run's times go back before anything
+/// else happens, and a file whose entry stays pending is not touched again. Returns where each restored file may
+/// resume (its chunk size and first chunk, by file) and how many entries could not be settled.
+fn settle_first(
+    journal: &mut Journal,
+    world: &mut dyn SessionWorld,
+    events: &mut dyn SessionEvents,
+) -> (HashMap<FileId, (u64, u64)>, usize) {
     let mut problems = 0usize;
-    // Every unfinished entry is settled first, whatever this run selects: a killed run's times go back before
-    // anything else happens, and a file whose entry stays pending is not touched again.
     let mut resume: HashMap<FileId, (u64, u64)> = HashMap::new();
     let outcomes = {
         let (env, opener) = world.settling();
@@ -117,62 +159,79 @@ pub fn run_session(
             Ok(_) => {}
         }
     }
-    let walked = world.walk()?;
-    let selection = world.select(walked.found);
-    events.selected(&selection, &walked.skipped);
-    let mut record = planned_record(&selection, &walked.skipped, false);
-    let mut buffers = ChunkBuffers::default();
-    let mut interrupted = false;
-    for (index, file) in selection.files.iter().enumerate() {
-        if world.env().interrupted() {
-            interrupted = true;
-            not_reached(&selection.files[index..], events, &mut record);
-            break;
+    (resume, problems)
+}
+
+/// What one selected file came to: its record entry, the protocol's outcome when it ran, whether it counts as a
+/// problem (skipped, given up, failed), and whether the user stopped the run during it.
+struct FileDone {
+    entry: RefreshedFile,
+    outcome: Option<FileOutcome>,
+    problem: bool,
+    interrupted: bool,
+}
+
+impl FileDone {
+    /// A file that did not run or failed with an error: a problem, with no outcome of the protocol.
+    fn problem(entry: RefreshedFile) -> Self {
+        FileDone {
+            entry,
+            outcome: None,
+            problem: true,
+            interrupted: false,
         }
+    }
+}
+
+/// What refreshing one selected file needs: the plan, the journal, the world, where settled files resume, and
+/// the chunk buffers kept across files.
+struct Refreshing<'a, 'w> {
+    plan: &'a SessionPlan,
+    journal: &'a mut Journal,
+    world: &'a mut (dyn SessionWorld + 'w),
+    resume: &'a HashMap<FileId, (u64, u64)>,
+    buffers: &'a mut ChunkBuffers,
+}
+
+impl Refreshing<'_, '_> {
+    /// Refreshes `file` unless an entry of it is still pending or it cannot be opened; what it came to.
+    fn refresh(&mut self, file: &Found) -> Result<FileDone, RefreshError> {
         let refused =
             |reason: String| entry(&file.path, RefreshOutcome::Skipped, file.size_bytes, Some(reason));
-        if journal.entry(&file.id).is_some() {
-            problems += 1;
-            let e = refused("an interrupted refresh of it is still pending (open elsewhere)".into());
-            events.file(file, &e, None);
-            record.files.push(e);
-            continue;
+        if self.journal.entry(&file.id).is_some() {
+            return Ok(FileDone::problem(refused(
+                "an interrupted refresh of it is still pending (open elsewhere)".into(),
+            )));
         }
-        let mut target = match world.open(file) {
+        let mut target = match self.world.open(file) {
             Ok(target) => target,
-            Err(reason) => {
-                problems += 1;
-                let e = refused(reason);
-                events.file(file, &e, None);
-                record.files.push(e);
-                continue;
-            }
+            Err(reason) => return Ok(FileDone::problem(refused(reason))),
         };
-        let resume_from = resume
+        let resume_from = self
+            .resume
             .get(&file.id)
-            .filter(|(bytes, _)| *bytes == plan.chunk_bytes)
+            .filter(|(bytes, _)| *bytes == self.plan.chunk_bytes)
             .map_or(0, |&(_, index)| index);
         let result = refresh_file(
             target.as_mut(),
             &file.root,
             &file.path,
-            journal,
-            plan.chunk_bytes,
+            self.journal,
+            self.plan.chunk_bytes,
             resume_from,
-            world.env(),
-            &mut buffers,
+            self.world.env(),
+            self.buffers,
         );
         let (before, after) = target.speeds_bytes_per_s();
         // The file (and any window on it) is let go before anything is said about it.
         drop(target);
-        let before = plan.before_bytes_per_s.get(&file.path).copied().or(before);
-        let outcome = match result {
-            Ok(outcome) => outcome,
+        let before = self.plan.before_bytes_per_s.get(&file.path).copied().or(before);
+        match result {
+            Ok(outcome) => self.judged(file, outcome, (before, after)),
             Err(e) => {
                 // An I/O error on one file (EIO, a read that fails) does not stop the others; its journal entry
                 // stays for the next run to settle.
-                problems += 1;
-                let e = entry(
+                Ok(FileDone::problem(entry(
                     &file.path,
                     RefreshOutcome::Failed,
                     file.size_bytes,
@@ -180,94 +239,93 @@ pub fn run_session(
                         "{e}; if a write was under way the file is marked modified now, and the next run settles \
                          its journal entry"
                     )),
-                );
-                events.file(file, &e, None);
-                record.files.push(e);
-                continue;
+                )))
             }
-        };
+        }
+    }
+
+    /// The record entry of a file the protocol ran on, from its `outcome` and its read speeds (before, after) in
+    /// bytes per second; a file rewritten whole is logged as young again first.
+    fn judged(
+        &mut self,
+        file: &Found,
+        outcome: FileOutcome,
+        (before, after): (Option<f64>, Option<f64>),
+    ) -> Result<FileDone, RefreshError> {
         let mut e = entry(&file.path, RefreshOutcome::Refreshed, file.size_bytes, None);
         match &outcome {
             FileOutcome::Refreshed { bytes, .. } => {
-                world.record_refreshed(file.id, &file.path)?;
+                self.world.record_refreshed(file.id, &file.path)?;
                 e.rewritten_bytes = *bytes;
                 e.before_bytes_per_s = before;
                 e.after_bytes_per_s = after;
             }
-            FileOutcome::Refused { reason } => {
-                problems += 1;
-                (e.outcome, e.reason) = (RefreshOutcome::Skipped, Some(reason.clone()));
-            }
-            FileOutcome::GaveWay {
-                reason,
-                chunks_done,
-                rewritten_bytes,
-                times_restored,
-            } => {
-                problems += 1;
-                let times = if *times_restored {
-                    "times put back"
-                } else {
-                    "its data changed, so its times are left as they are"
-                };
-                e.outcome = RefreshOutcome::GaveWay;
-                e.reason = Some(format!(
-                    "{reason}; left alone after {chunks_done} chunks, {times}"
-                ));
-                e.rewritten_bytes = *rewritten_bytes;
-            }
-            FileOutcome::VerifyFailed { offset, .. } => {
-                problems += 1;
-                e.outcome = RefreshOutcome::Failed;
-                e.reason = Some(format!(
-                    "the chunk at byte {offset} read back differently after rewriting (the original bytes were \
-                     written again); check the drive"
-                ));
-            }
-            FileOutcome::WriteFailed {
-                offset,
-                error,
-                rewritten_bytes,
-                times_restored,
-            } => {
-                problems += 1;
-                let times = if *times_restored {
-                    "its times are as they were"
-                } else {
-                    "its times are left as they are (another process acted meanwhile)"
-                };
-                e.outcome = RefreshOutcome::Failed;
-                e.reason = Some(format!(
-                    "writing the chunk at byte {offset}: {error}; the chunk reads back unchanged and {times}"
-                ));
-                e.rewritten_bytes = *rewritten_bytes;
-            }
-            FileOutcome::Interrupted {
-                chunks_done,
-                rewritten_bytes,
-                ..
-            } => {
-                interrupted = true;
-                e.outcome = RefreshOutcome::Interrupted;
-                e.reason = Some(format!("interrupted after {chunks_done} chunks; times put back"));
-                e.rewritten_bytes = *rewritten_bytes;
-            }
+            unfinished => (e.outcome, e.reason, e.rewritten_bytes) = how_it_ended(unfinished),
         }
-        events.file(file, &e, Some(&outcome));
-        record.files.push(e);
-        if interrupted {
-            not_reached(&selection.files[index + 1..], events, &mut record);
-            break;
+        Ok(FileDone {
+            entry: e,
+            problem: !matches!(
+                outcome,
+                FileOutcome::Refreshed { .. } | FileOutcome::Interrupted { .. }
+            ),
+            interrupted: matches!(outcome, FileOutcome::Interrupted { .. }),
+            outcome: Some(outcome),
+        })
+    }
+}
+
+/// How a file's refresh ended, for its record entry: the outcome, why in words (none for a file refreshed whole),
+/// and the bytes rewritten and verified.
+fn how_it_ended(outcome: &FileOutcome) -> (RefreshOutcome, Option<String>, u64) {
+    match outcome {
+        FileOutcome::Refreshed { bytes, .. } => (RefreshOutcome::Refreshed, None, *bytes),
+        FileOutcome::Refused { reason } => (RefreshOutcome::Skipped, Some(reason.clone()), 0),
+        FileOutcome::GaveWay {
+            reason,
+            chunks_done,
+            rewritten_bytes,
+            times_restored,
+        } => {
+            let times = if *times_restored {
+                "times put back"
+            } else {
+                "its data changed, so its times are left as they are"
+            };
+            let reason = format!("{reason}; left alone after {chunks_done} chunks, {times}");
+            (RefreshOutcome::GaveWay, Some(reason), *rewritten_bytes)
+        }
+        FileOutcome::VerifyFailed { offset, .. } => {
+            let reason = format!(
+                "the chunk at byte {offset} read back differently after rewriting (the original bytes were \
+                 written again); check the drive"
+            );
+            (RefreshOutcome::Failed, Some(reason), 0)
+        }
+        FileOutcome::WriteFailed {
+            offset,
+            error,
+            rewritten_bytes,
+            times_restored,
+        } => {
+            let times = if *times_restored {
+                "its times are as they were"
+            } else {
+                "its times are left as they are (another process acted meanwhile)"
+            };
+            let reason = format!(
+                "writing the chunk at byte {offset}: {error}; the chunk reads back unchanged and {times}"
+            );
+            (RefreshOutcome::Failed, Some(reason), *rewritten_bytes)
+        }
+        FileOutcome::Interrupted {
+            chunks_done,
+            rewritten_bytes,
+            ..
+        } => {
+            let reason = format!("interrupted after {chunks_done} chunks; times put back");
+            (RefreshOutcome::Interrupted, Some(reason), *rewritten_bytes)
         }
     }
-    // Chunks rewritten and verified count, whether the file was finished or not.
-    record.rewritten_bytes = record.files.iter().map(|f| f.rewritten_bytes).sum();
-    record.problems = problems as u32;
-    Ok(SessionReport {
-        analysis: record,
-        problems,
-        interrupted,
-    })
 }
 
 /// The record of a run about to rewrite `selection` (or, `dry_run`, one that only lists it): what was chosen, and
