@@ -211,7 +211,7 @@ fn step(
     ports.mark_start();
     Ok(match run(ports)? {
         outcome @ (Outcome::Interrupted | Outcome::PipeClosed) => Some(outcome),
-        Outcome::Passed | Outcome::Failed => None,
+        Outcome::Passed | Outcome::Failed | Outcome::Unknown => None,
     })
 }
 

@@ -234,6 +234,7 @@ fn publish(
         finding: false,
         passed: true,
         reasons: vec![],
+        unknown: false,
     };
     let done = analysis
         .applied

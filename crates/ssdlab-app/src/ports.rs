@@ -259,6 +259,8 @@ pub enum Outcome {
     Passed,
     /// Ran, and a criterion failed (I/O error, verify mismatch, ...): exit 1.
     Failed,
+    /// Ran, read nothing to judge (a drive's output without health data) and failed nothing: exit 3.
+    Unknown,
     /// Stopped by Ctrl-C or SIGTERM after writing what was measured: exit 130.
     Interrupted,
     /// The output's reader went away (e.g. `| head`): exit 0, as a broken pipe is not an error.
@@ -268,7 +270,7 @@ pub enum Outcome {
 impl Outcome {
     /// How a command that published a verdict ended, by DESIGN's order: a stop request (Ctrl-C, SIGTERM) first
     /// (exit 130; an error, ranked next, is the caller's `Err`), then a failed criterion or a finding (1), then
-    /// passed (0). A reader that went away (`| head`) adds nothing of its own: a verdict reached on a run that
+    /// unknown (3: nothing was read to judge), then passed (0). A reader that went away (`| head`) adds nothing of its own: a verdict reached on a run that
     /// ran to its end stands; a run the closed pipe cut short ends quietly, as Unix tools do, whatever its
     /// verdict said of the part it measured.
     pub fn decide(
@@ -283,6 +285,8 @@ impl Outcome {
             Outcome::PipeClosed
         } else if verdict.passed {
             Outcome::Passed
+        } else if verdict.unknown && !verdict.finding {
+            Outcome::Unknown
         } else {
             Outcome::Failed
         }
@@ -299,10 +303,11 @@ mod tests {
             finding,
             passed,
             reasons: if passed { vec![] } else { vec!["a reason".into()] },
+            unknown: false,
         }
     }
 
-    /// DESIGN's order: interrupted (130) over failed or finding (1) over passed (0); a closed pipe changes
+    /// DESIGN's order: interrupted (130) over failed or finding (1) over unknown (3) over passed (0); a closed pipe changes
     /// nothing but ends a run it cut short quietly. (An error, 2, is the caller's `Err`, decided before this.)
     #[test]
     fn the_outcome_follows_designs_order_and_a_closed_pipe_adds_nothing_of_its_own() {
@@ -323,5 +328,13 @@ mod tests {
         assert_eq!(Outcome::decide(false, true, &passed, true), Outcome::Passed);
         // A reader that left and so stopped the run: it ends quietly, as `| head` expects.
         assert_eq!(Outcome::decide(false, true, &failed, false), Outcome::PipeClosed);
+        // Nothing read to judge: unknown (3), under an interrupt, never passing.
+        let unknown = Verdict {
+            unknown: true,
+            ..failed.clone()
+        };
+        assert_eq!(unknown.kind(), "unknown");
+        assert_eq!(Outcome::decide(false, false, &unknown, true), Outcome::Unknown);
+        assert_eq!(Outcome::decide(true, false, &unknown, true), Outcome::Interrupted);
     }
 }

@@ -256,5 +256,6 @@ fn verdict_of(outcome: &ssdlab_engine::PhaseOutcome, summary: &ssdlab_core::sche
         finding: false,
         passed: reasons.is_empty(),
         reasons,
+        unknown: false,
     }
 }

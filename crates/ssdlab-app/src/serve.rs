@@ -230,6 +230,7 @@ impl DeviceVisitor for ServeOn<'_> {
             finding: false,
             passed: true,
             reasons: vec![],
+            unknown: false,
         };
         // A stop request is how a session ends, not an interruption of it.
         self.recording.finish(

@@ -87,12 +87,14 @@ impl DriveSeries<'_, '_> {
         self.put(
             "ssdlab_health_verdict",
             Gauge,
-            "ssdlab's verdict on the drive: 0 OK, 1 WARN, 2 FAIL (reasons in ssdlab health's output).",
-            Some(match d.verdict.level {
-                HealthLevel::Ok => 0.0,
-                HealthLevel::Warn => 1.0,
-                HealthLevel::Fail => 2.0,
-            }),
+            "ssdlab's verdict on the drive: 0 OK, 1 WARN, 2 FAIL; absent when no health data was read (reasons in \
+             ssdlab health's output).",
+            match d.verdict.level {
+                HealthLevel::Ok => Some(0.0),
+                HealthLevel::Warn => Some(1.0),
+                HealthLevel::Fail => Some(2.0),
+                HealthLevel::Unknown => None,
+            },
         );
         self.put(
             "ssdlab_health_snapshot_timestamp_seconds",

@@ -35,7 +35,7 @@ pub fn verdict(
     found.attributes_and_spare(snapshot);
     found.endurance(snapshot, rating);
     found.counters_and_life(snapshot, life);
-    found.into_verdict()
+    found.into_verdict(Evidence::of(snapshot))
 }
 
 /// The reasons found so far: those that fail the drive and those that warn, each in the order found.
@@ -174,21 +174,53 @@ impl Findings {
         }
     }
 
-    /// The verdict: FAIL when anything failed, else WARN when anything warned, else OK; the reasons failures
-    /// first.
-    fn into_verdict(self) -> HealthVerdict {
+    /// The verdict: FAIL when anything failed, else UNKNOWN when nothing showing the drive's condition was read,
+    /// else WARN when anything warned, else OK; the reasons failures first.
+    fn into_verdict(self, evidence: Evidence) -> HealthVerdict {
         let level = if !self.fail.is_empty() {
             HealthLevel::Fail
+        } else if evidence == Evidence::None {
+            HealthLevel::Unknown
         } else if !self.warn.is_empty() {
             HealthLevel::Warn
         } else {
             HealthLevel::Ok
         };
         let mut reasons = self.fail;
+        if level == HealthLevel::Unknown {
+            reasons.push(
+                "no health data read: the output holds no wear, spare, error or reallocation figure, no ATA \
+                 attribute and no NVMe warning (a drive's own SMART status alone is not evidence)"
+                    .into(),
+            );
+        }
         reasons.extend(self.warn);
         if reasons.is_empty() {
             reasons.push("no failure or warning signs".into());
         }
         HealthVerdict { level, reasons }
+    }
+}
+
+/// Whether a snapshot holds anything that shows the drive's condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Evidence {
+    None,
+    Some,
+}
+
+impl Evidence {
+    /// The figures a verdict of OK or WARN rests on: attributes, wear, spare, media errors, reallocated or
+    /// pending sectors, or the NVMe critical warning. A SMART status that says PASSED is the drive's own word,
+    /// which a failing drive often still gives; alone it is not enough to call a drive healthy.
+    fn of(snapshot: &HealthSnapshot) -> Self {
+        let read = !snapshot.attributes.is_empty()
+            || snapshot.critical_warning.is_some()
+            || snapshot.wear_used_percent.is_some()
+            || snapshot.available_spare_percent.is_some()
+            || snapshot.media_errors.is_some()
+            || snapshot.reallocated.is_some()
+            || snapshot.pending_sectors.is_some();
+        if read { Evidence::Some } else { Evidence::None }
     }
 }

@@ -325,9 +325,29 @@ fn missing_fields_are_absent_not_zero() {
     );
     assert!(s.notes.iter().any(|n| n.contains("no local_time")));
     assert!(s.notes.iter().any(|n| n.contains("no SMART attributes")));
+    // No health figure read: unknown, never OK; the failed command (exit bit 2) is said too.
     let (level, reasons) = level(&s);
-    assert_eq!(level, HealthLevel::Warn, "exit bit 2: a command failed");
-    assert!(reasons[0].contains("bit 2"), "{reasons:?}");
+    assert_eq!(level, HealthLevel::Unknown);
+    assert!(reasons[0].starts_with("no health data read"), "{reasons:?}");
+    assert!(reasons.iter().any(|r| r.contains("bit 2")), "{reasons:?}");
+}
+
+/// A SAS drive's output as smartctl 7.3 writes it (SCSI fields only, SMART status PASSED; a constructed fixture
+/// with smartctl's field names, since ssdlab does not read SCSI log pages yet): nothing shows the drive's
+/// condition, so the verdict is unknown, not OK.
+#[test]
+fn a_drive_with_no_health_figures_is_unknown_not_ok() {
+    let s = snapshot("scsi-sas-no-health-data.json");
+    assert_eq!(s.smart_passed, Some(true));
+    let (level, reasons) = level(&s);
+    assert_eq!(level, HealthLevel::Unknown, "{reasons:?}");
+    assert_eq!(level.name(), "UNKNOWN");
+    // One figure that shows the condition is enough for a verdict.
+    let with_errors = HealthSnapshot {
+        media_errors: Some(0),
+        ..s
+    };
+    assert_eq!(self::level(&with_errors).0, HealthLevel::Ok);
 }
 
 #[test]

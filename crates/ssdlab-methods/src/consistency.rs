@@ -72,6 +72,7 @@ pub fn run(
             finding: false,
             passed: false,
             reasons: vec![format!("{} before the random-write phase", session.stop_reason())],
+            unknown: false,
         };
         return Ok((None, verdict));
     };
@@ -105,6 +106,7 @@ pub fn run(
         finding,
         passed: reasons.is_empty(),
         reasons,
+        unknown: false,
     };
     Ok((Some(analysis), verdict))
 }

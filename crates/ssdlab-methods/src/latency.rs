@@ -84,6 +84,7 @@ pub fn latency(mut session: Session<'_>, options: &LatencyOptions) -> Result<Met
         finding: false,
         passed: reasons.is_empty(),
         reasons,
+        unknown: false,
     };
     Ok(session.finish(Analysis::Latency, analysis, verdict))
 }

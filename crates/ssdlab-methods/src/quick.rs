@@ -97,6 +97,7 @@ pub fn quick(mut session: Session<'_>, options: &QuickOptions) -> Result<MethodO
         } else {
             reasons
         },
+        unknown: false,
     };
     Ok(session.finish(Analysis::Quick, analysis, verdict))
 }

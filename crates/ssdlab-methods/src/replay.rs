@@ -293,6 +293,7 @@ pub fn replay(
         finding: false,
         passed: reasons.is_empty(),
         reasons,
+        unknown: false,
     };
     Ok(session.finish(Analysis::Replay, analysis, verdict))
 }

@@ -140,6 +140,7 @@ fn finish_size(
         finding: false,
         passed: reasons.is_empty(),
         reasons,
+        unknown: false,
     };
     session.finish(Analysis::Sweep, Some(analysis), verdict)
 }
@@ -346,6 +347,7 @@ fn finish_random(
         finding: false,
         passed: reasons.is_empty(),
         reasons,
+        unknown: false,
     };
     session.finish(Analysis::Sweep, Some(analysis), verdict)
 }

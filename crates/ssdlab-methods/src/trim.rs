@@ -68,6 +68,7 @@ fn without_discard(session: Session<'_>, target: &str) -> MethodOutcome {
         reasons: vec![format!(
             "{target} does not advertise discard (discard_max_bytes is 0): TRIM cannot be tested"
         )],
+        unknown: false,
     };
     let analysis = TrimAnalysis {
         discard_supported: false,
@@ -216,6 +217,7 @@ fn trim_verdict(session: &Session<'_>, analysis: &TrimAnalysis, options: &TrimOp
         finding,
         passed: reasons.is_empty(),
         reasons,
+        unknown: false,
     }
 }
 

@@ -63,6 +63,8 @@ fn verdict(r: &RunResult) -> String {
         format!("passed: {}{incomplete}", r.verdict.reasons.join("; "))
     } else if r.verdict.finding {
         format!("finding: {}{incomplete}", r.verdict.reasons.join("; "))
+    } else if r.verdict.unknown {
+        format!("unknown: {}{incomplete}", r.verdict.reasons.join("; "))
     } else {
         format!("failed: {}{incomplete}", r.verdict.reasons.join("; "))
     }
@@ -73,6 +75,8 @@ fn cell(name: &str, r: &RunResult, text: &str) -> String {
         ("verdict", true) => " class=\"verdict pass\"",
         // A finding is what the method exists to find (stale files, a straggler): amber, not failure's red.
         ("verdict", false) if r.verdict.finding => " class=\"verdict warn\"",
+        // Nothing read to judge: grey, neither a pass nor a failure.
+        ("verdict", false) if r.verdict.unknown => " class=\"verdict unknown\"",
         ("verdict", false) => " class=\"verdict fail\"",
         ("device", _) => " class=\"device\"",
         _ => "",

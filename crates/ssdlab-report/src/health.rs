@@ -211,6 +211,7 @@ fn drive_details(d: &DriveHealth) -> String {
         HealthLevel::Ok => "pass",
         HealthLevel::Warn => "warn",
         HealthLevel::Fail => "fail",
+        HealthLevel::Unknown => "unknown",
     };
     let _ = write!(
         out,

@@ -56,7 +56,7 @@ th { background: #f2f4f8; font-weight: 600; }
 table.header td, table.header th, table.summary td, table.differs td { text-align: left; }
 table.summary th { text-align: left; } table.summary td.device { min-width: 300px; } table.summary td.verdict { min-width: 240px; } table.summary td:first-child { max-width: 240px; } td { overflow-wrap: break-word; }
 .pass { color: #0a7b33; font-weight: 600; } .fail { color: #b3261e; font-weight: 600; }
-.warn { color: #8a5a00; font-weight: 600; }
+.warn { color: #8a5a00; font-weight: 600; } .unknown { color: #555; font-weight: 600; }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(760px, 100%), 1fr)); gap: 14px; }
 .charts > svg.chart { max-width: 860px; }
 svg.chart { width: 100%; height: auto; background: #fbfcfe; border: 1px solid #e3e6ec; border-radius: 4px; }

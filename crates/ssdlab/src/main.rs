@@ -102,6 +102,7 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Passed) | Ok(Outcome::PipeClosed) => ExitCode::SUCCESS,
         Ok(Outcome::Failed) => ExitCode::from(1),
+        Ok(Outcome::Unknown) => ExitCode::from(3),
         Ok(Outcome::Interrupted) => ExitCode::from(130),
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {

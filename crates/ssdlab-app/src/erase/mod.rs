@@ -165,6 +165,7 @@ fn verdict_of(report: &EraseAnalysis) -> Verdict {
                     .into(),
             ],
         },
+        unknown: false,
     }
 }
 

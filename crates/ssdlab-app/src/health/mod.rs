@@ -135,8 +135,9 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     )
 }
 
-/// The command's verdict over every drive: failed when a drive fails or could not be read; a drive that only
-/// warns is named in the reasons, since "passed" alone above a warning reads as all clear.
+/// The command's verdict over every drive: failed when a drive fails or could not be read; else unknown when a
+/// drive's output held no health data; a drive that only warns is named in the reasons, since "passed" alone
+/// above a warning reads as all clear.
 fn fleet_verdict(
     drives: &[ssdlab_core::schema::health::DriveHealth],
     unreadable: &[ssdlab_core::schema::health::UnreadableDrive],
@@ -158,23 +159,37 @@ fn fleet_verdict(
         .filter(|d| d.verdict.level == HealthLevel::Warn)
         .map(|d| format!("WARN {}: {}", d.snapshot.identity.source, d.verdict.reasons[0]))
         .collect();
+    // A drive with no health data read is never counted as passing: with nothing failed, the verdict is unknown.
+    let unknown: Vec<String> = drives
+        .iter()
+        .filter(|d| d.verdict.level == HealthLevel::Unknown)
+        .map(|d| format!("UNKNOWN {}: {}", d.snapshot.identity.source, d.verdict.reasons[0]))
+        .collect();
+    if !failed.is_empty() {
+        return Verdict {
+            finding: false,
+            passed: false,
+            reasons: failed,
+            unknown: false,
+        };
+    }
+    let summary = format!(
+        "{} drive(s), none failing{}{}",
+        drives.len(),
+        match warned.len() {
+            0 => String::new(),
+            n => format!(", {n} with warnings"),
+        },
+        match unknown.len() {
+            0 => String::new(),
+            n => format!(", {n} with no health data read"),
+        }
+    );
     Verdict {
         finding: false,
-        passed: failed.is_empty(),
-        reasons: if failed.is_empty() {
-            std::iter::once(format!(
-                "{} drive(s), none failing{}",
-                drives.len(),
-                match warned.len() {
-                    0 => String::new(),
-                    n => format!(", {n} with warnings"),
-                }
-            ))
-            .chain(warned)
-            .collect()
-        } else {
-            failed
-        },
+        passed: unknown.is_empty(),
+        unknown: !unknown.is_empty(),
+        reasons: std::iter::once(summary).chain(unknown).chain(warned).collect(),
     }
 }
 

@@ -405,6 +405,7 @@ fn publish(
         finding: false,
         passed: reasons.is_empty(),
         reasons,
+        unknown: false,
     };
     let info = ssdlab_core::DeviceInfo {
         max_transfer_bytes: u64::MAX,

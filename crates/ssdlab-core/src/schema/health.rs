@@ -186,6 +186,9 @@ pub enum HealthLevel {
     Ok,
     Warn,
     Fail,
+    /// Nothing that shows the drive's condition was read (no wear, spare, error or attribute figure, no NVMe
+    /// warning): neither healthy nor failing, and never counted as passing.
+    Unknown,
 }
 
 impl HealthLevel {
@@ -194,6 +197,7 @@ impl HealthLevel {
             HealthLevel::Ok => "OK",
             HealthLevel::Warn => "WARN",
             HealthLevel::Fail => "FAIL",
+            HealthLevel::Unknown => "UNKNOWN",
         }
     }
 }

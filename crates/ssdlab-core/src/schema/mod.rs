@@ -195,15 +195,20 @@ pub struct Verdict {
     /// so scripts still see it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub finding: bool,
+    /// Not passed because nothing was read to judge (a drive's output without health data): neither a pass nor
+    /// a failure, and never counted as passing. Exit 3 when nothing failed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unknown: bool,
 }
 
 impl Verdict {
-    /// What the verdict is, in one word: passed, finding or failed.
+    /// What the verdict is, in one word: passed, finding, failed or unknown.
     pub fn kind(&self) -> &'static str {
-        match (self.passed, self.finding) {
-            (true, _) => "passed",
-            (false, true) => "finding",
-            (false, false) => "failed",
+        match (self.passed, self.finding, self.unknown) {
+            (true, _, _) => "passed",
+            (false, true, _) => "finding",
+            (false, false, true) => "unknown",
+            (false, false, false) => "failed",
         }
     }
 }

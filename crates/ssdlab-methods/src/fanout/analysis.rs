@@ -385,6 +385,7 @@ pub fn verdict(analysis: &FanoutAnalysis) -> Verdict {
             finding: false,
             passed: false,
             reasons: failures,
+            unknown: false,
         };
     }
     let Some(fixed) = &analysis.fixed else {
@@ -396,6 +397,7 @@ pub fn verdict(analysis: &FanoutAnalysis) -> Verdict {
                  query's p99 tail beyond chance, or reading those that do like the median drive would not move \
                  the p99 beyond its noise)"
             )],
+            unknown: false,
         };
     };
     let ms = |ns: u64| ns as f64 / 1e6;
@@ -412,6 +414,7 @@ pub fn verdict(analysis: &FanoutAnalysis) -> Verdict {
             ms(fixed.latency_ns.p99),
             fixed.latency_ns.mean / 1e6
         )],
+        unknown: false,
     }
 }
 

@@ -108,6 +108,7 @@ pub fn pts(
         } else {
             reasons
         },
+        unknown: false,
     };
     Ok(session.finish(Analysis::Pts, analysis, verdict))
 }

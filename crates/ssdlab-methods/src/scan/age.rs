@@ -180,6 +180,7 @@ pub fn verdict(analysis: &ScanAnalysis, slower_than: f64) -> Verdict {
         finding: !analysis.flagged.is_empty() && failed.is_empty(),
         passed: analysis.flagged.is_empty() && failed.is_empty(),
         reasons,
+        unknown: false,
     }
 }
 

@@ -185,5 +185,6 @@ fn judge(analysis: &RegionScanAnalysis, slower_than: f64) -> Verdict {
         finding: slow && !unreadable,
         passed: !slow && !unreadable,
         reasons,
+        unknown: false,
     }
 }

@@ -171,7 +171,9 @@ fn every_fixture_reads_and_failing_drives_exit_1() {
         ("nvme-spare-low.json", 1, "FAIL"),
         ("nvme-cli-2.11.json", 0, "OK"),
         ("nvme-cli-old.json", 1, "FAIL"),
-        ("smartctl-minimal.json", 0, "WARN"),
+        // No health figure read: unknown (exit 3), never OK, whatever the drive's own SMART status says.
+        ("smartctl-minimal.json", 3, "UNKNOWN"),
+        ("scsi-sas-no-health-data.json", 3, "UNKNOWN"),
     ] {
         let out = run(&[
             "health",
@@ -196,6 +198,42 @@ fn every_fixture_reads_and_failing_drives_exit_1() {
     ]);
     assert!(stderr(&out).contains("NAND not exposed"));
     assert!(analysis_drive(&out)["snapshot"]["nand_written_bytes"].is_null());
+}
+
+/// A drive with no health data read is never counted as passing in a fleet: beside healthy drives the command
+/// is unknown (exit 3), beside a failing one it fails (exit 1), and the JSON verdict says which.
+#[test]
+fn a_drive_without_health_data_makes_a_fleet_unknown_never_passed() {
+    let from = |names: &[&str]| {
+        let mut args = vec!["health".to_string(), "--no-history".into(), "--json".into()];
+        for name in names {
+            args.push("--from".into());
+            args.push(health_fixture(name).to_str().unwrap().to_string());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run(&args)
+    };
+    let out = from(&["nvme-ok.json", "scsi-sas-no-health-data.json"]);
+    expect_code(&out, 3);
+    let verdict = event(&json_lines(&out), "verdict")["data"].clone();
+    assert_eq!(verdict["passed"], false, "{verdict}");
+    assert_eq!(verdict["unknown"], true, "{verdict}");
+    assert!(
+        verdict["reasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("1 with no health data read"),
+        "{verdict}"
+    );
+    let out = from(&["nvme-ok.json", "scsi-sas-no-health-data.json", "ata-failing.json"]);
+    expect_code(&out, 1);
+    let verdict = event(&json_lines(&out), "verdict")["data"].clone();
+    assert!(
+        verdict.get("unknown").is_none(),
+        "a failure is not unknown: {verdict}"
+    );
+    let out = from(&["nvme-ok.json"]);
+    expect_code(&out, 0);
 }
 
 /// Writes an executable stand-in smartctl with this shell script into `dir`.
