@@ -103,6 +103,12 @@ fn size_rows(
             None,
         )?
         else {
+            if session.phases.last().is_some_and(|p| !p.complete) {
+                skipped.push(format!(
+                    "{size} B: cut short, not measured as a point (its phases are in the result, marked \
+                     incomplete)"
+                ));
+            }
             break;
         };
         rows.push(row);
@@ -171,7 +177,7 @@ fn point_workload(
 }
 
 /// One point of a sweep: the write phase, then the read phase, on the same workload; None when the session
-/// stopped before both ran.
+/// stopped before both ran to their end.
 fn write_then_read(
     session: &mut Session<'_>,
     base: &Workload,
@@ -196,6 +202,12 @@ fn write_then_read(
     let (Some(write), Some(read)) = (write, read) else {
         return Ok(None);
     };
+    // A point cut short (an interrupt, a failed operation) was not measured as a point: it is left out, never
+    // drawn with the figures of a part of a run (a read that never began would read as zero). Its phases stay
+    // in the result, marked incomplete.
+    if !(session.phases[write].complete && session.phases[read].complete) {
+        return Ok(None);
+    }
     let (w, r) = (&session.phases[write].summary, &session.phases[read].summary);
     Ok(Some(row(
         (base.block_bytes, queue_depth, None),
@@ -291,6 +303,10 @@ fn mix_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
         let Some(index) = session.phase(&format!("mix-rw{read_percent}"), &workload)? else {
             break;
         };
+        // A mix cut short is left out, as a size or depth point is (its phase stays, marked incomplete).
+        if !session.phases[index].complete {
+            break;
+        }
         let s = &session.phases[index].summary;
         let (r, w) = (
             s.read.clone().unwrap_or_default(),

@@ -139,6 +139,34 @@ fn every_sweep_axis_stops_at_a_failed_operation() {
     // The read phases come after their write phases: the 300th read is in the middle of the sizes.
     let mut dev = device(nth(Op::Read, 300));
     stopped_by_the_fault(&mut dev, |s| sweep::sweep(s, &size));
+    // A fault in the third size's read (4 KiB, 8 KiB and 16 KiB read 2048, 1024 and 512 blocks of the 8 MiB
+    // region): the two sizes before it are points, and the point it cut short is absent, never drawn from part of
+    // a run (its read would show as zero), and said so.
+    let mut dev = device(nth(Op::Read, 2048 + 1024 + 300));
+    let outcome = stopped_by_the_fault(&mut dev, |s| sweep::sweep(s, &size));
+    let ssdlab_core::schema::Analysis::Sweep(sweep) = &outcome.analysis else {
+        panic!("a sweep analysis: {:?}", outcome.analysis);
+    };
+    let analysis = sweep
+        .measured
+        .as_ref()
+        .expect("the points before the fault were measured");
+    let sizes: Vec<u64> = analysis.rows.iter().map(|r| r.transfer_bytes).collect();
+    assert_eq!(sizes, [4096, 8192], "{:?}", analysis.rows);
+    assert!(
+        analysis
+            .rows
+            .iter()
+            .all(|r| r.read_bytes_per_s > 0.0 && r.write_bytes_per_s > 0.0)
+    );
+    assert!(
+        analysis
+            .skipped
+            .iter()
+            .any(|s| s.starts_with("16384 B: cut short")),
+        "{:?}",
+        analysis.skipped
+    );
     for axis in [SweepAxis::Qd, SweepAxis::Mix] {
         let options = SweepOptions {
             axis,
