@@ -224,19 +224,43 @@ impl DeviceVisitor for ServeOn<'_> {
             cache,
         };
         let options = recorded(args);
-        // Serving is not a test: a client's bad request is answered and counted, and the session still served
-        // (the exit status says the same).
-        let verdict = Verdict {
-            finding: false,
-            passed: true,
-            reasons: vec![],
-            unknown: false,
-        };
+        let verdict = session_verdict(&analysis.stats);
+        // A clean session says nothing more; one the device failed says so as the record does.
+        if !verdict.passed {
+            for line in ssdlab_report::text::verdict_lines(&verdict) {
+                console.alarm(&line);
+            }
+        }
         // A stop request is how a session ends, not an interruption of it.
         self.recording.finish(
             &mut Reporter::new(console),
             Finished::new(device.info().clone(), options, Analysis::Serve(analysis), verdict)
                 .ends_on_a_stop(),
         )
+    }
+}
+
+/// Serving is not a test: a client's bad request is answered and counted, and the session still served. A
+/// request the device failed is another matter: a client was told its write or read did not happen, so the
+/// session is a finding that names the count, never a quiet pass (its clients may hold less than they sent).
+fn session_verdict(stats: &ssdlab_core::schema::serve::ServeStats) -> Verdict {
+    let device_errors = stats.device_errors.unwrap_or(0);
+    if device_errors == 0 {
+        return Verdict {
+            finding: false,
+            passed: true,
+            reasons: vec![],
+            unknown: false,
+        };
+    }
+    let taken =
+        stats.reads + stats.writes + stats.flushes + stats.trims + stats.write_zeroes + stats.block_status;
+    Verdict {
+        finding: true,
+        passed: false,
+        reasons: vec![format!(
+            "the device failed {device_errors} of the {taken} requests clients sent; each was answered with an error, so a client's data may not all be on the export"
+        )],
+        unknown: false,
     }
 }

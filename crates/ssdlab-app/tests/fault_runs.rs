@@ -473,3 +473,226 @@ fn scan_never_passes_over_a_read_that_failed() {
         );
     }
 }
+
+/// Blocks a serve client writes, flushing after every eighth, then reads back.
+const SERVED_BLOCKS: u64 = 64;
+
+/// The fault a serve seed chooses, the operation it hits and after how many of those.
+fn serve_fault_of(rng: &mut Rng) -> (Fault, Op, u64) {
+    let byte = rng.next_u64() % 4096;
+    let mask = 1u8 << (rng.next_u64() % 8);
+    let by_bytes = 4096 * (1 + rng.next_u64() % (SERVED_BLOCKS - 1));
+    let (fault, op) = match rng.next_u64() % 8 {
+        0 => (Fault::eio(), Op::Write),
+        1 => (Fault::eio(), Op::Read),
+        2 => (Fault::eio(), Op::Flush),
+        3 => (Fault::Refuse("the device is busy sanitizing".into()), Op::Write),
+        4 => (
+            Fault::Torn {
+                landed_bytes: 512 * (rng.next_u64() % 8),
+            },
+            Op::Write,
+        ),
+        5 => (Fault::Corrupt { byte, mask }, Op::Write),
+        6 => (Fault::Lost, Op::Write),
+        _ => (Fault::Misdirect { by_bytes }, Op::Write),
+    };
+    // Sometimes past the last operation of its kind: then nothing is injected. The client flushes 8 times and the
+    // server once more as it stops.
+    let of_kind = if op == Op::Flush { 9 } else { SERVED_BLOCKS };
+    (fault, op, rng.next_u64() % (of_kind + of_kind / 4))
+}
+
+fn served_block(seed: u64, i: u64) -> Vec<u8> {
+    let mut rng = Rng::new(seed ^ (i << 32));
+    (0..4096).map(|_| rng.next_u64() as u8).collect()
+}
+
+/// What the client saw: the NBD error of each write, flush and read, and the data each read returned.
+#[derive(Default, Debug)]
+struct ClientSaw {
+    write_errors: Vec<u32>,
+    flush_errors: Vec<u32>,
+    reads: Vec<(u32, Vec<u8>)>,
+}
+
+impl ClientSaw {
+    fn errors(&self) -> usize {
+        let reads = self.reads.iter().filter(|(e, _)| *e != 0).count();
+        let others = self
+            .write_errors
+            .iter()
+            .chain(&self.flush_errors)
+            .filter(|&&e| e != 0);
+        reads + others.count()
+    }
+}
+
+fn serve_client(socket: &std::path::Path, seed: u64) -> ClientSaw {
+    use ssdlab_nbd::client::Client;
+    // The socket is bound before the target opens; the greeting comes once the server serves.
+    let stream = (0..500)
+        .find_map(|_| {
+            std::os::unix::net::UnixStream::connect(socket)
+                .inspect_err(|_| std::thread::sleep(std::time::Duration::from_millis(10)))
+                .ok()
+        })
+        .expect("serve bound its socket");
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let mut client = Client::handshake(stream).expect("the handshake");
+    let mut saw = ClientSaw::default();
+    for i in 0..SERVED_BLOCKS {
+        saw.write_errors
+            .push(client.write(i * 4096, &served_block(seed, i), 0).unwrap());
+        if i % 8 == 7 {
+            saw.flush_errors.push(client.flush().unwrap());
+        }
+    }
+    for i in 0..SERVED_BLOCKS {
+        saw.reads.push(client.read(i * 4096, 4096).unwrap());
+    }
+    client.disconnect().unwrap();
+    saw
+}
+
+/// Sets the stop flag when dropped, so a client that panics still lets the server return.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Serves a file through the fault of one seed to a client that writes, flushes and reads back; returns what
+/// failed, if anything.
+fn one_serve_seed(seed: u64) -> Result<String, String> {
+    let mut rng = Rng::new(seed);
+    let (fault, op, after) = serve_fault_of(&mut rng);
+    let silent = fault.is_silent();
+    let targets = FaultyTargets::new(seed, vec![Rule::new(fault.clone()).on(&[op]).after(after).once()]);
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("image");
+    let socket = dir.path().join("nbd.sock");
+    let plan = ssdlab_app::serve::Plan::new(ssdlab_app::serve::ServeFlags {
+        target: TargetPlan::plain(&format!("file:{}:1m", image.display())).unwrap(),
+        socket: Some(socket.clone()),
+        listen: None,
+        allow_remote: false,
+        read_only: false,
+        name: String::new(),
+        qd: 4,
+        max_connections: 4,
+        poll_us: 0,
+        out: None,
+    })
+    .unwrap();
+    let mut console = RecordingConsole::default();
+    let (tools, clock, stop) = (
+        CannedTools::default(),
+        FixedClock::at(1_700_000_000.0),
+        AtomicBool::new(false),
+    );
+    let (outcome, saw) = std::thread::scope(|scope| {
+        let client = scope.spawn(|| {
+            let _stop = StopOnDrop(&stop);
+            serve_client(&socket, seed)
+        });
+        let mut ports = Ports::new(&mut console, &tools, &clock, &stop).with_targets(&targets);
+        let outcome = ssdlab_app::serve::run(&plan, &mut ports);
+        let saw = client
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (outcome, saw)
+    });
+    let injected = targets.injected();
+    let text = console.text();
+    let what = format!(
+        "seed {seed}: {fault:?} on the {op:?} after {after}: injected {injected}, client errors {}, outcome {outcome:?}",
+        saw.errors()
+    );
+    let on_disk = std::fs::read(&image).map_err(|e| format!("{what}: the image: {e}"))?;
+    // What each read returned is what the device held (a read fault aside): the server neither hides a lie of the
+    // device's nor adds one of its own.
+    for (i, (error, data)) in saw.reads.iter().enumerate() {
+        let at = i * 4096;
+        if *error == 0 && data[..] != on_disk[at..at + 4096] {
+            return Err(format!(
+                "{what}: block {i} was served unlike the device holds it\n{text}"
+            ));
+        }
+    }
+    let wrote_ok = |i: u64| saw.write_errors[i as usize] == 0;
+    let mismatched = (0..SERVED_BLOCKS)
+        .filter(|&i| {
+            wrote_ok(i) && saw.reads[i as usize].0 == 0 && saw.reads[i as usize].1 != served_block(seed, i)
+        })
+        .count();
+    match (injected, silent) {
+        (0, _) => match outcome {
+            Ok(Outcome::Passed) if saw.errors() == 0 && mismatched == 0 => Ok(what),
+            _ => Err(format!(
+                "{what}: nothing injected, yet not a clean session ({mismatched} blocks differ)\n{text}"
+            )),
+        },
+        // The device lied and said nothing: only the client's own check of its data can see it, and it must.
+        (_, true) => match outcome {
+            Ok(Outcome::Passed) if mismatched > 0 && saw.errors() == 0 => Ok(what),
+            _ => Err(format!(
+                "{what}: a silent fault not seen by the client's read-back ({mismatched} blocks differ)\n{text}"
+            )),
+        },
+        // The server's last flush, as it stops, failed: the session is an error, not a record of success.
+        (_, false) if saw.errors() == 0 => match outcome {
+            Err(e) if format!("{e:#}").contains("flush") => Ok(what),
+            _ => Err(format!(
+                "{what}: a fault no client heard of, yet the session did not fail\n{text}"
+            )),
+        },
+        (_, false) => {
+            let named = format!("the device failed {} of the", saw.errors());
+            match outcome {
+                Ok(Outcome::Failed) if text.contains(&named) && mismatched == 0 => Ok(what),
+                _ => Err(format!(
+                    "{what}: a device error a client was told of, but the session did not say '{named}' (or a block written without error reads back wrong: {mismatched})\n{text}"
+                )),
+            }
+        }
+    }
+}
+
+/// A serve session over a device that fails or lies: every failure reaches its client as an error and the
+/// session's verdict names how many (never a quiet pass); a silent fault is passed through as the device holds
+/// it, so the client's own read-back sees it; and with nothing injected everything round-trips.
+#[test]
+fn serve_tells_its_clients_and_its_record_of_every_device_failure() {
+    let seeds: Vec<u64> = match std::env::var("SSDLAB_FAULT_SEED") {
+        Ok(seed) => vec![seed.parse().expect("SSDLAB_FAULT_SEED is a number")],
+        Err(_) => (1..=32).collect(),
+    };
+    let mut failures = Vec::new();
+    let mut injected = 0;
+    for &seed in &seeds {
+        match one_serve_seed(seed) {
+            Ok(what) => injected += usize::from(!what.contains("injected 0")),
+            Err(e) => failures.push(e),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} seeds failed (replay one with SSDLAB_FAULT_SEED=N):\n{}",
+        failures.len(),
+        seeds.len(),
+        failures.join("\n\n")
+    );
+    eprintln!("{} serve seeds, {injected} injected a fault", seeds.len());
+    if seeds.len() > 1 {
+        assert!(
+            injected * 2 > seeds.len(),
+            "most seeds inject their fault ({injected} of {})",
+            seeds.len()
+        );
+    }
+}

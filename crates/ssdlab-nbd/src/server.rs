@@ -229,7 +229,10 @@ pub fn serve<D: Device>(
         deadlines: VecDeque::new(),
         touched: Vec::new(),
         listening: false,
-        stats: ServeStats::default(),
+        stats: ServeStats {
+            device_errors: Some(0),
+            ..ServeStats::default()
+        },
         stopping: false,
         read_chunk: vec![0; READ_CHUNK],
         events: Vec::with_capacity(256),

@@ -13,7 +13,7 @@ use ssdlab_core::device::{Completion, Device, Io, Op};
 use crate::conn::{Conn, complete_request};
 use crate::job::{Job, Next, Payload};
 use crate::protocol::{self, Negotiated, REQUEST_BYTES, Request};
-use crate::server::{HARD_PAYLOAD_LIMIT, Pending, Server};
+use crate::server::{HARD_PAYLOAD_LIMIT, Pending, ServeStats, Server};
 
 /// The most descriptors one block-status reply carries (the protocol asks servers to stay under 2^20).
 const MAX_STATUS_DESCRIPTORS: usize = 1 << 16;
@@ -402,7 +402,8 @@ impl<D: Device> Server<'_, D> {
                 _ => {}
             }
         } else {
-            self.stats.errors += 1;
+            // A job is a request the device ran: its error is the device's.
+            count_device_error(&mut self.stats);
         }
         if self.generations[p.conn] == p.generation
             && let Some(conn) = self.conns[p.conn].as_mut()
@@ -469,7 +470,7 @@ impl<D: Device> Server<'_, D> {
             .and_then(|n| n.allocation_context)
             .expect("check made sure a context was selected");
         if let Err(e) = answer {
-            self.stats.errors += 1;
+            count_device_error(&mut self.stats);
             protocol::structured_error(&mut conn.outbuf, protocol::EIO, r.cookie, &e.to_string());
             conn.write_out();
             return;
@@ -484,7 +485,7 @@ impl<D: Device> Server<'_, D> {
         let descriptors = crate::status::descriptors(&cut, u64::from(r.length), max);
         if descriptors.is_empty() {
             // A device that described nothing: the client hears an error, never an empty answer.
-            self.stats.errors += 1;
+            count_device_error(&mut self.stats);
             protocol::structured_error(
                 &mut conn.outbuf,
                 protocol::EIO,
@@ -561,4 +562,10 @@ fn reply(conn: &mut Conn, error: u32, r: &Request, data: Option<&[u8]>) {
             }
         }
     }
+}
+
+/// A request the device failed: an error answered, and the device's.
+fn count_device_error(stats: &mut ServeStats) {
+    stats.errors += 1;
+    *stats.device_errors.get_or_insert(0) += 1;
 }

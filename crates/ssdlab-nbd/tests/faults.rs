@@ -6,7 +6,6 @@
 // A test reads as one story; the 80-line rule is for production code.
 #![allow(clippy::too_many_lines)]
 
-use std::io::{Read, Write};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -15,99 +14,61 @@ use std::time::Duration;
 use ssdlab_cache::{CacheConfig, CachedDevice};
 use ssdlab_core::device::{Device, Op};
 use ssdlab_core::target::CacheMode;
-use ssdlab_nbd::protocol::{self, Request};
+use ssdlab_nbd::protocol;
 use ssdlab_nbd::server::ServeError;
 use ssdlab_nbd::{Listener, ServeOptions, ServeStats, serve};
 use ssdlab_testdev::{Fault, FaultDevice, MemDevice, MemOptions, Rule, Service, Switch};
 
 const KIB: u64 = 1024;
 
-/// A connected client after `NBD_OPT_EXPORT_NAME`: no block sizes negotiated, so any offset and length go.
+/// The crate's client with the test's habits: a hang guard, and a panic for a broken connection.
 struct Client {
-    stream: UnixStream,
+    inner: ssdlab_nbd::client::Client,
     size: u64,
-    cookie: u64,
 }
 
 /// A reply: the NBD error (0 for success) and, for a successful read, its data.
-type Reply = (u32, Vec<u8>);
+type Reply = ssdlab_nbd::client::Reply;
 
 impl Client {
     fn connect(addr: &SocketAddr) -> Client {
-        let mut stream = UnixStream::connect_addr(addr).expect("the server listens");
         // A hang guard only: every reply here comes in milliseconds.
-        stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-        let mut hello = [0u8; 18];
-        stream.read_exact(&mut hello).unwrap();
-        assert_eq!(
-            u64::from_be_bytes(hello[..8].try_into().unwrap()),
-            protocol::NBDMAGIC
-        );
-        let flags = u32::from(protocol::FLAG_FIXED_NEWSTYLE | protocol::FLAG_NO_ZEROES);
-        let mut out = flags.to_be_bytes().to_vec();
-        out.extend_from_slice(&protocol::IHAVEOPT.to_be_bytes());
-        out.extend_from_slice(&protocol::OPT_EXPORT_NAME.to_be_bytes());
-        out.extend_from_slice(&0u32.to_be_bytes());
-        stream.write_all(&out).unwrap();
-        let mut export = [0u8; 10];
-        stream.read_exact(&mut export).unwrap();
+        Client::connect_waiting(addr, Duration::from_secs(60))
+    }
+
+    /// Connected, with `patience` for each reply before the test fails.
+    fn connect_waiting(addr: &SocketAddr, patience: Duration) -> Client {
+        let stream = UnixStream::connect_addr(addr).expect("the server listens");
+        stream.set_read_timeout(Some(patience)).unwrap();
+        let inner = ssdlab_nbd::client::Client::handshake(stream).expect("the handshake");
         Client {
-            stream,
-            size: u64::from_be_bytes(export[..8].try_into().unwrap()),
-            cookie: 0,
+            size: inner.size_bytes(),
+            inner,
         }
     }
 
     fn send(&mut self, command: u16, flags: u16, offset: u64, length: u32, payload: &[u8]) -> u64 {
-        self.cookie += 1;
-        let request = Request {
-            flags,
-            command,
-            cookie: self.cookie,
-            offset,
-            length,
-        };
-        self.stream.write_all(&request.encode()).unwrap();
-        self.stream.write_all(payload).unwrap();
-        self.cookie
+        self.inner.send(command, flags, offset, length, payload).unwrap()
     }
 
-    /// Reads one simple reply; `read_len` is the data that follows a successful read.
     fn reply(&mut self, cookie: u64, read_len: usize) -> Reply {
-        let mut header = [0u8; 16];
-        self.stream.read_exact(&mut header).unwrap();
-        assert_eq!(
-            u32::from_be_bytes(header[..4].try_into().unwrap()),
-            protocol::SIMPLE_REPLY_MAGIC
-        );
-        let error = u32::from_be_bytes(header[4..8].try_into().unwrap());
-        assert_eq!(
-            u64::from_be_bytes(header[8..16].try_into().unwrap()),
-            cookie,
-            "replies in order"
-        );
-        let mut data = vec![0; if error == 0 { read_len } else { 0 }];
-        self.stream.read_exact(&mut data).unwrap();
-        (error, data)
+        self.inner.reply(cookie, read_len).unwrap()
     }
 
     fn read(&mut self, offset: u64, len: u64) -> Reply {
-        let cookie = self.send(protocol::CMD_READ, 0, offset, len as u32, &[]);
-        self.reply(cookie, len as usize)
+        self.inner.read(offset, len as u32).unwrap()
     }
 
     fn write(&mut self, offset: u64, data: &[u8], flags: u16) -> u32 {
-        let cookie = self.send(protocol::CMD_WRITE, flags, offset, data.len() as u32, data);
-        self.reply(cookie, 0).0
+        self.inner.write(offset, data, flags).unwrap()
     }
 
     fn flush(&mut self) -> u32 {
-        let cookie = self.send(protocol::CMD_FLUSH, 0, 0, 0, &[]);
-        self.reply(cookie, 0).0
+        self.inner.flush().unwrap()
     }
 
-    fn disconnect(mut self) {
-        self.send(protocol::CMD_DISC, 0, 0, 0, &[]);
+    fn disconnect(self) {
+        self.inner.disconnect().unwrap();
     }
 }
 
@@ -246,11 +207,18 @@ fn every_failure_reaches_the_client_as_its_errno_and_the_next_request_works() {
             "an unaligned write that can be made"
         );
         assert_eq!(other.read(800 * KIB, 4096).1[7..17], [9; 10]);
+        // A read past the end is the client's mistake, not the device's.
+        assert_eq!(other.read(1 << 20, 4096).0, protocol::EINVAL);
         other.disconnect();
         c.disconnect();
     })
     .expect("the server ran to its stop and flushed");
-    assert_eq!(stats.errors, 10, "{stats:?}");
+    assert_eq!(stats.errors, 11, "{stats:?}");
+    assert_eq!(
+        stats.device_errors,
+        Some(10),
+        "the device's failures, apart: {stats:?}"
+    );
     // Every fault asked for was injected, on the request the client heard about.
     let kinds: Vec<(Op, u64)> = log.entries().iter().map(|f| (f.io.op, f.io.offset)).collect();
     assert!(kinds.contains(&(Op::Read, 4 * KIB)), "{kinds:?}");
@@ -350,11 +318,7 @@ fn a_big_read_behind(first: (u64, u32)) -> u32 {
     let mut device = MemDevice::with(MemOptions::new(32 << 20));
     let mut first_error = None;
     with_server(&mut device, |addr| {
-        let mut client = Client::connect(addr);
-        client
-            .stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
+        let mut client = Client::connect_waiting(addr, Duration::from_secs(10));
         let small = client.send(protocol::CMD_READ, 0, first.0, first.1, &[]);
         let big = client.send(protocol::CMD_READ, 0, 0, 16 << 20, &[]);
         let (error, _) = client.reply(small, first.1 as usize);

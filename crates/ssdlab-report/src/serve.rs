@@ -91,7 +91,12 @@ fn session_rows(a: &ServeAnalysis) -> Vec<Vec<String>> {
         ],
         vec![
             "errors, protocol violations".into(),
-            format!("{}, {}", s.errors, s.protocol_violations),
+            format!(
+                "{}{}, {}",
+                s.errors,
+                crate::text::serve::by_the_device(s),
+                s.protocol_violations
+            ),
         ],
     ]
 }

@@ -25,8 +25,12 @@ pub struct ServeStats {
     pub fua_writes: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
-    /// Requests answered with an NBD error.
+    /// Requests answered with an NBD error: the client's invalid requests and the device's failures alike.
     pub errors: u64,
+    /// Of those, the requests the device failed (a read, write, flush, trim or block-status query that reached
+    /// it and came back with an error). Absent in records written before it was counted, which cannot say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_errors: Option<u64>,
     /// Connections closed because the client broke the protocol.
     pub protocol_violations: u64,
 }

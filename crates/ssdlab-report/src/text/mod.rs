@@ -19,7 +19,7 @@ pub(crate) mod methods;
 pub mod op;
 mod run;
 mod scan;
-mod serve;
+pub(crate) mod serve;
 
 pub use crate::views::method_lines;
 pub use erase::erase_lines;

@@ -7,7 +7,7 @@ use ssdlab_core::schema::serve::ServeStats;
 /// The session's counts, and the cache's when there is one.
 pub fn served_lines(stats: &ServeStats, cache: Option<&CacheStats>) -> Vec<String> {
     let mut lines = vec![format!(
-        "served    {} connections ({} refused, {} failed handshakes): {} reads ({} bytes), {} writes ({} bytes, {} FUA), {} flushes, {} trims, {} write-zeroes, {} block-status queries; {} errors, {} protocol violations",
+        "served    {} connections ({} refused, {} failed handshakes): {} reads ({} bytes), {} writes ({} bytes, {} FUA), {} flushes, {} trims, {} write-zeroes, {} block-status queries; {} errors{}, {} protocol violations",
         stats.connections,
         stats.connections_refused,
         stats.handshakes_failed,
@@ -21,6 +21,7 @@ pub fn served_lines(stats: &ServeStats, cache: Option<&CacheStats>) -> Vec<Strin
         stats.write_zeroes,
         stats.block_status,
         stats.errors,
+        by_the_device(stats),
         stats.protocol_violations
     )];
     if let Some(cache) = cache {
@@ -34,4 +35,12 @@ pub fn served_lines(stats: &ServeStats, cache: Option<&CacheStats>) -> Vec<Strin
         ));
     }
     lines
+}
+
+/// How many of the errors the device made, when the record says.
+pub(crate) fn by_the_device(stats: &ServeStats) -> String {
+    match stats.device_errors {
+        Some(n) if stats.errors > 0 => format!(" ({n} by the device)"),
+        _ => String::new(),
+    }
 }
