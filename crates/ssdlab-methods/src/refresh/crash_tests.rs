@@ -63,6 +63,11 @@ struct World {
     touch_now_during_write: bool,
     /// How the next write fails, if it does.
     write_fails: Option<WriteFailure>,
+    /// The write (counted from 1 over the world's life) that lands with one byte flipped and says nothing, as a
+    /// medium or a controller that corrupts silently would; and the user's bytes as they were before it, which
+    /// the model then holds refresh to.
+    silent_corruption_at: Option<u64>,
+    truth: Option<Vec<u8>>,
     /// Reads from the medium and syncs so far, and the one of each that fails with EIO without a crash (a read
     /// fails short instead when `short_read` is set: the file seems to end halfway).
     reads: u64,
@@ -284,13 +289,19 @@ impl RefreshTarget for MemFile {
         assert!(self.in_window, "refresh wrote outside a lease window");
         let mut w = self.world.borrow_mut();
         let start = offset as usize;
-        // The model: refresh only ever writes the bytes that are there.
+        // The model: refresh only ever writes the bytes that are there (the user's, once the medium corrupted
+        // them behind refresh's back).
+        let truth = w.truth.as_ref().unwrap_or(&w.data);
         assert_eq!(
-            &w.data[start..start + buf.len()],
+            &truth[start..start + buf.len()],
             buf,
             "refresh overwrote other bytes at {offset}"
         );
         w.writes_checked += 1;
+        let corrupts = w.silent_corruption_at == Some(w.writes_checked);
+        if corrupts {
+            w.truth = Some(w.data.clone());
+        }
         let taken = buf.len() as u64 + w.cow_taken_by_others;
         if let Some(free) = &mut w.cow_free_bytes {
             *free = free.saturating_sub(taken);
@@ -316,6 +327,9 @@ impl RefreshTarget for MemFile {
         }
         let n = if torn { buf.len() / 2 } else { buf.len() };
         w.data[start..start + n].copy_from_slice(&buf[..n]);
+        if corrupts {
+            w.data[start + n / 3] ^= 0x10;
+        }
         if std::mem::take(&mut w.mtime_now_during_write) {
             let now = w.tick();
             (w.facts.mtime, w.facts.ctime) = (now, now);
@@ -468,6 +482,8 @@ fn new_world(seed: u64) -> Shared {
         chmod_during_write: false,
         touch_now_during_write: false,
         write_fails: None,
+        silent_corruption_at: None,
+        truth: None,
         reads: 0,
         read_fails_at: None,
         short_read: false,
@@ -1224,6 +1240,53 @@ fn a_read_or_a_sync_that_fails_changes_nothing_and_the_next_run_finishes() {
         assert!(
             journal.unfinished().is_empty(),
             "{ctx}: {:?}",
+            journal.unfinished()
+        );
+    }
+}
+
+#[test]
+fn a_write_the_medium_corrupts_silently_is_caught_by_the_re_read_and_put_back() {
+    // Each write of a clean run in turn lands with one byte flipped and reports success. The verification
+    // re-read must see it: the file is not reported refreshed, the user's bytes are put back through a window,
+    // and the next run (the medium well again) refreshes it with the original times and an empty journal.
+    let seed = 7;
+    let clean = new_world(seed);
+    one_run(&clean).unwrap();
+    let writes = clean.borrow().writes_checked;
+    assert!(writes >= 4, "{writes} writes");
+    for at in 1..=writes {
+        let world = new_world(seed);
+        let original = world.borrow().data.clone();
+        world.borrow_mut().silent_corruption_at = Some(at);
+        let first = one_run(&world);
+        assert!(
+            matches!(first, Ok(Some(FileOutcome::VerifyFailed { .. }))),
+            "write {at}: a silently corrupted write went unnoticed: {first:?}"
+        );
+        assert_eq!(
+            world.borrow().data,
+            original,
+            "write {at}: the user's bytes were not put back"
+        );
+        world.borrow_mut().clock_ns += 60 * SECOND;
+        let second = one_run(&world).unwrap_or_else(|e| panic!("write {at}: the next run failed: {e}"));
+        assert!(
+            matches!(second, Some(FileOutcome::Refreshed { .. })),
+            "write {at}: {second:?}"
+        );
+        let w = world.borrow();
+        assert_eq!(w.data, original, "write {at}: content changed");
+        assert_eq!(
+            (w.facts.atime, w.facts.mtime),
+            (ORIGINAL_ATIME, ORIGINAL_MTIME),
+            "write {at}: times not restored"
+        );
+        drop(w);
+        let journal = Journal::open(Box::new(MemStore(world.clone()))).unwrap();
+        assert!(
+            journal.unfinished().is_empty(),
+            "write {at}: {:?}",
             journal.unfinished()
         );
     }
