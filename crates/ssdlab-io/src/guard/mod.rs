@@ -668,15 +668,7 @@ impl Stack<'_> {
         for node in graph.nodes() {
             let in_use =
                 || !uses.of(node.dev, probe.block_dev_of).is_empty() || (probe.claimed)(node) != Claim::Free;
-            if let Some(Lower::Unknown(backing)) = &node.lower
-                && matches!(node.kind, Kind::Loop(_))
-                && in_use()
-            {
-                findings.push(Finding::in_use(format!(
-                    "{} is in use and its backing file ({backing}) cannot be identified, so it may be this device",
-                    node.dev_path()
-                )));
-            }
+            findings.extend(unknown_backing_finding(node, in_use, "this device"));
             if !related.iter().any(|(r, _)| r.dev == node.dev) {
                 findings.extend(cut_off_finding(graph, node, in_use, "this device"));
             }
@@ -769,18 +761,24 @@ fn file_uses_with(probe: &Probe<'_>, st_dev: u64, st_ino: u64) -> io::Result<Vec
     for node in graph.nodes() {
         let in_use =
             || !uses.of(node.dev, probe.block_dev_of).is_empty() || (probe.claimed)(node) != Claim::Free;
-        if let Some(Lower::Unknown(backing)) = &node.lower
-            && matches!(node.kind, Kind::Loop(_))
-            && in_use()
-        {
-            findings.push(Finding::in_use(format!(
-                "{} is in use and its backing file ({backing}) cannot be identified, so it may be this file",
-                node.dev_path()
-            )));
-        }
+        findings.extend(unknown_backing_finding(node, in_use, "this file"));
         findings.extend(cut_off_finding(&graph, node, in_use, "this file"));
     }
     Ok(findings)
+}
+
+/// A loop device in use whose backing file cannot be identified (deleted, renamed, in another mount namespace,
+/// or no device node to ask the loop driver): it may be `what` (the target).
+fn unknown_backing_finding(node: &Node, in_use: impl Fn() -> bool, what: &str) -> Option<Finding> {
+    let Some(Lower::Unknown(backing)) = &node.lower else {
+        return None;
+    };
+    (matches!(node.kind, Kind::Loop(_)) && in_use()).then(|| {
+        Finding::in_use(format!(
+            "{} is in use and its backing file ({backing}) cannot be identified, so it may be {what}",
+            node.dev_path()
+        ))
+    })
 }
 
 /// A device in use whose stack goes deeper than the graph follows: what lies at its bottom is not known, so
