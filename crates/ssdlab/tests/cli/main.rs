@@ -54,8 +54,6 @@ pub(crate) use report::*;
 pub(crate) use safety::*;
 #[allow(unused_imports)]
 pub(crate) use scan::*;
-#[allow(unused_imports)]
-pub(crate) use sim::*;
 
 pub(crate) use std::os::unix::fs::{FileExt, MetadataExt};
 pub(crate) use std::path::{Path, PathBuf};
