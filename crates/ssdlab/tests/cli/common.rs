@@ -46,15 +46,6 @@ pub(crate) fn event<'a>(events: &'a [Value], kind: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind} event"))
 }
 
-/// Operations counted by the streamed per-second samples.
-pub(crate) fn sampled_ios(events: &[Value]) -> u64 {
-    events
-        .iter()
-        .filter(|e| e["type"] == "sample")
-        .map(|e| e["data"]["sample"]["ios"].as_u64().unwrap())
-        .sum()
-}
-
 pub(crate) fn summary(events: &[Value]) -> &Value {
     &event(events, "summary")["data"]["summary"]
 }

@@ -37,8 +37,6 @@ mod sim;
 // Every room sees the shared helpers and the helpers of the other rooms.
 pub(crate) use common::*;
 #[allow(unused_imports)]
-pub(crate) use engine::*;
-#[allow(unused_imports)]
 pub(crate) use gate::{Stacked, image_sum};
 #[allow(unused_imports)]
 pub(crate) use health::*;
