@@ -1,0 +1,398 @@
+//! The test methods in-process, on the virtual drive and on temporary files: TRIM's states, measured for a time
+//! and after idling, the queue-depth and mix sweeps, the consistency test's first steady window, the latency
+//! test's field-report columns and the disk-mark set of `quick`; and the flags their plans refuse.
+
+// A test reads as one story; the 80-line rule is for production code.
+#![allow(clippy::too_many_lines)]
+
+mod common;
+
+use common::*;
+use ssdlab_app::methodology::MethodPlan;
+use ssdlab_app::methodology::options::{
+    self, ConsistencyFlags, LatencyFlags, QuickFlags, SweepFlags, TrimFlags, TrimMeasure,
+};
+use ssdlab_app::ports::Outcome;
+use ssdlab_methods::sweep::SweepAxis;
+
+fn sweep(flags: SweepFlags) -> MethodPlan {
+    MethodPlan::Sweep(options::sweep(flags).unwrap())
+}
+
+/// What `options::sweep` refuses, as the binary would say it.
+fn sweep_refusal(flags: SweepFlags) -> String {
+    format!("{:#}", options::sweep(flags).map(|_| ()).unwrap_err())
+}
+
+#[test]
+fn trim_test_on_a_file_compares_clean_dirty_and_after_trim() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("t");
+    let target = file_target(&dir.path().join("trim.img"), Some("32m"));
+    let method = MethodPlan::Trim(
+        options::trim(TrimFlags {
+            torture_ns: ns("2s"),
+            ..trim_defaults()
+        })
+        .unwrap(),
+    );
+    let ran = test_command(&target, method, Some(&out_dir));
+    let result = read_result(&out_dir);
+    let a = &result["analysis"];
+    let restored = a["restored_fraction"].as_f64().unwrap();
+    assert_eq!(
+        ran.outcome,
+        if restored >= 0.9 {
+            Outcome::Passed
+        } else {
+            Outcome::Failed
+        },
+        "the outcome follows the verdict"
+    );
+    assert_eq!(a["trimmed_reads_zero"], true, "punched holes read back as zeroes");
+    for key in ["clean_bytes_per_s", "dirty_bytes_per_s", "after_trim_bytes_per_s"] {
+        assert!(a[key].as_f64().unwrap() > 0.0, "{key}");
+    }
+    assert_eq!(
+        phase_names(&result),
+        ["purge", "clean", "torture", "dirty", "purge", "after-trim"]
+    );
+    assert_eq!(phase(&result, "clean")["summary"]["bytes"], 32 << 20);
+    assert_eq!(phase(&result, "torture")["samples"].as_array().unwrap().len(), 2);
+    assert!(ran.text().contains("After TRIM"), "{}", ran.text());
+}
+
+#[test]
+fn trim_measures_each_state_for_a_time_and_can_idle_after_the_trim() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("t");
+    let method = MethodPlan::Trim(
+        options::trim(TrimFlags {
+            torture_ns: ns("2m"),
+            measure: TrimMeasure::For(ns("5s")),
+            idle_ns: Some(ns("10m")),
+        })
+        .unwrap(),
+    );
+    let ran = test_command("sim:840evo-120g?scale=1/16", method, Some(&out_dir));
+    let result = read_result(&out_dir);
+    let err = ran.text();
+    // Five seconds do not cover 7 GB: the rest of the drive is filled before the torture, as the seeds' was.
+    assert_eq!(
+        phase_names(&result),
+        [
+            "purge",
+            "clean",
+            "fill",
+            "torture",
+            "dirty",
+            "purge",
+            "after-trim"
+        ],
+        "{err}"
+    );
+    for measured in ["clean", "dirty", "after-trim"] {
+        let seconds = phase(&result, measured)["summary"]["seconds"].as_f64().unwrap();
+        assert!((5.0..5.5).contains(&seconds), "{measured}: {seconds} s");
+    }
+    let a = &result["analysis"];
+    assert_eq!(a["measure_s"], 5.0);
+    assert_eq!(a["idle_after_trim_s"], 600.0);
+    assert!(
+        err.contains("measured  128 KiB sequential writes, at most 5 s or one pass per state; idle 600 s"),
+        "{err}"
+    );
+    // What ran, state by state (#33 point 10): the recorded seconds are the phases'.
+    let ran_line = err
+        .lines()
+        .find(|l| l.starts_with("ran "))
+        .expect("a line of what ran");
+    assert!(ran_line.matches(" s, ").count() == 3, "{ran_line}");
+    let seconds = a["state_seconds"].as_array().unwrap();
+    assert_eq!(seconds[0], phase(&result, "clean")["summary"]["seconds"]);
+    let clean = phase(&result, "clean")["summary"]["bytes"].as_u64().unwrap();
+    let fill = &phase(&result, "fill")["summary"];
+    assert_eq!(
+        clean + fill["bytes"].as_u64().unwrap(),
+        a["span_bytes"].as_u64().unwrap(),
+        "clean and fill together write the span once"
+    );
+    // Under a second per state is refused by the plan (what --measure's parser refuses stays the binary's test).
+    let refusal = format!(
+        "{:#}",
+        options::trim(TrimFlags {
+            measure: TrimMeasure::For(ns("0.5s")),
+            ..trim_defaults()
+        })
+        .map(|_| ())
+        .unwrap_err()
+    );
+    assert_one_line_naming(&refusal, "--measure");
+}
+
+#[test]
+fn latency_test_reports_the_field_report_columns() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("l");
+    let target = file_target(&dir.path().join("lat.img"), Some("16m"));
+    let method = MethodPlan::Latency(
+        options::latency(LatencyFlags {
+            runtime_ns: ns("2s"),
+            ..latency_defaults()
+        })
+        .unwrap(),
+    );
+    let ran = test_command(&target, method, Some(&out_dir));
+    assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+    let result = read_result(&out_dir);
+    let a = &result["analysis"];
+    let p: Vec<f64> = [
+        "latency_ns_p25",
+        "latency_ns_p50",
+        "latency_ns_p75",
+        "latency_ns_p95",
+    ]
+    .iter()
+    .map(|k| a[*k].as_f64().unwrap())
+    .collect();
+    assert!(p.windows(2).all(|w| w[0] <= w[1]) && p[0] > 0.0, "{a}");
+    assert!(a["latency_ns_max"].as_f64().unwrap() >= p[3]);
+    assert_eq!(
+        a["span_bytes"],
+        16 << 20,
+        "the 8 GiB default span is clamped to the file"
+    );
+    let random = phase(&result, "qd1-random-write");
+    assert_eq!(random["samples"].as_array().unwrap().len(), 2);
+    assert!((random["summary"]["qd_mean"].as_f64().unwrap() - 1.0).abs() < 0.05);
+    let events = ran.events();
+    assert_eq!(event(&events, "analysis")["data"], *a);
+}
+
+#[test]
+fn a_queue_depth_sweep_scales_random_iops_with_the_queue() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("qd");
+    let ran = test_command(
+        "sim:840evo-250g?scale=1/64",
+        sweep(SweepFlags {
+            axis: SweepAxis::Qd,
+            max_qd: Some(32),
+            test_bytes: bytes("128m"),
+            size_runtime_ns: ns("1s"),
+            ..sweep_defaults()
+        }),
+        Some(&out_dir),
+    );
+    assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+    let result = read_result(&out_dir);
+    let a = &result["analysis"];
+    assert_eq!(a["axis"], "qd");
+    let rows = a["rows"].as_array().unwrap();
+    let depths: Vec<u64> = rows.iter().map(|r| r["queue_depth"].as_u64().unwrap()).collect();
+    assert_eq!(depths, vec![1, 2, 4, 8, 16, 32]);
+    let read_iops: Vec<f64> = rows.iter().map(|r| r["read_iops"].as_f64().unwrap()).collect();
+    // The dies answer in parallel: a deeper queue reads more, up to the controller's limit.
+    assert!(read_iops[5] > 4.0 * read_iops[0], "{read_iops:?}");
+    let csv = std::fs::read_to_string(out_dir.join("sweep.csv")).unwrap();
+    assert!(
+        csv.starts_with("transfer_bytes,queue_depth,") && csv.lines().count() == 7,
+        "{csv}"
+    );
+    assert!(
+        std::fs::read_to_string(out_dir.join("report.html"))
+            .unwrap()
+            .contains("IOPS by queue depth")
+    );
+    // --bs shapes a queue-depth or mix sweep only; a queue is at least one deep.
+    assert_one_line_naming(
+        &sweep_refusal(SweepFlags {
+            block_bytes: Some(bytes("8k")),
+            ..sweep_defaults()
+        }),
+        "--axis qd",
+    );
+    assert_one_line_naming(
+        &sweep_refusal(SweepFlags {
+            axis: SweepAxis::Qd,
+            max_qd: Some(0),
+            ..sweep_defaults()
+        }),
+        "--max-qd",
+    );
+}
+
+#[test]
+fn a_mix_sweep_runs_reads_from_none_to_all_and_counts_each_direction() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("mix");
+    let ran = test_command(
+        "sim:840evo-250g?scale=1/64",
+        sweep(SweepFlags {
+            axis: SweepAxis::Mix,
+            test_bytes: bytes("256m"),
+            size_runtime_ns: ns("1s"),
+            qd: 32,
+            ..sweep_defaults()
+        }),
+        Some(&out_dir),
+    );
+    assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+    let a = &read_result(&out_dir)["analysis"];
+    assert_eq!(a["axis"], "mix");
+    let rows = a["rows"].as_array().unwrap();
+    let percents: Vec<u64> = rows.iter().map(|r| r["read_percent"].as_u64().unwrap()).collect();
+    assert_eq!(percents, (0..=100).step_by(10).collect::<Vec<u64>>());
+    for row in rows {
+        let (reads, writes) = (
+            row["read_iops"].as_f64().unwrap(),
+            row["write_iops"].as_f64().unwrap(),
+        );
+        let share = reads / (reads + writes);
+        let wanted = row["read_percent"].as_f64().unwrap() / 100.0;
+        assert!(
+            (share - wanted).abs() < 0.03,
+            "{wanted}: reads are {share} of the operations"
+        );
+    }
+    // Mixed I/O is slower than either pure direction on a drive collecting garbage: the bathtub.
+    let total = |i: usize| rows[i]["read_iops"].as_f64().unwrap() + rows[i]["write_iops"].as_f64().unwrap();
+    assert!(
+        total(5) < total(0) && total(5) < total(10),
+        "{} {} {}",
+        total(0),
+        total(5),
+        total(10)
+    );
+    let csv = std::fs::read_to_string(out_dir.join("sweep.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().ends_with(",read_iops,read_percent"));
+    assert_eq!(csv.lines().count(), 12);
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("by share of reads"));
+    // --max-qd shapes a queue-depth sweep only.
+    assert_one_line_naming(
+        &sweep_refusal(SweepFlags {
+            axis: SweepAxis::Mix,
+            max_qd: Some(8),
+            ..sweep_defaults()
+        }),
+        "--max-qd",
+    );
+}
+
+/// #33 point 4: the disk-mark set in one command, on a real file: eight cases with every repeat kept, one screen
+/// of text (within 80 columns), the usual result directory.
+#[test]
+fn quick_measures_the_disk_mark_set_with_its_spread_on_one_screen() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("quick");
+    let target = format!("file:{}:16m", dir.path().join("t.bin").display());
+    let quick = |flags: QuickFlags| options::quick(flags).map(MethodPlan::Quick);
+    let method = quick(QuickFlags {
+        span_bytes: bytes("8m"),
+        runtime_ns: ns("100ms"),
+        repeats: 2,
+    })
+    .unwrap();
+    let ran = test_command(&target, method, Some(&out_dir));
+    assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+    let err = ran.text();
+    let table: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("quick     "))
+        .take_while(|l| !l.starts_with("verdict"))
+        .collect();
+    assert_eq!(table.len(), 6, "a heading, the column names and four rows: {err}");
+    for case in ["SEQ1M Q8T1", "SEQ1M Q1T1", "RND4K Q32T1", "RND4K Q1T1"] {
+        assert!(table.iter().any(|l| l.starts_with(case)), "{case}: {err}");
+    }
+    assert!(
+        table.iter().all(|l| l.chars().count() <= 80),
+        "fits 80 columns: {err}"
+    );
+    assert!(
+        table[4].contains(" IOPS ") && table[4].contains('±'),
+        "{}",
+        table[4]
+    );
+    let result = read_result(&out_dir);
+    assert_eq!(result["kind"], "quick");
+    let cases = result["analysis"]["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 8);
+    assert!(
+        cases
+            .iter()
+            .all(|c| c["bytes_per_s"].as_array().unwrap().len() == 2)
+    );
+    assert_eq!(result["analysis"]["prepared"], true);
+    let csv = std::fs::read_to_string(out_dir.join("quick.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 16, "{csv}");
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("CrystalDiskMark") && html.contains("RND4K Q32T1"));
+    // The options are tagged as quick's, and read back so, not as the latency test whose fields they include.
+    assert_eq!(
+        result["options"]["method"]["kind"], "quick",
+        "{}",
+        result["options"]
+    );
+    assert_eq!(
+        result["options"]["method"]["options"]["repeats"], 2,
+        "{}",
+        result["options"]
+    );
+    let redrawn = dir.path().join("again.html");
+    let plan = ssdlab_app::report::Plan {
+        results: vec![out_dir.clone()],
+        out: redrawn.clone(),
+        label: vec![],
+        baseline: None,
+    };
+    let report = common::ran(|ports| ssdlab_app::report::run(&plan, ports));
+    assert_eq!(report.outcome, Outcome::Passed, "{}", report.text());
+    let again = std::fs::read_to_string(&redrawn).unwrap();
+    assert!(
+        again.contains("\"repeats\": 2") && !again.contains("randwrite"),
+        "the options block"
+    );
+    // No repeats, or an area smaller than one 1 MiB block, is refused by the plan.
+    let refusal = |flags: QuickFlags| format!("{:#}", quick(flags).map(|_| ()).unwrap_err());
+    assert_one_line_naming(
+        &refusal(QuickFlags {
+            repeats: 0,
+            ..quick_defaults()
+        }),
+        "--repeats",
+    );
+    assert_one_line_naming(
+        &refusal(QuickFlags {
+            span_bytes: bytes("4k"),
+            ..quick_defaults()
+        }),
+        "--size",
+    );
+}
+
+/// #33 point 7: rounds are counted from 1 in the text as in the charts (the schema's index is 0-based).
+#[test]
+fn the_first_steady_window_is_named_by_round_as_the_charts_count() {
+    let method = MethodPlan::Consistency(
+        options::consistency(ConsistencyFlags {
+            runtime_ns: ns("420s"),
+            ..consistency_defaults()
+        })
+        .unwrap(),
+    );
+    let ran = test_command("sim:840evo-250g?scale=1/256", method, None);
+    assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+    let events = ran.events();
+    let snia = &event(&events, "analysis")["data"]["snia"];
+    let index = snia["first_window_start_round"]
+        .as_u64()
+        .expect("a steady window");
+    assert!(
+        ran.text()
+            .contains(&format!("first steady window from round {}", index + 1)),
+        "{}",
+        ran.text()
+    );
+}
