@@ -66,12 +66,19 @@ pub fn ran(command: impl FnOnce(&mut Ports) -> anyhow::Result<Outcome>) -> Ran {
     }
 }
 
-/// Runs a command that must be refused; returns the refusal as the binary would print it (after `error: `).
+/// Runs a command that must be refused; returns what the binary's stderr would hold: every line said before the
+/// refusal, then the refusal as `ssdlab: error: ` prints it.
 pub fn refusal(command: impl FnOnce(&mut Ports) -> anyhow::Result<Outcome>) -> String {
     let mut console = RecordingConsole::with_json();
     match with_ports(&mut console, command) {
         Ok(outcome) => panic!("not refused: {outcome:?}\n{}", console.text()),
-        Err(e) => format!("{e:#}"),
+        Err(e) => {
+            let mut said = console.text();
+            if !said.is_empty() {
+                said.push('\n');
+            }
+            said + &format!("{e:#}")
+        }
     }
 }
 
@@ -87,7 +94,8 @@ fn with_ports(
     command(&mut Ports::new(console, &tools, &clock, &stop))
 }
 
-/// Asserts a refusal as the binary's usage errors are checked: it names `flag` (or says `says`) on one line.
+/// Asserts a refusal as the binary's usage errors are checked: it says `says` (the flag at fault, say), and it is
+/// the one line the command said.
 pub fn assert_one_line_naming(refusal: &str, says: &str) {
     assert!(refusal.contains(says), "the refusal should say {says}: {refusal}");
     assert_eq!(refusal.trim().lines().count(), 1, "one line: {refusal}");
