@@ -136,6 +136,17 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         return Ok(stop);
     }
     directories.push(plan.out.join("fanout"));
+    // The seed's fix on the whole fleet: the same query once every drive's data has been rewritten, for the
+    // report to show beside the query before.
+    let refreshed = fanout::Plan::new(FanoutFlags {
+        refresh_all: true,
+        out: Some(plan.step_out("fanout-refreshed")),
+        ..fanout_flags(plan)
+    })?;
+    if let Some(stop) = step(ports, "fanout-refreshed", |ports| fanout::run(&refreshed, ports))? {
+        return Ok(stop);
+    }
+    directories.push(plan.out.join("fanout-refreshed"));
     // The drive's health after all that: host vs NAND writes, write amplification and P/E used, from the
     // counters of each consistency run.
     let health = health_plan(plan)?;
@@ -177,10 +188,21 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let results = report::read_results(&directories)?;
     let page = plan.out.join("report.html");
     export::write_report("--out", &page, &results)?;
-    // The story in one screen: each step's verdict by its kind, a finding (what the step exists to find) told
-    // apart from a failure.
-    ports.console.say("\ndemo      what each step found");
-    for (dir, result) in directories.iter().zip(&results) {
+    tell_the_story(ports.console, &directories, &results, &page, started);
+    Ok(Outcome::Passed)
+}
+
+/// The story in one screen: each step's verdict by its kind, a finding (what the step exists to find) told apart
+/// from a failure; then where the page is.
+fn tell_the_story(
+    console: &mut dyn crate::ports::Console,
+    directories: &[PathBuf],
+    results: &[ssdlab_core::schema::RunResult],
+    page: &std::path::Path,
+    started: std::time::Instant,
+) {
+    console.say("\ndemo      what each step found");
+    for (dir, result) in directories.iter().zip(results) {
         let name = dir
             .file_name()
             .map_or(String::new(), |n| n.to_string_lossy().into_owned());
@@ -189,15 +211,14 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
             result.verdict.kind(),
             result.verdict.reasons.first().map_or("", String::as_str)
         );
-        ports.console.say(line.trim_end());
+        console.say(line.trim_end());
     }
-    ports.console.say(&format!(
+    console.say(&format!(
         "\ndemo      {} results in {:.0} s wall; open {}",
         results.len(),
         started.elapsed().as_secs_f64(),
         page.display()
     ));
-    Ok(Outcome::Passed)
 }
 
 /// Runs one step under its heading, as a command that begins now; the outcome at which the demo stops

@@ -1,5 +1,6 @@
 //! The fan-out section: every drive's latency tail overlaid with the query's, the stragglers ranked by their
-//! share of the query's tail, and the what-if table (more shards, hedging, replicas, the stragglers fixed).
+//! share of the query's tail, and the what-if table (more shards, hedging, replicas, the stragglers fixed, the
+//! old data rewritten); several fan-outs (a fleet before and after its refresh) first side by side.
 
 use std::fmt::Write;
 
@@ -44,6 +45,9 @@ fn percent(v: f64) -> String {
 
 pub(crate) fn fanout(group: &[&RunResult]) -> String {
     let mut out = String::new();
+    if group.len() > 1 {
+        out.push_str(&side_by_side(group));
+    }
     for r in group {
         let Analysis::Fanout(a) = &r.analysis else {
             continue;
@@ -54,6 +58,75 @@ pub(crate) fn fanout(group: &[&RunResult]) -> String {
         out.push_str(&one(a));
     }
     out
+}
+
+/// Several fan-outs (a fleet before and after its refresh): their queries' tails on one chart and their
+/// percentiles in one table, each named with its drives' data ages.
+fn side_by_side(group: &[&RunResult]) -> String {
+    let fanouts: Vec<(String, &FanoutAnalysis)> = group
+        .iter()
+        .filter_map(|r| match &r.analysis {
+            Analysis::Fanout(a) => Some((named_by_age(&label(r), a), &**a)),
+            _ => None,
+        })
+        .collect();
+    let series = fanouts
+        .iter()
+        .map(|(name, a)| Series {
+            name: name.clone(),
+            points: at_or_beyond(&a.query_cdf),
+            mark: Mark::Line,
+            style: None,
+        })
+        .collect();
+    let mut out = charts(&[Chart {
+        title: "The query that waits for every drive, side by side".into(),
+        x: Axis::new("latency (log scale)", Scale::Log10).format(crate::svg::millis),
+        y: Axis::new("queries at least this slow (log scale)", Scale::Log10).format(percent),
+        series,
+    }]);
+    let header: Vec<String> = [
+        "query over all drives (ms)",
+        "median",
+        "95%",
+        "99%",
+        "99.9%",
+        "mean",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let ms = |ns: u64| format!("{:.2}", ns as f64 / 1e6);
+    let rows: Vec<Vec<String>> = fanouts
+        .iter()
+        .map(|(name, a)| {
+            let l = &a.query.latency_ns;
+            vec![
+                name.clone(),
+                ms(l.p50),
+                ms(l.p95),
+                ms(l.p99),
+                ms(l.p999),
+                format!("{:.2}", l.mean / 1e6),
+            ]
+        })
+        .collect();
+    out.push_str(&table(&header, &rows));
+    out
+}
+
+/// A fan-out's label with the range of its drives' data ages, when they are known.
+fn named_by_age(label: &str, a: &FanoutAnalysis) -> String {
+    let ages: Option<Vec<f64>> = a.drives.iter().map(|d| d.data_age_months).collect();
+    match ages {
+        Some(ages) if !ages.is_empty() => {
+            let (young, old) = ages
+                .iter()
+                .fold((f64::MAX, 0.0f64), |(lo, hi), &m| (lo.min(m), hi.max(m)));
+            format!("{label}: data {young:.1}-{old:.1} months old")
+        }
+        _ => label.to_string(),
+    }
 }
 
 fn one(a: &FanoutAnalysis) -> String {
@@ -191,9 +264,7 @@ fn query_table(a: &FanoutAnalysis) -> String {
         ));
     }
     rows.extend(a.what_if.iter().map(case_row));
-    if let Some(fixed) = &a.fixed {
-        rows.push(case_row(fixed));
-    }
+    rows.extend(a.fixed.iter().chain(&a.cohort_fixed).map(case_row));
     table(&header, &rows)
 }
 

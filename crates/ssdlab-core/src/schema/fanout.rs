@@ -118,6 +118,44 @@ pub struct MeasuredQueries {
     pub histogram: HistogramBuckets,
 }
 
+/// A drive's or a cohort's part in the query, and what reading it like the other drives would buy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Attribution {
+    /// The drive's name, or the cohort's ("data at least 3.7 months old").
+    pub name: String,
+    /// The drives in it (one for a drive).
+    pub members: Vec<String>,
+    /// Its fair share of any tail: members over drives.
+    pub fair_share_ratio: f64,
+    /// At p50, p95, p99 and p99.9, those the reads support.
+    pub percentiles: Vec<PercentileAttribution>,
+    /// The query's mean, and its mean with the members reading like the other drives (their reads pooled).
+    pub query_mean_ns: f64,
+    pub fixed_mean_ns: f64,
+}
+
+/// One percentile of an [`Attribution`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PercentileAttribution {
+    pub percentile: f64,
+    /// The members' share of the queries beyond the query's percentile: the chance one of them is the slowest
+    /// shard of such a query.
+    pub share_ratio: f64,
+    /// The members' reads at or beyond the query's percentile, and what drives all alike would give them.
+    pub tail_reads: u64,
+    pub tail_reads_expected: f64,
+    /// The binomial chance of that many or more by luck alone.
+    pub tail_p_value: f64,
+    /// The query's percentile, with the members reading like the other drives, and the value a fix must come
+    /// under to be beyond the percentile's noise (its sampling and the histograms' resolution).
+    pub query_ns: u64,
+    pub fixed_ns: u64,
+    pub noise_floor_ns: u64,
+    /// Named here: at least twice its fair share (half of the rest beyond it, for a cohort of over a third of
+    /// the drives), beyond chance over every test made, and a fix beyond noise.
+    pub named: bool,
+}
+
 /// The fan-out's conclusions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FanoutAnalysis {
@@ -136,14 +174,33 @@ pub struct FanoutAnalysis {
     pub what_if: Vec<QueryCase>,
     /// Every drive's share of the query's tail, largest p99 share first.
     pub stragglers: Vec<StragglerShare>,
-    /// The drives that take at least twice their fair share of the p99 tail.
+    /// The drives named as making the query slow: at some percentile (see `attribution`) each takes at least
+    /// twice its fair share of the tail, beyond chance, and reading it like the others moves that percentile
+    /// beyond its noise. (Records written before attribution by percentile judged the p99 alone.)
     pub dominant: Vec<String>,
-    /// The query if the dominant drives read like the median drive (None without dominant drives).
+    /// The query if the dominant drives read like the others (None without dominant drives).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fixed: Option<QueryCase>,
-    /// The drive the fixed case uses as the typical one.
+    /// The drive older records' fixed case used as the typical one; absent where the fix pools the other
+    /// drives' reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub median_drive: Option<String>,
+    /// Each drive's part in the query at every percentile the reads support, and what reading it like the
+    /// other drives buys there; the drives in the order given. Absent in older records.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attribution: Vec<Attribution>,
+    /// The same for cohorts of drives by data age ("data at least N months old"), when the ages are known,
+    /// oldest-only cohort first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cohorts: Vec<Attribution>,
+    /// The cohort the analysis names: the fewest drives whose fix buys nearly all that fixing any named cohort
+    /// buys (see `cohorts`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub named_cohort: Option<String>,
+    /// The query with the named cohort's drives reading like the younger ones (the seed's fix: rewrite the old
+    /// data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cohort_fixed: Option<QueryCase>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<MeasuredQueries>,
     /// What the reader should know about the figures (a measured query that disagrees with the computed one).

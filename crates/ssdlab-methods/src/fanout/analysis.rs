@@ -4,10 +4,12 @@
 
 use ssdlab_core::Histogram;
 use ssdlab_core::schema::fanout::{
-    FanoutAnalysis, FanoutDrive, HistogramBuckets, MeasuredQueries, PercentileNeed, QueryCase, StragglerShare,
+    Attribution, FanoutAnalysis, FanoutDrive, HistogramBuckets, MeasuredQueries, PercentileAttribution,
+    PercentileNeed, QueryCase, StragglerShare,
 };
 use ssdlab_core::schema::{LatencyNs, Verdict};
 
+use super::attribution::{Fleet, Group, PERCENTILES, age_cohorts, cohort_to_name};
 use super::dist::{Dist, tail_shares};
 use super::fleet::FleetDrive;
 use super::measure::DriveReads;
@@ -84,17 +86,24 @@ pub fn analyze(
     let query = Dist::max_of(&all);
     let pooled = Dist::pooled(&all);
     let cases = what_if_cases(&dists, &pooled, what_if, n);
-    let (stragglers, tail) = straggler_shares(drives, &reads, &all, &query);
-    let candidates = straggler_candidates(&stragglers, n);
-    let median = median_drive(&dists);
-    let fixed = (!candidates.is_empty()).then(|| fixed_query(drives, &dists, &candidates, median));
-    let noise_floor_ns = noise_floor_ns(&query, &tail);
-    let (dominant, fixed) = match fixed {
-        Some(f) if f.latency_ns.p99 < noise_floor_ns => (candidates, Some(f)),
-        _ => (Vec::new(), None),
-    };
+    let stragglers = straggler_shares(drives, &reads, &all, &query);
+    let total_reads: u64 = reads.iter().map(|r| r.histogram.count()).sum();
+    let names: Vec<String> = drives.iter().map(|d| d.name.clone()).collect();
+    let judged = attribute(drives, &reads, &dists, &query, total_reads, &names);
+    let fixed = fixed_query(
+        &judged,
+        &judged.dominant,
+        format!(
+            "{} read like the other drives (their reads pooled; e.g. after a refresh)",
+            judged.dominant.join(", ")
+        ),
+    );
+    let cohort_fixed = judged.named_cohort.as_ref().and_then(|name| {
+        let cohort = judged.cohorts.iter().find(|c| &c.name == name)?;
+        let label = format!("{name} rewritten: read like the younger drives (their reads pooled)");
+        fixed_query(&judged, &cohort.members, label)
+    });
     let drives_out = drive_results(drives, reads);
-    let total_reads: u64 = drives_out.iter().map(|d| d.reads).sum();
     let mut analysis = FanoutAnalysis {
         workload: shape.workload,
         mode: shape.mode,
@@ -110,9 +119,13 @@ pub fn analyze(
         },
         what_if: cases,
         stragglers,
-        median_drive: fixed.as_ref().map(|_| drives[median].name.clone()),
-        dominant,
+        median_drive: None,
+        dominant: judged.dominant,
         fixed,
+        named_cohort: judged.named_cohort,
+        cohort_fixed,
+        attribution: judged.drives,
+        cohorts: judged.cohorts,
         measured: measured.map(|h| MeasuredQueries {
             queries: h.count(),
             latency_ns: LatencyNs::from_histogram(&h),
@@ -128,6 +141,7 @@ pub fn analyze(
     for case in std::iter::once(&mut analysis.query)
         .chain(analysis.what_if.iter_mut())
         .chain(analysis.fixed.iter_mut())
+        .chain(analysis.cohort_fixed.iter_mut())
     {
         case.unsupported = unsupported(case.shards, total_reads);
     }
@@ -198,7 +212,7 @@ fn straggler_shares(
     reads: &[DriveReads],
     all: &[&Dist],
     query: &Dist,
-) -> (Vec<StragglerShare>, Vec<u64>) {
+) -> Vec<StragglerShare> {
     let p95 = tail_shares(all, query.percentile(95.0));
     let threshold_ns = query.percentile(99.0);
     let p99 = tail_shares(all, threshold_ns);
@@ -225,70 +239,84 @@ fn straggler_shares(
         })
         .collect();
     stragglers.sort_by(|a, b| b.share_of_p99_ratio.total_cmp(&a.share_of_p99_ratio));
-    (stragglers, tail)
+    stragglers
 }
 
-/// The names of the drives of `n` that take at least [`DOMINANT_FAIR_SHARES`] fair shares of the p99 tail with
-/// more reads beyond it than chance gives (none with fewer than two drives).
-fn straggler_candidates(stragglers: &[StragglerShare], n: u32) -> Vec<String> {
-    let fair = 1.0 / n as f64;
-    if n < 2 {
-        Vec::new()
-    } else {
-        stragglers
-            .iter()
-            .filter(|s| {
-                s.share_of_p99_ratio >= DOMINANT_FAIR_SHARES * fair
-                    && s.tail_p_value < STRAGGLER_SIGNIFICANCE / n as f64
+/// Every drive's and every age cohort's part in the query, judged together (one significance level over all
+/// their tests), with the drives named and the cohort to name.
+struct Judged<'a> {
+    fleet: Fleet<'a>,
+    drives: Vec<Attribution>,
+    cohorts: Vec<Attribution>,
+    dominant: Vec<String>,
+    named_cohort: Option<String>,
+    names: &'a [String],
+}
+
+fn attribute<'a>(
+    drives: &[FleetDrive],
+    reads: &[DriveReads],
+    dists: &[Dist],
+    query: &'a Dist,
+    total_reads: u64,
+    names: &'a [String],
+) -> Judged<'a> {
+    let n = drives.len() as u32;
+    let needs = unsupported(n, total_reads);
+    let supported: Vec<f64> = PERCENTILES
+        .into_iter()
+        .filter(|p| !needs.iter().any(|need| need.percentile == *p))
+        .collect();
+    let ages: Vec<Option<f64>> = drives.iter().map(|d| d.data_age_months).collect();
+    let cohort_groups = age_cohorts(&ages);
+    let histograms: Vec<&Histogram> = reads.iter().map(|r| &r.histogram).collect();
+    let fleet = Fleet::new(
+        names,
+        dists,
+        &histograms,
+        query,
+        &supported,
+        drives.len() + cohort_groups.len(),
+    );
+    let attribution: Vec<Attribution> = (0..drives.len())
+        .filter_map(|i| {
+            fleet.judge(&Group {
+                name: names[i].clone(),
+                members: vec![i],
             })
-            .map(|s| s.name.clone())
-            .collect()
-    }
-}
-
-/// The index of the typical drive: the one whose p99 is the median of the drives' p99s.
-fn median_drive(dists: &[Dist]) -> usize {
-    let mut by_p99: Vec<usize> = (0..dists.len()).collect();
-    by_p99.sort_by_key(|&i| dists[i].percentile(99.0));
-    by_p99[(by_p99.len() - 1) / 2]
-}
-
-/// The query with the `candidates` reading like the drive at `median` instead.
-fn fixed_query(drives: &[FleetDrive], dists: &[Dist], candidates: &[String], median: usize) -> QueryCase {
-    let replaced: Vec<&Dist> = drives
-        .iter()
-        .zip(dists)
-        .map(|(d, dist)| {
-            if candidates.contains(&d.name) {
-                &dists[median]
-            } else {
-                dist
-            }
         })
         .collect();
-    QueryCase {
-        case: format!(
-            "{} read like the median drive {} (e.g. after a refresh)",
-            candidates.join(", "),
-            drives[median].name
-        ),
-        shards: drives.len() as u32,
-        latency_ns: Dist::max_of(&replaced).latency_ns(),
-        extra_load_ratio: 0.0,
-        unsupported: vec![],
+    let cohorts: Vec<Attribution> = cohort_groups.iter().filter_map(|g| fleet.judge(g)).collect();
+    let dominant = attribution
+        .iter()
+        .filter(|a| a.percentiles.iter().any(|p| p.named))
+        .map(|a| a.name.clone())
+        .collect();
+    let named_cohort = cohort_to_name(&cohorts).map(|c| c.name.clone());
+    Judged {
+        fleet,
+        drives: attribution,
+        cohorts,
+        dominant,
+        named_cohort,
+        names,
     }
 }
 
-/// The p99 a fix must come under to name anyone, given each drive's reads beyond the query's p99 (`tail`).
-fn noise_floor_ns(query: &Dist, tail: &[u64]) -> u64 {
-    // A fix that moves the query's p99 less than its own noise names nobody: with K reads in the tail, the tail's
-    // probability is known to about 2/sqrt(K) of itself, so the p99 could as well sit at the p(99 - 2/sqrt(K));
-    // and the histograms place a value only to within their relative error (twice it between two readings).
-    let tail_reads_total: u64 = tail.iter().sum();
-    let sampling_floor_ns = query.percentile(99.0 - 2.0 / (tail_reads_total.max(1) as f64).sqrt());
-    let resolution_floor_ns =
-        (query.percentile(99.0) as f64 * (1.0 - 2.0 * ssdlab_core::histogram::RELATIVE_ERROR)) as u64;
-    sampling_floor_ns.min(resolution_floor_ns)
+/// The query with the `named` drives reading like the others, described as `case` (None when no drive or every
+/// drive is named).
+fn fixed_query(judged: &Judged<'_>, named: &[String], case: String) -> Option<QueryCase> {
+    let members: Vec<usize> = (0..judged.names.len())
+        .filter(|&i| named.contains(&judged.names[i]))
+        .collect();
+    let fixed = judged.fleet.fixed(&members)?;
+    Some(QueryCase {
+        case,
+        shards: judged.names.len() as u32,
+        latency_ns: fixed.latency_ns(),
+        extra_load_ratio: 0.0,
+        unsupported: vec![],
+    })
 }
 
 /// Each drive's part of the analysis: its reads, latencies, histogram and per-second series.
@@ -388,33 +416,148 @@ pub fn verdict(analysis: &FanoutAnalysis) -> Verdict {
             unknown: false,
         };
     }
-    let Some(fixed) = &analysis.fixed else {
+    let cohort = analysis
+        .cohorts
+        .iter()
+        .find(|c| analysis.named_cohort.as_ref() == Some(&c.name));
+    let (within, outside): (Vec<&Attribution>, Vec<&Attribution>) = analysis
+        .attribution
+        .iter()
+        .filter(|a| analysis.dominant.contains(&a.name))
+        .partition(|a| cohort.is_some_and(|c| c.members.contains(&a.name)));
+    // The cohort first (it is the fix), then the drives outside it, then its own heaviest drives in one line.
+    let mut named: Vec<String> = cohort.into_iter().chain(outside).map(what_it_does).collect();
+    named.extend(heaviest_within(&within));
+    if named.is_empty() {
+        let checked: Vec<String> = analysis
+            .attribution
+            .first()
+            .map(|a| {
+                a.percentiles
+                    .iter()
+                    .map(|p| format!("p{}", p.percentile))
+                    .collect()
+            })
+            .unwrap_or_default();
         return Verdict {
             finding: false,
             passed: true,
             reasons: vec![format!(
-                "no straggler: the tail is shared (no drive takes {DOMINANT_FAIR_SHARES:.0}x its fair share of the \
-                 query's p99 tail beyond chance, or reading those that do like the median drive would not move \
-                 the p99 beyond its noise)"
+                "no straggler: the tail is shared (at {}, no drive{} takes {DOMINANT_FAIR_SHARES:.0}x its fair share \
+                 of the query's tail beyond chance with a fix that moves the percentile beyond its noise)",
+                if checked.is_empty() {
+                    "every percentile".to_string()
+                } else {
+                    checked.join(", ")
+                },
+                if analysis.cohorts.is_empty() {
+                    ""
+                } else {
+                    " and no cohort by data age"
+                }
             )],
             unknown: false,
         };
-    };
-    let ms = |ns: u64| ns as f64 / 1e6;
-    let q = &analysis.query.latency_ns;
+    }
     // A straggler is what a fan-out analysis looks for: a finding about the drives.
     Verdict {
         finding: true,
         passed: false,
-        reasons: vec![format!(
-            "stragglers {}: the query's p99 is {:.2} ms and its mean {:.2} ms; if they read like the median drive, {:.2} and {:.2} ms",
-            analysis.dominant.join(", "),
-            ms(q.p99),
-            q.mean / 1e6,
-            ms(fixed.latency_ns.p99),
-            fixed.latency_ns.mean / 1e6
-        )],
+        reasons: named,
         unknown: false,
+    }
+}
+
+/// The drives of the named cohort that are named on their own, in one line: how far past their fair share they
+/// go, and the most that reading any one of them alone like the others buys (little, when the cohort shares the
+/// tail: the fix is the cohort's).
+fn heaviest_within(within: &[&Attribution]) -> Option<String> {
+    let named: Vec<(&str, &PercentileAttribution, f64)> = within
+        .iter()
+        .flat_map(|a| {
+            a.percentiles
+                .iter()
+                .filter(|p| p.named)
+                .map(move |p| (a.name.as_str(), p, a.fair_share_ratio))
+        })
+        .collect();
+    let (_, best, _) = named.iter().max_by(|a, b| {
+        let gain = |p: &PercentileAttribution| 1.0 - p.fixed_ns as f64 / p.query_ns.max(1) as f64;
+        gain(a.1).total_cmp(&gain(b.1))
+    })?;
+    let multiples = named.iter().map(|(_, p, fair)| p.share_ratio / fair);
+    let (low, high) = multiples.fold((f64::MAX, 0.0f64), |(lo, hi), m| (lo.min(m), hi.max(m)));
+    let names: Vec<&str> = within.iter().map(|a| a.name.as_str()).collect();
+    Some(format!(
+        "within that cohort {} each take {low:.1}-{high:.1}x their fair share of a tail; reading any one alone like \
+         the others buys at most p{} {:.2} -> {:.2} ms",
+        names.join(", "),
+        best.percentile,
+        best.query_ns as f64 / 1e6,
+        best.fixed_ns as f64 / 1e6
+    ))
+}
+
+/// What a named drive or cohort does to the query, with the figures: where it is named, its share there against
+/// its fair share and chance, what reading like the other drives buys there and in the mean, and the
+/// percentiles its fix does not move beyond their noise.
+fn what_it_does(a: &Attribution) -> String {
+    let ms = |ns: u64| format!("{:.2}", ns as f64 / 1e6);
+    let (named, unmoved): (Vec<_>, Vec<_>) = a.percentiles.iter().partition(|p| p.named);
+    let wheres: Vec<String> = named.iter().map(|p| format!("p{}", p.percentile)).collect();
+    let mut shares: Vec<String> = named
+        .iter()
+        .map(|p| format!("{:.0}%", 100.0 * p.share_ratio))
+        .collect();
+    if shares.len() > 1 && shares.iter().all(|x| *x == shares[0]) {
+        shares = vec![format!("{} of each", shares[0])];
+    }
+    let tail = named.last().expect("a named group is named at some percentile");
+    let shares = format!(
+        "it takes {} of {} against a fair share of {:.0}% ({} reads beyond the query's p{} where chance gives {:.0})",
+        and_list(&shares),
+        if named.len() == 1 {
+            "that tail"
+        } else {
+            "those tails"
+        },
+        100.0 * a.fair_share_ratio,
+        tail.tail_reads,
+        tail.percentile,
+        tail.tail_reads_expected
+    );
+    let gains: Vec<String> = named
+        .iter()
+        .map(|p| format!("p{} {} -> {} ms", p.percentile, ms(p.query_ns), ms(p.fixed_ns)))
+        .chain(std::iter::once(format!(
+            "mean {:.2} -> {:.2} ms",
+            a.query_mean_ns / 1e6,
+            a.fixed_mean_ns / 1e6
+        )))
+        .collect();
+    let mut said = format!(
+        "{} makes queries slow at {}: {shares}; reading like the other drives: {}",
+        a.name,
+        and_list(&wheres),
+        gains.join(", ")
+    );
+    let still: Vec<String> = unmoved
+        .iter()
+        .filter(|p| p.fixed_ns >= p.noise_floor_ns)
+        .map(|p| format!("p{} {} ms", p.percentile, ms(p.query_ns)))
+        .collect();
+    if !still.is_empty() {
+        said.push_str(&format!("; {} unchanged within noise", and_list(&still)));
+    }
+    said
+}
+
+/// "a", "a and b", "a, b and c".
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
 }
 

@@ -59,7 +59,7 @@ impl Dist {
     }
 
     /// A distribution given by its CDF on a grid (ascending values; a non-decreasing CDF ending at 1).
-    fn from_cdf(grid: &[u64], cdf_at: impl Fn(u64) -> f64) -> Self {
+    fn from_cdf(grid: &[u64], mut cdf_at: impl FnMut(u64) -> f64) -> Self {
         let mut values_ns = Vec::with_capacity(grid.len());
         let mut cdf: Vec<f64> = Vec::with_capacity(grid.len());
         let mut last = 0.0;
@@ -75,6 +75,29 @@ impl Dist {
             *end = 1.0;
         }
         Dist { values_ns, cdf }
+    }
+
+    /// A distribution given by its CDF at each point of an ascending grid (non-decreasing, ending at 1).
+    pub fn on_grid(grid: &[u64], cdf: &[f64]) -> Self {
+        assert_eq!(grid.len(), cdf.len(), "one probability per grid point");
+        let mut k = 0;
+        Self::from_cdf(grid, |_| {
+            k += 1;
+            cdf[k - 1]
+        })
+    }
+
+    /// P(X <= x) at every point of an ascending grid, in one walk.
+    pub fn cdf_on(&self, grid: &[u64]) -> Vec<f64> {
+        let mut k = 0;
+        grid.iter()
+            .map(|&x| {
+                while k < self.values_ns.len() && self.values_ns[k] <= x {
+                    k += 1;
+                }
+                if k == 0 { 0.0 } else { self.cdf[k - 1] }
+            })
+            .collect()
     }
 
     /// P(X <= x).
@@ -190,7 +213,7 @@ impl Dist {
 }
 
 /// Every value of every distribution, ascending and distinct.
-fn union_grid<'a>(dists: impl IntoIterator<Item = &'a Dist>) -> Vec<u64> {
+pub fn union_grid<'a>(dists: impl IntoIterator<Item = &'a Dist>) -> Vec<u64> {
     let mut grid: Vec<u64> = dists
         .into_iter()
         .flat_map(|d| d.values_ns.iter().copied())

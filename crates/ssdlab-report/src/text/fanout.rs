@@ -143,6 +143,9 @@ fn query_lines(a: &FanoutAnalysis) -> Vec<String> {
     if let Some(fixed) = &a.fixed {
         out.push(case_line("stragglers fixed", fixed));
     }
+    if let Some(fixed) = &a.cohort_fixed {
+        out.push(case_line("old data rewritten", fixed));
+    }
     out
 }
 
@@ -179,6 +182,9 @@ fn what_if_lines(a: &FanoutAnalysis) -> Vec<String> {
     }
     if let Some(fixed) = &a.fixed {
         say!(out, "what-if   stragglers fixed: {}", fixed.case);
+    }
+    if let Some(fixed) = &a.cohort_fixed {
+        say!(out, "what-if   old data rewritten: {}", fixed.case);
     }
     let top: Vec<String> = a
         .stragglers
