@@ -490,11 +490,10 @@ fn heaviest_within(within: &[&Attribution]) -> Option<String> {
     let names: Vec<&str> = within.iter().map(|a| a.name.as_str()).collect();
     Some(format!(
         "within that cohort {} each take {low:.1}-{high:.1}x their fair share of a tail; reading any one alone like \
-         the others buys at most p{} {:.2} -> {:.2} ms",
+         the others buys at most p{} {} ms",
         names.join(", "),
         best.percentile,
-        best.query_ns as f64 / 1e6,
-        best.fixed_ns as f64 / 1e6
+        ms_change(best.query_ns as f64, best.fixed_ns as f64)
     ))
 }
 
@@ -528,11 +527,16 @@ fn what_it_does(a: &Attribution) -> String {
     );
     let gains: Vec<String> = named
         .iter()
-        .map(|p| format!("p{} {} -> {} ms", p.percentile, ms(p.query_ns), ms(p.fixed_ns)))
+        .map(|p| {
+            format!(
+                "p{} {} ms",
+                p.percentile,
+                ms_change(p.query_ns as f64, p.fixed_ns as f64)
+            )
+        })
         .chain(std::iter::once(format!(
-            "mean {:.2} -> {:.2} ms",
-            a.query_mean_ns / 1e6,
-            a.fixed_mean_ns / 1e6
+            "mean {} ms",
+            ms_change(a.query_mean_ns, a.fixed_mean_ns)
         )))
         .collect();
     let mut said = format!(
@@ -550,6 +554,19 @@ fn what_it_does(a: &Attribution) -> String {
         said.push_str(&format!("; {} unchanged within noise", and_list(&still)));
     }
     said
+}
+
+/// "4.93 -> 1.05" in milliseconds, with as many decimals (two to four) as it takes for a change to show: a
+/// verdict that names a change never prints the same figure on both sides.
+fn ms_change(from_ns: f64, to_ns: f64) -> String {
+    let at = |digits: usize| {
+        (
+            format!("{:.digits$}", from_ns / 1e6),
+            format!("{:.digits$}", to_ns / 1e6),
+        )
+    };
+    let (from, to) = (2..=4).map(at).find(|(a, b)| a != b).unwrap_or_else(|| at(4));
+    format!("{from} -> {to}")
 }
 
 /// "a", "a and b", "a, b and c".
