@@ -15,6 +15,47 @@ pub const SNIA_SLOPE_LIMIT: f64 = 0.10;
 /// any measurement's resolution and makes both the same.
 pub const SNIA_LIMIT_TOLERANCE: f64 = 1e-9;
 
+/// A window's two PTS tests in words, the failing one first and each with the precision that shows which side of
+/// its limit it is on: "slope 10.5% > 10%; range 10% <= 20%". A figure that fails is never printed equal to its
+/// limit (10.0001% shows as 10.0001%).
+pub fn snia_tests_in_words(range_excursion: f64, slope_excursion: f64) -> String {
+    let range = against_limit("range", range_excursion, SNIA_RANGE_LIMIT);
+    let slope = against_limit("slope", slope_excursion, SNIA_SLOPE_LIMIT);
+    if slope.1 && !range.1 {
+        format!("{}; {}", slope.0, range.0)
+    } else {
+        format!("{}; {}", range.0, slope.0)
+    }
+}
+
+/// "slope 10.5% > 10%" and whether it fails.
+fn against_limit(name: &str, ratio: f64, limit: f64) -> (String, bool) {
+    let fails = ratio > limit + SNIA_LIMIT_TOLERANCE;
+    let sign = if fails { ">" } else { "<=" };
+    let shown = percent_beside(ratio, limit);
+    (format!("{name} {shown} {sign} {:.0}%", 100.0 * limit), fails)
+}
+
+/// `ratio` as a percentage with the fewest decimals (up to six) at which it reads on its own side of `limit`: a
+/// verdict that compares a figure with a limit never prints 9.7% as 10% beside a 10% limit, nor 89.6% as 90%
+/// beside 90%. A figure within [`SNIA_LIMIT_TOLERANCE`] of its limit is the limit.
+pub fn percent_beside(ratio: f64, limit: f64) -> String {
+    let on_its_side = |text: &String| {
+        let shown = text.trim_end_matches('%').parse::<f64>().unwrap_or(f64::NAN);
+        if ratio > limit + SNIA_LIMIT_TOLERANCE {
+            shown > 100.0 * limit
+        } else if ratio < limit - SNIA_LIMIT_TOLERANCE {
+            shown < 100.0 * limit
+        } else {
+            true
+        }
+    };
+    (0..=6)
+        .map(|digits| format!("{:.digits$}%", 100.0 * ratio))
+        .find(on_its_side)
+        .unwrap_or_else(|| format!("{}%", 100.0 * ratio))
+}
+
 /// (range excursion, slope excursion, mean) of a window of round values.
 pub fn snia_window(values: &[f64]) -> (f64, f64, f64) {
     let m = mean(values);
@@ -99,6 +140,21 @@ pub fn tail_stats(values: &[f64], window: usize) -> (f64, f64) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_failing_pts_figure_shows_that_it_fails() {
+        use super::snia_tests_in_words as words;
+        assert_eq!(words(0.10, 0.105), "slope 10.5% > 10%; range 10% <= 20%");
+        assert_eq!(words(0.25, 0.05), "range 25% > 20%; slope 5% <= 10%");
+        assert_eq!(words(0.304, 0.097), "range 30% > 20%; slope 9.7% <= 10%");
+        assert_eq!(super::percent_beside(0.896, 0.9), "89.6%");
+        assert_eq!(words(0.1, 0.100_000_4), "slope 10.00004% > 10%; range 10% <= 20%");
+        // Within the floating-point tolerance a figure at its limit passes, and says so.
+        assert_eq!(
+            words(0.200_000_000_000_000_07, 0.1),
+            "range 20% <= 20%; slope 10% <= 10%"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -82,10 +82,9 @@ pub fn run(
     match (analysis.snia.achieved, analysis.snia.range_excursion, analysis.snia.slope_excursion) {
         (true, _, _) => {}
         (false, Some(range), Some(slope)) => reasons.push(format!(
-            "steady state not reached by SNIA PTS rules over the last 5 rounds of {} s (range {:.0}% of the mean, limit 20%; slope {:.0}%, limit 10%)",
+            "steady state not reached by SNIA PTS rules over the last 5 rounds of {} s: {} (of the mean)",
             options.round_s,
-            100.0 * range,
-            100.0 * slope
+            crate::analysis::snia_tests_in_words(range, slope)
         )),
         (false, _, _) => reasons.push(format!(
             "steady state not reached: the run holds {} rounds of {} s, fewer than the 5 SNIA PTS needs (use --runtime {}s or more)",

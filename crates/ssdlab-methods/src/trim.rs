@@ -208,8 +208,8 @@ fn trim_verdict(session: &Session<'_>, analysis: &TrimAnalysis, options: &TrimOp
     } else if analysis.restored_fraction < options.restore_threshold {
         finding = true;
         reasons.push(format!(
-            "TRIM restored {:.0}% of clean sequential write speed, below the {:.0}% threshold",
-            100.0 * analysis.restored_fraction,
+            "TRIM restored {} of clean sequential write speed, below the {:.0}% threshold",
+            crate::analysis::percent_beside(analysis.restored_fraction, options.restore_threshold),
             100.0 * options.restore_threshold
         ));
     }

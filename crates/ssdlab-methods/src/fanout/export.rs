@@ -105,7 +105,7 @@ pub fn fanout_metrics(e: &mut Exposition, a: &FanoutAnalysis, finished_at_s: u64
     e.sample(
         "ssdlab_fanout_stragglers",
         Gauge,
-        "Drives that take at least twice their fair share of the query's p99 tail.",
+        "Drives named as making the query slow: at some percentile, at least twice their fair share of its tail beyond chance, with a fix that moves it beyond noise.",
         &[],
         a.dominant.len() as f64,
     );

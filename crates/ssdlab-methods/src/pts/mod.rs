@@ -241,15 +241,16 @@ fn verdict_reasons(
         for test in tests.iter().filter(|t| !t.steady_state.achieved) {
             let s = &test.steady_state;
             reasons.push(format!(
-                "{}steady state not achieved in {} rounds: the last five moved {:.1}% (range, limit 20%) and \
-                 {:.1}% (slope, limit 10%)",
+                "{}steady state not achieved in {} rounds: over the last five, {}",
                 match plans {
                     1 => String::new(),
                     _ => format!("{} KiB: ", test.tracking_cell.block_bytes >> 10),
                 },
                 test.rounds.len(),
-                100.0 * s.range_excursion.unwrap_or(f64::NAN),
-                100.0 * s.slope_excursion.unwrap_or(f64::NAN)
+                match (s.range_excursion, s.slope_excursion) {
+                    (Some(range), Some(slope)) => crate::analysis::snia_tests_in_words(range, slope),
+                    _ => "were not measured".into(),
+                }
             ));
         }
     }
