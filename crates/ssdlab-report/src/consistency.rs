@@ -103,6 +103,13 @@ fn consistency_table(group: &[&RunResult]) -> String {
         figure("steady std dev (IOPS)", &|a| {
             format!("{:.0}", a.steady_iops_std_dev)
         }),
+        figure("steady variation (std dev / mean)", &|a| {
+            if a.steady_iops_mean > 0.0 {
+                format!("{:.1}%", 100.0 * a.steady_iops_std_dev / a.steady_iops_mean)
+            } else {
+                "–".into()
+            }
+        }),
         figure("steady window (s)", &|a| a.steady_window_s.to_string()),
         figure("mean / std dev", &|a| {
             a.steady_consistency_ratio

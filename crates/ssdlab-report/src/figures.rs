@@ -9,7 +9,7 @@ use ssdlab_core::schema::pts::PtsMetric;
 use ssdlab_core::units::Nanos;
 
 use crate::label;
-use crate::svg::bars_coloured;
+use crate::svg::bars_with_spread;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Better {
@@ -59,6 +59,11 @@ fn percent(v: f64) -> String {
     format!("{:.0}%", 100.0 * v)
 }
 
+/// A percentage to a tenth: a coefficient of variation of a few percent and its spread.
+fn percent_tenths(v: f64) -> String {
+    format!("{:.1}%", 100.0 * v)
+}
+
 fn figure(name: &'static str, value: f64, better: Better, format: fn(f64) -> String) -> Figure {
     Figure {
         name,
@@ -91,16 +96,28 @@ pub(crate) fn run(r: &ssdlab_core::schema::RunResult) -> Vec<Figure> {
         .unwrap_or_default()
 }
 
-/// Consistency's headline figures.
+/// Consistency's headline figures. What the method is about is how steady the drive is, so its variation is
+/// the coefficient of variation of the steady seconds' IOPS (their standard deviation over their mean): a raw
+/// standard deviation ranks a slower drive as steadier. Spreads treat the steady seconds as independent samples
+/// (garbage collection makes neighbours alike, so they are a lower bound).
 pub(crate) fn consistency(a: &ssdlab_core::schema::ConsistencyAnalysis) -> Vec<Figure> {
     use Better::{Higher, Lower};
-    vec![
+    let seconds = f64::from(a.steady_window_s.min(a.samples));
+    let cv = (a.steady_iops_mean > 0.0).then(|| a.steady_iops_std_dev / a.steady_iops_mean);
+    // The standard error of a mean (sd / sqrt(n)) and of a coefficient of variation (McKay's approximation,
+    // cv x sqrt((1 + 2 cv^2) / 2n)), relative to each.
+    let mean_spread = cv.filter(|_| seconds >= 2.0).map(|cv| cv / seconds.sqrt());
+    let cv_spread = cv
+        .filter(|_| seconds >= 2.0)
+        .map(|cv| ((1.0 + 2.0 * cv * cv) / (2.0 * seconds)).sqrt());
+    let mut figures = vec![
         figure("plateau IOPS", a.plateau_iops, Higher, count),
-        // No spread: the steady state's per-second standard deviation is the drive's own variation (GC), not
-        // the uncertainty of its mean, and the analysis keeps no sample count to turn one into the other.
-        figure("steady IOPS", a.steady_iops_mean, Higher, count),
-        figure("steady std dev", a.steady_iops_std_dev, Lower, count),
-    ]
+        figure("steady IOPS", a.steady_iops_mean, Higher, count).with_spread(mean_spread),
+    ];
+    if let Some(cv) = cv {
+        figures.push(figure("steady IOPS variation (CV)", cv, Lower, percent_tenths).with_spread(cv_spread));
+    }
+    figures
 }
 
 /// Trim's headline figures.
@@ -240,11 +257,11 @@ pub(crate) fn ranking(group: &[&RunResult]) -> String {
     }
     let mut charts = String::new();
     for name in names {
-        let mut items: Vec<(String, f64, usize)> = Vec::new();
+        let mut items: Vec<(String, f64, usize, Option<f64>)> = Vec::new();
         let mut shape = None;
         for (i, (r, figs)) in group.iter().zip(&all).enumerate() {
             if let Some(f) = figs.iter().find(|f| f.name == name && f.value.is_finite()) {
-                items.push((label(r), f.value, i));
+                items.push((label(r), f.value, i, f.spread.map(|s| s * f.value.abs())));
                 shape = Some((f.better, f.format));
             }
         }
@@ -254,19 +271,129 @@ pub(crate) fn ranking(group: &[&RunResult]) -> String {
         if items.len() < 2 {
             continue;
         }
-        let order = |a: &(String, f64, usize), b: &(String, f64, usize)| a.1.total_cmp(&b.1);
+        let order = |a: &(String, f64, usize, Option<f64>), b: &(String, f64, usize, Option<f64>)| {
+            a.1.total_cmp(&b.1)
+        };
         match better {
             Better::Higher => items.sort_by(|a, b| order(b, a)),
             Better::Lower => items.sort_by(order),
+        }
+        let ranks = rank_labels(&items);
+        for (item, rank) in items.iter_mut().zip(ranks) {
+            item.0 = format!("{rank}  {}", item.0);
         }
         let title = match better {
             Better::Higher => format!("{name}, ranked (higher is better)"),
             Better::Lower => format!("{name}, ranked (lower is better)"),
         };
-        charts.push_str(&bars_coloured(&title, name, &items, format));
+        charts.push_str(&bars_with_spread(&title, name, &items, format));
     }
     if charts.is_empty() {
         return String::new();
     }
-    format!("<h3>Ranked</h3><div class=\"charts\">{charts}</div>")
+    format!(
+        "<h3>Ranked</h3><p class=\"meta\">A whisker and ± are two standard errors, where the results hold the \
+         samples to tell; results within each other's two standard errors share a rank (=2).</p>\
+         <div class=\"charts\">{charts}</div>"
+    )
+}
+
+/// The ranks of `items`, best first: "1", "2", ..., or "=2" for results within each other's spread (two standard
+/// errors of their difference, where both have one; equal values otherwise). A run of ties takes the rank of its
+/// first.
+fn rank_labels(items: &[(String, f64, usize, Option<f64>)]) -> Vec<String> {
+    let tied = |a: &(String, f64, usize, Option<f64>), b: &(String, f64, usize, Option<f64>)| match (a.3, b.3)
+    {
+        (Some(sa), Some(sb)) => (a.1 - b.1).abs() <= 2.0 * sa.hypot(sb),
+        _ => a.1 == b.1,
+    };
+    let mut ranks: Vec<usize> = Vec::with_capacity(items.len());
+    for k in 0..items.len() {
+        let rank = if k > 0 && tied(&items[k - 1], &items[k]) {
+            ranks[k - 1]
+        } else {
+            k + 1
+        };
+        ranks.push(rank);
+    }
+    ranks
+        .iter()
+        .map(|&r| match ranks.iter().filter(|&&x| x == r).count() {
+            1 => r.to_string(),
+            _ => format!("={r}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ssdlab_core::schema::{ConsistencyAnalysis, SniaSteadyState};
+
+    fn steady(mean: f64, std_dev: f64, seconds: u32) -> ConsistencyAnalysis {
+        ConsistencyAnalysis {
+            tested_bytes: 1 << 30,
+            op_percent: 0,
+            plateau_iops: 2.0 * mean,
+            cliff: None,
+            steady_window_s: seconds,
+            steady_iops_mean: mean,
+            steady_iops_std_dev: std_dev,
+            steady_consistency_ratio: Some(mean / std_dev),
+            snia: SniaSteadyState {
+                round_s: 60,
+                rounds: 0,
+                achieved: false,
+                first_window_start_round: None,
+                window_mean: None,
+                range_excursion: None,
+                slope_excursion: None,
+            },
+            random_bytes_written: 0,
+            samples: seconds + 60,
+        }
+    }
+
+    /// The outside review's case: the drive as shipped (4.3K IOPS, sd 900) has the smaller standard deviation
+    /// but more than twice the relative spread of the same drive with 25% over-provisioning (9K IOPS, sd 1000);
+    /// steadiness is ranked by the coefficient of variation, so the over-provisioned drive comes first.
+    #[test]
+    fn consistency_ranks_steadiness_by_the_coefficient_of_variation() {
+        let cv = |a: &ConsistencyAnalysis| {
+            consistency(a)
+                .into_iter()
+                .find(|f| f.name == "steady IOPS variation (CV)")
+                .expect("a CV figure")
+        };
+        let (shipped, op25) = (cv(&steady(4300.0, 900.0, 600)), cv(&steady(9000.0, 1000.0, 600)));
+        assert!(matches!(op25.better, Better::Lower));
+        assert!(
+            op25.value < shipped.value / 1.8,
+            "{} vs {}",
+            op25.value,
+            shipped.value
+        );
+        assert!(
+            consistency(&steady(0.0, 0.0, 600))
+                .iter()
+                .all(|f| f.name != "steady IOPS variation (CV)")
+        );
+    }
+
+    #[test]
+    fn results_within_each_others_spread_share_a_rank() {
+        let item = |v: f64, se: Option<f64>| (String::new(), v, 0, se);
+        // 100 and 97 are within two standard errors (4 each); 80 is not.
+        let ranks = rank_labels(&[
+            item(100.0, Some(4.0)),
+            item(97.0, Some(4.0)),
+            item(80.0, Some(4.0)),
+        ]);
+        assert_eq!(ranks, vec!["=1", "=1", "3"]);
+        // Without spreads only equal values tie.
+        let ranks = rank_labels(&[item(100.0, None), item(100.0, None), item(99.0, None)]);
+        assert_eq!(ranks, vec!["=1", "=1", "3"]);
+        let ranks = rank_labels(&[item(100.0, Some(0.1)), item(99.0, Some(0.1))]);
+        assert_eq!(ranks, vec!["1", "2"]);
+    }
 }

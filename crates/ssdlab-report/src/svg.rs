@@ -912,13 +912,33 @@ pub fn bars_coloured(
     items: &[(String, f64, usize)],
     format: fn(f64) -> String,
 ) -> String {
+    let plain: Vec<(String, f64, usize, Option<f64>)> =
+        items.iter().map(|(n, v, c)| (n.clone(), *v, *c, None)).collect();
+    bars_with_spread(title, axis_label, &plain, format)
+}
+
+/// [`bars_coloured`] with each bar's spread where it has one (`(name, value, colour, spread)`, the spread an
+/// absolute standard error): a whisker two standard errors each side of the bar's end, and "± 2 SE" after its
+/// value, so bars within each other's noise look it.
+pub fn bars_with_spread(
+    title: &str,
+    axis_label: &str,
+    items: &[(String, f64, usize, Option<f64>)],
+    format: fn(f64) -> String,
+) -> String {
     // The widest margin (360 units) holds 46 characters at TICK_CHAR; two spare.
     const MAX_NAME: usize = 44;
     let names: Vec<String> = items
         .iter()
-        .map(|(name, _, _)| cut_middle(name, MAX_NAME))
+        .map(|(name, _, _, _)| cut_middle(name, MAX_NAME))
         .collect();
-    let values: Vec<String> = items.iter().map(|(_, value, _)| format(*value)).collect();
+    let values: Vec<String> = items
+        .iter()
+        .map(|(_, value, _, spread)| match spread {
+            Some(se) => format!("{} ± {}", format(*value), format(2.0 * se)),
+            None => format(*value),
+        })
+        .collect();
     let longest = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
     let longest_value = values.iter().map(|v| v.chars().count()).max().unwrap_or(0);
     let (width, row) = (800.0, 24.0);
@@ -929,7 +949,7 @@ pub fn bars_coloured(
     let height = top + row * items.len() as f64 + 40.0;
     let max = items
         .iter()
-        .map(|i| i.1)
+        .map(|i| i.1 + 2.0 * i.3.unwrap_or(0.0))
         .filter(|v| v.is_finite())
         .fold(0.0, f64::max)
         .max(f64::MIN_POSITIVE);
@@ -940,23 +960,41 @@ pub fn bars_coloured(
         r#"<svg class="chart bars" viewBox="0 0 {width} {height}" role="img" aria-label="{t}" xmlns="http://www.w3.org/2000/svg"><text class="title" x="12" y="20">{t}</text>"#,
         t = escape(title)
     );
-    for (i, (((_, value, colour), name), text)) in items.iter().zip(&names).zip(&values).enumerate() {
+    for (i, (((_, value, colour, spread), name), text)) in items.iter().zip(&names).zip(&values).enumerate() {
         let y = top + i as f64 * row;
-        let w = if value.is_finite() {
-            (value / max * span).max(0.0)
-        } else {
-            0.0
+        let at = |v: f64| {
+            if v.is_finite() {
+                (v / max * span).max(0.0)
+            } else {
+                0.0
+            }
         };
+        let w = at(*value);
+        let whisker = spread.map(|se| (at(value - 2.0 * se), at(value + 2.0 * se)));
         let _ = write!(
             svg,
-            r#"<g class="bar" data-name="{n}"><text class="tick" x="{lx:.1}" y="{ty:.1}" text-anchor="end">{n}</text><rect x="{left:.1}" y="{ry:.1}" width="{w:.1}" height="{h:.1}" fill="{c}"/><text class="tick" x="{vx:.1}" y="{ty:.1}">{v}</text></g>"#,
+            r#"<g class="bar" data-name="{n}"><text class="tick" x="{lx:.1}" y="{ty:.1}" text-anchor="end">{n}</text><rect x="{left:.1}" y="{ry:.1}" width="{w:.1}" height="{h:.1}" fill="{c}"/>"#,
             n = escape(name),
             lx = left - 6.0,
             ty = y + row * 0.7,
             ry = y + 3.0,
             h = row - 6.0,
             c = style(*colour).0,
-            vx = left + w + 6.0,
+        );
+        if let Some((from, to)) = whisker {
+            let _ = write!(
+                svg,
+                r#"<line class="spread" x1="{x1:.1}" y1="{my:.1}" x2="{x2:.1}" y2="{my:.1}" stroke="currentColor"/>"#,
+                x1 = left + from,
+                x2 = left + to,
+                my = y + row / 2.0
+            );
+        }
+        let _ = write!(
+            svg,
+            r#"<text class="tick" x="{vx:.1}" y="{ty:.1}">{v}</text></g>"#,
+            ty = y + row * 0.7,
+            vx = left + whisker.map_or(w, |(_, to)| to.max(w)) + 6.0,
             v = escape(text)
         );
     }
