@@ -11,6 +11,7 @@ mod blkparse;
 mod fio;
 mod msr;
 pub mod synth;
+mod timing;
 
 pub use ssdlab_core::schema::replay::TraceFormat;
 pub use ssdlab_core::trace::TraceOp;
@@ -234,6 +235,8 @@ pub fn read_from(
     if trace.ops.is_empty() {
         return Err(TraceError::Empty);
     }
+    // What the timestamps look like, said before they are sorted away.
+    trace.notes.extend(timing::notes(&trace.ops, format));
     // Replay issues in time order; equal times keep the file's order.
     trace.ops.sort_by_key(|op| op.at_ns);
     Ok(trace)

@@ -94,13 +94,33 @@ pub(crate) fn read(lines: &mut Lines<'_>, disk: Option<u32>) -> Result<Trace, Tr
     };
     assert!(disks.contains(&chosen));
     let first = ops.iter().map(|o| o.at_ns).min().unwrap_or(0);
+    let mut notes = vec![format!("MSR Cambridge CSV: disk {chosen}")];
+    notes.extend(not_file_time(first));
     for op in &mut ops {
         op.at_ns = (op.at_ns - first).saturating_mul(100);
     }
     Ok(Trace {
         format: TraceFormat::Msr,
         ops,
-        notes: vec![format!("MSR Cambridge CSV: disk {chosen}")],
+        notes,
+    })
+}
+
+/// Windows file time of 1970-01-01, in 100 ns ticks since 1601: MSR's traces were recorded in 2007, and any
+/// recording's file time is past this.
+const FILE_TIME_1970: u64 = 116_444_736_000_000_000;
+
+/// A note when the earliest timestamp cannot be a Windows file time of a recording (before 1970), as when a
+/// tool has replaced the column with seconds since the first row: the trace is then replayed as if its
+/// numbers were 100 ns ticks.
+fn not_file_time(earliest: u64) -> Option<String> {
+    (earliest < FILE_TIME_1970).then(|| {
+        let year = 1601.0 + earliest as f64 / (1e7 * 86_400.0 * 365.2425);
+        format!(
+            "the timestamps are not Windows file times: the earliest, {earliest}, would be the year {year:.0}; they \
+             are replayed as 100 ns ticks apart, as the format counts them (if they are seconds, the trace runs \
+             ten million times faster than recorded)"
+        )
     })
 }
 
@@ -141,6 +161,21 @@ mod tests {
         );
         let with_header = format!("Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n{SAMPLE}");
         assert_eq!(read(&with_header, None).unwrap().ops.len(), 3);
+        // Real file times (2007) say nothing about the clock.
+        assert_eq!(t.notes.len(), 1, "{:?}", t.notes);
+    }
+
+    #[test]
+    fn seconds_in_the_time_column_are_called_out() {
+        // As the fixture's pre-processing left them: seconds since the first row.
+        let t = read("0,web,0,Read,0,4096,10\n3,web,0,Write,4096,4096,10\n", None).unwrap();
+        let note = &t.notes[1];
+        assert!(
+            note.starts_with(
+                "the timestamps are not Windows file times: the earliest, 0, would be the year 1601"
+            ),
+            "{note}"
+        );
     }
 
     #[test]

@@ -467,10 +467,10 @@ fn replay_run_lines(a: &ssdlab_core::schema::replay::ReplayAnalysis) -> Vec<Stri
     let gb = |b: u64| format!("{:.2} GB", b as f64 / 1e9);
     say!(
         out,
-        "trace     {}: {} operations over {:.1} s",
+        "trace     {}: {} operations over {}",
         a.format.name(),
         a.trace_ops,
-        a.trace_duration_s
+        Nanos(a.trace_duration_s * 1e9)
     );
     say!(
         out,
