@@ -30,7 +30,7 @@ use ssdlab_core::target::CacheMode;
 
 use crate::admission::{FrequencySketch, Streams};
 use crate::cost::CostModel;
-use crate::store::{BLOCK, Destaged, State, Store};
+use crate::store::{self, BLOCK, Destaged, State, Store};
 use crate::watch::{MissWatch, Ticket};
 
 /// The largest destage write: dirty blocks are coalesced into runs of up to this many bytes.
@@ -177,7 +177,8 @@ pub type CloseHook = Box<dyn FnOnce(Vec<u64>) + Send>;
 
 #[derive(Debug, Clone, Default)]
 struct Miss {
-    cached: Vec<(u64, Vec<u8>)>,
+    /// The blocks cached when it was sent: each with the sectors it held and its data then.
+    cached: Vec<(u64, u8, Vec<u8>)>,
     /// When it was sent, for [`MissWatch::unchanged_since`]; meaningful only for a miss that may admit.
     ticket: Ticket,
 }
@@ -210,6 +211,8 @@ impl<D: Device> CachedDevice<D> {
         let stats = CacheStats {
             mode: config.mode,
             cache_bytes: frames as u64 * BLOCK,
+            writes_around_partial: Some(0),
+            writes_around_large: Some(0),
             ..CacheStats::default()
         };
         let mut device = CachedDevice {
@@ -454,8 +457,17 @@ impl<D: Device> CachedDevice<D> {
         }
         self.draining = true;
         self.destage_error = None;
+        // A destage that was in flight when the shutdown began may fail from what the device did then; its
+        // blocks are dirty again and are tried once more. A device that keeps failing fails the shutdown after
+        // as many failures as destages can be in flight.
+        let mut retries_left = self.destages.len();
         while self.store.pinned() > 0 {
             self.pump();
+            if self.destage_error.is_some() && retries_left > 0 {
+                retries_left -= 1;
+                self.destage_error = None;
+                continue;
+            }
             if let Some(errno) = self.destage_error {
                 self.draining = false;
                 return Err(DeviceError::os(
@@ -586,7 +598,13 @@ impl<D: Device> CachedDevice<D> {
                 self.sketch.record(b);
             }
         }
-        if blocks.clone().all(|b| self.store.lookup(b).is_some()) {
+        let held = |b: u64| {
+            let (_, within, n) = Self::overlap(b, io.offset, io.len);
+            self.store
+                .lookup(b)
+                .is_some_and(|f| self.store.holds(f, within, n))
+        };
+        if blocks.clone().all(held) {
             let buf = self.inner.buffer_mut(slot);
             for b in blocks {
                 let frame = self.store.lookup(b).expect("checked cached");
@@ -609,7 +627,8 @@ impl<D: Device> CachedDevice<D> {
         miss.cached.clear();
         for b in blocks.clone() {
             if let Some(frame) = self.store.lookup(b) {
-                miss.cached.push((b, self.store.data(frame).to_vec()));
+                miss.cached
+                    .push((b, self.store.valid(frame), self.store.data(frame).to_vec()));
             }
         }
         if admit {
@@ -648,14 +667,19 @@ impl<D: Device> CachedDevice<D> {
             let buf = self.inner.buffer_mut(slot);
             for b in Self::block_span(io.offset, io.len) {
                 let (at, within, n) = Self::overlap(b, io.offset, io.len);
-                if let Some(frame) = self.store.lookup(b) {
-                    buf[at..at + n].copy_from_slice(&self.store.data(frame)[within..within + n]);
-                    copied += n as u64;
-                    continue;
+                // What the cache held when the read was sent, then what it holds now over that: a frame evicted
+                // and cached again meanwhile may hold fewer sectors than the copy taken then.
+                if let Some((_, valid, data)) = miss.cached.iter().find(|(block, _, _)| *block == b) {
+                    copied += copy_held(&mut buf[at..at + n], within, *valid, data);
                 }
-                if let Some((_, data)) = miss.cached.iter().find(|(block, _)| *block == b) {
-                    buf[at..at + n].copy_from_slice(&data[within..within + n]);
-                    copied += n as u64;
+                if let Some(frame) = self.store.lookup(b) {
+                    copied += copy_held(
+                        &mut buf[at..at + n],
+                        within,
+                        self.store.valid(frame),
+                        self.store.data(frame),
+                    );
+                    continue;
                 }
                 if admit && n == BLOCK as usize && self.watch.unchanged_since(b, miss.ticket) {
                     let hot = self.sketch.estimate(b);
@@ -695,10 +719,12 @@ impl<D: Device> CachedDevice<D> {
             self.write_around(slot);
             return;
         }
-        let absorbable = (self.config.mode == CacheMode::Writeback && !sequential)
-            .then(|| self.absorbable(io))
-            .flatten();
+        let writeback = self.config.mode == CacheMode::Writeback && !sequential;
+        let absorbable = writeback.then(|| self.absorbable(io)).flatten();
         let Some(pins) = absorbable else {
+            if writeback {
+                self.count_why_around(io);
+            }
             self.write_around(slot);
             return;
         };
@@ -713,15 +739,43 @@ impl<D: Device> CachedDevice<D> {
         self.absorb(slot);
     }
 
-    /// How many frames absorbing a write would newly pin, if it can be taken into the cache at all: every partly
-    /// covered block is cached (there is nothing to merge it with otherwise), and it needs no large share of the
-    /// dirty allowance (it would wait for ever).
+    /// How many frames absorbing a write would newly pin, if it can be taken into the cache at all: every block
+    /// it covers in part can take it (see [`Self::takes_part`]), and it needs no large share of the dirty
+    /// allowance (it would wait for ever).
     fn absorbable(&self, io: Io) -> Option<usize> {
-        let partial_uncached = Self::block_span(io.offset, io.len).any(|b| {
-            Self::overlap(b, io.offset, io.len).2 < BLOCK as usize && self.store.lookup(b).is_none()
+        let all_take = Self::block_span(io.offset, io.len).all(|b| {
+            let (_, within, n) = Self::overlap(b, io.offset, io.len);
+            n == BLOCK as usize || self.takes_part(b, within, n)
         });
         let pins = self.frames_to_pin(io);
-        (!partial_uncached && pins <= self.pinned_limit / 4).then_some(pins)
+        (all_take && pins <= self.pinned_limit / 4).then_some(pins)
+    }
+
+    /// Counts why a write-back write goes around the cache: part of a block it cannot merge, or its size.
+    fn count_why_around(&mut self, io: Io) {
+        let partial = Self::block_span(io.offset, io.len).any(|b| {
+            let (_, within, n) = Self::overlap(b, io.offset, io.len);
+            n < BLOCK as usize && !self.takes_part(b, within, n)
+        });
+        let counter = if partial {
+            &mut self.stats.writes_around_partial
+        } else {
+            &mut self.stats.writes_around_large
+        };
+        *counter.get_or_insert(0) += 1;
+    }
+
+    /// Whether block `b` can take the write of its bytes `[within, within + n)`: a sector it touches in part
+    /// must be held already (there is nothing to merge it with otherwise), and what the frame then holds must be
+    /// whole, or one run of sectors the device can be written with (its logical block at most a sector).
+    fn takes_part(&self, b: u64, within: usize, n: usize) -> bool {
+        let valid = self.store.lookup(b).map_or(0, |f| self.store.valid(f));
+        let covered = store::sectors_covered(within, n);
+        let touched = store::sectors_touched(within, n);
+        let merged = valid | covered;
+        let sectors_writable = u64::from(self.inner.info().logical_block_bytes) <= store::SECTOR;
+        touched & !covered & !valid == 0
+            && (merged == store::FULL || (sectors_writable && store::one_run(merged)))
     }
 
     /// How many frames absorbing `io` would newly pin: blocks not cached and clean blocks.
@@ -835,6 +889,7 @@ impl<D: Device> CachedDevice<D> {
                 self.absorb(slot);
             } else {
                 // A block it would merge into was evicted while it waited.
+                self.count_why_around(io);
                 self.write_around(slot);
             }
         }
@@ -873,14 +928,19 @@ impl<D: Device> CachedDevice<D> {
             self.free_destage.pop();
             let inner_slot = self.host.len() as u32 + d;
             let buf = self.inner.buffer_mut(inner_slot);
-            for (i, entry) in self.run.iter().enumerate() {
-                let at = i * BLOCK as usize;
-                buf[at..at + BLOCK as usize].copy_from_slice(self.store.data(entry.frame));
+            // The held bytes of each frame, one after another: whole blocks, perhaps a tail before them and a
+            // head after.
+            let (offset, bytes) = store::run_write(&self.run);
+            let mut at = 0;
+            for entry in &self.run {
+                let (within, n) = store::run_bytes(entry.valid);
+                buf[at..at + n].copy_from_slice(&self.store.data(entry.frame)[within..within + n]);
+                at += n;
             }
-            let bytes = self.run.len() as u64 * BLOCK;
+            assert_eq!(at as u64, bytes, "a destage write carries its run's bytes");
             let io = Io {
                 op: Op::Write,
-                offset: first.block * BLOCK,
+                offset,
                 len: bytes,
                 slot: inner_slot,
                 tag: 0,
@@ -912,7 +972,7 @@ impl<D: Device> CachedDevice<D> {
         if c.slot >= host_slots {
             let d = c.slot - host_slots;
             let run = &mut self.destages[d as usize];
-            let bytes = run.len() as u64 * BLOCK;
+            let (_, bytes) = store::run_write(run);
             let ok = c.result == bytes as i64;
             self.store.destage_done(run, ok);
             // Cleared, not dropped: the slot's list keeps its allocation for the next destage.
@@ -1182,4 +1242,23 @@ impl<D: Device> Drop for CachedDevice<D> {
             hook(blocks);
         }
     }
+}
+
+/// Copies into `out` (the bytes of a block from `within`) the sectors `valid` says `data` (the whole block)
+/// holds; the rest of `out` keeps what the device returned. Returns the bytes copied.
+fn copy_held(out: &mut [u8], within: usize, valid: u8, data: &[u8]) -> u64 {
+    if valid == store::FULL {
+        out.copy_from_slice(&data[within..within + out.len()]);
+        return out.len() as u64;
+    }
+    let mut copied = 0;
+    for sector in (0..8).filter(|s| valid & (1 << s) != 0) {
+        let start = (sector * store::SECTOR as usize).max(within);
+        let end = ((sector + 1) * store::SECTOR as usize).min(within + out.len());
+        if start < end {
+            out[start - within..end - within].copy_from_slice(&data[start..end]);
+            copied += (end - start) as u64;
+        }
+    }
+    copied
 }

@@ -14,7 +14,81 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The cache's unit: every frame holds one aligned 4 KiB block of the device.
 pub const BLOCK: u64 = 4096;
+/// A frame's data is valid per 512-byte sector: a write aligned to sectors that covers part of a block not
+/// cached is absorbed into a frame holding only those sectors (real traces of 512-byte-sector hosts write 4 KiB
+/// at any sector), and reads of its other sectors go to the device.
+pub const SECTOR: u64 = 512;
+/// Every sector of a frame valid.
+pub const FULL: u8 = 0xFF;
 const NIL: u32 = u32::MAX;
+
+/// The sectors of a block that the bytes `[within, within + len)` touch.
+pub fn sectors_touched(within: usize, len: usize) -> u8 {
+    if len == 0 {
+        return 0;
+    }
+    let (first, last) = (within / SECTOR as usize, (within + len - 1) / SECTOR as usize);
+    sector_run(first, last)
+}
+
+/// The sectors of a block that the bytes `[within, within + len)` cover whole.
+pub fn sectors_covered(within: usize, len: usize) -> u8 {
+    let first = within.div_ceil(SECTOR as usize);
+    let end = (within + len) / SECTOR as usize;
+    if end <= first {
+        0
+    } else {
+        sector_run(first, end - 1)
+    }
+}
+
+/// Sectors `first..=last` as a mask.
+fn sector_run(first: usize, last: usize) -> u8 {
+    assert!(first <= last && last < 8, "sectors {first}..={last} of a block");
+    (((1u16 << (last + 1)) - (1u16 << first)) & 0xFF) as u8
+}
+
+/// Whether a mask is one run of sectors (what one destage write can carry).
+pub fn one_run(mask: u8) -> bool {
+    mask != 0 && {
+        let shifted = mask >> mask.trailing_zeros();
+        shifted & shifted.wrapping_add(1) == 0
+    }
+}
+
+/// Where a destage run's write goes and how long it is: (byte offset on the device, bytes): from the first
+/// frame's first held sector to the last frame's last, every byte between held (see [`Store::take_run`]).
+pub fn run_write(run: &[Destaged]) -> (u64, u64) {
+    let first = run.first().expect("a destage run holds a block");
+    let mut expected_at = None;
+    let mut len = 0;
+    for (i, d) in run.iter().enumerate() {
+        let (within, n) = run_bytes(d.valid);
+        let at = d.block * BLOCK + within as u64;
+        // Pair assertion around user data going to the device: the run's bytes are contiguous.
+        assert!(
+            d.block == first.block + i as u64,
+            "a destage run's blocks are consecutive"
+        );
+        assert!(
+            expected_at.is_none_or(|e| e == at),
+            "a destage run has a gap at block {}",
+            d.block
+        );
+        expected_at = Some(at + n as u64);
+        len += n as u64;
+    }
+    (first.block * BLOCK + run_bytes(first.valid).0 as u64, len)
+}
+
+/// The bytes of a block a one-run mask (or [`FULL`]) holds: (offset in the block, length).
+pub fn run_bytes(mask: u8) -> (usize, usize) {
+    assert!(one_run(mask), "sectors {mask:#010b} are not one run");
+    (
+        mask.trailing_zeros() as usize * SECTOR as usize,
+        mask.count_ones() as usize * SECTOR as usize,
+    )
+}
 
 /// What a frame holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +106,9 @@ pub enum State {
 struct Frame {
     block: u64,
     state: State,
+    /// The sectors whose data is held ([`FULL`] for a whole block); never empty for an indexed frame, and one
+    /// run for a frame that is not whole (so a partial frame's destage is one write).
+    valid: u8,
     /// Bumped by every write into the frame.
     generation: u32,
     /// Written while its destage was in flight: destage again when that completes.
@@ -45,6 +122,7 @@ struct Frame {
 const EMPTY: Frame = Frame {
     block: 0,
     state: State::Free,
+    valid: 0,
     generation: 0,
     redirtied: false,
     dirty_epoch: 0,
@@ -57,6 +135,8 @@ const EMPTY: Frame = Frame {
 pub struct Destaged {
     pub block: u64,
     pub frame: u32,
+    /// The sectors written (a run of frames holds whole blocks; a partial frame goes alone).
+    pub valid: u8,
     pub generation: u32,
     /// The epoch of the data being destaged (kept here, not in the frame, to keep frames small).
     pub epoch: u64,
@@ -122,6 +202,17 @@ impl Store {
 
     pub fn state(&self, frame: u32) -> State {
         self.frames[frame as usize].state
+    }
+
+    /// The sectors the frame holds.
+    pub fn valid(&self, frame: u32) -> u8 {
+        self.frames[frame as usize].valid
+    }
+
+    /// Whether the frame holds every sector the bytes `[within, within + len)` of its block touch.
+    pub fn holds(&self, frame: u32, within: usize, len: usize) -> bool {
+        let touched = sectors_touched(within, len);
+        self.frames[frame as usize].valid & touched == touched
     }
 
     pub fn data(&self, frame: u32) -> &[u8] {
@@ -212,26 +303,32 @@ impl Store {
         let frame = self.allocate(block)?;
         self.copy_in(frame, 0, src);
         self.frames[frame as usize].state = State::Clean;
+        self.frames[frame as usize].valid = FULL;
         self.push_front(frame);
         Some(frame)
     }
 
-    /// Writes `src` at `offset` into the cached copy of `block`, allocating a frame for a whole-block write.
-    /// With `dirty` the frame becomes dirty (write-back); otherwise a clean frame stays clean and a pinned one
-    /// is dirtied again (its destage copy is now stale). Returns false only when a new frame was needed and
-    /// none could be had.
+    /// Writes `src` at `offset` into the cached copy of `block`, allocating a frame for a write of whole
+    /// sectors (a whole block, or with `dirty` any one run of sectors). With `dirty` the frame becomes dirty
+    /// (write-back) and holds the sectors written too; otherwise a clean frame stays clean and a pinned one is
+    /// dirtied again (its destage copy is now stale), and the frame holds no more sectors than before (the
+    /// device has the rest). Returns false only when a new frame was needed and none could be had.
     pub fn write(&mut self, block: u64, offset: usize, src: &[u8], dirty: bool) -> bool {
+        let covered = sectors_covered(offset, src.len());
         let frame = match self.lookup(block) {
             Some(f) => f,
             None => {
                 assert!(
-                    offset == 0 && src.len() == BLOCK as usize,
-                    "a partial write needs a cached block"
+                    covered == sectors_touched(offset, src.len())
+                        && (covered == FULL || (dirty && one_run(covered))),
+                    "a write of part of a block not cached is whole sectors, and absorbed"
                 );
                 match self.allocate(block) {
                     Some(f) => {
                         self.frames[f as usize].state = if dirty { State::Free } else { State::Clean };
                         if !dirty {
+                            // A whole block written through: held whole.
+                            self.frames[f as usize].valid = FULL;
                             self.push_front(f);
                         }
                         f
@@ -240,6 +337,23 @@ impl Store {
                 }
             }
         };
+        if dirty {
+            // Pair assertion around user data: a partly touched sector must already be held, so the frame never
+            // claims a sector it holds only part of.
+            let touched = sectors_touched(offset, src.len());
+            let f = &mut self.frames[frame as usize];
+            assert_eq!(
+                touched & !covered & !f.valid,
+                0,
+                "block {block}: a write into a sector the frame does not hold"
+            );
+            f.valid |= covered;
+            assert!(
+                f.valid == FULL || one_run(f.valid),
+                "block {block}: sectors {:#010b} are not one run",
+                f.valid
+            );
+        }
         self.copy_in(frame, offset, src);
         let state = self.frames[frame as usize].state;
         if dirty || state != State::Clean {
@@ -298,8 +412,18 @@ impl Store {
             return;
         };
         let mut block = first;
-        while out.len() < max_blocks && self.dirty.remove(&block) {
+        while out.len() < max_blocks && self.dirty.contains(&block) {
             let frame = self.index[&block];
+            // One write carries contiguous bytes: a run may begin with a frame holding a block's tail, go on
+            // through whole blocks and end with a frame holding a block's head; any other partial frame goes
+            // alone.
+            let valid = self.frames[frame as usize].valid;
+            let joins = out.is_empty() || valid == FULL || valid & 1 != 0;
+            if !joins {
+                break;
+            }
+            let goes_on = valid == FULL || (out.is_empty() && valid & 0x80 != 0);
+            self.dirty.remove(&block);
             let f = &mut self.frames[frame as usize];
             assert_eq!(
                 f.state,
@@ -311,10 +435,14 @@ impl Store {
             out.push(Destaged {
                 block,
                 frame,
+                valid: f.valid,
                 generation: f.generation,
                 epoch: f.dirty_epoch,
             });
             block += 1;
+            if !goes_on {
+                break;
+            }
         }
     }
 
@@ -464,6 +592,13 @@ impl Store {
         let mut unsettled: BTreeMap<u64, u64> = BTreeMap::new();
         let indexed: std::collections::HashSet<u32> = self.index.values().copied().collect();
         for (i, f) in self.frames.iter().enumerate() {
+            if f.state != State::Free {
+                assert!(
+                    f.valid == FULL || one_run(f.valid),
+                    "frame {i}: sectors {:#010b}",
+                    f.valid
+                );
+            }
             match f.state {
                 State::Free => assert!(!indexed.contains(&(i as u32))),
                 State::Clean => assert_eq!(self.index.get(&f.block), Some(&(i as u32))),
@@ -497,5 +632,57 @@ impl Store {
         }
         let clean = self.frames.iter().filter(|f| f.state == State::Clean).count();
         assert_eq!(lru, clean, "every clean frame is on the LRU list once");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sector_masks() {
+        assert_eq!(sectors_touched(0, 4096), FULL);
+        assert_eq!(sectors_covered(0, 4096), FULL);
+        assert_eq!(sectors_touched(512, 1024), 0b0000_0110);
+        assert_eq!(sectors_covered(100, 1024), 0b0000_0010);
+        assert_eq!(sectors_touched(100, 1024), 0b0000_0111);
+        assert_eq!(sectors_covered(3584, 512), 0b1000_0000);
+        assert_eq!(sectors_covered(10, 20), 0);
+        assert!(one_run(0b0111_0000) && one_run(FULL) && one_run(1));
+        assert!(!one_run(0b1000_0001) && !one_run(0));
+        assert_eq!(run_bytes(0b0111_0000), (2048, 1536));
+    }
+
+    #[test]
+    fn a_partial_frame_is_destaged_alone_and_holds_only_its_sectors() {
+        let mut store = Store::new(8);
+        // Blocks 1 and 2 whole, block 3's last three sectors, block 4 whole.
+        for b in [1, 2, 4] {
+            assert!(store.write(b, 0, &[b as u8; 4096], true));
+        }
+        assert!(store.write(3, 2560, &[3; 1536], true));
+        let frame = store.lookup(3).unwrap();
+        assert_eq!(store.valid(frame), 0b1110_0000);
+        assert!(store.holds(frame, 3000, 100) && !store.holds(frame, 2000, 600));
+        let (mut run, mut in_flight) = (Vec::new(), Vec::new());
+        // Whole blocks 1 and 2 go on; block 3 holds a tail, which cannot be followed: the run ends before it.
+        store.take_run(0, 16, &mut run);
+        assert_eq!(run.iter().map(|d| d.block).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(run_write(&run), (4096, 8192));
+        in_flight.extend(run.iter().copied());
+        // A tail begins a run and whole block 4 follows it.
+        store.take_run(3, 16, &mut run);
+        assert_eq!(
+            run.iter().map(|d| (d.block, d.valid)).collect::<Vec<_>>(),
+            vec![(3, 0b1110_0000), (4, FULL)]
+        );
+        assert_eq!(run_write(&run), (3 * 4096 + 2560, 1536 + 4096));
+        in_flight.extend(run.iter().copied());
+        // Growing it from below keeps one run; a write that would leave a hole is refused by the caller, and
+        // the store asserts it.
+        assert!(store.write(5, 0, &[5; 512], true));
+        assert!(store.write(5, 512, &[5; 1024], true));
+        assert_eq!(store.valid(store.lookup(5).unwrap()), 0b0000_0111);
+        store.check(&in_flight);
     }
 }

@@ -26,6 +26,14 @@ pub struct CacheStats {
     /// Writes sent to the device instead (sequential streams past the cutoff, partial blocks not cached,
     /// write-through and read-only modes).
     pub writes_around: u64,
+    /// Of those, in write-back mode: writes covering part of a block the cache could not merge them into (a
+    /// sector written in part that it does not hold, or sectors that would leave a gap in what it holds), and
+    /// writes too large for a quarter of the dirty allowance. Absent in records written before they were
+    /// counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes_around_partial: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes_around_large: Option<u64>,
     /// Bytes in sequential streams past the cutoff, which bypass admission.
     pub sequential_bypass_bytes: u64,
     /// Dirty bytes held at the end.
@@ -69,6 +77,8 @@ impl CacheStats {
             pass_through_ns: self.pass_through_ns - earlier.pass_through_ns,
             pass_through_episodes: self.pass_through_episodes - earlier.pass_through_episodes,
             pass_through_ops: self.pass_through_ops - earlier.pass_through_ops,
+            writes_around_partial: difference(self.writes_around_partial, earlier.writes_around_partial),
+            writes_around_large: difference(self.writes_around_large, earlier.writes_around_large),
             ..*self
         }
     }
@@ -91,4 +101,9 @@ impl CacheStats {
             self.destaged_bytes as f64 / self.destage_writes as f64
         }
     }
+}
+
+/// A counter's growth, when both readings have it.
+fn difference(now: Option<u64>, earlier: Option<u64>) -> Option<u64> {
+    Some(now? - earlier.unwrap_or(0))
 }

@@ -85,12 +85,33 @@ fn direction_row(name: &str, d: &DirectionSummary) -> String {
     )
 }
 
+/// Why writes went around a write-back cache, where the record says and any did for a reason it counts.
+fn why_around(c: &ssdlab_core::schema::CacheStats) -> String {
+    let (Some(partial), Some(large)) = (c.writes_around_partial, c.writes_around_large) else {
+        return String::new();
+    };
+    let mut why = Vec::new();
+    if partial > 0 {
+        why.push(format!(
+            "{partial} covering part of a block the cache could not merge"
+        ));
+    }
+    if large > 0 {
+        why.push(format!("{large} too large for the dirty allowance"));
+    }
+    if why.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", why.join(", "))
+    }
+}
+
 /// The cache's line under a summary: what it served, what it wrote back, and what it cost the host.
 pub fn cache_lines(c: &ssdlab_core::schema::CacheStats) -> Vec<String> {
     let mut out = Vec::new();
     say!(
         out,
-        "cache     {} {}: read hits {} of {} ({:.1}%), admitted {}, evicted {}; writes absorbed {}, around {}; \
+        "cache     {} {}: read hits {} of {} ({:.1}%), admitted {}, evicted {}; writes absorbed {}, around {}{}; \
          destaged {} in {} writes ({} each), dirty now {} (peak {}); flushes {}; waited on the dirty limit {}",
         c.mode.name(),
         BinaryBytes(c.cache_bytes),
@@ -101,6 +122,7 @@ pub fn cache_lines(c: &ssdlab_core::schema::CacheStats) -> Vec<String> {
         c.evictions,
         c.writes_absorbed,
         c.writes_around,
+        why_around(c),
         BinaryBytes(c.destaged_bytes),
         c.destage_writes,
         BinaryBytes(c.destage_write_bytes_mean() as u64),
