@@ -257,6 +257,17 @@ fn cached(target: &str) -> Result<String> {
     Ok(TargetSpec::cached(TargetSpec::parse(target)?, cache)?.to_string())
 }
 
+/// `target` behind seed 001's RAPID as its ATTO runs met it: 1 GiB of DRAM that caches sequential transfers of
+/// any length up to the 2 GiB test file.
+fn rapid(target: &str) -> Result<String> {
+    let cache = CacheSpec {
+        size_bytes: Some(1 << 30),
+        seq_cutoff_bytes: 2 << 30,
+        ..CacheSpec::default()
+    };
+    Ok(TargetSpec::cached(TargetSpec::parse(target)?, cache)?.to_string())
+}
+
 /// A step's plan: its target and result directory (`DIR/NAME`), on the demo's seed.
 fn test_plan(plan: &Plan, target: &str, name: &str, method: MethodPlan) -> Result<methodology::Plan> {
     methodology::Plan::new(TargetPlan::plain(target)?, 1, Some(plan.step_out(name)), method)
@@ -375,6 +386,11 @@ fn method_steps(plan: &Plan) -> Result<Vec<(&'static str, String, MethodPlan)>> 
         // 3 GB, whose overwritten SLC blocks are reclaimed, so both run at the SLC cache's speed.
         ("sweep", on.clone(), sweep(2 << 30)?),
         ("sweep-512m", on.clone(), sweep(512 << 20)?),
+        // The same two behind seed 001's RAPID: a 1 GiB DRAM cache that, like RAPID, caches large sequential
+        // transfers too (no sequential cutoff below the test file), so the report draws what the cache does to
+        // reads and writes by transfer size beside the drive alone, as the seed's ATTO charts do.
+        ("sweep-rapid", rapid(&on)?, sweep(2 << 30)?),
+        ("sweep-512m-rapid", rapid(&on)?, sweep(512 << 20)?),
         // The PTS on a 1/64-scale drive with 1-second cells: a full-scale drive needs the specification's minute
         // per cell (56 minutes a round) to reach steady state.
         (
