@@ -44,8 +44,9 @@ pub struct ReplayFacts {
     pub lateness: Option<Histogram>,
     /// Operations issued (all of them unless stopped or failed), in trace order.
     pub issued: u64,
-    /// Mean time from submission to completion: the device's own time, without any wait for a free slot.
-    pub device_time_ns_mean: f64,
+    /// Mean time from submission to completion: the device's own time, without any wait for a free slot (None
+    /// when no operation completed: nothing was measured).
+    pub device_time_ns_mean: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -278,11 +279,8 @@ impl<'p, 'o> Replay<'p, 'o> {
                 busy_ns: self.busy_ns,
                 lateness: self.lateness,
                 issued: self.next as u64,
-                device_time_ns_mean: if self.device_ns_count == 0 {
-                    0.0
-                } else {
-                    self.device_ns_sum as f64 / self.device_ns_count as f64
-                },
+                device_time_ns_mean: (self.device_ns_count > 0)
+                    .then(|| self.device_ns_sum as f64 / self.device_ns_count as f64),
             },
         }
     }

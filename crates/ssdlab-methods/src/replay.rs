@@ -414,7 +414,7 @@ fn replay_analysis(session: &Session<'_>, replayed: Replayed<'_>, options: &Repl
         busy_s,
         average_data_rate_bytes_per_s: if busy_s > 0.0 { moved as f64 / busy_s } else { 0.0 },
         average_service_time_ns: s.latency_ns.mean,
-        average_device_time_ns: Some(facts.device_time_ns_mean),
+        average_device_time_ns: facts.device_time_ns_mean,
         latency_ns: Box::new(s.latency_ns.clone()),
         read_latency_ns: direction(s.read.as_ref()),
         write_latency_ns: direction(s.write.as_ref()),

@@ -498,7 +498,9 @@ fn replay_run_lines(a: &ssdlab_core::schema::replay::ReplayAnalysis) -> Vec<Stri
         mb(a.average_data_rate_bytes_per_s),
         a.busy_s,
         Nanos(a.average_service_time_ns),
-        Nanos(a.average_device_time_ns.unwrap_or(f64::NAN))
+        a.average_device_time_ns
+            .map_or("not measured: no operation completed".to_string(), |ns| Nanos(ns)
+                .to_string())
     );
     out
 }
