@@ -84,11 +84,62 @@ pub(crate) fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// A loop device in use whose backing file cannot be identified (made over an overlay that is then unmounted)
+/// makes the gate refuse every block device while it lasts, rightly: it may be that device. The tests that make
+/// one hold [`unidentifiable_loops`] alone; every [`LoopDevice`] holds it shared, so the two never meet. (Shared
+/// holders never wait for a waiting one alone, so a test may hold several loop devices.)
+static LOOPS: std::sync::Mutex<(usize, bool)> = std::sync::Mutex::new((0, false));
+static LOOPS_CHANGED: std::sync::Condvar = std::sync::Condvar::new();
+
+/// Held by a test while a loop device with an unidentifiable backing exists.
+pub(crate) struct Alone;
+
+pub(crate) fn unidentifiable_loops() -> Alone {
+    let mut state = LOOPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    while state.0 > 0 || state.1 {
+        state = LOOPS_CHANGED
+            .wait(state)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+    state.1 = true;
+    Alone
+}
+
+impl Drop for Alone {
+    fn drop(&mut self) {
+        LOOPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1 = false;
+        LOOPS_CHANGED.notify_all();
+    }
+}
+
+/// Held by every [`LoopDevice`] for its life.
+pub(crate) struct Shared;
+
+fn shared_loops() -> Shared {
+    let mut state = LOOPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    while state.1 {
+        state = LOOPS_CHANGED
+            .wait(state)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+    state.0 += 1;
+    Shared
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        LOOPS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).0 -= 1;
+        LOOPS_CHANGED.notify_all();
+    }
+}
+
 /// A loop device over a sparse image; detached and deleted on drop, even when a test fails.
 pub(crate) struct LoopDevice {
     pub(crate) path: String,
     pub(crate) image: PathBuf,
     pub(crate) _dir: tempfile::TempDir,
+    /// Released after the device is detached (fields drop after `drop`).
+    _shared: Shared,
 }
 
 impl LoopDevice {
@@ -101,6 +152,7 @@ impl LoopDevice {
             is_root(),
             "loop-device tests need root (CI runs as root); run the suite with sudo"
         );
+        let shared = shared_loops();
         let dir = tempdir();
         let image = dir.path().join("disk.img");
         std::fs::File::create(&image).unwrap().set_len(size).unwrap();
@@ -113,6 +165,7 @@ impl LoopDevice {
             path,
             image,
             _dir: dir,
+            _shared: shared,
         }
     }
 
