@@ -168,52 +168,65 @@ fn one_seed(seed: u64, verify: bool) -> Result<String, String> {
     }
 }
 
-#[test]
-fn run_verify_never_passes_over_a_fault_that_reached_its_data() {
-    let seeds: Vec<u64> = match std::env::var("SSDLAB_FAULT_SEED") {
+/// The seeds a test runs: `SSDLAB_FAULT_SEED=N` replays one, else 1 to `count`.
+fn seeds(count: u64) -> Vec<u64> {
+    match std::env::var("SSDLAB_FAULT_SEED") {
         Ok(seed) => vec![seed.parse().expect("SSDLAB_FAULT_SEED is a number")],
-        Err(_) => (1..=60).collect(),
-    };
-    let mut failures = Vec::new();
-    let mut kinds = std::collections::BTreeMap::<String, usize>::new();
-    let mut injected = 0;
-    for &seed in &seeds {
-        match one_seed(seed, true) {
-            // Only a seed whose fault was injected counts for its kind, read and write apart.
-            Ok(what) if !what.contains("injected 0") => {
-                injected += 1;
-                let fault = what.split_once(": ").map_or("", |(_, rest)| rest);
-                let kind = fault.split([' ', '{', '(']).next().unwrap_or("");
-                let op = fault
-                    .split(" on the ")
-                    .nth(1)
-                    .unwrap_or("")
-                    .split(' ')
-                    .next()
-                    .unwrap_or("");
-                *kinds.entry(format!("{kind} {op}")).or_default() += 1;
-            }
-            Ok(_) => {}
-            Err(e) => failures.push(e),
-        }
+        Err(_) => (1..=count).collect(),
     }
+}
+
+/// Runs `one` on each seed, asserts that none failed (every failure printed with its seed), and returns what
+/// each seed said and how many injected their fault.
+fn every_seed(
+    what: &str,
+    seeds: &[u64],
+    one: impl Fn(u64) -> Result<String, String>,
+) -> (Vec<String>, usize) {
+    let (said, failures): (Vec<_>, Vec<_>) = seeds.iter().map(|&seed| one(seed)).partition(Result::is_ok);
+    let failures: Vec<String> = failures.into_iter().filter_map(Result::err).collect();
     assert!(
         failures.is_empty(),
-        "{} of {} seeds failed (replay one with SSDLAB_FAULT_SEED=N):\n{}",
+        "{} of {} {what} seeds failed (replay one with SSDLAB_FAULT_SEED=N):\n{}",
         failures.len(),
         seeds.len(),
         failures.join("\n\n")
     );
+    let said: Vec<String> = said.into_iter().filter_map(Result::ok).collect();
+    let injected = said.iter().filter(|w| !w.contains("injected 0")).count();
+    if seeds.len() > 1 {
+        assert!(
+            injected * 2 > seeds.len(),
+            "most {what} seeds inject their fault ({injected} of {})",
+            seeds.len()
+        );
+    }
+    (said, injected)
+}
+
+#[test]
+fn run_verify_never_passes_over_a_fault_that_reached_its_data() {
+    let seeds = seeds(60);
+    let (said, injected) = every_seed("run --verify", &seeds, |seed| one_seed(seed, true));
+    let mut kinds = std::collections::BTreeMap::<String, usize>::new();
+    // Only a seed whose fault was injected counts for its kind, read and write apart.
+    for what in said.iter().filter(|w| !w.contains("injected 0")) {
+        let fault = what.split_once(": ").map_or("", |(_, rest)| rest);
+        let kind = fault.split([' ', '{', '(']).next().unwrap_or("");
+        let op = fault
+            .split(" on the ")
+            .nth(1)
+            .unwrap_or("")
+            .split(' ')
+            .next()
+            .unwrap_or("");
+        *kinds.entry(format!("{kind} {op}")).or_default() += 1;
+    }
     eprintln!(
         "{} seeds, {injected} injected a fault, every one caught; by kind: {kinds:?}",
         seeds.len()
     );
     if seeds.len() > 1 {
-        assert!(
-            injected * 2 > seeds.len(),
-            "most seeds inject their fault ({injected} of {})",
-            seeds.len()
-        );
         // Every kind of fault reached a run.
         for kind in [
             "Corrupt Write",
@@ -447,39 +460,12 @@ fn one_scan_seed(seed: u64) -> Result<String, String> {
 /// `scan` over a device (region scan) or files whose reads fail never passes, and says what failed.
 #[test]
 fn scan_never_passes_over_a_read_that_failed() {
-    let seeds: Vec<u64> = match std::env::var("SSDLAB_FAULT_SEED") {
-        Ok(seed) => vec![seed.parse().expect("SSDLAB_FAULT_SEED is a number")],
-        Err(_) => (1..=24).collect(),
-    };
-    let results: Vec<Result<String, String>> = seeds.iter().map(|&s| one_scan_seed(s)).collect();
-    let failures: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
-    assert!(
-        failures.is_empty(),
-        "{} of {} scan seeds failed (replay one with SSDLAB_FAULT_SEED=N):\n{}",
-        failures.len(),
-        seeds.len(),
-        failures
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("\n\n")
-    );
-    let injected = results
-        .iter()
-        .flatten()
-        .filter(|w| !w.contains("injected 0"))
-        .count();
+    let seeds = seeds(24);
+    let (_, injected) = every_seed("scan", &seeds, one_scan_seed);
     eprintln!(
         "{} scan seeds, {injected} injected a read fault, none passed over a failed read",
         seeds.len()
     );
-    if seeds.len() > 1 {
-        assert!(
-            injected * 2 > seeds.len(),
-            "most seeds inject ({injected} of {})",
-            seeds.len()
-        );
-    }
 }
 
 /// Blocks a serve client writes, flushing after every eighth, then reads back.
@@ -676,33 +662,9 @@ fn one_serve_seed(seed: u64) -> Result<String, String> {
 /// it, so the client's own read-back sees it; and with nothing injected everything round-trips.
 #[test]
 fn serve_tells_its_clients_and_its_record_of_every_device_failure() {
-    let seeds: Vec<u64> = match std::env::var("SSDLAB_FAULT_SEED") {
-        Ok(seed) => vec![seed.parse().expect("SSDLAB_FAULT_SEED is a number")],
-        Err(_) => (1..=32).collect(),
-    };
-    let mut failures = Vec::new();
-    let mut injected = 0;
-    for &seed in &seeds {
-        match one_serve_seed(seed) {
-            Ok(what) => injected += usize::from(!what.contains("injected 0")),
-            Err(e) => failures.push(e),
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} seeds failed (replay one with SSDLAB_FAULT_SEED=N):\n{}",
-        failures.len(),
-        seeds.len(),
-        failures.join("\n\n")
-    );
+    let seeds = seeds(32);
+    let (_, injected) = every_seed("serve", &seeds, one_serve_seed);
     eprintln!("{} serve seeds, {injected} injected a fault", seeds.len());
-    if seeds.len() > 1 {
-        assert!(
-            injected * 2 > seeds.len(),
-            "most seeds inject their fault ({injected} of {})",
-            seeds.len()
-        );
-    }
 }
 
 /// The outside review's fan-out, on real files through the target port: ten file drives, nine stalling 20 ms on
