@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use serde_json::Value;
 use ssdlab_app::export::OutDir;
 use ssdlab_app::methodology::options::{
-    ConsistencyFlags, LatencyFlags, PtsFlags, QuickFlags, SweepFlags, TrimFlags, TrimMeasure,
+    ConsistencyFlags, LatencyFlags, PtsFlags, QuickFlags, ReplayFlags, SweepFlags, TrimFlags, TrimMeasure,
 };
 use ssdlab_app::methodology::{self, MethodPlan};
 use ssdlab_app::ports::{Outcome, Ports};
@@ -274,5 +274,19 @@ pub fn quick_defaults() -> QuickFlags {
         repeats: 5,
         runtime_ns: ns("5s"),
         span_bytes: bytes("1g"),
+    }
+}
+
+/// `test replay --trace TRACE`'s flags as the binary defaults them (the format detected, at the trace's own
+/// times, QD32, offsets folded onto the device, every disk).
+pub fn replay_defaults(trace: &Path) -> ReplayFlags<'_> {
+    ReplayFlags {
+        trace,
+        format: None,
+        time_scale: 1.0,
+        as_fast_as_possible: false,
+        qd: 32,
+        fit: ssdlab_core::schema::replay::ReplayFit::Fold,
+        disk: None,
     }
 }

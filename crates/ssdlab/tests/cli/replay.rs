@@ -1,5 +1,7 @@
 //! `ssdlab test replay` and `ssdlab trace synth`: traces from the real tools (fio's write_iolog, blkparse),
-//! replayed onto loop devices and the virtual drive, checked against what was recorded.
+//! replayed onto loop devices and the virtual drive, checked against what was recorded; a trace on stdout, and
+//! Ctrl-C. Replays of traces written by hand or by `trace synth` on virtual drives, and the refusals of bad traces
+//! and flags, are tested in-process in `crates/ssdlab-app/tests/trace_replays.rs`.
 
 use crate::*;
 
@@ -265,126 +267,11 @@ fn blktrace_records_a_loop_device_where_the_kernel_allows_it() {
     );
 }
 
+/// What goes to stdout: without `--out` the trace itself, and `--out -` is stdout too. (A file never
+/// overwritten and malformed traces are tested in-process in `crates/ssdlab-app/tests/trace_replays.rs`.)
 #[test]
-fn an_msr_trace_is_folded_onto_a_smaller_device_and_said() {
+fn trace_synth_writes_its_trace_to_stdout_and_dash_is_stdout() {
     let dir = tempdir();
-    let csv = dir.path().join("hm_1.csv");
-    // Three rows in the MSR Cambridge layout, the last past a 1/256-scale drive's end (about 470 MB).
-    std::fs::write(
-        &csv,
-        "128166372003061629,hm,1,Read,3420143616,65536,1366\n\
-         128166372016382155,hm,1,Write,4096,4096,1150\n\
-         128166372016383598,hm,1,Write,3420213248,512,1006\n",
-    )
-    .unwrap();
-    let out_dir = dir.path().join("msr");
-    let out = replay(
-        "sim:840evo-120g?scale=1/256",
-        csv.to_str().unwrap(),
-        &["--out", out_dir.to_str().unwrap()],
-    );
-    expect_code(&out, 0);
-    let err = stderr(&out);
-    assert!(err.contains("2 operation(s) were folded"), "{err}");
-    assert!(
-        err.contains("widened to whole 512-byte logical blocks") || err.contains("trace     msr"),
-        "{err}"
-    );
-    let a = &read_result(&out_dir)["analysis"];
-    assert_eq!(a["format"], "msr");
-    assert_eq!(a["fit"]["remapped_ops"], 2);
-    // Two disks in one file: the choice is asked for by its flag.
-    std::fs::write(&csv, "1,hm,1,Read,0,4096,1\n2,hm,2,Read,0,4096,1\n").unwrap();
-    let out = replay("sim:840evo-120g?scale=1/256", csv.to_str().unwrap(), &[]);
-    expect_usage_error(&out, "--disk");
-}
-
-#[test]
-fn the_cache_speeds_a_synthetic_desktop_trace_in_the_storage_bench_table() {
-    let dir = tempdir();
-    let trace = dir.path().join("light.iolog");
-    let out = run(&[
-        "trace",
-        "synth",
-        "--profile",
-        "light",
-        "--duration",
-        "20s",
-        "--out",
-        trace.to_str().unwrap(),
-    ]);
-    expect_code(&out, 0);
-    let mut dirs = Vec::new();
-    for (name, target) in [
-        ("plain", "sim:840evo-250g?scale=1/16"),
-        ("rapid", "cached:sim:840evo-250g?scale=1/16&size=256m"),
-    ] {
-        let out_dir = dir.path().join(name);
-        let out = replay(
-            target,
-            trace.to_str().unwrap(),
-            &["--out", out_dir.to_str().unwrap()],
-        );
-        expect_code(&out, 0);
-        assert!(stderr(&out).contains("bench     average data rate"));
-        dirs.push(out_dir);
-    }
-    let plain = read_result(&dirs[0]);
-    let rapid = read_result(&dirs[1]);
-    let figure = |r: &Value, k: &str| r["analysis"][k].as_f64().unwrap();
-    assert_eq!(
-        plain["analysis"]["replayed_ops"],
-        rapid["analysis"]["replayed_ops"]
-    );
-    assert!(figure(&rapid, "average_service_time_ns") < figure(&plain, "average_service_time_ns"));
-    assert!(
-        figure(&rapid, "average_data_rate_bytes_per_s") > figure(&plain, "average_data_rate_bytes_per_s")
-    );
-    assert!(plain["analysis"]["fidelity"]["late_ns_max"].as_u64().is_some());
-    let csv = std::fs::read_to_string(dirs[0].join("replay.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 2);
-    // Side by side, the report adds RAPID's comparison row.
-    let page = dir.path().join("both.html");
-    let out = run(&[
-        "report",
-        dirs[0].to_str().unwrap(),
-        dirs[1].to_str().unwrap(),
-        "--out",
-        page.to_str().unwrap(),
-    ]);
-    expect_code(&out, 0);
-    let html = std::fs::read_to_string(page).unwrap();
-    assert!(
-        html.contains("avg service time") && html.contains(" vs "),
-        "the comparison row"
-    );
-    // At the trace's own times both replays move the trace's data: one line, saying how far apart they are,
-    // not two lines drawn exactly over each other (#33 point 14).
-    assert!(
-        html.contains("all 2 replays (the trace sets the pace"),
-        "one line for the data moved"
-    );
-}
-
-#[test]
-fn trace_synth_never_overwrites_and_bad_input_is_named() {
-    let dir = tempdir();
-    let trace = dir.path().join("t.iolog");
-    std::fs::write(&trace, "keep me").unwrap();
-    let out = run(&[
-        "trace",
-        "synth",
-        "--profile",
-        "heavy",
-        "--out",
-        trace.to_str().unwrap(),
-    ]);
-    expect_usage_error(&out, "--out");
-    assert_eq!(std::fs::read_to_string(&trace).unwrap(), "keep me");
-    expect_usage_error(
-        &run(&["trace", "synth", "--profile", "light", "--duration", "0s"]),
-        "--duration",
-    );
     // To stdout: a fio iolog v3 that starts with its header.
     let out = run(&["trace", "synth", "--profile", "light", "--duration", "2s"]);
     expect_code(&out, 0);
@@ -407,40 +294,6 @@ fn trace_synth_never_overwrites_and_bad_input_is_named() {
     expect_code(&dash, 0);
     assert_eq!(dash.stdout, out.stdout, "the same trace, on stdout");
     assert!(!dir.path().join("-").exists());
-
-    // Malformed traces: the line at fault, and nothing run.
-    std::fs::write(
-        &trace,
-        "fio version 3 iolog\n1 /f read 0 4096\n2 /f read zero 4096\n",
-    )
-    .unwrap();
-    let out = replay("sim:840evo-120g?scale=1/256", trace.to_str().unwrap(), &[]);
-    expect_usage_error(&out, "line 3");
-    std::fs::write(&trace, "nothing I know\n").unwrap();
-    let out = replay("sim:840evo-120g?scale=1/256", trace.to_str().unwrap(), &[]);
-    expect_usage_error(&out, "--format");
-    let missing = dir.path().join("absent");
-    let out = replay("sim:840evo-120g?scale=1/256", missing.to_str().unwrap(), &[]);
-    expect_usage_error(&out, "--trace");
-    let out = replay("sim:840evo-120g?scale=1/256", dir.path().to_str().unwrap(), &[]);
-    expect_usage_error(&out, "is a directory");
-    // The trace is read line by line: a line that is not text is named by its number.
-    std::fs::write(
-        &trace,
-        b"fio version 3 iolog\n1 /f read 0 4096\n2 /f read \xff\xfe 4096\n".as_slice(),
-    )
-    .unwrap();
-    let out = replay("sim:840evo-120g?scale=1/256", trace.to_str().unwrap(), &[]);
-    expect_usage_error(&out, "line 3: cannot be read as text");
-    for (flag, value) in [("--time-scale", "0"), ("--qd", "0")] {
-        std::fs::write(&trace, "fio version 3 iolog\n1 /f read 0 4096\n").unwrap();
-        let out = replay(
-            "sim:840evo-120g?scale=1/256",
-            trace.to_str().unwrap(),
-            &[flag, value],
-        );
-        expect_usage_error(&out, flag);
-    }
 }
 
 #[test]
