@@ -111,6 +111,11 @@ fn size_rows(
             }
             break;
         };
+        if row.partial {
+            skipped.push(format!(
+                "{size} B: cut short by the interrupt; its row is marked partial (figures over the part that ran)"
+            ));
+        }
         rows.push(row);
         if session.stopped {
             break;
@@ -202,18 +207,23 @@ fn write_then_read(
     let (Some(write), Some(read)) = (write, read) else {
         return Ok(None);
     };
-    // A point cut short (an interrupt, a failed operation) was not measured as a point: it is left out, never
-    // drawn with the figures of a part of a run (a read that never began would read as zero). Its phases stay
-    // in the result, marked incomplete.
-    if !(session.phases[write].complete && session.phases[read].complete) {
+    let complete = session.phases[write].complete && session.phases[read].complete;
+    let (w, r) = (&session.phases[write].summary, &session.phases[read].summary);
+    // A point an interrupt cut short after both its directions moved data is kept, marked partial: its
+    // figures are over the part that ran. One a failed operation cut short, or whose read never moved a byte,
+    // was not measured: it is left out, never drawn as zero. Its phases stay in the result, marked incomplete.
+    let partial = !complete && session.failure.is_none() && w.bytes > 0 && r.bytes > 0;
+    if !complete && !partial {
         return Ok(None);
     }
-    let (w, r) = (&session.phases[write].summary, &session.phases[read].summary);
-    Ok(Some(row(
-        (base.block_bytes, queue_depth, None),
-        (w.bytes, w.bytes_per_s, w.iops),
-        (r.bytes, r.bytes_per_s, r.iops),
-    )))
+    Ok(Some(SweepRow {
+        partial,
+        ..row(
+            (base.block_bytes, queue_depth, None),
+            (w.bytes, w.bytes_per_s, w.iops),
+            (r.bytes, r.bytes_per_s, r.iops),
+        )
+    }))
 }
 
 /// A sweep point from its (transfer size, queue depth, read share) and each direction's (bytes, bytes per
@@ -227,6 +237,7 @@ fn row(
         transfer_bytes,
         queue_depth,
         read_percent,
+        partial: false,
         write_bytes,
         write_bytes_per_s,
         write_iops,
@@ -303,8 +314,11 @@ fn mix_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
         let Some(index) = session.phase(&format!("mix-rw{read_percent}"), &workload)? else {
             break;
         };
-        // A mix cut short is left out, as a size or depth point is (its phase stays, marked incomplete).
-        if !session.phases[index].complete {
+        // A mix an interrupt cut short after it moved data is kept, marked partial; one a failed operation cut
+        // short is left out, as a size or depth point is (its phase stays, marked incomplete).
+        let complete = session.phases[index].complete;
+        let partial = !complete && session.failure.is_none() && session.phases[index].summary.bytes > 0;
+        if !complete && !partial {
             break;
         }
         let s = &session.phases[index].summary;
@@ -313,11 +327,17 @@ fn mix_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
             s.write.clone().unwrap_or_default(),
         );
         // Each direction's share of the one run: IOPS and bytes per second over the whole run.
-        rows.push(row(
-            (block, Some(options.queue_depth), Some(read_percent)),
-            (w.bytes, w.bytes_per_s, w.iops),
-            (r.bytes, r.bytes_per_s, r.iops),
-        ));
+        rows.push(SweepRow {
+            partial,
+            ..row(
+                (block, Some(options.queue_depth), Some(read_percent)),
+                (w.bytes, w.bytes_per_s, w.iops),
+                (r.bytes, r.bytes_per_s, r.iops),
+            )
+        });
+        if partial {
+            break;
+        }
         if session.stopped {
             break;
         }

@@ -320,3 +320,78 @@ fn fanout_reports_a_drive_whose_read_fails_or_comes_back_short() {
         [false, true, false]
     );
 }
+
+/// Asks the session to stop once the phase `at` has issued `after` operations: a Ctrl-C in the middle of it.
+struct InterruptAt {
+    at: &'static str,
+    after: u32,
+    in_phase: bool,
+    asked: std::cell::Cell<u32>,
+}
+
+impl Observer for InterruptAt {
+    fn stop_requested(&self) -> bool {
+        if !self.in_phase {
+            return false;
+        }
+        self.asked.set(self.asked.get() + 1);
+        self.asked.get() > self.after
+    }
+}
+
+impl MethodObserver for InterruptAt {
+    fn begin_phase(&mut self, name: &str) {
+        self.in_phase = name == self.at;
+    }
+    fn end_phase(&mut self, _phase: &PhaseResult) {}
+}
+
+/// An interrupt in the middle of a size's read keeps that point, marked partial with its figures over the part
+/// that ran, and says so; a failed operation at the same place leaves it out (above).
+#[test]
+fn a_sweep_point_an_interrupt_cut_short_is_kept_marked_partial() {
+    let size = SweepOptions {
+        test_bytes: 8 * MIB,
+        from_bytes: 4096,
+        to_bytes: MIB,
+        size_runtime_ns: S,
+        ..SweepOptions::default()
+    };
+    let mut dev = FaultDevice::new(MemDevice::new(16 * MIB, 20_000), 4);
+    let mut observer = InterruptAt {
+        at: "read-16k",
+        after: 100,
+        in_phase: false,
+        asked: std::cell::Cell::new(0),
+    };
+    let outcome = sweep::sweep(Session::new(&mut dev, &mut observer, 1), &size).unwrap();
+    assert!(!outcome.complete);
+    let ssdlab_core::schema::Analysis::Sweep(sweep) = &outcome.analysis else {
+        panic!("a sweep analysis: {:?}", outcome.analysis);
+    };
+    let analysis = sweep.measured.as_ref().expect("measured points");
+    let rows: Vec<(u64, bool)> = analysis
+        .rows
+        .iter()
+        .map(|r| (r.transfer_bytes, r.partial))
+        .collect();
+    assert_eq!(
+        rows,
+        [(4096, false), (8192, false), (16384, true)],
+        "{:?}",
+        analysis.rows
+    );
+    let cut = &analysis.rows[2];
+    assert!(
+        cut.read_bytes > 0 && cut.read_bytes < 8 * MIB && cut.read_bytes_per_s > 0.0,
+        "its read figures are over the part that ran: {cut:?}"
+    );
+    assert!(
+        analysis
+            .skipped
+            .iter()
+            .any(|s| s.starts_with("16384 B: cut short by the interrupt")),
+        "{:?}",
+        analysis.skipped
+    );
+}

@@ -12,6 +12,37 @@ use crate::{charts, escape, label, mb_s, overlay_prefix, table};
 /// One direction's speed in a sweep row.
 type Speed = fn(&SweepRow) -> f64;
 
+/// A line through the rows measured to their end, and the rows an interrupt cut short as dots of their own
+/// ("NAME: cut short, partial"), never joined to the line.
+fn lines(name: String, rows: &[SweepRow], point: impl Fn(&SweepRow) -> Option<(f64, f64)>) -> Vec<Series> {
+    let full: Vec<(f64, f64)> = rows.iter().filter(|r| !r.partial).filter_map(&point).collect();
+    let partial: Vec<(f64, f64)> = rows.iter().filter(|r| r.partial).filter_map(&point).collect();
+    let mut out = vec![Series {
+        name: name.clone(),
+        points: full,
+        mark: Mark::LineWithDots,
+        style: None,
+    }];
+    if !partial.is_empty() {
+        out.push(Series {
+            name: format!("{name}: cut short, partial"),
+            points: partial,
+            mark: Mark::Dots,
+            style: None,
+        });
+    }
+    out
+}
+
+/// A point's label in a table, marked when an interrupt cut it short.
+fn marked(label: String, row: &SweepRow) -> String {
+    if row.partial {
+        format!("{label} (partial)")
+    } else {
+        label
+    }
+}
+
 pub(crate) fn sweep(group: &[&RunResult]) -> String {
     let (by_size, others): (Vec<&RunResult>, Vec<&RunResult>) =
         group.iter().partition(|r| axis_of(r) == SweepAxis::Size);
@@ -51,15 +82,9 @@ fn mix_sweeps(group: &[&RunResult]) -> String {
             ("writes", |row| row.write_iops),
         ];
         for (part, iops) in parts {
-            series.push(Series {
-                name: format!("{prefix}{part}"),
-                points: rows_of(r)
-                    .iter()
-                    .filter_map(|row| Some((row.read_percent? as f64, iops(row))))
-                    .collect(),
-                mark: Mark::LineWithDots,
-                style: None,
-            });
+            series.extend(lines(format!("{prefix}{part}"), rows_of(r), |row| {
+                Some((row.read_percent? as f64, iops(row)))
+            }));
         }
     }
     let (block, qd) = group
@@ -93,15 +118,9 @@ fn queue_depth_sweeps(group: &[&RunResult]) -> String {
         let prefix = overlay_prefix(group, r);
         let directions: [(&str, Speed); 2] = [("write", |row| row.write_iops), ("read", |row| row.read_iops)];
         for (direction, iops) in directions {
-            series.push(Series {
-                name: format!("{prefix}random {direction}"),
-                points: rows_of(r)
-                    .iter()
-                    .filter_map(|row| Some((row.queue_depth? as f64, iops(row))))
-                    .collect(),
-                mark: Mark::LineWithDots,
-                style: None,
-            });
+            series.extend(lines(format!("{prefix}random {direction}"), rows_of(r), |row| {
+                Some((row.queue_depth? as f64, iops(row)))
+            }));
         }
     }
     let block = group
@@ -171,15 +190,9 @@ fn size_sweeps(group: &[&RunResult]) -> String {
             ("read", |row| row.read_bytes_per_s),
         ];
         for (direction, speed) in directions {
-            series.push(Series {
-                name: format!("{prefix}{direction}"),
-                points: rows
-                    .iter()
-                    .map(|row| (row.transfer_bytes as f64, speed(row) / 1e6))
-                    .collect(),
-                mark: Mark::LineWithDots,
-                style: None,
-            });
+            series.extend(lines(format!("{prefix}{direction}"), rows, |row| {
+                Some((row.transfer_bytes as f64, speed(row) / 1e6))
+            }));
         }
     }
     let mut out = charts(&[Chart {
@@ -210,7 +223,7 @@ fn result_table(r: &RunResult, first: &str, point: fn(&SweepRow) -> String) -> S
         .iter()
         .map(|row| {
             vec![
-                point(row),
+                marked(point(row), row),
                 mb_s(row.write_bytes_per_s),
                 mb_s(row.read_bytes_per_s),
                 format!("{:.0}", row.write_iops),
@@ -247,8 +260,8 @@ fn side_by_side(group: &[&RunResult]) -> String {
                     let _ = write!(
                         t,
                         "<td>{}</td><td>{}</td>",
-                        mb_s(row.write_bytes_per_s),
-                        mb_s(row.read_bytes_per_s)
+                        marked(mb_s(row.write_bytes_per_s), row),
+                        marked(mb_s(row.read_bytes_per_s), row)
                     );
                 }
                 None => t.push_str("<td>–</td><td>–</td>"),

@@ -9,12 +9,12 @@ pub use crate::views::tidy_csv;
 /// Sweep's tidy CSV as (file name, text).
 pub(crate) fn sweep(a: &ssdlab_core::schema::SweepAnalysis) -> Option<(&'static str, String)> {
     let mut csv = String::from(
-        "transfer_bytes,queue_depth,write_bytes,write_bytes_per_s,write_iops,read_bytes,read_bytes_per_s,read_iops,read_percent\n",
+        "transfer_bytes,queue_depth,write_bytes,write_bytes_per_s,write_iops,read_bytes,read_bytes_per_s,read_iops,read_percent,partial\n",
     );
     for r in &a.rows {
         let _ = writeln!(
             csv,
-            "{},{},{},{:.1},{:.1},{},{:.1},{:.1},{}",
+            "{},{},{},{:.1},{:.1},{},{:.1},{:.1},{},{}",
             r.transfer_bytes,
             r.queue_depth.unwrap_or(a.queue_depth),
             r.write_bytes,
@@ -23,7 +23,8 @@ pub(crate) fn sweep(a: &ssdlab_core::schema::SweepAnalysis) -> Option<(&'static 
             r.read_bytes,
             r.read_bytes_per_s,
             r.read_iops,
-            r.read_percent.map_or(String::new(), |p| p.to_string())
+            r.read_percent.map_or(String::new(), |p| p.to_string()),
+            r.partial
         );
     }
     Some(("sweep.csv", csv))

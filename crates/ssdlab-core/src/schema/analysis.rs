@@ -214,6 +214,9 @@ pub struct SweepRow {
     pub read_bytes: u64,
     pub read_bytes_per_s: f64,
     pub read_iops: f64,
+    /// Cut short by an interrupt after both directions moved data: the figures are over the part that ran.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 /// The transfer-size sweep.

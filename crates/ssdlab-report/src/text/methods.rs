@@ -154,12 +154,13 @@ pub fn sweep_lines(a: &ssdlab_core::schema::SweepAnalysis) -> Vec<String> {
         for r in &a.rows {
             say!(
                 out,
-                "{:>9}%{:>12.0}{:>12.0}{:>12.0}{:>14.1}",
+                "{:>9}%{:>12.0}{:>12.0}{:>12.0}{:>14.1}{}",
                 r.read_percent.unwrap_or(0),
                 r.read_iops + r.write_iops,
                 r.read_iops,
                 r.write_iops,
-                (r.read_bytes_per_s + r.write_bytes_per_s) / 1e6
+                (r.read_bytes_per_s + r.write_bytes_per_s) / 1e6,
+                partial_mark(r)
             );
         }
         return out;
@@ -192,7 +193,7 @@ pub fn sweep_lines(a: &ssdlab_core::schema::SweepAnalysis) -> Vec<String> {
     for r in &a.rows {
         say!(
             out,
-            "{:>10}{:>14.1}{:>14.1}{:>12.0}{:>12.0}",
+            "{:>10}{:>14.1}{:>14.1}{:>12.0}{:>12.0}{}",
             match r.queue_depth {
                 Some(qd) if by_qd => qd.to_string(),
                 _ => BinaryBytes(r.transfer_bytes).to_string(),
@@ -200,7 +201,8 @@ pub fn sweep_lines(a: &ssdlab_core::schema::SweepAnalysis) -> Vec<String> {
             r.write_bytes_per_s / 1e6,
             r.read_bytes_per_s / 1e6,
             r.write_iops,
-            r.read_iops
+            r.read_iops,
+            partial_mark(r)
         );
     }
     for s in &a.skipped {
@@ -208,6 +210,11 @@ pub fn sweep_lines(a: &ssdlab_core::schema::SweepAnalysis) -> Vec<String> {
     }
 
     out
+}
+
+/// "  partial" after a sweep row an interrupt cut short (its figures are over the part that ran).
+fn partial_mark(r: &ssdlab_core::schema::SweepRow) -> &'static str {
+    if r.partial { "  partial" } else { "" }
 }
 
 /// Latency's table on stderr.
