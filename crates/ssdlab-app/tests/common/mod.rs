@@ -58,8 +58,21 @@ impl Ran {
 /// Runs a command through test ports with a console that takes JSON Lines; panics with the error if it fails to
 /// run at all.
 pub fn ran(command: impl FnOnce(&mut Ports) -> anyhow::Result<Outcome>) -> Ran {
+    ran_at(NOW_S, command)
+}
+
+/// The wall clock now, in Unix seconds: for commands over real files, whose times are the host's.
+pub fn wall_now_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// [`ran`] with the clock standing at `unix_s` (say, [`wall_now_s`] for real files written just now).
+pub fn ran_at(unix_s: f64, command: impl FnOnce(&mut Ports) -> anyhow::Result<Outcome>) -> Ran {
     let mut console = RecordingConsole::with_json();
-    let result = with_ports(&mut console, command);
+    let result = with_ports(&mut console, unix_s, command);
     match result {
         Ok(outcome) => Ran { outcome, console },
         Err(e) => panic!("the command failed to run: {e:#}\n{}", console.text()),
@@ -69,8 +82,13 @@ pub fn ran(command: impl FnOnce(&mut Ports) -> anyhow::Result<Outcome>) -> Ran {
 /// Runs a command that must be refused; returns what the binary's stderr would hold: every line said before the
 /// refusal, then the refusal as `ssdlab: error: ` prints it.
 pub fn refusal(command: impl FnOnce(&mut Ports) -> anyhow::Result<Outcome>) -> String {
+    refusal_at(NOW_S, command)
+}
+
+/// [`refusal`] with the clock standing at `unix_s`.
+pub fn refusal_at(unix_s: f64, command: impl FnOnce(&mut Ports) -> anyhow::Result<Outcome>) -> String {
     let mut console = RecordingConsole::with_json();
-    match with_ports(&mut console, command) {
+    match with_ports(&mut console, unix_s, command) {
         Ok(outcome) => panic!("not refused: {outcome:?}\n{}", console.text()),
         Err(e) => {
             let mut said = console.text();
@@ -84,11 +102,12 @@ pub fn refusal(command: impl FnOnce(&mut Ports) -> anyhow::Result<Outcome>) -> S
 
 fn with_ports(
     console: &mut RecordingConsole,
+    unix_s: f64,
     command: impl FnOnce(&mut Ports) -> anyhow::Result<Outcome>,
 ) -> anyhow::Result<Outcome> {
     let (tools, clock, stop) = (
         CannedTools::default(),
-        FixedClock::at(NOW_S),
+        FixedClock::at(unix_s),
         AtomicBool::new(false),
     );
     command(&mut Ports::new(console, &tools, &clock, &stop))
@@ -289,4 +308,36 @@ pub fn replay_defaults(trace: &Path) -> ReplayFlags<'_> {
         fit: ssdlab_core::schema::replay::ReplayFit::Fold,
         disk: None,
     }
+}
+
+/// Writes `len` bytes of a seeded xorshift stream to `path`, modified a minute ago (refresh leaves files modified
+/// in the last moments alone).
+pub fn write_random(path: &Path, len: usize, seed: u64) {
+    let mut x = seed | 1;
+    let data: Vec<u8> = (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(path, data).unwrap();
+    let minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(minute_ago)
+        .unwrap();
+}
+
+/// Sets a file's access and modification times, as `touch -d` does.
+pub fn set_times(path: &Path, at: std::time::SystemTime) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_times(std::fs::FileTimes::new().set_accessed(at).set_modified(at))
+        .unwrap();
 }
