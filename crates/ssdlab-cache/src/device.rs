@@ -668,9 +668,13 @@ impl<D: Device> CachedDevice<D> {
             for b in Self::block_span(io.offset, io.len) {
                 let (at, within, n) = Self::overlap(b, io.offset, io.len);
                 // What the cache held when the read was sent, then what it holds now over that: a frame evicted
-                // and cached again meanwhile may hold fewer sectors than the copy taken then.
-                if let Some((_, valid, data)) = miss.cached.iter().find(|(block, _, _)| *block == b) {
-                    copied += copy_held(&mut buf[at..at + n], within, *valid, data);
+                // and cached again meanwhile may hold fewer sectors than the copy taken then. (The copy then is
+                // needed only for sectors the frame does not hold now.)
+                let now_held = self.store.lookup(b).map_or(0, |f| self.store.valid(f));
+                if let Some((_, valid, data)) = miss.cached.iter().find(|(block, _, _)| *block == b)
+                    && valid & !now_held != 0
+                {
+                    copied += copy_held(&mut buf[at..at + n], within, *valid & !now_held, data);
                 }
                 if let Some(frame) = self.store.lookup(b) {
                     copied += copy_held(
