@@ -71,8 +71,17 @@ pub fn wall_now_s() -> f64 {
 
 /// [`ran`] with the clock standing at `unix_s` (say, [`wall_now_s`] for real files written just now).
 pub fn ran_at(unix_s: f64, command: impl FnOnce(&mut Ports) -> anyhow::Result<Outcome>) -> Ran {
+    ran_with(&CannedTools::default(), unix_s, command)
+}
+
+/// [`ran_at`] with `tools` answering for smartctl and nvme-cli.
+pub fn ran_with(
+    tools: &CannedTools,
+    unix_s: f64,
+    command: impl FnOnce(&mut Ports) -> anyhow::Result<Outcome>,
+) -> Ran {
     let mut console = RecordingConsole::with_json();
-    let result = with_ports(&mut console, unix_s, command);
+    let result = with_ports(&mut console, tools, unix_s, command);
     match result {
         Ok(outcome) => Ran { outcome, console },
         Err(e) => panic!("the command failed to run: {e:#}\n{}", console.text()),
@@ -87,8 +96,17 @@ pub fn refusal(command: impl FnOnce(&mut Ports) -> anyhow::Result<Outcome>) -> S
 
 /// [`refusal`] with the clock standing at `unix_s`.
 pub fn refusal_at(unix_s: f64, command: impl FnOnce(&mut Ports) -> anyhow::Result<Outcome>) -> String {
+    refusal_with(&CannedTools::default(), unix_s, command)
+}
+
+/// [`refusal_at`] with `tools` answering for smartctl and nvme-cli.
+pub fn refusal_with(
+    tools: &CannedTools,
+    unix_s: f64,
+    command: impl FnOnce(&mut Ports) -> anyhow::Result<Outcome>,
+) -> String {
     let mut console = RecordingConsole::with_json();
-    match with_ports(&mut console, unix_s, command) {
+    match with_ports(&mut console, tools, unix_s, command) {
         Ok(outcome) => panic!("not refused: {outcome:?}\n{}", console.text()),
         Err(e) => {
             let mut said = console.text();
@@ -102,15 +120,12 @@ pub fn refusal_at(unix_s: f64, command: impl FnOnce(&mut Ports) -> anyhow::Resul
 
 fn with_ports(
     console: &mut RecordingConsole,
+    tools: &CannedTools,
     unix_s: f64,
     command: impl FnOnce(&mut Ports) -> anyhow::Result<Outcome>,
 ) -> anyhow::Result<Outcome> {
-    let (tools, clock, stop) = (
-        CannedTools::default(),
-        FixedClock::at(unix_s),
-        AtomicBool::new(false),
-    );
-    command(&mut Ports::new(console, &tools, &clock, &stop))
+    let (clock, stop) = (FixedClock::at(unix_s), AtomicBool::new(false));
+    command(&mut Ports::new(console, tools, &clock, &stop))
 }
 
 /// Asserts a refusal as the binary's usage errors are checked: it says `says` (the flag at fault, say), and it is
