@@ -173,11 +173,18 @@ impl ssdlab_methods::MethodObserver for Reporter<'_> {
                 phase.name,
                 ssdlab_core::units::Count(s.iops).to_string(),
                 ssdlab_core::units::DecimalRate(s.bytes_per_s).to_string(),
-                BinaryBytes(s.bytes),
+                // As a string: the units' Display ignores widths, which glued the figures together.
+                BinaryBytes(s.bytes).to_string(),
                 s.seconds,
                 Nanos(s.latency_ns.p99 as f64),
                 if phase.complete { "" } else { "  (interrupted)" }
             ));
+            // Over a cached target: what the cache did in the phase, write-arounds with their reasons.
+            if let Some(cache) = &s.cache {
+                for line in ssdlab_report::text::cache_lines(cache) {
+                    self.console.say(&line);
+                }
+            }
         }
         let _ = self.emit(&Event::Summary {
             phase: phase.name.clone(),

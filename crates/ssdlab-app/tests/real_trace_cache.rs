@@ -19,8 +19,9 @@ fn trace() -> &'static Path {
     ))
 }
 
-/// (write median ns, average data rate bytes/s, the cache's counters) of the trace replayed on `target`.
-fn replay(target: &str) -> (f64, f64, serde_json::Value) {
+/// (write median ns, average data rate bytes/s, the cache's counters, what the command said) of the trace
+/// replayed on `target`.
+fn replay(target: &str) -> (f64, f64, serde_json::Value, String) {
     let flags = ReplayFlags {
         trace: trace(),
         format: None,
@@ -42,13 +43,13 @@ fn replay(target: &str) -> (f64, f64, serde_json::Value) {
         .filter(|e| e["type"] == "summary")
         .find_map(|e| e["data"]["summary"].get("cache").cloned())
         .unwrap_or_default();
-    (write_p50, rate, cache)
+    (write_p50, rate, cache, ran.text())
 }
 
 #[test]
 fn the_cache_absorbs_a_real_traces_sector_aligned_writes() {
-    let (plain_p50, plain_rate, _) = replay("sim:840evo-250g");
-    let (cached_p50, cached_rate, cache) = replay("cached:sim:840evo-250g?size=1g");
+    let (plain_p50, plain_rate, _, _) = replay("sim:840evo-250g");
+    let (cached_p50, cached_rate, cache, said) = replay("cached:sim:840evo-250g?size=1g");
     assert!(
         cached_p50 * 5.0 < plain_p50,
         "write median: cached {cached_p50} ns, plain {plain_p50} ns"
@@ -65,4 +66,11 @@ fn the_cache_absorbs_a_real_traces_sector_aligned_writes() {
     );
     assert!(absorbed > 2800 && around < absorbed / 50, "{cache}");
     assert_eq!(cache["writes_around_partial"], around, "{cache}");
+    // The replay's own output says it, with the reason.
+    assert!(
+        said.contains(&format!(
+            "around {around} ({around} covering part of a block the cache could not merge)"
+        )),
+        "{said}"
+    );
 }

@@ -27,6 +27,6 @@ pub use fanout::fanout_lines;
 pub use health::drive_lines;
 pub use methods::{pts_lines, replay_lines};
 pub use op::partition_lines;
-pub use run::{drive_facts_line, summary_lines, target_lines, verdict_lines};
+pub use run::{cache_lines, drive_facts_line, summary_lines, target_lines, verdict_lines};
 pub use scan::{RewriteHint, field_report_lines, scan_lines};
 pub use serve::served_lines;
