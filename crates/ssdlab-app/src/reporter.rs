@@ -169,7 +169,7 @@ impl ssdlab_methods::MethodObserver for Reporter<'_> {
         let s = &phase.summary;
         if self.phase_lines {
             self.console.say(&format!(
-                "phase     {:<14}{:>6} IOPS{:>11}{:>12} in {:.1} s, p99 {}{}",
+                "phase     {:<13}{:>6} IOPS{:>10}{:>11} in {:.1} s, p99 {}{}",
                 phase.name,
                 ssdlab_core::units::Count(s.iops).to_string(),
                 ssdlab_core::units::DecimalRate(s.bytes_per_s).to_string(),

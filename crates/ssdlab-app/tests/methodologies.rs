@@ -265,7 +265,12 @@ fn a_mix_sweep_runs_reads_from_none_to_all_and_counts_each_direction() {
         total(10)
     );
     let csv = std::fs::read_to_string(out_dir.join("sweep.csv")).unwrap();
-    assert!(csv.lines().next().unwrap().ends_with(",read_iops,read_percent"));
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .ends_with(",read_iops,read_percent,partial")
+    );
     assert_eq!(csv.lines().count(), 12);
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert!(html.contains("by share of reads"));
