@@ -251,8 +251,8 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         interrupted,
         recorded: Recorded {
             targets: args.targets.iter().map(|t| t.text.clone()).collect(),
-            runtime: args.runtime.text.clone(),
-            bs: args.bs.text.clone(),
+            runtime_ns: args.runtime.value,
+            block_bytes: args.bs.value,
             seed: args.seed,
         },
     };
@@ -277,7 +277,7 @@ fn run_merged(plan: &Plan, merged: &crate::fanout_from::Merged, ports: &mut Port
     let workload = format!(
         "{} random reads at QD1 on every drive for {}",
         ssdlab_core::units::BinaryBytes(merged.block_bytes),
-        merged.runtime
+        ssdlab_core::units::Nanos(merged.runtime_ns as f64)
     );
     ports.console.say(&format!(
         "fanout    {} drives from {} results, {workload} (the query computed from their histograms)",
@@ -303,8 +303,8 @@ fn run_merged(plan: &Plan, merged: &crate::fanout_from::Merged, ports: &mut Port
         interrupted: false,
         recorded: Recorded {
             targets: merged.drives.iter().map(|d| d.target.clone()).collect(),
-            runtime: merged.runtime.clone(),
-            bs: merged.bs.clone(),
+            runtime_ns: merged.runtime_ns,
+            block_bytes: merged.block_bytes,
             seed: merged.seed,
         },
     };
@@ -460,8 +460,8 @@ struct Measured {
 /// What the record says was run: the flags, or with `--from` the drives and reads of the merged results.
 struct Recorded {
     targets: Vec<String>,
-    runtime: String,
-    bs: String,
+    runtime_ns: u64,
+    block_bytes: u64,
     seed: u64,
 }
 
@@ -513,13 +513,13 @@ fn publish(
     let options = RunOptions::Fanout(RecordedFlags {
         targets: recorded.targets,
         fleet: args.fleet.as_ref().map(ToString::to_string),
-        age_by: args.age_by.as_ref().map(|a| a.text.clone()),
+        age_by_ns: args.age_by.as_ref().map(|a| a.value),
         refresh_all: args.refresh_all,
         shards,
-        hedge: args.hedge.text.clone(),
+        hedge_percentile: args.hedge.value,
         mode: mode.into(),
-        runtime: recorded.runtime,
-        bs: recorded.bs,
+        runtime_ns: recorded.runtime_ns,
+        block_bytes: recorded.block_bytes,
         seed: recorded.seed,
     });
     let now_s = ports.unix_now_s();

@@ -15,7 +15,7 @@ use ssdlab_core::histogram::{BUCKETS, Histogram};
 use ssdlab_core::schema::fanout::FanoutAnalysis;
 use ssdlab_core::schema::options::{FanoutFlags, RunOptions};
 use ssdlab_core::schema::{Analysis, RunResult};
-use ssdlab_core::units::{parse_duration_ns, parse_size};
+use ssdlab_core::units::{BinaryBytes, Nanos};
 use ssdlab_methods::fanout::fleet::FleetDrive;
 use ssdlab_methods::fanout::measure::DriveReads;
 
@@ -26,9 +26,6 @@ pub struct Merged {
     pub reads: Vec<DriveReads>,
     pub block_bytes: u64,
     pub runtime_ns: u64,
-    /// The runtime as the first result wrote it (for the record and the workload line).
-    pub runtime: String,
-    pub bs: String,
     pub seed: u64,
     pub mode: String,
     pub clock: ClockKind,
@@ -50,8 +47,6 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Merged> {
                 reads: Vec::new(),
                 block_bytes,
                 runtime_ns,
-                runtime: options.runtime.clone(),
-                bs: options.bs.clone(),
                 seed: options.seed,
                 mode: options.mode.clone(),
                 clock: result.target.clock,
@@ -86,17 +81,15 @@ fn fanout_of<'a>(
              again"
         );
     }
-    let block_bytes = parse_size(&options.bs).map_err(|e| anyhow!("--from {shown}: --bs {e}"))?;
-    let runtime_ns = parse_duration_ns(&options.runtime)
-        .map_err(|e| anyhow!("--from {shown}: its runtime {}: {e}", options.runtime))?;
+    let (block_bytes, runtime_ns) = (options.block_bytes, options.runtime_ns);
     // What the query arithmetic relies on, as the flags check it for a fan-out measured here.
     if !(512..=1 << 20).contains(&block_bytes) || !block_bytes.is_multiple_of(512) || runtime_ns < 100_000_000
     {
         bail!(
             "--from {shown}: reads of {} for {} are not a fan-out this version measures (a multiple of 512 from \
              512 to 1m, for at least 100ms)",
-            options.bs,
-            options.runtime
+            BinaryBytes(block_bytes),
+            Nanos(runtime_ns as f64)
         );
     }
     Ok((analysis, options, block_bytes, runtime_ns))
@@ -118,8 +111,8 @@ fn check_alike(
         bail!(
             "--from {shown}: its drives read {} at a time and those of {first} read {}; a query's latency mixes \
              only like reads: measure every host with the same --bs",
-            options.bs,
-            merged.bs
+            BinaryBytes(block_bytes),
+            BinaryBytes(merged.block_bytes)
         );
     }
     if runtime_ns != merged.runtime_ns {
@@ -127,8 +120,8 @@ fn check_alike(
             "--from {shown}: its drives read for {} and those of {first} for {}; drives that ran for different \
              times saw different stretches of their behaviour (a drive's GC, a refresh): measure every host with \
              the same --runtime",
-            options.runtime,
-            merged.runtime
+            Nanos(runtime_ns as f64),
+            Nanos(merged.runtime_ns as f64)
         );
     }
     if options.seed != merged.seed {

@@ -225,8 +225,8 @@ fn publish(
 ) -> Result<Outcome> {
     let options = RunOptions::Op(OpFlags {
         target: plan.target.recorded(),
-        set: plan.set.as_ref().map(|s| s.text.clone()),
-        raw_nand: plan.raw_nand.as_ref().map(|r| r.text.clone()),
+        set_ratio: plan.set.as_ref().map(|s| s.value / 100.0),
+        raw_nand_bytes: plan.raw_nand.as_ref().map(|r| r.value),
         samples: plan.samples,
         seed: plan.seed,
     });

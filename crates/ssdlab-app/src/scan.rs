@@ -210,9 +210,9 @@ fn publish(
         paths: args.paths.clone(),
         target: args.target.as_ref().map(|t| t.text.clone()),
         dataset: args.dataset.clone(),
-        min_size: args.min_size.text.clone(),
+        min_size_bytes: args.min_size.value,
         reader: reader_name(reader).into(),
-        chunk: chunk_as_given(args, reader),
+        chunk_bytes: chunk_bytes(args, reader),
         qd: reader.queue_depth(),
         random_reads,
         slower_than: args.slower_than,
@@ -361,13 +361,10 @@ fn reader_of(args: &ScanFlags) -> Result<Reader> {
 }
 
 /// `--chunk` as the user wrote it (or its default), or the cat reader's fixed 128k.
-fn chunk_as_given(args: &ScanFlags, reader: Reader) -> String {
+fn chunk_bytes(args: &ScanFlags, reader: Reader) -> u64 {
     match reader {
-        Reader::Cat => "128k".into(),
-        Reader::Chunks { .. } => args
-            .chunk
-            .as_ref()
-            .map_or_else(|| "1m".into(), |c| c.text.clone()),
+        Reader::Cat => 128 << 10,
+        Reader::Chunks { .. } => args.chunk.as_ref().map_or(1 << 20, |c| c.value),
     }
 }
 
@@ -434,9 +431,9 @@ fn region_scan(
     let options = RunOptions::RegionScan(RegionScanFlags {
         device: target.to_string(),
         regions: options.regions,
-        region_bytes: args.region_bytes.as_ref().map(|r| r.text.clone()),
+        region_bytes: args.region_bytes.as_ref().map(|r| r.value),
         reader: reader_name(reader).into(),
-        chunk: chunk_as_given(args, reader),
+        chunk_bytes: chunk_bytes(args, reader),
         qd: reader.queue_depth(),
         slower_than: args.slower_than,
     });

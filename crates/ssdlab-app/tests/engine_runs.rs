@@ -237,7 +237,7 @@ fn result_directory_holds_json_and_csv() {
     );
     assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
     let result = read_result(&out_dir);
-    assert_eq!(result["schema"], "ssdlab/3");
+    assert_eq!(result["schema"], "ssdlab/4");
     assert_eq!(result["kind"], "run");
     assert_eq!(result["complete"], true);
     let samples = result["phases"][0]["samples"].as_array().unwrap();

@@ -1,4 +1,4 @@
-//! ssdlab-report: renders results (the `ssdlab/3` schema, and `ssdlab/1` and `/2` read through their migration) into one self-contained HTML page with inline SVG
+//! ssdlab-report: renders results (the `ssdlab/4` schema; `ssdlab/1` to `/3` read through their migration) into one self-contained HTML page with inline SVG
 //! charts and inline CSS: no scripts, no external fetches, readable on a laptop screen.
 //!
 //! It renders only from [`RunResult`] values, so `ssdlab report` can redraw any old result directory, and several

@@ -200,7 +200,7 @@ fn recorded(plan: &Plan, history: Option<&HistoryDir>) -> RunOptions {
         scan: plan.scan,
         from: plan.from.clone(),
         history_dir: history.map(|h| h.dir.clone()),
-        window: plan.window.value.map(|_| plan.window.text.clone()),
+        window_ns: plan.window.value,
         rated_tbw: plan.rating.tbw_tb,
         rated_dwpd: plan.rating.dwpd,
         rated_pe: plan.rating.pe_cycles,

@@ -427,9 +427,9 @@ fn publish(
         paths: args.paths.iter().map(|p| escape_path(p)).collect(),
         from: args.from.as_deref().map(escape_path),
         slower_than: args.slower_than,
-        older_than: args.older_than.as_ref().map(|o| o.text.clone()),
-        rate: args.rate.as_ref().map(|r| r.text.clone()),
-        chunk: args.chunk.text.clone(),
+        older_than_ns: args.older_than.as_ref().map(|o| o.value),
+        rate_bytes_per_s: args.rate.as_ref().map(|r| r.value),
+        chunk_bytes: args.chunk.value,
         dry_run: args.dry_run,
     });
     let rewritten = analysis

@@ -1,7 +1,9 @@
 //! Reading every result an earlier ssdlab wrote. `ssdlab/2` names every field with its SI unit (`_bytes_per_s`,
 //! `_ns`, `_ratio`); `ssdlab/1` results of the stale-data scans carried MB/s, microseconds and a slowdown factor.
 //! `ssdlab/3` tags a test method's options by its kind (`{"kind": "quick", "options": {...}}`); before, they were
-//! the bare options object, read as whichever method's fields it had first. [`RunResult::from_json`] reads every
+//! the bare options object, read as whichever method's fields it had first. `ssdlab/4` records the commands' flags
+//! as the values they stood for, in the field's unit (`chunk_bytes`, `runtime_ns`, `hedge_percentile`), not the
+//! words typed. [`RunResult::from_json`] reads every
 //! version: an older result is rewritten step by step into this version's shape before the typed reading, so no
 //! reader ever sees the old units or shapes. Nothing here writes a file.
 
@@ -10,7 +12,7 @@ use serde_json::{Map, Value};
 use crate::schema::{RunResult, SCHEMA};
 
 /// The schemas this ssdlab reads.
-pub const READABLE: [&str; 3] = ["ssdlab/1", "ssdlab/2", SCHEMA];
+pub const READABLE: [&str; 4] = ["ssdlab/1", "ssdlab/2", "ssdlab/3", SCHEMA];
 
 /// Renames `old` to `new` in `object`, multiplying a number by `factor` (a `null`, JSON's infinity, stays).
 fn convert(object: &mut Map<String, Value>, old: &str, new: &str, factor: f64) {
@@ -123,6 +125,76 @@ fn method_options_v2_to_v3(kind: &str, value: &mut Value) {
     }
 }
 
+/// A version-3 command's options as version 4 records them: the values the flags' words stood for, in the
+/// field's unit (`"chunk": "4m"` becomes `"chunk_bytes": 4194304`). A word that does not parse is left as it was,
+/// and the result then fails to read, naming the field.
+fn command_options_v3_to_v4(kind: &str, value: &mut Value) {
+    use crate::units::{Rate, parse_duration_ns, parse_rate, parse_size};
+    let Some(Value::Object(options)) = value.get_mut("options") else {
+        return;
+    };
+    let size = |t: &str| parse_size(t).ok().map(Value::from);
+    let duration = |t: &str| parse_duration_ns(t).ok().map(Value::from);
+    let rate = |t: &str| match parse_rate(t) {
+        Ok(Rate::BytesPerS(b)) => Some(Value::from(b)),
+        _ => None,
+    };
+    let percentile = |t: &str| {
+        t.trim()
+            .trim_start_matches(['p', 'P'])
+            .parse::<f64>()
+            .ok()
+            .map(Value::from)
+    };
+    let share = |t: &str| {
+        let number = t.trim().strip_suffix('%').unwrap_or(t.trim());
+        number.parse::<f64>().ok().map(|p| Value::from(p / 100.0))
+    };
+    type Parse<'a> = &'a dyn Fn(&str) -> Option<Value>;
+    let renames: &[(&str, &str, Parse)] = match kind {
+        "refresh" => &[
+            ("older_than", "older_than_ns", &duration),
+            ("rate", "rate_bytes_per_s", &rate),
+            ("chunk", "chunk_bytes", &size),
+        ],
+        "fanout" => &[
+            ("age_by", "age_by_ns", &duration),
+            ("hedge", "hedge_percentile", &percentile),
+            ("runtime", "runtime_ns", &duration),
+            ("bs", "block_bytes", &size),
+        ],
+        "region-scan" => &[
+            ("region_bytes", "region_bytes", &size),
+            ("chunk", "chunk_bytes", &size),
+        ],
+        "scan" => &[
+            ("min_size", "min_size_bytes", &size),
+            ("chunk", "chunk_bytes", &size),
+        ],
+        "health" => &[("window", "window_ns", &duration)],
+        "op" => &[
+            ("set", "set_ratio", &share),
+            ("raw_nand", "raw_nand_bytes", &size),
+        ],
+        _ => &[],
+    };
+    for (old, new, parse) in renames {
+        match options.get(*old) {
+            Some(Value::String(text)) => {
+                if let Some(parsed) = parse(text) {
+                    options.remove(*old);
+                    options.insert((*new).to_string(), parsed);
+                }
+            }
+            Some(Value::Null) => {
+                options.remove(*old);
+                options.insert((*new).to_string(), Value::Null);
+            }
+            _ => {}
+        }
+    }
+}
+
 impl RunResult {
     /// Reads a `result.json` of any readable schema, in this version's names and units.
     pub fn from_json(text: &str) -> Result<RunResult, String> {
@@ -151,6 +223,9 @@ impl RunResult {
         }
         if schema == "ssdlab/1" || schema == "ssdlab/2" {
             method_options_v2_to_v3(&kind, &mut value);
+        }
+        if schema != SCHEMA {
+            command_options_v3_to_v4(&kind, &mut value);
             value["schema"] = Value::String(SCHEMA.into());
         }
         serde_json::from_value(value).map_err(|e| e.to_string())
@@ -220,10 +295,42 @@ mod tests {
     }
 
     #[test]
+    fn a_version_3_commands_flags_read_back_as_values() {
+        let fanout = r#"{"schema": "ssdlab/3", "kind": "fanout", "options": {"targets": [], "fleet": "field-report",
+            "age_by": "6w", "refresh_all": false, "shards": [100], "hedge": "p95", "mode": "computed",
+            "runtime": "60s", "bs": "4k", "seed": 1}}"#;
+        let mut value: Value = serde_json::from_str(fanout).unwrap();
+        command_options_v3_to_v4("fanout", &mut value);
+        let options = &value["options"];
+        assert_eq!(options["age_by_ns"], 42 * 86_400 * 1_000_000_000u64);
+        assert_eq!(options["hedge_percentile"], 95.0);
+        assert_eq!(options["runtime_ns"], 60_000_000_000u64);
+        assert_eq!(options["block_bytes"], 4096);
+        assert!(options.get("bs").is_none());
+        let mut op: Value = serde_json::from_str(
+            r#"{"options": {"set": "25%", "raw_nand": null, "samples": 64, "seed": 1}}"#,
+        )
+        .unwrap();
+        command_options_v3_to_v4("op", &mut op);
+        assert_eq!(op["options"]["set_ratio"], 0.25);
+        assert_eq!(op["options"]["raw_nand_bytes"], Value::Null);
+        let mut refresh: Value =
+            serde_json::from_str(r#"{"options": {"older_than": "90d", "rate": "200m", "chunk": "4m"}}"#)
+                .unwrap();
+        command_options_v3_to_v4("refresh", &mut refresh);
+        assert_eq!(
+            refresh["options"]["older_than_ns"],
+            90 * 86_400 * 1_000_000_000u64
+        );
+        assert_eq!(refresh["options"]["rate_bytes_per_s"], 200.0 * 1048576.0);
+        assert_eq!(refresh["options"]["chunk_bytes"], 4 << 20);
+    }
+
+    #[test]
     fn unknown_schemas_are_refused_by_name() {
         let err = RunResult::from_json(r#"{"schema": "ssdlab/9"}"#).unwrap_err();
         assert!(
-            err.contains("ssdlab/9") && err.contains("ssdlab/1, ssdlab/2, ssdlab/3"),
+            err.contains("ssdlab/9") && err.contains("ssdlab/1, ssdlab/2, ssdlab/3, ssdlab/4"),
             "{err}"
         );
     }

@@ -1,5 +1,5 @@
-//! The result schema: what `--json` streams and `result.json` holds (schema "ssdlab/3"; `migrate` reads "ssdlab/1"
-//! and "ssdlab/2").
+//! The result schema: what `--json` streams and `result.json` holds (schema "ssdlab/4"; `migrate` reads "ssdlab/1"
+//! to "ssdlab/3").
 //!
 //! Field names carry their units as suffixes. The report crate renders only from these types, so any old
 //! result directory can be redrawn. Changing a field's meaning needs a new schema version; adding optional
@@ -30,7 +30,7 @@ use crate::device::DeviceInfo;
 use crate::histogram::SparseHistogram;
 
 /// The schema identifier written into every result.
-pub const SCHEMA: &str = "ssdlab/3";
+pub const SCHEMA: &str = "ssdlab/4";
 
 /// Latency percentiles and moments in nanoseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -1,8 +1,9 @@
-//! The options a result was produced with, as `result.json`'s `options` holds them: every flag as given or
-//! defaulted, so the run can be repeated. One type per command; the JSON carries no tag of its own (the
+//! The options a result was produced with, as `result.json`'s `options` holds them: every flag as parsed or
+//! defaulted (sizes in bytes, durations in nanoseconds, shares as ratios), so the run can be repeated and read
+//! without parsing units again. One type per command; the JSON carries no tag of its own (the
 //! result's `kind` says which). [`RunOptions`] is untagged, so a shape is read as the first variant whose required
 //! fields it has: each variant has a required field every variant before it lacks, except that `EraseFlags`'
-//! required fields include all of `OpFlags'` (whose `set` and `raw_nand` are optional), so `Erase` must stay
+//! required fields include all of `OpFlags'` (whose `set_ratio` and `raw_nand_bytes` are optional), so `Erase` must stay
 //! before `Op`. The tests below read every new shape back as itself.
 //!
 //! The method option types live here, not in ssdlab-methods, because the result schema names them; the
@@ -65,9 +66,10 @@ pub struct ServeFlags {
 pub struct OpFlags {
     #[serde(flatten)]
     pub target: TargetOptions,
-    /// `--set` as given (`25` or `25%`).
-    pub set: Option<String>,
-    pub raw_nand: Option<String>,
+    /// `--set`: the share of the capacity to leave unpartitioned (0.25 for `--set 25%`).
+    pub set_ratio: Option<f64>,
+    /// `--raw-nand`: the drive's raw NAND capacity, when given.
+    pub raw_nand_bytes: Option<u64>,
     pub samples: u32,
     pub seed: u64,
 }
@@ -90,9 +92,11 @@ pub struct RefreshFlags {
     pub paths: Vec<String>,
     pub from: Option<String>,
     pub slower_than: Option<f64>,
-    pub older_than: Option<String>,
-    pub rate: Option<String>,
-    pub chunk: String,
+    /// `--older-than`: files whose data is at least this old, in nanoseconds.
+    pub older_than_ns: Option<u64>,
+    /// `--rate`: the most bytes per second refresh writes.
+    pub rate_bytes_per_s: Option<f64>,
+    pub chunk_bytes: u64,
     pub dry_run: bool,
 }
 
@@ -101,13 +105,16 @@ pub struct RefreshFlags {
 pub struct FanoutFlags {
     pub targets: Vec<String>,
     pub fleet: Option<String>,
-    pub age_by: Option<String>,
+    /// `--age-by`: nanoseconds more of age on the field report's fleet.
+    pub age_by_ns: Option<u64>,
     pub refresh_all: bool,
     pub shards: Vec<u32>,
-    pub hedge: String,
+    /// `--hedge`: the percentile of the fleet's read latency after which a read is hedged (95 for p95).
+    pub hedge_percentile: f64,
+    /// `computed` or `measured`.
     pub mode: String,
-    pub runtime: String,
-    pub bs: String,
+    pub runtime_ns: u64,
+    pub block_bytes: u64,
     pub seed: u64,
 }
 
@@ -299,11 +306,11 @@ impl Default for LatencyOptions {
 pub struct RegionScanFlags {
     pub device: String,
     pub regions: u32,
-    pub region_bytes: Option<String>,
+    pub region_bytes: Option<u64>,
     /// `cat` or `chunks` (absent in results written before readers existed: chunks).
     #[serde(default)]
     pub reader: String,
-    pub chunk: String,
+    pub chunk_bytes: u64,
     pub qd: u32,
     pub slower_than: f64,
 }
@@ -314,12 +321,12 @@ pub struct FileScanFlags {
     pub paths: Vec<PathBuf>,
     pub target: Option<String>,
     pub dataset: String,
-    pub min_size: String,
+    pub min_size_bytes: u64,
     /// `cat` or `chunks` (absent in results written before readers existed: chunks).
     #[serde(default)]
     pub reader: String,
-    /// With the chunks reader, the chunk and queue depth used; with cat, 128k and 1.
-    pub chunk: String,
+    /// With the chunks reader, the chunk and queue depth used; with cat, 128 KiB and 1.
+    pub chunk_bytes: u64,
     pub qd: u32,
     #[serde(default)]
     pub random_reads: u32,
@@ -335,8 +342,8 @@ pub struct HealthFlags {
     pub scan: bool,
     pub from: Vec<PathBuf>,
     pub history_dir: Option<PathBuf>,
-    /// The history window (a duration such as "30d"), or None for all of it.
-    pub window: Option<String>,
+    /// The history window in nanoseconds, or None for all of it.
+    pub window_ns: Option<u64>,
     pub rated_tbw: Option<f64>,
     pub rated_dwpd: Option<f64>,
     pub rated_pe: Option<u32>,
@@ -370,15 +377,15 @@ mod tests {
         });
         let op = RunOptions::Op(OpFlags {
             target: target(),
-            set: Some("25%".into()),
-            raw_nand: None,
+            set_ratio: Some(0.25),
+            raw_nand_bytes: None,
             samples: 64,
             seed: 1,
         });
         let op_bare = RunOptions::Op(OpFlags {
             target: target(),
-            set: None,
-            raw_nand: None,
+            set_ratio: None,
+            raw_nand_bytes: None,
             samples: 64,
             seed: 1,
         });
@@ -394,6 +401,65 @@ mod tests {
             poll_us: Some(15),
         });
         for options in [erase, op, op_bare, serve] {
+            assert_eq!(read_back(&options), options);
+        }
+    }
+
+    #[test]
+    fn the_measuring_commands_options_read_back_as_their_own_shape() {
+        let refresh = RunOptions::Refresh(RefreshFlags {
+            paths: vec!["/srv".into()],
+            from: None,
+            slower_than: None,
+            older_than_ns: Some(90 * 86_400 * 1_000_000_000),
+            rate_bytes_per_s: Some(200e6),
+            chunk_bytes: 4 << 20,
+            dry_run: false,
+        });
+        let fanout = RunOptions::Fanout(FanoutFlags {
+            targets: vec![],
+            fleet: Some("field-report".into()),
+            age_by_ns: None,
+            refresh_all: false,
+            shards: vec![100],
+            hedge_percentile: 95.0,
+            mode: "computed".into(),
+            runtime_ns: 60_000_000_000,
+            block_bytes: 4096,
+            seed: 1,
+        });
+        let region_scan = RunOptions::RegionScan(RegionScanFlags {
+            device: "/dev/sdb".into(),
+            regions: 8,
+            region_bytes: Some(64 << 20),
+            reader: "chunks".into(),
+            chunk_bytes: 1 << 20,
+            qd: 4,
+            slower_than: 0.5,
+        });
+        let file_scan = RunOptions::FileScan(FileScanFlags {
+            paths: vec!["/srv".into()],
+            target: None,
+            dataset: String::new(),
+            min_size_bytes: 64 << 10,
+            reader: "cat".into(),
+            chunk_bytes: 128 << 10,
+            qd: 1,
+            random_reads: 0,
+            slower_than: 0.5,
+        });
+        let health = RunOptions::Health(HealthFlags {
+            devices: vec!["/dev/sda".into()],
+            scan: false,
+            from: vec![],
+            history_dir: None,
+            window_ns: Some(30 * 86_400 * 1_000_000_000),
+            rated_tbw: None,
+            rated_dwpd: None,
+            rated_pe: None,
+            warranty_years: None,
+        });
+        for options in [refresh, fanout, region_scan, file_scan, health] {
             assert_eq!(read_back(&options), options);
         }
     }

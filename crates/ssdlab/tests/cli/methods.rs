@@ -38,7 +38,7 @@ fn consistency_on_a_loop_device_records_every_second() {
     assert!(stderr(&out).contains("steady state not reached"));
     let result = read_result(&out_dir);
     assert_eq!(result["kind"], "consistency");
-    assert_eq!(result["schema"], "ssdlab/3");
+    assert_eq!(result["schema"], "ssdlab/4");
     assert_eq!(
         phase(&result, "fill")["summary"]["bytes"],
         64 << 20,
