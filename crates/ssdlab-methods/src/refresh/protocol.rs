@@ -829,18 +829,22 @@ impl FileRun<'_> {
         })
     }
 
-    /// Writes `chunk` back in a window and takes the file as the window left it for `ours`: None, or how the
-    /// file ended when the write was refused, disturbed or failed.
-    fn write_chunk(&mut self, chunk: &Chunk<'_>) -> Result<Option<FileOutcome>, RefreshError> {
-        let written = write_in_window(
+    /// Writes `chunk` back through a window, with every check, against the file as our last window left it.
+    fn write_window(&mut self, chunk: &Chunk<'_>) -> Result<WindowWrite, RefreshError> {
+        write_in_window(
             self.target,
             self.journal,
             self.env,
             &mut self.file,
             chunk,
             &self.ours,
-        )?;
-        let left = match written {
+        )
+    }
+
+    /// Writes `chunk` back in a window and takes the file as the window left it for `ours`: None, or how the
+    /// file ended when the write was refused, disturbed or failed.
+    fn write_chunk(&mut self, chunk: &Chunk<'_>) -> Result<Option<FileOutcome>, RefreshError> {
+        let left = match self.write_window(chunk)? {
             WindowWrite::Written(left) => left,
             WindowWrite::Refused(reason) | WindowWrite::Disturbed(reason) => {
                 return self.give_way(reason).map(Some);
@@ -880,14 +884,7 @@ impl FileRun<'_> {
             // Put the bytes back once more, through a window with every check of the first write: only if the
             // file is still exactly as our window left it.
             if after.same_as(&self.ours)
-                && let WindowWrite::Written(_) = write_in_window(
-                    self.target,
-                    self.journal,
-                    self.env,
-                    &mut self.file,
-                    chunk,
-                    &self.ours,
-                )?
+                && let WindowWrite::Written(_) = self.write_window(chunk)?
             {
                 self.target.sync()?;
             }
