@@ -80,6 +80,15 @@ impl Targets for FaultyTargets {
     }
 }
 
+/// The ports' other parts: no tools, the clock at a fixed time, no stop request.
+fn still_world() -> (CannedTools, FixedClock, AtomicBool) {
+    (
+        CannedTools::default(),
+        FixedClock::at(1_700_000_000.0),
+        AtomicBool::new(false),
+    )
+}
+
 /// 2 MiB written sequentially in 4 KiB blocks: 512 writes, then the verify pass's 512 reads.
 const BLOCKS: u64 = 512;
 
@@ -134,11 +143,7 @@ fn one_seed(seed: u64, verify: bool) -> Result<String, String> {
     )
     .unwrap();
     let mut console = RecordingConsole::default();
-    let (tools, clock, stop) = (
-        CannedTools::default(),
-        FixedClock::at(1_700_000_000.0),
-        AtomicBool::new(false),
-    );
+    let (tools, clock, stop) = still_world();
     let mut ports = Ports::new(&mut console, &tools, &clock, &stop).with_targets(&targets);
     let outcome = ssdlab_app::run::run(&plan, &mut ports);
     let injected = targets.injected();
@@ -325,11 +330,7 @@ fn a_directory_made_for_a_result_that_never_came_is_taken_away_and_none_that_was
         )
         .unwrap();
         let mut console = FullStdout(RecordingConsole::default());
-        let (tools, clock, stop) = (
-            CannedTools::default(),
-            FixedClock::at(1_700_000_000.0),
-            AtomicBool::new(false),
-        );
+        let (tools, clock, stop) = still_world();
         let mut ports = Ports::new(&mut console, &tools, &clock, &stop);
         let outcome = ssdlab_app::run::run(&plan, &mut ports);
         assert!(
@@ -415,11 +416,7 @@ fn one_scan_seed(seed: u64) -> Result<String, String> {
     }
     let plan = scan_plan(region, &file, &data);
     let mut console = RecordingConsole::default();
-    let (tools, clock, stop) = (
-        CannedTools::default(),
-        FixedClock::at(1_700_000_000.0),
-        AtomicBool::new(false),
-    );
+    let (tools, clock, stop) = still_world();
     let mut ports = Ports::new(&mut console, &tools, &clock, &stop).with_targets(&targets);
     let outcome = ssdlab_app::scan::run(&plan, &mut ports);
     let injected = targets.injected();
@@ -584,11 +581,7 @@ fn one_serve_seed(seed: u64) -> Result<String, String> {
     })
     .unwrap();
     let mut console = RecordingConsole::default();
-    let (tools, clock, stop) = (
-        CannedTools::default(),
-        FixedClock::at(1_700_000_000.0),
-        AtomicBool::new(false),
-    );
+    let (tools, clock, stop) = still_world();
     let (outcome, saw) = std::thread::scope(|scope| {
         let client = scope.spawn(|| {
             let _stop = StopOnDrop(&stop);
@@ -714,11 +707,7 @@ fn fanout_names_the_drive_that_makes_the_query_slow_at_the_p95() {
     })
     .unwrap();
     let mut console = RecordingConsole::default();
-    let (tools, clock, stop) = (
-        CannedTools::default(),
-        FixedClock::at(1_700_000_000.0),
-        AtomicBool::new(false),
-    );
+    let (tools, clock, stop) = still_world();
     let mut ports = Ports::new(&mut console, &tools, &clock, &stop).with_targets(&faulty);
     let outcome = ssdlab_app::fanout::run(&plan, &mut ports).unwrap();
     let text = console.text();

@@ -7,10 +7,9 @@ mod common;
 
 use std::path::Path;
 
-use common::{event, test_command};
+use common::{event, replay_defaults, test_command};
 use ssdlab_app::methodology::MethodPlan;
-use ssdlab_app::methodology::options::{self, ReplayFlags};
-use ssdlab_core::schema::replay::ReplayFit;
+use ssdlab_app::methodology::options;
 
 fn trace() -> &'static Path {
     Path::new(concat!(
@@ -22,15 +21,7 @@ fn trace() -> &'static Path {
 /// (write median ns, average data rate bytes/s, the cache's counters, what the command said) of the trace
 /// replayed on `target`.
 fn replay(target: &str) -> (f64, f64, serde_json::Value, String) {
-    let flags = ReplayFlags {
-        trace: trace(),
-        format: None,
-        time_scale: 1.0,
-        as_fast_as_possible: false,
-        qd: 32,
-        fit: ReplayFit::Fold,
-        disk: None,
-    };
+    let flags = replay_defaults(trace());
     let ran = test_command(target, MethodPlan::Replay(options::replay(flags).unwrap()), None);
     let events = ran.events();
     let analysis = &event(&events, "analysis")["data"];

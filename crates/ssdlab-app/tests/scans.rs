@@ -75,16 +75,8 @@ fn scan_refusal(flags: ScanFlags) -> String {
 /// `refresh`'s flags as the binary defaults them (4 MiB chunks, no limits), with the state in `state_dir`.
 fn refresh_defaults(state_dir: &Path) -> RefreshFlags {
     RefreshFlags {
-        paths: vec![],
-        forget: vec![],
-        from: None,
-        slower_than: None,
-        older_than: None,
-        rate: None,
-        chunk: flags::given_size("4m").unwrap(),
-        dry_run: false,
         state_dir: Some(state_dir.to_path_buf()),
-        out: None,
+        ..RefreshFlags::default()
     }
 }
 

@@ -127,15 +127,20 @@ fn trim_stops_at_a_failed_discard_and_at_a_failed_zero_check() {
     assert!(outcome.phases.len() >= 4, "{:?}", watch.0);
 }
 
-#[test]
-fn every_sweep_axis_stops_at_a_failed_operation() {
-    let size = SweepOptions {
+/// A size sweep of 4 KiB to 1 MiB over an 8 MiB region, a second a point.
+fn size_sweep() -> SweepOptions {
+    SweepOptions {
         test_bytes: 8 * MIB,
         from_bytes: 4096,
         to_bytes: MIB,
         size_runtime_ns: S,
         ..SweepOptions::default()
-    };
+    }
+}
+
+#[test]
+fn every_sweep_axis_stops_at_a_failed_operation() {
+    let size = size_sweep();
     // The read phases come after their write phases: the 300th read is in the middle of the sizes.
     let mut dev = device(nth(Op::Read, 300));
     stopped_by_the_fault(&mut dev, |s| sweep::sweep(s, &size));
@@ -350,13 +355,7 @@ impl MethodObserver for InterruptAt {
 /// that ran, and says so; a failed operation at the same place leaves it out (above).
 #[test]
 fn a_sweep_point_an_interrupt_cut_short_is_kept_marked_partial() {
-    let size = SweepOptions {
-        test_bytes: 8 * MIB,
-        from_bytes: 4096,
-        to_bytes: MIB,
-        size_runtime_ns: S,
-        ..SweepOptions::default()
-    };
+    let size = size_sweep();
     let mut dev = FaultDevice::new(MemDevice::new(16 * MIB, 20_000), 4);
     let mut observer = InterruptAt {
         at: "read-16k",
