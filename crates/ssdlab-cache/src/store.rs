@@ -135,7 +135,8 @@ const EMPTY: Frame = Frame {
 pub struct Destaged {
     pub block: u64,
     pub frame: u32,
-    /// The sectors written (a run of frames holds whole blocks; a partial frame goes alone).
+    /// The sectors written: a run is an optional tail frame, whole frames and an optional head frame (see
+    /// [`Store::take_run`]).
     pub valid: u8,
     pub generation: u32,
     /// The epoch of the data being destaged (kept here, not in the frame, to keep frames small).
@@ -400,7 +401,9 @@ impl Store {
     }
 
     /// Takes up to `max_blocks` consecutive dirty blocks, starting at the first at or after `cursor` (wrapping
-    /// to the lowest), and marks them as being destaged. Empty when nothing is dirty.
+    /// to the lowest), and marks them as being destaged; their held bytes are contiguous (a frame holding a
+    /// block's tail may begin the run, one holding a block's head may end it, any other partial frame goes
+    /// alone). Empty when nothing is dirty.
     pub fn take_run(&mut self, cursor: u64, max_blocks: usize, out: &mut Vec<Destaged>) {
         out.clear();
         let Some(&first) = self

@@ -36,7 +36,7 @@ pub struct CacheStats {
     pub writes_around_large: Option<u64>,
     /// Bytes in sequential streams past the cutoff, which bypass admission.
     pub sequential_bypass_bytes: u64,
-    /// Dirty bytes held at the end.
+    /// Memory held by dirty data at the end: a 4 KiB frame per block, however many of its sectors are dirty.
     pub dirty_bytes: u64,
     /// The most dirty bytes held at once since the cache was opened.
     pub dirty_bytes_peak: u64,
