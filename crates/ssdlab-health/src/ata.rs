@@ -24,12 +24,44 @@ const GIB: u128 = 1 << 30;
 const MIB32: u128 = 32 << 20;
 
 /// ATA device statistics (the standard log 04h) that smartctl -x decodes.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceStatistics {
     pub logical_sectors_written: Option<u64>,
     pub logical_sectors_read: Option<u64>,
     pub percentage_used: Option<u64>,
     pub reported_uncorrectable: Option<u64>,
+    pub power_on_hours: Option<u64>,
+}
+
+impl DeviceStatistics {
+    /// Keeps one statistic by the description smartctl prints for it (the same words in its JSON and its text).
+    pub fn record(&mut self, description: &str, value: u64) {
+        let slot = match description.trim() {
+            "Logical Sectors Written" => &mut self.logical_sectors_written,
+            "Logical Sectors Read" => &mut self.logical_sectors_read,
+            "Percentage Used Endurance Indicator" => &mut self.percentage_used,
+            "Number of Reported Uncorrectable Errors" => &mut self.reported_uncorrectable,
+            "Power-on Hours" => &mut self.power_on_hours,
+            _ => return,
+        };
+        *slot = Some(value);
+    }
+}
+
+/// The count an attribute's raw value holds: the first figure smartctl prints for it. Formats that pack more
+/// than one figure into the 48 raw bits print the count first ("8670 (398 2929)", "31 (Min/Max 19/51)",
+/// "14551h+12m+05.123s"), while the packed raw number is the count only when nothing else is packed; a hex
+/// format is read whole.
+pub fn count_of(attribute: &AtaAttribute) -> u64 {
+    let text = attribute.raw_string.trim();
+    if text.starts_with("0x") {
+        return attribute.raw_value;
+    }
+    let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
+    match digits.parse::<u64>() {
+        Ok(first) if digits.len() < text.len() => first,
+        _ => attribute.raw_value,
+    }
 }
 
 fn find<'a>(attributes: &'a [AtaAttribute], names: &[&str]) -> Option<&'a AtaAttribute> {

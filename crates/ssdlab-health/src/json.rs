@@ -15,11 +15,6 @@ pub fn str_at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
 /// A drive's identity text (model, serial, firmware, device name) as a tool reported it, trimmed and cut to 128
 /// characters: ATA and NVMe hold at most 40, and a longer one is a damaged or hostile file, never to be echoed
 /// whole into every line of the output.
-pub fn identity_at(value: &Value, path: &[&str]) -> Option<String> {
-    str_at(value, path).map(identity_text)
-}
-
-/// [`identity_at`]'s cut, for text found another way.
 pub fn identity_text(text: &str) -> String {
     const MAX_CHARS: usize = 128;
     let text = text.trim();

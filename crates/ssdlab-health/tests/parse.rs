@@ -323,7 +323,7 @@ fn missing_fields_are_absent_not_zero() {
         (s.host_written_bytes, s.wear_used_percent, s.power_on_hours),
         (None, None, None)
     );
-    assert!(s.notes.iter().any(|n| n.contains("no local_time")));
+    assert!(s.notes.iter().any(|n| n.contains("no local time")));
     assert!(s.notes.iter().any(|n| n.contains("no SMART attributes")));
     // No health figure read: unknown, never OK; the failed command (exit bit 2) is said too.
     let (level, reasons) = level(&s);
@@ -332,20 +332,33 @@ fn missing_fields_are_absent_not_zero() {
     assert!(reasons.iter().any(|r| r.contains("bit 2")), "{reasons:?}");
 }
 
-/// A SAS drive's output as smartctl 7.3 writes it (SCSI fields only, SMART status PASSED; a constructed fixture
-/// with smartctl's field names, since ssdlab does not read SCSI log pages yet): nothing shows the drive's
+/// A SAS drive's output as smartctl 7.3 writes it (a fixture built with smartctl's field names; the real SAS
+/// outputs are in tests/fixtures/real): its log pages are read, and without them nothing shows the drive's
 /// condition, so the verdict is unknown, not OK.
 #[test]
-fn a_drive_with_no_health_figures_is_unknown_not_ok() {
+fn a_sas_drive_is_read_from_its_log_pages_and_without_them_is_unknown() {
     let s = snapshot("scsi-sas-no-health-data.json");
-    assert_eq!(s.smart_passed, Some(true));
-    let (level, reasons) = level(&s);
+    assert_eq!(s.identity.protocol, Protocol::Scsi);
+    // Gigabytes processed are 10^9 bytes: 54,321.000 written, 98,765.432 read.
+    assert_eq!(s.host_written_bytes, Some(54_321_000_000_000));
+    assert_eq!(s.host_read_bytes, Some(98_765_432_000_000));
+    assert_eq!((s.reallocated, s.media_errors), (Some(0), Some(0)));
+    assert_eq!(level(&s).0, HealthLevel::Ok);
+    // The same drive with its log pages left out (smartctl -H -i): the SMART status alone is no evidence.
+    let mut value: serde_json::Value =
+        serde_json::from_str(&fixture("scsi-sas-no-health-data.json")).unwrap();
+    let object = value.as_object_mut().unwrap();
+    object.remove("scsi_grown_defect_list");
+    object.remove("scsi_error_counter_log");
+    let bare = parse_any("bare.json", &value.to_string(), NOW).unwrap();
+    assert_eq!(bare.smart_passed, Some(true));
+    let (level, reasons) = level(&bare);
     assert_eq!(level, HealthLevel::Unknown, "{reasons:?}");
     assert_eq!(level.name(), "UNKNOWN");
     // One figure that shows the condition is enough for a verdict.
     let with_errors = HealthSnapshot {
         media_errors: Some(0),
-        ..s
+        ..bare
     };
     assert_eq!(self::level(&with_errors).0, HealthLevel::Ok);
 }
@@ -353,10 +366,11 @@ fn a_drive_with_no_health_figures_is_unknown_not_ok() {
 #[test]
 fn garbage_is_a_clear_error() {
     for (text, says) in [
-        ("this is not json", "not JSON"),
+        ("this is not json", "not smartctl's output"),
         ("{\"hello\": 1}", "neither smartctl's"),
         ("[1, 2]", "neither smartctl's"),
-        ("", "not JSON"),
+        ("{\"smartctl\": ", "not JSON"),
+        ("", "not smartctl's output"),
     ] {
         let err = parse_any("input.json", text, NOW).unwrap_err();
         assert!(matches!(err, ParseError::Format { .. }));

@@ -252,7 +252,8 @@ pub struct HealthArgs {
     /// Also read every drive `smartctl --scan-open` finds, each with the -d TYPE it needs.
     #[arg(long)]
     pub scan: bool,
-    /// Saved health data: smartctl --json output, nvme-cli 'smart-log -o json' output, or an ssdlab result
+    /// Saved health data: smartctl's output (--json -x, or the text of -x, -a or -A as saved or pasted; UTF-8,
+    /// UTF-16 with a byte-order mark or Latin-1), nvme-cli 'smart-log -o json' output, or an ssdlab result
     /// directory (or its result.json) from a run on a sim: target, whose counters it reports. Repeatable.
     #[arg(long, value_name = "FILE")]
     pub from: Vec<PathBuf>,

@@ -237,26 +237,30 @@ fn read_sim(
     })
 }
 
-/// Reads a `--from` file: smartctl or nvme-cli JSON, or an ssdlab result (a directory or its result.json).
+/// Reads a `--from` file: smartctl's JSON or text, nvme-cli's smart-log JSON, or an ssdlab result (a directory or
+/// its result.json).
 pub fn read_file(path: &Path, clock: &dyn Clock) -> Result<Reading> {
     let file = if path.is_dir() {
         path.join("result.json")
     } else {
         path.to_path_buf()
     };
-    let text = crate::inputs::read_text(
-        &format!("--from {}", file.display()),
-        &file,
-        crate::inputs::MAX_RESULT_BYTES,
-        "give a smartctl --json file, an nvme smart-log -o json file, or an ssdlab result directory",
-    )?;
+    // Bytes, not UTF-8 text: a saved output may be UTF-16 (PowerShell) or Latin-1 (a Windows code page).
+    let bytes = ssdlab_io::files::read_input(&file, crate::inputs::MAX_RESULT_BYTES).map_err(|e| {
+        anyhow!(
+            "--from {}: cannot read it: {e}; give smartctl's output (--json -x, or the text of -x or -a), an nvme \
+             smart-log -o json file, or an ssdlab result directory",
+            file.display()
+        )
+    })?;
     let name = file.display().to_string();
     // An ssdlab result reads as one or fails as one (a newer schema, say), never as smartctl output.
-    let is_result = serde_json::from_str::<serde_json::Value>(&text)
+    let is_result = serde_json::from_slice::<serde_json::Value>(&bytes)
         .ok()
         .and_then(|v| v.get("schema")?.as_str().map(|s| s.starts_with("ssdlab/")))
         .unwrap_or(false);
     if is_result {
+        let text = String::from_utf8_lossy(&bytes);
         let result = RunResult::from_json(&text).map_err(|e| anyhow::anyhow!("--from {name}: {e}"))?;
         return from_result(&name, &result, clock);
     }
@@ -266,7 +270,7 @@ pub fn read_file(path: &Path, clock: &dyn Clock) -> Result<Reading> {
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or_else(|| clock.unix_now_s() as u64, |d| d.as_secs());
-    let mut snapshot = ssdlab_health::parse_any_named(&name, &text, modified_s, attribute_names())
+    let mut snapshot = ssdlab_health::parse_saved(&name, &bytes, modified_s, attribute_names())
         .map_err(|e| anyhow!("--from {e}"))?;
     // A saved output names the device it was read from on its own host (often /dev/nvme0 for every drive): here
     // the drive is the file, and the device path is only a note.
