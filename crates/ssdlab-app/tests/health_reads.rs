@@ -242,7 +242,8 @@ fn every_fixture_reads_and_failing_drives_exit_1() {
         ("ata-samsung-840evo-1t.json", Passed, "OK"),
         ("ata-micron-pages.json", Passed, "OK"),
         ("ata-kingston-phison.json", Passed, "WARN"),
-        ("ata-wd-tlc-slc.json", Passed, "OK"),
+        // Write counters alone show nothing of the drive's condition (no threshold, no critical counter).
+        ("ata-wd-tlc-slc.json", Unknown, "UNKNOWN"),
         ("ata-failing.json", Failed, "FAIL"),
         ("nvme-ok.json", Passed, "OK"),
         ("nvme-huge-counters.json", Passed, "OK"),
@@ -252,7 +253,9 @@ fn every_fixture_reads_and_failing_drives_exit_1() {
         ("nvme-cli-old.json", Failed, "FAIL"),
         // No health figure read: unknown (exit 3), never OK, whatever the drive's own SMART status says.
         ("smartctl-minimal.json", Unknown, "UNKNOWN"),
-        ("scsi-sas-no-health-data.json", Unknown, "UNKNOWN"),
+        ("scsi-sas-health-status-only.json", Unknown, "UNKNOWN"),
+        // The same SAS drive with its log pages: grown defects and uncorrected errors read, none.
+        ("scsi-sas-log-pages.json", Passed, "OK"),
     ] {
         let ran = health(Health::from(&[health_fixture(name)]));
         assert_eq!(ran.outcome, outcome, "{name}: {}", ran.text());
@@ -276,7 +279,7 @@ fn a_drive_without_health_data_makes_a_fleet_unknown_never_passed() {
         let files: Vec<PathBuf> = names.iter().map(|n| health_fixture(n)).collect();
         health(Health::from(&files))
     };
-    let ran = from(&["nvme-ok.json", "scsi-sas-no-health-data.json"]);
+    let ran = from(&["nvme-ok.json", "scsi-sas-health-status-only.json"]);
     assert_eq!(ran.outcome, Outcome::Unknown, "{}", ran.text());
     let verdict = event(&ran.events(), "verdict")["data"].clone();
     assert_eq!(verdict["passed"], false, "{verdict}");
@@ -288,7 +291,11 @@ fn a_drive_without_health_data_makes_a_fleet_unknown_never_passed() {
             .contains("1 with no health data read"),
         "{verdict}"
     );
-    let ran = from(&["nvme-ok.json", "scsi-sas-no-health-data.json", "ata-failing.json"]);
+    let ran = from(&[
+        "nvme-ok.json",
+        "scsi-sas-health-status-only.json",
+        "ata-failing.json",
+    ]);
     assert_eq!(ran.outcome, Outcome::Failed, "{}", ran.text());
     let verdict = event(&ran.events(), "verdict")["data"].clone();
     assert!(
@@ -628,10 +635,10 @@ fn every_real_drive_output_reads() {
     let mut names: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.ends_with(".json"))
+        .filter(|n| n.ends_with(".json") || n.ends_with(".txt"))
         .collect();
     names.sort();
-    assert_eq!(names.len(), 17, "{names:?}");
+    assert_eq!(names.len(), 32, "{names:?}");
     for name in names {
         let ran = health(Health::from(&[dir.join(&name)]));
         let failed = name.contains("failed");
@@ -654,6 +661,16 @@ fn every_real_drive_output_reads() {
             "nvme-toshiba-xg6-kxg60znv512g.json" => &["host 2.86 TB", "read 5.37 TB"],
             "nvme-seagate-firecuda530-4t.json" => &["host 0 B"],
             "sata-sandisk-pssd-16g.json" => &["host 5.21 GB", "read 48.56 GB"],
+            // Issue 48's outputs (expected-48.tsv has every figure; these are the ones the issue named).
+            "sata-dell-intel-s3520-240g.json" => &["host 4.35 TB", "read 19.25 TB"],
+            "sas-toshiba-al15seb24eqy-2.4t.json" => &["host 56.64 TB", "read 1.52 PB"],
+            "sas-seagate-st4000nm0043-4t.json" => &["WARN: 56 blocks or sectors reallocated"],
+            "sas-text-samsung-mzilt7t6hala-7.68t.txt" => &["host 11.47 TB", "0.0% used (SCSI"],
+            "nvme-text-samsung-980pro-1t.txt" => &["host 135.42 TB", "read 77.46 TB", "13.0% used"],
+            "sata-text-liteon-lct512l9s-512g.txt" => {
+                &["host –   read –", "implausible: host writes of 90.25 MB"]
+            }
+            "sata-micron-5300pro-960g.json" => &["attribute 188 Command_Timeout: 8 commands that timed out"],
             _ => &[],
         };
         for text in expected {

@@ -88,46 +88,213 @@ pub fn apply(
     let lbs = u128::from(logical_block_bytes);
     let lbs_name = format!("{logical_block_bytes} B");
 
-    // Host writes: a vendor attribute, else the standard statistic.
-    let host_written = if let Some(a) = find(attributes, &["Host_Writes_32MiB"]) {
-        Some(scaled(a, MIB32, "32 MiB"))
-    } else if let Some(a) = find(
-        attributes,
-        &["Lifetime_Writes_GiB", "Total_Writes_GiB", "Host_Writes_GiB"],
-    ) {
-        Some(scaled(a, GIB, "1 GiB"))
-    } else if let Some(a) = find(attributes, &["Total_LBAs_Written", "Host_Writes_LBAs"]) {
-        Some(scaled(a, lbs, &lbs_name))
-    } else {
-        stats.logical_sectors_written.map(|s| {
-            (
-                u128::from(s) * lbs,
-                format!("device statistics Logical Sectors Written x {lbs_name}"),
-            )
-        })
-    };
-    let host_source = host_written.as_ref().map(|(_, s)| s.clone());
-    snapshot.host_written_bytes = host_written.map(|(b, _)| b);
-    if let Some(source) = host_source {
-        snapshot.notes.push(format!("host writes from {source}"));
-    }
-
-    snapshot.host_read_bytes = if let Some(a) = find(attributes, &["Host_Reads_32MiB"]) {
-        Some(scaled(a, MIB32, "").0)
-    } else if let Some(a) = find(
-        attributes,
-        &["Lifetime_Reads_GiB", "Total_Reads_GiB", "Host_Reads_GiB"],
-    ) {
-        Some(scaled(a, GIB, "").0)
-    } else if let Some(a) = find(attributes, &["Total_LBAs_Read", "Host_Reads_LBAs"]) {
-        Some(scaled(a, lbs, "").0)
-    } else {
-        stats.logical_sectors_read.map(|s| u128::from(s) * lbs)
-    };
-
+    host_counters(attributes, stats, (lbs, &lbs_name), snapshot);
     nand_writes(attributes, snapshot);
     wear(attributes, stats, snapshot);
     errors(attributes, stats, snapshot);
+}
+
+/// Units a counter named for LBAs (`Total_LBAs_Written`, smartctl's default name for 241) may really count in:
+/// OEM firmware keeps the default names over other units (a Dell-branded Intel S3520 and a LiteOn CV1 count
+/// 32 MiB there, a WD SA500 GiB). LBAs are tried first.
+const LBA_NAMED_UNITS: [(u128, &str); 3] = [(MIB32, "32 MiB"), (GIB, "1 GiB"), (1 << 20, "1 MiB")];
+
+/// Device statistics are 48-bit fields, but some firmware keeps them in 32 bits: the figure wraps at 2^32 sectors
+/// (2 TiB of 512-byte sectors).
+const STATISTIC_WRAP_SECTORS: u128 = 1 << 32;
+
+/// A figure another counter gives for the same traffic, to prove an LBA-named counter's unit against.
+struct Reference {
+    bytes: u128,
+    source: String,
+    /// A device statistic, which may have wrapped at 2^32 sectors.
+    sectors: Option<u128>,
+}
+
+/// How an LBA-named counter of `raw` in `unit` compares with a reference.
+#[derive(PartialEq)]
+enum Agreement {
+    Same,
+    /// The statistic is this figure wrapped at 2^32 sectors.
+    StatisticWrapped,
+    Differs,
+}
+
+fn agreement(raw: u128, unit: u128, lbs: u128, reference: &Reference) -> Agreement {
+    // Within 2%, or within one unit of a coarse counter.
+    let close = |a: u128, b: u128, slack: u128| a.abs_diff(b) <= (b / 50).max(slack);
+    let bytes = raw * unit;
+    if close(bytes, reference.bytes, unit) {
+        return Agreement::Same;
+    }
+    match reference.sectors {
+        Some(sectors) if lbs > 0 && bytes / lbs >= STATISTIC_WRAP_SECTORS => {
+            let wrapped = (bytes / lbs) % STATISTIC_WRAP_SECTORS;
+            if close(wrapped, sectors, (unit / lbs).max(1)) {
+                Agreement::StatisticWrapped
+            } else {
+                Agreement::Differs
+            }
+        }
+        _ => Agreement::Differs,
+    }
+}
+
+/// The unit of the LBA-named pair (241/242), and what proved it.
+struct PairUnit {
+    unit: u128,
+    name: String,
+    /// A second counter disagrees with the pair in every unit: the pair is not used.
+    disagrees: bool,
+}
+
+/// Finds the unit in which the LBA-named write counter agrees with a write reference, or the read counter with a
+/// read reference; LBAs when there is no reference (unproved: plausibility judges it later).
+fn pair_unit(
+    pair: (Option<&AtaAttribute>, Option<&AtaAttribute>),
+    references: (Option<&Reference>, Option<&Reference>),
+    (lbs, lbs_name): (u128, &str),
+    notes: &mut Vec<String>,
+) -> PairUnit {
+    let sides = [(pair.0, references.0), (pair.1, references.1)];
+    let checked: Vec<(&AtaAttribute, &Reference)> =
+        sides.iter().filter_map(|(a, r)| Some(((*a)?, (*r)?))).collect();
+    let lbas = PairUnit {
+        unit: lbs,
+        name: lbs_name.to_string(),
+        disagrees: false,
+    };
+    if checked.is_empty() {
+        return lbas;
+    }
+    let units = std::iter::once((lbs, lbs_name)).chain(LBA_NAMED_UNITS.iter().map(|&(u, n)| (u, n)));
+    for (unit, unit_name) in units {
+        let Some(&(proof, reference)) = checked
+            .iter()
+            .find(|(a, r)| agreement(u128::from(a.raw_value), unit, lbs, r) != Agreement::Differs)
+        else {
+            continue;
+        };
+        if unit != lbs {
+            notes.push(format!(
+                "attributes {} count {unit_name} units, not {lbs_name} sectors: attribute {} {} (raw {}) agrees \
+                 with {} only in that unit",
+                [pair.0, pair.1]
+                    .iter()
+                    .flatten()
+                    .map(|a| format!("{} {}", a.id, a.name))
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                proof.id,
+                proof.name,
+                proof.raw_value,
+                reference.source
+            ));
+        }
+        for (a, r) in &checked {
+            if agreement(u128::from(a.raw_value), unit, lbs, r) == Agreement::StatisticWrapped {
+                notes.push(format!(
+                    "{} wrapped at 2^32 sectors (the firmware keeps it in 32 bits): attribute {} {} is used",
+                    r.source, a.id, a.name
+                ));
+            }
+        }
+        return PairUnit {
+            unit,
+            name: unit_name.to_string(),
+            disagrees: false,
+        };
+    }
+    for (a, r) in &checked {
+        notes.push(format!(
+            "attribute {} {} (raw {}) agrees with {} in no unit: not used",
+            a.id, a.name, a.raw_value, r.source
+        ));
+    }
+    PairUnit {
+        disagrees: true,
+        ..lbas
+    }
+}
+
+/// Host writes and reads. A counter whose name carries its unit (`Host_Writes_32MiB`, `*_GiB`) or the standard
+/// device statistics is taken as it says. A pair named for LBAs (241/242) is checked against such a one where the
+/// drive has both: the unit that makes either side agree is the unit both count in, proved. Without a second
+/// counter the LBA reading stands unproved, for the plausibility check to judge.
+fn host_counters(
+    attributes: &[AtaAttribute],
+    stats: &DeviceStatistics,
+    (lbs, lbs_name): (u128, &str),
+    snapshot: &mut HealthSnapshot,
+) {
+    let named = |names32: &str, names_gib: &[&str]| {
+        if let Some(a) = find(attributes, &[names32]) {
+            Some(scaled(a, MIB32, "32 MiB"))
+        } else {
+            find(attributes, names_gib).map(|a| scaled(a, GIB, "1 GiB"))
+        }
+    };
+    let named_write = named(
+        "Host_Writes_32MiB",
+        &["Lifetime_Writes_GiB", "Total_Writes_GiB", "Host_Writes_GiB"],
+    );
+    let named_read = named(
+        "Host_Reads_32MiB",
+        &["Lifetime_Reads_GiB", "Total_Reads_GiB", "Host_Reads_GiB"],
+    );
+    let statistic = |sectors: Option<u64>, what: &str| {
+        sectors.map(|s| Reference {
+            bytes: u128::from(s) * lbs,
+            source: format!("device statistics {what} x {lbs_name}"),
+            sectors: Some(u128::from(s)),
+        })
+    };
+    let of_named = |(bytes, source): &(u128, String)| Reference {
+        bytes: *bytes,
+        source: source.clone(),
+        sectors: None,
+    };
+    let write_reference = named_write
+        .as_ref()
+        .map(of_named)
+        .or_else(|| statistic(stats.logical_sectors_written, "Logical Sectors Written"));
+    let read_reference = named_read
+        .as_ref()
+        .map(of_named)
+        .or_else(|| statistic(stats.logical_sectors_read, "Logical Sectors Read"));
+    // 241 and 242 first: some firmware repeats the name on another attribute (a Dell S3520's 233).
+    let by_id_then_name = |id: u8, names: &[&str]| {
+        let named = |a: &&AtaAttribute| names.iter().any(|n| a.name.eq_ignore_ascii_case(n));
+        attributes
+            .iter()
+            .filter(named)
+            .find(|a| a.id == id)
+            .or_else(|| find(attributes, names))
+    };
+    let lba_write = by_id_then_name(241, &["Total_LBAs_Written", "Host_Writes_LBAs"]);
+    let lba_read = by_id_then_name(242, &["Total_LBAs_Read", "Host_Reads_LBAs"]);
+    let unit = pair_unit(
+        (lba_write, lba_read),
+        (write_reference.as_ref(), read_reference.as_ref()),
+        (lbs, lbs_name),
+        &mut snapshot.notes,
+    );
+
+    let pair = |a: Option<&AtaAttribute>| {
+        a.filter(|_| !unit.disagrees)
+            .map(|a| scaled(a, unit.unit, &unit.name))
+    };
+    let host_written = named_write
+        .or_else(|| pair(lba_write))
+        .or_else(|| write_reference.map(|r| (r.bytes, r.source)));
+    if let Some((bytes, source)) = host_written {
+        snapshot.host_written_bytes = Some(bytes);
+        snapshot.notes.push(format!("host writes from {source}"));
+    }
+    snapshot.host_read_bytes = named_read
+        .or_else(|| pair(lba_read))
+        .or_else(|| read_reference.map(|r| (r.bytes, r.source)))
+        .map(|(bytes, _)| bytes);
 }
 
 fn nand_writes(attributes: &[AtaAttribute], snapshot: &mut HealthSnapshot) {
@@ -292,21 +459,37 @@ fn wear(attributes: &[AtaAttribute], stats: &DeviceStatistics, snapshot: &mut He
     }
 }
 
+/// The attributes whose raw counts predict failure on drives of every kind (Backblaze's, and smartmontools'
+/// own advice), read by ID whatever the drive database names them (Intel's S3520 names 197
+/// `Pending_Sector_Count`, Samsung 187 `Uncorrectable_Error_Cnt`), with what each counts.
+pub const CRITICAL_COUNTERS: [(u8, &str); 6] = [
+    (5, "sectors or blocks reallocated"),
+    (187, "uncorrectable errors reported to the host"),
+    (188, "commands that timed out"),
+    (196, "reallocation events"),
+    (197, "sectors pending reallocation"),
+    (198, "sectors found uncorrectable offline"),
+];
+
+/// The attribute with this ID, if the drive reports it.
+pub fn by_id(attributes: &[AtaAttribute], id: u8) -> Option<&AtaAttribute> {
+    attributes.iter().find(|a| a.id == id)
+}
+
 fn errors(attributes: &[AtaAttribute], stats: &DeviceStatistics, snapshot: &mut HealthSnapshot) {
-    let raw = |names: &[&str]| find(attributes, names).map(|a| a.raw_value);
-    snapshot.reallocated = raw(&[
-        "Reallocated_Sector_Ct",
-        "Retired_Block_Count",
-        "Reallocate_NAND_Blk_Cnt",
-        "Runtime_Bad_Block",
-    ]);
-    snapshot.pending_sectors = raw(&["Current_Pending_Sector", "Current_Pending_ECC_Cnt"]);
-    snapshot.media_errors = raw(&[
-        "Reported_Uncorrect",
-        "Reported_UE_Counts",
-        "Uncorrectable_Error_Cnt",
-    ])
-    .or(stats.reported_uncorrectable);
+    let raw = |names: &[&str]| find(attributes, names).map(count_of);
+    let id = |id: u8| by_id(attributes, id).map(count_of);
+    snapshot.reallocated = id(5).or_else(|| {
+        raw(&[
+            "Retired_Block_Count",
+            "Reallocate_NAND_Blk_Cnt",
+            "Runtime_Bad_Block",
+        ])
+    });
+    snapshot.pending_sectors = id(197).or_else(|| raw(&["Current_Pending_ECC_Cnt"]));
+    snapshot.media_errors = id(187)
+        .or_else(|| raw(&["Reported_UE_Counts", "Uncorrectable_Error_Cnt"]))
+        .or(stats.reported_uncorrectable);
     snapshot.crc_errors = raw(&[
         "UDMA_CRC_Error_Count",
         "SATA_CRC_Error_Count",

@@ -32,7 +32,28 @@ fn tb(bytes: u128) -> String {
 }
 
 /// Checks the snapshot's readings against each other and against physics; moves the implausible ones into notes.
+/// Host writes and reads are judged together: a read counter is its write counter's pair (241/242, data units
+/// read/written, gigabytes processed read/write), so when the write counter is shown to be in the wrong unit the
+/// read counter goes with it, and each is also judged alone.
 pub fn check(snapshot: &mut HealthSnapshot) {
+    let writes_before = snapshot.host_written_bytes;
+    host_writes(snapshot);
+    if writes_before.is_some()
+        && snapshot.host_written_bytes.is_none()
+        && let Some(read) = snapshot.host_read_bytes.take()
+    {
+        snapshot.notes.push(format!(
+            "host reads of {} are counted like the host writes found implausible above (the counters are a pair); \
+             not used",
+            bytes_text(read)
+        ));
+    }
+    host_reads(snapshot);
+    wear(snapshot);
+}
+
+/// Host writes faster than the interface, beside NAND writes that contradict them, or too few for a drive in use.
+fn host_writes(snapshot: &mut HealthSnapshot) {
     if let (Some(host), Some(hours)) = (snapshot.host_written_bytes, snapshot.power_on_hours) {
         let limit = hours as f64 * 3600.0 * interface_limit_bytes_per_s(snapshot.identity.protocol);
         if host as f64 > limit && hours > 0 {
@@ -94,6 +115,48 @@ pub fn check(snapshot: &mut HealthSnapshot) {
         ));
         snapshot.host_written_bytes = None;
     }
+}
+
+/// Host reads faster than the interface can carry, or too few for a drive in use (its file system, its OS and
+/// every boot read more than a thousandth of it in a thousand hours).
+fn host_reads(snapshot: &mut HealthSnapshot) {
+    let (Some(read), Some(hours)) = (snapshot.host_read_bytes, snapshot.power_on_hours) else {
+        return;
+    };
+    let limit = hours as f64 * 3600.0 * interface_limit_bytes_per_s(snapshot.identity.protocol);
+    if hours > 0 && read as f64 > limit {
+        snapshot.notes.push(format!(
+            "implausible: host reads of {} in {hours} power-on hours exceed what the interface can carry ({}); \
+             not used",
+            tb(read),
+            tb(limit as u128)
+        ));
+        snapshot.host_read_bytes = None;
+    } else if let (Some(capacity), Protocol::Ata) =
+        (snapshot.identity.capacity_bytes, snapshot.identity.protocol)
+        && hours >= HOURS_IN_USE
+        && (read as f64) < capacity as f64 * HOST_BELOW_CAPACITY
+    {
+        snapshot.notes.push(format!(
+            "implausible: host reads of {} after {hours} power-on hours are under a thousandth of the drive's {:.2} \
+             TB; the counter is likely in a larger unit than it was read in; host reads not used",
+            bytes_text(read),
+            capacity as f64 / 1e12
+        ));
+        snapshot.host_read_bytes = None;
+    }
+}
+
+fn bytes_text(bytes: u128) -> String {
+    if bytes >= 1_000_000_000_000 {
+        tb(bytes)
+    } else {
+        format!("{:.2} MB", bytes as f64 / 1e6)
+    }
+}
+
+/// A wear figure outside what any drive reports.
+fn wear(snapshot: &mut HealthSnapshot) {
     if let Some(used) = snapshot.wear_used_percent
         && !(0.0..=255.0).contains(&used)
     {

@@ -6,6 +6,7 @@ use ssdlab_core::schema::health::{
     EnduranceRating, HealthLevel, HealthSnapshot, HealthVerdict, LifeEstimate,
 };
 
+use crate::ata::{CRITICAL_COUNTERS, by_id, count_of};
 use crate::smartctl::exit_meaning;
 
 /// NVMe critical warning bits (NVMe base specification, SMART / Health Information log byte 0).
@@ -147,13 +148,32 @@ impl Findings {
         }
     }
 
-    /// Errors the drive counted, a hot drive, and a remaining life whose low band is under
-    /// [`LIFE_WARN_DAYS`]: all warnings.
+    /// Errors the drive counted (the ATA critical counters by ID, with the name the drive database gives each), a
+    /// hot drive, and a remaining life whose low band is under [`LIFE_WARN_DAYS`]: all warnings.
     fn counters_and_life(&mut self, snapshot: &HealthSnapshot, life: &LifeEstimate) {
+        for (id, what) in CRITICAL_COUNTERS {
+            if let Some(a) = by_id(&snapshot.attributes, id)
+                && count_of(a) > 0
+            {
+                self.warn
+                    .push(format!("attribute {id} {}: {} {what}", a.name, count_of(a)));
+            }
+        }
+        // The normalized figures, where no critical attribute above already said them (SAS, NVMe, other names).
+        let said = |id: u8| by_id(&snapshot.attributes, id).is_some();
         let counted = [
-            (snapshot.media_errors, "uncorrectable media errors"),
-            (snapshot.pending_sectors, "sectors pending reallocation"),
-            (snapshot.reallocated, "blocks or sectors reallocated"),
+            (
+                snapshot.media_errors.filter(|_| !said(187)),
+                "uncorrectable media errors",
+            ),
+            (
+                snapshot.pending_sectors.filter(|_| !said(197)),
+                "sectors pending reallocation",
+            ),
+            (
+                snapshot.reallocated.filter(|_| !said(5)),
+                "blocks or sectors reallocated",
+            ),
             (
                 snapshot.crc_errors,
                 "interface CRC errors (check the cable or backplane)",
@@ -190,7 +210,8 @@ impl Findings {
         if level == HealthLevel::Unknown {
             reasons.push(
                 "no health data read: the output holds no wear, spare, error or reallocation figure, no ATA \
-                 attribute and no NVMe warning (a drive's own SMART status alone is not evidence)"
+                 attribute the drive judges (a threshold or a critical counter) and no NVMe warning (a drive's own \
+                 SMART status alone is not evidence, nor are write counters and temperatures)"
                     .into(),
             );
         }
@@ -210,11 +231,17 @@ enum Evidence {
 }
 
 impl Evidence {
-    /// The figures a verdict of OK or WARN rests on: attributes, wear, spare, media errors, reallocated or
-    /// pending sectors, or the NVMe critical warning. A SMART status that says PASSED is the drive's own word,
+    /// The figures a verdict of OK or WARN rests on: attributes the drive judges, wear, spare, media errors,
+    /// reallocated or pending sectors, or the NVMe critical warning. A figure that failed plausibility was removed
+    /// before, so a drive whose every figure failed is unknown. A SMART status that says PASSED is the drive's own word,
     /// which a failing drive often still gives; alone it is not enough to call a drive healthy.
     fn of(snapshot: &HealthSnapshot) -> Self {
-        let read = !snapshot.attributes.is_empty()
+        // An attribute is evidence when the drive judges it (a threshold, a failure now or in the past) or it is
+        // a critical counter; a table of temperatures and hours alone is not.
+        let judged_attribute = snapshot.attributes.iter().any(|a| {
+            a.thresh > 0 || !a.when_failed.is_empty() || CRITICAL_COUNTERS.iter().any(|(id, _)| *id == a.id)
+        });
+        let read = judged_attribute
             || snapshot.critical_warning.is_some()
             || snapshot.wear_used_percent.is_some()
             || snapshot.available_spare_percent.is_some()

@@ -184,9 +184,10 @@ impl Reader {
             "Elements in grown defect list" => self.scsi.grown_defects = first_number(value),
             "Accumulated start-stop cycles" => self.scsi.start_stop_cycles = first_number(value),
             _ if label.starts_with("Accumulated power on time") => {
-                // "Accumulated power on time, hours:minutes 8798:22": the label holds a colon of its own.
+                // "Accumulated power on time, hours:minutes 8798:22 [527902 minutes]": the label holds a colon
+                // of its own.
                 p.power_on_hours = value
-                    .rsplit(' ')
+                    .split_whitespace()
                     .next()
                     .and_then(|hm| hm.split(':').next())
                     .and_then(|h| h.parse().ok());
@@ -305,26 +306,22 @@ fn labelled(line: &str) -> Option<(&str, &str)> {
     (!label.is_empty() && label.len() <= 60).then(|| (label, value.trim()))
 }
 
-/// A whole number with thousands separators ("1,234,567 [632 GB]" is 1234567); None past 128 bits.
+/// A whole number with its digits grouped as the locale groups them ("1,234,567 [632 GB]", "240 057 409 536
+/// bytes", "500.107.862.016 bytes"), up to the first character that is neither a digit nor a group separator;
+/// None when there is no digit or it passes 128 bits. Only for fields smartctl prints as whole numbers.
 fn number(value: &str) -> Option<u128> {
-    let first = value.split_whitespace().next()?;
-    let digits: String = first.chars().filter(|c| *c != ',' && *c != '.').collect();
-    if first.contains('.') || digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
+    let digits: String = value
+        .trim()
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || matches!(c, ',' | '.' | ' ' | '\'' | '\u{a0}' | '\u{202f}'))
+        .filter(char::is_ascii_digit)
+        .collect();
     digits.parse().ok()
 }
 
-/// The first whole number in a value ("500,107,862,016 bytes [500 GB]", "512 bytes logical, 4096 physical",
-/// "35 Celsius", "100%", "30 C"), thousands separators removed.
+/// [`number`] for fields that fit 64 bits ("35 Celsius", "100%", "512 bytes logical/physical").
 fn first_number(value: &str) -> Option<u64> {
-    let first = value.split_whitespace().next()?;
-    let digits: String = first
-        .trim_end_matches('%')
-        .chars()
-        .filter(|c| *c != ',')
-        .collect();
-    digits.parse().ok()
+    number(value).and_then(|n| u64::try_from(n).ok())
 }
 
 /// One row of the attribute table in the layout its header announced; None when the line is not a row (the

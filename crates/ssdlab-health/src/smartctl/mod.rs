@@ -48,9 +48,19 @@ pub fn exit_meaning(status: u8, mask: u8) -> String {
         .join("; ")
 }
 
-/// Whether JSON is smartctl's.
+/// Whether JSON is smartctl's: its own keys, or (in outputs other tools saved trimmed, as scrutiny's test data
+/// is) a section only smartctl writes.
 pub fn looks_like(value: &Value) -> bool {
-    value.get("smartctl").is_some() || value.get("json_format_version").is_some()
+    const SECTIONS: [&str; 6] = [
+        "smartctl",
+        "json_format_version",
+        "smart_status",
+        "ata_smart_attributes",
+        "nvme_smart_health_information_log",
+        "scsi_error_counter_log",
+    ];
+    SECTIONS.iter().any(|key| value.get(key).is_some())
+        || value.get("device").and_then(|d| d.get("protocol")).is_some()
 }
 
 /// Parses smartctl JSON text, naming attributes by the fallback table only.

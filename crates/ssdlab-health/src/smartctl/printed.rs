@@ -74,9 +74,10 @@ pub struct ScsiLogs {
     pub start_stop_cycles: Option<u64>,
 }
 
-/// A decimal count of 10^9 bytes as smartctl prints it ("54493.146", three decimals at most), in bytes exactly.
+/// A decimal count of 10^9 bytes as smartctl prints it (`%.3f`: "54493.146"; "54493,146" where the locale's
+/// decimal mark is a comma, since smartctl prints no thousands separator there), in bytes exactly.
 pub fn gigabytes_to_bytes(text: &str) -> Option<u128> {
-    let text = text.trim().replace(',', "");
+    let text = text.trim().replace(',', ".");
     let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
     if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -102,7 +103,12 @@ mod tests {
         assert_eq!(gigabytes_to_bytes("54493.146"), Some(54_493_146_000_000));
         assert_eq!(gigabytes_to_bytes("0.000"), Some(0));
         assert_eq!(gigabytes_to_bytes("12"), Some(12_000_000_000));
-        assert_eq!(gigabytes_to_bytes("1,234.5"), Some(1_234_500_000_000));
+        assert_eq!(
+            gigabytes_to_bytes("11472,811"),
+            Some(11_472_811_000_000),
+            "a decimal comma"
+        );
+        assert_eq!(gigabytes_to_bytes("1,234.5"), None);
         assert_eq!(gigabytes_to_bytes("-1"), None);
         assert_eq!(gigabytes_to_bytes("abc"), None);
     }
