@@ -96,22 +96,36 @@ fn ratings() -> &'static [Rated] {
     TABLE.get_or_init(|| parse_ratings(RATINGS_TSV).unwrap_or_default())
 }
 
-/// The row for a drive: its model (exact, or a prefix row), and among several rows the capacity nearest the
-/// drive's (prefix rows name a family whose capacities differ).
-fn known(model: &str, capacity_bytes: Option<u64>) -> Option<&'static Rated> {
+/// Words a model string carries for its form factor. Samsung's warranty table rates the 850 and 860 EVO
+/// families by capacity whatever the form factor ("Samsung SSD 850 EVO M.2 250GB" is rated as the 2.5-inch 250 GB,
+/// 75 TBW), so a model with one of them that has no row of its own takes its family's row.
+const FORM_FACTOR_WORDS: [&str; 2] = ["M.2", "mSATA"];
+
+/// The row for a drive: its model (exact, or a prefix row), else its family's row with the form-factor word
+/// taken out; among several rows the capacity nearest the drive's (prefix rows name a family whose capacities
+/// differ). The second value names the form factor when the family's row was used.
+fn known(model: &str, capacity_bytes: Option<u64>) -> Option<(&'static Rated, Option<&'static str>)> {
     let model = normalized(model);
-    let matches = |r: &&Rated| match r.model.strip_suffix('*') {
-        Some(prefix) => model.starts_with(prefix),
-        None => model == r.model,
-    };
     let distance = |r: &&Rated| match capacity_bytes {
         Some(c) => (r.capacity_gb * 1e9 - c as f64).abs(),
         None => 0.0,
     };
-    ratings()
-        .iter()
-        .filter(matches)
-        .min_by(|a, b| distance(a).total_cmp(&distance(b)))
+    let nearest = |model: &str| {
+        ratings()
+            .iter()
+            .filter(|r| match r.model.strip_suffix('*') {
+                Some(prefix) => model.starts_with(prefix),
+                None => model == r.model,
+            })
+            .min_by(|a, b| distance(a).total_cmp(&distance(b)))
+    };
+    if let Some(row) = nearest(&model) {
+        return Some((row, None));
+    }
+    let words: Vec<&str> = model.split(' ').collect();
+    let form = FORM_FACTOR_WORDS.iter().find(|f| words.contains(f))?;
+    let family: Vec<&str> = words.into_iter().filter(|w| w != form).collect();
+    nearest(&family.join(" ")).map(|row| (row, Some(*form)))
 }
 
 fn nand_pe(model: &str) -> Option<(u32, &'static str)> {
@@ -132,8 +146,14 @@ pub fn rating(
     // The table is the base and the flags override what they name, so --warranty-years alone, or --rated-pe
     // on a drive with a published TBW, keeps the rest of the table's rating.
     let flagged = flags.any() || flags.warranty_years.is_some();
-    let mut rating = if let Some(k) = table {
+    let mut rating = if let Some((k, form_factor)) = table {
         let mut source = format!("published rating: {}", k.source);
+        if let Some(form) = form_factor {
+            source.push_str(&format!(
+                " (the row of {}: this {form} model is rated as its family by capacity)",
+                k.model
+            ));
+        }
         // A rating published only as DWPD defines the TBW over the warranty: DWPD x capacity x 365 x years.
         let tbw_tb = k.tbw_tb.or_else(|| {
             let tbw = k.dwpd? * k.capacity_gb * 365.0 * k.warranty_years / 1000.0;
@@ -329,6 +349,15 @@ mod tests {
         .unwrap();
         assert_eq!((r.tbw_bytes, r.pe_cycles), (None, Some(1000)));
         assert_eq!(r.warranty_years, Some(3.0));
+        // An M.2 model has no row of its own: its family's row by capacity rates it (issue 48's 850 EVO M.2).
+        let m2 = rating(
+            &drive("Samsung SSD 850 EVO M.2 250GB", 250_059_350_016),
+            &RatingFlags::default(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(m2.tbw_bytes, Some(75_000_000_000_000));
+        assert!(m2.source.contains("M.2 model is rated as its family"), "{}", m2.source);
         // The mSATA model has no row of its own; its NAND rating still applies.
         let msata = rating(
             &drive("Samsung SSD 840 EVO mSATA 1TB", 1_000_204_886_016),

@@ -216,3 +216,32 @@ fn windows_encodings_and_line_ends_read_the_same() {
         }
     }
 }
+
+/// Issue 48's 850 EVO M.2 at 117% of its rating: the model string names the form factor, which the ratings
+/// table's 850 EVO rows do not, and the drive was called OK. The real M.2 500 GB output finds its family's row
+/// (150 TBW); the same text as a 250 GB written 87.75 TB (117% of 75 TBW) warns that it is past its rating.
+#[test]
+fn a_form_factor_variant_takes_its_familys_rating() {
+    use ssdlab_health::rating::{RatingFlags, rating};
+    let name = "sata-text-samsung-850evo-m2-500g.txt";
+    let s = read(name);
+    let r = rating(&s.identity, &RatingFlags::default(), None).expect("the 850 EVO family's row");
+    assert_eq!(r.tbw_bytes, Some(150_000_000_000_000));
+    let text = std::fs::read_to_string(real(name))
+        .unwrap()
+        .replace("850 EVO M.2 500GB", "850 EVO M.2 250GB")
+        .replace("500,107,862,016 bytes [500 GB]", "250,059,350,016 bytes [250 GB]")
+        // 87.75 TB / 512 B = 171,386,718,750 LBAs.
+        .replace("-       1086065911", "-       171386718750");
+    let worn = ssdlab_health::parse_saved(name, text.as_bytes(), NOW, &names()).unwrap();
+    assert_eq!(worn.host_written_bytes, Some(87_750_000_000_000));
+    let r = rating(&worn.identity, &RatingFlags::default(), None);
+    assert_eq!(r.as_ref().and_then(|r| r.tbw_bytes), Some(75_000_000_000_000));
+    let h = ssdlab_health::assess(&worn, vec![], None, r);
+    assert_eq!(h.verdict.level, ssdlab_core::schema::health::HealthLevel::Warn);
+    assert!(
+        h.verdict.reasons.iter().any(|r| r.contains("87.75 TB written of its rated 75 TBW (117%)")),
+        "{:?}",
+        h.verdict.reasons
+    );
+}
