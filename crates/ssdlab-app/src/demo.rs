@@ -329,6 +329,7 @@ fn health_plan(plan: &Plan) -> Result<health::Plan> {
         None,
         Some(plan.step_out("health")),
         "smartctl".into(),
+        ssdlab_health::verdict::WEAR_WARN_PERCENT,
     )
 }
 

@@ -293,6 +293,7 @@ fn health_reads_a_drive_through_the_tools_port_and_keeps_its_history() {
             None,
             None,
             "smartctl".into(),
+            80.0,
         )
         .unwrap()
     };
@@ -336,6 +337,7 @@ fn nvme_snapshot(tools: &CannedTools) -> serde_json::Value {
         None,
         None,
         "smartctl".into(),
+        80.0,
     )
     .unwrap();
     let mut console = RecordingConsole::with_json();
@@ -434,6 +436,7 @@ fn health_without_smartctl_names_the_package_to_install() {
         None,
         None,
         "smartctl".into(),
+        80.0,
     )
     .unwrap();
     let mut console = RecordingConsole::default();
@@ -474,6 +477,7 @@ fn health_scans_with_smartctl_and_reads_each_drive_with_its_type() {
         None,
         None,
         "smartctl".into(),
+        80.0,
     )
     .unwrap();
     let mut console = RecordingConsole::default();
@@ -505,6 +509,7 @@ fn health_plans_refuse_bad_ratings_and_windows() {
             None,
             None,
             "smartctl".into(),
+            80.0,
         )
     };
     assert!(health::window_arg("0s").is_err() && health::window_arg("30").is_err());

@@ -42,6 +42,7 @@ struct Health {
     rating: RatingFlags,
     prom: Option<PathBuf>,
     out: Option<PathBuf>,
+    wear_warn: f64,
 }
 
 impl Default for Health {
@@ -55,6 +56,7 @@ impl Default for Health {
             rating: RatingFlags::default(),
             prom: None,
             out: None,
+            wear_warn: 80.0,
         }
     }
 }
@@ -87,6 +89,7 @@ impl Health {
             self.prom,
             self.out.as_deref().and_then(out),
             "smartctl".into(),
+            self.wear_warn,
         )
     }
 }
@@ -677,4 +680,110 @@ fn every_real_drive_output_reads() {
             assert!(said.contains(text), "{name}: {text}: {said}");
         }
     }
+}
+
+/// Issue 48's worn drives: the real Intel DC S3500 at 85% of its rated wear (attribute 233 normalized 15). Every
+/// drive says how much rated life remains and from which figure; it warns from the threshold (80% by default,
+/// `--wear-warn`), the threshold in the text, the JSON and the Prometheus metrics; below it, it is OK.
+#[test]
+fn worn_drives_say_what_rated_life_remains_and_warn_from_a_stated_threshold() {
+    let fixture = health_fixture("real/sata-intel-dc-s3500-1.6t.json");
+    let dir = tempdir();
+    let run_at = |wear_warn: f64| {
+        let prom = dir.path().join(format!("warn-{wear_warn}.prom"));
+        let ran = health(Health {
+            wear_warn,
+            prom: Some(prom.clone()),
+            ..Health::from(std::slice::from_ref(&fixture))
+        });
+        (ran, std::fs::read_to_string(prom).unwrap())
+    };
+    let (ran, prom) = run_at(80.0);
+    let text = ran.text();
+    assert!(text.contains("verdict   WARN"), "{text}");
+    assert!(
+        text.contains(
+            "85% of rated endurance used (attribute 233 Media_Wearout_Indicator (100 - normalized value)): 15% of \
+             rated life remains; warns from 80% (--wear-warn)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("rated     15% of rated life remains (85.0% used"),
+        "{text}"
+    );
+    let analysis = event(&ran.events(), "analysis")["data"].clone();
+    assert_eq!(analysis["wear_warn_percent"], 80.0, "{analysis}");
+    assert_eq!(analysis["drives"][0]["rated_life"]["remaining_percent"], 15.0);
+    let series = |name: &str| series_in(&prom, name);
+    assert_eq!(series("ssdlab_wear_warn_threshold_ratio{"), 0.8);
+    assert!((series("ssdlab_rated_life_remaining_ratio{") - 0.15).abs() < 1e-9);
+    assert_eq!(series("ssdlab_health_verdict{"), 1.0);
+    // From 90% the same drive is OK, and still says what remains and from where it would warn.
+    let (ran, prom) = run_at(90.0);
+    let text = ran.text();
+    assert!(text.contains("verdict   OK"), "{text}");
+    assert!(
+        text.contains("15% of rated life remains (85.0% used") && text.contains("warns from 90%"),
+        "{text}"
+    );
+    assert_eq!(series_in(&prom, "ssdlab_wear_warn_threshold_ratio{"), 0.9);
+}
+
+fn series_in(prom: &str, name: &str) -> f64 {
+    prom.lines()
+        .find(|l| l.starts_with(name))
+        .unwrap_or_else(|| panic!("{name}: {prom}"))
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Issue 48's saved NVMe NAND logs: `--from` takes a saved `nvme ocp smart-add-log` (both output versions, hi/lo
+/// as numbers or as strings) or `nvme endurance-log` output after the drive's own output, and the drive gets its
+/// NAND writes and write amplification. The logs are built from nvme-cli's printers' key names
+/// (`fixtures/real/NVME-NAND-LOGS.md`: no real saved output of either was found) with NAND = 1.3 x the real
+/// Crucial P2's host writes (1,002,900 data units = 513.48 GB; 667.53 GB NAND; the endurance log's 668 x 10^9).
+/// A log with no NVMe drive before it is refused naming the flag.
+#[test]
+fn saved_nvme_nand_logs_join_the_drive_before_them() {
+    let drive = health_fixture("real/nvme-crucial-p2-250g.json");
+    for (log, nand, waf) in [
+        ("nvme-ocp-smart-add-log-v1.json", 667_530_240_000u64, "1.30"),
+        (
+            "nvme-ocp-smart-add-log-v2-old-json-c.json",
+            667_530_240_000,
+            "1.30",
+        ),
+        ("nvme-endurance-log.json", 668_000_000_000, "1.30"),
+    ] {
+        let ran = health(Health::from(&[drive.clone(), health_fixture(log)]));
+        assert_eq!(ran.outcome, Outcome::Passed, "{log}: {}", ran.text());
+        let d = analysis_drive(&ran);
+        assert_eq!(d["snapshot"]["nand_written_bytes"].as_u64(), Some(nand), "{log}");
+        assert!(
+            d["snapshot"]["nand_written_source"]
+                .as_str()
+                .unwrap()
+                .contains("saved from nvme-cli"),
+            "{log}: {d}"
+        );
+        assert!(
+            ran.text().contains(&format!("WAF       {waf}")),
+            "{log}: {}",
+            ran.text()
+        );
+    }
+    let alone = health_refusal(Health::from(&[health_fixture("nvme-ocp-smart-add-log-v1.json")]));
+    assert!(
+        alone.contains("--from") && alone.contains("belongs to the drive given before it"),
+        "{alone}"
+    );
+    let sata = health_refusal(Health::from(&[
+        health_fixture("real/sata-samsung-860evo-500g.json"),
+        health_fixture("nvme-endurance-log.json"),
+    ]));
+    assert!(sata.contains("is ATA, not NVMe"), "{sata}");
 }

@@ -4,14 +4,26 @@ use ssdlab_core::schema::health::{DriveHealth, EnduranceRating, HealthSnapshot, 
 
 use crate::history::{self, DAY_S};
 use crate::life::{days_to, trend};
-use crate::verdict::verdict;
+use crate::verdict::{WEAR_WARN_PERCENT, verdict};
 
-/// The drive's health: `history` holds its earlier snapshots (any order; `snapshot` may be among them).
+/// The drive's health, warning from the default wear threshold ([`WEAR_WARN_PERCENT`]).
 pub fn assess(
     snapshot: &HealthSnapshot,
     earlier: Vec<HealthSnapshot>,
     window_s: Option<u64>,
     rating: Option<EnduranceRating>,
+) -> DriveHealth {
+    assess_warned(snapshot, earlier, window_s, rating, WEAR_WARN_PERCENT)
+}
+
+/// The drive's health: `earlier` holds its earlier snapshots (any order; `snapshot` may be among them); a figure
+/// of rated wear at or past `wear_warn_percent` warns.
+pub fn assess_warned(
+    snapshot: &HealthSnapshot,
+    earlier: Vec<HealthSnapshot>,
+    window_s: Option<u64>,
+    rating: Option<EnduranceRating>,
+    wear_warn_percent: f64,
 ) -> DriveHealth {
     let all = history::merged(earlier, snapshot);
     let window = history::window(&all, window_s);
@@ -23,9 +35,10 @@ pub fn assess(
         _ => None,
     };
     DriveHealth {
-        verdict: verdict(snapshot, &life, rating.as_ref()),
+        verdict: verdict(snapshot, &life, rating.as_ref(), wear_warn_percent),
         snapshot: snapshot.clone(),
         lifetime_write_amplification_ratio,
+        rated_life: crate::rated::rated_life(snapshot, rating.as_ref()),
         rating,
         rates,
         life,

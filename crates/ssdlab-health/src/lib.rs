@@ -26,13 +26,14 @@ pub mod nvme_nand;
 pub mod plausible;
 pub mod prom;
 pub mod purge;
+pub mod rated;
 pub mod rating;
 pub mod scsi;
 pub mod smartctl;
 pub mod verdict;
 pub mod virtual_drive;
 
-pub use assess::assess;
+pub use assess::{assess, assess_warned};
 use ssdlab_core::schema::health::HealthSnapshot;
 
 /// Why health data could not be read. The text names the source and what to do.

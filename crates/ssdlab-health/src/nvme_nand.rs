@@ -53,6 +53,41 @@ fn json(text: &str, what: &str) -> Result<Value, String> {
     serde_json::from_str(text).map_err(|e| format!("{what}: not JSON ({e})"))
 }
 
+/// Keys only the OCP SMART log's JSON has.
+const OCP_KEYS: [&str; 2] = ["Physical media units written", "physical_media_units_written"];
+/// Keys only the Endurance Group log's JSON has (it shares `critical_warning` and `data_units_written` with the
+/// SMART log, so those cannot tell them apart).
+const ENDURANCE_KEYS: [&str; 3] = [
+    "media_units_written",
+    "mediate_write_commands",
+    "endurance_estimate",
+];
+
+/// A saved `nvme ocp smart-add-log` or `nvme endurance-log` output (`--from`): None when the text is neither, so
+/// the caller reads it as a health log; else the NAND writes it holds, or why it holds none. The group a saved
+/// endurance log was read from is not in its output, so the source names none.
+pub fn parse_saved(text: &str) -> Option<Result<NandWrites, String>> {
+    let value: Value = serde_json::from_str(text).ok()?;
+    if OCP_KEYS.iter().any(|k| value.get(k).is_some()) {
+        Some(parse_ocp_smart_log(text).map(|mut n| {
+            n.source = n.source.replace("read with nvme-cli", "saved from nvme-cli");
+            n
+        }))
+    } else if ENDURANCE_KEYS.iter().any(|k| value.get(k).is_some()) {
+        Some(parse_endurance_log(text, 0).map(|n| {
+            NandWrites {
+                source:
+                    "the Endurance Group Information log (09h), Media Units Written x 10^9 bytes, saved from \
+                     nvme-cli (its group not recorded)"
+                        .into(),
+                ..n
+            }
+        }))
+    } else {
+        None
+    }
+}
+
 /// `nvme ocp smart-add-log DEV -o json`: physical media units written, in bytes.
 pub fn parse_ocp_smart_log(text: &str) -> Result<NandWrites, String> {
     let log = json(text, "the OCP SMART log")?;
@@ -132,6 +167,11 @@ mod tests {
             parse_endurance_log(wide_text, 1).unwrap().bytes,
             36_893_488_147_419_103_232u128 * ENDURANCE_UNIT_BYTES
         );
+        // A saved log is told apart from a SMART log by its own keys.
+        let saved =
+            parse_saved(r#"{"critical_warning": 0, "data_units_written": 3, "media_units_written": 7}"#);
+        assert_eq!(saved.unwrap().unwrap().bytes, 7_000_000_000);
+        assert!(parse_saved(r#"{"critical_warning": 0, "data_units_written": 3}"#).is_none());
         // nvme-cli 1.x's misspelt key for the same field.
         let old = r#"{"data_units_written": "812.000000", "mediate_write_commands": "3.000000"}"#;
         assert_eq!(parse_endurance_log(old, 1).unwrap().bytes, 3_000_000_000);

@@ -8,7 +8,14 @@ use ssdlab_core::schema::health::{DriveHealth, HealthLevel, HealthSnapshot};
 use crate::history::DAY_S;
 
 /// Adds every drive's metrics to `exposition`, and whether each DEVICE (`read_ok`: as given, read or not) was read.
-pub fn health_metrics(exposition: &mut Exposition, drives: &[DriveHealth], read_ok: &[(String, bool)]) {
+/// `wear_warn_percent` is the threshold the verdicts warned from, exported beside each drive's wear so an alert
+/// can compare them.
+pub fn health_metrics(
+    exposition: &mut Exposition,
+    drives: &[DriveHealth],
+    read_ok: &[(String, bool)],
+    wear_warn_percent: f64,
+) {
     read_ok_metrics(exposition, read_ok);
     for d in newest_per_drive(drives) {
         let id = &d.snapshot.identity;
@@ -22,6 +29,7 @@ pub fn health_metrics(exposition: &mut Exposition, drives: &[DriveHealth], read_
         };
         series.verdict_and_writes(d);
         series.condition(&d.snapshot);
+        series.rated_life(d, wear_warn_percent);
         series.remaining_life(d);
     }
 }
@@ -205,6 +213,22 @@ impl DriveSeries<'_, '_> {
         );
     }
 
+    /// The rated life left (by the figure showing the most used) and the wear threshold the verdict warns from.
+    fn rated_life(&mut self, d: &DriveHealth, wear_warn_percent: f64) {
+        self.put(
+            "ssdlab_rated_life_remaining_ratio",
+            Gauge,
+            "Rated endurance left (1 = all), by whichever of wear indicator, TBW or P/E cycles shows the most used.",
+            d.rated_life.as_ref().map(|l| l.remaining_percent / 100.0),
+        );
+        self.put(
+            "ssdlab_wear_warn_threshold_ratio",
+            Gauge,
+            "Rated endurance used from which ssdlab's verdict warns (ssdlab health --wear-warn).",
+            Some(wear_warn_percent / 100.0),
+        );
+    }
+
     /// The remaining life the wear trend gives, one series per bound (estimate, low, high) it has.
     fn remaining_life(&mut self, d: &DriveHealth) {
         let life_help = "Estimated remaining life from the wear trend (bound: estimate, low, high).";
@@ -253,7 +277,7 @@ mod tests {
             crate::assess(&snapshot(&v, t), vec![], None, None)
         };
         let mut e = Exposition::new();
-        health_metrics(&mut e, &[drive(2000, 20), drive(1000, 10)], &[]);
+        health_metrics(&mut e, &[drive(2000, 20), drive(1000, 10)], &[], 80.0);
         let text = e.render();
         let written: Vec<&str> = text
             .lines()

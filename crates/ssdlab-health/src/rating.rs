@@ -357,7 +357,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(m2.tbw_bytes, Some(75_000_000_000_000));
-        assert!(m2.source.contains("M.2 model is rated as its family"), "{}", m2.source);
+        assert!(
+            m2.source.contains("M.2 model is rated as its family"),
+            "{}",
+            m2.source
+        );
         // The mSATA model has no row of its own; its NAND rating still applies.
         let msata = rating(
             &drive("Samsung SSD 840 EVO mSATA 1TB", 1_000_204_886_016),

@@ -7,6 +7,7 @@ use ssdlab_core::schema::health::{
 };
 
 use crate::ata::{CRITICAL_COUNTERS, by_id, count_of};
+use crate::rated::UsedKind;
 use crate::smartctl::exit_meaning;
 
 /// NVMe critical warning bits (NVMe base specification, SMART / Health Information log byte 0).
@@ -19,7 +20,8 @@ const CRITICAL_WARNING_BITS: [&str; 6] = [
     "the persistent memory region is read-only or unreliable",
 ];
 
-/// Wear at which the verdict starts to warn, in percent of rated endurance.
+/// Wear at which the verdict starts to warn, in percent of rated endurance, unless `--wear-warn` says otherwise:
+/// CrystalDiskInfo's "Caution" and the usual smartctl_exporter alerts sit near here.
 pub const WEAR_WARN_PERCENT: f64 = 80.0;
 /// A remaining-life low band under this many days warns.
 pub const LIFE_WARN_DAYS: f64 = 365.0;
@@ -30,11 +32,12 @@ pub fn verdict(
     snapshot: &HealthSnapshot,
     life: &LifeEstimate,
     rating: Option<&EnduranceRating>,
+    wear_warn_percent: f64,
 ) -> HealthVerdict {
     let mut found = Findings::default();
     found.drive_status(snapshot);
     found.attributes_and_spare(snapshot);
-    found.endurance(snapshot, rating);
+    found.endurance(snapshot, rating, wear_warn_percent);
     found.counters_and_life(snapshot, life);
     found.into_verdict(Evidence::of(snapshot))
 }
@@ -110,41 +113,37 @@ impl Findings {
         }
     }
 
-    /// Rated endurance used past [`WEAR_WARN_PERCENT`]: by the drive's own wear figure, and by host writes
-    /// against the TBW rating.
-    fn endurance(&mut self, snapshot: &HealthSnapshot, rating: Option<&EnduranceRating>) {
-        if let Some(used) = snapshot.wear_used_percent {
-            if used >= 100.0 {
-                self.warn.push(format!(
-                    "{used:.0}% of rated endurance used: past its rating, the drive may still work but is \
-                     outside what the vendor promises ({})",
-                    snapshot.wear_source
-                ));
-            } else if used >= WEAR_WARN_PERCENT {
-                self.warn.push(format!(
-                    "{used:.0}% of rated endurance used ({})",
-                    snapshot.wear_source
-                ));
+    /// Rated endurance used at or past `wear_warn_percent`, by each figure that says (the drive's own wear
+    /// indicator, host writes against the TBW rating, mean erase count against the rated P/E cycles), each reason
+    /// with what remains and the threshold. TBW rates host writes: a drive written past it is outside the vendor's
+    /// promise whatever its own wear figure says (drives keep counting past 100%, and some never count at all).
+    fn endurance(
+        &mut self,
+        snapshot: &HealthSnapshot,
+        rating: Option<&EnduranceRating>,
+        wear_warn_percent: f64,
+    ) {
+        let threshold = format!("warns from {wear_warn_percent:.0}% (--wear-warn)");
+        for used in crate::rated::used(snapshot, rating) {
+            let percent = used.percent;
+            if percent < wear_warn_percent && percent < 100.0 {
+                continue;
             }
-        }
-        if let (Some(written), Some(tbw)) = (
-            snapshot.host_written_bytes,
-            rating.and_then(|r| r.tbw_bytes).filter(|&t| t > 0),
-        ) {
-            // TBW rates host writes: a drive written past it is outside the vendor's promise, whatever its own
-            // wear figure says (drives keep counting past 100%, and some never count at all).
-            let share = written as f64 / tbw as f64 * 100.0;
-            let of = format!(
-                "{:.2} TB written of its rated {:.0} TBW ({share:.0}%)",
-                written as f64 / 1e12,
-                tbw as f64 / 1e12
-            );
-            if share >= 100.0 {
-                self.warn
-                    .push(format!("{of}: past its rating, outside what the vendor promises"));
-            } else if share >= WEAR_WARN_PERCENT {
-                self.warn.push(of);
-            }
+            let figure = match used.kind {
+                UsedKind::Indicator => format!("{percent:.0}% of rated endurance used ({})", used.basis),
+                UsedKind::Tbw | UsedKind::EraseCycles => format!("{} ({percent:.0}%)", used.basis),
+            };
+            self.warn.push(if percent >= 100.0 {
+                format!(
+                    "{figure}: past its rating, the drive may still work but is outside what the vendor promises; \
+                     {threshold}"
+                )
+            } else {
+                format!(
+                    "{figure}: {:.0}% of rated life remains; {threshold}",
+                    100.0 - percent
+                )
+            });
         }
     }
 

@@ -240,7 +240,10 @@ fn a_form_factor_variant_takes_its_familys_rating() {
     let h = ssdlab_health::assess(&worn, vec![], None, r);
     assert_eq!(h.verdict.level, ssdlab_core::schema::health::HealthLevel::Warn);
     assert!(
-        h.verdict.reasons.iter().any(|r| r.contains("87.75 TB written of its rated 75 TBW (117%)")),
+        h.verdict
+            .reasons
+            .iter()
+            .any(|r| r.contains("87.75 TB written of its rated 75 TBW (117%)")),
         "{:?}",
         h.verdict.reasons
     );

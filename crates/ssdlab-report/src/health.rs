@@ -83,6 +83,7 @@ pub(crate) fn health(group: &[&RunResult]) -> String {
         "WAF (window)",
         "host GB/day",
         "wear used %",
+        "rated life left",
         "remaining life",
     ]
     .iter()
@@ -109,6 +110,9 @@ pub(crate) fn health(group: &[&RunResult]) -> String {
                     .and_then(|r| r.host_written_bytes_per_day)
                     .map_or("–".into(), |b| format!("{:.1}", b / 1e9)),
                 s.wear_used_percent.map_or("–".into(), |w| format!("{w:.1}")),
+                d.rated_life.as_ref().map_or("–".into(), |l| {
+                    format!("{:.0}% ({})", l.remaining_percent, l.basis)
+                }),
                 life_text(d),
             ]
         })

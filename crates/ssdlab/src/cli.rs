@@ -280,6 +280,10 @@ pub struct HealthArgs {
     /// The NAND's rated program/erase cycles (turns mean erase counts into wear).
     #[arg(long, value_name = "N")]
     pub rated_pe: Option<u32>,
+    /// Warn from this much of the rated wear, in percent: by the drive's own wear indicator, host writes against
+    /// the TBW rating, or erase cycles against the rated P/E cycles (a warning, not a failure).
+    #[arg(long, value_name = "PCT", default_value = "80", value_parser = ssdlab_app::health::wear_warn_arg)]
+    pub wear_warn: f64,
     /// Write the metrics in Prometheus text format to FILE (atomically), for node_exporter's textfile collector.
     #[arg(long, value_name = "FILE")]
     pub prom: Option<PathBuf>,

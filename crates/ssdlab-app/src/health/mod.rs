@@ -15,7 +15,10 @@ use ssdlab_health::rating::{RatingFlags, rating};
 
 use std::path::PathBuf;
 
-use self::sources::{DeviceFailure, HistoryDir, Reading, read_device, read_file, scan_drives, split_type};
+use self::sources::{
+    DeviceFailure, HistoryDir, Reading, Saved, attach_nand_log, read_device, read_file, scan_drives,
+    split_type,
+};
 use crate::export;
 use crate::flags::Given;
 use crate::ports::{Outcome, Ports};
@@ -39,6 +42,8 @@ pub struct Plan {
     pub prom: Option<PathBuf>,
     pub out: Option<crate::export::OutDir>,
     pub smartctl: PathBuf,
+    /// `--wear-warn`: rated wear, in percent, from which a drive warns.
+    pub wear_warn_percent: f64,
 }
 
 impl Plan {
@@ -55,6 +60,7 @@ impl Plan {
         prom: Option<PathBuf>,
         out: Option<crate::export::OutDir>,
         smartctl: PathBuf,
+        wear_warn_percent: f64,
     ) -> Result<Self> {
         check_rating(&rating)?;
         if let Some(prom) = &prom {
@@ -73,6 +79,7 @@ impl Plan {
             prom,
             out,
             smartctl,
+            wear_warn_percent,
         })
     }
 }
@@ -100,7 +107,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         let mut reporter = Reporter::new(&mut *ports.console);
         if let Some(prom) = &plan.prom {
             let mut exposition = Exposition::new();
-            ssdlab_health::prom::health_metrics(&mut exposition, &[], &read_ok);
+            ssdlab_health::prom::health_metrics(&mut exposition, &[], &read_ok, plan.wear_warn_percent);
             export::write_prom(&mut reporter, prom, &exposition)?;
         }
         for u in &unreadable[1..] {
@@ -108,14 +115,14 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         }
         return Err(error);
     }
-    let drives = assess_all(readings, history.as_ref(), &plan.rating, plan.window.value)?;
+    let drives = assess_all(readings, history.as_ref(), plan)?;
     let mut reporter = Reporter::new(&mut *ports.console);
     for d in &drives {
-        reporter.say_lines(ssdlab_report::text::drive_lines(d));
+        reporter.say_lines(ssdlab_report::text::drive_lines(d, plan.wear_warn_percent));
     }
     let metrics = plan.prom.as_ref().map(|_| {
         let mut exposition = Exposition::new();
-        ssdlab_health::prom::health_metrics(&mut exposition, &drives, &read_ok);
+        ssdlab_health::prom::health_metrics(&mut exposition, &drives, &read_ok, plan.wear_warn_percent);
         exposition
     });
     for u in &unreadable {
@@ -125,6 +132,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let options = recorded(plan, history.as_ref());
     let analysis = HealthAnalysis {
         history_dir: history.as_ref().map(|h| h.dir.display().to_string()),
+        wear_warn_percent: Some(plan.wear_warn_percent),
         drives,
         unreadable,
     };
@@ -205,6 +213,7 @@ fn recorded(plan: &Plan, history: Option<&HistoryDir>) -> RunOptions {
         rated_dwpd: plan.rating.dwpd,
         rated_pe: plan.rating.pe_cycles,
         warranty_years: plan.rating.warranty_years,
+        wear_warn_percent: Some(plan.wear_warn_percent),
     })
 }
 
@@ -212,8 +221,7 @@ fn recorded(plan: &Plan, history: Option<&HistoryDir>) -> RunOptions {
 fn assess_all(
     readings: Vec<Reading>,
     history: Option<&HistoryDir>,
-    flags: &RatingFlags,
-    window_s: Option<u64>,
+    plan: &Plan,
 ) -> Result<Vec<ssdlab_core::schema::health::DriveHealth>> {
     let mut drives = Vec::with_capacity(readings.len());
     for reading in readings {
@@ -238,8 +246,14 @@ fn assess_all(
                 .push("a virtual drive lives for one command: no history is kept".into()),
             (None, _) => {}
         }
-        let rating = rating(&snapshot.identity, flags, reading.profile_pe);
-        drives.push(ssdlab_health::assess(&snapshot, earlier, window_s, rating));
+        let rating = rating(&snapshot.identity, &plan.rating, reading.profile_pe);
+        drives.push(ssdlab_health::assess_warned(
+            &snapshot,
+            earlier,
+            plan.window.value,
+            rating,
+            plan.wear_warn_percent,
+        ));
     }
     Ok(drives)
 }
@@ -255,6 +269,18 @@ pub fn window_arg(text: &str) -> std::result::Result<Given<Option<u64>>, String>
         return Err("give at least a second, e.g. 30d".into());
     }
     Ok(Given::of(text, Some(ns / 1_000_000_000)))
+}
+
+/// `--wear-warn` for its value parser: a percentage of rated wear above 0 and at most 100 ("70" or "70%").
+pub fn wear_warn_arg(text: &str) -> std::result::Result<f64, String> {
+    let number = text.trim().trim_end_matches('%');
+    match number.parse::<f64>() {
+        Ok(p) if p > 0.0 && p <= 100.0 => Ok(p),
+        _ => Err(
+            "give the percentage of rated wear from which a drive warns, above 0 and at most 100 (e.g. 70)"
+                .into(),
+        ),
+    }
 }
 
 /// The ratings given by hand: each above zero.
@@ -342,8 +368,16 @@ fn read_all(plan: &Plan, ports: &Ports) -> Result<Readings> {
         };
         all.read_ok.push((read_ok_label(device, &names), ok));
     }
+    let from_files_start = all.readings.len();
     for path in &plan.from {
-        all.readings.push(read_file(path, clock)?);
+        match read_file(path, clock)? {
+            Saved::Drive(reading) => all.readings.push(*reading),
+            Saved::NandLog { file, nand } => {
+                // Only a drive read from a --from file can be the one the log was saved with.
+                let previous = all.readings[from_files_start..].last_mut();
+                attach_nand_log(previous, &file, nand)?;
+            }
+        }
     }
     Ok(all)
 }

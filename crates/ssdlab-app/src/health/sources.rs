@@ -237,9 +237,16 @@ fn read_sim(
     })
 }
 
-/// Reads a `--from` file: smartctl's JSON or text, nvme-cli's smart-log JSON, or an ssdlab result (a directory or
-/// its result.json).
-pub fn read_file(path: &Path, clock: &dyn Clock) -> Result<Reading> {
+/// What a `--from` file holds: a drive's health, or the NAND writes of the NVMe drive given before it.
+pub enum Saved {
+    Drive(Box<Reading>),
+    NandLog { file: String, nand: NvmeNand },
+}
+
+/// Reads a `--from` file: smartctl's JSON or text, nvme-cli's smart-log JSON, a saved `nvme ocp smart-add-log`
+/// or `nvme endurance-log` JSON (NAND writes, for the NVMe drive given before it), or an ssdlab result (a directory
+/// or its result.json).
+pub fn read_file(path: &Path, clock: &dyn Clock) -> Result<Saved> {
     let file = if path.is_dir() {
         path.join("result.json")
     } else {
@@ -262,7 +269,12 @@ pub fn read_file(path: &Path, clock: &dyn Clock) -> Result<Reading> {
     if is_result {
         let text = String::from_utf8_lossy(&bytes);
         let result = RunResult::from_json(&text).map_err(|e| anyhow::anyhow!("--from {name}: {e}"))?;
-        return from_result(&name, &result, clock);
+        return from_result(&name, &result, clock).map(|r| Saved::Drive(Box::new(r)));
+    }
+    let decoded = ssdlab_health::decode::decode(&bytes);
+    if let Some(nand) = nvme_nand::parse_saved(&decoded.text) {
+        let nand = nand.map_err(|why| anyhow!("--from {name}: {why}"))?;
+        return Ok(Saved::NandLog { file: name, nand });
     }
     // A saved file without smartctl's time stamp was taken no later than it was last written.
     let modified_s = std::fs::metadata(&file)
@@ -280,11 +292,43 @@ pub fn read_file(path: &Path, clock: &dyn Clock) -> Result<Reading> {
             .push(format!("saved from {}", snapshot.identity.source));
         snapshot.identity.source = name.clone();
     }
-    Ok(Reading {
+    Ok(Saved::Drive(Box::new(Reading {
         snapshot,
         profile_pe: None,
         is_virtual: false,
-    })
+    })))
+}
+
+/// Gives a saved NVMe NAND-write log to the drive read from the `--from` file just before it (save them together:
+/// `smartctl --json -x /dev/nvme0 > a.json; nvme ocp smart-add-log /dev/nvme0 -o json > a-nand.json`); the figure
+/// is checked against host writes like any other.
+pub fn attach_nand_log(previous: Option<&mut Reading>, file: &str, nand: NvmeNand) -> Result<()> {
+    let fix = "give the drive's own output (smartctl --json -x, or nvme smart-log -o json) with --from just \
+               before it";
+    let Some(reading) = previous else {
+        bail!(
+            "--from {file}: an NVMe NAND-write log belongs to the drive given before it, and none was; {fix}"
+        );
+    };
+    let snapshot = &mut reading.snapshot;
+    if snapshot.identity.protocol != Protocol::Nvme {
+        bail!(
+            "--from {file}: an NVMe NAND-write log, but the drive given before it ({}) is {}, not NVMe; {fix}",
+            snapshot.identity.source,
+            snapshot.identity.protocol.name()
+        );
+    }
+    if snapshot.nand_written_bytes.is_some() {
+        bail!(
+            "--from {file}: the drive given before it ({}) already has NAND writes ({}); give one NAND log per drive",
+            snapshot.identity.source,
+            snapshot.nand_written_source
+        );
+    }
+    snapshot.nand_written_bytes = Some(nand.bytes);
+    snapshot.nand_written_source = format!("{} ({file})", nand.source);
+    ssdlab_health::plausible::check(snapshot);
+    Ok(())
 }
 
 /// A virtual drive's counters at the end of an ssdlab run: bytes summed over the phases, erase counts as of

@@ -216,6 +216,10 @@ pub struct DriveHealth {
     /// NAND bytes over host bytes over the drive's whole life.
     pub lifetime_write_amplification_ratio: Option<f64>,
     pub rating: Option<EnduranceRating>,
+    /// How much of its rated endurance the drive has used and has left, by the figure that shows the most used
+    /// (absent when neither the drive nor a rating gives one; absent in records before issue 48).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rated_life: Option<RatedLife>,
     pub rates: Option<WriteRates>,
     pub life: LifeEstimate,
     #[serde(default)]
@@ -223,10 +227,26 @@ pub struct DriveHealth {
     pub verdict: HealthVerdict,
 }
 
+/// Rated endurance used and left, and which figure says so.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RatedLife {
+    /// Percent of the rated endurance used (may exceed 100).
+    pub used_percent: f64,
+    /// Percent left: 100 less what is used, never below 0.
+    pub remaining_percent: f64,
+    /// The figure it comes from: the drive's own wear indicator, host writes against the TBW rating, or mean erase
+    /// count against the rated P/E cycles.
+    pub basis: String,
+}
+
 /// `ssdlab health`: one entry per drive asked about.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HealthAnalysis {
     pub drives: Vec<DriveHealth>,
+    /// The rated wear, in percent, from which a drive warns (`--wear-warn`; absent in records before issue 48,
+    /// which warned from 80).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wear_warn_percent: Option<f64>,
     /// The history directory used, if any.
     pub history_dir: Option<String>,
     /// Drives asked about that could not be read this time (the others are still reported).

@@ -348,6 +348,9 @@ pub struct HealthFlags {
     pub rated_dwpd: Option<f64>,
     pub rated_pe: Option<u32>,
     pub warranty_years: Option<f64>,
+    /// `--wear-warn`: rated wear in percent from which a drive warns (absent in records before issue 48).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wear_warn_percent: Option<f64>,
 }
 
 #[cfg(test)]
@@ -458,6 +461,7 @@ mod tests {
             rated_dwpd: None,
             rated_pe: None,
             warranty_years: None,
+            wear_warn_percent: Some(70.0),
         });
         for options in [refresh, fanout, region_scan, file_scan, health] {
             assert_eq!(read_back(&options), options);

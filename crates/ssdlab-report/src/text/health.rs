@@ -9,7 +9,8 @@ fn bytes(b: Option<u128>) -> String {
     b.map_or("–".into(), |b| DecimalBytes(b as f64).to_string())
 }
 
-pub fn drive_lines(d: &DriveHealth) -> Vec<String> {
+/// The drive's lines; `wear_warn_percent` is the threshold the verdict warned from, said beside the rated life.
+pub fn drive_lines(d: &DriveHealth, wear_warn_percent: f64) -> Vec<String> {
     let mut out = Vec::new();
     let s = &d.snapshot;
     out.push(drive_line(d));
@@ -54,6 +55,15 @@ pub fn drive_lines(d: &DriveHealth) -> Vec<String> {
         s.erase_count_mean
             .map_or(String::new(), |e| format!("; mean erase count {e:.1}"))
     );
+    if let Some(life) = &d.rated_life {
+        say!(
+            out,
+            "rated     {:.0}% of rated life remains ({:.1}% used: {}); warns from {wear_warn_percent:.0}% (--wear-warn)",
+            life.remaining_percent,
+            life.used_percent,
+            life.basis
+        );
+    }
     if let Some(r) = &d.rating {
         out.push(rating_line(r));
     }

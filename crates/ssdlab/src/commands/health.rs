@@ -29,6 +29,7 @@ pub fn run(args: &HealthArgs) -> Result<Outcome> {
         args.prom.clone(),
         args.out.clone().map(|d| OutDir::new(d, args.replace)),
         args.smartctl.clone(),
+        args.wear_warn,
     )?;
     with_terminal(args.json, |ports| ssdlab_app::health::run(&plan, ports))
 }

@@ -98,6 +98,11 @@ fn health_refuses_what_its_flags_cannot_read() {
     expect_code(&out, 2);
     assert!(stderr(&out).contains("--warranty-years"), "{}", stderr(&out));
     expect_code(&run(&["health"]), 2);
+    for bad in ["0", "150", "lots"] {
+        let out = run(&["health", "--no-history", "--from", f, "--wear-warn", bad]);
+        expect_usage_error(&out, "--wear-warn");
+        assert!(stderr(&out).contains("at most 100"), "{}", stderr(&out));
+    }
 }
 
 #[test]
