@@ -42,6 +42,14 @@ sleep 1
 step health-nvme-after ssdlab health /dev/nvme0 --json --history /out/history --prom /out/health-after.prom
 step health-nvme-nvmecli nvme smart-log /dev/nvme0 -o json
 step health-sata ssdlab health /dev/sda --json --no-history --prom /out/health-sata.prom
+# The same drives as the real smartctl prints them in text (-x, what people paste) and in JSON, each read back by
+# ssdlab from the saved file: the two forms must give the same figures.
+for dev in sda nvme0; do
+    step "smart-$dev-json" smartctl --json=c -x "/dev/$dev"
+    step "smart-$dev-text" smartctl -x "/dev/$dev"
+    step "health-$dev-from-json" ssdlab health --no-history --from "/out/smart-$dev-json.out" --json
+    step "health-$dev-from-text" ssdlab health --no-history --from "/out/smart-$dev-text.out" --json
+done
 
 # 2. The PTS purges with the drive's own secure erase (QEMU's NVMe has no sanitize, so a format with secure erase
 # settings), not discard, and its report carries the serial, firmware and write cache the kernel reports. It runs

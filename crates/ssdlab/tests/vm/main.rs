@@ -293,6 +293,81 @@ fn health_reads_qemus_sata_disk_through_libata() {
     promtool_accepts(lab, "health-sata.prom");
 }
 
+/// Issue 48: the real smartctl's text (`smartctl -x`, the form people paste) and its JSON, of QEMU's SATA disk and
+/// NVMe controller read through the kernel's drivers, each saved and read back by `ssdlab health --from`: the
+/// same drive gives the same figures either way.
+#[test]
+fn health_reads_smartctls_text_and_json_of_the_same_drive_to_the_same_figures() {
+    let Some(lab) = lab() else { return };
+    for dev in ["sda", "nvme0"] {
+        let text = lab.file(&format!("smart-{dev}-text.out"));
+        assert!(
+            text.contains("=== START OF"),
+            "{dev}: smartctl -x printed:\n{text}"
+        );
+        let snapshot = |form: &str| {
+            let step = format!("health-{dev}-from-{form}");
+            lab.analysis(&step)["drives"][0]["snapshot"].clone()
+        };
+        let (json, text) = (snapshot("json"), snapshot("text"));
+        for field in [
+            "power_on_hours",
+            "temperature_celsius",
+            "host_written_bytes",
+            "host_read_bytes",
+            "wear_used_percent",
+            "available_spare_percent",
+            "available_spare_threshold_percent",
+            "media_errors",
+            "reallocated",
+            "pending_sectors",
+            "unsafe_shutdowns",
+            "smart_passed",
+            "critical_warning",
+        ] {
+            assert_eq!(
+                json[field], text[field],
+                "{dev}: {field}: JSON {} text {}",
+                json[field], text[field]
+            );
+        }
+        for field in ["model", "serial", "firmware", "capacity_bytes", "protocol"] {
+            assert_eq!(json["identity"][field], text["identity"][field], "{dev}: {field}");
+        }
+        let ids = |s: &Value| -> Vec<(u64, String)> {
+            s["attributes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| (a["id"].as_u64().unwrap(), a["name"].as_str().unwrap().to_string()))
+                .collect()
+        };
+        assert_eq!(ids(&json), ids(&text), "{dev}: the attribute table");
+    }
+    // Enough was read to judge: QEMU's disk has an attribute table, its NVMe controller a health log.
+    let sata = lab.analysis("health-sda-from-text");
+    assert_eq!(
+        sata["drives"][0]["snapshot"]["identity"]["model"],
+        "QEMU HARDDISK"
+    );
+    assert!(
+        !sata["drives"][0]["snapshot"]["attributes"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let nvme = lab.analysis("health-nvme0-from-text");
+    assert_eq!(nvme["drives"][0]["snapshot"]["identity"]["protocol"], "nvme");
+    assert_eq!(nvme["drives"][0]["snapshot"]["critical_warning"], 0);
+    // The 256 MiB run-nvme wrote before, read from the text as from the JSON.
+    assert!(
+        nvme["drives"][0]["snapshot"]["host_written_bytes"]
+            .as_u64()
+            .unwrap()
+            >= 256 << 20
+    );
+}
+
 #[test]
 fn erase_refuses_a_sanitize_that_reaches_other_namespaces_and_falls_back_to_a_secure_format() {
     let Some(lab) = lab() else { return };
