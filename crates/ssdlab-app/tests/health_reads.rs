@@ -309,6 +309,42 @@ fn a_drive_without_health_data_makes_a_fleet_unknown_never_passed() {
     assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
 }
 
+/// A smartctl older than 7.0 (CentOS 7's 6.5) knows no --json: it prints its usage and exits 1, and the live path
+/// reads its -x text instead (a real text output here).
+#[test]
+fn the_live_path_reads_the_text_of_a_smartctl_without_json() {
+    let usage = "smartctl 6.5 2016-05-07 r4318 [x86_64-linux-3.10.0] (local build)\n\
+                 =======> UNRECOGNIZED OPTION: json=c\n\nUse smartctl -h to get a usage summary\n";
+    let tools = CannedTools::default()
+        .answer("smartctl --json=c -x /dev/null", 1, usage)
+        .answer(
+            "smartctl -x /dev/null",
+            0,
+            &std::fs::read_to_string(health_fixture("real/sata-text-intel-ssdsc2bb120g6-120g.txt")).unwrap(),
+        );
+    let ran = health_with(&tools, Health::devices(&["/dev/null"]));
+    assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+    let text = ran.text();
+    assert!(
+        text.contains("host 47.40 TB") && text.contains("14.0% used"),
+        "{text}"
+    );
+    assert!(text.contains("printed no JSON (it is older than 7.0"), "{text}");
+    // The same smartctl that cannot open the device says so, and the drive is unreadable, not healthy.
+    let tools = CannedTools::default()
+        .answer("smartctl --json=c -x /dev/null", 1, usage)
+        .answer(
+            "smartctl -x /dev/null",
+            2,
+            "smartctl 6.5 2016-05-07 r4318\nSmartctl open device: /dev/null failed: No such device\n",
+        );
+    let refused = health_refusal_with(&tools, Health::devices(&["/dev/null"]));
+    assert!(
+        refused.contains("could not read the device (exit status 2"),
+        "{refused}"
+    );
+}
+
 #[test]
 fn the_live_path_runs_smartctl_and_reads_its_exit_bits() {
     // smartctl prints a failing drive's JSON and exits with its status, as the real one does.

@@ -62,48 +62,7 @@ pub fn read_device(
             "DEVICE {device}: not a device node; saved smartctl or nvme-cli JSON goes with --from {device}"
         )));
     }
-    let mut argv: Vec<String> = vec![
-        smartctl_path.display().to_string(),
-        "--json=c".into(),
-        "-x".into(),
-    ];
-    if let Some(kind) = device_type {
-        argv.extend(["-d".into(), kind.to_string()]);
-    }
-    argv.push(device.to_string());
-    let output = tools.run(&argv).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            Input(anyhow!(
-                "DEVICE {device}: {} not found: install smartmontools (apt-get install smartmontools), \
-                     or name it with --smartctl PATH",
-                smartctl_path.display()
-            ))
-        } else {
-            Unreadable(anyhow!(
-                "DEVICE {device}: cannot run {}: {e}",
-                smartctl_path.display()
-            ))
-        }
-    })?;
-    let status = output.exit_code;
-    let mut snapshot = smartctl::parse_named(
-        device,
-        &output.stdout,
-        clock.unix_now_s() as u64,
-        attribute_names(),
-    )
-    .map_err(|e| {
-        let stderr = output.stderr.trim();
-        Unreadable(if stderr.is_empty() {
-            anyhow!("DEVICE {e}")
-        } else {
-            anyhow!("DEVICE {e} (stderr: {stderr})")
-        })
-    })?;
-    // The process's exit status is the bit mask; the JSON repeats it, but an older smartctl may not.
-    if snapshot.smartctl_exit_status.is_none() {
-        snapshot.smartctl_exit_status = status.map(|s| s.clamp(0, 255) as u8);
-    }
+    let mut snapshot = run_smartctl(device, device_type, smartctl_path, tools, clock)?;
     if snapshot.identity.protocol == Protocol::Nvme && snapshot.nand_written_bytes.is_none() {
         match read_nvme_nand(device, tools) {
             Ok(nand) => {
@@ -123,6 +82,89 @@ pub fn read_device(
         profile_pe: None,
         is_virtual: false,
     })
+}
+
+/// Runs `smartctl --json=c -x` on the device and reads its output; a smartctl older than 7.0 knows no `--json`
+/// and prints its usage instead, so then it runs `smartctl -x` and reads the text.
+fn run_smartctl(
+    device: &str,
+    device_type: Option<&str>,
+    smartctl_path: &Path,
+    tools: &dyn Tools,
+    clock: &dyn Clock,
+) -> Result<HealthSnapshot, DeviceFailure> {
+    use DeviceFailure::{Input, Unreadable};
+    let run = |json: bool| {
+        let mut argv: Vec<String> = vec![smartctl_path.display().to_string()];
+        if json {
+            argv.push("--json=c".into());
+        }
+        argv.push("-x".into());
+        if let Some(kind) = device_type {
+            argv.extend(["-d".into(), kind.to_string()]);
+        }
+        argv.push(device.to_string());
+        tools.run(&argv).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Input(anyhow!(
+                    "DEVICE {device}: {} not found: install smartmontools (apt-get install smartmontools), \
+                     or name it with --smartctl PATH",
+                    smartctl_path.display()
+                ))
+            } else {
+                Unreadable(anyhow!(
+                    "DEVICE {device}: cannot run {}: {e}",
+                    smartctl_path.display()
+                ))
+            }
+        })
+    };
+    let unreadable = |e: ssdlab_health::ParseError, stderr: &str| {
+        let stderr = stderr.trim();
+        Unreadable(if stderr.is_empty() {
+            anyhow!("DEVICE {e}")
+        } else {
+            anyhow!("DEVICE {e} (stderr: {stderr})")
+        })
+    };
+    let now_s = clock.unix_now_s() as u64;
+    let output = run(true)?;
+    let (output, mut snapshot) = if output.stdout.trim_start().starts_with('{') {
+        let snapshot = smartctl::parse_named(device, &output.stdout, now_s, attribute_names())
+            .map_err(|e| unreadable(e, &output.stderr))?;
+        (output, snapshot)
+    } else {
+        let text_output = run(false)?;
+        if let Some(status) = text_output
+            .exit_code
+            .filter(|s| s & i32::from(smartctl::FATAL_BITS) != 0)
+        {
+            return Err(Unreadable(anyhow!(
+                "DEVICE {device}: smartctl could not read the device (exit status {status}: {}): {}",
+                smartctl::exit_meaning(status.clamp(0, 255) as u8, smartctl::FATAL_BITS),
+                text_output
+                    .stdout
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .last()
+                    .unwrap_or("")
+                    .trim()
+            )));
+        }
+        let mut snapshot =
+            ssdlab_health::parse_any_named(device, &text_output.stdout, now_s, attribute_names())
+                .map_err(|e| unreadable(e, &text_output.stderr))?;
+        snapshot.notes.push(
+            "this smartctl printed no JSON (it is older than 7.0, which added --json): its -x text was read"
+                .into(),
+        );
+        (text_output, snapshot)
+    };
+    // The process's exit status is the bit mask; the JSON repeats it, but text and an older smartctl do not.
+    if snapshot.smartctl_exit_status.is_none() {
+        snapshot.smartctl_exit_status = output.exit_code.map(|s| s.clamp(0, 255) as u8);
+    }
+    Ok(snapshot)
 }
 
 /// An NVMe drive's NAND writes from nvme-cli: the OCP Datacenter SMART log (C0h) where the drive keeps one, else
