@@ -145,8 +145,8 @@ fn run_smartctl(
                 text_output
                     .stdout
                     .lines()
-                    .filter(|l| !l.trim().is_empty())
-                    .last()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
                     .unwrap_or("")
                     .trim()
             )));
