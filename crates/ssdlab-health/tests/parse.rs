@@ -378,3 +378,34 @@ fn garbage_is_a_clear_error() {
         );
     }
 }
+
+/// Issue 48's rule: when every figure of a drive fails plausibility, its verdict is unknown, not OK. A drive
+/// (built on smartctl's JSON layout) whose only figures are power-on hours and a 241 read as LBAs that gives 5 MB
+/// after 5,000 hours on 1 TB: the host writes go to a note, and nothing is left to judge.
+#[test]
+fn a_drive_whose_every_figure_fails_plausibility_is_unknown() {
+    let text = r#"{
+      "json_format_version": [1, 0],
+      "smartctl": {"version": [7, 3], "exit_status": 0},
+      "device": {"name": "/dev/sdx", "type": "sat", "protocol": "ATA"},
+      "model_name": "OEM SSD 1TB", "serial_number": "X1",
+      "user_capacity": {"blocks": 1953525168, "bytes": 1000204886016},
+      "power_on_time": {"hours": 5000},
+      "smart_status": {"passed": true},
+      "ata_smart_attributes": {"table": [
+        {"id": 9, "name": "Power_On_Hours", "value": 100, "worst": 100, "thresh": 0,
+         "flags": {"prefailure": false}, "raw": {"value": 5000, "string": "5000"}},
+        {"id": 241, "name": "Total_LBAs_Written", "value": 100, "worst": 100, "thresh": 0,
+         "flags": {"prefailure": false}, "raw": {"value": 10000, "string": "10000"}}
+      ]}
+    }"#;
+    let s = parse_any("oem.json", text, NOW).unwrap();
+    assert_eq!(s.host_written_bytes, None);
+    assert!(
+        s.notes.iter().any(|n| n.starts_with("implausible: host writes")),
+        "{:?}",
+        s.notes
+    );
+    let (level, reasons) = level(&s);
+    assert_eq!(level, HealthLevel::Unknown, "{reasons:?}");
+}
