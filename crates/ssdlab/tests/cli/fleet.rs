@@ -33,10 +33,11 @@ fn tool_in(dir: &Path, name: &str, args: &[&str]) -> (bool, String) {
 fn the_alert_rules_load_and_pass_their_unit_tests_and_a_broken_rule_fails_them() {
     let rules = dist().join("prometheus");
     let (ok, text) = tool_in(&rules, "promtool", &["check", "rules", "ssdlab.rules.yml"]);
-    assert!(ok && text.contains("6 rules found"), "{text}");
+    assert!(ok && text.contains("7 rules found"), "{text}");
     let (ok, text) = tool_in(&rules, "promtool", &["test", "rules", "ssdlab.rules.test.yml"]);
     assert!(ok && text.contains("SUCCESS"), "{text}");
-    // The tests can fail: a rule that fires on a warning instead of a failure, and one that forgot its `for:`.
+    // The tests can fail: a rule that fires on a warning instead of a failure, one that forgot its `for:`, and a
+    // wear rule that compares the rated life left instead of what is used.
     let original = std::fs::read_to_string(rules.join("ssdlab.rules.yml")).unwrap();
     let tests = std::fs::read_to_string(rules.join("ssdlab.rules.test.yml")).unwrap();
     for (what, broken) in [
@@ -45,6 +46,13 @@ fn the_alert_rules_load_and_pass_their_unit_tests_and_a_broken_rule_fails_them()
             original.replace("ssdlab_health_verdict == 2", "ssdlab_health_verdict >= 1"),
         ),
         ("no wait", original.replacen("for: 10m", "for: 0s", 1)),
+        (
+            "wear rule reads what remains as what is used",
+            original.replace(
+                "(1 - ssdlab_rated_life_remaining_ratio) >= ssdlab_wear_warn_threshold_ratio",
+                "ssdlab_rated_life_remaining_ratio >= ssdlab_wear_warn_threshold_ratio",
+            ),
+        ),
     ] {
         assert_ne!(broken, original, "{what}: the mutation must change the rules");
         let dir = tempdir();
@@ -402,7 +410,7 @@ fn prometheus_scrapes_ssdlabs_textfiles_through_node_exporter_and_the_failing_dr
         .iter()
         .find(|g| g["name"] == "ssdlab")
         .expect("the shipped group");
-    assert_eq!(shipped["rules"].as_array().unwrap().len(), 6, "{shipped}");
+    assert_eq!(shipped["rules"].as_array().unwrap().len(), 7, "{shipped}");
     assert!(
         shipped["rules"]
             .as_array()
