@@ -174,38 +174,20 @@ mod tests {
     use ssdlab_core::schema::health::DriveIdentity;
 
     fn snapshot(host: u128, nand: Option<u128>, hours: u64) -> HealthSnapshot {
+        let identity = DriveIdentity {
+            model: "test".into(),
+            serial: "s".into(),
+            firmware: None,
+            capacity_bytes: Some(4_000_000_000_000),
+            protocol: Protocol::Ata,
+            source: "t".into(),
+        };
         HealthSnapshot {
-            taken_at_s: 0,
-            identity: DriveIdentity {
-                model: "test".into(),
-                serial: "s".into(),
-                firmware: None,
-                capacity_bytes: Some(4_000_000_000_000),
-                protocol: Protocol::Ata,
-                source: "t".into(),
-            },
             power_on_hours: Some(hours),
-            temperature_celsius: None,
             host_written_bytes: Some(host),
-            host_read_bytes: None,
             nand_written_bytes: nand,
             nand_written_source: "attribute 233".into(),
-            wear_used_percent: None,
-            wear_source: String::new(),
-            erase_count_mean: None,
-            available_spare_percent: None,
-            available_spare_threshold_percent: None,
-            media_errors: None,
-            crc_errors: None,
-            reallocated: None,
-            pending_sectors: None,
-            unsafe_shutdowns: None,
-            smart_passed: None,
-            critical_warning: None,
-            smartctl_exit_status: None,
-            attributes: vec![],
-            other_fields: vec![],
-            notes: vec![],
+            ..HealthSnapshot::unread(identity, 0)
         }
     }
 

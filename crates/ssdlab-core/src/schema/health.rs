@@ -123,6 +123,38 @@ pub struct HealthSnapshot {
     pub notes: Vec<String>,
 }
 
+impl HealthSnapshot {
+    /// A snapshot of `identity` at `taken_at_s` with no figure read yet: every reading absent, never zero.
+    pub fn unread(identity: DriveIdentity, taken_at_s: u64) -> Self {
+        HealthSnapshot {
+            taken_at_s,
+            identity,
+            power_on_hours: None,
+            temperature_celsius: None,
+            host_written_bytes: None,
+            host_read_bytes: None,
+            nand_written_bytes: None,
+            nand_written_source: String::new(),
+            wear_used_percent: None,
+            wear_source: String::new(),
+            erase_count_mean: None,
+            available_spare_percent: None,
+            available_spare_threshold_percent: None,
+            media_errors: None,
+            crc_errors: None,
+            reallocated: None,
+            pending_sectors: None,
+            unsafe_shutdowns: None,
+            smart_passed: None,
+            critical_warning: None,
+            smartctl_exit_status: None,
+            attributes: vec![],
+            other_fields: vec![],
+            notes: vec![],
+        }
+    }
+}
+
 /// The drive's rated endurance, and where the rating came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EnduranceRating {

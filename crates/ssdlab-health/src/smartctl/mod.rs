@@ -179,34 +179,19 @@ pub fn snapshot_of(
 /// protocol's own health data comes after.
 fn first_fields(source_name: &str, printed: &Printed, now_s: u64, protocol: Protocol) -> HealthSnapshot {
     let mut snapshot = HealthSnapshot {
-        taken_at_s: printed.local_time_s.unwrap_or(now_s),
-        identity: identity_of(source_name, printed, protocol),
         power_on_hours: printed.power_on_hours,
         temperature_celsius: printed.temperature_celsius,
-        host_written_bytes: None,
-        host_read_bytes: None,
-        nand_written_bytes: None,
-        nand_written_source: String::new(),
-        wear_used_percent: None,
-        wear_source: String::new(),
-        erase_count_mean: None,
-        available_spare_percent: None,
-        available_spare_threshold_percent: None,
-        media_errors: None,
-        crc_errors: None,
-        reallocated: None,
-        pending_sectors: None,
-        unsafe_shutdowns: None,
         smart_passed: printed.smart_passed,
-        critical_warning: None,
         smartctl_exit_status: printed.exit_status,
-        attributes: vec![],
-        other_fields: vec![],
         notes: printed
             .messages
             .iter()
             .map(|m| format!("smartctl: {m}"))
             .collect(),
+        ..HealthSnapshot::unread(
+            identity_of(source_name, printed, protocol),
+            printed.local_time_s.unwrap_or(now_s),
+        )
     };
     match (&printed.local_time_s, &printed.local_time_unread) {
         (Some(_), _) => {}
