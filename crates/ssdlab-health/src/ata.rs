@@ -140,47 +140,47 @@ fn agreement(raw: u128, unit: u128, lbs: u128, reference: &Reference) -> Agreeme
     }
 }
 
-/// The unit of the LBA-named pair (241/242), and what proved it.
+/// The unit of the LBA-named pair (241/242), and which side a second counter disputes.
 struct PairUnit {
     unit: u128,
     name: String,
-    /// A second counter disagrees with the pair in every unit: the pair is not used.
-    disagrees: bool,
+    /// The write side (0) and the read side (1) disagree with their second counter in the pair's unit: neither
+    /// figure of that side is used.
+    disputed: [bool; 2],
 }
 
-/// Finds the unit in which the LBA-named write counter agrees with a write reference, or the read counter with a
-/// read reference; LBAs when there is no reference (unproved: plausibility judges it later).
+/// Finds the unit the LBA-named pair counts in. A unit is proved when one side agrees with its second counter in
+/// it (the same figure within 2% or one unit); a statistic wrapped at 2^32 sectors is accepted on a side only in
+/// the unit the other side proved, or in LBAs, the reading without a proof (elsewhere a wrap would match by
+/// coincidence one time in fifty). A side that disagrees with its second counter in the proved unit, or in every
+/// unit, is disputed. LBAs, unproved, when no side has a second counter.
 fn pair_unit(
-    pair: (Option<&AtaAttribute>, Option<&AtaAttribute>),
-    references: (Option<&Reference>, Option<&Reference>),
+    pair: [Option<&AtaAttribute>; 2],
+    references: [Option<&Reference>; 2],
     (lbs, lbs_name): (u128, &str),
     notes: &mut Vec<String>,
 ) -> PairUnit {
-    let sides = [(pair.0, references.0), (pair.1, references.1)];
-    let checked: Vec<(&AtaAttribute, &Reference)> =
-        sides.iter().filter_map(|(a, r)| Some(((*a)?, (*r)?))).collect();
-    let lbas = PairUnit {
-        unit: lbs,
-        name: lbs_name.to_string(),
-        disagrees: false,
-    };
-    if checked.is_empty() {
-        return lbas;
-    }
+    let checked: Vec<(usize, &AtaAttribute, &Reference)> = (0..2)
+        .filter_map(|side| Some((side, pair[side]?, references[side]?)))
+        .collect();
     let units = std::iter::once((lbs, lbs_name)).chain(LBA_NAMED_UNITS.iter().map(|&(u, n)| (u, n)));
     for (unit, unit_name) in units {
-        let Some(&(proof, reference)) = checked
+        let agreements: Vec<Agreement> = checked
             .iter()
-            .find(|(a, r)| agreement(u128::from(a.raw_value), unit, lbs, r) != Agreement::Differs)
-        else {
+            .map(|(_, a, r)| agreement(u128::from(a.raw_value), unit, lbs, r))
+            .collect();
+        let proof = checked
+            .iter()
+            .zip(&agreements)
+            .find(|(_, g)| **g == Agreement::Same || (unit == lbs && **g == Agreement::StatisticWrapped));
+        let Some(((_, proof, reference), _)) = proof else {
             continue;
         };
         if unit != lbs {
             notes.push(format!(
                 "attributes {} count {unit_name} units, not {lbs_name} sectors: attribute {} {} (raw {}) agrees \
                  with {} only in that unit",
-                [pair.0, pair.1]
-                    .iter()
+                pair.iter()
                     .flatten()
                     .map(|a| format!("{} {}", a.id, a.name))
                     .collect::<Vec<_>>()
@@ -191,29 +191,42 @@ fn pair_unit(
                 reference.source
             ));
         }
-        for (a, r) in &checked {
-            if agreement(u128::from(a.raw_value), unit, lbs, r) == Agreement::StatisticWrapped {
-                notes.push(format!(
+        let mut disputed = [false; 2];
+        for ((side, a, r), g) in checked.iter().zip(&agreements) {
+            match g {
+                Agreement::Same => {}
+                Agreement::StatisticWrapped => notes.push(format!(
                     "{} wrapped at 2^32 sectors (the firmware keeps it in 32 bits): attribute {} {} is used",
                     r.source, a.id, a.name
-                ));
+                )),
+                Agreement::Differs => {
+                    disputed[*side] = true;
+                    notes.push(format!(
+                        "attribute {} {} (raw {}) and {} disagree in {unit_name} units, the unit its pair proved: \
+                         neither is used",
+                        a.id, a.name, a.raw_value, r.source
+                    ));
+                }
             }
         }
         return PairUnit {
             unit,
             name: unit_name.to_string(),
-            disagrees: false,
+            disputed,
         };
     }
-    for (a, r) in &checked {
+    let mut disputed = [false; 2];
+    for (side, a, r) in &checked {
+        disputed[*side] = true;
         notes.push(format!(
-            "attribute {} {} (raw {}) agrees with {} in no unit: not used",
+            "attribute {} {} (raw {}) and {} agree in no unit: neither is used",
             a.id, a.name, a.raw_value, r.source
         ));
     }
     PairUnit {
-        disagrees: true,
-        ..lbas
+        unit: lbs,
+        name: lbs_name.to_string(),
+        disputed,
     }
 }
 
@@ -274,27 +287,31 @@ fn host_counters(
     let lba_write = by_id_then_name(241, &["Total_LBAs_Written", "Host_Writes_LBAs"]);
     let lba_read = by_id_then_name(242, &["Total_LBAs_Read", "Host_Reads_LBAs"]);
     let unit = pair_unit(
-        (lba_write, lba_read),
-        (write_reference.as_ref(), read_reference.as_ref()),
+        [lba_write, lba_read],
+        [write_reference.as_ref(), read_reference.as_ref()],
         (lbs, lbs_name),
         &mut snapshot.notes,
     );
 
-    let pair = |a: Option<&AtaAttribute>| {
-        a.filter(|_| !unit.disagrees)
-            .map(|a| scaled(a, unit.unit, &unit.name))
+    // A counter whose name states its unit stands; else the pair in its unit; else the statistic. A side the pair
+    // and its statistic dispute gives nothing.
+    let side = |named: Option<(u128, String)>,
+                attribute: Option<&AtaAttribute>,
+                reference: Option<Reference>,
+                disputed: bool| {
+        named.or_else(|| match (attribute, disputed) {
+            (Some(_), true) => None,
+            (Some(a), false) => Some(scaled(a, unit.unit, &unit.name)),
+            (None, _) => reference.map(|r| (r.bytes, r.source)),
+        })
     };
-    let host_written = named_write
-        .or_else(|| pair(lba_write))
-        .or_else(|| write_reference.map(|r| (r.bytes, r.source)));
+    let host_written = side(named_write, lba_write, write_reference, unit.disputed[0]);
     if let Some((bytes, source)) = host_written {
         snapshot.host_written_bytes = Some(bytes);
         snapshot.notes.push(format!("host writes from {source}"));
     }
-    snapshot.host_read_bytes = named_read
-        .or_else(|| pair(lba_read))
-        .or_else(|| read_reference.map(|r| (r.bytes, r.source)))
-        .map(|(bytes, _)| bytes);
+    snapshot.host_read_bytes =
+        side(named_read, lba_read, read_reference, unit.disputed[1]).map(|(bytes, _)| bytes);
 }
 
 fn nand_writes(attributes: &[AtaAttribute], snapshot: &mut HealthSnapshot) {
@@ -386,7 +403,7 @@ fn nand_writes(attributes: &[AtaAttribute], snapshot: &mut HealthSnapshot) {
 fn wear(attributes: &[AtaAttribute], stats: &DeviceStatistics, snapshot: &mut HealthSnapshot) {
     // Mean erase cycles: an attribute that says it is the average first (Micron's 173, Silicon Motion's 167, WD's
     // 173), then Samsung's 177 raw (other controllers use that name for other things: a Silicon Motion drive
-    // reads 0 there while its 167 counts 21), then Phison's "MAX (Average AVG)" string.
+    // reads 0 there while its 167 counts 21, an Apacer 66,135), then Phison's "MAX (Average AVG)" string.
     if let Some(a) = find(
         attributes,
         &[
@@ -397,7 +414,17 @@ fn wear(attributes: &[AtaAttribute], stats: &DeviceStatistics, snapshot: &mut He
         ],
     ) {
         snapshot.erase_count_mean = Some(a.raw_value as f64);
-    } else if let Some(a) = find(attributes, &["Wear_Leveling_Count"]) {
+    } else if let Some(a) = find(attributes, &["Wear_Leveling_Count"]).filter(|a| {
+        // "Wear_Leveling_Count" is smartctl's default name for 177 on every SSD its database does not know, so its
+        // raw value is an erase count only where the database says so: Samsung's 177, Micron's 173.
+        (a.id == 177
+            && snapshot
+                .identity
+                .model
+                .to_ascii_lowercase()
+                .starts_with("samsung"))
+            || a.id == 173
+    }) {
         snapshot.erase_count_mean = Some(a.raw_value as f64);
     } else if let Some(a) = find(attributes, &["MaxAvgErase_Ct"]) {
         snapshot.erase_count_mean = a
@@ -460,25 +487,39 @@ fn wear(attributes: &[AtaAttribute], stats: &DeviceStatistics, snapshot: &mut He
 }
 
 /// The attributes whose raw counts predict failure on drives of every kind (Backblaze's, and smartmontools'
-/// own advice), read by ID whatever the drive database names them (Intel's S3520 names 197
-/// `Pending_Sector_Count`, Samsung 187 `Uncorrectable_Error_Cnt`), with what each counts.
-pub const CRITICAL_COUNTERS: [(u8, &str); 6] = [
-    (5, "sectors or blocks reallocated"),
-    (187, "uncorrectable errors reported to the host"),
-    (188, "commands that timed out"),
-    (196, "reallocation events"),
-    (197, "sectors pending reallocation"),
-    (198, "sectors found uncorrectable offline"),
+/// own advice), read by ID under any of the names the drive database gives the same count (Intel's S3520 names
+/// 197 `Pending_Sector_Count`, Samsung 187 `Uncorrectable_Error_Cnt`), with what each counts. A few families use
+/// these IDs for other counters (Indilinx's 198 `Read_Sectors_Tot_Ct`, Virtium's 198 `RAID_Recovery_Cnt`): an
+/// attribute whose name holds none of its ID's words is not read as the critical counter.
+pub const CRITICAL_COUNTERS: [(u8, &[&str], &str); 6] = [
+    (
+        5,
+        &["realloc", "retired", "bad_b"],
+        "sectors or blocks reallocated",
+    ),
+    (
+        187,
+        &["uncorrect", "_ue_"],
+        "uncorrectable errors reported to the host",
+    ),
+    (188, &["timeout"], "commands that timed out"),
+    (196, &["realloc"], "reallocation events"),
+    (197, &["pending"], "sectors pending reallocation"),
+    (198, &["uncorrect"], "sectors found uncorrectable offline"),
 ];
 
-/// The attribute with this ID, if the drive reports it.
-pub fn by_id(attributes: &[AtaAttribute], id: u8) -> Option<&AtaAttribute> {
-    attributes.iter().find(|a| a.id == id)
+/// The critical counter with this ID, if the drive reports it under a name that means it.
+pub fn critical(attributes: &[AtaAttribute], id: u8) -> Option<&AtaAttribute> {
+    let (_, words, _) = CRITICAL_COUNTERS.iter().find(|(i, _, _)| *i == id)?;
+    attributes.iter().find(|a| {
+        let name = a.name.to_ascii_lowercase();
+        a.id == id && words.iter().any(|w| name.contains(w))
+    })
 }
 
 fn errors(attributes: &[AtaAttribute], stats: &DeviceStatistics, snapshot: &mut HealthSnapshot) {
     let raw = |names: &[&str]| find(attributes, names).map(count_of);
-    let id = |id: u8| by_id(attributes, id).map(count_of);
+    let id = |id: u8| critical(attributes, id).map(count_of);
     snapshot.reallocated = id(5).or_else(|| {
         raw(&[
             "Retired_Block_Count",

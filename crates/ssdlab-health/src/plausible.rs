@@ -155,8 +155,19 @@ fn bytes_text(bytes: u128) -> String {
     }
 }
 
+/// More erase cycles than any NAND is rated for (SLC is rated about 100,000): a counter of something else.
+const ERASE_CYCLES_MAX: f64 = 200_000.0;
+
 /// A wear figure outside what any drive reports.
 fn wear(snapshot: &mut HealthSnapshot) {
+    if let Some(erases) = snapshot.erase_count_mean
+        && !(0.0..=ERASE_CYCLES_MAX).contains(&erases)
+    {
+        snapshot.notes.push(format!(
+            "implausible: a mean erase count of {erases:.0}, more than any NAND is rated for; not used"
+        ));
+        snapshot.erase_count_mean = None;
+    }
     if let Some(used) = snapshot.wear_used_percent
         && !(0.0..=255.0).contains(&used)
     {

@@ -6,7 +6,7 @@ use ssdlab_core::schema::health::{
     EnduranceRating, HealthLevel, HealthSnapshot, HealthVerdict, LifeEstimate,
 };
 
-use crate::ata::{CRITICAL_COUNTERS, by_id, count_of};
+use crate::ata::{CRITICAL_COUNTERS, count_of, critical};
 use crate::rated::UsedKind;
 use crate::smartctl::exit_meaning;
 
@@ -150,8 +150,8 @@ impl Findings {
     /// Errors the drive counted (the ATA critical counters by ID, with the name the drive database gives each), a
     /// hot drive, and a remaining life whose low band is under [`LIFE_WARN_DAYS`]: all warnings.
     fn counters_and_life(&mut self, snapshot: &HealthSnapshot, life: &LifeEstimate) {
-        for (id, what) in CRITICAL_COUNTERS {
-            if let Some(a) = by_id(&snapshot.attributes, id)
+        for (id, _, what) in CRITICAL_COUNTERS {
+            if let Some(a) = critical(&snapshot.attributes, id)
                 && count_of(a) > 0
             {
                 self.warn
@@ -159,7 +159,7 @@ impl Findings {
             }
         }
         // The normalized figures, where no critical attribute above already said them (SAS, NVMe, other names).
-        let said = |id: u8| by_id(&snapshot.attributes, id).is_some();
+        let said = |id: u8| critical(&snapshot.attributes, id).is_some();
         let counted = [
             (
                 snapshot.media_errors.filter(|_| !said(187)),
@@ -238,7 +238,11 @@ impl Evidence {
         // An attribute is evidence when the drive judges it (a threshold, a failure now or in the past) or it is
         // a critical counter; a table of temperatures and hours alone is not.
         let judged_attribute = snapshot.attributes.iter().any(|a| {
-            a.thresh > 0 || !a.when_failed.is_empty() || CRITICAL_COUNTERS.iter().any(|(id, _)| *id == a.id)
+            a.thresh > 0
+                || !a.when_failed.is_empty()
+                || CRITICAL_COUNTERS
+                    .iter()
+                    .any(|(id, _, _)| critical(std::slice::from_ref(a), *id).is_some())
         });
         let read = judged_attribute
             || snapshot.critical_warning.is_some()

@@ -409,3 +409,127 @@ fn a_drive_whose_every_figure_fails_plausibility_is_unknown() {
     let (level, reasons) = level(&s);
     assert_eq!(level, HealthLevel::Unknown, "{reasons:?}");
 }
+
+/// A `smartctl -x` text (its brief table and device statistics layout) with the rows given.
+fn x_text(attributes: &[&str], statistics: &[&str]) -> String {
+    let mut text = String::from(
+        "smartctl 7.3 2022-02-28 r5338 [x86_64-linux-6.1.0] (local build)\n\
+         === START OF INFORMATION SECTION ===\n\
+         Device Model:     OEM SSD 1TB\n\
+         Serial Number:    OEM0001\n\
+         User Capacity:    1,000,204,886,016 bytes [1.00 TB]\n\
+         Sector Size:      512 bytes logical/physical\n\n\
+         ID# ATTRIBUTE_NAME          FLAGS    VALUE WORST THRESH FAIL RAW_VALUE\n\
+         \x20 9 Power_On_Hours          -O--CK   100   100   000    -    20000\n",
+    );
+    for row in attributes {
+        text.push_str(row);
+        text.push('\n');
+    }
+    text.push_str("\nDevice Statistics (GP Log 0x04)\nPage  Offset Size        Value Flags Description\n");
+    for row in statistics {
+        text.push_str(row);
+        text.push('\n');
+    }
+    text
+}
+
+/// A review of issue 48's unit proof: a statistic wrapped at 2^32 sectors matches a wrong unit by coincidence
+/// about one time in fifty, so a wrap proves no unit on its own (here 241 x 32 MiB, wrapped, lands within 2% of
+/// the statistic: 36.9 PB would have been read as fact); counters that disagree in every unit give neither
+/// figure; and a side that disagrees in the unit its pair proved is not used.
+#[test]
+fn counters_that_disagree_give_no_figure_and_a_wrap_proves_no_unit_alone() {
+    let read = |attributes: &[&str], statistics: &[&str]| {
+        parse_any("oem.txt", &x_text(attributes, statistics), NOW).unwrap()
+    };
+    let coincidence = read(
+        &["241 Total_LBAs_Written      -O--CK   100   100   000    -    1099971483"],
+        &["0x01  0x018  6      1000000000  ---  Logical Sectors Written"],
+    );
+    assert_eq!(coincidence.host_written_bytes, None, "{:?}", coincidence.notes);
+    assert!(
+        coincidence.notes.iter().any(|n| n.contains("agree in no unit")),
+        "{:?}",
+        coincidence.notes
+    );
+    let zeroed = read(
+        &["241 Total_LBAs_Written      -O--CK   100   100   000    -    1000000000"],
+        &["0x01  0x018  6               0  ---  Logical Sectors Written"],
+    );
+    assert_eq!(
+        zeroed.host_written_bytes, None,
+        "a statistic of 0 beside 512 GB is no figure either"
+    );
+    let one_side = read(
+        &[
+            "241 Total_LBAs_Written      -O--CK   100   100   000    -    5000000",
+            "242 Total_LBAs_Read         -O--CK   100   100   000    -    700000000",
+        ],
+        &[
+            "0x01  0x018  6       900000000  ---  Logical Sectors Written",
+            "0x01  0x028  6       700000000  ---  Logical Sectors Read",
+        ],
+    );
+    assert_eq!(
+        one_side.host_read_bytes,
+        Some(700_000_000 * 512),
+        "reads prove LBAs"
+    );
+    assert_eq!(one_side.host_written_bytes, None, "{:?}", one_side.notes);
+    assert!(
+        one_side
+            .notes
+            .iter()
+            .any(|n| n.contains("disagree in 512 B units")),
+        "{:?}",
+        one_side.notes
+    );
+}
+
+/// Critical counters are read by ID only under a name that means them: Indilinx drives count sectors read in
+/// 198 (`Read_Sectors_Tot_Ct`), which is no count of uncorrectable sectors. And 177 is an erase count only where
+/// the drive database says so (Samsung's, Micron's 173), not under smartctl's default name on any other drive.
+#[test]
+fn ids_other_families_use_for_other_counters_are_not_read_as_them() {
+    let indilinx = parse_any(
+        "oem.txt",
+        &x_text(
+            &[
+                "  5 Reallocated_Sector_Ct   PO--CK   100   100   010    -    0",
+                "198 Read_Sectors_Tot_Ct     ------   100   100   000    -    2087614592",
+            ],
+            &[],
+        ),
+        NOW,
+    )
+    .unwrap();
+    let (level, reasons) = level(&indilinx);
+    assert_eq!(level, HealthLevel::Ok, "{reasons:?}");
+    assert_eq!(indilinx.media_errors, None);
+    // 177 under smartctl's default name on a drive its database does not know: not an erase count.
+    let unknown = parse_any(
+        "oem.txt",
+        &x_text(
+            &["177 Wear_Leveling_Count     PO--C-   100   100   010    -    54321"],
+            &[],
+        ),
+        NOW,
+    )
+    .unwrap();
+    assert_eq!(unknown.erase_count_mean, None);
+}
+
+/// SCT status prints "Current Temperature: 0 Celsius" on drives that keep none there (a LiteOn CV1, a real
+/// output): the temperature is attribute 194's 45 °C, not 0.
+#[test]
+fn a_zero_sct_temperature_is_no_temperature() {
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/real/sata-text-liteon-cv1-8b128-128g.txt",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    assert!(text.contains("Current Temperature:                     0 Celsius"));
+    let s = parse_any("cv1.txt", &text, NOW).unwrap();
+    assert_eq!(s.temperature_celsius, Some(45.0));
+}

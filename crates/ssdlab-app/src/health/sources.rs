@@ -360,7 +360,8 @@ pub fn attach_nand_log(previous: Option<&mut Reading>, file: &str, nand: NvmeNan
             snapshot.identity.protocol.name()
         );
     }
-    if snapshot.nand_written_bytes.is_some() {
+    // A log attached before and then found implausible left its source behind: still one log per drive.
+    if snapshot.nand_written_bytes.is_some() || snapshot.nand_written_source.contains("saved from nvme-cli") {
         bail!(
             "--from {file}: the drive given before it ({}) already has NAND writes ({}); give one NAND log per drive",
             snapshot.identity.source,

@@ -176,7 +176,10 @@ impl Reader {
                 p.protocol = Some(Protocol::Scsi);
             }
             "Current Temperature" | "Current Drive Temperature" => {
-                p.temperature_celsius = first_number(value).map(|t| t as f64);
+                // SCT status prints 0 or "--" where the drive keeps no temperature there (attribute 194 may).
+                p.temperature_celsius = first_number(value)
+                    .map(|t| t as f64)
+                    .filter(|t| *t > 0.0 && *t < 150.0);
             }
             "Percentage used endurance indicator" => {
                 self.scsi.percentage_used = first_number(value).map(|v| v as f64);
