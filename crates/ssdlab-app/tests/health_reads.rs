@@ -760,7 +760,7 @@ fn worn_drives_say_what_rated_life_remains_and_warn_from_a_stated_threshold() {
     let text = ran.text();
     assert!(text.contains("verdict   OK"), "{text}");
     assert!(
-        text.contains("15% of rated life remains (85.0% used") && text.contains("warns from 90%"),
+        text.contains("15.0% of rated life remains (85.0% used") && text.contains("warns from 90%"),
         "{text}"
     );
     assert_eq!(series_in(&prom, "ssdlab_wear_warn_threshold_ratio{"), 0.9);

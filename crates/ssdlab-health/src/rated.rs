@@ -55,7 +55,7 @@ pub fn used(snapshot: &HealthSnapshot, rating: Option<&EnduranceRating>) -> Vec<
     ) {
         figures.push(Used {
             percent: erases / f64::from(pe) * 100.0,
-            basis: format!("mean erase count {erases:.0} of its NAND's rated {pe} P/E cycles"),
+            basis: format!("mean erase count {erases:.1} of its NAND's rated {pe} P/E cycles"),
             kind: UsedKind::EraseCycles,
         });
     }

@@ -58,7 +58,7 @@ pub fn drive_lines(d: &DriveHealth, wear_warn_percent: f64) -> Vec<String> {
     if let Some(life) = &d.rated_life {
         say!(
             out,
-            "rated     {:.0}% of rated life remains ({:.1}% used: {}); warns from {wear_warn_percent:.0}% (--wear-warn)",
+            "rated     {:.1}% of rated life remains ({:.1}% used: {}); warns from {wear_warn_percent:.0}% (--wear-warn)",
             life.remaining_percent,
             life.used_percent,
             life.basis
