@@ -745,7 +745,7 @@ fn worn_drives_say_what_rated_life_remains_and_warn_from_a_stated_threshold() {
         "{text}"
     );
     assert!(
-        text.contains("rated     15% of rated life remains (85.0% used"),
+        text.contains("rated     15.0% of rated life remains (85.0% used"),
         "{text}"
     );
     let analysis = event(&ran.events(), "analysis")["data"].clone();
