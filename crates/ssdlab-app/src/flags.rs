@@ -111,12 +111,17 @@ pub enum SpanFlag {
         offset_bytes: u64,
         len_bytes: u64,
     },
+    /// `OFFSET:`: from an offset to the end (fio's `--offset`).
+    From {
+        offset_bytes: u64,
+    },
 }
 
 impl std::str::FromStr for SpanFlag {
     type Err = String;
 
-    /// `N%` or `OFFSET:LEN`; the error says how to write one (the caller names the flag and the value).
+    /// `N%`, `OFFSET:LEN` or `OFFSET:` (to the end); the error says how to write one (the caller names the flag
+    /// and the value).
     fn from_str(value: &str) -> Result<Self, String> {
         if let Some(percent) = value.strip_suffix('%') {
             let percent: f64 = percent.trim().parse().map_err(|_| {
@@ -131,6 +136,9 @@ impl std::str::FromStr for SpanFlag {
             .split_once(':')
             .ok_or("write a percentage such as 100%, or OFFSET:LEN such as 1g:8g")?;
         let offset = parse_size(offset).map_err(|e| format!("the offset {e}"))?;
+        if len.is_empty() {
+            return Ok(SpanFlag::From { offset_bytes: offset });
+        }
         let len = parse_size(len).map_err(|e| format!("the length {e}"))?;
         if len == 0 {
             return Err("the length must be above zero".into());
@@ -157,6 +165,12 @@ impl SpanFlag {
             } => Span {
                 offset_bytes,
                 len_bytes,
+            },
+            // From the offset to the end, whole logical blocks; an offset past the end leaves an empty span,
+            // which the workload's check refuses naming --span.
+            SpanFlag::From { offset_bytes } => Span {
+                offset_bytes,
+                len_bytes: capacity.saturating_sub(offset_bytes) / logical as u64 * logical as u64,
             },
         }
     }

@@ -7,7 +7,7 @@ use ssdlab_core::schema::{Analysis, Event, PhaseResult, Verdict};
 use ssdlab_core::units::Rate;
 use ssdlab_core::units::{BinaryBytes, Nanos};
 use ssdlab_engine::workload::{Pattern, RwMode, StopAt};
-use ssdlab_engine::{Workload, run_phase};
+use ssdlab_engine::{Workload, run_phase_ramped};
 use ssdlab_targets::{DeviceVisitor, Undo};
 
 use crate::export;
@@ -34,6 +34,8 @@ pub struct Plan {
     /// Random offsets cover each block once per pass (fio's random map) unless false.
     pub random_map: bool,
     pub verify: bool,
+    /// fio's ramp_time: how long the workload runs before statistics are kept (0: none).
+    pub ramp_ns: u64,
     pub out: Option<crate::export::OutDir>,
 }
 
@@ -52,6 +54,8 @@ pub struct RunFlags {
     pub seed: u64,
     pub norandommap: bool,
     pub verify: bool,
+    /// `--ramp-time`: the run before statistics are kept.
+    pub ramp_ns: u64,
 }
 
 impl Plan {
@@ -91,6 +95,7 @@ impl Plan {
             seed: flags.seed,
             random_map: !flags.norandommap,
             verify: flags.verify,
+            ramp_ns: flags.ramp_ns,
             out,
         })
     }
@@ -190,6 +195,7 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
     let options = RunOptions::Run(JobOptions {
         target: plan.target.recorded(),
         workload: workload.clone(),
+        ramp_ns: (plan.ramp_ns > 0).then_some(plan.ramp_ns),
     });
     let info = device.info().clone();
     // After the gate and the workload's checks, before the first I/O: a refusal leaves no directory behind, and
@@ -200,11 +206,19 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
     };
 
     let mut reporter = Reporter::new(&mut *ports.console);
-    reporter.say(&format!("ssdlab    run {}", describe(&workload)));
+    let ramp = if plan.ramp_ns > 0 {
+        format!(
+            ", after a ramp of {} that is not measured",
+            Nanos(plan.ramp_ns as f64)
+        )
+    } else {
+        String::new()
+    };
+    reporter.say(&format!("ssdlab    run {}{ramp}", describe(&workload)));
     reporter.say_lines(ssdlab_report::text::target_lines(&info));
     recording.announce(&mut reporter, "run", &info, &options)?;
     reporter.start_phase("run")?;
-    let outcome = run_phase(&mut device, &workload, &mut reporter)?;
+    let outcome = run_phase_ramped(&mut device, &workload, plan.ramp_ns, &mut reporter)?;
     let cpu = reporter.phase_cpu();
     reporter.finish_phase();
 

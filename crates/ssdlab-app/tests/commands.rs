@@ -63,6 +63,7 @@ fn run_flags(rw: &str, runtime: &str) -> RunFlags {
         seed: 1,
         norandommap: false,
         verify: false,
+        ramp_ns: 0,
     }
 }
 

@@ -282,3 +282,77 @@ fn trim_punches_holes_in_a_file() {
         "punching keeps the size"
     );
 }
+
+/// fio's ramp_time (issue 49): `run --ramp-time` writes the virtual 840 EVO (a quarter scale: a 750 MB TurboWrite
+/// buffer) for 10 s first, so its buffer fills and its writes fall to TLC speed, and keeps nothing of it: the
+/// measured second, its samples and the drive's counters all start at the ramp's end, and result.json records
+/// the ramp. Without the ramp the same second runs at buffer speed.
+#[test]
+fn a_ramp_runs_before_statistics_are_kept() {
+    let target = "sim:840evo-250g?scale=1/4";
+    let flags = |ramp: &str| {
+        RunFlags {
+            rw: rw_arg("write").unwrap(),
+            block_bytes: 1 << 20,
+            qd: 8,
+            ..run_defaults()
+        }
+        .with(ramp)
+    };
+    let dir = tempdir();
+    let cold = run_command(target, flags("0s"), None);
+    let ramped = run_command(target, flags("10s"), Some(&dir.path().join("ramped")));
+    for ran in [&cold, &ramped] {
+        assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+    }
+    let (cold_events, ramped_events) = (cold.events(), ramped.events());
+    let (cold_s, ramped_s) = (summary(&cold_events), summary(&ramped_events));
+    assert!(
+        (ramped_s["seconds"].as_f64().unwrap() - 1.0).abs() < 0.05,
+        "{ramped_s}"
+    );
+    let rate = |s: &serde_json::Value| s["bytes_per_s"].as_f64().unwrap();
+    assert!(
+        rate(ramped_s) < 0.8 * rate(cold_s),
+        "after the ramp the buffer is spent: {} vs {} B/s",
+        rate(ramped_s),
+        rate(cold_s)
+    );
+    // The drive's host writes over the measured phase are the phase's own bytes, not the ramp's.
+    let host = ramped_s["host_bytes_written"].as_u64().unwrap();
+    let bytes = ramped_s["bytes"].as_u64().unwrap();
+    assert!(
+        host.abs_diff(bytes) <= 32 << 20,
+        "host {host} vs measured {bytes}"
+    );
+    assert!(
+        ramped
+            .text()
+            .contains("after a ramp of 10.0 s that is not measured"),
+        "{}",
+        ramped.text()
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("ramped/result.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        record["options"]["ramp_ns"], 10_000_000_000u64,
+        "{}",
+        record["options"]
+    );
+}
+
+trait WithRamp {
+    fn with(self, ramp: &str) -> Self;
+}
+
+impl WithRamp for RunFlags {
+    /// The flags with `--ramp-time RAMP --runtime 1s`.
+    fn with(self, ramp: &str) -> Self {
+        RunFlags {
+            ramp_ns: ns(ramp),
+            runtime_ns: Some(ns("1s")),
+            ..self
+        }
+    }
+}

@@ -138,6 +138,7 @@ fn one_seed(seed: u64, verify: bool) -> Result<String, String> {
             seed,
             norandommap: false,
             verify,
+            ramp_ns: 0,
         },
         None,
     )
@@ -325,6 +326,7 @@ fn a_directory_made_for_a_result_that_never_came_is_taken_away_and_none_that_was
                 seed: 1,
                 norandommap: false,
                 verify: false,
+                ramp_ns: 0,
             },
             Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
         )

@@ -17,5 +17,5 @@ pub mod runner;
 /// The workload description lives in ssdlab-core (result.json records it); re-exported for the engine's users.
 pub use ssdlab_core::workload;
 
-pub use runner::{Observer, PhaseOutcome, run_phase};
+pub use runner::{Observer, PhaseOutcome, run_phase, run_phase_ramped};
 pub use workload::{Pattern, RwMode, Span, StopAt, Workload};

@@ -120,19 +120,45 @@ pub fn run_phase<D: Device + ?Sized, O: Observer + ?Sized>(
     workload: &Workload,
     observer: &mut O,
 ) -> Result<PhaseOutcome, DeviceError> {
+    run_phase_ramped(device, workload, 0, observer)
+}
+
+/// [`run_phase`] after a ramp (fio's `ramp_time`): the workload runs for `ramp_ns` first, as the same stream of
+/// operations, and nothing before the ramp's end is kept: no sample, no latency, no byte in the summary, no
+/// device counter. The runtime is counted from the ramp's end; a byte or pass limit counts every operation, the
+/// ramp's too, as fio's does. Operations in flight when the ramp ends are kept, as they complete after it.
+pub fn run_phase_ramped<D: Device + ?Sized, O: Observer + ?Sized>(
+    device: &mut D,
+    workload: &Workload,
+    ramp_ns: u64,
+    observer: &mut O,
+) -> Result<PhaseOutcome, DeviceError> {
     let mut phase = Phase::prepare(device, workload)?;
     observer.started();
     let mut books = PhaseBooks::open(device);
     if phase.interval_ns.is_some() {
         books.track_service_time();
     }
-    let start_ns = device.now_ns();
+    let ramp_end_ns = device.now_ns().saturating_add(ramp_ns);
+    let mut ramping = ramp_ns > 0;
+    let mut start_ns = device.now_ns();
     phase.next_intended = start_ns as f64;
-    let deadline_ns = workload.stop.runtime_ns.map(|r| start_ns.saturating_add(r));
+    let mut deadline_ns = workload.stop.runtime_ns.map(|r| ramp_end_ns.saturating_add(r));
     let mut last_progress_s = 0u64;
 
     loop {
         let now = device.now_ns();
+        if ramping && now >= ramp_end_ns {
+            // The measured phase starts here: fresh books, the device's counters from now.
+            ramping = false;
+            books = PhaseBooks::open(device);
+            if phase.interval_ns.is_some() {
+                books.track_service_time();
+            }
+            start_ns = now;
+            deadline_ns = workload.stop.runtime_ns.map(|r| now.saturating_add(r));
+            last_progress_s = 0;
+        }
         let mut issuing = books.io_failure.is_none();
         if deadline_ns.is_some_and(|d| now >= d) || phase.limit_reached() {
             issuing = false;
@@ -172,8 +198,12 @@ pub fn run_phase<D: Device + ?Sized, O: Observer + ?Sized>(
         let last_completed = reap_some(device, reap_deadline, &mut phase.completions, now)?;
         phase.account_completions(device, &mut books);
 
+        if ramping {
+            // Nothing of the ramp is shown or kept.
+            continue;
+        }
         books.stream(observer);
-        let elapsed_s = (last_completed - start_ns) / 1_000_000_000;
+        let elapsed_s = last_completed.saturating_sub(start_ns) / 1_000_000_000;
         if elapsed_s > last_progress_s {
             last_progress_s = elapsed_s;
             observer.progress(progress(
@@ -183,6 +213,10 @@ pub fn run_phase<D: Device + ?Sized, O: Observer + ?Sized>(
                 now - start_ns,
             ));
         }
+    }
+    if ramping {
+        // The limits ended the phase inside its ramp: nothing was measured, and nothing of the ramp is kept.
+        books = PhaseBooks::open(device);
     }
     phase.finish(device, books, observer)
 }
@@ -595,6 +629,42 @@ mod tests {
         // Completions at exactly t = 1 s belong to the second window.
         assert_eq!(out.samples[0].ios, 79_992);
         assert_eq!(out.summary.latency_ns.p50, 100_000);
+    }
+
+    /// fio's ramp_time: the ramp runs first, on the same device clock, and nothing of it is kept; the runtime
+    /// is counted from its end. A limit that ends the phase inside the ramp leaves nothing measured.
+    #[test]
+    fn a_ramp_runs_first_and_nothing_of_it_is_kept() {
+        let mut dev = MemDevice::new(1 << 30, 100_000);
+        let w = Workload {
+            stop: StopAt {
+                runtime_ns: Some(2_000_000_000),
+                ..StopAt::default()
+            },
+            ..workload(RwMode::RandRead, 1 << 30)
+        };
+        let out = run_phase_ramped(&mut dev, &w, 3_000_000_000, &mut Quiet).unwrap();
+        // Two measured seconds at 80,000 IOPS (8 slots of 100 us); the ramp's 240,000 reads were issued too.
+        assert_eq!(out.samples.len(), 2);
+        assert!(
+            (out.summary.seconds - 2.0).abs() < 1e-3,
+            "{}",
+            out.summary.seconds
+        );
+        assert!(out.summary.ios.abs_diff(160_000) <= 8, "{}", out.summary.ios);
+        assert!(dev.log().len() >= 400_000, "{} reads in all", dev.log().len());
+        assert!(out.complete);
+        // A byte limit inside the ramp: the phase ends there, and nothing is measured.
+        let short = Workload {
+            stop: StopAt {
+                bytes: Some(1 << 20),
+                ..StopAt::default()
+            },
+            ..workload(RwMode::RandRead, 1 << 30)
+        };
+        let out = run_phase_ramped(&mut dev, &short, 3_000_000_000, &mut Quiet).unwrap();
+        assert_eq!(out.summary.ios, 0);
+        assert!(out.samples.iter().all(|s| s.ios == 0), "{:?}", out.samples.len());
     }
 
     #[test]

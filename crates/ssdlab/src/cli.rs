@@ -131,7 +131,7 @@ pub struct FanoutArgs {
     #[arg(long, value_enum, default_value = "computed")]
     pub mode: FanoutModeArg,
     /// How long every drive reads (its own clock: virtual time on sim:).
-    #[arg(long, default_value = "30s", value_parser = given_duration)]
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = given_duration)]
     pub runtime: Given<u64>,
     /// Read size.
     #[arg(long, default_value = "4k", value_parser = given_size)]
@@ -574,7 +574,7 @@ pub struct SynthArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// How long the trace runs.
-    #[arg(long, default_value = "60s", value_parser = given_duration)]
+    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = given_duration)]
     pub duration: Given<u64>,
     /// The footprint it addresses (light: 16g, heavy: 32g).
     #[arg(long, value_name = "SIZE", value_parser = given_size)]
@@ -893,8 +893,12 @@ pub struct RunArgs {
     /// Stop after this long (e.g. 10s, 2m). The default when no limit is given is 10s.
     #[arg(long, value_name = "DURATION", value_parser = duration_arg)]
     pub runtime: Option<u64>,
-    /// Stop after transferring this many bytes (e.g. 1g).
-    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    /// Run this long first, before any statistic is kept (fio's ramp_time, e.g. 5s); --runtime counts from its
+    /// end, --bytes and --passes count the ramp's I/O too.
+    #[arg(long, value_name = "DURATION", alias = "ramp_time", value_parser = duration_arg)]
+    pub ramp_time: Option<u64>,
+    /// Stop after transferring this many bytes (e.g. 1g; fio's io_size).
+    #[arg(long, value_name = "SIZE", alias = "io_size", value_parser = size_arg)]
     pub bytes: Option<u64>,
     /// Stop after touching every block of the span this many times.
     #[arg(long)]
@@ -928,7 +932,7 @@ pub struct RunArgs {
 /// fio's option names that ssdlab spells differently or does not need, with what to write instead. (Names with
 /// the same meaning, such as --iodepth, --rwmixread, --blocksize, --readwrite and --ioengine, are accepted as
 /// hidden aliases instead.)
-const FIO_HINTS: [(&str, &str); 9] = [
+const FIO_HINTS: [(&str, &str); 7] = [
     (
         "--filename",
         "give the device or file as --target (/dev/NAME, or file:PATH[:SIZE] for a file)",
@@ -945,7 +949,6 @@ const FIO_HINTS: [(&str, &str); 9] = [
         "--direct",
         "ssdlab always uses O_DIRECT where the target allows it; leave it out",
     ),
-    ("--time_based", "--runtime alone runs for that long; leave it out"),
     (
         "--output-format",
         "use --json for JSON Lines on stdout, or --out DIR for result.json",
@@ -957,10 +960,6 @@ const FIO_HINTS: [(&str, &str); 9] = [
     (
         "--rate_iops",
         "use --rate with an IOPS figure, e.g. --rate 50kiops",
-    ),
-    (
-        "--ramp_time",
-        "ssdlab reports every second: drop the first seconds from the CSV, or use test consistency",
     ),
 ];
 

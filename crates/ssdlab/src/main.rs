@@ -20,51 +20,21 @@ macro_rules! eprintln {
 
 mod cli;
 mod commands;
+mod fio_habits;
 mod output;
 mod values;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 use crate::cli::{Cli, Command};
 use crate::commands::Outcome;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            // An argument clap does not know may be fio's spelling of one ssdlab has: say which.
-            // Only the argument clap did not know is looked up: a flag of ssdlab's own that fio also has
-            // (`quick --size`, `serve --name`) never takes the blame for a typo elsewhere.
-            if e.kind() == clap::error::ErrorKind::UnknownArgument
-                && let Some(clap::error::ContextValue::String(unknown)) =
-                    e.get(clap::error::ContextKind::InvalidArg)
-            {
-                let args = vec![String::new(), unknown.clone()];
-                if let Some(hint) = cli::fio_hint(&args) {
-                    eprintln!("ssdlab: error: {hint}");
-                    return ExitCode::from(2);
-                }
-            }
-            // A flag's value its parser refused (a duration without its unit, a size that is not one): one line
-            // naming the flag, the value and why, as every other refusal of ssdlab's is.
-            if e.kind() == clap::error::ErrorKind::ValueValidation
-                && let (
-                    Some(clap::error::ContextValue::String(arg)),
-                    Some(clap::error::ContextValue::String(value)),
-                ) = (
-                    e.get(clap::error::ContextKind::InvalidArg),
-                    e.get(clap::error::ContextKind::InvalidValue),
-                )
-                && let Some(why) = std::error::Error::source(&e)
-            {
-                let flag = arg.split(' ').next().unwrap_or(arg);
-                eprintln!("ssdlab: error: {flag} {value}: {why}");
-                return ExitCode::from(2);
-            }
-            e.exit()
-        }
+    let (cli, notes) = match parse_command_line() {
+        Ok(parsed) => parsed,
+        Err(code) => return code,
     };
     // With --quiet, stderr goes to /dev/null; errors, alarms and panics still reach the original.
     if cli.quiet {
@@ -75,6 +45,9 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         }
+    }
+    for note in &notes {
+        eprintln!("note      {note}");
     }
     let result = match &cli.command {
         Command::Run(args) => commands::run::run(args),
@@ -118,4 +91,55 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
             .downcast_ref::<std::io::Error>()
             .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+/// The command line, parsed after fio's habits are translated, and the notes the translation left; or the exit
+/// code of a refusal already said.
+fn parse_command_line() -> Result<(Cli, Vec<String>), ExitCode> {
+    // fio's habits (a bare number of seconds, --time_based, --offset, ...) taken as fio means them, and said.
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let translated = match fio_habits::translate(std::env::args_os().collect(), &Cli::command(), now_ns) {
+        Ok(translated) => translated,
+        Err(e) => {
+            eprintln!("ssdlab: error: {e}");
+            return Err(ExitCode::from(2));
+        }
+    };
+    match Cli::try_parse_from(translated.args) {
+        Ok(cli) => Ok((cli, translated.notes)),
+        Err(e) => {
+            // An argument clap does not know may be fio's spelling of one ssdlab has: say which.
+            // Only the argument clap did not know is looked up: a flag of ssdlab's own that fio also has
+            // (`quick --size`, `serve --name`) never takes the blame for a typo elsewhere.
+            if e.kind() == clap::error::ErrorKind::UnknownArgument
+                && let Some(clap::error::ContextValue::String(unknown)) =
+                    e.get(clap::error::ContextKind::InvalidArg)
+            {
+                let args = vec![String::new(), unknown.clone()];
+                if let Some(hint) = cli::fio_hint(&args) {
+                    eprintln!("ssdlab: error: {hint}");
+                    return Err(ExitCode::from(2));
+                }
+            }
+            // A flag's value its parser refused (a duration without its unit, a size that is not one): one line
+            // naming the flag, the value and why, as every other refusal of ssdlab's is.
+            if e.kind() == clap::error::ErrorKind::ValueValidation
+                && let (
+                    Some(clap::error::ContextValue::String(arg)),
+                    Some(clap::error::ContextValue::String(value)),
+                ) = (
+                    e.get(clap::error::ContextKind::InvalidArg),
+                    e.get(clap::error::ContextKind::InvalidValue),
+                )
+                && let Some(why) = std::error::Error::source(&e)
+            {
+                let flag = arg.split(' ').next().unwrap_or(arg);
+                eprintln!("ssdlab: error: {flag} {value}: {why}");
+                return Err(ExitCode::from(2));
+            }
+            e.exit()
+        }
+    }
 }

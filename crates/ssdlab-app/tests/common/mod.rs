@@ -216,6 +216,7 @@ pub fn run_defaults() -> RunFlags {
         seed: 1,
         norandommap: false,
         verify: false,
+        ramp_ns: 0,
     }
 }
 

@@ -141,6 +141,9 @@ pub struct JobOptions {
     #[serde(flatten)]
     pub target: TargetOptions,
     pub workload: Workload,
+    /// `run --ramp-time` (fio's ramp_time): how long the workload ran before statistics were kept (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_ns: Option<u64>,
 }
 
 /// A method's options, tagged by its kind (generated from the one list of methods).

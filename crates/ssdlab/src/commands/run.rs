@@ -21,6 +21,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         seed: args.seed,
         norandommap: args.norandommap,
         verify: args.verify,
+        ramp_ns: args.ramp_time.unwrap_or(0),
     };
     let plan = Plan::new(
         args.target.plan(),

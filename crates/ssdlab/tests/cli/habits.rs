@@ -124,9 +124,55 @@ fn fio_option_names_work_or_say_what_to_write() {
         event(&json_lines(&engine), "begin")["data"]["options"]["engine"],
         "iouring"
     );
+    assert!(
+        stderr(&engine).contains("note      --ioengine libaio: ssdlab has no libaio engine"),
+        "{}",
+        stderr(&engine)
+    );
+    // Issue 49's fio habits, end to end: a bare number of seconds, --time_based and --group_reporting, --offset,
+    // --randrepeat 0 and --io_size run as fio means them, each said in a note.
+    let fio_like = run(&[
+        "run",
+        "--target",
+        "null:64m",
+        "--runtime=1",
+        "--time_based",
+        "--group_reporting",
+        "--offset",
+        "16m",
+        "--randrepeat=0",
+        "--io_size=8m",
+        "--json",
+    ]);
+    expect_code(&fio_like, 0);
+    let said = stderr(&fio_like);
+    for note in [
+        "note      --runtime 1: a bare number is seconds, as fio reads it (1s)",
+        "note      --time_based ignored",
+        "note      --group_reporting ignored",
+        "note      --offset 16m is --span 16m: (from 16m to the end)",
+        "note      --randrepeat 0: a new pattern this run, --seed ",
+    ] {
+        assert!(said.contains(note), "{note}: {said}");
+    }
+    let workload = event(&json_lines(&fio_like), "begin")["data"]["options"]["workload"].clone();
+    assert_eq!(workload["span"]["offset_bytes"], 16 << 20, "{workload}");
+    assert_eq!(workload["span"]["len_bytes"], 48 << 20, "{workload}");
+    assert_eq!(workload["stop"]["runtime_ns"], 1_000_000_000u64, "{workload}");
+    assert_eq!(
+        workload["stop"]["bytes"],
+        8 << 20,
+        "--io_size is --bytes: {workload}"
+    );
+    assert_ne!(workload["seed"], 1, "--randrepeat 0 draws a seed: {workload}");
+    // --offset beside --span names both; --randrepeat takes fio's 0 or 1.
     expect_usage_error(
-        &run(&["run", "--target", "null", "--runtime", "10"]),
-        "--runtime 10: a duration needs its unit; fio's bare 10 means 10s",
+        &run(&["run", "--target", "null", "--offset", "1m", "--span", "50%"]),
+        "--offset 1m and --span both name the region",
+    );
+    expect_usage_error(
+        &run(&["run", "--target", "null", "--randrepeat=maybe"]),
+        "--randrepeat maybe: write 0 or 1",
     );
     expect_usage_error(&run(&["run", "--target", "null", "--rw", "rw"]), "--rw randrw");
 }
