@@ -43,8 +43,10 @@ pub enum Command {
     /// fresh again.
     Refresh(RefreshArgs),
     /// The main job: on a virtual 840 EVO 250 GB, the consistency test (default and 25% OP), TRIM validation,
-    /// transfer-size sweeps, the field report's stale-data scan and refresh, its 25-shard fan-out, and the drive's
-    /// health (host vs NAND writes, WAF, P/E used), drawn into one report.
+    /// transfer-size sweeps (on the drive and behind a RAPID-like cache), the field report's stale-data scan and
+    /// refresh, its 25-shard fan-out (before and after the refresh), a quick SNIA PTS IOPS test, the storage-bench
+    /// trace replays (with and without the cache) and the drive's health (host vs NAND writes, WAF, P/E used),
+    /// drawn into one report.
     Demo(DemoArgs),
     /// Redraw result directories (their result.json) into one HTML report, side by side when several.
     Report(ReportArgs),
