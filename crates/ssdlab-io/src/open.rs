@@ -278,11 +278,53 @@ fn drive_facts(disk: &Path) -> ssdlab_core::DriveFacts {
     }
 }
 
+/// What may have refused an open, by the error and by who asked: EACCES for a user is the device's permissions;
+/// EPERM, or any refusal to root, comes from elsewhere (a container's device rules, seccomp, a security module,
+/// kernel lockdown, a read-only device), and "run as root" would be wrong advice there.
 pub(crate) fn permission_hint(e: &io::Error) -> &'static str {
-    if e.kind() == io::ErrorKind::PermissionDenied {
-        " (run as root or join the disk group)"
-    } else {
-        ""
+    permission_hint_for(e, rustix::process::geteuid().is_root())
+}
+
+fn permission_hint_for(e: &io::Error, root: bool) -> &'static str {
+    if e.kind() != io::ErrorKind::PermissionDenied {
+        return "";
+    }
+    match (e.raw_os_error(), root) {
+        (Some(libc::EACCES), false) => " (run as root or join the disk group)",
+        (Some(libc::EPERM), false) => {
+            " (EPERM: not the file's permissions but a rule above them: a container or sandbox (device cgroup, \
+             seccomp), kernel lockdown, or a device marked read-only; running as root may not help)"
+        }
+        _ => {
+            " (refused although running as root: a container or sandbox (device cgroup, seccomp), a security \
+             module such as SELinux or AppArmor, kernel lockdown, or a device marked read-only (blockdev \
+             --getro))"
+        }
+    }
+}
+
+#[cfg(test)]
+mod permission_tests {
+    use super::permission_hint_for;
+    use std::io;
+
+    #[test]
+    fn the_advice_follows_the_error_and_who_asked() {
+        let eacces = io::Error::from_raw_os_error(libc::EACCES);
+        let eperm = io::Error::from_raw_os_error(libc::EPERM);
+        assert!(permission_hint_for(&eacces, false).contains("join the disk group"));
+        assert!(permission_hint_for(&eperm, false).contains("EPERM"));
+        for e in [&eacces, &eperm] {
+            let said = permission_hint_for(e, true);
+            assert!(
+                said.contains("although running as root") && !said.contains("disk group"),
+                "{said}"
+            );
+        }
+        assert_eq!(
+            permission_hint_for(&io::Error::from_raw_os_error(libc::ENOENT), true),
+            ""
+        );
     }
 }
 
