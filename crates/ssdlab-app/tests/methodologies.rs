@@ -332,6 +332,25 @@ fn quick_measures_the_disk_mark_set_with_its_spread_on_one_screen() {
     assert_eq!(result["analysis"]["prepared"], true);
     let csv = std::fs::read_to_string(out_dir.join("quick.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 16, "{csv}");
+    // Each repeat's row has that repeat's own latency (issue 49): the two rows of a case are its two phases.
+    for c in cases {
+        let means = c["latency_ns_mean_by_repeat"].as_array().unwrap();
+        assert_eq!(means.len(), 2, "{c}");
+    }
+    let first_case: Vec<&str> = csv.lines().skip(1).take(2).collect();
+    let phase_mean = |repeat: u32| {
+        phase(&result, &format!("seq1m-q8t1-read-{repeat}"))["summary"]["latency_ns"]["mean"]
+            .as_f64()
+            .unwrap()
+    };
+    for (row, repeat) in first_case.iter().zip([1, 2]) {
+        let mean: f64 = row.split(',').nth(8).unwrap().parse().unwrap();
+        assert!(
+            (mean - phase_mean(repeat)).abs() < 0.1,
+            "{row} vs {}",
+            phase_mean(repeat)
+        );
+    }
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert!(html.contains("CrystalDiskMark") && html.contains("RND4K Q32T1"));
     // The options are tagged as quick's, and read back so, not as the latency test whose fields they include.

@@ -20,6 +20,16 @@ pub fn std_dev(values: &[f64]) -> f64 {
     (values.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / values.len() as f64).sqrt()
 }
 
+/// The sample standard deviation, divided by n - 1 (0 for fewer than two values): the spread of repeats taken
+/// as a sample of what the next run would give, as hyperfine and every statistics text give it.
+pub fn sample_std_dev(values: &[f64]) -> f64 {
+    if values.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(values);
+    (values.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (values.len() - 1) as f64).sqrt()
+}
+
 /// The nearest-rank percentile of a series (0 for an empty one).
 pub fn percentile(values: &[f64], q: f64) -> f64 {
     if values.is_empty() {
@@ -68,6 +78,12 @@ mod tests {
         assert_eq!(mean(&[1.0, 2.0, 3.0, 4.0]), 2.5);
         assert!((std_dev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]) - 2.0).abs() < 1e-12);
         assert_eq!(std_dev(&[3.0]), 0.0);
+        // The same eight values as a sample: sqrt(32 / 7).
+        assert!(
+            (sample_std_dev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]) - (32.0f64 / 7.0).sqrt()).abs()
+                < 1e-12
+        );
+        assert_eq!(sample_std_dev(&[3.0]), 0.0);
     }
 
     #[test]

@@ -60,6 +60,8 @@ pub fn quick(mut session: Session<'_>, options: &QuickOptions) -> Result<MethodO
                 iops: Vec::new(),
                 latency_ns_mean: 0.0,
                 latency_ns_p99: 0,
+                latency_ns_mean_by_repeat: Vec::new(),
+                latency_ns_p99_by_repeat: Vec::new(),
             };
             let Some(case) = run_case(&mut session, options, span, case_index, case)? else {
                 break 'cases;
@@ -197,6 +199,8 @@ fn run_case(
         latency_sum_ns += s.latency_ns.mean * n as f64;
         ops += n;
         case.latency_ns_p99 = case.latency_ns_p99.max(s.latency_ns.p99);
+        case.latency_ns_mean_by_repeat.push(s.latency_ns.mean);
+        case.latency_ns_p99_by_repeat.push(s.latency_ns.p99);
         // Forty phases: the per-second samples stay only in the figures above.
         phase.samples.clear();
     }

@@ -40,7 +40,7 @@ impl Figure {
 fn relative_spread(values: &[f64]) -> Option<f64> {
     let m = ssdlab_core::stats::mean(values);
     (values.len() >= 2 && m > 0.0)
-        .then(|| ssdlab_core::stats::std_dev(values) / (values.len() as f64).sqrt() / m)
+        .then(|| ssdlab_core::stats::sample_std_dev(values) / (values.len() as f64).sqrt() / m)
 }
 
 fn mb(v: f64) -> String {

@@ -66,23 +66,30 @@ pub(crate) fn replay(a: &ssdlab_core::schema::replay::ReplayAnalysis) -> Option<
 
 /// Quick's tidy CSV as (file name, text).
 pub(crate) fn quick(a: &ssdlab_core::schema::quick::QuickAnalysis) -> Option<(&'static str, String)> {
-    // One row per repeat of each case; the case's latency figures repeat on its rows.
+    // One row per repeat of each case, each with that repeat's own figures; a record from before issue 49 kept
+    // no latency per repeat, and its latency cells are empty rather than the case's repeated.
     let mut csv = String::from(
         "case,read,sequential,block_bytes,queue_depth,repeat,bytes_per_s,iops,latency_ns_mean,latency_ns_p99\n",
     );
     for c in &a.cases {
         for (i, (bytes_per_s, iops)) in c.bytes_per_s.iter().zip(&c.iops).enumerate() {
+            let mean = c
+                .latency_ns_mean_by_repeat
+                .get(i)
+                .map_or(String::new(), |m| format!("{m:.1}"));
+            let p99 = c
+                .latency_ns_p99_by_repeat
+                .get(i)
+                .map_or(String::new(), u64::to_string);
             let _ = writeln!(
                 csv,
-                "{},{},{},{},{},{},{bytes_per_s:.1},{iops:.1},{:.1},{}",
+                "{},{},{},{},{},{},{bytes_per_s:.1},{iops:.1},{mean},{p99}",
                 c.name,
                 c.read,
                 c.sequential,
                 c.block_bytes,
                 c.queue_depth,
                 i + 1,
-                c.latency_ns_mean,
-                c.latency_ns_p99
             );
         }
     }

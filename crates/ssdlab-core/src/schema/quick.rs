@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::{mean, std_dev};
+use crate::stats::{mean, sample_std_dev};
 
 /// `ssdlab quick`'s options.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -43,6 +43,11 @@ pub struct QuickCase {
     /// The mean latency over every repeat's operations, and the worst repeat's p99.
     pub latency_ns_mean: f64,
     pub latency_ns_p99: u64,
+    /// Each repeat's own mean and p99 latency, in the order they ran (absent in records before issue 49).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency_ns_mean_by_repeat: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency_ns_p99_by_repeat: Vec<u64>,
 }
 
 impl QuickCase {
@@ -54,12 +59,12 @@ impl QuickCase {
         mean(&self.iops)
     }
 
-    /// The repeats' standard deviation over their mean (0 for a single repeat): how far one run of this
-    /// case can be trusted.
+    /// The repeats' sample standard deviation (divided by n - 1) over their mean (0 for a single repeat): how
+    /// far one run of this case can be trusted.
     pub fn relative_spread(&self) -> f64 {
         let m = self.mean_bytes_per_s();
         if m > 0.0 {
-            std_dev(&self.bytes_per_s) / m
+            sample_std_dev(&self.bytes_per_s) / m
         } else {
             0.0
         }

@@ -277,13 +277,22 @@ pub fn quick_lines(a: &ssdlab_core::schema::quick::QuickAnalysis) -> Vec<String>
             ),
         }
     };
-    say!(
-        out,
-        "quick     mean ± standard deviation of {} repeats of {} s over {}",
-        a.repeats,
-        a.runtime_s,
-        BinaryBytes(a.span_bytes)
-    );
+    if a.repeats == 1 {
+        say!(
+            out,
+            "quick     one repeat of {} s over {} (no spread: give --repeats 3 or more to see one)",
+            a.runtime_s,
+            BinaryBytes(a.span_bytes)
+        );
+    } else {
+        say!(
+            out,
+            "quick     mean ± sample standard deviation of {} repeats of {} s over {}",
+            a.repeats,
+            a.runtime_s,
+            BinaryBytes(a.span_bytes)
+        );
+    }
     say!(out, "{:<12} {:<32} write", "", "read");
     let mut names: Vec<&str> = a.cases.iter().map(|c| c.name.as_str()).collect();
     names.dedup();
