@@ -297,6 +297,7 @@ fn quick_measures_the_disk_mark_set_with_its_spread_on_one_screen() {
         span_bytes: bytes("8m"),
         runtime_ns: ns("100ms"),
         repeats: 2,
+        keep: false,
     })
     .unwrap();
     let ran = test_command(&target, method, Some(&out_dir));
@@ -319,6 +320,12 @@ fn quick_measures_the_disk_mark_set_with_its_spread_on_one_screen() {
         table[4].contains(" IOPS ") && table[4].contains('±'),
         "{}",
         table[4]
+    );
+    // The test file this run created is gone at the end, as CrystalDiskMark's is (issue 49).
+    assert!(!dir.path().join("t.bin").exists(), "the test file is removed");
+    assert!(
+        err.contains("note      removed ") && err.contains("--keep keeps it"),
+        "{err}"
     );
     let result = read_result(&out_dir);
     assert_eq!(result["kind"], "quick");
@@ -457,4 +464,51 @@ fn the_trim_finding_says_it_measured_at_once_and_offers_idle_time() {
         "idle time gives speed back: {restored_at_once} -> {restored_idled}\n{idled}"
     );
     assert!(!idled.contains("measured at once"), "{idled}");
+}
+
+/// Issue 49 item 3: quick removes only the test file it created in this run (by inode), `--keep` keeps it, a file
+/// that was there before stays; and quick through the page cache is a failed verdict, "not trustworthy".
+#[test]
+fn quick_removes_only_its_own_test_file_and_refuses_to_trust_the_page_cache() {
+    let dir = tempdir();
+    let flags = |keep: bool| {
+        MethodPlan::Quick(
+            options::quick(QuickFlags {
+                span_bytes: bytes("4m"),
+                runtime_ns: ns("100ms"),
+                repeats: 1,
+                keep,
+            })
+            .unwrap(),
+        )
+    };
+    let kept = dir.path().join("kept.bin");
+    let ran = test_command(&format!("file:{}:8m", kept.display()), flags(true), None);
+    assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+    assert!(kept.exists() && !ran.text().contains("removed"), "{}", ran.text());
+    assert!(
+        ran.text()
+            .contains("one repeat of 0.1 s over 4 MiB (no spread"),
+        "{}",
+        ran.text()
+    );
+    // Run again on the file that is now there before the run: it is not this run's to remove.
+    let ran = test_command(&format!("file:{}:8m", kept.display()), flags(false), None);
+    assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+    assert!(kept.exists(), "a file that was there before stays");
+    // Through the page cache the figures are memory's: failed, and said why.
+    let cached = dir.path().join("cached.bin");
+    let ran = test_command(
+        &format!("file:{}:8m?cache=page", cached.display()),
+        flags(false),
+        None,
+    );
+    assert_eq!(ran.outcome, Outcome::Failed, "{}", ran.text());
+    assert!(
+        ran.text()
+            .contains("not trustworthy: the target is read and written through the page cache"),
+        "{}",
+        ran.text()
+    );
+    assert!(!cached.exists(), "its own test file is removed even so");
 }

@@ -76,6 +76,15 @@ pub fn quick(mut session: Session<'_>, options: &QuickOptions) -> Result<MethodO
         }
     }
     let mut reasons = Vec::new();
+    if !session.device.info().direct_io {
+        // The page cache answered, not the drive: CrystalDiskMark's figures of a cached file are memory speed.
+        reasons.push(
+            "not trustworthy: the target is read and written through the page cache (file:...?cache=page, or a \
+             file system without O_DIRECT such as tmpfs), so these figures are the host's memory, not the drive's; \
+             use a file on the drive's own file system or the block device"
+                .into(),
+        );
+    }
     if session.stopped {
         reasons.push(format!(
             "{} after {} of {} cases",
@@ -261,6 +270,7 @@ mod tests {
             repeats: 3,
             runtime_ns: 20_000_000,
             span_bytes: 16 << 20,
+            keep: false,
         };
         let outcome = quick(Session::new(&mut device, &mut watch, 1), &options).unwrap();
         assert!(outcome.verdict.passed, "{:?}", outcome.verdict);

@@ -17,6 +17,22 @@ impl Undo {
         Undo(laid_out)
     }
 
+    /// Removes the file this run created, proven by its device and inode (`quick` removes its test file as the
+    /// disk-mark tools do); a file that was there before is never touched. What happened, in words; None when this
+    /// run created no file.
+    pub fn remove_created(&self) -> Option<String> {
+        let laid_out = self.0.as_ref()?;
+        if laid_out.change != ssdlab_io::laid_out::Change::Created {
+            return None;
+        }
+        let path = laid_out.path.display();
+        Some(match laid_out.undo() {
+            Ok(ssdlab_io::laid_out::Undone::LeftAlone(why)) => format!("test file left in place: {why}"),
+            Ok(_) => format!("removed {path}, the test file this run created (--keep keeps it)"),
+            Err(e) => format!("could not remove {path}, the test file this run created: {e}"),
+        })
+    }
+
     /// Takes it back. Only for use before any I/O was issued. A path that no longer names the file is left
     /// alone, and so is an error: the command is already failing with its own message.
     pub fn restore(&self) {

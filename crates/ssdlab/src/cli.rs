@@ -623,6 +623,10 @@ pub struct QuickArgs {
     /// The test area from the start of the target, written once before the reads (CrystalDiskMark: 1 GiB).
     #[arg(long, default_value = "1g", value_name = "SIZE", value_parser = size_arg)]
     pub size: u64,
+    /// Keep the test file a file:PATH:SIZE target created in this run (it is removed at the end by default, as
+    /// CrystalDiskMark and KDiskMark remove theirs; a file that was there before is never removed).
+    #[arg(long)]
+    pub keep: bool,
 }
 
 #[derive(Debug, Args)]

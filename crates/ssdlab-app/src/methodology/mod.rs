@@ -71,6 +71,8 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
     } = plan;
     let kind = method.kind().name();
     let usage = if method.writes() { Use::Writes } else { Use::Reads };
+    // quick removes the test file it created, as the disk-mark tools do, unless --keep.
+    let removes_test_file = matches!(&method, MethodPlan::Quick(o) if !o.keep);
     let options = method.recorded();
     let opened = target.open(ports.targets, usage)?;
     let (mut device, before) = (opened.device, opened.undo);
@@ -123,6 +125,13 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
         reporter.say(&format!("note      {note}"));
     }
     reporter.say_lines(ssdlab_report::text::verdict_lines(&outcome.verdict));
+    if removes_test_file {
+        // Closed first: the file goes only once nothing of this run holds it.
+        drop(device);
+        if let Some(said) = before.remove_created() {
+            reporter.say(&format!("note      {said}"));
+        }
+    }
     recording.finish(
         &mut reporter,
         Finished::new(info, options, outcome.analysis, outcome.verdict)

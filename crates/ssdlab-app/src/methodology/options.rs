@@ -96,6 +96,8 @@ pub struct QuickFlags {
     pub repeats: u32,
     pub runtime_ns: u64,
     pub span_bytes: u64,
+    /// `--keep`: keep the test file this run created.
+    pub keep: bool,
 }
 
 fn ns(ns: u64) -> Nanos {
@@ -126,6 +128,7 @@ pub fn quick(args: QuickFlags) -> Result<ssdlab_methods::quick::QuickOptions> {
         repeats: args.repeats,
         runtime_ns: args.runtime_ns,
         span_bytes: args.span_bytes,
+        keep: args.keep,
     })
 }
 

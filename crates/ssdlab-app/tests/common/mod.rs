@@ -309,6 +309,7 @@ pub fn quick_defaults() -> QuickFlags {
         repeats: 5,
         runtime_ns: ns("5s"),
         span_bytes: bytes("1g"),
+        keep: false,
     }
 }
 

@@ -16,6 +16,9 @@ pub struct QuickOptions {
     /// The span the cases address from the start of the target (CrystalDiskMark's default test size: 1 GiB),
     /// written once before the first read so reads find data.
     pub span_bytes: u64,
+    /// `--keep`: keep a test file this run created (by default it is removed, as CrystalDiskMark removes its own).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep: bool,
 }
 
 impl Default for QuickOptions {
@@ -24,6 +27,7 @@ impl Default for QuickOptions {
             repeats: 5,
             runtime_ns: 5_000_000_000,
             span_bytes: 1 << 30,
+            keep: false,
         }
     }
 }

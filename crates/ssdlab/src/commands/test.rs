@@ -84,6 +84,7 @@ pub fn quick(args: &QuickArgs) -> Result<Outcome> {
         repeats: args.repeats,
         runtime_ns: args.runtime,
         span_bytes: args.size,
+        keep: args.keep,
     })?);
     let plan = plan(&args.common, method)?;
     with_terminal(args.common.json, |ports| {
