@@ -487,8 +487,7 @@ fn quick_removes_only_its_own_test_file_and_refuses_to_trust_the_page_cache() {
     assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
     assert!(kept.exists() && !ran.text().contains("removed"), "{}", ran.text());
     assert!(
-        ran.text()
-            .contains("one repeat of 0.1 s over 4 MiB (no spread"),
+        ran.text().contains("one repeat of 0.1 s over 4 MiB (no spread"),
         "{}",
         ran.text()
     );

@@ -10,7 +10,7 @@ use ssdlab_core::schema::RunResult;
 use ssdlab_core::units::BinaryBytes;
 
 use crate::escape;
-use crate::labels::{differing_options, label, options_of};
+use crate::labels::{differing_options, label, options_of, readable};
 
 /// One field of the header: how to describe a result.
 type HeaderField = fn(&RunResult) -> String;
@@ -193,10 +193,10 @@ pub(crate) fn section_header(group: &[&RunResult], page_results: usize) -> Strin
                 .map(|o| {
                     o.iter()
                         .find(|(k, _)| *k == key)
-                        .map_or_else(|| "–".to_string(), |(_, v)| shorten(v))
+                        .map_or_else(|| "–".to_string(), |(_, v)| shorten(&readable(&key, v).1))
                 })
                 .collect();
-            rows.push((key, values));
+            rows.push((readable(&key, "").0, values));
         }
         if rows.is_empty() {
             t.push_str("<p class=\"meta\">These results share every option.</p>");

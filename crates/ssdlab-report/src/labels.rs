@@ -45,9 +45,10 @@ pub(crate) fn distinct_labels(results: &[RunResult]) -> Vec<RunResult> {
                     Some((_, file)) if value.starts_with('/') && !file.is_empty() => file,
                     _ => value.as_str(),
                 };
+                let (name, value) = readable(key, value);
                 let short: String = value.chars().take(32).collect();
                 let cut = if short.len() < value.len() { "…" } else { "" };
-                Some(format!("{key}={short}{cut}"))
+                Some(format!("{name} {short}{cut}"))
             })
             .take(3)
             .collect();
@@ -69,6 +70,28 @@ pub(crate) fn distinct_labels(results: &[RunResult]) -> Vec<RunResult> {
         }
     }
     out
+}
+
+/// An option as a reader writes it: its name without the record's path and unit suffix, and its value in that
+/// unit. The names carry their units as suffixes (`runtime_ns`, `span_bytes`, `op_percent`), so the value is
+/// formatted by them: `method.runtime_ns` 5000000000 is "runtime 5.00 s", `method.trace` /tmp/light.iolog stays
+/// "trace /tmp/light.iolog".
+pub(crate) fn readable(key: &str, value: &str) -> (String, String) {
+    use ssdlab_core::units::{DecimalRate, Nanos};
+    let name = key.rsplit('.').next().unwrap_or(key);
+    let number = value.parse::<f64>().ok().filter(|v| v.is_finite());
+    let unit = |suffix: &str| name.strip_suffix(suffix).map(|base| base.replace('_', " "));
+    let (base, shown) = match number {
+        Some(v) if unit("_bytes_per_s").is_some() => (unit("_bytes_per_s"), DecimalRate(v).to_string()),
+        Some(v) if unit("_ns").is_some() => (unit("_ns"), Nanos(v).to_string()),
+        Some(v) if unit("_bytes").is_some() && v >= 0.0 => {
+            (unit("_bytes"), BinaryBytes(v as u64).to_string())
+        }
+        Some(v) if unit("_percent").is_some() => (unit("_percent"), format!("{v}%")),
+        Some(v) if unit("_s").is_some() => (unit("_s"), format!("{v} s")),
+        _ => (None, value.to_string()),
+    };
+    (base.unwrap_or_else(|| name.replace('_', " ")), shown)
 }
 
 /// A result's options as (dotted path, value as text), the target's own keys left out.
@@ -139,5 +162,24 @@ pub(crate) fn uncached_target(target: &str) -> Option<String> {
     match ssdlab_core::target::TargetSpec::parse(target).ok()? {
         ssdlab_core::target::TargetSpec::Cached { inner_target, .. } => Some(inner_target),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::readable;
+
+    #[test]
+    fn options_read_as_a_reader_writes_them_by_their_unit_suffixes() {
+        let r = |k: &str, v: &str| {
+            let (name, value) = readable(k, v);
+            format!("{name} {value}")
+        };
+        assert_eq!(r("method.options.runtime_ns", "5000000000"), "runtime 5.00 s");
+        assert_eq!(r("method.trace", "light.iolog"), "trace light.iolog");
+        assert_eq!(r("workload.span.len_bytes", "1073741824"), "len 1 GiB");
+        assert_eq!(r("method.op_percent", "25"), "op 25%");
+        assert_eq!(r("workload.seed", "2"), "seed 2");
+        assert_eq!(r("method.rate_bytes_per_s", "200000000"), "rate 200 MB/s");
     }
 }

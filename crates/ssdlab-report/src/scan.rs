@@ -104,7 +104,7 @@ fn add_scan_series(series: &mut ScanSeries, prefix: &str, a: &ScanAnalysis) {
     series.random.extend(random_read_series(prefix, a, &youngest));
     if let Some(c) = &a.field_report {
         series.hours.push(Series {
-            name: format!("{prefix}field report (seed 000, cat)"),
+            name: format!("{prefix}Net Archive field report (cat)"),
             points: c
                 .rows
                 .iter()

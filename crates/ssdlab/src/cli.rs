@@ -112,7 +112,8 @@ pub struct FanoutArgs {
     /// (give a sim: drive data to read: sim:840evo-1t?scale=1/1024&fill=100%&age=4mo).
     #[arg(long = "target", value_name = "T", required_unless_present_any = ["fleet", "from"], value_parser = given_target)]
     pub targets: Vec<Given<TargetSpec>>,
-    /// field-report (seed 000's 25 virtual 840 EVO 1 TB shards, data 0.9 to 7 months old), or a file listing one
+    /// field-report (the Net Archive field report's search server, 2014: 25 virtual 840 EVO 1 TB shards, data 0.9
+    /// to 7 months old), or a file listing one
     /// target a line (TARGET [NAME]; # comments).
     #[arg(long, value_name = "field-report|FILE", conflicts_with = "targets")]
     pub fleet: Option<FleetFlag>,
@@ -373,7 +374,7 @@ pub struct ScanArgs {
     #[arg(long, value_name = "SIZE", value_parser = given_size)]
     pub region_bytes: Option<Given<u64>>,
     /// With --target: the files and their ages, AGE:COUNTxSIZE,... (e.g. 0.5mo:8x64m,7mo:8x64m), or
-    /// field-report for seed 000's ages.
+    /// field-report for the ages of the Net Archive field report's drives (840 EVO 1 TB, 2014).
     #[arg(long, default_value = "field-report", requires = "target")]
     pub dataset: String,
     /// With --target: rewrite the flagged files on the virtual drive, then scan again (before/after).

@@ -235,12 +235,12 @@ pub fn field_report_lines(comparison: &ssdlab_core::schema::FieldReportCompariso
     if comparison.same_reader {
         say!(
             out,
-            "field     seed 000's bulk-read hours per 900 GB, read with cat as this scan was; its 5.1- and 6.0-month drives read faster than the trend the virtual drive follows; random-read latencies in us"
+            "field     the Net Archive field report's bulk-read hours per 900 GB (840 EVO 1 TB drives, 2014), read with cat as this scan was; its 5.1- and 6.0-month drives read faster than the trend the virtual drive follows; random-read latencies in us"
         );
     } else {
         say!(
             out,
-            "field     seed 000 read with cat; this scan's reader differs, so its hours are a prediction for that reader, not a reproduction (--reader cat reads as the report did)"
+            "field     the Net Archive field report (840 EVO 1 TB drives, 2014) read with cat; this scan's reader differs, so its hours are a prediction for that reader, not a reproduction (--reader cat reads as the report did)"
         );
     }
     out
