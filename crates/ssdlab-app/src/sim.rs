@@ -134,7 +134,7 @@ fn nand_lines(p: &ssdlab_sim::profile::Profile) -> Vec<String> {
     let us = |ns: u64| ns as f64 / 1e3;
     vec![
         format!(
-            "NAND {:?}         tR {:.0} us, tPROG {:.2} ms, tBERS {:.1} ms per {} page (all planes)",
+            "NAND {:?}         tR {:.0} µs, tPROG {:.2} ms, tBERS {:.1} ms per {} page (all planes)",
             p.cell,
             us(p.native.read_ns),
             ms(p.native.program_ns),
@@ -142,7 +142,7 @@ fn nand_lines(p: &ssdlab_sim::profile::Profile) -> Vec<String> {
             BinaryBytes(p.program_bytes as u64)
         ),
         format!(
-            "NAND SLC mode    tR {:.0} us, tPROG {:.2} ms, tBERS {:.1} ms; SLC cache {} at full scale",
+            "NAND SLC mode    tR {:.0} µs, tPROG {:.2} ms, tBERS {:.1} ms; SLC cache {} at full scale",
             us(p.slc.read_ns),
             ms(p.slc.program_ns),
             ms(p.slc.erase_ns),
@@ -173,7 +173,7 @@ fn behaviour_lines(spec: &SimSpec, g: &Geometry) -> Vec<String> {
     vec![
         match (&p.retention, p.retry_step_ns()) {
             (Some(r), Some(step_ns)) => format!(
-                "retention        median read-retry steps per page {:.1} at 1 month, {:.1} at 3, {:.1} at 7 ({:.0} us each); spread x{:.2} per page at 3 months (x{:.2} at 7), x{:.2} per block, x{:.2} per drive (1 sigma); this seed's drive x{:.2}",
+                "retention        median read-retry steps per page {:.1} at 1 month, {:.1} at 3, {:.1} at 7 ({:.0} µs each); spread x{:.2} per page at 3 months (x{:.2} at 7), x{:.2} per block, x{:.2} per drive (1 sigma); this seed's drive x{:.2}",
                 r.median_steps(1.0),
                 r.median_steps(3.0),
                 r.median_steps(7.0),

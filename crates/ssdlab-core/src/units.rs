@@ -251,7 +251,7 @@ impl fmt::Display for DecimalRate {
 }
 
 /// Formats a latency given in nanoseconds with a unit that keeps three significant digits: `812 ns`,
-/// `43.5 us`, `1.20 ms`, `2.31 s`.
+/// `43.5 µs`, `1.20 ms`, `2.31 s` (µs, the symbol, everywhere: tables, lines and charts alike).
 pub struct Nanos(pub f64);
 
 impl fmt::Display for Nanos {
@@ -260,7 +260,7 @@ impl fmt::Display for Nanos {
         let (value, unit) = if ns < 1e3 {
             (ns, "ns")
         } else if ns < 1e6 {
-            (ns / 1e3, "us")
+            (ns / 1e3, "µs")
         } else if ns < 1e9 {
             (ns / 1e6, "ms")
         } else {
@@ -358,7 +358,7 @@ mod tests {
         assert_eq!(DecimalBytes(3_906_252_800.0).to_string(), "3.91 GB");
         assert_eq!(DecimalBytes(4.654_73e15).to_string(), "4.65 PB");
         assert_eq!(Nanos(812.0).to_string(), "812 ns");
-        assert_eq!(Nanos(43_500.0).to_string(), "43.5 us");
+        assert_eq!(Nanos(43_500.0).to_string(), "43.5 µs");
         assert_eq!(Nanos(1_204_000.0).to_string(), "1.20 ms");
     }
 }

@@ -38,7 +38,7 @@ const FIO_EDGES_NS: [u64; 21] = [
 /// How fio names a bucket by its upper edge.
 fn edge_name(ns: u64) -> String {
     if ns < 1_000_000 {
-        format!("{} us", ns / 1_000)
+        format!("{} µs", ns / 1_000)
     } else {
         format!("{} ms", ns / 1_000_000)
     }
@@ -236,7 +236,7 @@ mod tests {
         assert_eq!(shares[0], 0.25, "at or below 2 us");
         assert_eq!(shares[6], 0.5, "above 100 us, at or below 250 us");
         assert_eq!(shares[FIO_EDGES_NS.len()], 0.25, "slower than 2 s");
-        assert_eq!(edge_name(250_000), "250 us");
+        assert_eq!(edge_name(250_000), "250 µs");
         assert_eq!(edge_name(2_000_000_000), "2000 ms");
     }
 }

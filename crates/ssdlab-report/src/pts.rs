@@ -35,7 +35,7 @@ fn figure(test: PtsTest) -> Figure {
         PtsTest::Iops => ("IOPS", |c| c.iops, svg::compact),
         PtsTest::Throughput => ("MB/s", |c| c.bytes_per_s / 1e6, |v| format!("{v:.1}")),
         PtsTest::Latency => (
-            "mean response time (us)",
+            "mean response time (µs)",
             |c| c.latency_ns_mean / 1e3,
             |v| format!("{v:.0}"),
         ),

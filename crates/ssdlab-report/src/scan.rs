@@ -226,7 +226,7 @@ fn field_report_table(c: &FieldReportComparison) -> String {
         "h per 900 GB",
         "field report (cat)",
         "difference",
-        "4K 25% (us)",
+        "4K 25% (µs)",
         "median",
         "75%",
         "95%",

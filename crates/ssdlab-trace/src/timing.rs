@@ -114,7 +114,7 @@ mod tests {
         let skewed = at(&[0, 5_000, 4_000, 10_000]);
         let note = out_of_order(&skewed).expect("out of order");
         assert!(
-            note.starts_with("1 operation(s) are out of time order by at most 1.00 us"),
+            note.starts_with("1 operation(s) are out of time order by at most 1.00 µs"),
             "{note}"
         );
         assert!(out_of_order(&at(&[0, 0, 1, 2])).is_none());
@@ -125,7 +125,7 @@ mod tests {
         // 1,000 operations a second apart, read as 100 ns ticks: within 99.9 us.
         let ticks: Vec<u64> = (0..1000).map(|s| s * 100).collect();
         let note = implausible_rate(&at(&ticks), TraceFormat::Msr).expect("implausible");
-        assert!(note.starts_with("1000 operations within 99.9 us"), "{note}");
+        assert!(note.starts_with("1000 operations within 99.9 µs"), "{note}");
         assert!(note.contains("100 ns ticks"), "{note}");
         // A real pace (100K a second) says nothing.
         let real: Vec<u64> = (0..1000).map(|i| i * 10_000).collect();

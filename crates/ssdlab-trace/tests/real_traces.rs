@@ -20,7 +20,7 @@ fn the_msr_web_rows_are_read_and_their_seconds_called_out() {
         notes.contains("not Windows file times: the earliest, 0, would be the year 1601"),
         "{notes}"
     );
-    assert!(notes.contains("1000 operations within 42.2 us"), "{notes}");
+    assert!(notes.contains("1000 operations within 42.2 µs"), "{notes}");
     // Offsets are 512-byte aligned, not 4 KiB (what the cache must take).
     assert!(trace.ops.iter().any(|o| o.offset_bytes % 4096 != 0));
 }

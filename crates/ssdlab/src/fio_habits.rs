@@ -1,5 +1,5 @@
-//! fio's habits on ssdlab's command line, taken as fio means them and said: a duration written as a bare number
-//! is seconds (`--runtime=10`); `--time_based` and `--group_reporting` change nothing here (ssdlab's runs are
+//! fio's habits on ssdlab's command line, taken as fio means them and said: fio's durations written as a bare
+//! number are seconds (`--runtime=10`, `--ramp_time=5`); `--time_based` and `--group_reporting` change nothing here (ssdlab's runs are
 //! time-based and report one group); `--offset N` is `--span N:`; `--randrepeat` is about the seed; fio's
 //! `--ioengine=libaio` runs on io_uring. Each translation leaves a note for the user, printed before the command
 //! runs. This module rewrites the arguments before clap parses them and never runs anything.
@@ -16,6 +16,9 @@ pub struct Translated {
     pub args: Vec<OsString>,
     pub notes: Vec<String>,
 }
+
+/// The durations fio takes as a bare number of seconds, under ssdlab's names for them.
+const FIO_DURATIONS: [&str; 3] = ["--runtime", "--ramp-time", "--ramp_time"];
 
 /// fio's flags that change nothing in ssdlab, with why.
 const NO_OPS: [(&str, &str); 2] = [
@@ -150,10 +153,13 @@ impl Translator<'_> {
             self.out.push(arg);
             return;
         };
-        let is_duration = known
-            .get_value_names()
-            .is_some_and(|names| names.iter().any(|n| n == "DURATION"));
-        if is_duration
+        // fio's own durations only: a bare number elsewhere (refresh's --older-than 90, an age) means something
+        // else to its writer, and is refused with the unit to write.
+        let is_fio_duration = FIO_DURATIONS.contains(&name)
+            && known
+                .get_value_names()
+                .is_some_and(|names| names.iter().any(|n| n == "DURATION"));
+        if is_fio_duration
             && value
                 .trim()
                 .parse::<f64>()
@@ -292,6 +298,9 @@ mod tests {
             args.contains(&"7".to_string()) && !args.iter().any(|a| a == "--seed=42"),
             "{args:?}"
         );
+        // A bare number for a duration fio does not have is left for its own parser to refuse.
+        let (args, notes) = run(&["refresh", "/srv", "--older-than", "90"]).unwrap();
+        assert!(args.contains(&"90".to_string()) && notes.is_empty(), "{args:?}");
         // Everything after -- is left alone.
         let (args, _) = run(&["run", "--", "--runtime", "10"]).unwrap();
         assert_eq!(args, ["ssdlab", "run", "--", "--runtime", "10"]);

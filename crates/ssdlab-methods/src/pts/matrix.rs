@@ -139,7 +139,7 @@ pub fn format_value(value: f64, metric: PtsMetric) -> String {
     match metric {
         PtsMetric::Iops => format!("{value:.0} IOPS"),
         PtsMetric::BytesPerS => format!("{:.1} MB/s", value / 1e6),
-        PtsMetric::LatencyNsMean => format!("{:.1} us mean", value / 1e3),
+        PtsMetric::LatencyNsMean => format!("{:.1} µs mean", value / 1e3),
     }
 }
 

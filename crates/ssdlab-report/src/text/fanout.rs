@@ -223,7 +223,7 @@ mod tests {
             "{cut}"
         );
         // 83 us was 0.08 in a column of milliseconds.
-        assert_eq!(ms(83_100), "83.1 us");
+        assert_eq!(ms(83_100), "83.1 µs");
         assert_eq!(ms(1_204_000), "1.20 ms");
     }
 }

@@ -77,7 +77,7 @@ pub fn scan_lines(analysis: &ScanAnalysis, hint: RewriteHint) -> Vec<String> {
 fn random_read_lines(analysis: &ScanAnalysis) -> Vec<String> {
     let mut out = Vec::new();
     if analysis.buckets.iter().any(|b| b.random_reads.is_some()) {
-        say!(out, "random    4 KiB reads at QD1 by data age, latency in us");
+        say!(out, "random    4 KiB reads at QD1 by data age, latency in µs");
         say!(
             out,
             "{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}",
@@ -235,7 +235,7 @@ pub fn field_report_lines(comparison: &ssdlab_core::schema::FieldReportCompariso
     if comparison.same_reader {
         say!(
             out,
-            "field     the Net Archive field report's bulk-read hours per 900 GB (840 EVO 1 TB drives, 2014), read with cat as this scan was; its 5.1- and 6.0-month drives read faster than the trend the virtual drive follows; random-read latencies in us"
+            "field     the Net Archive field report's bulk-read hours per 900 GB (840 EVO 1 TB drives, 2014), read with cat as this scan was; its 5.1- and 6.0-month drives read faster than the trend the virtual drive follows; random-read latencies in µs"
         );
     } else {
         say!(
