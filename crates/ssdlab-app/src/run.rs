@@ -174,8 +174,9 @@ fn describe(w: &Workload) -> String {
     } else {
         String::new()
     };
+    let rate = w.rate.map_or(String::new(), |r| format!(", rate {r}"));
     format!(
-        "{}{mix}, bs {}, qd {}, span {}+{}, {}, seed {}{}",
+        "{}{mix}, bs {}, qd {}, span {}+{}, {}{rate}, seed {}{}",
         format!("{:?}", w.rw).to_lowercase(),
         BinaryBytes(w.block_bytes),
         w.queue_depth,

@@ -112,6 +112,17 @@ pub enum Rate {
     BytesPerS(f64),
 }
 
+/// A rate as fio prints one: bytes per second in the binary unit it was given in, with the decimal figure beside
+/// it (`200 MiB/s (210 MB/s)`), or operations per second (`50.0K IOPS`).
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Rate::BytesPerS(v) => write!(f, "{}/s ({})", BinaryBytes(v as u64), DecimalRate(v)),
+            Rate::Iops(v) => write!(f, "{} IOPS", Count(v)),
+        }
+    }
+}
+
 const RATE_EXPECTED: &str = "a rate: bytes per second such as 200m or 1g (like fio's rate=), or operations per second such as 50kiops";
 
 /// Parses a rate: a value ending in `iops` is operations per second (`50kiops`, `2000iops`, with decimal
@@ -359,6 +370,9 @@ mod tests {
         assert_eq!(DecimalBytes(4.654_73e15).to_string(), "4.65 PB");
         assert_eq!(Nanos(812.0).to_string(), "812 ns");
         assert_eq!(Nanos(43_500.0).to_string(), "43.5 µs");
+        // fio's habit: --rate 200MB is binary, and both are printed.
+        assert_eq!(parse_rate("200MB").unwrap().to_string(), "200 MiB/s (210 MB/s)");
+        assert_eq!(parse_rate("50kiops").unwrap().to_string(), "50.0K IOPS");
         assert_eq!(Nanos(1_204_000.0).to_string(), "1.20 ms");
     }
 }

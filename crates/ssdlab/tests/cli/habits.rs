@@ -165,6 +165,22 @@ fn fio_option_names_work_or_say_what_to_write() {
         "--io_size is --bytes: {workload}"
     );
     assert_ne!(workload["seed"], 1, "--randrepeat 0 draws a seed: {workload}");
+    // --rate 200MB keeps fio's binary meaning and says both figures, as fio prints them.
+    let rated = run(&[
+        "run",
+        "--target",
+        "null:64m",
+        "--rate",
+        "200MB",
+        "--runtime",
+        "100ms",
+    ]);
+    expect_code(&rated, 0);
+    assert!(
+        stderr(&rated).contains("rate 200 MiB/s (210 MB/s)"),
+        "{}",
+        stderr(&rated)
+    );
     // --offset beside --span names both; --randrepeat takes fio's 0 or 1.
     expect_usage_error(
         &run(&["run", "--target", "null", "--offset", "1m", "--span", "50%"]),
