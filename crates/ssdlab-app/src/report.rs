@@ -69,11 +69,13 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         ssdlab_outputs::Kind::Report,
         ssdlab_report::render_against(&results, baseline).as_bytes(),
     )?;
-    ports.console.say(&format!(
-        "report    {} ({} results)",
-        args.out.display(),
-        results.len()
-    ));
+    let count = match results.len() {
+        1 => "1 result".to_string(),
+        n => format!("{n} results"),
+    };
+    ports
+        .console
+        .say(&format!("report    {} ({count})", args.out.display()));
     Ok(Outcome::Passed)
 }
 

@@ -168,7 +168,7 @@ fn snia_rounds(group: &[&RunResult]) -> Chart {
         let (first, last) = (start as f64 + 1.0, start as f64 + 5.0);
         series.push(Series {
             name: format!(
-                "{prefix}window mean +-10% ({})",
+                "{prefix}window mean ±10% ({})",
                 if a.snia.achieved { "steady" } else { "not steady" }
             ),
             points: vec![(first, 0.9 * mean), (last, 1.1 * mean)],

@@ -20,11 +20,9 @@ fn measured(r: &RunResult) -> Option<&PtsAnalysis> {
     }
 }
 
+/// A block size as the terminal's matrix names it too: "1 MiB", "128 KiB", "512 B".
 fn size_name(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1024 && b.is_multiple_of(1024) => format!("{} KiB", b / 1024),
-        b => format!("{:.1} KiB", b as f64 / 1024.0),
-    }
+    ssdlab_core::units::BinaryBytes(bytes).to_string()
 }
 
 /// The figure a test's matrix shows: its unit, how it is taken from a cell, and how it reads.
@@ -286,7 +284,7 @@ fn window_chart(t: &PtsSubTest) -> Option<Chart> {
         },
         flat("window mean", mean),
         Series {
-            name: "mean +-10% (the 20% range rule)".into(),
+            name: "mean ±10% (the 20% range rule)".into(),
             points: vec![(lo, 0.9 * mean * scale), (hi, 1.1 * mean * scale)],
             mark: Mark::Band,
             style: None,

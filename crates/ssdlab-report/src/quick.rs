@@ -42,12 +42,23 @@ pub(crate) fn quick(group: &[&RunResult]) -> String {
         if group.len() > 1 {
             out.push_str(&format!("<h3>{}</h3>", escape(&label(r))));
         }
+        let spread = if a.repeats == 1 {
+            "One repeat, so no spread is shown".to_string()
+        } else {
+            format!(
+                "{} repeats; each figure is the repeats' mean ± their sample standard deviation",
+                a.repeats
+            )
+        };
         out.push_str(&format!(
-            "<p>{} repeats of {} s over {} MiB{}; each figure is the repeats' mean ± their standard deviation.</p>",
-            a.repeats,
+            "<p>{spread}, each of {} s over {} MiB{}.</p>",
             a.runtime_s,
             a.span_bytes >> 20,
-            if a.prepared { ", written once before the reads" } else { "" }
+            if a.prepared {
+                ", written once before the reads"
+            } else {
+                ""
+            }
         ));
         let mut names: Vec<&str> = a.cases.iter().map(|c| c.name.as_str()).collect();
         names.dedup();

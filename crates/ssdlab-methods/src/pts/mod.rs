@@ -161,8 +161,8 @@ fn fitting_plans(
         plan.cells.retain(|c| {
             let fits = c.block_bytes >= logical && c.block_bytes.is_multiple_of(logical);
             let why = format!(
-                "{} KiB cells: below the device's {logical}-byte logical block",
-                c.block_bytes as f64 / 1024.0
+                "{} cells: below the device's {logical}-byte logical block",
+                ssdlab_core::units::BinaryBytes(c.block_bytes)
             );
             if !fits && !skipped.contains(&why) {
                 skipped.push(why);

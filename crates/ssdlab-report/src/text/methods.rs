@@ -352,13 +352,12 @@ fn pts_tracking(metric: ssdlab_core::schema::pts::PtsMetric, v: f64) -> String {
 /// A PTS sub-test's course: its cells, preconditioning and purge, the tracked figure in the first and last
 /// rounds, and whether steady state was reached.
 fn pts_progress_lines(t: &ssdlab_core::schema::pts::PtsSubTest) -> Vec<String> {
-    use ssdlab_core::schema::pts::size_token;
     let mut out = Vec::new();
     let cells = t.rounds.first().map_or(0, |r| r.cells.len());
     say!(
         out,
         "test      {}: {} round(s) of {cells} cells; preconditioned with {}; purge: {}",
-        size_token(t.tracking_cell.block_bytes),
+        BinaryBytes(t.tracking_cell.block_bytes),
         t.rounds.len(),
         BinaryBytes(t.preconditioning_bytes),
         match (t.purged, t.purge.is_empty()) {
@@ -427,7 +426,6 @@ fn pts_matrix_lines(
     test: ssdlab_core::schema::pts::PtsTest,
     t: &ssdlab_core::schema::pts::PtsSubTest,
 ) -> Vec<String> {
-    use ssdlab_core::schema::pts::size_token;
     let mut out = Vec::new();
     let mut mixes: Vec<u32> = t.matrix.iter().map(|c| c.cell.read_percent).collect();
     mixes.sort_unstable_by(|x, y| y.cmp(x));
@@ -444,7 +442,8 @@ fn pts_matrix_lines(
         }
         say!(out, "{header}");
         for &size in &sizes {
-            let mut line = format!("{:>10}", size_token(size));
+            // The block size as the HTML matrix names it: "1 MiB", "512 B".
+            let mut line = format!("{:>10}", BinaryBytes(size).to_string());
             for m in &mixes {
                 let cell = t
                     .matrix

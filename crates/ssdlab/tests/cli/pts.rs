@@ -35,11 +35,7 @@ fn pts_latency_on_a_loop_device_skips_cells_below_its_logical_block() {
     let a = &result["analysis"];
     assert_eq!(a["rounds"].as_array().unwrap().len(), 5);
     let matrix = a["matrix"].as_array().unwrap();
-    assert_eq!(
-        matrix.len(),
-        6,
-        "the 0.5 KiB cells cannot run on 4096-byte sectors"
-    );
+    assert_eq!(matrix.len(), 6, "the 512 B cells cannot run on 4096-byte sectors");
     assert!(
         matrix
             .iter()
@@ -51,7 +47,7 @@ fn pts_latency_on_a_loop_device_skips_cells_below_its_logical_block() {
             .unwrap()
             .contains("4096-byte logical block")
     );
-    assert!(stderr(&out).contains("skipped   0.5 KiB cells"));
+    assert!(stderr(&out).contains("skipped   512 B cells"));
 }
 
 #[test]
