@@ -219,3 +219,60 @@ fn a_baseline_says_within_noise_and_refuses_another_kind() {
     latency_into("sim:840evo-250g?scale=1/256", "64m", "1s", &other);
     assert_one_line_naming(&refused(&report(&[a, b], &page, &[], Some(&other))), "--baseline");
 }
+
+/// Issue 49 item 8: a page of several kinds tells them in the story's order (the drive measured, the reviews'
+/// methods, the field report's stale data and fan-out, the trace benches, health last), not alphabetically, and
+/// opens with a table of contents linking each section. Drawn from every kind an earlier ssdlab wrote
+/// (ssdlab-core's fixtures).
+#[test]
+fn a_page_of_many_kinds_tells_them_in_the_storys_order_with_contents() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ssdlab-core/tests/fixtures/ssdlab1");
+    let dir = tempdir();
+    let mut inputs = vec![];
+    for kind in [
+        "health",
+        "replay",
+        "trim",
+        "consistency",
+        "sweep",
+        "scan",
+        "fanout",
+        "pts",
+        "run",
+    ] {
+        let d = dir.path().join(kind);
+        std::fs::create_dir(&d).unwrap();
+        std::fs::copy(fixtures.join(format!("{kind}.json")), d.join("result.json")).unwrap();
+        inputs.push(d);
+    }
+    let page = dir.path().join("page.html");
+    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    drawn(&report(&inputs, &page, &[], None));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let at = |needle: &str| {
+        html.find(needle)
+            .unwrap_or_else(|| panic!("{needle} not on the page"))
+    };
+    let order = [
+        "run",
+        "consistency",
+        "trim",
+        "sweep",
+        "pts",
+        "scan",
+        "fanout",
+        "replay",
+        "health",
+    ]
+    .map(|kind| at(&format!("<section class=\"kind-{kind}\" id=\"kind-{kind}\">")));
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "sections out of the story's order: {order:?}"
+    );
+    let toc = at("<nav class=\"toc\">");
+    assert!(toc < order[0], "the contents come first");
+    assert!(
+        html.contains("<li><a href=\"#kind-trim\">"),
+        "each section is linked"
+    );
+}
