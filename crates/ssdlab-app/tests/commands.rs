@@ -911,5 +911,5 @@ fn sim_trace_and_report_print_their_output_through_the_console() {
     let mut console = RecordingConsole::default();
     report::run(&plan, &mut Ports::system(&mut console)).unwrap();
     assert!(std::fs::read_to_string(&page).unwrap().contains("<svg"));
-    assert!(console.text().contains("1 results"), "{}", console.text());
+    assert!(console.text().contains("(1 result)"), "{}", console.text());
 }
