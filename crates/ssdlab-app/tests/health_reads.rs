@@ -823,3 +823,37 @@ fn saved_nvme_nand_logs_join_the_drive_before_them() {
     ]));
     assert!(sata.contains("is ATA, not NVMe"), "{sata}");
 }
+
+/// Issue 49 item 8: two results of one virtual drive (the demo reads its two consistency runs) are two drives
+/// with names of their own, by the result each came from.
+#[test]
+fn two_results_of_one_virtual_drive_are_told_apart() {
+    let dir = tempdir();
+    let target = "sim:840evo-120g?scale=1/256";
+    let mut dirs = vec![];
+    for name in ["first", "second"] {
+        let out = dir.path().join(name);
+        let flags = ssdlab_app::run::RunFlags {
+            rw: ssdlab_app::flags::rw_arg("randwrite").unwrap(),
+            runtime_ns: Some(ns("200ms")),
+            ..run_defaults()
+        };
+        let ran = run_command(target, flags, Some(&out));
+        assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+        dirs.push(out);
+    }
+    let ran = health(Health::from(&dirs));
+    let analysis = event(&ran.events(), "analysis")["data"].clone();
+    let sources: Vec<String> = analysis["drives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["snapshot"]["identity"]["source"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        sources,
+        [format!("{target} (first)"), format!("{target} (second)")],
+        "{}",
+        ran.text()
+    );
+}

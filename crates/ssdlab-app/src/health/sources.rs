@@ -402,8 +402,14 @@ fn from_result(name: &str, result: &RunResult, clock: &dyn Clock) -> Result<Read
     };
     let powered_s: f64 = result.phases.iter().map(|p| p.summary.seconds).sum();
     let pe = profile_pe(&result.target.target);
+    // Two results of one virtual drive (the demo's two consistency runs) are two drives to tell apart: each is
+    // named by its target and the result it came from.
+    let result_dir = Path::new(name)
+        .parent()
+        .and_then(|d| d.file_name())
+        .map_or_else(|| name.to_string(), |d| d.to_string_lossy().into_owned());
     let drive = VirtualDrive {
-        target: result.target.target.clone(),
+        target: format!("{} ({result_dir})", result.target.target),
         model: result.target.model.clone(),
         capacity_bytes: result.target.capacity_bytes,
         counters,
