@@ -612,16 +612,21 @@ mod tests {
         assert!((10..=38).contains(&reads), "a 50% mix gave {reads} reads of 48");
     }
 
-    #[test]
-    fn runtime_runs_on_the_device_clock() {
-        let mut dev = MemDevice::new(1 << 30, 100_000);
-        let w = Workload {
+    /// Random 4 KiB reads over 1 GiB for two seconds of the device's clock.
+    fn two_seconds_of_random_reads() -> Workload {
+        Workload {
             stop: StopAt {
                 runtime_ns: Some(2_000_000_000),
                 ..StopAt::default()
             },
             ..workload(RwMode::RandRead, 1 << 30)
-        };
+        }
+    }
+
+    #[test]
+    fn runtime_runs_on_the_device_clock() {
+        let mut dev = MemDevice::new(1 << 30, 100_000);
+        let w = two_seconds_of_random_reads();
         let out = run_phase(&mut dev, &w, &mut Quiet).unwrap();
         // 8 slots, 100 us each: 80,000 IOPS for two virtual seconds.
         assert_eq!(out.summary.ios, 160_000);
@@ -636,13 +641,7 @@ mod tests {
     #[test]
     fn a_ramp_runs_first_and_nothing_of_it_is_kept() {
         let mut dev = MemDevice::new(1 << 30, 100_000);
-        let w = Workload {
-            stop: StopAt {
-                runtime_ns: Some(2_000_000_000),
-                ..StopAt::default()
-            },
-            ..workload(RwMode::RandRead, 1 << 30)
-        };
+        let w = two_seconds_of_random_reads();
         let out = run_phase_ramped(&mut dev, &w, 3_000_000_000, &mut Quiet).unwrap();
         // Two measured seconds at 80,000 IOPS (8 slots of 100 us); the ramp's 240,000 reads were issued too.
         assert_eq!(out.samples.len(), 2);
