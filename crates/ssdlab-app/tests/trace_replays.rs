@@ -127,6 +127,16 @@ fn the_cache_speeds_a_synthetic_desktop_trace_in_the_storage_bench_table() {
         html.contains("avg service time") && html.contains(" vs "),
         "the comparison row"
     );
+    // Each change is coloured by whether it is better (issue 49): the cache raised the data rate and shortened
+    // the service time, both green.
+    let changes = &html[html.find("The cache's effect").expect("the cache's table")..];
+    let row = &changes[changes.find(" vs ").unwrap()..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    let cells: Vec<&str> = row.split("<td").skip(1).collect();
+    assert!(
+        cells[0].starts_with(" class=\"better\">+") && cells[1].starts_with(" class=\"better\">-"),
+        "{row}"
+    );
     // At the trace's own times both replays move the trace's data: one line, saying how far apart they are,
     // not two lines drawn exactly over each other (#33 point 14).
     assert!(

@@ -7,7 +7,9 @@ use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult};
 use ssdlab_core::units::Nanos;
 
 use crate::svg::{Axis, Chart, Mark, Scale, Series};
-use crate::{charts, label, mb_s, series_of_phase, table};
+use std::fmt::Write as _;
+
+use crate::{charts, escape, label, mb_s, series_of_phase, table};
 
 fn measured(r: &RunResult) -> Option<&ReplayAnalysis> {
     match &r.analysis {
@@ -51,9 +53,9 @@ pub(crate) fn replay(group: &[&RunResult]) -> String {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let mut rows: Vec<Vec<String>> = group.iter().map(|r| replay_row(r)).collect();
-    rows.extend(cached_change_rows(group));
+    let rows: Vec<Vec<String>> = group.iter().map(|r| replay_row(r)).collect();
     let mut out = table(&header, &rows);
+    out.push_str(&cached_changes(group));
     out.push_str(
         "<p>Average data rate is the bytes read and written over the time at least one operation was in flight; \
          average service time is the mean time from each operation's time in the trace (or its issue, replayed \
@@ -90,9 +92,10 @@ fn replay_row(r: &RunResult) -> Vec<String> {
 }
 
 /// RAPID's table: each cached drive against the same drive without the cache, on the same trace, as changes in
-/// percent.
-fn cached_change_rows(group: &[&RunResult]) -> Vec<Vec<String>> {
-    let mut rows = Vec::new();
+/// percent, each coloured by whether it is better (a higher data rate, a shorter time) or worse. Empty when no
+/// result has its plain twin.
+fn cached_changes(group: &[&RunResult]) -> String {
+    let mut rows = vec![];
     for cached in group {
         let Some(plain_target) = crate::uncached_target(&cached.target.target) else {
             continue;
@@ -107,32 +110,80 @@ fn cached_change_rows(group: &[&RunResult]) -> Vec<Vec<String>> {
             rows.push(change_row(cached, plain, c, p));
         }
     }
-    rows
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut t = String::from(
+        "<p>The cache's effect: each cached replay against the same drive without the cache, on the same trace \
+         (green is better: a higher data rate, a shorter time).</p><div class=\"scroll\"><table><tr>",
+    );
+    for h in [
+        "replays",
+        "avg data rate",
+        "avg service time",
+        "avg device time",
+        "median",
+        "99%",
+        "maximum",
+    ] {
+        let _ = write!(t, "<th>{h}</th>");
+    }
+    t.push_str("</tr>");
+    for (name, changes) in rows {
+        let _ = write!(t, "<tr><td>{}</td>", escape(&name));
+        for change in changes {
+            match change {
+                Some((text, better)) => {
+                    let class = if better { "better" } else { "worse" };
+                    let _ = write!(t, "<td class=\"{class}\">{text}</td>");
+                }
+                None => t.push_str("<td>–</td>"),
+            }
+        }
+        t.push_str("</tr>");
+    }
+    t.push_str("</table></div>");
+    t
 }
 
-/// The row of a cached result `c` against its plain drive `p`: each figure's change in percent.
-fn change_row(cached: &RunResult, plain: &RunResult, c: &ReplayAnalysis, p: &ReplayAnalysis) -> Vec<String> {
-    let change = |a: f64, b: f64| {
-        if b > 0.0 && a.is_finite() {
-            format!("{:+.1}%", 100.0 * (a / b - 1.0))
-        } else {
-            "–".into()
-        }
+/// The changes of a cached result `c` against its plain drive `p`, in percent, each with whether it is better:
+/// the data rate first (higher is better), then the times (lower is better). None where a figure is missing.
+type Change = Option<(String, bool)>;
+
+fn change_row(
+    cached: &RunResult,
+    plain: &RunResult,
+    c: &ReplayAnalysis,
+    p: &ReplayAnalysis,
+) -> (String, Vec<Change>) {
+    let change = |a: f64, b: f64, higher_is_better: bool| -> Change {
+        (b > 0.0 && a.is_finite()).then(|| {
+            let percent = 100.0 * (a / b - 1.0);
+            (
+                format!("{percent:+.1}%"),
+                (percent > 0.0) == higher_is_better || percent == 0.0,
+            )
+        })
     };
-    vec![
+    (
         format!("{} vs {}", label(cached), label(plain)),
-        String::new(),
-        String::new(),
-        change(c.average_data_rate_bytes_per_s, p.average_data_rate_bytes_per_s),
-        change(c.average_service_time_ns, p.average_service_time_ns),
-        change(
-            c.average_device_time_ns.unwrap_or(f64::NAN),
-            p.average_device_time_ns.unwrap_or(f64::NAN),
-        ),
-        change(c.latency_ns.p50 as f64, p.latency_ns.p50 as f64),
-        change(c.latency_ns.p99 as f64, p.latency_ns.p99 as f64),
-        change(c.latency_ns.max as f64, p.latency_ns.max as f64),
-    ]
+        vec![
+            change(
+                c.average_data_rate_bytes_per_s,
+                p.average_data_rate_bytes_per_s,
+                true,
+            ),
+            change(c.average_service_time_ns, p.average_service_time_ns, false),
+            change(
+                c.average_device_time_ns.unwrap_or(f64::NAN),
+                p.average_device_time_ns.unwrap_or(f64::NAN),
+                false,
+            ),
+            change(c.latency_ns.p50 as f64, p.latency_ns.p50 as f64, false),
+            change(c.latency_ns.p99 as f64, p.latency_ns.p99 as f64, false),
+            change(c.latency_ns.max as f64, p.latency_ns.max as f64, false),
+        ],
+    )
 }
 
 /// The data moved per second and the mean latency per second, one line per result.
