@@ -79,6 +79,8 @@ fn cell(name: &str, r: &RunResult, text: &str) -> String {
         ("verdict", false) if r.verdict.unknown => " class=\"verdict unknown\"",
         ("verdict", false) => " class=\"verdict fail\"",
         ("device", _) => " class=\"device\"",
+        // An ISO time stamp reads as one: never broken across lines in a narrow column.
+        ("started", _) => " class=\"time\"",
         _ => "",
     };
     format!("<td{class}>{}</td>", escape(text))

@@ -45,7 +45,8 @@ pub(crate) use labels::uncached_target;
 // Charts are 800 user units wide with 12-unit ticks and scale with their box: two a row in the page's 1132 px drew
 // ticks at 9 px, so a chart gets a row of its own, at most 860 px wide (ticks at 10-13 px). The report test's
 // layout check measures it in Chromium.
-const CSS: &str = r#"nav.toc ol{columns:2;margin:0 0 1.5em}nav.toc h2{font-size:1.1em}
+const CSS: &str = r#"td.time{white-space:nowrap}
+nav.toc ol{columns:2;margin:0 0 1.5em}nav.toc h2{font-size:1.1em}
 
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1180px; padding: 18px 24px 48px; color: #1d2330; background: #fff; }
 h1 { font-size: 24px; margin: 8px 0 4px; } h2 { font-size: 19px; margin: 30px 0 8px; border-bottom: 1px solid #d8dce4; padding-bottom: 4px; }
