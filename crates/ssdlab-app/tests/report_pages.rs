@@ -275,4 +275,7 @@ fn a_page_of_many_kinds_tells_them_in_the_storys_order_with_contents() {
         html.contains("<li><a href=\"#kind-trim\">"),
         "each section is linked"
     );
+    // Time stamps are never broken across lines (a class the style keeps on one line).
+    assert!(html.contains("<td class=\"time\">2026-"), "the started column");
+    assert!(html.contains("td.time{white-space:nowrap}"));
 }
