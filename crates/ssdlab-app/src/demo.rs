@@ -7,10 +7,9 @@
 //! writes, write amplification, P/E used) from the consistency runs' counters, then draws them all into one
 //! report. Every step is another command's plan, run through the same ports.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Result, anyhow, bail};
-use ssdlab_core::schema::replay::ReplayFit;
 use ssdlab_core::target::{CacheSpec, TargetSpec};
 use ssdlab_health::rating::RatingFlags;
 use ssdlab_methods::pts::PtsTest;
@@ -175,8 +174,11 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
             ("rapid", cached(&plan.target.text)?),
         ] {
             let name = format!("replay-{}-{kind}", profile.name());
-            let replay =
-                || -> Result<MethodPlan> { Ok(MethodPlan::Replay(options::replay(replay_flags(&trace))?)) };
+            let replay = || -> Result<MethodPlan> {
+                Ok(MethodPlan::Replay(options::replay(ReplayFlags::at_trace_times(
+                    &trace,
+                ))?))
+            };
             if let Some(stop) = step(ports, &name, |ports| {
                 methodology::run(test_plan(plan, &target, &name, replay()?)?, ports)
             })? {
@@ -331,19 +333,6 @@ fn health_plan(plan: &Plan) -> Result<health::Plan> {
         "smartctl".into(),
         ssdlab_health::verdict::WEAR_WARN_PERCENT,
     )
-}
-
-/// A synthetic trace replayed at its own times at QD32, folded onto the drive.
-fn replay_flags(trace: &Path) -> ReplayFlags<'_> {
-    ReplayFlags {
-        trace,
-        format: None,
-        time_scale: 1.0,
-        as_fast_as_possible: false,
-        qd: 32,
-        fit: ReplayFit::Fold,
-        disk: None,
-    }
 }
 
 /// A second, in nanoseconds.

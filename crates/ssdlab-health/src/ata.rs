@@ -508,13 +508,17 @@ pub const CRITICAL_COUNTERS: [(u8, &[&str], &str); 6] = [
     (198, &["uncorrect"], "sectors found uncorrectable offline"),
 ];
 
+/// Whether `a` is one of the critical counters, under a name that means it.
+pub fn is_critical(a: &AtaAttribute) -> bool {
+    let name = a.name.to_ascii_lowercase();
+    CRITICAL_COUNTERS
+        .iter()
+        .any(|(id, words, _)| *id == a.id && words.iter().any(|w| name.contains(w)))
+}
+
 /// The critical counter with this ID, if the drive reports it under a name that means it.
 pub fn critical(attributes: &[AtaAttribute], id: u8) -> Option<&AtaAttribute> {
-    let (_, words, _) = CRITICAL_COUNTERS.iter().find(|(i, _, _)| *i == id)?;
-    attributes.iter().find(|a| {
-        let name = a.name.to_ascii_lowercase();
-        a.id == id && words.iter().any(|w| name.contains(w))
-    })
+    attributes.iter().find(|a| a.id == id && is_critical(a))
 }
 
 fn errors(attributes: &[AtaAttribute], stats: &DeviceStatistics, snapshot: &mut HealthSnapshot) {

@@ -6,7 +6,7 @@ use ssdlab_core::schema::health::{
     EnduranceRating, HealthLevel, HealthSnapshot, HealthVerdict, LifeEstimate,
 };
 
-use crate::ata::{CRITICAL_COUNTERS, count_of, critical};
+use crate::ata::{CRITICAL_COUNTERS, count_of, critical, is_critical};
 use crate::rated::UsedKind;
 use crate::smartctl::exit_meaning;
 
@@ -237,13 +237,10 @@ impl Evidence {
     fn of(snapshot: &HealthSnapshot) -> Self {
         // An attribute is evidence when the drive judges it (a threshold, a failure now or in the past) or it is
         // a critical counter; a table of temperatures and hours alone is not.
-        let judged_attribute = snapshot.attributes.iter().any(|a| {
-            a.thresh > 0
-                || !a.when_failed.is_empty()
-                || CRITICAL_COUNTERS
-                    .iter()
-                    .any(|(id, _, _)| critical(std::slice::from_ref(a), *id).is_some())
-        });
+        let judged_attribute = snapshot
+            .attributes
+            .iter()
+            .any(|a| a.thresh > 0 || !a.when_failed.is_empty() || is_critical(a));
         let read = judged_attribute
             || snapshot.critical_warning.is_some()
             || snapshot.wear_used_percent.is_some()

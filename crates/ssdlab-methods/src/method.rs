@@ -35,6 +35,11 @@ pub trait Method {
     fn writes(_plan: &Self::Plan) -> bool {
         true
     }
+    /// Whether the test file a `file:` target laid out for this run is removed at its end (quick's, as the
+    /// disk-mark tools remove theirs). The app removes it, proven by inode; a method never touches files.
+    fn removes_test_file(_plan: &Self::Plan) -> bool {
+        false
+    }
     /// Runs the method on the session's device.
     fn run(
         session: Session<'_>,
@@ -44,9 +49,10 @@ pub trait Method {
 }
 
 /// `impl Method for $method` for a method whose plan is its options (`Copy`), which writes, and which runs as
-/// `$run(session, &options)`: most of them.
+/// `$run(session, &options)`: most of them. `removes_test_file: F` says, from the options, whether the run's
+/// test file goes at its end.
 macro_rules! method_of_options {
-    ($method:ident, $options:ty, $run:path) => {
+    ($method:ident, $options:ty, $run:path $(, removes_test_file: $removes:expr)?) => {
         impl $crate::method::Method for $method {
             type Options = $options;
             type Plan = $options;
@@ -54,6 +60,12 @@ macro_rules! method_of_options {
             fn recorded(plan: &Self::Plan) -> Self::Options {
                 *plan
             }
+
+            $(
+                fn removes_test_file(plan: &Self::Plan) -> bool {
+                    ($removes)(plan)
+                }
+            )?
 
             fn run(
                 session: $crate::Session<'_>,
@@ -92,6 +104,13 @@ macro_rules! define_plan {
             pub fn writes(&self) -> bool {
                 match self {
                     $( MethodPlan::$variant(p) => <crate::$module::$variant as Method>::writes(p), )*
+                }
+            }
+
+            /// Whether the test file a `file:` target laid out for this run is removed at its end.
+            pub fn removes_test_file(&self) -> bool {
+                match self {
+                    $( MethodPlan::$variant(p) => <crate::$module::$variant as Method>::removes_test_file(p), )*
                 }
             }
 

@@ -239,7 +239,8 @@ pub fn case_figures(case: &QuickCase) -> String {
 /// The method, for the one list ([`crate::method::MethodPlan`]).
 pub struct Quick;
 
-crate::method::method_of_options!(Quick, QuickOptions, quick);
+// The disk-mark tools remove their test file; `--keep` keeps it.
+crate::method::method_of_options!(Quick, QuickOptions, quick, removes_test_file: |o: &QuickOptions| !o.keep);
 
 #[cfg(test)]
 mod tests {

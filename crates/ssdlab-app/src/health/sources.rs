@@ -25,6 +25,8 @@ pub struct Reading {
     pub profile_pe: Option<u32>,
     /// A virtual drive lives for one command: it keeps no history.
     pub is_virtual: bool,
+    /// A saved NVMe NAND log was given to it (`--from`): one per drive.
+    pub has_nand_log: bool,
 }
 
 /// Why a DEVICE gave no reading.
@@ -81,6 +83,7 @@ pub fn read_device(
         snapshot,
         profile_pe: None,
         is_virtual: false,
+        has_nand_log: false,
     })
 }
 
@@ -276,6 +279,7 @@ fn read_sim(
         snapshot: virtual_drive::snapshot(&drive, clock.unix_now_s() as u64),
         profile_pe: Some(drive.rated_pe_cycles),
         is_virtual: true,
+        has_nand_log: false,
     })
 }
 
@@ -338,6 +342,7 @@ pub fn read_file(path: &Path, clock: &dyn Clock) -> Result<Saved> {
         snapshot,
         profile_pe: None,
         is_virtual: false,
+        has_nand_log: false,
     })))
 }
 
@@ -352,6 +357,12 @@ pub fn attach_nand_log(previous: Option<&mut Reading>, file: &str, nand: NvmeNan
             "--from {file}: an NVMe NAND-write log belongs to the drive given before it, and none was; {fix}"
         );
     };
+    if reading.has_nand_log {
+        bail!(
+            "--from {file}: the drive given before it ({}) has a NAND log already; give one NAND log per drive",
+            reading.snapshot.identity.source
+        );
+    }
     let snapshot = &mut reading.snapshot;
     if snapshot.identity.protocol != Protocol::Nvme {
         bail!(
@@ -360,8 +371,7 @@ pub fn attach_nand_log(previous: Option<&mut Reading>, file: &str, nand: NvmeNan
             snapshot.identity.protocol.name()
         );
     }
-    // A log attached before and then found implausible left its source behind: still one log per drive.
-    if snapshot.nand_written_bytes.is_some() || snapshot.nand_written_source.contains("saved from nvme-cli") {
+    if snapshot.nand_written_bytes.is_some() {
         bail!(
             "--from {file}: the drive given before it ({}) already has NAND writes ({}); give one NAND log per drive",
             snapshot.identity.source,
@@ -371,6 +381,7 @@ pub fn attach_nand_log(previous: Option<&mut Reading>, file: &str, nand: NvmeNan
     snapshot.nand_written_bytes = Some(nand.bytes);
     snapshot.nand_written_source = format!("{} ({file})", nand.source);
     ssdlab_health::plausible::check(snapshot);
+    reading.has_nand_log = true;
     Ok(())
 }
 
@@ -430,6 +441,7 @@ fn from_result(name: &str, result: &RunResult, clock: &dyn Clock) -> Result<Read
         snapshot: virtual_drive::snapshot(&drive, taken_at_s),
         profile_pe: pe,
         is_virtual: true,
+        has_nand_log: false,
     })
 }
 

@@ -71,8 +71,7 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
     } = plan;
     let kind = method.kind().name();
     let usage = if method.writes() { Use::Writes } else { Use::Reads };
-    // quick removes the test file it created, as the disk-mark tools do, unless --keep.
-    let removes_test_file = matches!(&method, MethodPlan::Quick(o) if !o.keep);
+    let removes_test_file = method.removes_test_file();
     let options = method.recorded();
     let opened = target.open(ports.targets, usage)?;
     let (mut device, before) = (opened.device, opened.undo);

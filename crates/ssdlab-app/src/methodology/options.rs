@@ -81,6 +81,22 @@ pub struct ReplayFlags<'a> {
     pub disk: Option<u32>,
 }
 
+impl<'a> ReplayFlags<'a> {
+    /// `test replay --trace TRACE` as the binary defaults it: the format detected, at the trace's own times, QD32,
+    /// offsets folded onto the device, every disk.
+    pub fn at_trace_times(trace: &'a Path) -> Self {
+        ReplayFlags {
+            trace,
+            format: None,
+            time_scale: 1.0,
+            as_fast_as_possible: false,
+            qd: 32,
+            fit: ReplayFit::Fold,
+            disk: None,
+        }
+    }
+}
+
 /// `test pts`'s flags.
 pub struct PtsFlags {
     pub test: PtsTest,

@@ -316,15 +316,7 @@ pub fn quick_defaults() -> QuickFlags {
 /// `test replay --trace TRACE`'s flags as the binary defaults them (the format detected, at the trace's own
 /// times, QD32, offsets folded onto the device, every disk).
 pub fn replay_defaults(trace: &Path) -> ReplayFlags<'_> {
-    ReplayFlags {
-        trace,
-        format: None,
-        time_scale: 1.0,
-        as_fast_as_possible: false,
-        qd: 32,
-        fit: ssdlab_core::schema::replay::ReplayFit::Fold,
-        disk: None,
-    }
+    ReplayFlags::at_trace_times(trace)
 }
 
 /// Writes `len` bytes of a seeded xorshift stream to `path`, modified a minute ago (refresh leaves files modified
