@@ -25,6 +25,9 @@ pub struct Reporter<'c> {
     cpu_at_end: Option<CpuTimes>,
     /// Whether each phase's start and end get a line (a method of many phases turns them off).
     phase_lines: bool,
+    /// Whether any phase began issuing I/O: after that, what opening the target laid out holds the run's data, and
+    /// a failing run must not take it back as a refusal would.
+    issued: bool,
 }
 
 impl<'c> Reporter<'c> {
@@ -37,6 +40,7 @@ impl<'c> Reporter<'c> {
             cpu_at_start: cpu_times(),
             cpu_at_end: None,
             phase_lines: true,
+            issued: false,
         }
     }
 
@@ -92,6 +96,11 @@ impl<'c> Reporter<'c> {
     }
 
     /// Starts a phase: its event, and progress with its name.
+    /// Whether any phase began issuing I/O through this reporter.
+    pub fn issued_io(&self) -> bool {
+        self.issued
+    }
+
     pub fn start_phase(&mut self, name: &str) -> Result<()> {
         self.phase = name.to_string();
         self.progress_shown = self.console.progress_start(name);
@@ -109,6 +118,7 @@ impl<'c> Reporter<'c> {
 
 impl Observer for Reporter<'_> {
     fn started(&mut self) {
+        self.issued = true;
         self.cpu_at_start = cpu_times();
         self.cpu_at_end = None;
     }

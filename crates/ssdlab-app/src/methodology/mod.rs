@@ -4,7 +4,7 @@
 
 pub mod options;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Result, anyhow};
 use ssdlab_core::Device;
 use ssdlab_core::schema::options::{RunOptions, TestOptions};
 pub use ssdlab_methods::MethodPlan;
@@ -108,15 +108,26 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
     drop(purger);
     let outcome = match run {
         Ok(outcome) => outcome,
-        Err(MethodError::Device(e)) => {
-            return Err(anyhow!(e)).context(format!("test {kind} on {}", info.target));
-        }
-        Err(e) => {
+        // Refused before any I/O: what opening the target laid out is taken back, as any refusal does.
+        Err(e) if !matches!(e, MethodError::Device(_)) && !reporter.issued_io() => {
             return Err(crate::target::taken_back(
                 device,
                 &before,
                 anyhow!("test {kind}: {e}"),
             ));
+        }
+        // Failed after I/O: a file extended for the run stays as it is now (truncating it would not give back
+        // what was written), and only a test file this run created goes, where the method removes its own.
+        Err(e) => {
+            let error = match e {
+                MethodError::Device(e) => anyhow!(e).context(format!("test {kind} on {}", info.target)),
+                e => anyhow!("test {kind}: {e}"),
+            };
+            drop(device);
+            if removes_test_file && let Some(said) = before.remove_created() {
+                reporter.say(&format!("note      {said}"));
+            }
+            return Err(error);
         }
     };
     reporter.say_lines(ssdlab_report::text::method_lines(&outcome.analysis));
