@@ -385,15 +385,31 @@ pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<Written> {
     Ok(written)
 }
 
-/// Per-second samples as CSV, one row per second, columns named like the JSON fields.
+/// Per-second samples as CSV, one row per second, columns named like the JSON fields. A phase that both read and
+/// wrote also has each direction's rate and latency per second (fio's per-direction logs, as fio-plot reads
+/// them); in a phase of one direction, and for a direction that completed nothing in a second, those cells are
+/// empty rather than zero.
 pub fn samples_csv(samples: &[Sample]) -> String {
     let mut csv = String::from(
         "t_s,seconds,ios,bytes,iops,bytes_per_s,read_ios,write_ios,latency_ns_mean,latency_ns_p50,\
-         latency_ns_p99,latency_ns_max,qd_mean\n",
+         latency_ns_p99,latency_ns_max,qd_mean",
     );
+    for direction in ["read", "write"] {
+        for column in [
+            "iops",
+            "bytes_per_s",
+            "latency_ns_mean",
+            "latency_ns_p50",
+            "latency_ns_p99",
+            "latency_ns_max",
+        ] {
+            csv.push_str(&format!(",{direction}_{column}"));
+        }
+    }
+    csv.push('\n');
     for s in samples {
         csv.push_str(&format!(
-            "{:.3},{:.3},{},{},{:.1},{:.1},{},{},{:.1},{},{},{},{:.2}\n",
+            "{:.3},{:.3},{},{},{:.1},{:.1},{},{},{:.1},{},{},{},{:.2}",
             s.t_s,
             s.seconds,
             s.ios,
@@ -408,6 +424,19 @@ pub fn samples_csv(samples: &[Sample]) -> String {
             s.latency_ns_max,
             s.qd_mean
         ));
+        for direction in [&s.read, &s.write] {
+            match direction {
+                Some(d) => {
+                    csv.push_str(&format!(",{:.1},{:.1}", d.iops, d.bytes_per_s));
+                    match d.latency_ns {
+                        Some(l) => csv.push_str(&format!(",{:.1},{},{},{}", l.mean, l.p50, l.p99, l.max)),
+                        None => csv.push_str(",,,,"),
+                    }
+                }
+                None => csv.push_str(",,,,,,"),
+            }
+        }
+        csv.push('\n');
     }
     csv
 }

@@ -8,7 +8,7 @@
 
 use ssdlab_core::device::Op;
 use ssdlab_core::histogram::{Histogram, SparseHistogram};
-use ssdlab_core::schema::{DirectionSummary, LatencyNs, Sample, Summary};
+use ssdlab_core::schema::{DirectionSample, DirectionSummary, LatencyNs, Sample, SampleLatencyNs, Summary};
 
 const NS_PER_S: u64 = 1_000_000_000;
 const DIRECTIONS: usize = 3;
@@ -35,6 +35,22 @@ struct Window {
     bytes: [u64; DIRECTIONS],
     qd_area: f64,
     histogram: SparseHistogram,
+    /// The read and write histograms apart, kept only for a window in which more than one direction completed
+    /// (in a window of one direction they are `histogram`), so a phase of one direction costs nothing more.
+    by_direction: Option<Box<[SparseHistogram; 2]>>,
+}
+
+impl Window {
+    /// The latency histogram of direction `d` (0 read, 1 write) in this window, when it completed any.
+    fn direction_histogram(&self, d: usize) -> Option<&SparseHistogram> {
+        if self.ios[d] == 0 {
+            return None;
+        }
+        Some(match &self.by_direction {
+            Some(apart) => &apart[d],
+            None => &self.histogram,
+        })
+    }
 }
 
 /// Records completions of one phase and produces its samples and summary.
@@ -122,6 +138,11 @@ impl Accounting {
             self.scratch.merge(&self.current[d]);
             self.totals[d].merge(&self.current[d]);
             self.total_bytes[d] += self.bytes[d];
+        }
+        let directions_completed = self.ios.iter().filter(|&&n| n > 0).count();
+        let by_direction = (directions_completed > 1)
+            .then(|| Box::new([self.current[0].to_sparse(), self.current[1].to_sparse()]));
+        for d in 0..DIRECTIONS {
             self.current[d].clear();
         }
         self.windows.push(Window {
@@ -131,6 +152,7 @@ impl Accounting {
             bytes: self.bytes,
             qd_area: self.qd_area,
             histogram: self.scratch.to_sparse(),
+            by_direction,
         });
         self.ios = [0; DIRECTIONS];
         self.bytes = [0; DIRECTIONS];
@@ -140,20 +162,42 @@ impl Accounting {
 
     /// Samples closed so far (for streaming), starting at `from`.
     pub fn samples_since(&self, from: usize) -> impl Iterator<Item = Sample> + '_ {
+        let mixed = self.mixed();
         self.windows[from.min(self.windows.len())..]
             .iter()
-            .map(|w| self.sample_of(w))
+            .map(move |w| self.sample_of(w, mixed))
     }
 
     pub fn windows_closed(&self) -> usize {
         self.windows.len()
     }
 
-    fn sample_of(&self, w: &Window) -> Sample {
+    /// Whether the phase has both read and written so far: then every sample states each direction apart.
+    fn mixed(&self) -> bool {
+        (0..2).all(|d| self.totals[d].count() > 0 || self.ios[d] > 0)
+    }
+
+    fn sample_of(&self, w: &Window, mixed: bool) -> Sample {
         let seconds = w.len_ns as f64 / 1e9;
         let ios: u64 = w.ios.iter().sum();
         let bytes: u64 = w.bytes.iter().sum();
+        let direction = |d: usize| {
+            mixed.then(|| DirectionSample {
+                ios: w.ios[d],
+                bytes: w.bytes[d],
+                iops: w.ios[d] as f64 / seconds,
+                bytes_per_s: w.bytes[d] as f64 / seconds,
+                latency_ns: w.direction_histogram(d).map(|h| SampleLatencyNs {
+                    mean: h.mean(),
+                    p50: h.percentile(50.0),
+                    p99: h.percentile(99.0),
+                    max: h.max_ns,
+                }),
+            })
+        };
         Sample {
+            read: direction(0),
+            write: direction(1),
             t_s: (w.start_ns - self.start_ns + w.len_ns) as f64 / 1e9,
             seconds,
             ios,
@@ -185,10 +229,21 @@ impl Accounting {
             if (tail_ns < NS_PER_S / 2 || draining) && self.windows.len() >= 2 {
                 let tail = self.windows.pop().expect("just pushed");
                 let last = self.windows.last_mut().expect("two windows");
-                let mut merged = Histogram::new();
-                merged.merge_sparse(&last.histogram);
-                merged.merge_sparse(&tail.histogram);
-                last.histogram = merged.to_sparse();
+                let merged = |a: &SparseHistogram, b: &SparseHistogram| {
+                    let mut m = Histogram::new();
+                    m.merge_sparse(a);
+                    m.merge_sparse(b);
+                    m.to_sparse()
+                };
+                let apart = |w: &Window| -> [SparseHistogram; 2] {
+                    std::array::from_fn(|d| w.direction_histogram(d).cloned().unwrap_or_default())
+                };
+                let directions_completed = (0..DIRECTIONS).filter(|&d| last.ios[d] + tail.ios[d] > 0).count();
+                if directions_completed > 1 {
+                    let (a, b) = (apart(last), apart(&tail));
+                    last.by_direction = Some(Box::new([merged(&a[0], &b[0]), merged(&a[1], &b[1])]));
+                }
+                last.histogram = merged(&last.histogram, &tail.histogram);
                 last.len_ns += tail.len_ns;
                 last.qd_area += tail.qd_area;
                 for d in 0..DIRECTIONS {
@@ -198,7 +253,8 @@ impl Accounting {
             }
         }
         let seconds = end_ns.saturating_sub(self.start_ns) as f64 / 1e9;
-        let samples: Vec<Sample> = self.windows.iter().map(|w| self.sample_of(w)).collect();
+        let mixed = self.mixed();
+        let samples: Vec<Sample> = self.windows.iter().map(|w| self.sample_of(w, mixed)).collect();
         let mut all = Histogram::new();
         for h in &self.totals {
             all.merge(h);
@@ -279,6 +335,53 @@ mod tests {
         assert_eq!(done.samples[0].latency_ns_max, 3000);
         assert_eq!(done.summary.read.as_ref().unwrap().ios, 1);
         assert_eq!(done.summary.write.as_ref().unwrap().ios, 20);
+    }
+
+    #[test]
+    fn a_mixed_phase_states_each_direction_of_every_second() {
+        let mut acc = Accounting::new(0);
+        // Second 0: reads at 100 us, writes at 20 us. Second 1: writes only (the reads stalled).
+        for i in 0..7u64 {
+            acc.record(Op::Read, 4096, 100_000, i * 1000, i * 1000 + 100_000);
+        }
+        for i in 0..3u64 {
+            acc.record(Op::Write, 8192, 20_000, i * 1000, i * 1000 + 20_000);
+        }
+        acc.record(Op::Write, 8192, 30_000, S + 10, S + 30_010);
+        // A 0.1 s tail with one read folds into second 1, which then has both directions.
+        acc.record(Op::Read, 4096, 200_000, 2 * S, 2 * S + 50);
+        let done = acc.finish(2 * S + S / 10, None);
+        assert_eq!(done.samples.len(), 2);
+        let first = &done.samples[0];
+        let (r, w) = (first.read.as_ref().unwrap(), first.write.as_ref().unwrap());
+        assert_eq!((r.ios, r.bytes, w.ios, w.bytes), (7, 7 * 4096, 3, 3 * 8192));
+        assert_eq!(r.latency_ns.unwrap().max, 100_000);
+        assert_eq!(w.latency_ns.unwrap().max, 20_000);
+        assert!(first.latency_ns_max >= 100_000 && first.latency_ns_p50 > 20_000);
+        let second = &done.samples[1];
+        let (r, w) = (second.read.as_ref().unwrap(), second.write.as_ref().unwrap());
+        assert_eq!((r.ios, w.ios), (1, 1), "the folded tail keeps its read apart");
+        assert_eq!(r.latency_ns.unwrap().max, 200_000);
+        assert_eq!(w.latency_ns.unwrap().max, 30_000);
+
+        // A second in which one direction completed nothing states no latency for it, not zero.
+        let mut acc = Accounting::new(0);
+        acc.record(Op::Read, 4096, 1_000, 0, 1_000);
+        acc.record(Op::Write, 4096, 1_000, 0, 1_000);
+        acc.record(Op::Write, 4096, 5_000, S, S + 5_000);
+        let done = acc.finish(2 * S, None);
+        let r = done.samples[1].read.as_ref().unwrap();
+        assert_eq!((r.ios, r.latency_ns), (0, None));
+        assert_eq!(
+            done.samples[1].write.as_ref().unwrap().latency_ns.unwrap().max,
+            5_000
+        );
+
+        // A phase of one direction keeps the combined figures only.
+        let mut acc = Accounting::new(0);
+        acc.record(Op::Read, 4096, 1_000, 0, 1_000);
+        let done = acc.finish(S, None);
+        assert!(done.samples[0].read.is_none() && done.samples[0].write.is_none());
     }
 
     #[test]

@@ -164,6 +164,35 @@ pub struct Sample {
     pub latency_ns_p99: u64,
     pub latency_ns_max: u64,
     pub qd_mean: f64,
+    /// In a phase that both read and wrote (fio's randrw), the reads of this second on their own; absent in a
+    /// phase of one direction, where the figures above are that direction's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<DirectionSample>,
+    /// In a phase that both read and wrote, the writes of this second on their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<DirectionSample>,
+}
+
+/// One direction's share of a second in a mixed phase, as fio's per-direction bandwidth and latency logs keep it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DirectionSample {
+    pub ios: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    pub bytes_per_s: f64,
+    /// Latency of this direction's completions in the second; absent when none completed (a second without a
+    /// completion has no latency to state, which is not a latency of zero).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<SampleLatencyNs>,
+}
+
+/// Latency figures of one window's completions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SampleLatencyNs {
+    pub mean: f64,
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
 }
 
 /// One phase of a method (a plain `run` has a single phase named "run").

@@ -609,3 +609,93 @@ fn every_chart_kind_renders_with_ticks_on_both_axes_and_its_legend_below_the_dat
         png.len()
     );
 }
+
+/// fio-plot users read a mixed workload a direction at a time: `run --rw randrw` keeps each direction's rate and
+/// latency per second in result.json and samples.csv, and the page tables and draws them apart.
+#[test]
+fn a_mixed_run_keeps_each_direction_per_second_in_its_csv_and_page() {
+    let dir = tempdir();
+    let out_dir = dir.path().join("mixed");
+    expect_code(
+        &run(&[
+            "run",
+            "--target",
+            "sim:840evo-120g?scale=1/256",
+            "--rw",
+            "randrw",
+            "--mix",
+            "70",
+            "--qd",
+            "1",
+            "--runtime",
+            "3s",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]),
+        0,
+    );
+    let csv = std::fs::read_to_string(out_dir.join("samples.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let column = |name: &str| {
+        header
+            .iter()
+            .position(|c| *c == name)
+            .unwrap_or_else(|| panic!("no {name} in {header:?}"))
+    };
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| l.split(',').map(|c| c.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), 3, "{csv}");
+    for row in &rows {
+        let (read, write) = (row[column("read_iops")], row[column("write_iops")]);
+        assert!(read > 0.0 && write > 0.0, "{csv}");
+        // The split adds up to the combined figure, and a 70% mix reads more than it writes.
+        assert!((read + write - row[column("iops")]).abs() < 1.0, "{csv}");
+        assert!(read > 1.5 * write, "{csv}");
+        let bytes = row[column("read_bytes_per_s")] + row[column("write_bytes_per_s")];
+        assert!((bytes - row[column("bytes_per_s")]).abs() < 1.0, "{csv}");
+        // At QD1 the fresh virtual drive answers a read of a block never written at once and a write after
+        // its firmware's work: the directions' means differ severalfold, and the combined mean lies between.
+        let (r, w) = (
+            row[column("read_latency_ns_mean")],
+            row[column("write_latency_ns_mean")],
+        );
+        assert!(r > 0.0 && w > 2.0 * r, "{csv}");
+        let mean = row[column("latency_ns_mean")];
+        assert!(r < mean && mean < w, "{csv}");
+        let (r99, w99) = (
+            row[column("read_latency_ns_p99")],
+            row[column("write_latency_ns_p99")],
+        );
+        assert!(row[column("latency_ns_max")] >= r99.max(w99), "{csv}");
+    }
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("result.json")).unwrap()).unwrap();
+    let sample = &result["phases"][0]["samples"][0];
+    assert!(
+        sample["read"]["latency_ns"]["p99"].as_u64().unwrap() > 0,
+        "{sample}"
+    );
+    assert!(sample["write"]["bytes_per_s"].as_f64().unwrap() > 0.0, "{sample}");
+    let page = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    for row in ["1/256 read</td>", "1/256 write</td>", "1/256 total</td>"] {
+        assert!(page.contains(row), "no row {row} in the page");
+    }
+    // A run of one direction keeps the combined figures only: its CSV's direction cells are empty.
+    let single = dir.path().join("single");
+    expect_code(
+        &run(&[
+            "run",
+            "--target",
+            "null",
+            "--runtime",
+            "1s",
+            "--out",
+            single.to_str().unwrap(),
+        ]),
+        0,
+    );
+    let csv = std::fs::read_to_string(single.join("samples.csv")).unwrap();
+    assert!(csv.lines().nth(1).unwrap().ends_with(",,,,,,,,,,,,"), "{csv}");
+}
