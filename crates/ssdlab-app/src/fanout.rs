@@ -211,7 +211,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let workload = format!(
         "{} random reads at QD1 on every drive for {}",
         ssdlab_core::units::BinaryBytes(block_bytes),
-        args.runtime.text
+        ssdlab_core::units::Nanos(args.runtime.value as f64)
     );
     ports.console.say(&format!(
         "fanout    {} drives, {workload}, {}",

@@ -6,7 +6,7 @@ use std::io;
 
 use anyhow::{Context, Result};
 use ssdlab_core::schema::{Event, PhaseResult, Sample};
-use ssdlab_core::units::{BinaryBytes, Nanos};
+use ssdlab_core::units::{DecimalBytes, Nanos};
 use ssdlab_engine::Observer;
 use ssdlab_io::sys::{CpuTimes, cpu_times};
 
@@ -179,13 +179,14 @@ impl ssdlab_methods::MethodObserver for Reporter<'_> {
         let s = &phase.summary;
         if self.phase_lines {
             self.console.say(&format!(
-                "phase     {:<13}{:>6} IOPS{:>10}{:>11} in {:.1} s, p99 {}{}",
+                "phase     {:<13}{:>6} IOPS{:>10}{:>11} in {}, p99 {}{}",
                 phase.name,
                 ssdlab_core::units::Count(s.iops).to_string(),
                 ssdlab_core::units::DecimalRate(s.bytes_per_s).to_string(),
                 // As a string: the units' Display ignores widths, which glued the figures together.
-                BinaryBytes(s.bytes).to_string(),
-                s.seconds,
+                DecimalBytes(s.bytes as f64).to_string(),
+                // A phase of a millisecond reads "675 µs", not "0.0 s".
+                Nanos(s.seconds * 1e9),
                 Nanos(s.latency_ns.p99 as f64),
                 if phase.complete { "" } else { "  (interrupted)" }
             ));

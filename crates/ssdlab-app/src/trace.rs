@@ -73,7 +73,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
                 "trace     {} profile: {} operations over {}, {}% reads, footprint {}, seed {} -> {}",
                 profile.name(),
                 ops.len(),
-                plan.duration.text,
+                ssdlab_core::units::Nanos(plan.duration.value as f64),
                 mix.read_percent,
                 ssdlab_core::units::BinaryBytes(span_bytes.unwrap_or(mix.span_bytes)),
                 plan.seed,

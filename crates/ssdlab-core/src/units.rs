@@ -261,6 +261,16 @@ impl fmt::Display for DecimalRate {
     }
 }
 
+/// A rate in MB/s (10^6 bytes a second) whatever its size, for a column whose rows must read alike, as
+/// CrystalDiskMark shows every case: `3512 MB/s`, `58.2 MB/s`, `1.23 MB/s`.
+pub struct MegabytesPerSecond(pub f64);
+
+impl fmt::Display for MegabytesPerSecond {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} MB/s", three_digits(self.0 / 1e6))
+    }
+}
+
 /// Formats a latency given in nanoseconds with a unit that keeps three significant digits: `812 ns`,
 /// `43.5 µs`, `1.20 ms`, `2.31 s` (µs, the symbol, everywhere: tables, lines and charts alike).
 pub struct Nanos(pub f64);
@@ -306,6 +316,10 @@ mod tests {
         assert_eq!(rate(812_000.0), "812 kB/s");
         assert_eq!(rate(999_999.0), "1.00 MB/s");
         assert_eq!(rate(0.0), "0 B/s");
+        let column = |v: f64| MegabytesPerSecond(v).to_string();
+        assert_eq!(column(3_512_450_000.0), "3512 MB/s");
+        assert_eq!(column(58_230_000.0), "58.2 MB/s");
+        assert_eq!(column(1_234_000.0), "1.23 MB/s");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use ssdlab_core::schema::quick::{QuickAnalysis, QuickCase};
 use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult};
-use ssdlab_core::units::{Count, DecimalRate, Nanos};
+use ssdlab_core::units::{Count, MegabytesPerSecond, Nanos};
 
 use crate::{escape, label, svg, table};
 
@@ -27,7 +27,7 @@ fn cell(case: Option<&QuickCase>) -> String {
     };
     format!(
         "{}{iops} ±{:.1}% (p99 {})",
-        DecimalRate(c.mean_bytes_per_s()),
+        MegabytesPerSecond(c.mean_bytes_per_s()),
         100.0 * c.relative_spread(),
         Nanos(c.latency_ns_p99 as f64)
     )

@@ -2,7 +2,7 @@
 //! from the typed analysis as the HTML is, one line a string. It prints nothing itself.
 
 use ssdlab_core::schema::options::SweepAxis;
-use ssdlab_core::units::{BinaryBytes, DecimalRate, Nanos};
+use ssdlab_core::units::{BinaryBytes, DecimalBytes, DecimalRate, Nanos};
 
 fn mb(bytes_per_s: f64) -> String {
     ssdlab_core::units::Throughput(bytes_per_s).to_string()
@@ -21,9 +21,9 @@ pub fn consistency_lines(a: &ssdlab_core::schema::ConsistencyAnalysis) -> Vec<St
     match &a.cliff {
         Some(c) => say!(
             out,
-            "cliff     at {:.0} s, after {:.2} GB written",
+            "cliff     at {:.0} s, after {} written",
             c.t_s,
-            c.bytes_written as f64 / 1e9
+            DecimalBytes(c.bytes_written as f64)
         ),
         None => say!(
             out,
@@ -89,7 +89,7 @@ pub fn trim_lines(a: &ssdlab_core::schema::TrimAnalysis) -> Vec<String> {
     );
     // What ran, which a small span cuts short of the time given.
     let ran = |i: usize| match (a.state_seconds, a.state_bytes) {
-        (Some(s), Some(b)) => format!("{:.1} s, {}", s[i], BinaryBytes(b[i])),
+        (Some(s), Some(b)) => format!("{:.1} s, {}", s[i], DecimalBytes(b[i] as f64)),
         _ => String::new(),
     };
     say!(
@@ -258,7 +258,7 @@ pub fn latency_lines(a: &ssdlab_core::schema::LatencyAnalysis) -> Vec<String> {
 /// repeats' mean with their spread.
 pub fn quick_lines(a: &ssdlab_core::schema::quick::QuickAnalysis) -> Vec<String> {
     use ssdlab_core::schema::quick::QuickCase;
-    use ssdlab_core::units::{Count, DecimalRate};
+    use ssdlab_core::units::{Count, MegabytesPerSecond};
     let mut out = Vec::new();
     let cell = |c: Option<&QuickCase>| -> String {
         let Some(c) = c else {
@@ -269,11 +269,12 @@ pub fn quick_lines(a: &ssdlab_core::schema::quick::QuickAnalysis) -> Vec<String>
             _ => format!(" ±{:.1}%", 100.0 * c.relative_spread()),
         };
         match c.sequential {
-            true => format!("{}{spread}", DecimalRate(c.mean_bytes_per_s())),
+            // One unit down the column, as CrystalDiskMark shows it: a GB/s beside an MB/s misleads the eye.
+            true => format!("{}{spread}", MegabytesPerSecond(c.mean_bytes_per_s())),
             false => format!(
                 "{} IOPS {}{spread}",
                 Count(c.mean_iops()),
-                DecimalRate(c.mean_bytes_per_s())
+                MegabytesPerSecond(c.mean_bytes_per_s())
             ),
         }
     };

@@ -1,7 +1,7 @@
 //! A run's text: the target line and the phase summary table (IOPS, MB/s, latency percentiles, CPU, queue
 //! depth, the NAND and cache counters where there are any). It prints nothing itself.
 
-use ssdlab_core::units::{BinaryBytes, Nanos};
+use ssdlab_core::units::{BinaryBytes, DecimalBytes, Nanos};
 
 use ssdlab_core::device::DeviceInfo;
 use ssdlab_core::schema::{DirectionSummary, LatencyNs, Summary};
@@ -157,7 +157,7 @@ pub fn summary_lines(summary: &Summary, queue_depth: u32) -> Vec<String> {
     say!(
         out,
         "{} in {:.2} s  CPU user {:.1}% sys {:.1}% of a core  QD achieved {:.1} of {}",
-        BinaryBytes(summary.bytes),
+        DecimalBytes(summary.bytes as f64),
         summary.seconds,
         100.0 * summary.cpu_user_s / seconds,
         100.0 * summary.cpu_sys_s / seconds,
@@ -169,11 +169,11 @@ pub fn summary_lines(summary: &Summary, queue_depth: u32) -> Vec<String> {
             out,
             "NAND      host writes {}, NAND writes {}, write amplification {:.2}, SLC hits {}, GC copied {}, \
              erase count min/mean/max {}/{:.1}/{}",
-            BinaryBytes(d.host_bytes_written),
-            BinaryBytes(d.nand_bytes_written),
+            DecimalBytes(d.host_bytes_written as f64),
+            DecimalBytes(d.nand_bytes_written as f64),
             d.write_amplification,
-            BinaryBytes(d.slc_hit_bytes),
-            BinaryBytes(d.gc_relocated_bytes),
+            DecimalBytes(d.slc_hit_bytes as f64),
+            DecimalBytes(d.gc_relocated_bytes as f64),
             d.erase_count_min,
             d.erase_count_mean,
             d.erase_count_max
