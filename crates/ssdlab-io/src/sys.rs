@@ -235,6 +235,21 @@ pub fn interrupt_flag() -> &'static std::sync::atomic::AtomicBool {
     &INTERRUPTED
 }
 
+/// The width in columns of the terminal standard error writes to; None when it is not a terminal (a pipe, a
+/// file) or the terminal does not say, so callers leave their lines as they are.
+pub fn stderr_columns() -> Option<usize> {
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one winsize through the pointer given, which points at a local of that type; on
+    // a descriptor that is no terminal it fails with ENOTTY and writes nothing.
+    let done = unsafe { libc::ioctl(2, libc::TIOCGWINSZ, &mut size as *mut libc::winsize) };
+    (done == 0 && size.ws_col > 0).then_some(size.ws_col as usize)
+}
+
 /// Sends this process's standard error to /dev/null from now on and returns a handle on the original one, for
 /// the messages that must still be seen (`--quiet`: errors only).
 pub fn silence_stderr() -> std::io::Result<std::fs::File> {

@@ -207,6 +207,7 @@ pub(crate) struct Consistency;
 impl crate::views::View for Consistency {
     type Analysis = ssdlab_core::schema::ConsistencyAnalysis;
     const HEADING: &'static str = "Performance consistency: 4 KiB random writes at QD32";
+    const STORY: &'static str = "Sustained 4 KiB random writes at QD32 on a drive filled first, as AnandTech's performance-consistency test runs them: the IOPS of every second. The drive starts fast while its SLC cache and free blocks last, falls off a cliff when garbage collection begins, and settles into the steady state it can hold. A consistent drive's steady state is a narrow band, not a scatter.";
     const MEASURED_PHASES: &'static [&'static str] = &["random-write"];
 
     fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {

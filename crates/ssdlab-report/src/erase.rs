@@ -78,6 +78,7 @@ pub(crate) struct Erase;
 impl crate::views::View for Erase {
     type Analysis = ssdlab_core::schema::erase::EraseAnalysis;
     const HEADING: &'static str = "Erase: the purge, and whether the device reads back erased";
+    const STORY: &'static str = "A purge of the device and a read-back of sampled blocks: each method tried in order (sanitize, secure erase, secure discard, discard, zeroes), and whether the device then read back erased.";
 
     fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
         erase(group)

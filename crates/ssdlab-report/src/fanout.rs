@@ -321,6 +321,7 @@ pub(crate) struct Fanout;
 impl crate::views::View for Fanout {
     type Analysis = ssdlab_core::schema::fanout::FanoutAnalysis;
     const HEADING: &'static str = "Fan-out: the query that waits for every drive, and the straggler";
+    const STORY: &'static str = "A search over many shards waits for its slowest drive: each drive's read latency measured, and the query's latency computed as the slowest of them, as the field report's 25-shard search saw it. The straggler table names the drive that sets the query's time.";
 
     fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
         fanout(group)

@@ -21,12 +21,7 @@ const MAX_DIFFERING_ROWS: usize = 16;
 fn fields() -> [(&'static str, HeaderField); 8] {
     [
         ("test", |r| r.kind().to_string()),
-        ("device", |r| {
-            match crate::text::drive_facts_line(&r.target.drive) {
-                Some(facts) => format!("{} ({facts})", r.target.model),
-                None => r.target.model.clone(),
-            }
-        }),
+        ("device", device),
         ("capacity", |r| {
             format!(
                 "{} ({} bytes)",
@@ -42,6 +37,14 @@ fn fields() -> [(&'static str, HeaderField); 8] {
         ("started", |r| r.started_at.clone()),
         ("verdict", verdict),
     ]
+}
+
+/// The device as its result describes it: the model and, where known, its serial, firmware and write cache.
+fn device(r: &RunResult) -> String {
+    match crate::text::drive_facts_line(&r.target.drive) {
+        Some(facts) => format!("{} ({facts})", r.target.model),
+        None => r.target.model.clone(),
+    }
 }
 
 /// How the I/O was done: the backend and whether it bypassed the page cache.
@@ -116,7 +119,7 @@ pub(crate) fn page_header(results: &[RunResult]) -> String {
         let first = value(&results[0]);
         results.iter().all(|r| value(r) == first).then_some(first)
     };
-    let once: Vec<(&str, String)> = ["host", "ssdlab"]
+    let once: Vec<(&str, String)> = ["device", "host", "ssdlab"]
         .into_iter()
         .filter_map(|name| shared(name).map(|v| (name, v)))
         .collect();
@@ -137,20 +140,98 @@ pub(crate) fn page_header(results: &[RunResult]) -> String {
             _ => (name, value),
         })
         .collect();
+    // Several devices: each row names its device briefly, and each device's whole description is said once
+    // below the table (the demo's thirteen results on three virtual drives would repeat it thirteen times).
+    // Rows in the order the page tells its sections (the story's), results of a kind as given.
+    let mut ordered: Vec<&RunResult> = results.iter().collect();
+    ordered.sort_by_key(|r| crate::story_place(r.kind()).0);
+    let devices = DeviceNames::of(&ordered);
     t.push_str("<div class=\"wide\"><table class=\"summary\"><tr><th>result</th>");
     for (name, _) in &columns {
         let _ = write!(t, "<th>{name}</th>");
     }
     t.push_str("</tr>");
-    for r in results {
+    for r in ordered {
         let _ = write!(t, "<tr><td>{}</td>", escape(&label(r)));
         for (name, value) in &columns {
-            t.push_str(&cell(name, r, &value(r)));
+            let text = match *name {
+                "device" => devices.short(r),
+                _ => value(r),
+            };
+            t.push_str(&cell(name, r, &text));
         }
         t.push_str("</tr>");
     }
     t.push_str("</table></div>");
+    if columns.iter().any(|(name, _)| *name == "device") {
+        t.push_str(&devices.described());
+    }
     t
+}
+
+/// The devices of a page of several results, each described once: a row names its device by the description's
+/// first words ("virtual 840evo-120g"), numbered where two devices would read alike.
+struct DeviceNames {
+    /// Each distinct description in the order results first name it, with its short name.
+    distinct: Vec<(String, String)>,
+}
+
+impl DeviceNames {
+    fn of(results: &[&RunResult]) -> Self {
+        let mut descriptions: Vec<String> = Vec::new();
+        for r in results {
+            let d = device(r);
+            if !descriptions.contains(&d) {
+                descriptions.push(d);
+            }
+        }
+        let brief = |d: &str| -> String {
+            let end = [d.find(" ("), d.find(", ")]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(d.len());
+            shorten(&d[..end])
+        };
+        // Devices that read alike are numbered among themselves (#1, #2), in the order results name them.
+        let distinct = descriptions
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let alike = descriptions.iter().filter(|o| brief(o) == brief(d)).count() > 1;
+                let nth = descriptions[..=i].iter().filter(|o| brief(o) == brief(d)).count();
+                let name = if alike {
+                    format!("{} #{nth}", brief(d))
+                } else {
+                    brief(d)
+                };
+                (d.clone(), name)
+            })
+            .collect();
+        DeviceNames { distinct }
+    }
+
+    fn short(&self, r: &RunResult) -> String {
+        let d = device(r);
+        self.distinct
+            .iter()
+            .find(|(full, _)| *full == d)
+            .map_or(d, |(_, name)| name.clone())
+    }
+
+    /// Each device's whole description, under the short name its rows use (a device whose name says all there
+    /// is, such as "a fan-out over 25 drives", is not listed).
+    fn described(&self) -> String {
+        if self.distinct.iter().all(|(full, name)| full == name) {
+            return String::new();
+        }
+        let mut t = String::from("<dl class=\"devices\">");
+        for (full, name) in self.distinct.iter().filter(|(full, name)| full != name) {
+            let _ = write!(t, "<dt>{}</dt><dd>{}</dd>", escape(name), escape(full));
+        }
+        t.push_str("</dl>");
+        t
+    }
 }
 
 /// A value short enough for a table cell: a long absolute path keeps its end (the file's name), anything else
@@ -193,9 +274,10 @@ pub(crate) fn section_header(group: &[&RunResult], page_results: usize) -> Strin
             let values = options
                 .iter()
                 .map(|o| {
-                    o.iter()
-                        .find(|(k, _)| *k == key)
-                        .map_or_else(|| "–".to_string(), |(_, v)| shorten(&readable(&key, v).1))
+                    o.iter().find(|(k, _)| *k == key).map_or_else(
+                        || "–".to_string(),
+                        |(_, v)| shorten(&readable(&key, crate::labels::file_name_of(v)).1),
+                    )
                 })
                 .collect();
             rows.push((readable(&key, "").0, values));

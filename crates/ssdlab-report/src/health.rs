@@ -285,6 +285,7 @@ pub(crate) struct Health;
 impl crate::views::View for Health {
     type Analysis = ssdlab_core::schema::health::HealthAnalysis;
     const HEADING: &'static str = "Drive health: host and NAND writes, write amplification, wear";
+    const STORY: &'static str = "What each drive says of itself (SMART and NVMe logs): host writes, NAND writes where the drive counts them, and wear against its rated endurance. A drive whose output holds no figure to judge is unknown, never healthy.";
 
     fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
         health(group)

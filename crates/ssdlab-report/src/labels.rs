@@ -39,12 +39,7 @@ pub(crate) fn distinct_labels(results: &[RunResult]) -> Vec<RunResult> {
             .iter()
             .filter_map(|key| {
                 let (_, value) = mine.iter().find(|(k, _)| k == key)?;
-                // An absolute path is named by its file (the section's header has the whole path); other values
-                // with a slash (`scale=1/64`, a list of paths) stay as they are.
-                let value = match value.rsplit_once('/') {
-                    Some((_, file)) if value.starts_with('/') && !file.is_empty() => file,
-                    _ => value.as_str(),
-                };
+                let value = file_name_of(value);
                 let (name, value) = readable(key, value);
                 let short: String = value.chars().take(32).collect();
                 let cut = if short.len() < value.len() { "…" } else { "" };
@@ -70,6 +65,22 @@ pub(crate) fn distinct_labels(results: &[RunResult]) -> Vec<RunResult> {
         }
     }
     out
+}
+
+/// A path named by its file (each result's options keep the whole path): `/tmp/x/light.iolog` and
+/// `ssdlab-demo/traces/light.iolog` are `light.iolog`. Other values with a slash (`scale=1/64`, a target with
+/// query options) stay as they are.
+pub(crate) fn file_name_of(value: &str) -> &str {
+    match value.rsplit_once('/') {
+        Some((_, file))
+            if !file.is_empty()
+                && (value.starts_with('/')
+                    || (file.contains('.') && !value.contains(['=', ' ', ':', '?']))) =>
+        {
+            file
+        }
+        _ => value,
+    }
 }
 
 /// An option as a reader writes it: its name without the record's path and unit suffix, and its value in that

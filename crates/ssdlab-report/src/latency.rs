@@ -183,6 +183,7 @@ pub(crate) struct Latency;
 impl crate::views::View for Latency {
     type Analysis = ssdlab_core::schema::LatencyAnalysis;
     const HEADING: &'static str = "QD1 latency: 4 KiB operations one at a time";
+    const STORY: &'static str = "Single 4 KiB operations, one at a time, across growing spans of the drive, as AnandTech measured QD1 latency: the time one request takes with nothing queued behind it. Look at the percentiles: the median is the drive's usual answer, the 99th and 99.9th its hiccups.";
     const MEASURED_PHASES: &'static [&'static str] = &[""];
 
     fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {

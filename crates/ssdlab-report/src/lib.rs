@@ -52,18 +52,30 @@ body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin:
 h1 { font-size: 24px; margin: 8px 0 4px; } h2 { font-size: 19px; margin: 30px 0 8px; border-bottom: 1px solid #d8dce4; padding-bottom: 4px; }
 h3 { font-size: 16px; margin: 18px 0 6px; }
 .meta { color: #4a5263; font-size: 13px; }
+.story { max-width: 860px; }
+.devices { color: #4a5263; font-size: 13px; } .devices dt { font-weight: 600; } .devices dd { margin: 0 0 4px 16px; }
 table { border-collapse: collapse; margin: 8px 0 14px; font-variant-numeric: tabular-nums; }
 th, td { border: 1px solid #d8dce4; padding: 4px 10px; text-align: right; } th:first-child, td:first-child { text-align: left; }
 th { background: #f2f4f8; font-weight: 600; }
 table.header td, table.header th, table.summary td, table.differs td { text-align: left; }
-table.summary th { text-align: left; } table.summary td.device { min-width: 300px; } table.summary td.verdict { min-width: 240px; } table.summary td:first-child { max-width: 240px; } td { overflow-wrap: break-word; }
+table.summary th { text-align: left; } table.summary td.verdict { min-width: 240px; } table.summary td:first-child { max-width: 240px; } td { overflow-wrap: break-word; }
 .pass { color: #0a7b33; font-weight: 600; } .fail { color: #b3261e; font-weight: 600; }
 .warn { color: #8a5a00; font-weight: 600; } .unknown { color: #555; font-weight: 600; }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(760px, 100%), 1fr)); gap: 14px; }
 .charts > svg.chart { max-width: 860px; }
 svg.chart { width: 100%; height: auto; background: #fbfcfe; border: 1px solid #e3e6ec; border-radius: 4px; }
 .better { color: #0a7b33; } .worse { color: #b3261e; }
-.wide, .scroll { overflow-x: auto; } .wide th { font-size: 13px; }
+.wide, .scroll { overflow-x: auto; } .wide th, .wide td { font-size: 13px; padding: 4px 6px; }
+/* On paper nothing scrolls: every table takes the page's width, its columns share it and long values break, so
+   a printed or PDF page keeps every column. */
+@media print {
+  body { max-width: none; padding: 0; }
+  .wide, .scroll { overflow: visible; }
+  .wide table, .scroll table { table-layout: fixed; width: 100%; }
+  th, td { padding: 2px 3px; font-size: 10px; overflow-wrap: anywhere; }
+  table.summary td.device, table.summary td.verdict { min-width: 0; }
+  svg.chart { break-inside: avoid; }
+}
 details { margin: 6px 0; } pre { background: #f6f7f9; padding: 8px; overflow-x: auto; font-size: 12px; }
 "#;
 
@@ -129,6 +141,11 @@ pub fn render_against(results: &[RunResult], baseline: Option<usize>) -> String 
             "<section class=\"kind-{kind}\" id=\"kind-{kind}\"><h2>{}</h2>",
             escape(views::heading(&group[0].analysis))
         );
+        let _ = write!(
+            html,
+            "<p class=\"story\">{}</p>",
+            escape(views::story(&group[0].analysis))
+        );
         html.push_str(&header::section_header(&group, results.len()));
         html.push_str(&views::section(&group));
         html.push_str(&figures::ranking(&group));
@@ -164,7 +181,7 @@ const STORY: [&str; 15] = [
     "erase",
 ];
 
-fn story_place(kind: &str) -> (usize, &str) {
+pub(crate) fn story_place(kind: &str) -> (usize, &str) {
     (STORY.iter().position(|k| *k == kind).unwrap_or(STORY.len()), kind)
 }
 

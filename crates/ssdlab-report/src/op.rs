@@ -116,6 +116,7 @@ pub(crate) struct Op;
 impl crate::views::View for Op {
     type Analysis = ssdlab_core::schema::op::OpAnalysis;
     const HEADING: &'static str = "Over-provisioning: the spare area, and the tail left unused";
+    const STORY: &'static str = "The spare area a drive keeps beyond what it shows (over-provisioning), and the part of it a user may leave unused at the end of the drive to give garbage collection room.";
 
     fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
         op(group)

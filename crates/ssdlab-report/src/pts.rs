@@ -455,6 +455,7 @@ pub(crate) struct Pts;
 impl crate::views::View for Pts {
     type Analysis = ssdlab_core::schema::pts::PtsAnalysis;
     const HEADING: &'static str = "SNIA PTS: rounds to steady state, and the matrix at steady state";
+    const STORY: &'static str = "The SNIA Solid State Storage Performance Test Specification: the drive is purged, preconditioned, then measured round after round until a tracking figure stays within the specification's steady-state window, and the matrix is reported over those rounds. A result that never reached steady state says so; its matrix is not a PTS result.";
 
     fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
         pts(group)

@@ -118,6 +118,7 @@ pub(crate) struct Refresh;
 impl crate::views::View for Refresh {
     type Analysis = ssdlab_core::schema::refresh::RefreshAnalysis;
     const HEADING: &'static str = "Refresh: stale files rewritten in place, and what it bought";
+    const STORY: &'static str = "The fix the field report used: stale files rewritten in place (written again, synced, read back), so the drive stores them anew. What the refresh bought is the flagged files' read speed before and after.";
 
     fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
         refresh(group)

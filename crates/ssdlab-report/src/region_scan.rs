@@ -73,6 +73,7 @@ pub(crate) struct RegionScan;
 impl crate::views::View for RegionScan {
     type Analysis = ssdlab_core::schema::RegionScanAnalysis;
     const HEADING: &'static str = "Read speed across the device (region scan)";
+    const STORY: &'static str = "The whole device read region by region, whatever files it holds: read speed across the device. Regions that read slowly are old data the drive has not refreshed, or a failing area; a healthy drive reads evenly.";
 
     fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
         region_scan(group)

@@ -73,7 +73,11 @@ fn replay_row(r: &RunResult) -> Vec<String> {
     match measured(r) {
         Some(a) => vec![
             label(r),
-            format!("{} ({})", trace_of(r), a.format.name()),
+            format!(
+                "{} ({})",
+                crate::labels::file_name_of(&trace_of(r)),
+                a.format.name()
+            ),
             a.replayed_ops.to_string(),
             mb_s(a.average_data_rate_bytes_per_s),
             Nanos(a.average_service_time_ns).to_string(),
@@ -259,6 +263,7 @@ pub(crate) struct Replay;
 impl crate::views::View for Replay {
     type Analysis = ssdlab_core::schema::replay::ReplayAnalysis;
     const HEADING: &'static str = "Trace replay: the storage bench's average data rate and service time";
+    const STORY: &'static str = "A recorded workload replayed against the drive, as the trace-based storage benches (AnandTech's Storage Bench) run them: the average data rate and the average service time are the bench's figures. A cached result is set against the same drive without its cache on the same trace, as RAPID was judged.";
     const MEASURED_PHASES: &'static [&'static str] = &["replay"];
 
     fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {

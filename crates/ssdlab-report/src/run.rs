@@ -51,7 +51,8 @@ pub(crate) struct Run;
 
 impl crate::views::View for Run {
     type Analysis = ();
-    const HEADING: &'static str = "run";
+    const HEADING: &'static str = "Runs: IOPS and latency second by second";
+    const STORY: &'static str = "A workload run as given (fio's options): the rate and the 99th-percentile latency of every second, then the summary. A flat line is a drive that holds its speed; dips and spikes are where the drive paused (garbage collection, a full cache). A workload that both read and wrote is shown a direction at a time.";
     const MEASURED_PHASES: &'static [&'static str] = &["run"];
 
     fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {

@@ -263,10 +263,10 @@ fn field_report_table(c: &FieldReportComparison) -> String {
     let mut out = String::from("<h3>Against the field report</h3>");
     out.push_str(&table(&header, &rows));
     out.push_str(if c.same_reader {
-        "<p>Seed 000 read its shards with <code>cat</code>, as this scan did; its 5.1- and 6.0-month drives read \
+        "<p>The field report (Net Archive's 25 Samsung 840 EVO 1 TB drives, 2014) read its shards with <code>cat</code>, as this scan did; its 5.1- and 6.0-month drives read \
          faster than the trend the virtual drive follows.</p>"
     } else {
-        "<p>Seed 000 read with <code>cat</code>; this scan's reader differs, so its hours are a prediction for \
+        "<p>The field report (Net Archive's 25 Samsung 840 EVO 1 TB drives, 2014) read with <code>cat</code>; this scan's reader differs, so its hours are a prediction for \
          that reader, not a reproduction.</p>"
     });
     out
@@ -350,6 +350,7 @@ pub(crate) struct Scan;
 impl crate::views::View for Scan {
     type Analysis = ssdlab_core::schema::ScanAnalysis;
     const HEADING: &'static str = "Stale data: read speed by data age";
+    const STORY: &'static str = "Every file's read speed set against its age, as the Net Archive field report on the Samsung 840 EVO measured it: data left untouched for months read far slower than fresh data on the same drive. The percentile table by age and the hours to read it all are the figures the report gave; files below the threshold are the ones a refresh would rewrite.";
 
     fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
         scan(group)

@@ -138,6 +138,7 @@ pub(crate) struct Serve;
 impl crate::views::View for Serve {
     type Analysis = ssdlab_core::schema::serve::ServeAnalysis;
     const HEADING: &'static str = "NBD export: what the clients asked for, and how the cache ended";
+    const STORY: &'static str = "The device served over NBD: what the clients asked for and how the DRAM cache in front of the device ended (a clean stop destages everything).";
 
     fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
         serve(group)

@@ -289,6 +289,7 @@ pub(crate) struct Sweep;
 impl crate::views::View for Sweep {
     type Analysis = ssdlab_core::schema::SweepAnalysis;
     const HEADING: &'static str = "Sweeps: transfer size (ATTO), queue depth, read/write mix";
+    const STORY: &'static str = "One figure swept across transfer sizes (ATTO's chart), queue depths or read/write mixes, every other setting held. The transfer-size sweep shows where the interface, not the NAND, becomes the limit; the queue-depth sweep how much parallelism the drive needs to reach it.";
 
     fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
         sweep(group)

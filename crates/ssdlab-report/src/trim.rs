@@ -91,6 +91,7 @@ pub(crate) struct Trim;
 impl crate::views::View for Trim {
     type Analysis = ssdlab_core::schema::TrimAnalysis;
     const HEADING: &'static str = "TRIM validation";
+    const STORY: &'static str = "Sequential write speed on a clean drive, after random writes have dirtied it, and after the whole span is TRIMmed, as the 840 EVO reviews validated TRIM. Speed restored after the TRIM means the drive reclaimed the blocks; a drive that reclaims only while idle needs idle time (--idle) before it shows it.";
     const MEASURED_PHASES: &'static [&'static str] = &["clean", "dirty", "after-trim"];
 
     fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {

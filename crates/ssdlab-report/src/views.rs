@@ -18,6 +18,9 @@ pub(crate) trait View {
     type Analysis: ?Sized;
     /// The section's heading in the page.
     const HEADING: &'static str;
+    /// The section's opening paragraph: what was done, why a reviewer does it, and what to look for in the
+    /// tables and charts below. Plain text; every kind has one, so no section opens on bare numbers.
+    const STORY: &'static str;
     /// The phases whose latency distribution the page draws (fill and purge phases are preparation; "" is the
     /// first phase, whatever its name).
     const MEASURED_PHASES: &'static [&'static str] = &[];
@@ -87,6 +90,18 @@ pub(crate) fn heading(analysis: &Analysis) -> &'static str {
         }
     }
     visit(analysis, Heading)
+}
+
+/// The opening paragraph of a kind's section.
+pub(crate) fn story(analysis: &Analysis) -> &'static str {
+    struct Story;
+    impl Visit for Story {
+        type Out = &'static str;
+        fn visit<V: View>(self, _: Option<&V::Analysis>) -> &'static str {
+            V::STORY
+        }
+    }
+    visit(analysis, Story)
 }
 
 /// The section of the page for `group`, results of one kind.

@@ -5,7 +5,9 @@
 use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::Ordering;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 use ssdlab_app::Console;
 
 /// The original stderr while `--quiet` sends fd 2 to /dev/null (None when not quiet).
@@ -41,11 +43,22 @@ pub fn alarm(line: &str) {
     }
 }
 
-/// The terminal as a command's console: human text on stderr (a progress bar when stderr is a terminal), JSON
-/// Lines and a command's own output on stdout, Ctrl-C and SIGTERM as the stop request.
+/// The terminal as a command's console: human text on stderr (a progress line when stderr is a terminal), JSON
+/// Lines and a command's own output on stdout, Ctrl-C and SIGTERM as the stop request. On a terminal, lines are
+/// wrapped at its width; into a pipe or a file every line stays whole, so a sentence can be searched for.
 pub struct Terminal {
     json: bool,
-    progress: Option<ProgressBar>,
+    progress: Option<Progress>,
+}
+
+/// The progress line of one phase: how far it is, since when, and the last second's figures.
+struct Progress {
+    bar: ProgressBar,
+    started: Instant,
+    sample: String,
+    /// When the phase should end, judged at the last change of the fraction: the time left counts down between
+    /// updates instead of rising while the fraction waits for its next second.
+    ends_at: Option<Instant>,
 }
 
 impl Terminal {
@@ -55,9 +68,101 @@ impl Terminal {
     }
 }
 
+/// The time left at the average rate so far: steady for a phase that ends by time, and rising only when the
+/// work really slows (a fill past the drive's cache). None until there is enough to judge by.
+fn time_left(elapsed: Duration, fraction: f64) -> Option<Duration> {
+    ((0.01..1.0).contains(&fraction) && elapsed >= Duration::from_millis(500))
+        .then(|| elapsed.mul_f64((1.0 - fraction) / fraction))
+}
+
+fn short_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// Standard error as indicatif draws on it: the terminal's width read at every draw (a resized window is
+/// followed), and the rest of a line cleared with an erase sequence instead of the spaces indicatif pads it
+/// with, so a captured session (`script`, a CI log) holds no line padded to the terminal's width.
+#[derive(Debug)]
+struct StderrTerm;
+
+impl StderrTerm {
+    fn write(s: &str) -> io::Result<()> {
+        io::stderr().lock().write_all(s.as_bytes())
+    }
+}
+
+impl TermLike for StderrTerm {
+    fn width(&self) -> u16 {
+        ssdlab_io::sys::stderr_columns().map_or(80, |c| c.min(u16::MAX as usize) as u16)
+    }
+    fn move_cursor_up(&self, n: usize) -> io::Result<()> {
+        if n > 0 {
+            Self::write(&format!("\x1b[{n}A"))
+        } else {
+            Ok(())
+        }
+    }
+    fn move_cursor_down(&self, n: usize) -> io::Result<()> {
+        if n > 0 {
+            Self::write(&format!("\x1b[{n}B"))
+        } else {
+            Ok(())
+        }
+    }
+    fn move_cursor_right(&self, n: usize) -> io::Result<()> {
+        if n > 0 {
+            Self::write(&format!("\x1b[{n}C"))
+        } else {
+            Ok(())
+        }
+    }
+    fn move_cursor_left(&self, n: usize) -> io::Result<()> {
+        if n > 0 {
+            Self::write(&format!("\x1b[{n}D"))
+        } else {
+            Ok(())
+        }
+    }
+    fn write_line(&self, s: &str) -> io::Result<()> {
+        Self::write(&format!("{s}\n"))
+    }
+    fn write_str(&self, s: &str) -> io::Result<()> {
+        // indicatif pads each drawn line with spaces to the terminal's width to clear what was there.
+        if !s.is_empty() && s.bytes().all(|b| b == b' ') {
+            Self::write("\x1b[K")
+        } else {
+            Self::write(s)
+        }
+    }
+    fn clear_line(&self) -> io::Result<()> {
+        Self::write("\r\x1b[2K")
+    }
+    fn flush(&self) -> io::Result<()> {
+        io::stderr().lock().flush()
+    }
+}
+
 impl Console for Terminal {
     fn say(&mut self, line: &str) {
-        stderr_line(format_args!("{line}"));
+        let lines = match ssdlab_io::sys::stderr_columns() {
+            Some(width) if io::stderr().is_terminal() => ssdlab_report::text::fit_to_terminal(line, width),
+            _ => vec![line.to_string()],
+        };
+        let write = || {
+            for line in &lines {
+                stderr_line(format_args!("{line}"));
+            }
+        };
+        // Above the progress line, never glued to it.
+        match &self.progress {
+            Some(p) => p.bar.suspend(write),
+            None => write(),
+        }
     }
 
     fn alarm(&mut self, line: &str) {
@@ -91,31 +196,78 @@ impl Console for Terminal {
         if !io::stderr().is_terminal() {
             return false;
         }
-        let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::stderr());
+        // The line fits the terminal: the bar gives up width first (the figures after it are what is read).
+        let width = ssdlab_io::sys::stderr_columns().unwrap_or(80);
+        let bar_columns = width.saturating_sub(12 + 2 + 2 + 4 + 14 + 36).clamp(10, 30);
+        let target = ProgressDrawTarget::term_like_with_hz(Box::new(StderrTerm), 10);
+        let bar = ProgressBar::with_draw_target(Some(1000), target);
         bar.set_style(
-            ProgressStyle::with_template("{prefix:>12} [{bar:30}] {percent:>3}% ETA {eta:>4} {msg}")
-                .expect("static template")
-                .progress_chars("=> "),
+            ProgressStyle::with_template(&format!(
+                "{{prefix:>12}} [{{bar:{bar_columns}}}] {{percent:>3}}% {{msg}}"
+            ))
+            .expect("a template of known parts")
+            .progress_chars("=> "),
         );
         bar.set_prefix(name.to_string());
-        self.progress = Some(bar);
+        self.progress = Some(Progress {
+            bar,
+            started: Instant::now(),
+            sample: String::new(),
+            ends_at: None,
+        });
         true
     }
 
     fn progress_set(&mut self, fraction: Option<f64>, message: Option<&str>) {
-        if let Some(bar) = &self.progress {
-            if let Some(fraction) = fraction {
-                bar.set_position((fraction * 1000.0) as u64);
-            }
-            if let Some(message) = message {
-                bar.set_message(message.to_string());
+        let Some(p) = &mut self.progress else {
+            return;
+        };
+        if let Some(fraction) = fraction {
+            let position = (fraction.clamp(0.0, 1.0) * 1000.0) as u64;
+            if position != p.bar.position() {
+                p.bar.set_position(position);
+                p.ends_at = time_left(p.started.elapsed(), fraction).map(|left| Instant::now() + left);
             }
         }
+        if let Some(message) = message {
+            p.sample = message.to_string();
+        }
+        let left = p.ends_at.map_or_else(
+            || "–".to_string(),
+            |end| short_duration(end.saturating_duration_since(Instant::now())),
+        );
+        let width = ssdlab_io::sys::stderr_columns().unwrap_or(80);
+        // What is left of the line after the bar: the time left first, then the last second's figures, cut to
+        // fit rather than wrapped onto a second line.
+        let room = width.saturating_sub(12 + 2 + 30 + 2 + 5);
+        let text: String = format!("ETA {left:<6} {}", p.sample)
+            .chars()
+            .take(room.max(10))
+            .collect();
+        p.bar.set_message(text);
     }
 
     fn progress_finish(&mut self) {
-        if let Some(bar) = self.progress.take() {
-            bar.finish_and_clear();
+        if let Some(p) = self.progress.take() {
+            p.bar.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Duration, short_duration, time_left};
+
+    #[test]
+    fn time_left_is_the_average_rate_so_far_and_silent_until_it_can_judge() {
+        assert_eq!(
+            time_left(Duration::from_secs(15), 0.25),
+            Some(Duration::from_secs(45))
+        );
+        assert_eq!(time_left(Duration::from_millis(100), 0.5), None, "too soon");
+        assert_eq!(time_left(Duration::from_secs(10), 0.0), None, "nothing done yet");
+        assert_eq!(time_left(Duration::from_secs(10), 1.0), None, "done");
+        assert_eq!(short_duration(Duration::from_secs(83)), "1m23s");
+        assert_eq!(short_duration(Duration::from_secs(7384)), "2h03m");
     }
 }

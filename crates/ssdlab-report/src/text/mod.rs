@@ -20,6 +20,7 @@ pub mod op;
 mod run;
 mod scan;
 pub(crate) mod serve;
+mod wrap;
 
 pub use crate::views::method_lines;
 pub use erase::erase_lines;
@@ -30,3 +31,4 @@ pub use op::partition_lines;
 pub use run::{cache_lines, drive_facts_line, summary_lines, target_lines, verdict_lines};
 pub use scan::{RewriteHint, field_report_lines, scan_lines};
 pub use serve::served_lines;
+pub use wrap::{fit_to_terminal, wrap};

@@ -262,7 +262,23 @@ pub(crate) const KNOWN_BAD_CHART: &str = r#"<svg class="chart" viewBox="0 0 800 
 /// runs on a copy of the page with the script and `extra_markup` (say, a known-bad chart) added; the report
 /// itself has no scripts.
 pub(crate) fn chart_layout(page: &Path, profile: &Path, extra_markup: &str) -> (usize, Vec<String>) {
+    layout_check(page, profile, extra_markup, false)
+}
+
+/// [`chart_layout`] as the page prints: its print styles applied on screen in a window as wide as an A4 page's
+/// printable width at 96 px an inch (718 px), where headless Chromium cannot be asked for print media otherwise.
+pub(crate) fn print_layout(page: &Path, profile: &Path) -> (usize, Vec<String>) {
+    layout_check(page, profile, "", true)
+}
+
+fn layout_check(page: &Path, profile: &Path, extra_markup: &str, print: bool) -> (usize, Vec<String>) {
     let html = std::fs::read_to_string(page).expect("the report page");
+    let html = if print {
+        assert!(html.contains("@media print"), "the page has print styles");
+        html.replace("@media print", "@media all")
+    } else {
+        html
+    };
     let checked = page.with_extension("layout.html");
     let script = include_str!("layout.js");
     let html = html.replacen(
@@ -277,7 +293,11 @@ pub(crate) fn chart_layout(page: &Path, profile: &Path, extra_markup: &str) -> (
         &[
             "--dump-dom",
             "--virtual-time-budget=10000",
-            "--window-size=1280,4000",
+            if print {
+                "--window-size=718,4000"
+            } else {
+                "--window-size=1280,4000"
+            },
         ],
     );
     assert!(

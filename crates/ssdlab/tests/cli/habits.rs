@@ -551,3 +551,67 @@ fn stderr_tables_fit_80_columns() {
         }
     }
 }
+
+/// On a terminal 60 columns wide (a real pseudo-terminal, through util-linux's `script`), a sentence longer than
+/// a table is broken at the width under its label, a figure keeps its unit, table rows are left as laid out, and
+/// the progress line is cleared with an erase sequence, never padded with spaces to the width. Into a pipe the
+/// same sentence stays whole (issue 49).
+#[test]
+fn on_a_terminal_sentences_wrap_at_its_width_and_in_a_pipe_they_stay_whole() {
+    let dir = tempdir();
+    let log = dir.path().join("pty.log");
+    let command = format!(
+        "stty cols 60 rows 24; {} run --target null --rw randrw --runtime 2s 2>&1",
+        env!("CARGO_BIN_EXE_ssdlab")
+    );
+    let ran = Command::new("script")
+        .args(["-qfec", &command])
+        .arg(&log)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("util-linux's script runs");
+    assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
+    let session = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = session
+        .split(['\n', '\r'])
+        .filter(|l| !l.is_empty() && !l.starts_with("Script ") && !l.contains('\u{1b}'))
+        .collect();
+    let header = lines
+        .iter()
+        .position(|l| l.starts_with("ssdlab    run randrw"))
+        .unwrap_or_else(|| panic!("{session}"));
+    assert!(
+        lines[header].chars().count() <= 60 && lines[header + 1].starts_with("          "),
+        "{session}"
+    );
+    let table_row = lines.iter().find(|l| l.starts_with("total ")).unwrap();
+    assert!(
+        table_row.chars().count() > 60,
+        "a table row is not broken: {session}"
+    );
+    for l in &lines {
+        assert!(
+            !l.starts_with("          ") || !l.trim_start().starts_with("TiB"),
+            "{session}"
+        );
+        assert!(!l.ends_with("     "), "a line padded with spaces: {l:?}");
+    }
+    // The progress line was drawn and cleared by erasing, within the width.
+    assert!(
+        session.contains("\u{1b}[K") && session.contains("% ETA"),
+        "{session}"
+    );
+    for drawn in session.split("\u{1b}[2K").filter(|d| d.contains("% ETA")) {
+        let shown = drawn.split('\u{1b}').next().unwrap();
+        assert!(shown.chars().count() <= 60, "{shown:?}");
+    }
+    // Into a pipe: the same sentence whole.
+    let piped = run(&["run", "--target", "null", "--rw", "randrw", "--runtime", "1s"]);
+    expect_code(&piped, 0);
+    let text = stderr(&piped);
+    let whole = text
+        .lines()
+        .find(|l| l.starts_with("ssdlab    run randrw"))
+        .unwrap();
+    assert!(whole.chars().count() > 60 && whole.contains("seed 1"), "{text}");
+}

@@ -1,6 +1,6 @@
 // Run by headless Chromium inside a copy of a report page: measures every chart as the browser laid it out, with
 // the fonts it really has, and writes what it finds into a pre element (id layout-check) for the test to read from the
-// dumped DOM. Problems: two legend entries overlapping, a legend entry over a data mark (point, line, column,
+// dumped DOM. Problems: a table wider than the page, two legend entries overlapping, a legend entry over a data mark (point, line, column,
 // band or clipped-point marker), text that runs past any edge of the chart (rotated text included: it is
 // measured as drawn, on the page), and tick labels drawn under 10 px tall.
 (function () {
@@ -33,6 +33,14 @@
     for (const t of svg.querySelectorAll('text.tick')) {
       const px = parseFloat(getComputedStyle(t).fontSize) * scale;
       if (px < 10) problems.push(`${title}: tick '${t.textContent}' is drawn at ${px.toFixed(1)} px, under 10 px`);
+    }
+  }
+  // A table wider than its box scrolls sideways on screen and loses its right-hand columns on paper.
+  for (const box of document.querySelectorAll('.scroll, .wide')) {
+    if (box.scrollWidth > box.clientWidth + 1) {
+      const section = box.closest('section');
+      const where = section ? section.id : 'header';
+      problems.push(`table in ${where}: ${box.scrollWidth} px wide in a ${box.clientWidth} px page`);
     }
   }
   const pre = document.createElement('pre');

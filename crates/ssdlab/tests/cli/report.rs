@@ -486,6 +486,34 @@ fn every_chart_kind_renders_with_ticks_on_both_axes_and_its_legend_below_the_dat
     let dom = browse(&["--dump-dom"]);
     assert!(dom.status.success());
     let dom = String::from_utf8(dom.stdout).unwrap();
+    // The results ran on two virtual drives: the header's rows name them briefly, and each one's description is
+    // said once below the table, not on every row (issue 49).
+    let summary = &dom[dom.find("<table class=\"summary\"").unwrap()..];
+    let summary = &summary[..summary.find("</table>").unwrap()];
+    assert!(
+        summary.contains(">virtual 840evo-120g<") && summary.contains(">virtual 840evo-250g<"),
+        "{summary}"
+    );
+    assert!(!summary.contains("TurboWrite"), "{summary}");
+    let devices = &dom[dom.find("<dl class=\"devices\">").unwrap()..];
+    let devices = &devices[..devices.find("</dl>").unwrap()];
+    assert_eq!(devices.matches("TurboWrite").count(), 2, "{devices}");
+    // Every section opens with what was done and what to look for, before its first table or chart (issue 49).
+    let sections: Vec<&str> = dom.split("<section class=\"kind-").skip(1).collect();
+    assert!(sections.len() >= 8, "{} sections", sections.len());
+    for section in &sections {
+        let story = section.find("<p class=\"story\">").unwrap_or(usize::MAX);
+        let first = [section.find("<table"), section.find("<svg")]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(usize::MAX);
+        assert!(
+            story < first && section[story..].len() > 100,
+            "{}",
+            &section[..200.min(section.len())]
+        );
+    }
     let charts: Vec<&str> = dom
         .split("<svg class=\"chart\"")
         .skip(1)
@@ -595,6 +623,10 @@ fn every_chart_kind_renders_with_ticks_on_both_axes_and_its_legend_below_the_dat
             "{expected}: {caught:?}"
         );
     }
+    // And as it prints: every table within the paper's width, no column lost (issue 49).
+    let (printed, problems) = print_layout(&page, &profile);
+    assert_eq!(printed, laid_out - 1, "every chart but the known-bad one");
+    assert!(problems.is_empty(), "{problems:#?}");
     // And the page as a browser draws it.
     let shot = dir.path().join("all.png");
     let shot_run = browse(&[
