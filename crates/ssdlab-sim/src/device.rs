@@ -59,6 +59,8 @@ pub struct SimDevice {
     die_speed: Vec<f64>,
     /// Per die, the page a read request has already loaded (scratch, reset per request).
     page_in_register: Vec<u32>,
+    /// Per die, the earliest a paced SLC drain may start its next block while idle (see `Profile::slc_drain`).
+    drain_next_ns: Vec<u64>,
     /// Units waiting on each die to fill a program, per pool (0 native, 1 SLC), and when the last arrived.
     pending_units: Vec<[u32; 2]>,
     pending_ready_ns: Vec<[u64; 2]>,
@@ -236,6 +238,7 @@ impl SimDevice {
                 .map(|die| (DIE_SPEED_SIGMA * standard_normal(spec.seed, DIE_SPEED_STREAM, die)).exp())
                 .collect(),
             page_in_register: vec![u32::MAX; dies],
+            drain_next_ns: vec![0; dies],
             pending_units: vec![[0; 2]; dies],
             pending_ready_ns: vec![[0; 2]; dies],
             programs: BinaryHeap::new(),
@@ -661,41 +664,52 @@ impl SimDevice {
         ack
     }
 
+    /// A read command, pipelined inside itself as a drive's is: the firmware translates one unit after another
+    /// (`read_unit_latency_ns` each), each unit's page is read as soon as its die is free, crosses its channel,
+    /// and is sent over the link as soon as it is in the controller, in order. So a large read at QD1 is bound by
+    /// the slowest of the three paces (the link's, on a fresh 840 EVO) plus one unit's latency, not by their sum.
     fn read(&mut self, t_ns: u64, offset: u64, len: u64) -> u64 {
         let start = self.controller_free_ns.max(t_ns);
         self.controller_free_ns = start + self.profile.controller_read_ns;
         let units = self.unit_range(offset, len);
-        // The firmware translates the request before the dies start reading.
-        let nand_start = start + units.len() as u64 * self.profile.read_unit_latency_ns;
-        let mut ready = nand_start;
+        let first_unit = units.start;
         let units_per_page = self.units_per_program();
         // The page each die last read for this request: a request that covers consecutive units reads each
         // page once.
         self.page_in_register.fill(u32::MAX);
+        let mut link_free = self.link_free_ns.max(start);
         for logical in units {
+            let dispatched = start + (logical - first_unit + 1) as u64 * self.profile.read_unit_latency_ns;
+            // The part of the request this unit covers (the first and last may be partial).
+            let unit_start = (logical as u64 * UNIT_BYTES).max(offset);
+            let unit_end = ((logical as u64 + 1) * UNIT_BYTES).min(offset + len);
+            let link_ns =
+                Self::transfer_ns(unit_end.saturating_sub(unit_start), self.profile.link_bytes_per_s);
             let Some(physical) = self.ftl.lookup(logical) else {
-                continue; // unmapped: the controller answers zeroes without touching NAND
+                // Unmapped: the controller answers zeroes without touching NAND.
+                link_free = link_free.max(dispatched) + link_ns;
+                continue;
             };
             let (die, block, _) = self.ftl.locate(physical);
             let page = physical / units_per_page;
             let channel = self.channel_of(die);
-            if self.page_in_register[die as usize] != page {
-                self.page_in_register[die as usize] = page;
+            let d = die as usize;
+            if self.page_in_register[d] != page {
+                self.page_in_register[d] = page;
                 let programmed_ns = self
                     .ftl
                     .page_programmed_at(physical)
                     .expect("the device keeps page times");
-                let busy_ns = self.page_read_ns(block, page, nand_start.saturating_sub(programmed_ns));
-                let read_start = self.die_free_ns[die as usize].max(nand_start);
-                self.die_free_ns[die as usize] = read_start + busy_ns;
+                let busy_ns = self.page_read_ns(block, page, dispatched.saturating_sub(programmed_ns));
+                let read_start = self.die_free_ns[d].max(dispatched);
+                self.die_free_ns[d] = read_start + busy_ns;
             }
-            let transfer_start = self.channel_free_ns[channel].max(self.die_free_ns[die as usize]);
+            let transfer_start = self.channel_free_ns[channel].max(self.die_free_ns[d]);
             self.channel_free_ns[channel] =
                 transfer_start + Self::transfer_ns(UNIT_BYTES, self.profile.channel_bytes_per_s);
-            ready = ready.max(self.channel_free_ns[channel]);
+            link_free = link_free.max(self.channel_free_ns[channel]) + link_ns;
         }
-        let link_start = self.link_free_ns.max(ready);
-        self.link_free_ns = link_start + Self::transfer_ns(len, self.profile.link_bytes_per_s);
+        self.link_free_ns = link_free;
         self.host_bytes_read += len;
         self.link_free_ns
     }
@@ -785,7 +799,12 @@ impl SimDevice {
             self.die_free_ns[die] = self.die_free_ns[die].max(at.min(until_ns)) + pay;
         }
         for die in 0..self.geometry.dies {
-            self.while_idle(die, from_ns, until_ns, true, Ftl::drain_slc);
+            match self.profile.slc_drain {
+                Some(drain) => {
+                    self.drain_paced(die, idle_since_ns + IDLE_DELAY_NS.max(drain.delay_ns), until_ns)
+                }
+                None => self.while_idle(die, from_ns, until_ns, true, Ftl::drain_slc),
+            }
             // Firmware that keeps a free pool refills it while the host is idle.
             self.while_idle(die, from_ns, until_ns, false, Ftl::collect_in_background);
         }
@@ -795,6 +814,30 @@ impl SimDevice {
             // A scan of the block table at most once per second of idle time.
             self.last_refresh_scan_ns = until_ns;
             self.refresh_old_blocks(from_ns, until_ns, refresh_after);
+        }
+    }
+
+    /// Empties `die`'s SLC cache while idle from `from_ns` to `until_ns` at the profile's pace: each block moved
+    /// holds the next one back until the time its units take at that pace, so a full cache empties in
+    /// `empty_s` (or slower, when the die's own programs are). The die is busy only for the moves themselves,
+    /// so a host that returns mid-drain is not kept waiting by the pace.
+    fn drain_paced(&mut self, die: u32, from_ns: u64, until_ns: u64) {
+        let drain = self.profile.slc_drain.expect("a paced drain has a profile pace");
+        let cache_units = self.geometry.slc_blocks_per_die as f64 * self.geometry.slc_units_per_block as f64;
+        let ns_per_unit = drain.empty_s * 1e9 / cache_units.max(1.0);
+        let d = die as usize;
+        loop {
+            let at = self.die_free_ns[d].max(from_ns).max(self.drain_next_ns[d]);
+            if at >= until_ns {
+                break;
+            }
+            self.ftl.set_time(at);
+            let Some(work) = self.ftl.drain_slc(die) else {
+                break;
+            };
+            let moved = work.relocated_units;
+            self.charge_moves(die, work, true, at, false);
+            self.drain_next_ns[d] = at + (moved as f64 * ns_per_unit) as u64;
         }
     }
 

@@ -101,7 +101,28 @@ pub struct Profile {
     /// are still mostly valid (seed 003's mSATA 1 TB with 25% spare: dips from about 300 s that even out by
     /// 800 s), and the steady state keeps that much garbage instead of all the free space.
     pub gc_garbage_limit_spare_multiple: f64,
+    /// How the firmware empties its SLC cache into the native array while the host is idle: after a delay, at a
+    /// pace that empties the whole cache in a given time (None: at once, as fast as the dies program).
+    #[serde(default)]
+    pub slc_drain: Option<SlcDrain>,
 }
+
+/// The SLC cache's emptying while idle: firmware waits `delay_ns` of quiet, then moves data at
+/// `slc_cache_bytes / empty_s` a second at most (the dies' own pace, when slower, still limits it).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SlcDrain {
+    pub delay_ns: u64,
+    pub empty_s: f64,
+}
+
+/// TurboWrite's emptying: AnandTech's 840 EVO review (July 2013, the TurboWrite page) saw the buffer written
+/// out "in a matter of 15 - 30 seconds" of idle time. Two seconds of quiet and a pace that empties a full
+/// buffer in 20 s more puts a full 250 GB buffer (3 GB, 150 MB/s) in the middle of that range; the same time at
+/// every capacity (the buffer scales with the dies that drain it), where the dies allow.
+const EVO_SLC_DRAIN: SlcDrain = SlcDrain {
+    delay_ns: 2_000_000_000,
+    empty_s: 20.0,
+};
 
 /// Background TRIM processing: how fast queued TRIMs are reclaimed while the host is idle, and while it is busy.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -114,9 +135,13 @@ const GIB: u64 = 1 << 30;
 const GC_OVERHEAD_EVO: u64 = 280_000;
 const GB: u64 = 1_000_000_000;
 
-/// Planar 19 nm TLC of 2013 (tR ~75 us, tPROG ~1 ms per 2-plane page, tBERS ~3.5 ms) and its SLC mode.
+/// Planar 19 nm TLC of 2013 (tR 65 us on average over its page types, tPROG ~1 ms per 2-plane page, tBERS
+/// ~3.5 ms) and its SLC mode. The mean tR is fitted to two published figures: the 120 GB's eight dies reach
+/// its rated 94K 4 KiB random reads at QD32 within 10% (86K), and a 4 KiB read at QD1 takes 88 us on the
+/// drive, about 100 us with a host's submission and completion (Tom's Hardware, 2013: "10,000 IOPS at a queue
+/// depth of one" on every capacity).
 const TLC_2013: NandTiming = NandTiming {
-    read_ns: 75_000,
+    read_ns: 65_000,
     program_ns: 940_000,
     erase_ns: 3_500_000,
 };
@@ -165,7 +190,9 @@ fn evo_retention() -> ReadRetry {
         page_sigma: vec![(2.0, 0.42), (4.0, 0.47), (7.0, 0.62), (24.0, 0.7)],
         block_sigma: 0.3,
         drive_sigma: 0.12,
-        decode_ns: 10_000,
+        // A retry step is another array read, the unit's transfer and a decode attempt with shifted references:
+        // 65 + 10 + 20 us, the 95 us per step the read-retry curve below was fitted with.
+        decode_ns: 20_000,
         // 100 shifted references (9.5 ms), then soft decoding and parity across dies (15 ms more): a 24.5 ms read.
         table_steps: 100,
         recovery_ns: 15_000_000,
@@ -225,6 +252,7 @@ fn evo(
         deferred_trim: Some(EVO_DEFERRED_TRIM),
         gc_free_target_share: 0.0,
         gc_garbage_limit_spare_multiple: 0.0,
+        slc_drain: Some(EVO_SLC_DRAIN),
     }
 }
 
@@ -297,6 +325,7 @@ fn enterprise_mlc_profiles() -> Vec<Profile> {
         // drops (620 s here) to a steady state near its datasheet's 26K IOPS (25.3K here, last 400 s).
         gc_free_target_share: 0.5,
         gc_garbage_limit_spare_multiple: 0.0,
+        slc_drain: None,
     }]
 }
 
@@ -336,6 +365,7 @@ fn modern_tlc_profiles() -> Vec<Profile> {
         deferred_trim: None,
         gc_free_target_share: 0.0,
         gc_garbage_limit_spare_multiple: 0.0,
+        slc_drain: None,
     }]
 }
 

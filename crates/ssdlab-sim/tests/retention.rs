@@ -7,6 +7,7 @@
 use ssdlab_core::device::{Device, Io, Op};
 use ssdlab_core::rng::Rng;
 use ssdlab_core::units::MONTH_S;
+use ssdlab_methods::scan::read::{Reader, ScanItem, ScanReads, scan_item};
 use ssdlab_sim::device::SimDevice;
 use ssdlab_sim::spec::SimSpec;
 
@@ -43,6 +44,23 @@ fn read_one(device: &mut SimDevice, offset: u64, len: u64) -> u64 {
     out[0].completed_ns - out[0].submitted_ns
 }
 
+/// Reads `[offset, offset + len)` through as `scan` reads it: cat's requests, and on a virtual drive the host it
+/// models between them.
+fn cat(device: &mut SimDevice, offset: u64, len: u64) -> ssdlab_core::schema::FileScan {
+    let item = ScanItem {
+        name: format!("{offset}"),
+        name_bytes_hex: None,
+        device: "sim".into(),
+        age_s: 0.0,
+        ranges: vec![(offset, len)],
+    };
+    let reads = ScanReads {
+        reader: Reader::Cat,
+        random_reads: 0,
+    };
+    scan_item(device, &item, &reads).unwrap()
+}
+
 /// Lays out one file per age on `sim:840evo-1t` with `seed`, then reads each as cat would and with random reads.
 fn measure(seed: u64, ages_months: &[f64]) -> Vec<AgeReads> {
     let target = format!("840evo-1t?scale=1/256&seed={seed}");
@@ -58,9 +76,8 @@ fn measure(seed: u64, ages_months: &[f64]) -> Vec<AgeReads> {
     ranges
         .iter()
         .map(|&(offset, len)| {
-            let busy_ns: u64 = (0..len / (128 << 10))
-                .map(|i| read_one(&mut device, offset + i * (128 << 10), 128 << 10))
-                .sum();
+            let scanned = cat(&mut device, offset, len);
+            device.prepare(1, 128 << 10).unwrap();
             let mut random_us: Vec<f64> = (0..RANDOM_READS)
                 .map(|_| {
                     let at = offset + rng.below(len / 4096) * 4096;
@@ -69,7 +86,7 @@ fn measure(seed: u64, ages_months: &[f64]) -> Vec<AgeReads> {
                 .collect();
             random_us.sort_by(f64::total_cmp);
             AgeReads {
-                hours_per_900gb: 900e9 / (len as f64 / (busy_ns as f64 / 1e9)) / 3600.0,
+                hours_per_900gb: 900e9 / scanned.bytes_per_s / 3600.0,
                 random_us,
             }
         })
@@ -196,12 +213,9 @@ fn hours_with_median(months: f64, steps: f64, seed: u64) -> f64 {
     let ranges = device
         .lay_out_dataset(&[(128 << 20, (months * MONTH_S * 1e9) as u64)])
         .unwrap();
-    device.prepare(1, 128 << 10).unwrap();
     let (offset, len) = ranges[0];
-    let busy_ns: u64 = (0..len / (128 << 10))
-        .map(|i| read_one(&mut device, offset + i * (128 << 10), 128 << 10))
-        .sum();
-    900e9 / (len as f64 / (busy_ns as f64 / 1e9)) / 3600.0
+    let scanned = cat(&mut device, offset, len);
+    900e9 / scanned.bytes_per_s / 3600.0
 }
 
 /// The calibration itself, for when the model changes: bisects each age's median steps until the median of
