@@ -43,7 +43,7 @@ for r in load("seed000")["field_report"]["rows"]:
             r["hours_per_900gb"], "h per 900 GB")
 plain, cached = load("seed001-plain"), load("seed001-cached")
 row("001", "4 KiB random write QD1, IOPS", 22.8e3, plain["iops"], "", "{:,.0f}")
-row("001", "4 KiB random write QD1, mean latency", 43.5, plain["latency_ns_mean"] / 1e3, "us", "{:.1f}")
+row("001", "4 KiB random write QD1, mean latency", 43.5, plain["latency_ns_mean"] / 1e3, "µs", "{:.1f}")
 row("001", "4 KiB random write QD1, maximum latency", 0.75, plain["latency_ns_max"] / 1e6, "ms")
 row("001", "the same through the DRAM cache, IOPS ratio", 3.22, cached["iops"] / plain["iops"], "x")
 sweep = load("seed001-sweep")

@@ -239,3 +239,21 @@ fn refit_the_median_steps() {
         println!("({months:.1}, {:.2}),", (lo + hi) / 2.0);
     }
 }
+
+/// The table of docs/sim.md's retention section: hours per 900 GB by age, the median, range and seed 1 of nine
+/// drives (`cargo test --release -p ssdlab-sim --test retention -- --ignored --nocapture print_the_hours_table`).
+#[test]
+#[ignore]
+fn print_the_hours_table() {
+    let ages = [0.5, 0.9, 2.0, 3.0, 4.0, 5.1, 6.0, 7.0];
+    let drives: Vec<Vec<AgeReads>> = (1..=9).map(|seed| measure(seed, &ages)).collect();
+    for (i, months) in ages.iter().enumerate() {
+        let mut hours: Vec<f64> = drives.iter().map(|d| d[i].hours_per_900gb).collect();
+        let seed_1 = hours[0];
+        hours.sort_by(f64::total_cmp);
+        println!(
+            "| {months} | {:.2} | {:.2}-{:.2} | {seed_1:.2} |",
+            hours[4], hours[0], hours[8]
+        );
+    }
+}
