@@ -457,6 +457,32 @@ struct Measured {
     recorded: Recorded,
 }
 
+/// The fleet in words: how many drives, and what each one is when they are alike (a virtual fleet's drives
+/// differ only by their seed and data age): "a fan-out over 25 drives (sim:840evo-1t at scale 1/1024, 0.91 GiB
+/// each)". A scaled-down virtual drive is said to be one wherever the fleet is named.
+fn fleet_description(drives: &[FleetDrive], capacity_bytes: u64) -> String {
+    let n = drives.len();
+    let profile = |t: &str| t.split('?').next().unwrap_or(t).to_string();
+    let scale = |t: &str| {
+        t.split_once('?')
+            .and_then(|(_, query)| query.split('&').find_map(|kv| kv.strip_prefix("scale=")))
+            .map(str::to_string)
+    };
+    let first = drives.first().map(|d| d.target.as_str()).unwrap_or_default();
+    let alike = drives
+        .iter()
+        .all(|d| profile(&d.target) == profile(first) && scale(&d.target) == scale(first));
+    if n == 0 || !alike {
+        return format!("a fan-out over {n} drives");
+    }
+    let scale = scale(first).map_or(String::new(), |s| format!(" at scale {s}"));
+    format!(
+        "a fan-out over {n} drives ({}{scale}, {} each)",
+        profile(first),
+        ssdlab_core::units::BinaryBytes(capacity_bytes / n as u64)
+    )
+}
+
 /// What the record says was run: the flags, or with `--from` the drives and reads of the merged results.
 struct Recorded {
     targets: Vec<String>,
@@ -502,7 +528,7 @@ fn publish(
             } else {
                 ssdlab_core::device::TargetKind::BlockDevice
             },
-            format!("a fan-out over {} drives", drives.len()),
+            fleet_description(drives, capacity_bytes),
             capacity_bytes,
             match args.mode {
                 Mode::Computed => "random reads at QD1, one worker per drive".into(),

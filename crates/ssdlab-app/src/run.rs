@@ -217,6 +217,12 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
     };
     reporter.say(&format!("ssdlab    run {}{ramp}", describe(&workload)));
     reporter.say_lines(ssdlab_report::text::target_lines(&info));
+    // Reads of space never written (a file's hole or preallocation, a virtual drive's unmapped blocks) return
+    // zeroes without reaching the medium: judged before the run, while the span is as the reads first find it.
+    let unwritten = match workload.rw {
+        RwMode::Read | RwMode::RandRead | RwMode::RandRw => never_written_share(&mut device, workload.span),
+        _ => None,
+    };
     recording.announce(&mut reporter, "run", &info, &options)?;
     reporter.start_phase("run")?;
     let outcome = run_phase_ramped(&mut device, &workload, plan.ramp_ns, &mut reporter)?;
@@ -226,7 +232,22 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
     let mut summary = outcome.summary.clone();
     summary.cpu_user_s = cpu.user_s;
     summary.cpu_sys_s = cpu.sys_s;
-    let verdict = verdict_of(&outcome, &summary);
+    let mut verdict = verdict_of(&outcome, &summary);
+    if let Some(share) = unwritten {
+        let said = format!(
+            "about {:.0}% of the span read had never been written (a hole or preallocated space in a file, \
+             unmapped blocks on a drive): reads there return zeroes without reaching the medium; write the span \
+             first (--rw write) to measure reads",
+            100.0 * share
+        );
+        if workload.rw == RwMode::RandRw {
+            // The run's writes fill the span as it goes: the early reads are the ones that measured nothing.
+            reporter.say(&format!("note      {said}, until this run's writes reach it"));
+        } else {
+            verdict.passed = false;
+            verdict.reasons.push(format!("not trustworthy: {said}"));
+        }
+    }
     reporter.emit(&Event::Summary {
         phase: "run".into(),
         summary: summary.clone(),
@@ -234,6 +255,14 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
     })?;
     reporter.say_lines(ssdlab_report::text::summary_lines(&summary, workload.queue_depth));
     reporter.say_lines(ssdlab_report::text::verdict_lines(&verdict));
+    // A plain run keeps the file it created (another run may want the same data); it says so, as quick says
+    // it removed its own.
+    if let Some(path) = before.created() {
+        reporter.say(&format!(
+            "note      kept {}, the test file this run created: remove it when done",
+            path.display()
+        ));
+    }
     let phase = PhaseResult {
         name: "run".into(),
         samples: outcome.samples,
@@ -244,6 +273,27 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
         &mut reporter,
         Finished::new(info, options, Analysis::Run, verdict).phases(vec![phase], outcome.complete),
     )
+}
+
+/// The share of `span` that holds no data, from the device's extents at up to 256 places spread over it (a
+/// bound on the cost on any span); None when all of it holds data, or the device cannot tell.
+fn never_written_share<D: Device>(device: &mut D, span: ssdlab_core::workload::Span) -> Option<f64> {
+    const PLACES: u64 = 256;
+    let block = u64::from(device.info().logical_block_bytes.max(512));
+    let places = PLACES.min((span.len_bytes / block).max(1));
+    let step = span.len_bytes / places;
+    let mut holes = 0u64;
+    let mut extents = Vec::new();
+    for i in 0..places {
+        let at = (span.offset_bytes + i * step) / block * block;
+        extents.clear();
+        device.extents(at, block, &mut extents).ok()?;
+        if extents.first().is_some_and(|e| !e.allocated) {
+            holes += 1;
+        }
+    }
+    let share = holes as f64 / places as f64;
+    (share >= 0.01).then_some(share)
 }
 
 /// A run passes when no I/O failed, every block verified and it reached its end condition.

@@ -76,7 +76,7 @@ fn hot_reads_are_served_from_memory_and_counted() {
     let dir = tempdir();
     let path = dir.path().join("hot.img");
     // A read-only run reads what is there and never creates a file.
-    std::fs::File::create(&path).unwrap().set_len(64 << 20).unwrap();
+    std::fs::write(&path, vec![0x5a; 64 << 20]).unwrap(); // written: reads of a hole are not trusted
     let target = format!("cached:{}?size=16m", file_target(&path, Some("64m")));
     let ran = run_command(
         &target,
@@ -155,7 +155,7 @@ fn a_cache_larger_than_half_the_memory_is_refused_naming_the_key() {
 fn a_hot_map_warms_the_next_run_only_for_its_own_device_and_never_for_a_virtual_one() {
     let dir = tempdir();
     let path = dir.path().join("warm.img");
-    std::fs::File::create(&path).unwrap().set_len(64 << 20).unwrap();
+    std::fs::write(&path, vec![0x5a; 64 << 20]).unwrap(); // written: reads of a hole are not trusted
     let map = dir.path().join("maps/warm.map");
     let target = format!(
         "cached:{}?size=16m&hot-map={}",
@@ -186,7 +186,7 @@ fn a_hot_map_warms_the_next_run_only_for_its_own_device_and_never_for_a_virtual_
     assert!(notes.contains("warm start"), "{notes}");
     // The same map named for another file is not used.
     let other = dir.path().join("other.img");
-    std::fs::File::create(&other).unwrap().set_len(64 << 20).unwrap();
+    std::fs::write(&other, vec![0x5a; 64 << 20]).unwrap(); // written: reads of a hole are not trusted
     let other_target = format!(
         "cached:{}?size=16m&hot-map={}",
         file_target(&other, Some("64m")),

@@ -71,8 +71,9 @@ fn run_flags(rw: &str, runtime: &str) -> RunFlags {
 fn a_run_on_a_virtual_drive_streams_every_event_and_writes_its_record() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
+    // Filled: reads of a fresh virtual drive's unmapped blocks are not a trusted measurement.
     let plan = RunPlan::new(
-        TargetPlan::plain(SMALL_SIM).unwrap(),
+        TargetPlan::plain(&format!("{SMALL_SIM}&fill=100%")).unwrap(),
         run_flags("randread", "3s"),
         Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
     )

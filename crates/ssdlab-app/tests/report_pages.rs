@@ -201,7 +201,7 @@ fn a_baseline_says_within_noise_and_refuses_another_kind() {
     // The same random reads on one virtual drive, two seeds: the same figures to within their per-second spread.
     for seed in [1, 2] {
         let out_dir = dir.path().join(format!("seed{seed}"));
-        run_into("sim:840evo-250g?scale=1/256", "5s", seed, &out_dir);
+        run_into("sim:840evo-250g?scale=1/256&fill=100%", "5s", seed, &out_dir);
         dirs.push(out_dir);
     }
     let page = dir.path().join("vs.html");

@@ -32,7 +32,7 @@ impl CostModel {
     /// How the model is stated in a device's notes.
     pub fn describe(&self) -> String {
         format!(
-            "the cache's own work is charged in virtual time: {:.1} µs of CPU per operation plus copies at {:.0} GB/s",
+            "the cache's own work is charged in virtual time: {:.1} µs of CPU per operation plus copies at {:.1} GB/s",
             self.op_cpu_ns as f64 / 1000.0,
             self.copy_bytes_per_s / 1e9
         )

@@ -71,18 +71,40 @@ pub fn parse_size(input: &str) -> Result<u64, ParseError> {
     Ok(bytes as u64)
 }
 
-const DURATION_EXPECTED: &str = "a duration with its unit, such as 500ms, 10s, 5m, 2h, 90d, 7mo or 1y";
+const DURATION_EXPECTED: &str = "a duration with its unit, such as 500ms, 10s, 5m, 1m30s, 2h, 90d, 7mo or 1y";
 
 /// Parses a duration into nanoseconds: `10s`, `500ms`, `2000` (seconds), `90d`, `7mo`.
 pub fn parse_duration_ns(input: &str) -> Result<u64, ParseError> {
     let s = input.trim();
-    let (number, suffix) = split_number(s).ok_or_else(|| err(input, DURATION_EXPECTED))?;
+    // A duration may be written in parts, as `1m30s` or `2h 15m`: each part has its own unit.
+    let mut total_ns = 0.0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let number_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let unit_end = rest[number_end..]
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .map_or(rest.len(), |i| number_end + i);
+        let part = &rest[..unit_end];
+        let (number, suffix) = split_number(part).ok_or_else(|| err(input, DURATION_EXPECTED))?;
+        total_ns += number * duration_unit_ns(suffix).ok_or_else(|| err(input, DURATION_EXPECTED))?;
+        rest = rest[unit_end..].trim_start();
+    }
+    if s.is_empty() || !total_ns.is_finite() || total_ns > u64::MAX as f64 {
+        return Err(err(input, DURATION_EXPECTED));
+    }
+    Ok(total_ns.round() as u64)
+}
+
+/// Nanoseconds in one `suffix` of a duration; None for an unknown unit or none at all (a plain number is
+/// refused: `--older-than 90` meant 90 days to one user and 90 seconds to ssdlab).
+fn duration_unit_ns(suffix: &str) -> Option<f64> {
     const S: f64 = 1e9;
-    let unit_ns = match suffix.to_ascii_lowercase().as_str() {
+    Some(match suffix.to_ascii_lowercase().as_str() {
         "ns" => 1.0,
         "us" | "µs" => 1e3,
         "ms" => 1e6,
-        // A plain number is refused: `--older-than 90` meant 90 days to one user and 90 seconds to ssdlab.
         "s" | "sec" | "secs" => S,
         "m" | "min" | "mins" => 60.0 * S,
         "h" | "hr" | "hours" => 3600.0 * S,
@@ -90,13 +112,8 @@ pub fn parse_duration_ns(input: &str) -> Result<u64, ParseError> {
         "w" | "week" | "weeks" => 7.0 * 86_400.0 * S,
         "mo" | "month" | "months" => MONTH_S * S,
         "y" | "year" | "years" => 365.25 * 86_400.0 * S,
-        _ => return Err(err(input, DURATION_EXPECTED)),
-    };
-    let ns = number * unit_ns;
-    if !ns.is_finite() || ns > u64::MAX as f64 {
-        return Err(err(input, DURATION_EXPECTED));
-    }
-    Ok(ns.round() as u64)
+        _ => return None,
+    })
 }
 
 /// The length of the average month in seconds (365.25 / 12 days), used for data ages.
@@ -356,6 +373,11 @@ mod tests {
         assert_eq!(parse_duration_ns("90d").unwrap(), 90 * 86_400 * 1_000_000_000);
         assert!(parse_duration_ns("7mo").unwrap() > 7 * 30 * 86_400 * 1_000_000_000);
         assert!(parse_duration_ns("3 fortnights").is_err());
+        // In parts, each with its unit, as people write them (issue 49).
+        assert_eq!(parse_duration_ns("1m30s").unwrap(), 90_000_000_000);
+        assert_eq!(parse_duration_ns("2h 15m").unwrap(), 8_100_000_000_000);
+        assert!(parse_duration_ns("1m30").is_err(), "the last part has no unit");
+        assert!(parse_duration_ns("").is_err() && parse_duration_ns("-5s").is_err());
     }
 
     #[test]

@@ -235,6 +235,11 @@ pub fn interrupt_flag() -> &'static std::sync::atomic::AtomicBool {
     &INTERRUPTED
 }
 
+/// Whether this process runs with root's effective user id (advice about permissions depends on it).
+pub fn running_as_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
 /// The width in columns of the terminal standard error writes to; None when it is not a terminal (a pipe, a
 /// file) or the terminal does not say, so callers leave their lines as they are.
 pub fn stderr_columns() -> Option<usize> {

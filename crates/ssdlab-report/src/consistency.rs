@@ -124,10 +124,10 @@ fn consistency_table(group: &[&RunResult]) -> String {
 fn snia_verdict(s: &ssdlab_core::schema::SniaSteadyState) -> String {
     match (s.range_excursion, s.slope_excursion) {
         (Some(range), Some(slope)) => format!(
-            "{} (range {:.1}%, slope {:.1}%)",
+            "{} ({}, {})",
             if s.achieved { "achieved" } else { "not achieved" },
-            100.0 * range,
-            100.0 * slope
+            crate::text::excursion("range", range, 0.20),
+            crate::text::excursion("slope", slope, 0.10)
         ),
         _ => format!("not assessed ({} rounds, fewer than 5)", s.rounds),
     }

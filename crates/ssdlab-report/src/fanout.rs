@@ -123,7 +123,12 @@ fn named_by_age(label: &str, a: &FanoutAnalysis) -> String {
             let (young, old) = ages
                 .iter()
                 .fold((f64::MAX, 0.0f64), |(lo, hi), &m| (lo.min(m), hi.max(m)));
-            format!("{label}: data {young:.1}-{old:.1} months old")
+            // One age when the drives share it ("data 0.1 months old"), a range otherwise.
+            if format!("{young:.1}") == format!("{old:.1}") {
+                format!("{label}: data {young:.1} months old")
+            } else {
+                format!("{label}: data {young:.1}-{old:.1} months old")
+            }
         }
         _ => label.to_string(),
     }

@@ -111,7 +111,7 @@ pub(crate) fn health(group: &[&RunResult]) -> String {
                     .map_or("–".into(), |b| format!("{:.1}", b / 1e9)),
                 s.wear_used_percent.map_or("–".into(), |w| format!("{w:.1}")),
                 d.rated_life.as_ref().map_or("–".into(), |l| {
-                    format!("{:.0}% ({})", l.remaining_percent, l.basis)
+                    format!("{:.1}% ({})", l.remaining_percent, l.basis)
                 }),
                 life_text(d),
             ]
@@ -268,7 +268,7 @@ fn drive_details(d: &DriveHealth) -> String {
         let rows: Vec<Vec<String>> = s
             .other_fields
             .iter()
-            .map(|f| vec![f.name.clone(), f.value.clone()])
+            .map(|f| readable_field(&f.name, &f.value))
             .collect();
         let _ = write!(
             out,
@@ -277,6 +277,22 @@ fn drive_details(d: &DriveHealth) -> String {
         );
     }
     out
+}
+
+/// A reported field as a reader takes it: a byte count that ssdlab's own virtual drive names with its unit
+/// (`gc_relocated_bytes`) in decimal bytes under its plain name; a drive's own fields exactly as it reported them.
+fn readable_field(name: &str, value: &str) -> Vec<String> {
+    let ours = name.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+    match (name.strip_suffix("_bytes"), value.parse::<u64>()) {
+        (Some(base), Ok(bytes)) if ours => vec![
+            base.replace('_', " "),
+            format!(
+                "{} ({bytes} bytes)",
+                ssdlab_core::units::DecimalBytes(bytes as f64)
+            ),
+        ],
+        _ => vec![name.to_string(), value.to_string()],
+    }
 }
 
 /// How a drive health result is shown.

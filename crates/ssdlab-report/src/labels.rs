@@ -41,6 +41,12 @@ pub(crate) fn distinct_labels(results: &[RunResult]) -> Vec<RunResult> {
                 let (_, value) = mine.iter().find(|(k, _)| k == key)?;
                 let value = file_name_of(value);
                 let (name, value) = readable(key, value);
+                // A switch reads as its name, or its name denied: "(refresh all)" beside "(no refresh all)".
+                match value.as_str() {
+                    "yes" => return Some(name),
+                    "no" => return Some(format!("no {name}")),
+                    _ => {}
+                }
                 let short: String = value.chars().take(32).collect();
                 let cut = if short.len() < value.len() { "…" } else { "" };
                 Some(format!("{name} {short}{cut}"))
@@ -91,18 +97,25 @@ pub(crate) fn readable(key: &str, value: &str) -> (String, String) {
     use ssdlab_core::units::{DecimalRate, Nanos};
     let name = key.rsplit('.').next().unwrap_or(key);
     let number = value.parse::<f64>().ok().filter(|v| v.is_finite());
-    let unit = |suffix: &str| name.strip_suffix(suffix).map(|base| base.replace('_', " "));
-    let (base, shown) = match number {
-        Some(v) if unit("_bytes_per_s").is_some() => (unit("_bytes_per_s"), DecimalRate(v).to_string()),
-        Some(v) if unit("_ns").is_some() => (unit("_ns"), Nanos(v).to_string()),
-        Some(v) if unit("_bytes").is_some() && v >= 0.0 => {
-            (unit("_bytes"), BinaryBytes(v as u64).to_string())
-        }
-        Some(v) if unit("_percent").is_some() => (unit("_percent"), format!("{v}%")),
-        Some(v) if unit("_s").is_some() => (unit("_s"), format!("{v} s")),
-        _ => (None, value.to_string()),
+    // The unit suffix is never part of the name a reader sees, whatever the value ("runtime", not "runtime ns").
+    const SUFFIXES: [&str; 5] = ["_bytes_per_s", "_ns", "_bytes", "_percent", "_s"];
+    let suffix = SUFFIXES
+        .into_iter()
+        .find(|s| name.ends_with(s) && name.len() > s.len());
+    let base = suffix
+        .map_or(name, |s| &name[..name.len() - s.len()])
+        .replace('_', " ");
+    let shown = match (number, suffix) {
+        (Some(v), Some("_bytes_per_s")) => DecimalRate(v).to_string(),
+        (Some(v), Some("_ns")) => Nanos(v).to_string(),
+        (Some(v), Some("_bytes")) if v >= 0.0 => BinaryBytes(v as u64).to_string(),
+        (Some(v), Some("_percent")) => format!("{v}%"),
+        (Some(v), Some("_s")) => format!("{v} s"),
+        _ if value == "true" => "yes".to_string(),
+        _ if value == "false" => "no".to_string(),
+        _ => value.to_string(),
     };
-    (base.unwrap_or_else(|| name.replace('_', " ")), shown)
+    (base, shown)
 }
 
 /// A result's options as (dotted path, value as text), the target's own keys left out.

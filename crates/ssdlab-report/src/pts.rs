@@ -231,11 +231,11 @@ fn steady_text(t: &PtsSubTest) -> String {
     let s = &t.steady_state;
     match (s.window_first_round, s.window_last_round) {
         (Some(first), Some(last)) => format!(
-            "{} (measurement window rounds {first}-{last}, mean {}, range {:.1}% of 20%, slope {:.1}% of 10%)",
+            "{} (measurement window rounds {first}-{last}, mean {}, {}, {})",
             if s.achieved { "achieved" } else { "not achieved" },
             tracking_value(t, s.window_mean.unwrap_or(f64::NAN)),
-            100.0 * s.range_excursion.unwrap_or(f64::NAN),
-            100.0 * s.slope_excursion.unwrap_or(f64::NAN)
+            crate::text::excursion("range", s.range_excursion.unwrap_or(f64::NAN), 0.20),
+            crate::text::excursion("slope", s.slope_excursion.unwrap_or(f64::NAN), 0.10)
         ),
         _ => "not assessed (fewer than 5 rounds)".into(),
     }

@@ -193,7 +193,7 @@ fn refresh_table(after: &ssdlab_core::schema::AfterRefresh) -> String {
         .collect();
     let rows = vec![
         vec![
-            "mean read speed of the rewritten files".to_string(),
+            "mean read speed of the rewritten files (MB/s)".to_string(),
             mb_s(after.mean_bytes_per_s_before),
             mb_s(after.mean_bytes_per_s_after),
             "–".into(),
@@ -227,11 +227,11 @@ fn field_report_table(c: &FieldReportComparison) -> String {
         "field report (cat)",
         "difference",
         "4K 25% (µs)",
-        "median",
-        "75%",
-        "95%",
-        "99%",
-        "mean",
+        "median (µs)",
+        "75% (µs)",
+        "95% (µs)",
+        "99% (µs)",
+        "mean (µs)",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -276,11 +276,11 @@ fn bucket_table(r: &RunResult, a: &ScanAnalysis) -> String {
     let header: Vec<String> = [
         "age (months)",
         "files",
-        "25%",
-        "median",
-        "75%",
-        "95%",
-        "mean",
+        "25% (MB/s)",
+        "median (MB/s)",
+        "75% (MB/s)",
+        "95% (MB/s)",
+        "mean (MB/s)",
         "h per 900 GB",
     ]
     .iter()

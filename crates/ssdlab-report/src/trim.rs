@@ -34,7 +34,10 @@ pub(crate) fn trim(group: &[&RunResult]) -> String {
                 format!("{} MB/s", mb_s(a.dirty_bytes_per_s)),
                 format!("{} MB/s", mb_s(a.after_trim_bytes_per_s)),
                 format!("{:.0}%", 100.0 * a.restored_fraction),
-                format!("advertised, max {} bytes", a.discard_max_bytes),
+                format!(
+                    "advertised, up to {} at once",
+                    ssdlab_core::units::BinaryBytes(a.discard_max_bytes)
+                ),
                 match a.trimmed_reads_zero {
                     Some(true) => "yes".into(),
                     Some(false) => "no".into(),

@@ -33,6 +33,14 @@ impl Undo {
         })
     }
 
+    /// The file this run created, when it created one (a run that keeps it says where it is).
+    pub fn created(&self) -> Option<&std::path::Path> {
+        self.0
+            .as_ref()
+            .filter(|l| l.change == ssdlab_io::laid_out::Change::Created)
+            .map(|l| l.path.as_path())
+    }
+
     /// Takes it back. Only for use before any I/O was issued. A path that no longer names the file is left
     /// alone, and so is an error: the command is already failing with its own message.
     pub fn restore(&self) {

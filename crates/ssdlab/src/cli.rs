@@ -139,6 +139,7 @@ pub struct FanoutArgs {
     /// Read size.
     #[arg(long, default_value = "4k", value_parser = given_size)]
     pub bs: Given<u64>,
+    /// Seed for offsets and data; the same seed repeats the same run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Write result.json, drives.csv and report.html here.
@@ -582,6 +583,7 @@ pub struct SynthArgs {
     /// The footprint it addresses (light: 16g, heavy: 32g).
     #[arg(long, value_name = "SIZE", value_parser = given_size)]
     pub span: Option<Given<u64>>,
+    /// Seed for offsets and data; the same seed repeats the same run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 }
@@ -607,6 +609,7 @@ pub struct TestCommon {
     /// Stream JSON Lines (begin, phases, samples, summaries, analysis, verdict) to stdout.
     #[arg(long)]
     pub json: bool,
+    /// Seed for offsets and data; the same seed repeats the same run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 }
@@ -762,6 +765,7 @@ pub struct SimWaArgs {
     /// Host writes measured, in multiples of the logical capacity.
     #[arg(long, default_value_t = 10)]
     pub measure: u32,
+    /// Seed for offsets and data; the same seed repeats the same run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Print the result as one JSON object on stdout.
@@ -946,7 +950,9 @@ const FIO_HINTS: [(&str, &str); 7] = [
     ),
     (
         "--numjobs",
-        "ssdlab runs one job per target; several drives at once are `ssdlab fanout --target ... --target ...`",
+        "ssdlab runs one job per target with --qd operations in flight: fio's numjobs=4 iodepth=8 on one device \
+         keeps about as many in flight as --qd 32 (one submitting thread); several drives at once are \
+         `ssdlab fanout --target ... --target ...`",
     ),
     (
         "--size",

@@ -24,7 +24,8 @@ const FIO_DURATIONS: [&str; 3] = ["--runtime", "--ramp-time", "--ramp_time"];
 const NO_OPS: [(&str, &str); 2] = [
     (
         "--time_based",
-        "ssdlab's runs are time-based already (--runtime, or a byte or pass limit)",
+        "a run with --runtime runs for that time whatever its span (fio's time_based); --bytes or --passes end \
+         it by an amount instead",
     ),
     ("--group_reporting", "ssdlab reports one group already"),
 ];

@@ -75,6 +75,19 @@ fn time_left(elapsed: Duration, fraction: f64) -> Option<Duration> {
         .then(|| elapsed.mul_f64((1.0 - fraction) / fraction))
 }
 
+/// `first`, then each of `fields` (separated by two spaces) that still fits in `room` characters.
+fn fit_fields(first: &str, fields: &str, room: usize) -> String {
+    let mut text = first.to_string();
+    for field in fields.split("  ").filter(|f| !f.is_empty()) {
+        if text.chars().count() + 2 + field.chars().count() > room {
+            break;
+        }
+        text.push_str("  ");
+        text.push_str(field);
+    }
+    text
+}
+
 fn short_duration(d: Duration) -> String {
     let s = d.as_secs();
     match s {
@@ -232,19 +245,19 @@ impl Console for Terminal {
         if let Some(message) = message {
             p.sample = message.to_string();
         }
-        let left = p.ends_at.map_or_else(
-            || "–".to_string(),
-            |end| short_duration(end.saturating_duration_since(Instant::now())),
-        );
+        let left = match p.ends_at {
+            _ if p.bar.position() >= 1000 => "finishing".to_string(),
+            Some(end) => format!(
+                "ETA {}",
+                short_duration(end.saturating_duration_since(Instant::now()))
+            ),
+            None => "ETA –".to_string(),
+        };
         let width = ssdlab_io::sys::stderr_columns().unwrap_or(80);
-        // What is left of the line after the bar: the time left first, then the last second's figures, cut to
-        // fit rather than wrapped onto a second line.
+        // What is left of the line after the bar: the time left first, then as many of the last second's
+        // figures as fit whole (a figure is never cut from its unit), rather than a wrapped second line.
         let room = width.saturating_sub(12 + 2 + 30 + 2 + 5);
-        let text: String = format!("ETA {left:<6} {}", p.sample)
-            .chars()
-            .take(room.max(10))
-            .collect();
-        p.bar.set_message(text);
+        p.bar.set_message(fit_fields(&left, &p.sample, room));
     }
 
     fn progress_finish(&mut self) {
@@ -256,7 +269,19 @@ impl Console for Terminal {
 
 #[cfg(test)]
 mod tests {
-    use super::{Duration, short_duration, time_left};
+    use super::{Duration, fit_fields, short_duration, time_left};
+
+    #[test]
+    fn the_progress_line_drops_whole_figures_never_part_of_one() {
+        let sample = "98.4K IOPS  403 MB/s  p99 1.85 ms";
+        assert_eq!(
+            fit_fields("ETA 3s", sample, 80),
+            "ETA 3s  98.4K IOPS  403 MB/s  p99 1.85 ms"
+        );
+        assert_eq!(fit_fields("ETA 3s", sample, 30), "ETA 3s  98.4K IOPS  403 MB/s");
+        assert_eq!(fit_fields("ETA 3s", sample, 20), "ETA 3s  98.4K IOPS");
+        assert_eq!(fit_fields("ETA 3s", sample, 8), "ETA 3s");
+    }
 
     #[test]
     fn time_left_is_the_average_rate_so_far_and_silent_until_it_can_judge() {

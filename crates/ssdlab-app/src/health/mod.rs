@@ -319,7 +319,15 @@ fn read_all(plan: &Plan, ports: &Ports) -> Result<Readings> {
     if plan.scan {
         let found = scan_drives(&plan.smartctl, tools)?;
         if found.is_empty() && plan.devices.is_empty() && plan.from.is_empty() {
-            bail!("--scan: smartctl --scan-open found no drive (is this run as root?)");
+            // Without root smartctl cannot open a drive to list it; as root, none it knows is attached (a VM's
+            // virtio disks, for one, have no SMART to read).
+            let why = if ssdlab_io::sys::running_as_root() {
+                "no drive it can read is attached (virtio and other virtual disks have no SMART); give a saved \
+                 output with --from"
+            } else {
+                "it needs root to open a drive: run as root, or give a saved output with --from"
+            };
+            bail!("--scan: smartctl --scan-open found no drive: {why}");
         }
         asked.extend(found);
     }

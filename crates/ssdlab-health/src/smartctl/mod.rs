@@ -138,7 +138,17 @@ pub fn snapshot_of(
             messages: if messages.is_empty() {
                 String::new()
             } else {
-                format!(": {}", messages.join("; "))
+                // smartctl's own words, and where they have one cause a reader can act on, that cause.
+                let hint = if messages
+                    .iter()
+                    .any(|m| m.contains("Unable to detect device type"))
+                {
+                    "; a virtual disk (virtio, a cloud volume) has no SMART to read, and a drive behind a USB or \
+                     RAID bridge needs its type as DEVICE:TYPE (/dev/sdb:sat, /dev/sda:megaraid,0)"
+                } else {
+                    ""
+                };
+                format!(": {}{hint}", messages.join("; "))
             },
         });
     }

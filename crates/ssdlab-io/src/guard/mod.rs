@@ -171,15 +171,15 @@ pub fn extended_partitions() -> io::Result<Vec<DevNum>> {
         .collect())
 }
 
-/// A note for a result when some processes could not be checked for open files (another user's, without
-/// root): which ones, and that root checks them. None as root.
+/// A note for a result when some processes could not be checked for open files: which ones, and either that
+/// root checks them (another user's, without root) or what denies even root.
 pub fn unchecked_processes_note() -> Option<String> {
     let uses = Uses::read(&Probe::real()).ok()?;
     // Wanting something no descriptor can match still reads every process's descriptors and maps.
     let mut nothing = Wanted::default();
     nothing.device((0, 0), None, "nothing");
-    let unreadable =
-        processes::survey(Path::new(PROC_ROOT), &nothing, &uses.mounts, std::process::id()).unchecked_note();
+    let unreadable = processes::survey(Path::new(PROC_ROOT), &nothing, &uses.mounts, std::process::id())
+        .unchecked_note(crate::sys::running_as_root());
     let namespace = (crate::sys::pid_namespace_depth() > 1).then(|| {
         "ssdlab runs in a PID namespace of its own (a container): processes outside it cannot be checked for \
          open files or maps; /proc/locks, the mount table and, for a file, the kernel's write lease were"

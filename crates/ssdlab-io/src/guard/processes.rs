@@ -147,8 +147,9 @@ pub struct Survey {
 
 impl Survey {
     /// "3 processes of other users (1234 sshd, ...) could not be checked for open files: run as root to check
-    /// them", or None.
-    pub fn unchecked_note(&self) -> Option<String> {
+    /// them", or None. As root (`as_root`) the cause is not permissions, and root is not the advice: a process
+    /// root cannot read is in another PID namespace or behind a security module.
+    pub fn unchecked_note(&self, as_root: bool) -> Option<String> {
         if self.unchecked.is_empty() {
             return None;
         }
@@ -159,18 +160,28 @@ impl Survey {
             .map(|(pid, command)| format!("{pid} {command}"))
             .collect();
         let more = self.unchecked.len().saturating_sub(named.len());
-        Some(format!(
-            "{} process{} of other users ({}{}) could not be checked for open files or maps (no permission); \
-             /proc/locks and the mount table were: run as root to check every process",
+        let (count, plural) = (
             self.unchecked.len(),
             if self.unchecked.len() == 1 { "" } else { "es" },
-            named.join(", "),
-            if more > 0 {
-                format!(", and {more} more")
-            } else {
-                String::new()
-            }
-        ))
+        );
+        let more = if more > 0 {
+            format!(", and {more} more")
+        } else {
+            String::new()
+        };
+        let named = named.join(", ");
+        Some(if as_root {
+            format!(
+                "{count} process{plural} ({named}{more}) could not be checked for open files or maps even as root \
+                 (a security module such as Yama or SELinux, or another PID namespace, denies it); /proc/locks and \
+                 the mount table were checked"
+            )
+        } else {
+            format!(
+                "{count} process{plural} of other users ({named}{more}) could not be checked for open files or maps \
+                 (no permission); /proc/locks and the mount table were checked: run as root to check every process"
+            )
+        })
     }
 }
 
@@ -723,11 +734,23 @@ mod tests {
             uses: vec![],
             unchecked: vec![(5, "sshd".into()), (6, "cron".into())],
         }
-        .unchecked_note()
+        .unchecked_note(false)
         .unwrap();
         assert!(
-            note.starts_with("2 processes of other users (5 sshd, 6 cron)"),
+            note.starts_with("2 processes of other users (5 sshd, 6 cron)")
+                && note.ends_with("run as root to check every process"),
             "{note}"
+        );
+        let as_root = Survey {
+            uses: vec![],
+            unchecked: vec![(1, "process_api".into())],
+        }
+        .unchecked_note(true)
+        .unwrap();
+        assert!(
+            as_root.starts_with("1 process (1 process_api) could not be checked")
+                && !as_root.contains("run as root"),
+            "{as_root}"
         );
     }
 

@@ -184,9 +184,9 @@ fn what_if_cases(dists: &[Dist], pooled: &Dist, what_if: &WhatIf, n: u32) -> Vec
     let hedged_refs: Vec<&Dist> = hedged.iter().map(|h| &h.0).collect();
     cases.push(QueryCase {
         case: format!(
-            "hedged: a second read to a replica after the fleet's p{} ({:.0} µs)",
+            "hedged: a second read to a replica after the fleet's p{} ({:.2} ms)",
             what_if.hedge_percentile,
-            delay_ns as f64 / 1e3
+            delay_ns as f64 / 1e6
         ),
         shards: n,
         latency_ns: Dist::max_of(&hedged_refs).latency_ns(),

@@ -13,7 +13,8 @@ pub fn consistency_lines(a: &ssdlab_core::schema::ConsistencyAnalysis) -> Vec<St
     let mut out = Vec::new();
     say!(
         out,
-        "tested    {} ({}% extra over-provisioning)",
+        "tested    {} ({}, {}% extra over-provisioning)",
+        DecimalBytes(a.tested_bytes as f64),
         BinaryBytes(a.tested_bytes),
         a.op_percent
     );
@@ -42,7 +43,7 @@ pub fn consistency_lines(a: &ssdlab_core::schema::ConsistencyAnalysis) -> Vec<St
     match (a.snia.window_mean, a.snia.range_excursion, a.snia.slope_excursion) {
         (Some(mean), Some(range), Some(slope)) => say!(
             out,
-            "SNIA      {} over the last 5 of {} rounds of {} s: mean {mean:.0} IOPS, range {:.1}% (<= 20%), slope {:.1}% (<= 10%){}",
+            "SNIA      {} over the last 5 of {} rounds of {} s: mean {mean:.0} IOPS, {}, {}{}",
             if a.snia.achieved {
                 "steady state"
             } else {
@@ -50,8 +51,8 @@ pub fn consistency_lines(a: &ssdlab_core::schema::ConsistencyAnalysis) -> Vec<St
             },
             a.snia.rounds,
             a.snia.round_s,
-            100.0 * range,
-            100.0 * slope,
+            excursion("range", range, 0.20),
+            excursion("slope", slope, 0.10),
             a.snia.first_window_start_round.map_or(String::new(), |r| {
                 // The schema's index is 0-based; rounds are counted from 1 here as in the charts.
                 format!("; first steady window from round {}", r + 1)
@@ -254,6 +255,17 @@ pub fn latency_lines(a: &ssdlab_core::schema::LatencyAnalysis) -> Vec<String> {
     out
 }
 
+/// A SNIA PTS steady-state excursion against its limit, said so that it cannot be misread as within it:
+/// "slope 10.5% (over its 10% limit)", "range 10.1% (within its 20% limit)". One precision here and in the page.
+pub fn excursion(name: &str, share: f64, limit: f64) -> String {
+    let verdict = if share <= limit { "within" } else { "over" };
+    format!(
+        "{name} {:.1}% ({verdict} its {:.0}% limit)",
+        100.0 * share,
+        100.0 * limit
+    )
+}
+
 /// The quick set on one screen (within 80 columns): a row per case, read and write side by side, each the
 /// repeats' mean with their spread.
 pub fn quick_lines(a: &ssdlab_core::schema::quick::QuickAnalysis) -> Vec<String> {
@@ -383,11 +395,11 @@ fn pts_progress_lines(t: &ssdlab_core::schema::pts::PtsSubTest) -> Vec<String> {
     match (st.window_first_round, st.window_last_round, st.window_mean) {
         (Some(first), Some(last), Some(mean)) => say!(
             out,
-            "steady    {} in rounds {first}-{last}: mean {}, range {:.1}% (<= 20%), slope {:.1}% (<= 10%)",
+            "steady    {} in rounds {first}-{last}: mean {}, {}, {}",
             if st.achieved { "achieved" } else { "NOT achieved" },
             tracking(mean),
-            100.0 * st.range_excursion.unwrap_or(f64::NAN),
-            100.0 * st.slope_excursion.unwrap_or(f64::NAN)
+            excursion("range", st.range_excursion.unwrap_or(f64::NAN), 0.20),
+            excursion("slope", st.slope_excursion.unwrap_or(f64::NAN), 0.10)
         ),
         _ => say!(
             out,

@@ -26,7 +26,7 @@ pub use crate::views::method_lines;
 pub use erase::erase_lines;
 pub use fanout::fanout_lines;
 pub use health::drive_lines;
-pub use methods::{pts_lines, replay_lines};
+pub use methods::{excursion, pts_lines, replay_lines};
 pub use op::partition_lines;
 pub use run::{cache_lines, drive_facts_line, summary_lines, target_lines, verdict_lines};
 pub use scan::{RewriteHint, field_report_lines, scan_lines};

@@ -123,7 +123,8 @@ pub fn cache_lines(c: &ssdlab_core::schema::CacheStats) -> Vec<String> {
         c.writes_absorbed,
         c.writes_around,
         why_around(c),
-        BinaryBytes(c.destaged_bytes),
+        // An amount moved, decimal as the rates and the replay's byte counts beside it; sizes stay binary.
+        DecimalBytes(c.destaged_bytes as f64),
         c.destage_writes,
         BinaryBytes(c.destage_write_bytes_mean() as u64),
         BinaryBytes(c.dirty_bytes),
@@ -167,11 +168,16 @@ pub fn summary_lines(summary: &Summary, queue_depth: u32) -> Vec<String> {
     if let Some(d) = &summary.device {
         say!(
             out,
-            "NAND      host writes {}, NAND writes {}, write amplification {:.2}, SLC hits {}, GC copied {}, \
+            "NAND      host writes {}, NAND writes {}, write amplification {}, SLC hits {}, GC copied {}, \
              erase count min/mean/max {}/{:.1}/{}",
             DecimalBytes(d.host_bytes_written as f64),
             DecimalBytes(d.nand_bytes_written as f64),
-            d.write_amplification,
+            // No host writes: no ratio was measured, which is not a ratio of zero.
+            if d.host_bytes_written == 0 {
+                "–".to_string()
+            } else {
+                format!("{:.2}", d.write_amplification)
+            },
             DecimalBytes(d.slc_hit_bytes as f64),
             DecimalBytes(d.gc_relocated_bytes as f64),
             d.erase_count_min,

@@ -131,3 +131,56 @@ fn trim_on_a_loop_device_reaches_the_backing_file() {
         dev.image_blocks()
     );
 }
+
+/// Reads of space never written return zeroes from the file system or the drive's controller without reaching
+/// the medium: a read run over it is not trustworthy, and says why; once written, the same run passes. A mixed run
+/// says it in a note, since its own writes fill the span as it goes (issue 49: "say only what was measured").
+#[test]
+fn reads_of_space_never_written_are_not_trusted() {
+    let dir = tempdir();
+    let target = file_target(&dir.path().join("t.bin"), Some("16m"));
+    let write_one_mib = run(&["run", "--target", &target, "--rw", "write", "--bytes", "1m"]);
+    expect_code(&write_one_mib, 0);
+    assert!(
+        stderr(&write_one_mib).contains("note      kept "),
+        "{}",
+        stderr(&write_one_mib)
+    );
+    let target = file_target(&dir.path().join("t.bin"), None);
+    let read = |rw: &str| {
+        run(&[
+            "run",
+            "--target",
+            &target,
+            "--rw",
+            rw,
+            "--runtime",
+            "300ms",
+            "--json",
+        ])
+    };
+    let out = read("randread");
+    expect_code(&out, 1);
+    let events = json_lines(&out);
+    let verdict = &event(&events, "verdict")["data"];
+    assert_eq!(verdict["passed"], false, "{verdict}");
+    let reason = verdict["reasons"][0].as_str().unwrap();
+    assert!(
+        reason.starts_with("not trustworthy: about 9") && reason.contains("never been written"),
+        "{reason}"
+    );
+    let mixed = read("randrw");
+    expect_code(&mixed, 0);
+    assert!(
+        stderr(&mixed).contains("until this run's writes reach it"),
+        "{}",
+        stderr(&mixed)
+    );
+    // Written through, the same reads measure the medium.
+    expect_code(&run(&["run", "--target", &target, "--rw", "write"]), 0);
+    expect_code(&read("randread"), 0);
+    // A virtual drive's unmapped blocks are the same: fresh, not trusted; filled, trusted.
+    let sim = |spec: &str| run(&["run", "--target", spec, "--rw", "randread", "--runtime", "1s"]);
+    expect_code(&sim("sim:840evo-120g?scale=1/256"), 1);
+    expect_code(&sim("sim:840evo-120g?scale=1/256&fill=100%"), 0);
+}

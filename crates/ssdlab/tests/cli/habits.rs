@@ -76,7 +76,7 @@ fn fio_option_names_work_or_say_what_to_write() {
     // Another meaning or no need: a hint with ssdlab's spelling, exit 2.
     for (fio, ours) in [
         ("--filename=/dev/sdb", "--target"),
-        ("--numjobs", "fanout"),
+        ("--numjobs", "--qd 32"),
         ("--size", "--span"),
         ("--output-format=json", "--json"),
     ] {
