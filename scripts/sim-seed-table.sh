@@ -8,8 +8,8 @@
 # Seeds: 000 (the field report: bulk-read hours per 900 GB by data age, read as cat read them), 001 (the RAPID
 # review: 4 KiB QD1 random writes with and without the cache, ATTO's 512 MB run), 002 (TRIM validation on the
 # 120 GB: clean, dirty and after-TRIM sequential writes), 003 (the mSATA 1 TB with 25% extra spare area: when
-# the consistency test first drops), 004 (an enterprise MLC drive: the same), and the reviews' steady state of the
-# 250 GB.
+# the consistency test first drops), 004 (an enterprise MLC drive: the same), the reviews' steady state of the
+# 250 GB, and Samsung's read ratings (1 MiB sequential reads at QD1, the 120 GB's random reads at QD32).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 ssdlab=${SSDLAB:-$here/target/release/ssdlab}
@@ -27,6 +27,15 @@ trap 'rm -rf "$out"' EXIT
 "$ssdlab" test consistency --target sim:840evo-250g --runtime 2000s --out "$out/steady" --replace 2>/dev/null || true
 "$ssdlab" test consistency --target sim:840evo-msata-1t --op 25 --runtime 2000s --out "$out/seed003" --replace 2>/dev/null || true
 "$ssdlab" test consistency --target sim:enterprise-mlc-400g --runtime 2000s --out "$out/seed004" --replace 2>/dev/null || true
+# The reviews' and the datasheet's read figures (issue 50): large reads at QD1, small random reads at QD32.
+for drive in 840evo-120g 840evo-250g '840evo-1t?scale=1/8&'; do
+    name=${drive%%\?*}
+    sep='?'; case $drive in *'?'*) sep='';; esac
+    "$ssdlab" run --target "sim:${drive}${sep}fill=100%" --rw read --bs 1m --qd 1 --runtime 10s \
+        --out "$out/seq1m-$name" --replace 2>/dev/null
+done
+"$ssdlab" run --target 'sim:840evo-120g?fill=100%' --rw randread --qd 32 --runtime 10s --out "$out/rr32-120g" \
+    --replace 2>/dev/null
 
 python3 - "$out" "$here/docs/sim.md" "${1:-}" <<'PY'
 import json, os, sys
@@ -56,6 +65,11 @@ row("002", "sequential write, after TRIM", 126.2, trim["after_trim_bytes_per_s"]
 steady = load("steady")
 row("reviews", "250 GB steady state, 4 KiB QD32 random writes (3,000-5,000)", 4000, steady["steady_iops_mean"], "IOPS",
     "{:,.0f}")
+summary = lambda name: json.load(open(os.path.join(out, name, "result.json")))["phases"][0]["summary"]
+for name, label in [("840evo-120g", "120 GB"), ("840evo-250g", "250 GB"), ("840evo-1t", "1 TB (1/8 scale)")]:
+    row("rating", f"{label}: 1 MiB sequential reads at QD1 (540 MB/s rated)", 540,
+        summary(f"seq1m-{name}")["bytes_per_s"] / 1e6, "MB/s", "{:.0f}")
+row("rating", "120 GB: 4 KiB random reads at QD32 (94K rated)", 94e3, summary("rr32-120g")["iops"], "IOPS", "{:,.0f}")
 def first_drop(seed, figure, reference, name):
     cliff = load(name)["cliff"]
     if cliff is None:
