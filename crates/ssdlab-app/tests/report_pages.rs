@@ -156,6 +156,11 @@ fn two_runs_on_one_target_get_labels_that_tell_them_apart() {
         "{html}"
     );
     assert!(!html.contains("workload.seed"), "{html}");
+    // The same result given twice still reads as two: the second is numbered.
+    drawn(&report(&[&a, &b, &a], &page, &[], None));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("null:16m (seed 1) #2"), "{html}");
+    assert!(!html.contains("null:16m (seed 2) #2"), "{html}");
     drawn(&report(&[&a, &b], &page, &["before", "after"], None));
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("<th>before</th>") && html.contains("<th>after</th>"));

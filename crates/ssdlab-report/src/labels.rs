@@ -1,6 +1,8 @@
 //! Names for results: the label each one carries in legends, table headers and bar charts, and the options in
 //! which results of one kind differ. It owns telling results apart; it never reads or renders anything.
 
+use std::collections::{HashMap, HashSet};
+
 use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult};
 use ssdlab_core::units::BinaryBytes;
 
@@ -22,55 +24,70 @@ pub fn label(result: &RunResult) -> String {
 pub(crate) fn distinct_labels(results: &[RunResult]) -> Vec<RunResult> {
     let mut out = results.to_vec();
     let base: Vec<String> = out.iter().map(label).collect();
-    for i in 0..out.len() {
-        if out[i].label.is_some() {
-            continue;
-        }
-        let twins: Vec<&RunResult> = (0..out.len())
-            .filter(|&j| base[j] == base[i] && out[j].kind() == out[i].kind())
-            .map(|j| &results[j])
-            .collect();
-        if twins.len() < 2 {
-            continue;
-        }
-        let mine = options_of(&results[i]);
-        // Keys that tell this result from a twin, the method's own first; values cut short.
-        let differing: Vec<String> = differing_options(&twins)
-            .iter()
-            .filter_map(|key| {
-                let (_, value) = mine.iter().find(|(k, _)| k == key)?;
-                let value = file_name_of(value);
-                let (name, value) = readable(key, value);
-                // A switch reads as its name, or its name denied: "(refresh all)" beside "(no refresh all)".
-                match value.as_str() {
-                    "yes" => return Some(name),
-                    "no" => return Some(format!("no {name}")),
-                    _ => {}
-                }
-                let short: String = value.chars().take(32).collect();
-                let cut = if short.len() < value.len() { "…" } else { "" };
-                Some(format!("{name} {short}{cut}"))
-            })
-            .take(3)
-            .collect();
-        let suffix = if differing.is_empty() {
-            out[i].started_at.clone()
-        } else {
-            differing.join(", ")
-        };
-        out[i].label = Some(format!("{} ({suffix})", base[i]));
+    // Twins are found by one pass over the results, and each group's options are flattened and compared once:
+    // the cost grows with the results and their options, not with their square (500 results of one target took
+    // 45 s when every result compared itself with all its twins).
+    let mut groups: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+    for (i, r) in results.iter().enumerate() {
+        groups.entry((base[i].as_str(), r.kind())).or_default().push(i);
     }
-    // Whatever still collides within a kind (the same directory twice, twins past three keys) is numbered.
-    for i in 0..out.len() {
-        let name = label(&out[i]);
-        let same: Vec<usize> = (i + 1..out.len())
-            .filter(|&j| label(&out[j]) == name && out[j].kind() == out[i].kind())
-            .collect();
-        for (n, j) in same.into_iter().enumerate() {
-            out[j].label = Some(format!("{name} #{}", n + 2));
+    for members in groups.values().filter(|m| m.len() >= 2) {
+        let options: Vec<Vec<(String, String)>> = members.iter().map(|&i| options_of(&results[i])).collect();
+        let flat: Vec<HashMap<String, String>> =
+            options.iter().map(|o| o.iter().cloned().collect()).collect();
+        let keys = differing_keys(options);
+        for (at, &i) in members.iter().enumerate() {
+            if out[i].label.is_some() {
+                continue;
+            }
+            let mine = &flat[at];
+            // Keys that tell this result from a twin, the method's own first; values cut short.
+            let differing: Vec<String> = keys
+                .iter()
+                .filter_map(|key| Some(label_part(key, mine.get(key)?)))
+                .take(3)
+                .collect();
+            let suffix = if differing.is_empty() {
+                out[i].started_at.clone()
+            } else {
+                differing.join(", ")
+            };
+            out[i].label = Some(format!("{} ({suffix})", base[i]));
         }
+    }
+    // Whatever still collides within a kind (the same directory twice, twins past three keys) is numbered, in
+    // the order given, with a number no other result of the kind already carries.
+    let mut used: HashSet<(String, &str)> = HashSet::new();
+    let mut seen: HashMap<(String, &str), usize> = HashMap::new();
+    for i in 0..out.len() {
+        let kind = results[i].kind();
+        let name = label(&out[i]);
+        let count = seen.entry((name.clone(), kind)).or_insert(0);
+        *count += 1;
+        if *count > 1 {
+            let mut n = *count;
+            while used.contains(&(format!("{name} #{n}"), kind)) {
+                n += 1;
+            }
+            out[i].label = Some(format!("{name} #{n}"));
+        }
+        used.insert((label(&out[i]), kind));
     }
     out
+}
+
+/// One option in a label: "seed 2", "len 1 GiB", a switch as its name or its name denied ("refresh all", "no
+/// refresh all"), a path by its file; a long value cut short.
+fn label_part(key: &str, value: &str) -> String {
+    let (name, value) = readable(key, file_name_of(value));
+    match value.as_str() {
+        "yes" => return name,
+        "no" => return format!("no {name}"),
+        _ => {}
+    }
+    let short: String = value.chars().take(32).collect();
+    let cut = if short.len() < value.len() { "…" } else { "" };
+    format!("{name} {short}{cut}")
 }
 
 /// A path named by its file (each result's options keep the whole path): `/tmp/x/light.iolog` and
@@ -126,14 +143,34 @@ pub(crate) fn options_of(result: &RunResult) -> Vec<(String, String)> {
 /// The option keys whose values are not the same in every result of `group` (missing counts as a value), the
 /// method's and the workload's own first, then in the order the options list them.
 pub(crate) fn differing_options(group: &[&RunResult]) -> Vec<String> {
-    let flat: Vec<Vec<(String, String)>> = group.iter().map(|r| options_of(r)).collect();
-    let value = |i: usize, key: &str| flat[i].iter().find(|(k, _)| k == key).map(|(_, v)| v);
-    let mut keys: Vec<String> = Vec::new();
-    for (key, _) in flat.iter().flatten() {
-        if !keys.contains(key) && (1..flat.len()).any(|i| value(i, key) != value(0, key)) {
-            keys.push(key.clone());
+    differing_keys(group.iter().map(|r| options_of(r)).collect())
+}
+
+/// The keys whose values are not the same in every one of `flat` (missing counts as a value), in the order they
+/// are first met, the method's and the workload's own first. One pass per result over hashed options.
+fn differing_keys(flat: Vec<Vec<(String, String)>>) -> Vec<String> {
+    let maps: Vec<HashMap<&str, &str>> = flat
+        .iter()
+        .map(|o| o.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect())
+        .collect();
+    let mut order: Vec<&str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    for options in &flat {
+        for (key, _) in options {
+            if seen.insert(key.as_str()) {
+                order.push(key.as_str());
+            }
         }
     }
+    let first = maps.first();
+    let mut keys: Vec<String> = order
+        .into_iter()
+        .filter(|key| {
+            let reference = first.and_then(|m| m.get(key));
+            maps.iter().skip(1).any(|m| m.get(key) != reference)
+        })
+        .map(str::to_string)
+        .collect();
     keys.sort_by_key(|key| !key.starts_with("method.") && !key.starts_with("workload."));
     keys
 }
