@@ -166,17 +166,18 @@ fn the_full_size_steady_state_never_stops_the_world_and_differs_by_unit() {
     );
 }
 
-/// Writes `[0, len)` sequentially in 128 KiB commands, eight in flight; returns MB/s in each `window` of bytes.
-fn sequential_write_speeds(device: &mut SimDevice, len: u64, window: u64) -> Vec<f64> {
+/// Writes `[from, from + len)` sequentially in 128 KiB commands, eight in flight; returns MB/s in each `window`
+/// of bytes.
+fn sequential_write_speeds(device: &mut SimDevice, from: u64, len: u64, window: u64) -> Vec<f64> {
     const CHUNK: u64 = 128 << 10;
     device.prepare(8, CHUNK as usize).unwrap();
     let mut speeds = Vec::new();
     let mut window_start = device.now_ns();
-    let (mut next, mut acked) = (0, 0);
+    let (mut next, mut acked) = (from, 0);
     let mut free: Vec<u32> = (0..8).collect();
     let mut done = Vec::new();
     while acked < len {
-        while next < len
+        while next < from + len
             && let Some(slot) = free.pop()
         {
             let io = Io {
@@ -212,7 +213,7 @@ fn turbowrite_shows_on_500_gb_and_larger_then_the_after_buffer_speed() {
     for (profile, buffer_gb) in [("840evo-500g", 6), ("840evo-750g", 9), ("840evo-1t", 12)] {
         let mut device = drive(&format!("sim:{profile}?scale=1/8"));
         let buffer = buffer_gb * 1_000_000_000 / 8;
-        let speeds = sequential_write_speeds(&mut device, buffer + 4 * WINDOW, WINDOW);
+        let speeds = sequential_write_speeds(&mut device, 0, buffer + 4 * WINDOW, WINDOW);
         assert!(
             (480.0..=530.0).contains(&speeds[0]),
             "{profile} inside the buffer: {speeds:?}"
@@ -330,50 +331,12 @@ fn large_reads_at_qd1_reach_the_familys_sequential_read_rating_on_every_capacity
     }
 }
 
-/// Writes `len` bytes sequentially from `from` in 128 KiB commands, eight in flight, and returns how many of
-/// them went at the SLC buffer's speed: the windows of 8 MiB above 400 MB/s (the first may be slower while a
-/// block move the idle time began finishes).
+/// How many of `len` bytes written sequentially from `from` went at the SLC buffer's speed: the windows of 8 MiB
+/// above 400 MB/s (the first may be slower while a block move the idle time began finishes).
 fn bytes_at_buffer_speed(device: &mut SimDevice, from: u64, len: u64) -> u64 {
     const WINDOW: u64 = 8 << 20;
-    const CHUNK: u64 = 128 << 10;
-    device.prepare(8, CHUNK as usize).unwrap();
-    let (mut next, mut acked) = (from, 0);
-    let mut window_start = device.now_ns();
-    let mut fast = 0;
-    let mut free: Vec<u32> = (0..8).collect();
-    let mut done = Vec::new();
-    while acked < len {
-        while next < from + len
-            && let Some(slot) = free.pop()
-        {
-            let io = Io {
-                op: Op::Write,
-                offset: next,
-                len: CHUNK,
-                slot,
-                tag: 0,
-            };
-            device.submit(&[io]).unwrap();
-            next += CHUNK;
-        }
-        done.clear();
-        device.reap(1, None, &mut done).unwrap();
-        for completion in &done {
-            free.push(completion.slot);
-            acked += CHUNK;
-            if acked.is_multiple_of(WINDOW) {
-                let mb_s = WINDOW as f64 / ((completion.completed_ns - window_start) as f64 / 1e9) / 1e6;
-                window_start = completion.completed_ns;
-                if mb_s > 400.0 {
-                    fast += WINDOW;
-                }
-            }
-        }
-    }
-    while device.in_flight() > 0 {
-        device.reap(1, None, &mut done).unwrap();
-    }
-    fast
+    let speeds = sequential_write_speeds(device, from, len, WINDOW);
+    speeds.iter().filter(|&&mb_s| mb_s > 400.0).count() as u64 * WINDOW
 }
 
 #[test]
