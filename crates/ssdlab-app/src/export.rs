@@ -387,8 +387,8 @@ pub fn write_result_dir(dir: &Path, result: &RunResult) -> Result<Written> {
 
 /// Per-second samples as CSV, one row per second, columns named like the JSON fields. A phase that both read and
 /// wrote also has each direction's rate and latency per second (fio's per-direction logs, as fio-plot reads
-/// them); in a phase of one direction, and for a direction that completed nothing in a second, those cells are
-/// empty rather than zero.
+/// them). In a phase of one direction those cells are empty; a direction that completed nothing in a second has
+/// a rate of 0 (measured) and empty latency cells (no latency was measured, which is not a latency of zero).
 pub fn samples_csv(samples: &[Sample]) -> String {
     let mut csv = String::from(
         "t_s,seconds,ios,bytes,iops,bytes_per_s,read_ios,write_ios,latency_ns_mean,latency_ns_p50,\

@@ -220,7 +220,8 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
     // Reads of space never written (a file's hole or preallocation, a virtual drive's unmapped blocks) return
     // zeroes without reaching the medium: judged before the run, while the span is as the reads first find it.
     let unwritten = match workload.rw {
-        RwMode::Read | RwMode::RandRead | RwMode::RandRw => never_written_share(&mut device, workload.span),
+        RwMode::Read | RwMode::RandRead => never_written_share(&mut device, workload.span),
+        RwMode::RandRw if workload.mix_read_percent > 0 => never_written_share(&mut device, workload.span),
         _ => None,
     };
     recording.announce(&mut reporter, "run", &info, &options)?;
@@ -240,7 +241,7 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
              first (--rw write) to measure reads",
             100.0 * share
         );
-        if workload.rw == RwMode::RandRw {
+        if workload.rw == RwMode::RandRw && workload.mix_read_percent < 100 {
             // The run's writes fill the span as it goes: the early reads are the ones that measured nothing.
             reporter.say(&format!("note      {said}, until this run's writes reach it"));
         } else {

@@ -73,7 +73,7 @@ pub fn parse_size(input: &str) -> Result<u64, ParseError> {
 
 const DURATION_EXPECTED: &str = "a duration with its unit, such as 500ms, 10s, 5m, 1m30s, 2h, 90d, 7mo or 1y";
 
-/// Parses a duration into nanoseconds: `10s`, `500ms`, `2000` (seconds), `90d`, `7mo`.
+/// Parses a duration into nanoseconds: `10s`, `500ms`, `1m30s`, `90d`, `7mo`; a bare number is refused.
 pub fn parse_duration_ns(input: &str) -> Result<u64, ParseError> {
     let s = input.trim();
     // A duration may be written in parts, as `1m30s` or `2h 15m`: each part has its own unit.

@@ -1,7 +1,7 @@
 //! Names for results: the label each one carries in legends, table headers and bar charts, and the options in
 //! which results of one kind differ. It owns telling results apart; it never reads or renders anything.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use ssdlab_core::schema::{Analysis, MethodAnalysis, RunResult};
 use ssdlab_core::units::BinaryBytes;
@@ -55,23 +55,41 @@ pub(crate) fn distinct_labels(results: &[RunResult]) -> Vec<RunResult> {
             out[i].label = Some(format!("{} ({suffix})", base[i]));
         }
     }
-    // Whatever still collides within a kind (the same directory twice, twins past three keys) is numbered, in
-    // the order given, with a number no other result of the kind already carries.
-    let mut used: HashSet<(String, &str)> = HashSet::new();
-    let mut seen: HashMap<(String, &str), usize> = HashMap::new();
+    // Whatever still collides within a kind (the same directory twice, twins past three keys) is numbered: in
+    // order, each result's later namesakes become "NAME #2", "NAME #3", ..., skipping a number whose name a result
+    // of the kind already carries. The results under each name are kept in a map, so this stays linear.
+    let mut by_name: HashMap<(String, &str), BTreeSet<usize>> = HashMap::new();
+    for (i, r) in out.iter().enumerate() {
+        by_name
+            .entry((label(r), results[i].kind()))
+            .or_default()
+            .insert(i);
+    }
     for i in 0..out.len() {
-        let kind = results[i].kind();
-        let name = label(&out[i]);
-        let count = seen.entry((name.clone(), kind)).or_insert(0);
-        *count += 1;
-        if *count > 1 {
-            let mut n = *count;
-            while used.contains(&(format!("{name} #{n}"), kind)) {
+        let key = (label(&out[i]), results[i].kind());
+        let later: Vec<usize> = by_name
+            .get(&key)
+            .map(|set| set.range(i + 1..).copied().collect())
+            .unwrap_or_default();
+        let mut n = 1;
+        for j in later {
+            // The next number whose name no result of the kind already carries.
+            let renamed = loop {
                 n += 1;
+                let candidate = format!("{} #{n}", key.0);
+                if by_name
+                    .get(&(candidate.clone(), key.1))
+                    .is_none_or(BTreeSet::is_empty)
+                {
+                    break candidate;
+                }
+            };
+            if let Some(set) = by_name.get_mut(&key) {
+                set.remove(&j);
             }
-            out[i].label = Some(format!("{name} #{n}"));
+            by_name.entry((renamed.clone(), key.1)).or_default().insert(j);
+            out[j].label = Some(renamed);
         }
-        used.insert((label(&out[i]), kind));
     }
     out
 }
@@ -228,7 +246,8 @@ pub(crate) fn uncached_target(target: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::readable;
+    use super::{distinct_labels, readable};
+    use ssdlab_core::schema::RunResult;
 
     #[test]
     fn options_read_as_a_reader_writes_them_by_their_unit_suffixes() {
@@ -242,5 +261,32 @@ mod tests {
         assert_eq!(r("method.op_percent", "25"), "op 25%");
         assert_eq!(r("workload.seed", "2"), "seed 2");
         assert_eq!(r("method.rate_bytes_per_s", "200000000"), "rate 200 MB/s");
+        // Names drop their unit whatever the value, and switches read as yes or no.
+        assert_eq!(readable("method.runtime_ns", "").0, "runtime");
+        assert_eq!(r("refresh_all", "false"), "refresh all no");
+    }
+
+    /// A result of the run kind from the schema's own fixture, with `label`.
+    fn labelled(label: &str) -> RunResult {
+        let text = include_str!("../../ssdlab-core/tests/fixtures/ssdlab1/run.json");
+        let mut r = RunResult::from_json(text).expect("the fixture reads as a result");
+        r.label = Some(label.to_string());
+        r
+    }
+
+    #[test]
+    fn colliding_labels_are_numbered_until_every_one_is_distinct() {
+        for given in [["x", "x", "x #2"], ["x #2", "x", "x"], ["x", "x", "x"]] {
+            let results: Vec<RunResult> = given.iter().map(|l| labelled(l)).collect();
+            let names: Vec<String> = distinct_labels(&results).iter().map(super::label).collect();
+            let mut unique = names.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(unique.len(), names.len(), "{given:?} gave {names:?}");
+        }
+        // A number already taken is skipped, not doubled ("x #2 #2").
+        let results: Vec<RunResult> = ["x", "x", "x #2"].iter().map(|l| labelled(l)).collect();
+        let names: Vec<String> = distinct_labels(&results).iter().map(super::label).collect();
+        assert_eq!(names, ["x", "x #3", "x #2"]);
     }
 }

@@ -56,6 +56,8 @@ struct Progress {
     bar: ProgressBar,
     started: Instant,
     sample: String,
+    /// The bar's width in columns, chosen from the terminal's when the line started.
+    bar_columns: usize,
     /// When the phase should end, judged at the last change of the fraction: the time left counts down between
     /// updates instead of rising while the fraction waits for its next second.
     ends_at: Option<Instant>,
@@ -179,7 +181,12 @@ impl Console for Terminal {
     }
 
     fn alarm(&mut self, line: &str) {
-        alarm(line);
+        // Above the progress line, as `say` is: the line is cleared by erasing, so a direct write would glue
+        // the alarm onto it.
+        match &self.progress {
+            Some(p) => p.bar.suspend(|| alarm(line)),
+            None => alarm(line),
+        }
     }
 
     fn json_wanted(&self) -> bool {
@@ -226,6 +233,7 @@ impl Console for Terminal {
             bar,
             started: Instant::now(),
             sample: String::new(),
+            bar_columns,
             ends_at: None,
         });
         true
@@ -256,7 +264,7 @@ impl Console for Terminal {
         let width = ssdlab_io::sys::stderr_columns().unwrap_or(80);
         // What is left of the line after the bar: the time left first, then as many of the last second's
         // figures as fit whole (a figure is never cut from its unit), rather than a wrapped second line.
-        let room = width.saturating_sub(12 + 2 + 30 + 2 + 5);
+        let room = width.saturating_sub(12 + 2 + p.bar_columns + 2 + 5);
         p.bar.set_message(fit_fields(&left, &p.sample, room));
     }
 

@@ -12,7 +12,10 @@ pub const TABLE_COLUMNS: usize = 80;
 /// `line` as a terminal `width` columns wide shows it: a sentence longer than [`TABLE_COLUMNS`] (a verdict's
 /// reasons, a note) broken at the width; anything shorter as it is.
 pub fn fit_to_terminal(line: &str, width: usize) -> Vec<String> {
-    if line.chars().count() <= TABLE_COLUMNS {
+    // A row whose columns are aligned by runs of spaces after its label is a table row, however long: broken,
+    // its columns would not line up, so the terminal wraps it as it would any program's.
+    let after_label = line.get(LABEL_COLUMNS.min(line.len())..).unwrap_or("");
+    if line.chars().count() <= TABLE_COLUMNS || after_label.trim_start().contains("  ") {
         return vec![line.to_string()];
     }
     wrap(line, width)
@@ -52,7 +55,7 @@ pub fn wrap(line: &str, width: usize) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     for word in rest.split(' ').filter(|w| !w.is_empty()) {
         match words.last_mut() {
-            Some(last) if is_unit(word) && last.chars().last().is_some_and(|c| c.is_ascii_digit()) => {
+            Some(last) if is_unit(word) && ends_in_figure(last) => {
                 last.push(' ');
                 last.push_str(word);
             }
@@ -79,11 +82,17 @@ pub fn wrap(line: &str, width: usize) -> Vec<String> {
     out
 }
 
+/// Whether `word` ends in a figure: digits, perhaps with the count suffix ssdlab prints (98.4K, 3.14M, 1.20G).
+fn ends_in_figure(word: &str) -> bool {
+    let bare = word.strip_suffix(['K', 'M', 'G', 'T']).unwrap_or(word);
+    bare.chars().last().is_some_and(|c| c.is_ascii_digit())
+}
+
 /// Whether `word` is a unit written after a figure, with any punctuation that follows it.
 fn is_unit(word: &str) -> bool {
-    const UNITS: [&str; 22] = [
+    const UNITS: [&str; 26] = [
         "B", "KiB", "MiB", "GiB", "TiB", "kB", "MB", "GB", "TB", "PB", "s", "ms", "µs", "ns", "min", "h",
-        "kB/s", "MB/s", "GB/s", "MiB/s", "IOPS", "%",
+        "kB/s", "MB/s", "GB/s", "TB/s", "KiB/s", "MiB/s", "GiB/s", "IOPS", "%", "ops",
     ];
     let bare = word.trim_end_matches([',', ';', '.', ':', ')']);
     UNITS.contains(&bare)
@@ -132,7 +141,8 @@ mod tests {
 
     #[test]
     fn a_figure_keeps_its_unit() {
-        let line = "ssdlab    run randrw (70% reads), bs 4 KiB, qd 32, span 0+1 TiB, runtime 4.00 s, seed 1";
+        let line = "ssdlab    run randrw (70% reads), bs 4 KiB, qd 32, span 0+1 TiB, runtime 4.00 s, 86.3K IOPS, \
+                    3.14M IOPS, 2.50 GiB/s, seed 1";
         for width in 40..80 {
             for l in wrap(line, width) {
                 let first = l.split_whitespace().next().unwrap();

@@ -146,7 +146,14 @@ fn reads_of_space_never_written_are_not_trusted() {
         "{}",
         stderr(&write_one_mib)
     );
-    let target = file_target(&dir.path().join("t.bin"), None);
+    // A sparse file with its first MiB written: its holes read as holes on any file system with SEEK_DATA
+    // (preallocated space is a hole only where the file system keeps it unwritten, which tmpfs does not).
+    let sparse = dir.path().join("s.bin");
+    let file = std::fs::File::create(&sparse).unwrap();
+    file.set_len(16 << 20).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&file, &vec![0x5a; 1 << 20], 0).unwrap();
+    drop(file);
+    let target = file_target(&sparse, None);
     let read = |rw: &str| {
         run(&[
             "run",
@@ -169,6 +176,19 @@ fn reads_of_space_never_written_are_not_trusted() {
         reason.starts_with("not trustworthy: about 9") && reason.contains("never been written"),
         "{reason}"
     );
+    // A randrw that only reads is a read run.
+    let all_reads = run(&[
+        "run",
+        "--target",
+        &target,
+        "--rw",
+        "randrw",
+        "--mix",
+        "100",
+        "--runtime",
+        "300ms",
+    ]);
+    expect_code(&all_reads, 1);
     let mixed = read("randrw");
     expect_code(&mixed, 0);
     assert!(
