@@ -67,6 +67,8 @@ pub struct Accounting {
     total_qd_area: f64,
     windows: Vec<Window>,
     scratch: Histogram,
+    /// Whether every sample states each direction apart, whatever has completed so far (a mixed workload).
+    split: bool,
     /// Under a rate limit, each operation's own time on the device (submission to completion), apart from the
     /// latency measured from its due time; None when the two are the same.
     service: Option<Histogram>,
@@ -86,8 +88,16 @@ impl Accounting {
             total_qd_area: 0.0,
             windows: Vec::new(),
             scratch: Histogram::new(),
+            split: false,
             service: None,
         }
+    }
+
+    /// Has every sample state each direction apart from the first one, for a workload that mixes reads and
+    /// writes: a second streamed before the first write completed then says it wrote nothing, as result.json
+    /// will, instead of leaving the split out.
+    pub fn split_directions(&mut self) {
+        self.split = true;
     }
 
     /// Keeps each operation's time on the device apart from its latency, for a phase whose latency is measured
@@ -174,7 +184,7 @@ impl Accounting {
 
     /// Whether the phase has both read and written so far: then every sample states each direction apart.
     fn mixed(&self) -> bool {
-        (0..2).all(|d| self.totals[d].count() > 0 || self.ios[d] > 0)
+        self.split || (0..2).all(|d| self.totals[d].count() > 0 || self.ios[d] > 0)
     }
 
     fn sample_of(&self, w: &Window, mixed: bool) -> Sample {
@@ -376,6 +386,15 @@ mod tests {
             done.samples[1].write.as_ref().unwrap().latency_ns.unwrap().max,
             5_000
         );
+
+        // A mixed workload streams the split from its first second, before any write completed.
+        let mut acc = Accounting::new(0);
+        acc.split_directions();
+        acc.record(Op::Read, 4096, 1_000, 0, 1_000);
+        acc.record(Op::Read, 4096, 1_000, S, S + 1_000);
+        let streamed: Vec<Sample> = acc.samples_since(0).collect();
+        let w = streamed[0].write.as_ref().expect("the split is streamed");
+        assert_eq!((w.ios, w.latency_ns), (0, None));
 
         // A phase of one direction keeps the combined figures only.
         let mut acc = Accounting::new(0);

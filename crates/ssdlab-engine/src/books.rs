@@ -50,6 +50,11 @@ impl PhaseBooks {
         }
     }
 
+    /// See [`Accounting::split_directions`].
+    pub(crate) fn split_directions(&mut self) {
+        self.accounting.split_directions();
+    }
+
     /// See [`Accounting::track_service_time`].
     pub(crate) fn track_service_time(&mut self) {
         self.accounting.track_service_time();

@@ -135,10 +135,7 @@ pub fn run_phase_ramped<D: Device + ?Sized, O: Observer + ?Sized>(
 ) -> Result<PhaseOutcome, DeviceError> {
     let mut phase = Phase::prepare(device, workload)?;
     observer.started();
-    let mut books = PhaseBooks::open(device);
-    if phase.interval_ns.is_some() {
-        books.track_service_time();
-    }
+    let mut books = books_for(device, &phase, workload);
     let ramp_end_ns = device.now_ns().saturating_add(ramp_ns);
     let mut ramping = ramp_ns > 0;
     let mut start_ns = device.now_ns();
@@ -151,10 +148,7 @@ pub fn run_phase_ramped<D: Device + ?Sized, O: Observer + ?Sized>(
         if ramping && now >= ramp_end_ns {
             // The measured phase starts here: fresh books, the device's counters from now.
             ramping = false;
-            books = PhaseBooks::open(device);
-            if phase.interval_ns.is_some() {
-                books.track_service_time();
-            }
+            books = books_for(device, &phase, workload);
             start_ns = now;
             deadline_ns = workload.stop.runtime_ns.map(|r| now.saturating_add(r));
             last_progress_s = 0;
@@ -216,9 +210,23 @@ pub fn run_phase_ramped<D: Device + ?Sized, O: Observer + ?Sized>(
     }
     if ramping {
         // The limits ended the phase inside its ramp: nothing was measured, and nothing of the ramp is kept.
-        books = PhaseBooks::open(device);
+        books = books_for(device, &phase, workload);
     }
     phase.finish(device, books, observer)
+}
+
+/// Books for a phase of `workload` starting now: under a rate limit they keep the device's own time apart, and a
+/// mix of reads and writes states each direction in every second from the first one streamed (not only once
+/// both have completed).
+fn books_for<D: Device + ?Sized>(device: &D, phase: &Phase, workload: &Workload) -> PhaseBooks {
+    let mut books = PhaseBooks::open(device);
+    if phase.interval_ns.is_some() {
+        books.track_service_time();
+    }
+    if workload.rw == crate::workload::RwMode::RandRw && (1..100).contains(&workload.mix_read_percent) {
+        books.split_directions();
+    }
+    books
 }
 
 /// One phase as it runs: the slots and the operation each holds, what was issued and written, and the verify
