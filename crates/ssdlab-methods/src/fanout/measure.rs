@@ -144,18 +144,25 @@ fn read_io(offset: u64, len: u64) -> Io {
 pub type DriveOpener<'a> = dyn Fn(usize) -> Result<Box<dyn Device>, MethodError> + Sync + 'a;
 
 /// Every drive reads on its own worker thread, all at once, until the runtime has passed on its clock or `stop`
-/// is set; one result per drive, in order. Each worker opens its drive with `open`.
+/// is set; one result per drive, in order. Each worker opens its drive with `open`, then waits for every other
+/// worker to have opened its own: the drives start reading together, so the first opened do not run alone while
+/// the last are still opening (with many drives, opening takes long enough to matter).
 pub fn run_independent(
     drives: usize,
     open: &DriveOpener,
     load: &ReadLoad,
     stop: &AtomicBool,
 ) -> Result<Vec<DriveReads>, MethodError> {
+    let opened_all = &Barrier::new(drives);
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..drives)
             .map(|i| {
                 scope.spawn(move || {
-                    let mut device = open(i)?;
+                    // Every worker reaches the barrier, whether its drive opened, failed or panicked, so none
+                    // waits forever; a panic goes on once the others are released.
+                    let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| open(i)));
+                    opened_all.wait();
+                    let mut device = opened.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
                     read_alone(device.as_mut(), load, stop)
                 })
             })
