@@ -138,6 +138,24 @@ fn rapid_style_comparison_shows_cache_ratios_and_sweeps_side_by_side() {
         html.contains(r#"<th colspan="2">"#),
         "no side-by-side sweep table"
     );
+    // These sweeps read the drive itself: no word of a cache serving them.
+    assert!(!html.contains("was served by the DRAM cache"), "{html}");
+    // A sweep whose region fits the cache is served by it alone, and its page says so rather than leave identical
+    // read and write columns unexplained (issue 49).
+    let method = MethodPlan::Sweep(
+        options::sweep(SweepFlags {
+            test_bytes: bytes("16m"),
+            from_bytes: bytes("4k"),
+            to_bytes: bytes("64k"),
+            ..sweep_defaults()
+        })
+        .unwrap(),
+    );
+    let all_cached = format!("cached:{drive}&size=64m&seq-cutoff=1g");
+    let ran = test_command(&all_cached, method, Some(&out("sweep-cached")));
+    assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+    let html = std::fs::read_to_string(out("sweep-cached").join("report.html")).unwrap();
+    assert!(html.contains("was served by the DRAM cache"), "{html}");
 }
 
 #[test]
