@@ -145,14 +145,7 @@ fn phase_rows(name: String, s: &Summary) -> Vec<Vec<String>> {
             }
         }
     }
-    let total = DirectionSummary {
-        ios: s.ios,
-        bytes: s.bytes,
-        iops: s.iops,
-        bytes_per_s: s.bytes_per_s,
-        latency_ns: s.latency_ns.clone(),
-    };
     let name = if mixed(s) { format!("{name} total") } else { name };
-    rows.push(row(name, &total, format!("{:.1}", s.qd_mean)));
+    rows.push(row(name, &s.total(), format!("{:.1}", s.qd_mean)));
     rows
 }

@@ -147,6 +147,20 @@ pub struct Summary {
     pub device_latency_ns: Option<LatencyNs>,
 }
 
+impl Summary {
+    /// The phase's operations of every direction together, in the shape of one direction's: the "total" row
+    /// beside the read and write rows.
+    pub fn total(&self) -> DirectionSummary {
+        DirectionSummary {
+            ios: self.ios,
+            bytes: self.bytes,
+            iops: self.iops,
+            bytes_per_s: self.bytes_per_s,
+            latency_ns: self.latency_ns.clone(),
+        }
+    }
+}
+
 /// One second of a run (the last window may be shorter; `seconds` says how long it was).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sample {

@@ -232,14 +232,7 @@ fn direction_table_lines(summary: &Summary) -> Vec<String> {
         say!(out, "{}", direction_row(name, d));
     }
     if present.len() != 1 {
-        let total = DirectionSummary {
-            ios: summary.ios,
-            bytes: summary.bytes,
-            iops: summary.iops,
-            bytes_per_s: summary.bytes_per_s,
-            latency_ns: summary.latency_ns.clone(),
-        };
-        say!(out, "{}", direction_row("total", &total));
+        say!(out, "{}", direction_row("total", &summary.total()));
     }
     // Under a rate limit the rows above run from each operation's due time: the device's own part is apart,
     // so a host that fell behind its schedule is not read as a slow device.
