@@ -7,8 +7,8 @@ use ssdlab_core::schema::{Analysis, Event, PhaseResult, Verdict};
 use ssdlab_core::units::Rate;
 use ssdlab_core::units::{BinaryBytes, Nanos};
 use ssdlab_engine::workload::{Pattern, RwMode, StopAt};
-use ssdlab_engine::{Workload, run_phase_ramped};
-use ssdlab_targets::{DeviceVisitor, Undo};
+use ssdlab_engine::{Workload, run_jobs_ramped, run_threaded};
+use ssdlab_targets::{DeviceVisitor, JobTarget, Undo};
 
 use crate::export;
 use crate::flags::SpanFlag;
@@ -36,6 +36,8 @@ pub struct Plan {
     pub verify: bool,
     /// fio's ramp_time: how long the workload runs before statistics are kept (0: none).
     pub ramp_ns: u64,
+    /// fio's numjobs: copies of the workload run side by side (see `Workload::job`).
+    pub jobs: u32,
     pub out: Option<crate::export::OutDir>,
 }
 
@@ -56,6 +58,8 @@ pub struct RunFlags {
     pub verify: bool,
     /// `--ramp-time`: the run before statistics are kept.
     pub ramp_ns: u64,
+    /// `--jobs` (fio's `--numjobs`): copies of the workload run side by side.
+    pub jobs: u32,
 }
 
 impl Plan {
@@ -74,6 +78,13 @@ impl Plan {
             bail!(
                 "--mix {}: the read percentage must be between 0 and 100",
                 flags.mix
+            );
+        }
+        if !(1..=ssdlab_core::workload::MAX_JOBS).contains(&flags.jobs) {
+            bail!(
+                "--jobs {}: must be between 1 and {}",
+                flags.jobs,
+                ssdlab_core::workload::MAX_JOBS
             );
         }
         if flags.verify && target.is_virtual() {
@@ -96,6 +107,7 @@ impl Plan {
             random_map: !flags.norandommap,
             verify: flags.verify,
             ramp_ns: flags.ramp_ns,
+            jobs: flags.jobs,
             out,
         })
     }
@@ -123,6 +135,7 @@ impl Plan {
             verify: self.verify,
         };
         workload.validate(device)?;
+        workload.validate_jobs(self.jobs)?;
         Ok(workload)
     }
 }
@@ -137,10 +150,21 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
             Use::Reads
         },
     )?;
+    // Jobs on a real target are threads, each over a duplicate of the descriptor the gate judged; on the virtual
+    // drive or a cache they are lanes of one loop on the one device.
+    let job_targets = if plan.jobs > 1 {
+        match opened.device.job_targets(plan.jobs) {
+            Ok(targets) => targets,
+            Err(e) => return Err(crate::target::taken_back(opened.device, &opened.undo, e.into())),
+        }
+    } else {
+        None
+    };
     opened.device.visit(RunOn {
         plan,
         ports,
         undo: opened.undo,
+        job_targets,
     })
 }
 
@@ -149,16 +173,17 @@ struct RunOn<'a, 'p> {
     plan: &'a Plan,
     ports: &'a mut Ports<'p>,
     undo: Undo,
+    job_targets: Option<Vec<JobTarget>>,
 }
 
 impl DeviceVisitor for RunOn<'_, '_> {
     type Output = Result<Outcome>;
     fn visit<D: Device>(self, device: D) -> Result<Outcome> {
-        run_on(device, self.plan, self.ports, self.undo)
+        run_on(device, self.plan, self.ports, self.undo, self.job_targets)
     }
 }
 
-fn describe(w: &Workload) -> String {
+fn describe(w: &Workload, jobs: u32) -> String {
     let limits: Vec<String> = [
         w.stop
             .runtime_ns
@@ -175,8 +200,13 @@ fn describe(w: &Workload) -> String {
         String::new()
     };
     let rate = w.rate.map_or(String::new(), |r| format!(", rate {r}"));
+    let jobs = if jobs > 1 {
+        format!(" in each of {jobs} jobs")
+    } else {
+        String::new()
+    };
     format!(
-        "{}{mix}, bs {}, qd {}, span {}+{}, {}{rate}, seed {}{}",
+        "{}{mix}, bs {}, qd {}{jobs}, span {}+{}, {}{rate}, seed {}{}",
         format!("{:?}", w.rw).to_lowercase(),
         BinaryBytes(w.block_bytes),
         w.queue_depth,
@@ -188,7 +218,13 @@ fn describe(w: &Workload) -> String {
     )
 }
 
-fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo) -> Result<Outcome> {
+fn run_on<D: Device>(
+    mut device: D,
+    plan: &Plan,
+    ports: &mut Ports,
+    before: Undo,
+    job_targets: Option<Vec<JobTarget>>,
+) -> Result<Outcome> {
     let workload = match plan.workload(device.info()) {
         Ok(workload) => workload,
         Err(e) => return Err(crate::target::taken_back(device, &before, e)),
@@ -197,6 +233,7 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
         target: plan.target.recorded(),
         workload: workload.clone(),
         ramp_ns: (plan.ramp_ns > 0).then_some(plan.ramp_ns),
+        jobs: (plan.jobs > 1).then_some(plan.jobs),
     });
     let info = device.info().clone();
     // After the gate and the workload's checks, before the first I/O: a refusal leaves no directory behind, and
@@ -215,7 +252,7 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
     } else {
         String::new()
     };
-    reporter.say(&format!("ssdlab    run {}{ramp}", describe(&workload)));
+    reporter.say(&format!("ssdlab    run {}{ramp}", describe(&workload, plan.jobs)));
     reporter.say_lines(ssdlab_report::text::target_lines(&info));
     // Reads of space never written (a file's hole or preallocation, a virtual drive's unmapped blocks) return
     // zeroes without reaching the medium: judged before the run, while the span is as the reads first find it.
@@ -226,7 +263,11 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
     };
     recording.announce(&mut reporter, "run", &info, &options)?;
     reporter.start_phase("run")?;
-    let outcome = run_phase_ramped(&mut device, &workload, plan.ramp_ns, &mut reporter)?;
+    let threaded = job_targets.is_some();
+    let outcome = match job_targets {
+        Some(targets) => run_threaded(targets, &workload, plan.ramp_ns, &mut reporter)?,
+        None => run_jobs_ramped(&mut device, &workload, plan.jobs, plan.ramp_ns, &mut reporter)?,
+    };
     let cpu = reporter.phase_cpu();
     reporter.finish_phase();
 
@@ -234,27 +275,23 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
     summary.cpu_user_s = cpu.user_s;
     summary.cpu_sys_s = cpu.sys_s;
     let mut verdict = verdict_of(&outcome, &summary);
-    if let Some(share) = unwritten {
-        let said = format!(
-            "about {:.0}% of the span read had never been written (a hole or preallocated space in a file, \
-             unmapped blocks on a drive): reads there return zeroes without reaching the medium; write the span \
-             first (--rw write) to measure reads",
-            100.0 * share
-        );
-        if workload.rw == RwMode::RandRw && workload.mix_read_percent < 100 {
-            // The run's writes fill the span as it goes: the early reads are the ones that measured nothing.
-            reporter.say(&format!("note      {said}, until this run's writes reach it"));
-        } else {
-            verdict.passed = false;
-            verdict.reasons.push(format!("not trustworthy: {said}"));
-        }
+    if let Some(share) = unwritten
+        && let Some(note) = judge_unwritten(&workload, share, &mut verdict)
+    {
+        reporter.say(&note);
     }
     reporter.emit(&Event::Summary {
         phase: "run".into(),
         summary: summary.clone(),
         complete: outcome.complete,
     })?;
-    reporter.say_lines(ssdlab_report::text::summary_lines(&summary, workload.queue_depth));
+    reporter.say_lines(ssdlab_report::text::summary_lines(
+        &summary,
+        workload.queue_depth * plan.jobs,
+    ));
+    if plan.jobs > 1 {
+        reporter.say(&jobs_note(plan.jobs, threaded));
+    }
     reporter.say_lines(ssdlab_report::text::verdict_lines(&verdict));
     // A plain run keeps the file it created (another run may want the same data); it says so, as quick says
     // it removed its own.
@@ -273,6 +310,40 @@ fn run_on<D: Device>(mut device: D, plan: &Plan, ports: &mut Ports, before: Undo
     recording.finish(
         &mut reporter,
         Finished::new(info, options, Analysis::Run, verdict).phases(vec![phase], outcome.complete),
+    )
+}
+
+/// A run that read space never written (a `share` of its span) measured nothing there: a read run is not
+/// trustworthy (the verdict says why); a mix's own writes fill the span as it goes, so it gets a note instead,
+/// returned.
+fn judge_unwritten(workload: &Workload, share: f64, verdict: &mut Verdict) -> Option<String> {
+    let said = format!(
+        "about {:.0}% of the span read had never been written (a hole or preallocated space in a file, unmapped \
+         blocks on a drive): reads there return zeroes without reaching the medium; write the span first \
+         (--rw write) to measure reads",
+        100.0 * share
+    );
+    if workload.rw == RwMode::RandRw && workload.mix_read_percent < 100 {
+        // The run's writes fill the span as it goes: the early reads are the ones that measured nothing.
+        return Some(format!("note      {said}, until this run's writes reach it"));
+    }
+    verdict.passed = false;
+    verdict.reasons.push(format!("not trustworthy: {said}"));
+    None
+}
+
+/// What a run of several jobs says under its summary: the figures are of all of them, the limits each one's,
+/// and how they ran.
+fn jobs_note(jobs: u32, threaded: bool) -> String {
+    format!(
+        "note      the figures above are of all {jobs} jobs together; --qd, --rate, --bytes and --passes are each \
+         job's, as fio's are{}",
+        if threaded {
+            ", and each job ran on its own thread"
+        } else {
+            "; the jobs submitted from one thread, to the one device this target is (its state and clock are not \
+             shared between threads)"
+        }
     )
 }
 

@@ -64,6 +64,7 @@ fn run_flags(rw: &str, runtime: &str) -> RunFlags {
         norandommap: false,
         verify: false,
         ramp_ns: 0,
+        jobs: 1,
     }
 }
 

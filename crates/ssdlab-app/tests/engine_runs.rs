@@ -356,3 +356,141 @@ impl WithRamp for RunFlags {
         }
     }
 }
+
+/// `--jobs` on real targets: a thread per job over duplicates of the one opened descriptor, merged into one
+/// phase whose seconds add up to its summary, each job's limits its own, and with verify each job's share of the
+/// span written once and read back.
+#[test]
+fn jobs_on_threads_merge_into_one_phase_and_keep_their_own_limits() {
+    // Null: two jobs of 16 MiB each.
+    let ran = run_command(
+        "null",
+        RunFlags {
+            bytes: Some(bytes("16m")),
+            qd: 8,
+            jobs: 2,
+            ..run_defaults()
+        },
+        None,
+    );
+    assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+    let events = ran.events();
+    assert_eq!(summary(&events)["ios"], 2 * 4096, "each job's --bytes");
+    assert_eq!(sampled_ios(&events), 2 * 4096, "the merged seconds add up");
+    let begin = &event(&events, "begin")["data"]["options"];
+    assert_eq!(begin["jobs"], 2, "{begin}");
+    assert!(
+        ran.text().contains("each job ran on its own thread"),
+        "{}",
+        ran.text()
+    );
+
+    // A file, written by three jobs with verify: the shares cover every block once, each holding its pattern.
+    let dir = tempdir();
+    let path = dir.path().join("jobs.img");
+    let ran = run_command(
+        &file_target(&path, Some("3m")),
+        RunFlags {
+            rw: rw_arg("randwrite").unwrap(),
+            verify: true,
+            passes: Some(1),
+            qd: 4,
+            jobs: 3,
+            ..run_defaults()
+        },
+        None,
+    );
+    assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+    let events = ran.events();
+    assert_eq!(summary(&events)["ios"], 768);
+    assert_eq!(summary(&events)["verify_errors"], 0);
+    assert_eq!(sampled_ios(&events), 768);
+    // One job alone reads every block back: all three shares hold their patterns.
+    let target = file_target(&path, None);
+    let read = |jobs| {
+        run_command(
+            &target,
+            RunFlags {
+                rw: rw_arg("read").unwrap(),
+                verify: true,
+                passes: Some(1),
+                jobs,
+                ..run_defaults()
+            },
+            None,
+        )
+    };
+    let ran = read(1);
+    assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+    assert_eq!(summary(&ran.events())["verify_errors"], 0);
+    // A corrupt block in the last job's share fails the run of three.
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.write_all_at(&[0xFF], 3_000_000).unwrap();
+    file.sync_all().unwrap();
+    drop(file);
+    let ran = read(3);
+    assert_eq!(ran.outcome, Outcome::Failed, "{}", ran.text());
+    assert_eq!(summary(&ran.events())["verify_errors"], 1);
+
+    // Too many jobs, or too few blocks to share: refused before any I/O, naming the flag.
+    let refused = refusal(|ports| {
+        let flags = RunFlags {
+            jobs: 65,
+            ..run_defaults()
+        };
+        ssdlab_app::run::run(
+            &ssdlab_app::run::Plan::new(TargetPlan::plain("null")?, flags, None)?,
+            ports,
+        )
+    });
+    assert!(refused.contains("--jobs 65"), "{refused}");
+    let refused = refusal(|ports| {
+        let flags = RunFlags {
+            rw: rw_arg("write").unwrap(),
+            verify: true,
+            span: "0:8k".parse().unwrap(),
+            jobs: 3,
+            ..run_defaults()
+        };
+        ssdlab_app::run::run(
+            &ssdlab_app::run::Plan::new(TargetPlan::plain(&file_target(&path, None))?, flags, None)?,
+            ports,
+        )
+    });
+    assert!(refused.contains("--jobs 3 with --verify"), "{refused}");
+}
+
+/// `--jobs` on the virtual drive: simulated submitters on its one clock, so a seed replays exactly, and four
+/// jobs at QD1 keep four reads in flight where one job keeps one.
+#[test]
+fn jobs_on_the_virtual_drive_replay_exactly_and_add_submitters() {
+    let sim = |jobs| {
+        let ran = run_command(
+            "sim:840evo-250g?scale=1/256&fill=100%",
+            RunFlags {
+                qd: 1,
+                runtime_ns: Some(ns("1s")),
+                jobs,
+                ..run_defaults()
+            },
+            None,
+        );
+        assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+        let mut s = summary(&ran.events()).clone();
+        // The host's CPU time is the one figure not in virtual time.
+        for cpu in ["cpu_user_s", "cpu_sys_s"] {
+            s.as_object_mut().unwrap().remove(cpu);
+        }
+        s
+    };
+    let (one, four) = (sim(1), sim(4));
+    assert!(four == sim(4), "the same seed, the same run");
+    let iops = |s: &serde_json::Value| s["iops"].as_f64().unwrap();
+    assert!(
+        iops(&four) > 3.0 * iops(&one),
+        "four submitters at QD1: {} IOPS against one's {}",
+        iops(&four),
+        iops(&one)
+    );
+    assert!(four["qd_mean"].as_f64().unwrap() > 3.5, "{four}");
+}

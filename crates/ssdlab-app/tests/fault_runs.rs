@@ -139,6 +139,7 @@ fn one_seed(seed: u64, verify: bool) -> Result<String, String> {
             norandommap: false,
             verify,
             ramp_ns: 0,
+            jobs: 1,
         },
         None,
     )
@@ -327,6 +328,7 @@ fn a_directory_made_for_a_result_that_never_came_is_taken_away_and_none_that_was
                 norandommap: false,
                 verify: false,
                 ramp_ns: 0,
+                jobs: 1,
             },
             Some(ssdlab_app::export::OutDir::new(out.clone(), false)),
         )

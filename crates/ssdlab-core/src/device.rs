@@ -533,3 +533,16 @@ mod no_limit_tests {
         );
     }
 }
+
+/// One job's device, not yet made (fio's numjobs, a thread per job): a sibling of an opened device, sharing its
+/// target and its clock, made on the job's own thread since an io_uring belongs to the thread that set it up.
+pub trait JobDevice: Send {
+    /// Makes this job's device on the calling thread and runs `run` on it.
+    fn with_device<R: JobRun>(self, run: R) -> DeviceResult<R::Output>;
+}
+
+/// What runs on a job's device, whatever its concrete type (so the hot loop is compiled per backend).
+pub trait JobRun {
+    type Output;
+    fn on<D: Device>(self, device: D) -> Self::Output;
+}

@@ -138,7 +138,26 @@ pub enum WorkloadError {
     VerifyTrim,
     #[error("--{flag} 0: must be above zero")]
     ZeroLimit { flag: &'static str },
+    #[error("--jobs {jobs}: must be between 1 and {MAX_JOBS}")]
+    Jobs { jobs: u32 },
+    #[error(
+        "--jobs {jobs} x --qd {qd} x --bs {bs} needs {need} of buffers, above the 4 GiB limit; lower --jobs, --qd or --bs"
+    )]
+    JobsBufferMemory {
+        jobs: u32,
+        qd: u32,
+        bs: u64,
+        need: String,
+    },
+    #[error(
+        "--jobs {jobs} with --verify: each job writes its own share of the span, and {blocks} blocks cannot be shared among {jobs} jobs; lower --jobs or widen --span"
+    )]
+    VerifyShares { jobs: u32, blocks: u64 },
 }
+
+/// The most jobs one workload runs (fio allows more; beyond this a job per core is far past any machine ssdlab
+/// is run on, and every job pins its own buffers).
+pub const MAX_JOBS: u32 = 64;
 
 /// The most buffer memory one phase may pin (queue depth x block size).
 pub const BUFFER_LIMIT_BYTES: u64 = 4 << 30;
@@ -213,6 +232,54 @@ impl Workload {
             }
         }
         Ok(())
+    }
+
+    /// Checks that `jobs` copies of this workload (fio's numjobs) can run side by side: a count in range, their
+    /// buffers together within the limit, and with verify a share of the span for each job.
+    pub fn validate_jobs(&self, jobs: u32) -> Result<(), WorkloadError> {
+        if !(1..=MAX_JOBS).contains(&jobs) {
+            return Err(WorkloadError::Jobs { jobs });
+        }
+        let need = u64::from(jobs) * u64::from(self.queue_depth) * self.block_bytes;
+        if jobs > 1 && need > BUFFER_LIMIT_BYTES {
+            return Err(WorkloadError::JobsBufferMemory {
+                jobs,
+                qd: self.queue_depth,
+                bs: self.block_bytes,
+                need: BinaryBytes(need).to_string(),
+            });
+        }
+        if self.verify && self.blocks() < u64::from(jobs) {
+            return Err(WorkloadError::VerifyShares {
+                jobs,
+                blocks: self.blocks(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Job `job` of `jobs` copies of this workload, as fio's numjobs runs them: each job is the whole workload
+    /// (its queue depth, its rate, its byte and pass limits) over the whole span with offsets of its own, so
+    /// job 0 is this workload exactly and a run of one job replays as it always did. With verify the jobs split
+    /// the span instead, each writing and checking its own share, since two jobs writing one block could not
+    /// tell which pattern a read should find. The verify pattern stays keyed by the workload's seed.
+    pub fn job(&self, jobs: u32, job: u32) -> Workload {
+        assert!(job < jobs, "job {job} of {jobs}");
+        let mut one = self.clone();
+        if job > 0 {
+            one.seed = crate::rng::splitmix64(self.seed ^ u64::from(job).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        }
+        if self.verify && jobs > 1 {
+            let blocks = self.blocks();
+            let share = blocks / u64::from(jobs);
+            let first = share * u64::from(job);
+            let count = if job + 1 == jobs { blocks - first } else { share };
+            one.span = Span {
+                offset_bytes: self.span.offset_bytes + first * self.block_bytes,
+                len_bytes: count * self.block_bytes,
+            };
+        }
+        one
     }
 
     /// Whole blocks in the span (a partial block at the end is never touched).

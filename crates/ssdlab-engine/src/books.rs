@@ -40,8 +40,13 @@ pub(crate) struct PhaseBooks {
 impl PhaseBooks {
     /// Books for a phase starting now on `device`.
     pub(crate) fn open<D: Device + ?Sized>(device: &D) -> Self {
+        Self::open_at(device, device.now_ns())
+    }
+
+    /// Books for a phase on `device` whose seconds count from `start_ns` (its counters are read now).
+    pub(crate) fn open_at<D: Device + ?Sized>(device: &D, start_ns: u64) -> Self {
         PhaseBooks {
-            accounting: Accounting::new(device.now_ns()),
+            accounting: Accounting::new(start_ns),
             counters_before: device.counters(),
             cache_before: device.cache_stats(),
             streamed: 0,
@@ -53,6 +58,11 @@ impl PhaseBooks {
     /// See [`Accounting::split_directions`].
     pub(crate) fn split_directions(&mut self) {
         self.accounting.split_directions();
+    }
+
+    /// See [`Accounting::keep_every_second`].
+    pub(crate) fn keep_every_second(&mut self) {
+        self.accounting.keep_every_second();
     }
 
     /// See [`Accounting::track_service_time`].
@@ -82,14 +92,10 @@ impl PhaseBooks {
 
     /// Submits `batch` and returns how many operations the device took. A device that refuses it with an error
     /// is an I/O failure of the phase, like a failed completion: the first operation it did not take is named,
-    /// their slots go back to `free`, and the loop stops issuing and drains what the device did take (told
-    /// apart by what is in flight, since a device may take part of a batch before it fails).
-    pub(crate) fn submit<D: Device + ?Sized>(
-        &mut self,
-        device: &mut D,
-        batch: &[Io],
-        free: &mut Vec<u32>,
-    ) -> usize {
+    /// the caller frees the slots of those it did not take, and the loop stops issuing and drains what the
+    /// device did take (told apart by what is in flight, since a device may take part of a batch before it
+    /// fails).
+    pub(crate) fn submit<D: Device + ?Sized>(&mut self, device: &mut D, batch: &[Io]) -> usize {
         let before = device.in_flight();
         let error = match device.submit(batch) {
             Ok(accepted) => return accepted,
@@ -97,7 +103,6 @@ impl PhaseBooks {
         };
         let taken = device.in_flight().saturating_sub(before).min(batch.len());
         let first = batch[taken];
-        free.extend(batch[taken..].iter().map(|io| io.slot));
         self.io_errors += 1;
         let errno = error.errno();
         self.io_failure.get_or_insert(IoFailure {
@@ -126,23 +131,73 @@ impl PhaseBooks {
         }
     }
 
-    /// Ends the phase now: the samples and summary (with the device's and cache's counters over the phase and the
+    /// The books as the phase's measured part ends now: the device's and cache's counters over it are read,
+    /// and nothing more is accounted.
+    pub(crate) fn closing<D: Device + ?Sized>(self, device: &D) -> Closing {
+        Closing {
+            end_ns: device.now_ns(),
+            device: device
+                .counters()
+                .zip(self.counters_before)
+                .map(|(after, before)| after.since(&before)),
+            cache: device
+                .cache_stats()
+                .zip(self.cache_before)
+                .map(|(after, before)| after.since(&before)),
+            accounting: self.accounting,
+            streamed: self.streamed,
+            io_errors: self.io_errors,
+            io_failure: self.io_failure,
+        }
+    }
+}
+
+/// A phase's books once its measured part has ended, before its samples and summary are drawn: the books of
+/// several loops that ran one phase together (a thread per job) are merged here.
+pub(crate) struct Closing {
+    accounting: Accounting,
+    end_ns: u64,
+    device: Option<DeviceCounters>,
+    cache: Option<CacheStats>,
+    streamed: usize,
+    io_errors: u64,
+    io_failure: Option<IoFailure>,
+}
+
+impl Closing {
+    /// Folds in the books of another loop of the same phase, measured from the same instant on the same clock:
+    /// every second's operations, bytes and latencies add exactly, the phase ends when the later one did, and
+    /// the first failure kept is this one's (or the other's, when this one had none). Devices with counters of
+    /// their own (the simulator, a cache) never run as several loops.
+    pub(crate) fn absorb(&mut self, other: Closing) {
+        assert!(
+            self.device.is_none() && other.device.is_none() && self.cache.is_none() && other.cache.is_none(),
+            "loops merged into one phase run on devices without counters of their own"
+        );
+        self.accounting.absorb(other.accounting);
+        self.end_ns = self.end_ns.max(other.end_ns);
+        self.streamed = 0;
+        self.io_errors += other.io_errors;
+        if self.io_failure.is_none() {
+            self.io_failure = other.io_failure;
+        }
+    }
+
+    /// Whether an operation failed in the phase.
+    pub(crate) fn failed(&self) -> bool {
+        self.io_failure.is_some()
+    }
+
+    /// Ends the phase: the samples and summary (with the device's and cache's counters over the phase and the
     /// failed operations), the rest of the samples shown, progress complete.
-    pub(crate) fn close<D: Device + ?Sized, O: Observer + ?Sized>(
+    pub(crate) fn close<O: Observer + ?Sized>(
         self,
-        device: &D,
         runtime_ns: Option<u64>,
         observer: &mut O,
     ) -> (Finished, Option<IoFailure>) {
-        let mut finished = self.accounting.finish(device.now_ns(), runtime_ns);
-        finished.summary.device = device
-            .counters()
-            .zip(self.counters_before)
-            .map(|(after, before)| after.since(&before));
-        finished.summary.cache = device
-            .cache_stats()
-            .zip(self.cache_before)
-            .map(|(after, before)| after.since(&before));
+        let mut finished = self.accounting.finish(self.end_ns, runtime_ns);
+        finished.summary.device = self.device;
+        finished.summary.cache = self.cache;
         finished.summary.io_errors = self.io_errors;
         for sample in finished.samples.iter().skip(self.streamed) {
             observer.sample(sample);

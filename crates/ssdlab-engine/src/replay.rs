@@ -230,11 +230,12 @@ impl<'p, 'o> Replay<'p, 'o> {
         }
         // A device that refuses the batch ends the replay as a failed operation would; what it did not take was
         // not issued.
-        let accepted = books.submit(device, &self.batch, &mut self.free);
+        let accepted = books.submit(device, &self.batch);
         assert!(
             accepted == self.batch.len() || books.io_failure.is_some(),
             "devices accept up to their prepared slot count"
         );
+        self.free.extend(self.batch[accepted..].iter().map(|io| io.slot));
         self.next -= self.batch.len() - accepted;
         if device.in_flight() == 0 {
             self.busy_since = None;
@@ -264,7 +265,7 @@ impl<'p, 'o> Replay<'p, 'o> {
         if let Some(since) = self.busy_since {
             self.busy_ns += device.now_ns().saturating_sub(since);
         }
-        let (finished, io_failure) = books.close(device, None, observer);
+        let (finished, io_failure) = books.closing(device).close(None, observer);
         ReplayOutcome {
             phase: PhaseOutcome {
                 samples: finished.samples,

@@ -97,12 +97,12 @@ pub struct PhaseOutcome {
     pub verify_failures: Vec<VerifyFailure>,
     /// The first I/O failure; the phase stops at it.
     pub io_failure: Option<IoFailure>,
-    /// Passes completed over the span.
+    /// Passes every job completed over its span.
     pub passes: u64,
 }
 
 /// How many verify failures are kept in detail.
-const VERIFY_DETAIL: usize = 16;
+pub(crate) const VERIFY_DETAIL: usize = 16;
 
 /// Per-slot facts the completion does not carry.
 #[derive(Debug, Clone, Copy, Default)]
@@ -133,242 +133,355 @@ pub fn run_phase_ramped<D: Device + ?Sized, O: Observer + ?Sized>(
     ramp_ns: u64,
     observer: &mut O,
 ) -> Result<PhaseOutcome, DeviceError> {
-    let mut phase = Phase::prepare(device, workload)?;
+    run_jobs_ramped(device, workload, 1, ramp_ns, observer)
+}
+
+/// [`run_phase_ramped`] with `jobs` copies of the workload (fio's numjobs, see [`Workload::job`]) submitting to
+/// one device from this thread, each with its own queue depth of slots, offsets, rate schedule and limits. On a
+/// virtual clock this is the only way to run jobs (they are simulated submitters, and a seed still replays
+/// exactly); on a real device it measures what one core can drive (see `crate::jobs` for a thread per job).
+/// The workload must have been validated for `jobs` ([`Workload::validate_jobs`]).
+pub fn run_jobs_ramped<D: Device + ?Sized, O: Observer + ?Sized>(
+    device: &mut D,
+    workload: &Workload,
+    jobs: u32,
+    ramp_ns: u64,
+    observer: &mut O,
+) -> Result<PhaseOutcome, DeviceError> {
+    let mut phase = Phase::prepare(device, workload, jobs, 0..jobs)?;
     observer.started();
-    let mut books = books_for(device, &phase, workload);
-    let ramp_end_ns = device.now_ns().saturating_add(ramp_ns);
-    let mut ramping = ramp_ns > 0;
-    let mut start_ns = device.now_ns();
-    phase.next_intended = start_ns as f64;
-    let mut deadline_ns = workload.stop.runtime_ns.map(|r| ramp_end_ns.saturating_add(r));
-    let mut last_progress_s = 0u64;
-
-    loop {
-        let now = device.now_ns();
-        if ramping && now >= ramp_end_ns {
-            // The measured phase starts here: fresh books, the device's counters from now.
-            ramping = false;
-            books = books_for(device, &phase, workload);
-            start_ns = now;
-            deadline_ns = workload.stop.runtime_ns.map(|r| now.saturating_add(r));
-            last_progress_s = 0;
-        }
-        let mut issuing = books.io_failure.is_none();
-        if deadline_ns.is_some_and(|d| now >= d) || phase.limit_reached() {
-            issuing = false;
-        } else if issuing && observer.stop_requested() {
-            phase.stopped_early = true;
-            issuing = false;
-        }
-
-        phase.batch.clear();
-        if issuing {
-            phase.fill_batch(device, now);
-        }
-        if !phase.batch.is_empty() {
-            // A device that refuses the batch ends the phase as a failed operation would: the slots it did not
-            // take are free again, and what it did take is drained below.
-            let accepted = books.submit(device, &phase.batch, &mut phase.free);
-            assert!(
-                accepted == phase.batch.len() || books.io_failure.is_some(),
-                "devices accept up to their prepared slot count"
-            );
-        }
-
-        if device.in_flight() == 0 {
-            if !issuing || phase.limit_reached() {
-                break;
-            }
-            if phase.interval_ns.is_some() {
-                // Idle until the next operation is due; the device learns the host is idle.
-                let due = (phase.next_intended as u64).min(deadline_ns.unwrap_or(u64::MAX));
-                device.wait_until(due);
-            }
-            continue;
-        }
-
-        let reap_deadline = (phase.interval_ns.is_some() && issuing && !phase.free.is_empty())
-            .then_some(phase.next_intended as u64);
-        let last_completed = reap_some(device, reap_deadline, &mut phase.completions, now)?;
-        phase.account_completions(device, &mut books);
-
-        if ramping {
-            // Nothing of the ramp is shown or kept.
-            continue;
-        }
-        books.stream(observer);
-        let elapsed_s = last_completed.saturating_sub(start_ns) / 1_000_000_000;
-        if elapsed_s > last_progress_s {
-            last_progress_s = elapsed_s;
-            observer.progress(progress(
-                workload,
-                phase.issued,
-                phase.block_limit,
-                now - start_ns,
-            ));
-        }
-    }
-    if ramping {
-        // The limits ended the phase inside its ramp: nothing was measured, and nothing of the ramp is kept.
-        books = books_for(device, &phase, workload);
-    }
+    let start = Start {
+        at_ns: device.now_ns(),
+        ramp_ns,
+        shared: false,
+    };
+    let books = phase.drive(device, start, observer)?;
     phase.finish(device, books, observer)
 }
 
-/// Books for a phase of `workload` starting now: under a rate limit they keep the device's own time apart, and a
-/// mix of reads and writes states each direction in every second from the first one streamed (not only once
-/// both have completed).
-fn books_for<D: Device + ?Sized>(device: &D, phase: &Phase, workload: &Workload) -> PhaseBooks {
-    let mut books = PhaseBooks::open(device);
+/// When a phase's loop starts, and how its measured part is timed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Start {
+    /// The device clock at the start (the ramp's start, when there is one).
+    pub(crate) at_ns: u64,
+    pub(crate) ramp_ns: u64,
+    /// Several loops on devices sharing one clock make one phase: each measures from the same instants (the start,
+    /// or the ramp's end exactly), so their per-second windows line up and merge exactly. A loop alone measures
+    /// from the first turn after the ramp, as it always has.
+    pub(crate) shared: bool,
+}
+
+/// Books for a phase of `workload` measured from `start_ns`: under a rate limit they keep the device's own time
+/// apart, and a mix of reads and writes states each direction in every second from the first one streamed (not
+/// only once both have completed). Books of loops that will be merged keep every second as its own window.
+fn books_for<D: Device + ?Sized>(device: &D, start_ns: u64, phase: &Phase, shared: bool) -> PhaseBooks {
+    let mut books = PhaseBooks::open_at(device, start_ns);
     if phase.interval_ns.is_some() {
         books.track_service_time();
     }
+    let workload = phase.workload;
     if workload.rw == crate::workload::RwMode::RandRw && (1..100).contains(&workload.mix_read_percent) {
         books.split_directions();
+    }
+    if shared {
+        books.keep_every_second();
     }
     books
 }
 
-/// One phase as it runs: the slots and the operation each holds, what was issued and written, and the verify
-/// failures found. Everything is sized once, before the first operation: the hot loop allocates nothing.
-struct Phase<'w> {
-    workload: &'w Workload,
+/// One job's stream of operations inside a phase: its own offsets, its own choice of read or write and data
+/// stamps, its own slots (a run of the phase's), its own rate schedule and its own stop limit.
+struct Lane {
     rng: Rng,
     access: Access,
+    /// Where the job's span starts, in bytes, and its first block among the workload's (for the written map).
+    offset_bytes: u64,
+    first_block: u64,
+    /// Operations to issue at most (None: until the runtime ends).
+    block_limit: Option<u64>,
+    issued: u64,
+    /// Under a rate limit: the next intended issue time.
+    next_intended: f64,
+    /// Free slots of this lane.
+    free: Vec<u32>,
+}
+
+impl Lane {
+    fn limit_reached(&self) -> bool {
+        self.block_limit.is_some_and(|l| self.issued >= l)
+    }
+}
+
+/// One phase as it runs: the lanes (one per job), the slots and the operation each holds, what was written, and
+/// the verify failures found. Everything is sized once, before the first operation: the hot loop allocates
+/// nothing.
+pub(crate) struct Phase<'w> {
+    workload: &'w Workload,
+    lanes: Vec<Lane>,
     /// The share of reads, in percent, and the operation that is not a read (write or discard).
     read_percent: u64,
     modifying_op: Op,
-    /// Operations to issue at most (None: until the runtime ends).
-    block_limit: Option<u64>,
-    /// Under a rate limit: nanoseconds between intended issue times, and the next one.
+    /// Under a rate limit: nanoseconds between one job's intended issue times.
     interval_ns: Option<f64>,
-    next_intended: f64,
-    /// Which blocks this run wrote with the verify pattern: reads check only those, and a final pass reads
-    /// every one of them back.
+    /// Which blocks of the workload's span this run wrote with the verify pattern: reads check only those, and
+    /// a final pass reads every one of them back.
     written: Option<Vec<u64>>,
     slots: Vec<SlotState>,
-    free: Vec<u32>,
     batch: Vec<Io>,
     completions: Vec<Completion>,
-    issued: u64,
     verify_failures: Vec<VerifyFailure>,
     verify_errors: u64,
     stopped_early: bool,
 }
 
 impl<'w> Phase<'w> {
-    /// Prepares the device's buffers and sizes everything the loop needs.
-    fn prepare<D: Device + ?Sized>(device: &mut D, workload: &'w Workload) -> Result<Self, DeviceError> {
+    /// Prepares the device's buffers (a queue depth of slots for each job in `lanes`, of `jobs` in all) and sizes
+    /// everything the loop needs.
+    pub(crate) fn prepare<D: Device + ?Sized>(
+        device: &mut D,
+        workload: &'w Workload,
+        jobs: u32,
+        lanes: std::ops::Range<u32>,
+    ) -> Result<Self, DeviceError> {
+        assert!(
+            lanes.end <= jobs && !lanes.is_empty(),
+            "lanes {lanes:?} of {jobs} jobs"
+        );
         let qd = workload.queue_depth;
         let bs = workload.block_bytes;
-        device.prepare(qd, bs as usize)?;
-        let mut rng = Rng::stream(workload.seed, 0xDA7A);
+        let slot_count = qd * lanes.len() as u32;
+        device.prepare(slot_count, bs as usize)?;
         let read_percent = workload.rw.read_percent(workload.mix_read_percent) as u64;
         let modifying_op = workload.rw.modifying_op();
-        if modifying_op == Op::Write && read_percent < 100 && !workload.verify {
-            // Incompressible content once per buffer; each write then only stamps it unique.
-            for slot in 0..qd {
-                rng.fill(device.buffer_mut(slot));
+        let stamps = modifying_op == Op::Write && read_percent < 100 && !workload.verify;
+        let mut built = Vec::with_capacity(lanes.len());
+        for (i, job) in lanes.enumerate() {
+            let one = workload.job(jobs, job);
+            let mut rng = Rng::stream(one.seed, 0xDA7A);
+            let first_slot = i as u32 * qd;
+            if stamps {
+                // Incompressible content once per buffer; each write then only stamps it unique.
+                for slot in first_slot..first_slot + qd {
+                    rng.fill(device.buffer_mut(slot));
+                }
             }
+            let blocks = one.blocks();
+            let block_limit = {
+                let by_bytes = one.stop.bytes.map(|b| b.div_ceil(bs));
+                let by_passes = one.stop.passes.map(|p| p.saturating_mul(blocks));
+                match (by_bytes, by_passes, one.stop.runtime_ns) {
+                    (None, None, None) => Some(blocks),
+                    (a, b, _) => a.into_iter().chain(b).min(),
+                }
+            };
+            built.push(Lane {
+                rng,
+                access: Access::new(&one),
+                offset_bytes: one.span.offset_bytes,
+                first_block: (one.span.offset_bytes - workload.span.offset_bytes) / bs,
+                block_limit,
+                issued: 0,
+                next_intended: 0.0,
+                free: (first_slot..first_slot + qd).rev().collect(),
+            });
         }
-        let blocks = workload.blocks();
-        let block_limit = {
-            let by_bytes = workload.stop.bytes.map(|b| b.div_ceil(bs));
-            let by_passes = workload.stop.passes.map(|p| p.saturating_mul(blocks));
-            match (by_bytes, by_passes, workload.stop.runtime_ns) {
-                (None, None, None) => Some(blocks),
-                (a, b, _) => a.into_iter().chain(b).min(),
-            }
-        };
         Ok(Phase {
             workload,
-            rng,
-            access: Access::new(workload),
+            lanes: built,
             read_percent,
             modifying_op,
-            block_limit,
             interval_ns: workload.issue_interval_ns(),
-            next_intended: 0.0,
             written: (workload.verify && modifying_op == Op::Write && read_percent < 100)
-                .then(|| vec![0u64; blocks.div_ceil(64) as usize]),
-            slots: vec![SlotState::default(); qd as usize],
-            free: (0..qd).rev().collect(),
-            batch: Vec::with_capacity(qd as usize),
-            completions: Vec::with_capacity(2 * qd as usize),
-            issued: 0,
+                .then(|| vec![0u64; workload.blocks().div_ceil(64) as usize]),
+            slots: vec![SlotState::default(); slot_count as usize],
+            batch: Vec::with_capacity(slot_count as usize),
+            completions: Vec::with_capacity(2 * slot_count as usize),
             verify_failures: Vec::new(),
             verify_errors: 0,
             stopped_early: false,
         })
     }
 
-    /// Whether every operation the stop condition allows has been issued.
+    /// Runs the loop from `start` until the stop condition, a stop request or a failure, and returns its books,
+    /// not yet closed.
+    pub(crate) fn drive<D: Device + ?Sized, O: Observer + ?Sized>(
+        &mut self,
+        device: &mut D,
+        start: Start,
+        observer: &mut O,
+    ) -> Result<PhaseBooks, DeviceError> {
+        let workload = self.workload;
+        let ramp_end_ns = start.at_ns.saturating_add(start.ramp_ns);
+        let mut ramping = start.ramp_ns > 0;
+        let mut start_ns = start.at_ns;
+        let mut books = books_for(device, start_ns, self, start.shared);
+        for lane in &mut self.lanes {
+            lane.next_intended = start_ns as f64;
+        }
+        let mut deadline_ns = workload.stop.runtime_ns.map(|r| ramp_end_ns.saturating_add(r));
+        let mut last_progress_s = 0u64;
+
+        loop {
+            let now = device.now_ns();
+            if ramping && now >= ramp_end_ns {
+                // The measured phase starts here: fresh books, the device's counters from now.
+                ramping = false;
+                start_ns = if start.shared { ramp_end_ns } else { now };
+                books = books_for(device, start_ns, self, start.shared);
+                deadline_ns = workload.stop.runtime_ns.map(|r| start_ns.saturating_add(r));
+                last_progress_s = 0;
+            }
+            let mut issuing = books.io_failure.is_none();
+            if deadline_ns.is_some_and(|d| now >= d) || self.limit_reached() {
+                issuing = false;
+            } else if issuing && observer.stop_requested() {
+                self.stopped_early = true;
+                issuing = false;
+            }
+
+            self.batch.clear();
+            if issuing {
+                self.fill_batch(device, now);
+            }
+            if !self.batch.is_empty() {
+                // A device that refuses the batch ends the phase as a failed operation would: the slots it did
+                // not take are free again, and what it did take is drained below.
+                let accepted = books.submit(device, &self.batch);
+                assert!(
+                    accepted == self.batch.len() || books.io_failure.is_some(),
+                    "devices accept up to their prepared slot count"
+                );
+                for io in &self.batch[accepted..] {
+                    let lane = (io.slot / workload.queue_depth) as usize;
+                    self.lanes[lane].free.push(io.slot);
+                }
+            }
+
+            if device.in_flight() == 0 {
+                if !issuing || self.limit_reached() {
+                    break;
+                }
+                if self.interval_ns.is_some() {
+                    // Idle until the next operation is due; the device learns the host is idle.
+                    let due = (self.next_due(false) as u64).min(deadline_ns.unwrap_or(u64::MAX));
+                    device.wait_until(due);
+                }
+                continue;
+            }
+
+            let reap_deadline = (self.interval_ns.is_some() && issuing)
+                .then(|| self.next_due(true))
+                .filter(|due| due.is_finite())
+                .map(|due| due as u64);
+            let last_completed = reap_some(device, reap_deadline, &mut self.completions, now)?;
+            self.account_completions(device, &mut books);
+
+            if ramping {
+                // Nothing of the ramp is shown or kept.
+                continue;
+            }
+            books.stream(observer);
+            let elapsed_s = last_completed.saturating_sub(start_ns) / 1_000_000_000;
+            if elapsed_s > last_progress_s {
+                last_progress_s = elapsed_s;
+                observer.progress(self.progress(now - start_ns));
+            }
+        }
+        if ramping {
+            // The limits ended the phase inside its ramp: nothing was measured, and nothing of the ramp is kept.
+            books = books_for(device, device.now_ns(), self, start.shared);
+        }
+        Ok(books)
+    }
+
+    /// Whether every operation the stop condition allows has been issued, in every lane.
     fn limit_reached(&self) -> bool {
-        self.block_limit.is_some_and(|l| self.issued >= l)
+        self.lanes.iter().all(Lane::limit_reached)
+    }
+
+    /// Under a rate limit, the earliest intended issue time of a lane that still issues (with a free slot, when
+    /// `with_free_slot`); infinity when there is none.
+    fn next_due(&self, with_free_slot: bool) -> f64 {
+        self.lanes
+            .iter()
+            .filter(|l| !l.limit_reached() && (!with_free_slot || !l.free.is_empty()))
+            .map(|l| l.next_intended)
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// The fraction of the phase done, by whichever limit is closest to ending it.
+    fn progress(&self, elapsed_ns: u64) -> f64 {
+        let issued: u64 = self.lanes.iter().map(|l| l.issued).sum();
+        let limit: Option<u64> = self.lanes.iter().map(|l| l.block_limit).sum();
+        progress(self.workload, issued, limit, elapsed_ns)
     }
 
     /// Fills the batch with every operation that is due and has a free slot, each buffer made ready.
     fn fill_batch<D: Device + ?Sized>(&mut self, device: &mut D, now: u64) {
         let workload = self.workload;
         let bs = workload.block_bytes;
-        while !self.free.is_empty() && !self.limit_reached() {
-            let intended_ns = match self.interval_ns {
-                Some(interval) => {
-                    if self.next_intended > now as f64 {
-                        break;
+        for lane in &mut self.lanes {
+            while !lane.free.is_empty() && !lane.limit_reached() {
+                let intended_ns = match self.interval_ns {
+                    Some(interval) => {
+                        if lane.next_intended > now as f64 {
+                            break;
+                        }
+                        let t = lane.next_intended as u64;
+                        lane.next_intended += interval;
+                        t
                     }
-                    let t = self.next_intended as u64;
-                    self.next_intended += interval;
-                    t
-                }
-                None => now,
-            };
-            let slot = self.free.pop().expect("checked non-empty");
-            let block = self.access.next_block();
-            let offset = workload.span.offset_bytes + block * bs;
-            let op = if self.read_percent == 100
-                || (self.read_percent > 0 && self.rng.below(100) < self.read_percent)
-            {
-                Op::Read
-            } else {
-                self.modifying_op
-            };
-            if op == Op::Write {
-                let buf = device.buffer_mut(slot);
-                if workload.verify {
-                    data::write_pattern(buf, offset, workload.seed);
+                    None => now,
+                };
+                let slot = lane.free.pop().expect("checked non-empty");
+                let block = lane.access.next_block();
+                let offset = lane.offset_bytes + block * bs;
+                let tag = lane.first_block + block;
+                let op = if self.read_percent == 100
+                    || (self.read_percent > 0 && lane.rng.below(100) < self.read_percent)
+                {
+                    Op::Read
                 } else {
-                    data::stamp(buf, &mut self.rng);
+                    self.modifying_op
+                };
+                if op == Op::Write {
+                    let buf = device.buffer_mut(slot);
+                    if workload.verify {
+                        data::write_pattern(buf, offset, workload.seed);
+                    } else {
+                        data::stamp(buf, &mut lane.rng);
+                    }
                 }
+                // A read is checked only if the block's pattern was on the device when it was issued: a write
+                // still in flight may or may not be seen by a concurrent read.
+                let check = op == Op::Read
+                    && workload.verify
+                    && self.written.as_ref().is_none_or(|bits| bit(bits, tag));
+                self.slots[slot as usize] = SlotState {
+                    offset,
+                    len: bs,
+                    intended_ns,
+                    check,
+                };
+                self.batch.push(Io {
+                    op,
+                    offset,
+                    len: bs,
+                    slot,
+                    tag,
+                });
+                lane.issued += 1;
             }
-            // A read is checked only if the block's pattern was on the device when it was issued: a write still in
-            // flight may or may not be seen by a concurrent read.
-            let check = op == Op::Read
-                && workload.verify
-                && self.written.as_ref().is_none_or(|bits| bit(bits, block));
-            self.slots[slot as usize] = SlotState {
-                offset,
-                len: bs,
-                intended_ns,
-                check,
-            };
-            self.batch.push(Io {
-                op,
-                offset,
-                len: bs,
-                slot,
-                tag: block,
-            });
-            self.issued += 1;
         }
     }
 
     /// Accounts the reaped completions: frees their slots, books their latency (from the intended issue time
     /// under a rate limit), marks written blocks and checks verified reads.
     fn account_completions<D: Device + ?Sized>(&mut self, device: &D, books: &mut PhaseBooks) {
+        let qd = self.workload.queue_depth;
         for c in &self.completions {
             let state = self.slots[c.slot as usize];
-            self.free.push(c.slot);
+            self.lanes[(c.slot / qd) as usize].free.push(c.slot);
             let began_ns = if self.interval_ns.is_some() {
                 state.intended_ns
             } else {
@@ -394,15 +507,37 @@ impl<'w> Phase<'w> {
     }
 
     /// Closes the books and, when the run wrote with verify and ended well, reads every written block back.
-    fn finish<D: Device + ?Sized, O: Observer + ?Sized>(
-        mut self,
+    pub(crate) fn finish<D: Device + ?Sized, O: Observer + ?Sized>(
+        self,
         device: &mut D,
         books: PhaseBooks,
         observer: &mut O,
     ) -> Result<PhaseOutcome, DeviceError> {
-        let (mut finished, io_failure) = books.close(device, self.workload.stop.runtime_ns, observer);
+        let closing = books.closing(device);
+        let (mut finished, io_failure) = closing.close(self.workload.stop.runtime_ns, observer);
+        let ended = self.end(device, io_failure.is_none(), observer)?;
+        finished.summary.verify_errors = ended.verify_errors;
+        Ok(PhaseOutcome {
+            samples: finished.samples,
+            histograms: finished.histograms,
+            summary: finished.summary,
+            complete: ended.complete && io_failure.is_none(),
+            verify_failures: ended.verify_failures,
+            io_failure,
+            passes: ended.passes,
+        })
+    }
+
+    /// After the measured part: the verify read-back of every written block (when the run wrote with verify and
+    /// `ended_well`), and what the lanes did.
+    pub(crate) fn end<D: Device + ?Sized, O: Observer + ?Sized>(
+        mut self,
+        device: &mut D,
+        ended_well: bool,
+        observer: &O,
+    ) -> Result<Ended, DeviceError> {
         if let Some(bits) = &self.written
-            && io_failure.is_none()
+            && ended_well
             && !self.stopped_early
         {
             let mut failures = Failures {
@@ -420,17 +555,29 @@ impl<'w> Phase<'w> {
                 self.stopped_early = true;
             }
         }
-        finished.summary.verify_errors = self.verify_errors;
-        Ok(PhaseOutcome {
-            samples: finished.samples,
-            histograms: finished.histograms,
-            summary: finished.summary,
-            complete: !self.stopped_early && io_failure.is_none(),
+        Ok(Ended {
             verify_failures: self.verify_failures,
-            io_failure,
-            passes: self.access.passes_completed(),
+            verify_errors: self.verify_errors,
+            complete: !self.stopped_early,
+            passes: self
+                .lanes
+                .iter()
+                .map(|l| l.access.passes_completed())
+                .min()
+                .expect("a phase has a lane"),
         })
     }
+}
+
+/// What a phase's lanes leave once its measured part and verify read-back are over.
+#[derive(Debug)]
+pub(crate) struct Ended {
+    pub(crate) verify_failures: Vec<VerifyFailure>,
+    pub(crate) verify_errors: u64,
+    /// False when a stop request ended it.
+    pub(crate) complete: bool,
+    /// Passes every job completed over its span.
+    pub(crate) passes: u64,
 }
 
 /// Where verify failures are counted and the first few kept.
@@ -592,6 +739,105 @@ mod tests {
             "qd_mean {}",
             out.summary.qd_mean
         );
+    }
+
+    #[test]
+    fn jobs_each_run_the_whole_workload_with_offsets_of_their_own() {
+        // Three jobs of one pass each touch every block once: three times the blocks, in three orders.
+        let mut dev = MemDevice::new(1 << 20, 100_000);
+        let w = workload(RwMode::RandWrite, 1 << 20);
+        let out = run_jobs_ramped(&mut dev, &w, 3, 0, &mut Quiet).unwrap();
+        assert_eq!(out.summary.ios, 3 * 256);
+        assert_eq!(out.passes, 1);
+        let log = dev.log();
+        let mut offsets: Vec<u64> = log.iter().map(|&(_, offset, _)| offset).collect();
+        offsets.sort_unstable();
+        let each: Vec<u64> = (0..256).flat_map(|b| [b * 4096; 3]).collect();
+        assert_eq!(offsets, each);
+        // 24 slots in flight, not 8; and the jobs' orders differ (their own seeds), job 0's is the one-job order.
+        assert!(
+            (out.summary.qd_mean - 24.0).abs() < 1.0,
+            "qd_mean {}",
+            out.summary.qd_mean
+        );
+        let mut alone = MemDevice::new(1 << 20, 100_000);
+        run_phase(&mut alone, &w, &mut Quiet).unwrap();
+        let first_of = |log: &[(ssdlab_core::device::Op, u64, u64)], n: usize| -> Vec<u64> {
+            log.iter().take(n).map(|&(_, o, _)| o).collect()
+        };
+        assert_eq!(
+            first_of(log, 8),
+            first_of(alone.log(), 8),
+            "job 0 issues first, as one job would"
+        );
+        assert_ne!(
+            first_of(log, 8),
+            first_of(&log[8..], 8),
+            "job 1 has offsets of its own"
+        );
+        // A byte limit is each job's, as fio's is.
+        let mut dev = MemDevice::new(1 << 20, 1000);
+        let limited = Workload {
+            stop: StopAt {
+                bytes: Some(40 * 4096),
+                ..StopAt::default()
+            },
+            ..workload(RwMode::RandRead, 1 << 20)
+        };
+        let out = run_jobs_ramped(&mut dev, &limited, 2, 0, &mut Quiet).unwrap();
+        assert_eq!(out.summary.ios, 80);
+    }
+
+    #[test]
+    fn jobs_that_verify_write_and_check_their_own_shares() {
+        let mut dev = MemDevice::new(1 << 20, 1000);
+        let w = Workload {
+            verify: true,
+            ..workload(RwMode::RandWrite, 1 << 20)
+        };
+        let out = run_jobs_ramped(&mut dev, &w, 3, 0, &mut Quiet).unwrap();
+        assert_eq!(out.summary.ios, 256, "the shares cover the span once");
+        assert_eq!(out.summary.verify_errors, 0);
+        let writes: Vec<u64> = dev
+            .log()
+            .iter()
+            .filter(|&&(op, _, _)| op == Op::Write)
+            .map(|&(_, o, _)| o)
+            .collect();
+        let mut sorted = writes.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 256, "every block written once");
+        // A corrupted block in any job's share is found by a read of all of them.
+        dev.data_mut()[900_000] ^= 0x10;
+        let read = Workload {
+            verify: true,
+            ..workload(RwMode::RandRead, 1 << 20)
+        };
+        let out = run_jobs_ramped(&mut dev, &read, 3, 0, &mut Quiet).unwrap();
+        assert_eq!(out.summary.verify_errors, 1);
+        assert_eq!(out.verify_failures[0].offset, 900_000 / 512 * 512);
+    }
+
+    #[test]
+    fn a_rate_is_each_jobs() {
+        let mut dev = MemDevice::new(1 << 30, 10_000);
+        let w = Workload {
+            queue_depth: 1,
+            rate: Some(Rate::Iops(1000.0)),
+            stop: StopAt {
+                runtime_ns: Some(1_000_000_000),
+                ..StopAt::default()
+            },
+            ..workload(RwMode::RandRead, 1 << 30)
+        };
+        let out = run_jobs_ramped(&mut dev, &w, 4, 0, &mut Quiet).unwrap();
+        assert!(
+            (3996..=4004).contains(&out.summary.ios),
+            "{} ios",
+            out.summary.ios
+        );
+        assert_eq!(out.summary.latency_ns.max, 10_000, "the jobs' schedules are met");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::fs::File;
 use std::time::{Duration, Instant};
 
-use ssdlab_core::device::{Completion, DeviceError, DeviceResult, Extent, Io, Op};
+use ssdlab_core::device::{Completion, DeviceError, DeviceInfo, DeviceResult, Extent, Io, Op};
 
 use crate::buffers::BufferPool;
 use crate::sys;
@@ -45,6 +45,18 @@ impl Default for RealClock {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// What a job's own device is made of: the device's description, a duplicate of its backing descriptor and its
+/// clock, so every job's completions are timed on one clock. Made where the device is, turned into a device on
+/// the job's thread (an io_uring belongs to the thread that set it up).
+#[derive(Debug)]
+pub struct Sibling {
+    pub info: DeviceInfo,
+    pub backing: Backing,
+    pub clock: RealClock,
+    /// Over a kept page cache, the way the device it came from reads and writes it.
+    pub page_cache: bool,
 }
 
 /// Per-slot state: which slots are in flight, with the caller's tag and the submit time.
@@ -222,6 +234,24 @@ pub enum Caching {
 }
 
 impl Backing {
+    /// The same file through duplicates of its descriptors (one open file description: the same flags, the
+    /// same claim), for a job's device on another thread.
+    pub fn duplicate(&self) -> std::io::Result<Backing> {
+        Ok(Backing {
+            file: self.file.try_clone()?,
+            kind: self.kind,
+            caching: self.caching,
+            tail: match &self.tail {
+                Some(tail) => Some(Tail {
+                    start_bytes: tail.start_bytes,
+                    end_bytes: tail.end_bytes,
+                    file: tail.file.try_clone()?,
+                }),
+                None => None,
+            },
+        })
+    }
+
     /// Discards a byte range, synchronously: BLKDISCARD on a block device, a punched hole in a file.
     pub fn discard(&self, offset: u64, len: u64) -> std::io::Result<()> {
         match self.kind {

@@ -30,4 +30,5 @@ pub mod uring;
 pub mod walk;
 pub mod watch;
 
+pub use common::Sibling;
 pub use open::{Engine, OpenError, OpenRequest, RealDevice, open_target};

@@ -48,6 +48,16 @@ impl NullDevice {
 }
 
 impl NullDevice {
+    /// Another null device like this one, on the same clock, for a job on another thread.
+    pub fn sibling(&self) -> NullDevice {
+        NullDevice {
+            info: self.info.clone(),
+            clock: self.clock,
+            slots: SlotBuffers::new(self.info.memory_align_bytes as usize),
+            dirty_bytes: Vec::new(),
+        }
+    }
+
     /// Makes the bytes a read hands back zeroes: those of its slot's buffer the caller may have written.
     #[inline]
     fn zero_for_read(&mut self, io: &Io) -> DeviceResult<()> {

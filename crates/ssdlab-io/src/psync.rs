@@ -9,7 +9,7 @@ use std::os::unix::fs::FileExt;
 use ssdlab_core::device::{Completion, Device, DeviceError, DeviceInfo, DeviceResult, Extent, Io, Op};
 
 use crate::common::{
-    Backing, Done, EXTENTS_PER_QUERY, RealClock, SlotBuffers, completion_result, run_sync_op,
+    Backing, Done, EXTENTS_PER_QUERY, RealClock, Sibling, SlotBuffers, completion_result, run_sync_op,
 };
 
 pub struct PsyncDevice {
@@ -24,6 +24,23 @@ impl PsyncDevice {
     /// safety gate judged).
     pub fn backing_file(&self) -> &std::fs::File {
         &self.backing.file
+    }
+
+    /// What a job's device on another thread is made of ([`PsyncDevice::from_sibling`]).
+    pub fn sibling(&self) -> std::io::Result<Sibling> {
+        Ok(Sibling {
+            info: self.info.clone(),
+            backing: self.backing.duplicate()?,
+            clock: self.clock,
+            page_cache: false,
+        })
+    }
+
+    /// A device over a sibling's duplicate descriptor, timed on the same clock, with its own buffers.
+    pub fn from_sibling(sibling: Sibling) -> Self {
+        let mut device = PsyncDevice::new(sibling.info, sibling.backing);
+        device.clock = sibling.clock;
+        device
     }
 
     pub fn new(info: DeviceInfo, backing: Backing) -> Self {

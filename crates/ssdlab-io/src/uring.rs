@@ -31,7 +31,8 @@ use io_uring::{IoUring, opcode, squeue, types};
 use ssdlab_core::device::{Completion, Device, DeviceError, DeviceInfo, DeviceResult, Extent, Io, Op};
 
 use crate::common::{
-    Backing, Caching, Done, EXTENTS_PER_QUERY, RealClock, SlotBuffers, completion_result, run_sync_op,
+    Backing, Caching, Done, EXTENTS_PER_QUERY, RealClock, Sibling, SlotBuffers, completion_result,
+    run_sync_op,
 };
 
 pub struct UringDevice {
@@ -273,6 +274,28 @@ impl UringDevice {
             result,
             completed_ns,
         });
+    }
+
+    /// What a job's device on another thread is made of ([`UringDevice::from_sibling`]).
+    pub fn sibling(&self) -> io::Result<Sibling> {
+        Ok(Sibling {
+            info: self.info.clone(),
+            backing: self.backing.duplicate()?,
+            clock: self.clock,
+            page_cache: self.page_cache.is_some(),
+        })
+    }
+
+    /// A device over a sibling's duplicate descriptor, timed on the same clock, with its own ring and buffers.
+    /// Call it on the thread that will use the device.
+    pub fn from_sibling(sibling: Sibling) -> Result<Self, Box<Refused>> {
+        let mut device = UringDevice::new(sibling.info, sibling.backing)?;
+        device.clock = sibling.clock;
+        Ok(if sibling.page_cache {
+            device.over_page_cache()
+        } else {
+            device
+        })
     }
 
     pub fn new(mut info: DeviceInfo, backing: Backing) -> Result<Self, Box<Refused>> {

@@ -15,12 +15,14 @@
 mod any;
 mod cpu_load;
 mod hot_map;
+mod jobs;
 mod undo;
 
 use std::path::Path;
 
 pub use any::{AnyDevice, DeviceVisitor};
 pub use hot_map::{close_notes, default_state_dir};
+pub use jobs::JobTarget;
 use ssdlab_cache::{CacheConfig, CachedDevice};
 use ssdlab_core::device::Device;
 use ssdlab_core::target::TargetSpec;

@@ -895,9 +895,14 @@ pub struct RunArgs {
         value_parser = size_arg
     )]
     pub bs: u64,
-    /// Operations kept in flight, 1 to 1024.
+    /// Operations kept in flight, 1 to 1024 (in each job).
     #[arg(long, default_value_t = 32, alias = "iodepth")]
     pub qd: u32,
+    /// Copies of the workload run side by side, 1 to 64 (fio's numjobs): each job has its own --qd, offsets,
+    /// --rate and --bytes/--passes limits, over the whole span (with --verify, over its own share of it). On a
+    /// real target each job is a thread with its own io_uring.
+    #[arg(long, default_value_t = 1, alias = "numjobs", value_name = "N")]
+    pub jobs: u32,
     /// The region to use: a percentage of the target (100%) or OFFSET:LEN (e.g. 1g:8g).
     #[arg(long, default_value = "100%")]
     pub span: SpanFlag,
@@ -943,16 +948,10 @@ pub struct RunArgs {
 /// fio's option names that ssdlab spells differently or does not need, with what to write instead. (Names with
 /// the same meaning, such as --iodepth, --rwmixread, --blocksize, --readwrite and --ioengine, are accepted as
 /// hidden aliases instead.)
-const FIO_HINTS: [(&str, &str); 7] = [
+const FIO_HINTS: [(&str, &str); 6] = [
     (
         "--filename",
         "give the device or file as --target (/dev/NAME, or file:PATH[:SIZE] for a file)",
-    ),
-    (
-        "--numjobs",
-        "ssdlab runs one job per target with --qd operations in flight: fio's numjobs=4 iodepth=8 on one device \
-         keeps about as many in flight as --qd 32 (one submitting thread); several drives at once are \
-         `ssdlab fanout --target ... --target ...`",
     ),
     (
         "--size",

@@ -217,6 +217,7 @@ pub fn run_defaults() -> RunFlags {
         norandommap: false,
         verify: false,
         ramp_ns: 0,
+        jobs: 1,
     }
 }
 

@@ -144,6 +144,10 @@ pub struct JobOptions {
     /// `run --ramp-time` (fio's ramp_time): how long the workload ran before statistics were kept (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ramp_ns: Option<u64>,
+    /// `run --jobs` (fio's numjobs): how many copies of the workload ran side by side (see `Workload::job`);
+    /// absent: one. Limits and rates in `workload` are each job's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs: Option<u32>,
 }
 
 /// A method's options, tagged by its kind (generated from the one list of methods).

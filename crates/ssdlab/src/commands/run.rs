@@ -22,6 +22,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         norandommap: args.norandommap,
         verify: args.verify,
         ramp_ns: args.ramp_time.unwrap_or(0),
+        jobs: args.jobs,
     };
     let plan = Plan::new(
         args.target.plan(),

@@ -63,6 +63,8 @@ fn fio_option_names_work_or_say_what_to_write() {
         "randread",
         "--ioengine",
         "psync",
+        "--numjobs",
+        "2",
         "--runtime",
         "200ms",
         "--json",
@@ -73,10 +75,10 @@ fn fio_option_names_work_or_say_what_to_write() {
     assert_eq!(options["workload"]["queue_depth"], 2, "{options}");
     assert_eq!(options["workload"]["block_bytes"], 8192, "{options}");
     assert_eq!(options["engine"], "psync", "{options}");
+    assert_eq!(options["jobs"], 2, "{options}");
     // Another meaning or no need: a hint with ssdlab's spelling, exit 2.
     for (fio, ours) in [
         ("--filename=/dev/sdb", "--target"),
-        ("--numjobs", "--qd 32"),
         ("--size", "--span"),
         ("--output-format=json", "--json"),
     ] {
