@@ -446,6 +446,18 @@ fn jobs_on_threads_merge_into_one_phase_and_keep_their_own_limits() {
     assert!(refused.contains("--jobs 65"), "{refused}");
     let refused = refusal(|ports| {
         let flags = RunFlags {
+            jobs: 16,
+            qd: 1024,
+            ..run_defaults()
+        };
+        ssdlab_app::run::run(
+            &ssdlab_app::run::Plan::new(TargetPlan::plain("null")?, flags, None)?,
+            ports,
+        )
+    });
+    assert!(refused.contains("--jobs 16 x --qd 1024"), "{refused}");
+    let refused = refusal(|ports| {
+        let flags = RunFlags {
             rw: rw_arg("write").unwrap(),
             verify: true,
             span: "0:8k".parse().unwrap(),

@@ -150,10 +150,18 @@ pub enum WorkloadError {
         need: String,
     },
     #[error(
+        "--jobs {jobs} x --qd {qd} keeps {slots} operations in flight, above the {MAX_SLOTS_IN_FLIGHT} ssdlab allows together; lower --jobs or --qd"
+    )]
+    JobsInFlight { jobs: u32, qd: u32, slots: u64 },
+    #[error(
         "--jobs {jobs} with --verify: each job writes its own share of the span, and {blocks} blocks cannot be shared among {jobs} jobs; lower --jobs or widen --span"
     )]
     VerifyShares { jobs: u32, blocks: u64 },
 }
+
+/// The most operations all jobs keep in flight together: an io_uring holds at most 32,768 entries, and a cache over
+/// the jobs' one device adds its own destaging to theirs.
+pub const MAX_SLOTS_IN_FLIGHT: u64 = 8192;
 
 /// The most jobs one workload runs (fio allows more; beyond this a job per core is far past any machine ssdlab
 /// is run on, and every job pins its own buffers).
@@ -239,6 +247,14 @@ impl Workload {
     pub fn validate_jobs(&self, jobs: u32) -> Result<(), WorkloadError> {
         if !(1..=MAX_JOBS).contains(&jobs) {
             return Err(WorkloadError::Jobs { jobs });
+        }
+        let slots = u64::from(jobs) * u64::from(self.queue_depth);
+        if slots > MAX_SLOTS_IN_FLIGHT {
+            return Err(WorkloadError::JobsInFlight {
+                jobs,
+                qd: self.queue_depth,
+                slots,
+            });
         }
         let need = u64::from(jobs) * u64::from(self.queue_depth) * self.block_bytes;
         if jobs > 1 && need > BUFFER_LIMIT_BYTES {

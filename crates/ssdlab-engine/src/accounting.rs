@@ -304,6 +304,9 @@ impl Accounting {
     /// the stop, and a 2000-second run has 2000 samples however long they take to drain. CPU fields of the
     /// summary are left for the caller, who measures them around the run.
     pub fn finish(mut self, end_ns: u64, runtime_ns: Option<u64>) -> Finished {
+        // Books opened at a shared instant (the ramp's end) may close before it, when the phase ended inside
+        // its ramp: nothing was measured, over no time.
+        let end_ns = end_ns.max(self.start_ns);
         self.advance_to(end_ns);
         let tail_ns = end_ns.saturating_sub(self.start_ns + self.second * NS_PER_S);
         let has_tail = tail_ns > 0 || self.ios.iter().any(|&n| n > 0);

@@ -183,6 +183,12 @@ impl Closing {
         }
     }
 
+    /// Marks every sample unshown: a job's loop shows its own seconds to no one, since one job's second is not
+    /// the phase's.
+    pub(crate) fn none_shown(&mut self) {
+        self.streamed = 0;
+    }
+
     /// Whether an operation failed in the phase.
     pub(crate) fn failed(&self) -> bool {
         self.io_failure.is_some()

@@ -11,9 +11,9 @@
 //! never reads the wall clock: it waits on its jobs' messages with a timeout so a stop request is seen while
 //! they run.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Barrier, Mutex};
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use ssdlab_core::device::{Device, DeviceError, JobDevice, JobRun};
@@ -32,18 +32,111 @@ enum Message {
     Done,
 }
 
-/// What every job's thread shares: the start line, the start instant, the stop flag and whether any job failed
-/// to prepare.
+/// What every job's thread shares: the start line, the user's stop, and the abort one job's failure raises.
 struct Shared {
-    line: Barrier,
-    start_ns: AtomicU64,
+    line: StartLine,
     stop: AtomicBool,
-    failed: AtomicBool,
+    abort: AtomicBool,
+}
+
+/// The jobs' start line: every job arrives (prepared, or unable to be), then all are let go together and
+/// measure from one instant, read on the clock of the first job to leave (the jobs' devices share it).
+struct StartLine {
+    state: Mutex<LineState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct LineState {
+    arrived: usize,
+    failed: bool,
+    go: bool,
+    start_ns: Option<u64>,
+}
+
+impl StartLine {
+    fn new() -> Self {
+        StartLine {
+            state: Mutex::new(LineState::default()),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, LineState> {
+        // A job that panicked while holding the line left nothing half-done in it: its counts stay usable.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A job arrives; `prepared` says whether it can run.
+    fn arrive(&self, prepared: bool) {
+        let mut state = self.state();
+        state.arrived += 1;
+        state.failed |= !prepared;
+        self.changed.notify_all();
+    }
+
+    /// Waits until `expected` jobs have arrived, then lets them go; false when any of them cannot run (then none
+    /// does).
+    fn wait_then_go(&self, expected: usize, failed: bool) -> bool {
+        let mut state = self.state();
+        while state.arrived < expected {
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        state.failed |= failed;
+        state.go = true;
+        self.changed.notify_all();
+        !state.failed
+    }
+
+    /// Waits for the go and returns the start instant (None when some job cannot run); the first job to leave
+    /// reads it on its clock.
+    fn leave(&self, now_ns: impl FnOnce() -> u64) -> Option<u64> {
+        let mut state = self.state();
+        while !state.go {
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        if state.failed {
+            return None;
+        }
+        Some(*state.start_ns.get_or_insert_with(now_ns))
+    }
+}
+
+/// A job's place at the start line: a job that ends before arriving (its device could not be made, or it
+/// panicked) still arrives, as one that cannot run, so the others are never left waiting.
+struct Arrival<'a> {
+    line: &'a StartLine,
+    arrived: bool,
+}
+
+impl Arrival<'_> {
+    fn arrive(&mut self, prepared: bool) {
+        assert!(!self.arrived, "a job arrives once");
+        self.arrived = true;
+        self.line.arrive(prepared);
+    }
+}
+
+impl Drop for Arrival<'_> {
+    fn drop(&mut self) {
+        if !self.arrived {
+            self.line.arrive(false);
+        }
+    }
 }
 
 /// Runs `devices.len()` jobs of `workload`, one thread each, after a ramp of `ramp_ns`, and merges them into one
 /// phase shown to `observer` (its samples once the jobs have ended; progress while they run). The workload must
-/// have been validated against the device and for this many jobs.
+/// have been validated against the device and for this many jobs. A job whose operation fails stops the others,
+/// as one loop stops at its first failure.
 pub fn run_threaded<J: JobDevice, O: Observer + ?Sized>(
     devices: Vec<J>,
     workload: &Workload,
@@ -53,62 +146,59 @@ pub fn run_threaded<J: JobDevice, O: Observer + ?Sized>(
     let jobs = devices.len();
     assert!(jobs >= 1, "at least one job");
     let shared = Shared {
-        line: Barrier::new(jobs + 1),
-        start_ns: AtomicU64::new(0),
+        line: StartLine::new(),
         stop: AtomicBool::new(false),
-        failed: AtomicBool::new(false),
+        abort: AtomicBool::new(false),
     };
     let (tx, rx) = mpsc::channel();
     let outcomes: Vec<Mutex<Option<JobOutcome>>> = (0..jobs).map(|_| Mutex::new(None)).collect();
     std::thread::scope(|scope| {
+        let mut spawned = 0;
+        let mut spawn_failed = false;
         for (job, device) in devices.into_iter().enumerate() {
-            let (shared, tx, slot) = (&shared, tx.clone(), &outcomes[job]);
-            scope.spawn(move || {
-                let run = JobLoop {
-                    workload,
-                    jobs: jobs as u32,
-                    job,
-                    ramp_ns,
-                    shared,
-                    tx: tx.clone(),
-                };
-                let outcome = match device.with_device(run) {
-                    Ok(outcome) => outcome,
-                    Err(e) => {
-                        // The device could not be made: the start line still has to be crossed, twice.
-                        shared.failed.store(true, Ordering::SeqCst);
-                        shared.line.wait();
-                        shared.line.wait();
-                        JobOutcome(Some(Err(e)))
-                    }
-                };
-                *slot.lock().expect("no job panics holding its slot") = Some(outcome);
-                let _ = tx.send(Message::Done);
-            });
+            let (shared, thread_tx, slot) = (&shared, tx.clone(), &outcomes[job]);
+            let started = std::thread::Builder::new()
+                .name(format!("ssdlab-job-{job}"))
+                .spawn_scoped(scope, move || {
+                    let mut arrival = Arrival {
+                        line: &shared.line,
+                        arrived: false,
+                    };
+                    let run = JobLoop {
+                        workload,
+                        jobs: jobs as u32,
+                        job,
+                        ramp_ns,
+                        shared,
+                        arrival: &mut arrival,
+                        tx: thread_tx.clone(),
+                    };
+                    let outcome = match device.with_device(run) {
+                        Ok(outcome) => outcome,
+                        // The device could not be made: the job arrives as one that cannot run (on drop).
+                        Err(e) => JobOutcome(Some(Err(e))),
+                    };
+                    drop(arrival);
+                    *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome);
+                    let _ = thread_tx.send(Message::Done);
+                });
+            match started {
+                Ok(_) => spawned += 1,
+                Err(e) => {
+                    spawn_failed = true;
+                    *outcomes[job]
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(JobOutcome(Some(Err(
+                        DeviceError::os("starting a job's thread", e),
+                    ))));
+                }
+            }
         }
         drop(tx);
-        // Every job is prepared; the first sets the start instant before the second crossing.
-        shared.line.wait();
-        if !shared.failed.load(Ordering::SeqCst) {
+        if shared.line.wait_then_go(spawned, spawn_failed) {
             observer.started();
         }
-        shared.line.wait();
-        let mut fractions = vec![0.0; jobs];
-        let mut done = 0;
-        while done < jobs {
-            match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(Message::Progress(job, fraction)) => {
-                    fractions[job] = fraction;
-                    observer.progress(fractions.iter().sum::<f64>() / jobs as f64);
-                }
-                Ok(Message::Done) => done += 1,
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            }
-            if observer.stop_requested() {
-                shared.stop.store(true, Ordering::SeqCst);
-            }
-        }
+        observe(&rx, spawned, jobs, &shared.stop, observer);
     });
     let (closing, ended) = merge(outcomes)?;
     let (mut finished, io_failure) = closing.close(workload.stop.runtime_ns, observer);
@@ -124,13 +214,39 @@ pub fn run_threaded<J: JobDevice, O: Observer + ?Sized>(
     })
 }
 
+/// Shows the jobs' progress to `observer` until the `running` jobs have ended, and passes its stop request on.
+fn observe<O: Observer + ?Sized>(
+    rx: &mpsc::Receiver<Message>,
+    running: usize,
+    jobs: usize,
+    stop: &AtomicBool,
+    observer: &mut O,
+) {
+    let mut fractions = vec![0.0; jobs];
+    let mut done = 0;
+    while done < running {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(Message::Progress(job, fraction)) => {
+                fractions[job] = fraction;
+                observer.progress(fractions.iter().sum::<f64>() / jobs as f64);
+            }
+            Ok(Message::Done) => done += 1,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if observer.stop_requested() {
+            stop.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
 /// The jobs' books and ends as one phase's; the first job's error when any failed.
 fn merge(outcomes: Vec<Mutex<Option<JobOutcome>>>) -> Result<(Closing, Ended), DeviceError> {
     let mut merged: Option<(Closing, Ended)> = None;
     for slot in outcomes {
         let JobOutcome(outcome) = slot
             .into_inner()
-            .expect("no job panics holding its slot")
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .expect("every job leaves an outcome");
         let Some(outcome) = outcome else {
             // Another job could not be prepared: its error is returned below.
@@ -156,36 +272,31 @@ fn merge(outcomes: Vec<Mutex<Option<JobOutcome>>>) -> Result<(Closing, Ended), D
 }
 
 /// One job's loop, run on its own device on its own thread.
-struct JobLoop<'a> {
+struct JobLoop<'a, 'l> {
     workload: &'a Workload,
     jobs: u32,
     job: usize,
     ramp_ns: u64,
     shared: &'a Shared,
+    arrival: &'l mut Arrival<'a>,
     tx: mpsc::Sender<Message>,
 }
 
-impl JobRun for JobLoop<'_> {
+impl JobRun for JobLoop<'_, '_> {
     type Output = JobOutcome;
 
     fn on<D: Device>(self, mut device: D) -> JobOutcome {
         let shared = self.shared;
         let job = self.job as u32;
         let prepared = Phase::prepare(&mut device, self.workload, self.jobs, job..job + 1);
-        if prepared.is_err() {
-            shared.failed.store(true, Ordering::SeqCst);
-        }
-        shared.line.wait();
-        if job == 0 {
-            shared.start_ns.store(device.now_ns(), Ordering::SeqCst);
-        }
-        shared.line.wait();
-        let mut phase = match prepared {
-            Ok(phase) if !shared.failed.load(Ordering::SeqCst) => phase,
-            Ok(_) => return JobOutcome(None),
-            Err(e) => return JobOutcome(Some(Err(e))),
+        self.arrival.arrive(prepared.is_ok());
+        let at_ns = shared.line.leave(|| device.now_ns());
+        let mut phase = match (prepared, at_ns) {
+            (Err(e), _) => return JobOutcome(Some(Err(e))),
+            (Ok(_), None) => return JobOutcome(None),
+            (Ok(phase), Some(_)) => phase,
         };
-        let at_ns = shared.start_ns.load(Ordering::SeqCst);
+        let at_ns = at_ns.expect("matched above");
         assert!(device.now_ns() >= at_ns, "the jobs' devices share one clock");
         let start = Start {
             at_ns,
@@ -195,22 +306,33 @@ impl JobRun for JobLoop<'_> {
         let mut observer = JobObserver {
             job: self.job,
             stop: &shared.stop,
+            abort: &shared.abort,
             tx: &self.tx,
         };
-        JobOutcome(Some((|| {
+        let outcome = (|| {
             let books = phase.drive(&mut device, start, &mut observer)?;
-            let closing = books.closing(&device);
-            let ended_well = !closing.failed();
-            let ended = phase.end(&mut device, ended_well, &observer)?;
+            let mut closing = books.closing(&device);
+            // This job's seconds were never shown: they are drawn once every job's are merged.
+            closing.none_shown();
+            if closing.failed() {
+                shared.abort.store(true, Ordering::SeqCst);
+            }
+            let ended = phase.end(&mut device, !closing.failed(), &observer)?;
             Ok((closing, ended))
-        })()))
+        })();
+        if outcome.is_err() {
+            shared.abort.store(true, Ordering::SeqCst);
+        }
+        JobOutcome(Some(outcome))
     }
 }
 
-/// A job's view of the observer: its progress goes to the observing thread, and it stops when that thread says.
+/// A job's view of the observer: its progress goes to the observing thread, and it stops when that thread says
+/// or another job failed.
 struct JobObserver<'a> {
     job: usize,
     stop: &'a AtomicBool,
+    abort: &'a AtomicBool,
     tx: &'a mpsc::Sender<Message>,
 }
 
@@ -222,6 +344,6 @@ impl Observer for JobObserver<'_> {
         let _ = self.tx.send(Message::Progress(self.job, fraction));
     }
     fn stop_requested(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        self.stop.load(Ordering::Relaxed) || self.abort.load(Ordering::Relaxed)
     }
 }

@@ -343,19 +343,7 @@ impl<'w> Phase<'w> {
             if issuing {
                 self.fill_batch(device, now);
             }
-            if !self.batch.is_empty() {
-                // A device that refuses the batch ends the phase as a failed operation would: the slots it did
-                // not take are free again, and what it did take is drained below.
-                let accepted = books.submit(device, &self.batch);
-                assert!(
-                    accepted == self.batch.len() || books.io_failure.is_some(),
-                    "devices accept up to their prepared slot count"
-                );
-                for io in &self.batch[accepted..] {
-                    let lane = (io.slot / workload.queue_depth) as usize;
-                    self.lanes[lane].free.push(io.slot);
-                }
-            }
+            self.submit_batch(device, &mut books);
 
             if device.in_flight() == 0 {
                 if !issuing || self.limit_reached() {
@@ -374,7 +362,19 @@ impl<'w> Phase<'w> {
                 .filter(|due| due.is_finite())
                 .map(|due| due as u64);
             let last_completed = reap_some(device, reap_deadline, &mut self.completions, now)?;
-            self.account_completions(device, &mut books);
+            if ramping && start.shared && last_completed >= ramp_end_ns {
+                // Loops measured together switch books at the ramp's end exactly: what completed before it is
+                // the ramp's, what completed after it is the first second's, even within one reap.
+                self.account_completions_where(device, &mut books, |c| c.completed_ns < ramp_end_ns);
+                ramping = false;
+                start_ns = ramp_end_ns;
+                books = books_for(device, start_ns, self, true);
+                deadline_ns = workload.stop.runtime_ns.map(|r| start_ns.saturating_add(r));
+                last_progress_s = 0;
+                self.account_completions_where(device, &mut books, |c| c.completed_ns >= ramp_end_ns);
+            } else {
+                self.account_completions_where(device, &mut books, |_| true);
+            }
 
             if ramping {
                 // Nothing of the ramp is shown or kept.
@@ -389,9 +389,32 @@ impl<'w> Phase<'w> {
         }
         if ramping {
             // The limits ended the phase inside its ramp: nothing was measured, and nothing of the ramp is kept.
-            books = books_for(device, device.now_ns(), self, start.shared);
+            // Loops measured together all measure from the ramp's end, so their books still line up.
+            let at = if start.shared {
+                ramp_end_ns
+            } else {
+                device.now_ns()
+            };
+            books = books_for(device, at, self, start.shared);
         }
         Ok(books)
+    }
+
+    /// Submits the batch. A device that refuses it ends the phase as a failed operation would: the slots it did
+    /// not take are free again, and what it did take is drained by the loop.
+    fn submit_batch<D: Device + ?Sized>(&mut self, device: &mut D, books: &mut PhaseBooks) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let accepted = books.submit(device, &self.batch);
+        assert!(
+            accepted == self.batch.len() || books.io_failure.is_some(),
+            "devices accept up to their prepared slot count"
+        );
+        for io in &self.batch[accepted..] {
+            let lane = (io.slot / self.workload.queue_depth) as usize;
+            self.lanes[lane].free.push(io.slot);
+        }
     }
 
     /// Whether every operation the stop condition allows has been issued, in every lane.
@@ -475,11 +498,16 @@ impl<'w> Phase<'w> {
         }
     }
 
-    /// Accounts the reaped completions: frees their slots, books their latency (from the intended issue time
-    /// under a rate limit), marks written blocks and checks verified reads.
-    fn account_completions<D: Device + ?Sized>(&mut self, device: &D, books: &mut PhaseBooks) {
+    /// Accounts the reaped completions that `which` picks: frees their slots, books their latency (from the
+    /// intended issue time under a rate limit), marks written blocks and checks verified reads.
+    fn account_completions_where<D: Device + ?Sized>(
+        &mut self,
+        device: &D,
+        books: &mut PhaseBooks,
+        which: impl Fn(&Completion) -> bool,
+    ) {
         let qd = self.workload.queue_depth;
-        for c in &self.completions {
+        for c in self.completions.iter().filter(|c| which(c)) {
             let state = self.slots[c.slot as usize];
             self.lanes[(c.slot / qd) as usize].free.push(c.slot);
             let began_ns = if self.interval_ns.is_some() {
