@@ -27,6 +27,8 @@ use crate::scan::{ReaderChoice, ScanFlags};
 use crate::target::TargetPlan;
 use crate::{export, fanout, health, methodology, report, scan};
 
+mod side_by_side;
+
 /// A demo: the virtual drive and the directory that takes every result.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -109,32 +111,89 @@ impl Plan {
     }
 }
 
-/// Runs every step in turn, then draws the report.
+/// What a step runs: a command on the ports it is given.
+type StepRun<'a> = Box<dyn FnOnce(&mut Ports) -> Result<Outcome> + Send + 'a>;
+
+/// A step that runs beside others: its name, the memory it is expected to hold at most, and what it runs.
+struct Step<'a> {
+    name: String,
+    memory_bytes: u64,
+    run: StepRun<'a>,
+}
+
+impl<'a> Step<'a> {
+    fn new(
+        name: &str,
+        memory_bytes: u64,
+        run: impl FnOnce(&mut Ports) -> Result<Outcome> + Send + 'a,
+    ) -> Self {
+        Step {
+            name: name.into(),
+            memory_bytes,
+            run: Box::new(run),
+        }
+    }
+}
+
+/// The simulator's map and bookkeeping per 4 KiB unit of raw NAND (ARCHITECTURE.md: about 8.6 bytes).
+const SIM_BYTES_PER_UNIT: u64 = 9;
+
+/// The least a step is expected to hold, whatever its drive: the process, its histograms and tables.
+const STEP_FLOOR_BYTES: u64 = 64 << 20;
+
+/// The memory a step on `drives` drives like `target` is expected to hold at most: twice each virtual drive's map (a method's own
+/// tables and histograms grow with the drive too), its cache's frames, and at least a floor. Measured alone on
+/// the 250 GB drive (its map about 600 MB): consistency 527 MB, the 2 GiB sweep 971 MB, TRIM validation 770 MB,
+/// the field-report scan 529 MB, the 2 GiB sweep behind RAPID's 1 GiB cache 2.13 GB (estimated 2.27); the PTS at
+/// 1/64 scale 55 MB (estimated 64); the 25-drive fan-out 99 MB (estimated 118).
+fn step_memory_bytes(target: &str, drives: u64) -> u64 {
+    fn of(spec: &TargetSpec) -> u64 {
+        match spec {
+            TargetSpec::Sim { spec } => SimSpec::parse(spec).map_or(0, |drive| {
+                drive.profile.raw_nand_bytes / u64::from(drive.scale.max(1)) / 4096 * SIM_BYTES_PER_UNIT
+            }),
+            TargetSpec::Cached { inner, cache, .. } => of(inner) + cache.size_bytes.unwrap_or(1 << 30),
+            _ => 0,
+        }
+    }
+    fn map(spec: &TargetSpec) -> u64 {
+        match spec {
+            TargetSpec::Sim { .. } => of(spec),
+            TargetSpec::Cached { inner, .. } => map(inner),
+            _ => 0,
+        }
+    }
+    TargetSpec::parse(target).map_or(STEP_FLOOR_BYTES, |spec| {
+        (drives * (of(&spec) + map(&spec))).max(STEP_FLOOR_BYTES)
+    })
+}
+
+/// Runs the independent steps side by side, then the ones that read their results, then draws the report.
 pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let started = std::time::Instant::now();
     let mut directories = Vec::new();
+    let mut steps: Vec<Step> = Vec::new();
     for (name, target, method) in method_steps(plan)? {
-        if let Some(stop) = step(ports, name, |ports| {
-            methodology::run(test_plan(plan, &target, name, method)?, ports)
-        })? {
-            return Ok(stop);
-        }
-        directories.push(plan.out.join(name));
+        let step_plan = test_plan(plan, &target, name, method)?;
+        steps.push(Step::new(name, step_memory_bytes(&target, 1), move |ports| {
+            methodology::run(step_plan, ports)
+        }));
     }
+    let drive_memory = step_memory_bytes(&plan.target.text, 1);
+    // The fan-out's fleet: 25 virtual 1 TB drives at 1/1024 of their size.
+    let fleet_memory = step_memory_bytes("sim:840evo-1t?scale=1/1024", 25);
     // Seed 000's finding on a drive of the same kind: files of the field report's ages read slower the older
     // they are, and rewriting the flagged ones in place makes them fresh again.
     let field_report = scan::Plan::new(field_report_flags(plan))?;
-    if let Some(stop) = step(ports, "field-report", |ports| scan::run(&field_report, ports))? {
-        return Ok(stop);
-    }
-    directories.push(plan.out.join("field-report"));
+    steps.push(Step::new("field-report", drive_memory, move |ports| {
+        scan::run(&field_report, ports)
+    }));
     // Seed 000's search machine: 25 virtual 1 TB drives whose data is 0.9 to 7 months old, one shard each; the
     // query that waits for all of them, and which drives make its tail.
     let fanout = fanout::Plan::new(fanout_flags(plan))?;
-    if let Some(stop) = step(ports, "fanout", |ports| fanout::run(&fanout, ports))? {
-        return Ok(stop);
-    }
-    directories.push(plan.out.join("fanout"));
+    steps.push(Step::new("fanout", fleet_memory, move |ports| {
+        fanout::run(&fanout, ports)
+    }));
     // The seed's fix on the whole fleet: the same query once every drive's data has been rewritten, for the
     // report to show beside the query before.
     let refreshed = fanout::Plan::new(FanoutFlags {
@@ -142,10 +201,15 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         out: Some(plan.step_out("fanout-refreshed")),
         ..fanout_flags(plan)
     })?;
-    if let Some(stop) = step(ports, "fanout-refreshed", |ports| fanout::run(&refreshed, ports))? {
+    steps.push(Step::new("fanout-refreshed", fleet_memory, move |ports| {
+        fanout::run(&refreshed, ports)
+    }));
+    for step in &steps {
+        directories.push(plan.out.join(&step.name));
+    }
+    if let Some(stop) = side_by_side::run(ports, steps, side_by_side::Pool::DEMO)? {
         return Ok(stop);
     }
-    directories.push(plan.out.join("fanout-refreshed"));
     // The drive's health after all that: host vs NAND writes, write amplification and P/E used, from the
     // counters of each consistency run.
     let health = health_plan(plan)?;
