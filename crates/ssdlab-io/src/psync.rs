@@ -43,6 +43,12 @@ impl PsyncDevice {
         device
     }
 
+    /// The device's description and its opened file, for a backend that takes the file over (an io_uring kept
+    /// for many files: `UringDevice::retarget`).
+    pub fn into_parts(self) -> (DeviceInfo, Backing) {
+        (self.info, self.backing)
+    }
+
     pub fn new(info: DeviceInfo, backing: Backing) -> Self {
         let align = info.memory_align_bytes as usize;
         PsyncDevice {

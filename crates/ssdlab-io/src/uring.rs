@@ -49,6 +49,9 @@ pub struct UringDevice {
     deferred_task_work: bool,
     /// Over the page cache: reads the cache holds and cheap writes run inline (see `over_page_cache`).
     page_cache: Option<PageCache>,
+    /// The slots last prepared (count, bytes each, alignment), registered with the ring: preparing the same again
+    /// keeps them, so a ring kept for many files (`retarget`) registers its buffers once.
+    prepared: Option<(u32, usize, u32)>,
 }
 
 /// What the page-cache mode keeps: how writes are doing inline, and whether reads may ask the cache alone.
@@ -326,7 +329,43 @@ impl UringDevice {
             unsubmitted: 0,
             page_cache: None,
             deferred_task_work,
+            prepared: None,
         })
+    }
+
+    /// Points this device, ring and buffers kept, at another opened file (the psync engine's `into_parts`):
+    /// the ring's one registered file is replaced in place, so a scan of many small files sets up one ring and
+    /// registers its buffers once per thread instead of per file. Nothing may be in flight, and the new file must
+    /// bypass the page cache as this device's did (a kept page cache has a mode of its own). A ring that cannot
+    /// take the file hands it back, and still reads the file it had.
+    pub fn retarget(&mut self, info: DeviceInfo, backing: Backing) -> Result<(), Box<Refused>> {
+        assert_eq!(
+            self.slots.slots.in_flight(),
+            0,
+            "retarget with operations in flight"
+        );
+        assert!(
+            self.page_cache.is_none() && backing.caching != Caching::Kept,
+            "a ring kept over the page cache is not retargeted"
+        );
+        if let Err(e) = self
+            .ring
+            .submitter()
+            .register_files_update(0, &[backing.file.as_raw_fd()])
+        {
+            return Err(Box::new(Refused {
+                reason: e.to_string(),
+                info,
+                backing,
+            }));
+        }
+        if self.info.memory_align_bytes != info.memory_align_bytes {
+            self.prepared = None;
+        }
+        self.backing = backing;
+        self.info = info;
+        self.describe();
+        Ok(())
     }
 
     /// Waits for everything in flight, discarding the completions (used before buffers are released). Returns
@@ -418,6 +457,12 @@ impl Device for UringDevice {
                 "the io_uring failed with operations in flight".into(),
             ));
         }
+        let shape = (slots, buffer_bytes, self.info.memory_align_bytes);
+        if self.fixed_buffers && self.prepared == Some(shape) {
+            // The same slots again (the next file of a scan): the registered buffers are kept.
+            return Ok(());
+        }
+        self.prepared = None;
         if self.fixed_buffers {
             let _ = self.ring.submitter().unregister_buffers();
             self.fixed_buffers = false;
@@ -442,6 +487,7 @@ impl Device for UringDevice {
         match unsafe { self.ring.submitter().register_buffers(&iovecs) } {
             Ok(()) => {
                 self.fixed_buffers = true;
+                self.prepared = Some(shape);
                 self.describe();
             }
             Err(e) => {

@@ -16,6 +16,7 @@ mod any;
 mod cpu_load;
 mod hot_map;
 mod jobs;
+mod reuse;
 mod undo;
 
 use std::path::Path;
@@ -23,6 +24,7 @@ use std::path::Path;
 pub use any::{AnyDevice, DeviceVisitor};
 pub use hot_map::{close_notes, default_state_dir};
 pub use jobs::JobTarget;
+pub use reuse::on_this_threads_ring;
 use ssdlab_cache::{CacheConfig, CachedDevice};
 use ssdlab_core::device::Device;
 use ssdlab_core::target::TargetSpec;
