@@ -247,15 +247,17 @@ fn scan_paths(args: &ScanFlags, ports: &Ports, reads: ScanReads, min_size: u64) 
         .iter()
         .map(|p| std::path::absolute(p).with_context(|| format!("PATH {}", escape_path(p))))
         .collect::<Result<_>>()?;
+    // Files below --min-size are passed over as the walk meets them: a tree of a million small files is never
+    // held as a list.
     let walked =
-        ssdlab_io::walk::walk(&roots, &exclude, args.allow_atime).map_err(|e| anyhow!("PATH {e}"))?;
+        ssdlab_io::walk::walk_keeping(&roots, &exclude, args.allow_atime, |f| f.size_bytes >= min_size)
+            .map_err(|e| anyhow!("PATH {e}"))?;
     let now_unix_s = clock.unix_now_s();
     // The one notion of data age: a file ssdlab refreshed counts as written when it was refreshed.
     let log = ssdlab_methods::refresh::RefreshLog::load(&state_dir);
     let candidates: Vec<ScanCandidate> = walked
         .files
         .into_iter()
-        .filter(|f| f.size_bytes >= min_size)
         .map(|file| {
             let id = ssdlab_methods::refresh::FileId {
                 fs: file.identity.fs,

@@ -3,7 +3,8 @@
 //! moves no access time. Hard links are reported once. Paths are bytes (names need not be UTF-8).
 //!
 //! It never opens a regular file and never decides what is stale; it only lists, and checks a path whose files
-//! will be rewritten ([`check_write_root`]).
+//! will be rewritten ([`check_write_root`]). A caller that wants only some files says which as the walk goes
+//! ([`walk_keeping`]), so a walk over a million files holds only the ones kept, not a list of them all.
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
@@ -98,6 +99,18 @@ fn list_dir(path: &Path, allow_atime: bool) -> io::Result<Vec<PathBuf>> {
 
 /// Walks `roots`; `exclude` lists (dev, ino) of directories never to enter (the state directory).
 pub fn walk(roots: &[PathBuf], exclude: &[(u64, u64)], allow_atime: bool) -> io::Result<WalkOutput> {
+    walk_keeping(roots, exclude, allow_atime, |_| true)
+}
+
+/// [`walk`], keeping only the files `keep` accepts as they are found: the others are never held, so the walk's
+/// memory is that of the files kept (and of the directories still to list), whatever the tree holds. Hard links
+/// are still reported once: `keep` sees a file's first link, and gives any other the same answer.
+pub fn walk_keeping(
+    roots: &[PathBuf],
+    exclude: &[(u64, u64)],
+    allow_atime: bool,
+    mut keep: impl FnMut(&Walked) -> bool,
+) -> io::Result<WalkOutput> {
     let mut out = WalkOutput::default();
     let mut seen = HashSet::new();
     for root in roots {
@@ -135,7 +148,9 @@ pub fn walk(roots: &[PathBuf], exclude: &[(u64, u64)], allow_atime: bool) -> io:
                 }
             } else if !kind.is_file() {
                 out.skipped.push((path, "not a regular file".into()));
-            } else if seen.insert((meta.dev(), meta.ino())) {
+            } else if meta.nlink() > 1 && seen.contains(&(meta.dev(), meta.ino())) {
+                // Another link of a file already met: reported once.
+            } else {
                 let identity = match identity_of_path(&path) {
                     Ok(id) => id,
                     Err(e) => {
@@ -143,14 +158,21 @@ pub fn walk(roots: &[PathBuf], exclude: &[(u64, u64)], allow_atime: bool) -> io:
                         continue;
                     }
                 };
-                out.files.push(Walked {
+                let file = Walked {
                     root: root.clone(),
                     dev: meta.dev(),
                     identity,
                     size_bytes: meta.len(),
                     mtime: (meta.mtime(), meta.mtime_nsec()),
                     path,
-                });
+                };
+                if meta.nlink() > 1 {
+                    // Only files with other links need remembering: a file of one link is met once.
+                    seen.insert((meta.dev(), meta.ino()));
+                }
+                if keep(&file) {
+                    out.files.push(file);
+                }
             }
         }
     }
@@ -174,6 +196,27 @@ mod tests {
         let names: Vec<_> = out.files.iter().map(|f| f.path.clone()).collect();
         assert_eq!(names, vec![odd, dir.join("sub/a")]);
         assert_eq!(out.skipped.len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_walk_keeps_only_what_its_caller_keeps_and_hard_links_once() {
+        let dir = std::env::temp_dir().join(format!("ssdlab-walk-keep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("big"), vec![1u8; 8192]).unwrap();
+        std::fs::write(dir.join("small"), b"x").unwrap();
+        std::fs::write(dir.join("sub/big2"), vec![2u8; 8192]).unwrap();
+        std::fs::hard_link(dir.join("big"), dir.join("sub/big-link")).unwrap();
+        let mut asked = Vec::new();
+        let out = walk_keeping(std::slice::from_ref(&dir), &[], false, |f| {
+            asked.push(f.path.clone());
+            f.size_bytes >= 4096
+        })
+        .unwrap();
+        let names: Vec<_> = out.files.iter().map(|f| f.path.clone()).collect();
+        assert_eq!(names, vec![dir.join("big"), dir.join("sub/big2")]);
+        assert_eq!(asked.len(), 3, "the second link is not asked about: {asked:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -240,6 +240,8 @@ pub(super) struct RealWorld<'a> {
     pub(super) chunk_bytes: usize,
     /// Each walked file's device, for the busy-device pause.
     pub(super) devices: HashMap<FileId, u64>,
+    /// Files the walk let go as younger than --older-than (selection counts them with its own).
+    pub(super) younger_in_walk: usize,
     pub(super) env: Env<'a>,
     pub(super) clock: &'a dyn Clock,
     pub(super) opener: PathOpener,
@@ -269,6 +271,7 @@ impl<'a> RealWorld<'a> {
             older_than_s,
             chunk_bytes,
             devices: HashMap::new(),
+            younger_in_walk: 0,
             env: Env {
                 started: Instant::now(),
                 bucket: TokenBucket::new(bytes_per_s),
@@ -291,24 +294,37 @@ impl SessionWorld for RealWorld<'_> {
         (&mut self.env, &mut self.opener)
     }
     fn walk(&mut self) -> io::Result<Walked> {
-        let walked = ssdlab_io::walk::walk(self.paths, &self.exclude, true)?;
-        self.devices = walked
-            .files
-            .iter()
-            .map(|w| (file_id(w.identity), w.dev))
-            .collect();
+        // Files selection would pass over (empty, or younger than --older-than) are counted and let go as the
+        // walk meets them, so a tree of a million young files is never held as a list.
+        let now_unix_s = self.clock.unix_now_s();
+        let (log, older_than_s) = (&self.log, self.older_than_s);
+        let mut younger = 0;
+        let walked = ssdlab_io::walk::walk_keeping(self.paths, &self.exclude, true, |w| {
+            if w.size_bytes == 0 {
+                return false;
+            }
+            let id = file_id(w.identity);
+            let age_s = log.data_age_s(&id, w.mtime, id.birth, now_unix_s);
+            let young = older_than_s.is_some_and(|limit| age_s < limit);
+            younger += usize::from(young);
+            !young
+        })?;
+        self.younger_in_walk = younger;
+        self.devices = HashMap::with_capacity(walked.files.len());
+        let mut found = Vec::with_capacity(walked.files.len());
+        for w in walked.files {
+            let id = file_id(w.identity);
+            self.devices.insert(id, w.dev);
+            found.push(Found {
+                root: w.root,
+                path: w.path,
+                id,
+                size_bytes: w.size_bytes,
+                mtime: w.mtime,
+            });
+        }
         Ok(Walked {
-            found: walked
-                .files
-                .iter()
-                .map(|w| Found {
-                    root: w.root.clone(),
-                    path: w.path.clone(),
-                    id: file_id(w.identity),
-                    size_bytes: w.size_bytes,
-                    mtime: w.mtime,
-                })
-                .collect(),
+            found,
             skipped: walked
                 .skipped
                 .into_iter()
@@ -317,7 +333,9 @@ impl SessionWorld for RealWorld<'_> {
         })
     }
     fn select(&mut self, found: Vec<Found>) -> Selection {
-        select(found, self.older_than_s, &self.log, self.clock.unix_now_s())
+        let mut selection = select(found, self.older_than_s, &self.log, self.clock.unix_now_s());
+        selection.younger += self.younger_in_walk;
+        selection
     }
     fn open(&mut self, file: &Found) -> Result<Box<dyn MeasuredTarget>, String> {
         let pinned = PinnedFile::open(&file.root, &file.path, self.chunk_bytes)
