@@ -175,6 +175,16 @@ fn add_drives(merged: &mut Merged, shown: &str, host: &str, analysis: &FanoutAna
             per_second: drive.per_second.clone(),
             runtime_s: analysis.runtime_s,
             failure: drive.failure.clone(),
+            host_wait: drive
+                .host_wait_ratio
+                .zip(drive.host_wait_mean_ns)
+                .map(|(ratio, mean_ns)| {
+                    let wait_ns = (ratio * analysis.runtime_s * 1e9) as u64;
+                    ssdlab_methods::fanout::measure::HostWait {
+                        wait_ns,
+                        scheduled: wait_ns / mean_ns.max(1),
+                    }
+                }),
         });
     }
     Ok(())

@@ -208,6 +208,16 @@ pub fn host_info() -> ssdlab_core::schema::HostInfo {
     }
 }
 
+/// How long the calling thread has waited on a run queue for a CPU since it started, in nanoseconds, and how many
+/// times it was put on a CPU: the second and third figures of `/proc/thread-self/schedstat` (None where the
+/// kernel does not keep them). A thread that measures latency while it waits for a CPU measures the host, not
+/// the device.
+pub fn thread_cpu_wait() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut figures = text.split_whitespace().skip(1);
+    Some((figures.next()?.parse().ok()?, figures.next()?.parse().ok()?))
+}
+
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 extern "C" fn on_interrupt(_signal: libc::c_int) {

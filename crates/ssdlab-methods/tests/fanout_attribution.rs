@@ -28,6 +28,7 @@ fn drive_reads(seed: u64, slow_ratio: f64) -> DriveReads {
         per_second: vec![],
         runtime_s: 10.0,
         failure: None,
+        host_wait: None,
     }
 }
 
@@ -125,4 +126,51 @@ fn the_old_cohort_is_named_with_what_rewriting_it_buys() {
         v.finding && v.reasons.iter().any(|r| r.starts_with("data at least 4.")),
         "{v:?}"
     );
+}
+
+/// A run whose reading threads waited behind other threads for a CPU measured the host: failed as not
+/// trustworthy, naming how many drives and the worst wait, whatever the drives did. A wait within the limit, or
+/// one made of wake-ups (a few microseconds each, as every read at QD1 pays), changes nothing.
+#[test]
+fn a_run_the_host_held_back_is_not_trusted() {
+    use ssdlab_methods::fanout::measure::HostWait;
+    let with_waits_per = |waits_s: &[f64], per_wait_ns: u64| {
+        let (drives, mut reads) = fleet(&[0.01; 4], None);
+        for (r, &w) in reads.iter_mut().zip(waits_s) {
+            let wait_ns = (w * 1e9) as u64;
+            r.host_wait = Some(HostWait {
+                wait_ns,
+                scheduled: wait_ns / per_wait_ns,
+            });
+        }
+        let what_if = WhatIf {
+            shards: vec![],
+            hedge_percentile: 95.0,
+        };
+        let shape = RunShape {
+            workload: "4 KiB random reads".into(),
+            mode: "computed".into(),
+            runtime_s: 10.0,
+        };
+        analyze(&drives, reads, None, &what_if, shape).unwrap()
+    };
+    let with_waits = |waits_s: &[f64]| with_waits_per(waits_s, 2_000_000);
+    // Half a second of 10 s waiting on every drive: within the limit.
+    let a = with_waits(&[0.5, 0.5, 0.5, 0.5]);
+    assert!((a.drives[0].host_wait_ratio.unwrap() - 0.05).abs() < 1e-9);
+    let v = verdict(&a);
+    assert!(v.passed, "{v:?}");
+    // Two drives' threads waited 3 s and 6 s of their 10.
+    let v = verdict(&with_waits(&[0.2, 3.0, 0.1, 6.0]));
+    assert!(!v.passed && !v.finding, "{v:?}");
+    let reason = v.reasons.join("\n");
+    assert!(
+        reason.contains("not trustworthy")
+            && reason.contains("2 of 4 drives")
+            && reason.contains("at most 60%, d04"),
+        "{reason}"
+    );
+    // The same time spent in wake-ups of 13 us: the reads' own, not the host's contention.
+    let v = verdict(&with_waits_per(&[0.2, 3.0, 0.1, 6.0], 13_000));
+    assert!(v.passed, "{v:?}");
 }

@@ -72,6 +72,7 @@ fn every_drive_starts_reading_once_the_slowest_has_opened() {
         block_bytes: 4096,
         runtime_ns: 50_000_000,
         seed: 1,
+        cpu_wait: ssdlab_methods::fanout::measure::no_cpu_wait,
     };
     let reads = run_independent(3, &open, &load, &AtomicBool::new(false)).unwrap();
     assert!(reads.iter().all(|r| r.histogram.count() > 0));

@@ -295,6 +295,7 @@ fn fanout_reports_a_drive_whose_read_fails_or_comes_back_short() {
         block_bytes: 4096,
         runtime_ns: S,
         seed: 3,
+        cpu_wait: ssdlab_methods::fanout::measure::no_cpu_wait,
     };
     let stop = AtomicBool::new(false);
     for fault in [Fault::eio(), Fault::Short { keep_bytes: 2048 }] {

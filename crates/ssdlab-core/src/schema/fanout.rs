@@ -61,6 +61,15 @@ pub struct FanoutDrive {
     /// straggler).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// The share of the drive's run its reading thread spent waiting for a CPU (the kernel's run-queue time):
+    /// its latencies include that wait. Absent on virtual drives, where no host CPU enters the figures, and in
+    /// older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_wait_ratio: Option<f64>,
+    /// The thread's mean wait each time it waited for a CPU: a wake-up's few microseconds on an idle host, a
+    /// scheduler's time slice of milliseconds when other threads hold every CPU. Absent where the ratio is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_wait_mean_ns: Option<u64>,
 }
 
 /// A query's latency under some assumption, and how much extra load it costs.

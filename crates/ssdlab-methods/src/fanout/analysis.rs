@@ -333,6 +333,11 @@ fn drive_results(drives: &[FleetDrive], reads: Vec<DriveReads>) -> Vec<FanoutDri
             histogram: HistogramBuckets::of(&r.histogram.to_sparse()),
             per_second: r.per_second,
             failure: r.failure,
+            host_wait_ratio: r
+                .host_wait
+                .filter(|_| r.runtime_s > 0.0)
+                .map(|w| w.wait_ns as f64 / (r.runtime_s * 1e9)),
+            host_wait_mean_ns: r.host_wait.map(|w| w.wait_ns / w.scheduled.max(1)),
         })
         .collect()
 }
@@ -400,14 +405,49 @@ fn thin(points: Vec<(u64, f64)>, max: usize) -> Vec<(u64, f64)> {
     kept
 }
 
+/// The share of a drive's run its reading thread may wait for a CPU before its latencies are the host's more
+/// than the drive's: a tenth.
+pub const HOST_WAIT_LIMIT: f64 = 0.10;
+
+/// The mean wait for a CPU beyond which the waits are other threads holding the CPUs, not wake-ups. Every read
+/// at QD1 ends in a wake-up whose run-queue time is a few microseconds (13 us measured per read on a 2-CPU VM
+/// with two drives, a fifth of a 66 us read; every QD1 benchmark pays it, fio's too); a thread that waits
+/// behind others waits a scheduler's slice, hundreds of microseconds to milliseconds.
+pub const HOST_WAIT_CONTENDED_NS: u64 = 100_000;
+
+/// Why the host, not the drives, limited the measurement, when it did: the drives whose reading threads waited
+/// for a CPU behind other threads (a mean wait above [`HOST_WAIT_CONTENDED_NS`]) more than [`HOST_WAIT_LIMIT`]
+/// of their run.
+pub fn host_limited(analysis: &FanoutAnalysis) -> Option<String> {
+    let waited: Vec<(&str, f64)> = analysis
+        .drives
+        .iter()
+        .filter(|d| d.host_wait_mean_ns.is_some_and(|ns| ns > HOST_WAIT_CONTENDED_NS))
+        .filter_map(|d| Some((d.name.as_str(), d.host_wait_ratio?)))
+        .filter(|&(_, ratio)| ratio > HOST_WAIT_LIMIT)
+        .collect();
+    let (worst, ratio) = waited.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    Some(format!(
+        "not trustworthy: the host kept {} of {} drives' reading threads waiting behind other threads for a CPU \
+         for more than {:.0}% of the run (at most {:.0}%, {worst}), so their latencies include the wait; read \
+         fewer drives per run (each host's drives with --out, merged with --from) or on a host with more CPUs",
+        waited.len(),
+        analysis.drives.len(),
+        100.0 * HOST_WAIT_LIMIT,
+        100.0 * ratio
+    ))
+}
+
 /// Passed when no drive failed a read and none takes twice its fair share of the query's p99 tail; otherwise
-/// names the failing drives, or the stragglers and what fixing them would buy.
+/// names the failing drives, or the stragglers and what fixing them would buy. A run the host limited (see
+/// [`host_limited`]) is failed as not trustworthy whatever the drives did.
 pub fn verdict(analysis: &FanoutAnalysis) -> Verdict {
-    let failures: Vec<String> = analysis
+    let mut failures: Vec<String> = analysis
         .drives
         .iter()
         .filter_map(|d| Some(format!("{} failed a read ({})", d.name, d.failure.as_ref()?)))
         .collect();
+    failures.extend(host_limited(analysis));
     if !failures.is_empty() {
         return Verdict {
             finding: false,

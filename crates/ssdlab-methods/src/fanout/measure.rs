@@ -16,12 +16,37 @@ use ssdlab_core::rng::Rng;
 use crate::session::MethodError;
 
 /// The read every drive makes, over and over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct ReadLoad {
     pub block_bytes: u64,
     /// How long to read, on each drive's clock.
     pub runtime_ns: u64,
     pub seed: u64,
+    /// How long the calling thread has waited for a CPU so far and how many times it was put on one (the app's
+    /// probe of the kernel's run-queue time), for drives read on threads of their own; None where it cannot be
+    /// told.
+    pub cpu_wait: fn() -> Option<(u64, u64)>,
+}
+
+/// A probe that never knows: for drives on a virtual clock, where a host's CPU does not enter the figures.
+pub fn no_cpu_wait() -> Option<(u64, u64)> {
+    None
+}
+
+/// What a drive's thread waited for a CPU while it read: the time, and the times it was put on one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostWait {
+    pub wait_ns: u64,
+    pub scheduled: u64,
+}
+
+/// The wait between two readings of the probe.
+fn waited(before: Option<(u64, u64)>, after: Option<(u64, u64)>) -> Option<HostWait> {
+    let ((w0, n0), (w1, n1)) = (before?, after?);
+    Some(HostWait {
+        wait_ns: w1.saturating_sub(w0),
+        scheduled: n1.saturating_sub(n0),
+    })
 }
 
 /// One drive's reads.
@@ -33,6 +58,8 @@ pub struct DriveReads {
     pub runtime_s: f64,
     /// The first read that failed, in words; the drive read no more after it.
     pub failure: Option<String>,
+    /// How long the drive's thread waited for a CPU while it read (None: not known, or no thread of its own).
+    pub host_wait: Option<HostWait>,
 }
 
 /// Per-second windows of one drive's latencies.
@@ -87,6 +114,7 @@ impl Windows {
             per_second: self.per_second,
             runtime_s: end_ns.saturating_sub(self.start_ns) as f64 / 1e9,
             failure: self.failure,
+            host_wait: None,
         }
     }
 }
@@ -181,6 +209,7 @@ fn read_alone(
 ) -> Result<DriveReads, MethodError> {
     device.prepare(1, load.block_bytes as usize)?;
     let mut offsets = Offsets::new(device, load)?;
+    let waited_before = (load.cpu_wait)();
     let start = device.now_ns();
     let mut windows = Windows::new(start);
     let mut done = Vec::with_capacity(1);
@@ -193,7 +222,9 @@ fn read_alone(
             }
         }
     }
-    Ok(windows.finish(device.now_ns()))
+    let mut reads = windows.finish(device.now_ns());
+    reads.host_wait = waited(waited_before, (load.cpu_wait)());
+    Ok(reads)
 }
 
 /// One read, waited for: Ok((completed ns, latency ns)), or the read's failure in words. A device that does not
@@ -358,6 +389,7 @@ impl Synchronized {
         if self.open_failed.load(Ordering::SeqCst) {
             return Ok(Windows::new(0).finish(0));
         }
+        let waited_before = (load.cpu_wait)();
         let start = device.now_ns();
         let mut windows = Windows::new(start);
         let mut done = Vec::with_capacity(1);
@@ -381,7 +413,11 @@ impl Synchronized {
         }
         match run_error {
             Some(e) => Err(e),
-            None => Ok(windows.finish(device.now_ns())),
+            None => {
+                let mut reads = windows.finish(device.now_ns());
+                reads.host_wait = waited(waited_before, (load.cpu_wait)());
+                Ok(reads)
+            }
         }
     }
 

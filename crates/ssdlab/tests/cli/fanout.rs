@@ -67,3 +67,46 @@ fn fanout_refuses_what_its_flags_cannot_read() {
     let sim = "sim:840evo-1t?scale=1/1024&fill=100%";
     expect_usage_error(&run(&["fanout", "--target", sim, "--hedge", "p100"]), "--hedge");
 }
+
+/// Forty drives read live on a host of a few CPUs: their reading threads wait for a CPU most of the run, so the
+/// latencies are the scheduler's. The kernel's run-queue time says so, and the verdict fails the run as not
+/// trustworthy instead of naming stragglers (the outside check's 1,000 drives reported "passed").
+#[test]
+fn a_fanout_of_more_drives_than_the_host_can_run_is_not_trusted() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let drives = 20 * cpus;
+    let dir = tempdir();
+    let mut args = vec!["fanout".to_string()];
+    for i in 0..drives {
+        // Sparse files: reads of holes never wait for a device, so every thread always wants a CPU.
+        let path = dir.path().join(format!("drive-{i:03}.img"));
+        std::fs::File::create(&path).unwrap().set_len(4 << 20).unwrap();
+        args.extend(["--target".to_string(), format!("file:{}", path.display())]);
+    }
+    let out_dir = dir.path().join("fanout");
+    args.extend(["--runtime", "1s", "--out", out_dir.to_str().unwrap()].map(String::from));
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(&argv);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let result = read_result(&out_dir);
+    let reasons = result["verdict"]["reasons"].to_string();
+    assert!(
+        reasons.contains("not trustworthy") && reasons.contains("waiting behind other threads for a CPU"),
+        "{reasons}"
+    );
+    let waits: Vec<f64> = result["analysis"]["drives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            d["host_wait_ratio"]
+                .as_f64()
+                .expect("measured on every real drive")
+        })
+        .collect();
+    let mean = waits.iter().sum::<f64>() / waits.len() as f64;
+    assert!(
+        mean > 0.5,
+        "{drives} busy threads on {cpus} CPUs waited {mean:.2} of the run on average"
+    );
+}
