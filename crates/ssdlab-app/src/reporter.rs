@@ -146,6 +146,20 @@ impl Observer for Reporter<'_> {
         let _ = self.emit(&event);
     }
 
+    fn live(&mut self, sample: &Sample) {
+        // Jobs' seconds added up, shown as they run; the worst job's p99 is an upper bound of the phase's, so it is
+        // said as one.
+        if self.progress_shown {
+            let message = format!(
+                "{} IOPS  {}  p99 <= {}",
+                ssdlab_core::units::Count(sample.iops),
+                ssdlab_core::units::DecimalRate(sample.bytes_per_s),
+                Nanos(sample.latency_ns_p99 as f64)
+            );
+            self.console.progress_set(None, Some(&message));
+        }
+    }
+
     fn progress(&mut self, fraction: f64) {
         if self.progress_shown {
             self.console.progress_set(Some(fraction), None);

@@ -29,6 +29,7 @@ pub struct JobOutcome(Option<Result<(Closing, Ended), DeviceError>>);
 /// Messages from the jobs to the thread that observes them.
 enum Message {
     Progress(usize, f64),
+    Sample(usize, Box<Sample>),
     Done,
 }
 
@@ -223,12 +224,21 @@ fn observe<O: Observer + ?Sized>(
     observer: &mut O,
 ) {
     let mut fractions = vec![0.0; jobs];
+    let mut seconds: Vec<std::collections::VecDeque<Sample>> = vec![Default::default(); jobs];
     let mut done = 0;
     while done < running {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(Message::Progress(job, fraction)) => {
                 fractions[job] = fraction;
                 observer.progress(fractions.iter().sum::<f64>() / jobs as f64);
+            }
+            Ok(Message::Sample(job, sample)) => {
+                seconds[job].push_back(*sample);
+                // A second every running job has closed is shown.
+                while seconds.iter().all(|s| !s.is_empty()) {
+                    let second: Vec<Sample> = seconds.iter_mut().filter_map(|s| s.pop_front()).collect();
+                    observer.live(&added_up(&second));
+                }
             }
             Ok(Message::Done) => done += 1,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -237,6 +247,29 @@ fn observe<O: Observer + ?Sized>(
         if observer.stop_requested() {
             stop.store(true, Ordering::SeqCst);
         }
+    }
+}
+
+/// The jobs' same second, added up for a live view (see [`Observer::live`]).
+fn added_up(second: &[Sample]) -> Sample {
+    let first = second.first().cloned().unwrap_or_default();
+    let ios: u64 = second.iter().map(|s| s.ios).sum();
+    let weighted: f64 = second.iter().map(|s| s.latency_ns_mean * s.ios as f64).sum();
+    Sample {
+        read: None,
+        write: None,
+        ios,
+        bytes: second.iter().map(|s| s.bytes).sum(),
+        iops: second.iter().map(|s| s.iops).sum(),
+        bytes_per_s: second.iter().map(|s| s.bytes_per_s).sum(),
+        read_ios: second.iter().map(|s| s.read_ios).sum(),
+        write_ios: second.iter().map(|s| s.write_ios).sum(),
+        latency_ns_mean: if ios > 0 { weighted / ios as f64 } else { 0.0 },
+        latency_ns_p50: second.iter().map(|s| s.latency_ns_p50).max().unwrap_or(0),
+        latency_ns_p99: second.iter().map(|s| s.latency_ns_p99).max().unwrap_or(0),
+        latency_ns_max: second.iter().map(|s| s.latency_ns_max).max().unwrap_or(0),
+        qd_mean: second.iter().map(|s| s.qd_mean).sum(),
+        ..first
     }
 }
 
@@ -337,8 +370,10 @@ struct JobObserver<'a> {
 }
 
 impl Observer for JobObserver<'_> {
-    fn sample(&mut self, _sample: &Sample) {
-        // One job's second is not the phase's: samples are drawn once the jobs are merged.
+    fn sample(&mut self, sample: &Sample) {
+        // One job's second is not the phase's: it is shown live, added to the others', and the phase's samples
+        // are drawn once the jobs are merged.
+        let _ = self.tx.send(Message::Sample(self.job, Box::new(sample.clone())));
     }
     fn progress(&mut self, fraction: f64) {
         let _ = self.tx.send(Message::Progress(self.job, fraction));

@@ -25,6 +25,10 @@ pub trait Observer {
     fn measured(&mut self) {}
     /// A one-second sample has closed.
     fn sample(&mut self, _sample: &Sample) {}
+    /// A second of a phase run by several threads, as it runs: the jobs' seconds added up (operations, bytes and
+    /// rates add; the latencies are the worst job's), for a live view only. The phase's samples, merged exactly
+    /// from every job's histograms, come through [`Observer::sample`] once the jobs have ended.
+    fn live(&mut self, _sample: &Sample) {}
     /// Progress through the phase, 0.0 to 1.0, called about once per second of device time.
     fn progress(&mut self, _fraction: f64) {}
     /// Polled every turn of the loop: true stops issuing, drains what is in flight, and ends the phase as

@@ -54,10 +54,37 @@ impl JobDevice for Job {
     }
 }
 
+/// Records the seconds shown live and the samples of the record.
+#[derive(Default)]
+struct Watch {
+    live: Vec<u64>,
+    samples: usize,
+}
+
+impl Observer for Watch {
+    fn live(&mut self, sample: &ssdlab_core::schema::Sample) {
+        self.live.push(sample.ios);
+    }
+    fn sample(&mut self, _sample: &ssdlab_core::schema::Sample) {
+        self.samples += 1;
+    }
+}
+
 #[test]
 fn jobs_merge_into_one_phase_whose_seconds_add_up() {
     let jobs = vec![Job::Mem(None), Job::Mem(None), Job::Mem(None)];
-    let out = run_threaded(jobs, &paced(5), 0, &mut Quiet).unwrap();
+    let mut watch = Watch::default();
+    let out = run_threaded(jobs, &paced(5), 0, &mut watch).unwrap();
+    // Seconds were shown live as every job closed them (all but the last two: the newest closed one may still take
+    // a short tail, and the last is closed only with the phase), the three jobs' added up; the record's samples
+    // came once, merged.
+    assert_eq!(watch.live.len(), 3, "{:?}", watch.live);
+    assert!(
+        watch.live.iter().all(|&ios| (2_990..=3_010).contains(&ios)),
+        "{:?}",
+        watch.live
+    );
+    assert_eq!(watch.samples, 5);
     assert!(out.complete);
     // Three schedules of 1000 a second for 5 s, each met (10 us per read).
     assert!(
