@@ -204,11 +204,8 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         runtime_ns,
         seed: args.seed,
         // A real drive's reads are timed on the host's clock, so a reading thread that waits for a CPU adds that
-        // wait to them; a virtual drive's are timed in virtual time, which no host wait enters.
-        cpu_wait: match clock {
-            ssdlab_core::device::ClockKind::Real => ssdlab_io::sys::thread_cpu_wait,
-            ssdlab_core::device::ClockKind::Virtual => ssdlab_methods::fanout::measure::no_cpu_wait,
-        },
+        // wait to them (a virtual drive's are not probed: see `measure::probe_for`).
+        cpu_wait: ssdlab_io::sys::thread_cpu_wait,
     };
     let mode = match args.mode {
         Mode::Computed => "computed",

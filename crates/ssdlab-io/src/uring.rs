@@ -383,6 +383,8 @@ impl UringDevice {
 
     /// Gives up on the buffers the kernel may still write into: leaking them is the only sound choice.
     fn abandon_buffers(&mut self) {
+        // The slots are gone: a later prepare of the same shape must make them again.
+        self.prepared = None;
         let align = self.info.memory_align_bytes as usize;
         std::mem::forget(std::mem::replace(&mut self.slots, SlotBuffers::new(align)));
     }

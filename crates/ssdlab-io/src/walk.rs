@@ -103,8 +103,8 @@ pub fn walk(roots: &[PathBuf], exclude: &[(u64, u64)], allow_atime: bool) -> io:
 }
 
 /// [`walk`], keeping only the files `keep` accepts as they are found: the others are never held, so the walk's
-/// memory is that of the files kept (and of the directories still to list), whatever the tree holds. Hard links
-/// are still reported once: `keep` sees a file's first link, and gives any other the same answer.
+/// memory is that of the files kept, of the directories (each is entered once) and of the files with several
+/// links, whatever the tree holds. A file is still reported once: `keep` sees its first path only.
 pub fn walk_keeping(
     roots: &[PathBuf],
     exclude: &[(u64, u64)],
@@ -113,6 +113,14 @@ pub fn walk_keeping(
 ) -> io::Result<WalkOutput> {
     let mut out = WalkOutput::default();
     let mut seen = HashSet::new();
+    let mut dirs_entered = HashSet::new();
+    // Files given as roots: a directory given too may hold them, in either order.
+    let file_roots: HashSet<(u64, u64)> = roots
+        .iter()
+        .filter_map(|r| std::fs::symlink_metadata(r).ok())
+        .filter(|m| m.file_type().is_file())
+        .map(|m| (m.dev(), m.ino()))
+        .collect();
     for root in roots {
         let meta = std::fs::symlink_metadata(root)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", root.display())))?;
@@ -142,14 +150,19 @@ pub fn walk_keeping(
                     out.skipped.push((path, "ssdlab's own state directory".into()));
                     continue;
                 }
+                // A directory met again (roots that overlap, a path given twice, a bind mount inside the tree)
+                // is walked once, so its files are reported once.
+                if !dirs_entered.insert((meta.dev(), meta.ino())) {
+                    continue;
+                }
                 match list_dir(&path, allow_atime) {
                     Ok(entries) => stack.extend(entries.into_iter().rev()),
                     Err(e) => out.skipped.push((path, format!("cannot list: {e}"))),
                 }
             } else if !kind.is_file() {
                 out.skipped.push((path, "not a regular file".into()));
-            } else if meta.nlink() > 1 && seen.contains(&(meta.dev(), meta.ino())) {
-                // Another link of a file already met: reported once.
+            } else if seen.contains(&(meta.dev(), meta.ino())) {
+                // Another link of a file already met, or a file given as a root met again: reported once.
             } else {
                 let identity = match identity_of_path(&path) {
                     Ok(id) => id,
@@ -166,8 +179,9 @@ pub fn walk_keeping(
                     mtime: (meta.mtime(), meta.mtime_nsec()),
                     path,
                 };
-                if meta.nlink() > 1 {
-                    // Only files with other links need remembering: a file of one link is met once.
+                if meta.nlink() > 1 || file_roots.contains(&(meta.dev(), meta.ino())) {
+                    // A file of one link is met once, each directory being walked once; one with other links,
+                    // or one given as a root, may be met again and is remembered.
                     seen.insert((meta.dev(), meta.ino()));
                 }
                 if keep(&file) {
@@ -217,6 +231,17 @@ mod tests {
         let names: Vec<_> = out.files.iter().map(|f| f.path.clone()).collect();
         assert_eq!(names, vec![dir.join("big"), dir.join("sub/big2")]);
         assert_eq!(asked.len(), 3, "the second link is not asked about: {asked:?}");
+        // Roots that overlap, a directory given twice and a file given as a root are each walked once.
+        let roots = vec![dir.join("sub"), dir.clone(), dir.join("sub"), dir.join("small")];
+        let out = walk(&roots, &[], false).unwrap();
+        let mut names: Vec<_> = out.files.iter().map(|f| f.path.clone()).collect();
+        names.sort();
+        // The first path met is the one reported: "sub" is walked first, so the link stands for "big".
+        assert_eq!(
+            names,
+            vec![dir.join("small"), dir.join("sub/big-link"), dir.join("sub/big2")],
+            "{names:?}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -72,7 +72,19 @@ impl<'p> Work<'_, 'p> {
                 clock: self.clock,
                 stop: Stop::Flag(self.stop),
             };
-            let outcome = (step.run)(&mut step_ports);
+            // A step that panics is a step that failed: its memory is given back and its slot filled like any
+            // other's, so neither the other worker nor the printing thread waits for it forever.
+            let name = step.name.clone();
+            let outcome =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (step.run)(&mut step_ports)))
+                    .unwrap_or_else(|panic| {
+                        let why = panic
+                            .downcast_ref::<&str>()
+                            .map(|s| (*s).to_string())
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_default();
+                        Err(anyhow::anyhow!("demo step {name} panicked: {why}"))
+                    });
             {
                 let mut admitted = self.admission.lock().expect("the admission");
                 admitted.running_bytes -= step.memory_bytes;
@@ -136,8 +148,9 @@ impl<'p> Work<'_, 'p> {
                     break ended;
                 }
                 if rx.recv().is_err() {
-                    // Every worker has ended: the steps not shown never ran (the demo was abandoned).
-                    return None;
+                    // Every worker has ended and this step never ran: a later step ended the demo (steps start
+                    // out of order when an earlier one waits for memory). What ran is shown, and why it ended.
+                    return Some(self.show_the_rest(console, i));
                 }
             };
             if let Err(e) = held.replay(console) {
@@ -151,6 +164,35 @@ impl<'p> Work<'_, 'p> {
             }
         }
         None
+    }
+
+    /// Once the workers have ended with steps from `from` on not run: shows the steps that did run, in order, and
+    /// returns the first that ended the demo (an error, an interrupt, the reader gone), or says which never ran.
+    fn show_the_rest(&self, console: &mut dyn Console, from: usize) -> Result<Option<Outcome>> {
+        let mut ending: Option<Result<Option<Outcome>>> = None;
+        let mut never_ran = Vec::new();
+        for i in from..self.done.len() {
+            let Some((held, outcome)) = self.done[i].lock().expect("a done slot").take() else {
+                never_ran.push(i);
+                continue;
+            };
+            held.replay(console)?;
+            match outcome {
+                Ok(Outcome::Passed | Outcome::Failed | Outcome::Unknown) => {}
+                Ok(stopped) => {
+                    ending.get_or_insert(Ok(Some(stopped)));
+                }
+                Err(e) => {
+                    ending.get_or_insert(Err(e));
+                }
+            }
+        }
+        ending.unwrap_or_else(|| {
+            Err(anyhow::anyhow!(
+                "{} demo step(s) never ran though no step ended the demo",
+                never_ran.len()
+            ))
+        })
     }
 }
 
@@ -368,5 +410,45 @@ mod tests {
         let text = console.said.join("\n");
         assert!(text.contains("second ran"), "{text}");
         assert!(!text.contains("third"), "{text}");
+    }
+
+    /// A step that started out of order (a large one before it waited for memory) and ended the demo: what ran is
+    /// shown, and the demo ends with that step's interrupt; a step that panics fails the demo, never hangs it.
+    #[test]
+    fn a_later_step_that_ends_the_demo_is_reported_and_a_panic_never_hangs() {
+        let gauge = (AtomicU64::new(0), AtomicU64::new(0));
+        let (tools, clock, stop) = (
+            CannedTools::default(),
+            FixedClock::at(0.0),
+            AtomicBool::new(false),
+        );
+        let mut console = RecordingConsole::default();
+        let mut ports = Ports::new(&mut console, &tools, &clock, &stop);
+        // "big" runs long; "large" cannot start beside it; "small" starts out of order and is interrupted, so
+        // "large" never runs.
+        let steps = vec![
+            step("big", 600, 100, &gauge, Outcome::Passed),
+            step("large", 600, 1, &gauge, Outcome::Passed),
+            step("small", 100, 1, &gauge, Outcome::Interrupted),
+        ];
+        if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+            assert_eq!(
+                run(&mut ports, steps, pool(1000)).unwrap(),
+                Some(Outcome::Interrupted)
+            );
+            let text = console.said.join("\n");
+            assert!(text.contains("big ran") && text.contains("small ran"), "{text}");
+            assert!(!text.contains("large ran"), "{text}");
+        }
+        let mut console = RecordingConsole::default();
+        let mut ports = Ports::new(&mut console, &tools, &clock, &stop);
+        let steps = vec![
+            Step::new("boom", 100, |_: &mut Ports| -> Result<Outcome> {
+                panic!("a bug")
+            }),
+            step("after", 100, 1, &gauge, Outcome::Passed),
+        ];
+        let err = run(&mut ports, steps, pool(1000)).unwrap_err();
+        assert!(err.to_string().contains("boom panicked: a bug"), "{err}");
     }
 }

@@ -40,6 +40,15 @@ pub struct HostWait {
     pub scheduled: u64,
 }
 
+/// The probe for `device`: the load's on a drive timed on the host's clock, none on a virtual one (its times are
+/// virtual, whatever its thread waited).
+fn probe_for(device: &dyn Device, load: &ReadLoad) -> fn() -> Option<(u64, u64)> {
+    match device.info().clock {
+        ClockKind::Real => load.cpu_wait,
+        ClockKind::Virtual => no_cpu_wait,
+    }
+}
+
 /// The wait between two readings of the probe.
 fn waited(before: Option<(u64, u64)>, after: Option<(u64, u64)>) -> Option<HostWait> {
     let ((w0, n0), (w1, n1)) = (before?, after?);
@@ -209,7 +218,8 @@ fn read_alone(
 ) -> Result<DriveReads, MethodError> {
     device.prepare(1, load.block_bytes as usize)?;
     let mut offsets = Offsets::new(device, load)?;
-    let waited_before = (load.cpu_wait)();
+    let probe = probe_for(device, load);
+    let waited_before = probe();
     let start = device.now_ns();
     let mut windows = Windows::new(start);
     let mut done = Vec::with_capacity(1);
@@ -223,7 +233,7 @@ fn read_alone(
         }
     }
     let mut reads = windows.finish(device.now_ns());
-    reads.host_wait = waited(waited_before, (load.cpu_wait)());
+    reads.host_wait = waited(waited_before, probe());
     Ok(reads)
 }
 
@@ -389,7 +399,13 @@ impl Synchronized {
         if self.open_failed.load(Ordering::SeqCst) {
             return Ok(Windows::new(0).finish(0));
         }
-        let waited_before = (load.cpu_wait)();
+        // The wait is added up around each read only: between queries the threads sleep at the barrier, and the
+        // wait to get a CPU after it delays the next query, not a read's latency.
+        let probe = probe_for(device.as_ref(), load);
+        let mut host_wait = probe().map(|_| HostWait {
+            wait_ns: 0,
+            scheduled: 0,
+        });
         let start = device.now_ns();
         let mut windows = Windows::new(start);
         let mut done = Vec::with_capacity(1);
@@ -400,7 +416,12 @@ impl Synchronized {
             if self.finished.load(Ordering::SeqCst) {
                 break;
             }
+            let before = probe();
             let read = read_once(device.as_mut(), &mut offsets, load, &mut done);
+            if let (Some(total), Some(w)) = (host_wait.as_mut(), waited(before, probe())) {
+                total.wait_ns += w.wait_ns;
+                total.scheduled += w.scheduled;
+            }
             let latency_ns = self.record_read(&read, &mut windows);
             if let Err(e) = read {
                 run_error = Some(e);
@@ -415,7 +436,7 @@ impl Synchronized {
             Some(e) => Err(e),
             None => {
                 let mut reads = windows.finish(device.now_ns());
-                reads.host_wait = waited(waited_before, (load.cpu_wait)());
+                reads.host_wait = host_wait;
                 Ok(reads)
             }
         }
