@@ -298,6 +298,7 @@ fn quick_measures_the_disk_mark_set_with_its_spread_on_one_screen() {
         runtime_ns: ns("100ms"),
         repeats: 2,
         keep: false,
+        profile: ssdlab_methods::quick::QuickProfile::Default,
     })
     .unwrap();
     let ran = test_command(&target, method, Some(&out_dir));
@@ -486,6 +487,7 @@ fn quick_removes_only_its_own_test_file_and_refuses_to_trust_the_page_cache() {
                 runtime_ns: ns("100ms"),
                 repeats: 1,
                 keep,
+                profile: ssdlab_methods::quick::QuickProfile::Default,
             })
             .unwrap(),
         )

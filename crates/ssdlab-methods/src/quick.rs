@@ -12,15 +12,34 @@ use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload};
 
 use crate::session::{MethodError, MethodOutcome, Session};
 
-pub use ssdlab_core::schema::quick::QuickOptions;
+pub use ssdlab_core::schema::quick::{QuickOptions, QuickProfile};
 
-/// One case of the set: (name, sequential, block bytes, queue depth).
-const CASES: [(&str, bool, u64, u32); 4] = [
-    ("SEQ1M Q8T1", true, 1 << 20, 8),
-    ("SEQ1M Q1T1", true, 1 << 20, 1),
-    ("RND4K Q32T1", false, 4 << 10, 32),
-    ("RND4K Q1T1", false, 4 << 10, 1),
+/// One case of a set: (name, sequential, block bytes, queue depth, threads).
+type Case = (&'static str, bool, u64, u32, u32);
+
+/// CrystalDiskMark's and KDiskMark's default set.
+const DEFAULT_CASES: [Case; 4] = [
+    ("SEQ1M Q8T1", true, 1 << 20, 8, 1),
+    ("SEQ1M Q1T1", true, 1 << 20, 1, 1),
+    ("RND4K Q32T1", false, 4 << 10, 32, 1),
+    ("RND4K Q1T1", false, 4 << 10, 1, 1),
 ];
+
+/// CrystalDiskMark's "NVMe SSD" set: a drive with many queues is rated with many submitters.
+const NVME_CASES: [Case; 4] = [
+    ("SEQ1M Q8T1", true, 1 << 20, 8, 1),
+    ("SEQ128K Q32T1", true, 128 << 10, 32, 1),
+    ("RND4K Q32T16", false, 4 << 10, 32, 16),
+    ("RND4K Q1T1", false, 4 << 10, 1, 1),
+];
+
+/// The cases of `profile`.
+fn case_set(profile: QuickProfile) -> &'static [Case; 4] {
+    match profile {
+        QuickProfile::Default => &DEFAULT_CASES,
+        QuickProfile::Nvme => &NVME_CASES,
+    }
+}
 
 /// The case's phase name for a repeat: "seq1m-q8t1-read-3".
 fn phase_name(case: &str, read: bool, repeat: u32) -> String {
@@ -48,7 +67,9 @@ pub fn quick(mut session: Session<'_>, options: &QuickOptions) -> Result<MethodO
         prepare(&mut session, span)?;
     }
     let mut cases = Vec::new();
-    'cases: for (case_index, (name, sequential, block_bytes, queue_depth)) in CASES.into_iter().enumerate() {
+    let set = case_set(options.profile);
+    'cases: for (case_index, &(name, sequential, block_bytes, queue_depth, threads)) in set.iter().enumerate()
+    {
         for read in [true, false] {
             let case = QuickCase {
                 name: name.into(),
@@ -56,6 +77,7 @@ pub fn quick(mut session: Session<'_>, options: &QuickOptions) -> Result<MethodO
                 sequential,
                 block_bytes,
                 queue_depth,
+                threads,
                 bytes_per_s: Vec::new(),
                 iops: Vec::new(),
                 latency_ns_mean: 0.0,
@@ -66,8 +88,9 @@ pub fn quick(mut session: Session<'_>, options: &QuickOptions) -> Result<MethodO
             let Some(case) = run_case(&mut session, options, span, case_index, case)? else {
                 break 'cases;
             };
+            let width = set.iter().map(|c| c.0.len()).max().unwrap_or(0).max(11) + 1;
             session.observer.say(&format!(
-                "{:<12}{:<6} {}",
+                "{:<width$}{:<6} {}",
                 name,
                 if read { "read" } else { "write" },
                 case_figures(&case)
@@ -90,7 +113,7 @@ pub fn quick(mut session: Session<'_>, options: &QuickOptions) -> Result<MethodO
             "{} after {} of {} cases",
             session.stop_reason(),
             cases.len(),
-            2 * CASES.len()
+            2 * set.len()
         ));
     }
     let analysis = (!cases.is_empty()).then(|| QuickAnalysis {
@@ -156,7 +179,7 @@ fn prepare(session: &mut Session<'_>, span: Span) -> Result<(), MethodError> {
     Ok(())
 }
 
-/// Runs every repeat of one case (the `case_index`th of [`CASES`], in the direction `case.read`) over `span`
+/// Runs every repeat of one case (the `case_index`th of its set, in the direction `case.read`) over `span`
 /// and fills in `case`'s figures: None when the session stopped or a repeat did not complete.
 fn run_case(
     session: &mut Session<'_>,
@@ -194,7 +217,8 @@ fn run_case(
             ),
             ..session.workload_base()
         };
-        let Some(i) = session.phase(&phase_name(&case.name, read, repeat), &workload)? else {
+        let Some(i) = session.phase_jobs(&phase_name(&case.name, read, repeat), &workload, case.threads)?
+        else {
             return Ok(None);
         };
         let phase = &mut session.phases[i];
@@ -272,6 +296,7 @@ mod tests {
             runtime_ns: 20_000_000,
             span_bytes: 16 << 20,
             keep: false,
+            profile: QuickProfile::Default,
         };
         let outcome = quick(Session::new(&mut device, &mut watch, 1), &options).unwrap();
         assert!(outcome.verdict.passed, "{:?}", outcome.verdict);
@@ -322,6 +347,38 @@ mod tests {
             "{}",
             watch.1[4]
         );
+    }
+
+    #[test]
+    fn the_nvme_set_runs_sixteen_submitters_of_thirty_two() {
+        let mut device = MemDevice::new(64 << 20, 100_000);
+        let mut watch = Watch(Vec::new(), Vec::new());
+        let options = QuickOptions {
+            repeats: 1,
+            runtime_ns: 20_000_000,
+            span_bytes: 16 << 20,
+            keep: false,
+            profile: QuickProfile::Nvme,
+        };
+        let outcome = quick(Session::new(&mut device, &mut watch, 1), &options).unwrap();
+        let Analysis::Quick(m) = &outcome.analysis else {
+            panic!("a quick analysis")
+        };
+        let a = m.measured.as_ref().unwrap();
+        let names: Vec<&str> = a.cases.iter().step_by(2).map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["SEQ1M Q8T1", "SEQ128K Q32T1", "RND4K Q32T16", "RND4K Q1T1"]
+        );
+        let t16 = &a.cases[4];
+        assert_eq!((t16.queue_depth, t16.threads), (32, 16));
+        // 16 x 32 operations of 100 us in flight: 5.12M IOPS, where one thread of 32 makes 320K.
+        assert!(
+            (t16.mean_iops() - 5_120_000.0).abs() < 60_000.0,
+            "{}",
+            t16.mean_iops()
+        );
+        assert_eq!(a.cases[2].block_bytes, 128 << 10);
     }
 
     #[test]

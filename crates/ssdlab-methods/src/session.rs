@@ -7,7 +7,7 @@ use ssdlab_core::schema::{Analysis, MethodAnalysis, PhaseResult, Verdict};
 use ssdlab_core::units::BinaryBytes;
 use ssdlab_engine::replay::{ReplayFacts, ReplayPlan, run_trace};
 use ssdlab_engine::workload::{Pattern, RwMode, Span, StopAt, Workload, WorkloadError};
-use ssdlab_engine::{Observer, run_phase};
+use ssdlab_engine::{Observer, run_jobs_ramped};
 
 /// What a method's caller sees: the engine's observer plus phase boundaries and CPU accounting.
 pub trait MethodObserver: Observer {
@@ -82,12 +82,24 @@ impl<'a> Session<'a> {
 
     /// Runs one phase unless the session has stopped; returns its index in `phases`.
     pub fn phase(&mut self, name: &str, workload: &Workload) -> Result<Option<usize>, MethodError> {
+        self.phase_jobs(name, workload, 1)
+    }
+
+    /// [`Session::phase`] with `jobs` copies of the workload side by side (fio's numjobs, the disk-mark tools'
+    /// T): submitters of this one thread's device, each with its own queue depth and offsets.
+    pub fn phase_jobs(
+        &mut self,
+        name: &str,
+        workload: &Workload,
+        jobs: u32,
+    ) -> Result<Option<usize>, MethodError> {
         if self.stopped {
             return Ok(None);
         }
         workload.validate(self.device.info())?;
+        workload.validate_jobs(jobs)?;
         self.observer.begin_phase(name);
-        let outcome = run_phase(self.device, workload, self.observer)?;
+        let outcome = run_jobs_ramped(self.device, workload, jobs, 0, self.observer)?;
         Ok(Some(self.record(name, outcome)))
     }
 

@@ -632,6 +632,27 @@ pub struct QuickArgs {
     /// CrystalDiskMark and KDiskMark remove theirs; a file that was there before is never removed).
     #[arg(long)]
     pub keep: bool,
+    /// The set of cases: default (SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1) or nvme (CrystalDiskMark's NVMe
+    /// SSD setting: SEQ1M Q8T1, SEQ128K Q32T1, RND4K Q32T16, RND4K Q1T1; the 16 threads are submitters of one
+    /// thread's io_uring).
+    #[arg(long, value_enum, default_value = "default")]
+    pub profile: QuickProfileArg,
+}
+
+/// `quick --profile`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum QuickProfileArg {
+    Default,
+    Nvme,
+}
+
+impl From<QuickProfileArg> for ssdlab_methods::quick::QuickProfile {
+    fn from(profile: QuickProfileArg) -> Self {
+        match profile {
+            QuickProfileArg::Default => ssdlab_methods::quick::QuickProfile::Default,
+            QuickProfileArg::Nvme => ssdlab_methods::quick::QuickProfile::Nvme,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

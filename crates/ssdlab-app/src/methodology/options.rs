@@ -114,6 +114,8 @@ pub struct QuickFlags {
     pub span_bytes: u64,
     /// `--keep`: keep the test file this run created.
     pub keep: bool,
+    /// `--profile`: the default set, or CrystalDiskMark's NVMe set.
+    pub profile: ssdlab_methods::quick::QuickProfile,
 }
 
 fn ns(ns: u64) -> Nanos {
@@ -145,6 +147,7 @@ pub fn quick(args: QuickFlags) -> Result<ssdlab_methods::quick::QuickOptions> {
         runtime_ns: args.runtime_ns,
         span_bytes: args.span_bytes,
         keep: args.keep,
+        profile: args.profile,
     })
 }
 

@@ -311,6 +311,7 @@ pub fn quick_defaults() -> QuickFlags {
         runtime_ns: ns("5s"),
         span_bytes: bytes("1g"),
         keep: false,
+        profile: ssdlab_methods::quick::QuickProfile::Default,
     }
 }
 

@@ -1,6 +1,6 @@
 //! What `ssdlab quick` measured: the eight figures CrystalDiskMark and KDiskMark show (SEQ1M Q8T1, SEQ1M Q1T1,
-//! RND4K Q32T1 and RND4K Q1T1, each read and written), every repeat kept, so the spread is as much a result as
-//! the mean.
+//! RND4K Q32T1 and RND4K Q1T1, each read and written; or CrystalDiskMark's NVMe set), every repeat kept, so the
+//! spread is as much a result as the mean.
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +19,9 @@ pub struct QuickOptions {
     /// `--keep`: keep a test file this run created (by default it is removed, as CrystalDiskMark removes its own).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keep: bool,
+    /// `--profile`: the set of cases (absent: the default set).
+    #[serde(default, skip_serializing_if = "QuickProfile::is_default")]
+    pub profile: QuickProfile,
 }
 
 impl Default for QuickOptions {
@@ -28,7 +31,26 @@ impl Default for QuickOptions {
             runtime_ns: 5_000_000_000,
             span_bytes: 1 << 30,
             keep: false,
+            profile: QuickProfile::Default,
         }
+    }
+}
+
+/// Which of CrystalDiskMark's sets `quick` runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum QuickProfile {
+    /// SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1 (CrystalDiskMark's and KDiskMark's default).
+    #[default]
+    Default,
+    /// SEQ1M Q8T1, SEQ128K Q32T1, RND4K Q32T16, RND4K Q1T1 (CrystalDiskMark's "NVMe SSD" setting): sixteen
+    /// threads of 32 random reads each, as a drive with many queues is rated.
+    Nvme,
+}
+
+impl QuickProfile {
+    pub fn is_default(&self) -> bool {
+        *self == QuickProfile::Default
     }
 }
 
@@ -40,7 +62,11 @@ pub struct QuickCase {
     pub read: bool,
     pub sequential: bool,
     pub block_bytes: u64,
+    /// Operations in flight in each thread (job); `threads` of them run side by side.
     pub queue_depth: u32,
+    /// The tools' T: jobs of `queue_depth` each (absent: one).
+    #[serde(default = "one_thread", skip_serializing_if = "is_one_thread")]
+    pub threads: u32,
     /// Each repeat's figures, in the order they ran.
     pub bytes_per_s: Vec<f64>,
     pub iops: Vec<f64>,
@@ -52,6 +78,14 @@ pub struct QuickCase {
     pub latency_ns_mean_by_repeat: Vec<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub latency_ns_p99_by_repeat: Vec<u64>,
+}
+
+fn one_thread() -> u32 {
+    1
+}
+
+fn is_one_thread(threads: &u32) -> bool {
+    *threads == 1
 }
 
 impl QuickCase {

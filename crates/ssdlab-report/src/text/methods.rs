@@ -306,12 +306,20 @@ pub fn quick_lines(a: &ssdlab_core::schema::quick::QuickAnalysis) -> Vec<String>
             BinaryBytes(a.span_bytes)
         );
     }
-    say!(out, "{:<12} {:<32} write", "", "read");
     let mut names: Vec<&str> = a.cases.iter().map(|c| c.name.as_str()).collect();
     names.dedup();
+    // As wide as the longest name ("SEQ128K Q32T1" in the NVMe set), and no narrower than the default set's.
+    let width = names.iter().map(|n| n.len()).max().unwrap_or(0).max(12);
+    say!(out, "{:<width$} {:<32} write", "", "read");
     for name in names {
         let find = |read: bool| a.cases.iter().find(|c| c.name == name && c.read == read);
-        say!(out, "{:<12} {:<32} {}", name, cell(find(true)), cell(find(false)));
+        say!(
+            out,
+            "{:<width$} {:<32} {}",
+            name,
+            cell(find(true)),
+            cell(find(false))
+        );
     }
     out
 }

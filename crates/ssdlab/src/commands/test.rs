@@ -85,6 +85,7 @@ pub fn quick(args: &QuickArgs) -> Result<Outcome> {
         runtime_ns: args.runtime,
         span_bytes: args.size,
         keep: args.keep,
+        profile: args.profile.into(),
     })?);
     let plan = plan(&args.common, method)?;
     with_terminal(args.common.json, |ports| {
