@@ -421,6 +421,7 @@ fn method_steps(plan: &Plan) -> Result<Vec<(&'static str, String, MethodPlan)>> 
             axis: SweepAxis::Size,
             block_bytes: None,
             max_qd: None,
+            jobs: 1,
         })?))
     };
     let on = plan.target.text.clone();

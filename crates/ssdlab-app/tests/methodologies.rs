@@ -169,6 +169,50 @@ fn latency_test_reports_the_field_report_columns() {
     assert_eq!(event(&events, "analysis")["data"], *a);
 }
 
+/// `test sweep --jobs`: four jobs at QD1 keep four reads in flight where one job keeps one, so they read several
+/// times as fast; the result records the jobs and says the depths are each job's.
+#[test]
+fn a_sweep_with_jobs_runs_each_point_as_that_many_submitters() {
+    let read_iops = |jobs: u32| {
+        let dir = tempdir();
+        let out_dir = dir.path().join("qd");
+        let ran = test_command(
+            "sim:840evo-250g?scale=1/64",
+            sweep(SweepFlags {
+                axis: SweepAxis::Qd,
+                max_qd: Some(4),
+                test_bytes: bytes("128m"),
+                size_runtime_ns: ns("1s"),
+                jobs,
+                ..sweep_defaults()
+            }),
+            Some(&out_dir),
+        );
+        assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+        let result = read_result(&out_dir);
+        assert_eq!(
+            result["options"]["method"]["options"]["jobs"]
+                .as_u64()
+                .unwrap_or(1),
+            u64::from(jobs)
+        );
+        assert_eq!(
+            ran.text().contains("ran 4 jobs side by side"),
+            jobs == 4,
+            "{}",
+            ran.text()
+        );
+        result["analysis"]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["read_iops"].as_f64().unwrap())
+            .collect::<Vec<f64>>()
+    };
+    let (one, four) = (read_iops(1), read_iops(4));
+    assert!(four[0] > 3.0 * one[0], "4 jobs {four:?}, 1 job {one:?}");
+}
+
 #[test]
 fn a_queue_depth_sweep_scales_random_iops_with_the_queue() {
     let dir = tempdir();

@@ -26,6 +26,14 @@ pub fn sizes(from: u64, to: u64) -> Vec<u64> {
 /// The transfer-size sweep (or, by `options.axis`, the queue-depth or mix sweep): sequential write then read
 /// at every power-of-two transfer size over the test region.
 pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodOutcome, MethodError> {
+    if options.jobs > 1 {
+        // The tables' depths are each job's: the device had this many times as many in flight.
+        session.notes.push(format!(
+            "every point ran {} jobs side by side (--jobs), each at the queue depth shown: the device had {} times \
+             as many operations in flight; figures are of all jobs together",
+            options.jobs, options.jobs
+        ));
+    }
     match options.axis {
         SweepAxis::Qd => return queue_depth_sweep(session, options),
         SweepAxis::Mix => return mix_sweep(session, options),
@@ -97,7 +105,7 @@ fn size_rows(
         let base = point_workload(session, size, options.queue_depth, region / size * size, options);
         let Some(row) = write_then_read(
             session,
-            &base,
+            (&base, options.jobs),
             (RwMode::Write, &format!("write-{}", size_name(size))),
             (RwMode::Read, &format!("read-{}", size_name(size))),
             None,
@@ -181,28 +189,30 @@ fn point_workload(
     }
 }
 
-/// One point of a sweep: the write phase, then the read phase, on the same workload; None when the session
-/// stopped before both ran to their end.
+/// One point of a sweep: the write phase, then the read phase, on the same workload run as `jobs` copies side by
+/// side; None when the session stopped before both ran to their end.
 fn write_then_read(
     session: &mut Session<'_>,
-    base: &Workload,
+    (base, jobs): (&Workload, u32),
     (write_rw, write_name): (RwMode, &str),
     (read_rw, read_name): (RwMode, &str),
     queue_depth: Option<u32>,
 ) -> Result<Option<SweepRow>, MethodError> {
-    let write = session.phase(
+    let write = session.phase_jobs(
         write_name,
         &Workload {
             rw: write_rw,
             ..base.clone()
         },
+        jobs,
     )?;
-    let read = session.phase(
+    let read = session.phase_jobs(
         read_name,
         &Workload {
             rw: read_rw,
             ..base.clone()
         },
+        jobs,
     )?;
     let (Some(write), Some(read)) = (write, read) else {
         return Ok(None);
@@ -311,7 +321,8 @@ fn mix_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
             pattern: Pattern::Random { random_map: false },
             ..point_workload(&session, block, options.queue_depth, region, options)
         };
-        let Some(index) = session.phase(&format!("mix-rw{read_percent}"), &workload)? else {
+        let Some(index) = session.phase_jobs(&format!("mix-rw{read_percent}"), &workload, options.jobs)?
+        else {
             break;
         };
         // A mix an interrupt cut short after it moved data is kept, marked partial; one a failed operation cut
@@ -403,7 +414,7 @@ fn queue_depth_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result
         };
         let Some(row) = write_then_read(
             &mut session,
-            &base,
+            (&base, options.jobs),
             (RwMode::RandWrite, &format!("randwrite-qd{depth}")),
             (RwMode::RandRead, &format!("randread-qd{depth}")),
             Some(depth),

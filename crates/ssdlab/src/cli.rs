@@ -716,6 +716,11 @@ pub struct SweepArgs {
     /// With --axis qd: the deepest queue (powers of two from 1).
     #[arg(long)]
     pub max_qd: Option<u32>,
+    /// Copies of each point's workload side by side, 1 to 64 (fio's numjobs, the disk-mark tools' T), each at the
+    /// point's queue depth (random points: offsets of its own; sequential ones: each from the region's start, as
+    /// fio's jobs); submitters of one thread's io_uring.
+    #[arg(long, default_value_t = 1, alias = "numjobs", value_name = "N")]
+    pub jobs: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -920,9 +925,10 @@ pub struct RunArgs {
     /// Operations kept in flight, 1 to 1024 (in each job).
     #[arg(long, default_value_t = 32, alias = "iodepth")]
     pub qd: u32,
-    /// Copies of the workload run side by side, 1 to 64 (fio's numjobs): each job has its own --qd, offsets,
-    /// --rate and --bytes/--passes limits, over the whole span (with --verify, over its own share of it). On a
-    /// real target each job is a thread with its own io_uring.
+    /// Copies of the workload run side by side, 1 to 64 (fio's numjobs): each job has its own --qd, random offsets
+    /// (a sequential job starts at the span's start, as fio's do), --rate and --bytes/--passes limits, over the
+    /// whole span (with --verify, over its own share of it). On a real target each job is a thread with its own
+    /// io_uring.
     #[arg(long, default_value_t = 1, alias = "numjobs", value_name = "N")]
     pub jobs: u32,
     /// The region to use: a percentage of the target (100%) or OFFSET:LEN (e.g. 1g:8g).

@@ -61,6 +61,8 @@ pub struct SweepFlags {
     pub axis: SweepAxis,
     pub block_bytes: Option<u64>,
     pub max_qd: Option<u32>,
+    /// `--jobs`: copies of each point's workload side by side.
+    pub jobs: u32,
 }
 
 /// `test latency`'s flags.
@@ -225,7 +227,15 @@ pub fn sweep(args: SweepFlags) -> Result<SweepOptions> {
         axis,
         block_bytes: args.block_bytes.unwrap_or(4096),
         max_queue_depth,
+        jobs: args.jobs,
     };
+    if !(1..=ssdlab_core::workload::MAX_JOBS).contains(&args.jobs) {
+        bail!(
+            "--jobs {}: must be between 1 and {}",
+            args.jobs,
+            ssdlab_core::workload::MAX_JOBS
+        );
+    }
     if !(1..=1024).contains(&args.qd) {
         bail!("--qd {}: queue depth must be between 1 and 1024", args.qd);
     }

@@ -279,6 +279,7 @@ pub fn sweep_defaults() -> SweepFlags {
         axis: ssdlab_methods::sweep::SweepAxis::Size,
         block_bytes: None,
         max_qd: None,
+        jobs: 1,
     }
 }
 

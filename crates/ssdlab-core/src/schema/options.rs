@@ -219,6 +219,17 @@ pub struct SweepOptions {
     pub block_bytes: u64,
     #[serde(default = "default_sweep_max_qd")]
     pub max_queue_depth: u32,
+    /// `--jobs` (fio's numjobs): copies of each point's workload side by side, each at `queue_depth` (absent: one).
+    #[serde(default = "one_job", skip_serializing_if = "is_one_job")]
+    pub jobs: u32,
+}
+
+fn one_job() -> u32 {
+    1
+}
+
+fn is_one_job(jobs: &u32) -> bool {
+    *jobs == 1
 }
 
 fn default_sweep_block() -> u64 {
@@ -253,6 +264,7 @@ impl Default for SweepOptions {
             axis: SweepAxis::Size,
             block_bytes: default_sweep_block(),
             max_queue_depth: default_sweep_max_qd(),
+            jobs: 1,
         }
     }
 }

@@ -40,6 +40,7 @@ pub fn run(command: &TestCommand) -> Result<Outcome> {
                 axis: a.axis.into(),
                 block_bytes: a.bs,
                 max_qd: a.max_qd,
+                jobs: a.jobs,
             })?),
         ),
         TestCommand::Latency(a) => (
