@@ -202,17 +202,8 @@ pub fn run_threaded<J: JobDevice, O: Observer + ?Sized>(
         observe(&rx, spawned, jobs, &shared.stop, observer);
     });
     let (closing, ended) = merge(outcomes)?;
-    let (mut finished, io_failure) = closing.close(workload.stop.runtime_ns, observer);
-    finished.summary.verify_errors = ended.verify_errors;
-    Ok(PhaseOutcome {
-        samples: finished.samples,
-        histograms: finished.histograms,
-        summary: finished.summary,
-        complete: ended.complete && io_failure.is_none(),
-        verify_failures: ended.verify_failures,
-        io_failure,
-        passes: ended.passes,
-    })
+    let (finished, io_failure) = closing.close(workload.stop.runtime_ns, observer);
+    Ok(ended.outcome(finished, io_failure))
 }
 
 /// Shows the jobs' progress to `observer` until the `running` jobs have ended, and passes its stop request on.

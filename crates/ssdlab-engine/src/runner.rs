@@ -13,6 +13,7 @@ use ssdlab_core::rng::Rng;
 use ssdlab_core::schema::{Sample, Summary};
 
 use crate::access::Access;
+use crate::accounting::Finished;
 use crate::books::{PhaseBooks, reap_some};
 use crate::data;
 use crate::workload::Workload;
@@ -546,18 +547,9 @@ impl<'w> Phase<'w> {
         observer: &mut O,
     ) -> Result<PhaseOutcome, DeviceError> {
         let closing = books.closing(device);
-        let (mut finished, io_failure) = closing.close(self.workload.stop.runtime_ns, observer);
+        let (finished, io_failure) = closing.close(self.workload.stop.runtime_ns, observer);
         let ended = self.end(device, io_failure.is_none(), observer)?;
-        finished.summary.verify_errors = ended.verify_errors;
-        Ok(PhaseOutcome {
-            samples: finished.samples,
-            histograms: finished.histograms,
-            summary: finished.summary,
-            complete: ended.complete && io_failure.is_none(),
-            verify_failures: ended.verify_failures,
-            io_failure,
-            passes: ended.passes,
-        })
+        Ok(ended.outcome(finished, io_failure))
     }
 
     /// After the measured part: the verify read-back of every written block (when the run wrote with verify and
@@ -610,6 +602,23 @@ pub(crate) struct Ended {
     pub(crate) complete: bool,
     /// Passes every job completed over its span.
     pub(crate) passes: u64,
+}
+
+impl Ended {
+    /// The phase's outcome: its closed books (`finished`, with the failure that stopped it, if one did) and what
+    /// the lanes left.
+    pub(crate) fn outcome(self, mut finished: Finished, io_failure: Option<IoFailure>) -> PhaseOutcome {
+        finished.summary.verify_errors = self.verify_errors;
+        PhaseOutcome {
+            samples: finished.samples,
+            histograms: finished.histograms,
+            summary: finished.summary,
+            complete: self.complete && io_failure.is_none(),
+            verify_failures: self.verify_failures,
+            io_failure,
+            passes: self.passes,
+        }
+    }
 }
 
 /// Where verify failures are counted and the first few kept.

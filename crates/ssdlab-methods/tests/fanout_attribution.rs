@@ -50,6 +50,11 @@ fn fleet(slow_ratios: &[f64], ages: Option<&[f64]>) -> (Vec<FleetDrive>, Vec<Dri
 
 fn analysis(slow_ratios: &[f64], ages: Option<&[f64]>) -> ssdlab_core::schema::fanout::FanoutAnalysis {
     let (drives, reads) = fleet(slow_ratios, ages);
+    analysis_of(&drives, reads)
+}
+
+/// The analysis of 10 s of `reads` on `drives`, computed mode, hedged at the p95.
+fn analysis_of(drives: &[FleetDrive], reads: Vec<DriveReads>) -> ssdlab_core::schema::fanout::FanoutAnalysis {
     let what_if = WhatIf {
         shards: vec![],
         hedge_percentile: 95.0,
@@ -59,7 +64,7 @@ fn analysis(slow_ratios: &[f64], ages: Option<&[f64]>) -> ssdlab_core::schema::f
         mode: "computed".into(),
         runtime_s: 10.0,
     };
-    analyze(&drives, reads, None, &what_if, shape).unwrap()
+    analyze(drives, reads, None, &what_if, shape).unwrap()
 }
 
 /// The outside review's case: nine drives with 0.2% of reads at 20 ms and one with 5%. The query's p99 sits at
@@ -143,16 +148,7 @@ fn a_run_the_host_held_back_is_not_trusted() {
                 scheduled: wait_ns / per_wait_ns,
             });
         }
-        let what_if = WhatIf {
-            shards: vec![],
-            hedge_percentile: 95.0,
-        };
-        let shape = RunShape {
-            workload: "4 KiB random reads".into(),
-            mode: "computed".into(),
-            runtime_s: 10.0,
-        };
-        analyze(&drives, reads, None, &what_if, shape).unwrap()
+        analysis_of(&drives, reads)
     };
     let with_waits = |waits_s: &[f64]| with_waits_per(waits_s, 2_000_000);
     // Half a second of 10 s waiting on every drive: within the limit.
