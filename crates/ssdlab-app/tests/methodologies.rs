@@ -211,6 +211,20 @@ fn a_sweep_with_jobs_runs_each_point_as_that_many_submitters() {
     };
     let (one, four) = (read_iops(1), read_iops(4));
     assert!(four[0] > 3.0 * one[0], "4 jobs {four:?}, 1 job {one:?}");
+    // A sweep whose deepest or largest point cannot hold its jobs is refused before any I/O, naming the flag that
+    // makes that point (not the point's own --qd).
+    let refused = sweep_refusal(SweepFlags {
+        axis: SweepAxis::Qd,
+        max_qd: Some(1024),
+        jobs: 16,
+        ..sweep_defaults()
+    });
+    assert!(refused.contains("--jobs 16 x --max-qd 1024"), "{refused}");
+    let refused = sweep_refusal(SweepFlags {
+        jobs: 17,
+        ..sweep_defaults()
+    });
+    assert!(refused.contains("--jobs 17 x --qd 4 x --to 64 MiB"), "{refused}");
 }
 
 #[test]

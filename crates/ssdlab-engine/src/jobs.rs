@@ -30,7 +30,8 @@ pub struct JobOutcome(Option<Result<(Closing, Ended), DeviceError>>);
 enum Message {
     Progress(usize, f64),
     Sample(usize, Box<Sample>),
-    Done,
+    /// Job `usize` has ended: it closes no more seconds.
+    Done(usize),
 }
 
 /// What every job's thread shares: the start line, the user's stop, and the abort one job's failure raises.
@@ -181,7 +182,7 @@ pub fn run_threaded<J: JobDevice, O: Observer + ?Sized>(
                     };
                     drop(arrival);
                     *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome);
-                    let _ = thread_tx.send(Message::Done);
+                    let _ = thread_tx.send(Message::Done(job));
                 });
             match started {
                 Ok(_) => spawned += 1,
@@ -216,6 +217,7 @@ fn observe<O: Observer + ?Sized>(
 ) {
     let mut fractions = vec![0.0; jobs];
     let mut seconds: Vec<std::collections::VecDeque<Sample>> = vec![Default::default(); jobs];
+    let mut ended = vec![false; jobs];
     let mut done = 0;
     while done < running {
         match rx.recv_timeout(Duration::from_millis(100)) {
@@ -225,13 +227,19 @@ fn observe<O: Observer + ?Sized>(
             }
             Ok(Message::Sample(job, sample)) => {
                 seconds[job].push_back(*sample);
-                // A second every running job has closed is shown.
-                while seconds.iter().all(|s| !s.is_empty()) {
+                // A second every job still running has closed is shown (a job that ended, at its limit or its
+                // share's end, adds what it closed and no more).
+                while seconds.iter().any(|s| !s.is_empty())
+                    && seconds.iter().zip(&ended).all(|(s, &over)| over || !s.is_empty())
+                {
                     let second: Vec<Sample> = seconds.iter_mut().filter_map(|s| s.pop_front()).collect();
                     observer.live(&added_up(&second));
                 }
             }
-            Ok(Message::Done) => done += 1,
+            Ok(Message::Done(job)) => {
+                done += 1;
+                ended[job] = true;
+            }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }

@@ -33,10 +33,12 @@ fn paced(runtime_s: u64) -> Workload {
     }
 }
 
-/// A job's device: a memory device, with a fault rule or none, or one that cannot be made.
+/// A job's device: a memory device, with a fault rule or none, or one that cannot be made, or one of a given
+/// service time.
 enum Job {
     Mem(Option<Rule>),
     Unmakeable,
+    Taking(u64),
 }
 
 impl JobDevice for Job {
@@ -50,6 +52,7 @@ impl JobDevice for Job {
                 Ok(run.on(device))
             }
             Job::Unmakeable => Err(DeviceError::Invalid("this job's device cannot be made".into())),
+            Job::Taking(service_ns) => Ok(run.on(MemDevice::new(MIB, service_ns))),
         }
     }
 }
@@ -138,4 +141,24 @@ fn a_job_whose_device_cannot_be_made_fails_the_phase_and_none_runs() {
     let jobs = vec![Job::Mem(None), Job::Unmakeable, Job::Mem(None)];
     let err = run_threaded(jobs, &paced(100), 0, &mut Quiet).unwrap_err();
     assert!(err.to_string().contains("cannot be made"), "{err}");
+}
+
+/// A job that ends early (its pass done in a fraction of a second) does not freeze the live view: the other
+/// job's seconds are still shown as they close.
+#[test]
+fn the_live_view_goes_on_when_a_job_has_ended() {
+    let one_pass = Workload {
+        rate: None,
+        stop: StopAt {
+            passes: Some(1),
+            ..StopAt::default()
+        },
+        ..paced(1)
+    };
+    // 256 reads: 2.6 ms on the fast device, 5.1 s on the slow one.
+    let jobs = vec![Job::Taking(10_000), Job::Taking(20_000_000)];
+    let mut watch = Watch::default();
+    let out = run_threaded(jobs, &one_pass, 0, &mut watch).unwrap();
+    assert_eq!(out.summary.ios, 512);
+    assert!(watch.live.len() >= 3, "{:?}", watch.live);
 }

@@ -249,7 +249,45 @@ pub fn sweep(args: SweepFlags) -> Result<SweepOptions> {
     if options.test_bytes == 0 || options.size_runtime_ns == 0 {
         bail!("--test-size and --size-runtime must be above zero");
     }
+    check_sweep_jobs(&options)?;
     Ok(options)
+}
+
+/// Checks before any I/O that the sweep's largest point fits `--jobs` copies side by side: every job's
+/// operations in flight together, and their buffers. A point refused half-way would lose the points measured.
+fn check_sweep_jobs(options: &SweepOptions) -> Result<()> {
+    use ssdlab_core::workload::{BUFFER_LIMIT_BYTES, MAX_SLOTS_IN_FLIGHT};
+    let jobs = u64::from(options.jobs);
+    if jobs == 1 {
+        return Ok(());
+    }
+    // The deepest queue and the largest block any point uses, and the flags that set them.
+    let (depth, depth_flag, block, block_flag) = match options.axis {
+        SweepAxis::Qd => (options.max_queue_depth, "--max-qd", options.block_bytes, "--bs"),
+        SweepAxis::Mix => (options.queue_depth, "--qd", options.block_bytes, "--bs"),
+        SweepAxis::Size => (
+            options.queue_depth,
+            "--qd",
+            options.to_bytes.min(64 << 20),
+            "--to",
+        ),
+    };
+    let in_flight = jobs * u64::from(depth);
+    if in_flight > MAX_SLOTS_IN_FLIGHT {
+        bail!(
+            "--jobs {jobs} x {depth_flag} {depth} keeps {in_flight} operations in flight at the deepest point, above the \
+             {MAX_SLOTS_IN_FLIGHT} ssdlab allows together; lower --jobs or {depth_flag}"
+        );
+    }
+    if in_flight * block > BUFFER_LIMIT_BYTES {
+        bail!(
+            "--jobs {jobs} x {depth_flag} {depth} x {block_flag} {} needs {} of buffers at the largest point, above \
+             the 4 GiB limit; lower --jobs, {depth_flag} or {block_flag}",
+            BinaryBytes(block),
+            BinaryBytes(in_flight * block)
+        );
+    }
+    Ok(())
 }
 
 /// The latency test's flags, checked.
