@@ -225,23 +225,22 @@ fn observe<O: Observer + ?Sized>(
                 fractions[job] = fraction;
                 observer.progress(fractions.iter().sum::<f64>() / jobs as f64);
             }
-            Ok(Message::Sample(job, sample)) => {
-                seconds[job].push_back(*sample);
-                // A second every job still running has closed is shown (a job that ended, at its limit or its
-                // share's end, adds what it closed and no more).
-                while seconds.iter().any(|s| !s.is_empty())
-                    && seconds.iter().zip(&ended).all(|(s, &over)| over || !s.is_empty())
-                {
-                    let second: Vec<Sample> = seconds.iter_mut().filter_map(|s| s.pop_front()).collect();
-                    observer.live(&added_up(&second));
-                }
-            }
+            Ok(Message::Sample(job, sample)) => seconds[job].push_back(*sample),
             Ok(Message::Done(job)) => {
                 done += 1;
                 ended[job] = true;
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        // A second every job still running has closed is shown (a job that ended, at its limit or its share's end,
+        // adds what it closed and no more); checked after every message, since a job's end may be told after the
+        // others' seconds arrived.
+        while seconds.iter().any(|s| !s.is_empty())
+            && seconds.iter().zip(&ended).all(|(s, &over)| over || !s.is_empty())
+        {
+            let second: Vec<Sample> = seconds.iter_mut().filter_map(|s| s.pop_front()).collect();
+            observer.live(&added_up(&second));
         }
         if observer.stop_requested() {
             stop.store(true, Ordering::SeqCst);
