@@ -41,6 +41,8 @@ struct Admission {
 /// What the pool's workers share: the steps in order, what each left, which starts next, and the ports' parts.
 struct Work<'w, 'p> {
     queue: Vec<Mutex<Option<Step<'w>>>>,
+    /// Each step's expected memory, read once rather than through its queue slot's lock.
+    needs: Vec<u64>,
     done: Vec<Mutex<Option<StepEnd<'p>>>>,
     admission: Mutex<Admission>,
     freed: Condvar,
@@ -108,21 +110,12 @@ impl<'p> Work<'_, 'p> {
                 return None;
             }
             let running = admitted.running_bytes;
-            let fits = (0..self.queue.len()).find(|&i| {
-                let need = self.queue[i]
-                    .lock()
-                    .expect("a queue slot")
-                    .as_ref()
-                    .map_or(0, |s| s.memory_bytes);
-                !admitted.taken[i] && (running == 0 || running + need <= self.budget_bytes)
+            let fits = (0..self.needs.len()).find(|&i| {
+                !admitted.taken[i] && (running == 0 || running + self.needs[i] <= self.budget_bytes)
             });
             if let Some(i) = fits {
                 admitted.taken[i] = true;
-                admitted.running_bytes += self.queue[i]
-                    .lock()
-                    .expect("a queue slot")
-                    .as_ref()
-                    .map_or(0, |s| s.memory_bytes);
+                admitted.running_bytes += self.needs[i];
                 return Some(i);
             }
             admitted = self.freed.wait(admitted).expect("the admission");
@@ -207,6 +200,7 @@ pub(super) fn run(ports: &mut Ports, steps: Vec<Step>, pool: Pool) -> Result<Opt
         .max(1);
     let count = steps.len();
     let work = Work {
+        needs: steps.iter().map(|s| s.memory_bytes).collect(),
         queue: steps.into_iter().map(|s| Mutex::new(Some(s))).collect(),
         done: (0..count).map(|_| Mutex::new(None)).collect(),
         admission: Mutex::new(Admission {
