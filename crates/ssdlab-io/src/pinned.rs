@@ -256,9 +256,9 @@ struct ReadAhead {
 }
 
 impl PinnedFile {
-    /// Pins `path` (beneath `root`, the path the user gave; no symlinks, no mount crossings) for refreshing
-    /// with chunks of up to `chunk_bytes`, or says why it must not be rewritten.
-    pub fn open(root: &Path, path: &Path, chunk_bytes: usize) -> Result<Self, Refusal> {
+    /// Pins `path` (beneath `root`, the path the user gave; no symlinks, no mount crossings) for refreshing, or
+    /// says why it must not be rewritten.
+    pub fn open(root: &Path, path: &Path) -> Result<Self, Refusal> {
         let refuse = |why: String| Refusal(why);
         let (base, relative) =
             beneath(root, path).map_err(|e| refuse(format!("cannot open the path given: {e}")))?;
@@ -271,11 +271,11 @@ impl PinnedFile {
                 refuse(format!("cannot open: {e}"))
             }
         })?;
-        Self::from_pin(pin, base, relative, path, chunk_bytes)
+        Self::from_pin(pin, base, relative, path)
     }
 
     /// Pins an inode found through a file handle (after a rename): `base`/`relative` are where it used to be.
-    fn from_handle(root: &Path, path: &Path, handle: &[u8], chunk_bytes: usize) -> Result<Self, Refusal> {
+    fn from_handle(root: &Path, path: &Path, handle: &[u8]) -> Result<Self, Refusal> {
         let refuse = |why: String| Refusal(why);
         // The path given may itself be what was renamed: the nearest directory that still exists serves as the
         // mount descriptor, and its name check then simply reports the file as no longer named.
@@ -312,16 +312,10 @@ impl PinnedFile {
         }
         // SAFETY: a fresh descriptor nothing else owns.
         let pin = unsafe { File::from_raw_fd(fd) };
-        Self::from_pin(pin, base, relative, path, chunk_bytes)
+        Self::from_pin(pin, base, relative, path)
     }
 
-    fn from_pin(
-        pin: File,
-        base: File,
-        relative: PathBuf,
-        path: &Path,
-        chunk_bytes: usize,
-    ) -> Result<Self, Refusal> {
+    fn from_pin(pin: File, base: File, relative: PathBuf, path: &Path) -> Result<Self, Refusal> {
         let refuse = |why: String| Refusal(why);
         let sx = statx_fd(&pin).map_err(|e| refuse(format!("cannot stat: {e}")))?;
         if (sx.stx_mode as u32 & libc::S_IFMT) != libc::S_IFREG {
@@ -373,7 +367,9 @@ impl PinnedFile {
             watch: None,
             direct: true,
             align,
-            buffer: BufferPool::new(1, chunk_bytes.next_multiple_of(align as usize), align as usize),
+            // The staging buffer is only for chunks that cannot go to O_DIRECT as they are: it grows when one
+            // comes ([`PinnedFile::ensure_buffer`]), so a run over many small files maps no chunk-sized buffer each.
+            buffer: BufferPool::new(1, align as usize, align as usize),
             ahead: None,
             last_read: std::time::Duration::ZERO,
         };
@@ -577,7 +573,7 @@ impl PinnedFile {
         }
         // Changes before this window are seen in the file's times and mode; from here on, the watch sees what
         // those cannot show (a time set by path and then overwritten by our write or our restore).
-        match &self.watch {
+        match &mut self.watch {
             Some(watch) => {
                 watch.changed()?;
             }
@@ -590,7 +586,7 @@ impl PinnedFile {
     /// Inside a window: what changed since the window opened or since the last call (our own writes and time
     /// restores included; the caller knows what it did).
     pub fn path_changes(&mut self) -> io::Result<crate::watch::Changes> {
-        match &self.watch {
+        match &mut self.watch {
             Some(watch) => watch.changed(),
             None => Err(io::Error::other("path_changes outside a window")),
         }
@@ -906,9 +902,8 @@ pub fn reopen_pinned(
     path: &Path,
     identity: Identity,
     handle: Option<&[u8]>,
-    chunk_bytes: usize,
 ) -> io::Result<Option<PinnedFile>> {
-    let by_path = PinnedFile::open(root, path, chunk_bytes);
+    let by_path = PinnedFile::open(root, path);
     if let Ok(p) = by_path.as_ref()
         && p.identity.is(&identity)
     {
@@ -916,7 +911,7 @@ pub fn reopen_pinned(
     }
     // The name is gone or belongs to another file: the inode itself may still exist under another name.
     if let Some(p) = handle
-        .and_then(|h| PinnedFile::from_handle(root, path, h, chunk_bytes).ok())
+        .and_then(|h| PinnedFile::from_handle(root, path, h).ok())
         .filter(|p| p.identity.is(&identity))
     {
         return Ok(Some(p));
@@ -962,7 +957,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("f");
         std::fs::write(&path, vec![7u8; 8192]).unwrap();
-        let mut pinned = PinnedFile::open(&dir, &path, 4096).unwrap();
+        let mut pinned = PinnedFile::open(&dir, &path).unwrap();
         assert!(pinned.facts().unwrap().named);
         std::fs::rename(&path, dir.join("g")).unwrap();
         let facts = pinned.facts().unwrap();
@@ -995,7 +990,7 @@ mod tests {
         let path = dir.join("f");
         let data: Vec<u8> = (0..1 << 20).map(|i: u32| (i / 4096) as u8).collect();
         std::fs::write(&path, &data).unwrap();
-        let mut pinned = PinnedFile::open(&dir, &path, 256 << 10).unwrap();
+        let mut pinned = PinnedFile::open(&dir, &path).unwrap();
         let len = 256 << 10;
         let sum = |b: &[u8]| b.iter().map(|&x| u64::from(x)).sum::<u64>();
         let mut check = vec![0u8; len];

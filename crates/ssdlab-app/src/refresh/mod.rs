@@ -286,7 +286,6 @@ fn execute(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         state_dir,
         older_than_s,
         bytes_per_s,
-        chunk as usize,
         ports.clock,
         ports.stop.flag(),
     );

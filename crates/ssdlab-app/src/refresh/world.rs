@@ -15,7 +15,7 @@ use ssdlab_methods::refresh::file::PathChanges;
 use ssdlab_methods::refresh::pace::{BusyProbe, TokenBucket, pause_while_busy};
 use ssdlab_methods::refresh::select::{Found, Selection, select};
 use ssdlab_methods::refresh::session::{MeasuredTarget, SessionWorld, Walked};
-use ssdlab_methods::refresh::state::record_refreshed;
+use ssdlab_methods::refresh::state::RefreshLogWriter;
 use ssdlab_methods::refresh::{
     Facts, FileId, Opener, RefreshEnv, RefreshLog, RefreshTarget, Window, checksum,
 };
@@ -166,9 +166,7 @@ impl MeasuredTarget for Target {
 }
 
 /// Finds journalled files again by name, checking they are still the same inode.
-pub(super) struct PathOpener {
-    pub(super) chunk_bytes: usize,
-}
+pub(super) struct PathOpener;
 
 impl Opener for PathOpener {
     fn reopen(
@@ -180,7 +178,7 @@ impl Opener for PathOpener {
         handle: Option<&[u8]>,
     ) -> io::Result<Option<Box<dyn RefreshTarget>>> {
         let identity = Identity::journalled(id.fs, id.ino, id.birth);
-        Ok(reopen_pinned(root, path, identity, handle, self.chunk_bytes)?
+        Ok(reopen_pinned(root, path, identity, handle)?
             .filter(|p| p.generation() == generation)
             .map(|p| Box::new(Target::new(p)) as Box<dyn RefreshTarget>))
     }
@@ -235,9 +233,8 @@ pub(super) struct RealWorld<'a> {
     /// The state directory itself is never refreshed (its journal is being written).
     pub(super) exclude: Vec<(u64, u64)>,
     pub(super) log: RefreshLog,
-    pub(super) state_dir: PathBuf,
+    pub(super) log_writer: RefreshLogWriter,
     pub(super) older_than_s: Option<f64>,
-    pub(super) chunk_bytes: usize,
     /// Each walked file's device, for the busy-device pause.
     pub(super) devices: HashMap<FileId, u64>,
     /// Files the walk let go as younger than --older-than (selection counts them with its own).
@@ -248,14 +245,13 @@ pub(super) struct RealWorld<'a> {
 }
 
 impl<'a> RealWorld<'a> {
-    /// The world of a refresh of `paths` from now: the state directory kept out of it, the rate and chunk as
+    /// The world of a refresh of `paths` from now: the state directory kept out of it, the rate as
     /// planned, the wall clock and the stop flag the command was given.
     pub(super) fn new(
         paths: &'a [PathBuf],
         state_dir: &std::path::Path,
         older_than_s: Option<f64>,
         bytes_per_s: Option<f64>,
-        chunk_bytes: usize,
         clock: &'a dyn Clock,
         stop: &'a AtomicBool,
     ) -> Self {
@@ -267,9 +263,8 @@ impl<'a> RealWorld<'a> {
             paths,
             exclude,
             log: RefreshLog::load(state_dir),
-            state_dir: state_dir.to_path_buf(),
+            log_writer: RefreshLogWriter::new(state_dir),
             older_than_s,
-            chunk_bytes,
             devices: HashMap::new(),
             younger_in_walk: 0,
             env: Env {
@@ -281,7 +276,7 @@ impl<'a> RealWorld<'a> {
                 stop,
             },
             clock,
-            opener: PathOpener { chunk_bytes },
+            opener: PathOpener,
         }
     }
 }
@@ -338,13 +333,13 @@ impl SessionWorld for RealWorld<'_> {
         selection
     }
     fn open(&mut self, file: &Found) -> Result<Box<dyn MeasuredTarget>, String> {
-        let pinned = PinnedFile::open(&file.root, &file.path, self.chunk_bytes)
+        let pinned = PinnedFile::open(&file.root, &file.path)
             .and_then(|mut p| p.probe_window().map(|()| p))
             .map_err(|refusal| refusal.to_string())?;
         self.env.st_dev = self.devices.get(&file.id).copied().unwrap_or(0);
         Ok(Box::new(Target::new(pinned)))
     }
     fn record_refreshed(&mut self, id: FileId, path: &Path) -> io::Result<()> {
-        record_refreshed(&self.state_dir, id, path, self.clock.unix_now_s())
+        self.log_writer.record(id, path, self.clock.unix_now_s())
     }
 }

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use ssdlab_outputs::{Kind, Output, OutputDir, OutputError, Status};
+use ssdlab_outputs::{Appender, Kind, Output, OutputDir, OutputError, Status};
 
 use super::file::{FileId, PathBytes, Time, time_ns};
 use super::journal::{Journal, JournalError, JournalStore};
@@ -91,6 +91,7 @@ pub struct StateDir {
     dir: PathBuf,
     _lock: File,
     pub journal: Journal,
+    log: RefreshLogWriter,
 }
 
 /// What the lock file holds: it marks the file as refresh's lock; who holds the lock, /proc/locks says.
@@ -150,9 +151,13 @@ impl StateDir {
                 });
             }
         }
+        let appender = outputs
+            .appender(JOURNAL_FILE, Kind::Journal, legacy_journal)
+            .map_err(outputs_error(dir))?;
         let store = FileStore {
             path: dir.join(JOURNAL_FILE),
             outputs,
+            appender,
         };
         let journal = Journal::open(Box::new(store)).map_err(|source| StateError::Journal {
             dir: dir.to_path_buf(),
@@ -162,6 +167,7 @@ impl StateDir {
             dir: dir.to_path_buf(),
             _lock: lock,
             journal,
+            log: RefreshLogWriter::new(dir),
         })
     }
 
@@ -171,23 +177,47 @@ impl StateDir {
 
     /// Records that `id` was rewritten at `unix_s`.
     pub fn record_refreshed(&mut self, id: FileId, path: &Path, unix_s: f64) -> io::Result<()> {
-        record_refreshed(&self.dir, id, path, unix_s)
+        self.log.record(id, path, unix_s)
     }
 }
 
-/// Appends to the refresh log of the state directory `dir` that `path` (`id`) was rewritten whole at `unix_s`.
-/// Only the holder of the directory's lock calls it.
-pub fn record_refreshed(dir: &Path, id: FileId, path: &Path, unix_s: f64) -> io::Result<()> {
-    let line = LogLine {
-        id,
-        path: PathBytes(path.to_path_buf()),
-        unix_s,
-    };
-    let mut text = serde_json::to_vec(&line).map_err(io::Error::other)?;
-    text.push(b'\n');
-    OutputDir::open(dir)
-        .and_then(|outputs| outputs.append(REFRESH_LOG_FILE, Kind::Log, &text, true, legacy_log))
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))
+/// Appends to the refresh log of a state directory that a file was rewritten whole, keeping the log open between
+/// files (see [`Appender`]). Only the holder of the directory's lock writes with it.
+pub struct RefreshLogWriter {
+    dir: PathBuf,
+    appender: Option<Appender>,
+}
+
+impl RefreshLogWriter {
+    /// A writer of `dir`'s log; nothing is opened until the first record.
+    pub fn new(dir: &Path) -> Self {
+        RefreshLogWriter {
+            dir: dir.to_path_buf(),
+            appender: None,
+        }
+    }
+
+    /// Records that `path` (`id`) was rewritten whole at `unix_s`, durably.
+    pub fn record(&mut self, id: FileId, path: &Path, unix_s: f64) -> io::Result<()> {
+        let line = LogLine {
+            id,
+            path: PathBytes(path.to_path_buf()),
+            unix_s,
+        };
+        let mut text = serde_json::to_vec(&line).map_err(io::Error::other)?;
+        text.push(b'\n');
+        let as_io = |e: OutputError| io::Error::new(io::ErrorKind::InvalidInput, e.to_string());
+        if self.appender.is_none() {
+            let outputs = OutputDir::open(&self.dir).map_err(as_io)?;
+            self.appender = Some(
+                outputs
+                    .appender(REFRESH_LOG_FILE, Kind::Log, legacy_log)
+                    .map_err(as_io)?,
+            );
+        }
+        let appender = self.appender.as_mut().expect("made above");
+        appender.append(&text, true).map_err(as_io)
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -239,6 +269,8 @@ impl RefreshLog {
 struct FileStore {
     path: PathBuf,
     outputs: OutputDir,
+    /// The journal kept open between records (a refresh appends three records a chunk).
+    appender: Appender,
 }
 
 fn not_ours(e: OutputError) -> io::Error {
@@ -266,19 +298,17 @@ impl JournalStore for FileStore {
     }
 
     fn append(&mut self, line: &[u8]) -> io::Result<()> {
-        self.outputs
-            .append(JOURNAL_FILE, Kind::Journal, line, true, legacy_journal)
-            .map_err(not_ours)
+        self.appender.append(line, true).map_err(not_ours)
     }
 
     fn append_unsynced(&mut self, line: &[u8]) -> io::Result<()> {
-        self.outputs
-            .append(JOURNAL_FILE, Kind::Journal, line, false, legacy_journal)
-            .map_err(not_ours)
+        self.appender.append(line, false).map_err(not_ours)
     }
 
     fn replace(&mut self, content: &[u8]) -> io::Result<()> {
         // Compaction: an older ssdlab's journal is taken on first (appending nothing), then replaced by the rule.
+        // The kept journal is let go first: the name is about to lead to another file.
+        self.appender.release();
         if self.outputs.status(JOURNAL_FILE).map_err(not_ours)? != Status::Absent {
             self.outputs
                 .append(JOURNAL_FILE, Kind::Journal, b"", false, legacy_journal)
