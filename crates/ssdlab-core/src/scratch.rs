@@ -32,6 +32,14 @@ impl Scratch {
     }
 }
 
+/// What a read from the medium brought: how many bytes, and their checksum ([`crate::checksum::checksum`]),
+/// taken as the pieces arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MediaRead {
+    pub len_bytes: usize,
+    pub sum: u64,
+}
+
 /// A buffer that a read on another thread filled, handed back with what the read did.
 #[derive(Debug)]
 pub struct FilledScratch {

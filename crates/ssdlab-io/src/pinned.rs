@@ -15,7 +15,7 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use ssdlab_core::scratch::{FilledScratch, Scratch};
+use ssdlab_core::scratch::{FilledScratch, MediaRead, Scratch};
 
 use crate::buffers::BufferPool;
 use crate::files::{
@@ -642,13 +642,7 @@ impl PinnedFile {
     /// helper's thread, beside ours). Only outside a window and with O_DIRECT; otherwise the buffer comes straight
     /// back and the caller reads in line. The helper's descriptor is closed before any window opens
     /// (`open_window` waits for it): a write lease is refused while another descriptor is open.
-    pub fn read_ahead(
-        &mut self,
-        offset: u64,
-        len: usize,
-        mut buf: Scratch,
-        digest: fn(&[u8]) -> u64,
-    ) -> Result<(), Scratch> {
+    pub fn read_ahead(&mut self, offset: u64, len: usize, mut buf: Scratch) -> Result<(), Scratch> {
         self.finish_read_ahead();
         if self.window.is_some() || !self.direct {
             return Err(buf);
@@ -672,17 +666,13 @@ impl PinnedFile {
             .spawn(move || {
                 let started = std::time::Instant::now();
                 let staging = buf.slice_mut(aligned);
-                let read = read_fully(&reader, staging, offset).map(|done| done.min(len));
+                let read = read_summed(&reader, staging, offset, len);
                 drop(reader);
                 let elapsed = started.elapsed();
-                let digest = read
-                    .as_ref()
-                    .ok()
-                    .map(|&got| digest(&buf.slice_mut(aligned)[..got]));
                 FilledScratch {
                     buf,
-                    read,
-                    digest,
+                    digest: read.as_ref().ok().map(|r| r.sum),
+                    read: read.map(|r| r.len_bytes),
                     elapsed,
                 }
             });
@@ -717,8 +707,9 @@ impl PinnedFile {
     }
 
     /// Reads from the medium, in line: O_DIRECT, or after dropping the cached pages when the file system has
-    /// none. A read-ahead in progress (of another range, or of this one not taken) goes on beside it.
-    pub fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+    /// none; returns the bytes read and their checksum. A read-ahead in progress (of another range, or of this
+    /// one not taken) goes on beside it.
+    pub fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<MediaRead> {
         let started = std::time::Instant::now();
         let result = self.read_in_line(offset, buf);
         self.last_read = started.elapsed();
@@ -732,7 +723,7 @@ impl PinnedFile {
         (buf.as_ptr() as usize).is_multiple_of(align) && buf.len().is_multiple_of(align)
     }
 
-    fn read_in_line(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+    fn read_in_line(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<MediaRead> {
         let aligned = (buf.len() as u64).next_multiple_of(self.align) as usize;
         let in_place = self.direct_ready(buf);
         if !in_place {
@@ -743,14 +734,14 @@ impl PinnedFile {
                 let _ = crate::sys::drop_cache(file, offset, aligned as u64);
             }
             if in_place {
-                return read_fully(file, buf, offset);
+                let len = buf.len();
+                return read_summed(file, buf, offset, len);
             }
             // SAFETY: the staging buffer is used only by synchronous pread/pwrite on this thread.
             let staging = &mut unsafe { me.buffer.slot_mut(0) }[..aligned];
-            let done = read_fully(file, staging, offset)?;
-            let got = done.min(buf.len());
-            buf[..got].copy_from_slice(&staging[..got]);
-            Ok(got)
+            let read = read_summed(file, staging, offset, buf.len())?;
+            buf[..read.len_bytes].copy_from_slice(&staging[..read.len_bytes]);
+            Ok(read)
         })
     }
 
@@ -827,6 +818,34 @@ impl Drop for PinnedFile {
         self.finish_read_ahead();
         self.close_window();
     }
+}
+
+/// How much of a chunk is read before it is summed: the piece just read is summed while the next one is on its
+/// way from the medium (another thread's read keeps the medium busy meanwhile), so a chunk's checksum costs the
+/// time of one piece after its read, not of the chunk. A multiple of every direct-I/O alignment.
+const PIECE_BYTES: usize = 512 << 10;
+
+/// Reads `buf` (until it is full or the file ends) in pieces of [`PIECE_BYTES`], summing the first `len` bytes of
+/// what was read as each piece arrives.
+fn read_summed(file: &File, buf: &mut [u8], offset: u64, len: usize) -> io::Result<MediaRead> {
+    let mut sum = ssdlab_core::checksum::Checksum::new();
+    let mut done = 0;
+    while done < buf.len() {
+        let piece = (buf.len() - done).min(PIECE_BYTES);
+        let got = read_fully(file, &mut buf[done..done + piece], offset + done as u64)?;
+        let summed_to = (done + got).min(len);
+        if summed_to > done {
+            sum.update(&buf[done..summed_to]);
+        }
+        done += got;
+        if got < piece {
+            break;
+        }
+    }
+    Ok(MediaRead {
+        len_bytes: done.min(len),
+        sum: sum.finish(),
+    })
 }
 
 /// Reads until `buf` is full or the file ends; returns the bytes read.
@@ -965,7 +984,7 @@ mod tests {
         assert!(pinned.open_window().unwrap());
         assert!(pinned.lease_held());
         let mut buf = vec![0u8; 4096];
-        assert_eq!(pinned.read_from_media(0, &mut buf).unwrap(), 4096);
+        assert_eq!(pinned.read_from_media(0, &mut buf).unwrap().len_bytes, 4096);
         assert!(buf.iter().all(|&b| b == 7));
         // Another opener is refused while the window is open (O_NONBLOCK), and the lease reports the break.
         let other = std::fs::OpenOptions::new()
@@ -988,23 +1007,28 @@ mod tests {
         let dir = std::path::Path::new("/var/tmp").join(format!("ssdlab-ahead-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("f");
-        let data: Vec<u8> = (0..1 << 20).map(|i: u32| (i / 4096) as u8).collect();
+        // Chunks of a little more than two pieces, so a chunk's checksum is taken over pieces and a part.
+        let len = (1 << 20) + 4096;
+        let data: Vec<u8> = (0..(len * 3 + (len - 8192)) as u32)
+            .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
         std::fs::write(&path, &data).unwrap();
         let mut pinned = PinnedFile::open(&dir, &path).unwrap();
-        let len = 256 << 10;
-        let sum = |b: &[u8]| b.iter().map(|&x| u64::from(x)).sum::<u64>();
+        let sum = ssdlab_core::checksum::checksum;
         let mut check = vec![0u8; len];
         let mut spare = Scratch::new();
         for round in 0..3u64 {
             let offset = round * len as u64;
             pinned
-                .read_ahead(offset, len, std::mem::take(&mut spare), sum)
+                .read_ahead(offset, len, std::mem::take(&mut spare))
                 .expect("O_DIRECT on /var/tmp: the read-ahead starts");
             // The chunk before, re-read while the helper runs.
             if round > 0 {
                 let before = offset as usize - len;
-                assert_eq!(pinned.read_from_media(before as u64, &mut check).unwrap(), len);
+                let read = pinned.read_from_media(before as u64, &mut check).unwrap();
+                assert_eq!(read.len_bytes, len);
                 assert_eq!(check[..], data[before..offset as usize]);
+                assert_eq!(read.sum, sum(&check));
             }
             assert!(
                 pinned.take_read_ahead(offset + 4096, len).is_none(),
@@ -1019,14 +1043,26 @@ mod tests {
             assert_eq!(filled.digest, Some(sum(chunk)));
             spare = filled.buf;
         }
-        pinned.read_ahead(768 << 10, len, spare, sum).unwrap();
+        // The last chunk is short (the file ends): what was read is summed, not the buffer's length.
+        let last = 3 * len as u64;
+        pinned.read_ahead(last, len, spare).unwrap();
+        let mut filled = pinned.take_read_ahead(last, len).unwrap();
+        assert_eq!(filled.read.unwrap(), len - 8192);
+        assert_eq!(filled.buf.slice_mut(len)[..len - 8192], data[last as usize..]);
+        assert_eq!(filled.digest, Some(sum(&data[last as usize..])));
+        let read = pinned.read_from_media(last, &mut check).unwrap();
+        assert_eq!(
+            (read.len_bytes, read.sum),
+            (len - 8192, sum(&data[last as usize..]))
+        );
+        pinned.read_ahead(0, len, filled.buf).unwrap();
         assert!(
             pinned.open_window().unwrap(),
             "our own read-ahead kept the lease from us"
         );
         assert!(pinned.lease_held());
         // Inside a window the buffer comes straight back.
-        assert!(pinned.read_ahead(0, len, Scratch::new(), sum).is_err());
+        assert!(pinned.read_ahead(0, len, Scratch::new()).is_err());
         pinned.close_window();
         drop(pinned);
         std::fs::remove_dir_all(&dir).unwrap();

@@ -9,16 +9,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ssdlab_core::scratch::{FilledScratch, Scratch};
+use ssdlab_core::scratch::{FilledScratch, MediaRead, Scratch};
 use ssdlab_io::pinned::{FileFacts, Identity, PinnedFile, reopen_pinned};
 use ssdlab_methods::refresh::file::PathChanges;
 use ssdlab_methods::refresh::pace::{BusyProbe, TokenBucket, pause_while_busy};
 use ssdlab_methods::refresh::select::{Found, Selection, select};
 use ssdlab_methods::refresh::session::{MeasuredTarget, SessionWorld, Walked};
 use ssdlab_methods::refresh::state::RefreshLogWriter;
-use ssdlab_methods::refresh::{
-    Facts, FileId, Opener, RefreshEnv, RefreshLog, RefreshTarget, Window, checksum,
-};
+use ssdlab_methods::refresh::{Facts, FileId, Opener, RefreshEnv, RefreshLog, RefreshTarget, Window};
 
 use crate::ports::Clock;
 
@@ -120,8 +118,8 @@ impl RefreshTarget for Target {
     fn writer_waiting(&mut self) -> io::Result<bool> {
         Ok(self.inner.writer_waiting())
     }
-    fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read_from_media(offset, buf)?;
+    fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<MediaRead> {
+        let read = self.inner.read_from_media(offset, buf)?;
         let which = if self.pending_verify.remove(&offset) {
             &mut self.after
         } else {
@@ -129,11 +127,11 @@ impl RefreshTarget for Target {
         };
         // The medium's own time for the read (an in-line one: a read-ahead's is counted when it is taken).
         which.0 += self.inner.last_read_time();
-        which.1 += n as u64;
-        Ok(n)
+        which.1 += read.len_bytes as u64;
+        Ok(read)
     }
     fn read_ahead(&mut self, offset: u64, len: u64, into: Scratch) -> Result<(), Scratch> {
-        self.inner.read_ahead(offset, len as usize, into, checksum)
+        self.inner.read_ahead(offset, len as usize, into)
     }
     fn take_read_ahead(&mut self, offset: u64, len: u64) -> Option<FilledScratch> {
         let filled = self.inner.take_read_ahead(offset, len as usize)?;

@@ -19,7 +19,7 @@ use super::select::{Found, Selection, select};
 use super::session::{MeasuredTarget, SessionEvents, SessionPlan, SessionWorld, Walked, run_session};
 use super::state::RefreshLog;
 use ssdlab_core::schema::refresh::RefreshedFile;
-use ssdlab_core::scratch::{FilledScratch, Scratch};
+use ssdlab_core::scratch::{FilledScratch, MediaRead, Scratch};
 
 const CHUNK: u64 = 4096;
 /// A second of the fake clock, in its nanosecond ticks.
@@ -246,7 +246,7 @@ impl RefreshTarget for MemFile {
         let w = self.world.borrow();
         Ok(!self.in_window || w.writer_waiting)
     }
-    fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+    fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<MediaRead> {
         let mut w = self.world.borrow_mut();
         if w.crashed {
             return Err(crash_err());
@@ -262,7 +262,10 @@ impl RefreshTarget for MemFile {
             n /= 2;
         }
         buf[..n].copy_from_slice(&w.data[start..start + n]);
-        Ok(n)
+        Ok(MediaRead {
+            len_bytes: n,
+            sum: checksum(&buf[..n]),
+        })
     }
     fn read_ahead(&mut self, offset: u64, len: u64, mut into: Scratch) -> Result<(), Scratch> {
         // The real read-ahead holds a descriptor of its own, which would keep the lease from us.
@@ -271,11 +274,10 @@ impl RefreshTarget for MemFile {
         let bytes = into.slice_mut(len as usize);
         bytes.fill(0xEE);
         let read = self.read_from_media(offset, bytes);
-        let digest = read.as_ref().ok().map(|&got| checksum(&bytes[..got]));
         let filled = FilledScratch {
             buf: into,
-            read,
-            digest,
+            digest: read.as_ref().ok().map(|r| r.sum),
+            read: read.map(|r| r.len_bytes),
             elapsed: std::time::Duration::ZERO,
         };
         self.ahead = Some((offset, len, filled));

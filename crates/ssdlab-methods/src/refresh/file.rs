@@ -10,7 +10,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use ssdlab_core::scratch::{FilledScratch, Scratch};
+use ssdlab_core::scratch::{FilledScratch, MediaRead, Scratch};
 
 /// A time stamp as (seconds, nanoseconds) since the Unix epoch.
 pub type Time = (i64, i64);
@@ -136,8 +136,9 @@ pub trait RefreshTarget {
     /// Inside a window: whether someone asked to open the file for writing (or the lease is gone). A reader
     /// waiting does not count.
     fn writer_waiting(&mut self) -> io::Result<bool>;
-    /// Reads from the medium (not the page cache) into `buf`; returns the bytes read.
-    fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
+    /// Reads from the medium (not the page cache) into `buf`; returns the bytes read and their checksum
+    /// ([`super::checksum`] of exactly those bytes), which a target may take piece by piece as they arrive.
+    fn read_from_media(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<MediaRead>;
     /// Outside a window: the next chunk read after this one's verification will be `len` bytes at `offset`; a
     /// target may start reading them into `into` now, so the read overlaps the sync and the verification, and
     /// hand the buffer back filled through [`RefreshTarget::take_read_ahead`]. What it holds then must be what

@@ -475,8 +475,9 @@ fn write_and_restore(
         // reads back as it was, the time is judged as after any write; otherwise the caller marks the file
         // modified.
         let mut back = vec![0u8; chunk.data.len()];
-        let intact = target.read_from_media(chunk.offset, &mut back).ok() == Some(back.len())
-            && checksum(&back) == chunk.sum;
+        let intact = target
+            .read_from_media(chunk.offset, &mut back)
+            .is_ok_and(|read| read.len_bytes == back.len() && read.sum == chunk.sum);
         if !intact {
             return Err(io::Error::new(error.kind(), error.to_string()).into());
         }
@@ -734,12 +735,11 @@ impl FileRun<'_> {
         if !std::mem::take(&mut self.paced) {
             self.env.pace(len);
         }
-        let (got, digest) = self.read_chunk(buffers, offset, len)?;
+        let (got, sum) = self.read_chunk(buffers, offset, len)?;
         if got != want {
             return self.give_way("it became shorter while being read").map(Some);
         }
         let data = &*buffers.current.slice_mut(want);
-        let sum = digest.unwrap_or_else(|| checksum(data));
         let chunk = Chunk {
             index: self.index as u64,
             offset,
@@ -809,7 +809,7 @@ impl FileRun<'_> {
         buffers: &mut ChunkBuffers,
         offset: u64,
         len: u64,
-    ) -> Result<(usize, Option<u64>), RefreshError> {
+    ) -> Result<(usize, u64), RefreshError> {
         // Read and announce before the window opens, so the window itself is short (a write and a time restore):
         // an exec or a blocking open that meets it waits or fails for that long only. A change by anyone between
         // this read and the window moves the file's modification time away from the original, which the window's
@@ -819,13 +819,16 @@ impl FileRun<'_> {
         Ok(match self.target.take_read_ahead(offset, len) {
             Some(filled) => {
                 buffers.ahead = std::mem::replace(&mut buffers.current, filled.buf);
-                (filled.read?, filled.digest)
+                let got = filled.read?;
+                let sum = filled.digest.expect("a read that did not fail has its digest");
+                (got, sum)
             }
-            None => (
-                self.target
-                    .read_from_media(offset, buffers.current.slice_mut(len as usize))?,
-                None,
-            ),
+            None => {
+                let read = self
+                    .target
+                    .read_from_media(offset, buffers.current.slice_mut(len as usize))?;
+                (read.len_bytes, read.sum)
+            }
         })
     }
 
@@ -874,13 +877,12 @@ impl FileRun<'_> {
     ) -> Result<Option<FileOutcome>, RefreshError> {
         let (offset, want) = (chunk.offset, chunk.data.len());
         self.target.sync()?;
-        let reread_data = check.slice_mut(want);
-        let reread = self.target.read_from_media(offset, reread_data)?;
+        let reread = self.target.read_from_media(offset, check.slice_mut(want))?;
         let after = self.target.facts()?;
         // Pair assertion, second half: what is on the medium now is what was read before the write, judged against
         // the checksum taken at the read (and journalled), not against the buffer, so bytes that changed in memory
-        // between the read and the write are caught too.
-        if reread != want || checksum(reread_data) != chunk.sum {
+        // between the read and the write are caught too. The target sums what it read as it read it.
+        if reread.len_bytes != want || reread.sum != chunk.sum {
             // Put the bytes back once more, through a window with every check of the first write: only if the
             // file is still exactly as our window left it.
             if after.same_as(&self.ours)
@@ -1030,8 +1032,9 @@ fn judge_write(
     };
     let ours = now.size_bytes == w.before.size_bytes
         && our_time
-        && target.read_from_media(w.offset, &mut chunk)? == chunk.len()
-        && checksum(&chunk) == w.sum;
+        && target
+            .read_from_media(w.offset, &mut chunk)
+            .map(|read| read.len_bytes == chunk.len() && read.sum == w.sum)?;
     Ok(if ours { Judged::Ours } else { Judged::NotOurs })
 }
 
