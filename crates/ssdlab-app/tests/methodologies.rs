@@ -202,6 +202,16 @@ fn a_sweep_with_jobs_runs_each_point_as_that_many_submitters() {
             "{}",
             ran.text()
         );
+        // The analysis and the tidy table say how many jobs made every row's figures.
+        assert_eq!(result["analysis"]["jobs"].as_u64().unwrap_or(1), u64::from(jobs));
+        let csv = std::fs::read_to_string(out_dir.join("sweep.csv")).unwrap();
+        assert!(csv.starts_with("transfer_bytes,queue_depth,jobs,"), "{csv}");
+        assert!(
+            csv.lines()
+                .skip(1)
+                .all(|row| row.split(',').nth(2) == Some(jobs.to_string().as_str())),
+            "{csv}"
+        );
         result["analysis"]["rows"]
             .as_array()
             .unwrap()
@@ -418,7 +428,7 @@ fn quick_measures_the_disk_mark_set_with_its_spread_on_one_screen() {
             .unwrap()
     };
     for (row, repeat) in first_case.iter().zip([1, 2]) {
-        let mean: f64 = row.split(',').nth(8).unwrap().parse().unwrap();
+        let mean: f64 = row.split(',').nth(9).unwrap().parse().unwrap();
         assert!(
             (mean - phase_mean(repeat)).abs() < 0.1,
             "{row} vs {}",

@@ -152,6 +152,7 @@ fn finish_size(
         axis: SweepAxis::Size,
         region_bytes,
         queue_depth: options.queue_depth,
+        jobs: options.jobs,
         rows,
         skipped,
     };
@@ -357,7 +358,7 @@ fn mix_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodO
         session,
         SweepAxis::Mix,
         region,
-        options.queue_depth,
+        (options.queue_depth, options.jobs),
         rows,
     ))
 }
@@ -368,7 +369,7 @@ fn finish_random(
     session: Session<'_>,
     axis: SweepAxis,
     region_bytes: u64,
-    queue_depth: u32,
+    (queue_depth, jobs): (u32, u32),
     rows: Vec<SweepRow>,
 ) -> MethodOutcome {
     let mut reasons = Vec::new();
@@ -387,6 +388,7 @@ fn finish_random(
         axis,
         region_bytes,
         queue_depth,
+        jobs,
         rows,
         skipped: Vec::new(),
     };
@@ -432,7 +434,7 @@ fn queue_depth_sweep(mut session: Session<'_>, options: &SweepOptions) -> Result
         session,
         SweepAxis::Qd,
         region,
-        options.max_queue_depth,
+        (options.max_queue_depth, options.jobs),
         rows,
     ))
 }

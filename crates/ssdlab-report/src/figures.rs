@@ -173,8 +173,9 @@ pub(crate) fn latency(a: &ssdlab_core::schema::LatencyAnalysis) -> Vec<Figure> {
 /// Quick's headline figures.
 pub(crate) fn quick(a: &ssdlab_core::schema::quick::QuickAnalysis) -> Vec<Figure> {
     use Better::Higher;
-    // The set's names are fixed, so each case's figure has a name that lives as long as the program.
-    const NAMES: [(&str, bool, &str); 8] = [
+    // The sets' names are fixed, so each case's figure has a name that lives as long as the program: the default
+    // set's, then the NVMe set's own (SEQ1M Q8T1 and RND4K Q1T1 are in both).
+    const NAMES: [(&str, bool, &str); 12] = [
         ("SEQ1M Q8T1", true, "SEQ1M Q8T1 read"),
         ("SEQ1M Q8T1", false, "SEQ1M Q8T1 write"),
         ("SEQ1M Q1T1", true, "SEQ1M Q1T1 read"),
@@ -183,6 +184,10 @@ pub(crate) fn quick(a: &ssdlab_core::schema::quick::QuickAnalysis) -> Vec<Figure
         ("RND4K Q32T1", false, "RND4K Q32T1 write"),
         ("RND4K Q1T1", true, "RND4K Q1T1 read"),
         ("RND4K Q1T1", false, "RND4K Q1T1 write"),
+        ("SEQ128K Q32T1", true, "SEQ128K Q32T1 read"),
+        ("SEQ128K Q32T1", false, "SEQ128K Q32T1 write"),
+        ("RND4K Q32T16", true, "RND4K Q32T16 read"),
+        ("RND4K Q32T16", false, "RND4K Q32T16 write"),
     ];
     NAMES
         .iter()
@@ -395,5 +400,41 @@ mod tests {
         assert_eq!(ranks, vec!["=1", "=1", "3"]);
         let ranks = rank_labels(&[item(100.0, Some(0.1)), item(99.0, Some(0.1))]);
         assert_eq!(ranks, vec!["1", "2"]);
+    }
+
+    #[test]
+    fn every_case_of_either_quick_set_has_its_figure() {
+        use ssdlab_core::schema::quick::{QuickAnalysis, QuickCase};
+        let case = |name: &str, read: bool| QuickCase {
+            name: name.into(),
+            read,
+            sequential: name.starts_with("SEQ"),
+            block_bytes: 4096,
+            queue_depth: 32,
+            threads: if name.ends_with("T16") { 16 } else { 1 },
+            bytes_per_s: vec![1e6, 1.1e6],
+            iops: vec![244.0, 268.0],
+            latency_ns_mean: 1e5,
+            latency_ns_p99: 200_000,
+            latency_ns_mean_by_repeat: Vec::new(),
+            latency_ns_p99_by_repeat: Vec::new(),
+        };
+        for set in [
+            ["SEQ1M Q8T1", "SEQ1M Q1T1", "RND4K Q32T1", "RND4K Q1T1"],
+            ["SEQ1M Q8T1", "SEQ128K Q32T1", "RND4K Q32T16", "RND4K Q1T1"],
+        ] {
+            let a = QuickAnalysis {
+                span_bytes: 1 << 30,
+                repeats: 2,
+                runtime_s: 5.0,
+                prepared: true,
+                cases: set.iter().flat_map(|n| [case(n, true), case(n, false)]).collect(),
+            };
+            let names: Vec<&str> = quick(&a).iter().map(|f| f.name).collect();
+            assert_eq!(names.len(), 8, "{names:?}");
+            for n in set {
+                assert!(names.contains(&format!("{n} read").as_str()), "{n}: {names:?}");
+            }
+        }
     }
 }

@@ -96,9 +96,8 @@ pub(crate) struct Quick;
 
 impl crate::views::View for Quick {
     type Analysis = ssdlab_core::schema::quick::QuickAnalysis;
-    const HEADING: &'static str =
-        "Quick: CrystalDiskMark's set (SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1), repeated";
-    const STORY: &'static str = "CrystalDiskMark's four cases, read and written, each repeated: large sequential transfers at a deep and a shallow queue, and 4 KiB random operations at QD32 and QD1. The QD1 random figures are the ones a desktop feels; the spread says whether a difference between two drives is larger than the noise.";
+    const HEADING: &'static str = "Quick: CrystalDiskMark's set (default: SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1; NVMe: SEQ1M Q8T1, SEQ128K Q32T1, RND4K Q32T16, RND4K Q1T1), repeated";
+    const STORY: &'static str = "CrystalDiskMark's four cases, read and written, each repeated: large sequential transfers at a deep and a shallow queue (the NVMe set: 128 KiB at QD32), and 4 KiB random operations at QD32 (the NVMe set: 16 jobs of QD32) and QD1. The QD1 random figures are the ones a desktop feels; the spread says whether a difference between two drives is larger than the noise.";
 
     fn section(group: &[&ssdlab_core::schema::RunResult]) -> String {
         quick(group)

@@ -9,14 +9,15 @@ pub use crate::views::tidy_csv;
 /// Sweep's tidy CSV as (file name, text).
 pub(crate) fn sweep(a: &ssdlab_core::schema::SweepAnalysis) -> Option<(&'static str, String)> {
     let mut csv = String::from(
-        "transfer_bytes,queue_depth,write_bytes,write_bytes_per_s,write_iops,read_bytes,read_bytes_per_s,read_iops,read_percent,partial\n",
+        "transfer_bytes,queue_depth,jobs,write_bytes,write_bytes_per_s,write_iops,read_bytes,read_bytes_per_s,read_iops,read_percent,partial\n",
     );
     for r in &a.rows {
         let _ = writeln!(
             csv,
-            "{},{},{},{:.1},{:.1},{},{:.1},{:.1},{},{}",
+            "{},{},{},{},{:.1},{:.1},{},{:.1},{:.1},{},{}",
             r.transfer_bytes,
             r.queue_depth.unwrap_or(a.queue_depth),
+            a.jobs,
             r.write_bytes,
             r.write_bytes_per_s,
             r.write_iops,
@@ -69,7 +70,7 @@ pub(crate) fn quick(a: &ssdlab_core::schema::quick::QuickAnalysis) -> Option<(&'
     // One row per repeat of each case, each with that repeat's own figures; a record from before issue 49 kept
     // no latency per repeat, and its latency cells are empty rather than the case's repeated.
     let mut csv = String::from(
-        "case,read,sequential,block_bytes,queue_depth,repeat,bytes_per_s,iops,latency_ns_mean,latency_ns_p99\n",
+        "case,read,sequential,block_bytes,queue_depth,threads,repeat,bytes_per_s,iops,latency_ns_mean,latency_ns_p99\n",
     );
     for c in &a.cases {
         for (i, (bytes_per_s, iops)) in c.bytes_per_s.iter().zip(&c.iops).enumerate() {
@@ -83,12 +84,13 @@ pub(crate) fn quick(a: &ssdlab_core::schema::quick::QuickAnalysis) -> Option<(&'
                 .map_or(String::new(), u64::to_string);
             let _ = writeln!(
                 csv,
-                "{},{},{},{},{},{},{bytes_per_s:.1},{iops:.1},{mean},{p99}",
+                "{},{},{},{},{},{},{},{bytes_per_s:.1},{iops:.1},{mean},{p99}",
                 c.name,
                 c.read,
                 c.sequential,
                 c.block_bytes,
                 c.queue_depth,
+                c.threads,
                 i + 1,
             );
         }
@@ -263,6 +265,11 @@ mod tests {
                 .nth(1)
                 .unwrap()
                 .starts_with(&a.rows[0].transfer_bytes.to_string())
+        );
+        // A record from before --jobs ran every point as one job, and its rows say so.
+        assert!(
+            csv.lines().skip(1).all(|row| row.split(',').nth(2) == Some("1")),
+            "{csv}"
         );
         let trim =
             RunResult::from_json(include_str!("../../ssdlab-core/tests/fixtures/ssdlab1/trim.json")).unwrap();

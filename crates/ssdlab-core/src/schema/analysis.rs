@@ -227,9 +227,21 @@ pub struct SweepAnalysis {
     pub axis: crate::schema::options::SweepAxis,
     pub region_bytes: u64,
     pub queue_depth: u32,
+    /// Jobs that ran every point side by side, each at the point's queue depth (`--jobs`); the figures are of all
+    /// of them together (absent: one).
+    #[serde(default = "one_job", skip_serializing_if = "is_one_job")]
+    pub jobs: u32,
     pub rows: Vec<SweepRow>,
     /// Sizes not run, and why.
     pub skipped: Vec<String>,
+}
+
+fn one_job() -> u32 {
+    1
+}
+
+fn is_one_job(jobs: &u32) -> bool {
+    *jobs == 1
 }
 
 /// The QD1 latency test.
