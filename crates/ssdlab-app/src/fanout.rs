@@ -11,7 +11,8 @@ use ssdlab_core::schema::options::{FanoutFlags as RecordedFlags, RunOptions};
 use ssdlab_core::target::TargetSpec;
 use ssdlab_methods::fanout::fleet::{FleetDrive, field_report_fleet, parse_fleet_file};
 use ssdlab_methods::fanout::measure::{
-    DriveReads, ReadLoad, run_independent, run_synchronized_real, run_synchronized_virtual,
+    DriveReads, ReadLoad, run_independent, run_independent_sets, run_synchronized_real,
+    run_synchronized_virtual,
 };
 use ssdlab_methods::fanout::{RunShape, WhatIf, analyze, verdict};
 use ssdlab_methods::session::MethodError;
@@ -222,7 +223,9 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         how_read(args.mode)
     ));
     let stop = ports.stop.flag();
-    let (reads, measured) = read_every_drive(ports.targets, plan, devices, clock, &load, stop)?;
+    let (reads, measured, reading_threads) =
+        read_every_drive(ports.targets, plan, devices, clock, &load, stop)?;
+    say_readers(ports, reading_threads, drives.len(), clock);
     let interrupted = stop.load(std::sync::atomic::Ordering::Relaxed);
     if interrupted {
         if reads.iter().any(|r| r.histogram.is_empty()) {
@@ -241,6 +244,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
         workload,
         mode: mode.into(),
         runtime_s,
+        reading_threads: Some(reading_threads),
     };
     let analysis = analyze(drives, reads, measured, &what_if, shape)?;
     ports.say_lines(ssdlab_report::text::fanout_lines(&analysis));
@@ -293,6 +297,7 @@ fn run_merged(plan: &Plan, merged: &crate::fanout_from::Merged, ports: &mut Port
         workload,
         mode: "computed".into(),
         runtime_s,
+        reading_threads: None,
     };
     let analysis = analyze(&merged.drives, merged.reads.clone(), None, &what_if, shape)?;
     ports.say_lines(ssdlab_report::text::fanout_lines(&analysis));
@@ -332,7 +337,22 @@ fn open_drive(
     Ok(target.open(targets, Use::Reads)?.device)
 }
 
-/// Every drive's reads, and with `--mode measured` the synchronized queries' latencies.
+/// Says when fewer threads than real drives read them (and how).
+fn say_readers(
+    ports: &mut Ports,
+    reading_threads: u32,
+    drives: usize,
+    clock: ssdlab_core::device::ClockKind,
+) {
+    if clock == ssdlab_core::device::ClockKind::Real && (reading_threads as usize) < drives {
+        ports.console.say(&format!(
+            "fanout    read by {reading_threads} threads (more drives than CPUs), each keeping a read in flight on \
+             every drive of its share through one io_uring"
+        ));
+    }
+}
+
+/// Every drive's reads, with `--mode measured` the synchronized queries' latencies, and how many threads read.
 fn read_every_drive(
     targets: &dyn crate::ports::Targets,
     plan: &Plan,
@@ -340,7 +360,7 @@ fn read_every_drive(
     clock: ssdlab_core::device::ClockKind,
     load: &ReadLoad,
     stop: &std::sync::atomic::AtomicBool,
-) -> Result<(Vec<DriveReads>, Option<Histogram>)> {
+) -> Result<(Vec<DriveReads>, Option<Histogram>, u32)> {
     let (args, drives) = (&plan.flags, &plan.drives);
     // Real drives are read on threads of their own, and each worker opens its drive again there: an io_uring
     // ring serves only the thread that made it.
@@ -350,20 +370,78 @@ fn read_every_drive(
             .map_err(|e| MethodError::Invalid(format!("{e:#}")))
     };
     Ok(match (args.mode, clock) {
-        (Mode::Computed, _) => {
+        (Mode::Computed, ssdlab_core::device::ClockKind::Real) => {
+            let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+            match read_in_shares(&devices, workers, load, stop)? {
+                Some(reads) => (reads, None, workers as u32),
+                None => {
+                    drop(devices);
+                    (
+                        run_independent(drives.len(), &reopen, load, stop)?,
+                        None,
+                        drives.len() as u32,
+                    )
+                }
+            }
+        }
+        (Mode::Computed, ssdlab_core::device::ClockKind::Virtual) => {
             drop(devices);
-            (run_independent(drives.len(), &reopen, load, stop)?, None)
+            (
+                run_independent(drives.len(), &reopen, load, stop)?,
+                None,
+                drives.len() as u32,
+            )
         }
         (Mode::Measured, ssdlab_core::device::ClockKind::Virtual) => {
             let (reads, queries) = run_synchronized_virtual(&mut devices, load, stop)?;
-            (reads, Some(queries))
+            (reads, Some(queries), 1)
         }
         (Mode::Measured, ssdlab_core::device::ClockKind::Real) => {
             drop(devices);
             let (reads, queries) = run_synchronized_real(drives.len(), &reopen, load, stop)?;
-            (reads, Some(queries))
+            (reads, Some(queries), drives.len() as u32)
         }
     })
+}
+
+/// More drives than `workers` CPUs, each read live: a thread a drive would measure the scheduler (and start and
+/// stop the drives seconds apart), so each CPU's worker reads a share of them through one ring, over siblings of
+/// the devices the gate opened. None when the drives are no more than the CPUs, or one of them cannot be in a
+/// set (the caller then reads each on a thread of its own).
+fn read_in_shares(
+    devices: &[ssdlab_targets::AnyDevice],
+    workers: usize,
+    load: &ReadLoad,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<Option<Vec<DriveReads>>> {
+    if devices.len() <= workers {
+        return Ok(None);
+    }
+    let Some(siblings) = devices
+        .iter()
+        .map(|d| d.set_sibling())
+        .collect::<Result<Option<Vec<_>>, _>>()?
+    else {
+        return Ok(None);
+    };
+    let siblings = std::sync::Mutex::new(siblings.into_iter().map(Some).collect::<Vec<_>>());
+    let open_set = |share: &[usize]| -> Result<Box<dyn ssdlab_core::device::DriveSet>, MethodError> {
+        let mine = {
+            let mut all = siblings.lock().expect("no worker panics holding it");
+            share
+                .iter()
+                .map(|&i| all[i].take().expect("each drive is in one share"))
+                .collect()
+        };
+        Ok(ssdlab_targets::drive_set(mine, load.block_bytes as usize)?)
+    };
+    Ok(Some(run_independent_sets(
+        devices.len(),
+        workers,
+        &open_set,
+        load,
+        stop,
+    )?))
 }
 
 /// A fan-out, checked: how long and how much each read, the hedge, and the drives (each once).
@@ -533,9 +611,13 @@ fn publish(
             },
             fleet_description(drives, capacity_bytes),
             capacity_bytes,
-            match args.mode {
-                Mode::Computed => "random reads at QD1, one worker per drive".into(),
-                Mode::Measured => "random reads at QD1 in synchronized queries".into(),
+            match (args.mode, analysis.reading_threads) {
+                (Mode::Computed, Some(threads)) if (threads as usize) < drives.len() => format!(
+                    "random reads at QD1, {threads} workers each keeping a read in flight on every drive of its \
+                     share through one io_uring"
+                ),
+                (Mode::Computed, _) => "random reads at QD1, one worker per drive".into(),
+                (Mode::Measured, _) => "random reads at QD1 in synchronized queries".into(),
             },
         )
     };

@@ -546,3 +546,30 @@ pub trait JobRun {
     type Output;
     fn on<D: Device>(self, device: D) -> Self::Output;
 }
+
+/// Many drives read by one thread through one queue, each with at most one read in flight: how a fan-out over
+/// more drives than CPUs keeps every drive reading without a thread per drive (a thousand threads on two CPUs
+/// measure the scheduler, and start and stop seconds apart). Made on the thread that reads through it.
+pub trait DriveSet {
+    /// The drives, in the order the set was made with.
+    fn infos(&self) -> &[DeviceInfo];
+    /// Queues a read of `len` bytes at `offset` on drive `drive`, which has no read in flight; its submit time is
+    /// taken now.
+    fn read(&mut self, drive: usize, offset: u64, len: u64) -> DeviceResult<()>;
+    /// Hands the queued reads to the kernel and waits until at least one read has completed; appends every
+    /// completion there is, each timed once per batch as it is collected.
+    fn wait(&mut self, out: &mut Vec<DriveCompletion>) -> DeviceResult<()>;
+    /// Reads queued or in flight.
+    fn in_flight(&self) -> usize;
+    fn now_ns(&self) -> u64;
+}
+
+/// One read of a [`DriveSet`], completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DriveCompletion {
+    pub drive: usize,
+    /// Bytes read, or a negative errno.
+    pub result: i64,
+    pub submitted_ns: u64,
+    pub completed_ns: u64,
+}

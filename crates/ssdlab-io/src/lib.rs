@@ -21,6 +21,7 @@ pub mod guard;
 pub mod inventory;
 pub mod laid_out;
 pub mod layout;
+pub mod many;
 pub mod null;
 pub mod open;
 pub mod pinned;

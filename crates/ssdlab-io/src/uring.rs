@@ -143,7 +143,7 @@ pub fn probe() -> io::Result<()> {
 /// enter the kernel when the ring says task work is pending (the task-run flag). Older kernels reject the
 /// flags, so each step down asks for less: single issuer and cooperative task running (5.19, 6.0), then none.
 /// `allow_deferral` false starts at the second step (the tests drive both).
-fn new_ring(entries: u32, allow_deferral: bool) -> io::Result<(IoUring, bool)> {
+pub(crate) fn new_ring(entries: u32, allow_deferral: bool) -> io::Result<(IoUring, bool)> {
     if allow_deferral
         && let Ok(ring) = IoUring::builder()
             .setup_single_issuer()

@@ -63,6 +63,7 @@ fn analysis_of(drives: &[FleetDrive], reads: Vec<DriveReads>) -> ssdlab_core::sc
         workload: "4 KiB random reads".into(),
         mode: "computed".into(),
         runtime_s: 10.0,
+        reading_threads: None,
     };
     analyze(drives, reads, None, &what_if, shape).unwrap()
 }

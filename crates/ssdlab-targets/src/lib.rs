@@ -14,6 +14,7 @@
 
 mod any;
 mod cpu_load;
+mod drive_set;
 mod hot_map;
 mod jobs;
 mod reuse;
@@ -22,6 +23,7 @@ mod undo;
 use std::path::Path;
 
 pub use any::{AnyDevice, DeviceVisitor};
+pub use drive_set::drive_set;
 pub use hot_map::{close_notes, default_state_dir};
 pub use jobs::JobTarget;
 pub use reuse::on_this_threads_ring;

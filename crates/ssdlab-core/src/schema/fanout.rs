@@ -174,6 +174,11 @@ pub struct FanoutAnalysis {
     /// synchronized queries).
     pub mode: String,
     pub runtime_s: f64,
+    /// The threads that read the drives live: one a drive, or with more drives than CPUs one a CPU, each keeping
+    /// a read in flight on every drive of its share through one io_uring. Absent in older records and for
+    /// results merged with `--from` (each was read on its own host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reading_threads: Option<u32>,
     pub drives: Vec<FanoutDrive>,
     /// The query over the drives given, computed: its CDF is the product of theirs.
     pub query: QueryCase,

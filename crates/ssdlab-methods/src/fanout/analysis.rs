@@ -69,6 +69,8 @@ pub struct RunShape {
     pub workload: String,
     pub mode: String,
     pub runtime_s: f64,
+    /// The threads that read the drives live (None: merged from results read elsewhere).
+    pub reading_threads: Option<u32>,
 }
 
 /// Builds the analysis. `measured` holds the synchronized queries' latencies when they were measured.
@@ -108,6 +110,7 @@ pub fn analyze(
         workload: shape.workload,
         mode: shape.mode,
         runtime_s: shape.runtime_s,
+        reading_threads: shape.reading_threads,
         drives: drives_out,
         query_cdf: thin(query.points().collect(), CDF_POINTS),
         query: QueryCase {

@@ -34,10 +34,22 @@ pub struct Fleet<'a> {
     grid: Vec<u64>,
     /// P(read <= grid[g]) per drive.
     cdfs: Vec<Vec<f64>>,
+    /// Per grid point, over every drive: the product of the CDFs that are not zero, how many are zero, and their
+    /// sum. A group's what-if takes its members out of these instead of multiplying every other drive's again,
+    /// so judging every drive of a thousand costs a pass over the grid each, not over the grid and the fleet.
+    all: Vec<GridTotals>,
     counts: Vec<u64>,
     levels: Vec<Level>,
     /// The tests made: groups times percentiles (the Bonferroni divisor).
     tests: usize,
+}
+
+/// Every drive's CDF at one grid point, gathered (see [`Fleet::fixed`]).
+#[derive(Debug, Clone, Copy)]
+struct GridTotals {
+    nonzero_product: f64,
+    zeros: u32,
+    sum: f64,
 }
 
 /// One percentile of the query, seen from every drive.
@@ -70,6 +82,24 @@ impl<'a> Fleet<'a> {
     ) -> Self {
         let grid = union_grid(dists);
         let cdfs: Vec<Vec<f64>> = dists.iter().map(|d| d.cdf_on(&grid)).collect();
+        let all: Vec<GridTotals> = (0..grid.len())
+            .map(|g| {
+                let mut totals = GridTotals {
+                    nonzero_product: 1.0,
+                    zeros: 0,
+                    sum: 0.0,
+                };
+                for cdf in &cdfs {
+                    if cdf[g] == 0.0 {
+                        totals.zeros += 1;
+                    } else {
+                        totals.nonzero_product *= cdf[g];
+                    }
+                    totals.sum += cdf[g];
+                }
+                totals
+            })
+            .collect();
         let counts: Vec<u64> = histograms.iter().map(|h| h.count()).collect();
         let total_reads = counts.iter().sum::<u64>().max(1);
         let levels: Vec<Level> = supported
@@ -93,6 +123,7 @@ impl<'a> Fleet<'a> {
             query,
             grid,
             cdfs,
+            all,
             counts,
             tests: (groups * levels.len()).max(1),
             levels,
@@ -107,16 +138,34 @@ impl<'a> Fleet<'a> {
         if m == 0 || m >= n {
             return None;
         }
-        let is_member: Vec<bool> = (0..n).map(|i| members.contains(&i)).collect();
         let cdf: Vec<f64> = (0..self.grid.len())
             .map(|g| {
-                let (mut others_product, mut others_sum) = (1.0, 0.0);
-                for (i, cdf) in self.cdfs.iter().enumerate() {
-                    if !is_member[i] {
-                        others_product *= cdf[g];
-                        others_sum += cdf[g];
+                let all = self.all[g];
+                let (mut members_product, mut members_zeros, mut members_sum) = (1.0, 0u32, 0.0);
+                for &i in members {
+                    let p = self.cdfs[i][g];
+                    if p == 0.0 {
+                        members_zeros += 1;
+                    } else {
+                        members_product *= p;
                     }
+                    members_sum += p;
                 }
+                // The others' product is the whole fleet's without the members'. It underflows to zero only where
+                // the query's CDF is far below any percentile judged.
+                let others_product = if all.zeros > members_zeros {
+                    0.0
+                } else if members_product > f64::MIN_POSITIVE {
+                    all.nonzero_product / members_product
+                } else {
+                    // The members' product underflowed (a large cohort of small CDFs): the others are multiplied
+                    // out, as every one of them would be without the totals.
+                    (0..n)
+                        .filter(|i| !members.contains(i))
+                        .map(|i| self.cdfs[i][g])
+                        .product()
+                };
+                let others_sum = (all.sum - members_sum).max(0.0);
                 others_product * (others_sum / (n - m) as f64).powi(m as i32)
             })
             .collect();

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
 
 use ssdlab_core::Histogram;
-use ssdlab_core::device::{ClockKind, Completion, Device, Io, Op};
+use ssdlab_core::device::{ClockKind, Completion, Device, DeviceInfo, DriveCompletion, DriveSet, Io, Op};
 use ssdlab_core::rng::Rng;
 
 use crate::session::MethodError;
@@ -139,16 +139,19 @@ struct Offsets {
 
 impl Offsets {
     fn new(device: &dyn Device, load: &ReadLoad) -> Result<Self, MethodError> {
-        let blocks = device.info().capacity_bytes / load.block_bytes;
+        Self::of(device.info(), load)
+    }
+
+    fn of(info: &DeviceInfo, load: &ReadLoad) -> Result<Self, MethodError> {
+        let blocks = info.capacity_bytes / load.block_bytes;
         if blocks == 0 {
             return Err(MethodError::Invalid(format!(
                 "--target {}: smaller than one {}-byte read",
-                device.info().target,
-                load.block_bytes
+                info.target, load.block_bytes
             )));
         }
         Ok(Offsets {
-            rng: Rng::stream(load.seed, stream_of(&device.info().target)),
+            rng: Rng::stream(load.seed, stream_of(&info.target)),
             blocks,
             block_bytes: load.block_bytes,
         })
@@ -209,6 +212,124 @@ pub fn run_independent(
             .map(|w| w.join().expect("a fan-out worker panicked"))
             .collect()
     })
+}
+
+/// Opens the drives with these numbers as one set, on the thread that will read them.
+pub type SetOpener<'a> = dyn Fn(&[usize]) -> Result<Box<dyn DriveSet>, MethodError> + Sync + 'a;
+
+/// Every drive reads on its own, all at once, as [`run_independent`] does, from `workers` threads each keeping
+/// one read in flight on every drive of its share (drive `i` is worker `i % workers`'s): many more drives than
+/// CPUs are read without a thread each, which would measure the scheduler and start and stop the drives seconds
+/// apart. The workers open their sets, wait for each other, then put a read on every drive of their set at once
+/// and read until the runtime has passed on their clock or `stop` is set. A read waits in the ring for its
+/// worker to collect it with the rest of its batch, so a worker's wait for a CPU and its batches' processing are
+/// in the latencies: each drive's `host_wait` is its worker's.
+pub fn run_independent_sets(
+    drives: usize,
+    workers: usize,
+    open: &SetOpener,
+    load: &ReadLoad,
+    stop: &AtomicBool,
+) -> Result<Vec<DriveReads>, MethodError> {
+    let workers = workers.clamp(1, drives.max(1));
+    let opened_all = &Barrier::new(workers);
+    let shares: Vec<Vec<usize>> = (0..workers)
+        .map(|w| (w..drives).step_by(workers).collect())
+        .collect();
+    let per_worker: Vec<Result<Vec<DriveReads>, MethodError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
+            .iter()
+            .map(|share| {
+                scope.spawn(move || {
+                    // Every worker reaches the barrier, whether its set opened or not, so none waits forever.
+                    let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| open(share)));
+                    opened_all.wait();
+                    let mut set = opened.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+                    read_set(set.as_mut(), load, stop)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a fan-out worker panicked"))
+            .collect()
+    });
+    let mut reads: Vec<Option<DriveReads>> = vec![None; drives];
+    for (share, result) in shares.iter().zip(per_worker) {
+        for (&drive, r) in share.iter().zip(result?) {
+            reads[drive] = Some(r);
+        }
+    }
+    Ok(reads
+        .into_iter()
+        .map(|r| r.expect("every drive is in one share"))
+        .collect())
+}
+
+/// One worker's part of [`run_independent_sets`]: a read on every drive of `set`, then one more on each drive as
+/// its read comes back, until the runtime has passed or `stop` is set; a drive whose read failed reads no more.
+fn read_set(
+    set: &mut dyn DriveSet,
+    load: &ReadLoad,
+    stop: &AtomicBool,
+) -> Result<Vec<DriveReads>, MethodError> {
+    let mut offsets = set
+        .infos()
+        .iter()
+        .map(|info| Offsets::of(info, load))
+        .collect::<Result<Vec<_>, _>>()?;
+    let probe = match set.infos().first().map(|i| i.clock) {
+        Some(ClockKind::Real) => load.cpu_wait,
+        _ => no_cpu_wait,
+    };
+    let waited_before = probe();
+    let start = set.now_ns();
+    let mut windows: Vec<Windows> = offsets.iter().map(|_| Windows::new(start)).collect();
+    // Where each drive's read in flight reads, for a failure's message.
+    let mut reading: Vec<u64> = offsets.iter_mut().map(Offsets::next).collect();
+    for (drive, &offset) in reading.iter().enumerate() {
+        set.read(drive, offset, load.block_bytes)?;
+    }
+    let mut done: Vec<DriveCompletion> = Vec::with_capacity(windows.len());
+    while set.in_flight() > 0 {
+        done.clear();
+        set.wait(&mut done)?;
+        let over = set.now_ns() - start >= load.runtime_ns || stop.load(Ordering::Relaxed);
+        for c in &done {
+            let w = &mut windows[c.drive];
+            let (bytes, offset) = (load.block_bytes, reading[c.drive]);
+            if c.result != bytes as i64 {
+                // A read cut short is a failed read, not a fast one.
+                w.failure = Some(if c.result < 0 {
+                    format!(
+                        "reading {bytes} bytes at offset {offset}: {}",
+                        std::io::Error::from_raw_os_error((-c.result) as i32)
+                    )
+                } else {
+                    format!(
+                        "reading {bytes} bytes at offset {offset}: only {} came back",
+                        c.result
+                    )
+                });
+                continue;
+            }
+            w.record(c.completed_ns, c.completed_ns - c.submitted_ns);
+            if !over {
+                reading[c.drive] = offsets[c.drive].next();
+                set.read(c.drive, reading[c.drive], bytes)?;
+            }
+        }
+    }
+    let end = set.now_ns();
+    let host_wait = waited(waited_before, probe());
+    Ok(windows
+        .into_iter()
+        .map(|w| {
+            let mut reads = w.finish(end);
+            reads.host_wait = host_wait;
+            reads
+        })
+        .collect())
 }
 
 fn read_alone(

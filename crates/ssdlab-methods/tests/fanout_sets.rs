@@ -1,0 +1,148 @@
+//! A live fan-out over more drives than CPUs reads them from a worker per CPU, each keeping one read in flight on
+//! every drive of its share ([`run_independent_sets`]). Checked against a model drive set in virtual time: every
+//! drive reads for the runtime at its own latency, a failed read ends its drive alone (with where it read), the
+//! results come back in the drives' order, and the drives start together though one worker's set opens late.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ssdlab_core::device::{Device, DeviceInfo, DeviceResult, DriveCompletion, DriveSet};
+use ssdlab_methods::MethodError;
+use ssdlab_methods::fanout::measure::{ReadLoad, no_cpu_wait, run_independent_sets};
+use ssdlab_testdev::MemDevice;
+
+/// Drives of a set in virtual time: drive `i` answers every read after `latency_ns[i]`; drive `fails` fails its
+/// fifth read.
+struct ModelSet {
+    infos: Vec<DeviceInfo>,
+    numbers: Vec<usize>,
+    latency_ns: Vec<u64>,
+    fails: Option<usize>,
+    now_ns: u64,
+    /// (drive, submitted, due), in flight.
+    pending: Vec<(usize, u64, u64)>,
+    reads: Vec<u32>,
+    first_submit: Arc<Mutex<Vec<Option<Instant>>>>,
+}
+
+impl DriveSet for ModelSet {
+    fn infos(&self) -> &[DeviceInfo] {
+        &self.infos
+    }
+    fn read(&mut self, drive: usize, offset: u64, len: u64) -> DeviceResult<()> {
+        assert!(
+            self.pending.iter().all(|p| p.0 != drive),
+            "two reads in flight on drive {drive}"
+        );
+        assert!(offset + len <= self.infos[drive].capacity_bytes && offset.is_multiple_of(len));
+        self.first_submit.lock().unwrap()[self.numbers[drive]].get_or_insert_with(Instant::now);
+        self.pending
+            .push((drive, self.now_ns, self.now_ns + self.latency_ns[drive]));
+        Ok(())
+    }
+    fn wait(&mut self, out: &mut Vec<DriveCompletion>) -> DeviceResult<()> {
+        let Some(due) = self.pending.iter().map(|p| p.2).min() else {
+            return Ok(());
+        };
+        self.now_ns = due;
+        let (done, left): (Vec<_>, Vec<_>) = self.pending.iter().partition(|p| p.2 <= due);
+        self.pending = left;
+        for (drive, submitted, _) in done {
+            self.reads[drive] += 1;
+            let failed = self.fails == Some(self.numbers[drive]) && self.reads[drive] == 5;
+            out.push(DriveCompletion {
+                drive,
+                result: if failed { -5 } else { 4096 },
+                submitted_ns: submitted,
+                completed_ns: due,
+            });
+        }
+        Ok(())
+    }
+    fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+    fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+}
+
+#[test]
+fn every_drive_of_every_share_reads_for_the_runtime_and_a_failure_ends_its_drive_alone() {
+    let drives = 7;
+    let first_submit = Arc::new(Mutex::new(vec![None; drives]));
+    let latency = |i: usize| 100_000 * (i as u64 + 1);
+    let open = |share: &[usize]| -> Result<Box<dyn DriveSet>, MethodError> {
+        if share.contains(&0) {
+            // One worker's set opens late (a slow device among its drives): the others wait for it.
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let infos = share
+            .iter()
+            .map(|&i| {
+                let mut info = MemDevice::new(64 << 20, 1).info().clone();
+                info.target = format!("drive-{i}");
+                info
+            })
+            .collect();
+        Ok(Box::new(ModelSet {
+            infos,
+            numbers: share.to_vec(),
+            latency_ns: share.iter().map(|&i| latency(i)).collect(),
+            fails: Some(3),
+            now_ns: 0,
+            pending: Vec::new(),
+            reads: vec![0; share.len()],
+            first_submit: Arc::clone(&first_submit),
+        }))
+    };
+    let load = ReadLoad {
+        block_bytes: 4096,
+        runtime_ns: 1_000_000_000,
+        seed: 7,
+        cpu_wait: no_cpu_wait,
+    };
+    let reads = run_independent_sets(drives, 3, &open, &load, &AtomicBool::new(false)).unwrap();
+    assert_eq!(reads.len(), drives);
+    for (i, r) in reads.iter().enumerate() {
+        if i == 3 {
+            // Four reads, then the fifth failed: recorded with where it read, and the drive read no more.
+            assert_eq!(r.histogram.count(), 4);
+            let failure = r.failure.as_deref().unwrap();
+            assert!(
+                failure.contains("reading 4096 bytes at offset ") && failure.contains("os error 5"),
+                "{failure}"
+            );
+            continue;
+        }
+        // Every other drive read for the whole second at its own latency, the last read ending past it.
+        let expected = 1_000_000_000 / latency(i);
+        let count = r.histogram.count();
+        assert!(
+            (expected..=expected + 1).contains(&count),
+            "drive {i}: {count} reads, {expected} expected"
+        );
+        assert_eq!(
+            r.histogram.percentile(50.0),
+            r.histogram.max(),
+            "drive {i} reads at one latency"
+        );
+        assert!(r.failure.is_none());
+    }
+    let starts: Vec<Instant> = first_submit
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|s| s.expect("every drive read"))
+        .collect();
+    let spread = starts
+        .iter()
+        .max()
+        .unwrap()
+        .duration_since(*starts.iter().min().unwrap());
+    assert!(
+        spread < Duration::from_millis(100),
+        "the drives started {spread:?} apart"
+    );
+}
