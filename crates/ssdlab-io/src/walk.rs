@@ -97,6 +97,21 @@ fn list_dir(path: &Path, allow_atime: bool) -> io::Result<Vec<PathBuf>> {
     Ok(names)
 }
 
+/// The mount a path is on (statx's mount id, Linux 5.8), without following a final symlink; None where the kernel
+/// does not say.
+fn mount_id(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let sx = crate::sys::statx(
+        rustix::fs::CWD,
+        &c_path,
+        libc::AT_SYMLINK_NOFOLLOW,
+        libc::STATX_MNT_ID,
+    )
+    .ok()?;
+    (sx.stx_mask & libc::STATX_MNT_ID != 0).then_some(sx.stx_mnt_id)
+}
+
 /// Walks `roots`; `exclude` lists (dev, ino) of directories never to enter (the state directory).
 pub fn walk(roots: &[PathBuf], exclude: &[(u64, u64)], allow_atime: bool) -> io::Result<WalkOutput> {
     walk_keeping(roots, exclude, allow_atime, |_| true)
@@ -109,88 +124,164 @@ pub fn walk_keeping(
     roots: &[PathBuf],
     exclude: &[(u64, u64)],
     allow_atime: bool,
-    mut keep: impl FnMut(&Walked) -> bool,
+    keep: impl FnMut(&Walked) -> bool,
 ) -> io::Result<WalkOutput> {
-    let mut out = WalkOutput::default();
-    let mut seen = HashSet::new();
-    let mut dirs_entered = HashSet::new();
-    // Files given as roots: a directory given too may hold them, in either order.
-    let file_roots: HashSet<(u64, u64)> = roots
-        .iter()
-        .filter_map(|r| std::fs::symlink_metadata(r).ok())
-        .filter(|m| m.file_type().is_file())
-        .map(|m| (m.dev(), m.ino()))
-        .collect();
+    let mut walker = Walker {
+        exclude,
+        allow_atime,
+        keep,
+        out: WalkOutput::default(),
+        seen: HashSet::new(),
+        dirs_entered: HashSet::new(),
+        deferred_once: HashSet::new(),
+        // Files given as roots: a directory given too may hold them, in either order.
+        file_roots: roots
+            .iter()
+            .filter_map(|r| std::fs::symlink_metadata(r).ok())
+            .filter(|m| m.file_type().is_file())
+            .map(|m| (m.dev(), m.ino()))
+            .collect(),
+    };
     for root in roots {
+        walker.root(root)?;
+    }
+    Ok(walker.out)
+}
+
+/// One walk's state across its roots.
+struct Walker<'a, K> {
+    exclude: &'a [(u64, u64)],
+    allow_atime: bool,
+    keep: K,
+    out: WalkOutput,
+    /// Files met that may be met again (several links, or given as a root).
+    seen: HashSet<(u64, u64)>,
+    dirs_entered: HashSet<(u64, u64)>,
+    /// Mount points put off until the rest of their root was walked.
+    deferred_once: HashSet<(u64, u64)>,
+    file_roots: HashSet<(u64, u64)>,
+}
+
+/// Where one root's walk is.
+struct RootWalk<'r> {
+    root: &'r Path,
+    dev: u64,
+    mount: Option<u64>,
+    stack: Vec<PathBuf>,
+    /// Mount points inside the tree on the same file system (bind mounts of part of it), walked after the rest
+    /// of the root: a directory reached both ways is then met first where it is (a path refresh can open beneath
+    /// the root without crossing a mount), and through the bind mount only when its source is outside.
+    mounted_inside: Vec<PathBuf>,
+}
+
+impl<K: FnMut(&Walked) -> bool> Walker<'_, K> {
+    fn root(&mut self, root: &Path) -> io::Result<()> {
         let meta = std::fs::symlink_metadata(root)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", root.display())))?;
         if meta.file_type().is_symlink() {
-            out.skipped
-                .push((root.clone(), "a symbolic link (never followed)".into()));
-            continue;
+            self.out
+                .skipped
+                .push((root.to_path_buf(), "a symbolic link (never followed)".into()));
+            return Ok(());
         }
-        let root_dev = meta.dev();
-        let mut stack = vec![root.clone()];
-        while let Some(path) = stack.pop() {
-            let meta = match std::fs::symlink_metadata(&path) {
-                Ok(m) => m,
-                Err(e) => {
-                    out.skipped.push((path, format!("cannot stat: {e}")));
-                    continue;
-                }
+        let mut at = RootWalk {
+            root,
+            dev: meta.dev(),
+            mount: mount_id(root),
+            stack: vec![root.to_path_buf()],
+            mounted_inside: Vec::new(),
+        };
+        loop {
+            let Some(path) = at.stack.pop().or_else(|| {
+                let deferred = std::mem::take(&mut at.mounted_inside);
+                at.stack.extend(deferred.into_iter().rev());
+                at.stack.pop()
+            }) else {
+                return Ok(());
             };
-            let kind = meta.file_type();
-            if kind.is_symlink() {
-                out.skipped
-                    .push((path, "a symbolic link (never followed)".into()));
-            } else if meta.dev() != root_dev {
-                out.skipped.push((path, "on another file system".into()));
-            } else if kind.is_dir() {
-                if exclude.contains(&(meta.dev(), meta.ino())) {
-                    out.skipped.push((path, "ssdlab's own state directory".into()));
-                    continue;
-                }
-                // A directory met again (roots that overlap, a path given twice, a bind mount inside the tree)
-                // is walked once, so its files are reported once.
-                if !dirs_entered.insert((meta.dev(), meta.ino())) {
-                    continue;
-                }
-                match list_dir(&path, allow_atime) {
-                    Ok(entries) => stack.extend(entries.into_iter().rev()),
-                    Err(e) => out.skipped.push((path, format!("cannot list: {e}"))),
-                }
-            } else if !kind.is_file() {
-                out.skipped.push((path, "not a regular file".into()));
-            } else if seen.contains(&(meta.dev(), meta.ino())) {
-                // Another link of a file already met, or a file given as a root met again: reported once.
-            } else {
-                let identity = match identity_of_path(&path) {
-                    Ok(id) => id,
-                    Err(e) => {
-                        out.skipped.push((path, format!("cannot stat: {e}")));
-                        continue;
-                    }
-                };
-                let file = Walked {
-                    root: root.clone(),
-                    dev: meta.dev(),
-                    identity,
-                    size_bytes: meta.len(),
-                    mtime: (meta.mtime(), meta.mtime_nsec()),
-                    path,
-                };
-                if meta.nlink() > 1 || file_roots.contains(&(meta.dev(), meta.ino())) {
-                    // A file of one link is met once, each directory being walked once; one with other links,
-                    // or one given as a root, may be met again and is remembered.
-                    seen.insert((meta.dev(), meta.ino()));
-                }
-                if keep(&file) {
-                    out.files.push(file);
-                }
-            }
+            self.visit(path, &mut at);
         }
     }
-    Ok(out)
+
+    fn visit(&mut self, path: PathBuf, at: &mut RootWalk<'_>) {
+        let meta = match std::fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) => {
+                self.out.skipped.push((path, format!("cannot stat: {e}")));
+                return;
+            }
+        };
+        let kind = meta.file_type();
+        let id = (meta.dev(), meta.ino());
+        if kind.is_symlink() {
+            self.out
+                .skipped
+                .push((path, "a symbolic link (never followed)".into()));
+        } else if meta.dev() != at.dev {
+            self.out.skipped.push((path, "on another file system".into()));
+        } else if kind.is_dir() {
+            self.directory(path, id, at);
+        } else if !kind.is_file() {
+            self.out.skipped.push((path, "not a regular file".into()));
+        } else if !self.seen.contains(&id) {
+            // (Another link of a file already met, or a file given as a root met again, is reported once.)
+            self.file(path, &meta, at.root);
+        }
+    }
+
+    fn directory(&mut self, path: PathBuf, id: (u64, u64), at: &mut RootWalk<'_>) {
+        if self.exclude.contains(&id) {
+            self.out
+                .skipped
+                .push((path, "ssdlab's own state directory".into()));
+            return;
+        }
+        // A mount point is put off once; when its turn comes it is entered like any directory.
+        if at.mount.is_some()
+            && mount_id(&path) != at.mount
+            && !self.dirs_entered.contains(&id)
+            && self.deferred_once.insert(id)
+        {
+            at.mounted_inside.push(path);
+            return;
+        }
+        // A directory met again (roots that overlap, a path given twice, a bind mount inside the tree) is walked
+        // once, so its files are reported once.
+        if !self.dirs_entered.insert(id) {
+            return;
+        }
+        match list_dir(&path, self.allow_atime) {
+            Ok(entries) => at.stack.extend(entries.into_iter().rev()),
+            Err(e) => self.out.skipped.push((path, format!("cannot list: {e}"))),
+        }
+    }
+
+    fn file(&mut self, path: PathBuf, meta: &std::fs::Metadata, root: &Path) {
+        let identity = match identity_of_path(&path) {
+            Ok(id) => id,
+            Err(e) => {
+                self.out.skipped.push((path, format!("cannot stat: {e}")));
+                return;
+            }
+        };
+        let id = (meta.dev(), meta.ino());
+        let file = Walked {
+            root: root.to_path_buf(),
+            dev: meta.dev(),
+            identity,
+            size_bytes: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            path,
+        };
+        if meta.nlink() > 1 || self.file_roots.contains(&id) {
+            // A file of one link is met once, each directory being walked once; one with other links, or one
+            // given as a root, may be met again and is remembered.
+            self.seen.insert(id);
+        }
+        if (self.keep)(&file) {
+            self.out.files.push(file);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1124,3 +1124,48 @@ fn refresh_refuses_results_inside_the_tree_it_rewrites() {
     expect_usage_error(&out, "--out");
     assert!(!inside.exists(), "nothing was created in the tree");
 }
+
+/// A directory bind-mounted elsewhere inside the tree is met twice, and the walk walks it once. Before, the path
+/// met first was kept, and when that was the bind mount's, refresh refused the file (its open beneath the root
+/// does not cross mounts) though its own path was in the tree too. Mount points are now walked last, so the file
+/// is rewritten through its own path.
+#[test]
+fn a_bind_mount_inside_the_tree_does_not_hide_a_files_own_path() {
+    let dir = tempdir();
+    let root = dir.path().join("tree");
+    std::fs::create_dir_all(root.join("z-real")).unwrap();
+    std::fs::create_dir_all(root.join("a-bind")).unwrap();
+    let file = old_file(&root.join("z-real"), "f.bin", 300_000, 11);
+    sh(
+        "mount",
+        &[
+            "--bind",
+            root.join("z-real").to_str().unwrap(),
+            root.join("a-bind").to_str().unwrap(),
+        ],
+    );
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).output();
+        }
+    }
+    let _bound = Unmount(root.join("a-bind"));
+    let before = facts(&file);
+    let state = dir.path().join("state");
+    let out = run(&[
+        "refresh",
+        root.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]);
+    expect_code(&out, 0);
+    let text = stderr(&out);
+    assert!(text.contains(&format!("done      {}", file.display())), "{text}");
+    assert!(text.contains("0 files skipped, given up or pending"), "{text}");
+    assert!(
+        !text.contains("a-bind"),
+        "the file is named by its own path: {text}"
+    );
+    assert_eq!(facts(&file), before, "rewritten in place, times put back");
+}
