@@ -589,3 +589,59 @@ fn quick_removes_only_its_own_test_file_and_refuses_to_trust_the_page_cache() {
     );
     assert!(!cached.exists(), "its own test file is removed even so");
 }
+
+/// On a real target a method's jobs are threads of their own (siblings of the claimed descriptor), as
+/// CrystalDiskMark's T and fio's numjobs are; the result's note says so. On the virtual SSD they stay submitters of
+/// one loop, and the note says that instead.
+#[test]
+fn a_methods_jobs_run_on_threads_on_a_real_target_and_say_so() {
+    let dir = tempdir();
+    let nvme = MethodPlan::Quick(
+        options::quick(QuickFlags {
+            span_bytes: bytes("8m"),
+            runtime_ns: ns("100ms"),
+            repeats: 1,
+            keep: false,
+            profile: ssdlab_methods::quick::QuickProfile::Nvme,
+        })
+        .unwrap(),
+    );
+    let ran = test_command(
+        &format!("file:{}:16m", dir.path().join("q.bin").display()),
+        nvme,
+        None,
+    );
+    assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+    assert!(
+        ran.text()
+            .contains("RND4K Q32T16 ran its 16 jobs on 16 threads, each with its own io_uring"),
+        "{}",
+        ran.text()
+    );
+    let sweep_on = |target: &str| {
+        let ran = test_command(
+            target,
+            sweep(SweepFlags {
+                axis: SweepAxis::Qd,
+                max_qd: Some(2),
+                test_bytes: bytes("8m"),
+                size_runtime_ns: ns("100ms"),
+                jobs: 2,
+                ..sweep_defaults()
+            }),
+            None,
+        );
+        assert_eq!(ran.outcome, Outcome::Passed, "{}", ran.text());
+        ran.text()
+    };
+    let real = sweep_on(&format!("file:{}:16m", dir.path().join("s.bin").display()));
+    assert!(
+        real.contains("ran 2 jobs side by side (--jobs), each on a thread of its own"),
+        "{real}"
+    );
+    let virtual_ = sweep_on("sim:840evo-250g?scale=1/64");
+    assert!(
+        virtual_.contains("ran 2 jobs side by side (--jobs), as submitters of one loop on the device"),
+        "{virtual_}"
+    );
+}

@@ -59,6 +59,18 @@ pub struct Sibling {
     pub page_cache: bool,
 }
 
+impl Sibling {
+    /// Another sibling of the same device: a duplicate of this one's descriptor, on the same clock.
+    pub fn duplicate(&self) -> std::io::Result<Sibling> {
+        Ok(Sibling {
+            info: self.info.clone(),
+            backing: self.backing.duplicate()?,
+            clock: self.clock,
+            page_cache: self.page_cache,
+        })
+    }
+}
+
 /// Per-slot state: which slots are in flight, with the caller's tag and the submit time.
 #[derive(Debug, Default)]
 pub struct Slots {

@@ -33,15 +33,21 @@ const NVME_CASES: [Case; 4] = [
     ("RND4K Q1T1", false, 4 << 10, 1, 1),
 ];
 
-/// CrystalDiskMark runs its T as threads; here they are submitters of one thread's queue, which on a drive faster
-/// than one core can drive caps the figure: said with it.
+/// CrystalDiskMark runs its T as threads, and so does quick on a real device; on the virtual SSD and a cache they
+/// are submitters of one loop (in virtual time, where a host's threads would change nothing): said with it.
 fn note_threads(session: &mut Session<'_>, set: &[Case]) {
     if let Some(&(name, .., threads)) = set.iter().find(|c| c.4 > 1) {
-        session.notes.push(format!(
-            "{name} ran its {threads} jobs as submitters of one thread's io_uring (CrystalDiskMark runs {threads} \
-             threads): on a drive faster than one core can drive, `run --jobs {threads}` measures it with a thread \
-             per job"
-        ));
+        let how = if session.jobs_on_threads() {
+            format!(
+                "on {threads} threads, each with its own io_uring (as CrystalDiskMark runs {threads} threads)"
+            )
+        } else {
+            format!(
+                "as {threads} submitters of one loop on the device (CrystalDiskMark runs {threads} threads; this \
+                 device's jobs share its one state and clock)"
+            )
+        };
+        session.notes.push(format!("{name} ran its {threads} jobs {how}"));
     }
 }
 
@@ -392,6 +398,68 @@ mod tests {
             t16.mean_iops()
         );
         assert_eq!(a.cases[2].block_bytes, 128 << 10);
+    }
+
+    /// With job threads (a real target's siblings), the T16 case's jobs go to them and every other case runs on the
+    /// session's device; the note says which way the jobs ran.
+    #[test]
+    fn a_session_with_job_threads_gives_only_the_many_job_case_to_them() {
+        struct Threads {
+            device: std::cell::RefCell<MemDevice>,
+            asked: std::cell::RefCell<Vec<u32>>,
+        }
+        impl crate::session::JobThreads for Threads {
+            fn run(
+                &self,
+                workload: &Workload,
+                jobs: u32,
+                observer: &mut dyn Observer,
+            ) -> Result<ssdlab_engine::PhaseOutcome, ssdlab_core::device::DeviceError> {
+                self.asked.borrow_mut().push(jobs);
+                ssdlab_engine::run_jobs_ramped(&mut *self.device.borrow_mut(), workload, jobs, 0, observer)
+            }
+        }
+        let threads = Threads {
+            device: std::cell::RefCell::new(MemDevice::new(64 << 20, 100_000)),
+            asked: std::cell::RefCell::new(Vec::new()),
+        };
+        let mut device = MemDevice::new(64 << 20, 100_000);
+        let mut watch = Watch(Vec::new(), Vec::new());
+        let options = QuickOptions {
+            repeats: 1,
+            runtime_ns: 20_000_000,
+            span_bytes: 16 << 20,
+            keep: false,
+            profile: QuickProfile::Nvme,
+        };
+        let session = Session::new(&mut device, &mut watch, 1).with_job_threads(Some(&threads));
+        let outcome = quick(session, &options).unwrap();
+        assert_eq!(
+            *threads.asked.borrow(),
+            [16, 16],
+            "the T16 read and write, and nothing else"
+        );
+        let Analysis::Quick(m) = &outcome.analysis else {
+            panic!("a quick analysis")
+        };
+        assert!(
+            m.notes
+                .iter()
+                .any(|n| n.contains("RND4K Q32T16 ran its 16 jobs on 16 threads")),
+            "{:?}",
+            m.notes
+        );
+        // Without them, the same set says its jobs were submitters of one loop.
+        let mut watch = Watch(Vec::new(), Vec::new());
+        let outcome = quick(Session::new(&mut device, &mut watch, 1), &options).unwrap();
+        let Analysis::Quick(m) = &outcome.analysis else {
+            panic!("a quick analysis")
+        };
+        assert!(
+            m.notes.iter().any(|n| n.contains("as 16 submitters of one loop")),
+            "{:?}",
+            m.notes
+        );
     }
 
     #[test]

@@ -31,6 +31,20 @@ pub trait MethodObserver: Observer {
     fn say(&mut self, _line: &str) {}
 }
 
+/// Runs a phase's jobs on threads of their own, each on a sibling of the session's device (a duplicate of the
+/// descriptor the gate claimed, with its own ring), merged into one phase (`ssdlab_engine::jobs::run_threaded`).
+/// The app gives one for a real device; a session without one (the virtual SSD, a cache, a test's device) runs
+/// its jobs as lanes of one loop on its device.
+pub trait JobThreads {
+    /// `jobs` jobs of `workload`, validated for the device and that many jobs, on threads of their own.
+    fn run(
+        &self,
+        workload: &Workload,
+        jobs: u32,
+        observer: &mut dyn Observer,
+    ) -> Result<ssdlab_engine::PhaseOutcome, DeviceError>;
+}
+
 /// Why a method could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum MethodError {
@@ -65,6 +79,8 @@ pub struct Session<'a> {
     /// Notes for the analysis (e.g. "the device does not support discard").
     pub notes: Vec<String>,
     pub seed: u64,
+    /// Where jobs get threads of their own; None: they run as lanes of one loop.
+    job_threads: Option<&'a dyn JobThreads>,
 }
 
 impl<'a> Session<'a> {
@@ -77,7 +93,19 @@ impl<'a> Session<'a> {
             failure: None,
             notes: Vec::new(),
             seed,
+            job_threads: None,
         }
+    }
+
+    /// This session's jobs get threads of their own from `threads` (a real device's siblings).
+    pub fn with_job_threads(mut self, threads: Option<&'a dyn JobThreads>) -> Self {
+        self.job_threads = threads;
+        self
+    }
+
+    /// Whether a phase of several jobs runs them on threads of their own (else as submitters of one loop).
+    pub fn jobs_on_threads(&self) -> bool {
+        self.job_threads.is_some()
     }
 
     /// Runs one phase unless the session has stopped; returns its index in `phases`.
@@ -86,7 +114,8 @@ impl<'a> Session<'a> {
     }
 
     /// [`Session::phase`] with `jobs` copies of the workload side by side (fio's numjobs, the disk-mark tools'
-    /// T): submitters of this one thread's device, each with its own queue depth and offsets.
+    /// T), each with its own queue depth and offsets: on threads of their own where the session has them
+    /// ([`Session::with_job_threads`]), else submitters of this one thread's device.
     pub fn phase_jobs(
         &mut self,
         name: &str,
@@ -99,7 +128,10 @@ impl<'a> Session<'a> {
         workload.validate(self.device.info())?;
         workload.validate_jobs(jobs)?;
         self.observer.begin_phase(name);
-        let outcome = run_jobs_ramped(self.device, workload, jobs, 0, self.observer)?;
+        let outcome = match self.job_threads {
+            Some(threads) if jobs > 1 => threads.run(workload, jobs, &mut *self.observer)?,
+            _ => run_jobs_ramped(self.device, workload, jobs, 0, self.observer)?,
+        };
         Ok(Some(self.record(name, outcome)))
     }
 

@@ -28,9 +28,14 @@ pub fn sizes(from: u64, to: u64) -> Vec<u64> {
 pub fn sweep(mut session: Session<'_>, options: &SweepOptions) -> Result<MethodOutcome, MethodError> {
     if options.jobs > 1 {
         // The tables' depths are each job's: the device had this many times as many in flight.
+        let how = if session.jobs_on_threads() {
+            "each on a thread of its own"
+        } else {
+            "as submitters of one loop on the device"
+        };
         session.notes.push(format!(
-            "every point ran {} jobs side by side (--jobs), each at the queue depth shown: the device had {} times \
-             as many operations in flight; figures are of all jobs together",
+            "every point ran {} jobs side by side (--jobs), {how}, each at the queue depth shown: the device had {} \
+             times as many operations in flight; figures are of all jobs together",
             options.jobs, options.jobs
         ));
     }

@@ -38,6 +38,33 @@ impl AnyDevice {
     }
 }
 
+/// Where a device's jobs come from when the device is not at hand: one sibling kept aside (a duplicate of the
+/// claimed descriptor), from which each phase's jobs are duplicated. A method's session holds the device itself.
+pub struct JobSource(JobTarget);
+
+impl AnyDevice {
+    /// The source of this device's jobs, or None when its jobs run as lanes of one loop.
+    pub fn job_source(&self) -> DeviceResult<Option<JobSource>> {
+        Ok(self.job_targets(1)?.and_then(|mut one| one.pop()).map(JobSource))
+    }
+}
+
+impl JobSource {
+    /// The devices of `jobs` jobs, each a sibling of the source's device.
+    pub fn targets(&self, jobs: u32) -> DeviceResult<Vec<JobTarget>> {
+        let duplicate = |e| DeviceError::os("duplicating the target's descriptor for a job", e);
+        (0..jobs)
+            .map(|_| {
+                Ok(match &self.0 {
+                    JobTarget::Uring(s) => JobTarget::Uring(s.duplicate().map_err(duplicate)?),
+                    JobTarget::Psync(s) => JobTarget::Psync(s.duplicate().map_err(duplicate)?),
+                    JobTarget::Null(d) => JobTarget::Null(d.sibling()),
+                })
+            })
+            .collect()
+    }
+}
+
 impl JobDevice for JobTarget {
     fn with_device<R: JobRun>(self, run: R) -> DeviceResult<R::Output> {
         Ok(match self {

@@ -25,7 +25,7 @@ use std::path::Path;
 pub use any::{AnyDevice, DeviceVisitor};
 pub use drive_set::drive_set;
 pub use hot_map::{close_notes, default_state_dir};
-pub use jobs::JobTarget;
+pub use jobs::{JobSource, JobTarget};
 pub use reuse::on_this_threads_ring;
 use ssdlab_cache::{CacheConfig, CachedDevice};
 use ssdlab_core::device::Device;

@@ -633,8 +633,8 @@ pub struct QuickArgs {
     #[arg(long)]
     pub keep: bool,
     /// The set of cases: default (SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1) or nvme (CrystalDiskMark's NVMe
-    /// SSD setting: SEQ1M Q8T1, SEQ128K Q32T1, RND4K Q32T16, RND4K Q1T1; the 16 threads are submitters of one
-    /// thread's io_uring).
+    /// SSD setting: SEQ1M Q8T1, SEQ128K Q32T1, RND4K Q32T16, RND4K Q1T1; the 16 threads are threads on a real
+    /// target, submitters of one loop on sim: and cached:).
     #[arg(long, value_enum, default_value = "default")]
     pub profile: QuickProfileArg,
 }
@@ -718,7 +718,7 @@ pub struct SweepArgs {
     pub max_qd: Option<u32>,
     /// Copies of each point's workload side by side, 1 to 64 (fio's numjobs, the disk-mark tools' T), each at the
     /// point's queue depth (random points: offsets of its own; sequential ones: each from the region's start, as
-    /// fio's jobs); submitters of one thread's io_uring.
+    /// fio's jobs); a thread each on a real target, submitters of one loop on sim: and cached:.
     #[arg(long, default_value_t = 1, alias = "numjobs", value_name = "N")]
     pub jobs: u32,
 }

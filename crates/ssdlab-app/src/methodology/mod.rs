@@ -61,6 +61,27 @@ fn drive_purger<'p>(
     crate::erase::KernelPurger::new(gated, path, info, tools, clock, None).ok()
 }
 
+/// A real target's jobs on threads of their own, over siblings of the descriptor the gate claimed.
+struct SiblingJobs(ssdlab_targets::JobSource);
+
+impl SiblingJobs {
+    fn port(jobs: &Option<SiblingJobs>) -> Option<&dyn ssdlab_methods::session::JobThreads> {
+        jobs.as_ref()
+            .map(|j| j as &dyn ssdlab_methods::session::JobThreads)
+    }
+}
+
+impl ssdlab_methods::session::JobThreads for SiblingJobs {
+    fn run(
+        &self,
+        workload: &ssdlab_engine::Workload,
+        jobs: u32,
+        observer: &mut dyn ssdlab_engine::Observer,
+    ) -> Result<ssdlab_engine::PhaseOutcome, ssdlab_core::device::DeviceError> {
+        ssdlab_engine::run_threaded(self.0.targets(jobs)?, workload, 0, observer)
+    }
+}
+
 /// Runs a test method and records it.
 pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
     let Plan {
@@ -99,8 +120,14 @@ pub fn run(plan: Plan, ports: &mut Ports) -> Result<Outcome> {
     } else {
         None
     };
+    // A method's jobs (quick's T, sweep's --jobs) get threads of their own on a real target, as fio's numjobs
+    // and CrystalDiskMark's threads do; on the virtual SSD and a cache they stay lanes of one loop.
+    let job_threads = match device.job_source() {
+        Ok(source) => source.map(SiblingJobs),
+        Err(e) => return Err(crate::target::taken_back(device, &before, anyhow!(e))),
+    };
     let run = method.run(
-        Session::new(&mut device, &mut reporter, seed),
+        Session::new(&mut device, &mut reporter, seed).with_job_threads(SiblingJobs::port(&job_threads)),
         MethodContext {
             purger: purger.as_mut().map(|p| p as &mut dyn Purger),
         },
