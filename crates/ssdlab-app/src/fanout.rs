@@ -372,16 +372,21 @@ fn read_every_drive(
     Ok(match (args.mode, clock) {
         (Mode::Computed, ssdlab_core::device::ClockKind::Real) => {
             let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-            match read_in_shares(&devices, workers, load, stop)? {
-                Some(reads) => (reads, None, workers as u32),
-                None => {
-                    drop(devices);
-                    (
-                        run_independent(drives.len(), &reopen, load, stop)?,
-                        None,
-                        drives.len() as u32,
-                    )
-                }
+            let siblings = set_siblings(&devices, workers)?;
+            // The siblings hold the drives (their descriptors share the gate's open file descriptions): the
+            // devices themselves, with their rings and buffers, go before the reading starts.
+            drop(devices);
+            match siblings {
+                Some(siblings) => (
+                    read_in_shares(siblings, workers, load, stop)?,
+                    None,
+                    workers as u32,
+                ),
+                None => (
+                    run_independent(drives.len(), &reopen, load, stop)?,
+                    None,
+                    drives.len() as u32,
+                ),
             }
         }
         (Mode::Computed, ssdlab_core::device::ClockKind::Virtual) => {
@@ -404,26 +409,31 @@ fn read_every_drive(
     })
 }
 
-/// More drives than `workers` CPUs, each read live: a thread a drive would measure the scheduler (and start and
-/// stop the drives seconds apart), so each CPU's worker reads a share of them through one ring, over siblings of
-/// the devices the gate opened. None when the drives are no more than the CPUs, or one of them cannot be in a
-/// set (the caller then reads each on a thread of its own).
-fn read_in_shares(
+/// With more drives than `workers` CPUs, each read live, a sibling of every drive for the workers' drive sets: a
+/// thread a drive would measure the scheduler (and start and stop the drives seconds apart). None when the drives
+/// are no more than the CPUs, or one of them cannot be in a set (the caller then reads each on a thread of its
+/// own).
+fn set_siblings(
     devices: &[ssdlab_targets::AnyDevice],
     workers: usize,
-    load: &ReadLoad,
-    stop: &std::sync::atomic::AtomicBool,
-) -> Result<Option<Vec<DriveReads>>> {
+) -> Result<Option<Vec<ssdlab_io::Sibling>>> {
     if devices.len() <= workers {
         return Ok(None);
     }
-    let Some(siblings) = devices
+    Ok(devices
         .iter()
         .map(|d| d.set_sibling())
-        .collect::<Result<Option<Vec<_>>, _>>()?
-    else {
-        return Ok(None);
-    };
+        .collect::<Result<Option<Vec<_>>, _>>()?)
+}
+
+/// Every drive read from `workers` threads, each a share of the drives through one ring over their siblings.
+fn read_in_shares(
+    siblings: Vec<ssdlab_io::Sibling>,
+    workers: usize,
+    load: &ReadLoad,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<Vec<DriveReads>> {
+    let drives = siblings.len();
     let siblings = std::sync::Mutex::new(siblings.into_iter().map(Some).collect::<Vec<_>>());
     let open_set = |share: &[usize]| -> Result<Box<dyn ssdlab_core::device::DriveSet>, MethodError> {
         let mine = {
@@ -435,13 +445,7 @@ fn read_in_shares(
         };
         Ok(ssdlab_targets::drive_set(mine, load.block_bytes as usize)?)
     };
-    Ok(Some(run_independent_sets(
-        devices.len(),
-        workers,
-        &open_set,
-        load,
-        stop,
-    )?))
+    Ok(run_independent_sets(drives, workers, &open_set, load, stop)?)
 }
 
 /// A fan-out, checked: how long and how much each read, the hedge, and the drives (each once).

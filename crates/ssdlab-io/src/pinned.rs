@@ -638,8 +638,8 @@ impl PinnedFile {
 
     /// Starts reading `len` bytes at `offset` from the medium into `buf` on a helper thread, through a read-only
     /// O_DIRECT descriptor of its own, so the read runs while this thread syncs and verifies the chunk before it;
-    /// [`PinnedFile::take_read_ahead`] hands the buffer back filled, with `digest` of what was read (taken on the
-    /// helper's thread, beside ours). Only outside a window and with O_DIRECT; otherwise the buffer comes straight
+    /// [`PinnedFile::take_read_ahead`] hands the buffer back filled, with the checksum of what was read (taken on
+    /// the helper's thread piece by piece as the pieces arrive). Only outside a window and with O_DIRECT; otherwise the buffer comes straight
     /// back and the caller reads in line. The helper's descriptor is closed before any window opens
     /// (`open_window` waits for it): a write lease is refused while another descriptor is open.
     pub fn read_ahead(&mut self, offset: u64, len: usize, mut buf: Scratch) -> Result<(), Scratch> {

@@ -133,7 +133,6 @@ pub fn walk_keeping(
         out: WalkOutput::default(),
         seen: HashSet::new(),
         dirs_entered: HashSet::new(),
-        deferred_once: HashSet::new(),
         // Files given as roots: a directory given too may hold them, in either order.
         file_roots: roots
             .iter()
@@ -157,8 +156,6 @@ struct Walker<'a, K> {
     /// Files met that may be met again (several links, or given as a root).
     seen: HashSet<(u64, u64)>,
     dirs_entered: HashSet<(u64, u64)>,
-    /// Mount points put off until the rest of their root was walked.
-    deferred_once: HashSet<(u64, u64)>,
     file_roots: HashSet<(u64, u64)>,
 }
 
@@ -172,6 +169,8 @@ struct RootWalk<'r> {
     /// of the root: a directory reached both ways is then met first where it is (a path refresh can open beneath
     /// the root without crossing a mount), and through the bind mount only when its source is outside.
     mounted_inside: Vec<PathBuf>,
+    /// The rest of the root is walked and the mount points put off are being entered.
+    draining: bool,
 }
 
 impl<K: FnMut(&Walked) -> bool> Walker<'_, K> {
@@ -190,9 +189,11 @@ impl<K: FnMut(&Walked) -> bool> Walker<'_, K> {
             mount: mount_id(root),
             stack: vec![root.to_path_buf()],
             mounted_inside: Vec::new(),
+            draining: false,
         };
         loop {
             let Some(path) = at.stack.pop().or_else(|| {
+                at.draining = true;
                 let deferred = std::mem::take(&mut at.mounted_inside);
                 at.stack.extend(deferred.into_iter().rev());
                 at.stack.pop()
@@ -236,12 +237,9 @@ impl<K: FnMut(&Walked) -> bool> Walker<'_, K> {
                 .push((path, "ssdlab's own state directory".into()));
             return;
         }
-        // A mount point is put off once; when its turn comes it is entered like any directory.
-        if at.mount.is_some()
-            && mount_id(&path) != at.mount
-            && !self.dirs_entered.contains(&id)
-            && self.deferred_once.insert(id)
-        {
+        // Every mount point met before the rest of the root is walked is put off (two bind mounts of one directory
+        // included); once their turn comes they are entered like any directory, each once.
+        if !at.draining && at.mount.is_some() && mount_id(&path) != at.mount {
             at.mounted_inside.push(path);
             return;
         }

@@ -112,12 +112,13 @@ impl AttribWatch {
         // MASK_CREATE: an inode already watched here is refused rather than given the same descriptor, whose
         // removal would end both watches; that watch gets an instance of its own.
         match inotify::add_watch(&shared.fd, path, WATCHED | inotify::WatchFlags::MASK_CREATE) {
-            Ok(wd) => {
-                let fresh = shared.pending.insert(wd, Changes::default()).is_none();
-                assert!(fresh, "the kernel gave watch descriptor {wd} to two live watches");
+            // Kernels before 4.18 ignore MASK_CREATE and hand back the live watch's descriptor: that one is left as
+            // it was (the same events), and this watch gets an instance of its own.
+            Ok(wd) if !shared.pending.contains_key(&wd) => {
+                shared.pending.insert(wd, Changes::default());
                 Ok(AttribWatch { on: On::Shared(wd) })
             }
-            Err(rustix::io::Errno::EXIST) => {
+            Ok(_) | Err(rustix::io::Errno::EXIST) => {
                 drop(shared);
                 let fd = inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC)?;
                 let wd = inotify::add_watch(&fd, path, WATCHED)?;
@@ -237,9 +238,9 @@ mod tests {
             on_b.changed().unwrap().attributes,
             "the shared watch outlives the second one"
         );
-        // A dropped watch's events, and the kernel's notice of its removal, reach no one else.
-        drop(on_a);
+        // A dropped watch's events, queued and not read, and the kernel's notice of its removal, reach no one else.
         std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o644)).unwrap();
+        drop(on_a);
         let mut on_a_again = AttribWatch::new(&c(&a)).unwrap();
         assert_eq!(on_a_again.changed().unwrap(), Changes::default());
         assert_eq!(on_b.changed().unwrap(), Changes::default());

@@ -146,3 +146,43 @@ fn every_drive_of_every_share_reads_for_the_runtime_and_a_failure_ends_its_drive
         "the drives started {spread:?} apart"
     );
 }
+
+/// A set that cannot open fails the run, and the other workers read nothing: they leave once every set has tried.
+#[test]
+fn a_set_that_cannot_open_fails_the_run_and_the_others_read_nothing() {
+    let first_submit = Arc::new(Mutex::new(vec![None; 6]));
+    let open = |share: &[usize]| -> Result<Box<dyn DriveSet>, MethodError> {
+        if share.contains(&1) {
+            return Err(MethodError::Invalid("drive 1 is gone".into()));
+        }
+        Ok(Box::new(ModelSet {
+            infos: share
+                .iter()
+                .map(|&i| {
+                    let mut info = MemDevice::new(64 << 20, 1).info().clone();
+                    info.target = format!("drive-{i}");
+                    info
+                })
+                .collect(),
+            numbers: share.to_vec(),
+            latency_ns: vec![100_000; share.len()],
+            fails: None,
+            now_ns: 0,
+            pending: Vec::new(),
+            reads: vec![0; share.len()],
+            first_submit: Arc::clone(&first_submit),
+        }))
+    };
+    let load = ReadLoad {
+        block_bytes: 4096,
+        runtime_ns: 1_000_000_000,
+        seed: 7,
+        cpu_wait: no_cpu_wait,
+    };
+    let err = run_independent_sets(6, 2, &open, &load, &AtomicBool::new(false)).unwrap_err();
+    assert!(err.to_string().contains("drive 1 is gone"), "{err}");
+    assert!(
+        first_submit.lock().unwrap().iter().all(Option::is_none),
+        "a worker read though another's set failed to open"
+    );
+}

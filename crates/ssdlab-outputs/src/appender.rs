@@ -2,14 +2,15 @@
 //! system calls rather than a reading of the manifest and two judgements of the file.
 //!
 //! The first append goes through [`OutputDir::append`], the whole rule: the file is created new, or appended to
-//! only when the manifest proves it ours. The file that append judged is then kept open, with what made it ours:
-//! its inode, its length after our line and its first line. Every later append checks, on the kept descriptor
+//! only when the manifest proves it ours. The file is then opened and kept only if the manifest lists its inode
+//! with the checksum of its first line, as read through the kept descriptor; with it are kept its inode, its
+//! length when judged and its first line. Every later append checks, on the kept descriptor
 //! and the name, that all three still hold (the name still leads to that inode, no one appended to or cut the
 //! file, its first line is the one the manifest accepted) before it writes; a file that fails any of them is let
 //! go and the append goes through the whole rule again, which says why the file is not ours.
 //!
-//! It never keeps a file it did not see judged ours, and never writes to a file whose length differs from the
-//! length its own last line left.
+//! It never keeps a file the manifest does not vouch for, and never writes to a file whose length differs from the
+//! length it had when judged plus the lines appended since.
 
 use std::fs::File;
 use std::io::Write;
@@ -17,7 +18,8 @@ use std::os::unix::fs::FileExt;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::{Kind, OutputDir, OutputError, Status, first_line, io_error, split_name};
+use super::{Kind, OutputDir, OutputError, first_line, io_error, split_name};
+use ssdlab_core::checksum::checksum;
 
 /// Appends lines to one file of an [`OutputDir`] under ssdlab's output rule, keeping the file open between
 /// appends (see the module's documentation).
@@ -101,9 +103,9 @@ impl Appender {
 }
 
 impl Kept {
-    /// Opens `name` (in the directory itself, not below it) and keeps it only if the manifest judges the file at
-    /// the name ours of `kind` and that file is the one opened, with the first line read through the descriptor
-    /// before and after the judgement.
+    /// Opens `name` (in the directory itself, not below it) and keeps it only if the file opened is ours of
+    /// `kind` by the manifest itself (its inode listed, with the checksum of the first line read through the
+    /// descriptor) and the name still leads to it.
     fn judged(dir: &OutputDir, name: &str, kind: Kind) -> Option<Kept> {
         let (None, file_name) = split_name(name)? else {
             return None;
@@ -121,16 +123,23 @@ impl Kept {
             return None;
         }
         let first = read_first_line(&file)?;
-        if dir.status(name).ok()? != Status::Ours(kind) {
-            return None;
-        }
+        // The descriptor's own file judged as the rule judges a name: one of the manifest's versions of `name`
+        // has its inode and its first line (a growing file's versions are known by their first line).
+        let manifest = dir.manifest().ok()?;
+        let entry = manifest.entry(name)?;
+        let sum = checksum(&first);
+        let listed = entry.kind == kind
+            && entry
+                .versions
+                .iter()
+                .any(|v| v.inode == stat.st_ino && v.checksum == sum);
         let named = rustix::fs::statat(&dir.dir, file_name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-        if named.st_ino != stat.st_ino || read_first_line(&file)? != first {
+        if !listed || named.st_ino != stat.st_ino {
             return None;
         }
         Some(Kept {
             inode: stat.st_ino,
-            size_bytes: rustix::fs::fstat(&file).ok()?.st_size as u64,
+            size_bytes: stat.st_size as u64,
             first_line: first,
             file,
         })
@@ -176,6 +185,7 @@ pub(crate) fn read_first_line(file: &File) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Status;
 
     fn json_lines(b: &[u8]) -> bool {
         b.split(|&c| c == b'\n')
@@ -210,6 +220,9 @@ mod tests {
             .unwrap();
         appender.append(b"{\"a\":3}\n", true).unwrap();
         assert_eq!(read(&path), b"{\"a\":1}\n{\"a\":2}\n{\"b\":1}\n{\"a\":3}\n");
+        // Judged again, the file is kept with its new length: the next line goes by the kept descriptor.
+        let kept = appender.kept.as_ref().expect("kept again");
+        assert_eq!(kept.size_bytes, read(&path).len() as u64);
 
         // The first line rewritten in place, same length: not ours, nothing appended, and not kept.
         std::fs::OpenOptions::new()

@@ -1018,7 +1018,7 @@ fn read_regular(dir: impl AsFd, name: &str, max_bytes: u64) -> io::Result<Option
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
     }
     // Sized from the start: a manifest or journal read in growing pieces costs a dozen reads.
-    let mut bytes = Vec::with_capacity((stat.st_size as u64).min(max_bytes) as usize + 1);
+    let mut bytes = Vec::with_capacity((stat.st_size as u64).min(max_bytes).min(1 << 20) as usize + 1);
     File::from(fd).take(max_bytes).read_to_end(&mut bytes)?;
     Ok(Some((bytes, stat.st_ino)))
 }

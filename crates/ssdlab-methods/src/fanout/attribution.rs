@@ -138,34 +138,49 @@ impl<'a> Fleet<'a> {
         if m == 0 || m >= n {
             return None;
         }
+        let mut is_member = vec![false; n];
+        for &i in members {
+            is_member[i] = true;
+        }
+        // The others multiplied and summed directly: the way for a group of more than half the fleet (taking
+        // most of the fleet out of its totals would lose precision, which the power below multiplies), and where
+        // the members' product underflows.
+        let others_directly = |g: usize| -> (f64, f64) {
+            (0..n)
+                .filter(|&i| !is_member[i])
+                .fold((1.0, 0.0), |(product, sum), i| {
+                    (product * self.cdfs[i][g], sum + self.cdfs[i][g])
+                })
+        };
         let cdf: Vec<f64> = (0..self.grid.len())
             .map(|g| {
-                let all = self.all[g];
-                let (mut members_product, mut members_zeros, mut members_sum) = (1.0, 0u32, 0.0);
-                for &i in members {
-                    let p = self.cdfs[i][g];
-                    if p == 0.0 {
-                        members_zeros += 1;
-                    } else {
-                        members_product *= p;
-                    }
-                    members_sum += p;
-                }
-                // The others' product is the whole fleet's without the members'. It underflows to zero only where
-                // the query's CDF is far below any percentile judged.
-                let others_product = if all.zeros > members_zeros {
-                    0.0
-                } else if members_product > f64::MIN_POSITIVE {
-                    all.nonzero_product / members_product
+                let (others_product, others_sum) = if 2 * m > n {
+                    others_directly(g)
                 } else {
-                    // The members' product underflowed (a large cohort of small CDFs): the others are multiplied
-                    // out, as every one of them would be without the totals.
-                    (0..n)
-                        .filter(|i| !members.contains(i))
-                        .map(|i| self.cdfs[i][g])
-                        .product()
+                    let all = self.all[g];
+                    let (mut members_product, mut members_zeros, mut members_sum) = (1.0, 0u32, 0.0);
+                    for &i in members {
+                        let p = self.cdfs[i][g];
+                        if p == 0.0 {
+                            members_zeros += 1;
+                        } else {
+                            members_product *= p;
+                        }
+                        members_sum += p;
+                    }
+                    // The others' product is the whole fleet's without the members'. It underflows to zero only
+                    // where the query's CDF is far below any percentile judged.
+                    if all.zeros > members_zeros {
+                        (0.0, (all.sum - members_sum).max(0.0))
+                    } else if members_product > f64::MIN_POSITIVE {
+                        (
+                            all.nonzero_product / members_product,
+                            (all.sum - members_sum).max(0.0),
+                        )
+                    } else {
+                        others_directly(g)
+                    }
                 };
-                let others_sum = (all.sum - members_sum).max(0.0);
                 others_product * (others_sum / (n - m) as f64).powi(m as i32)
             })
             .collect();
@@ -315,5 +330,52 @@ mod tests {
         assert_eq!(members, vec![vec![1], vec![1, 4], vec![1, 2, 3, 4]]);
         assert_eq!(cohorts[1].name, "data at least 5.0 months old (2 drives)");
         assert!(age_cohorts(&[Some(1.0), None, Some(2.0)]).is_empty());
+    }
+
+    /// A group's what-if from the fleet's totals agrees with multiplying every other drive out, for single drives,
+    /// small groups, groups of most of the fleet, and drives whose CDFs are zero over part of the grid.
+    #[test]
+    fn a_groups_fix_from_the_totals_is_the_others_multiplied_out() {
+        let mut rng = ssdlab_core::rng::Rng::new(5);
+        let n = 40;
+        let dists: Vec<Dist> = (0..n)
+            .map(|d| {
+                let base = 20_000 + 3_000 * (d as u64 % 7);
+                let points: Vec<(u64, f64)> = (0..30)
+                    .map(|_| (base + rng.below(200_000), 1.0 + rng.below(10) as f64))
+                    .collect();
+                Dist::from_points(&points)
+            })
+            .collect();
+        let histograms: Vec<Histogram> = (0..n).map(|_| Histogram::new()).collect();
+        let refs: Vec<&Histogram> = histograms.iter().collect();
+        let names: Vec<String> = (0..n).map(|d| format!("d{d}")).collect();
+        let all: Vec<&Dist> = dists.iter().collect();
+        let query = Dist::max_of(&all);
+        let fleet = Fleet::new(&names, &dists, &refs, &query, &[], n);
+        for members in [
+            vec![3],
+            vec![0, 17],
+            (0..10).collect(),
+            (0..30).collect::<Vec<usize>>(),
+            (1..n).collect(),
+        ] {
+            let fixed = fleet.fixed(&members).unwrap();
+            let m = members.len();
+            let brute: Vec<f64> = (0..fleet.grid.len())
+                .map(|g| {
+                    let others: Vec<f64> = (0..n)
+                        .filter(|i| !members.contains(i))
+                        .map(|i| fleet.cdfs[i][g])
+                        .collect();
+                    let mean = others.iter().sum::<f64>() / others.len() as f64;
+                    others.iter().product::<f64>() * mean.powi(m as i32)
+                })
+                .collect();
+            let want = Dist::on_grid(&fleet.grid, &brute);
+            for p in [50.0, 90.0, 95.0, 99.0, 99.9] {
+                assert_eq!(fixed.percentile(p), want.percentile(p), "{m} members, p{p}");
+            }
+        }
     }
 }

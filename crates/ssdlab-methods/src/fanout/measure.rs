@@ -233,6 +233,8 @@ pub fn run_independent_sets(
 ) -> Result<Vec<DriveReads>, MethodError> {
     let workers = workers.clamp(1, drives.max(1));
     let opened_all = &Barrier::new(workers);
+    // A set that could not open fails the run: the others leave at once instead of reading for nothing.
+    let open_failed = &AtomicBool::new(false);
     let shares: Vec<Vec<usize>> = (0..workers)
         .map(|w| (w..drives).step_by(workers).collect())
         .collect();
@@ -243,8 +245,14 @@ pub fn run_independent_sets(
                 scope.spawn(move || {
                     // Every worker reaches the barrier, whether its set opened or not, so none waits forever.
                     let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| open(share)));
+                    if !matches!(opened, Ok(Ok(_))) {
+                        open_failed.store(true, Ordering::SeqCst);
+                    }
                     opened_all.wait();
                     let mut set = opened.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+                    if open_failed.load(Ordering::SeqCst) {
+                        return Ok(share.iter().map(|_| Windows::new(0).finish(0)).collect());
+                    }
                     read_set(set.as_mut(), load, stop)
                 })
             })

@@ -91,7 +91,6 @@ pub struct StateDir {
     dir: PathBuf,
     _lock: File,
     pub journal: Journal,
-    log: RefreshLogWriter,
 }
 
 /// What the lock file holds: it marks the file as refresh's lock; who holds the lock, /proc/locks says.
@@ -167,17 +166,11 @@ impl StateDir {
             dir: dir.to_path_buf(),
             _lock: lock,
             journal,
-            log: RefreshLogWriter::new(dir),
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.dir
-    }
-
-    /// Records that `id` was rewritten at `unix_s`.
-    pub fn record_refreshed(&mut self, id: FileId, path: &Path, unix_s: f64) -> io::Result<()> {
-        self.log.record(id, path, unix_s)
     }
 }
 
@@ -359,7 +352,7 @@ mod tests {
                     ino: 2,
                     birth: None,
                 };
-                let _ = state.record_refreshed(id, Path::new("/x"), 1.0);
+                let _ = RefreshLogWriter::new(state.path()).record(id, Path::new("/x"), 1.0);
             }
             assert_eq!(std::fs::read(&victim).unwrap(), b"someone's data", "{name}");
             assert!(
@@ -399,8 +392,11 @@ mod tests {
             ino: 2,
             birth: None,
         };
-        let mut state = state;
-        assert!(state.record_refreshed(id, Path::new("/x"), 1.0).is_err());
+        assert!(
+            RefreshLogWriter::new(state.path())
+                .record(id, Path::new("/x"), 1.0)
+                .is_err()
+        );
         assert_eq!(std::fs::read(dir.join(REFRESH_LOG_FILE)).unwrap(), b"my notes\n");
         drop(state);
         let _ = std::fs::remove_dir_all(&dir);
@@ -441,8 +437,10 @@ mod tests {
             RefreshLog::load(&dir).data_age_s(&id, (2000, 0), Some((1000, 0)), now),
             99_000.0
         );
-        let mut state = StateDir::lock(&dir).unwrap();
-        state.record_refreshed(id, Path::new("/x"), 90_000.0).unwrap();
+        let state = StateDir::lock(&dir).unwrap();
+        RefreshLogWriter::new(state.path())
+            .record(id, Path::new("/x"), 90_000.0)
+            .unwrap();
         let log = RefreshLog::load(&dir);
         assert_eq!(log.data_age_s(&id, (2000, 0), Some((1000, 0)), now), 10_000.0);
         // Another inode with the same number (reused) is not the refreshed file.
