@@ -68,6 +68,33 @@ impl DriveSet for ModelSet {
     }
 }
 
+/// A model set of the drives in `share`, drive `i` answering after `latency(i)`, drive `fails` failing its fifth
+/// read, each noting in `first_submit` when its first read was queued.
+fn model_set(
+    share: &[usize],
+    latency: impl Fn(usize) -> u64,
+    fails: Option<usize>,
+    first_submit: &Arc<Mutex<Vec<Option<Instant>>>>,
+) -> Box<dyn DriveSet> {
+    Box::new(ModelSet {
+        infos: share
+            .iter()
+            .map(|&i| {
+                let mut info = MemDevice::new(64 << 20, 1).info().clone();
+                info.target = format!("drive-{i}");
+                info
+            })
+            .collect(),
+        numbers: share.to_vec(),
+        latency_ns: share.iter().map(|&i| latency(i)).collect(),
+        fails,
+        now_ns: 0,
+        pending: Vec::new(),
+        reads: vec![0; share.len()],
+        first_submit: Arc::clone(first_submit),
+    })
+}
+
 #[test]
 fn every_drive_of_every_share_reads_for_the_runtime_and_a_failure_ends_its_drive_alone() {
     let drives = 7;
@@ -78,24 +105,7 @@ fn every_drive_of_every_share_reads_for_the_runtime_and_a_failure_ends_its_drive
             // One worker's set opens late (a slow device among its drives): the others wait for it.
             std::thread::sleep(Duration::from_millis(200));
         }
-        let infos = share
-            .iter()
-            .map(|&i| {
-                let mut info = MemDevice::new(64 << 20, 1).info().clone();
-                info.target = format!("drive-{i}");
-                info
-            })
-            .collect();
-        Ok(Box::new(ModelSet {
-            infos,
-            numbers: share.to_vec(),
-            latency_ns: share.iter().map(|&i| latency(i)).collect(),
-            fails: Some(3),
-            now_ns: 0,
-            pending: Vec::new(),
-            reads: vec![0; share.len()],
-            first_submit: Arc::clone(&first_submit),
-        }))
+        Ok(model_set(share, latency, Some(3), &first_submit))
     };
     let load = ReadLoad {
         block_bytes: 4096,
@@ -155,23 +165,7 @@ fn a_set_that_cannot_open_fails_the_run_and_the_others_read_nothing() {
         if share.contains(&1) {
             return Err(MethodError::Invalid("drive 1 is gone".into()));
         }
-        Ok(Box::new(ModelSet {
-            infos: share
-                .iter()
-                .map(|&i| {
-                    let mut info = MemDevice::new(64 << 20, 1).info().clone();
-                    info.target = format!("drive-{i}");
-                    info
-                })
-                .collect(),
-            numbers: share.to_vec(),
-            latency_ns: vec![100_000; share.len()],
-            fails: None,
-            now_ns: 0,
-            pending: Vec::new(),
-            reads: vec![0; share.len()],
-            first_submit: Arc::clone(&first_submit),
-        }))
+        Ok(model_set(share, |_| 100_000, None, &first_submit))
     };
     let load = ReadLoad {
         block_bytes: 4096,
