@@ -171,6 +171,7 @@ fn add_drives(merged: &mut Merged, shown: &str, host: &str, analysis: &FanoutAna
             data_age_months: drive.data_age_months,
         });
         merged.reads.push(DriveReads {
+            started: None,
             histogram,
             per_second: drive.per_second.clone(),
             runtime_s: analysis.runtime_s,

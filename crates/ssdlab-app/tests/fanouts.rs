@@ -107,6 +107,8 @@ fn the_virtual_fleet_shows_the_field_reports_effect_and_its_fix() {
         ..field_report()
     });
     assert_eq!(now["drives"].as_array().unwrap().len(), 25);
+    // Virtual drives keep their own time: no start spread on the host's clock is claimed for them.
+    assert!(now.get("start_spread_ns").is_none(), "{now}");
     let q = |a: &Value, key: &str| ms(&a["query"]["latency_ns"], key);
     // Six weeks on, the chance that some shard reads very slowly has risen: the query's mean and p95 rise much
     // more than its median (seed 000: "the chances of very poor performance searches rises").

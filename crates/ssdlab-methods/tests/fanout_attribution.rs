@@ -24,6 +24,7 @@ fn drive_reads(seed: u64, slow_ratio: f64) -> DriveReads {
         });
     }
     DriveReads {
+        started: None,
         histogram,
         per_second: vec![],
         runtime_s: 10.0,

@@ -179,6 +179,10 @@ pub struct FanoutAnalysis {
     /// results merged with `--from` (each was read on its own host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reading_threads: Option<u32>,
+    /// How far apart the drives' first reads were submitted, on the host's clock (absent for virtual drives,
+    /// merged results and older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_spread_ns: Option<u64>,
     pub drives: Vec<FanoutDrive>,
     /// The query over the drives given, computed: its CDF is the product of theirs.
     pub query: QueryCase,

@@ -82,6 +82,7 @@ pub fn analyze(
     shape: RunShape,
 ) -> Result<FanoutAnalysis, MethodError> {
     assert_eq!(drives.len(), reads.len(), "one result per drive");
+    let start_spread_ns = super::measure::start_spread_ns(&reads);
     let dists = drive_dists(drives, &reads)?;
     let all: Vec<&Dist> = dists.iter().collect();
     let n = drives.len() as u32;
@@ -111,6 +112,7 @@ pub fn analyze(
         mode: shape.mode,
         runtime_s: shape.runtime_s,
         reading_threads: shape.reading_threads,
+        start_spread_ns,
         drives: drives_out,
         query_cdf: thin(query.points().collect(), CDF_POINTS),
         query: QueryCase {

@@ -69,6 +69,9 @@ pub struct DriveReads {
     pub failure: Option<String>,
     /// How long the drive's thread waited for a CPU while it read (None: not known, or no thread of its own).
     pub host_wait: Option<HostWait>,
+    /// When the drive's first read was submitted, on the host's clock (None for a virtual drive, whose time is its
+    /// own, and for reads saved by another run): the drives' start spread is the largest difference.
+    pub started: Option<std::time::Instant>,
 }
 
 /// Per-second windows of one drive's latencies.
@@ -124,6 +127,7 @@ impl Windows {
             runtime_s: end_ns.saturating_sub(self.start_ns) as f64 / 1e9,
             failure: self.failure,
             host_wait: None,
+            started: None,
         }
     }
 }
@@ -291,6 +295,7 @@ fn read_set(
         _ => no_cpu_wait,
     };
     let waited_before = probe();
+    let started = host_instant(set.infos().first().map_or(ClockKind::Virtual, |i| i.clock));
     let start = set.now_ns();
     let mut windows: Vec<Windows> = offsets.iter().map(|_| Windows::new(start)).collect();
     // Where each drive's read in flight reads, for a failure's message.
@@ -335,6 +340,7 @@ fn read_set(
         .map(|w| {
             let mut reads = w.finish(end);
             reads.host_wait = host_wait;
+            reads.started = started;
             reads
         })
         .collect())
@@ -349,6 +355,7 @@ fn read_alone(
     let mut offsets = Offsets::new(device, load)?;
     let probe = probe_for(device, load);
     let waited_before = probe();
+    let started = host_instant(device.info().clock);
     let start = device.now_ns();
     let mut windows = Windows::new(start);
     let mut done = Vec::with_capacity(1);
@@ -363,7 +370,20 @@ fn read_alone(
     }
     let mut reads = windows.finish(device.now_ns());
     reads.host_wait = waited(waited_before, probe());
+    reads.started = started;
     Ok(reads)
+}
+
+/// Now on the host's clock, for a drive timed on it.
+fn host_instant(clock: ClockKind) -> Option<std::time::Instant> {
+    (clock == ClockKind::Real).then(std::time::Instant::now)
+}
+
+/// How far apart the drives' first reads were submitted, in nanoseconds; None unless every drive says when.
+pub fn start_spread_ns(reads: &[DriveReads]) -> Option<u64> {
+    let starts: Vec<std::time::Instant> = reads.iter().map(|r| r.started).collect::<Option<_>>()?;
+    let (first, last) = (starts.iter().min()?, starts.iter().max()?);
+    Some(last.duration_since(*first).as_nanos() as u64)
 }
 
 /// One read, waited for: Ok((completed ns, latency ns)), or the read's failure in words. A device that does not
@@ -535,6 +555,7 @@ impl Synchronized {
             wait_ns: 0,
             scheduled: 0,
         });
+        let mut started = None;
         let start = device.now_ns();
         let mut windows = Windows::new(start);
         let mut done = Vec::with_capacity(1);
@@ -544,6 +565,9 @@ impl Synchronized {
             self.barrier.wait();
             if self.finished.load(Ordering::SeqCst) {
                 break;
+            }
+            if started.is_none() {
+                started = host_instant(device.info().clock);
             }
             let before = probe();
             let read = read_once(device.as_mut(), &mut offsets, load, &mut done);
@@ -566,6 +590,7 @@ impl Synchronized {
             None => {
                 let mut reads = windows.finish(device.now_ns());
                 reads.host_wait = host_wait;
+                reads.started = started;
                 Ok(reads)
             }
         }

@@ -76,6 +76,13 @@ fn latency_header() -> String {
 /// the rarer percentiles still need, and the stragglers.
 pub fn fanout_lines(a: &FanoutAnalysis) -> Vec<String> {
     let mut out = drive_lines(a);
+    if let Some(spread) = a.start_spread_ns {
+        say!(
+            out,
+            "start     every drive's first read was submitted within {} of the others'",
+            ssdlab_core::units::Nanos(spread as f64)
+        );
+    }
     out.extend(query_lines(a));
     for note in &a.notes {
         say!(out, "note      {note}");

@@ -110,6 +110,9 @@ fn a_fanout_of_many_more_drives_than_cpus_reads_them_from_a_worker_per_cpu() {
     );
     let analysis = &result["analysis"];
     assert_eq!(analysis["reading_threads"].as_u64(), Some(cpus as u64));
+    // How far apart the drives started is measured on the host's clock and recorded (its size is the host's).
+    assert!(analysis["start_spread_ns"].as_u64().is_some(), "{analysis}");
+    assert!(stderr(&out).contains("start     every drive's first read was submitted within"));
     let drives_read = analysis["drives"].as_array().unwrap();
     assert_eq!(drives_read.len(), drives);
     for d in drives_read {
