@@ -11,10 +11,10 @@ use std::io;
 use std::os::fd::AsRawFd;
 
 use io_uring::{IoUring, opcode, types};
-use ssdlab_core::device::{DeviceError, DeviceInfo, DeviceResult, DriveCompletion, DriveSet};
+use ssdlab_core::device::{DeviceError, DeviceInfo, DeviceResult, DriveCompletion, DriveSet, Io, Op};
 
 use crate::buffers::BufferPool;
-use crate::common::{Backing, RealClock, Sibling};
+use crate::common::{Backing, RealClock, Sibling, Slots};
 
 /// The drives of one worker, read through one ring.
 pub struct ManyReads {
@@ -24,9 +24,8 @@ pub struct ManyReads {
     ring: IoUring,
     buffers: BufferPool,
     block_bytes: usize,
-    submitted_ns: Vec<u64>,
-    busy: Vec<bool>,
-    in_flight: usize,
+    /// A slot a drive: its read in flight and when it was submitted.
+    slots: Slots,
     clock: RealClock,
 }
 
@@ -64,9 +63,7 @@ impl ManyReads {
             ring,
             buffers: BufferPool::new(drives as u32, block_bytes, align),
             block_bytes,
-            submitted_ns: vec![0; drives],
-            busy: vec![false; drives],
-            in_flight: 0,
+            slots: Slots::new(drives as u32),
             clock,
         })
     }
@@ -76,17 +73,13 @@ impl ManyReads {
         let now = self.clock.now_ns();
         let mut got = 0;
         for cqe in self.ring.completion() {
-            let drive = cqe.user_data() as usize;
-            assert!(
-                drive < self.busy.len() && self.busy[drive],
-                "a completion for drive {drive}, which has no read in flight"
-            );
-            self.busy[drive] = false;
-            self.in_flight -= 1;
+            let done = self
+                .slots
+                .finish(cqe.user_data() as u32, i64::from(cqe.result()), now);
             out.push(DriveCompletion {
-                drive,
-                result: i64::from(cqe.result()),
-                submitted_ns: self.submitted_ns[drive],
+                drive: done.slot as usize,
+                result: done.result,
+                submitted_ns: done.submitted_ns,
                 completed_ns: now,
             });
             got += 1;
@@ -101,17 +94,15 @@ impl DriveSet for ManyReads {
     }
 
     fn read(&mut self, drive: usize, offset: u64, len: u64) -> DeviceResult<()> {
-        if drive >= self.busy.len() || self.busy[drive] {
-            return Err(DeviceError::Invalid(format!(
-                "drive {drive} of the set has a read in flight, or is not in it"
-            )));
-        }
-        if len as usize > self.block_bytes {
-            return Err(DeviceError::Invalid(format!(
-                "a {len}-byte read into a {}-byte buffer",
-                self.block_bytes
-            )));
-        }
+        let io = Io {
+            op: Op::Read,
+            offset,
+            len,
+            slot: drive as u32,
+            tag: 0,
+        };
+        // The drive is in the set, has no read in flight, and the read fits its buffer.
+        self.slots.check(&io, self.block_bytes)?;
         let entry = opcode::Read::new(
             types::Fd(self.backings[drive].file.as_raw_fd()),
             self.buffers.ptr(drive as u32),
@@ -121,21 +112,19 @@ impl DriveSet for ManyReads {
         .build()
         .user_data(drive as u64);
         // SAFETY: the buffer is the drive's own slot, which lives as long as `self` and is not read or written
-        // by us until its completion is collected (`busy` stays set until then; drop waits for it), and the
+        // by us until its completion is collected (the slot stays busy until then; drop waits for it), and the
         // descriptor is kept open in `backings` as long as `self`.
         let pushed = unsafe { self.ring.submission().push(&entry) };
         if pushed.is_err() {
             // The ring holds an entry per drive: a full queue means a read already queued for each.
             return Err(DeviceError::Invalid("the drive set's queue is full".into()));
         }
-        self.busy[drive] = true;
-        self.in_flight += 1;
-        self.submitted_ns[drive] = self.clock.now_ns();
+        self.slots.start(&io, self.clock.now_ns());
         Ok(())
     }
 
     fn wait(&mut self, out: &mut Vec<DriveCompletion>) -> DeviceResult<()> {
-        if self.in_flight == 0 {
+        if self.slots.in_flight() == 0 {
             return Ok(());
         }
         loop {
@@ -151,7 +140,7 @@ impl DriveSet for ManyReads {
     }
 
     fn in_flight(&self) -> usize {
-        self.in_flight
+        self.slots.in_flight()
     }
 
     fn now_ns(&self) -> u64 {
@@ -163,7 +152,7 @@ impl Drop for ManyReads {
     fn drop(&mut self) {
         // The kernel may still be filling buffers: they are freed only once every read is back.
         let mut done = Vec::new();
-        while self.in_flight > 0 {
+        while self.slots.in_flight() > 0 {
             done.clear();
             if self.wait(&mut done).is_err() {
                 // A ring that cannot be entered any more: leak the buffers rather than free them under the kernel.

@@ -95,7 +95,7 @@ pub struct AttribWatch {
 enum On {
     Shared(i32),
     /// A second live watch of one inode: the shared instance would give it the first one's descriptor.
-    Own(Shared),
+    Own(Shared, i32),
 }
 
 const WATCHED: rustix::fs::inotify::WatchFlags =
@@ -123,10 +123,13 @@ impl AttribWatch {
                 let fd = inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC)?;
                 let wd = inotify::add_watch(&fd, path, WATCHED)?;
                 Ok(AttribWatch {
-                    on: On::Own(Shared {
-                        fd,
-                        pending: HashMap::from([(wd, Changes::default())]),
-                    }),
+                    on: On::Own(
+                        Shared {
+                            fd,
+                            pending: HashMap::from([(wd, Changes::default())]),
+                        },
+                        wd,
+                    ),
                 })
             }
             Err(e) => Err(e.into()),
@@ -136,17 +139,14 @@ impl AttribWatch {
     /// What changed since the last call (or since the watch began), consuming the events. A queue overflow or
     /// the watch's removal counts as an attribute change: the watch can no longer vouch.
     pub fn changed(&mut self) -> io::Result<Changes> {
-        let take = |instance: &mut Shared, wd: Option<i32>| -> io::Result<Changes> {
+        let take = |instance: &mut Shared, wd: i32| -> io::Result<Changes> {
             instance.drain()?;
-            let changes = match wd {
-                Some(wd) => instance.pending.get_mut(&wd),
-                None => instance.pending.values_mut().next(),
-            };
-            Ok(std::mem::take(changes.expect("a live watch has its entry")))
+            let changes = instance.pending.get_mut(&wd).expect("a live watch has its entry");
+            Ok(std::mem::take(changes))
         };
         match &mut self.on {
-            On::Shared(wd) => take(&mut *shared()?, Some(*wd)),
-            On::Own(own) => take(own, None),
+            On::Shared(wd) => take(&mut *shared()?, *wd),
+            On::Own(own, wd) => take(own, *wd),
         }
     }
 }
@@ -228,7 +228,7 @@ mod tests {
         // A second watch of the same inode has an instance of its own: both see a change, and dropping one leaves
         // the other watching.
         let mut again_b = AttribWatch::new(&c(&b)).unwrap();
-        assert!(matches!(again_b.on, On::Own(_)));
+        assert!(matches!(again_b.on, On::Own(..)));
         std::fs::set_permissions(&b, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert!(again_b.changed().unwrap().attributes);
         drop(again_b);

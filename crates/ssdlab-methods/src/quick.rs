@@ -368,17 +368,22 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_nvme_set_runs_sixteen_submitters_of_thirty_two() {
-        let mut device = MemDevice::new(64 << 20, 100_000);
-        let mut watch = Watch(Vec::new(), Vec::new());
-        let options = QuickOptions {
+    /// The NVMe set once, 20 ms a case, over 16 MiB.
+    fn nvme_options() -> QuickOptions {
+        QuickOptions {
             repeats: 1,
             runtime_ns: 20_000_000,
             span_bytes: 16 << 20,
             keep: false,
             profile: QuickProfile::Nvme,
-        };
+        }
+    }
+
+    #[test]
+    fn the_nvme_set_runs_sixteen_submitters_of_thirty_two() {
+        let mut device = MemDevice::new(64 << 20, 100_000);
+        let mut watch = Watch(Vec::new(), Vec::new());
+        let options = nvme_options();
         let outcome = quick(Session::new(&mut device, &mut watch, 1), &options).unwrap();
         let Analysis::Quick(m) = &outcome.analysis else {
             panic!("a quick analysis")
@@ -425,13 +430,7 @@ mod tests {
         };
         let mut device = MemDevice::new(64 << 20, 100_000);
         let mut watch = Watch(Vec::new(), Vec::new());
-        let options = QuickOptions {
-            repeats: 1,
-            runtime_ns: 20_000_000,
-            span_bytes: 16 << 20,
-            keep: false,
-            profile: QuickProfile::Nvme,
-        };
+        let options = nvme_options();
         let session = Session::new(&mut device, &mut watch, 1).with_job_threads(Some(&threads));
         let outcome = quick(session, &options).unwrap();
         assert_eq!(
