@@ -380,6 +380,22 @@ pub trait Device {
         None
     }
 
+    /// The descriptor whose page cache this device's reads are, when they are exactly that: a file opened
+    /// without O_DIRECT and kept in the page cache (`file:PATH?cache=page`), every byte below the capacity at
+    /// the same offset in the file, with nothing of the device's own in between (no cache, no fault
+    /// injection, no virtual drive). A reader may then take completed writes' data straight from the page
+    /// cache (an NBD export sends it with sendfile, without a copy through a slot's buffer). None otherwise,
+    /// which is always safe.
+    fn page_cache(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        None
+    }
+
+    /// Whether a read of `[offset, offset + len)` would find every byte in [`Device::page_cache`] now, without
+    /// waiting for the medium. False where the device has no page cache or cannot tell, which is always safe.
+    fn page_cache_holds(&self, _offset: u64, _len: u64) -> bool {
+        false
+    }
+
     /// Submits one operation with nothing else in flight and waits for it (the methods' occasional direct reads,
     /// discards and flushes; never the runner's hot loop). Returns its completion, whatever its result.
     fn complete(&mut self, io: Io) -> DeviceResult<Completion> {
@@ -444,6 +460,12 @@ impl<D: Device + ?Sized> Device for Box<D> {
     }
     fn cache_stats(&self) -> Option<crate::schema::CacheStats> {
         (**self).cache_stats()
+    }
+    fn page_cache(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        (**self).page_cache()
+    }
+    fn page_cache_holds(&self, offset: u64, len: u64) -> bool {
+        (**self).page_cache_holds(offset, len)
     }
     fn complete(&mut self, io: Io) -> DeviceResult<Completion> {
         (**self).complete(io)

@@ -9,7 +9,8 @@ use std::os::unix::fs::FileExt;
 use ssdlab_core::device::{Completion, Device, DeviceError, DeviceInfo, DeviceResult, Extent, Io, Op};
 
 use crate::common::{
-    Backing, Done, EXTENTS_PER_QUERY, RealClock, Sibling, SlotBuffers, completion_result, run_sync_op,
+    Backing, Caching, Done, EXTENTS_PER_QUERY, RealClock, Sibling, SlotBuffers, completion_result,
+    run_sync_op,
 };
 
 pub struct PsyncDevice {
@@ -158,6 +159,18 @@ impl Device for PsyncDevice {
 
     fn in_flight(&self) -> usize {
         self.slots.slots.in_flight()
+    }
+
+    /// The file's own descriptor when the page cache is kept (`cache=page`): every read is a read of it.
+    fn page_cache(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd;
+        (self.backing.caching == Caching::Kept).then(|| self.backing.file.as_fd())
+    }
+
+    fn page_cache_holds(&self, offset: u64, len: u64) -> bool {
+        use std::os::fd::AsFd;
+        self.backing.caching == Caching::Kept
+            && crate::sys::page_cache_holds(self.backing.file.as_fd(), offset, len)
     }
 
     fn extents(&mut self, offset: u64, len: u64, out: &mut Vec<Extent>) -> DeviceResult<()> {

@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -126,6 +126,70 @@ pub fn drop_cache(file: &File, offset: u64, len: u64) -> io::Result<()> {
         len,
         rustix::fs::Advice::DontNeed,
     )?)
+}
+
+/// Whether the page cache holds every page of `[offset, offset + len)` of `file` now, so a read of it would
+/// not wait for the medium (cachestat, Linux 6.5+). False where the kernel cannot say (an older kernel, an
+/// architecture whose call number is not known here): the caller then reads through the device as before.
+pub fn page_cache_holds(file: BorrowedFd<'_>, offset: u64, len: u64) -> bool {
+    // cachestat's number in the x86_64 table and in the generic one (arm64, riscv64).
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64"))]
+    const SYS_CACHESTAT: Option<libc::c_long> = Some(451);
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")))]
+    const SYS_CACHESTAT: Option<libc::c_long> = None;
+    #[repr(C)]
+    struct Range {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Stat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    let Some(number) = SYS_CACHESTAT else {
+        return false;
+    };
+    if len == 0 {
+        return true;
+    }
+    let page = rustix::param::page_size() as u64;
+    let pages = (offset + len).div_ceil(page) - offset / page;
+    let range = Range { off: offset, len };
+    let mut stat = Stat::default();
+    // SAFETY: cachestat reads the range and writes the stat, both live locals of the C layout the kernel
+    // expects (struct cachestat_range, struct cachestat), and keeps neither pointer after the call.
+    let got = unsafe {
+        libc::syscall(
+            number,
+            file.as_raw_fd(),
+            &range as *const Range,
+            &mut stat as *mut Stat,
+            0u32,
+        )
+    };
+    if got != 0 || stat.nr_cache < pages {
+        return false;
+    }
+    // cachestat counts pages that are present, and a page read ahead is present before its data arrives: a
+    // read of it would wait for the medium after all. One byte at each end, asked of the cache alone
+    // (RWF_NOWAIT fails rather than wait for a page that is not up to date yet), tells a range whose read
+    // ahead has landed from one still on its way (read ahead fills a range from its start, in one request or a
+    // few in order).
+    [offset, offset + len - 1].iter().all(|&at| {
+        let mut byte = 0u8;
+        let iov = libc::iovec {
+            iov_base: (&mut byte as *mut u8).cast(),
+            iov_len: 1,
+        };
+        // SAFETY: one iovec over a live local byte; preadv2 is synchronous and keeps no pointer.
+        let read = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, at as libc::off_t, libc::RWF_NOWAIT) };
+        read == 1
+    })
 }
 
 /// statx: `path` relative to the directory descriptor `dirfd` (rustix's CWD for the working directory; an empty
@@ -470,4 +534,39 @@ pub fn pid_namespace_depth() -> usize {
                 .map(|ids| ids.split_whitespace().count())
         })
         .unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn the_page_cache_holds_a_range_read_in_and_not_once_it_is_dropped() {
+        // On /var/tmp, a disk: tmpfs would hold every page whatever is dropped.
+        let mut file = tempfile::tempfile_in("/var/tmp").unwrap();
+        // 8 MiB: more than the read ahead of a 256 KiB read brings in.
+        file.write_all(&vec![7u8; 8 << 20]).unwrap();
+        file.sync_all().unwrap();
+        drop_cache(&file, 0, 0).unwrap();
+        assert!(
+            !page_cache_holds(file.as_fd(), 0, 8 << 20),
+            "the range was dropped"
+        );
+        let mut back = vec![0u8; 256 << 10];
+        std::os::unix::fs::FileExt::read_exact_at(&file, &mut back, 4096).unwrap();
+        assert!(
+            page_cache_holds(file.as_fd(), 4096, 256 << 10),
+            "the range was just read"
+        );
+        assert!(
+            page_cache_holds(file.as_fd(), 4096 + 100, 1000),
+            "inside the range, unaligned"
+        );
+        assert!(
+            !page_cache_holds(file.as_fd(), 0, 8 << 20),
+            "most of the file is still out"
+        );
+    }
 }

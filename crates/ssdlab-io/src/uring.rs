@@ -669,6 +669,18 @@ impl Device for UringDevice {
         self.slots.slots.in_flight()
     }
 
+    /// The file's own descriptor when the page cache is kept (`cache=page`): every read is a read of it.
+    fn page_cache(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd;
+        (self.backing.caching == Caching::Kept).then(|| self.backing.file.as_fd())
+    }
+
+    fn page_cache_holds(&self, offset: u64, len: u64) -> bool {
+        use std::os::fd::AsFd;
+        self.backing.caching == Caching::Kept
+            && crate::sys::page_cache_holds(self.backing.file.as_fd(), offset, len)
+    }
+
     fn extents(&mut self, offset: u64, len: u64, out: &mut Vec<Extent>) -> DeviceResult<()> {
         self.backing
             .extents(offset, len, EXTENTS_PER_QUERY, out)

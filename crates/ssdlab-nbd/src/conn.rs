@@ -12,6 +12,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 
 use crate::negotiation::Negotiation;
+use crate::output::{Output, SendError};
 use crate::protocol::{Negotiated, REQUEST_BYTES, Request};
 
 /// A connection stops taking requests while this many bytes are owed to it (replies not yet sent, read data
@@ -75,9 +76,11 @@ pub struct Conn {
     pub phase: Phase,
     /// Bytes received and not yet used.
     pub inbuf: Vec<u8>,
-    /// Bytes to send, from `out_at` on.
-    pub outbuf: Vec<u8>,
-    pub out_at: usize,
+    /// What is owed to the client and not yet sent, in order.
+    pub out: Output,
+    /// Why the page-cache file could not give a reply's bytes, which ended the connection (the server counts
+    /// it as a device error when it closes the connection).
+    pub source_error: Option<io::Error>,
     /// Requests of this connection the server holds (at the device, or waiting for it).
     pub in_flight: usize,
     /// Bytes the requests in flight will add to the output (reads) or hold meanwhile (write data).
@@ -108,8 +111,8 @@ impl Conn {
             stream,
             phase,
             inbuf: Vec::new(),
-            outbuf,
-            out_at: 0,
+            out: Output::new(outbuf),
+            source_error: None,
             in_flight: 0,
             owed: 0,
             skip: 0,
@@ -131,7 +134,7 @@ impl Conn {
     }
 
     pub fn pending_output(&self) -> usize {
-        self.outbuf.len() - self.out_at
+        self.out.pending()
     }
 
     /// What the connection is owed or holds: replies not sent, and what its requests in flight will add.
@@ -213,25 +216,18 @@ impl Conn {
         }
     }
 
-    /// Sends what the socket takes now.
-    pub fn write_out(&mut self) {
-        while self.out_at < self.outbuf.len() && !self.dead && !self.gone {
-            match self.stream.write(&self.outbuf[self.out_at..]) {
-                Ok(n) => self.out_at += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => self.hang_up(),
-            }
+    /// Sends what the socket takes now; `source` is the export's page-cache file, if its reads are that.
+    pub fn write_out(&mut self, source: Option<BorrowedFd<'_>>) {
+        if self.dead || self.gone {
+            return;
         }
-        if self.out_at == self.outbuf.len() {
-            self.outbuf.clear();
-            self.out_at = 0;
-            if self.outbuf.capacity() > SHRINK_ABOVE_BYTES {
-                self.outbuf = Vec::new();
+        match self.out.send(&mut self.stream, source) {
+            Ok(()) => {}
+            Err(SendError::Gone) => self.hang_up(),
+            Err(SendError::Source(e)) => {
+                self.source_error = Some(e);
+                self.kill();
             }
-        } else if self.out_at > SHRINK_ABOVE_BYTES && self.out_at * 2 > self.outbuf.len() {
-            self.outbuf.drain(..self.out_at);
-            self.out_at = 0;
         }
     }
 
@@ -243,8 +239,7 @@ impl Conn {
     /// The client can no longer receive: what is owed to it is dropped.
     pub fn hang_up(&mut self) {
         self.gone = true;
-        self.outbuf = Vec::new();
-        self.out_at = 0;
+        self.out.clear();
     }
 
     /// Uses the first `n` bytes of input; gives a large buffer back once it is empty.
@@ -260,8 +255,7 @@ impl Conn {
         self.dead = true;
         self.read_closed = true;
         self.inbuf = Vec::new();
-        self.outbuf = Vec::new();
-        self.out_at = 0;
+        self.out.clear();
         self.skip = 0;
     }
 

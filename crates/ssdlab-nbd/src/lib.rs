@@ -15,6 +15,7 @@ pub mod client;
 mod conn;
 mod job;
 pub mod negotiation;
+mod output;
 pub mod protocol;
 pub mod server;
 pub mod status;

@@ -6,7 +6,8 @@
 //! partial request a client left. It must never block on one client: sockets are non-blocking, the loop's cost
 //! follows the sockets that are ready (epoll), not the connections open, and a client that sends slowly, sends
 //! nothing or reads nothing holds up only itself. The transmission phase (requests into device work and
-//! replies) is [`crate::transmission`]'s.
+//! replies) is [`crate::transmission`]'s; what a connection is owed, and its sending (bytes, or ranges sent
+//! from the export's page cache), is `output`'s.
 //!
 //! While the device has operations in flight the loop alternates a zero-timeout wait on the sockets with a
 //! short reap (each turn first turns the requests that arrived into device work, so the reap sees them); while
@@ -149,6 +150,9 @@ pub(crate) struct Server<'a, D: Device> {
     pub device_block: u64,
     /// The largest device operation: a slot's buffer.
     pub chunk: u64,
+    /// A duplicate of the descriptor whose page cache the device's reads are ([`Device::page_cache`]): a read's
+    /// reply then sends its bytes from there (see `output`) rather than copying them out of the slot.
+    pub page_cache: Option<OwnedFd>,
     max_connections: usize,
     /// See [`ServeOptions::poll_after_reply`]; zero on a single CPU.
     poll_after_reply: Duration,
@@ -204,7 +208,13 @@ pub fn serve<D: Device>(
     let max_payload = MAX_PAYLOAD_BYTES.min(u32::try_from(info.max_transfer_bytes).unwrap_or(u32::MAX));
     let chunk = u64::from(max_payload) / block * block;
     device.prepare(options.slots, max_payload as usize)?;
+    let page_cache = device
+        .page_cache()
+        .map(|fd| fd.try_clone_to_owned())
+        .transpose()
+        .map_err(io_error("duplicating the export's file descriptor"))?;
     let mut server = Server {
+        page_cache,
         export: export_info(&info, options, max_payload),
         device,
         read_only: options.read_only,
@@ -477,7 +487,10 @@ impl<D: Device> Server<'_, D> {
             }
             self.conns[i] = Some(conn);
             // The greeting fits any socket buffer: it goes now, not a turn later.
-            self.conns[i].as_mut().expect("just set").write_out();
+            self.conns[i]
+                .as_mut()
+                .expect("just set")
+                .write_out(self.page_cache.as_ref().map(AsFd::as_fd));
             self.open += 1;
             self.deadlines.push_back((deadline, i, self.generations[i]));
             self.touch(i);
@@ -497,7 +510,7 @@ impl<D: Device> Server<'_, D> {
             conn.read_rest(&mut self.read_chunk, max_request + READ_CHUNK);
         } else {
             if flags.contains(epoll::EventFlags::OUT) {
-                conn.write_out();
+                conn.write_out(self.page_cache.as_ref().map(AsFd::as_fd));
             }
             if flags.contains(epoll::EventFlags::IN) {
                 conn.read_in(&mut self.read_chunk, max_request);
@@ -556,7 +569,7 @@ impl<D: Device> Server<'_, D> {
         if conn.dead {
             return;
         }
-        match negotiation.advance(&self.export, &conn.inbuf, &mut conn.outbuf) {
+        match negotiation.advance(&self.export, &conn.inbuf, conn.out.bytes()) {
             Ok((used, outcome)) => {
                 conn.consume(used);
                 match outcome {
@@ -580,7 +593,7 @@ impl<D: Device> Server<'_, D> {
                 conn.kill();
             }
         }
-        conn.write_out();
+        conn.write_out(self.page_cache.as_ref().map(AsFd::as_fd));
     }
 
     /// Gives freed device slots to the connections that waited for one, in the order they asked.
@@ -611,7 +624,7 @@ impl<D: Device> Server<'_, D> {
                 // while parsing are sent by their callers): a send there could empty a backlog that had just held a
                 // request back, leaving the socket watched for nothing and the request untaken.
                 if conn.pending_output() > 0 {
-                    conn.write_out();
+                    conn.write_out(self.page_cache.as_ref().map(AsFd::as_fd));
                 }
             }
             if matches!(
@@ -672,6 +685,12 @@ impl<D: Device> Server<'_, D> {
 
     fn close(&mut self, i: usize, listener: Option<&Listener>) {
         let conn = self.conns[i].take().expect("an open connection closes");
+        if conn.source_error.is_some() {
+            // A reply's bytes could not be read from the exported file after its header went: the client lost
+            // the connection over the device's failure.
+            self.stats.errors += 1;
+            *self.stats.device_errors.get_or_insert(0) += 1;
+        }
         if conn.watching.is_some() {
             let _ = epoll::delete(&self.epoll, conn.stream.fd());
         }

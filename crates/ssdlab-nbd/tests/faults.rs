@@ -6,115 +6,18 @@
 // A test reads as one story; the 80-line rule is for production code.
 #![allow(clippy::too_many_lines)]
 
-use std::os::linux::net::SocketAddrExt;
-use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+mod common;
+
 use std::time::Duration;
 
+use common::{Client, with_server};
 use ssdlab_cache::{CacheConfig, CachedDevice};
-use ssdlab_core::device::{Device, Op};
+use ssdlab_core::device::Op;
 use ssdlab_core::target::CacheMode;
 use ssdlab_nbd::protocol;
-use ssdlab_nbd::server::ServeError;
-use ssdlab_nbd::{Listener, ServeOptions, ServeStats, serve};
 use ssdlab_testdev::{Fault, FaultDevice, MemDevice, MemOptions, Rule, Service, Switch};
 
 const KIB: u64 = 1024;
-
-/// The crate's client with the test's habits: a hang guard, and a panic for a broken connection.
-struct Client {
-    inner: ssdlab_nbd::client::Client,
-    size: u64,
-}
-
-/// A reply: the NBD error (0 for success) and, for a successful read, its data.
-type Reply = ssdlab_nbd::client::Reply;
-
-impl Client {
-    fn connect(addr: &SocketAddr) -> Client {
-        // A hang guard only: every reply here comes in milliseconds.
-        Client::connect_waiting(addr, Duration::from_secs(60))
-    }
-
-    /// Connected, with `patience` for each reply before the test fails.
-    fn connect_waiting(addr: &SocketAddr, patience: Duration) -> Client {
-        let stream = UnixStream::connect_addr(addr).expect("the server listens");
-        stream.set_read_timeout(Some(patience)).unwrap();
-        let inner = ssdlab_nbd::client::Client::handshake(stream).expect("the handshake");
-        Client {
-            size: inner.size_bytes(),
-            inner,
-        }
-    }
-
-    fn send(&mut self, command: u16, flags: u16, offset: u64, length: u32, payload: &[u8]) -> u64 {
-        self.inner.send(command, flags, offset, length, payload).unwrap()
-    }
-
-    fn reply(&mut self, cookie: u64, read_len: usize) -> Reply {
-        self.inner.reply(cookie, read_len).unwrap()
-    }
-
-    fn read(&mut self, offset: u64, len: u64) -> Reply {
-        self.inner.read(offset, len as u32).unwrap()
-    }
-
-    fn write(&mut self, offset: u64, data: &[u8], flags: u16) -> u32 {
-        self.inner.write(offset, data, flags).unwrap()
-    }
-
-    fn flush(&mut self) -> u32 {
-        self.inner.flush().unwrap()
-    }
-
-    fn disconnect(self) {
-        self.inner.disconnect().unwrap();
-    }
-}
-
-/// Sets the stop flag when dropped, so a client that panics still lets the server return.
-struct StopOnDrop<'a>(&'a AtomicBool);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
-
-/// Serves `device` on a fresh abstract socket while `clients` runs on its own thread, then stops the server;
-/// returns what `serve` returned. A client's panic is the test's.
-fn with_server<D: Device>(
-    device: &mut D,
-    clients: impl FnOnce(&SocketAddr) + Send,
-) -> Result<ServeStats, ServeError> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let name = format!(
-        "ssdlab-nbd-faults-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    );
-    let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
-    let listener = UnixListener::bind_addr(&addr).unwrap();
-    let stop = AtomicBool::new(false);
-    let options = ServeOptions {
-        export_name: "faulty".into(),
-        read_only: false,
-        slots: 4,
-        max_connections: 8,
-        poll_after_reply: std::time::Duration::from_micros(15),
-    };
-    std::thread::scope(|scope| {
-        let client = scope.spawn(|| {
-            let _stop = StopOnDrop(&stop);
-            clients(&addr);
-        });
-        let served = serve(device, Listener::Unix(listener), &options, &stop, |_| {});
-        if let Err(panic) = client.join() {
-            std::panic::resume_unwind(panic);
-        }
-        served
-    })
-}
 
 /// A 1 MiB memory disk with a volatile cache, 10 µs per operation and 64 KiB transfers (so larger requests go
 /// in chunks), under the faults of `rules`.

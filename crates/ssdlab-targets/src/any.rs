@@ -104,6 +104,12 @@ impl Device for AnyDevice {
     fn cache_stats(&self) -> Option<CacheStats> {
         each!(self, d => d.cache_stats())
     }
+    fn page_cache(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        each!(self, d => d.page_cache())
+    }
+    fn page_cache_holds(&self, offset: u64, len: u64) -> bool {
+        each!(self, d => d.page_cache_holds(offset, len))
+    }
     fn extents(&mut self, offset: u64, len: u64, out: &mut Vec<Extent>) -> DeviceResult<()> {
         each!(self, d => d.extents(offset, len, out))
     }

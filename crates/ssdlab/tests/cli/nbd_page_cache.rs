@@ -133,3 +133,54 @@ fn a_page_cache_export_answers_flush_and_fua_only_once_nothing_is_dirty() {
         "the oracle no longer catches nbdkit discarding FLUSH and FUA: {rounds:?}"
     );
 }
+
+/// Copies the whole export into `to`: with nbdcopy (structured replies, four connections, 256 KiB requests), or
+/// with libnbd from Python asking for simple replies (1 MiB requests, one at a time).
+fn copy_out(uri: &str, to: &Path, simple: bool) {
+    let out = if simple {
+        let script = "import nbd, sys\n\
+            h = nbd.NBD(); h.set_request_structured_replies(False); h.connect_uri(sys.argv[1])\n\
+            size = h.get_size(); out = open(sys.argv[2], 'wb'); at = 0\n\
+            while at < size:\n    n = min(1 << 20, size - at); out.write(h.pread(n, at)); at += n\n";
+        tool("/usr/bin/python3", &["-c", script, uri, to.to_str().unwrap()])
+    } else {
+        tool("nbdcopy", &[uri, to.to_str().unwrap()])
+    };
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn large_reads_of_a_page_cache_export_are_the_images_bytes_cold_and_warm_with_either_reply() {
+    // On disk, not tmpfs, so the image's pages can be dropped and its first reads go through the device.
+    let dir = tempfile::Builder::new()
+        .prefix("ssdlab-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let image = dir.path().join("page.img");
+    crate::nbd::random_file(&image, 24 << 20, 5);
+    let expected = std::fs::read(&image).unwrap();
+    let server = Server::start(&format!("file:{}?cache=page", image.display()), &[]);
+    for (round, simple) in [(0, false), (1, false), (2, true), (3, true)] {
+        if round % 2 == 0 {
+            // Written back, then dropped from the page cache: cold.
+            sh("sync", &[]);
+            sh(
+                "dd",
+                &[
+                    &format!("if={}", image.display()),
+                    "iflag=nocache",
+                    "count=0",
+                    "status=none",
+                ],
+            );
+        }
+        let copy = dir.path().join(format!("copy-{round}.img"));
+        copy_out(&server.uri, &copy, simple);
+        assert!(
+            std::fs::read(&copy).unwrap() == expected,
+            "round {round} (simple replies: {simple}) read other bytes than the image's"
+        );
+    }
+    let (code, stderr) = server.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+}
