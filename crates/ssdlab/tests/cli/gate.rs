@@ -234,7 +234,7 @@ impl Stacked {
 
 impl Drop for Stacked {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.path).output();
+        unmount(&self.path);
         let _ = Command::new("losetup").args(["-d", &self.path]).output();
     }
 }
@@ -410,7 +410,7 @@ fn a_sibling_loop_device_over_a_hard_link_or_a_bind_mount_is_found_by_inode() {
     struct Unmount(PathBuf);
     impl Drop for Unmount {
         fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).output();
+            unmount(&self.0);
         }
     }
     let _bind_guard = Unmount(bind.path().to_path_buf());
@@ -523,7 +523,7 @@ fn mount_attempts(device: &str, child: &mut std::process::Child, tries: u32) -> 
             .unwrap();
         if out.status.success() {
             mounted += 1;
-            let _ = Command::new("umount").arg(dir.path()).output();
+            unmount(dir.path());
         }
     }
     (made, mounted)
@@ -1145,7 +1145,7 @@ fn an_active_swap_file_is_never_written() {
     struct Unmount(PathBuf);
     impl Drop for Unmount {
         fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).output();
+            unmount(&self.0);
         }
     }
     let shadow = Unmount(swap.clone());
@@ -1244,7 +1244,7 @@ fn a_file_on_an_overlay_and_its_layer_file_are_one_disk() {
     struct Unmount(String);
     impl Drop for Unmount {
         fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).output();
+            unmount(&self.0);
         }
     }
     let _overlay = Unmount(at("merged"));

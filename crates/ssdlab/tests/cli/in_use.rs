@@ -154,7 +154,7 @@ impl Helper {
 impl Drop for Helper {
     fn drop(&mut self) {
         if let Some(point) = &self.unmount {
-            let _ = Command::new("umount").arg(point).output();
+            unmount(point);
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -433,7 +433,7 @@ fn a_loop_device_over_a_lazily_unmounted_overlay_keeps_its_layer_file_in_use() {
     struct Unmount(String);
     impl Drop for Unmount {
         fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).output();
+            unmount(&self.0);
         }
     }
     let mounted = Unmount(at("mnt"));

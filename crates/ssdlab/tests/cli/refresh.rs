@@ -460,9 +460,6 @@ fn an_entry_waits_for_its_file_system_and_survives_a_relative_path() {
     sh("mkfs.ext4", &["-q", &dev.path]);
     let mnt = tempdir();
     sh("mount", &[&dev.path, mnt.path().to_str().unwrap()]);
-    let unmount = || {
-        let _ = Command::new("umount").arg(mnt.path()).output();
-    };
     let work = mnt.path().join("data");
     std::fs::create_dir(&work).unwrap();
     let path = old_file(&work, "old.bin", 16 << 20, 33);
@@ -485,7 +482,7 @@ fn an_entry_waits_for_its_file_system_and_survives_a_relative_path() {
         "absolute paths: {journal}"
     );
     // The next run comes while the file system is unmounted: the entry must wait, not be dropped.
-    unmount();
+    unmount(mnt.path());
     let elsewhere = tempdir();
     let out = run(&[
         "refresh",
@@ -516,7 +513,7 @@ struct Attached(String);
 
 impl Drop for Attached {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).output();
+        unmount(&self.0);
         let _ = Command::new("losetup").args(["-d", &self.0]).output();
     }
 }
@@ -597,7 +594,7 @@ fn an_xfs_entry_follows_its_file_system_to_a_new_device_number_and_forget_drops_
 /// Runs checks on a mounted file system and unmounts it afterwards, even when a check fails.
 pub(crate) fn unmount_after(mnt: &tempfile::TempDir, checks: impl FnOnce()) {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(checks));
-    let _ = Command::new("umount").arg(mnt.path()).output();
+    unmount(mnt.path());
     if let Err(panic) = result {
         std::panic::resume_unwind(panic);
     }
@@ -1138,7 +1135,7 @@ fn a_bind_mount_inside_the_tree_does_not_hide_a_files_own_path() {
     struct Unmount(PathBuf);
     impl Drop for Unmount {
         fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).output();
+            unmount(&self.0);
         }
     }
     // Two bind mounts of the one directory, both met before it.

@@ -73,7 +73,7 @@ fn refresh_and_scan_stay_on_the_file_system_they_were_given() {
     struct Unmount(PathBuf);
     impl Drop for Unmount {
         fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).output();
+            unmount(&self.0);
         }
     }
     let _unmount = Unmount(tree.join("mnt"));
