@@ -242,25 +242,28 @@ impl DeviceVisitor for ServeOn<'_> {
 
 /// Serving is not a test: a client's bad request is answered and counted, and the session still served. A
 /// request the device failed is another matter: a client was told its write or read did not happen, so the
-/// session is a finding that names the count, never a quiet pass (its clients may hold less than they sent).
+/// session is a finding that names the count, never a quiet pass (its clients may hold less than they sent). So
+/// is a read cut short after its header (the exported file could not give the bytes it promised).
 fn session_verdict(stats: &ssdlab_core::schema::serve::ServeStats) -> Verdict {
     let device_errors = stats.device_errors.unwrap_or(0);
-    if device_errors == 0 {
-        return Verdict {
-            finding: false,
-            passed: true,
-            reasons: vec![],
-            unknown: false,
-        };
-    }
+    let cut_short = stats.reads_cut_short.unwrap_or(0);
     let taken =
         stats.reads + stats.writes + stats.flushes + stats.trims + stats.write_zeroes + stats.block_status;
-    Verdict {
-        finding: true,
-        passed: false,
-        reasons: vec![format!(
+    let mut reasons = Vec::new();
+    if device_errors > 0 {
+        reasons.push(format!(
             "the device failed {device_errors} of the {taken} requests clients sent; each was answered with an error, so a client's data may not all be on the export"
-        )],
+        ));
+    }
+    if cut_short > 0 {
+        reasons.push(format!(
+            "{cut_short} reads were cut short after their reply's header: the exported file could not give their bytes (was it truncated or failing?), so those clients lost their connections"
+        ));
+    }
+    Verdict {
+        finding: !reasons.is_empty(),
+        passed: reasons.is_empty(),
+        reasons,
         unknown: false,
     }
 }

@@ -78,9 +78,9 @@ pub struct Conn {
     pub inbuf: Vec<u8>,
     /// What is owed to the client and not yet sent, in order.
     pub out: Output,
-    /// Why the page-cache file could not give a reply's bytes, which ended the connection (the server counts
-    /// it as a device error when it closes the connection).
-    pub source_error: Option<io::Error>,
+    /// Why the page-cache file could not give a reply's bytes, which ended the connection, and the read replies
+    /// that ended with it (how many, their bytes): the server counts them when it closes the connection.
+    pub cut_short: Option<(io::Error, u64, u64)>,
     /// Requests of this connection the server holds (at the device, or waiting for it).
     pub in_flight: usize,
     /// Bytes the requests in flight will add to the output (reads) or hold meanwhile (write data).
@@ -112,7 +112,7 @@ impl Conn {
             phase,
             inbuf: Vec::new(),
             out: Output::new(outbuf),
-            source_error: None,
+            cut_short: None,
             in_flight: 0,
             owed: 0,
             skip: 0,
@@ -225,7 +225,8 @@ impl Conn {
             Ok(()) => {}
             Err(SendError::Gone) => self.hang_up(),
             Err(SendError::Source(e)) => {
-                self.source_error = Some(e);
+                let (replies, bytes) = self.out.file_ranges();
+                self.cut_short = Some((e, replies, bytes));
                 self.kill();
             }
         }

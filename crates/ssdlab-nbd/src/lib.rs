@@ -5,7 +5,8 @@
 //! [`protocol`] is the wire format (requests, replies, the numbers); [`negotiation`] is the handshake as a
 //! state machine without I/O; [`server`] is the event loop (epoll) over the listener, the connections
 //! (`conn`) and the device; `transmission` turns requests into device work (`job`: chunks,
-//! read-modify-write of partial blocks, FUA) and answers them; [`status`] answers block-status queries;
+//! read-modify-write of partial blocks, FUA) and answers them, into a connection's `output` (bytes, and ranges
+//! of a page-cache export's file sent with sendfile); [`status`] answers block-status queries;
 //! [`client`] is a minimal blocking client for tests that drive a server in-process. The
 //! crate opens no files and decides nothing about safety: the app's serve command opens the target through its
 //! target port (ssdlab-targets, with the destructive-safety gate) and hands over a listener.

@@ -9,6 +9,11 @@
 //! It must never send anything out of order, and never leave a reply short: a range whose header promised
 //! its bytes either goes whole or the send fails ([`SendError::Source`]) and the connection is ended, so the
 //! client sees a broken connection rather than a reply with the wrong bytes. It never judges what is sent.
+//!
+//! Whether a range is in the page cache is judged when its read is answered, not again when it is sent: a page
+//! evicted between the two (memory pressure while a slow client keeps its reply waiting) is read from the
+//! medium inside sendfile, which then holds up the event loop for that read. sendfile on a socket whose peer
+//! is gone raises SIGPIPE, which Rust's runtime ignores in every binary: the error comes back as EPIPE.
 
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Write};
@@ -25,8 +30,8 @@ const SENDFILE_MAX_BYTES: u64 = 1 << 30;
 enum Segment {
     /// Bytes, sent from `at` on.
     Bytes { buf: Vec<u8>, at: usize },
-    /// A range of the page-cache file, sent from `offset` on.
-    File { offset: u64, len: u64 },
+    /// A range of the page-cache file, sent from `offset` on; `reply_bytes` is its whole length.
+    File { offset: u64, len: u64, reply_bytes: u64 },
 }
 
 /// Why sending stopped short.
@@ -82,12 +87,24 @@ impl Output {
             self.tail_at = 0;
         }
         self.ahead_bytes += usize::try_from(len).expect("a reply's length fits in memory's addresses");
-        self.ahead.push_back(Segment::File { offset, len });
+        self.ahead.push_back(Segment::File {
+            offset,
+            len,
+            reply_bytes: len,
+        });
     }
 
     /// Bytes not yet sent.
     pub fn pending(&self) -> usize {
         self.ahead_bytes + self.tail.len() - self.tail_at
+    }
+
+    /// The file ranges not yet sent whole: how many, and their whole lengths (the replies they end).
+    pub fn file_ranges(&self) -> (u64, u64) {
+        self.ahead.iter().fold((0, 0), |(n, bytes), s| match s {
+            Segment::File { reply_bytes, .. } => (n + 1, bytes + reply_bytes),
+            Segment::Bytes { .. } => (n, bytes),
+        })
     }
 
     /// Drops everything not yet sent.
@@ -110,7 +127,7 @@ impl Output {
                         (n, *at == buf.len())
                     }
                 },
-                Segment::File { offset, len } => {
+                Segment::File { offset, len, .. } => {
                     let source =
                         source.expect("a page-cache range is queued only where the export has its file");
                     let want = (*len).min(SENDFILE_MAX_BYTES) as usize;
@@ -128,13 +145,10 @@ impl Output {
                         }
                         Err(rustix::io::Errno::AGAIN) => return Ok(()),
                         Err(rustix::io::Errno::INTR) => continue,
-                        Err(
-                            rustix::io::Errno::PIPE
-                            | rustix::io::Errno::CONNRESET
-                            | rustix::io::Errno::NOTCONN
-                            | rustix::io::Errno::SHUTDOWN,
-                        ) => return Err(SendError::Gone),
-                        Err(e) => return Err(SendError::Source(e.into())),
+                        Err(e) if file_side(e) => return Err(SendError::Source(e.into())),
+                        // Everything else is the socket's (a reset, a timeout, an unreachable TCP peer): the
+                        // client is gone, as a failed write says.
+                        Err(_) => return Err(SendError::Gone),
                     }
                 }
             };
@@ -161,6 +175,22 @@ impl Output {
         }
         Ok(())
     }
+}
+
+/// Whether sendfile's error is the file's: it could not give the bytes (an I/O error, a file that changed
+/// under us, a file system without splice support, memory for the pages).
+fn file_side(e: rustix::io::Errno) -> bool {
+    use rustix::io::Errno;
+    matches!(
+        e,
+        Errno::IO
+            | Errno::OVERFLOW
+            | Errno::INVAL
+            | Errno::NOSYS
+            | Errno::OPNOTSUPP
+            | Errno::NOMEM
+            | Errno::STALE
+    )
 }
 
 /// One write: Some(bytes taken), None when the socket is full.

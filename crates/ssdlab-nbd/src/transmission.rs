@@ -1,5 +1,6 @@
 //! The transmission phase: a connection's requests checked, turned into device work on free slots, and
-//! answered in whatever order the device completes them.
+//! answered in whatever order the device completes them (a large read the export's page cache holds whole is
+//! answered at once, from the cache, without the device).
 //!
 //! It owns what the protocol asks of each request: the checks (unknown commands and flags, ranges, alignment
 //! and lengths for what the client negotiated), the replies (simple or structured, errors included), block
@@ -221,7 +222,10 @@ impl<D: Device> Server<'_, D> {
     /// cannot wait for the medium and hold up the loop (a range the cache lacks goes through the device,
     /// whose read waits off the loop and leaves it cached; its reply is then sent from the cache too). A
     /// write already answered is in the cache, so the read sees it, as it would through the device; one
-    /// still at the device is concurrent with the read, which the protocol leaves unordered.
+    /// still at the device is concurrent with the read, which the protocol leaves unordered. The bytes are
+    /// taken when they are sent, so a write answered while the reply is still going out may show in it: that
+    /// write overlapped a read not yet answered, which the protocol leaves unordered too. Residency is judged
+    /// here, not again at the send (see `output`).
     fn answered_from_page_cache(&self, r: &Request) -> bool {
         self.sends_from_page_cache(r) && self.device.page_cache_holds(r.offset, u64::from(r.length))
     }

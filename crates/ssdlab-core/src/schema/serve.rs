@@ -31,6 +31,12 @@ pub struct ServeStats {
     /// it and came back with an error). Absent in records written before it was counted, which cannot say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_errors: Option<u64>,
+    /// Reads answered from the export's page cache (`file:IMG?cache=page`, 64 KiB and more) whose bytes the file
+    /// could not give after the reply's header had gone (it was cut short or failed meanwhile): the connection
+    /// was closed, so the client saw a broken connection, never other bytes. Not in `bytes_read`. Absent in
+    /// records written before it was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads_cut_short: Option<u64>,
     /// Connections closed because the client broke the protocol.
     pub protocol_violations: u64,
 }

@@ -24,6 +24,11 @@ pub fn served_lines(stats: &ServeStats, cache: Option<&CacheStats>) -> Vec<Strin
         by_the_device(stats),
         stats.protocol_violations
     )];
+    if let Some(n) = stats.reads_cut_short.filter(|&n| n > 0) {
+        lines.push(format!(
+            "cut short {n} reads lost their connection after the reply's header: the exported file could not give their bytes"
+        ));
+    }
     if let Some(cache) = cache {
         lines.push(format!(
             "cache     read hits {} of {}, destaged {} bytes in {} writes, dirty now {} bytes",
