@@ -12,7 +12,7 @@ use ssdlab_core::target::TargetSpec;
 use ssdlab_methods::fanout::fleet::{FleetDrive, field_report_fleet, parse_fleet_file};
 use ssdlab_methods::fanout::measure::{
     DriveReads, ReadLoad, run_independent, run_independent_sets, run_synchronized_real,
-    run_synchronized_virtual,
+    run_synchronized_sets, run_synchronized_virtual,
 };
 use ssdlab_methods::fanout::{RunShape, WhatIf, analyze, verdict};
 use ssdlab_methods::session::MethodError;
@@ -402,9 +402,25 @@ fn read_every_drive(
             (reads, Some(queries), 1)
         }
         (Mode::Measured, ssdlab_core::device::ClockKind::Real) => {
+            let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let siblings = set_siblings(&devices, workers)?;
             drop(devices);
-            let (reads, queries) = run_synchronized_real(drives.len(), &reopen, load, stop)?;
-            (reads, Some(queries), drives.len() as u32)
+            match siblings {
+                Some(siblings) => {
+                    let (reads, queries) = run_synchronized_sets(
+                        drives.len(),
+                        workers,
+                        &set_opener(siblings, load),
+                        load,
+                        stop,
+                    )?;
+                    (reads, Some(queries), workers as u32)
+                }
+                None => {
+                    let (reads, queries) = run_synchronized_real(drives.len(), &reopen, load, stop)?;
+                    (reads, Some(queries), drives.len() as u32)
+                }
+            }
         }
     })
 }
@@ -434,8 +450,23 @@ fn read_in_shares(
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<Vec<DriveReads>> {
     let drives = siblings.len();
+    Ok(run_independent_sets(
+        drives,
+        workers,
+        &set_opener(siblings, load),
+        load,
+        stop,
+    )?)
+}
+
+/// Opens a worker's share of the drives as one set, from the siblings (each taken once).
+fn set_opener(
+    siblings: Vec<ssdlab_io::Sibling>,
+    load: &ReadLoad,
+) -> impl Fn(&[usize]) -> Result<Box<dyn ssdlab_core::device::DriveSet>, MethodError> + Sync {
     let siblings = std::sync::Mutex::new(siblings.into_iter().map(Some).collect::<Vec<_>>());
-    let open_set = |share: &[usize]| -> Result<Box<dyn ssdlab_core::device::DriveSet>, MethodError> {
+    let block_bytes = load.block_bytes as usize;
+    move |share: &[usize]| {
         let mine = {
             let mut all = siblings.lock().expect("no worker panics holding it");
             share
@@ -443,9 +474,8 @@ fn read_in_shares(
                 .map(|&i| all[i].take().expect("each drive is in one share"))
                 .collect()
         };
-        Ok(ssdlab_targets::drive_set(mine, load.block_bytes as usize)?)
-    };
-    Ok(run_independent_sets(drives, workers, &open_set, load, stop)?)
+        Ok(ssdlab_targets::drive_set(mine, block_bytes)?)
+    }
 }
 
 /// A fan-out, checked: how long and how much each read, the hedge, and the drives (each once).

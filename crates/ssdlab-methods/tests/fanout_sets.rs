@@ -2,6 +2,8 @@
 //! every drive of its share ([`run_independent_sets`]). Checked against a model drive set in virtual time: every
 //! drive reads for the runtime at its own latency, a failed read ends its drive alone (with where it read), the
 //! results come back in the drives' order, and the drives start together though one worker's set opens late.
+//! Synchronized queries over sets ([`run_synchronized_sets`]) read every drive once a query, the query taking
+//! its slowest read, and a failed read ends the run for every worker.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -9,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use ssdlab_core::device::{Device, DeviceInfo, DeviceResult, DriveCompletion, DriveSet};
 use ssdlab_methods::MethodError;
-use ssdlab_methods::fanout::measure::{ReadLoad, no_cpu_wait, run_independent_sets};
+use ssdlab_methods::fanout::measure::{ReadLoad, no_cpu_wait, run_independent_sets, run_synchronized_sets};
 use ssdlab_testdev::MemDevice;
 
 /// Drives of a set in virtual time: drive `i` answers every read after `latency_ns[i]`; drive `fails` fails its
@@ -179,4 +181,52 @@ fn a_set_that_cannot_open_fails_the_run_and_the_others_read_nothing() {
         first_submit.lock().unwrap().iter().all(Option::is_none),
         "a worker read though another's set failed to open"
     );
+}
+
+/// Synchronized queries over two workers' sets: every query reads every drive once, the query's latency is the
+/// slowest drive's (in the other worker's share as much as in the first's), the run lasts the runtime on the first
+/// worker's clock, and a failed read ends it for all with the reads made before it.
+#[test]
+fn synchronized_queries_over_sets_read_every_drive_once_a_query_and_a_failure_ends_them_all() {
+    let drives = 6;
+    let first_submit = Arc::new(Mutex::new(vec![None; drives]));
+    // Drive 0 is the first worker's slowest (its set's clock, which ends the run, moves 300 us a query) and
+    // drive 5, the second worker's, the slowest of all: every query takes its 500 us.
+    let latency = |i: usize| match i {
+        0 => 300_000,
+        5 => 500_000,
+        _ => 100_000,
+    };
+    let load = ReadLoad {
+        block_bytes: 4096,
+        runtime_ns: 30_000_000,
+        seed: 7,
+        cpu_wait: no_cpu_wait,
+    };
+    let open = |share: &[usize]| -> Result<Box<dyn DriveSet>, MethodError> {
+        Ok(model_set(share, latency, None, &first_submit))
+    };
+    let (reads, queries) = run_synchronized_sets(drives, 2, &open, &load, &AtomicBool::new(false)).unwrap();
+    // 30 ms on the first worker's clock at 300 us a query, the last one ending at the runtime.
+    assert_eq!(queries.count(), 100);
+    assert_eq!((queries.min(), queries.max()), (500_000, 500_000));
+    for (i, r) in reads.iter().enumerate() {
+        assert_eq!(r.histogram.count(), 100, "drive {i}");
+        assert_eq!(r.histogram.max(), latency(i), "drive {i}");
+        assert!(r.failure.is_none());
+    }
+
+    // Drive 3 (the second worker's) fails its fifth read: four queries are recorded, and no drive reads a sixth.
+    let first_submit = Arc::new(Mutex::new(vec![None; drives]));
+    let open = |share: &[usize]| -> Result<Box<dyn DriveSet>, MethodError> {
+        Ok(model_set(share, latency, Some(3), &first_submit))
+    };
+    let (reads, queries) = run_synchronized_sets(drives, 2, &open, &load, &AtomicBool::new(false)).unwrap();
+    assert_eq!(queries.count(), 4);
+    let failure = reads[3].failure.as_deref().unwrap();
+    assert!(failure.contains("os error 5"), "{failure}");
+    for (i, r) in reads.iter().enumerate() {
+        let expected = if i == 3 { 4 } else { 5 };
+        assert_eq!(r.histogram.count(), expected, "drive {i}");
+    }
 }

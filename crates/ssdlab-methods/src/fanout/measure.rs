@@ -1,7 +1,8 @@
 //! Reading on every drive of a fan-out: random reads at queue depth 1, each drive's latencies kept in a
 //! histogram overall and per second. Two ways: independent loads (one worker thread per drive, all at once, as
 //! shards in one box are loaded together), or synchronized queries (one read to every drive at the same instant,
-//! waiting for all, as a distributed search does), which measures the query latency itself. A read that fails
+//! waiting for all, as a distributed search does), which measures the query latency itself. Past the CPUs, both
+//! run from a worker per CPU over a [`DriveSet`] of its share of the drives instead of a thread a drive. A read that fails
 //! ends its drive's part (and a synchronized run) and is reported with the reads made before it.
 //!
 //! It only reads, through [`Device`]; opening the drives (read-only) is the caller's job. It never writes.
@@ -239,9 +240,7 @@ pub fn run_independent_sets(
     let opened_all = &Barrier::new(workers);
     // A set that could not open fails the run: the others leave at once instead of reading for nothing.
     let open_failed = &AtomicBool::new(false);
-    let shares: Vec<Vec<usize>> = (0..workers)
-        .map(|w| (w..drives).step_by(workers).collect())
-        .collect();
+    let shares = shares_of(drives, workers);
     let per_worker: Vec<Result<Vec<DriveReads>, MethodError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = shares
             .iter()
@@ -266,6 +265,23 @@ pub fn run_independent_sets(
             .map(|h| h.join().expect("a fan-out worker panicked"))
             .collect()
     });
+    by_drive(drives, &shares, per_worker)
+}
+
+/// The drives of each of `workers` shares: every `workers`-th drive, so drives of one kind listed together are
+/// spread over the workers.
+fn shares_of(drives: usize, workers: usize) -> Vec<Vec<usize>> {
+    (0..workers)
+        .map(|w| (w..drives).step_by(workers).collect())
+        .collect()
+}
+
+/// The workers' reads, each in its share's order, put back in the drives' order; the first worker's error.
+fn by_drive(
+    drives: usize,
+    shares: &[Vec<usize>],
+    per_worker: Vec<Result<Vec<DriveReads>, MethodError>>,
+) -> Result<Vec<DriveReads>, MethodError> {
     let mut reads: Vec<Option<DriveReads>> = vec![None; drives];
     for (share, result) in shares.iter().zip(per_worker) {
         for (&drive, r) in share.iter().zip(result?) {
@@ -276,6 +292,22 @@ pub fn run_independent_sets(
         .into_iter()
         .map(|r| r.expect("every drive is in one share"))
         .collect())
+}
+
+/// Why a drive's read of `bytes` at `offset` that came back with `result` failed; None when it read them all (a
+/// read cut short is a failed read, not a fast one).
+fn read_failure(result: i64, bytes: u64, offset: u64) -> Option<String> {
+    if result == bytes as i64 {
+        return None;
+    }
+    Some(if result < 0 {
+        format!(
+            "reading {bytes} bytes at offset {offset}: {}",
+            std::io::Error::from_raw_os_error((-result) as i32)
+        )
+    } else {
+        format!("reading {bytes} bytes at offset {offset}: only {result} came back")
+    })
 }
 
 /// One worker's part of [`run_independent_sets`]: a read on every drive of `set`, then one more on each drive as
@@ -310,20 +342,9 @@ fn read_set(
         let over = set.now_ns() - start >= load.runtime_ns || stop.load(Ordering::Relaxed);
         for c in &done {
             let w = &mut windows[c.drive];
-            let (bytes, offset) = (load.block_bytes, reading[c.drive]);
-            if c.result != bytes as i64 {
-                // A read cut short is a failed read, not a fast one.
-                w.failure = Some(if c.result < 0 {
-                    format!(
-                        "reading {bytes} bytes at offset {offset}: {}",
-                        std::io::Error::from_raw_os_error((-c.result) as i32)
-                    )
-                } else {
-                    format!(
-                        "reading {bytes} bytes at offset {offset}: only {} came back",
-                        c.result
-                    )
-                });
+            let bytes = load.block_bytes;
+            if let Some(failure) = read_failure(c.result, bytes, reading[c.drive]) {
+                w.failure = Some(failure);
                 continue;
             }
             w.record(c.completed_ns, c.completed_ns - c.submitted_ns);
@@ -409,19 +430,8 @@ fn read_once(
             device.info().target
         ))
     })?;
-    if c.result < 0 {
-        return Ok(Err(format!(
-            "reading {} bytes at offset {offset}: {}",
-            load.block_bytes,
-            std::io::Error::from_raw_os_error((-c.result) as i32)
-        )));
-    }
-    if c.result != load.block_bytes as i64 {
-        // A read cut short is a failed read, not a fast one.
-        return Ok(Err(format!(
-            "reading {} bytes at offset {offset}: only {} came back",
-            load.block_bytes, c.result
-        )));
+    if let Some(failure) = read_failure(c.result, load.block_bytes, offset) {
+        return Ok(Err(failure));
     }
     Ok(Ok((c.completed_ns, c.completed_ns - c.submitted_ns)))
 }
@@ -504,6 +514,38 @@ pub fn run_synchronized_real(
     Ok((reads, queries))
 }
 
+/// Synchronized queries over more real drives than CPUs: a worker per CPU, each with one ring over its share of
+/// the drives ([`DriveSet`]), all released together for every query by a barrier of the workers; each sends one
+/// read to every drive of its share at once and waits for them all, and the first worker records the query's
+/// latency (the slowest read of any share) and decides whether another follows. A thread per drive would make
+/// every query wait for a thousand threads to be scheduled: the query would time the scheduler, not the drives.
+pub fn run_synchronized_sets(
+    drives: usize,
+    workers: usize,
+    open: &SetOpener,
+    load: &ReadLoad,
+    stop: &AtomicBool,
+) -> Result<(Vec<DriveReads>, Histogram), MethodError> {
+    let workers = workers.clamp(1, drives.max(1));
+    let shares = shares_of(drives, workers);
+    // The shared state's latencies are per worker here: each worker's slowest read of the query.
+    let shared = &Synchronized::new(workers);
+    let per_worker: Vec<Result<Vec<DriveReads>, MethodError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
+            .iter()
+            .enumerate()
+            .map(|(w, share)| scope.spawn(move || shared.set_worker(w, share, open, load, stop)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a fan-out worker panicked"))
+            .collect()
+    });
+    let reads = by_drive(drives, &shares, per_worker)?;
+    let queries = std::mem::take(&mut *shared.queries.lock().expect("the workers are done"));
+    Ok((reads, queries))
+}
+
 /// What the threads of a synchronized run share: the barrier that releases every query, each drive's latency in
 /// the current query, whether a drive could not open or a read failed, whether the run is over, and the
 /// queries' latencies.
@@ -582,7 +624,7 @@ impl Synchronized {
             self.latencies[i].store(latency_ns, Ordering::SeqCst);
             self.barrier.wait();
             if i == 0 {
-                self.end_query(device.as_ref(), start, load, stop);
+                self.end_query(device.now_ns(), start, load, stop);
             }
         }
         match run_error {
@@ -594,6 +636,130 @@ impl Synchronized {
                 Ok(reads)
             }
         }
+    }
+
+    /// Worker `w`'s part of [`run_synchronized_sets`]: opens the set of its `share`, then for every query one read
+    /// on each of its drives at once, until the first worker ends the run; its drives' reads, in its share's
+    /// order, or the error that stopped it (kept until every worker has left the loop together).
+    fn set_worker(
+        &self,
+        w: usize,
+        share: &[usize],
+        open: &SetOpener,
+        load: &ReadLoad,
+        stop: &AtomicBool,
+    ) -> Result<Vec<DriveReads>, MethodError> {
+        // Every worker reaches the barrier, whether its set opened or not, so none waits forever.
+        let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| open(share)));
+        if !matches!(opened, Ok(Ok(_))) {
+            self.open_failed.store(true, Ordering::SeqCst);
+        }
+        self.barrier.wait();
+        let mut set = opened.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+        if self.open_failed.load(Ordering::SeqCst) {
+            return Ok(share.iter().map(|_| Windows::new(0).finish(0)).collect());
+        }
+        let set = set.as_mut();
+        let mut offsets = set
+            .infos()
+            .iter()
+            .map(|info| Offsets::of(info, load))
+            .collect::<Result<Vec<_>, _>>()?;
+        let clock = set.infos().first().map_or(ClockKind::Virtual, |i| i.clock);
+        let probe = match clock {
+            ClockKind::Real => load.cpu_wait,
+            ClockKind::Virtual => no_cpu_wait,
+        };
+        // As for a thread a drive, the wait is added up around the reads only.
+        let mut host_wait = probe().map(|_| HostWait {
+            wait_ns: 0,
+            scheduled: 0,
+        });
+        let mut started = None;
+        let start = set.now_ns();
+        let mut windows: Vec<Windows> = offsets.iter().map(|_| Windows::new(start)).collect();
+        let mut reading = vec![0u64; offsets.len()];
+        let mut done: Vec<DriveCompletion> = Vec::with_capacity(offsets.len());
+        let mut run_error = None;
+        loop {
+            self.barrier.wait();
+            if self.finished.load(Ordering::SeqCst) {
+                break;
+            }
+            if started.is_none() {
+                started = host_instant(clock);
+            }
+            let before = probe();
+            let slowest = self.query_set(set, &mut offsets, &mut reading, &mut windows, &mut done, load);
+            if let (Some(total), Some(wait)) = (host_wait.as_mut(), waited(before, probe())) {
+                total.wait_ns += wait.wait_ns;
+                total.scheduled += wait.scheduled;
+            }
+            match slowest {
+                Ok(latency_ns) => self.latencies[w].store(latency_ns, Ordering::SeqCst),
+                Err(e) => {
+                    self.read_failed.store(true, Ordering::SeqCst);
+                    run_error = Some(e);
+                }
+            }
+            self.barrier.wait();
+            if w == 0 {
+                self.end_query(set.now_ns(), start, load, stop);
+            }
+        }
+        if let Some(e) = run_error {
+            return Err(e);
+        }
+        let end = set.now_ns();
+        Ok(windows
+            .into_iter()
+            .map(|windows| {
+                let mut reads = windows.finish(end);
+                reads.host_wait = host_wait;
+                reads.started = started;
+                reads
+            })
+            .collect())
+    }
+
+    /// One query on a worker's set: a read on every drive at once, then every completion; the slowest read's
+    /// latency. A failed read is kept in its drive's windows and flagged for every worker (the run ends); a
+    /// device error is returned once nothing of the set is in flight.
+    fn query_set(
+        &self,
+        set: &mut dyn DriveSet,
+        offsets: &mut [Offsets],
+        reading: &mut [u64],
+        windows: &mut [Windows],
+        done: &mut Vec<DriveCompletion>,
+        load: &ReadLoad,
+    ) -> Result<u64, MethodError> {
+        let mut error = None;
+        for (drive, offsets) in offsets.iter_mut().enumerate() {
+            reading[drive] = offsets.next();
+            if let Err(e) = set.read(drive, reading[drive], load.block_bytes) {
+                error = Some(MethodError::from(e));
+                break;
+            }
+        }
+        let mut slowest = 0;
+        while set.in_flight() > 0 {
+            done.clear();
+            if let Err(e) = set.wait(done) {
+                return Err(e.into());
+            }
+            for c in done.iter() {
+                if let Some(failure) = read_failure(c.result, load.block_bytes, reading[c.drive]) {
+                    windows[c.drive].failure = Some(failure);
+                    self.read_failed.store(true, Ordering::SeqCst);
+                    continue;
+                }
+                let latency_ns = c.completed_ns - c.submitted_ns;
+                windows[c.drive].record(c.completed_ns, latency_ns);
+                slowest = slowest.max(latency_ns);
+            }
+        }
+        error.map_or(Ok(slowest), Err)
     }
 
     /// Keeps one read of this drive in `windows` (a failed read as its failure, and flagged for every thread);
@@ -621,9 +787,9 @@ impl Synchronized {
     }
 
     /// The first thread's part once every read of a query is in: records the query's latency (the slowest read)
-    /// unless a read failed, and ends the run on a failed read, the runtime passed on `device`'s clock since
-    /// `start_ns`, or `stop`.
-    fn end_query(&self, device: &dyn Device, start_ns: u64, load: &ReadLoad, stop: &AtomicBool) {
+    /// unless a read failed, and ends the run on a failed read, the runtime passed on its clock (reading
+    /// `now_ns`) since `start_ns`, or `stop`.
+    fn end_query(&self, now_ns: u64, start_ns: u64, load: &ReadLoad, stop: &AtomicBool) {
         let failed = self.read_failed.load(Ordering::SeqCst);
         if !failed {
             let query_ns = self
@@ -637,7 +803,7 @@ impl Synchronized {
                 .expect("no thread panics holding it")
                 .record(query_ns);
         }
-        let over = device.now_ns() - start_ns >= load.runtime_ns;
+        let over = now_ns - start_ns >= load.runtime_ns;
         if failed || over || stop.load(Ordering::Relaxed) {
             self.finished.store(true, Ordering::SeqCst);
         }

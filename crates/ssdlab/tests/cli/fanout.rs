@@ -70,57 +70,84 @@ fn fanout_refuses_what_its_flags_cannot_read() {
 
 /// Forty drives read live on a host of a few CPUs: a thread a drive would measure the scheduler (the outside
 /// check's 1,000 drives reported "passed" with reads per drive down 70x and finished seconds late). Each CPU's
-/// worker reads a share of the drives through one ring instead, and the result says how many threads read.
+/// worker reads a share of the drives through one ring instead, in both modes (independent loads, and
+/// synchronized queries whose every read goes to every drive of a share at once), and the result says how many
+/// threads read.
 #[test]
 fn a_fanout_of_many_more_drives_than_cpus_reads_them_from_a_worker_per_cpu() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let drives = 20 * cpus;
     let dir = tempdir();
-    let mut args = vec!["fanout".to_string()];
+    let mut targets = Vec::new();
     for i in 0..drives {
         // Sparse files: reads of holes never wait for a device.
         let path = dir.path().join(format!("drive-{i:03}.img"));
         std::fs::File::create(&path).unwrap().set_len(4 << 20).unwrap();
-        args.extend(["--target".to_string(), format!("file:{}", path.display())]);
+        targets.extend(["--target".to_string(), format!("file:{}", path.display())]);
     }
-    let out_dir = dir.path().join("fanout");
-    args.extend(["--runtime", "1s", "--out", out_dir.to_str().unwrap()].map(String::from));
-    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = run(&argv);
-    let result = read_result(&out_dir);
-    // Other tests share the CPUs: the run may still be judged untrustworthy for the wait they cause, and for no
-    // other reason.
-    match out.status.code() {
-        Some(0) => {}
-        Some(1) => {
-            let reasons = result["verdict"]["reasons"].as_array().unwrap();
+    for mode in ["computed", "measured"] {
+        let out_dir = dir.path().join(format!("fanout-{mode}"));
+        let mut args = vec!["fanout".to_string()];
+        args.extend(targets.iter().cloned());
+        args.extend(
+            [
+                "--mode",
+                mode,
+                "--runtime",
+                "1s",
+                "--out",
+                out_dir.to_str().unwrap(),
+            ]
+            .map(String::from),
+        );
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run(&argv);
+        let result = read_result(&out_dir);
+        // Other tests share the CPUs: the run may still be judged untrustworthy for the wait they cause, or
+        // (measured) for queries that differ from the computed ones, and for no other reason.
+        match out.status.code() {
+            Some(0) => {}
+            Some(1) => {
+                let reasons = result["verdict"]["reasons"].as_array().unwrap();
+                assert!(
+                    reasons
+                        .iter()
+                        .all(|r| r.as_str().unwrap().contains("not trustworthy")),
+                    "{mode}: {reasons:?}"
+                );
+            }
+            _ => panic!("{mode}: {}", stderr(&out)),
+        }
+        assert!(
+            stderr(&out).contains(&format!("read by {cpus} threads")),
+            "{mode}: {}",
+            stderr(&out)
+        );
+        let analysis = &result["analysis"];
+        assert_eq!(analysis["reading_threads"].as_u64(), Some(cpus as u64), "{mode}");
+        // How far apart the drives started is measured on the host's clock and recorded (its size is the host's).
+        assert!(
+            analysis["start_spread_ns"].as_u64().is_some(),
+            "{mode}: {analysis}"
+        );
+        assert!(stderr(&out).contains("start     every drive's first read was submitted within"));
+        let drives_read = analysis["drives"].as_array().unwrap();
+        assert_eq!(drives_read.len(), drives);
+        for d in drives_read {
+            assert!(d["reads"].as_u64().unwrap() > 100, "{mode}: {d}");
             assert!(
-                reasons
-                    .iter()
-                    .all(|r| r.as_str().unwrap().contains("not trustworthy")),
-                "{reasons:?}"
+                d["host_wait_ratio"].as_f64().is_some(),
+                "{mode}: measured on every real drive: {d}"
             );
         }
-        _ => panic!("{}", stderr(&out)),
-    }
-    assert!(
-        stderr(&out).contains(&format!("read by {cpus} threads")),
-        "{}",
-        stderr(&out)
-    );
-    let analysis = &result["analysis"];
-    assert_eq!(analysis["reading_threads"].as_u64(), Some(cpus as u64));
-    // How far apart the drives started is measured on the host's clock and recorded (its size is the host's).
-    assert!(analysis["start_spread_ns"].as_u64().is_some(), "{analysis}");
-    assert!(stderr(&out).contains("start     every drive's first read was submitted within"));
-    let drives_read = analysis["drives"].as_array().unwrap();
-    assert_eq!(drives_read.len(), drives);
-    for d in drives_read {
-        assert!(d["reads"].as_u64().unwrap() > 100, "{d}");
-        assert!(
-            d["host_wait_ratio"].as_f64().is_some(),
-            "measured on every real drive: {d}"
-        );
+        if mode == "measured" {
+            // Every query read every drive once, and each was timed.
+            let queries = analysis["measured"]["queries"].as_u64().unwrap();
+            assert!(queries > 100, "{analysis}");
+            for d in drives_read {
+                assert_eq!(d["reads"].as_u64(), Some(queries), "{d}");
+            }
+        }
     }
 }
 
