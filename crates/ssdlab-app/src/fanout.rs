@@ -225,7 +225,7 @@ pub fn run(plan: &Plan, ports: &mut Ports) -> Result<Outcome> {
     let stop = ports.stop.flag();
     let (reads, measured, reading_threads) =
         read_every_drive(ports.targets, plan, devices, clock, &load, stop)?;
-    say_readers(ports, reading_threads, drives.len(), clock);
+    say_readers(ports, reading_threads, drives.len(), clock, plan.flags.mode);
     let interrupted = stop.load(std::sync::atomic::Ordering::Relaxed);
     if interrupted {
         if reads.iter().any(|r| r.histogram.is_empty()) {
@@ -343,12 +343,19 @@ fn say_readers(
     reading_threads: u32,
     drives: usize,
     clock: ssdlab_core::device::ClockKind,
+    mode: Mode,
 ) {
     if clock == ssdlab_core::device::ClockKind::Real && (reading_threads as usize) < drives {
-        ports.console.say(&format!(
-            "fanout    read by {reading_threads} threads (more drives than CPUs), each keeping a read in flight on \
-             every drive of its share through one io_uring"
-        ));
+        ports.console.say(&match mode {
+            Mode::Computed => format!(
+                "fanout    read by {reading_threads} threads (more drives than CPUs), each keeping a read in flight \
+                 on every drive of its share through one io_uring"
+            ),
+            Mode::Measured => format!(
+                "fanout    read by {reading_threads} threads (more drives than CPUs), each sending a query's reads \
+                 to every drive of its share in one io_uring submission: a query includes the time to issue them"
+            ),
+        });
     }
 }
 

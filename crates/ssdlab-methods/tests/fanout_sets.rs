@@ -78,7 +78,17 @@ fn model_set(
     fails: Option<usize>,
     first_submit: &Arc<Mutex<Vec<Option<Instant>>>>,
 ) -> Box<dyn DriveSet> {
-    Box::new(ModelSet {
+    Box::new(model(share, latency, fails, first_submit))
+}
+
+/// [`model_set`], unboxed.
+fn model(
+    share: &[usize],
+    latency: impl Fn(usize) -> u64,
+    fails: Option<usize>,
+    first_submit: &Arc<Mutex<Vec<Option<Instant>>>>,
+) -> ModelSet {
+    ModelSet {
         infos: share
             .iter()
             .map(|&i| {
@@ -94,7 +104,7 @@ fn model_set(
         pending: Vec::new(),
         reads: vec![0; share.len()],
         first_submit: Arc::clone(first_submit),
-    })
+    }
 }
 
 #[test]
@@ -229,4 +239,94 @@ fn synchronized_queries_over_sets_read_every_drive_once_a_query_and_a_failure_en
         let expected = if i == 3 { 4 } else { 5 };
         assert_eq!(r.histogram.count(), expected, "drive {i}");
     }
+}
+
+/// A drive smaller than one read, in one worker's share: the run fails with why, and the other worker, which had
+/// opened its set, does not wait for it forever (a worker that left after the opening barrier hung the run).
+#[test]
+fn a_drive_smaller_than_a_read_fails_synchronized_queries_instead_of_hanging_them() {
+    let (said, heard) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let first_submit = Arc::new(Mutex::new(vec![None; 4]));
+        let open = |share: &[usize]| -> Result<Box<dyn DriveSet>, MethodError> {
+            let mut set = model(share, |_| 100_000, None, &first_submit);
+            if share.contains(&1) {
+                set.infos[0].capacity_bytes = 2048;
+            }
+            Ok(Box::new(set))
+        };
+        let load = ReadLoad {
+            block_bytes: 4096,
+            runtime_ns: 10_000_000,
+            seed: 7,
+            cpu_wait: no_cpu_wait,
+        };
+        let result = run_synchronized_sets(4, 2, &open, &load, &AtomicBool::new(false)).map(|_| ());
+        let _ = said.send(result.map_err(|e| e.to_string()));
+    });
+    let result = heard
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the run hung: a worker waits at a barrier for one that left");
+    let err = result.expect_err("a drive smaller than one read cannot be read");
+    assert!(err.contains("drive-1: smaller than one 4096-byte read"), "{err}");
+}
+
+/// A set that panics on its third wait, for the hang check below.
+struct PanicsOnThirdWait(ModelSet, u32);
+
+impl DriveSet for PanicsOnThirdWait {
+    fn infos(&self) -> &[DeviceInfo] {
+        self.0.infos()
+    }
+    fn read(&mut self, drive: usize, offset: u64, len: u64) -> DeviceResult<()> {
+        self.0.read(drive, offset, len)
+    }
+    fn wait(&mut self, out: &mut Vec<DriveCompletion>) -> DeviceResult<()> {
+        self.1 += 1;
+        assert!(self.1 < 3, "a set's own assertion fails");
+        self.0.wait(out)
+    }
+    fn in_flight(&self) -> usize {
+        self.0.in_flight()
+    }
+    fn now_ns(&self) -> u64 {
+        self.0.now_ns()
+    }
+}
+
+/// A panic in one worker's query ends the run with that panic: the other worker is not left at the barrier.
+#[test]
+fn a_panic_in_one_workers_query_ends_synchronized_queries_instead_of_hanging_them() {
+    let (said, heard) = std::sync::mpsc::channel::<()>();
+    let runner = std::thread::spawn(move || {
+        let _said = said;
+        let first_submit = Arc::new(Mutex::new(vec![None; 4]));
+        let open = |share: &[usize]| -> Result<Box<dyn DriveSet>, MethodError> {
+            let set = model(share, |_| 100_000, None, &first_submit);
+            Ok(if share.contains(&1) {
+                Box::new(PanicsOnThirdWait(set, 0))
+            } else {
+                Box::new(set)
+            })
+        };
+        let load = ReadLoad {
+            block_bytes: 4096,
+            runtime_ns: 10_000_000,
+            seed: 7,
+            cpu_wait: no_cpu_wait,
+        };
+        let _ = run_synchronized_sets(4, 2, &open, &load, &AtomicBool::new(false));
+    });
+    // The runner's end (its panic drops the sender) comes quickly; a hang is a timeout.
+    match heard.recv_timeout(Duration::from_secs(30)) {
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {}
+        other => panic!("the run hung or returned: {other:?}"),
+    }
+    let panic = runner.join().expect_err("the worker's panic reaches the caller");
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    assert!(message.contains("a set's own assertion fails"), "{message}");
 }

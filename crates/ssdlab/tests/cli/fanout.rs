@@ -103,8 +103,8 @@ fn a_fanout_of_many_more_drives_than_cpus_reads_them_from_a_worker_per_cpu() {
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = run(&argv);
         let result = read_result(&out_dir);
-        // Other tests share the CPUs: the run may still be judged untrustworthy for the wait they cause, or
-        // (measured) for queries that differ from the computed ones, and for no other reason.
+        // Other tests share the CPUs: the run may still be judged untrustworthy for the wait they cause, and for
+        // no other reason.
         match out.status.code() {
             Some(0) => {}
             Some(1) => {
