@@ -7,7 +7,10 @@
 #   scripts/bench-nbd.sh [SECONDS] [ROUNDS]     # default 5 s per measurement, 3 rounds, medians compared
 #
 # (a) protocol floor:    ssdlab serve null:1g  vs nbdkit memory 1G (writes, QD1 and QD32)
-# (b) page cache bypass: ssdlab serve file:IMG (O_DIRECT) vs nbdkit file IMG cache=none (writes, QD1)
+# (b) page cache bypass: ssdlab serve file:IMG (O_DIRECT) vs nbdkit file IMG cache=none (writes, QD1). Not the
+#                        same promise: nbdkit's cache=none writes through the page cache and evicts behind it
+#                        (its manual: it "tries to prevent the kernel from keeping" the pages), so its write is
+#                        answered before it reaches the medium, where an O_DIRECT write is answered after
 # (c) the page cache:    ssdlab serve file:IMG?cache=page vs nbdkit file IMG (the same promise: a FLUSH is
 #                        fdatasync), writes and reads at QD1 and QD32, and reads at QD32 with the page cache
 #                        dropped before every run (root only): each read then waits for the medium
