@@ -46,6 +46,8 @@ const REFUSALS_AT_ONCE: usize = 64;
 /// New connections taken per turn of the loop, so a flood of them does not starve the clients already in.
 const ACCEPTS_PER_TURN: usize = 64;
 pub(crate) const READ_CHUNK: usize = 256 << 10;
+/// What a client's Unix socket asks of the kernel for its send buffer (see `Listener::accept`).
+const SEND_BUFFER_BYTES: usize = 1 << 20;
 /// How long the loop waits on the sockets while the device is idle (the stop flag is checked this often).
 const IDLE_WAIT: Duration = Duration::from_millis(100);
 /// How long a reap waits for the device while it has work, before the sockets are looked at again.
@@ -63,7 +65,16 @@ pub enum Listener {
 impl Listener {
     fn accept(&self) -> io::Result<Stream> {
         match self {
-            Listener::Unix(l) => l.accept().map(|(s, _)| Stream::Unix(s)),
+            Listener::Unix(l) => l.accept().map(|(s, _)| {
+                // A Unix socket's send buffer is net.core.wmem_default (208 KiB on Debian), smaller than one
+                // 256 KiB read reply (nbdcopy's request): each such reply went in two sends with a wait for the
+                // socket between them. Asked for 1 MiB, the kernel gives twice what net.core.wmem_max allows (416
+                // KiB by Debian's default, 2 MiB where it is raised). nbdcopy of 512 MiB from the page cache: 1.16x
+                // nbdkit's speed by Debian's default limit and 1.34x at 4 MiB, against 0.87-1.06x before. (TCP
+                // sockets size their buffers themselves, and a size set here would stop that.)
+                let _ = rustix::net::sockopt::set_socket_send_buffer_size(&s, SEND_BUFFER_BYTES);
+                Stream::Unix(s)
+            }),
             Listener::Tcp(l) => l.accept().map(|(s, _)| {
                 // Replies are small and latency matters: no Nagle.
                 let _ = s.set_nodelay(true);
