@@ -232,7 +232,7 @@ impl<D: Device> Server<'_, D> {
 
     /// Whether a read's reply sends its bytes from the export's page cache rather than copying them: only
     /// reads of at least [`SEND_FROM_PAGE_CACHE_BYTES`], where the copy costs more than the calls saved.
-    pub(crate) fn sends_from_page_cache(&self, r: &Request) -> bool {
+    fn sends_from_page_cache(&self, r: &Request) -> bool {
         self.page_cache.is_some() && r.length >= SEND_FROM_PAGE_CACHE_BYTES
     }
 

@@ -194,6 +194,25 @@ pub(crate) fn unmount(target: impl AsRef<std::ffi::OsStr>) {
     let _ = Command::new("umount").arg("-l").arg(target).output();
 }
 
+/// A child process (a server, a daemon, a busy loop) killed and reaped on drop, even when the test fails.
+pub(crate) struct Killed(pub(crate) std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A mount point unmounted on drop (through [`unmount`]), even when the test fails.
+pub(crate) struct Unmount(pub(crate) PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        unmount(&self.0);
+    }
+}
+
 impl Drop for LoopDevice {
     fn drop(&mut self) {
         unmount(&self.path);

@@ -151,16 +151,6 @@ fn a_fanout_of_many_more_drives_than_cpus_reads_them_from_a_worker_per_cpu() {
     }
 }
 
-/// Kills a child process when dropped, so a failing test leaves no spinner behind.
-struct Spinner(std::process::Child);
-
-impl Drop for Spinner {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Two drives read on one CPU that a busy process shares: the reading thread waits for the CPU about half the
 /// run, so the latencies are partly the scheduler's. The kernel's run-queue time says so, and the verdict fails
 /// the run as not trustworthy instead of naming stragglers.
@@ -179,7 +169,7 @@ fn a_fanout_whose_readers_wait_for_a_cpu_is_not_trusted() {
     let out_dir = dir.path().join("fanout");
     args.extend(["--runtime", "1s", "--out", out_dir.to_str().unwrap()].map(String::from));
     // A busy loop on CPU 0, where the fan-out is pinned too (util-linux's taskset).
-    let _spinner = Spinner(
+    let _spinner = Killed(
         Command::new("taskset")
             .args(["-c", "0", "sh", "-c", "while :; do :; done"])
             .spawn()

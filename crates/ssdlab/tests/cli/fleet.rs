@@ -186,18 +186,8 @@ fn the_ansible_play_installs_into_a_scratch_root_and_changes_nothing_the_second_
     );
 }
 
-/// A daemon killed (and reaped) when the guard drops.
-struct Daemon(std::process::Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn(program: &str, args: &[String]) -> Daemon {
-    Daemon(
+fn spawn(program: &str, args: &[String]) -> Killed {
+    Killed(
         Command::new(program)
             .args(args)
             .stdin(Stdio::null())

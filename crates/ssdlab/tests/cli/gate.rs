@@ -407,12 +407,6 @@ fn a_sibling_loop_device_over_a_hard_link_or_a_bind_mount_is_found_by_inode() {
             bind.path().to_str().unwrap(),
         ],
     );
-    struct Unmount(PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            unmount(&self.0);
-        }
-    }
     let _bind_guard = Unmount(bind.path().to_path_buf());
     for (what, name) in [
         ("a hard link", linked.clone()),
@@ -1142,12 +1136,6 @@ fn an_active_swap_file_is_never_written() {
         "mount",
         &["--bind", decoy.to_str().unwrap(), swap.to_str().unwrap()],
     );
-    struct Unmount(PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            unmount(&self.0);
-        }
-    }
     let shadow = Unmount(swap.clone());
     for size in [None, Some("128m")] {
         let out = run(&[
@@ -1241,13 +1229,7 @@ fn a_file_on_an_overlay_and_its_layer_file_are_one_disk() {
             &at("merged"),
         ],
     );
-    struct Unmount(String);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            unmount(&self.0);
-        }
-    }
-    let _overlay = Unmount(at("merged"));
+    let _overlay = Unmount(at("merged").into());
     // The loop device made below has a backing file the gate cannot identify: no other test's loop device
     // may be written meanwhile (the gate would rightly refuse it).
     let _alone = unidentifiable_loops();

@@ -430,13 +430,7 @@ fn a_loop_device_over_a_lazily_unmounted_overlay_keeps_its_layer_file_in_use() {
     let over = Stacked::over(merged_image.to_str().unwrap(), 0);
     mkfs_ext4_settled(&over.path);
     sh("mount", &[&over.path, &at("mnt")]);
-    struct Unmount(String);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            unmount(&self.0);
-        }
-    }
-    let mounted = Unmount(at("mnt"));
+    let mounted = Unmount(at("mnt").into());
     std::fs::write(dir.path().join("mnt/data"), b"in use").unwrap();
     sh("sync", &[]);
     sh("umount", &["-l", &at("merged")]);

@@ -42,27 +42,22 @@ fn oracle_of(server: Server, image: &Path) -> (Vec<(String, u64, u64)>, Option<i
     }
 }
 
-fn fresh_image(path: &Path) {
-    std::fs::File::create(path).unwrap().set_len(64 << 20).unwrap();
+/// A test directory on /var/tmp, a disk: a page-cache image there can be written back and dropped.
+fn on_disk() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("ssdlab-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap()
 }
 
-/// nbdkit on a Unix socket, killed on drop even when the test fails.
-struct Nbdkit(std::process::Child);
-
-impl Drop for Nbdkit {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+fn fresh_image(path: &Path) {
+    std::fs::File::create(path).unwrap().set_len(64 << 20).unwrap();
 }
 
 #[test]
 fn a_page_cache_export_answers_flush_and_fua_only_once_nothing_is_dirty() {
     // On disk, not tmpfs: tmpfs pages stay dirty whatever is synced.
-    let dir = tempfile::Builder::new()
-        .prefix("ssdlab-test-")
-        .tempdir_in("/var/tmp")
-        .unwrap();
+    let dir = on_disk();
     let image = dir.path().join("page.img");
     fresh_image(&image);
     let server = Server::start(&format!("file:{}?cache=page", image.display()), &[]);
@@ -101,7 +96,7 @@ fn a_page_cache_export_answers_flush_and_fua_only_once_nothing_is_dirty() {
     let peer = dir.path().join("peer.img");
     fresh_image(&peer);
     let socket = dir.path().join("nbdkit.sock");
-    let _nbdkit = Nbdkit(
+    let _nbdkit = Killed(
         Command::new("nbdkit")
             .args([
                 "--foreground",
@@ -152,10 +147,7 @@ fn copy_out(uri: &str, to: &Path, simple: bool) {
 #[test]
 fn large_reads_of_a_page_cache_export_are_the_images_bytes_cold_and_warm_with_either_reply() {
     // On disk, not tmpfs, so the image's pages can be dropped and its first reads go through the device.
-    let dir = tempfile::Builder::new()
-        .prefix("ssdlab-test-")
-        .tempdir_in("/var/tmp")
-        .unwrap();
+    let dir = on_disk();
     let image = dir.path().join("page.img");
     crate::nbd::random_file(&image, 24 << 20, 5);
     let expected = std::fs::read(&image).unwrap();

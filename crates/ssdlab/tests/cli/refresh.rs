@@ -1132,12 +1132,6 @@ fn a_bind_mount_inside_the_tree_does_not_hide_a_files_own_path() {
     let root = dir.path().join("tree");
     std::fs::create_dir_all(root.join("z-real")).unwrap();
     let file = old_file(&root.join("z-real"), "f.bin", 300_000, 11);
-    struct Unmount(PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            unmount(&self.0);
-        }
-    }
     // Two bind mounts of the one directory, both met before it.
     let mut bound = Vec::new();
     for name in ["a-bind", "b-bind"] {

@@ -70,12 +70,6 @@ fn refresh_and_scan_stay_on_the_file_system_they_were_given() {
     let dev = LoopDevice::new(32 << 20);
     sh("mkfs.ext4", &["-q", "-F", &dev.path]);
     sh("mount", &[&dev.path, tree.join("mnt").to_str().unwrap()]);
-    struct Unmount(PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            unmount(&self.0);
-        }
-    }
     let _unmount = Unmount(tree.join("mnt"));
     write_random(&tree.join("mnt/there.bin"), 200_000, 2);
     let state = dir.path().join("state");
