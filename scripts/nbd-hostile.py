@@ -2,7 +2,8 @@
 """What hostile and careless NBD clients cost everyone else: `ssdlab serve` on a file, a well-behaved libnbd
 client doing 4 KiB reads at queue depth 1 the whole time, and one hostile client per row (issue 36's table):
 
-  scripts/nbd-hostile.py [BINARY] [--only NAME] [--max-connections N]
+  scripts/nbd-hostile.py [BINARY] [--only NAME] [--max-connections N] [--page-cache]
+(--page-cache serves `file:IMG?cache=page`, whose large reads are sent from the page cache with sendfile.)
 
 Each row: the well-behaved client's reads and worst latency while the hostile one was at it, and the server's
 RSS and open descriptors before (after one good request) and after (the hostile client gone, the server given
@@ -25,14 +26,14 @@ SIZE = 256 << 20
 
 
 class Serve:
-    def __init__(self, binary, extra):
+    def __init__(self, binary, extra, query=""):
         self.dir = tempfile.TemporaryDirectory(prefix="nbd-hostile-")
         image = os.path.join(self.dir.name, "export.img")
         with open(image, "wb") as f:
             f.write(os.urandom(SIZE))
         self.socket = os.path.join(self.dir.name, "nbd.sock")
         self.proc = subprocess.Popen(
-            [binary, "serve", "--target", f"file:{image}", "--socket", self.socket, *extra],
+            [binary, "serve", "--target", f"file:{image}{query}", "--socket", self.socket, *extra],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -254,7 +255,7 @@ def main():
     for name, hostile, seconds in ROWS:
         if only and only not in name:
             continue
-        server = Serve(binary, extra)
+        server = Serve(binary, extra, "?cache=page" if "--page-cache" in sys.argv else "")
         try:
             r = row(server, name, hostile, seconds)
         finally:
