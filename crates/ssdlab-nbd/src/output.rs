@@ -37,7 +37,7 @@ enum Segment {
 /// Why sending stopped short.
 #[derive(Debug)]
 pub enum SendError {
-    /// The socket failed: the client can no longer receive.
+    /// The socket failed: the client can no longer receive (its complete requests are still carried out).
     Gone,
     /// The file could not give a range's bytes (an I/O error, or it ended before the range did): a reply is
     /// now short and the connection cannot go on.
@@ -145,10 +145,13 @@ impl Output {
                         }
                         Err(rustix::io::Errno::AGAIN) => return Ok(()),
                         Err(rustix::io::Errno::INTR) => continue,
-                        Err(e) if file_side(e) => return Err(SendError::Source(e.into())),
-                        // Everything else is the socket's (a reset, a timeout, an unreachable TCP peer): the
-                        // client is gone, as a failed write says.
-                        Err(_) => return Err(SendError::Gone),
+                        Err(e) if socket_side(e, matches!(socket, Stream::Tcp(_))) => {
+                            return Err(SendError::Gone);
+                        }
+                        // Everything else is the file's (an I/O error, a file system or FUSE daemon that
+                        // failed): the reply cannot be finished, and the connection must end rather than
+                        // leave the client waiting for it.
+                        Err(e) => return Err(SendError::Source(e.into())),
                     }
                 }
             };
@@ -177,20 +180,23 @@ impl Output {
     }
 }
 
-/// Whether sendfile's error is the file's: it could not give the bytes (an I/O error, a file that changed
-/// under us, a file system without splice support, memory for the pages).
-fn file_side(e: rustix::io::Errno) -> bool {
+/// Whether sendfile's error is the socket's: the client is gone, as a failed write says. A Unix socket fails
+/// only with these three; a TCP socket also with the network's errors. Anything else came from reading the file
+/// (which may be any errno: a FUSE daemon that died gives ENOTCONN, an NFS soft mount ETIMEDOUT on a Unix
+/// socket's export).
+fn socket_side(e: rustix::io::Errno, tcp: bool) -> bool {
     use rustix::io::Errno;
-    matches!(
-        e,
-        Errno::IO
-            | Errno::OVERFLOW
-            | Errno::INVAL
-            | Errno::NOSYS
-            | Errno::OPNOTSUPP
-            | Errno::NOMEM
-            | Errno::STALE
-    )
+    matches!(e, Errno::PIPE | Errno::CONNRESET | Errno::SHUTDOWN)
+        || tcp
+            && matches!(
+                e,
+                Errno::TIMEDOUT
+                    | Errno::CONNABORTED
+                    | Errno::HOSTUNREACH
+                    | Errno::NETUNREACH
+                    | Errno::NETDOWN
+                    | Errno::NOTCONN
+            )
 }
 
 /// One write: Some(bytes taken), None when the socket is full.
@@ -280,6 +286,27 @@ mod tests {
         match out.send(&mut socket, Some(file.as_fd())) {
             Err(SendError::Source(e)) => assert_eq!(e.kind(), ErrorKind::UnexpectedEof),
             other => panic!("expected the file's end to fail the send, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn only_the_sockets_own_errors_say_the_client_is_gone() {
+        use rustix::io::Errno;
+        for (e, tcp, gone) in [
+            (Errno::PIPE, false, true),
+            (Errno::CONNRESET, true, true),
+            // A dead FUSE daemon or a soft NFS mount under a Unix socket's export: the file's errors.
+            (Errno::NOTCONN, false, false),
+            (Errno::TIMEDOUT, false, false),
+            (Errno::TIMEDOUT, true, true),
+            (Errno::IO, true, false),
+        ] {
+            assert_eq!(
+                socket_side(e, tcp),
+                gone,
+                "{e:?} on a {} socket",
+                if tcp { "TCP" } else { "Unix" }
+            );
         }
     }
 
