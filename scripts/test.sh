@@ -52,6 +52,11 @@ if ((${#missing[@]})); then
     fi
 fi
 
+# A CI machine once ran out of disk linking the test binaries. Say how much there is, and build without
+# incremental data (1.5 GB that a one-off build never reads again).
+df -h . /tmp 2>/dev/null || true
+export CARGO_INCREMENTAL=0
+
 # The habits hold without a reminder: formatting and lints are part of the test.
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
