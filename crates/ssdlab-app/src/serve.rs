@@ -256,8 +256,12 @@ fn session_verdict(stats: &ssdlab_core::schema::serve::ServeStats) -> Verdict {
         ));
     }
     if cut_short > 0 {
+        let said = stats
+            .first_cut_short_error
+            .as_deref()
+            .map_or(String::new(), |e| format!(" (the first: {e})"));
         reasons.push(format!(
-            "{cut_short} reads were cut short after their reply's header: the exported file could not give their bytes (was it truncated or failing?), so those clients lost their connections"
+            "{cut_short} reads were cut short after their reply's header: the exported file could not give their bytes{said}, so those clients lost their connections"
         ));
     }
     Verdict {
@@ -265,5 +269,36 @@ fn session_verdict(stats: &ssdlab_core::schema::serve::ServeStats) -> Verdict {
         passed: reasons.is_empty(),
         reasons,
         unknown: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::session_verdict;
+    use ssdlab_core::schema::serve::ServeStats;
+
+    #[test]
+    fn a_read_cut_short_fails_the_session_and_says_what_the_file_said() {
+        let served = ServeStats {
+            reads: 10,
+            device_errors: Some(0),
+            reads_cut_short: Some(0),
+            ..ServeStats::default()
+        };
+        assert!(session_verdict(&served).passed);
+        let cut = ServeStats {
+            reads_cut_short: Some(3),
+            first_cut_short_error: Some("Input/output error (os error 5)".into()),
+            ..served
+        };
+        let verdict = session_verdict(&cut);
+        assert!(!verdict.passed && verdict.finding);
+        assert_eq!(verdict.reasons.len(), 1);
+        assert!(
+            verdict.reasons[0].starts_with("3 reads were cut short"),
+            "{:?}",
+            verdict.reasons
+        );
+        assert!(verdict.reasons[0].contains("(the first: Input/output error (os error 5))"));
     }
 }

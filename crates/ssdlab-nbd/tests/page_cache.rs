@@ -170,5 +170,8 @@ fn a_file_cut_short_under_the_server_ends_the_connection_counts_the_read_cut_sho
         (stats.errors, stats.device_errors, stats.reads_cut_short),
         (0, Some(0), Some(1))
     );
+    // And it says why: the file ended inside the range.
+    let said = stats.first_cut_short_error.as_deref().unwrap_or_default();
+    assert!(said.contains("ended inside a range"), "{said}");
     assert_eq!((stats.reads, stats.bytes_read), (2, MIB));
 }

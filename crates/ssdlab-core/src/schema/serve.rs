@@ -33,10 +33,16 @@ pub struct ServeStats {
     pub device_errors: Option<u64>,
     /// Reads answered from the export's page cache (`file:IMG?cache=page`, 64 KiB and more) whose bytes the file
     /// could not give after the reply's header had gone (it was cut short or failed meanwhile): the connection
-    /// was closed, so the client saw a broken connection, never other bytes. Not in `bytes_read`. Absent in
-    /// records written before it was counted.
+    /// was closed, so the client saw a broken connection, never other bytes. The read replies queued behind it
+    /// on that connection are lost with it and counted too. Not in `bytes_read`. Absent in records written
+    /// before it was counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reads_cut_short: Option<u64>,
+    /// What the exported file said when the first of those reads was cut short (its error, or that it ended
+    /// inside the range), so a truncated image is told from a failing disk or a dead FUSE daemon. Absent when
+    /// no read was cut short.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_cut_short_error: Option<String>,
     /// Connections closed because the client broke the protocol.
     pub protocol_violations: u64,
 }

@@ -25,8 +25,12 @@ pub fn served_lines(stats: &ServeStats, cache: Option<&CacheStats>) -> Vec<Strin
         stats.protocol_violations
     )];
     if let Some(n) = stats.reads_cut_short.filter(|&n| n > 0) {
+        let said = stats
+            .first_cut_short_error
+            .as_deref()
+            .map_or(String::new(), |e| format!(" (the first: {e})"));
         lines.push(format!(
-            "cut short {n} reads lost their connection after the reply's header: the exported file could not give their bytes"
+            "cut short {n} reads lost their connection after the reply's header: the exported file could not give their bytes{said}"
         ));
     }
     if let Some(cache) = cache {
