@@ -21,6 +21,12 @@ impl Scratch {
         Self::default()
     }
 
+    /// A buffer over `bytes`, memory the caller chose (huge pages, say): its slices come from them, never a
+    /// reallocation, as long as `len` plus [`ALIGN_BYTES`] of slack fits in their length.
+    pub fn from_bytes(bytes: Vec<u8>) -> Self {
+        Scratch { bytes }
+    }
+
     /// `len` bytes starting on an [`ALIGN_BYTES`] boundary. Their content is whatever the last use left (or zeros).
     pub fn slice_mut(&mut self, len: usize) -> &mut [u8] {
         if self.bytes.len() < len + ALIGN_BYTES {
@@ -67,5 +73,20 @@ mod tests {
         }
         scratch.slice_mut(8)[..3].copy_from_slice(b"abc");
         assert_eq!(&scratch.slice_mut(3)[..], b"abc");
+    }
+
+    #[test]
+    fn slices_of_given_bytes_stay_in_them_while_they_fit() {
+        let bytes = vec![0u8; (1 << 20) + ALIGN_BYTES];
+        let range = bytes.as_ptr_range();
+        let mut scratch = Scratch::from_bytes(bytes);
+        for len in [1, 4096, 1 << 20] {
+            let slice = scratch.slice_mut(len);
+            assert!(
+                range.contains(&slice.as_ptr()) && slice.as_ptr_range().end <= range.end,
+                "{len}"
+            );
+            assert_eq!(slice.as_ptr() as usize % ALIGN_BYTES, 0, "{len}");
+        }
     }
 }

@@ -15,6 +15,32 @@ const BLKDISCARD: libc::c_ulong = 0x1277; // _IO(0x12, 119)
 const BLKSECDISCARD: libc::c_ulong = 0x127d; // _IO(0x12, 125)
 const BLKZEROOUT: libc::c_ulong = 0x127f; // _IO(0x12, 127)
 
+/// The size of a transparent huge page where ssdlab runs (x86-64 and arm64 with 4 KiB base pages).
+const HUGE_PAGE_BYTES: usize = 2 << 20;
+
+/// `len` zeroed bytes whose memory the kernel is asked to back with transparent huge pages: `madvise`
+/// (MADV_HUGEPAGE) before the first touch, so the zeroing faults them in as huge pages. Debian's default
+/// (`transparent_hugepage/enabled` = madvise) gives none without asking. An O_DIRECT transfer pins every page
+/// of its buffer: a 4 MiB chunk is 1,024 base pages to pin, add to a bio and mark dirty, or two huge pages
+/// (refresh over a loop device on /dev/shm: 5-9% of its time). Where the kernel declines (huge pages off or
+/// none free), the memory is ordinary. The vector must not grow past its length: a reallocation would be
+/// ordinary memory again.
+pub fn huge_page_bytes(len: usize) -> Vec<u8> {
+    let mut bytes: Vec<u8> = Vec::with_capacity(len + HUGE_PAGE_BYTES);
+    let spare = bytes.spare_capacity_mut();
+    let start = spare.as_mut_ptr() as usize;
+    let first = start.next_multiple_of(HUGE_PAGE_BYTES);
+    let end = (start + spare.len()) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
+    if end > first {
+        // SAFETY: [first, end) lies inside the vector's allocation, which nothing else refers to yet; the
+        // advice changes only how its pages are faulted in later, never their contents or whether they are
+        // valid. Its failure (an old kernel, huge pages compiled out) leaves ordinary memory, so it is ignored.
+        let _ = unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE) };
+    }
+    bytes.resize(len, 0);
+    bytes
+}
+
 /// The open flag that refuses to follow a symbolic link, for callers outside this crate.
 pub const O_NOFOLLOW: i32 = libc::O_NOFOLLOW;
 /// Opens without blocking (a FIFO with no writer).
@@ -558,6 +584,60 @@ mod tests {
     use super::*;
     use std::io::Write;
     use std::os::fd::AsFd;
+
+    /// A counter of /proc/vmstat.
+    fn vmstat(name: &str) -> u64 {
+        std::fs::read_to_string("/proc/vmstat")
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// The huge pages backing the mapping that holds `address`, in KiB (/proc/self/smaps).
+    fn huge_kib_at(address: usize) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut inside = false;
+        for line in smaps.lines() {
+            if let Some((range, _)) = line.split_once(' ')
+                && let Some((start, end)) = range.split_once('-')
+                && let (Ok(start), Ok(end)) =
+                    (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16))
+            {
+                inside = (start..end).contains(&address);
+            } else if inside && let Some(kib) = line.strip_prefix("AnonHugePages:") {
+                return kib.trim().trim_end_matches(" kB").trim().parse().unwrap();
+            }
+        }
+        0
+    }
+
+    #[test]
+    fn huge_page_bytes_are_zeroed_and_backed_by_huge_pages_where_the_kernel_gives_them() {
+        let fallbacks_before = vmstat("thp_fault_fallback");
+        let bytes = huge_page_bytes(4 << 20);
+        assert_eq!(bytes.len(), 4 << 20);
+        assert!(bytes.iter().all(|&b| b == 0));
+        let enabled =
+            std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+        if enabled.contains("[never]")
+            || enabled.is_empty()
+            || vmstat("thp_fault_fallback") > fallbacks_before
+        {
+            eprintln!(
+                "transparent huge pages off or none free here: nothing to check ({})",
+                enabled.trim()
+            );
+            return;
+        }
+        // 4 MiB from an unaligned start holds at least one whole aligned 2 MiB page.
+        let huge = huge_kib_at(bytes.as_ptr() as usize + (2 << 20));
+        assert!(
+            huge >= 2048,
+            "AnonHugePages {huge} kB under THP {}",
+            enabled.trim()
+        );
+    }
 
     #[test]
     fn the_page_cache_holds_a_range_read_in_and_not_once_it_is_dropped() {

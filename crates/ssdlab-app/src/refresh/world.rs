@@ -9,10 +9,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ssdlab_core::scratch::{FilledScratch, MediaRead, Scratch};
+use ssdlab_core::scratch::{ALIGN_BYTES, FilledScratch, MediaRead, Scratch};
 use ssdlab_io::pinned::{FileFacts, Identity, PinnedFile, reopen_pinned};
 use ssdlab_methods::refresh::file::PathChanges;
 use ssdlab_methods::refresh::pace::{BusyProbe, TokenBucket, pause_while_busy};
+use ssdlab_methods::refresh::protocol::ChunkBuffers;
 use ssdlab_methods::refresh::select::{Found, Selection, select};
 use ssdlab_methods::refresh::session::{MeasuredTarget, SessionWorld, Walked};
 use ssdlab_methods::refresh::state::RefreshLogWriter;
@@ -339,5 +340,19 @@ impl SessionWorld for RealWorld<'_> {
     }
     fn record_refreshed(&mut self, id: FileId, path: &Path) -> io::Result<()> {
         self.log_writer.record(id, path, self.clock.unix_now_s())
+    }
+    /// Buffers backed by huge pages where the kernel gives them: every chunk is read, written and re-read with
+    /// O_DIRECT, which pins each page of the buffer per transfer.
+    fn chunk_buffers(&mut self, chunk_bytes: u64) -> ChunkBuffers {
+        let scratch = || {
+            Scratch::from_bytes(ssdlab_io::sys::huge_page_bytes(
+                chunk_bytes as usize + ALIGN_BYTES,
+            ))
+        };
+        ChunkBuffers {
+            current: scratch(),
+            check: scratch(),
+            ahead: scratch(),
+        }
     }
 }

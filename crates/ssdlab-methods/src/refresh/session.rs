@@ -43,6 +43,12 @@ pub trait SessionWorld {
     fn open(&mut self, file: &Found) -> Result<Box<dyn MeasuredTarget>, String>;
     /// Records that `file` was rewritten whole now (it is young again to scan and refresh).
     fn record_refreshed(&mut self, id: FileId, path: &Path) -> io::Result<()>;
+    /// The run's three chunk buffers, for chunks of at most `chunk_bytes`: ordinary memory unless the world
+    /// has better (memory that is cheaper to pin for direct I/O).
+    fn chunk_buffers(&mut self, chunk_bytes: u64) -> ChunkBuffers {
+        let _ = chunk_bytes;
+        ChunkBuffers::default()
+    }
 }
 
 /// What the walk found.
@@ -95,7 +101,7 @@ pub fn run_session(
     let selection = world.select(walked.found);
     events.selected(&selection, &walked.skipped);
     let mut record = planned_record(&selection, &walked.skipped, false);
-    let mut buffers = ChunkBuffers::default();
+    let mut buffers = world.chunk_buffers(plan.chunk_bytes);
     let mut interrupted = false;
     for (index, file) in selection.files.iter().enumerate() {
         if world.env().interrupted() {
