@@ -259,7 +259,9 @@ fn session_verdict(stats: &ssdlab_core::schema::serve::ServeStats) -> Verdict {
         let said = stats
             .first_cut_short_error
             .as_deref()
-            .map_or(String::new(), |e| format!(" (the first: {e})"));
+            .map_or(" (was it truncated or failing?)".into(), |e| {
+                format!(" (the first: {e})")
+            });
         reasons.push(format!(
             "{cut_short} reads were cut short after their reply's header: the exported file could not give their bytes{said}, so those clients lost their connections"
         ));

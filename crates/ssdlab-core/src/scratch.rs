@@ -10,10 +10,13 @@
 /// any logical block a device reports (both can exceed 4 KiB), at the cost of 64 KiB of slack per buffer.
 pub const ALIGN_BYTES: usize = 64 << 10;
 
-/// A byte buffer handing out aligned slices (plain safe code: a vector with [`ALIGN_BYTES`] of slack).
+/// A byte buffer handing out aligned slices (plain safe code: a vector with [`ALIGN_BYTES`] of slack, or more
+/// for memory given with a coarser alignment).
 #[derive(Debug, Default)]
 pub struct Scratch {
     bytes: Vec<u8>,
+    /// Where slices start: a multiple of [`ALIGN_BYTES`]; 0 means [`ALIGN_BYTES`].
+    align: usize,
 }
 
 impl Scratch {
@@ -21,19 +24,26 @@ impl Scratch {
         Self::default()
     }
 
-    /// A buffer over `bytes`, memory the caller chose (huge pages, say): its slices come from them, never a
-    /// reallocation, as long as `len` plus [`ALIGN_BYTES`] of slack fits in their length.
-    pub fn from_bytes(bytes: Vec<u8>) -> Self {
-        Scratch { bytes }
+    /// A buffer over `bytes`, memory the caller chose, whose slices start on a multiple of `align` (a multiple of
+    /// [`ALIGN_BYTES`]): huge pages, say, with slices starting where a huge page does. Its slices come from
+    /// `bytes`, never a reallocation, as long as `len` plus `align` of slack fits in their length.
+    pub fn from_bytes(bytes: Vec<u8>, align: usize) -> Self {
+        assert!(
+            align > 0 && align.is_multiple_of(ALIGN_BYTES),
+            "a scratch alignment is a multiple of {ALIGN_BYTES}"
+        );
+        Scratch { bytes, align }
     }
 
-    /// `len` bytes starting on an [`ALIGN_BYTES`] boundary. Their content is whatever the last use left (or zeros).
+    /// `len` bytes starting on an aligned boundary ([`ALIGN_BYTES`], or the one given to
+    /// [`Scratch::from_bytes`]). Their content is whatever the last use left (or zeros).
     pub fn slice_mut(&mut self, len: usize) -> &mut [u8] {
-        if self.bytes.len() < len + ALIGN_BYTES {
-            self.bytes.resize(len + ALIGN_BYTES, 0);
+        let align = self.align.max(ALIGN_BYTES);
+        if self.bytes.len() < len + align {
+            self.bytes.resize(len + align, 0);
         }
         let address = self.bytes.as_ptr() as usize;
-        let start = address.next_multiple_of(ALIGN_BYTES) - address;
+        let start = address.next_multiple_of(align) - address;
         &mut self.bytes[start..start + len]
     }
 }
@@ -77,16 +87,17 @@ mod tests {
 
     #[test]
     fn slices_of_given_bytes_stay_in_them_while_they_fit() {
-        let bytes = vec![0u8; (1 << 20) + ALIGN_BYTES];
+        let align = 4 * ALIGN_BYTES;
+        let bytes = vec![0u8; (1 << 20) + align];
         let range = bytes.as_ptr_range();
-        let mut scratch = Scratch::from_bytes(bytes);
+        let mut scratch = Scratch::from_bytes(bytes, align);
         for len in [1, 4096, 1 << 20] {
             let slice = scratch.slice_mut(len);
             assert!(
                 range.contains(&slice.as_ptr()) && slice.as_ptr_range().end <= range.end,
                 "{len}"
             );
-            assert_eq!(slice.as_ptr() as usize % ALIGN_BYTES, 0, "{len}");
+            assert_eq!(slice.as_ptr() as usize % align, 0, "{len}");
         }
     }
 }

@@ -709,8 +709,8 @@ impl<D: Device> Server<'_, D> {
         let conn = self.conns[i].take().expect("an open connection closes");
         if let Some((error, replies, bytes)) = &conn.cut_short {
             // Read replies whose bytes the exported file could not give after their headers went: counted as
-            // answered when they were taken, they were not. The first one's error says why (the file ended,
-            // or which error it gave).
+            // answered when they were taken, they were not. The first connection to close with one keeps its
+            // error, which says why (the file ended, or which error it gave).
             *self.stats.reads_cut_short.get_or_insert(0) += replies;
             self.stats
                 .first_cut_short_error

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ssdlab_core::scratch::{ALIGN_BYTES, FilledScratch, MediaRead, Scratch};
+use ssdlab_core::scratch::{FilledScratch, MediaRead, Scratch};
 use ssdlab_io::pinned::{FileFacts, Identity, PinnedFile, reopen_pinned};
 use ssdlab_methods::refresh::file::PathChanges;
 use ssdlab_methods::refresh::pace::{BusyProbe, TokenBucket, pause_while_busy};
@@ -341,14 +341,12 @@ impl SessionWorld for RealWorld<'_> {
     fn record_refreshed(&mut self, id: FileId, path: &Path) -> io::Result<()> {
         self.log_writer.record(id, path, self.clock.unix_now_s())
     }
-    /// Buffers backed by huge pages where the kernel gives them: every chunk is read, written and re-read with
-    /// O_DIRECT, which pins each page of the buffer per transfer.
+    /// Buffers backed by huge pages where the kernel gives them, each chunk starting where one does: every chunk
+    /// is read, written and re-read with O_DIRECT, which pins each page of the buffer per transfer.
     fn chunk_buffers(&mut self, chunk_bytes: u64) -> ChunkBuffers {
-        let scratch = || {
-            Scratch::from_bytes(ssdlab_io::sys::huge_page_bytes(
-                chunk_bytes as usize + ALIGN_BYTES,
-            ))
-        };
+        let huge = ssdlab_io::sys::HUGE_PAGE_BYTES;
+        let scratch =
+            || Scratch::from_bytes(ssdlab_io::sys::huge_page_bytes(chunk_bytes as usize + huge), huge);
         ChunkBuffers {
             current: scratch(),
             check: scratch(),

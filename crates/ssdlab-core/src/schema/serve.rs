@@ -38,9 +38,9 @@ pub struct ServeStats {
     /// before it was counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reads_cut_short: Option<u64>,
-    /// What the exported file said when the first of those reads was cut short (its error, or that it ended
-    /// inside the range), so a truncated image is told from a failing disk or a dead FUSE daemon. Absent when
-    /// no read was cut short.
+    /// What the exported file said for one of those reads (its error, or that it ended inside the range), so a
+    /// truncated image is told from a failing disk or a dead FUSE daemon: the first connection to close with
+    /// one. Absent when no read was cut short.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_cut_short_error: Option<String>,
     /// Connections closed because the client broke the protocol.

@@ -273,6 +273,7 @@ fn write_in_window(
     // lease is held while 4 MiB are summed. An assertion that fails after the announcement leaves the file as
     // it was: the chunk still holds the announced bytes and the original time, which a resume reads as nothing
     // done. The announcement's age counts from before it was made, as the loop's own announcements do.
+    target.close_window();
     let mut announced_at = Some(env.monotonic_ns());
     let (summed, announced) = sum_while(chunk.data, || announce(journal, env, id, chunk, ours));
     assert_eq!(summed, chunk.sum, "refresh would write bytes it did not read");
@@ -327,9 +328,15 @@ fn write_in_window(
     }
 }
 
+/// Below this a chunk is summed in line: a thread's start would cost more than the sum.
+const SUM_ASIDE_MIN_BYTES: usize = 256 << 10;
+
 /// The checksum of `data`, taken on a helper thread while `work` runs on this one, and what `work` returned
-/// (the sum is taken in line if no thread can be had).
+/// (the sum is taken in line for a small `data`, or if no thread can be had).
 fn sum_while<T>(data: &[u8], work: impl FnOnce() -> T) -> (u64, T) {
+    if data.len() < SUM_ASIDE_MIN_BYTES {
+        return (checksum(data), work());
+    }
     std::thread::scope(|s| {
         match std::thread::Builder::new()
             .name("refresh-sum".into())
