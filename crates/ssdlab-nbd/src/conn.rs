@@ -8,7 +8,7 @@
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 
 use crate::negotiation::Negotiation;
@@ -216,12 +216,12 @@ impl Conn {
         }
     }
 
-    /// Sends what the socket takes now; `source` is the export's page-cache file, if its reads are that.
-    pub fn write_out(&mut self, source: Option<BorrowedFd<'_>>) {
+    /// Sends what the socket takes now; `page_cache` is the export's page-cache file, if its reads are that.
+    pub fn write_out(&mut self, page_cache: Option<&OwnedFd>) {
         if self.dead || self.gone {
             return;
         }
-        match self.out.send(&mut self.stream, source) {
+        match self.out.send(&mut self.stream, page_cache.map(AsFd::as_fd)) {
             Ok(()) => {}
             Err(SendError::Gone) => self.hang_up(),
             Err(SendError::Source(e)) => {

@@ -512,7 +512,7 @@ impl<D: Device> Server<'_, D> {
             self.conns[i]
                 .as_mut()
                 .expect("just set")
-                .write_out(self.page_cache.as_ref().map(AsFd::as_fd));
+                .write_out(self.page_cache.as_ref());
             self.open += 1;
             self.deadlines.push_back((deadline, i, self.generations[i]));
             self.touch(i);
@@ -532,7 +532,7 @@ impl<D: Device> Server<'_, D> {
             conn.read_rest(&mut self.read_chunk, max_request + READ_CHUNK);
         } else {
             if flags.contains(epoll::EventFlags::OUT) {
-                conn.write_out(self.page_cache.as_ref().map(AsFd::as_fd));
+                conn.write_out(self.page_cache.as_ref());
             }
             if flags.contains(epoll::EventFlags::IN) {
                 conn.read_in(&mut self.read_chunk, max_request);
@@ -615,7 +615,7 @@ impl<D: Device> Server<'_, D> {
                 conn.kill();
             }
         }
-        conn.write_out(self.page_cache.as_ref().map(AsFd::as_fd));
+        conn.write_out(self.page_cache.as_ref());
     }
 
     /// Gives freed device slots to the connections that waited for one, in the order they asked.
@@ -646,7 +646,7 @@ impl<D: Device> Server<'_, D> {
                 // while parsing are sent by their callers): a send there could empty a backlog that had just held a
                 // request back, leaving the socket watched for nothing and the request untaken.
                 if conn.pending_output() > 0 {
-                    conn.write_out(self.page_cache.as_ref().map(AsFd::as_fd));
+                    conn.write_out(self.page_cache.as_ref());
                 }
             }
             if matches!(

@@ -9,8 +9,6 @@
 //! completes, never let a malformed request touch the device, and never take a request from a connection
 //! that owes more than its backlog allows (a client that does not read its replies stops being read).
 
-use std::os::fd::AsFd;
-
 use ssdlab_core::device::{Completion, Device, Io, Op};
 
 use crate::conn::{Conn, complete_request};
@@ -264,7 +262,7 @@ impl<D: Device> Server<'_, D> {
         if let Some(conn) = self.conns[i].as_mut() {
             reply(conn, 0, r, Some(data));
             // Sent now: an unsent reply counts against the backlog the next request of this parse is judged by.
-            conn.write_out(self.page_cache.as_ref().map(AsFd::as_fd));
+            conn.write_out(self.page_cache.as_ref());
         }
     }
 
@@ -490,12 +488,12 @@ impl<D: Device> Server<'_, D> {
         if r.command == protocol::CMD_BLOCK_STATUS && conn.negotiated().is_some_and(|n| n.structured) {
             // A block-status reply must be structured, errors included.
             protocol::structured_error(conn.out.bytes(), error, r.cookie, "invalid block-status request");
-            conn.write_out(self.page_cache.as_ref().map(AsFd::as_fd));
+            conn.write_out(self.page_cache.as_ref());
             return;
         }
         reply(conn, error, r, None);
         // Sent now, as in `answer_at_once`.
-        conn.write_out(self.page_cache.as_ref().map(AsFd::as_fd));
+        conn.write_out(self.page_cache.as_ref());
     }
 
     /// Answers NBD_CMD_BLOCK_STATUS at once (the device answers from its tables, without I/O). A query that is
@@ -517,7 +515,7 @@ impl<D: Device> Server<'_, D> {
         if let Err(e) = answer {
             count_device_error(&mut self.stats);
             protocol::structured_error(conn.out.bytes(), protocol::EIO, r.cookie, &e.to_string());
-            conn.write_out(self.page_cache.as_ref().map(AsFd::as_fd));
+            conn.write_out(self.page_cache.as_ref());
             return;
         }
         let aligned = crate::status::align(&extents, start, block);
@@ -537,7 +535,7 @@ impl<D: Device> Server<'_, D> {
                 r.cookie,
                 "the device described nothing",
             );
-            conn.write_out(self.page_cache.as_ref().map(AsFd::as_fd));
+            conn.write_out(self.page_cache.as_ref());
             return;
         }
         protocol::structured_header(
@@ -547,13 +545,14 @@ impl<D: Device> Server<'_, D> {
             r.cookie,
             4 + 8 * descriptors.len() as u32,
         );
-        conn.out.bytes().extend_from_slice(&context.to_be_bytes());
+        let out = conn.out.bytes();
+        out.extend_from_slice(&context.to_be_bytes());
         for (len, flags) in descriptors {
-            conn.out.bytes().extend_from_slice(&len.to_be_bytes());
-            conn.out.bytes().extend_from_slice(&flags.to_be_bytes());
+            out.extend_from_slice(&len.to_be_bytes());
+            out.extend_from_slice(&flags.to_be_bytes());
         }
         self.stats.block_status += 1;
-        conn.write_out(self.page_cache.as_ref().map(AsFd::as_fd));
+        conn.write_out(self.page_cache.as_ref());
     }
 }
 
