@@ -99,6 +99,12 @@ struct World {
     writer_waiting: bool,
     touched: bool,
     modified_by_path: bool,
+    /// The chunk size runs use ([`CHUNK`] unless a test needs chunks large enough for the pair assertion's
+    /// helper thread).
+    chunk_bytes: u64,
+    /// The next read-ahead hands back a buffer whose bytes are not the ones its digest was taken of (a buffer
+    /// swapped or changed in memory after the read).
+    read_ahead_lies: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -274,6 +280,9 @@ impl RefreshTarget for MemFile {
         let bytes = into.slice_mut(len as usize);
         bytes.fill(0xEE);
         let read = self.read_from_media(offset, bytes);
+        if std::mem::take(&mut self.world.borrow_mut().read_ahead_lies) {
+            bytes[0] ^= 1;
+        }
         let filled = FilledScratch {
             buf: into,
             digest: read.as_ref().ok().map(|r| r.sum),
@@ -503,6 +512,8 @@ fn new_world(seed: u64) -> Shared {
         writer_waiting: false,
         touched: false,
         modified_by_path: false,
+        chunk_bytes: CHUNK,
+        read_ahead_lies: false,
     }))
 }
 
@@ -595,7 +606,7 @@ fn one_run(world: &Shared) -> io::Result<Option<FileOutcome>> {
     };
     let mut outcomes = Outcomes::default();
     let plan = SessionPlan {
-        chunk_bytes: CHUNK,
+        chunk_bytes: world.borrow().chunk_bytes,
         before_bytes_per_s: Default::default(),
     };
     let report = run_session(&plan, &mut journal, &mut mem, &mut outcomes);
@@ -805,6 +816,56 @@ fn the_model_catches_a_refresher_that_writes_stale_bytes() {
     world.borrow_mut().data[3] ^= 1;
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| file.write_at(0, &stale)));
     assert!(caught.is_err(), "the model must reject a stale write");
+}
+
+/// The pair assertion's first half, on a chunk large enough to be summed beside its announcement: a buffer that
+/// no longer holds what was read stops the run after the announcement is durable, before any window, and the
+/// next run reads that as nothing done and refreshes the file as it was.
+#[test]
+fn a_buffer_that_is_not_what_was_read_stops_the_run_before_its_write_and_the_next_run_settles_it() {
+    let chunk = 256 << 10;
+    let world = new_world(12);
+    {
+        let mut w = world.borrow_mut();
+        let mut rng = ssdlab_core::rng::Rng::new(12);
+        w.data = (0..3 * chunk + 1234).map(|_| rng.next_u64() as u8).collect();
+        let len = w.data.len() as u64;
+        (w.ranges, w.facts.size_bytes, w.chunk_bytes) = (vec![(0, len)], len, chunk);
+        // The second chunk comes from a read-ahead (the first is read in line).
+        w.read_ahead_lies = true;
+    }
+    let original = world.borrow().data.clone();
+    let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| one_run(&world)));
+    let message = stopped.expect_err("the assertion stops the run");
+    let message = message
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .unwrap_or_default();
+    assert!(
+        message.contains("refresh would write bytes it did not read"),
+        "{message}"
+    );
+    {
+        let w = world.borrow();
+        let last = w.journal.split(|&b| b == b'\n').rfind(|l| !l.is_empty()).unwrap();
+        let last = String::from_utf8_lossy(last);
+        assert!(
+            last.contains("\"writing\"") && last.contains("\"index\":1"),
+            "the second chunk's write was announced before the assertion stopped it: {last}"
+        );
+        assert_eq!(w.data, original);
+        assert_eq!((w.facts.atime, w.facts.mtime), (ORIGINAL_ATIME, ORIGINAL_MTIME));
+    }
+    reboot(&world);
+    act(&world, Meanwhile::Nothing);
+    let outcome = one_run(&world).unwrap();
+    assert!(
+        matches!(outcome, Some(FileOutcome::Refreshed { .. })),
+        "{outcome:?}"
+    );
+    let w = world.borrow();
+    assert_eq!(w.data, original);
+    assert_eq!((w.facts.atime, w.facts.mtime), (ORIGINAL_ATIME, ORIGINAL_MTIME));
 }
 
 #[test]
