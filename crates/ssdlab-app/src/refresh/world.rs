@@ -342,9 +342,14 @@ impl SessionWorld for RealWorld<'_> {
         self.log_writer.record(id, path, self.clock.unix_now_s())
     }
     /// Buffers backed by huge pages where the kernel gives them, each chunk starting where one does: every chunk
-    /// is read, written and re-read with O_DIRECT, which pins each page of the buffer per transfer.
+    /// is read, written and re-read with O_DIRECT, which pins each page of the buffer per transfer. Chunks
+    /// smaller than a huge page get ordinary buffers, grown as they are used (a huge page each would cost 2 MiB
+    /// of memory to save little).
     fn chunk_buffers(&mut self, chunk_bytes: u64) -> ChunkBuffers {
         let huge = ssdlab_io::sys::HUGE_PAGE_BYTES;
+        if chunk_bytes < huge as u64 {
+            return ChunkBuffers::default();
+        }
         let scratch =
             || Scratch::from_bytes(ssdlab_io::sys::huge_page_bytes(chunk_bytes as usize + huge), huge);
         ChunkBuffers {

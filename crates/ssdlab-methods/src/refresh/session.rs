@@ -43,8 +43,9 @@ pub trait SessionWorld {
     fn open(&mut self, file: &Found) -> Result<Box<dyn MeasuredTarget>, String>;
     /// Records that `file` was rewritten whole now (it is young again to scan and refresh).
     fn record_refreshed(&mut self, id: FileId, path: &Path) -> io::Result<()>;
-    /// The run's three chunk buffers, for chunks of at most `chunk_bytes`: ordinary memory unless the world
-    /// has better (memory that is cheaper to pin for direct I/O).
+    /// The run's three chunk buffers, for chunks of at most `chunk_bytes` (the run's chunk size, or less when
+    /// every file selected is smaller): ordinary memory unless the world has better (memory that is cheaper to
+    /// pin for direct I/O). A buffer grows if a chunk needs more.
     fn chunk_buffers(&mut self, chunk_bytes: u64) -> ChunkBuffers {
         let _ = chunk_bytes;
         ChunkBuffers::default()
@@ -101,7 +102,12 @@ pub fn run_session(
     let selection = world.select(walked.found);
     events.selected(&selection, &walked.skipped);
     let mut record = planned_record(&selection, &walked.skipped, false);
-    let mut buffers = world.chunk_buffers(plan.chunk_bytes);
+    // Buffers for the largest chunk this run can meet: a run over small files asks for small ones.
+    let largest_bytes = selection.files.iter().map(|f| f.size_bytes).max().unwrap_or(0);
+    let chunk_bytes = plan
+        .chunk_bytes
+        .min(largest_bytes.next_multiple_of(ssdlab_core::scratch::ALIGN_BYTES as u64));
+    let mut buffers = world.chunk_buffers(chunk_bytes);
     let mut interrupted = false;
     for (index, file) in selection.files.iter().enumerate() {
         if world.env().interrupted() {
